@@ -1,0 +1,105 @@
+"""Chapter 03 — scaled dot-product attention (paper §3.2.1, equation 1).
+
+    Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V
+
+Two paths give the same numbers:
+
+* the **teaching path** (:func:`scaled_dot_product_attention`) writes every step out and
+  returns the attention weights, so they can be looked at and plotted;
+* the **fast path** (:func:`fast_attention`) calls PyTorch's fused
+  ``F.scaled_dot_product_attention``, which never materialises the weights.
+
+Masks are boolean with **True = may attend**, broadcastable to (B, H, T, S).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ._validate import check_mask
+
+
+def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(x, Tensor) or x.dim() < 2:
+            raise ValueError(f"{name} must be a tensor of shape (..., length, features), got {getattr(x, 'shape', x)}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"q and k must share the last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"k and v must have the same length S, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+
+
+def attention_scores(q: Tensor, k: Tensor) -> Tensor:
+    """Similarity of every query with every key, scaled by 1/√d_k.
+
+    Shape:
+        q: (..., T, Dk), k: (..., S, Dk) → scores (..., T, S)
+    """
+    ### BEGIN SOLUTION
+    d_k = q.shape[-1]
+    return q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T, S)
+    ### END SOLUTION
+
+
+def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """Return ``scores`` with every position where ``mask`` is False set to the dtype's minimum.
+
+    ``torch.finfo(dtype).min`` rather than ``-inf``: a fully masked row then gets a uniform
+    softmax (finite) instead of NaN, and rather than ``-1e9``: that overflows in float16.
+    The input is not modified.
+
+    Shape:
+        scores: (..., T, S); mask: bool, broadcastable to scores, True = may attend
+    """
+    if mask is None:
+        return scores
+    check_mask(mask, tuple(scores.shape))
+    ### BEGIN SOLUTION
+    return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    ### END SOLUTION
+
+
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
+    """Equation 1 of the paper, step by step (the teaching path).
+
+    Args:
+        q: queries (..., T, Dk); k: keys (..., S, Dk); v: values (..., S, Dv).
+        mask: bool, broadcastable to (..., T, S), True = may attend.
+        dropout_p: dropout on the attention weights (§5.4); pass 0.0 at evaluation.
+
+    Returns:
+        ``(output (..., T, Dv), weights (..., T, S))``; every row of ``weights`` sums to 1
+        (the weights are returned before dropout).
+    """
+    _check_qkv(q, k, v)
+    ### BEGIN SOLUTION
+    scores = apply_mask(attention_scores(q, k), mask)  # (..., T, S)
+    weights = scores.softmax(dim=-1)  # (..., T, S), rows sum to 1
+    dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+    return dropped @ v, weights  # (..., T, Dv), (..., T, S)
+    ### END SOLUTION
+
+
+def fast_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False
+) -> Tensor:
+    """The same computation through PyTorch's fused kernel (no weights returned).
+
+    A boolean mask is turned into an additive one filled with ``finfo(dtype).min``, so a fully
+    masked row behaves exactly as on the teaching path (uniform weights, finite output).
+    ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask.
+
+    Shape:
+        q: (..., T, Dk), k: (..., S, Dk), v: (..., S, Dv) → (..., T, Dv)
+    """
+    _check_qkv(q, k, v)
+    if mask is not None:
+        check_mask(mask, (*q.shape[:-1], k.shape[-2]))
+        mask = torch.zeros((), dtype=q.dtype, device=q.device).masked_fill(~mask, torch.finfo(q.dtype).min)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)

@@ -1,0 +1,33 @@
+"""Chapter 05 — the position-wise feed-forward network (paper §3.3, equation 2).
+
+    FFN(x) = max(0, x W₁ + b₁) W₂ + b₂
+
+The same two-layer network is applied to every position separately (it never mixes positions:
+that is attention's job).
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+
+class PositionwiseFeedForward(nn.Module):
+    """Two linear layers with a ReLU between them, D → d_ff → D.
+
+    Dropout sits after the ReLU, where ``nn.TransformerEncoderLayer`` puts it.
+
+    Shape:
+        x: (B, T, D) → (B, T, D)
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)  # W₁, b₁
+        self.linear2 = nn.Linear(d_ff, d_model)  # W₂, b₂
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        ### BEGIN SOLUTION
+        hidden = self.dropout(self.linear1(x).relu())  # (B, T, d_ff)
+        return self.linear2(hidden)  # (B, T, D)
+        ### END SOLUTION

@@ -1,0 +1,100 @@
+"""Chapter 06 — the full encoder-decoder Transformer (paper §3, Figure 1)."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from ._validate import check_ndim, check_token_ids
+from .config import TransformerConfig
+from .decoder import Decoder, DecoderLayer
+from .embeddings import TokenEmbedding, tie_weights
+from .encoder import Encoder, EncoderLayer
+from .masks import padding_mask, target_mask
+from .positional import PositionalEncoding
+
+
+class Transformer(nn.Module):
+    """Embeddings + positional encoding → encoder; embeddings + positional encoding → decoder
+    (attending to the encoder memory) → linear layer to target-vocabulary logits.
+
+    Masks are built from ``config.pad_id``: source padding is hidden from every attention over
+    the source, and the decoder sees neither the future nor target padding.
+
+    Shape:
+        src: (B, S) ids, tgt: (B, T) ids (the *shifted* target, starting with ``<bos>``)
+        → logits (B, T, V_tgt)
+    """
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
+        self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
+        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        sizes = dict(
+            d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first,
+            layer_norm_eps=c.layer_norm_eps, d_k=c.d_k, d_v=c.d_v,
+        )  # fmt: skip
+        self.encoder = Encoder(
+            [EncoderLayer(**sizes) for _ in range(c.n_encoder_layers)], self._final_norm()
+        )
+        self.decoder = Decoder(
+            [DecoderLayer(**sizes) for _ in range(c.n_decoder_layers)], self._final_norm()
+        )
+        self.output = nn.Linear(c.d_model, c.tgt_vocab_size)
+        self._init_weights()
+        if c.tie_output or c.share_embeddings:
+            tie_weights(self.tgt_embed, self.output)
+        nn.init.zeros_(self.output.bias)
+
+    def _final_norm(self) -> nn.Module | None:
+        return nn.LayerNorm(self.config.d_model, eps=self.config.layer_norm_eps) if self.config.norm_first else None
+
+    def _init_weights(self) -> None:
+        """Xavier-uniform for every linear layer (as ``nn.Transformer`` does); embeddings keep
+        their N(0, 1/D) initialisation (see :class:`TokenEmbedding`)."""
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+
+    # -- the two halves ----------------------------------------------------------------------
+    def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
+        """Source ids (B, S) → memory (B, S, D). ``src_mask`` defaults to the padding mask."""
+        self._check_tokens(src, "src", self.config.src_vocab_size)
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
+        x = self.positional(self.src_embed(src))  # (B, S, D)
+        return self.encoder(x, src_mask)
+
+    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+        """Shifted target ids (B, T) and memory (B, S, D) → logits (B, T, V_tgt).
+
+        ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
+        """
+        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
+        check_ndim(memory, 3, "memory", "(B, S, D)")
+        if memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
+        x = self.positional(self.tgt_embed(tgt))  # (B, T, D)
+        x = self.decoder(x, memory, target_mask(tgt, self.config.pad_id), memory_mask)  # (B, T, D)
+        return self.output(x)  # (B, T, V)
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        self._check_tokens(src, "src", self.config.src_vocab_size)
+        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
+        src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
+        return self.decode(tgt, self.encode(src, src_mask), src_mask)
+
+    def _check_tokens(self, tokens: Tensor, name: str, vocab_size: int) -> None:
+        check_ndim(tokens, 2, name, "(B, length) of token ids")
+        check_token_ids(tokens, vocab_size, name)
+        if tokens.shape[1] > self.config.max_len:
+            raise ValueError(f"{name} has length {tokens.shape[1]}, longer than max_len={self.config.max_len}")
+
+    def num_parameters(self) -> int:
+        """Number of distinct parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters())

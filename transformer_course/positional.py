@@ -1,0 +1,111 @@
+"""Chapter 02 — positional encoding (paper §3.5)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from ._validate import check_ndim
+
+
+def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
+    """The paper's table of positional encodings (§3.5).
+
+    PE[pos, 2i]   = sin(pos / 10000^(2i / d_model))
+    PE[pos, 2i+1] = cos(pos / 10000^(2i / d_model))
+
+    Returns:
+        a float32 tensor of shape (max_len, d_model). An odd ``d_model`` is allowed: the
+        last column is then a sine without its cosine partner.
+    """
+    if max_len < 1 or d_model < 1:
+        raise ValueError(f"max_len and d_model must be >= 1, got max_len={max_len}, d_model={d_model}")
+    ### BEGIN SOLUTION
+    position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(D/2),)
+    frequency = torch.exp(-math.log(10000.0) * two_i / d_model)  # 1 / 10000^(2i/D)
+    angle = position * frequency  # (max_len, ceil(D/2))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table
+    ### END SOLUTION
+
+
+def relative_position_map(k: int, d_model: int) -> Tensor:
+    """The fixed linear map M_k with ``PE[pos + k] = M_k @ PE[pos]`` for every ``pos``.
+
+    Each (sin, cos) pair of frequency w is a point on a circle; moving k positions turns it by
+    the angle w·k, so M_k is block-diagonal with 2×2 rotation blocks
+    ``[[cos wk, sin wk], [-sin wk, cos wk]]`` (the paper's remark in §3.5 that PE(pos+k) is a
+    linear function of PE(pos)). Requires an even ``d_model``.
+
+    Returns:
+        a float32 tensor of shape (d_model, d_model).
+    """
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be even and >= 2, got {d_model}")
+    ### BEGIN SOLUTION
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = k * torch.exp(-math.log(10000.0) * two_i / d_model)  # (D/2,)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    m[0::2, 0::2] = torch.diag(cos)  # new sin = sin·cos(wk) + cos·sin(wk)
+    m[0::2, 1::2] = torch.diag(sin)
+    m[1::2, 0::2] = torch.diag(-sin)  # new cos = cos·cos(wk) - sin·sin(wk)
+    m[1::2, 1::2] = torch.diag(cos)
+    return m.float()
+    ### END SOLUTION
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the sinusoidal table to a batch of embeddings, then applies dropout (§5.4).
+
+    The table is a buffer (moves with ``.to(device)``) that is not saved in the state dict
+    (``persistent=False``): it is a formula, not a learned weight.
+
+    Shape:
+        x: (B, T, D) → (B, T, D)
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.d_model = d_model
+        self.max_len = max_len
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_ndim(x, 3, "x", "(B, T, D)")
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
+        if x.shape[1] > self.max_len:
+            raise ValueError(f"sequence length {x.shape[1]} is longer than max_len={self.max_len}")
+        ### BEGIN SOLUTION
+        seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
+        return self.dropout(x + self.pe[:seq_len].to(x.dtype))  # (B, T, D) + (T, D)
+        ### END SOLUTION
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """The alternative the paper compared in Table 3 row (E): one learned vector per position.
+
+    Shape:
+        x: (B, T, D) → (B, T, D)
+    """
+
+    def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
+        super().__init__()
+        self.max_len = max_len
+        self.embedding = nn.Embedding(max_len, d_model)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: Tensor) -> Tensor:
+        check_ndim(x, 3, "x", "(B, T, D)")
+        if x.shape[1] > self.max_len:
+            raise ValueError(f"sequence length {x.shape[1]} is longer than max_len={self.max_len}")
+        positions = torch.arange(x.shape[1], device=x.device)  # (T,)
+        return self.dropout(x + self.embedding(positions))  # (B, T, D)
