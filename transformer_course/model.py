@@ -35,12 +35,8 @@ class Transformer(nn.Module):
             d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first,
             layer_norm_eps=c.layer_norm_eps, d_k=c.d_k, d_v=c.d_v,
         )  # fmt: skip
-        self.encoder = Encoder(
-            [EncoderLayer(**sizes) for _ in range(c.n_encoder_layers)], self._final_norm()
-        )
-        self.decoder = Decoder(
-            [DecoderLayer(**sizes) for _ in range(c.n_decoder_layers)], self._final_norm()
-        )
+        self.encoder = Encoder([EncoderLayer(**sizes) for _ in range(c.n_encoder_layers)], self._final_norm())
+        self.decoder = Decoder([DecoderLayer(**sizes) for _ in range(c.n_decoder_layers)], self._final_norm())
         self.output = nn.Linear(c.d_model, c.tgt_vocab_size)
         self._init_weights()
         if c.tie_output or c.share_embeddings:

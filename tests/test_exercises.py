@@ -1,0 +1,81 @@
+"""The exercise system: every check passes on the solutions, rejects typical wrong answers
+(mutants), and reports "not implemented" on the generated stubs — so no check is vacuous."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer_course.checks import EXERCISES, run_check
+from transformer_course.checks.runner import _load_all
+from transformer_course.edition import region_targets, stub_package
+
+from .mutants import all_mutants
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "transformer_course"
+_load_all()
+MUTANTS = all_mutants()
+
+
+def _marked(ids):
+    return [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(ids)]
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_check_passes_on_the_solution(exercise_id: str) -> None:
+    result = run_check(exercise_id)
+    assert result.passed, result.line()
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_check_rejects_every_mutant(exercise_id: str) -> None:
+    mutants = MUTANTS.get(exercise_id, [])
+    assert mutants, f"{exercise_id} has no mutant in tests/mutants/: a check nobody tried to fool proves little"
+    for description, impl in mutants:
+        result = run_check(exercise_id, impl)
+        assert result.status == "failed", f"mutant '{description}' was not caught: {result.line()}"
+
+
+def test_each_chapter_has_three_exercises_from_easy_to_hard() -> None:
+    chapters: dict[str, list[str]] = {}
+    for ex in EXERCISES.values():
+        chapters.setdefault(ex.chapter, []).append(ex.difficulty)
+    for chapter, levels in chapters.items():
+        assert len(levels) >= 3, f"chapter {chapter} has {len(levels)} exercises"
+        assert levels[0] == "easy", f"chapter {chapter} should open with an easy exercise"
+
+
+def test_every_solution_region_is_a_registered_exercise_and_back() -> None:
+    targets = []
+    for path in PACKAGE.rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        targets += [t for _, _, t in region_targets(path.read_text(), module)]
+    registered = sorted(ex.target for ex in EXERCISES.values())
+    assert sorted(targets) == registered
+
+
+def test_checks_report_not_implemented_on_the_stubs(tmp_path: Path) -> None:
+    """Generate the stubbed package and run every check against it in a fresh interpreter."""
+    import shutil
+
+    shutil.copytree(PACKAGE, tmp_path / "transformer_course", ignore=shutil.ignore_patterns("__pycache__"))
+    stub_package(tmp_path / "transformer_course")
+    code = (
+        "import json; from transformer_course.checks import run_checks; "
+        "print(json.dumps({r.id: [r.status, r.message] for r in run_checks()}))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    results = json.loads(out.stdout.strip().splitlines()[-1])
+    assert set(results) == set(EXERCISES)
+    for exercise_id, (status, message) in results.items():
+        assert status == "not implemented", f"{exercise_id} on the stub: {status}: {message}"
+        assert exercise_id in message or "not implemented yet" in message, message

@@ -1,0 +1,68 @@
+"""Notebook hygiene: every .py/.ipynb pair is in sync, exercises/ is generated from solutions/,
+and every chapter has the parts a learner relies on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+from transformer_course.edition import BEGIN, clear_notebook
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("chapters", "solutions", "exercises")
+SOURCES = sorted(p for folder in FOLDERS for p in (ROOT / folder).glob("*.py"))
+CHAPTERS = sorted((ROOT / "chapters").glob("*.py"))
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=_rel)
+def test_pair_is_in_sync(source: Path) -> None:
+    paired = source.with_suffix(".ipynb")
+    assert paired.exists(), f"{_rel(source)} has no paired .ipynb: run `make notebooks`"
+    regenerated = jupytext.writes(jupytext.read(paired), "py:percent")
+    assert regenerated == source.read_text(encoding="utf-8"), (
+        f"{_rel(source)} and its .ipynb differ: edit the .py, then run `make notebooks NB={_rel(source)}`"
+    )
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_no_unpaired_ipynb(folder: str) -> None:
+    for notebook in (ROOT / folder).glob("*.ipynb"):
+        assert notebook.with_suffix(".py").exists(), f"{_rel(notebook)} has no .py source"
+
+
+@pytest.mark.parametrize("source", sorted((ROOT / "solutions").glob("*.py")), ids=_rel)
+def test_exercises_are_generated_from_solutions(source: Path) -> None:
+    expected = clear_notebook(jupytext.read(source))
+    target = ROOT / "exercises" / source.name
+    assert target.exists(), f"{_rel(target)} is missing: run `make exercises`"
+    assert target.read_text(encoding="utf-8") == jupytext.writes(expected, "py:percent"), (
+        f"{_rel(target)} is out of date: run `make exercises` (never edit exercises/ by hand)"
+    )
+    assert BEGIN not in target.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("source", sorted((ROOT / "solutions").glob("*.py")) + CHAPTERS, ids=_rel)
+def test_notebook_has_committed_outputs(source: Path) -> None:
+    notebook = nbformat.read(source.with_suffix(".ipynb"), as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code and all(c.execution_count is not None for c in code), (
+        f"{_rel(source)}: run `make notebooks NB={_rel(source)}` to store its outputs"
+    )
+
+
+@pytest.mark.parametrize("source", CHAPTERS, ids=_rel)
+def test_chapter_has_the_parts_a_learner_relies_on(source: Path) -> None:
+    text = source.read_text(encoding="utf-8")
+    assert "colab.research.google.com" in text, "an 'Open in Colab' badge"
+    assert '"google.colab" in sys.modules' in text, "a first cell that installs the package on Colab only"
+    assert "Learning goals" in text
+    assert "Common mistake" in text, "a 'common mistakes' box that runs a typical bug"
+    assert "exercises/" in text, "a pointer to the chapter's exercises"
+    assert "kernelspec" in text

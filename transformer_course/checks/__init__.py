@@ -1,0 +1,13 @@
+"""Exercise checks: ``check("ex03_1")`` in a notebook, ``pytest -m ex03_1``, or
+``python -m transformer_course check``.
+
+Checks compare the student's code with independent references (PyTorch's own functions,
+closed-form formulas) on several inputs, edge cases included, and say what is wrong.
+"""
+
+from ._tools import CheckFailure
+from .registry import EXERCISES, Exercise, exercise
+from .runner import CheckResult, check, get_exercise, run_check, run_checks
+
+__all__ = ["EXERCISES", "CheckFailure", "CheckResult", "Exercise", "check", "exercise", "get_exercise",
+           "run_check", "run_checks"]  # fmt: skip
