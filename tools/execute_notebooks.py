@@ -30,9 +30,28 @@ def execute(source: Path, timeout: int = 900) -> float:
     seconds = time.perf_counter() - start
     for cell in notebook.cells:  # keep the .ipynb diff small and stable
         cell.metadata.pop("execution", None)
+        if cell.cell_type == "code":
+            cell.outputs = _merge_streams(cell.outputs)
     nbformat.write(notebook, source.with_suffix(".ipynb"))
     jupytext.write(notebook, source, fmt="py:percent")  # normalise the .py so the pair is in sync
     return seconds
+
+
+def _merge_streams(outputs: list) -> list:
+    """Join consecutive pieces of the same stream (one print can arrive in several pieces)."""
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (
+            output.output_type == "stream"
+            and previous is not None
+            and previous.output_type == "stream"
+            and previous.name == output.name
+        ):
+            previous.text += output.text
+        else:
+            merged.append(output)
+    return merged
 
 
 def main(paths: list[str]) -> int:

@@ -31,6 +31,13 @@ def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
         raise ValueError(f"q and k must share the last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same length S, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    try:  # leading (batch, head) dimensions must match or be 1
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            "q, k and v must have the same leading (batch, head) dimensions, got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)} and v {tuple(v.shape)}"
+        ) from None
 
 
 def attention_scores(q: Tensor, k: Tensor) -> Tensor:
@@ -71,7 +78,8 @@ def scaled_dot_product_attention(
     Args:
         q: queries (..., T, Dk); k: keys (..., S, Dk); v: values (..., S, Dv).
         mask: bool, broadcastable to (..., T, S), True = may attend.
-        dropout_p: dropout on the attention weights (§5.4); pass 0.0 at evaluation.
+        dropout_p: dropout on the attention weights (not in the paper's §5.4, which drops sub-layer
+            outputs, but done by its reference code and by ``nn.MultiheadAttention``); 0.0 at evaluation.
 
     Returns:
         ``(output (..., T, Dv), weights (..., T, S))``; every row of ``weights`` sums to 1
@@ -91,9 +99,12 @@ def fast_attention(
 ) -> Tensor:
     """The same computation through PyTorch's fused kernel (no weights returned).
 
-    A boolean mask is turned into an additive one filled with ``finfo(dtype).min``, so a fully
-    masked row behaves exactly as on the teaching path (uniform weights, finite output).
-    ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask.
+    The boolean mask (True = may attend) is handed to ``F.scaled_dot_product_attention``,
+    which uses the same polarity. Only a fully masked query row needs care: PyTorch's answer
+    for it depends on the version (NaN in older releases, zeros in newer ones), while the
+    teaching path gives it uniform weights, the mean of the values. So such a row is
+    unmasked and its query zeroed: every score is then 0 and the weights are exactly uniform,
+    in any dtype. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask.
 
     Shape:
         q: (..., T, Dk), k: (..., S, Dk), v: (..., S, Dv) → (..., T, Dv)
@@ -101,5 +112,8 @@ def fast_attention(
     _check_qkv(q, k, v)
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))
-        mask = torch.zeros((), dtype=q.dtype, device=q.device).masked_fill(~mask, torch.finfo(q.dtype).min)
+        empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with nothing to attend to
+        if empty.any():
+            q = q.masked_fill(empty, 0.0)  # zero query → equal scores → uniform weights
+            mask = mask | empty
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)

@@ -17,8 +17,11 @@ def one_hot_lookup(tokens: Tensor, weight: Tensor) -> Tensor:
     of token ``i``, and multiplying a one-hot row vector by the matrix picks that row.
 
     Shape:
-        tokens: (B, T) integer ids; weight: (V, D) → output (B, T, D)
+        tokens: (B, T) integer ids (any leading shape works); weight: (V, D) → output (B, T, D),
+        with the dtype of ``weight``
     """
+    if not isinstance(weight, Tensor) or weight.dim() != 2:
+        raise ValueError(f"weight must be a (V, D) matrix, got shape {tuple(getattr(weight, 'shape', ()))}")
     check_token_ids(tokens, weight.shape[0])
     ### BEGIN SOLUTION
     one_hot = F.one_hot(tokens, num_classes=weight.shape[0]).to(weight.dtype)  # (B, T, V)

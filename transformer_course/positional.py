@@ -68,6 +68,9 @@ class PositionalEncoding(nn.Module):
 
     Shape:
         x: (B, T, D) → (B, T, D)
+
+    ``forward(x, offset=L)`` (incremental decoding, chapter 08) treats x as the positions
+    L … L+T-1 of a longer sequence.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0) -> None:
@@ -77,12 +80,18 @@ class PositionalEncoding(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         check_ndim(x, 3, "x", "(B, T, D)")
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
-        if x.shape[1] > self.max_len:
-            raise ValueError(f"sequence length {x.shape[1]} is longer than max_len={self.max_len}")
+        if offset < 0 or offset + x.shape[1] > self.max_len:
+            raise ValueError(
+                f"positions {offset}…{offset + x.shape[1] - 1} do not fit a table of max_len={self.max_len}"
+                if offset
+                else f"sequence length {x.shape[1]} is longer than max_len={self.max_len}"
+            )
+        if offset:  # put x after `offset` empty positions, encode, and keep x's rows (B, T, D)
+            return self.forward(torch.cat([x.new_zeros(x.shape[0], offset, x.shape[2]), x], dim=1))[:, offset:]
         ### BEGIN SOLUTION
         seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
         return self.dropout(x + self.pe[:seq_len].to(x.dtype))  # (B, T, D) + (T, D)
@@ -98,6 +107,7 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 512, dropout: float = 0.0) -> None:
         super().__init__()
+        self.d_model = d_model
         self.max_len = max_len
         self.embedding = nn.Embedding(max_len, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
@@ -105,7 +115,12 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         check_ndim(x, 3, "x", "(B, T, D)")
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
         if x.shape[1] > self.max_len:
-            raise ValueError(f"sequence length {x.shape[1]} is longer than max_len={self.max_len}")
+            raise ValueError(
+                f"sequence length {x.shape[1]} is longer than max_len={self.max_len}: "
+                "a learned table has no vector for positions it was not built with"
+            )
         positions = torch.arange(x.shape[1], device=x.device)  # (T,)
         return self.dropout(x + self.embedding(positions))  # (B, T, D)

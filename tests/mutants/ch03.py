@@ -56,6 +56,21 @@ def _nan_on_full_mask(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def _mask_after_softmax(q, k, v, mask=None):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+    if mask is not None:
+        weights = weights * mask  # zeroes the blocked keys but the rows no longer sum to 1
+    return weights @ v, weights
+
+
+def _renormalised_after_softmax(q, k, v, mask=None):
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+    if mask is not None:
+        weights = weights * mask
+        weights = weights / weights.sum(-1, keepdim=True)  # 0 / 0 on a fully masked row
+    return weights @ v, weights
+
+
 MUTANTS = {
     "ex03_1": [
         ("no 1/sqrt(d_k)", _unscaled_scores),
@@ -72,5 +87,7 @@ MUTANTS = {
         ("softmax over the query axis", _softmax_wrong_axis),
         ("mask ignored", _mask_ignored),
         ("-inf gives NaN on a fully masked row", _nan_on_full_mask),
+        ("mask applied after the softmax", _mask_after_softmax),
+        ("mask after the softmax, renormalised (NaN on a fully masked row)", _renormalised_after_softmax),
     ],
 }

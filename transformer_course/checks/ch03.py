@@ -91,27 +91,34 @@ def check_scaled_dot_product_attention(impl: Callable) -> int:
     cases = 0
     for batch, t, s, d_k, d_v in _SIZES:
         q, k, v = _qkv(batch, t, s, d_k, d_v)
-        mask = torch.rand(*batch, t, s) > 0.3
-        mask[..., 0] = True  # every row keeps one key so the reference has no NaN
-        for use_mask in (False, True):
-            m = mask if use_mask else None
-            case = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, mask {'(...,T,S)' if use_mask else 'None'}"
-            result = call(impl, q, k, v, m, case=case)
+        full = torch.rand(*batch, t, s) > 0.3
+        full[..., 0] = True  # every row keeps one key so the reference has no NaN
+        padding = torch.ones(batch[0], *[1] * (len(batch) - 1), 1, s, dtype=torch.bool)  # (B, 1…, 1, S)
+        padding[0, ..., s // 2 + 1 :] = False  # the first sequence is padded
+        for name, mask in (("None", None), ("(..., T, S)", full), (f"padding {tuple(padding.shape)}", padding)):
+            case = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, mask {name}"
+            result = call(impl, q, k, v, mask, case=case)
             if not (isinstance(result, tuple) and len(result) == 2):
                 raise CheckFailure(f"{case}: return a tuple (output, weights), got {type(result).__name__}")
             out, weights = result
-            want = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
-            expect_close(out, want, "output", case)
+            expect_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), "output", case)
             expect_shape(weights, (*batch, t, s), "weights", case)
             expect_close(weights.sum(-1), torch.ones(*batch, t), "row sums of weights", case)
-            if use_mask and (weights[~mask] > 1e-6).any():
+            if mask is not None and (weights[~mask.expand_as(weights)] > 1e-6).any():
                 raise CheckFailure(f"{case}: weights are non-zero where mask is False (polarity: True = may attend)")
+            # with the identity as values, PyTorch's output *is* the weight matrix
+            eye = torch.eye(s).expand(*batch, s, s)
+            expect_close(weights, F.scaled_dot_product_attention(q, k, eye, attn_mask=mask), "weights", case)
             cases += 1
     # a fully masked row must stay finite (uniform weights), not NaN
     q, k, v = _qkv((1,), 2, 3, 4, 4)
     mask = torch.tensor([[True, True, False], [False, False, False]])
     case = "a fully masked query row (mask row all False)"
-    out, weights = call(impl, q, k, v, mask, case=case)
+    result = call(impl, q, k, v, mask, case=case)
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise CheckFailure(f"{case}: return a tuple (output, weights), got {type(result).__name__}")
+    out, weights = result
     expect_finite(out, "output", case)
     expect_close(weights[0, 1], torch.full((3,), 1 / 3), "weights of the fully masked row", case)
+    expect_close(out[0, 1], v[0].mean(0), "output of the fully masked row (the mean of the values)", case)
     return cases + 1

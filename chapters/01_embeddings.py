@@ -1,0 +1,361 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 01 — Tokens, vocabularies and embeddings
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/01_embeddings.ipynb)
+#
+# A Transformer never reads letters. Before the first layer does anything, a sentence has been
+# cut into pieces, each piece replaced by a whole number, and each number replaced by a vector of
+# `d_model` real numbers. This chapter builds that front door of the model.
+#
+# **Learning goals**
+#
+# - turn sentences into token ids with a vocabulary, and say what each of the four special tokens
+#   `<pad>`, `<bos>`, `<eos>` and `<unk>` is for;
+# - see that an embedding lookup *is* a one-hot vector times a matrix, and why libraries index
+#   instead of multiplying;
+# - explain the $\sqrt{d_{model}}$ factor of the paper and why it only makes sense together with
+#   the initialisation;
+# - tie the input embedding to the output layer, and count what that saves.
+#
+# **In the paper:** §3.4 (embeddings, the shared weight matrix and the $\sqrt{d_{model}}$ factor),
+# and §5.1 for the vocabulary the authors used.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_course import (
+    TokenEmbedding,
+    Vocab,
+    one_hot_lookup,
+    sinusoidal_positional_encoding,
+    tie_weights,
+    tokenize,
+)
+from transformer_course.checks import run_check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+
+# %% [markdown]
+# ## 1. From text to token ids
+#
+# The first decision is what counts as one *token*. The paper used byte-pair encoding, which
+# splits rare words into frequent fragments, with one vocabulary of about 37,000 fragments shared
+# by English and German (§5.1). We split on words and punctuation instead: less clever, but every
+# id stays readable. `tokenize` lower-cases a sentence and cuts it up:
+
+# %%
+corpus = [
+    "The robot paints the door.",
+    "A blue robot opens the door.",
+    "The door is blue.",
+    "Two robots paint a red door!",
+]
+sentences = [tokenize(text) for text in corpus]
+print(sentences[0])
+
+# %% [markdown]
+# A `Vocab` numbers the distinct tokens: the most frequent ones get the smallest ids, and ties
+# are broken alphabetically, so shuffling the corpus gives the same vocabulary. The first four
+# ids are reserved for tokens that never occur in text but that every sequence model needs:
+#
+# | id | token | what it is for |
+# | --- | --- | --- |
+# | 0 | `<pad>` | fills up short sentences so that a batch is a rectangle; attention will ignore it (chapter 06) |
+# | 1 | `<bos>` | *begin of sequence*: the decoder's very first input, "start writing" |
+# | 2 | `<eos>` | *end of sequence*: the decoder writes it to say the translation is finished |
+# | 3 | `<unk>` | stands in for every token that is not in the vocabulary |
+
+# %%
+vocab = Vocab.build(sentences)
+print(vocab)
+print({i: token for i, token in enumerate(vocab.id_to_token)})
+
+# %% [markdown]
+# Encoding is a dictionary look-up with a fallback: a token the vocabulary has never seen becomes
+# `<unk>`. Let us write it by hand, then compare with `Vocab.encode`, which you will write
+# yourself in exercise `ex01_1`.
+
+# %%
+new_sentence = tokenize("The green robot paints the door.")
+by_hand = [vocab.bos_id] + [vocab.token_to_id.get(t, vocab.unk_id) for t in new_sentence] + [vocab.eos_id]
+ids = vocab.encode(new_sentence, add_bos=True, add_eos=True)
+assert ids == by_hand
+print("tokens: ", new_sentence)
+print("ids:    ", ids)
+print("decoded:", vocab.decode(ids))
+
+# %% [markdown]
+# "green" was never seen, so it came back as `<unk>`: whatever it meant is gone for good, and a
+# translation model can only guess around the hole. This is the reason for sub-word vocabularies
+# like the paper's byte-pair encoding: an unseen word falls apart into known pieces instead of
+# collapsing into one "unknown" id.
+#
+# Vocabularies usually leave out words seen fewer than `min_freq` times, trading a smaller table
+# (fewer parameters, see §4) for more `<unk>` in the data:
+
+# %%
+n_tokens = sum(len(s) for s in sentences)
+for min_freq in (1, 2, 3):
+    small = Vocab.build(sentences, min_freq=min_freq)
+    n_unknown = sum(i == small.unk_id for s in sentences for i in small.encode(s))
+    print(f"min_freq={min_freq}: {len(small):2} ids, {n_unknown:2} of {n_tokens} corpus tokens become <unk>")
+
+# %% [markdown]
+# Sentences have different lengths, but a batch is one tensor. We append `<pad>` until every row
+# is as long as the longest, which gives the (B, T) integer tensor that the model takes as input:
+
+# %%
+encoded = [vocab.encode(s, add_bos=True, add_eos=True) for s in sentences]
+longest = max(len(e) for e in encoded)
+batch = torch.tensor([e + [vocab.pad_id] * (longest - len(e)) for e in encoded])  # (B, T)
+print("batch shape (B, T):", tuple(batch.shape))
+print(batch)
+
+# %% [markdown]
+# ## 2. An embedding lookup is a one-hot vector times a matrix
+#
+# "Learned embeddings convert the input tokens to vectors of dimension $d_{model}$" (§3.4). The
+# embedding is a matrix $E \in \mathbb{R}^{V \times d_{model}}$ whose row $v$ is the vector of
+# token $v$. Write a sequence of $T$ tokens $t_1, \dots, t_T$ as a one-hot matrix
+# $X \in \{0, 1\}^{T \times V}$, with $X_{jv} = 1$ exactly when $t_j = v$. Each row of $X$ has a
+# single 1, so each row of the product picks one row of $E$:
+#
+# $$\operatorname{embed}(t_1, \dots, t_T) = \underbrace{X}_{T \times V}\;\underbrace{E}_{V \times d_{model}} \in \mathbb{R}^{T \times d_{model}}.$$
+#
+# Below: the product by hand, plain indexing, the package's `one_hot_lookup` (exercise `ex01_3`)
+# and PyTorch's `nn.Embedding` with the same matrix all give the same numbers.
+
+# %%
+d_model = 6
+E = torch.randn(len(vocab), d_model)  # (V, D)
+example = tokenize("the blue robot paints the door")
+token_ids = torch.tensor(vocab.encode(example))  # (T,)
+X = F.one_hot(token_ids, num_classes=len(vocab)).float()  # (T, V)
+product = X @ E  # (T, V) @ (V, D) → (T, D)
+
+assert torch.equal(product, E[token_ids])  # multiplying by a one-hot row = picking a row
+assert torch.equal(one_hot_lookup(token_ids, E), product)
+assert torch.equal(nn.Embedding.from_pretrained(E)(token_ids), product)
+print("X:", tuple(X.shape), " E:", tuple(E.shape), " X @ E:", tuple(product.shape))
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), gridspec_kw={"width_ratios": [len(vocab), d_model, d_model]})
+axes[0].imshow(X, cmap="Greys", aspect="auto")
+axes[0].set(title="X = one_hot(ids): one 1 per row", xlabel="vocabulary entry v", ylabel="position j")
+axes[0].set_xticks(range(len(vocab)), vocab.id_to_token, rotation=90, fontsize=7)
+axes[0].set_yticks(range(len(example)), example)
+axes[1].imshow(E, cmap="RdBu", aspect="auto", vmin=-2.5, vmax=2.5)
+axes[1].set(title="E (V × D):\npicked rows framed", xlabel="dimension")
+axes[1].set_yticks(range(len(vocab)), vocab.id_to_token, fontsize=7)
+for row in token_ids.unique().tolist():  # frame the rows that the one-hot matrix picks
+    axes[1].add_patch(plt.Rectangle((-0.5, row - 0.5), d_model, 1, fill=False, edgecolor="black", linewidth=2))
+axes[2].imshow(product, cmap="RdBu", aspect="auto", vmin=-2.5, vmax=2.5)
+axes[2].set(title="X @ E:\nthose rows, in order", xlabel="dimension")
+axes[2].set_yticks(range(len(example)), example)
+fig.suptitle("An embedding lookup multiplies a one-hot matrix by E, which just copies rows of E")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Why do libraries index instead of multiplying? Because $X$ is almost all zeros. With the
+# paper's vocabulary and width, the product spends $T \cdot V \cdot d_{model}$ multiply-adds to
+# copy $T \cdot d_{model}$ numbers:
+
+# %%
+T, V, D = 50, 37_000, 512
+print(f"one-hot product: {T * V * D:>13,} multiply-adds")
+print(f"row lookup:      {T * D:>13,} numbers copied")
+
+# %% [markdown]
+# The picture also explains how an embedding *learns*: the gradient of the loss reaches only the
+# rows that were picked. Rows of tokens absent from the batch get exactly zero gradient.
+
+# %%
+embedding = nn.Embedding(len(vocab), d_model)
+embedding(token_ids).pow(2).sum().backward()
+rows_with_gradient = embedding.weight.grad.abs().sum(dim=1).nonzero().flatten().tolist()
+print("rows with a gradient:", [vocab.id_to_token[i] for i in rows_with_gradient])
+print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} of {len(vocab)}")
+
+# %% [markdown]
+# ## 3. Why multiply by $\sqrt{d_{model}}$?
+#
+# §3.4 ends with one short instruction: in the embedding layers, the weights are multiplied by
+# $\sqrt{d_{model}}$. The paper gives no reason; a convincing one appears once we look at what
+# gets *added* to the embeddings: the positional encoding of §3.5 (chapter 02). Its entries are sines
+# and cosines, and each (sine, cosine) pair has squared length $\sin^2 + \cos^2 = 1$, so every
+# positional vector has length exactly $\sqrt{d_{model}/2}$, whatever the position.
+#
+# The length of a token vector depends on how the table was initialised. `TokenEmbedding` draws
+# its entries from $\mathcal{N}(0, 1/d_{model})$, so a raw row has length about 1. Times
+# $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about
+# $\sqrt{d_{model}}$, the same order as the positional vector. Without the factor, the position
+# signal would be $\sqrt{d_{model}/2} = 16$ times longer than the token signal at
+# $d_{model} = 512$, and the first layer would see mostly *where* a token is, hardly *which* it is.
+#
+# The factor and the initialisation belong together: PyTorch's default `nn.Embedding` draws from
+# $\mathcal{N}(0, 1)$, and multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
+# $\sqrt{d_{model}}$ times too long. What matters is the size of what reaches the first layer.
+
+# %%
+widths = [16, 32, 64, 128, 256, 512, 1024]
+raw_norm, scaled_norm, positional_norm, lines = [], [], [], []
+for d in widths:
+    layer = TokenEmbedding(vocab_size=1000, d_model=d)
+    scaled = layer(torch.arange(1000))  # (V, D): every token once
+    raw_norm.append(layer.weight.norm(dim=1).mean().item())
+    scaled_norm.append(scaled.norm(dim=1).mean().item())
+    positional_norm.append(sinusoidal_positional_encoding(100, d).norm(dim=1).mean().item())
+    lines.append(
+        f"d_model={d:5}: raw row {raw_norm[-1]:5.2f}   ×√d_model {scaled_norm[-1]:6.2f}   "
+        f"positional vector {positional_norm[-1]:6.2f}"
+    )
+print("average vector length\n" + "\n".join(lines))
+
+# %%
+d = 512
+layer = TokenEmbedding(vocab_size=1000, d_model=d)
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8))
+left.plot(widths, positional_norm, "o-", color="tab:green", label="positional encoding")
+left.plot(widths, scaled_norm, "o-", color="tab:blue", label="token embedding × √d_model")
+left.plot(widths, raw_norm, "o-", color="tab:red", label="token embedding, raw")
+left.set(xscale="log", yscale="log", xlabel="d_model", ylabel="average vector length")
+left.set_xticks(widths, [str(w) for w in widths])
+left.legend()
+left.set_title("Scaled token vectors grow like the positional ones")
+bins = torch.linspace(-3, 3, 61)
+right.hist(layer.weight.detach().flatten(), bins=bins, density=True, color="tab:red", alpha=0.6, label="raw")
+right.hist(layer(torch.arange(1000)).detach().flatten(), bins=bins, density=True, alpha=0.6, label="× √d_model")
+right.hist(sinusoidal_positional_encoding(1000, d).flatten(), bins=bins, density=True, color="tab:green",
+           alpha=0.5, label="positional")  # fmt: skip
+right.set(xlabel="entry value", ylabel="density", title=f"Entries at d_model={d}")
+right.legend()
+fig.suptitle("Without √d_model the position would drown the token: the raw entries are ~1/√d_model")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 4. Weight tying: one matrix for input and output
+#
+# At the other end, the decoder turns its output vector $h \in \mathbb{R}^{d_{model}}$ into
+# one score per vocabulary entry with a linear layer, $\text{logits} = h W^\top$ with
+# $W \in \mathbb{R}^{V \times d_{model}}$, the same shape as $E$. §3.4 shares one matrix between
+# the two embedding layers and this pre-softmax layer (an idea the paper credits to Press and
+# Wolf). After tying, the vector a token is *read in* with is the direction that *predicts* it
+# on the way out. `tie_weights` makes the output layer use the embedding's `Parameter` itself, not
+# a copy:
+
+# %%
+V, d = len(vocab), 8
+token_embedding = TokenEmbedding(V, d, padding_idx=vocab.pad_id)
+generator = nn.Linear(d, V, bias=False)  # the pre-softmax layer: (B, T, D) → (B, T, V)
+model = nn.ModuleDict({"embedding": token_embedding, "generator": generator})
+
+
+def count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())  # parameters() lists a shared one once
+
+
+print("parameters before tying:", count(model))
+tie_weights(token_embedding, generator)
+print("parameters after tying: ", count(model))
+print("one Parameter object:   ", generator.weight is token_embedding.weight)
+print("one block of memory:    ", generator.weight.data_ptr() == token_embedding.weight.data_ptr())
+
+# %% [markdown]
+# At the paper's size the saving is large. With a shared English–German vocabulary, the encoder
+# input, the decoder input and the output layer can all use the same matrix:
+
+# %%
+V, D = 37_000, 512
+print(f"one V × D matrix:           {V * D / 1e6:5.1f} M parameters")
+print(f"three separate matrices:    {3 * V * D / 1e6:5.1f} M")
+print(f"saved by sharing one:       {2 * V * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3)")
+
+# %% [markdown]
+# Tying also fits the scaling of section 3 above: with entries of size $1/\sqrt{d_{model}}$ in $E$ and unit-size
+# entries in $h$, the logits $h E^\top$ start with a standard deviation near 1. And a decoder
+# state that equals a token's own scaled embedding scores that very token highest:
+
+# %%
+d = 512
+layer = TokenEmbedding(vocab_size=1000, d_model=d)
+out = nn.Linear(d, 1000, bias=False)
+tie_weights(layer, out)
+with torch.no_grad():
+    h = layer(torch.arange(1000))  # (V, D): each token's own scaled vector
+    logits = out(torch.randn(1000, d))  # a random unit-variance state → (V, V)
+    own = out(h)  # (V, V)
+print(f"std of the logits for a random state: {logits.std().item():.2f}")
+print(f"tokens whose own vector predicts them: {(own.argmax(dim=1) == torch.arange(1000)).float().mean().item():.0%}")
+
+# %% [markdown]
+# > **Common mistake — forgetting `<unk>`, or forgetting $\sqrt{d_{model}}$.** Both bugs pass a
+# > quick test on the training sentences. Looking tokens up with `self.token_to_id[token]` works
+# > until the first unseen word, and then raises a `KeyError` in the middle of an evaluation.
+# > Returning `self.embedding(tokens)` without the factor gives the right shapes and trains, but
+# > feeds the first layer vectors dominated by their position. The exercise checks catch both:
+
+
+# %%
+def encode_without_unk(self, tokens, add_bos=False, add_eos=False):
+    ids = [self.token_to_id[token] for token in tokens]  # the bug: no fallback for unseen tokens
+    return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
+
+
+def forward_without_scale(self, tokens):
+    return self.embedding(tokens)  # the bug: no × √d_model
+
+
+print(run_check("ex01_1", encode_without_unk).line())
+print(run_check("ex01_2", forward_without_scale).line())
+print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
+
+# %% [markdown]
+# ## Summary
+#
+# - A `Vocab` maps tokens to ids; ids 0–3 are `<pad>`, `<bos>`, `<eos>`, `<unk>`. Unseen tokens
+#   become `<unk>` and their meaning is lost, which is why the paper uses sub-word units (§5.1).
+# - An embedding is a $V \times d_{model}$ matrix; the lookup equals `one_hot(ids) @ E`, and only
+#   the rows that were looked up receive a gradient.
+# - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries initialised at
+#   $\mathcal{N}(0, 1/d_{model})$ this gives token vectors as long as the positional vectors added
+#   to them in chapter 02.
+# - Weight tying makes input embeddings and the output layer one `Parameter`, saving $V \cdot
+#   d_{model}$ parameters per shared copy.
+#
+# Next, chapter 02 adds the position of each token.
+#
+# **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
+# write `Vocab.encode`, `TokenEmbedding.forward` and `one_hot_lookup` yourself (worked solutions in
+# `solutions/`).

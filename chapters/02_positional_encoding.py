@@ -1,0 +1,342 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 02 — Positional encoding
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/02_positional_encoding.ipynb)
+#
+# "The dog bit the man" and "the man bit the dog" contain the same tokens. A recurrent network
+# tells them apart because it reads one token after the other; attention compares all tokens
+# with all tokens at once and, by itself, has no idea which came first. The Transformer fixes
+# this by adding to every token embedding a vector that depends only on the token's position.
+#
+# **Learning goals**
+#
+# - show with a few lines of code that attention alone cannot see word order;
+# - write down the sinusoidal table of §3.5 and read its heatmap;
+# - check numerically that moving $k$ positions ahead is one fixed rotation of the encoding,
+#   whatever the starting position;
+# - see that the dot product of two encodings depends only on their distance;
+# - add the table to a batch-first tensor correctly, and compare with learned position vectors.
+#
+# **In the paper:** §3.5 (positional encoding, the sine/cosine formula and the linear-map
+# argument), Table 3 row (E) for learned positions, §5.4 for the dropout applied to the sum.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+
+from transformer_course import (
+    LearnedPositionalEmbedding,
+    PositionalEncoding,
+    TokenEmbedding,
+    relative_position_map,
+    scaled_dot_product_attention,
+    sinusoidal_positional_encoding,
+)
+from transformer_course.checks import run_check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+
+# %% [markdown]
+# ## 1. Attention alone does not see order
+#
+# Take five token vectors and let them attend to each other (the function of chapter 03; here we
+# only use it). Then shuffle the tokens and do it again. The outputs come out shuffled in the same
+# way and are otherwise *identical*: every token gets the same result wherever it stands.
+# In the paper's words, the model has "no recurrence and no convolution" (§3.5), so order has to be
+# put into the input.
+
+# %%
+x = torch.randn(1, 5, 8)  # (B, T, D): five token vectors
+shuffle = torch.tensor([3, 0, 4, 1, 2])
+out, _ = scaled_dot_product_attention(x, x, x)  # (B, T, D)
+out_shuffled, _ = scaled_dot_product_attention(x[:, shuffle], x[:, shuffle], x[:, shuffle])
+print("without positions: attention(shuffled x) == shuffled attention(x)?",
+      torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
+
+pe = sinusoidal_positional_encoding(5, 8)  # (T, D): one vector per position
+with_pos = x + pe
+with_pos_shuffled = x[:, shuffle] + pe  # same tokens, new places, same position vectors
+out, _ = scaled_dot_product_attention(with_pos, with_pos, with_pos)
+out_shuffled, _ = scaled_dot_product_attention(with_pos_shuffled, with_pos_shuffled, with_pos_shuffled)
+print("with positions:    attention(shuffled x) == shuffled attention(x)?",
+      torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
+
+# %% [markdown]
+# ## 2. The sinusoidal table
+#
+# The paper's position vectors have the same width $d_{model}$ as the embeddings, so the two can
+# simply be added. Column pairs $(2i, 2i+1)$ hold a sine and a cosine of the position, each pair
+# with its own frequency (§3.5):
+#
+# $$PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right), \qquad
+#   PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right).$$
+#
+# Write $\omega_i = 10000^{-2i/d_{model}}$ for the angular frequency of pair $i$. Pair 0 turns
+# by one radian per position, a wavelength of $2\pi$ positions; each next pair is slower by a
+# constant factor, up to a wavelength of almost $10000 \cdot 2\pi$ for the last one: the
+# wavelengths form a geometric progression. Think of a clock with $d_{model}/2$ hands: the fast
+# hands tell neighbouring positions apart, the slow hands tell apart positions far from each other.
+#
+# By hand, one entry at a time, and the package's `sinusoidal_positional_encoding` (exercise
+# `ex02_1`):
+
+# %%
+max_len, d = 4, 6
+by_hand = torch.zeros(max_len, d)
+for pos in range(max_len):
+    for i in range(d // 2):
+        angle = pos / 10000 ** (2 * i / d)
+        by_hand[pos, 2 * i] = math.sin(angle)
+        by_hand[pos, 2 * i + 1] = math.cos(angle)
+table = sinusoidal_positional_encoding(max_len, d)
+assert torch.allclose(table, by_hand, atol=1e-6)
+print(table)
+
+# %%
+d_model = 512
+wavelengths = [2 * math.pi * 10000 ** (2 * i / d_model) for i in range(d_model // 2)]
+print(f"d_model={d_model}: {d_model // 2} wavelengths from {wavelengths[0]:.2f} to {wavelengths[-1]:,.0f} positions")
+print(f"each one {wavelengths[1] / wavelengths[0]:.4f} times the previous")
+
+# %%
+table = sinusoidal_positional_encoding(100, 64)  # (positions, D)
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.1, 1]})
+image = left.imshow(table, cmap="RdBu", aspect="auto", vmin=-1, vmax=1)
+left.set(xlabel="column (2i: sine, 2i+1: cosine)", ylabel="position", title="PE table, 100 positions × 64 columns")
+fig.colorbar(image, ax=left, fraction=0.05)
+for column in (6, 14, 22, 30):
+    right.plot(table[:, column], label=f"column {column}: wavelength {2 * math.pi * 10000 ** (column / 64):.0f}")
+right.set(xlabel="position", ylabel="value", title="Four sine columns: wavelengths grow geometrically")
+right.legend(loc="lower left", fontsize=8)
+fig.suptitle("Early columns oscillate fast, late columns barely move: every row is a different pattern")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
+# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). That is why chapter 01 multiplies the
+# token embeddings by $\sqrt{d_{model}}$: both terms of the sum then have comparable size.
+#
+# ## 3. Moving $k$ positions ahead is a rotation
+#
+# §3.5 gives the reason for choosing sinusoids: for any fixed offset $k$, $PE_{pos+k}$ is a
+# *linear function* of $PE_{pos}$, which the authors hoped would make it easy for the model to
+# attend by relative position. Where does the linear function come from? Pair $i$ of row $pos$ is
+# the point $(\sin \omega_i pos, \cos \omega_i pos)$ on the unit circle, and the angle-addition
+# formulas
+#
+# $$\sin(\omega(pos+k)) = \sin(\omega\,pos)\cos(\omega k) + \cos(\omega\,pos)\sin(\omega k),$$
+# $$\cos(\omega(pos+k)) = \cos(\omega\,pos)\cos(\omega k) - \sin(\omega\,pos)\sin(\omega k)$$
+#
+# say that stepping $k$ positions ahead multiplies the pair by the $2 \times 2$ matrix
+# $\begin{pmatrix} \cos \omega k & \sin \omega k \\ -\sin \omega k & \cos \omega k \end{pmatrix}$, a
+# rotation, which contains $k$ but not $pos$. Putting one such block per pair on the diagonal gives
+# a $d_{model} \times d_{model}$ matrix $M_k$ with
+#
+# $$PE_{pos+k} = M_k \, PE_{pos} \quad \text{for every } pos.$$
+#
+# `relative_position_map(k, d_model)` builds $M_k$ (exercise `ex02_3`). We check one block against
+# the formula, then the property on every position of a table:
+
+# %%
+k, d_model = 3, 16
+M = relative_position_map(k, d_model)  # (D, D)
+omega_0 = 1.0  # pair 0: 10000^0
+block = torch.tensor([[math.cos(omega_0 * k), math.sin(omega_0 * k)], [-math.sin(omega_0 * k), math.cos(omega_0 * k)]])
+assert torch.allclose(M[:2, :2], block, atol=1e-6)
+
+table = sinusoidal_positional_encoding(60, d_model)  # (60, D)
+moved = table[:-k] @ M.T  # row vectors: (M PE[pos])ᵀ = PE[pos]ᵀ Mᵀ, for pos = 0 … 56
+error = (moved - table[k:]).abs().max().item()
+print(f"PE[pos + {k}] = M_{k} PE[pos] holds for all {len(moved)} positions (largest error below 1e-5: {error < 1e-5})")
+print("M_k is a rotation (M Mᵀ = I):", torch.allclose(M @ M.T, torch.eye(d_model), atol=1e-6))
+print("M_2 M_3 = M_5:", torch.allclose(relative_position_map(2, 16) @ relative_position_map(3, 16),
+                                      relative_position_map(5, 16), atol=1e-6))  # fmt: skip
+
+# %%
+fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
+axes[0].imshow(M, cmap="RdBu", vmin=-1, vmax=1)
+axes[0].set(title=f"M_{k} for d_model={d_model}:\n2×2 rotation blocks on the diagonal", xlabel="column", ylabel="row")
+positions = torch.arange(0, 20)
+circle = torch.linspace(0, 2 * math.pi, 200)
+for ax, pair, color in ((axes[1], 1, "tab:blue"), (axes[2], 2, "tab:orange")):
+    sin, cos = table[positions, 2 * pair], table[positions, 2 * pair + 1]
+    ax.plot(torch.cos(circle), torch.sin(circle), color="lightgrey")
+    ax.plot(sin, cos, "o", color=color, markersize=4)
+    for p in (1, 9):  # the same turn of k positions, from two different starting points
+        ax.annotate("", xy=(sin[p + k], cos[p + k]), xytext=(sin[p], cos[p]),
+                    arrowprops={"arrowstyle": "->", "color": "black", "linewidth": 1.5})  # fmt: skip
+        ax.annotate(f"{p}", (sin[p], cos[p]), textcoords="offset points", xytext=(6, -10), fontsize=8)
+    omega = 10000 ** (-2 * pair / d_model)
+    ax.set(xlabel=f"column {2 * pair} (sine)", ylabel=f"column {2 * pair + 1} (cosine)", aspect="equal",
+           title=f"pair {pair}, ω = {omega:.3f}:\n+{k} positions = a turn of {omega * k:.2f} rad")  # fmt: skip
+fig.suptitle(f"Each (sin, cos) pair walks around a circle; +{k} positions is the same turn from anywhere")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 4. Similarity depends only on the distance
+#
+# The dot product of two encodings, the quantity attention scores are made of, follows from the
+# same formulas:
+#
+# $$PE_{p} \cdot PE_{q} = \sum_i \big(\sin \omega_i p \,\sin \omega_i q + \cos \omega_i p \,\cos \omega_i q\big)
+#   = \sum_i \cos\big(\omega_i (p - q)\big).$$
+#
+# Only the distance $p - q$ appears: two positions 5 apart are exactly as similar at the start of
+# a sentence as at its end. The similarity is largest ($d_{model}/2$) at distance 0 and falls,
+# not quite monotonically, as the distance grows.
+
+# %%
+d_model = 64
+table = sinusoidal_positional_encoding(128, d_model)  # (128, D)
+similarity = table @ table.T  # (128, 128)
+for offset in (1, 5, 40):
+    diagonal = torch.diagonal(similarity, offset)
+    same = torch.allclose(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-4)
+    print(f"distance {offset:2}: similarity {diagonal[0].item():6.2f}, the same for all {len(diagonal)} pairs: {same}")
+
+# %%
+distances = torch.arange(-64, 64)
+omega = 10000 ** (-torch.arange(0, d_model, 2) / d_model)  # (D/2,)
+closed_form = torch.cos(distances[:, None] * omega).sum(dim=1)  # Σ_i cos(ω_i (p − q))
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+image = left.imshow(similarity, cmap="viridis")
+left.set(xlabel="position q", ylabel="position p", title="PE_p · PE_q: constant along every diagonal")
+fig.colorbar(image, ax=left, fraction=0.046)
+right.plot(distances, similarity[64, distances + 64], "o", markersize=3, label="PE_64 · PE_(64 + distance)")
+right.plot(distances, closed_form, color="black", linewidth=1, label="Σ cos(ω_i · distance)")
+right.set(xlabel="distance q − p", ylabel="dot product", title="Similarity vs distance")
+right.legend(fontsize=8)
+fig.suptitle("Nearby positions look alike, far ones less so, and only the distance matters")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 5. Adding the table to a batch
+#
+# `PositionalEncoding` computes the table once, for up to `max_len` positions, and adds its first
+# T rows to a batch-first input x of shape (B, T, D): the (T, D) slice broadcasts over the batch,
+# so every sentence gets row 0 at its first token, row 1 at its second, and so on. Then comes
+# dropout: §5.4 applies it to the sums of embeddings and positional encodings ($P_{drop} = 0.1$
+# for the base model). You write `forward` in exercise `ex02_2`.
+#
+# The table is registered as a *buffer*: it follows `.to(device)` and `.to(dtype)` like a weight,
+# but it is not a parameter (nothing learns it) and, being a formula, it is not saved in the
+# `state_dict` either (`persistent=False`).
+
+# %%
+vocab_size, d_model = 20, 16
+embed = TokenEmbedding(vocab_size, d_model)
+positional = PositionalEncoding(d_model, max_len=50, dropout=0.1).eval()  # eval: no dropout here
+tokens = torch.randint(0, vocab_size, (3, 7))  # (B, T)
+x = embed(tokens)  # (B, T, D)
+out = positional(x)  # (B, T, D)
+by_hand = x + sinusoidal_positional_encoding(50, d_model)[: x.shape[1]]  # (B, T, D) + (T, D)
+assert torch.allclose(out, by_hand)
+print("tokens", tuple(tokens.shape), "→ embeddings", tuple(x.shape), "→ with positions", tuple(out.shape))
+print("buffers:", [name for name, _ in positional.named_buffers()], "| state_dict:", list(positional.state_dict()))
+print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.dtype)
+
+# %% [markdown]
+# > **Common mistake — taking the length from `x.size(0)`.** Code written for sequence-first
+# > tensors (T, B, D), as in older PyTorch examples, slices the table with `x.size(0)`. On a
+# > batch-first tensor that is the *batch size*. With B = T nothing looks wrong; with B = 1 every
+# > position silently gets row 0 of the table, so the model sees no order at all; otherwise a
+# > broadcasting error appears far from its cause. The check of exercise `ex02_2` uses a batch of
+# > one first, to name the bug:
+
+
+# %%
+def forward_sequence_first(self, x):
+    return self.dropout(x + self.pe[: x.size(0)].to(x.dtype))  # the bug: x.size(0) is B, not T
+
+
+positional = PositionalEncoding(d_model=8, max_len=50)
+wrong = forward_sequence_first(positional, torch.zeros(1, 6, 8))  # one sentence of 6 tokens
+print("all 6 positions got the same vector:", torch.allclose(wrong[0], wrong[0, :1].expand(6, 8)))
+print(run_check("ex02_2", forward_sequence_first).line())
+print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
+
+# %% [markdown]
+# ## 6. Learned positions instead of sinusoids
+#
+# The obvious alternative is a second embedding table, one trainable vector per position
+# (`LearnedPositionalEmbedding`). The paper tried it and found practically the same quality
+# (Table 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). The authors
+# kept the sinusoids because they might let the model handle sentences longer than any it saw in
+# training (§3.5). A learned table cannot promise that: it has no vector beyond its `max_len`,
+# and rows for positions that never occurred in training get no gradient, so they stay random.
+
+# %%
+learned = LearnedPositionalEmbedding(d_model=16, max_len=64)
+training_batch = torch.randn(8, 24, 16)  # every training sentence has 24 tokens or fewer
+learned(training_batch).pow(2).sum().backward()
+gradient_per_position = learned.embedding.weight.grad.norm(dim=1)  # (64,)
+print("positions whose row got a gradient:", int((gradient_per_position > 0).sum()), "of 64")
+try:
+    learned(torch.randn(1, 80, 16))
+except ValueError as error:
+    print("80 tokens:", error)
+
+sinusoidal = sinusoidal_positional_encoding(1000, 16)  # any length: it is a formula
+error = (sinusoidal[:-500] @ relative_position_map(500, 16).T - sinusoidal[500:]).abs().max().item()
+print(f"sinusoids at positions 500–999 follow the same rotation rule: {error < 1e-3}")
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 3))
+ax.bar(range(64), gradient_per_position, color=["tab:blue"] * 24 + ["tab:red"] * 40)
+ax.axvline(23.5, color="black", linestyle="--")
+ax.text(24.5, gradient_per_position.max() * 0.8, "never seen in training:\nno gradient, stays random", fontsize=9)
+ax.set(xlabel="position", ylabel="gradient norm of its row", title="A learned table only learns the positions it sees")
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention by itself is blind to order; the Transformer adds a position vector to each token
+#   embedding (§3.5).
+# - The sinusoidal table puts a sine and a cosine of $pos \cdot \omega_i$ in columns $2i, 2i+1$,
+#   with wavelengths from $2\pi$ to about $10000 \cdot 2\pi$; every entry lies in $[-1, 1]$.
+# - Moving $k$ positions ahead is the fixed block rotation $M_k$: $PE_{pos+k} = M_k PE_{pos}$ for
+#   every $pos$, and the dot product of two encodings depends only on their distance.
+# - Inputs are batch-first (B, T, D): the length is `x.size(1)`. The table is a non-persistent
+#   buffer; dropout acts on the sum (§5.4).
+# - Learned position vectors work as well within the training lengths (Table 3 (E)) but have
+#   nothing to offer beyond them.
+#
+# Next, chapter 03 builds the attention that these vectors feed.
+#
+# **Exercises:** [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb)
+# asks you to write `sinusoidal_positional_encoding`, `PositionalEncoding.forward` and
+# `relative_position_map` yourself (worked solutions in `solutions/`).

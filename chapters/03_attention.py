@@ -1,0 +1,493 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 03 — Scaled dot-product attention
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/03_attention.ipynb)
+#
+# Everything else in the Transformer (heads, layers, encoder, decoder) is built around one small
+# function. This chapter takes that function apart.
+#
+# **Learning goals**
+#
+# - read equation (1) of the paper as a *soft lookup*: compare a query with every key, turn the
+#   similarities into weights, average the values with those weights;
+# - explain with an experiment why the scores are divided by $\sqrt{d_k}$;
+# - use boolean masks (True = may attend), and know why a blocked score is set to
+#   `torch.finfo(dtype).min` rather than `-inf` or `-1e9`;
+# - check our step-by-step *teaching path* against PyTorch's fused *fast path*.
+#
+# **In the paper:** §3.2 (attention as a mapping from a query and key-value pairs to an output),
+# §3.2.1 (scaled dot-product attention, equation (1) and footnote 4), and the masking remark of §3.2.3.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+import math
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+
+from transformer_course import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
+from transformer_course.checks import run_check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+
+# %% [markdown]
+# ## 1. Attention is a lookup that never has to choose
+#
+# A Python dictionary answers a query by finding the one key that matches exactly and returning its
+# value. Attention does the same with vectors, but softly: it scores the query against **every**
+# key, turns the scores into positive weights that add up to one, and returns the weighted average
+# of all the values. A key that fits the query well gets most of the weight; nothing is ever
+# picked outright, which is what makes the whole operation differentiable.
+#
+# The paper writes it for many queries at once, stacked as the rows of a matrix $Q$ (§3.2.1,
+# equation (1)):
+#
+# $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V$$
+#
+# | symbol | shape (batch-first) | meaning |
+# | --- | --- | --- |
+# | $Q$ | (B, T, Dk) | T queries, each a vector of size $d_k$ |
+# | $K$ | (B, S, Dk) | S keys, the same size as the queries (they are compared by a dot product) |
+# | $V$ | (B, S, Dv) | one value per key; $d_v$ may differ from $d_k$ |
+# | $QK^\top/\sqrt{d_k}$ | (B, T, S) | the **scores**: one number per (query, key) pair |
+# | softmax over the last axis | (B, T, S) | the **weights**: each row sums to 1 |
+# | output | (B, T, Dv) | one weighted average of the values per query |
+#
+# To see it do something sensible, here is a toy sentence whose words we describe by hand with four
+# features, and three questions we ask of it. Nothing is learned yet: in a trained model, the
+# queries, keys and values come out of learned projections (chapter 04), but the mechanism is the
+# same.
+
+# %%
+# hand-made word features:     animal, action, place, small word
+FEATURES = {
+    "<pad>": [0.0, 0.0, 0.0, 0.0],
+    "the": [0.0, 0.0, 0.0, 1.0],
+    "a": [0.0, 0.0, 0.0, 1.0],
+    "cat": [1.0, 0.0, 0.0, 0.0],
+    "dog": [1.0, 0.0, 0.0, 0.0],
+    "sat": [0.0, 1.0, 0.0, 0.0],
+    "ran": [0.0, 1.0, 0.0, 0.0],
+    "on": [0.0, 0.0, 0.5, 1.0],  # a preposition hints at a place
+    "mat": [0.0, 0.0, 1.0, 0.0],
+}
+VOCAB = list(FEATURES)
+sentences = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran", "<pad>", "<pad>", "<pad>"]]
+questions = ["who?", "did what?", "where?"]
+
+keys = torch.tensor([[FEATURES[w] for w in s] for s in sentences])  # (B, S, Dk) = (2, 6, 4)
+values = F.one_hot(torch.tensor([[VOCAB.index(w) for w in s] for s in sentences]), len(VOCAB)).float()  # (B, S, V)
+queries = 6.0 * torch.eye(4)[:3].expand(2, 3, 4)  # (B, T, Dk): "who?" asks for the animal feature, …
+print("queries", tuple(queries.shape), " keys", tuple(keys.shape), " values", tuple(values.shape))
+
+# %% [markdown]
+# The values are one-hot vectors over the vocabulary, so the output of each question is a
+# probability distribution over words: the "answer" that attention retrieves.
+
+# %%
+answers, weights = scaled_dot_product_attention(queries[:1], keys[:1], values[:1])  # the first sentence
+for question, answer in zip(questions, answers[0], strict=True):
+    best = answer.argmax().item()
+    print(f"{question:10} → {VOCAB[best]:4} (weight {answer[best]:.2f})")
+
+
+# %%
+def show_weights(ax, w, rows, cols, title):
+    """A heatmap of one (T, S) weight matrix with the numbers written in."""
+    ax.imshow(w, cmap="Blues", vmin=0, vmax=1)
+    ax.set_xticks(range(len(cols)), cols, rotation=45)
+    ax.set_yticks(range(len(rows)), rows)
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            p = w[i, j].item()
+            ax.text(j, i, f"{p:.2f}", ha="center", va="center", color="white" if p > 0.5 else "black", fontsize=8)
+    ax.set_title(title)
+
+
+fig, ax = plt.subplots(figsize=(6, 2.6))
+show_weights(ax, weights[0], questions, sentences[0], "Each question puts most of its weight on the word that fits")
+ax.set_xlabel("keys (words of the sentence)")
+ax.set_ylabel("queries")
+plt.show()
+
+# %% [markdown]
+# "where?" splits its weight between *mat* and *on*: the preposition shares half of the place
+# feature, and softmax never forces a single winner. Every unrelated word still receives a little
+# weight (0.04): its score of 0 becomes $e^0 = 1$ before normalisation, never exactly 0.
+#
+# ## 2. Equation (1), one step at a time
+#
+# Let us redo that computation by hand on random tensors with a batch and odd sizes, then check that
+# the package's functions (`attention_scores`, `scaled_dot_product_attention`) agree.
+
+# %%
+B, T, S, d_k, d_v = 2, 3, 5, 4, 6
+q, k, v = torch.randn(B, T, d_k), torch.randn(B, S, d_k), torch.randn(B, S, d_v)
+
+scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (B, T, S): every query against every key
+weights_by_hand = scores.softmax(dim=-1)  # (B, T, S): softmax over the keys, so each row sums to 1
+output_by_hand = weights_by_hand @ v  # (B, T, Dv): a weighted average of the values per query
+print(
+    "scores ", tuple(scores.shape), "\nweights", tuple(weights_by_hand.shape), "\noutput ", tuple(output_by_hand.shape)
+)
+print("row sums of the weights:", weights_by_hand.sum(-1)[0])
+
+output, weights = scaled_dot_product_attention(q, k, v)
+assert torch.allclose(attention_scores(q, k), scores)
+assert torch.allclose(weights, weights_by_hand) and torch.allclose(output, output_by_hand)
+print("the package agrees with the hand computation")
+
+# %% [markdown]
+# Two details worth noticing:
+#
+# - `k.transpose(-2, -1)` swaps only the last two axes, so the same line works for inputs of shape
+#   (T, Dk), (B, T, Dk) or (B, H, T, Dk) (chapter 04 adds the head axis H).
+# - the softmax runs over the **last** axis, the keys. Over the other axis the *columns* would sum
+#   to one, and each query would no longer get a proper average.
+#
+# ## 3. Why divide by $\sqrt{d_k}$?
+#
+# The paper's argument (§3.2.1, footnote 4): if the entries of a query and a key are independent
+# with mean 0 and variance 1, their dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of
+# $d_k$ independent terms of variance 1, so its variance is $d_k$. Its typical size grows like
+# $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the variance back to 1, whatever the head size.
+#
+# Why would large scores hurt? Softmax is sensitive to *differences* between scores: spread them
+# out and the largest one takes nearly all the weight. The output then copies one value, and the
+# gradient through the softmax nearly vanishes, because the Jacobian of softmax,
+# $\mathrm{diag}(p) - pp^\top$, is zero when $p$ is one-hot. The paper reports that unscaled dot
+# products lose to additive attention for large $d_k$, and attributes it to exactly this.
+#
+# The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each
+# compared with 16 random keys, and look at the scores with and without the scaling.
+
+# %%
+torch.manual_seed(0)
+n_queries, n_keys = 1000, 16
+head_sizes = [2**i for i in range(11)]  # 1 … 1024
+stats = {"unscaled": [], "scaled": []}
+for dk in head_sizes:
+    q, k = torch.randn(n_queries, 1, dk), torch.randn(n_queries, n_keys, dk)
+    raw = (q @ k.transpose(-2, -1)).squeeze(1)  # (N, S): plain dot products
+    for name, s in (("unscaled", raw), ("scaled", attention_scores(q, k).squeeze(1))):
+        s = s.detach().requires_grad_()
+        p = s.softmax(dim=-1)
+        (p * torch.randn_like(p)).sum().backward()  # a random upstream gradient, pulled back through softmax
+        stats[name].append(
+            {
+                "variance": s.var().item(),
+                "max weight": p.max(dim=-1).values.mean().item(),
+                "entropy": -(p * p.clamp_min(1e-30).log()).sum(-1).mean().item(),
+                "gradient": s.grad.norm(dim=-1).mean().item(),
+            }
+        )
+
+print(f"{'d_k':>5} | {'variance':>17} | {'max weight':>17} | {'entropy (nats)':>17}")
+print(f"{'':>5} | {'unscaled  scaled':>17} | {'unscaled  scaled':>17} | {'unscaled  scaled':>17}")
+for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True):
+    if dk in (1, 16, 64, 1024):
+        print(
+            f"{dk:>5} | {u['variance']:8.2f} {s['variance']:8.2f} | {u['max weight']:8.2f} {s['max weight']:8.2f} "
+            f"| {u['entropy']:8.2f} {s['entropy']:8.2f}"
+        )
+
+# %%
+fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+panels = [
+    ("variance", "variance of the scores", True),
+    ("max weight", "largest weight in a row", False),
+    ("entropy", "entropy of a row (nats)", False),
+    ("gradient", "gradient norm at the scores", False),
+]
+for ax, (key, label, log_y) in zip(axes, panels, strict=True):
+    for name, style in (("unscaled", "o-"), ("scaled", "s-")):
+        ax.plot(
+            head_sizes,
+            [row[key] for row in stats[name]],
+            style,
+            label=f"{name}: $QK^T$" + ("/√d_k" if name == "scaled" else ""),
+        )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log" if log_y else "linear")
+    ax.set_xlabel("$d_k$")
+    ax.set_ylabel(label)
+axes[0].plot(head_sizes, head_sizes, "k:", label="$d_k$ (footnote 4)")
+axes[1].axhline(1 / n_keys, color="grey", ls=":", label="uniform (1/16)")
+axes[2].axhline(math.log(n_keys), color="grey", ls=":", label="uniform (log 16)")
+for ax in axes[:3]:
+    ax.legend(fontsize=8)
+fig.suptitle("Without the 1/√d_k factor, scores grow with d_k, softmax saturates and its gradient fades", y=1.03)
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Read the four panels from left to right:
+#
+# 1. the variance of plain dot products follows the dotted line $d_k$ exactly as footnote 4
+#    predicts; scaled scores stay at 1;
+# 2. unscaled, the largest weight in a row climbs towards 1: the row has become (almost) a hard
+#    choice of one key;
+# 3. the entropy of the row drops from nearly uniform towards 0;
+# 4. the gradient that reaches the scores shrinks by almost an order of magnitude, so the
+#    projections that produce queries and keys would learn slowly. Scaled, all four curves are flat:
+#    the head size no longer changes how attention behaves at initialisation.
+#
+# ## 4. Masks: who may look at whom
+#
+# Sometimes a query must ignore some keys:
+#
+# - **padding**: sentences in a batch have different lengths, and the short ones are filled with a
+#   `<pad>` token that carries no meaning;
+# - **the future**: when the decoder predicts word $t$ it must not see words $t+1, \dots$
+#   (§3.2.3: the illegal connections are masked out "by setting to $-\infty$" the inputs of the softmax).
+#
+# In this course a mask is a **boolean tensor, True = may attend**, the convention of
+# `torch.nn.functional.scaled_dot_product_attention`. It must *broadcast* to the scores
+# (B, T, S) or, with heads, (B, H, T, S): a padding mask of shape (B, 1, S) says the same thing for
+# every query, a causal mask of shape (T, S) the same thing for every sentence.
+#
+# ⚠️ `torch.nn.MultiheadAttention` uses the **opposite** polarity: its `key_padding_mask` and
+# boolean `attn_mask` are True where attention is *blocked*. Chapter 04 converts explicitly.
+#
+# `apply_mask` replaces each blocked score by the lowest finite number of the dtype, so that the
+# softmax gives it a weight of exactly zero. Back to our sentences: the second one is padded.
+
+# %%
+is_real = torch.tensor([[w != "<pad>" for w in s] for s in sentences])  # (B, S): True on real words
+padding_mask = is_real[:, None, :]  # (B, 1, S): the same for every query
+print(padding_mask.int())
+
+queries = 6.0 * torch.eye(4)[:3].expand(2, 3, 4)  # (B, T, Dk): the three questions, for both sentences
+masked_scores = apply_mask(attention_scores(queries, keys), padding_mask)  # (B, T, S)
+print("sentence 2, scores of 'where?':", [f"{x:.3g}" for x in masked_scores[1, 2].tolist()])
+
+_, weights_unmasked = scaled_dot_product_attention(queries, keys, values)
+_, weights_masked = scaled_dot_product_attention(queries, keys, values, padding_mask)
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 2.6))
+show_weights(axes[0], weights_unmasked[1], questions, sentences[1], "No mask: 'where?' drifts onto <pad>")
+show_weights(axes[1], weights_masked[1], questions, sentences[1], "Padding mask: <pad> gets exactly 0")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# The second sentence has no place word, so "where?" finds no good key. Without the mask, half of its
+# weight lands on padding, an artefact of how long the batch happened to be. With the mask the
+# padded keys get weight 0 and the remaining weights are renormalised over the real words.
+#
+# A **causal** mask is lower-triangular: query $t$ may look at keys $0 \dots t$. Here each word of
+# the first sentence attends over the words so far, using its own features as query and key.
+
+# %%
+words = sentences[0]
+causal = torch.ones(len(words), len(words), dtype=torch.bool).tril()  # (T, T), True on and below the diagonal
+self_keys = keys[0] + 0.1  # (T, Dk); a small offset so that no score is exactly 0
+_, causal_weights = scaled_dot_product_attention(4.0 * self_keys, self_keys, self_keys, causal)
+
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.3))
+axes[0].imshow(causal, cmap="Greys", vmin=0, vmax=1.6)
+axes[0].set_xticks(range(len(words)), words, rotation=45)
+axes[0].set_yticks(range(len(words)), words)
+axes[0].set_title("causal mask (dark = may attend)")
+show_weights(axes[1], causal_weights, words, words, "Weights: nothing above the diagonal")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Row 4, the second *the*, shares its weight between itself and the two earlier small words (*the*
+# and *on*); it cannot see *mat*, which comes later. The first word has a single key to look at, so
+# its weight is 1.
+#
+# > **Common mistake — the mask polarity reversed.** Code ported from `nn.MultiheadAttention`
+# > (True = blocked) into a function that expects True = may attend flips every mask. Shapes do not
+# > change, nothing crashes, and the model quietly attends to padding and to the future.
+
+
+# %%
+def apply_mask_reversed(scores, mask):
+    """The bug: blocks the positions where the mask says 'may attend'."""
+    return scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+
+
+buggy_scores = apply_mask_reversed(attention_scores(queries, keys), padding_mask)
+buggy_answers = buggy_scores.softmax(-1) @ values  # (B, T, V)
+for question, answer in zip(questions, buggy_answers[1], strict=True):
+    print(f"sentence 2, {question:10} → {VOCAB[answer.argmax()]}")
+print(run_check("ex03_2", apply_mask_reversed).line())
+print(run_check("ex03_2").line())  # the package's apply_mask
+
+# %% [markdown]
+# Every answer is now `<pad>`: the only keys left visible are the padding. The exercise check
+# `ex03_2` recognises the pattern (the kept scores were replaced, the blocked ones kept) and says so.
+#
+# ## 5. A row with nothing to attend to
+#
+# What if *every* key of a query row is blocked? It happens more often than one would think: a
+# batch may contain an empty sequence, and with left padding a causal mask leaves the first padded
+# position nothing to look at. The output of such a row is never used, but it must not be NaN,
+# because NaN spreads.
+#
+# Following §3.2.3 literally and filling with `-inf` gives softmax$(-\infty, \dots, -\infty)$ =
+# $0/0$ = NaN:
+
+# %%
+q, k, v = torch.randn(1, 2, 4, requires_grad=True), torch.randn(1, 3, 4), torch.randn(1, 3, 4, requires_grad=True)
+mask = torch.tensor([[True, True, False], [False, False, False]])  # the second query may attend to nothing
+
+s = (q @ k.transpose(-2, -1) / 2).masked_fill(~mask, float("-inf"))
+w = s.softmax(-1)
+print("weights with -inf:\n", w[0])
+loss = (w @ v)[0, 0].sum()  # a loss that only uses the first, healthy row …
+loss.backward()
+print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN = NaN
+
+# %% [markdown]
+# Even a loss that ignores the broken row gets NaN gradients, and one optimiser step later every
+# weight of the model is NaN. The usual workaround, `-1e9`, has a different problem: it does not fit
+# in half precision, whose lowest finite number is about −65504.
+
+# %%
+for dtype in (torch.float32, torch.float16, torch.bfloat16):
+    print(
+        f"{str(dtype):15} finfo.min = {torch.finfo(dtype).min:.4g}   -1e9 stored as {torch.tensor(-1e9, dtype=dtype).item()}"
+    )
+
+# %% [markdown]
+# `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
+# holds identical scores, softmax turns them into uniform weights, and the output is the plain mean
+# of the values: finite, harmless, and its gradients are finite too. In rows with at least one
+# allowed key, $e^{\text{min} - \text{max}}$ underflows to exactly 0, just as $-\infty$ would.
+
+# %%
+q.grad, v.grad = None, None
+out, w = scaled_dot_product_attention(q, k, v, mask)
+print("weights with finfo.min:\n", w[0].detach())
+out[0, 0].sum().backward()
+print("gradient of v is finite:", bool(torch.isfinite(v.grad).all()))
+
+
+def apply_mask_minus_inf(scores, mask):
+    return scores.masked_fill(~mask, float("-inf"))
+
+
+print(run_check("ex03_2", apply_mask_minus_inf).line())
+
+# %% [markdown]
+# ## 6. The teaching path and the fast path
+#
+# `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
+# (1) is a line of code and the weights come back, so we can print and plot them. Its cost is
+# memory: the (B, H, T, S) weight tensor is materialised. For 8 sentences of 4096 tokens and 8 heads:
+
+# %%
+print(f"{8 * 8 * 4096 * 4096 * 4 / 2**30:.0f} GiB of float32 weights for one attention layer")
+
+# %% [markdown]
+# PyTorch's `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one fused
+# call that picks a kernel for the device (FlashAttention or a memory-efficient kernel on GPUs, a
+# blocked kernel on CPUs). These kernels walk over the keys in blocks and keep a running softmax,
+# so the full weight matrix never exists. The price: you do not get the weights back.
+#
+# The package wraps it as `fast_attention`, with the same mask convention. The two paths compute
+# the same function, so they must give the same numbers, with and without masks:
+
+# %%
+torch.manual_seed(0)
+B, H, T, S, d_k, d_v = 2, 3, 7, 5, 4, 6
+q, k, v = torch.randn(B, H, T, d_k), torch.randn(B, H, S, d_k), torch.randn(B, H, S, d_v)
+mask = torch.rand(B, 1, T, S) > 0.4  # broadcast over the heads
+mask[..., 0] = True  # every row keeps a key (see below for rows that do not)
+
+teaching, _ = scaled_dot_product_attention(q, k, v, mask)
+fast = fast_attention(q, k, v, mask)
+pytorch = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+print("teaching == PyTorch:", torch.allclose(teaching, pytorch, atol=1e-6))
+print("fast     == PyTorch:", torch.allclose(fast, pytorch, atol=1e-6))
+
+causal = torch.ones(T, T, dtype=torch.bool).tril()
+q_self = torch.randn(B, H, T, d_k)
+print(
+    "is_causal == causal mask:",
+    torch.allclose(
+        fast_attention(q_self, q_self, q_self, is_causal=True),
+        scaled_dot_product_attention(q_self, q_self, q_self, causal)[0],
+        atol=1e-6,
+    ),
+)
+
+# %% [markdown]
+# One place where libraries disagree is the fully blocked row of section 5. Our teaching path
+# returns the mean of the values; PyTorch's fused function returns zeros (in the version used here;
+# older versions returned NaN); `nn.MultiheadAttention` returns NaN. `fast_attention` makes the fast
+# path agree with the teaching path: it zeroes the query of such a row and lets it see every key,
+# so all its scores are 0 and its weights uniform, in every dtype.
+
+# %%
+mask_empty = mask.clone()
+mask_empty[0, 0, 2] = False  # query 2 of sentence 0 may attend to nothing
+teaching, _ = scaled_dot_product_attention(q, k, v, mask_empty)
+print("teaching path :", teaching[0, 0, 2])
+print("fast_attention:", fast_attention(q, k, v, mask_empty)[0, 0, 2])
+print("PyTorch SDPA  :", F.scaled_dot_product_attention(q, k, v, attn_mask=mask_empty)[0, 0, 2])
+print("mean of values:", v[0, 0].mean(0))
+
+# %% [markdown]
+# Speed, for the curious (timings vary with the machine, so this cell is not compared by the tests):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import timeit
+
+q, k, v = (torch.randn(1, 4, 512, 64) for _ in range(3))
+for name, fn in (
+    ("teaching", lambda: scaled_dot_product_attention(q, k, v)),
+    ("fast    ", lambda: fast_attention(q, k, v)),
+):
+    print(f"{name}: {min(timeit.repeat(fn, number=5, repeat=3)) / 5 * 1e3:.2f} ms per call")
+
+# %% [markdown]
+# ## Summary
+#
+# - Attention scores every query against every key, softmaxes each row, and averages the values
+#   with those weights: equation (1), `scaled_dot_product_attention(q, k, v, mask)`.
+# - The $1/\sqrt{d_k}$ factor keeps the score variance at 1 for any head size; without it softmax
+#   saturates and its gradient fades as $d_k$ grows.
+# - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); blocked scores become
+#   `torch.finfo(dtype).min`, which gives exact zeros in normal rows and a finite uniform average in
+#   a fully blocked row (`-inf` gives NaN, `-1e9` overflows in float16).
+# - `nn.MultiheadAttention` uses the opposite mask polarity.
+# - The teaching path returns the weights; the fast path (`fast_attention`, built on
+#   `F.scaled_dot_product_attention`) does not, saves the (T, S) memory, and gives the same numbers.
+#
+# Next, chapter 04 runs several attentions side by side: multi-head attention.
+#
+# **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
+# `attention_scores`, `apply_mask` and `scaled_dot_product_attention` yourself (worked solutions in
+# `solutions/`).

@@ -1,0 +1,413 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 04 — Multi-head attention
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/04_multi_head_attention.ipynb)
+#
+# One attention gives each query a single set of weights over the keys. Multi-head attention runs
+# several attentions side by side, each on its own learned projection of the inputs, and mixes
+# their results. This chapter builds it and checks it against PyTorch's own `nn.MultiheadAttention`.
+#
+# **Learning goals**
+#
+# - write the heads of §3.2.2 as one batched computation: split the features into heads, attend,
+#   merge the heads, apply $W^O$, with the shape of every tensor along the way;
+# - count the parameters with a formula and check the count on the module;
+# - use separate head sizes $d_k$ (queries, keys) and $d_v$ (values);
+# - read per-head attention maps;
+# - reproduce `nn.MultiheadAttention` to float32 precision, converting its mask polarity.
+#
+# **In the paper:** §3.2.2 (multi-head attention and its equation), §3.2.3 (where the Transformer
+# uses it), Table 3 rows (A) and (B) (what the number of heads and the key size do to quality).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from transformer_course import (
+    MultiHeadAttention,
+    merge_heads,
+    relative_position_map,
+    scaled_dot_product_attention,
+    sinusoidal_positional_encoding,
+    split_heads,
+)
+from transformer_course.checks import run_check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+plt.rcParams.update({"figure.dpi": 90, "font.size": 10})
+
+# %% [markdown]
+# ## 1. Why more than one head?
+#
+# A row of attention weights is one probability distribution over the keys, and the output is one
+# average. If a word needs two different things at once (say, its verb *and* the word just before
+# it), a single head has to blend them into one average, and the two pieces of information get
+# smeared together. The paper's remedy (§3.2.2) is to project queries, keys and values $h$ times
+# with different learned matrices, run attention on each projection in parallel, and combine:
+#
+# $$\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O,
+# \qquad \mathrm{head}_i = \mathrm{Attention}(QW_i^Q,\; KW_i^K,\; VW_i^V)$$
+#
+# with $W_i^Q, W_i^K \in \mathbb{R}^{d_\text{model} \times d_k}$, $W_i^V \in \mathbb{R}^{d_\text{model}
+# \times d_v}$ and $W^O \in \mathbb{R}^{h d_v \times d_\text{model}}$. Each head works in its own
+# small subspace, so each can specialise. The paper uses $h = 8$ heads of size
+# $d_k = d_v = d_\text{model}/h = 64$ for $d_\text{model} = 512$. Its Table 3, rows (A), varies $h$
+# at constant cost: a single head scores 0.9 BLEU below the best setting, and very many small heads
+# lose quality again.
+#
+# ## 2. All heads with one matrix multiply
+#
+# Written as a loop, each head has its own three small matrices. Placing the $h$ matrices
+# $W_i^Q$ side by side gives one $d_\text{model} \times h d_k$ matrix, so *one* `nn.Linear`
+# computes the queries of every head at once; the heads are then just consecutive blocks of its
+# output features. Let us check that on random weights.
+
+# %%
+B, T, D, H = 2, 7, 12, 3
+d_k = D // H  # 4 features per head
+x = torch.randn(B, T, D)
+w_q = nn.Linear(D, H * d_k, bias=False)  # W_1^Q … W_H^Q side by side
+
+all_heads = w_q(x)  # (B, T, H·Dk): one matrix multiply
+for i in range(H):
+    W_i = w_q.weight[i * d_k : (i + 1) * d_k].T  # (D, Dk): the paper's W_i^Q
+    assert torch.allclose(x @ W_i, all_heads[..., i * d_k : (i + 1) * d_k], atol=1e-6)
+print("head i's queries are features", [f"{i * d_k}…{(i + 1) * d_k - 1}" for i in range(H)], "of one projection")
+
+# %% [markdown]
+# ## 3. Splitting into heads
+#
+# Attention (chapter 03) works on the last two axes, (length, features), and treats every axis in
+# front as a batch. So we want a tensor of shape (B, H, T, Dk): for each sentence and each head, a
+# (T, Dk) matrix. Two steps get there:
+#
+# 1. `view(B, T, H, Dk)` cuts the feature axis of each token into H blocks (this only
+#    re-reads the same memory);
+# 2. `transpose(1, 2)` moves the head axis in front of the token axis.
+#
+# Small integers make it easy to follow where each number goes: token 0 holds 0…5, token 1 holds
+# 10…15, and with 3 heads each head gets two consecutive features of *each* token.
+
+# %%
+tiny = torch.tensor([[[0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15]]])  # (B, T, D) = (1, 2, 6)
+step1 = tiny.view(1, 2, 3, 2)  # (B, T, H, Dk)
+step2 = step1.transpose(1, 2)  # (B, H, T, Dk)
+for h in range(3):
+    print(f"head {h}:", step2[0, h].tolist())
+assert torch.equal(split_heads(tiny, 3), step2)
+
+
+# %%
+def draw_heads(ax_row, heads, title):
+    """One small panel per head: its (T, Dk) block, with the original feature numbers written in."""
+    for h, ax in enumerate(ax_row):
+        block = heads[0, h]
+        ax.imshow(block // 10, cmap="Pastel1", vmin=0, vmax=8)  # colour = the token the number came from
+        for t in range(block.shape[0]):
+            for j in range(block.shape[1]):
+                ax.text(j, t, block[t, j].item(), ha="center", va="center")
+        ax.set_xticks([])
+        ax.set_yticks(range(block.shape[0]), [f"token {t}" for t in range(block.shape[0])] if h == 0 else [])
+        ax.set_title(f"head {h}")
+    ax_row[0].figure.suptitle(title, y=1.12)
+
+
+fig, axes = plt.subplots(1, 3, figsize=(8, 2))
+draw_heads(axes, split_heads(tiny, 3), "split_heads: every head sees both tokens, each through its own features")
+plt.show()
+
+# %% [markdown]
+# > **Common mistake — `view` without `transpose`.** Since the target shape is (B, H, T, Dk), it is
+# > tempting to write `x.view(B, H, T, Dk)` directly. The shape is right, nothing crashes, but
+# > `view` only re-reads memory in order: the first head is filled with the first T·Dk numbers,
+# > which are simply the first features of the first token(s). The rows of a head no longer line up
+# > with positions, and the heads no longer see the same tokens.
+
+
+# %%
+def split_heads_buggy(x, n_heads):
+    b, t, d = x.shape
+    return x.view(b, n_heads, t, d // n_heads)  # (B, H, T, Dk) in shape only
+
+
+fig, axes = plt.subplots(1, 3, figsize=(8, 2))
+draw_heads(axes, split_heads_buggy(tiny, 3), "The bug: head 0 sees only token 0, head 2 only token 1")
+plt.show()
+print(run_check("ex04_1", split_heads_buggy).line())
+print(run_check("ex04_1").line())  # the package's split_heads
+
+# %% [markdown]
+# Colours show which token each number came from. With the bug, head 0 sees only token 0: its row
+# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. Chapter 03's tests
+# never see this bug, because attention itself is correct; only a comparison with an independent
+# reference (here, cutting the features with `chunk` and stacking them) catches it.
+#
+# ## 4. Merging the heads and $W^O$
+#
+# After attention, each head returns (B, H, T, Dv). `merge_heads` undoes the split: transpose back
+# to (B, T, H, Dv), then flatten the last two axes to H·Dv. This is the paper's
+# $\mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)$.
+#
+# One subtlety: after a transpose the tensor is no longer laid out row by row in memory, so
+# `view` refuses to flatten it; `reshape` copies when it has to.
+
+# %%
+heads = split_heads(tiny, 3).contiguous()  # (B, H, T, Dk), laid out head by head as attention returns it
+back = heads.transpose(1, 2)  # (B, T, H, Dk)
+print("contiguous after transpose:", back.is_contiguous())
+try:
+    back.view(1, 2, 6)
+except RuntimeError as error:
+    print("view fails:", str(error)[:60], "…")
+print("reshape works:", back.reshape(1, 2, 6).tolist())  # (B, T, H·Dk)
+assert torch.equal(merge_heads(heads), tiny)
+assert torch.equal(merge_heads(heads), torch.cat(heads.unbind(dim=1), dim=-1))  # Concat(head_1, …, head_h)
+
+# %% [markdown]
+# Why the extra matrix $W^O$? After concatenation, output features 0…Dv−1 come from head 1 only,
+# the next Dv from head 2 only, and so on: the heads have not talked to each other yet. $W^O$
+# mixes them, so every output feature can combine what all heads found (it also maps $h d_v$ back to
+# $d_\text{model}$ when the two differ). Below, changing what head 1 returns changes only its own
+# block of the concatenation, but every feature after $W^O$.
+
+# %%
+head_outputs = torch.randn(1, H, T, d_k)  # (B, H, T, Dv): what attention returned
+changed = head_outputs.clone()
+changed[:, 1] += 1.0  # head 1 finds something else
+w_o = nn.Linear(H * d_k, D)
+concat_diff = (merge_heads(changed) - merge_heads(head_outputs))[0, 0] != 0
+mixed_diff = (w_o(merge_heads(changed)) - w_o(merge_heads(head_outputs)))[0, 0] != 0
+print("features changed by head 1, before W^O:", concat_diff.int().tolist())
+print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
+
+# %% [markdown]
+# ## 5. The module
+#
+# `MultiHeadAttention` puts the pieces together: three projections, `split_heads`, chapter 03's
+# attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. The same module does
+# self-attention (query, key and value are the same sequence) and cross-attention (queries from the
+# decoder, keys and values from the encoder output, §3.2.3), so the key length S may differ from T.
+
+# %%
+torch.manual_seed(0)
+B, T, S, D, H = 2, 7, 5, 12, 3
+mha = MultiHeadAttention(d_model=D, n_heads=H).eval()
+target, memory = torch.randn(B, T, D), torch.randn(B, S, D)
+
+out, weights = mha(target, memory, memory, need_weights=True)  # cross-attention
+print("output ", tuple(out.shape), " weights", tuple(weights.shape), "(B, H, T, S)")
+
+# the same thing by hand, from the module's own layers
+q = split_heads(mha.w_q(target), H)  # (B, H, T, Dk)
+k = split_heads(mha.w_k(memory), H)  # (B, H, S, Dk)
+v = split_heads(mha.w_v(memory), H)  # (B, H, S, Dv)
+heads, w = scaled_dot_product_attention(q, k, v)  # (B, H, T, Dv), (B, H, T, S)
+by_hand = mha.w_o(merge_heads(heads))  # (B, T, D)
+print("by hand == module:", torch.allclose(by_hand, out, atol=1e-6), torch.allclose(w, weights))
+
+fast_out, no_weights = mha(target, memory, memory)  # need_weights=False: the fast path
+print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "| weights:", no_weights)
+
+# %% [markdown]
+# With `need_weights=True` the module takes chapter 03's teaching path and returns one weight map
+# per head, (B, H, T, S). Otherwise it takes the fast path (`F.scaled_dot_product_attention`) and
+# returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads unless
+# you pass `average_attn_weights=False`.)
+#
+# ## 6. Counting parameters
+#
+# Each projection is a weight matrix plus a bias (the paper's equations have no bias;
+# `nn.MultiheadAttention` has one, so ours does too by default):
+#
+# | layer | weight | bias |
+# | --- | --- | --- |
+# | $W^Q$ (all heads) | $d_\text{model} \cdot h d_k$ | $h d_k$ |
+# | $W^K$ | $d_\text{model} \cdot h d_k$ | $h d_k$ |
+# | $W^V$ | $d_\text{model} \cdot h d_v$ | $h d_v$ |
+# | $W^O$ | $h d_v \cdot d_\text{model}$ | $d_\text{model}$ |
+#
+# With the paper's choice $d_k = d_v = d_\text{model}/h$, every $h d_k$ equals $d_\text{model}$ and
+# the total is $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads. That is the
+# point of the end of §3.2.2: splitting into heads costs about the same as one head of full width.
+
+
+# %%
+def mha_parameters(d_model, n_heads, d_k, d_v):
+    """The formula of the table above."""
+    q_and_k = 2 * (d_model * n_heads * d_k + n_heads * d_k)
+    v = d_model * n_heads * d_v + n_heads * d_v
+    o = n_heads * d_v * d_model + d_model
+    return q_and_k + v + o
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+d_model = 512
+print(f"{'heads':>5} {'d_k':>4} {'formula':>10} {'ours':>10} {'nn.MultiheadAttention':>22}")
+for h in (1, 2, 8, 16):
+    ours = MultiHeadAttention(d_model, h)
+    theirs = nn.MultiheadAttention(d_model, h, batch_first=True)
+    formula = mha_parameters(d_model, h, d_model // h, d_model // h)
+    assert formula == count(ours) == count(theirs) == 4 * d_model**2 + 4 * d_model
+    print(f"{h:>5} {d_model // h:>4} {formula:>10,} {count(ours):>10,} {count(theirs):>22,}")
+
+# %% [markdown]
+# ## 7. Separate sizes for keys and values
+#
+# Nothing forces $d_k = d_v$, or $h d_k = d_\text{model}$. The size of queries and keys sets how
+# rich the *comparison* is; the size of values sets how much each head can *carry* back. The paper
+# keeps them equal but explores the key size in Table 3, row (B): a smaller $d_k$ hurts quality.
+# Our module accepts both sizes explicitly:
+
+# %%
+mha_kv = MultiHeadAttention(d_model=12, n_heads=3, d_k=4, d_v=6)
+for name in ("w_q", "w_k", "w_v", "w_o"):
+    layer = getattr(mha_kv, name)
+    print(f"{name}: {layer.in_features:>2} → {layer.out_features:>2}")
+out, weights = mha_kv(target, memory, memory, need_weights=True)
+print("output", tuple(out.shape), " weights", tuple(weights.shape))
+assert count(mha_kv) == mha_parameters(12, 3, 4, 6)
+print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
+
+# %% [markdown]
+# The weights do not depend on $d_v$ at all (they come from queries and keys), and the output is
+# back at $d_\text{model} = 12$ thanks to $W^O$ (18 → 12).
+#
+# ## 8. Looking at each head
+#
+# Per-head attention maps show what each head does. Trained heads are the subject of chapter 08;
+# here we *build* four heads by hand so we know what the maps should look like. The input is
+# only the sinusoidal positional encoding of chapter 02, and chapter 02 showed that moving $k$
+# positions is a fixed linear map $M_k$ of the encoding (`relative_position_map`). So if a head's
+# query projection applies $M_k$ and its key projection does not, query $t$ matches key $t + k$ best:
+#
+# - head 0 uses $M_{-1}$: each position looks at the one before it;
+# - head 1 uses $M_0$ (the identity): each position looks at itself;
+# - head 2 uses $M_{+1}$: each position looks at the next one;
+# - head 3 has an all-zero query projection: every score is 0, so its weights are uniform and it
+#   averages the whole sequence.
+#
+# Each head uses the first 8 coordinates of the encoding (its 4 fastest frequencies), multiplied by
+# 20 to make the maps crisp.
+
+# %%
+T, D, H = 10, 32, 4
+positions = sinusoidal_positional_encoding(T, D)[None]  # (1, T, D)
+heads_by_hand = MultiHeadAttention(D, H, bias=False).eval()  # d_k = d_v = 8
+offsets = [-1, 0, 1, None]
+with torch.no_grad():
+    for i, offset in enumerate(offsets):
+        rows = slice(i * 8, (i + 1) * 8)  # this head's block of the projections
+        heads_by_hand.w_k.weight[rows] = torch.eye(D)[:8]  # key: the first 8 coordinates of PE(s)
+        heads_by_hand.w_q.weight[rows] = 0.0 if offset is None else 20 * relative_position_map(offset, D)[:8]
+    _, maps = heads_by_hand(positions, positions, positions, need_weights=True)  # (1, H, T, T)
+
+titles = ["head 0: one back", "head 1: itself", "head 2: one ahead", "head 3: everything"]
+fig, axes = plt.subplots(1, H, figsize=(14, 3.6))
+for ax, m, title in zip(axes, maps[0], titles, strict=True):
+    ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
+    ax.set_title(title)
+    ax.set_xlabel("key position")
+axes[0].set_ylabel("query position")
+fig.suptitle("Four heads, one layer: each head attends by its own rule", y=1.02)
+plt.show()
+
+# %% [markdown]
+# At the edges, the "one back" head at position 0 and the "one ahead" head at position 9 have no
+# target and settle on the nearest position. A single head could not express "previous word" and
+# "next word" at the same time without averaging them; four heads do it in one layer, and $W^O$ then
+# combines their outputs.
+#
+# ## 9. Equal to `nn.MultiheadAttention`
+#
+# PyTorch's module computes the same function, so with the same weights it must give the same
+# numbers. `MultiHeadAttention.from_torch` copies them. Two differences to take care of:
+#
+# - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
+#   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
+# - its masks mean the **opposite**: `key_padding_mask` (B, S) and boolean `attn_mask` (T, S)
+#   are True where attention is *blocked*. Ours are True where it is allowed, so we pass `~mask`.
+
+# %%
+torch.manual_seed(0)
+B, T, D, H = 2, 7, 12, 3
+torch_mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
+with torch.no_grad():  # PyTorch starts the biases at zero; make them matter for the comparison
+    torch_mha.in_proj_bias.normal_()
+    torch_mha.out_proj.bias.normal_()
+ours = MultiHeadAttention.from_torch(torch_mha).eval()
+print("in_proj_weight", tuple(torch_mha.in_proj_weight.shape), "→ w_q, w_k, w_v", tuple(ours.w_q.weight.shape))
+
+x = torch.randn(B, T, D)
+lengths = torch.tensor([7, 4])  # the second sentence has 3 padding positions
+is_real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T), True = real token
+causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T), True = may attend
+our_mask = is_real[:, None, None, :] & causal  # (B, 1, T, T): ours, True = may attend
+
+with torch.no_grad():
+    want, want_weights = torch_mha(
+        x, x, x, key_padding_mask=~is_real, attn_mask=~causal, average_attn_weights=False
+    )  # PyTorch's masks: True = blocked
+    teaching, weights = ours(x, x, x, our_mask, need_weights=True)
+    fast, _ = ours(x, x, x, our_mask)
+print("teaching path == nn.MultiheadAttention:", torch.allclose(teaching, want, atol=1e-6))
+print("fast path     == nn.MultiheadAttention:", torch.allclose(fast, want, atol=1e-6))
+print("weights (B, H, T, S) equal:", torch.allclose(weights, want_weights, atol=1e-6))
+
+with torch.no_grad():
+    wrong = ours(x, x, x, ~our_mask)[0]  # forgetting to flip the polarity
+print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, atol=1e-6))
+
+# %% [markdown]
+# Both of our paths reproduce PyTorch to float32 precision, with the padding and the causal mask
+# combined; passing a mask without flipping its polarity gives a different (and wrong) answer
+# without any error.
+#
+# ## Summary
+#
+# - Multi-head attention (§3.2.2) runs $h$ attentions on different learned projections and mixes
+#   their outputs with $W^O$; each head can follow its own rule.
+# - In code, the heads are blocks of one projection: `split_heads` = `view(B, T, H, Dk)` +
+#   `transpose(1, 2)`, `merge_heads` = `transpose(1, 2)` + `reshape`. A `view` straight to
+#   (B, H, T, Dk) has the right shape and the wrong contents.
+# - Parameters: $2 d_\text{model} h d_k + 2 d_\text{model} h d_v$ weights plus biases, i.e.
+#   $4d_\text{model}^2 + 4d_\text{model}$ when $d_k = d_v = d_\text{model}/h$, independent of $h$.
+# - `need_weights=True` returns one map per head, (B, H, T, S); otherwise the fast path runs.
+# - `MultiHeadAttention.from_torch` reproduces `nn.MultiheadAttention`; its masks are True =
+#   blocked, ours True = may attend.
+#
+# Chapter 05 wraps this module into an encoder layer with a feed-forward network, residual
+# connections and layer normalisation.
+#
+# **Exercises:** [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb)
+# asks you to write `split_heads`, `merge_heads` and `MultiHeadAttention.forward` (worked solutions
+# in `solutions/`).

@@ -1,0 +1,160 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercises 02 — Positional encoding
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex02_positional_encoding.ipynb)
+#
+# Three functions from [chapter 02](../chapters/02_positional_encoding.ipynb), from easy to hard.
+#
+# **How the exercises work.** Each exercise is one function of the `transformer_course` package.
+# In the student edition its body is a `raise NotImplementedError(...)` that names the exercise
+# and gives a hint: open the file named in the exercise, replace that line with your code, save.
+# The chapters import the same functions, so once you are done they run on *your* code.
+#
+# 1. Read the statement: which file and function, the shapes, what to watch out for.
+# 2. Try your function on a small input in the *try it* cell (the package is reloaded
+#    automatically when you save a file).
+# 3. Run the check cell. It compares your function with an independent reference on several
+#    inputs, edge cases included, and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ and
+#    which input went wrong and how.
+#
+# From a terminal, in the course folder: `python -m transformer_course check ex02_1` (or without an
+# id, a table of all exercises) and `pytest -m ex02_1`.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+# %load_ext autoreload
+# %autoreload 2
+
+# %%
+import math
+
+import torch
+
+from transformer_course import PositionalEncoding, relative_position_map, sinusoidal_positional_encoding
+from transformer_course.checks import check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## Exercise 1 — `sinusoidal_positional_encoding` (easy)
+#
+# **Edit** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
+#
+# **Output:** a `float32` tensor of shape (max_len, d_model) with the table of §3.5: for every
+# position $pos = 0, \dots, max\_len - 1$ and every even column $2i$,
+#
+# $$PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \qquad
+#   PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right).$$
+#
+# A double loop with `math.sin` and `math.cos` is a correct answer; a vectorised one (an angle
+# matrix of shape (max_len, ⌈d_model/2⌉) from `torch.arange`) is faster.
+#
+# **Watch out for:** the sine and the cosine of one pair share a frequency: the exponent is
+# $2i/d_{model}$ for *both* columns $2i$ and $2i+1$. Sines go in the even columns, cosines in the
+# odd ones, interleaved, not in two halves. Positions start at 0. With an odd `d_model` there is
+# one more sine column than cosine columns: the last column is a sine without its partner.
+
+# %%
+# YOUR CODE HERE
+
+# %% [markdown]
+# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex02_1")
+
+# %% [markdown]
+# ## Exercise 2 — `PositionalEncoding.forward` (medium)
+#
+# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x)`: the
+# end of the method, after the input checks and the `offset` branch (chapter 08 uses that branch
+# for step-by-step decoding; it calls your code too, so leave it as it is).
+#
+# **Input:** `x` of shape (B, T, D), batch-first. **Output:** the same shape and dtype:
+# `x + PE[:T]`, then dropout (§5.4 applies dropout to the sum of embeddings and positional
+# encodings).
+#
+# Useful attributes: `self.pe`, the (max_len, D) table (a buffer), and `self.dropout`.
+#
+# **Watch out for:** the positions are on axis 1. `x.size(0)` is the *batch size*: slicing the
+# table with it gives every position of a sentence the same vector when B = 1 (the check tries
+# that first). Do not add in place (`x += …` would change the caller's tensor), convert the table
+# to `x.dtype` so that a `float16` input gives a `float16` output, and apply `self.dropout` to the
+# whole sum.
+#
+# The check builds its own table, so you can do this exercise before exercise 1; the try-it cell
+# below needs exercise 1, because `PositionalEncoding(...)` computes its table when it is created.
+
+# %%
+# YOUR CODE HERE
+
+# %% [markdown]
+# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex02_2")
+
+# %% [markdown]
+# ## Exercise 3 — `relative_position_map` (hard)
+#
+# **Edit** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
+#
+# **Output:** the `float32` matrix $M_k$ of shape (d_model, d_model) with
+# $PE_{pos+k} = M_k\,PE_{pos}$ for *every* position (the linear map of §3.5; `d_model` is even,
+# `k` may be zero or negative).
+#
+# Chapter 02 derives it: with $\omega_i = 10000^{-2i/d_{model}}$, the angle-addition formulas give
+# for each pair of columns $(2i, 2i+1)$ the $2 \times 2$ block
+#
+# $$\begin{pmatrix} \cos \omega_i k & \sin \omega_i k \\ -\sin \omega_i k & \cos \omega_i k \end{pmatrix}$$
+#
+# at rows and columns $2i, 2i+1$, and zeros everywhere else.
+#
+# **Watch out for:** the sign of the sine terms: a block with the signs swapped is $M_{-k}$, which
+# moves *back* $k$ positions (the check recognises it). The frequency uses $2i$, the even column
+# index, as in exercise 1. To test your answer, compare `table[:-k] @ M.T` with `table[k:]`
+# (rows are vectors: $(M\,PE)^\top = PE^\top M^\top$).
+
+# %%
+# YOUR CODE HERE
+
+# %% [markdown]
+# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex02_3")
+
+# %% [markdown]
+# When all three checks pass, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
+# runs on your code. Next: the exercises of chapter 03, attention.

@@ -1,0 +1,149 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercises 03 — Scaled dot-product attention
+#
+# Companion of [chapter 03](../chapters/03_attention.ipynb) (paper §3.2.1, equation (1)).
+#
+# **How the exercises work.** Each exercise is one function of the course package
+# `transformer_course`. In the student edition its body is a stub that raises
+# `NotImplementedError`; you write the body **in the package file** (here
+# `transformer_course/attention.py`), not in this notebook. Because the chapters import the
+# package, they then run on your code.
+#
+# After editing the file, run the exercise's check cell. It compares your function with an
+# independent reference (PyTorch's own functions, closed-form formulas) on several inputs, edge
+# cases included, and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ with the input that
+# failed and what is wrong. The same checks run from a terminal:
+#
+# ```bash
+# python -m transformer_course check ex03_1     # one exercise (or no id: a table of all of them)
+# pytest -m ex03_1                              # the same check through pytest
+# ```
+#
+# Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
+# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# your edits to the package without restarting the kernel.
+#
+# | exercise | function | level |
+# | --- | --- | --- |
+# | ex03_1 | `attention_scores(q, k)` | easy |
+# | ex03_2 | `apply_mask(scores, mask)` | medium |
+# | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` | medium |
+
+# %%
+# %load_ext autoreload
+# %autoreload 2
+import math
+
+import torch
+import torch.nn.functional as F
+
+from transformer_course import apply_mask, attention_scores
+from transformer_course.checks import check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## ex03_1 — Attention scores (easy)
+#
+# **File:** `transformer_course/attention.py`, function `attention_scores(q, k)`.
+#
+# Return the scaled similarity of every query with every key, $QK^\top / \sqrt{d_k}$.
+#
+# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk) → scores (..., T, S). The leading axes `...`
+#   can be anything: none, a batch (B,), or a batch and heads (B, H).
+# - **Watch for:** transpose only the last two axes of `k` (`k.T` reverses *all* axes);
+#   $d_k$ is the size of the last axis of `q`; divide by its square root, not by $d_k$ itself.
+
+# %%
+q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)  # (B, T, Dk), (B, S, Dk)
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* why is the result (..., T, S) and not (..., S, T)? (A worked answer is in the
+# complete edition.)
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex03_1")
+
+# %% [markdown]
+# ## ex03_2 — Masking the scores (medium)
+#
+# **File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`.
+#
+# Return a copy of `scores` in which every position where `mask` is **False** holds the lowest
+# finite number of the dtype, `torch.finfo(scores.dtype).min`. Positions where the mask is True
+# keep their score. (The case `mask is None` and the shape check are already written for you.)
+#
+# - **Shapes:** `scores` (..., T, S); `mask` bool, broadcastable to it, e.g. (B, 1, S) for padding
+#   or (T, S) for a causal mask.
+# - **Watch for:** the polarity (True = *may attend*); `-inf` gives NaN on a row where everything
+#   is masked; `-1e9` overflows in float16; do not modify `scores` in place (`masked_fill`, not
+#   `masked_fill_`).
+
+# %%
+scores = torch.randn(1, 2, 4)  # (B, T, S)
+mask = torch.tensor([[True, True, False, False]])  # (B, S) → broadcast as (1, S): the last two keys are padding
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* what does your function do to a row whose mask is all False, and what
+# does softmax make of it?
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex03_2")
+
+# %% [markdown]
+# ## ex03_3 — Scaled dot-product attention (medium)
+#
+# **File:** `transformer_course/attention.py`, function `scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)`.
+#
+# Equation (1) of the paper, step by step (input checks are already written):
+#
+# 1. scores with your `attention_scores`, masked with your `apply_mask`;
+# 2. weights = softmax of the scores over the keys;
+# 3. if `dropout_p > 0`, apply dropout to the weights used for the output (`F.dropout`). The paper's
+#    §5.4 drops sub-layer outputs and embedding sums; dropping attention weights as well is what its
+#    reference code and `nn.MultiheadAttention` do;
+# 4. return `(output, weights)`, with the weights **before** dropout.
+#
+# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk), `v` (..., S, Dv), `mask` broadcastable to
+#   (..., T, S) → output (..., T, Dv), weights (..., T, S). Every row of the weights sums to 1.
+# - **Watch for:** the softmax axis (the keys, the last one); masking *before* the softmax, not
+#   multiplying the weights by the mask afterwards; a fully masked row must give finite output.
+
+# %%
+q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+mask = torch.tensor([True, True, True, False, False])  # (S,): the last two keys are padding
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* why must the mask be applied before the softmax rather than by multiplying
+# the weights with the mask afterwards?
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex03_3")
+
+# %% [markdown]
+# When all three checks pass, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
+# on your code. Next: [exercises 04](ex04_multi_head_attention.ipynb), multi-head attention.

@@ -1,0 +1,220 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercises 02 — Positional encoding
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex02_positional_encoding.ipynb)
+#
+# Three functions from [chapter 02](../chapters/02_positional_encoding.ipynb), from easy to hard.
+#
+# **How the exercises work.** Each exercise is one function of the `transformer_course` package.
+# In the student edition its body is a `raise NotImplementedError(...)` that names the exercise
+# and gives a hint: open the file named in the exercise, replace that line with your code, save.
+# The chapters import the same functions, so once you are done they run on *your* code.
+#
+# 1. Read the statement: which file and function, the shapes, what to watch out for.
+# 2. Try your function on a small input in the *try it* cell (the package is reloaded
+#    automatically when you save a file).
+# 3. Run the check cell. It compares your function with an independent reference on several
+#    inputs, edge cases included, and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ and
+#    which input went wrong and how.
+#
+# From a terminal, in the course folder: `python -m transformer_course check ex02_1` (or without an
+# id, a table of all exercises) and `pytest -m ex02_1`.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+# %load_ext autoreload
+# %autoreload 2
+
+# %%
+import math
+
+import torch
+
+from transformer_course import PositionalEncoding, relative_position_map, sinusoidal_positional_encoding
+from transformer_course.checks import check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## Exercise 1 — `sinusoidal_positional_encoding` (easy)
+#
+# **Edit** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
+#
+# **Output:** a `float32` tensor of shape (max_len, d_model) with the table of §3.5: for every
+# position $pos = 0, \dots, max\_len - 1$ and every even column $2i$,
+#
+# $$PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \qquad
+#   PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right).$$
+#
+# A double loop with `math.sin` and `math.cos` is a correct answer; a vectorised one (an angle
+# matrix of shape (max_len, ⌈d_model/2⌉) from `torch.arange`) is faster.
+#
+# **Watch out for:** the sine and the cosine of one pair share a frequency: the exponent is
+# $2i/d_{model}$ for *both* columns $2i$ and $2i+1$. Sines go in the even columns, cosines in the
+# odd ones, interleaved, not in two halves. Positions start at 0. With an odd `d_model` there is
+# one more sine column than cosine columns: the last column is a sine without its partner.
+
+# %%
+### BEGIN SOLUTION
+table = sinusoidal_positional_encoding(max_len=4, d_model=5)
+print(table)  # row 0 is sin 0 = 0, cos 0 = 1, …; the last column is a lone sine
+print(table.dtype, math.isclose(table[1, 2].item(), math.sin(1 / 10000 ** (2 / 5)), rel_tol=1e-6))
+### END SOLUTION
+
+# %% [markdown]
+# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+#
+# ### BEGIN SOLUTION
+# ```python
+# position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
+# two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(D/2),): 0, 2, 4, …
+# frequency = torch.exp(-math.log(10000.0) * two_i / d_model)  # 1 / 10000^(2i/D)
+# angle = position * frequency  # (max_len, ceil(D/2))
+# table = torch.zeros(max_len, d_model)
+# table[:, 0::2] = torch.sin(angle)
+# table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+# return table
+# ```
+# `two_i` lists the even column indices, so one angle serves a sine column and its cosine
+# neighbour. The product of a column (max_len, 1) with a row (⌈D/2⌉,) broadcasts into the whole
+# angle matrix without a loop. `exp(-log(10000) · 2i/D)` equals $10000^{-2i/D}$ and is the usual
+# way to write it. The slice `0::2` selects the even columns and `1::2` the odd ones; with an odd
+# D there are only ⌊D/2⌋ odd columns, hence `angle[:, : d_model // 2]`.
+# ### END SOLUTION
+
+# %%
+check("ex02_1")
+
+# %% [markdown]
+# ## Exercise 2 — `PositionalEncoding.forward` (medium)
+#
+# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x)`: the
+# end of the method, after the input checks and the `offset` branch (chapter 08 uses that branch
+# for step-by-step decoding; it calls your code too, so leave it as it is).
+#
+# **Input:** `x` of shape (B, T, D), batch-first. **Output:** the same shape and dtype:
+# `x + PE[:T]`, then dropout (§5.4 applies dropout to the sum of embeddings and positional
+# encodings).
+#
+# Useful attributes: `self.pe`, the (max_len, D) table (a buffer), and `self.dropout`.
+#
+# **Watch out for:** the positions are on axis 1. `x.size(0)` is the *batch size*: slicing the
+# table with it gives every position of a sentence the same vector when B = 1 (the check tries
+# that first). Do not add in place (`x += …` would change the caller's tensor), convert the table
+# to `x.dtype` so that a `float16` input gives a `float16` output, and apply `self.dropout` to the
+# whole sum.
+#
+# The check builds its own table, so you can do this exercise before exercise 1; the try-it cell
+# below needs exercise 1, because `PositionalEncoding(...)` computes its table when it is created.
+
+# %%
+### BEGIN SOLUTION
+positional = PositionalEncoding(d_model=6, max_len=10)
+x = torch.zeros(2, 4, 6)  # (B, T, D) with B ≠ T
+out = positional(x)
+print(tuple(out.shape), "each sentence got rows 0–3:", torch.equal(out[1], positional.pe[:4]))
+print(positional(torch.zeros(1, 3, 6, dtype=torch.float16)).dtype)
+### END SOLUTION
+
+# %% [markdown]
+# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+#
+# ### BEGIN SOLUTION
+# ```python
+# seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
+# return self.dropout(x + self.pe[:seq_len].to(x.dtype))  # (B, T, D) + (T, D)
+# ```
+# The slice `self.pe[:seq_len]` has shape (T, D); adding it to (B, T, D) broadcasts over the
+# batch axis, so position t of every sentence gets row t. `x + …` builds a new tensor and leaves
+# the input alone. Dropout is the module's own `nn.Dropout`, so it is active after
+# `model.train()` and switched off by `model.eval()`.
+# ### END SOLUTION
+
+# %%
+check("ex02_2")
+
+# %% [markdown]
+# ## Exercise 3 — `relative_position_map` (hard)
+#
+# **Edit** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
+#
+# **Output:** the `float32` matrix $M_k$ of shape (d_model, d_model) with
+# $PE_{pos+k} = M_k\,PE_{pos}$ for *every* position (the linear map of §3.5; `d_model` is even,
+# `k` may be zero or negative).
+#
+# Chapter 02 derives it: with $\omega_i = 10000^{-2i/d_{model}}$, the angle-addition formulas give
+# for each pair of columns $(2i, 2i+1)$ the $2 \times 2$ block
+#
+# $$\begin{pmatrix} \cos \omega_i k & \sin \omega_i k \\ -\sin \omega_i k & \cos \omega_i k \end{pmatrix}$$
+#
+# at rows and columns $2i, 2i+1$, and zeros everywhere else.
+#
+# **Watch out for:** the sign of the sine terms: a block with the signs swapped is $M_{-k}$, which
+# moves *back* $k$ positions (the check recognises it). The frequency uses $2i$, the even column
+# index, as in exercise 1. To test your answer, compare `table[:-k] @ M.T` with `table[k:]`
+# (rows are vectors: $(M\,PE)^\top = PE^\top M^\top$).
+
+# %%
+### BEGIN SOLUTION
+k, d_model = 4, 8
+M = relative_position_map(k, d_model)
+table = sinusoidal_positional_encoding(30, d_model)
+print(M[:4, :4])  # the first two blocks
+print("PE[pos + k] = M_k PE[pos] for every pos:", torch.allclose(table[:-k] @ M.T, table[k:], atol=1e-5))
+print("M_-k undoes M_k:", torch.allclose(relative_position_map(-k, d_model) @ M, torch.eye(d_model), atol=1e-6))
+### END SOLUTION
+
+# %% [markdown]
+# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+#
+# ### BEGIN SOLUTION
+# ```python
+# two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+# angle = k * torch.exp(-math.log(10000.0) * two_i / d_model)  # (D/2,): ω_i k
+# cos, sin = torch.cos(angle), torch.sin(angle)
+# m = torch.zeros(d_model, d_model, dtype=torch.float64)
+# m[0::2, 0::2] = torch.diag(cos)  # new sin = sin·cos(ωk) + cos·sin(ωk)
+# m[0::2, 1::2] = torch.diag(sin)
+# m[1::2, 0::2] = torch.diag(-sin)  # new cos = cos·cos(ωk) - sin·sin(ωk)
+# m[1::2, 1::2] = torch.diag(cos)
+# return m.float()
+# ```
+# Row $2i$ of $M_k$ computes the new sine of pair $i$ and row $2i+1$ the new cosine, each from the
+# old sine (column $2i$) and cosine (column $2i+1$) of the same pair. Indexing with two strided
+# slices, `m[0::2, 1::2]`, addresses the (D/2, D/2) grid of "even row, odd column" entries; a
+# `torch.diag` there fills exactly one entry per pair, the one inside its own block. Working in
+# float64 keeps $\omega_i k$ accurate for large $k$ before the result is rounded to float32. A loop
+# over the pairs that sets four entries at a time is just as correct.
+# ### END SOLUTION
+
+# %%
+check("ex02_3")
+
+# %% [markdown]
+# When all three checks pass, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
+# runs on your code. Next: the exercises of chapter 03, attention.

@@ -1,0 +1,211 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercises 03 — Scaled dot-product attention
+#
+# Companion of [chapter 03](../chapters/03_attention.ipynb) (paper §3.2.1, equation (1)).
+#
+# **How the exercises work.** Each exercise is one function of the course package
+# `transformer_course`. In the student edition its body is a stub that raises
+# `NotImplementedError`; you write the body **in the package file** (here
+# `transformer_course/attention.py`), not in this notebook. Because the chapters import the
+# package, they then run on your code.
+#
+# After editing the file, run the exercise's check cell. It compares your function with an
+# independent reference (PyTorch's own functions, closed-form formulas) on several inputs, edge
+# cases included, and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ with the input that
+# failed and what is wrong. The same checks run from a terminal:
+#
+# ```bash
+# python -m transformer_course check ex03_1     # one exercise (or no id: a table of all of them)
+# pytest -m ex03_1                              # the same check through pytest
+# ```
+#
+# Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
+# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# your edits to the package without restarting the kernel.
+#
+# | exercise | function | level |
+# | --- | --- | --- |
+# | ex03_1 | `attention_scores(q, k)` | easy |
+# | ex03_2 | `apply_mask(scores, mask)` | medium |
+# | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` | medium |
+
+# %%
+# %load_ext autoreload
+# %autoreload 2
+import math
+
+import torch
+import torch.nn.functional as F
+
+from transformer_course import apply_mask, attention_scores
+from transformer_course.checks import check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## ex03_1 — Attention scores (easy)
+#
+# **File:** `transformer_course/attention.py`, function `attention_scores(q, k)`.
+#
+# Return the scaled similarity of every query with every key, $QK^\top / \sqrt{d_k}$.
+#
+# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk) → scores (..., T, S). The leading axes `...`
+#   can be anything: none, a batch (B,), or a batch and heads (B, H).
+# - **Watch for:** transpose only the last two axes of `k` (`k.T` reverses *all* axes);
+#   $d_k$ is the size of the last axis of `q`; divide by its square root, not by $d_k$ itself.
+
+# %%
+q, k = torch.randn(2, 3, 4), torch.randn(2, 5, 4)  # (B, T, Dk), (B, S, Dk)
+### BEGIN SOLUTION
+scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, T, S)
+print(scores.shape)
+print(torch.allclose(scores, torch.einsum("btd,bsd->bts", q, k) / 2))  # the same, written as a sum over d
+### END SOLUTION
+
+# %% [markdown]
+# *In your own words:* why is the result (..., T, S) and not (..., S, T)? (A worked answer is in the
+# complete edition.)
+#
+# ### BEGIN SOLUTION
+# **Worked solution.**
+#
+# ```python
+# d_k = q.shape[-1]
+# return q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T, S)
+# ```
+#
+# `k.transpose(-2, -1)` has shape (..., Dk, S), so the matrix product (..., T, Dk) @ (..., Dk, S)
+# gives (..., T, S): entry (t, s) is the dot product of query t with key s. Row t therefore holds
+# everything query t will compare, which is why the softmax of exercise ex03_3 runs over the last
+# axis. The leading axes are treated as a batch by `@`, so the same line serves every chapter.
+# Dividing by $\sqrt{d_k}$ keeps the variance of the scores near 1 for random inputs (footnote 4
+# of the paper; the experiment of chapter 03, section 3).
+# ### END SOLUTION
+
+# %%
+check("ex03_1")
+
+# %% [markdown]
+# ## ex03_2 — Masking the scores (medium)
+#
+# **File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`.
+#
+# Return a copy of `scores` in which every position where `mask` is **False** holds the lowest
+# finite number of the dtype, `torch.finfo(scores.dtype).min`. Positions where the mask is True
+# keep their score. (The case `mask is None` and the shape check are already written for you.)
+#
+# - **Shapes:** `scores` (..., T, S); `mask` bool, broadcastable to it, e.g. (B, 1, S) for padding
+#   or (T, S) for a causal mask.
+# - **Watch for:** the polarity (True = *may attend*); `-inf` gives NaN on a row where everything
+#   is masked; `-1e9` overflows in float16; do not modify `scores` in place (`masked_fill`, not
+#   `masked_fill_`).
+
+# %%
+scores = torch.randn(1, 2, 4)  # (B, T, S)
+mask = torch.tensor([[True, True, False, False]])  # (B, S) → broadcast as (1, S): the last two keys are padding
+### BEGIN SOLUTION
+masked = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+print([f"{x:.3g}" for x in masked[0, 0].tolist()])  # the padding now holds finfo(float32).min
+print(masked.softmax(-1))  # the padding gets weight exactly 0
+### END SOLUTION
+
+# %% [markdown]
+# *In your own words:* what does your function do to a row whose mask is all False, and what
+# does softmax make of it?
+#
+# ### BEGIN SOLUTION
+# **Worked solution.**
+#
+# ```python
+# return scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+# ```
+#
+# `masked_fill(condition, value)` writes `value` where `condition` is True, so the condition is
+# `~mask`: the positions that may **not** be attended to. It returns a new tensor and broadcasts
+# the mask over the leading axes. The fill value is the dtype's own minimum, so it fits in float16
+# and bfloat16 too.
+#
+# In a row with at least one allowed key, the softmax subtracts the row maximum first, and
+# $e^{\text{min} - \text{max}}$ underflows to exactly 0: the masked keys get no weight, as with
+# `-inf`. In a row where *every* key is masked, all scores are equal, so the softmax gives uniform
+# weights and the output is the mean of the values: finite, where `-inf` would give $0/0$ = NaN and
+# spread NaN gradients through the whole model.
+# ### END SOLUTION
+
+# %%
+check("ex03_2")
+
+# %% [markdown]
+# ## ex03_3 — Scaled dot-product attention (medium)
+#
+# **File:** `transformer_course/attention.py`, function `scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)`.
+#
+# Equation (1) of the paper, step by step (input checks are already written):
+#
+# 1. scores with your `attention_scores`, masked with your `apply_mask`;
+# 2. weights = softmax of the scores over the keys;
+# 3. if `dropout_p > 0`, apply dropout to the weights used for the output (`F.dropout`). The paper's
+#    §5.4 drops sub-layer outputs and embedding sums; dropping attention weights as well is what its
+#    reference code and `nn.MultiheadAttention` do;
+# 4. return `(output, weights)`, with the weights **before** dropout.
+#
+# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk), `v` (..., S, Dv), `mask` broadcastable to
+#   (..., T, S) → output (..., T, Dv), weights (..., T, S). Every row of the weights sums to 1.
+# - **Watch for:** the softmax axis (the keys, the last one); masking *before* the softmax, not
+#   multiplying the weights by the mask afterwards; a fully masked row must give finite output.
+
+# %%
+q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+mask = torch.tensor([True, True, True, False, False])  # (S,): the last two keys are padding
+### BEGIN SOLUTION
+weights = apply_mask(attention_scores(q, k), mask).softmax(dim=-1)  # (B, T, S)
+output = weights @ v  # (B, T, Dv)
+print(weights.sum(-1))  # every row sums to 1
+print(torch.allclose(output, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-6))
+### END SOLUTION
+
+# %% [markdown]
+# *In your own words:* why must the mask be applied before the softmax rather than by multiplying
+# the weights with the mask afterwards?
+#
+# ### BEGIN SOLUTION
+# **Worked solution.**
+#
+# ```python
+# scores = apply_mask(attention_scores(q, k), mask)  # (..., T, S)
+# weights = scores.softmax(dim=-1)  # (..., T, S), rows sum to 1
+# dropped = F.dropout(weights, p=dropout_p) if dropout_p > 0 else weights
+# return dropped @ v, weights  # (..., T, Dv), (..., T, S)
+# ```
+#
+# The softmax normalises over the keys that take part. Masking first removes the blocked keys
+# from that normalisation, so the remaining weights still sum to 1. Multiplying afterwards only
+# zeroes the blocked weights: the rows then sum to less than 1 (the output shrinks towards 0), and
+# renormalising by hand divides by 0 on a fully masked row. `weights @ v` averages the value
+# vectors row by row: (..., T, S) @ (..., S, Dv) → (..., T, Dv).
+#
+# The weights are returned before dropout, so a plot of them shows what the model computed rather
+# than one random draw of dropout; at evaluation (`dropout_p = 0`) the two are the same.
+# ### END SOLUTION
+
+# %%
+check("ex03_3")
+
+# %% [markdown]
+# When all three checks pass, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
+# on your code. Next: [exercises 04](ex04_multi_head_attention.ipynb), multi-head attention.
