@@ -91,9 +91,13 @@ def _check_torch_layer(layer: nn.Module) -> None:
         raise ValueError("from_torch expects a layer built with batch_first=True")
     if not (layer.activation is F.relu or isinstance(layer.activation, nn.ReLU)):
         raise ValueError("from_torch supports the ReLU activation only (the paper's)")
+    if layer.linear1.bias is None or layer.norm1.bias is None:
+        raise ValueError("from_torch expects a layer built with bias=True (ours always has biases)")
 
 
 def _copy_ffn_and_norms(ours: nn.Module, layer: nn.Module, n_norms: int) -> None:
+    # match device and dtype *before* copying, so a float64 layer is copied without rounding
+    ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
     ours.ffn.linear1.load_state_dict(layer.linear1.state_dict())
     ours.ffn.linear2.load_state_dict(layer.linear2.state_dict())
     for i in range(1, n_norms + 1):

@@ -1,0 +1,435 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 05 — The encoder: feed-forward networks, residuals and layer normalisation
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/05_encoder.ipynb)
+#
+# Multi-head attention (chapter 04) lets every position gather information from the others. An
+# encoder layer adds three modest pieces around it: a small network applied to each position on
+# its own, a shortcut that adds each sub-layer's input to its output, and a normalisation that
+# keeps the numbers in range. Stack six of these layers and you have the paper's encoder.
+#
+# **Learning goals**
+#
+# - write the position-wise feed-forward network of equation (2) and see why it is "position-wise";
+# - derive layer normalisation by hand, match `nn.LayerNorm` exactly, and recognise the
+#   `std + eps` mistake;
+# - tell the paper's post-LN order from the pre-LN order, and measure how differently the
+#   gradients reach the layers of a deep stack;
+# - assemble the encoder layer and the stack, and prove them equal to `nn.TransformerEncoderLayer`.
+#
+# **In the paper:** §3.1 (the encoder stack: two sub-layers per layer, each in
+# `LayerNorm(x + Sublayer(x))`, $d_\text{model} = 512$), §3.3 (equation (2), $d_{ff} = 2048$),
+# §5.4 (residual dropout).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_course import Encoder, EncoderLayer, PositionwiseFeedForward, padding_mask, residual
+from transformer_course.checks import run_check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+plt.rcParams.update({"figure.dpi": 90, "axes.grid": True, "grid.alpha": 0.3, "font.size": 10})
+
+# %% [markdown]
+# ## 1. The shape of an encoder layer
+#
+# §3.1 describes each of the $N = 6$ encoder layers as two **sub-layers**:
+#
+# 1. multi-head self-attention: every position looks at every (non-padding) position;
+# 2. a position-wise feed-forward network: every position is transformed on its own.
+#
+# Each sub-layer is wrapped the same way: its input is added back to its output (a *residual
+# connection*) and the sum is normalised, $\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))$. In
+# training, dropout is applied to the sub-layer's output before the addition (§5.4). All
+# sub-layers read and write vectors of the same size $d_\text{model}$, so the addition is always
+# possible, and the shape of the data never changes inside the encoder: (B, S, D) in, (B, S, D) out.
+#
+# Attention we know. This chapter builds the other parts one at a time.
+#
+# ## 2. The position-wise feed-forward network (§3.3, equation (2))
+#
+# $$\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2$$
+#
+# Two linear maps with a ReLU between them: $W_1$ widens each vector from $d_\text{model} = 512$ to
+# $d_{ff} = 2048$ features, the ReLU zeroes the negative ones, $W_2$ brings it back to 512. The same
+# weights serve every position of a sequence (each layer has its own). The package's
+# `PositionwiseFeedForward` holds $W_1, b_1$ in `linear1` and $W_2, b_2$ in `linear2`; let us
+# recompute its output by hand.
+
+# %%
+B, S, D, D_FF = 2, 5, 12, 48  # odd sizes, so that a wrong axis cannot broadcast by luck
+ffn = PositionwiseFeedForward(D, D_FF).eval()  # eval(): its dropout (after the ReLU) does nothing
+x = torch.randn(B, S, D)
+
+hidden = torch.relu(x @ ffn.linear1.weight.T + ffn.linear1.bias)  # (B, S, D_FF): max(0, x W1 + b1)
+by_hand = hidden @ ffn.linear2.weight.T + ffn.linear2.bias  # (B, S, D)
+print("input", tuple(x.shape), "→ hidden", tuple(hidden.shape), "→ output", tuple(by_hand.shape))
+print(f"share of hidden units zeroed by the ReLU: {(hidden == 0).float().mean():.2f}")
+assert torch.allclose(ffn(x), by_hand, atol=1e-6)
+print("the package's FFN matches equation (2)")
+
+# %% [markdown]
+# **Position-wise** means that output position $s$ depends on input position $s$ and on nothing
+# else. Change one position and only that position's output moves:
+
+# %%
+changed = x.clone()
+changed[:, 2] += 1.0  # perturb position 2 of every sequence
+with torch.no_grad():
+    moved = (ffn(changed) - ffn(x)).abs().amax(dim=-1)  # (B, S): the largest change per position
+print(moved)
+
+# %% [markdown]
+# The paper puts it another way: the FFN is "two convolutions with kernel size 1". A 1-D convolution
+# with kernel size 1 slides a (D → D_FF) matrix along the sequence, one position at a time, which is
+# exactly a linear layer applied per position. We can load the same weights into two `nn.Conv1d`
+# layers and compare (a convolution wants the features on axis 1, so we transpose):
+
+# %%
+conv1, conv2 = nn.Conv1d(D, D_FF, kernel_size=1), nn.Conv1d(D_FF, D, kernel_size=1)
+with torch.no_grad():
+    conv1.weight.copy_(ffn.linear1.weight[:, :, None])  # (D_FF, D, 1)
+    conv1.bias.copy_(ffn.linear1.bias)
+    conv2.weight.copy_(ffn.linear2.weight[:, :, None])  # (D, D_FF, 1)
+    conv2.bias.copy_(ffn.linear2.bias)
+    as_convolution = conv2(torch.relu(conv1(x.transpose(1, 2)))).transpose(1, 2)  # (B, D, S) → (B, S, D)
+print("the same as two convolutions of kernel size 1:", torch.allclose(as_convolution, ffn(x), atol=1e-6))
+
+# %% [markdown]
+# Where do the parameters of a layer live? With the paper's sizes, the FFN holds
+# $2 \cdot 512 \cdot 2048 + 2048 + 512 \approx 2.1$M parameters, twice the $4 \cdot (512^2 + 512)
+# \approx 1.05$M of the attention sub-layer. Two thirds of an encoder layer is feed-forward network.
+
+# %%
+paper_ffn = PositionwiseFeedForward(512, 2048)
+paper_attention_params = 4 * (512 * 512 + 512)  # W^Q, W^K, W^V, W^O with their biases
+ffn_params = sum(p.numel() for p in paper_ffn.parameters())
+print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} parameters")
+
+# %% [markdown]
+# ## 3. Residual connections and layer normalisation
+#
+# A **residual connection** computes $x + \mathrm{Sublayer}(x)$ instead of $\mathrm{Sublayer}(x)$.
+# The sub-layer only has to learn a *correction* to its input, and in the backward pass the
+# gradient reaches the input through the "$x +$" unchanged, however many layers are stacked.
+#
+# **Layer normalisation** rescales each vector on its own: over its $D$ features it subtracts the
+# mean and divides by the standard deviation, then applies a learned per-feature scale $\gamma$
+# and shift $\beta$:
+#
+# $$\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,\qquad
+# \mu = \frac1D \sum_i x_i,\quad \sigma^2 = \frac1D \sum_i (x_i - \mu)^2$$
+#
+# Unlike batch normalisation, nothing is shared across the batch or the positions, so it behaves
+# the same in training and at evaluation, and for a batch of one. Three details matter if you
+# write it yourself: the variance is the *biased* one (divide by $D$, not $D - 1$), $\epsilon$ sits
+# *inside* the square root, and $\gamma, \beta$ start at 1 and 0.
+
+
+# %%
+def layer_norm_by_hand(x: torch.Tensor, gamma: torch.Tensor, beta: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    mean = x.mean(dim=-1, keepdim=True)  # (B, S, 1)
+    variance = x.var(dim=-1, unbiased=False, keepdim=True)  # (B, S, 1): divide by D
+    return gamma * (x - mean) / torch.sqrt(variance + eps) + beta  # (B, S, D)
+
+
+norm = nn.LayerNorm(D)
+with torch.no_grad():  # a non-trivial scale and shift, so that the comparison tests them too
+    norm.weight.uniform_(0.5, 1.5)
+    norm.bias.normal_()
+x = 3 * torch.randn(B, S, D) + 2
+ours = layer_norm_by_hand(x, norm.weight, norm.bias, norm.eps)
+print("matches nn.LayerNorm:", torch.allclose(ours, norm(x), atol=1e-6))
+plain = layer_norm_by_hand(x, torch.ones(D), torch.zeros(D))
+print(
+    "without γ, β every vector has mean ≈ 0 and std ≈ 1:",
+    plain.mean(-1).abs().max().item() < 1e-5,
+    ((plain.var(-1, unbiased=False) - 1).abs().max() < 1e-3).item(),
+)
+
+# %% [markdown]
+# > **The `std + eps` pitfall.** A hand-written LayerNorm often reads
+# > `(x - x.mean(-1)) / (x.std(-1) + eps)`. It looks the same and differs twice: `torch.std` divides
+# > by $D - 1$ (the unbiased estimate), and $\epsilon$ is added to the standard deviation instead of
+# > the variance. Copy weights from such a model into `nn.LayerNorm` (or the other way) and the
+# > outputs no longer agree.
+
+
+# %%
+def layer_norm_std_plus_eps(x: torch.Tensor, eps: float = 1e-5) -> torch.Tensor:
+    """The common variant: unbiased std, eps outside the square root (scale 1, shift 0)."""
+    return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + eps)
+
+
+reference = nn.LayerNorm  # weight 1, bias 0 at initialisation
+print(f"{'D':>4} | {'max |difference|, ordinary input':>33} | {'nearly constant input (std 1e-4)':>34}")
+for d in (4, 12, 64, 512):
+    ordinary = torch.randn(64, d)
+    flat = 1.0 + 1e-4 * torch.randn(64, d)
+    diffs = [(layer_norm_std_plus_eps(v) - reference(d)(v)).abs().max().item() for v in (ordinary, flat)]
+    print(f"{d:>4} | {diffs[0]:>33.4f} | {diffs[1]:>34.3f}")
+
+# %% [markdown]
+# Two effects show. On ordinary inputs the unbiased standard deviation is larger by a factor
+# $\sqrt{D / (D-1)}$, so the variant shrinks every output: by 13% for $D = 4$, by 0.1% for
+# $D = 512$ (easy to miss in a big model, obvious in a small test). On a nearly constant vector the
+# placement of $\epsilon$ dominates: `nn.LayerNorm` divides by $\sqrt{10^{-8} + 10^{-5}} \approx
+# 0.003$ and returns small numbers, the variant divides by $10^{-4} + 10^{-5}$ and blows the noise up
+# to unit size. Both are legitimate *designs*, but they are different functions.
+#
+# ## 4. Post-LN and pre-LN: where the normalisation goes
+#
+# The paper normalises **after** the addition (post-LN):
+#
+# $$x_{l+1} = \mathrm{LN}\big(x_l + \mathrm{Dropout}(\mathrm{Sublayer}(x_l))\big)$$
+#
+# Most Transformers trained since (GPT-2 and its descendants, for instance) normalise the
+# sub-layer's **input** instead (pre-LN), and add one final LayerNorm at the top of the stack:
+#
+# $$x_{l+1} = x_l + \mathrm{Dropout}\big(\mathrm{Sublayer}(\mathrm{LN}(x_l))\big)$$
+#
+# The package's `residual(x, sublayer, norm, dropout, norm_first)` implements both;
+# `norm_first=True` is pre-LN, the name `nn.TransformerEncoderLayer` uses. The difference is one
+# line, but it changes what flows along the shortcut. In post-LN every shortcut passes through the
+# next LayerNorm, so the "straight path" from the loss to a low layer crosses all the norms above
+# it. In pre-LN the shortcuts join into one uninterrupted sum $x_0 + f_1 + f_2 + \dots$: the
+# residual stream is never normalised, only the copies handed to each sub-layer are.
+
+# %%
+sublayer = nn.Sequential(nn.Linear(D, D), nn.Tanh())
+x = 3 * torch.randn(B, S, D) + 2
+post = residual(x, sublayer, norm, nn.Dropout(0.0), norm_first=False)
+pre = residual(x, sublayer, norm, nn.Dropout(0.0), norm_first=True)
+assert torch.allclose(post, norm(x + sublayer(x))) and torch.allclose(pre, x + sublayer(norm(x)))
+print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  pre-LN output scale {pre.std():.2f}")
+
+# %% [markdown]
+# Post-LN hands the next layer normalised vectors; pre-LN passes the input's scale along and adds
+# to it. Over a deep stack this decides how the gradient is spread over the layers. The experiment
+# below builds a 12-layer encoder both ways with the same initialisation (Xavier-uniform for every
+# weight matrix, as `nn.Transformer` and our `Transformer` use), feeds a batch of random vectors,
+# puts a linear classifier on top with **random target classes**, and backpropagates the
+# cross-entropy once. No training happens: we only look at the gradient each layer receives at
+# initialisation, averaged over three random seeds.
+
+# %%
+N_LAYERS, D_EXP, HEADS_EXP, N_CLASSES = 12, 64, 4, 100
+
+
+def gradients_at_initialisation(norm_first: bool, seed: int) -> tuple[list[float], list[float]]:
+    """Gradient norm of each layer's parameters, and the size of the residual stream after each layer."""
+    torch.manual_seed(seed)
+    layers = [EncoderLayer(D_EXP, HEADS_EXP, 4 * D_EXP, dropout=0.0, norm_first=norm_first) for _ in range(N_LAYERS)]
+    for module in (m for layer in layers for m in layer.modules() if isinstance(m, nn.Linear)):
+        nn.init.xavier_uniform_(module.weight)
+        nn.init.zeros_(module.bias)
+    encoder = Encoder(layers, nn.LayerNorm(D_EXP) if norm_first else None)  # pre-LN ends with a LayerNorm
+    classifier = nn.Linear(D_EXP, N_CLASSES)
+    x = torch.randn(8, 16, D_EXP)  # (B, S, D): unit-variance inputs, like scaled embeddings
+    targets = torch.randint(N_CLASSES, (8, 16))  # random classes: nothing to learn, only gradients to look at
+    stream = []  # root-mean-square size of the residual stream after each layer
+    h = x
+    for layer in layers:
+        h = layer(h)
+        stream.append(h.pow(2).mean().sqrt().item())
+    F.cross_entropy(classifier(encoder.norm(h)).flatten(0, 1), targets.flatten()).backward()
+    grad_norms = [torch.sqrt(sum(p.grad.pow(2).sum() for p in layer.parameters())).item() for layer in layers]
+    return grad_norms, stream
+
+
+results = {}
+for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
+    runs = [gradients_at_initialisation(norm_first, seed) for seed in range(3)]
+    results[name] = [torch.tensor([run[i] for run in runs]).mean(0) for i in (0, 1)]  # mean over seeds
+
+depth = range(1, N_LAYERS + 1)
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
+for name, (grads, stream) in results.items():
+    axes[0].plot(depth, grads, "o-", label=name)
+    axes[1].plot(depth, stream, "o-", label=name)
+axes[0].set(
+    xlabel="layer (1 = next to the input)",
+    ylabel="‖gradient‖ of the layer's parameters",
+    title="Gradient reaching each layer at initialisation",
+)
+axes[1].set(
+    xlabel="layer", ylabel="RMS of the residual stream after the layer", title="Size of the vectors passed up the stack"
+)
+for ax in axes:
+    ax.legend()
+    ax.set_xticks(list(depth))
+fig.suptitle("Post-LN sends the largest gradients to the top layers, pre-LN to the bottom ones", y=1.02)
+plt.tight_layout()
+plt.show()
+
+for name, (grads, stream) in results.items():
+    print(
+        f"{name:16} gradient norm: layer 1 {grads[0]:.2f}, layer 12 {grads[-1]:.2f} "
+        f"(ratio top/bottom {grads[-1] / grads[0]:.2f});  stream RMS after layer 12: {stream[-1]:.1f}"
+    )
+
+# %% [markdown]
+# What the two panels show:
+#
+# - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1), and the
+#   gradient *grows towards the top* of the stack (by about a third over 12 layers here): the last
+#   layers, closest to the loss, receive the largest gradients. With a large learning rate from the
+#   first step, those layers take big, poorly informed steps. Xiong et al. (2020, "On Layer
+#   Normalization in the Transformer Architecture") analyse this effect and connect it to the
+#   **learning-rate warm-up** that post-LN needs; the paper warms up for 4000 steps (§5.3,
+#   chapter 07).
+# - **Pre-LN:** the residual stream grows with depth (each layer adds to it and nothing rescales
+#   it), and each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
+#   shrinks upwards (to about a third at layer 12 here): as the stream grows, every new layer's
+#   contribution is a smaller share of it. Nothing is concentrated at the top; Xiong et al. train
+#   pre-LN models without the warm-up stage. The flip side is visible too: the upper layers of a
+#   pre-LN stack move a large stream by comparatively little.
+#
+# The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
+#
+# ## 5. The encoder layer and the stack
+#
+# With the pieces in place, `EncoderLayer.forward` is two calls to `residual`:
+#
+# ```python
+# x = residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+# x = residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
+# ```
+#
+# Self-attention gets the same tensor as queries, keys and values; `mask` is the padding mask of the
+# source, (B, 1, 1, S), with True = may attend (chapter 06 builds it; here we use the package's
+# `padding_mask`). `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case.
+
+# %%
+H = 3
+tokens = torch.tensor([[7, 4, 9, 0, 0], [5, 8, 6, 3, 2]])  # (B, S); id 0 is padding
+mask = padding_mask(tokens, pad_id=0)  # (B, 1, 1, S)
+layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()
+x = torch.randn(B, S, D)
+print("x", tuple(x.shape), "  mask", tuple(mask.shape), "  →  output", tuple(layer(x, mask).shape))
+
+# padded positions hold junk: whatever is there must not influence the real positions
+junk = x.clone()
+junk[0, 3:] = 100 * torch.randn(2, D)
+unchanged = torch.allclose(layer(junk, mask)[0, :3], layer(x, mask)[0, :3], atol=1e-6)
+print("real positions of sequence 0 unchanged when its padding holds junk:", unchanged)
+
+encoder = Encoder([EncoderLayer(D, H, D_FF, dropout=0.1) for _ in range(6)]).eval()
+print(
+    "a stack of 6 layers:",
+    tuple(encoder(x, mask).shape),
+    f"with {sum(p.numel() for p in encoder.parameters()):,} parameters",
+)
+
+# %% [markdown]
+# ## 6. Proof: the same numbers as `nn.TransformerEncoderLayer`
+#
+# PyTorch ships the same layer. `EncoderLayer.from_torch` builds ours with the weights of a
+# `nn.TransformerEncoderLayer(batch_first=True)` (it splits PyTorch's packed $W^Q, W^K, W^V$ matrix
+# into our three projections). Two conventions differ and must be converted explicitly:
+#
+# - PyTorch's `src_key_padding_mask` is True where a key is **blocked**, ours True where it **may
+#   be attended**: we pass `~keep` to PyTorch and our `padding_mask` to ours;
+# - dropout must be 0 on both sides (or both in `eval()`), since random masks never match.
+#
+# We randomise the LayerNorm parameters first, so that a swapped or missing norm would show.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+keep = tokens != 0  # (B, S) True = real token
+for norm_first in (False, True):
+    theirs = nn.TransformerEncoderLayer(D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    with torch.no_grad():
+        for ln in (theirs.norm1, theirs.norm2):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.normal_()
+    ours = EncoderLayer.from_torch(theirs).eval()
+    stack_theirs = nn.TransformerEncoder(theirs, num_layers=6, enable_nested_tensor=False)  # deep copies of `theirs`
+    stack_ours = Encoder([EncoderLayer.from_torch(la) for la in stack_theirs.layers]).eval()
+    with torch.no_grad():
+        layer_diff = (ours(x, padding_mask(tokens, 0)) - theirs(x, src_key_padding_mask=~keep)).abs().max().item()
+        stack_diff = (
+            (stack_ours(x, padding_mask(tokens, 0)) - stack_theirs(x, src_key_padding_mask=~keep)).abs().max().item()
+        )
+    assert layer_diff < 1e-5 and stack_diff < 1e-5
+    print(f"norm_first={norm_first!s:5}  max |ours − PyTorch|: one layer {layer_diff:.1e}, six layers {stack_diff:.1e}")
+
+# %% [markdown]
+# The differences are at the level of float32 rounding (often exactly zero: both sides call the
+# same kernels in the same order). The test suite repeats this comparison with odd sizes, in both
+# orders, with and without masks (`tests/test_encoder_decoder.py`).
+#
+# > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
+# > ends up as `x + dropout(norm(sublayer(x)))`: the norm sits on the branch, so neither the sum
+# > (post-LN) nor the sub-layer's input (pre-LN) is normalised, and the residual stream grows
+# > without bound. Shapes are right and a single layer seems to work; the check of exercise ex05_2
+# > compares with both closed forms and rejects it.
+
+
+# %%
+def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
+    """The bug: normalises the sub-layer's output, whatever norm_first says."""
+    return x + dropout(norm(sublayer(x)))
+
+
+print(run_check("ex05_2", residual_norm_on_branch).line())
+print(run_check("ex05_2").line())  # the package's residual
+
+fresh_norm = nn.LayerNorm(D)  # γ = 1, β = 0 as at initialisation
+growth = torch.randn(B, S, D)
+buggy_growth, good_growth = growth.clone(), growth.clone()
+with torch.no_grad():
+    for _ in range(24):  # 12 layers × 2 sub-layers, the same sub-layer for simplicity
+        buggy_growth = residual_norm_on_branch(buggy_growth, sublayer, fresh_norm, nn.Dropout(0.0), False)
+        good_growth = residual(good_growth, sublayer, fresh_norm, nn.Dropout(0.0), False)
+print(
+    f"after 24 sub-layers the vectors have RMS {buggy_growth.pow(2).mean().sqrt():.1f} (bug) "
+    f"vs {good_growth.pow(2).mean().sqrt():.1f} (post-LN)"
+)
+
+# %% [markdown]
+# ## Summary
+#
+# - The feed-forward network is equation (2), applied to each position separately (two
+#   convolutions of kernel size 1); it holds two thirds of an encoder layer's parameters.
+# - A residual block is `norm(x + dropout(sublayer(x)))` in the paper (post-LN) and
+#   `x + dropout(sublayer(norm(x)))` in pre-LN; LayerNorm uses the biased variance with $\epsilon$
+#   inside the square root.
+# - At initialisation, post-LN concentrates the gradient on the top layers (hence warm-up), pre-LN
+#   on the bottom ones, with a residual stream that grows with depth.
+# - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with the mask polarity
+#   converted explicitly.
+#
+# **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) — the feed-forward
+# network (ex05_1), the residual block in both orders (ex05_2), and the encoder layer (ex05_3).
+# Worked solutions are in `solutions/`. Next, chapter 06 builds the decoder, the masks and the
+# full model.

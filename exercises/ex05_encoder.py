@@ -1,0 +1,162 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Exercises 05 — The encoder
+#
+# Companion of [chapter 05](../chapters/05_encoder.ipynb) (paper §3.1, §3.3 equation (2), §5.4).
+#
+# **How the exercises work.** Each exercise is one function of the course package
+# `transformer_course`. In the student edition its body is a stub that raises
+# `NotImplementedError`; you write the body **in the package file** named in the exercise, not in
+# this notebook. Because the chapters import the package, they then run on your code.
+#
+# After editing the file, run the exercise's check cell. It compares your code with an independent
+# reference (closed forms written with `torch.nn.functional`, and PyTorch's own
+# `nn.TransformerEncoderLayer`) on several inputs, edge cases included, and prints one line:
+# ✅ passed, ⏳ not implemented yet, or ❌ with the input that failed and what is wrong. The same
+# checks run from a terminal:
+#
+# ```bash
+# python -m transformer_course check ex05_1     # one exercise (or no id: a table of all of them)
+# pytest -m ex05_1                              # the same check through pytest
+# ```
+#
+# Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
+# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# your edits to the package without restarting the kernel.
+#
+# | exercise | function | level |
+# | --- | --- | --- |
+# | ex05_1 | `PositionwiseFeedForward.forward(x)` in `feedforward.py` | easy |
+# | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
+# | ex05_3 | `EncoderLayer.forward(x, mask)` in `encoder.py` | hard |
+#
+# ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
+# them in order.
+
+# %%
+# %load_ext autoreload
+# %autoreload 2
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_course import EncoderLayer, PositionwiseFeedForward, padding_mask, residual
+from transformer_course.checks import check
+
+torch.manual_seed(0)
+torch.set_printoptions(precision=3, sci_mode=False)
+
+# %% [markdown]
+# ## ex05_1 — The position-wise feed-forward network (easy)
+#
+# **File:** `transformer_course/feedforward.py`, method `PositionwiseFeedForward.forward(self, x)`.
+#
+# Implement equation (2), $\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2$, with the layers the
+# constructor made: `self.linear1` ($W_1, b_1$, D → d_ff), `self.linear2` ($W_2, b_2$, d_ff → D)
+# and `self.dropout`, which goes on the hidden layer, **after the ReLU** (where
+# `nn.TransformerEncoderLayer` puts it).
+#
+# - **Shapes:** `x` (B, T, D) → (B, T, D); any number of leading axes should work, since
+#   `nn.Linear` acts on the last one.
+# - **Watch for:** exactly one ReLU (none after `linear2`); dropout between the two linear layers,
+#   not on the output (the residual block adds its own dropout there).
+
+# %%
+ffn = PositionwiseFeedForward(d_model=6, d_ff=10).eval()
+x = torch.randn(2, 3, 6)  # (B, T, D)
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* why is this network called *position-wise*, and what in the code makes it so?
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex05_1")
+
+# %% [markdown]
+# ## ex05_2 — Residual connection and layer normalisation (medium)
+#
+# **File:** `transformer_course/sublayer.py`, function
+# `residual(x, sublayer, norm, dropout, norm_first)`.
+#
+# Wrap a sub-layer (a function from (B, T, D) to (B, T, D)) in a residual connection with layer
+# normalisation, in either order:
+#
+# - `norm_first=False`, **post-LN** (the paper, §3.1 and §5.4): `norm(x + dropout(sublayer(x)))`;
+# - `norm_first=True`, **pre-LN**: `x + dropout(sublayer(norm(x)))`.
+#
+# - **Shapes:** `x` (B, T, D) → (B, T, D).
+# - **Watch for:** dropout goes on the sub-layer's output only (not on `x`, not on the sum); in
+#   pre-LN the sub-layer reads the *normalised* input but the shortcut adds the *raw* `x`; call
+#   `sublayer` once.
+
+# %%
+norm, drop = nn.LayerNorm(6), nn.Dropout(0.0)
+sub = nn.Sequential(nn.Linear(6, 6), nn.Tanh())
+x = 3 * torch.randn(2, 3, 6) + 1  # (B, T, D), far from normalised
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* in a stack of pre-LN layers, which tensor is never normalised, and why does a
+# pre-LN stack need one more LayerNorm at the very end?
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex05_2")
+
+# %% [markdown]
+# ## ex05_3 — The encoder layer (hard)
+#
+# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None)`.
+#
+# An encoder layer is two residual blocks (§3.1):
+#
+# 1. multi-head **self-attention**: `self.self_attn(query, key, value, mask)` returns
+#    `(output, weights)`; queries, keys and values are all the (normalised, in pre-LN) input;
+#    wrapped with `self.norm1`, `self.dropout1`;
+# 2. the feed-forward network `self.ffn`, wrapped with `self.norm2`, `self.dropout2`.
+#
+# Use your `residual` from ex05_2 with `self.norm_first`.
+#
+# - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
+#   usually the padding mask (B, 1, 1, S) → (B, S, D).
+# - **Watch for:** pass the mask in every mode (training *and* evaluation); in pre-LN, the keys and
+#   values must be normalised too (the sub-layer receives one normalised tensor `h` and uses it
+#   three times); each sub-layer has its own norm.
+#
+# The check loads the weights of `nn.TransformerEncoderLayer` into yours (with `from_torch`) and
+# compares outputs, post-LN and pre-LN, with and without padding.
+
+# %%
+layer = EncoderLayer(d_model=6, n_heads=2, d_ff=10, dropout=0.0).eval()
+x = torch.randn(2, 4, 6)  # (B, S, D)
+mask = padding_mask(torch.tensor([[5, 6, 0, 0], [5, 6, 7, 8]]), pad_id=0)  # (B, 1, 1, S)
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* `self.self_attn(h, h, h, mask)` — why three times the same tensor, and what
+# would change if the mask were left out?
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex05_3")
+
+# %% [markdown]
+# When all three checks pass, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
+# your code. Next: [exercises 06](ex06_decoder_and_masks.ipynb), masks and the decoder.

@@ -1,0 +1,196 @@
+"""Checks for chapter 05 — the feed-forward network, residual connections, the encoder layer.
+
+References are independent of the package: closed forms written with ``torch.nn.functional``
+and PyTorch's own ``nn.TransformerEncoderLayer`` (loaded into ours with ``from_torch``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from ..encoder import EncoderLayer
+from ..feedforward import PositionwiseFeedForward
+from ._tools import CheckFailure, call, expect_close, expect_shape
+from .registry import exercise
+
+
+class _Halve(nn.Dropout):
+    """A deterministic stand-in for dropout: it halves its input, so a check can see *where*
+    dropout is applied (a real dropout would be random, an evaluation-mode one invisible)."""
+
+    def __init__(self) -> None:
+        super().__init__(p=0.0)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return 0.5 * x
+
+
+def _close(a: object, b: Tensor) -> bool:
+    return isinstance(a, Tensor) and a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=1e-5)
+
+
+def _looks_like(got: object, wrong: Tensor, want: Tensor) -> bool:
+    """``got`` matches a known wrong answer that differs from the right one on this input."""
+    return _close(got, wrong) and not _close(want, wrong)
+
+
+def _randomise_norms(module: nn.Module) -> None:
+    """Give every LayerNorm a non-trivial scale and shift, so a missing or swapped norm shows."""
+    with torch.no_grad():
+        for norm in (m for m in module.modules() if isinstance(m, nn.LayerNorm)):
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.normal_(0.0, 0.5)
+
+
+# (input shape, d_model, d_ff): odd sizes, a single position, extra leading axes
+_FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((6, 16), 16, 64)]
+
+
+@exercise(
+    "ex05_1",
+    "transformer_course.feedforward:PositionwiseFeedForward.forward",
+    title="position-wise feed-forward network (eq. 2)",
+    difficulty="easy",
+    hint="linear1, then ReLU, then self.dropout, then linear2 — the same network at every position.",
+)
+def check_feed_forward(impl: Callable) -> int:
+    cases = 0
+    for shape, d_model, d_ff in _FFN_SIZES:
+        ffn = PositionwiseFeedForward(d_model, d_ff).eval()
+        with torch.no_grad():
+            ffn.linear1.bias.normal_()  # so that the ReLU cuts a visible part of the hidden layer
+        w1, b1, w2, b2 = (
+            p.detach() for p in (ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias)
+        )
+        x = torch.randn(*shape)
+        case = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
+        got = call(impl, ffn, x, case=case)
+        want = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+        if _looks_like(got, F.linear(F.linear(x, w1, b1), w2, b2), want):
+            raise CheckFailure(f"{case}: the ReLU between the two linear layers is missing (equation 2: max(0, ·))")
+        if _looks_like(got, F.relu(want), want):
+            raise CheckFailure(f"{case}: a ReLU is applied after the second linear layer too; equation 2 has only one")
+        expect_close(got, want, "FFN output", case)
+        cases += 1
+
+    # where does dropout sit? replace it by a deterministic "halve" to see
+    shape, d_model, d_ff = _FFN_SIZES[0]
+    ffn = PositionwiseFeedForward(d_model, d_ff).eval()
+    ffn.dropout = _Halve()
+    w1, b1, w2, b2 = (p.detach() for p in (ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias))
+    x = torch.randn(*shape)
+    case = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
+    got = call(impl, ffn, x, case=case)
+    hidden = F.relu(F.linear(x, w1, b1))
+    want = F.linear(0.5 * hidden, w2, b2)
+    if _looks_like(got, F.linear(hidden, w2, b2), want):
+        raise CheckFailure(f"{case}: self.dropout is never applied; apply it to the hidden layer, after the ReLU")
+    if _looks_like(got, 0.5 * F.linear(hidden, w2, b2), want):
+        raise CheckFailure(
+            f"{case}: dropout is applied to the output; apply it after the ReLU (residual() adds its own)"
+        )
+    expect_close(got, want, "FFN output", case)
+    return cases + 1
+
+
+def _residual_reference(
+    x: Tensor, sublayer: Callable, norm: nn.LayerNorm, norm_first: bool, dropout_scale: float = 0.5
+) -> Tensor:
+    """Closed form, with dropout standing for a multiplication by ``dropout_scale``:
+    post-LN LN(x + s·F(x)), pre-LN x + s·F(LN(x))."""
+
+    def layer_norm(t: Tensor) -> Tensor:
+        return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+
+    if norm_first:
+        return x + dropout_scale * sublayer(layer_norm(x))
+    return layer_norm(x + dropout_scale * sublayer(x))
+
+
+_ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(norm(x)))"}
+
+
+@exercise(
+    "ex05_2",
+    "transformer_course.sublayer:residual",
+    title="residual connection + LayerNorm (post-LN and pre-LN)",
+    difficulty="medium",
+    hint="post-LN (norm_first=False): norm(x + dropout(sublayer(x))); "
+    "pre-LN (norm_first=True): x + dropout(sublayer(norm(x))).",
+)
+def check_residual(impl: Callable) -> int:
+    cases = 0
+    for shape in ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
+        d_model = shape[-1]
+        norm = nn.LayerNorm(d_model)
+        _randomise_norms(norm)
+        linear = nn.Linear(d_model, d_model)
+
+        def sublayer(h: Tensor, linear: nn.Linear = linear) -> Tensor:
+            return torch.tanh(linear(h))  # non-linear, so the order of the steps matters
+
+        x = 3.0 * torch.randn(*shape) + 1.0  # far from normalised, so LN(x) != x
+        for norm_first in (False, True):
+            order = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
+            case = f"x {tuple(x.shape)}, {order}, dropout replaced by a module that halves its input"
+            with torch.no_grad():
+                got = call(impl, x, sublayer, norm, _Halve(), norm_first, case=case)
+                want = _residual_reference(x, sublayer, norm, norm_first)
+                swapped = _residual_reference(x, sublayer, norm, not norm_first)
+                no_dropout = _residual_reference(x, sublayer, norm, norm_first, dropout_scale=1.0)
+            expect_shape(got, tuple(x.shape), "output", case)
+            if _looks_like(got, swapped, want):
+                raise CheckFailure(f"{case}: this is the other order; {order} means {_ORDERS[norm_first]}")
+            if _looks_like(got, no_dropout, want):
+                raise CheckFailure(
+                    f"{case}: apply dropout to the sub-layer's output only (not to the sum, not skipped)"
+                )
+            expect_close(got, want, "output", case)
+            cases += 1
+    return cases
+
+
+# (d_model, n_heads, d_ff, batch, length, lengths of the real tokens per sequence)
+_ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24, 3, 7, (7, 2, 5))]
+
+
+@exercise(
+    "ex05_3",
+    "transformer_course.encoder:EncoderLayer.forward",
+    title="encoder layer (self-attention + FFN, each in a residual)",
+    difficulty="hard",
+    hint="x = residual(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1, self.norm_first); "
+    "then the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output, weights).",
+)
+def check_encoder_layer(impl: Callable) -> int:
+    cases = 0
+    for norm_first in (False, True):
+        for d_model, n_heads, d_ff, batch, length, lengths in _ENCODER_SIZES:
+            reference = nn.TransformerEncoderLayer(
+                d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
+            )
+            _randomise_norms(reference)
+            ours = EncoderLayer.from_torch(reference)
+            reference.train()  # dropout is 0; training mode keeps PyTorch off its fused fast path
+            x = torch.randn(batch, length, d_model)
+            keep = torch.arange(length) < torch.tensor(lengths)[:, None]  # (B, S) True = real token
+            for use_mask in (False, True):
+                mask = keep[:, None, None, :] if use_mask else None  # (B, 1, 1, S), ours: True = may attend
+                with torch.no_grad():
+                    want = reference(x, src_key_padding_mask=~keep if use_mask else None)  # PyTorch: True = blocked
+                for training in (False, True):  # the same numbers in both modes when dropout is 0
+                    ours.train(training)
+                    case = (
+                        f"x {tuple(x.shape)}, D={d_model}, H={n_heads}, d_ff={d_ff}, norm_first={norm_first}, "
+                        f"mask {'(B, 1, 1, S) padding' if use_mask else 'None'}, "
+                        f"{'training' if training else 'eval'} mode"
+                    )
+                    with torch.no_grad():
+                        got = call(impl, ours, x, mask, case=case)
+                    expect_close(got, want, "encoder layer output", case)
+                    cases += 1
+    return cases
