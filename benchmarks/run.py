@@ -1,14 +1,30 @@
 """Speed of our Transformer against ``torch.nn.Transformer``, measured side by side.
 
-    python -m benchmarks.run                 # all sizes (a few minutes on a 2-core CPU)
-    python -m benchmarks.run --sizes small   # one size, quicker
+    python -m benchmarks.run                          # all three sizes (≈ 10 minutes on a 2-core CPU)
+    python -m benchmarks.run --sizes small --rounds 3 # one size, quicker
+    python -m benchmarks.run --compile                # add torch.compile'd ours (compile time reported)
+    python -m benchmarks.run --bf16                   # on CUDA: bf16 autocast
 
-One process, interleaved: in every round each variant runs the same number of training steps
-in turn (the order rotates), so a burst of load on a shared machine hits all variants alike;
-the medians are compared. Measured in the same run: the machine's float32 matmul peak, the
-FLOPs of one training step (counted by ``torch.utils.flop_counter``), greedy decoding
-throughput, and peak memory (each variant in a fresh subprocess). Writes
-``benchmarks/results.md`` and ``benchmarks/results.png``.
+What is measured, all in one process:
+
+* **training** (forward + backward + AdamW step, batch 64, source and target length 32 with
+  some padding, vocabulary 1000, dropout 0.1) of ``nn.Transformer`` (``torch``), ours on the
+  fast path (``ours-fast``: ``F.scaled_dot_product_attention``) and ours on the teaching path
+  (``ours-teaching``: matmul + softmax written out), same initialisation scheme, same batch;
+* the machine's matmul peak (a 2048×2048 matmul), measured as one more entry of the same
+  interleaved rounds, so that "% of peak" compares two numbers taken under the same load;
+* **inference**: encoding + greedy decoding of 32 tokens for a batch of 32: ours with its KV
+  cache, ours recomputing the prefix, and ``nn.Transformer`` (which can only recompute);
+* **memory** of training, each variant in a fresh subprocess: peak RSS of the process and its
+  growth during the training steps on CPU, ``torch.cuda.max_memory_allocated`` on CUDA.
+
+Noise: in every round each entry runs in turn (the order rotates), so a burst of load from
+other processes hits every entry alike, and medians over the rounds are compared. The report
+states the load average at the start and at the end; on a busy machine take the ratios, not the
+absolute numbers. ``--threads 1 --clock cpu`` (CPU time of one thread) is the most load-proof
+setting for A/B experiments.
+
+Writes ``benchmarks/results.md`` (tables, machine, versions) and ``benchmarks/results.png``.
 """
 
 from __future__ import annotations
@@ -34,14 +50,20 @@ from .reference import TorchTransformer
 
 HERE = Path(__file__).resolve().parent
 VOCAB, BATCH, LENGTH = 1000, 64, 32
+DECODE_BATCH, DECODE_TOKENS = 32, 32
 SIZES = {  # name: (d_model, heads, d_ff, layers per stack)
     "small": (128, 4, 512, 2),
     "medium": (256, 4, 1024, 3),
     "base": (512, 8, 2048, 6),
 }
+STEPS = {"small": 4, "medium": 2, "base": 1}  # training steps per entry and round (≈ 0.3–1 s each)
 VARIANTS = ("torch", "ours-fast", "ours-teaching")
+COMPILED = "ours-compiled"
+PEAK = "matmul-peak"
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 
 
+# -- the models and the data ----------------------------------------------------------------------
 def make_config(size: str, dropout: float = 0.1) -> TransformerConfig:
     d_model, heads, d_ff, layers = SIZES[size]
     return TransformerConfig(
@@ -51,32 +73,42 @@ def make_config(size: str, dropout: float = 0.1) -> TransformerConfig:
 
 
 def make_model(variant: str, config: TransformerConfig, device: torch.device) -> torch.nn.Module:
+    """``torch``: nn.Transformer in the same wrapper as ours; ``ours-fast`` / ``ours-compiled``:
+    ours on the fast path (the default); ``ours-teaching``: every attention on the teaching path."""
     torch.manual_seed(0)
     if variant == "torch":
         return TorchTransformer(config).to(device)
     model = Transformer(config).to(device)
     for module in model.modules():
         if isinstance(module, MultiHeadAttention):
-            module.fast_path = variant == "ours-fast"
+            module.fast_path = variant != "ours-teaching"
     return model
 
 
 def make_batch(config: TransformerConfig, device: torch.device, batch: int = BATCH) -> tuple[torch.Tensor, ...]:
-    """Random tokens with realistic padding: lengths between 3/4 of LENGTH and LENGTH."""
+    """Random tokens with realistic padding at the end: lengths between 3/4 of LENGTH and LENGTH.
+
+    Returns ``(src (B, S), tgt_in (B, T), tgt_out (B, T))``, the target shifted by one."""
     g = torch.Generator().manual_seed(1)
     src = torch.randint(4, VOCAB, (batch, LENGTH), generator=g)
     tgt = torch.randint(4, VOCAB, (batch, LENGTH + 1), generator=g)
+    tgt[:, 0] = config.bos_id
     for row in range(batch):
         src[row, torch.randint(3 * LENGTH // 4, LENGTH + 1, (1,), generator=g).item() :] = config.pad_id
-        tgt[row, torch.randint(3 * LENGTH // 4, LENGTH + 1, (1,), generator=g).item() :] = config.pad_id
+        tgt[row, torch.randint(3 * LENGTH // 4, LENGTH + 1, (1,), generator=g).item() + 1 :] = config.pad_id
     return src.to(device), tgt[:, :-1].to(device), tgt[:, 1:].to(device)
 
 
+def make_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+
 def training_step(model, optimizer, batch, autocast_dtype=None) -> Callable[[], None]:
+    """One optimisation step on ``batch``: the loss ignores padded target positions."""
     src, tgt_in, tgt_out = batch
 
     def step() -> None:
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()  # (sets gradients to None)
         with torch.autocast(src.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
             logits = model(src, tgt_in)
             loss = F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=0)
@@ -86,31 +118,43 @@ def training_step(model, optimizer, batch, autocast_dtype=None) -> Callable[[], 
     return step
 
 
+# -- timing -----------------------------------------------------------------------------------------
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
 
-def timed(fn: Callable[[], None], device: torch.device, n: int) -> float:
+def timed(fn: Callable[[], object], device: torch.device, n: int, clock: Callable[[], float] = time.perf_counter) -> float:
     """Seconds per call, over n calls."""
     _sync(device)
-    start = time.perf_counter()
+    start = clock()
     for _ in range(n):
         fn()
     _sync(device)
-    return (time.perf_counter() - start) / n
+    return (clock() - start) / n
 
 
-def matmul_peak(device: torch.device, dtype=torch.float32, n: int = 2048, repeats: int = 7) -> float:
-    """FLOP/s of a large square matmul: the practical ceiling for these models."""
+def interleaved(fns: dict[str, tuple[Callable[[], object], int]], device: torch.device, rounds: int, clock) -> dict:
+    """Median seconds per call of each ``name: (function, calls per round)``, in rotating order."""
+    for fn, _ in fns.values():  # warm-up (allocator, lazy initialisation, autotuning)
+        timed(fn, device, 2)
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            fn, n = fns[name]
+            samples[name].append(timed(fn, device, n, clock))
+    return {name: {"seconds": statistics.median(s), "spread": (min(s), max(s))} for name, s in samples.items()}
+
+
+def matmul(device: torch.device, dtype: torch.dtype, n: int = 2048) -> tuple[Callable[[], object], float]:
+    """A large square matmul (the practical ceiling for these models) and its FLOPs."""
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
-    a @ b
-    times = [timed(lambda: a @ b, device, 3) for _ in range(repeats)]
-    return 2 * n**3 / statistics.median(times)
+    return (lambda: a @ b), 2.0 * n**3
 
 
 def step_flops(config: TransformerConfig, device: torch.device) -> int:
-    """FLOPs of one forward + backward pass (matmuls, counted on nn.Transformer; ours does the same)."""
+    """FLOPs of one forward + backward pass (matmuls, counted by PyTorch on nn.Transformer)."""
     model = make_model("torch", config, device)
     batch = make_batch(config, device)
     counter = FlopCounterMode(display=False)
@@ -120,119 +164,191 @@ def step_flops(config: TransformerConfig, device: torch.device) -> int:
     return counter.get_total_flops()
 
 
-def interleaved(fns: dict[str, Callable[[], None]], device: torch.device, rounds: int, steps: int) -> dict:
-    """Median seconds per call of each function, measured in rotating order."""
-    for fn in fns.values():  # warm-up (allocator, lazy init, autotuning)
-        timed(fn, device, 2)
-    samples: dict[str, list[float]] = {name: [] for name in fns}
-    names = list(fns)
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            samples[name].append(timed(fns[name], device, steps))
-    return {name: statistics.median(s) for name, s in samples.items()}
+# -- the three measurements --------------------------------------------------------------------------
+def compile_model(model: torch.nn.Module, step: Callable[[], None], device: torch.device) -> float:
+    """Compile ``model.forward`` in place and return the seconds the first (compiling) step took."""
+    model.forward = torch.compile(model.forward)
+    start = time.perf_counter()
+    step()
+    _sync(device)
+    return time.perf_counter() - start
 
 
-def bench_training(size: str, device: torch.device, rounds: int, steps: int, autocast_dtype=None) -> dict:
+def bench_training(size: str, device: torch.device, args, autocast_dtype=None) -> dict:
     config = make_config(size)
     batch = make_batch(config, device)
-    fns = {}
-    for variant in VARIANTS:
+    steps = args.steps or STEPS[size]
+    dtype = autocast_dtype or torch.float32
+    peak_fn, peak_flops = matmul(device, dtype)
+    fns: dict[str, tuple[Callable[[], object], int]] = {PEAK: (peak_fn, max(1, 3 * steps))}
+    compile_seconds = None
+    for variant in args.variants:
         model = make_model(variant, config, device).train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-        fns[variant] = training_step(model, optimizer, batch, autocast_dtype)
-    seconds = interleaved(fns, device, rounds, steps)
+        fns[variant] = (training_step(model, make_optimizer(model), batch, autocast_dtype), steps)
+        if variant == COMPILED:
+            compile_seconds = compile_model(model, fns[variant][0], device)
+    times = interleaved(fns, device, args.rounds, CLOCKS[args.clock])
+    peak = peak_flops / times.pop(PEAK)["seconds"]
     tokens = int((batch[2] != config.pad_id).sum())
-    return {variant: {"seconds": s, "tokens_per_s": tokens / s} for variant, s in seconds.items()}
+    flops = step_flops(config, device)
+    result = {"peak_flops": peak, "step_flops": flops, "target_tokens": tokens, "variants": {}}
+    for variant, t in times.items():
+        result["variants"][variant] = {
+            **t,
+            "tokens_per_s": tokens / t["seconds"],
+            "peak_fraction": flops / t["seconds"] / peak,
+        }
+    if compile_seconds is not None:
+        result["compile_seconds"] = compile_seconds
+    return result
 
 
-def bench_inference(size: str, device: torch.device, rounds: int, new_tokens: int = 32, batch: int = 32) -> dict:
-    """Encoder + greedy decoding of ``new_tokens`` tokens. <eos> is made impossible in both
-    models (output bias) so that every run decodes the same number of tokens."""
+def bench_inference(size: str, device: torch.device, args) -> dict:
+    """Encoder + greedy decoding of DECODE_TOKENS tokens. ``<eos>`` is made impossible in both
+    models (its output bias) so that every run decodes the same number of tokens."""
     from transformer_course.decoding import greedy_decode
 
     config = make_config(size, dropout=0.0)
-    src = make_batch(config, device, batch)[0]
+    src = make_batch(config, device, DECODE_BATCH)[0]
     ours, theirs = make_model("ours-fast", config, device).eval(), make_model("torch", config, device).eval()
     with torch.no_grad():
         for model in (ours, theirs):
             model.output.bias[config.eos_id] = -1e4
     fns = {
-        "torch": lambda: theirs.greedy(src, new_tokens),
-        "ours-cache": lambda: greedy_decode(ours, src, new_tokens),
+        "torch": (lambda: theirs.greedy(src, DECODE_TOKENS), 1),
+        "ours-cache": (lambda: greedy_decode(ours, src, DECODE_TOKENS, use_cache=True), 1),
+        "ours-no-cache": (lambda: greedy_decode(ours, src, DECODE_TOKENS, use_cache=False), 1),
     }
     with torch.inference_mode():
-        seconds = interleaved(fns, device, rounds, 1)
-    return {name: {"seconds": s, "tokens_per_s": batch * new_tokens / s} for name, s in seconds.items()}
+        lengths = {name: fn().shape[1] for name, (fn, _) in fns.items()}
+        if set(lengths.values()) != {DECODE_TOKENS}:
+            raise RuntimeError(f"every variant must decode {DECODE_TOKENS} tokens, got {lengths}")
+        times = interleaved(fns, device, args.rounds, CLOCKS[args.clock])
+    return {name: {**t, "tokens_per_s": DECODE_BATCH * DECODE_TOKENS / t["seconds"]} for name, t in times.items()}
 
 
 _MEMORY_CHILD = """
 import json, resource, sys, torch
-from benchmarks.run import make_batch, make_config, make_model, training_step
-size, variant, device = sys.argv[1], sys.argv[2], torch.device(sys.argv[3])
+from benchmarks.run import make_batch, make_config, make_model, make_optimizer, training_step
+size, variant, device, bf16, threads = sys.argv[1], sys.argv[2], torch.device(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
+torch.set_num_threads(threads)
+def rss_mb(field):  # VmRSS: now; VmHWM: the peak so far (Linux)
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field)) / 1024
 config = make_config(size)
 model = make_model(variant, config, device).train()
-step = training_step(model, torch.optim.AdamW(model.parameters(), lr=1e-4), make_batch(config, device))
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+step = training_step(model, make_optimizer(model), make_batch(config, device), torch.bfloat16 if bf16 else None)
+if variant == "ours-compiled":
+    model.forward = torch.compile(model.forward)
+before = rss_mb("VmRSS:")
 for _ in range(3):
     step()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-cuda = torch.cuda.max_memory_allocated() if device.type == "cuda" else 0
-print(json.dumps({"peak_rss_mb": peak / 1024, "training_rss_mb": (peak - before) / 1024, "cuda_mb": cuda / 2**20}))
+cuda = torch.cuda.max_memory_allocated() / 2**20 if device.type == "cuda" else None
+print(json.dumps({"peak_rss_mb": rss_mb("VmHWM:"), "rss_growth_mb": rss_mb("VmHWM:") - before, "cuda_mb": cuda}))
 """
 
 
-def bench_memory(size: str, device: torch.device) -> dict:
+def bench_memory(size: str, device: torch.device, args, bf16: bool) -> dict:
+    """Training memory of each variant, in a fresh process each (peak RSS can only grow)."""
     results = {}
-    for variant in VARIANTS:
+    for variant in args.variants:
         out = subprocess.run(
-            [sys.executable, "-c", _MEMORY_CHILD, size, variant, str(device)],
-            cwd=HERE.parent, capture_output=True, text=True, check=True,
+            [sys.executable, "-c", _MEMORY_CHILD, size, variant, str(device), str(int(bf16)), str(torch.get_num_threads())],
+            cwd=HERE.parent, capture_output=True, text=True,
         )  # fmt: skip
+        if out.returncode:
+            print(f"memory measurement of {variant} failed:\n{out.stderr[-2000:]}", file=sys.stderr)
+            continue
         results[variant] = json.loads(out.stdout.strip().splitlines()[-1])
     return results
 
 
-def machine_description(device: torch.device) -> dict:
+# -- the report ----------------------------------------------------------------------------------------
+def machine_description(device: torch.device, args) -> dict:
     info = {
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "cpu": platform.processor() or platform.machine(),
+        "cpu": _cpu_name(),
         "cores": os.cpu_count(),
-        "threads": torch.get_num_threads(),
+        "torch threads": torch.get_num_threads(),
         "device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
+        "clock": args.clock,
+        "rounds": args.rounds,
     }
+    if device.type == "cuda":
+        info["cuda"] = torch.version.cuda
     if hasattr(os, "getloadavg"):
-        info["load_at_start"] = round(os.getloadavg()[0], 2)
+        info["load average at start"] = round(os.getloadavg()[0], 2)
     return info
 
 
-def format_report(info: dict, peak: float, results: dict) -> str:
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def format_report(info: dict, results: dict, autocast: str) -> str:
     lines = ["# Benchmark: our Transformer vs torch.nn.Transformer", ""]
-    lines += ["Machine: " + ", ".join(f"{k} {v}" for k, v in info.items()), ""]
-    lines += [f"float32 matmul peak measured in this run: {peak / 1e9:.0f} GFLOP/s", ""]
-    lines += ["## Training (forward + backward + AdamW), batch 64, source/target length 32, vocabulary 1000", ""]
-    lines += ["| size | variant | target tok/s | ms/step | ratio vs torch | % of matmul peak | peak RSS MB |"]
-    lines += ["| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += ["Machine: " + "; ".join(f"{k} {v}" for k, v in info.items()), ""]
+    lines += [
+        f"## Training ({autocast}): forward + backward + AdamW, batch {BATCH}, source/target length {LENGTH}, "
+        f"vocabulary {VOCAB}, dropout 0.1",
+        "",
+        "| size | variant | target tok/s | ms/step (min–max) | ratio vs torch | % of matmul peak | "
+        "peak RSS MB | RSS growth MB | CUDA max alloc MB |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for size, r in results.items():
-        base = r["training"]["torch"]["seconds"]
-        for variant, t in r["training"].items():
-            achieved = r["flops"] / t["seconds"]
-            memory = r.get("memory", {}).get(variant, {}).get("peak_rss_mb", float("nan"))
+        t = r["training"]
+        base = t["variants"]["torch"]["seconds"]
+        for variant, v in t["variants"].items():
+            mem = r.get("memory", {}).get(variant, {})
+            low, high = v["spread"]
             lines.append(
-                f"| {size} | {variant} | {t['tokens_per_s']:,.0f} | {t['seconds'] * 1e3:.1f} | "
-                f"{base / t['seconds']:.2f} | {100 * achieved / peak:.0f}% | {memory:.0f} |"
+                f"| {size} | {variant} | {v['tokens_per_s']:,.0f} | {v['seconds'] * 1e3:.0f} ({low * 1e3:.0f}–{high * 1e3:.0f}) | "
+                f"**{base / v['seconds']:.2f}** | {100 * v['peak_fraction']:.0f}% | {_mb(mem.get('peak_rss_mb'))} | "
+                f"{_mb(mem.get('rss_growth_mb'))} | {_mb(mem.get('cuda_mb'))} |"
             )
+    lines += [""]
+    for size, r in results.items():
+        t = r["training"]
+        note = f"; first compiled step (compilation) {t['compile_seconds']:.0f} s" if "compile_seconds" in t else ""
+        lines.append(
+            f"- {size}: matmul peak in this run {t['peak_flops'] / 1e9:.0f} GFLOP/s; one step = "
+            f"{t['step_flops'] / 1e9:.1f} GFLOP (matmuls, counted on nn.Transformer){note}"
+        )
     if any("inference" in r for r in results.values()):
-        lines += ["", "## Inference: encoder + greedy decoding of 32 tokens, batch 32", ""]
-        lines += ["| size | variant | generated tok/s | ratio vs torch |", "| --- | --- | ---: | ---: |"]
+        lines += [
+            "",
+            f"## Inference: encoder + greedy decoding of {DECODE_TOKENS} tokens, batch {DECODE_BATCH}",
+            "",
+            "| size | variant | generated tok/s | ms per batch | ratio vs torch |",
+            "| --- | --- | ---: | ---: | ---: |",
+        ]
         for size, r in results.items():
             if "inference" not in r:
                 continue
             base = r["inference"]["torch"]["seconds"]
-            for variant, t in r["inference"].items():
-                lines.append(f"| {size} | {variant} | {t['tokens_per_s']:,.0f} | {base / t['seconds']:.2f} |")
-    lines += ["", "Ratio = torch's seconds / the variant's seconds (above 1: faster than nn.Transformer).", ""]
+            for variant, v in r["inference"].items():
+                lines.append(
+                    f"| {size} | {variant} | {v['tokens_per_s']:,.0f} | {v['seconds'] * 1e3:.0f} | "
+                    f"**{base / v['seconds']:.2f}** |"
+                )
+    lines += [
+        "",
+        "Ratio = nn.Transformer's median seconds / the variant's median seconds (above 1: faster than "
+        "nn.Transformer). Medians over interleaved rounds; min–max shows the spread. % of matmul peak = "
+        "the step's matmul FLOPs / its time / the FLOP/s of a 2048×2048 matmul measured in the same rounds.",
+        "",
+    ]
     return "\n".join(lines)
+
+
+def _mb(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
 
 
 def plot(results: dict, path: Path) -> None:
@@ -242,55 +358,87 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     sizes = list(results)
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    width = 0.8 / len(VARIANTS)
-    for i, variant in enumerate(VARIANTS):
-        ratios = [results[s]["training"]["torch"]["seconds"] / results[s]["training"][variant]["seconds"] for s in sizes]
-        ax.bar([x + i * width for x in range(len(sizes))], ratios, width, label=variant)
-    ax.axhline(1.0, color="black", lw=0.8)
-    ax.set_xticks([x + width for x in range(len(sizes))], sizes)
-    ax.set_ylabel("speed relative to nn.Transformer")
-    ax.set_title("Training throughput (higher is faster)")
-    ax.legend()
+    variants = list(results[sizes[0]]["training"]["variants"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    width = 0.8 / len(variants)
+    for i, variant in enumerate(variants):
+        ratios = [
+            results[s]["training"]["variants"]["torch"]["seconds"] / results[s]["training"]["variants"][variant]["seconds"]
+            for s in sizes
+        ]
+        bars = axes[0].bar([x + i * width for x in range(len(sizes))], ratios, width, label=variant)
+        axes[0].bar_label(bars, fmt="%.2f", fontsize=7)
+    axes[0].axhline(1.0, color="black", lw=0.8)
+    axes[0].set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(sizes))], sizes)
+    axes[0].set_ylabel("speed relative to nn.Transformer")
+    axes[0].set_title("Training throughput (higher is faster)")
+    axes[0].legend(fontsize=8)
+    inferred = [s for s in sizes if "inference" in results[s]]
+    if inferred:
+        names = list(results[inferred[0]]["inference"])
+        width = 0.8 / len(names)
+        for i, name in enumerate(names):
+            ratios = [
+                results[s]["inference"]["torch"]["seconds"] / results[s]["inference"][name]["seconds"] for s in inferred
+            ]
+            bars = axes[1].bar([x + i * width for x in range(len(inferred))], ratios, width, label=name)
+            axes[1].bar_label(bars, fmt="%.2f", fontsize=7)
+        axes[1].axhline(1.0, color="black", lw=0.8)
+        axes[1].set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(inferred))], inferred)
+        axes[1].set_title(f"Greedy decoding, {DECODE_TOKENS} tokens (higher is faster)")
+        axes[1].legend(fontsize=8)
+    else:
+        axes[1].axis("off")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="small,medium,base", help="comma-separated: small, medium, base")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds (the median is reported)")
-    parser.add_argument("--steps", type=int, default=0, help="training steps per round (default: by size)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds (the median is reported)")
+    parser.add_argument("--steps", type=int, default=0, help="training steps per entry and round (default: by size)")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: PyTorch's choice)")
+    parser.add_argument("--clock", choices=list(CLOCKS), default="wall", help="wall time, or CPU time of the process")
+    parser.add_argument("--compile", action="store_true", help="add ours under torch.compile (ours-compiled)")
+    parser.add_argument("--no-teaching", action="store_true", help="skip the teaching path")
     parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
     parser.add_argument("--no-inference", action="store_true", help="skip greedy decoding")
-    parser.add_argument("--bf16", action="store_true", help="CUDA only: bf16 autocast")
+    parser.add_argument("--bf16", action="store_true", help="CUDA only: bf16 autocast (peak = bf16 matmul)")
     parser.add_argument("--out", type=Path, default=HERE / "results.md")
+    parser.add_argument("--json", type=Path, default=None, help="also write the raw numbers to this file")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     sizes = [s.strip() for s in args.sizes.split(",")]
-    unknown = [s for s in sizes if s not in SIZES]
-    if unknown:
+    if unknown := [s for s in sizes if s not in SIZES]:
         parser.error(f"unknown size(s) {unknown}; choose from {list(SIZES)}")
-    autocast_dtype = torch.bfloat16 if args.bf16 and device.type == "cuda" else None
-    info = machine_description(device)
-    peak = matmul_peak(device, torch.bfloat16 if autocast_dtype else torch.float32)
-    print(f"matmul peak {peak / 1e9:.0f} GFLOP/s on {info['device']}", flush=True)
+    if args.bf16 and device.type != "cuda":
+        parser.error("--bf16 needs CUDA")
+    args.variants = [v for v in VARIANTS if not (args.no_teaching and v == "ours-teaching")]
+    args.variants += [COMPILED] if args.compile else []
+    autocast_dtype = torch.bfloat16 if args.bf16 else None
+    autocast = "bf16 autocast" if args.bf16 else "float32"
+    info = machine_description(device, args)
+    print("; ".join(f"{k} {v}" for k, v in info.items()), flush=True)
     results: dict[str, dict] = {}
     for size in sizes:
-        steps = args.steps or {"small": 4, "medium": 2, "base": 1}[size]
-        r = results[size] = {"flops": step_flops(make_config(size), device)}
-        r["training"] = bench_training(size, device, args.rounds, steps, autocast_dtype)
+        r = results[size] = {"training": bench_training(size, device, args, autocast_dtype)}
         if not args.no_inference:
-            r["inference"] = bench_inference(size, device, args.rounds)
+            r["inference"] = bench_inference(size, device, args)
         if not args.no_memory:
-            r["memory"] = bench_memory(size, device)
-        print(format_report(info, peak, {size: r}).split("## Training")[1], flush=True)
+            r["memory"] = bench_memory(size, device, args, args.bf16)
+        print(format_report({}, {size: r}, autocast).split("\n", 3)[3], flush=True)
     if hasattr(os, "getloadavg"):
-        info["load_at_end"] = round(os.getloadavg()[0], 2)
-    report = format_report(info, peak, results)
+        info["load average at end"] = round(os.getloadavg()[0], 2)
+    report = format_report(info, results, autocast)
     print(report)
-    args.out.write_text(report + f"\n![training ratios]({args.out.with_suffix('.png').name})\n")
+    args.out.write_text(report + f"\n![training and decoding speed ratios]({args.out.with_suffix('.png').name})\n")
     plot(results, args.out.with_suffix(".png"))
+    if args.json:
+        args.json.write_text(json.dumps({"machine": info, "results": results}, indent=1))
     return 0
 
 

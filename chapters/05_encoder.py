@@ -320,12 +320,10 @@ for name, (grads, stream) in results.items():
 #
 # With the pieces in place, `EncoderLayer.forward` is two calls to `residual`:
 #
-# ```python
-# x = residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
-# x = residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
-# ```
+# $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
+# \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
 #
-# Self-attention gets the same tensor as queries, keys and values; `mask` is the padding mask of the
+# (writing those two lines is exercise `ex05_3`). Self-attention gets the same tensor as queries, keys and values; `mask` is the padding mask of the
 # source, (B, 1, 1, S), with True = may attend (chapter 06 builds it; here we use the package's
 # `padding_mask`). `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case.
 

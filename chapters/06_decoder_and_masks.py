@@ -283,13 +283,14 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # A decoder layer has three sub-layers, each wrapped by `residual` exactly as in the encoder
 # (chapter 05):
 #
-# ```python
-# x = residual(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
-# x = residual(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first)
-# x = residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-# ```
+# $$\begin{aligned}
+# x &\leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{tgt\_mask}),\; \mathrm{norm}_1\big)\\
+# x &\leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{CrossAttn}(h, \text{memory}, \text{memory};\ \text{memory\_mask}),\; \mathrm{norm}_2\big)\\
+# x &\leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_3\big)
+# \end{aligned}$$
 #
-# Note `memory, memory` in the second line: the decoder's own states `h` supply only the queries.
+# (turning these three lines into code is exercise `ex06_3`). Note *memory, memory* in the second
+# line: the decoder's own states `h` supply only the queries.
 # `Decoder` applies $N$ such layers, each attending to the same memory.
 #
 # As for the encoder, PyTorch has the same layer. `DecoderLayer.from_torch` copies the weights of
@@ -561,8 +562,14 @@ plt.show()
 
 # %%
 def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None):
-    x = residual(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
-    x = residual(x, lambda h: self.cross_attn(h, h, h, tgt_mask)[0], self.norm2, self.dropout2, self.norm_first)  # bug
+    def masked_self_attention(h):
+        return self.self_attn(h, h, h, tgt_mask)[0]
+
+    def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
+        return self.cross_attn(h, h, h, tgt_mask)[0]
+
+    x = residual(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
+    x = residual(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
@@ -586,10 +593,15 @@ print(run_check("ex06_3", decoder_layer_ignoring_memory).line())
 def decoder_layer_mask_in_training_only(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     # (`cache` is for chapter 08's fast decoding; unused here)
     used = tgt_mask if self.training else None  # bug: no mask in eval()
-    x = residual(x, lambda h: self.self_attn(h, h, h, used)[0], self.norm1, self.dropout1, self.norm_first)
-    x = residual(
-        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
-    )
+
+    def self_attention(h):
+        return self.self_attn(h, h, h, used)[0]
+
+    def cross_attention(h):
+        return self.cross_attn(h, memory, memory, memory_mask)[0]
+
+    x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+    x = residual(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 

@@ -1,18 +1,48 @@
-"""Shared test set-up: one pytest marker per exercise (``pytest -m ex03_1``), seeded torch."""
+"""Shared test set-up: one pytest marker per exercise (``pytest -m ex03_1``), seeded torch.
+
+In the student edition (``.student-edition.json`` at the root), tests marked ``complete_edition``
+(they need the solutions or the mutants) are skipped, and a test that stops at an exercise the
+student has not written yet is reported as skipped, naming the exercise, instead of failing.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
 
 from transformer_course.checks.registry import EXERCISES
 from transformer_course.checks.runner import _load_all
+from transformer_course.edition import is_student_edition, parse_stub_message
+
+STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     _load_all()
     for exercise_id, ex in sorted(EXERCISES.items()):
         config.addinivalue_line("markers", f"{exercise_id}: exercise {exercise_id} — {ex.title}")
+    config.addinivalue_line("markers", "complete_edition: needs the solutions (skipped in the student edition)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if STUDENT_EDITION:
+        skip = pytest.mark.skip(reason="needs the complete edition (solutions, mutants)")
+        for item in items:
+            if "complete_edition" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if STUDENT_EDITION and report.failed and call.excinfo and call.excinfo.errisinstance(NotImplementedError):
+        stub = parse_stub_message(str(call.excinfo.value))
+        if stub:
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), item.location[1] or 0, f"waits for {stub[0]}: write it in {stub[2]}")
 
 
 @pytest.fixture(autouse=True)

@@ -8,14 +8,23 @@ The complete edition (this repository) holds the solutions between nbgrader's ma
   ``raise NotImplementedError`` naming the exercise, the file to edit and a hint;
 * :func:`clear_notebook` empties the marked regions of a notebook (as nbgrader's
   ``ClearSolutions`` does), and :func:`write_exercises` writes ``exercises/`` from ``solutions/``;
-* :func:`build_student_edition` writes a whole runnable copy of the course without solutions.
+* :func:`build_student_edition` writes a whole runnable copy of the course without solutions,
+  and refuses to finish if any line of a solution region is still to be found in it
+  (:func:`solution_snippets`, :func:`find_leaks`);
+* :func:`restore_exercise` puts one worked answer back into a student edition ("I give up on
+  ex03_2"), copied from the complete edition;
+* :func:`show_exercise_stubs_briefly` makes a notebook that reaches an unwritten exercise stop
+  with one clear message (exercise, file to edit, hint) instead of a traceback.
 """
 
 from __future__ import annotations
 
 import ast
+import json
+import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,10 +100,12 @@ def stub_source(source: str, module: str) -> str:
 
 
 def clear_text(text: str, stub: str) -> str:
-    lines = text.splitlines()
+    """Replace each solution region (markers included) by ``stub`` at the marker's indentation,
+    line for line as nbgrader's ``ClearSolutions`` does (tests/test_nbgrader_compat.py)."""
+    lines = text.split("\n")
     for begin, end in reversed(list(solution_regions(text))):
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        lines[begin : end + 1] = [indent + stub]
+        lines[begin : end + 1] = [indent + stub_line for stub_line in stub.split("\n")]
     return "\n".join(lines)
 
 
@@ -141,7 +152,14 @@ def stub_package(package_dir: Path) -> list[Path]:
 
 
 # What the student edition leaves out: the solutions and the machinery that proves the checks.
-EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv")
+EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", "student-edition")
+# Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
+JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
+STUDENT_MARK = ".student-edition.json"  # written at the root of every student edition
+
+
+def is_student_edition(root: Path) -> bool:
+    return (Path(root) / STUDENT_MARK).is_file()
 
 
 def _course_files(root: Path) -> list[Path]:
@@ -153,19 +171,270 @@ def _course_files(root: Path) -> list[Path]:
         files = [Path(p) for p in listed]
     except (OSError, subprocess.CalledProcessError):
         files = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
-    return [f for f in files if not any(f.as_posix().startswith(e) for e in EXCLUDED) and (root / f).is_file()]
+
+    def keep(f: Path) -> bool:
+        posix = f.as_posix()
+        if any(posix == e or posix.startswith(e + "/") for e in EXCLUDED):
+            return False
+        if JUNK & set(f.parts) or f.suffix in {".pyc", ".pyo"} or any(p.endswith(".egg-info") for p in f.parts):
+            return False
+        return (root / f).is_file()
+
+    return [f for f in files if keep(f)]
 
 
-def build_student_edition(root: Path, out_dir: Path) -> Path:
-    """Copy the course to ``out_dir`` with the package stubbed and no solution text."""
+_BANNER = """\
+> **Student edition.** The exercise functions of `transformer_course/` are stubs that you write
+> yourself; `exercises/` holds the exercise notebooks. A chapter runs up to the first exercise you
+> have not written yet and stops there, naming the exercise and the file to edit. Check your work
+> with the check cells, `pytest -m ex03_2` or `python -m transformer_course check`. Stuck on one?
+> `python -m transformer_course restore ex03_2` copies its worked answer from the complete course.
+> Set-up: `pip install -e .` in this folder (or `make lab`), so that Python imports *this* package.
+
+"""
+
+
+def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True) -> Path:
+    """Copy the course to ``out_dir`` with the package stubbed and no solution text (with
+    ``check_leaks``, the default, refuse to finish if any solution line is found in it)."""
     root, out_dir = root.resolve(), out_dir.resolve()
     if out_dir == root or root in out_dir.parents and out_dir.parts[len(root.parts)] != "student-edition":
         raise ValueError(f"OUT_DIR must be outside the course (or ./student-edition), got {out_dir}")
     if out_dir.exists() and any(out_dir.iterdir()):
         raise ValueError(f"OUT_DIR {out_dir} exists and is not empty")
+    if is_student_edition(root):
+        raise ValueError(f"{root} is already a student edition: build it from the complete course")
+    try:
+        _write_edition(root, out_dir, check_leaks)
+    except BaseException:
+        shutil.rmtree(out_dir, ignore_errors=True)  # never leave half an edition (with answers) behind
+        raise
+    return out_dir
+
+
+def _write_edition(root: Path, out_dir: Path, check_leaks: bool) -> None:
     for rel in _course_files(root):
         (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, out_dir / rel)
     stub_package(out_dir / PACKAGE)
     write_exercises(root / "solutions", out_dir / "exercises")
-    return out_dir
+    readme = out_dir / "README.md"
+    if readme.exists():
+        readme.write_text(_BANNER + readme.read_text(encoding="utf-8"), encoding="utf-8")
+    from .checks.registry import EXERCISES
+
+    mark = {"built_from": str(root), "exercises": {i: ex.target for i, ex in sorted(EXERCISES.items())}}
+    (out_dir / STUDENT_MARK).write_text(json.dumps(mark, indent=2) + "\n", encoding="utf-8")
+    leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
+    if leaks:
+        shown = "\n".join(f"  {where}: {line}" for where, line in leaks[:20])
+        raise ValueError(f"solution text would remain in the student edition:\n{shown}")
+
+
+# ---------------------------------------------------------------- no solution text anywhere
+
+_MIN_CODE, _MIN_TEXT = 20, 30  # shorter lines (``optimizer.step()``, ``d_k = q.shape[-1]``) prove nothing
+
+
+_STRUCTURE = re.compile(r"^(for|with|if|elif|while|else|try|except|finally|def|class)\b.*:$|.*[(\[{,]$")
+
+
+def _telling(line: str, prose: bool = False) -> str | None:
+    """The line, whitespace-normalised, if it could identify a solution: long enough, and not
+    mere structure (``with torch.no_grad():``, ``for h in range(3):``, ``x = residual(``).
+    ``prose``: the line comes from a markdown cell (outside a code block)."""
+    norm = " ".join(line.split())
+    if not norm or BEGIN.strip("# ") in norm or END.strip("# ") in norm or norm.startswith("```"):
+        return None
+    is_text = prose or norm.startswith("#")  # prose or a comment
+    if not is_text and _STRUCTURE.match(norm):
+        return None
+    return norm if len(norm) >= (_MIN_TEXT if is_text else _MIN_CODE) else None
+
+
+def solution_snippets(root: Path) -> dict[str, str]:
+    """Every telling line of every solution region: the package's and the solution notebooks'.
+    Returns line → where it comes from.
+
+    The package's regions are the exercises: every line counts. A solution notebook's "try it"
+    region also holds set-up and demonstration code (``changed = x.clone()``); its lines that the
+    complete course already shows outside any solution (a chapter, a test, the package) are
+    course material, not answers, and are left out."""
+    import jupytext
+
+    package: dict[str, str] = {}
+    notebooks: dict[str, str] = {}
+
+    def add(found: dict[str, str], text: str, where: str, markdown: bool = False) -> None:
+        lines = text.splitlines()
+        for begin, end in solution_regions(text):
+            in_code_block = False
+            for line in lines[begin + 1 : end]:
+                in_code_block ^= line.strip().startswith("```")
+                norm = _telling(line, prose=markdown and not in_code_block)
+                if norm:
+                    found.setdefault(norm, f"{where}:{begin + 1}")
+
+    for path in sorted((root / PACKAGE).rglob("*.py")):
+        add(package, path.read_text(encoding="utf-8"), str(path.relative_to(root)))
+    for path in sorted((root / "solutions").glob("*.py")):
+        for n, cell in enumerate(jupytext.read(path).cells):
+            add(notebooks, cell.source, f"{path.relative_to(root)} cell {n}", markdown=cell.cell_type == "markdown")
+    public = _public_text(root)
+    return {**{k: v for k, v in notebooks.items() if k not in public}, **package}
+
+
+def _public_text(root: Path) -> str:
+    """What the complete course shows outside solution regions, ``solutions/`` and ``exercises/``."""
+    parts = []
+    for rel in _course_files(root):
+        if rel.parts[0] == "exercises":
+            continue
+        path = root / rel
+        text = _searchable_text(path)
+        if text is not None and path.suffix == ".py" and BEGIN in text:
+            lines = text.split("\n")
+            for begin, end in reversed(list(solution_regions(text))):
+                lines[begin : end + 1] = []
+            text = "\n".join(lines)
+        if text is not None:
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _searchable_text(path: Path) -> str | None:
+    """A file's text, one whitespace-normalised line per line; notebooks as cell sources plus
+    text outputs (what a reader sees). None for binary files."""
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return None
+    if path.suffix == ".ipynb":
+        try:
+            notebook = json.loads(raw)
+        except ValueError:
+            notebook = None
+        if isinstance(notebook, dict):
+            parts = []
+            for cell in notebook.get("cells", []):
+                parts.append(_joined(cell.get("source", "")))
+                for output in cell.get("outputs", []):
+                    parts.append(_joined(output.get("text", "")))
+                    for mime, value in output.get("data", {}).items():
+                        if mime.startswith("text/") or mime.endswith("json"):
+                            parts.append(_joined(value) if isinstance(value, list | str) else json.dumps(value))
+            raw = "\n".join(parts)
+    return "\n".join(" ".join(line.split()) for line in raw.splitlines())
+
+
+def _joined(value: str | list) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def find_leaks(edition: Path, snippets: dict[str, str]) -> list[tuple[str, str]]:
+    """(file in the edition, solution line) for every solution line found in the edition."""
+    leaks = []
+    for path in sorted(p for p in Path(edition).rglob("*") if p.is_file()):
+        text = _searchable_text(path)
+        if text is None:
+            continue
+        for line, origin in snippets.items():
+            if line in text:
+                leaks.append((f"{path.relative_to(edition)} (from {origin})", line))
+    return leaks
+
+
+# ---------------------------------------------------------------- "I give up on this one"
+
+
+def _function_span(source: str, qualname: str) -> tuple[int, int]:
+    """0-based first and last line of function ``qualname`` (decorators and a trailing
+    ``### END SOLUTION`` comment included)."""
+    node: ast.AST = ast.parse(source)
+    for part in qualname.split("."):
+        children = [c for c in ast.iter_child_nodes(node) if getattr(c, "name", None) == part]
+        if not children:
+            raise ValueError(f"no function or class {qualname} found")
+        node = children[-1]
+    if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        raise ValueError(f"{qualname} is not a function")
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - 1
+    last = node.end_lineno - 1
+    lines = source.splitlines()
+    indent = len(lines[node.lineno - 1]) - len(lines[node.lineno - 1].lstrip())
+    while last + 1 < len(lines) and lines[last + 1].strip().startswith("#"):
+        if len(lines[last + 1]) - len(lines[last + 1].lstrip()) <= indent:
+            break
+        last += 1
+    return first, last
+
+
+def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = None) -> tuple[Path, Path]:
+    """Replace the student's version of one exercise function by the worked answer of the complete
+    course (default: the one the edition was built from). The student's file is kept as a backup.
+    Returns (edited file, backup)."""
+    from .checks.runner import get_exercise
+
+    edition = Path(edition).resolve()
+    if not is_student_edition(edition):
+        raise ValueError(f"{edition} is not a student edition (no {STUDENT_MARK}): restore works inside one")
+    if complete is None:
+        complete = Path(json.loads((edition / STUDENT_MARK).read_text(encoding="utf-8"))["built_from"])
+    ex = get_exercise(exercise_id)
+    source_file, target_file = Path(complete) / ex.file, edition / ex.file
+    if not source_file.is_file() or BEGIN not in source_file.read_text(encoding="utf-8"):
+        raise FileNotFoundError(
+            f"no worked answer at {source_file}: pass --from PATH to a complete copy of the course "
+            "(git clone https://github.com/transformer-course/transformer-course)"
+        )
+    answer_source = source_file.read_text(encoding="utf-8")
+    if not any(t == ex.target for _, _, t in region_targets(answer_source, ex.module)):
+        raise ValueError(f"{source_file} holds no worked answer for {exercise_id} ({ex.target})")
+    first, last = _function_span(answer_source, ex.qualname)
+    answer = answer_source.splitlines()[first : last + 1]
+    mine = target_file.read_text(encoding="utf-8")
+    backup = target_file.with_name(f"{target_file.name}.{exercise_id}.bak")
+    backup.write_text(mine, encoding="utf-8")
+    lines = mine.splitlines()
+    m_first, m_last = _function_span(mine, ex.qualname)
+    lines[m_first : m_last + 1] = answer
+    target_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target_file, backup
+
+
+# ---------------------------------------------------------------- notebooks stop at a stub, clearly
+
+_STUB = re.compile(r"(ex\d\d_\d+) \((\S+)\) is not implemented yet: edit (\S+?)\. Hint: (.*)", re.S)
+
+
+def parse_stub_message(message: str) -> tuple[str, str, str, str] | None:
+    """(exercise id, function, file, hint) if ``message`` is one of the stubs' messages."""
+    match = _STUB.match(str(message))
+    return match.groups() if match else None
+
+
+def show_exercise_stubs_briefly() -> None:
+    """In Jupyter/IPython, show a cell that stops at an unwritten exercise as a short message
+    (the cell still fails, so "Run all" stops there); every other error is shown as usual."""
+    ipython = sys.modules.get("IPython")  # already imported in Jupyter; never imported just for this
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or NotImplementedError in getattr(shell, "custom_exceptions", ()):
+        return
+
+    def handler(shell, etype, value, tb, tb_offset=None):  # noqa: ANN001 - IPython's signature
+        stub = parse_stub_message(str(value))
+        if stub is None:
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+            return None
+        exercise_id, function, file, hint = stub
+        stb = [
+            f"\x1b[1;33m⏳ {exercise_id}: {function} is not written yet — the chapter stops here.\x1b[0m",
+            f"Write it in {file} (hint: {hint})",
+            f"Check it: `python -m transformer_course check {exercise_id}` or `pytest -m {exercise_id}`; "
+            "then re-run this cell.",
+            f"Stuck? `python -m transformer_course restore {exercise_id}` puts the worked answer in.",
+        ]
+        shell._showtraceback(etype, value, stb)
+        return None
+
+    shell.set_custom_exc((NotImplementedError,), handler)

@@ -11,13 +11,15 @@ from . import ROOT
 def _check(args: argparse.Namespace) -> int:
     from ..checks import run_checks
 
-    results = run_checks(args.exercises or None)
+    results = run_checks(args.exercises or None, timeout=args.timeout or None)
     width = max(len(r.title) for r in results)
+    print(f"{'exercise':8} {'title':{width}}  {'status':15}  first message")
     for r in results:
-        print(f"{r.id:7} {r.title:{width}}  {r.status:15}  {r.message}")
-    passed = sum(r.passed for r in results)
-    print(f"{passed} passed, {len(results) - passed} failed")
-    return 0 if passed == len(results) else 1
+        message = (r.message.strip().splitlines() or [""])[0]
+        print(f"{r.id:8} {r.title:{width}}  {r.status:15}  {message}")
+    counts = {status: sum(r.status == status for r in results) for status in dict.fromkeys(r.status for r in results)}
+    print(", ".join(f"{n} {status}" for status, n in counts.items()))
+    return 0 if all(r.passed for r in results) else 1
 
 
 def _build_exercises(args: argparse.Namespace) -> int:
@@ -38,6 +40,8 @@ def _student_edition(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     check = subparsers.add_parser("check", help="run the exercise checks and print a table")
     check.add_argument("exercises", nargs="*", help="exercise ids such as ex03_1 (default: all)")
+    check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="give up on a check after this long and report it as 'timed out' (0: no limit)")  # fmt: skip
     check.set_defaults(run=_check)
     build = subparsers.add_parser("build-exercises", help="regenerate exercises/ from solutions/")
     build.set_defaults(run=_build_exercises)

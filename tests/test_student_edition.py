@@ -1,0 +1,160 @@
+"""The student edition: no solution text anywhere, stubs that name exercise and file, chapters
+that stop at the first unwritten exercise, a test suite that still runs, a way back per exercise."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer_course.checks.registry import EXERCISES
+from transformer_course.checks.runner import _load_all
+from transformer_course.edition import (
+    STUDENT_MARK,
+    build_student_edition,
+    find_leaks,
+    parse_stub_message,
+    restore_exercise,
+    solution_regions,
+    solution_snippets,
+)
+
+pytestmark = pytest.mark.complete_edition
+ROOT = Path(__file__).resolve().parent.parent
+_load_all()
+
+
+@pytest.fixture(scope="module")
+def edition(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # the leak check runs in its own test below, so that a leak fails that test only
+    return build_student_edition(ROOT, tmp_path_factory.mktemp("edition") / "course", check_leaks=False)
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run Python in ``cwd`` so that it imports the package of ``cwd`` (not this repository's)."""
+    env = {**os.environ, "PYTHONPATH": str(cwd), "TQDM_DISABLE": "1"}
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_every_solution_region_has_lines_the_leak_check_looks_for() -> None:
+    snippets = solution_snippets(ROOT)
+    covered = {origin.split(" cell ")[0] if " cell " in origin else origin for origin in snippets.values()}
+    for ex in EXERCISES.values():
+        text = (ROOT / ex.file).read_text(encoding="utf-8")
+        for begin, _ in solution_regions(text):
+            assert f"{ex.file}:{begin + 1}" in covered, f"{ex.file} line {begin + 1}: no line long enough to search for"
+    for path in (ROOT / "solutions").glob("*.py"):
+        assert any(origin.startswith(f"solutions/{path.name}") for origin in snippets.values()), path.name
+
+
+def test_no_solution_text_remains_anywhere(edition: Path) -> None:
+    snippets = solution_snippets(ROOT)
+    leaks = find_leaks(edition, snippets)
+    assert not leaks, "solution text in the student edition:\n" + "\n".join(f"{w}: {line}" for w, line in leaks)
+    assert not (edition / "solutions").exists() and not (edition / "tests" / "mutants").exists()
+    assert not [p for p in edition.rglob("*") if p.suffix == ".pyc" or p.name == "__pycache__"]
+    for path in [*edition.rglob("*.py"), *(edition / "exercises").glob("*.ipynb")]:
+        regions = list(solution_regions(path.read_text(encoding="utf-8")))
+        assert not regions, f"{path.relative_to(edition)} still has a solution region"
+
+
+def test_the_leak_check_finds_a_planted_answer(edition: Path, tmp_path: Path) -> None:
+    snippets = solution_snippets(ROOT)
+    line = next(line for line, origin in snippets.items() if origin.startswith("transformer_course/"))
+    planted = tmp_path / "chapters" / "99_notes.ipynb"
+    planted.parent.mkdir()
+    planted.write_text('{"cells": [{"cell_type": "code", "source": ["x = 1\\n", "    ' + line.replace('"', '\\"') + '"], '
+                       '"outputs": []}]}')  # fmt: skip
+    assert find_leaks(tmp_path, snippets), "a solution line inside a notebook cell must be found"
+
+
+def test_every_exercise_is_a_stub_naming_the_exercise_and_the_file(edition: Path) -> None:
+    for ex in EXERCISES.values():
+        text = (edition / ex.file).read_text(encoding="utf-8")
+        assert f"raise NotImplementedError({ex.stub_message()!r})" in text, f"{ex.id}: no stub in {ex.file}"
+        assert parse_stub_message(ex.stub_message())[:3] == (ex.id, ex.qualname, ex.file)
+    assert (edition / STUDENT_MARK).is_file()
+    assert (edition / "README.md").read_text(encoding="utf-8").startswith("> **Student edition.**")
+    solutions = sorted(p.stem for p in (ROOT / "solutions").glob("*.py"))
+    for suffix in (".py", ".ipynb"):
+        assert sorted(p.stem for p in (edition / "exercises").glob(f"*{suffix}")) == solutions
+
+
+def test_the_edition_test_suite_runs_and_names_what_is_missing(edition: Path) -> None:
+    """``pytest -m ex03_1`` fails with the check's message; a unit test that reaches the stub is
+    skipped naming the exercise it waits for; tests that need the solutions are skipped."""
+    probe = edition / "tests" / "test_probe_stub.py"
+    probe.write_text(
+        "import pytest\nimport torch\nfrom transformer_course import attention_scores\n\n\n"
+        "@pytest.mark.ex03_1\ndef test_uses_an_unwritten_exercise():\n"
+        "    attention_scores(torch.ones(1, 2, 3), torch.ones(1, 2, 3))\n"
+    )
+    try:
+        args = [
+            "-m",
+            "pytest",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "ex03_1",
+            "tests/test_exercises.py",
+            f"tests/{probe.name}",
+        ]
+        out = _run(args, edition)
+    finally:
+        probe.unlink()
+    text = out.stdout + out.stderr
+    summary = text.strip().splitlines()[-1]
+    assert "1 failed" in summary and "2 skipped" in summary and "error" not in summary, text[-3000:]
+    assert "ex03_1 (attention_scores) is not implemented yet: edit transformer_course/attention.py" in text
+    assert "waits for ex03_1: write it in transformer_course/attention.py" in text, text[-3000:]
+    assert "needs the complete edition" in text, text[-3000:]
+
+
+def test_check_table_restore_and_timed_out(edition: Path, tmp_path: Path) -> None:
+    """In a copy of the edition: restore ex03_1's answer, write an infinite loop as ex03_3, and
+    read the ``check`` table: passed / not implemented / timed out."""
+    copy = tmp_path / "mine"
+    shutil.copytree(edition / "transformer_course", copy / "transformer_course")
+    shutil.copy(edition / STUDENT_MARK, copy / STUDENT_MARK)
+    edited, backup = restore_exercise(copy, "ex03_1", complete=ROOT)
+    assert backup.exists() and "ex03_1 (attention_scores) is not implemented" in backup.read_text()
+    attention = edited.read_text()
+    assert "is not implemented yet" in attention.split("def apply_mask")[1]  # the others are untouched
+    with pytest.raises(ValueError, match="no worked answer|not a student edition"):
+        restore_exercise(ROOT, "ex03_1")
+    stub = EXERCISES["ex03_3"].stub_message()
+    edited.write_text(attention.replace(f"raise NotImplementedError({stub!r})", "while True:\n        pass"))
+    out = _run(["-m", "transformer_course", "check", "ex03_1", "ex03_2", "ex03_3", "--timeout", "5"], copy)
+    rows = {line.split()[0]: line for line in out.stdout.splitlines() if line.startswith("ex")}
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert " passed " in rows["ex03_1"], out.stdout
+    assert " not implemented " in rows["ex03_2"] and "transformer_course/attention.py" in rows["ex03_2"], out.stdout
+    assert " timed out " in rows["ex03_3"] and "still running after 5 s" in rows["ex03_3"], out.stdout
+
+
+def test_a_chapter_stops_at_the_first_unwritten_exercise(edition: Path) -> None:
+    chapters = sorted((edition / "chapters").glob("*.ipynb"))
+    if not chapters:
+        pytest.skip("no chapter yet")
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    chapter = chapters[0]
+    notebook = nbformat.read(chapter, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
+    )
+    env = {**os.environ, "PYTHONPATH": str(edition)}
+    with pytest.raises(CellExecutionError) as stopped:
+        client.execute(env=env)
+    message = str(stopped.value)
+    assert "is not written yet — the chapter stops here" in message, message[-2000:]
+    assert "transformer_course/" in message and "python -m transformer_course check ex" in message, message[-2000:]
+    assert "Traceback" not in message.split("is not written yet")[1], "the stop shows a short message, not a traceback"
