@@ -2,6 +2,7 @@
 
     python -m benchmarks.decoding                    # batch 32, 64 new tokens, a "medium" model
     python -m benchmarks.decoding --size small --rounds 3
+    python -m benchmarks.decoding --threads 1        # steadier on a CPU shared with other programs
 
 Every variant generates exactly ``--tokens`` tokens (the ``<eos>`` logit is pushed down so no
 sentence stops early) for the same random batch. The variants run interleaved, round after
@@ -75,8 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--beam", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     device = torch.device(args.device)
     model = make_model(args.size, device, max_len=max(args.tokens, SRC_LEN) + 1)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor, nn
 
 from .encoder import _check_torch_layer, _copy_ffn_and_norms
 from .feedforward import PositionwiseFeedForward
 from .multihead import MultiHeadAttention
 from .sublayer import residual
+
+if TYPE_CHECKING:
+    from .cache import DecoderCache, LayerCache
 
 
 class DecoderLayer(nn.Module):
@@ -46,8 +51,16 @@ class DecoderLayer(nn.Module):
         self.dropout3 = nn.Dropout(dropout)
 
     def forward(
-        self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: LayerCache | None = None,
     ) -> Tensor:
+        if cache is not None:  # incremental decoding (chapter 08): x holds only the new positions
+            with cache.attached(self):
+                return self.forward(x, memory, tgt_mask, memory_mask)
         ### BEGIN SOLUTION
         x = residual(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
         # queries from the decoder, keys and values from the encoder memory (never from x)
@@ -88,8 +101,14 @@ class Decoder(nn.Module):
         self.norm = final_norm if final_norm is not None else nn.Identity()
 
     def forward(
-        self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None
+        self,
+        x: Tensor,
+        memory: Tensor,
+        tgt_mask: Tensor | None = None,
+        memory_mask: Tensor | None = None,
+        cache: DecoderCache | None = None,
     ) -> Tensor:
-        for layer in self.layers:
-            x = layer(x, memory, tgt_mask, memory_mask)
+        layer_caches = [None] * len(self.layers) if cache is None else cache.layers
+        for layer, layer_cache in zip(self.layers, layer_caches, strict=True):
+            x = layer(x, memory, tgt_mask, memory_mask, cache=layer_cache)
         return self.norm(x)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor, nn
 
 from ._validate import check_ndim, check_token_ids
@@ -11,6 +13,9 @@ from .embeddings import TokenEmbedding, tie_weights
 from .encoder import Encoder, EncoderLayer
 from .masks import padding_mask, target_mask
 from .positional import PositionalEncoding
+
+if TYPE_CHECKING:
+    from .cache import DecoderCache
 
 
 class Transformer(nn.Module):
@@ -64,17 +69,28 @@ class Transformer(nn.Module):
         x = self.positional(self.src_embed(src))  # (B, S, D)
         return self.encoder(x, src_mask)
 
-    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+    def decode(
+        self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None, cache: DecoderCache | None = None
+    ) -> Tensor:
         """Shifted target ids (B, T) and memory (B, S, D) → logits (B, T, V_tgt).
 
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
+        With a ``cache`` (chapter 08) ``tgt`` holds only the new token(s), at positions
+        ``cache.length`` onwards; the earlier ones are remembered by the cache.
         """
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
         check_ndim(memory, 3, "memory", "(B, S, D)")
         if memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
-        x = self.positional(self.tgt_embed(tgt))  # (B, T, D)
-        x = self.decoder(x, memory, target_mask(tgt, self.config.pad_id), memory_mask)  # (B, T, D)
+        offset = 0 if cache is None else cache.length
+        if offset + tgt.shape[1] > self.config.max_len:
+            raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={self.config.max_len}")
+        x = self.positional(self.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
+        if cache is None:
+            tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
+        else:
+            tgt_mask = cache.self_attention_mask(tgt, self.config.pad_id)  # (B, 1, T, offset+T)
+        x = self.decoder(x, memory, tgt_mask, memory_mask, cache)  # (B, T, D)
         return self.output(x)  # (B, T, V)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:

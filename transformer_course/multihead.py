@@ -8,10 +8,15 @@ features, attention runs on the (B, H, T, Dk) tensor, and the heads are merged b
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from torch import Tensor, nn
 
 from ._validate import check_ndim
 from .attention import fast_attention, scaled_dot_product_attention
+
+if TYPE_CHECKING:
+    from .cache import KVCache
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -61,6 +66,9 @@ class MultiHeadAttention(nn.Module):
     ``forward(..., need_weights=True)`` takes the teaching path and returns the weights;
     otherwise the fast path (``F.scaled_dot_product_attention``) is used and ``weights`` is
     None. Set ``self.fast_path = False`` to force the teaching path everywhere.
+
+    ``forward(..., cache=KVCache())`` (chapter 08) keeps the projected keys and values between
+    calls; it hooks into ``w_k`` and ``w_v``, so keep those two projections (see ``cache.py``).
     """
 
     def __init__(
@@ -80,11 +88,13 @@ class MultiHeadAttention(nn.Module):
                 f"d_model={d_model} is not divisible by n_heads={n_heads}: "
                 "choose sizes that divide, or give d_k and d_v explicitly"
             )
+        if (d_k is not None and d_k < 1) or (d_v is not None and d_v < 1):
+            raise ValueError(f"d_k and d_v must be >= 1 (or None for d_model // n_heads), got d_k={d_k}, d_v={d_v}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads = d_model, n_heads
-        self.d_k = d_k or d_model // n_heads
-        self.d_v = d_v or d_model // n_heads
+        self.d_k = d_k if d_k is not None else d_model // n_heads
+        self.d_v = d_v if d_v is not None else d_model // n_heads
         self.dropout = dropout
         self.fast_path = True
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # W^Q of all heads, side by side
@@ -97,8 +107,17 @@ class MultiHeadAttention(nn.Module):
                 nn.init.zeros_(linear.bias)
 
     def forward(
-        self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None, need_weights: bool = False
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
+        if cache is not None:  # incremental decoding (chapter 08): the cache serves w_k and w_v
+            with cache.attached(self):
+                return self.forward(query, key, value, mask, need_weights)
         self._check_inputs(query, key, value)
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)

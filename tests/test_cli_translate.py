@@ -1,0 +1,84 @@
+"""``python -m transformer_course translate``: translations, options, and clear one-line errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_course import Transformer, TransformerConfig
+from transformer_course.checkpoint import save_checkpoint
+from transformer_course.cli import main
+from transformer_course.data import number_vocabs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def tiny_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An untrained model with the vocabularies of the numbers task, saved as a checkpoint."""
+    src_vocab, tgt_vocab = number_vocabs()
+    torch.manual_seed(0)
+    config = TransformerConfig(
+        len(src_vocab), len(tgt_vocab), d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1,
+        n_decoder_layers=1, max_len=32,
+    )  # fmt: skip
+    path = tmp_path_factory.mktemp("ckpt") / "tiny.pt"
+    return save_checkpoint(path, Transformer(config), src_vocab, tgt_vocab)
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    status = main(["translate", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_translates_with_the_committed_checkpoint(capsys: pytest.CaptureFixture) -> None:
+    status, out, err = _run(["three hundred and forty-two"], capsys)
+    assert (status, out.strip(), err) == (0, "dreihundertzweiundvierzig", "")
+    status, out, _ = _run(["three hundred and forty-two", "--beam", "4"], capsys)
+    assert (status, out.strip()) == (0, "dreihundertzweiundvierzig")
+
+
+def test_a_checkpoint_argument_several_sentences_and_n_best(tiny_checkpoint: Path, capsys) -> None:
+    status, out, err = _run([str(tiny_checkpoint), "twenty-one", "one thousand and one"], capsys)
+    assert status == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "twenty-one →" and lines[2] == "one thousand and one →" and len(lines) == 4
+    status, out, _ = _run([str(tiny_checkpoint), "twenty-one", "--beam", "3", "--n-best", "2"], capsys)
+    assert status == 0
+    assert len(out.splitlines()) == 3 and out.count("(score ") == 2
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["three hundred and fourty-two"], "unknown word 'fourty'"),
+        (["Twenty-one apples and 3 pears"], "unknown words 'apples', '3', 'pears'"),
+        (["  ,  "], "nothing to translate"),
+        (["twenty-one", "--beam", "0"], "--beam"),
+        (["twenty-one", "--beam", "2", "--n-best", "3"], "--n-best"),
+        (["missing-model.pt", "twenty-one"], "checkpoint not found"),
+        (["missing-model.pt"], "nothing to translate"),
+    ],
+    ids=["misspelt", "several unknown", "empty", "beam 0", "n-best > beam", "missing file", "no text"],
+)
+def test_user_errors_are_one_clear_line(argv: list[str], message: str, tiny_checkpoint: Path, capsys) -> None:
+    if not argv[0].endswith(".pt"):
+        argv = [str(tiny_checkpoint), *argv]
+    status, out, err = _run(argv, capsys)
+    assert status == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_unknown_words_from_the_real_command_line_give_no_traceback() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "transformer_course", "translate", "one zillion"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "unknown word 'zillion'" in result.stderr

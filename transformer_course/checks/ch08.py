@@ -1,0 +1,250 @@
+"""Checks for chapter 08 — decoding.
+
+References are independent of the package: plain Python loops over the rows and the
+candidates (sorting lists, summing probabilities one by one), and small hand-made tables of
+log-probabilities whose right answer can be worked out on paper.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ._tools import CheckFailure, call, expect_close, expect_dtype, expect_equal, expect_shape
+from .registry import exercise
+
+# -- ex08_1: one greedy step ----------------------------------------------------------------------
+
+
+def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
+    tokens, done = [], []
+    for row, was_done in zip(logits.tolist(), finished.tolist(), strict=True):
+        best = max(range(len(row)), key=lambda v: row[v])
+        token = pad_id if was_done else best
+        tokens.append(token)
+        done.append(was_done or token == eos_id)
+    return torch.tensor(tokens), torch.tensor(done)
+
+
+@exercise(
+    "ex08_1",
+    "transformer_course.decoding:greedy_step",
+    title="one greedy decoding step",
+    difficulty="easy",
+    hint="take argmax over the last axis; put pad_id in the rows that were already finished "
+    "(masked_fill); a row is now finished if it was, or if its new token is eos_id.",
+)
+def check_greedy_step(impl: Callable) -> int:
+    cases = 0
+    for batch, vocab, eos_id, pad_id in ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0)):
+        logits = torch.randn(batch, vocab)
+        logits[0, eos_id] = 10.0  # row 0 picks <eos> now
+        finished = torch.zeros(batch, dtype=torch.bool)
+        if batch > 2:
+            finished[2] = True  # row 2 is already done...
+            logits[2, eos_id] = 10.0  # ...even though <eos> is again its most probable token
+        case = f"logits {tuple(logits.shape)}, finished {finished.tolist()}, eos_id={eos_id}, pad_id={pad_id}"
+        result = call(impl, logits, finished, eos_id, pad_id, case=case)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise CheckFailure(f"{case}: return a tuple (next_tokens, finished), got {type(result).__name__}")
+        tokens, done = result
+        want_tokens, want_done = _reference_greedy_step(logits, finished, eos_id, pad_id)
+        expect_shape(tokens, (batch,), "next_tokens", case)
+        expect_dtype(tokens, torch.long, "next_tokens", case)
+        expect_shape(done, (batch,), "finished", case)
+        expect_dtype(done, torch.bool, "finished", case)
+        if batch > 2 and int(tokens[2]) != pad_id:
+            raise CheckFailure(
+                f"{case}: row 2 had already finished, so its next token must be pad_id={pad_id}, got {int(tokens[2])}: "
+                "nothing is generated after <eos>"
+            )
+        if batch > 2 and not bool(done[2]):
+            raise CheckFailure(f"{case}: row 2 had finished before this step and must stay finished")
+        if not bool(done[0]):
+            raise CheckFailure(f"{case}: row 0 just produced eos_id={eos_id}, so it must now be finished")
+        expect_equal(tokens, want_tokens, "next_tokens", case)
+        expect_equal(done, want_done, "finished", case)
+        cases += 1
+    return cases
+
+
+# -- ex08_2: top-p (nucleus) filtering ------------------------------------------------------------
+
+
+def _reference_nucleus(probs: list[float], top_p: float) -> list[bool]:
+    """Keep the most probable tokens, one by one, until their mass reaches top_p."""
+    order = sorted(range(len(probs)), key=lambda i: -probs[i])
+    keep, mass = [False] * len(probs), 0.0
+    for i in order:
+        if mass >= top_p:
+            break
+        keep[i] = True
+        mass += probs[i]
+    return keep
+
+
+def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tensor:
+    """Random logits whose cumulative probabilities stay clear of every top_p (no ties, no edge)."""
+    while True:
+        logits = torch.randn(shape) * 1.5
+        probs = logits.double().softmax(-1).reshape(-1, shape[-1])
+        cumulative = probs.sort(dim=-1, descending=True).values.cumsum(-1)
+        gaps = min((cumulative - p).abs().min().item() for p in top_ps if p < 1)
+        if gaps > 1e-3 and probs.min().item() > 0:
+            return logits
+
+
+@exercise(
+    "ex08_2",
+    "transformer_course.decoding:top_p_filter",
+    title="top-p (nucleus) filtering",
+    difficulty="medium",
+    hint="sort the logits in descending order, take the softmax and its cumsum; drop a token when the "
+    "tokens *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the "
+    "vocabulary order and fill the dropped logits with -inf.",
+)
+def check_top_p_filter(impl: Callable) -> int:
+    cases = 0
+    top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
+    for shape in ((4, 7), (2, 3, 10), (9,)):
+        logits = _distinct_logits(shape, top_ps)
+        for top_p in top_ps:
+            case = f"logits {tuple(shape)}, top_p={top_p}"
+            got = expect_shape(call(impl, logits, top_p, case=case), shape, "filtered logits", case)
+            if torch.isnan(got).any():
+                raise CheckFailure(f"{case}: the filtered logits contain NaN")
+            rows, got_rows = logits.reshape(-1, shape[-1]), got.reshape(-1, shape[-1])
+            for r, (row, got_row) in enumerate(zip(rows, got_rows, strict=True)):
+                probs = [math.exp(x) for x in row.tolist()]
+                total = sum(probs)
+                keep = _reference_nucleus([p / total for p in probs], top_p)
+                kept = torch.tensor(keep)
+                dropped = torch.softmax(got_row.double(), -1) <= 1e-12  # probability 0 after filtering
+                if not kept.any() or dropped.all():
+                    raise CheckFailure(f"{case}, row {r}: every token was dropped; the most probable one must stay")
+                if (dropped & kept).any():
+                    i = int(torch.nonzero(dropped & kept)[0])
+                    raise CheckFailure(
+                        f"{case}, row {r}: token {i} is in the nucleus (kept tokens {torch.nonzero(kept).flatten().tolist()}) "
+                        "but was dropped; keep a token while the mass of the tokens before it is < top_p "
+                        "(the token that crosses top_p stays), and keep the vocabulary order"
+                    )
+                if (~dropped & ~kept).any():
+                    i = int(torch.nonzero(~dropped & ~kept)[0])
+                    raise CheckFailure(
+                        f"{case}, row {r}: token {i} is outside the nucleus (kept tokens "
+                        f"{torch.nonzero(kept).flatten().tolist()}) but still has a non-zero probability"
+                    )
+                expect_close(got_row[kept], row[kept], f"kept logits of row {r}", case, atol=0.0, rtol=0.0)
+            cases += 1
+    return cases
+
+
+# -- ex08_3: one beam-search step -----------------------------------------------------------------
+
+
+def _reference_beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    """Every candidate of every sentence in a list, ranked with the GNMT penalty, best K kept."""
+    batch, beams, vocab = tuple(log_probs.shape)
+    out = {"origin": [], "tokens": [], "scores": [], "finished": [], "lengths": []}
+    for b in range(batch):
+        candidates = []  # (penalised score, raw score, origin, token, finished, length)
+        for k in range(beams):
+            old, done, length = float(scores[b, k]), bool(finished[b, k]), int(lengths[b, k])
+            if done:  # one continuation: pad, same score, same length
+                candidates.append((old / ((5 + length) / 6) ** alpha, old, k, pad_id, True, length))
+                continue
+            for v in range(vocab):
+                raw = old + float(log_probs[b, k, v])
+                penalised = raw / ((5 + length + 1) / 6) ** alpha
+                candidates.append((penalised, raw, k, v, v == eos_id, length + 1))
+        candidates.sort(key=lambda c: -c[0])
+        best = candidates[:beams]
+        for key, i in (("origin", 2), ("tokens", 3), ("scores", 1), ("finished", 4), ("lengths", 5)):
+            out[key].append([c[i] for c in best])
+    return (
+        torch.tensor(out["origin"]),
+        torch.tensor(out["tokens"]),
+        torch.tensor(out["scores"], dtype=torch.float32),
+        torch.tensor(out["finished"]),
+        torch.tensor(out["lengths"]),
+    )
+
+
+def _beam_cases() -> list[tuple[str, tuple, float]]:
+    cases = []
+    # 1. the first step: one real hypothesis (<bos>) per sentence, the other slots empty (-inf)
+    batch, beams, vocab = 2, 3, 6
+    scores = torch.full((batch, beams), float("-inf"))
+    scores[:, 0] = 0.0
+    log_probs = torch.randn(batch, beams, vocab).log_softmax(-1)
+    zeros = torch.zeros(batch, beams, dtype=torch.long)
+    cases.append(("first step (slots 1, 2 empty = -inf)", (scores, log_probs, zeros.bool(), zeros, 2, 0), 0.6))
+    # 2. a middle step, some hypotheses finished, random log-probabilities, several alphas
+    for alpha, (eos_id, pad_id) in ((0.0, (2, 0)), (0.6, (2, 0)), (1.0, (4, 3))):
+        batch, beams, vocab = 3, 4, 7
+        scores = -torch.rand(batch, beams) * 6 - 1
+        finished = torch.rand(batch, beams) < 0.4
+        finished[0, 0] = True
+        finished[1] = False
+        lengths = torch.randint(2, 6, (batch, beams))
+        log_probs = (torch.randn(batch, beams, vocab) * 2).log_softmax(-1)
+        log_probs[1, 2, eos_id] = -0.01  # sentence 1 will finish a hypothesis now
+        case = f"a middle step, alpha={alpha}, eos_id={eos_id}, pad_id={pad_id}, finished {finished.tolist()}"
+        cases.append((case, (scores, log_probs, finished, lengths, eos_id, pad_id), alpha))
+    # 3. on paper: a short finished hypothesis against a longer one, where only the penalty decides
+    scores = torch.tensor([[-2.0, -2.2]])  # hypothesis 0 ended after 1 token, hypothesis 1 is 3 tokens long
+    finished, lengths = torch.tensor([[True, False]]), torch.tensor([[1, 3]])
+    log_probs = torch.tensor([[0.02, 0.02, 0.06, 0.9]]).log().expand(1, 2, 4).clone()
+    case = "a finished hypothesis of length 1 (score -2.0) against one of length 3 (score -2.2), alpha=1"
+    cases.append((case, (scores, log_probs, finished, lengths, 2, 0), 1.0))
+    return cases
+
+
+@exercise(
+    "ex08_3",
+    "transformer_course.decoding:beam_step",
+    title="one beam-search step (GNMT length penalty)",
+    difficulty="hard",
+    hint="give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a "
+    "row of -inf and a 0 at pad_id); candidates = scores[..., None] + step; new lengths grow only "
+    "where not finished; rank candidates / gnmt_length_penalty(new lengths, alpha) with topk over "
+    "the flattened K·V axis; origin = index // V, token = index % V; gather scores, finished, lengths.",
+)
+def check_beam_step(impl: Callable) -> int:
+    names = ("origin", "tokens", "scores", "finished", "lengths")
+    cases = _beam_cases()
+    for case, args, alpha in cases:
+        result = call(impl, *args, alpha, case=case)
+        if not (isinstance(result, tuple) and len(result) == 5):
+            raise CheckFailure(f"{case}: return a tuple (origin, tokens, scores, finished, lengths)")
+        want = _reference_beam_step(*args, alpha)
+        shape = tuple(args[0].shape)
+        for name, got in zip(names, result, strict=True):
+            expect_shape(got, shape, name, case)
+        origin, tokens, scores, finished, lengths = result
+        if origin.dtype.is_floating_point or tokens.dtype.is_floating_point:
+            raise CheckFailure(f"{case}: origin and tokens must be integer tensors (use // and %, not /)")
+        got_pairs = list(zip(origin.tolist(), tokens.tolist(), strict=True))
+        want_pairs = list(zip(want[0].tolist(), want[1].tolist(), strict=True))
+        if got_pairs != want_pairs:
+            for b, (g, w) in enumerate(zip(got_pairs, want_pairs, strict=True)):
+                if g == w:
+                    continue
+                pairs = list(zip(g[0], g[1], strict=True))
+                if len(set(pairs)) < len(pairs) and bool(args[2][b].any()):
+                    raise CheckFailure(
+                        f"{case}: sentence {b} keeps the same (origin, token) twice, {pairs}: a finished "
+                        "hypothesis must have exactly one continuation (pad_id)"
+                    )
+                raise CheckFailure(
+                    f"{case}: sentence {b} keeps (origin, token) = {pairs}, expected "
+                    f"{list(zip(w[0], w[1], strict=True))} (best first, ranked by score / length penalty)"
+                )
+        expect_close(scores, want[2], "scores (summed log-probabilities, not divided by the penalty)", case)
+        expect_equal(finished.bool(), want[3], "finished", case)
+        expect_equal(lengths.long(), want[4], "lengths", case)
+    return len(cases)

@@ -1,0 +1,459 @@
+"""Chapter 08 — turning a trained model into a translator: greedy decoding, beam search, sampling.
+
+The model gives a distribution over the next target token given the source and the target so
+far. Decoding chooses tokens one at a time, feeding each choice back in, until ``<eos>``:
+
+* :func:`greedy_decode` takes the most probable token at each step;
+* :func:`beam_search` keeps the ``beam_size`` best partial translations (paper §6.1: beam 4 and
+  the length penalty of Wu et al. 2016 with α = 0.6);
+* :func:`sample` draws each token at random, sharpened or flattened by a temperature and
+  restricted by top-k or top-p (nucleus) filtering.
+
+All three work on a batch of sentences, on any device, encode the source once, and by default
+use a :class:`~transformer_course.cache.DecoderCache` so that each step feeds the decoder only
+the newest token (``use_cache=False`` recomputes the whole prefix, to compare).
+
+Outputs are padded token ids **without** the leading ``<bos>``; each row ends with its
+``<eos>`` (if it produced one within ``max_len`` tokens), followed by padding. ``<pad>`` and
+``<bos>`` are never valid next tokens, so all three give them probability 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import Tensor, nn
+
+from ._validate import check_ndim
+from .cache import DecoderCache
+from .masks import padding_mask
+
+# -- pieces of one decoding step -----------------------------------------------------------------
+
+
+def greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
+    """One step of greedy decoding for a batch: the most probable next token of every row.
+
+    A row that has already produced ``<eos>`` is finished: it gets ``pad_id`` instead (nothing is
+    generated after ``<eos>``). A row that picks ``eos_id`` now becomes finished.
+
+    Shape:
+        logits: (B, V) scores of the next token, finished: (B,) bool
+        → (next_tokens (B,) long, finished (B,) bool)
+
+    Neither input is modified.
+    """
+    ### BEGIN SOLUTION
+    next_tokens = logits.argmax(dim=-1)  # (B,)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)  # finished rows only pad
+    return next_tokens, finished | (next_tokens == eos_id)  # (B,), (B,)
+    ### END SOLUTION
+
+
+def top_k_filter(logits: Tensor, top_k: int) -> Tensor:
+    """Keep the ``top_k`` largest logits of each row; the others become ``-inf`` (probability 0).
+
+    Shape:
+        logits: (..., V) → (..., V)
+    """
+    if not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}")
+    if top_k >= logits.shape[-1]:
+        return logits
+    threshold = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest
+    return logits.masked_fill(logits < threshold, float("-inf"))
+
+
+def top_p_filter(logits: Tensor, top_p: float) -> Tensor:
+    """Nucleus filtering (Holtzman et al. 2020): keep the smallest set of most probable tokens
+    whose probabilities add up to at least ``top_p``; the others become ``-inf``.
+
+    A token is kept when the tokens more probable than it add up to less than ``top_p``, so the
+    most probable token is always kept and ``top_p = 1`` keeps every token.
+
+    ``-inf`` rather than ``finfo.min``: a filtered token must get probability exactly 0, and
+    the kept set is never empty, so the softmax cannot turn into NaN.
+
+    Shape:
+        logits: (..., V) → (..., V), in the original token order
+    """
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    ### BEGIN SOLUTION
+    sorted_logits, order = logits.sort(dim=-1, descending=True)  # (..., V), most probable first
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs  # (..., V): mass of the strictly more probable tokens
+    drop_sorted = before >= top_p
+    drop = drop_sorted.scatter(-1, order, drop_sorted)  # (..., V): back to vocabulary order
+    return logits.masked_fill(drop, float("-inf"))
+    ### END SOLUTION
+
+
+def gnmt_length_penalty(lengths: Tensor, alpha: float) -> Tensor:
+    """The length penalty of Wu et al. (2016), eq. 14: ``lp(Y) = ((5 + |Y|) / 6) ** alpha``.
+
+    Beam search ranks hypotheses by ``log P(Y | X) / lp(Y)``. Log-probabilities only go down as
+    a hypothesis grows, so without the penalty (``alpha = 0``) short translations win; a larger
+    ``alpha`` favours longer ones. ``|Y|`` counts the generated tokens, ``<eos>`` included.
+
+    Shape:
+        lengths: any shape → the same shape, float
+    """
+    return ((5.0 + lengths.float()) / 6.0) ** alpha
+
+
+def beam_step(
+    scores: Tensor,
+    log_probs: Tensor,
+    finished: Tensor,
+    lengths: Tensor,
+    eos_id: int,
+    pad_id: int,
+    alpha: float = 0.6,
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """One step of beam search for B sentences with K hypotheses each.
+
+    Every hypothesis that is not finished is extended by every token of the vocabulary; a
+    finished one (it ended with ``<eos>``) has exactly one continuation, ``pad_id``, which keeps
+    its score and its length (so it is neither extended nor copied K times). Among the K·V
+    candidates of each sentence the K with the best *length-penalised* score
+    ``score / gnmt_length_penalty(length, alpha)`` survive, best first; a candidate whose new
+    token is ``eos_id`` is finished.
+
+    Args:
+        scores: (B, K) summed log-probabilities of the hypotheses (``-inf`` for an empty slot).
+        log_probs: (B, K, V) log-probabilities of the next token after each hypothesis.
+        finished: (B, K) bool; lengths: (B, K) number of tokens generated so far.
+
+    Returns:
+        ``(origin, tokens, scores, finished, lengths)``, each (B, K): which old hypothesis (0…K-1)
+        each survivor extends, the token it adds, its summed log-probability (not penalised),
+        whether it is finished, and its length.
+    """
+    ### BEGIN SOLUTION
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))  # (B, K, V)
+    frozen[..., pad_id] = 0.0  # the only continuation of a finished hypothesis: pad, for free
+    step = torch.where(finished[..., None], frozen, log_probs)  # (B, K, V)
+    candidates = scores[..., None] + step  # (B, K, V) summed log-probabilities
+    new_lengths = lengths + (~finished).long()  # (B, K): finished ones do not grow
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]  # (B, K, V)
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices  # (B, K) in K·V
+    origin, tokens = flat // vocab, flat % vocab  # (B, K), (B, K)
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)  # (B, K)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)  # (B, K)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+    ### END SOLUTION
+
+
+# -- the decoding loops --------------------------------------------------------------------------
+
+
+def _check_args(model: nn.Module, src: Tensor, max_len: int) -> None:
+    check_ndim(src, 2, "src", "(B, S) of token ids")
+    if not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len must be an integer >= 1, got {max_len!r}")
+    if max_len > model.config.max_len:
+        raise ValueError(f"max_len={max_len} is longer than the model's max_len={model.config.max_len}")
+    device = next(model.parameters()).device
+    if src.device != device:
+        raise ValueError(f"src is on {src.device} but the model is on {device}: move one of them")
+
+
+@contextmanager
+def _inference(model: nn.Module) -> Iterator[None]:
+    """Evaluation mode (no dropout) and no autograd while decoding; the mode is restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def _encode(model: nn.Module, src: Tensor) -> tuple[Tensor, Tensor]:
+    memory_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+    return model.encode(src, memory_mask), memory_mask  # (B, S, D), (B, 1, 1, S)
+
+
+def _next_logits(
+    model: nn.Module, tokens: Tensor, memory: Tensor, memory_mask: Tensor, cache: DecoderCache | None
+) -> Tensor:
+    """Logits (B, V) of the token after ``tokens`` (B, t): with a cache only the new tokens are
+    fed (the cache remembers the others), without one the whole prefix is recomputed."""
+    if cache is None:
+        logits = model.decode(tokens, memory, memory_mask)[:, -1]  # (B, V)
+    else:
+        logits = model.decode(tokens[:, cache.length :], memory, memory_mask, cache=cache)[:, -1]  # (B, V)
+    return _forbid_specials(model, logits)
+
+
+def _forbid_specials(model: nn.Module, logits: Tensor) -> Tensor:
+    """``<pad>`` and ``<bos>`` are never a valid next token: give them probability 0.
+
+    Shape:
+        logits: (..., V) → (..., V) float32
+    """
+    logits = logits.float().clone()
+    logits[..., [model.config.pad_id, model.config.bos_id]] = float("-inf")
+    return logits
+
+
+def _generate(
+    model: nn.Module,
+    src: Tensor,
+    max_len: int,
+    pick: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]],
+    use_cache: bool,
+) -> Tensor:
+    """The loop shared by greedy decoding and sampling; ``pick(logits, finished)`` chooses."""
+    memory, memory_mask = _encode(model, src)
+    tokens = src.new_full((src.shape[0], 1), model.config.bos_id)  # (B, 1): every row starts with <bos>
+    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
+    cache = DecoderCache.for_model(model) if use_cache else None
+    for _ in range(max_len):
+        logits = _next_logits(model, tokens, memory, memory_mask, cache)  # (B, V)
+        next_tokens, finished = pick(logits, finished)
+        tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
+        if finished.all():
+            break
+    return tokens[:, 1:]  # (B, ≤ max_len) without <bos>
+
+
+def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool = True) -> Tensor:
+    """Translate a batch by always taking the most probable next token.
+
+    The source is encoded once; each row stops at its ``<eos>`` (padding after it) and the loop
+    stops when every row has finished or ``max_len`` tokens were generated. The model is put in
+    evaluation mode for the call (its mode is restored afterwards).
+
+    Shape:
+        src: (B, S) source ids (padded with ``pad_id``) → (B, T) target ids without ``<bos>``,
+        T ≤ max_len
+    """
+    _check_args(model, src, max_len)
+    config = model.config
+    with _inference(model):
+        return _generate(
+            model, src, max_len, lambda lg, fin: greedy_step(lg, fin, config.eos_id, config.pad_id), use_cache
+        )
+
+
+def sample(
+    model: nn.Module,
+    src: Tensor,
+    max_len: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+    use_cache: bool = True,
+) -> Tensor:
+    """Translate a batch by drawing each next token at random from the model's distribution.
+
+    The logits are divided by ``temperature`` (below 1 sharpens the distribution, above 1
+    flattens it), then optionally restricted to the ``top_k`` most probable tokens and/or the
+    nucleus of mass ``top_p``. The draw uses the Gumbel-max trick: adding independent Gumbel
+    noise ``-log(-log U)`` to the log-probabilities and taking the arg-max picks token i with
+    probability ``p_i`` exactly, so sampling is greedy decoding on noisy logits (and
+    ``top_k=1`` is greedy decoding). Pass a ``generator`` (on the model's device) for
+    reproducible draws.
+
+    Shape:
+        src: (B, S) → (B, T) target ids without ``<bos>``, T ≤ max_len
+    """
+    _check_args(model, src, max_len)
+    _filtered(torch.zeros(1, 2), temperature, top_k, top_p)  # check the arguments before decoding
+    config = model.config
+
+    def pick(logits: Tensor, finished: Tensor) -> tuple[Tensor, Tensor]:
+        noisy = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
+        return greedy_step(noisy, finished, config.eos_id, config.pad_id)
+
+    with _inference(model):
+        return _generate(model, src, max_len, pick, use_cache)
+
+
+def sampling_distribution(
+    logits: Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> Tensor:
+    """The probabilities :func:`sample` draws from: temperature, then top-k, then top-p.
+
+    Shape:
+        logits: (..., V) → probabilities (..., V), each row summing to 1
+    """
+    return _filtered(logits, temperature, top_k, top_p).softmax(dim=-1)
+
+
+def sample_next_token(
+    logits: Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Draw one token per row from :func:`sampling_distribution` (the Gumbel-max trick).
+
+    Shape:
+        logits: (B, V) → token ids (B,)
+    """
+    return _noisy_log_probs(logits, temperature, top_k, top_p, generator).argmax(dim=-1)  # (B,)
+
+
+def _filtered(logits: Tensor, temperature: float, top_k: int | None, top_p: float | None) -> Tensor:
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature} (for the most probable token use greedy_decode)")
+    if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be None or an integer >= 1, got {top_k!r}")
+    if top_p is not None and not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be None or in (0, 1], got {top_p}")
+    logits = logits.float() / temperature  # (..., V)
+    if top_k is not None:
+        logits = top_k_filter(logits, top_k)
+    if top_p is not None:
+        logits = top_p_filter(logits, top_p)
+    return logits
+
+
+def _noisy_log_probs(
+    logits: Tensor, temperature: float, top_k: int | None, top_p: float | None, generator: torch.Generator | None
+) -> Tensor:
+    """Log-probabilities plus Gumbel noise: their arg-max is a sample of the distribution."""
+    log_probs = _filtered(logits, temperature, top_k, top_p).log_softmax(dim=-1)  # (B, V)
+    uniform = torch.rand(log_probs.shape, device=log_probs.device, generator=generator)  # (B, V) in [0, 1)
+    gumbel = -torch.log(-torch.log(uniform.clamp_min(torch.finfo(uniform.dtype).tiny)))  # finite everywhere
+    return log_probs + gumbel
+
+
+def beam_search(
+    model: nn.Module,
+    src: Tensor,
+    beam_size: int,
+    max_len: int,
+    length_penalty: float = 0.6,
+    n_best: int | None = None,
+    use_cache: bool = True,
+) -> tuple[Tensor, Tensor]:
+    """Translate a batch with beam search, all sentences and all beams at once.
+
+    Each sentence keeps ``beam_size`` hypotheses; :func:`beam_step` extends them and keeps the
+    best by ``log P(Y | X) / lp(Y)`` with the GNMT length penalty ``lp`` (``length_penalty`` is
+    its α; the paper used beam 4 and α = 0.6; α = 0 ranks by plain log-probability). A finished
+    hypothesis stays in the beam, unchanged, competing with the unfinished ones; the search stops
+    when every hypothesis of every sentence is finished or after ``max_len`` tokens.
+
+    Returns:
+        ``(tokens, scores)``: with ``n_best=None`` the best hypothesis of each sentence, tokens
+        (B, T) without ``<bos>`` (padding after ``<eos>``) and its length-penalised score (B,);
+        with ``n_best=n`` the n best, tokens (B, n, T) and scores (B, n), best first.
+    """
+    _check_args(model, src, max_len)
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
+    if n_best is not None and (not isinstance(n_best, int) or not 1 <= n_best <= beam_size):
+        raise ValueError(f"n_best must be None or an integer in [1, beam_size={beam_size}], got {n_best!r}")
+    if length_penalty < 0:
+        raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
+    config, batch, beams = model.config, src.shape[0], beam_size
+    with _inference(model):
+        memory, memory_mask = _encode(model, src)  # (B, S, D), (B, 1, 1, S)
+        memory = memory.repeat_interleave(beams, dim=0)  # (B·K, S, D): row b·K + k is beam k of sentence b
+        memory_mask = memory_mask.repeat_interleave(beams, dim=0)  # (B·K, 1, 1, S)
+        tokens = src.new_full((batch * beams, 1), config.bos_id)  # (B·K, 1)
+        scores = torch.full((batch, beams), float("-inf"), device=src.device)  # (B, K)
+        scores[:, 0] = 0.0  # one real hypothesis (<bos>) per sentence; the other slots are empty
+        finished = torch.zeros(batch, beams, dtype=torch.bool, device=src.device)  # (B, K)
+        lengths = torch.zeros(batch, beams, dtype=torch.long, device=src.device)  # (B, K)
+        first_row = torch.arange(batch, device=src.device)[:, None] * beams  # (B, 1)
+        cache = DecoderCache.for_model(model) if use_cache else None
+        for _ in range(max_len):
+            logits = _next_logits(model, tokens, memory, memory_mask, cache)  # (B·K, V)
+            log_probs = logits.log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
+            origin, new, scores, finished, lengths = beam_step(
+                scores, log_probs, finished, lengths, config.eos_id, config.pad_id, length_penalty
+            )
+            rows = (first_row + origin).view(-1)  # (B·K,) the batch row each survivor continues
+            tokens = torch.cat([tokens.index_select(0, rows), new.view(-1, 1)], dim=1)  # (B·K, t+1)
+            if cache is not None:
+                cache.reorder(rows)
+            if (finished | scores.isneginf()).all():
+                break
+        ranked = scores / gnmt_length_penalty(lengths, length_penalty)  # (B, K)
+        ranked, order = ranked.sort(dim=1, descending=True)  # (B, K), best first
+        out = tokens[:, 1:].view(batch, beams, -1)  # (B, K, T)
+        out = out.gather(1, order[..., None].expand_as(out))  # (B, K, T) best first
+        out = _pad_after_eos(out, config.eos_id, config.pad_id)
+        keep = 1 if n_best is None else n_best
+        out, ranked = out[:, :keep], ranked[:, :keep]  # (B, n, T), (B, n)
+        return (out[:, 0], ranked[:, 0]) if n_best is None else (out, ranked)
+
+
+def _pad_after_eos(tokens: Tensor, eos_id: int, pad_id: int) -> Tensor:
+    """Replace everything after the first ``eos_id`` of each row by ``pad_id``.
+
+    Shape:
+        tokens: (..., T) → (..., T)
+    """
+    seen = (tokens == eos_id).long().cumsum(dim=-1)  # (..., T): eos seen so far, the eos itself included
+    after = (seen - (tokens == eos_id).long()) > 0  # strictly after the first eos
+    return tokens.masked_fill(after, pad_id)
+
+
+def score_sequences(model: nn.Module, src: Tensor, hypotheses: Tensor, length_penalty: float = 0.0) -> Tensor:
+    """Score given translations with teacher forcing: ``log P(Y | X) / lp(|Y|)``.
+
+    ``hypotheses`` are decoder outputs as the functions above return them (no ``<bos>``,
+    padding after ``<eos>``); the tokens up to and including the first ``<eos>`` count (all of
+    them when there is none). Useful to compare greedy and beam outputs under one objective.
+
+    Shape:
+        src: (B, S), hypotheses: (B, T) → (B,) float
+    """
+    check_ndim(hypotheses, 2, "hypotheses", "(B, T) of token ids")
+    if hypotheses.shape[0] != src.shape[0]:
+        raise ValueError(f"src has {src.shape[0]} rows but hypotheses has {hypotheses.shape[0]}")
+    config = model.config
+    with _inference(model):
+        bos = hypotheses.new_full((hypotheses.shape[0], 1), config.bos_id)
+        logits = _forbid_specials(model, model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1)))  # (B, T, V)
+        token_log_probs = logits.log_softmax(-1).gather(-1, hypotheses[..., None])[..., 0]  # (B, T)
+        is_eos = (hypotheses == config.eos_id).long()
+        counted = (is_eos.cumsum(-1) - is_eos) == 0  # (B, T): up to and including the first eos
+        total = token_log_probs.where(counted, 0.0).sum(-1)  # (B,)
+        return total / gnmt_length_penalty(counted.sum(-1), length_penalty)
+
+
+def cross_attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> Tensor:
+    """The cross-attention weights of every decoder layer while the model reads ``hypotheses``.
+
+    The decoder is run once with teacher forcing on ``<bos>`` + the hypotheses; each layer's
+    cross-attention is asked for its weights (``need_weights=True``). Row t of a map is what
+    the decoder looked at in the source when it chose ``hypotheses[:, t]``.
+
+    Shape:
+        src: (B, S), hypotheses: (B, T) without ``<bos>`` → (n_layers, B, H, T, S)
+    """
+    check_ndim(hypotheses, 2, "hypotheses", "(B, T) of token ids")
+    captured: list[Tensor] = []
+
+    def ask_for_weights(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return args, {**kwargs, "need_weights": True}
+
+    def keep_weights(module: nn.Module, args: tuple, kwargs: dict, output: tuple) -> None:
+        captured.append(output[1])  # (B, H, T, S)
+
+    handles = []
+    try:
+        for layer in model.decoder.layers:
+            handles.append(layer.cross_attn.register_forward_pre_hook(ask_for_weights, with_kwargs=True))
+            handles.append(layer.cross_attn.register_forward_hook(keep_weights, with_kwargs=True))
+        with _inference(model):
+            bos = hypotheses.new_full((hypotheses.shape[0], 1), model.config.bos_id)
+            model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return torch.stack(captured)  # (n_layers, B, H, T, S)
