@@ -19,12 +19,16 @@ What is measured, all in one process:
   growth during the training steps on CPU, ``torch.cuda.max_memory_allocated`` on CUDA.
 
 Noise: in every round each entry runs in turn (the order rotates), so a burst of load from
-other processes hits every entry alike, and medians over the rounds are compared. The report
-states the load average at the start and at the end; on a busy machine take the ratios, not the
-absolute numbers. ``--threads 1 --clock cpu`` (CPU time of one thread) is the most load-proof
-setting for A/B experiments.
+other processes hits every entry alike; the ratios are given from the medians over the rounds
+and from the minima. The report states the load average at the start and at the end. On a
+machine shared with other processes, two PyTorch threads on two cores slow down by up to 10×
+whenever another process takes a core, so take such numbers as ratios only; ``--threads 1
+--clock cpu`` (CPU time of one thread) is the most load-proof setting, and ``--append TITLE``
+adds such a run below the first in the same report.
 
-Writes ``benchmarks/results.md`` (tables, machine, versions) and ``benchmarks/results.png``.
+Writes ``benchmarks/results.md`` (tables, machine, versions) and ``benchmarks/results.png``
+(``results-cuda[-bf16].md`` on a GPU); ``--json`` keeps the raw numbers, ``--report-from``
+rewrites a report from them.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,7 +51,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_course import MultiHeadAttention, Transformer, TransformerConfig
 
-from .reference import TorchTransformer
+from .reference import TorchTransformer, ours_with_the_same_weights
 
 HERE = Path(__file__).resolve().parent
 VOCAB, BATCH, LENGTH = 1000, 64, 32
@@ -56,7 +61,8 @@ SIZES = {  # name: (d_model, heads, d_ff, layers per stack)
     "medium": (256, 4, 1024, 3),
     "base": (512, 8, 2048, 6),
 }
-STEPS = {"small": 4, "medium": 2, "base": 1}  # training steps per entry and round (≈ 0.3–1 s each)
+STEPS = {"small": 4, "medium": 2, "base": 1}  # training steps per entry and round on a CPU (≈ 1 s each)
+CUDA_STEPS = {"small": 20, "medium": 20, "base": 10}
 VARIANTS = ("torch", "ours-fast", "ours-teaching")
 COMPILED = "ours-compiled"
 PEAK = "matmul-peak"
@@ -118,13 +124,33 @@ def training_step(model, optimizer, batch, autocast_dtype=None) -> Callable[[], 
     return step
 
 
+@torch.no_grad()
+def same_function_error(size: str, device: torch.device) -> float:
+    """Largest difference between the logits of nn.Transformer and ours given its weights (both
+    attention paths, real target positions): the two variants are one model."""
+    config = make_config(size, dropout=0.0)
+    theirs = make_model("torch", config, device).eval()
+    ours = ours_with_the_same_weights(theirs).eval()
+    src, tgt_in, _ = make_batch(config, device, batch=8)
+    want, real = theirs(src, tgt_in), tgt_in != config.pad_id
+    errors = []
+    for fast in (True, False):
+        for module in ours.modules():
+            if isinstance(module, MultiHeadAttention):
+                module.fast_path = fast
+        errors.append((ours(src, tgt_in) - want)[real].abs().max().item())
+    return max(errors)
+
+
 # -- timing -----------------------------------------------------------------------------------------
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
 
-def timed(fn: Callable[[], object], device: torch.device, n: int, clock: Callable[[], float] = time.perf_counter) -> float:
+def timed(
+    fn: Callable[[], object], device: torch.device, n: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
     """Seconds per call, over n calls."""
     _sync(device)
     start = clock()
@@ -147,8 +173,9 @@ def interleaved(fns: dict[str, tuple[Callable[[], object], int]], device: torch.
     return {name: {"seconds": statistics.median(s), "spread": (min(s), max(s))} for name, s in samples.items()}
 
 
-def matmul(device: torch.device, dtype: torch.dtype, n: int = 2048) -> tuple[Callable[[], object], float]:
+def matmul(device: torch.device, dtype: torch.dtype) -> tuple[Callable[[], object], float]:
     """A large square matmul (the practical ceiling for these models) and its FLOPs."""
+    n = 8192 if device.type == "cuda" else 2048
     a, b = torch.randn(n, n, device=device, dtype=dtype), torch.randn(n, n, device=device, dtype=dtype)
     return (lambda: a @ b), 2.0 * n**3
 
@@ -164,10 +191,36 @@ def step_flops(config: TransformerConfig, device: torch.device) -> int:
     return counter.get_total_flops()
 
 
+def saved_activation_bytes(model: torch.nn.Module, batch: tuple[torch.Tensor, ...], autocast_dtype=None) -> int:
+    """Bytes of the tensors autograd keeps for the backward pass of one step, parameters excluded:
+    the activation memory, counted exactly (independent of the load and of the allocator)."""
+    src, tgt_in, tgt_out = batch
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    kept: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in parameters:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        with torch.autocast(src.device.type, dtype=autocast_dtype, enabled=autocast_dtype is not None):
+            logits = model(src, tgt_in)
+            F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=0)
+    return sum(kept.values())
+
+
 # -- the three measurements --------------------------------------------------------------------------
-def compile_model(model: torch.nn.Module, step: Callable[[], None], device: torch.device) -> float:
-    """Compile ``model.forward`` in place and return the seconds the first (compiling) step took."""
-    model.forward = torch.compile(model.forward)
+def compile_model(model: torch.nn.Module) -> None:
+    """``torch.compile`` the encoder and decoder stacks in place (where the compute is; the
+    embeddings and the input checks, which read token ids on the host, stay eager)."""
+    model.encoder.compile()
+    model.decoder.compile()
+
+
+def first_step_seconds(step: Callable[[], None], device: torch.device) -> float:
+    """Seconds of one step (after compile_model: the step that compiles)."""
     start = time.perf_counter()
     step()
     _sync(device)
@@ -177,26 +230,36 @@ def compile_model(model: torch.nn.Module, step: Callable[[], None], device: torc
 def bench_training(size: str, device: torch.device, args, autocast_dtype=None) -> dict:
     config = make_config(size)
     batch = make_batch(config, device)
-    steps = args.steps or STEPS[size]
+    steps = args.steps or (CUDA_STEPS if device.type == "cuda" else STEPS)[size]
     dtype = autocast_dtype or torch.float32
     peak_fn, peak_flops = matmul(device, dtype)
-    fns: dict[str, tuple[Callable[[], object], int]] = {PEAK: (peak_fn, max(1, 3 * steps))}
-    compile_seconds = None
+    fns: dict[str, tuple[Callable[[], object], int]] = {PEAK: (peak_fn, 3 * steps)}
+    compile_seconds, saved = None, {}
     for variant in args.variants:
         model = make_model(variant, config, device).train()
+        # (not for the compiled model: its saved tensors are chosen by the compiler, out of the hooks' sight)
+        saved[variant] = None if variant == COMPILED else saved_activation_bytes(model, batch, autocast_dtype)
         fns[variant] = (training_step(model, make_optimizer(model), batch, autocast_dtype), steps)
         if variant == COMPILED:
-            compile_seconds = compile_model(model, fns[variant][0], device)
+            compile_model(model)
+            compile_seconds = first_step_seconds(fns[variant][0], device)
     times = interleaved(fns, device, args.rounds, CLOCKS[args.clock])
     peak = peak_flops / times.pop(PEAK)["seconds"]
     tokens = int((batch[2] != config.pad_id).sum())
     flops = step_flops(config, device)
-    result = {"peak_flops": peak, "step_flops": flops, "target_tokens": tokens, "variants": {}}
+    result = {
+        "same_function_error": same_function_error(size, device),
+        "peak_flops": peak,
+        "step_flops": flops,
+        "target_tokens": tokens,
+        "variants": {},
+    }
     for variant, t in times.items():
         result["variants"][variant] = {
             **t,
             "tokens_per_s": tokens / t["seconds"],
             "peak_fraction": flops / t["seconds"] / peak,
+            "saved_mb": None if saved[variant] is None else saved[variant] / 2**20,
         }
     if compile_seconds is not None:
         result["compile_seconds"] = compile_seconds
@@ -228,7 +291,7 @@ def bench_inference(size: str, device: torch.device, args) -> dict:
 
 
 _MEMORY_CHILD = """
-import json, resource, sys, torch
+import json, sys, torch
 from benchmarks.run import make_batch, make_config, make_model, make_optimizer, training_step
 size, variant, device, bf16, threads = sys.argv[1], sys.argv[2], torch.device(sys.argv[3]), sys.argv[4] == "1", int(sys.argv[5])
 torch.set_num_threads(threads)
@@ -239,7 +302,7 @@ config = make_config(size)
 model = make_model(variant, config, device).train()
 step = training_step(model, make_optimizer(model), make_batch(config, device), torch.bfloat16 if bf16 else None)
 if variant == "ours-compiled":
-    model.forward = torch.compile(model.forward)
+    model.encoder.compile(); model.decoder.compile()
 before = rss_mb("VmRSS:")
 for _ in range(3):
     step()
@@ -297,20 +360,16 @@ def format_report(info: dict, results: dict, autocast: str) -> str:
         f"## Training ({autocast}): forward + backward + AdamW, batch {BATCH}, source/target length {LENGTH}, "
         f"vocabulary {VOCAB}, dropout 0.1",
         "",
-        "| size | variant | target tok/s | ms/step (min–max) | ratio vs torch | % of matmul peak | "
-        "peak RSS MB | RSS growth MB | CUDA max alloc MB |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| size | variant | target tok/s | ms/step, median (min–max) | ratio vs torch (medians) | "
+        "ratio vs torch (minima) | % of matmul peak |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for size, r in results.items():
-        t = r["training"]
-        base = t["variants"]["torch"]["seconds"]
-        for variant, v in t["variants"].items():
-            mem = r.get("memory", {}).get(variant, {})
-            low, high = v["spread"]
+        t = r["training"]["variants"]
+        for variant, v in t.items():
             lines.append(
-                f"| {size} | {variant} | {v['tokens_per_s']:,.0f} | {v['seconds'] * 1e3:.0f} ({low * 1e3:.0f}–{high * 1e3:.0f}) | "
-                f"**{base / v['seconds']:.2f}** | {100 * v['peak_fraction']:.0f}% | {_mb(mem.get('peak_rss_mb'))} | "
-                f"{_mb(mem.get('rss_growth_mb'))} | {_mb(mem.get('cuda_mb'))} |"
+                f"| {size} | {variant} | {v['tokens_per_s']:,.0f} | {_ms(v)} | **{_ratio(t, variant)}** | "
+                f"{_ratio(t, variant, 0)} | {100 * v['peak_fraction']:.0f}% |"
             )
     lines += [""]
     for size, r in results.items():
@@ -318,77 +377,112 @@ def format_report(info: dict, results: dict, autocast: str) -> str:
         note = f"; first compiled step (compilation) {t['compile_seconds']:.0f} s" if "compile_seconds" in t else ""
         lines.append(
             f"- {size}: matmul peak in this run {t['peak_flops'] / 1e9:.0f} GFLOP/s; one step = "
-            f"{t['step_flops'] / 1e9:.1f} GFLOP (matmuls, counted on nn.Transformer){note}"
+            f"{t['step_flops'] / 1e9:.1f} GFLOP (matmuls, counted on nn.Transformer); ours with nn.Transformer's "
+            f"weights gives the same logits (largest difference {t['same_function_error']:.1e}){note}"
         )
+    lines += [
+        "",
+        "## Training memory",
+        "",
+        "| size | variant | saved for backward MB | peak RSS MB | RSS growth in 3 steps MB | CUDA max allocated MB |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for size, r in results.items():
+        for variant, v in r["training"]["variants"].items():
+            mem = r.get("memory", {}).get(variant, {})
+            lines.append(
+                f"| {size} | {variant} | {_mb(v['saved_mb'])} | {_mb(mem.get('peak_rss_mb'))} | "
+                f"{_mb(mem.get('rss_growth_mb'))} | {_mb(mem.get('cuda_mb'))} |"
+            )
+    lines += [
+        "",
+        "Saved for backward: the tensors autograd keeps between the forward and the backward pass "
+        "(activations, parameters excluded), counted exactly. Peak RSS: the whole process (Python, PyTorch "
+        "and its libraries ≈ 350 MB before the model exists), each variant in a fresh process; RSS growth: "
+        "from just before the first training step to the peak of three steps (activations, gradients, AdamW "
+        "state, allocator and thread buffers).",
+    ]
     if any("inference" in r for r in results.values()):
         lines += [
             "",
             f"## Inference: encoder + greedy decoding of {DECODE_TOKENS} tokens, batch {DECODE_BATCH}",
             "",
-            "| size | variant | generated tok/s | ms per batch | ratio vs torch |",
-            "| --- | --- | ---: | ---: | ---: |",
+            "| size | variant | generated tok/s | ms per batch, median (min–max) | ratio vs torch (medians) | "
+            "ratio vs torch (minima) |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
         ]
         for size, r in results.items():
             if "inference" not in r:
                 continue
-            base = r["inference"]["torch"]["seconds"]
-            for variant, v in r["inference"].items():
+            t = r["inference"]
+            for variant, v in t.items():
                 lines.append(
-                    f"| {size} | {variant} | {v['tokens_per_s']:,.0f} | {v['seconds'] * 1e3:.0f} | "
-                    f"**{base / v['seconds']:.2f}** |"
+                    f"| {size} | {variant} | {v['tokens_per_s']:,.0f} | {_ms(v)} | **{_ratio(t, variant)}** | "
+                    f"{_ratio(t, variant, 0)} |"
                 )
+        lines += [
+            "",
+            "torch: nn.Transformer re-runs the decoder on the whole prefix at every step (its only option); "
+            "ours-cache: our KV cache (chapter 08); ours-no-cache: ours re-running the prefix like torch.",
+        ]
     lines += [
         "",
-        "Ratio = nn.Transformer's median seconds / the variant's median seconds (above 1: faster than "
-        "nn.Transformer). Medians over interleaved rounds; min–max shows the spread. % of matmul peak = "
-        "the step's matmul FLOPs / its time / the FLOP/s of a 2048×2048 matmul measured in the same rounds.",
+        "Ratio = nn.Transformer's seconds / the variant's seconds (above 1: faster than nn.Transformer), from "
+        "the medians over the interleaved rounds and, less sensitive to bursts of load from other processes, "
+        "from the minima. % of matmul peak = the step's matmul FLOPs / its median time / the FLOP/s of a large "
+        "square matmul (2048² on CPU, 8192² on CUDA) measured in the same rounds: the model FLOP utilisation "
+        "(MFU) against what this machine really reaches.",
         "",
     ]
     return "\n".join(lines)
+
+
+def _ms(v: dict) -> str:
+    low, high = v["spread"]
+    return f"{v['seconds'] * 1e3:.0f} ({low * 1e3:.0f}–{high * 1e3:.0f})"
+
+
+def _ratio(table: dict, variant: str, which: int | None = None) -> str:
+    """torch's time / the variant's: medians (``which=None``) or minima (``which=0``)."""
+    if which is None:
+        return f"{table['torch']['seconds'] / table[variant]['seconds']:.2f}"
+    return f"{table['torch']['spread'][which] / table[variant]['spread'][which]:.2f}"
 
 
 def _mb(value: float | None) -> str:
     return "–" if value is None else f"{value:.0f}"
 
 
-def plot(results: dict, path: Path) -> None:
+def plot(results: dict, path: Path, title: str) -> None:
+    """Bars: ratio of medians; dots: ratio of minima (left: training, right: greedy decoding)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sizes = list(results)
-    variants = list(results[sizes[0]]["training"]["variants"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    width = 0.8 / len(variants)
-    for i, variant in enumerate(variants):
-        ratios = [
-            results[s]["training"]["variants"]["torch"]["seconds"] / results[s]["training"]["variants"][variant]["seconds"]
-            for s in sizes
-        ]
-        bars = axes[0].bar([x + i * width for x in range(len(sizes))], ratios, width, label=variant)
-        axes[0].bar_label(bars, fmt="%.2f", fontsize=7)
-    axes[0].axhline(1.0, color="black", lw=0.8)
-    axes[0].set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(sizes))], sizes)
-    axes[0].set_ylabel("speed relative to nn.Transformer")
-    axes[0].set_title("Training throughput (higher is faster)")
-    axes[0].legend(fontsize=8)
-    inferred = [s for s in sizes if "inference" in results[s]]
-    if inferred:
-        names = list(results[inferred[0]]["inference"])
+    panels = [("training", "Training throughput"), ("inference", f"Greedy decoding of {DECODE_TOKENS} tokens")]
+    for ax, (part, panel_title) in zip(axes, panels, strict=True):
+        sizes = [s for s in results if part in results[s]]
+        if not sizes:
+            ax.axis("off")
+            continue
+        table = {s: results[s][part]["variants"] if part == "training" else results[s][part] for s in sizes}
+        names = list(table[sizes[0]])
         width = 0.8 / len(names)
         for i, name in enumerate(names):
-            ratios = [
-                results[s]["inference"]["torch"]["seconds"] / results[s]["inference"][name]["seconds"] for s in inferred
-            ]
-            bars = axes[1].bar([x + i * width for x in range(len(inferred))], ratios, width, label=name)
-            axes[1].bar_label(bars, fmt="%.2f", fontsize=7)
-        axes[1].axhline(1.0, color="black", lw=0.8)
-        axes[1].set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(inferred))], inferred)
-        axes[1].set_title(f"Greedy decoding, {DECODE_TOKENS} tokens (higher is faster)")
-        axes[1].legend(fontsize=8)
-    else:
-        axes[1].axis("off")
+            xs = [x + i * width for x in range(len(sizes))]
+            medians = [table[s]["torch"]["seconds"] / table[s][name]["seconds"] for s in sizes]
+            minima = [table[s]["torch"]["spread"][0] / table[s][name]["spread"][0] for s in sizes]
+            bars = ax.bar(xs, medians, width, label=name)
+            ax.bar_label(bars, fmt="%.2f", fontsize=7)
+            ax.plot(xs, minima, "k.", ms=4)
+        ax.axhline(1.0, color="black", lw=0.8)
+        ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(sizes))], sizes)
+        ax.set_ylabel("speed relative to nn.Transformer")
+        ax.set_title(f"{panel_title} (higher is faster)", fontsize=10)
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -406,8 +500,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-memory", action="store_true", help="skip the memory subprocesses")
     parser.add_argument("--no-inference", action="store_true", help="skip greedy decoding")
     parser.add_argument("--bf16", action="store_true", help="CUDA only: bf16 autocast (peak = bf16 matmul)")
-    parser.add_argument("--out", type=Path, default=HERE / "results.md")
+    parser.add_argument("--out", type=Path, default=None, help="default: results.md (CPU), results-cuda[-bf16].md")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw numbers to this file")
+    parser.add_argument("--append", metavar="TITLE", help="add this run to --out under TITLE (no plot)")
+    parser.add_argument("--report-from", type=Path, metavar="JSON", help="no measuring: report a --json file")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -419,9 +515,15 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--bf16 needs CUDA")
     args.variants = [v for v in VARIANTS if not (args.no_teaching and v == "ours-teaching")]
     args.variants += [COMPILED] if args.compile else []
+    if args.out is None:
+        args.out = HERE / ("results.md" if device.type == "cpu" else f"results-cuda{'-bf16' if args.bf16 else ''}.md")
+    warnings.filterwarnings("ignore", message="The PyTorch API of nested tensors")  # nn.Transformer at eval
     autocast_dtype = torch.bfloat16 if args.bf16 else None
     autocast = "bf16 autocast" if args.bf16 else "float32"
-    info = machine_description(device, args)
+    if args.report_from:
+        saved = json.loads(args.report_from.read_text())
+        return write_report(saved["machine"], saved["results"], saved["machine"].get("precision", autocast), args)
+    info = machine_description(device, args) | {"precision": autocast}
     print("; ".join(f"{k} {v}" for k, v in info.items()), flush=True)
     results: dict[str, dict] = {}
     for size in sizes:
@@ -430,15 +532,24 @@ def main(argv: list[str] | None = None) -> int:
             r["inference"] = bench_inference(size, device, args)
         if not args.no_memory:
             r["memory"] = bench_memory(size, device, args, args.bf16)
-        print(format_report({}, {size: r}, autocast).split("\n", 3)[3], flush=True)
+        print(format_report({}, {size: r}, autocast).split("\n", 4)[4], flush=True)
     if hasattr(os, "getloadavg"):
         info["load average at end"] = round(os.getloadavg()[0], 2)
-    report = format_report(info, results, autocast)
-    print(report)
-    args.out.write_text(report + f"\n![training and decoding speed ratios]({args.out.with_suffix('.png').name})\n")
-    plot(results, args.out.with_suffix(".png"))
     if args.json:
         args.json.write_text(json.dumps({"machine": info, "results": results}, indent=1))
+    return write_report(info, results, autocast, args)
+
+
+def write_report(info: dict, results: dict, autocast: str, args) -> int:
+    report = format_report(info, results, autocast)
+    print(report)
+    if args.append:  # a second run (e.g. --threads 1 --clock cpu) below the first, headings one level down
+        section = report.replace("\n## ", "\n### ").replace("# Benchmark: our Transformer vs torch.nn.Transformer", "")
+        args.out.write_text(args.out.read_text() + f"\n## {args.append}\n{section}")
+    else:
+        args.out.write_text(report + f"\n![training and decoding speed ratios]({args.out.with_suffix('.png').name})\n")
+        title = f"{info['device']} ({info['cpu']}), {autocast}; bars: medians, dots: minima"
+        plot(results, args.out.with_suffix(".png"), title)
     return 0
 
 

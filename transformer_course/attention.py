@@ -104,7 +104,10 @@ def fast_attention(
     for it depends on the version (NaN in older releases, zeros in newer ones), while the
     teaching path gives it uniform weights, the mean of the values. So such a row is
     unmasked and its query zeroed: every score is then 0 and the weights are exactly uniform,
-    in any dtype. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask.
+    in any dtype. On a CPU the fix is applied only when some row is empty (rare; the copy of
+    ``q`` it needs costs more than asking). On a GPU it is applied always: asking
+    (``empty.any()``) would make the CPU wait for the GPU, and the fix leaves the other rows
+    unchanged. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask.
 
     Shape:
         q: (..., T, Dk), k: (..., S, Dk), v: (..., S, Dv) → (..., T, Dv)
@@ -113,7 +116,7 @@ def fast_attention(
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with nothing to attend to
-        if empty.any():
+        if q.device.type != "cpu" or empty.any():  # on a GPU, asking would wait for it: just fix
             q = q.masked_fill(empty, 0.0)  # zero query → equal scores → uniform weights
-            mask = mask | empty
+            mask = mask | empty  # an empty row may attend everywhere; other rows are unchanged
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)

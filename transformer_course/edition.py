@@ -88,13 +88,13 @@ def stub_source(source: str, module: str) -> str:
     from .checks.runner import _load_all
 
     _load_all()
-    by_target = {ex.target: ex for ex in EXERCISES.values()}
+    by_target = {target: ex for ex in EXERCISES.values() for target in ex.targets}
     lines = source.splitlines()
     for begin, end, target in reversed(region_targets(source, module)):
         if target not in by_target:
             raise ValueError(f"solution region in {target} (line {begin + 1}) belongs to no registered exercise")
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        message = by_target[target].stub_message()
+        message = by_target[target].stub_message(target)
         lines[begin : end + 1] = [f"{indent}{CODE_STUB}", f"{indent}raise NotImplementedError({message!r})"]
     return "\n".join(lines) + "\n"
 
@@ -237,6 +237,7 @@ _MIN_CODE, _MIN_TEXT = 20, 30  # shorter lines (``optimizer.step()``, ``d_k = q.
 
 
 _STRUCTURE = re.compile(r"^(for|with|if|elif|while|else|try|except|finally|def|class)\b.*:$|.*[(\[{,]$")
+_BARE_CALL = re.compile(r"^[\w.]+\(\)$")  # ``optimizer.zero_grad()``: an idiom, not an answer
 
 
 def _telling(line: str, prose: bool = False) -> str | None:
@@ -247,7 +248,7 @@ def _telling(line: str, prose: bool = False) -> str | None:
     if not norm or BEGIN.strip("# ") in norm or END.strip("# ") in norm or norm.startswith("```"):
         return None
     is_text = prose or norm.startswith("#")  # prose or a comment
-    if not is_text and _STRUCTURE.match(norm):
+    if not is_text and (_STRUCTURE.match(norm) or _BARE_CALL.match(norm)):
         return None
     return norm if len(norm) >= (_MIN_TEXT if is_text else _MIN_CODE) else None
 
@@ -390,15 +391,16 @@ def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = No
     answer_source = source_file.read_text(encoding="utf-8")
     if not any(t == ex.target for _, _, t in region_targets(answer_source, ex.module)):
         raise ValueError(f"{source_file} holds no worked answer for {exercise_id} ({ex.target})")
-    first, last = _function_span(answer_source, ex.qualname)
-    answer = answer_source.splitlines()[first : last + 1]
     mine = target_file.read_text(encoding="utf-8")
     backup = target_file.with_name(f"{target_file.name}.{exercise_id}.bak")
     backup.write_text(mine, encoding="utf-8")
-    lines = mine.splitlines()
-    m_first, m_last = _function_span(mine, ex.qualname)
-    lines[m_first : m_last + 1] = answer
-    target_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for qualname in (t.split(":")[1] for t in ex.targets):
+        first, last = _function_span(answer_source, qualname)
+        lines = mine.splitlines()
+        m_first, m_last = _function_span(mine, qualname)
+        lines[m_first : m_last + 1] = answer_source.splitlines()[first : last + 1]
+        mine = "\n".join(lines) + "\n"
+    target_file.write_text(mine, encoding="utf-8")
     return target_file, backup
 
 

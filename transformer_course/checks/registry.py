@@ -22,6 +22,12 @@ class Exercise:
     difficulty: str  # "easy", "medium" or "hard"
     hint: str  # shown by the stub's NotImplementedError
     check: Callable[[Callable], int]  # check(impl) raises CheckFailure, returns the number of cases
+    also: tuple[str, ...] = ()  # other functions of the same module that are part of this exercise
+    # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        return (self.target, *self.also)
 
     @property
     def module(self) -> str:
@@ -47,8 +53,9 @@ class Exercise:
             obj = getattr(obj, part)
         return obj
 
-    def stub_message(self) -> str:
-        return f"{self.id} ({self.qualname}) is not implemented yet: edit {self.file}. Hint: {self.hint}"
+    def stub_message(self, target: str | None = None) -> str:
+        qualname = (target or self.target).split(":")[1]
+        return f"{self.id} ({qualname}) is not implemented yet: edit {self.file}. Hint: {self.hint}"
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -56,15 +63,21 @@ EXERCISES: dict[str, Exercise] = {}
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
-def exercise(id: str, target: str, title: str, difficulty: str, hint: str) -> Callable:
-    """Decorator that registers ``check(impl) -> n_cases`` as the check of exercise ``id``."""
+def exercise(id: str, target: str, title: str, difficulty: str, hint: str, also: tuple[str, ...] = ()) -> Callable:
+    """Decorator that registers ``check(impl) -> n_cases`` as the check of exercise ``id``.
+
+    ``also`` names further functions (``module:qualname``, same module as ``target``) whose
+    solution regions belong to this exercise; the check tests ``target``.
+    """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
+    if any(t.split(":")[0] != target.split(":")[0] for t in also):
+        raise ValueError(f"{id}: the functions in `also` must be in the module of {target}")
 
     def register(check: Callable) -> Callable:
         if id in EXERCISES:
             raise ValueError(f"exercise {id} is registered twice")
-        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, check)
+        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, check, tuple(also))
         return check
 
     return register

@@ -1,0 +1,83 @@
+"""``python -m transformer_course train`` / ``evaluate``: JSON results, resuming, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer_course.checkpoint import PRETRAINED_PATH
+from transformer_course.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+KEYS = {"task", "exact_match", "bleu", "chrf", "seconds", "steps"}
+
+
+def _last_json(text: str) -> dict:
+    return json.loads(text.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--task", "klingon"], "unknown task 'klingon'"),
+        (["train", "--task", "copy", "--out", "/no/such/folder/model.pt"], "does not exist"),
+        (["train", "--task", "copy", "--max-seconds", "-1"], "--max-seconds must be > 0"),
+        (["train", "--task", "copy", "--resume", "missing.pt"], "checkpoint not found"),
+        (["evaluate", "missing.pt"], "checkpoint not found"),
+        (["evaluate", str(PRETRAINED_PATH), "--task", "copy"], "trained on numbers-en-de, not copy"),
+    ],
+)
+def test_bad_arguments_give_one_line_and_status_2(argv, message, capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error:") and message in err, err
+
+
+def test_unwritable_output_is_refused(tmp_path: Path, capsys) -> None:
+    (tmp_path / "a-file").write_text("")
+    assert main(["train", "--task", "copy", "--out", str(tmp_path / "a-file" / "m.pt")]) == 2
+    assert "is not a folder" in capsys.readouterr().err
+    assert main(["train", "--task", "copy", "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("this user (root) can write into a read-only folder")
+        assert main(["train", "--task", "copy", "--out", str(locked / "m.pt")]) == 2
+        assert "not writable" in capsys.readouterr().err
+    finally:
+        locked.chmod(0o700)
+
+
+def test_exit_status_from_a_real_process(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "transformer_course", "train", "--task", "klingon"],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 2 and run.stderr.strip().count("\n") == 0 and "unknown task" in run.stderr
+
+
+def test_train_then_resume_then_evaluate(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "copy.pt"
+    assert main(["train", "--task", "copy", "--steps", "12", "--out", str(out), "--quiet"]) == 0
+    first = _last_json(capsys.readouterr().out)
+    assert set(first) == KEYS and first["steps"] == 12 and out.is_file()
+    assert main(["train", "--task", "copy", "--steps", "20", "--resume", str(out), "--out", str(out), "--quiet"]) == 0
+    assert _last_json(capsys.readouterr().out)["steps"] == 20
+    assert main(["evaluate", str(out), "--task", "copy"]) == 0
+    scores = _last_json(capsys.readouterr().out)
+    assert set(scores) == KEYS and scores["steps"] == 20
+
+
+def test_evaluate_the_shipped_model(capsys) -> None:
+    assert main(["evaluate", str(PRETRAINED_PATH), "--task", "numbers-en-de"]) == 0
+    scores = _last_json(capsys.readouterr().out)
+    assert scores["exact_match"] >= 98 and scores["bleu"] > 95 and scores["chrf"] > 95

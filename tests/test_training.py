@@ -1,0 +1,182 @@
+"""Chapter 07 training pieces: schedule, loss, one step, mixed precision, greedy decoding, the loop."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_course import Transformer, TransformerConfig
+from transformer_course.data import Batch, copy_task, encode_pairs, make_batch
+from transformer_course.training import (
+    CPU_PROFILE,
+    GPU_PROFILE,
+    TOY_PROFILE,
+    MixedPrecision,
+    TrainingProfile,
+    evaluate,
+    greedy_translate,
+    label_smoothed_cross_entropy,
+    make_optimizer,
+    pick_profile,
+    run_training,
+    smoothed_targets,
+    train_step,
+    train_step_mixed_precision,
+    transformer_lr,
+    transformer_scheduler,
+)
+
+# -- schedule --------------------------------------------------------------------------------
+
+
+def test_schedule_matches_the_closed_form() -> None:
+    d, w = 512, 4000
+    assert transformer_lr(1, d, w) == pytest.approx(d**-0.5 * w**-1.5)
+    assert transformer_lr(w, d, w) == pytest.approx((d * w) ** -0.5)
+    assert transformer_lr(4 * w, d, w) == pytest.approx(d**-0.5 * (4 * w) ** -0.5)
+    assert transformer_lr(100, d, w, scale=2.0) == pytest.approx(2 * d**-0.5 * 100 * w**-1.5)
+    assert transformer_lr(w, 512, 4000) == pytest.approx(7.0e-4, rel=0.01)  # the paper's peak
+
+
+def test_schedule_rises_linearly_then_falls_and_peaks_at_warmup() -> None:
+    rates = [transformer_lr(s, 128, 300) for s in range(1, 2000)]
+    assert max(range(len(rates)), key=rates.__getitem__) + 1 == 300
+    assert rates[199] == pytest.approx(2 * rates[99])  # linear warm-up
+    assert rates[1199] == pytest.approx(rates[299] / 2)  # 1/sqrt(step): 4× the steps, half the rate
+    with pytest.raises(ValueError, match="step"):
+        transformer_lr(0, 128, 300)
+
+
+def test_scheduler_sets_the_rate_of_each_step() -> None:
+    model = torch.nn.Linear(3, 3)
+    optimizer = make_optimizer(model)
+    assert optimizer.defaults["betas"] == (0.9, 0.98) and optimizer.defaults["eps"] == 1e-9
+    scheduler = transformer_scheduler(optimizer, 64, 10, scale=3.0)
+    for step in range(1, 25):
+        assert optimizer.param_groups[0]["lr"] == pytest.approx(transformer_lr(step, 64, 10, 3.0))
+        optimizer.step()
+        scheduler.step()
+
+
+# -- loss ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.4])
+def test_loss_equals_pytorch_cross_entropy(smoothing: float) -> None:
+    logits = torch.randn(3, 7, 11) * 3
+    target = torch.randint(1, 11, (3, 7))
+    target[0, 4:] = 0
+    target[2, 1:] = 0
+    want = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1), label_smoothing=smoothing, ignore_index=0)
+    assert torch.allclose(label_smoothed_cross_entropy(logits, target, smoothing, pad_id=0), want, atol=1e-6)
+
+
+def test_loss_ignores_what_padding_positions_predict() -> None:
+    logits = torch.randn(2, 5, 9)
+    target = torch.tensor([[3, 4, 2, 0, 0], [5, 2, 0, 0, 0]])
+    changed = logits.clone()
+    changed[target == 0] = torch.randn(5, 9) * 10
+    assert torch.allclose(label_smoothed_cross_entropy(logits, target), label_smoothed_cross_entropy(changed, target))
+    all_padding = label_smoothed_cross_entropy(logits, torch.zeros(2, 5, dtype=torch.long))
+    assert all_padding.item() == 0.0, "a batch of padding has nothing to learn (and must not give NaN)"
+
+
+def test_smoothed_targets() -> None:
+    q = smoothed_targets(torch.tensor([2, 0]), vocab_size=5, smoothing=0.1)
+    assert torch.allclose(q.sum(-1), torch.ones(2))
+    assert q[0, 2].item() == pytest.approx(0.9 + 0.02) and q[0, 0].item() == pytest.approx(0.02)
+
+
+# -- one step --------------------------------------------------------------------------------
+
+
+def _tiny(vocab: int = 12, **overrides) -> Transformer:
+    settings = dict(d_model=16, n_heads=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, dropout=0.0, max_len=32)
+    return Transformer(TransformerConfig(vocab, vocab, **(settings | overrides)))
+
+
+def _batch() -> Batch:
+    task = copy_task(n_train=8)
+    return make_batch(encode_pairs(task.train, task.src_vocab, task.tgt_vocab), pad_id=0)
+
+
+def test_train_step_lowers_the_loss_on_a_batch() -> None:
+    model, batch = _tiny(14), _batch()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    losses = [train_step(model, batch, optimizer, smoothing=0.0) for _ in range(30)]
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_train_step_clears_old_gradients_and_clips() -> None:
+    model, batch = _tiny(14), _batch()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)  # lr 0: the weights never change
+    train_step(model, batch, optimizer, max_grad_norm=None)
+    first = [p.grad.clone() for p in model.parameters()]
+    train_step(model, batch, optimizer, max_grad_norm=None)
+    assert all(torch.allclose(a, p.grad) for a, p in zip(first, model.parameters(), strict=True))
+    train_step(model, batch, optimizer, max_grad_norm=1e-3)
+    norm = torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters()]))
+    assert norm.item() == pytest.approx(1e-3, rel=1e-3)
+
+
+def test_mixed_precision_step_runs_on_the_cpu_with_bfloat16() -> None:
+    model, batch = _tiny(14), _batch()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    precision = MixedPrecision(torch.bfloat16, torch.amp.GradScaler("cpu", enabled=False))
+    losses = [train_step_mixed_precision(model, batch, optimizer, precision) for _ in range(20)]
+    assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
+    assert MixedPrecision.for_device("cpu") is None
+
+
+def test_profiles() -> None:
+    assert pick_profile("cpu") is CPU_PROFILE and pick_profile("cuda") is GPU_PROFILE
+    assert pick_profile("cuda", "reverse") is TOY_PROFILE
+    assert GPU_PROFILE.d_model > CPU_PROFILE.d_model
+
+
+# -- decoding and a whole run --------------------------------------------------------------------
+
+
+def test_greedy_translate_stops_at_eos_and_pads_after() -> None:
+    model = _tiny(14).eval()
+    with torch.no_grad():
+        model.output.bias.fill_(-10.0)
+        model.output.bias[2] = 10.0  # <eos> is always the most probable token
+    out = greedy_translate(model, torch.tensor([[4, 5, 6], [7, 0, 0]]), max_len=6)
+    assert out.tolist() == [[2], [2]]
+
+
+def test_greedy_translate_agrees_with_chapter_08s_decoder() -> None:
+    decoding = pytest.importorskip("transformer_course.decoding")
+    from transformer_course.checkpoint import load_pretrained
+
+    checkpoint = load_pretrained()
+    src = torch.tensor(
+        [checkpoint.src_vocab.encode(["twenty", "one"]), checkpoint.src_vocab.encode(["seven", "hundred"])]
+    )
+    assert torch.equal(greedy_translate(checkpoint.model, src, 12), decoding.greedy_decode(checkpoint.model, src, 12))
+
+
+def test_a_tiny_model_learns_to_copy_in_seconds() -> None:
+    task = copy_task(n_train=4000, n_eval=200, n_symbols=8)
+    task.train = [(s[:6], t[:6]) for s, t in task.train]
+    task.test = [(s[:6], t[:6]) for s, t in task.test]
+    profile = TrainingProfile(
+        d_model=32,
+        n_heads=2,
+        d_ff=64,
+        n_layers=1,
+        dropout=0.0,
+        batch_size=64,
+        warmup_steps=50,
+        lr_scale=0.4,
+        steps=250,
+        eval_every=0,
+    )
+    result = run_training(task, profile, progress=False)
+    assert result.metrics["exact_match"] >= 90, result.metrics
+    assert result.metrics["steps"] == 250
+    assert evaluate(result.model, task.test[:50], task)["chrf"] > 90

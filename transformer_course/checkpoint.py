@@ -1,0 +1,259 @@
+"""Chapter 07 — checkpoints: everything needed to use a trained model, or to go on training it.
+
+A checkpoint is one file written by ``torch.save`` holding plain data only (tensors, numbers,
+strings, lists and dicts): the model's configuration and weights, both vocabularies, the
+optimizer and scheduler states, the step, the random-number state and a free ``extra`` dict.
+It is read back with ``torch.load(weights_only=True)``, which refuses to run code hidden in a
+file (a pickled object can execute anything when loaded), so opening a checkpoint from
+somewhere else is safe.
+
+The course ships one trained model (:data:`PRETRAINED_PATH`, made by
+``scripts/make_checkpoint.py``); :func:`load_pretrained` checks its SHA-256 before use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .model import Transformer
+from .vocab import Vocab
+
+FORMAT = "transformer-course-checkpoint"
+VERSION = 1
+ASSETS = Path(__file__).resolve().parent / "assets"
+PRETRAINED_PATH = ASSETS / "numbers_en_de.pt"
+PRETRAINED_SHA256_PATH = ASSETS / "numbers_en_de.pt.sha256"
+
+
+class ChecksumError(ValueError):
+    """A file's SHA-256 is not the one recorded for it."""
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint. ``model`` is built from ``config`` and in evaluation mode."""
+
+    model: Transformer
+    config: TransformerConfig
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    step: int = 0
+    optimizer_state: dict | None = None
+    scheduler_state: dict | None = None
+    rng_state: dict | None = None
+    extra: dict = field(default_factory=dict)
+
+    def restore(
+        self,
+        optimizer: torch.optim.Optimizer | None = None,
+        scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+        rng: bool = True,
+    ) -> None:
+        """Put the saved optimizer / scheduler / random state back, to resume the same run.
+
+        ``optimizer`` must have been made for ``self.model``'s parameters.
+        """
+        if optimizer is not None:
+            if self.optimizer_state is None:
+                raise ValueError("this checkpoint holds no optimizer state: it cannot resume training")
+            _check_optimizer_state(self.optimizer_state, optimizer)
+            optimizer.load_state_dict(self.optimizer_state)
+        if scheduler is not None:
+            if self.scheduler_state is None:
+                raise ValueError("this checkpoint holds no scheduler state")
+            scheduler.load_state_dict(self.scheduler_state)
+        if rng and self.rng_state is not None:
+            torch.set_rng_state(self.rng_state["cpu"])
+            if torch.cuda.is_available() and self.rng_state.get("cuda"):
+                torch.cuda.set_rng_state_all(self.rng_state["cuda"])
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: Transformer,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    optimizer: torch.optim.Optimizer | None = None,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
+    step: int = 0,
+    extra: dict | None = None,
+) -> Path:
+    """Write a checkpoint to ``path`` (atomically: a crash never leaves half a file). Returns the path."""
+    path = Path(path)
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a transformer_course.Transformer, got {type(model).__name__}")
+    config = model.config
+    if len(src_vocab) != config.src_vocab_size or len(tgt_vocab) != config.tgt_vocab_size:
+        raise ValueError(
+            f"the vocabularies ({len(src_vocab)}, {len(tgt_vocab)} tokens) do not match the model "
+            f"(src_vocab_size={config.src_vocab_size}, tgt_vocab_size={config.tgt_vocab_size})"
+        )
+    rng = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
+    payload = {
+        "format": FORMAT,
+        "version": VERSION,
+        "config": config.to_dict(),
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "src_vocab": src_vocab.to_dict(),
+        "tgt_vocab": tgt_vocab.to_dict(),
+        "optimizer": None if optimizer is None else optimizer.state_dict(),
+        "scheduler": None if scheduler is None else scheduler.state_dict(),
+        "step": int(step),
+        "rng": rng,
+        "extra": dict(extra or {}),
+    }
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write the checkpoint: folder {path.parent} does not exist")
+    partial = path.with_name(path.name + ".partial")
+    torch.save(payload, partial)
+    partial.replace(path)
+    return path
+
+
+def load_checkpoint(
+    path: str | Path, map_location: str | torch.device = "cpu", sha256: str | None = None
+) -> Checkpoint:
+    """Read a checkpoint written by :func:`save_checkpoint` and rebuild its model (in eval mode).
+
+    With ``sha256`` the file's hash is checked first. A missing file raises
+    ``FileNotFoundError``; a corrupt file, a file of another kind, or weights that do not fit the
+    saved configuration raise ``ValueError`` saying which.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint not found: {path}")
+    if sha256 is not None:
+        verify_sha256(path, sha256)
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as error:  # truncated, not a torch file, or holding code-bearing objects
+        raise ValueError(
+            f"{path} is not a readable checkpoint (corrupt or not made by save_checkpoint): {error}"
+        ) from None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+        raise ValueError(f"{path} is not a transformer-course checkpoint")
+    if payload.get("version") != VERSION:
+        raise ValueError(f"{path} has checkpoint version {payload.get('version')}, this code reads version {VERSION}")
+    try:
+        known = {f.name for f in fields(TransformerConfig)}
+        unknown = set(payload["config"]) - known
+        if unknown:
+            raise ValueError(f"unknown config fields {sorted(unknown)}")
+        config = TransformerConfig(**payload["config"])
+        src_vocab, tgt_vocab = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"{path} holds an invalid configuration or vocabulary: {error}") from None
+    if (len(src_vocab), len(tgt_vocab)) != (config.src_vocab_size, config.tgt_vocab_size):
+        raise ValueError(
+            f"{path}: the vocabularies ({len(src_vocab)}, {len(tgt_vocab)} tokens) do not match the config "
+            f"(src_vocab_size={config.src_vocab_size}, tgt_vocab_size={config.tgt_vocab_size})"
+        )
+    model = Transformer(config)
+    try:
+        model.load_state_dict(payload["model"])
+    except (RuntimeError, KeyError) as error:
+        first = str(error).strip().splitlines()
+        raise ValueError(f"{path}: the saved weights do not fit the saved config: {' '.join(first[:3])}") from None
+    model.to(map_location).eval()
+    return Checkpoint(
+        model=model,
+        config=config,
+        src_vocab=src_vocab,
+        tgt_vocab=tgt_vocab,
+        step=int(payload.get("step", 0)),
+        optimizer_state=payload.get("optimizer"),
+        scheduler_state=payload.get("scheduler"),
+        rng_state=payload.get("rng"),
+        extra=payload.get("extra") or {},
+    )
+
+
+def _check_optimizer_state(state: dict, optimizer: torch.optim.Optimizer) -> None:
+    """A saved optimizer state must belong to parameters of the same shapes."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    saved_ids = [i for group in state.get("param_groups", []) for i in group["params"]]
+    if len(saved_ids) != len(params):
+        raise ValueError(
+            f"the saved optimizer state is for {len(saved_ids)} parameters, this optimizer has {len(params)}: "
+            "was the checkpoint made with another model configuration?"
+        )
+    for saved_id, param in zip(saved_ids, params, strict=True):
+        moments = state.get("state", {}).get(saved_id, {})
+        for name, value in moments.items():
+            if isinstance(value, torch.Tensor) and value.dim() > 0 and value.shape != param.shape:
+                raise ValueError(
+                    f"the saved optimizer state has {name} of shape {tuple(value.shape)} for a parameter of "
+                    f"shape {tuple(param.shape)}: the checkpoint was made with another model configuration"
+                )
+
+
+# -- hashes and the shipped model -----------------------------------------------------------
+
+
+def sha256_of(path: str | Path) -> str:
+    """Hex SHA-256 of a file."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_sha256(path: str | Path, expected: str) -> None:
+    """Raise :class:`ChecksumError` unless ``path`` has the SHA-256 ``expected``."""
+    actual = sha256_of(path)
+    if actual != expected.strip().lower():
+        raise ChecksumError(
+            f"{path} has SHA-256 {actual}, expected {expected.strip()}: the file is damaged or was replaced "
+            "(re-create it with scripts/make_checkpoint.py, or restore it from git)"
+        )
+
+
+def recorded_sha256(sha_path: str | Path = PRETRAINED_SHA256_PATH) -> str:
+    """The hash written next to a file, in ``sha256sum`` format (``<hex>  <name>``)."""
+    text = Path(sha_path).read_text(encoding="utf-8").split()
+    if not text or len(text[0]) != 64:
+        raise ValueError(f"{sha_path} does not hold a SHA-256 hash")
+    return text[0]
+
+
+def write_sha256(path: str | Path) -> Path:
+    """Record ``path``'s SHA-256 next to it (``<file>.sha256``, ``sha256sum`` format)."""
+    path = Path(path)
+    sha_path = path.with_name(path.name + ".sha256")
+    sha_path.write_text(f"{sha256_of(path)}  {path.name}\n", encoding="utf-8")
+    return sha_path
+
+
+def load_pretrained(map_location: str | torch.device = "cpu") -> Checkpoint:
+    """The English → German numbers model that ships with the course, its SHA-256 checked.
+
+    Made by ``scripts/make_checkpoint.py``; ``extra`` records how (profile, steps, test scores).
+    """
+    if not PRETRAINED_PATH.is_file():
+        raise FileNotFoundError(
+            f"the pretrained checkpoint {PRETRAINED_PATH} is missing: run scripts/make_checkpoint.py"
+        )
+    return load_checkpoint(PRETRAINED_PATH, map_location, sha256=recorded_sha256(PRETRAINED_SHA256_PATH))
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def describe(checkpoint: Checkpoint) -> dict[str, Any]:
+    """A short summary for printing."""
+    return {
+        "step": checkpoint.step,
+        "parameters": count_parameters(checkpoint.model),
+        "d_model": checkpoint.config.d_model,
+        "layers": (checkpoint.config.n_encoder_layers, checkpoint.config.n_decoder_layers),
+        **{k: v for k, v in checkpoint.extra.items() if k in ("task", "test")},
+    }
