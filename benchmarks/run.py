@@ -380,28 +380,8 @@ def format_report(info: dict, results: dict, autocast: str) -> str:
             f"{t['step_flops'] / 1e9:.1f} GFLOP (matmuls, counted on nn.Transformer); ours with nn.Transformer's "
             f"weights gives the same logits (largest difference {t['same_function_error']:.1e}){note}"
         )
-    lines += [
-        "",
-        "## Training memory",
-        "",
-        "| size | variant | saved for backward MB | peak RSS MB | RSS growth in 3 steps MB | CUDA max allocated MB |",
-        "| --- | --- | ---: | ---: | ---: | ---: |",
-    ]
-    for size, r in results.items():
-        for variant, v in r["training"]["variants"].items():
-            mem = r.get("memory", {}).get(variant, {})
-            lines.append(
-                f"| {size} | {variant} | {_mb(v['saved_mb'])} | {_mb(mem.get('peak_rss_mb'))} | "
-                f"{_mb(mem.get('rss_growth_mb'))} | {_mb(mem.get('cuda_mb'))} |"
-            )
-    lines += [
-        "",
-        "Saved for backward: the tensors autograd keeps between the forward and the backward pass "
-        "(activations, parameters excluded), counted exactly. Peak RSS: the whole process (Python, PyTorch "
-        "and its libraries ≈ 350 MB before the model exists), each variant in a fresh process; RSS growth: "
-        "from just before the first training step to the peak of three steps (activations, gradients, AdamW "
-        "state, allocator and thread buffers).",
-    ]
+    if any("memory" in r for r in results.values()):
+        lines += _memory_table(results)
     if any("inference" in r for r in results.values()):
         lines += [
             "",
@@ -435,6 +415,32 @@ def format_report(info: dict, results: dict, autocast: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _memory_table(results: dict) -> list[str]:
+    lines = [
+        "",
+        "## Training memory",
+        "",
+        "| size | variant | saved for backward MB | peak RSS MB | RSS growth in 3 steps MB | CUDA max allocated MB |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for size, r in results.items():
+        for variant, v in r["training"]["variants"].items():
+            mem = r.get("memory", {}).get(variant, {})
+            lines.append(
+                f"| {size} | {variant} | {_mb(v['saved_mb'])} | {_mb(mem.get('peak_rss_mb'))} | "
+                f"{_mb(mem.get('rss_growth_mb'))} | {_mb(mem.get('cuda_mb'))} |"
+            )
+    lines += [
+        "",
+        "Saved for backward: the tensors autograd keeps between the forward and the backward pass "
+        "(activations, parameters excluded), counted exactly. Peak RSS: the whole process (Python, PyTorch "
+        "and its libraries ≈ 350 MB before the model exists), each variant in a fresh process; RSS growth: "
+        "from just before the first training step to the peak of three steps (activations, gradients, AdamW "
+        "state, allocator and thread buffers).",
+    ]
+    return lines
 
 
 def _ms(v: dict) -> str:
