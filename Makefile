@@ -38,7 +38,7 @@ test: $(STAMP) lint
 
 # Re-run every notebook and store its outputs (after editing a chapter's .py source).
 notebooks: $(STAMP)
-	$(BIN)/python tools/execute_notebooks.py $(NB)
+	$(BIN)/python scripts/execute_notebooks.py $(NB)
 
 # Regenerate exercises/ from solutions/ (never edit exercises/ by hand).
 exercises: $(STAMP)

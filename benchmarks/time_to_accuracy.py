@@ -25,16 +25,11 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from transformer_course.data import batch_stream, encode_pairs, numbers_task
-from transformer_course.training import (
-    CPU_PROFILE,
-    History,
-    build_model,
-    evaluate,
-    fit,
-    make_optimizer,
-    transformer_scheduler,
-)
+from transformer_course.batching import batch_stream, encode_pairs
+from transformer_course.data import numbers_task
+from transformer_course.evaluation import evaluate
+from transformer_course.schedule import make_optimizer, transformer_scheduler
+from transformer_course.training import CPU_PROFILE, History, build_model, fit
 
 if __package__ in (None, ""):  # run as a script: the repository, not benchmarks/, goes first on the path
     sys.path[0] = str(Path(__file__).resolve().parent.parent)  # (benchmarks/profile.py shadows the stdlib's)
@@ -106,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                 runner.train_until(clock)
         row = {"seconds": mark, "load": round(os.getloadavg()[0], 2)}
         for runner in runners:
-            scores = evaluate(runner.model, task.test, task)
+            scores = evaluate(runner.model, task.test, task, use_cache=False)  # the baseline has no cache
             row[runner.name] = {
                 "exact_match": scores["exact_match"],
                 "bleu": scores["bleu"],

@@ -59,11 +59,11 @@ from transformer_course import (
     tie_weights,
     tokenize,
 )
-from transformer_course.checks import run_check
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## 1. From text to token ids

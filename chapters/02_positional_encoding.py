@@ -59,11 +59,11 @@ from transformer_course import (
     scaled_dot_product_attention,
     sinusoidal_positional_encoding,
 )
-from transformer_course.checks import run_check
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## 1. Attention alone does not see order
@@ -250,6 +250,10 @@ plt.show()
 # dropout: §5.4 applies it to the sums of embeddings and positional encodings ($P_{drop} = 0.1$
 # for the base model). You write `forward` in exercise `ex02_2`.
 #
+# `forward(x, offset=L)` reads the rows L … L+T−1 instead: x is then the continuation of a longer
+# sequence, starting at position L. Chapter 08 needs this when it writes a translation one token at
+# a time, each new token at the next position.
+#
 # The table is registered as a *buffer*: it follows `.to(device)` and `.to(dtype)` like a weight,
 # but it is not a parameter (nothing learns it) and, being a formula, it is not saved in the
 # `state_dict` either (`persistent=False`).
@@ -263,6 +267,7 @@ x = embed(tokens)  # (B, T, D)
 out = positional(x)  # (B, T, D)
 by_hand = x + sinusoidal_positional_encoding(50, d_model)[: x.shape[1]]  # (B, T, D) + (T, D)
 assert torch.allclose(out, by_hand)
+assert torch.allclose(positional(x[:, 4:], offset=4), out[:, 4:])  # tokens 4… as the continuation of a sequence
 print("tokens", tuple(tokens.shape), "→ embeddings", tuple(x.shape), "→ with positions", tuple(out.shape))
 print("buffers:", [name for name, _ in positional.named_buffers()], "| state_dict:", list(positional.state_dict()))
 print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.dtype)

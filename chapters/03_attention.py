@@ -51,11 +51,11 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
-from transformer_course.checks import run_check
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## 1. Attention is a lookup that never has to choose

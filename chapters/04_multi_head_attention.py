@@ -57,11 +57,11 @@ from transformer_course import (
     sinusoidal_positional_encoding,
     split_heads,
 )
-from transformer_course.checks import run_check
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## 1. Why more than one head?
@@ -214,6 +214,11 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. The same module does
 # self-attention (query, key and value are the same sequence) and cross-attention (queries from the
 # decoder, keys and values from the encoder output, §3.2.3), so the key length S may differ from T.
+#
+# The keys and values come from one small method, `keys_and_values(key, value, cache=None)`: it
+# projects them with $W^K$ and $W^V$ and splits the heads. Its `cache` argument serves chapter 08,
+# where a translation is written one token at a time and the keys and values of the earlier tokens
+# are kept instead of being computed again; until then it is `None` and changes nothing.
 
 # %%
 torch.manual_seed(0)
@@ -228,6 +233,7 @@ print("output ", tuple(out.shape), " weights", tuple(weights.shape), "(B, H, T, 
 q = split_heads(mha.w_q(target), H)  # (B, H, T, Dk)
 k = split_heads(mha.w_k(memory), H)  # (B, H, S, Dk)
 v = split_heads(mha.w_v(memory), H)  # (B, H, S, Dv)
+assert all(torch.equal(a, b) for a, b in zip(mha.keys_and_values(memory, memory), (k, v), strict=True))
 heads, w = scaled_dot_product_attention(q, k, v)  # (B, H, T, Dv), (B, H, T, S)
 by_hand = mha.w_o(merge_heads(heads))  # (B, T, D)
 print("by hand == module:", torch.allclose(by_hand, out, atol=1e-6), torch.allclose(w, weights))

@@ -53,11 +53,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_course import Encoder, EncoderLayer, PositionwiseFeedForward, padding_mask, residual
-from transformer_course.checks import run_check
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "axes.grid": True, "grid.alpha": 0.3, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's plots read better on a grid
 
 # %% [markdown]
 # ## 1. The shape of an encoder layer

@@ -67,12 +67,12 @@ from transformer_course import (
     target_mask,
     tokenize,
 )
-from transformer_course.checks import run_check
 from transformer_course.config import TABLE3_VOCAB_SIZE
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## 1. A real padded batch
@@ -292,6 +292,11 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # (turning these three lines into code is exercise `ex06_3`). Note *memory, memory* in the second
 # line: the decoder's own states `h` supply only the queries.
 # `Decoder` applies $N$ such layers, each attending to the same memory.
+#
+# `DecoderLayer.forward` also takes a `cache` (chapter 08 writes translations one token at a time
+# and keeps the keys and values of the earlier tokens). It is plain data handed down: the layer
+# passes `cache.self_attn` to its self-attention and `cache.cross_attn` to its cross-attention, and
+# without a cache both are `None`.
 #
 # As for the encoder, PyTorch has the same layer. `DecoderLayer.from_torch` copies the weights of
 # a `nn.TransformerDecoderLayer(batch_first=True)`; the masks must be converted, since PyTorch's
@@ -561,7 +566,7 @@ plt.show()
 
 
 # %%
-def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None):
+def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     def masked_self_attention(h):
         return self.self_attn(h, h, h, tgt_mask)[0]
 

@@ -59,42 +59,30 @@ import torch.nn.functional as F
 from num2words import num2words
 
 from transformer_course import pick_device
-from transformer_course.checkpoint import load_checkpoint, load_pretrained, save_checkpoint
-from transformer_course.checks import run_check
+from transformer_course.batching import Batch, batch_indices, batch_stream, encode_pairs, make_batch, teacher_forcing
+from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 from transformer_course.data import (
-    Batch,
-    batch_indices,
-    batch_stream,
-    encode_pairs,
     english_tokens,
     german_text,
     german_tokens,
     load_task,
-    make_batch,
     number_pair,
     number_to_english,
     number_to_german,
     numbers_task,
-    teacher_forcing,
 )
-from transformer_course.training import (
-    MixedPrecision,
-    build_model,
-    evaluate,
-    fit,
-    label_smoothed_cross_entropy,
-    make_optimizer,
-    pick_profile,
-    plot_history,
-    smoothed_targets,
-    transformer_lr,
-    transformer_scheduler,
-    translate,
-)
+from transformer_course.evaluation import evaluate, translate
+from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
+from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
+from transformer_course.step import MixedPrecision
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.plots import plot_history
+from transformer_course.tools.pretrained import load_pretrained
+from transformer_course.training import build_model, fit, pick_profile
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 device = pick_device()  # CUDA, then Apple's MPS, then the CPU
 profile = pick_profile(device)  # the GPU profile on CUDA, the CPU profile elsewhere
@@ -307,10 +295,14 @@ print(f"rate of step 4000: {optimizer.param_groups[0]['lr']:.3e} (the paper's ba
 # `train_step` (exercise ex07_4) is one update: the model reads `batch.src` and the shifted target
 # `batch.tgt_in`, the loss compares its logits with `batch.tgt_out`, the old gradients are cleared,
 # new ones computed and **clipped** to norm 1 (not in the paper; it keeps a rare bad batch from
-# undoing progress in short, fast runs like ours), then the optimizer and the scheduler step.
-# `fit` is the loop around it: take the next batch, step, record the loss and the learning rate,
-# evaluate now and then, show a progress bar. Read it in `transformer_course/training.py`; it is
-# short on purpose.
+# undoing progress in short, fast runs like ours), then the optimizer and the scheduler step. It
+# returns the loss as a tensor (`loss.detach()`), not as a number: on a GPU, reading a value back
+# (`.item()`) makes the CPU wait until the GPU has finished, and a loop that waits at every step
+# keeps the GPU idle much of the time.
+# `fit` is the loop around it: take the next batch, step, record the learning rate, every 50 steps
+# read the losses of those steps in one transfer (and stop if one is not finite), evaluate now and
+# then, show a progress bar. Each piece has its own short file in `transformer_course/`: the loss
+# in `loss.py`, the schedule in `schedule.py`, the step in `step.py`, the loop in `training.py`.
 #
 # On a GPU, `fit` runs `train_step_mixed_precision` instead: the same step under
 # `torch.autocast`, in bfloat16 on recent GPUs, or in float16 with a gradient scaler on older ones
@@ -412,6 +404,9 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 #
 # ## 7. Evaluation
 #
+# `evaluate` (in `evaluation.py`) translates held-out numbers with the greedy decoder of chapter 08,
+# `greedy_decode`: the course has one decoder, and this chapter borrows it early. (In the student
+# edition its one step is exercise ex08_1, a short one: write it before running this chapter.)
 # Three numbers, in percent, on the 1,000 test numbers:
 #
 # - **exact match** — the whole German word is right. For numbers, anything else is wrong.

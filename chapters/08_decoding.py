@@ -62,10 +62,9 @@ import torch
 from torch import nn
 
 from transformer_course import Transformer, TransformerConfig
+from transformer_course.batching import pad_sequences
 from transformer_course.cache import DecoderCache
-from transformer_course.checkpoint import load_pretrained
-from transformer_course.checks import run_check
-from transformer_course.data import english_tokens, german_text, number_pair, numbers_task, pad_sequences
+from transformer_course.data import english_tokens, german_text, number_pair, numbers_task
 from transformer_course.decoding import (
     beam_search,
     beam_step,
@@ -77,10 +76,12 @@ from transformer_course.decoding import (
     score_sequences,
 )
 from transformer_course.masks import padding_mask
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.pretrained import load_pretrained
 
 torch.manual_seed(0)
-torch.set_printoptions(precision=3, sci_mode=False)
-plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 checkpoint = load_pretrained()  # trained by chapter 07 and committed with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
@@ -445,9 +446,15 @@ print("expected:", german_text(number_pair(456_789)[1]))
 #
 # A `DecoderCache` keeps both. With it, each step feeds the decoder only the new token: its query
 # attends over the stored keys/values plus its own, the memory is projected once, and the
-# positional encoding must be taken at the right position (`cache.length`), not at 0. The attention
-# code of chapter 04 is unchanged: the cache hooks into the key and value projections (see
-# `transformer_course/cache.py`).
+# positional encoding must be taken at the right position (`cache.length`), not at 0.
+#
+# The cache is plain data, passed in and handed on (`transformer_course/cache.py`):
+# `model.decode(new_tokens, memory, memory_mask, cache=cache)` gives each decoder layer its
+# `LayerCache`; your `DecoderLayer.forward` (chapter 06) passes `cache.self_attn` and
+# `cache.cross_attn` to the two attentions; `MultiHeadAttention.keys_and_values` (chapter 04)
+# projects only the new positions and calls `cache.update(k, v)`, which appends them and returns
+# the keys and values of every position so far. For the cross-attention, the memory is projected at
+# the first step and then only read. Your code of chapters 02–06 is what runs, cached or not.
 #
 # First, the proof that it changes nothing: the logits of step-by-step cached decoding equal those
 # of one full pass, to float32 precision.
@@ -465,6 +472,9 @@ with torch.no_grad():
         [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], dim=1
     )  # (B, T, V): one token at a time
 print("largest difference between the logits:", f"{(stepwise - full).abs().max().item():.1e}")
+layer_cache = cache.layers[0]
+print("first layer's self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, L, Dk);",
+      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, Dk)")  # fmt: skip
 assert torch.allclose(stepwise, full, atol=1e-4)
 assert torch.equal(greedy_decode(model, src, MAX_OUT, use_cache=False), tgt)
 
@@ -532,7 +542,8 @@ plt.show()
 # > it has already written. The bug is silent, which is what makes it dangerous: on a longer
 # > sequence or a weaker model it changes the output. What catches it is an equivalence test,
 # > cached logits against a full pass
-# > (`tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder`).
+# > (`tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder`),
+# > and the check of exercise ex02_2, which gives `PositionalEncoding.forward` an `offset`.
 
 # %%
 src = encode_english(texts)  # the sentences whose logits were compared above

@@ -53,7 +53,7 @@ if "google.colab" in sys.modules:  # Colab only: install the course package
 import torch
 
 from transformer_course import TokenEmbedding, Vocab, one_hot_lookup
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)

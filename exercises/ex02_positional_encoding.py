@@ -55,7 +55,7 @@ import math
 import torch
 
 from transformer_course import PositionalEncoding, relative_position_map, sinusoidal_positional_encoding
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -93,13 +93,13 @@ check("ex02_1")
 # %% [markdown]
 # ## Exercise 2 — `PositionalEncoding.forward` (medium)
 #
-# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x)`: the
-# end of the method, after the input checks and the `offset` branch (chapter 08 uses that branch
-# for step-by-step decoding; it calls your code too, so leave it as it is).
+# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
+# the end of the method, after the input checks.
 #
-# **Input:** `x` of shape (B, T, D), batch-first. **Output:** the same shape and dtype:
-# `x + PE[:T]`, then dropout (§5.4 applies dropout to the sum of embeddings and positional
-# encodings).
+# **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
+# longer sequence: chapter 08 feeds a translation one token at a time, and token number L sits at
+# position L). **Output:** the same shape and dtype: `x + PE[offset : offset + T]`, then dropout
+# (§5.4 applies dropout to the sum of embeddings and positional encodings).
 #
 # Useful attributes: `self.pe`, the (max_len, D) table (a buffer), and `self.dropout`.
 #

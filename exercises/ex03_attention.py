@@ -52,7 +52,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import apply_mask, attention_scores
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)

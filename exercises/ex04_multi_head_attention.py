@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from transformer_course import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -109,16 +109,18 @@ check("ex04_2")
 # ## ex04_3 — The forward pass of multi-head attention (hard)
 #
 # **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(query, key,
-# value, mask=None, need_weights=False)`. The input checks are written; the `cache` argument
-# (chapter 08) is handled before your code runs, so ignore it.
+# value, mask=None, need_weights=False, cache=None)`. The input checks are written.
 #
-# What you have on `self`: the projections `self.w_q`, `self.w_k`, `self.w_v` (D → H·Dk, H·Dk,
-# H·Dv) and `self.w_o` (H·Dv → D), `self.n_heads`, the dropout probability `self.dropout`,
-# `self.training` (True in training mode) and `self.fast_path`. In `transformer_course.attention`
-# you have chapter 03's `scaled_dot_product_attention` (teaching path, returns the weights) and
-# `fast_attention` (PyTorch's fused kernel, no weights); both are already imported in the file.
+# What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
+# `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
+# `self.fast_path`, and the method `self.keys_and_values(key, value, cache)`, which projects `key`
+# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 08,
+# it also remembers them between decoding steps: just pass the `cache` argument on). In
+# `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
+# path, returns the weights) and `fast_attention` (PyTorch's fused kernel, no weights); both are
+# already imported in the file.
 #
-# 1. project `query`, `key` and `value` and split each into heads;
+# 1. project `query` and split it into heads; get the keys and values from `self.keys_and_values`;
 # 2. attention on (B, H, T, Dk) tensors, with the mask as given (it broadcasts over the heads):
 #    the teaching path when `need_weights` is True or `self.fast_path` is False, otherwise the fast
 #    path; dropout `self.dropout` in training mode only;

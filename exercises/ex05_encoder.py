@@ -54,7 +54,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer_course import EncoderLayer, PositionwiseFeedForward, padding_mask, residual
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)

@@ -48,8 +48,8 @@
 # %autoreload 2
 import torch
 
-from transformer_course.checks import check
 from transformer_course.decoding import gnmt_length_penalty
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.checkpoint import PRETRAINED_PATH, write_sha256
 from transformer_course.data import load_task
-from transformer_course.training import CPU_PROFILE, run_training
+from transformer_course.tools.pretrained import PRETRAINED_PATH, write_sha256
+from transformer_course.tools.runs import run_training
+from transformer_course.training import CPU_PROFILE
 
 # The shipped model: the chapter's CPU profile trained longer (more steps, so a slower decay).
 SHIPPED = replace(CPU_PROFILE, steps=3000, eval_every=500)

@@ -55,7 +55,7 @@ import math
 import torch
 
 from transformer_course import PositionalEncoding, relative_position_map, sinusoidal_positional_encoding
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -113,13 +113,13 @@ check("ex02_1")
 # %% [markdown]
 # ## Exercise 2 — `PositionalEncoding.forward` (medium)
 #
-# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x)`: the
-# end of the method, after the input checks and the `offset` branch (chapter 08 uses that branch
-# for step-by-step decoding; it calls your code too, so leave it as it is).
+# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
+# the end of the method, after the input checks.
 #
-# **Input:** `x` of shape (B, T, D), batch-first. **Output:** the same shape and dtype:
-# `x + PE[:T]`, then dropout (§5.4 applies dropout to the sum of embeddings and positional
-# encodings).
+# **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
+# longer sequence: chapter 08 feeds a translation one token at a time, and token number L sits at
+# position L). **Output:** the same shape and dtype: `x + PE[offset : offset + T]`, then dropout
+# (§5.4 applies dropout to the sum of embeddings and positional encodings).
 #
 # Useful attributes: `self.pe`, the (max_len, D) table (a buffer), and `self.dropout`.
 #
@@ -139,6 +139,7 @@ x = torch.zeros(2, 4, 6)  # (B, T, D) with B ≠ T
 out = positional(x)
 print(tuple(out.shape), "each sentence got rows 0–3:", torch.equal(out[1], positional.pe[:4]))
 print(positional(torch.zeros(1, 3, 6, dtype=torch.float16)).dtype)
+print("with offset=5, rows 5–8:", torch.equal(positional(x, offset=5)[0], positional.pe[5:9]))
 ### END SOLUTION
 
 # %% [markdown]
@@ -147,10 +148,11 @@ print(positional(torch.zeros(1, 3, 6, dtype=torch.float16)).dtype)
 # ### BEGIN SOLUTION
 # ```python
 # seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
-# return self.dropout(x + self.pe[:seq_len].to(x.dtype))  # (B, T, D) + (T, D)
+# table = self.pe[offset : offset + seq_len]  # (T, D): the rows of positions offset … offset+T-1
+# return self.dropout(x + table.to(x.dtype))  # (B, T, D) + (T, D)
 # ```
-# The slice `self.pe[:seq_len]` has shape (T, D); adding it to (B, T, D) broadcasts over the
-# batch axis, so position t of every sentence gets row t. `x + …` builds a new tensor and leaves
+# The slice `self.pe[offset : offset + seq_len]` has shape (T, D); adding it to (B, T, D)
+# broadcasts over the batch axis, so position t of every sentence gets row offset + t. `x + …` builds a new tensor and leaves
 # the input alone. Dropout is the module's own `nn.Dropout`, so it is active after
 # `model.train()` and switched off by `model.eval()`.
 # ### END SOLUTION

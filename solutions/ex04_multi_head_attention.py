@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from transformer_course import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -149,16 +149,18 @@ check("ex04_2")
 # ## ex04_3 — The forward pass of multi-head attention (hard)
 #
 # **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(query, key,
-# value, mask=None, need_weights=False)`. The input checks are written; the `cache` argument
-# (chapter 08) is handled before your code runs, so ignore it.
+# value, mask=None, need_weights=False, cache=None)`. The input checks are written.
 #
-# What you have on `self`: the projections `self.w_q`, `self.w_k`, `self.w_v` (D → H·Dk, H·Dk,
-# H·Dv) and `self.w_o` (H·Dv → D), `self.n_heads`, the dropout probability `self.dropout`,
-# `self.training` (True in training mode) and `self.fast_path`. In `transformer_course.attention`
-# you have chapter 03's `scaled_dot_product_attention` (teaching path, returns the weights) and
-# `fast_attention` (PyTorch's fused kernel, no weights); both are already imported in the file.
+# What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
+# `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
+# `self.fast_path`, and the method `self.keys_and_values(key, value, cache)`, which projects `key`
+# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 08,
+# it also remembers them between decoding steps: just pass the `cache` argument on). In
+# `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
+# path, returns the weights) and `fast_attention` (PyTorch's fused kernel, no weights); both are
+# already imported in the file.
 #
-# 1. project `query`, `key` and `value` and split each into heads;
+# 1. project `query` and split it into heads; get the keys and values from `self.keys_and_values`;
 # 2. attention on (B, H, T, Dk) tensors, with the mask as given (it broadcasts over the heads):
 #    the teaching path when `need_weights` is True or `self.fast_path` is False, otherwise the fast
 #    path; dropout `self.dropout` in training mode only;
@@ -198,8 +200,7 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 #
 # ```python
 # q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
-# k = split_heads(self.w_k(key), self.n_heads)  # (B, H, S, Dk)
-# v = split_heads(self.w_v(value), self.n_heads)  # (B, H, S, Dv)
+# k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
 # dropout_p = self.dropout if self.training else 0.0
 # if need_weights or not self.fast_path:
 #     heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
@@ -210,9 +211,10 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 #
 # The queries come from the sequence that is asking (the decoder states, length T); the keys and
 # values from the sequence being read (the encoder output, length S). With the keys taken from
-# `query`, the scores would be (T, T) and the product with (S, Dv) values would fail when S ≠ T;
-# in self-attention, where the three inputs are the same tensor, the bug would go unnoticed, which
-# is why the check uses cross-attention with T ≠ S.
+# `query` (`self.keys_and_values(query, query, cache)`), the scores would be (T, T) and the product
+# with (S, Dv) values would fail when S ≠ T; in self-attention, where the three inputs are the same
+# tensor, the bug would go unnoticed, which is why the check uses cross-attention with T ≠ S. The
+# check also gives the method a cache, as chapter 08 will, and expects it to be passed on.
 #
 # A mask of shape (B, 1, 1, S) or (T, S) needs no change: its missing head axis broadcasts.
 # Dropout depends on `self.training`, so `model.eval()` switches it off; the weights are returned

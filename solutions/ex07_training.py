@@ -20,7 +20,7 @@
 # **How the exercises work.** Each exercise is one function of the course package
 # `transformer_course`. In the student edition its body is a stub that raises
 # `NotImplementedError`; you write the body **in the package file** (here
-# `transformer_course/training.py` and `transformer_course/data.py`), not in this notebook.
+# `schedule.py`, `batching.py`, `loss.py` and `step.py` of `transformer_course/`), not in this notebook.
 # Because chapter 07 imports the package, it then trains with your code.
 #
 # After editing a file, run the exercise's check cell. It compares your function with an
@@ -38,10 +38,10 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex07_1 | `transformer_lr(step, d_model, warmup_steps, scale)` in `training.py` | easy |
-# | ex07_2 | `teacher_forcing(tgt)` in `data.py` | easy |
-# | ex07_3 | `label_smoothed_cross_entropy(logits, target, smoothing, pad_id)` in `training.py` | medium |
-# | ex07_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm)` in `training.py` | hard |
+# | ex07_1 | `transformer_lr(step, d_model, warmup_steps, scale)` in `schedule.py` | easy |
+# | ex07_2 | `teacher_forcing(tgt)` in `batching.py` | easy |
+# | ex07_3 | `label_smoothed_cross_entropy(logits, target, smoothing, pad_id)` in `loss.py` | medium |
+# | ex07_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm)` in `step.py` | hard |
 
 # %%
 # %load_ext autoreload
@@ -49,7 +49,7 @@
 import torch
 import torch.nn.functional as F
 
-from transformer_course.checks import check
+from transformer_course.tools.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -57,7 +57,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # %% [markdown]
 # ## ex07_1 — The learning-rate schedule (easy)
 #
-# **File:** `transformer_course/training.py`, function `transformer_lr(step, d_model, warmup_steps, scale=1.0)`.
+# **File:** `transformer_course/schedule.py`, function `transformer_lr(step, d_model, warmup_steps, scale=1.0)`.
 #
 # Return the learning rate of equation (3) of the paper, multiplied by `scale`:
 #
@@ -98,7 +98,7 @@ check("ex07_1")
 # %% [markdown]
 # ## ex07_2 — Teacher forcing (easy)
 #
-# **File:** `transformer_course/data.py`, function `teacher_forcing(tgt)`.
+# **File:** `transformer_course/batching.py`, function `teacher_forcing(tgt)`.
 #
 # A padded target batch holds `<bos> y1 … yn <eos> <pad> …`. Return the decoder input and the
 # labels: the decoder reads the target up to position t and must predict the token at t+1.
@@ -142,7 +142,7 @@ check("ex07_2")
 # %% [markdown]
 # ## ex07_3 — Label-smoothed cross-entropy that ignores padding (medium)
 #
-# **File:** `transformer_course/training.py`, function `label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)`.
+# **File:** `transformer_course/loss.py`, function `label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)`.
 #
 # With smoothing ε the target distribution is $q = (1-\varepsilon)\,\text{one\_hot}(y) + \varepsilon/V$
 # (what `F.cross_entropy(..., label_smoothing=ε)` uses). The loss of one position is
@@ -192,9 +192,9 @@ check("ex07_3")
 # %% [markdown]
 # ## ex07_4 — One training step (hard)
 #
-# **File:** `transformer_course/training.py`, function `train_step(model, batch, optimizer, scheduler=None, smoothing=0.1, max_grad_norm=1.0)`.
+# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer, scheduler=None, smoothing=0.1, max_grad_norm=1.0)`.
 #
-# One update of the model on one batch, returning the loss as a Python float:
+# One update of the model on one batch, returning the loss as a detached 0-dimensional tensor:
 #
 # 1. put the model in training mode (dropout on);
 # 2. logits = `model(batch.src, batch.tgt_in)`, compared with `batch.tgt_out` by your loss;
@@ -203,12 +203,16 @@ check("ex07_3")
 # 5. step the optimizer, then the scheduler (if there is one).
 #
 # - **Watch for:** clip *after* `backward` (there is nothing to clip before) and *before*
-#   `optimizer.step()`; return `loss.item()` so the caller does not keep the graph alive.
+#   `optimizer.step()`; return `loss.detach()`: detached, so the caller does not keep the graph
+#   alive, and a tensor, not `loss.item()`, because reading a value makes the CPU wait for a GPU
+#   (the training loop reads the losses in one go when it logs them).
 
 # %%
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.data import copy_task, encode_pairs, make_batch
-from transformer_course.training import label_smoothed_cross_entropy, make_optimizer, transformer_scheduler
+from transformer_course.batching import encode_pairs, make_batch
+from transformer_course.data import copy_task
+from transformer_course.loss import label_smoothed_cross_entropy
+from transformer_course.schedule import make_optimizer, transformer_scheduler
 
 task = copy_task(n_train=64)
 batch = make_batch(encode_pairs(task.train, task.src_vocab, task.tgt_vocab), pad_id=0)
@@ -246,7 +250,7 @@ for step in range(1, 41):
 # optimizer.step()
 # if scheduler is not None:
 #     scheduler.step()
-# return loss.item()
+# return loss.detach()  # a tensor: reading it (.item()) would make the CPU wait for a GPU
 # ```
 #
 # `backward()` *adds* to `.grad`. Without `zero_grad` each step would use the sum of the gradients

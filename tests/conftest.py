@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.checks.registry import EXERCISES
-from transformer_course.checks.runner import _load_all
-from transformer_course.edition import is_student_edition, parse_stub_message
+from transformer_course.tools.checks.registry import EXERCISES, parse_stub_message
+from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.edition import is_student_edition
 
 STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
 

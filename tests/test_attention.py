@@ -211,3 +211,14 @@ def test_mask_must_be_boolean(path, dtype) -> None:
     q, k, v = _qkv((B,))
     with pytest.raises(ValueError, match="mask must be a bool tensor with True = may attend"):
         path(q, k, v, torch.ones(B, 1, S, dtype=dtype))
+
+
+def test_a_one_dimensional_mask_works_on_both_paths() -> None:
+    """A mask of shape (S,): the same keys for every query. Both paths accept it and agree."""
+    q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 7, 4), torch.randn(2, 3, 7, 6)
+    keys = torch.tensor([True, True, False, True, False, True, True])
+    teaching, _ = scaled_dot_product_attention(q, k, v, keys)
+    torch.testing.assert_close(fast_attention(q, k, v, keys), teaching, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(teaching, scaled_dot_product_attention(q, k, v, keys.expand(5, 7))[0])
+    nothing = torch.zeros(7, dtype=torch.bool)  # every row fully masked: uniform weights on both paths
+    torch.testing.assert_close(fast_attention(q, k, v, nothing), v.mean(-2, keepdim=True).expand(2, 3, 5, 6))

@@ -11,18 +11,21 @@ import pytest
 import torch
 
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.checkpoint import (
+from transformer_course.batching import batch_stream, encode_pairs
+from transformer_course.checkpoint import load_checkpoint, save_checkpoint
+from transformer_course.data import copy_task, english_tokens, german_text
+from transformer_course.decoding import greedy_decode
+from transformer_course.schedule import make_optimizer, transformer_scheduler
+from transformer_course.tools.pretrained import (
     PRETRAINED_PATH,
     PRETRAINED_SHA256_PATH,
     ChecksumError,
-    load_checkpoint,
     load_pretrained,
+    load_verified,
     recorded_sha256,
-    save_checkpoint,
     sha256_of,
 )
-from transformer_course.data import batch_stream, copy_task, encode_pairs, english_tokens, german_text
-from transformer_course.training import fit, greedy_translate, make_optimizer, transformer_scheduler
+from transformer_course.training import fit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -136,7 +139,7 @@ def test_the_shipped_model_translates_and_its_hash_is_checked(tmp_path: Path) ->
     assert sha256_of(PRETRAINED_PATH) == recorded_sha256()
     assert checkpoint.extra["task"] == "numbers-en-de" and checkpoint.extra["test"]["exact_match"] >= 98
     src = torch.tensor([checkpoint.src_vocab.encode(english_tokens("three hundred and forty-seven thousand"))])
-    out = greedy_translate(checkpoint.model, src, max_len=16)
+    out = greedy_decode(checkpoint.model, src, max_len=16)
     assert german_text(checkpoint.tgt_vocab.decode(out[0].tolist())) == "dreihundertsiebenundvierzigtausend"
     damaged = tmp_path / "damaged.pt"
     shutil.copy(PRETRAINED_PATH, damaged)
@@ -144,11 +147,11 @@ def test_the_shipped_model_translates_and_its_hash_is_checked(tmp_path: Path) ->
     data[len(data) // 2] ^= 0xFF
     damaged.write_bytes(bytes(data))
     with pytest.raises(ChecksumError, match="SHA-256"):
-        load_checkpoint(damaged, sha256=recorded_sha256())
+        load_verified(damaged, recorded_sha256())
 
 
 def test_the_checkpoint_ships_with_the_package() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "assets/*" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course"]
+    assert "tools/assets/*" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course"]
     assert PRETRAINED_PATH.parent.name == "assets" and PRETRAINED_SHA256_PATH.exists()
     assert PRETRAINED_PATH.stat().st_size < 8_000_000, "keep the committed checkpoint a few MB"

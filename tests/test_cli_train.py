@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.checkpoint import PRETRAINED_PATH
-from transformer_course.cli import main
+from transformer_course.tools.cli import main
+from transformer_course.tools.pretrained import PRETRAINED_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = {"task", "exact_match", "bleu", "chrf", "seconds", "steps"}
@@ -26,14 +26,24 @@ def _last_json(text: str) -> dict:
     [
         (["train", "--task", "klingon"], "unknown task 'klingon'"),
         (["train", "--task", "copy", "--out", "/no/such/folder/model.pt"], "does not exist"),
-        (["train", "--task", "copy", "--max-seconds", "-1"], "--max-seconds must be > 0"),
+        (["train", "--task", "copy", "--max-seconds", "-1"], "--max-seconds must be a number > 0"),
+        (["train", "--task", "copy", "--max-seconds", "nan"], "--max-seconds must be a number > 0, got nan"),
+        (["train", "--task", "copy", "--threads", "-1"], "--threads must be >= 1, got -1"),
+        (["train", "--task", "copy", "--threads", "0"], "--threads must be >= 1, got 0"),
         (["train", "--task", "copy", "--resume", "missing.pt"], "checkpoint not found"),
+        (["train", "--task", "copy", "--out", "/dev/full"], "is not a regular file"),
         (["evaluate", "missing.pt"], "checkpoint not found"),
+        (["evaluate", "bad.pt"], "bad.pt is not a readable checkpoint (corrupt, or not made by save_checkpoint)"),
         (["evaluate", str(PRETRAINED_PATH), "--task", "copy"], "trained on numbers-en-de, not copy"),
+        (["evaluate", "copy.pt", "--task", "reverse"], "trained on copy, not reverse"),
     ],
 )
 def test_bad_arguments_give_one_line_and_status_2(argv, message, capsys, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.pt").write_bytes(os.urandom(4096))
+    if "copy.pt" in argv:
+        assert main(["train", "--task", "copy", "--steps", "2", "--out", "copy.pt", "--quiet"]) == 0
+        capsys.readouterr()
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and err.startswith("error:") and message in err, err
@@ -81,3 +91,22 @@ def test_evaluate_the_shipped_model(capsys) -> None:
     assert main(["evaluate", str(PRETRAINED_PATH), "--task", "numbers-en-de"]) == 0
     scores = _last_json(capsys.readouterr().out)
     assert scores["exact_match"] >= 98 and scores["bleu"] > 95 and scores["chrf"] > 95
+
+
+def test_devices_that_are_not_there_are_one_line_errors(capsys, monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    for command in (["train", "--task", "copy"], ["evaluate", str(PRETRAINED_PATH)]):
+        for device in ("cuda", "mps"):
+            assert main([*command, "--device", device]) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"--device {device}:" in err and "not available" in err, err
+
+
+def test_out_through_a_symbolic_link_writes_its_target(tmp_path: Path, capsys) -> None:
+    target, link = tmp_path / "real.pt", tmp_path / "link.pt"
+    link.symlink_to(target)
+    assert main(["train", "--task", "copy", "--steps", "2", "--out", str(link), "--quiet"]) == 0
+    assert link.is_symlink() and target.is_file() and target.stat().st_size > 0

@@ -8,24 +8,26 @@ import pytest
 import torch
 from num2words import num2words
 
-from transformer_course.data import (
-    GERMAN_PIECES,
+from transformer_course.batching import (
     batch_indices,
     batch_stream,
-    copy_task,
     encode_pairs,
+    make_batch,
+    pad_sequences,
+    teacher_forcing,
+)
+from transformer_course.data import (
+    GERMAN_PIECES,
+    copy_task,
     english_tokens,
     german_text,
     german_tokens,
     load_task,
-    make_batch,
     number_pair,
     number_splits,
     number_to_english,
     number_to_german,
     number_vocabs,
-    pad_sequences,
-    teacher_forcing,
 )
 
 # -- an independent, rule-based German reference (written from a grammar book, not num2words) --

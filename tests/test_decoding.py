@@ -85,7 +85,8 @@ def test_kv_cache_on_one_attention_module() -> None:
     torch.testing.assert_close(torch.cat(got_self, 1), want_self, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.cat(got_cross, 1), want_cross, rtol=1e-5, atol=1e-6)
     assert len(self_cache) == 5 and len(cross_cache) == 4
-    for projection in (attention.w_k, attention.w_v):  # the hooks are gone after each call
+    assert self_cache.keys.shape == (2, 3, 5, 4) and cross_cache.values.shape == (2, 3, 4, 4)  # (B, H, L, Dk)
+    for projection in (attention.w_k, attention.w_v):  # plain data: the cache never touches the modules
         assert not projection._forward_hooks and not projection._forward_pre_hooks
 
 
@@ -96,7 +97,9 @@ def test_cross_attention_memory_is_projected_only_once() -> None:
     cache, memory, x = KVCache(static=True), torch.randn(2, 6, 12), torch.randn(2, 1, 12)
     for _ in range(4):
         attention(x, memory, memory, cache=cache)
-    assert rows == [6, 0, 0, 0]
+    assert rows == [6], "the memory's keys are projected at the first step only"
+    with pytest.raises(ValueError, match="filled once"):
+        cache.update(cache.keys, cache.values)
 
 
 def test_positional_encoding_with_an_offset_reads_the_right_rows() -> None:

@@ -121,7 +121,7 @@ def test_from_torch_keeps_float64_precision() -> None:
     x, memory = torch.randn(B, T, D, dtype=torch.float64), torch.randn(B, S, D, dtype=torch.float64)
     with torch.no_grad():
         torch.testing.assert_close(encoder(x), encoder_ref(x), atol=1e-12, rtol=0)
-        torch.testing.assert_close(decoder(x, memory), decoder_ref(x, memory), atol=1e-12, rtol=0)
+        torch.testing.assert_close(decoder(x, memory, None, None), decoder_ref(x, memory), atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.checks import EXERCISES, run_check
-from transformer_course.checks.runner import _load_all
-from transformer_course.edition import region_targets, stub_package
+from transformer_course.tools.checks import EXERCISES, run_check
+from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.edition import region_targets, stub_package
 
 try:
     from .mutants import all_mutants
@@ -73,7 +73,7 @@ def test_checks_report_not_implemented_on_the_stubs(tmp_path: Path) -> None:
     shutil.copytree(PACKAGE, tmp_path / "transformer_course", ignore=shutil.ignore_patterns("__pycache__"))
     stub_package(tmp_path / "transformer_course")
     code = (
-        "import json; from transformer_course.checks import run_checks; "
+        "import json; from transformer_course.tools.checks import run_checks; "
         "print(json.dumps({r.id: [r.status, r.message] for r in run_checks()}))"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}

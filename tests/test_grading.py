@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.cli import main
-from transformer_course.grading import (
+from transformer_course.tools.cli import main
+from transformer_course.tools.grading import (
     ExerciseResult,
     GradingConfig,
     GradingReport,

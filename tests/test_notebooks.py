@@ -9,7 +9,7 @@ import jupytext
 import nbformat
 import pytest
 
-from transformer_course.edition import BEGIN, clear_notebook
+from transformer_course.tools.edition import BEGIN, clear_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("chapters", "solutions", "exercises")

@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.checks.registry import EXERCISES
-from transformer_course.checks.runner import _load_all
-from transformer_course.edition import (
+from transformer_course.tools.checks.registry import EXERCISES, parse_stub_message
+from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.edition import (
     STUDENT_MARK,
     build_student_edition,
     find_leaks,
-    parse_stub_message,
     restore_exercise,
     solution_regions,
     solution_snippets,

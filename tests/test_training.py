@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from transformer_course import Transformer, TransformerConfig
-from transformer_course.data import Batch, copy_task, encode_pairs, make_batch
-from transformer_course.training import (
-    CPU_PROFILE,
-    GPU_PROFILE,
-    TOY_PROFILE,
-    MixedPrecision,
-    TrainingProfile,
-    evaluate,
-    greedy_translate,
-    label_smoothed_cross_entropy,
-    make_optimizer,
-    pick_profile,
-    run_training,
-    smoothed_targets,
-    train_step,
-    train_step_mixed_precision,
-    transformer_lr,
-    transformer_scheduler,
-)
+from transformer_course.batching import Batch, encode_pairs, make_batch
+from transformer_course.data import copy_task
+from transformer_course.decoding import greedy_decode
+from transformer_course.evaluation import evaluate
+from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
+from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
+from transformer_course.step import MixedPrecision, train_step, train_step_mixed_precision
+from transformer_course.tools.runs import run_training
+from transformer_course.training import CPU_PROFILE, GPU_PROFILE, TOY_PROFILE, TrainingProfile, pick_profile
 
 # -- schedule --------------------------------------------------------------------------------
 
@@ -106,7 +97,8 @@ def _batch() -> Batch:
 def test_train_step_lowers_the_loss_on_a_batch() -> None:
     model, batch = _tiny(14), _batch()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    losses = [train_step(model, batch, optimizer, smoothing=0.0) for _ in range(30)]
+    losses = [train_step(model, batch, optimizer, smoothing=0.0) for _ in range(50)]
+    assert all(loss.dim() == 0 and not loss.requires_grad for loss in losses), "a detached 0-dim tensor per step"
     assert losses[-1] < 0.5 * losses[0]
 
 
@@ -126,7 +118,7 @@ def test_mixed_precision_step_runs_on_the_cpu_with_bfloat16() -> None:
     model, batch = _tiny(14), _batch()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     precision = MixedPrecision(torch.bfloat16, torch.amp.GradScaler("cpu", enabled=False))
-    losses = [train_step_mixed_precision(model, batch, optimizer, precision) for _ in range(20)]
+    losses = [train_step_mixed_precision(model, batch, optimizer, precision).item() for _ in range(20)]
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
     assert MixedPrecision.for_device("cpu") is None
 
@@ -140,24 +132,23 @@ def test_profiles() -> None:
 # -- decoding and a whole run --------------------------------------------------------------------
 
 
-def test_greedy_translate_stops_at_eos_and_pads_after() -> None:
+def test_greedy_decoding_stops_at_eos_and_pads_after() -> None:
     model = _tiny(14).eval()
     with torch.no_grad():
         model.output.bias.fill_(-10.0)
         model.output.bias[2] = 10.0  # <eos> is always the most probable token
-    out = greedy_translate(model, torch.tensor([[4, 5, 6], [7, 0, 0]]), max_len=6)
+    out = greedy_decode(model, torch.tensor([[4, 5, 6], [7, 0, 0]]), max_len=6)
     assert out.tolist() == [[2], [2]]
 
 
-def test_greedy_translate_agrees_with_chapter_08s_decoder() -> None:
-    decoding = pytest.importorskip("transformer_course.decoding")
-    from transformer_course.checkpoint import load_pretrained
+def test_there_is_one_greedy_decoder() -> None:
+    """Evaluation while training (chapter 07) decodes with chapter 08's greedy_decode, not a copy of it."""
+    from transformer_course import evaluation
 
-    checkpoint = load_pretrained()
-    src = torch.tensor(
-        [checkpoint.src_vocab.encode(["twenty", "one"]), checkpoint.src_vocab.encode(["seven", "hundred"])]
-    )
-    assert torch.equal(greedy_translate(checkpoint.model, src, 12), decoding.greedy_decode(checkpoint.model, src, 12))
+    assert evaluation.greedy_decode is greedy_decode
+    for room in Path(evaluation.__file__).parent.glob("*.py"):
+        text = room.read_text(encoding="utf-8")
+        assert room.name == "decoding.py" or "def greedy" not in text, f"{room.name} defines a second greedy decoder"
 
 
 def test_a_tiny_model_learns_to_copy_in_seconds() -> None:

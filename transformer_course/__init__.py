@@ -1,49 +1,100 @@
-"""transformer_course — the package a learner builds chapter by chapter.
+"""transformer_course — the Transformer that a learner builds chapter by chapter.
 
-Chapter by chapter: vocab (01), embeddings (01), positional (02), attention (03),
-multihead (04), feedforward / sublayer / encoder (05), masks / decoder / model (06),
-data / training / checkpoint (07), cache / decoding (08).
+Every module at this level is one of the learner's *rooms*, one idea each, in the order the
+chapters build them (later rooms import earlier ones, never the other way round):
+
+====  ==================================================================================
+ch.   rooms
+====  ==================================================================================
+01    ``vocab`` (tokens and ids), ``embeddings`` (lookup, √d_model, weight tying)
+02    ``positional`` (the sinusoidal table)
+03    ``attention`` (scaled dot-product attention, masks)
+04    ``multihead`` (heads, W^O)
+05    ``feedforward``, ``sublayer`` (residual + LayerNorm), ``encoder``
+06    ``masks``, ``decoder``, ``config``, ``model`` (the full Transformer)
+07    ``data`` (tasks made on the spot), ``batching``, ``loss``, ``schedule``, ``step``,
+      ``training`` (the loop), ``checkpoint``
+08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
+====  ==================================================================================
+
+``tools/`` is not a room: it holds the course's machinery (exercise checks, the student
+edition, grading, the command line, notebook helpers, the shipped model). You never need to
+open it to follow the course.
+
+Importing this package runs nothing: each name below is looked up in its room the first time it
+is used, so a room you are still writing cannot break the chapters that come before it.
 """
 
-from .attention import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
-from .cache import DecoderCache, KVCache
-from .checkpoint import load_checkpoint, load_pretrained, save_checkpoint
-from .config import TransformerConfig
-from .data import english_tokens, german_text, german_tokens, load_task, number_to_english, number_to_german
-from .decoder import Decoder, DecoderLayer
-from .decoding import beam_search, greedy_decode, sample
-from .device import pick_device
-from .embeddings import TokenEmbedding, one_hot_lookup, tie_weights
-from .encoder import Encoder, EncoderLayer
-from .feedforward import PositionwiseFeedForward
-from .masks import causal_mask, padding_mask, target_mask
-from .model import Transformer
-from .multihead import MultiHeadAttention, merge_heads, split_heads
-from .positional import (
-    LearnedPositionalEmbedding,
-    PositionalEncoding,
-    relative_position_map,
-    sinusoidal_positional_encoding,
-)
-from .sublayer import residual
-from .training import evaluate, label_smoothed_cross_entropy, train_step, transformer_lr, transformer_scheduler
-from .vocab import SPECIAL_TOKENS, Vocab, tokenize
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from .edition import show_exercise_stubs_briefly as _show_stubs_briefly  # noqa: E402
+# name → the room (or tool) that defines it
+_EXPORTS: dict[str, str] = {
+    "SPECIAL_TOKENS": "vocab", "Vocab": "vocab", "tokenize": "vocab",
+    "TokenEmbedding": "embeddings", "one_hot_lookup": "embeddings", "tie_weights": "embeddings",
+    "LearnedPositionalEmbedding": "positional", "PositionalEncoding": "positional",
+    "relative_position_map": "positional", "sinusoidal_positional_encoding": "positional",
+    "apply_mask": "attention", "attention_scores": "attention", "fast_attention": "attention",
+    "scaled_dot_product_attention": "attention",
+    "MultiHeadAttention": "multihead", "merge_heads": "multihead", "split_heads": "multihead",
+    "PositionwiseFeedForward": "feedforward", "residual": "sublayer", "Encoder": "encoder", "EncoderLayer": "encoder",
+    "causal_mask": "masks", "padding_mask": "masks", "target_mask": "masks",
+    "Decoder": "decoder", "DecoderLayer": "decoder", "TransformerConfig": "config", "Transformer": "model",
+    "pick_device": "device",
+    "english_tokens": "data", "german_text": "data", "german_tokens": "data", "load_task": "data",
+    "number_to_english": "data", "number_to_german": "data",
+    "label_smoothed_cross_entropy": "loss", "transformer_lr": "schedule", "transformer_scheduler": "schedule",
+    "train_step": "step", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
+    "DecoderCache": "cache", "KVCache": "cache",
+    "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
+    "load_pretrained": "tools.pretrained",
+}  # fmt: skip
 
-_show_stubs_briefly()  # Jupyter: a chapter reaching an unwritten exercise stops with one clear message
+__all__ = sorted(_EXPORTS)
 
-__all__ = [
-    "SPECIAL_TOKENS", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "LearnedPositionalEmbedding",
-    "MultiHeadAttention", "PositionalEncoding", "PositionwiseFeedForward", "TokenEmbedding", "Transformer",
-    "TransformerConfig", "Vocab", "apply_mask", "attention_scores", "causal_mask", "fast_attention",
-    "merge_heads", "one_hot_lookup", "padding_mask", "pick_device", "relative_position_map", "residual",
-    "scaled_dot_product_attention", "sinusoidal_positional_encoding", "split_heads", "target_mask",
-    "tie_weights", "tokenize",
-    "english_tokens", "evaluate", "german_text", "german_tokens", "label_smoothed_cross_entropy", "load_checkpoint",
-    "load_pretrained", "load_task", "number_to_english", "number_to_german", "save_checkpoint", "train_step",
-    "transformer_lr", "transformer_scheduler",  # chapter 07
-    "DecoderCache", "KVCache", "beam_search", "greedy_decode", "sample",  # chapter 08
-]  # fmt: skip
+
+def __getattr__(name: str) -> Any:
+    """Import the room that defines ``name`` on first use (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value  # found once, then an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
+
+if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
+    from .attention import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
+    from .cache import DecoderCache, KVCache
+    from .checkpoint import load_checkpoint, save_checkpoint
+    from .config import TransformerConfig
+    from .data import english_tokens, german_text, german_tokens, load_task, number_to_english, number_to_german
+    from .decoder import Decoder, DecoderLayer
+    from .decoding import beam_search, greedy_decode, sample
+    from .device import pick_device
+    from .embeddings import TokenEmbedding, one_hot_lookup, tie_weights
+    from .encoder import Encoder, EncoderLayer
+    from .evaluation import evaluate
+    from .feedforward import PositionwiseFeedForward
+    from .loss import label_smoothed_cross_entropy
+    from .masks import causal_mask, padding_mask, target_mask
+    from .model import Transformer
+    from .multihead import MultiHeadAttention, merge_heads, split_heads
+    from .positional import (
+        LearnedPositionalEmbedding,
+        PositionalEncoding,
+        relative_position_map,
+        sinusoidal_positional_encoding,
+    )
+    from .schedule import transformer_lr, transformer_scheduler
+    from .step import train_step
+    from .sublayer import residual
+    from .tools.pretrained import load_pretrained
+    from .vocab import SPECIAL_TOKENS, Vocab, tokenize

@@ -1,7 +1,7 @@
-"""``python -m transformer_course <command>``: see :mod:`transformer_course.cli`."""
+"""``python -m transformer_course <command>``: see :mod:`transformer_course.tools.cli`."""
 
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 sys.exit(main())

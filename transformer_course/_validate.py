@@ -1,22 +1,46 @@
-"""Small input checks shared by the modules: clear errors instead of silent broadcasting."""
+"""Small input checks shared by the rooms: clear errors instead of silent broadcasting.
+
+Checks of shapes and dtypes read only a tensor's metadata and cost nothing. A check of its
+*values* (are the token ids inside the vocabulary?) must read the tensor: on a GPU that makes the
+CPU wait until the GPU has caught up (a host synchronisation), which stalls a training loop. So
+values are read only where that is free (:func:`reads_are_free`: the CPU), and only at the edge
+(``Transformer.forward``'s entry, the command line), never per layer. On a GPU, ids come from a
+vocabulary that cannot make bad ones; PyTorch's own embedding still stops at an id out of range.
+"""
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
+# Devices where reading a tensor's values makes nothing wait. A test empties this set to play a GPU.
+FREE_READ_DEVICES = {"cpu"}
 
-def check_token_ids(tokens: Tensor, vocab_size: int, name: str = "tokens") -> None:
-    """Raise ``ValueError`` unless ``tokens`` holds integer ids in ``[0, vocab_size)``."""
+
+def reads_are_free(x: Tensor) -> bool:
+    """True when reading ``x``'s values costs no host synchronisation (it lives on the CPU)."""
+    return x.device.type in FREE_READ_DEVICES
+
+
+def check_token_dtype(tokens: Tensor, name: str = "tokens") -> None:
+    """Raise unless ``tokens`` is a tensor of integers (metadata only: free everywhere)."""
     if not isinstance(tokens, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}")
     if tokens.dtype.is_floating_point or tokens.dtype.is_complex or tokens.dtype == torch.bool:
         raise ValueError(f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype}")
-    if tokens.numel() == 0:
+
+
+def check_token_ids(tokens: Tensor, vocab_size: int, name: str = "tokens") -> None:
+    """Raise ``ValueError`` unless ``tokens`` holds integer ids in ``[0, vocab_size)``.
+
+    The dtype is always checked; the values only where reading them is free (see the module).
+    """
+    check_token_dtype(tokens, name)
+    if tokens.numel() == 0 or not reads_are_free(tokens):
         return
-    low, high = int(tokens.min()), int(tokens.max())
-    if low < 0 or high >= vocab_size:
-        bad = low if low < 0 else high
+    outside = (tokens < 0) | (tokens >= vocab_size)  # one reduction and one read in the usual case
+    if outside.any():
+        bad = int(tokens[outside][0])
         raise ValueError(f"{name} contains id {bad}, outside the vocabulary range [0, {vocab_size})")
 
 

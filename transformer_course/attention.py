@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validate import check_mask
+from ._validate import check_mask, reads_are_free
 
 
 def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
@@ -115,8 +115,10 @@ def fast_attention(
     _check_qkv(q, k, v)
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))
+        if mask.dim() == 1:  # (S,): the same keys for every query; PyTorch's kernel wants a (T, S) mask
+            mask = mask.expand(q.shape[-2], -1)  # (T, S)
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with nothing to attend to
-        if q.device.type != "cpu" or empty.any():  # on a GPU, asking would wait for it: just fix
+        if not reads_are_free(q) or empty.any():  # on a GPU, asking would wait for it: just fix
             q = q.masked_fill(empty, 0.0)  # zero query → equal scores → uniform weights
             mask = mask | empty  # an empty row may attend everywhere; other rows are unchanged
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)

@@ -7,19 +7,16 @@ It is read back with ``torch.load(weights_only=True)``, which refuses to run cod
 file (a pickled object can execute anything when loaded), so opening a checkpoint from
 somewhere else is safe.
 
-The course ships one trained model (:data:`PRETRAINED_PATH`, made by
-``scripts/make_checkpoint.py``); :func:`load_pretrained` checks its SHA-256 before use.
+The trained model that ships with the course, and the SHA-256 check that guards it, are the
+course's business: see ``transformer_course/tools/pretrained.py``.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 import torch
-from torch import nn
 
 from .config import TransformerConfig
 from .model import Transformer
@@ -27,13 +24,6 @@ from .vocab import Vocab
 
 FORMAT = "transformer-course-checkpoint"
 VERSION = 1
-ASSETS = Path(__file__).resolve().parent / "assets"
-PRETRAINED_PATH = ASSETS / "numbers_en_de.pt"
-PRETRAINED_SHA256_PATH = ASSETS / "numbers_en_de.pt.sha256"
-
-
-class ChecksumError(ValueError):
-    """A file's SHA-256 is not the one recorded for it."""
 
 
 @dataclass
@@ -85,8 +75,12 @@ def save_checkpoint(
     step: int = 0,
     extra: dict | None = None,
 ) -> Path:
-    """Write a checkpoint to ``path`` (atomically: a crash never leaves half a file). Returns the path."""
-    path = Path(path)
+    """Write a checkpoint to ``path`` (atomically: a crash never leaves half a file). Returns the path.
+
+    A ``path`` that is a symbolic link is written through (its target gets the checkpoint); a path
+    that exists but is not a regular file (a folder, a device such as ``/dev/full``) is refused.
+    """
+    path = _regular_file_path(Path(path))
     if not isinstance(model, Transformer):
         raise TypeError(f"model must be a transformer_course.Transformer, got {type(model).__name__}")
     config = model.config
@@ -109,34 +103,40 @@ def save_checkpoint(
         "rng": rng,
         "extra": dict(extra or {}),
     }
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write the checkpoint: folder {path.parent} does not exist")
     partial = path.with_name(path.name + ".partial")
-    torch.save(payload, partial)
-    partial.replace(path)
+    try:
+        torch.save(payload, partial)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
 
 
-def load_checkpoint(
-    path: str | Path, map_location: str | torch.device = "cpu", sha256: str | None = None
-) -> Checkpoint:
+def _regular_file_path(path: Path) -> Path:
+    """Where a checkpoint for ``path`` can be written: the path itself, or a link's target."""
+    if path.is_symlink():
+        path = path.resolve()
+    if path.exists() and not path.is_file():
+        raise ValueError(f"cannot write the checkpoint to {path}: it exists and is not a regular file")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write the checkpoint: folder {path.parent} does not exist")
+    return path
+
+
+def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> Checkpoint:
     """Read a checkpoint written by :func:`save_checkpoint` and rebuild its model (in eval mode).
 
-    With ``sha256`` the file's hash is checked first. A missing file raises
-    ``FileNotFoundError``; a corrupt file, a file of another kind, or weights that do not fit the
-    saved configuration raise ``ValueError`` saying which.
+    A missing file raises ``FileNotFoundError``; a corrupt file, a file of another kind, or
+    weights that do not fit the saved configuration raise ``ValueError`` saying which.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"checkpoint not found: {path}")
-    if sha256 is not None:
-        verify_sha256(path, sha256)
     try:
-        payload = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as error:  # truncated, not a torch file, or holding code-bearing objects
-        raise ValueError(
-            f"{path} is not a readable checkpoint (corrupt or not made by save_checkpoint): {error}"
-        ) from None
+        payload = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception:  # truncated, not a torch file, or holding code-bearing objects
+        # PyTorch's own message suggests weights_only=False, which would run code from the file: not repeated
+        raise ValueError(f"{path} is not a readable checkpoint (corrupt, or not made by save_checkpoint)") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise ValueError(f"{path} is not a transformer-course checkpoint")
     if payload.get("version") != VERSION:
@@ -192,68 +192,3 @@ def _check_optimizer_state(state: dict, optimizer: torch.optim.Optimizer) -> Non
                     f"the saved optimizer state has {name} of shape {tuple(value.shape)} for a parameter of "
                     f"shape {tuple(param.shape)}: the checkpoint was made with another model configuration"
                 )
-
-
-# -- hashes and the shipped model -----------------------------------------------------------
-
-
-def sha256_of(path: str | Path) -> str:
-    """Hex SHA-256 of a file."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def verify_sha256(path: str | Path, expected: str) -> None:
-    """Raise :class:`ChecksumError` unless ``path`` has the SHA-256 ``expected``."""
-    actual = sha256_of(path)
-    if actual != expected.strip().lower():
-        raise ChecksumError(
-            f"{path} has SHA-256 {actual}, expected {expected.strip()}: the file is damaged or was replaced "
-            "(re-create it with scripts/make_checkpoint.py, or restore it from git)"
-        )
-
-
-def recorded_sha256(sha_path: str | Path = PRETRAINED_SHA256_PATH) -> str:
-    """The hash written next to a file, in ``sha256sum`` format (``<hex>  <name>``)."""
-    text = Path(sha_path).read_text(encoding="utf-8").split()
-    if not text or len(text[0]) != 64:
-        raise ValueError(f"{sha_path} does not hold a SHA-256 hash")
-    return text[0]
-
-
-def write_sha256(path: str | Path) -> Path:
-    """Record ``path``'s SHA-256 next to it (``<file>.sha256``, ``sha256sum`` format)."""
-    path = Path(path)
-    sha_path = path.with_name(path.name + ".sha256")
-    sha_path.write_text(f"{sha256_of(path)}  {path.name}\n", encoding="utf-8")
-    return sha_path
-
-
-def load_pretrained(map_location: str | torch.device = "cpu") -> Checkpoint:
-    """The English → German numbers model that ships with the course, its SHA-256 checked.
-
-    Made by ``scripts/make_checkpoint.py``; ``extra`` records how (profile, steps, test scores).
-    """
-    if not PRETRAINED_PATH.is_file():
-        raise FileNotFoundError(
-            f"the pretrained checkpoint {PRETRAINED_PATH} is missing: run scripts/make_checkpoint.py"
-        )
-    return load_checkpoint(PRETRAINED_PATH, map_location, sha256=recorded_sha256(PRETRAINED_SHA256_PATH))
-
-
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
-def describe(checkpoint: Checkpoint) -> dict[str, Any]:
-    """A short summary for printing."""
-    return {
-        "step": checkpoint.step,
-        "parameters": count_parameters(checkpoint.model),
-        "d_model": checkpoint.config.d_model,
-        "layers": (checkpoint.config.n_encoder_layers, checkpoint.config.n_decoder_layers),
-        **{k: v for k, v in checkpoint.extra.items() if k in ("task", "test")},
-    }

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from torch import Tensor, nn
 
-from .encoder import _check_torch_layer, _copy_ffn_and_norms
-from .feedforward import PositionwiseFeedForward
+from .encoder import EncoderLayer, LayerStack, layer_from_torch
 from .multihead import MultiHeadAttention
 from .sublayer import residual
 
@@ -15,9 +14,14 @@ if TYPE_CHECKING:
     from .cache import DecoderCache, LayerCache
 
 
-class DecoderLayer(nn.Module):
+class DecoderLayer(EncoderLayer):
     """Masked self-attention, cross-attention over the encoder memory, then a feed-forward
     network; each wrapped by :func:`residual`.
+
+    It is an encoder layer with a third sub-layer in the middle: it inherits the self-attention,
+    the feed-forward network and their norms and dropouts (``norm1``/``dropout1`` around the
+    self-attention), and adds ``cross_attn`` with ``norm2``/``dropout2``; the feed-forward network
+    then uses ``norm3``/``dropout3`` (the names of ``nn.TransformerDecoderLayer``).
 
     Args: as :class:`~transformer_course.encoder.EncoderLayer`.
 
@@ -25,30 +29,18 @@ class DecoderLayer(nn.Module):
         x: (B, T, D) decoder states, memory: (B, S, D) encoder output,
         tgt_mask: bool broadcastable to (B, H, T, T) (causal, usually),
         memory_mask: bool broadcastable to (B, H, T, S) (source padding) → (B, T, D)
+
+    ``cache`` (chapter 08) holds the keys and values of earlier decoding steps: its ``self_attn``
+    part goes to the self-attention, its ``cross_attn`` part to the cross-attention. Then ``x``
+    holds only the new positions.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.1,
-        norm_first: bool = False,
-        layer_norm_eps: float = 1e-5,
-        d_k: int | None = None,
-        d_v: int | None = None,
-    ) -> None:
-        super().__init__()
-        self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
-        self.dropout3 = nn.Dropout(dropout)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        attn = self.self_attn  # a second attention of the same sizes, with weights of its own
+        self.cross_attn = MultiHeadAttention(attn.d_model, attn.n_heads, attn.d_k, attn.d_v, attn.dropout)
+        self.norm3 = nn.LayerNorm(attn.d_model, eps=self.norm1.eps)
+        self.dropout3 = nn.Dropout(self.dropout1.p)
 
     def forward(
         self,
@@ -56,16 +48,25 @@ class DecoderLayer(nn.Module):
         memory: Tensor,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
+        *,
         cache: LayerCache | None = None,
     ) -> Tensor:
-        if cache is not None:  # incremental decoding (chapter 08): x holds only the new positions
-            with cache.attached(self):
-                return self.forward(x, memory, tgt_mask, memory_mask)
+        self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
         ### BEGIN SOLUTION
-        x = residual(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
+        x = residual(
+            x,
+            lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0],
+            self.norm1,
+            self.dropout1,
+            self.norm_first,
+        )
         # queries from the decoder, keys and values from the encoder memory (never from x)
         x = residual(
-            x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
+            x,
+            lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+            self.norm2,
+            self.dropout2,
+            self.norm_first,
         )
         return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)  # (B, T, D)
         ### END SOLUTION
@@ -73,39 +74,23 @@ class DecoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
         """Build ours with the weights of a ``nn.TransformerDecoderLayer`` (ReLU activation)."""
-        _check_torch_layer(layer)
-        ours = cls(
-            layer.self_attn.embed_dim,
-            layer.self_attn.num_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            norm_first=layer.norm_first,
-            layer_norm_eps=layer.norm1.eps,
-        )
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        ours.cross_attn = MultiHeadAttention.from_torch(layer.multihead_attn)
-        _copy_ffn_and_norms(ours, layer, n_norms=3)
-        return ours.to(layer.linear1.weight.device)
+        return layer_from_torch(cls, layer, {"self_attn": "self_attn", "cross_attn": "multihead_attn"})
 
 
-class Decoder(nn.Module):
-    """A stack of N decoder layers (plus a final LayerNorm for pre-LN).
+class Decoder(LayerStack):
+    """A stack of N decoder layers (see :class:`~transformer_course.encoder.LayerStack`).
 
     Shape:
         x: (B, T, D), memory: (B, S, D) → (B, T, D)
     """
 
-    def __init__(self, layers: list[DecoderLayer], final_norm: nn.Module | None = None) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.norm = final_norm if final_norm is not None else nn.Identity()
-
     def forward(
         self,
         x: Tensor,
         memory: Tensor,
-        tgt_mask: Tensor | None = None,
-        memory_mask: Tensor | None = None,
+        tgt_mask: Tensor | None,
+        memory_mask: Tensor | None,
+        *,
         cache: DecoderCache | None = None,
     ) -> Tensor:
         layer_caches = [None] * len(self.layers) if cache is None else cache.layers

@@ -7,7 +7,7 @@ import math
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._validate import check_token_ids
+from ._validate import check_token_dtype, check_token_ids
 
 
 def one_hot_lookup(tokens: Tensor, weight: Tensor) -> Tensor:
@@ -63,7 +63,9 @@ class TokenEmbedding(nn.Module):
         return self.embedding.weight
 
     def forward(self, tokens: Tensor) -> Tensor:
-        check_token_ids(tokens, self.vocab_size)
+        # Only the dtype: the values are checked once, where the ids enter (Transformer.forward),
+        # not again in every lookup (on a GPU each check would make the CPU wait; see _validate.py).
+        check_token_dtype(tokens)
         ### BEGIN SOLUTION
         return self.embedding(tokens) * math.sqrt(self.d_model)  # (B, T, D)
         ### END SOLUTION

@@ -53,32 +53,25 @@ class EncoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """Build ours with the weights of a ``nn.TransformerEncoderLayer`` (ReLU activation)."""
-        _check_torch_layer(layer)
-        ours = cls(
-            layer.self_attn.embed_dim,
-            layer.self_attn.num_heads,
-            layer.linear1.out_features,
-            dropout=layer.dropout.p,
-            norm_first=layer.norm_first,
-            layer_norm_eps=layer.norm1.eps,
-        )
-        ours.self_attn = MultiHeadAttention.from_torch(layer.self_attn)
-        _copy_ffn_and_norms(ours, layer, n_norms=2)
-        return ours.to(layer.linear1.weight.device)
+        return layer_from_torch(cls, layer, {"self_attn": "self_attn"})
 
 
-class Encoder(nn.Module):
-    """A stack of N encoder layers. With pre-LN a final LayerNorm normalises the output
-    (post-LN layers already end with one).
+class LayerStack(nn.Module):
+    """N layers applied one after the other, then ``final_norm`` (pre-LN needs one at the end;
+    post-LN layers already end with a LayerNorm, so there it is the identity)."""
+
+    def __init__(self, layers: list[nn.Module], final_norm: nn.Module | None = None) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.norm = final_norm if final_norm is not None else nn.Identity()
+
+
+class Encoder(LayerStack):
+    """A stack of N encoder layers (see :class:`LayerStack`).
 
     Shape:
         x: (B, S, D), mask: (B, 1, 1, S) bool → memory (B, S, D)
     """
-
-    def __init__(self, layers: list[EncoderLayer], final_norm: nn.Module | None = None) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(layers)
-        self.norm = final_norm if final_norm is not None else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
         for layer in self.layers:
@@ -86,19 +79,28 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
-def _check_torch_layer(layer: nn.Module) -> None:
+def layer_from_torch(cls: type[nn.Module], layer: nn.Module, attentions: dict[str, str]) -> nn.Module:
+    """Our layer class ``cls`` with the weights of PyTorch's encoder or decoder layer ``layer``.
+
+    ``attentions`` maps our attention modules to PyTorch's (``{"cross_attn": "multihead_attn"}``);
+    the feed-forward network and the LayerNorms (one per sub-layer) are copied as they are.
+    """
     if not getattr(layer.self_attn, "batch_first", False):
         raise ValueError("from_torch expects a layer built with batch_first=True")
     if not (layer.activation is F.relu or isinstance(layer.activation, nn.ReLU)):
         raise ValueError("from_torch supports the ReLU activation only (the paper's)")
     if layer.linear1.bias is None or layer.norm1.bias is None:
         raise ValueError("from_torch expects a layer built with bias=True (ours always has biases)")
-
-
-def _copy_ffn_and_norms(ours: nn.Module, layer: nn.Module, n_norms: int) -> None:
+    attn = layer.self_attn
+    ours = cls(
+        attn.embed_dim, attn.num_heads, layer.linear1.out_features, layer.dropout.p, layer.norm_first, layer.norm1.eps
+    )
+    for name, theirs in attentions.items():
+        setattr(ours, name, MultiHeadAttention.from_torch(getattr(layer, theirs)))
     # match device and dtype *before* copying, so a float64 layer is copied without rounding
     ours.to(device=layer.linear1.weight.device, dtype=layer.linear1.weight.dtype)
     ours.ffn.linear1.load_state_dict(layer.linear1.state_dict())
     ours.ffn.linear2.load_state_dict(layer.linear2.state_dict())
-    for i in range(1, n_norms + 1):
+    for i in range(1, len(attentions) + 2):  # norm1 … one per sub-layer
         getattr(ours, f"norm{i}").load_state_dict(getattr(layer, f"norm{i}").state_dict())
+    return ours

@@ -64,10 +64,7 @@ class Transformer(nn.Module):
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         """Source ids (B, S) → memory (B, S, D). ``src_mask`` defaults to the padding mask."""
         self._check_tokens(src, "src", self.config.src_vocab_size)
-        if src_mask is None:
-            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
-        x = self.positional(self.src_embed(src))  # (B, S, D)
-        return self.encoder(x, src_mask)
+        return self._encode(src, src_mask)
 
     def decode(
         self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None, cache: DecoderCache | None = None
@@ -85,21 +82,32 @@ class Transformer(nn.Module):
         offset = 0 if cache is None else cache.length
         if offset + tgt.shape[1] > self.config.max_len:
             raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={self.config.max_len}")
-        x = self.positional(self.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
-        if cache is None:
-            tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
-        else:
-            tgt_mask = cache.self_attention_mask(tgt, self.config.pad_id)  # (B, 1, T, offset+T)
-        x = self.decoder(x, memory, tgt_mask, memory_mask, cache)  # (B, T, D)
-        return self.output(x)  # (B, T, V)
+        return self._decode(tgt, memory, memory_mask, cache)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        # The ids are checked here, once, where they enter the model; the steps below trust them.
         self._check_tokens(src, "src", self.config.src_vocab_size)
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
         src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
-        return self.decode(tgt, self.encode(src, src_mask), src_mask)
+        return self._decode(tgt, self._encode(src, src_mask), src_mask, None)
+
+    def _encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
+        if src_mask is None:
+            src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
+        x = self.positional(self.src_embed(src))  # (B, S, D)
+        return self.encoder(x, src_mask)  # (B, S, D)
+
+    def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache | None) -> Tensor:
+        offset = 0 if cache is None else cache.length
+        x = self.positional(self.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
+        if cache is None:
+            tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
+        else:
+            tgt_mask = cache.self_attention_mask(tgt, self.config.pad_id)  # (B, 1, T, offset+T)
+        x = self.decoder(x, memory, tgt_mask, memory_mask, cache=cache)  # (B, T, D)
+        return self.output(x)  # (B, T, V)
 
     def _check_tokens(self, tokens: Tensor, name: str, vocab_size: int) -> None:
         check_ndim(tokens, 2, name, "(B, length) of token ids")

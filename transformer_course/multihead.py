@@ -67,19 +67,12 @@ class MultiHeadAttention(nn.Module):
     otherwise the fast path (``F.scaled_dot_product_attention``) is used and ``weights`` is
     None. Set ``self.fast_path = False`` to force the teaching path everywhere.
 
-    ``forward(..., cache=KVCache())`` (chapter 08) keeps the projected keys and values between
-    calls; it hooks into ``w_k`` and ``w_v``, so keep those two projections (see ``cache.py``).
+    ``forward(..., cache=KVCache())`` (chapter 08) keeps the keys and values between decoding
+    steps: :meth:`keys_and_values` projects only the new positions and asks the cache for all of them.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_k: int | None = None,
-        d_v: int | None = None,
-        dropout: float = 0.0,
-        bias: bool = True,
-    ) -> None:
+    def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
+                 dropout: float = 0.0, bias: bool = True) -> None:  # fmt: skip
         super().__init__()
         if d_model < 1 or n_heads < 1:
             raise ValueError(f"d_model and n_heads must be >= 1, got d_model={d_model}, n_heads={n_heads}")
@@ -113,16 +106,13 @@ class MultiHeadAttention(nn.Module):
         value: Tensor,
         mask: Tensor | None = None,
         need_weights: bool = False,
+        *,
         cache: KVCache | None = None,
     ) -> tuple[Tensor, Tensor | None]:
-        if cache is not None:  # incremental decoding (chapter 08): the cache serves w_k and w_v
-            with cache.attached(self):
-                return self.forward(query, key, value, mask, need_weights)
         self._check_inputs(query, key, value)
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
-        k = split_heads(self.w_k(key), self.n_heads)  # (B, H, S, Dk)
-        v = split_heads(self.w_v(value), self.n_heads)  # (B, H, S, Dv)
+        k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
         dropout_p = self.dropout if self.training else 0.0
         if need_weights or not self.fast_path:
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
@@ -130,6 +120,23 @@ class MultiHeadAttention(nn.Module):
             heads, weights = fast_attention(q, k, v, mask, dropout_p), None
         return self.w_o(merge_heads(heads)), weights  # (B, T, D), (B, H, T, S) or None
         ### END SOLUTION
+
+    def keys_and_values(self, key: Tensor, value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor]:
+        """Project ``key`` and ``value`` with W^K and W^V and split them into heads.
+
+        With a ``cache`` (chapter 08) the keys and values of earlier decoding steps are kept there:
+        self-attention projects only the new positions and gets every position so far back;
+        cross-attention projects the encoder memory once, at the first step, and reuses it.
+
+        Shape:
+            key, value: (B, S, D) → (keys (B, H, S, Dk), values (B, H, S, Dv)), S counting every
+            position the cache holds
+        """
+        if cache is not None and cache.static and len(cache):  # cross-attention: the memory is projected
+            return cache.keys, cache.values
+        k = split_heads(self.w_k(key), self.n_heads)  # (B, H, S, Dk)
+        v = split_heads(self.w_v(value), self.n_heads)  # (B, H, S, Dv)
+        return (k, v) if cache is None else cache.update(k, v)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):

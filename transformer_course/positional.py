@@ -69,8 +69,8 @@ class PositionalEncoding(nn.Module):
     Shape:
         x: (B, T, D) → (B, T, D)
 
-    ``forward(x, offset=L)`` (incremental decoding, chapter 08) treats x as the positions
-    L … L+T-1 of a longer sequence.
+    ``forward(x, offset=L)`` treats x as the positions L … L+T-1 of a longer sequence: chapter 08
+    feeds the decoder one new token at a time, and token number L must get the vector of position L.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0) -> None:
@@ -90,11 +90,10 @@ class PositionalEncoding(nn.Module):
                 if offset
                 else f"sequence length {x.shape[1]} is longer than max_len={self.max_len}"
             )
-        if offset:  # put x after `offset` empty positions, encode, and keep x's rows (B, T, D)
-            return self.forward(torch.cat([x.new_zeros(x.shape[0], offset, x.shape[2]), x], dim=1))[:, offset:]
         ### BEGIN SOLUTION
         seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
-        return self.dropout(x + self.pe[:seq_len].to(x.dtype))  # (B, T, D) + (T, D)
+        table = self.pe[offset : offset + seq_len]  # (T, D): the rows of positions offset … offset+T-1
+        return self.dropout(x + table.to(x.dtype))  # (B, T, D) + (T, D)
         ### END SOLUTION
 
 

@@ -53,6 +53,8 @@ class Vocab:
             if token not in self.token_to_id:
                 self.token_to_id[token] = len(self.id_to_token)
                 self.id_to_token.append(token)
+        # the special ids (0, 1, 2, 3: the special tokens always come first)
+        self.pad_id, self.bos_id, self.eos_id, self.unk_id = (self.token_to_id[t] for t in (PAD, BOS, EOS, UNK))
 
     @classmethod
     def build(cls, sentences: Iterable[Sequence[str]], min_freq: int = 1) -> Vocab:
@@ -68,23 +70,6 @@ class Vocab:
         kept = [t for t, c in counts.items() if c >= min_freq and t not in SPECIAL_TOKENS]
         kept.sort(key=lambda t: (-counts[t], t))
         return cls(kept)
-
-    # -- special ids -----------------------------------------------------------------------
-    @property
-    def pad_id(self) -> int:
-        return self.token_to_id[PAD]
-
-    @property
-    def bos_id(self) -> int:
-        return self.token_to_id[BOS]
-
-    @property
-    def eos_id(self) -> int:
-        return self.token_to_id[EOS]
-
-    @property
-    def unk_id(self) -> int:
-        return self.token_to_id[UNK]
 
     def __len__(self) -> int:
         return len(self.id_to_token)

@@ -78,41 +78,49 @@ def _base_1000(max_len, d_model):
 # -- ex02_2: PositionalEncoding.forward (batch-first) ------------------------------------------
 
 
-def _batch_size_as_length(self, x):
+def _batch_size_as_length(self, x, offset=0):
     return self.dropout(x + self.pe[: x.size(0)].to(x.dtype))  # x.size(0) is B, not T
 
 
-def _sequence_first_code(self, x):
+def _sequence_first_code(self, x, offset=0):
     # code written for (T, B, D) inputs, where the table is (max_len, 1, D): every position gets pe[b]
     return self.dropout(x + self.pe[: x.size(0)].unsqueeze(1).to(x.dtype))
 
 
-def _whole_table(self, x):
+def _whole_table(self, x, offset=0):
     return self.dropout(x + self.pe.to(x.dtype))
 
 
-def _not_added(self, x):
+def _not_added(self, x, offset=0):
     return self.dropout(x)
 
 
-def _no_dropout(self, x):
+def _ignores_offset(self, x, offset=0):
+    return self.dropout(x + self.pe[: x.shape[1]].to(x.dtype))  # always positions 0 … T-1
+
+
+def _offset_counted_from_the_end(self, x, offset=0):
+    return self.dropout(x + self.pe[offset - x.shape[1] : offset or None].to(x.dtype))
+
+
+def _no_dropout(self, x, offset=0):
     return x + self.pe[: x.shape[1]].to(x.dtype)
 
 
-def _dropout_on_table_only(self, x):
+def _dropout_on_table_only(self, x, offset=0):
     return x + self.dropout(self.pe[: x.shape[1]].to(x.dtype))
 
 
-def _in_place(self, x):
+def _in_place(self, x, offset=0):
     x += self.pe[: x.shape[1]].to(x.dtype)
     return self.dropout(x)
 
 
-def _dtype_promoted(self, x):
+def _dtype_promoted(self, x, offset=0):
     return self.dropout(x + self.pe[: x.shape[1]])  # float16 + float32 → float32
 
 
-def _off_by_one(self, x):
+def _off_by_one(self, x, offset=0):
     return self.dropout(x + self.pe[1 : x.shape[1] + 1].to(x.dtype))
 
 
@@ -169,6 +177,8 @@ MUTANTS = {
         ("adds in place", _in_place),
         ("float16 input promoted to float32", _dtype_promoted),
         ("table rows 1..T instead of 0..T-1", _off_by_one),
+        ("offset ignored", _ignores_offset),
+        ("offset counted from the end", _offset_counted_from_the_end),
     ],
     "ex02_3": [
         ("rotates the wrong way (transpose)", _wrong_direction),

@@ -65,6 +65,13 @@ def _forgets_w_o(self, query, key, value, mask=None, need_weights=False, **kwarg
     return merge_heads(heads), weights  # the concatenated heads, never mixed by W^O
 
 
+def _cache_not_passed(self, query, key, value, mask=None, need_weights=False, cache=None):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k, v = self.keys_and_values(key, value)  # the cache (chapter 08) is never used
+    heads, weights = _attend(self, q, k, v, mask, need_weights)
+    return self.w_o(merge_heads(heads)), weights
+
+
 def _query_as_key(self, query, key, value, mask=None, need_weights=False, **kwargs):
     q = split_heads(self.w_q(query), self.n_heads)
     k = split_heads(self.w_k(query), self.n_heads)  # cross-attention bug: keys from the query side
@@ -157,6 +164,7 @@ MUTANTS = {
     ],
     "ex04_3": [
         ("forgets W^O", _forgets_w_o),
+        ("cache not passed to keys_and_values", _cache_not_passed),
         ("cross-attention keys computed from the query", _query_as_key),
         ("mask polarity reversed", _reversed_polarity),
         ("heads split with view and no transpose", _heads_mixed),

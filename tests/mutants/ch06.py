@@ -67,13 +67,13 @@ def _self_attention(self, tgt_mask):
     return lambda h: self.self_attn(h, h, h, tgt_mask)[0]
 
 
-def _dec_cross_attends_to_itself(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_cross_attends_to_itself(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
     x = residual(x, lambda h: self.cross_attn(h, h, h, tgt_mask)[0], self.norm2, self.dropout2, self.norm_first)
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def _dec_no_causal_mask(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_no_causal_mask(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(x, _self_attention(self, None), self.norm1, self.dropout1, self.norm_first)
     x = residual(
         x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
@@ -81,7 +81,7 @@ def _dec_no_causal_mask(self, x, memory, tgt_mask=None, memory_mask=None):
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def _dec_causal_only_in_training(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_causal_only_in_training(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     used = tgt_mask if self.training else None
     x = residual(x, _self_attention(self, used), self.norm1, self.dropout1, self.norm_first)
     x = residual(
@@ -90,13 +90,13 @@ def _dec_causal_only_in_training(self, x, memory, tgt_mask=None, memory_mask=Non
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def _dec_memory_mask_ignored(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_memory_mask_ignored(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
     x = residual(x, lambda h: self.cross_attn(h, memory, memory)[0], self.norm2, self.dropout2, self.norm_first)
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def _dec_cross_before_self(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_cross_before_self(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(
         x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm1, self.dropout1, self.norm_first
     )
@@ -104,7 +104,7 @@ def _dec_cross_before_self(self, x, memory, tgt_mask=None, memory_mask=None):
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def _dec_memory_normalised_too(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_memory_normalised_too(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     # pre-LN written by hand, normalising the memory with the decoder's norm2 as well
     if not self.norm_first:
         x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask)[0]))
@@ -117,13 +117,13 @@ def _dec_memory_normalised_too(self, x, memory, tgt_mask=None, memory_mask=None)
     return x + self.dropout3(self.ffn(self.norm3(x)))
 
 
-def _dec_always_post_ln(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_always_post_ln(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, False)
     x = residual(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, False)
     return residual(x, self.ffn, self.norm3, self.dropout3, False)
 
 
-def _dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(x, _self_attention(self, memory_mask), self.norm1, self.dropout1, self.norm_first)
     x = residual(
         x, lambda h: self.cross_attn(h, memory, memory, tgt_mask)[0], self.norm2, self.dropout2, self.norm_first
@@ -131,11 +131,30 @@ def _dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def _dec_no_ffn(self, x, memory, tgt_mask=None, memory_mask=None):
+def _dec_no_ffn(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
     return residual(
         x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
     )
+
+
+def _dec_caches_not_passed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
+    x = residual(
+        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
+    )
+    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+def _dec_cross_cache_not_passed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    own = None if cache is None else cache.self_attn
+    x = residual(
+        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=own)[0], self.norm1, self.dropout1, self.norm_first
+    )
+    x = residual(
+        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
+    )
+    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 MUTANTS = {
@@ -165,5 +184,7 @@ MUTANTS = {
         ("always post-LN", _dec_always_post_ln),
         ("tgt_mask and memory_mask swapped", _dec_masks_swapped),
         ("FFN sub-layer missing", _dec_no_ffn),
+        ("caches never passed to the attentions", _dec_caches_not_passed),
+        ("cross-attention cache not passed", _dec_cross_cache_not_passed),
     ],
 }

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_course.training import label_smoothed_cross_entropy
+from transformer_course.loss import label_smoothed_cross_entropy
 
 # ex07_1 — transformer_lr
 
@@ -90,7 +90,7 @@ def _returns_a_float(logits, target, smoothing=0.1, pad_id=0):
 
 
 def _step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, *, labels="out", zero=True, clip_first=False,
-          step_scheduler=True, train=True, as_tensor=False):  # fmt: skip
+          step_scheduler=True, train=True, returns="detached"):  # fmt: skip
     if train:
         model.train()
     logits = model(batch.src, batch.tgt_in)
@@ -106,7 +106,7 @@ def _step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, *, label
     optimizer.step()
     if scheduler is not None and step_scheduler:
         scheduler.step()
-    return loss.detach() if as_tensor else loss.item()
+    return {"detached": loss.detach(), "float": loss.item(), "graph": loss}[returns]
 
 
 def _labels_not_shifted(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
@@ -129,8 +129,12 @@ def _stays_in_eval_mode(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
     return _step(m, b, o, s, smoothing, max_grad_norm, train=False)
 
 
-def _returns_a_tensor(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, as_tensor=True)
+def _returns_a_float_step(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
+    return _step(m, b, o, s, smoothing, max_grad_norm, returns="float")
+
+
+def _returns_the_graph(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
+    return _step(m, b, o, s, smoothing, max_grad_norm, returns="graph")
 
 
 def _ignores_smoothing(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
@@ -164,7 +168,8 @@ MUTANTS = {
         ("clips before backward", _clips_before_backward),
         ("scheduler never stepped", _forgets_the_scheduler),
         ("model left in eval mode", _stays_in_eval_mode),
-        ("returns a tensor", _returns_a_tensor),
+        ("returns loss.item(), a float (the CPU waits for a GPU every step)", _returns_a_float_step),
+        ("returns the loss with its graph (not detached)", _returns_the_graph),
         ("smoothing ignored", _ignores_smoothing),
     ],
 }

@@ -2,7 +2,8 @@
 
 Each module ``cli/<name>.py`` adds its sub-commands with ``register(subparsers)``; they are
 found automatically. A command's function returns the exit status. Expected user errors
-(``CLIError``, ``ValueError``, ``FileNotFoundError``) print one line and exit with status 2.
+(``CLIError``, ``ValueError``, ``FileNotFoundError``, a command that needs a clone of the course)
+print one line and exit with status 2.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ import argparse
 import importlib
 import pkgutil
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent  # the repository (or the student edition)
+from ..course import NeedsClone
 
 
 class CLIError(Exception):
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
-    except (CLIError, ValueError, KeyError, FileNotFoundError, PermissionError) as error:
+    except (CLIError, NeedsClone, ValueError, KeyError, FileNotFoundError, PermissionError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else error
         print(f"error: {message}", file=sys.stderr)
         return 2

@@ -27,11 +27,13 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .checks.runner import PASSED, STATUSES, SYMBOLS, get_exercise
+from . import course
+from .checks import status
+from .checks.runner import get_exercise
+from .checks.status import PASSED, STATUSES, SYMBOLS
+from .course import PACKAGE
 
 WORKER = Path(__file__).resolve().parent / "grading_worker.py"
-PACKAGE = "transformer_course"
-COURSE_ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -204,15 +206,15 @@ def grade(
 
 
 def _worker_setup() -> dict:
-    """Where the trusted checks are, and which files hold the reference answers."""
-    from . import checks
-
-    checks_dir = Path(checks.__file__).resolve().parent
-    package_dir = checks_dir.parent
+    """Where the trusted tools are, and which files hold the reference answers."""
+    tools_dir = Path(__file__).resolve().parent
+    package_dir = course.package_dir()
     reference = [str((package_dir.parent / extra).resolve()) for extra in ("solutions", "tests/mutants")]
     return {
-        "checks_dir": str(checks_dir),
-        "reference_code_paths": [str(package_dir)],  # its code; its data files (assets/) are no answers
+        "tools_dir": str(tools_dir),
+        "status_module": status.__file__,
+        "course_module": course.__file__,
+        "reference_code_paths": [str(package_dir)],  # its code; its data files are no answers
         "reference_paths": [p for p in reference if Path(p).is_dir()],
         "course_root": str(package_dir.parent),
     }

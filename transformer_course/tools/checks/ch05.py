@@ -12,8 +12,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..encoder import EncoderLayer
-from ..feedforward import PositionwiseFeedForward
 from ._tools import CheckFailure, call, expect_close, expect_shape
 from .registry import exercise
 
@@ -50,14 +48,14 @@ def _randomise_norms(module: nn.Module) -> None:
 _FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((6, 16), 16, 64)]
 
 
-@exercise(
-    "ex05_1",
-    "transformer_course.feedforward:PositionwiseFeedForward.forward",
-    title="position-wise feed-forward network (eq. 2)",
-    difficulty="easy",
-    hint="linear1, then ReLU, then self.dropout, then linear2 — the same network at every position.",
-)
+@exercise("ex05_1", "transformer_course.feedforward:PositionwiseFeedForward.forward", "easy")
 def check_feed_forward(impl: Callable) -> int:
+    """position-wise feed-forward network (eq. 2)
+
+    Hint: linear1, then ReLU, then self.dropout, then linear2 — the same network at every position.
+    """
+    from ...feedforward import PositionwiseFeedForward
+
     cases = 0
     for shape, d_model, d_ff in _FFN_SIZES:
         ffn = PositionwiseFeedForward(d_model, d_ff).eval()
@@ -114,15 +112,13 @@ def _residual_reference(
 _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(norm(x)))"}
 
 
-@exercise(
-    "ex05_2",
-    "transformer_course.sublayer:residual",
-    title="residual connection + LayerNorm (post-LN and pre-LN)",
-    difficulty="medium",
-    hint="post-LN (norm_first=False): norm(x + dropout(sublayer(x))); "
-    "pre-LN (norm_first=True): x + dropout(sublayer(norm(x))).",
-)
+@exercise("ex05_2", "transformer_course.sublayer:residual", "medium")
 def check_residual(impl: Callable) -> int:
+    """residual connection + LayerNorm (post-LN and pre-LN)
+
+    Hint: post-LN (norm_first=False): norm(x + dropout(sublayer(x))); pre-LN (norm_first=True): x +
+    dropout(sublayer(norm(x))).
+    """
     cases = 0
     for shape in ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
         d_model = shape[-1]
@@ -158,15 +154,16 @@ def check_residual(impl: Callable) -> int:
 _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24, 3, 7, (7, 2, 5))]
 
 
-@exercise(
-    "ex05_3",
-    "transformer_course.encoder:EncoderLayer.forward",
-    title="encoder layer (self-attention + FFN, each in a residual)",
-    difficulty="hard",
-    hint="x = residual(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1, self.norm_first); "
-    "then the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output, weights).",
-)
+@exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard")
 def check_encoder_layer(impl: Callable) -> int:
+    """encoder layer (self-attention + FFN, each in a residual)
+
+    Hint: x = residual(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1,
+    self.norm_first); then the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output,
+    weights).
+    """
+    from ...encoder import EncoderLayer
+
     cases = 0
     for norm_first in (False, True):
         for d_model, n_heads, d_ff, batch, length, lengths in _ENCODER_SIZES:

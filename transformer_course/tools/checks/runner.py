@@ -12,13 +12,9 @@ from pathlib import Path
 import torch
 
 from ._tools import CheckFailure
+from .isolation import Isolation
 from .registry import EXERCISES, Exercise
-
-PASSED, FAILED, NOT_IMPLEMENTED, ERROR = "passed", "failed", "not implemented", "error"
-TIMED_OUT = "timed out"  # the check did not finish within its time limit (an infinite loop?)
-REFERENCE = "reference import"  # grading only: the submission tried to use the reference answers
-STATUSES = (PASSED, FAILED, NOT_IMPLEMENTED, ERROR, TIMED_OUT, REFERENCE)
-SYMBOLS = {PASSED: "✅", FAILED: "❌", NOT_IMPLEMENTED: "⏳", ERROR: "💥", TIMED_OUT: "⌛", REFERENCE: "🚫"}
+from .status import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, SYMBOLS, TIMED_OUT
 
 
 @dataclass
@@ -50,6 +46,9 @@ def get_exercise(exercise_id: str) -> Exercise:
 def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | None = None) -> CheckResult:
     """Check ``impl`` (default: the function now in the package) and never raise.
 
+    Only ``impl`` is tested: where it calls another exercise, the course's stand-in runs instead
+    (see :mod:`.isolation`), so a mistake in one exercise fails that exercise's check alone.
+
     With ``timeout`` (seconds) the check runs in a background thread; if it has not finished
     in time the result is "timed out" (the thread is left behind: run checks that may hang
     in a process you can stop, as the CLI's ``check`` and the grader do).
@@ -71,7 +70,7 @@ def _run_check(exercise_id: str, impl: Callable | None) -> CheckResult:
     try:
         impl = ex.resolve() if impl is None else impl
         torch.manual_seed(0)
-        n_cases = ex.check(impl)
+        n_cases = ex.check(Isolation(ex.id).wrap(impl))  # other exercises run as the course's stand-ins
     except NotImplementedError as error:
         message = str(error) or f"{ex.qualname} raises NotImplementedError: edit {ex.file}"
         return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, message)
@@ -123,7 +122,7 @@ def _warn_if_checking_another_copy() -> None:
     the package of another (the complete edition, installed with ``pip install -e``) would check
     the wrong code: say so once."""
     global _warned
-    here = Path(__file__).resolve().parents[1]  # the package being checked
+    here = Path(__file__).resolve().parents[2]  # the package being checked
     for folder in (Path.cwd(), *Path.cwd().parents):
         candidate = folder / "transformer_course" / "__init__.py"
         if candidate.is_file():

@@ -25,14 +25,12 @@ def _reference_split(x: Tensor, n_heads: int) -> Tensor:
     return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
 
 
-@exercise(
-    "ex04_1",
-    "transformer_course.multihead:split_heads",
-    title="split the features into heads",
-    difficulty="easy",
-    hint="view x as (B, T, H, Dh), then swap the T and H axes with transpose(1, 2).",
-)
+@exercise("ex04_1", "transformer_course.multihead:split_heads", "easy")
 def check_split_heads(impl: Callable) -> int:
+    """split the features into heads
+
+    Hint: view x as (B, T, H, Dh), then swap the T and H axes with transpose(1, 2).
+    """
     for b, t, d, h in _SPLIT_SIZES:
         x = torch.randn(b, t, d)
         case = f"x {tuple(x.shape)}, n_heads={h}"
@@ -53,15 +51,13 @@ def check_split_heads(impl: Callable) -> int:
     return len(_SPLIT_SIZES)
 
 
-@exercise(
-    "ex04_2",
-    "transformer_course.multihead:merge_heads",
-    title="merge the heads back (concat)",
-    difficulty="medium",
-    hint="transpose(1, 2) back to (B, T, H, Dh), then reshape to (B, T, H·Dh); "
-    "view fails after a transpose, reshape copies when it must.",
-)
+@exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
 def check_merge_heads(impl: Callable) -> int:
+    """merge the heads back (concat)
+
+    Hint: transpose(1, 2) back to (B, T, H, Dh), then reshape to (B, T, H·Dh); view fails after a transpose,
+    reshape copies when it must.
+    """
     cases = 0
     for b, t, d, h in _SPLIT_SIZES:
         for contiguous in (True, False):
@@ -119,9 +115,17 @@ def _expect_output(out: Tensor, want: Tensor, concat: Tensor, case: str) -> None
 
 
 def _forward(
-    impl: Callable, mha: nn.Module, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need: bool, case: str
+    impl: Callable,
+    mha: nn.Module,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    mask: Tensor | None,
+    need: bool,
+    case: str,
+    **cache: object,
 ):
-    result = call(impl, mha, q, k, v, mask=mask, need_weights=need, case=case)
+    result = call(impl, mha, q, k, v, mask=mask, need_weights=need, case=case, **cache)
     if not (isinstance(result, tuple) and len(result) == 2):
         raise CheckFailure(f"{case}: forward must return a tuple (output, weights), got {type(result).__name__}")
     out, weights = result
@@ -142,6 +146,25 @@ def _forward(
     return out, weights
 
 
+def _both_paths(impl: Callable, mha: nn.Module, inputs: tuple, mask: Tensor | None, wanted: tuple, setting: str,
+                mask_name: str) -> int:  # fmt: skip
+    """Compare the teaching path (``need_weights=True``) and the fast path with the expected output
+    and weights ``wanted = (output, weights, concatenated heads)``."""
+    query, key, value = inputs
+    want, want_weights, concat = wanted
+    for need in (True, False):
+        case = (
+            f"{setting}, query {tuple(query.shape)}, key/value {tuple(key.shape)}, mask {mask_name}, "
+            f"need_weights={need}"
+        )
+        out, weights = _forward(impl, mha, query, key, value, mask, need, case)
+        expect_finite(out, "output", case)
+        _expect_output(out, want, concat, case)
+        if need:
+            expect_close(weights, want_weights, "weights", case)
+    return 2
+
+
 def _randomise_biases(module: nn.Module) -> None:
     with torch.no_grad():
         for name, p in module.named_parameters():
@@ -149,16 +172,15 @@ def _randomise_biases(module: nn.Module) -> None:
                 p.normal_(0.0, 0.5)  # non-zero biases, so that a misplaced bias shows
 
 
-@exercise(
-    "ex04_3",
-    "transformer_course.multihead:MultiHeadAttention.forward",
-    title="multi-head attention forward",
-    difficulty="hard",
-    hint="project query, key and value, split_heads each, run attention on (B, H, T, Dk) with the mask "
-    "(teaching path when need_weights, else the fast path), merge_heads, then apply w_o.",
-)
+@exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard")
 def check_multihead_forward(impl: Callable) -> int:
-    from ..multihead import MultiHeadAttention  # the module class only: its forward is `impl`
+    """multi-head attention forward
+
+    Hint: project the query with w_q and split_heads it; get the keys and values from self.keys_and_values(key,
+    value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast
+    path); merge_heads, then apply w_o.
+    """
+    from ...multihead import MultiHeadAttention  # the module class only: its forward is `impl`
 
     cases = 0
     # 1. Against nn.MultiheadAttention with the same weights (its masks: True = blocked).
@@ -185,16 +207,10 @@ def check_multihead_forward(impl: Callable) -> int:
                     query, key, value, need_weights=True, average_attn_weights=False, **torch_masks
                 )
                 _, _, concat = _per_head_reference(ours, query, key, value, mask)
-            for need in (True, False):
-                case = (
-                    f"MultiHeadAttention(d_model={d}, n_heads={h}) vs nn.MultiheadAttention, query {(b, t, d)}, "
-                    f"key/value {(b, s, d)}, mask {mask_name}, need_weights={need}"
-                )
-                out, weights = _forward(impl, ours, query, key, value, mask, need, case)
-                _expect_output(out, want, concat, case)
-                if need:
-                    expect_close(weights, want_weights, "weights", case)
-                cases += 1
+            setting = f"MultiHeadAttention(d_model={d}, n_heads={h}) vs nn.MultiheadAttention"
+            cases += _both_paths(
+                impl, ours, (query, key, value), mask, (want, want_weights, concat), setting, mask_name
+            )
 
     # 2. d_k != d_v (and D not divisible by H) against the head-by-head closed form.
     for d, h, d_k, d_v in [(12, 3, 5, 7), (9, 2, 4, 3)]:
@@ -209,17 +225,8 @@ def check_multihead_forward(impl: Callable) -> int:
         for mask_name, mask in (("None", None), ("key padding (B, 1, 1, S)", padding), ("fully padded", full)):
             with torch.no_grad():
                 want, want_weights, concat = _per_head_reference(mha, query, key, value, mask)
-            for need in (True, False):
-                case = (
-                    f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v}), query {(b, t, d)}, "
-                    f"key/value {(b, s, d)}, mask {mask_name}, need_weights={need}"
-                )
-                out, weights = _forward(impl, mha, query, key, value, mask, need, case)
-                expect_finite(out, "output", case)
-                _expect_output(out, want, concat, case)
-                if need:
-                    expect_close(weights, want_weights, "weights", case)
-                cases += 1
+            setting = f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v})"
+            cases += _both_paths(impl, mha, (query, key, value), mask, (want, want_weights, concat), setting, mask_name)
 
     # 3. Dropout on the attention weights is active in training mode only.
     mha = MultiHeadAttention(12, 3, dropout=0.5).train()
@@ -231,4 +238,39 @@ def check_multihead_forward(impl: Callable) -> int:
     expect_shape(out, tuple(want.shape), "output", case)
     if torch.allclose(out, want, atol=1e-5):
         raise CheckFailure(f"{case}: no dropout was applied; use dropout_p = self.dropout when self.training")
-    return cases + 1
+    return cases + 1 + _check_cache(impl)
+
+
+def _check_cache(impl: Callable) -> int:
+    """Chapter 08's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
+    with a cache must attend to the keys and values of the first call too."""
+    from ...cache import KVCache
+    from ...multihead import MultiHeadAttention
+
+    mha = MultiHeadAttention(12, 3).eval()
+    _randomise_biases(mha)
+    first, new = torch.randn(2, 3, 12), torch.randn(2, 2, 12)
+    cache = KVCache()
+    case = "a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 08)"
+    with torch.no_grad():
+        _forward(impl, mha, first, first, first, None, False, case, cache=cache)
+        out, _ = _forward(impl, mha, new, new, new, None, False, case, cache=cache)
+        everything = torch.cat([first, new], dim=1)
+        want, _, concat = _per_head_reference(mha, new, everything, everything, None)
+    if len(cache) != 5:
+        raise CheckFailure(
+            f"{case}: the cache holds {len(cache)} positions, expected 5: pass `cache` on to "
+            "self.keys_and_values(key, value, cache)"
+        )
+    _expect_output(out, want, concat, case)
+    memory, queries = torch.randn(2, 4, 12), torch.randn(2, 1, 12)
+    cache = KVCache(static=True)
+    case = "a cross-attention cache (static): the memory's keys and values are kept after the first call"
+    with torch.no_grad():
+        _forward(impl, mha, queries, memory, memory, None, False, case, cache=cache)
+        out, _ = _forward(impl, mha, queries, memory, memory, None, False, case, cache=cache)
+        want, _, concat = _per_head_reference(mha, queries, memory, memory, None)
+    if len(cache) != 4:
+        raise CheckFailure(f"{case}: the cache holds {len(cache)} positions, expected the 4 of the memory")
+    _expect_output(out, want, concat, case)
+    return 2

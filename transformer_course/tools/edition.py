@@ -12,9 +12,7 @@ The complete edition (this repository) holds the solutions between nbgrader's ma
   and refuses to finish if any line of a solution region is still to be found in it
   (:func:`solution_snippets`, :func:`find_leaks`);
 * :func:`restore_exercise` puts one worked answer back into a student edition ("I give up on
-  ex03_2"), copied from the complete edition;
-* :func:`show_exercise_stubs_briefly` makes a notebook that reaches an unwritten exercise stop
-  with one clear message (exercise, file to edit, hint) instead of a traceback.
+  ex03_2"), copied from the complete edition.
 """
 
 from __future__ import annotations
@@ -24,14 +22,14 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+
+from .course import PACKAGE, REPOSITORY
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = "# YOUR CODE HERE"
 TEXT_STUB = "YOUR ANSWER HERE"
-PACKAGE = "transformer_course"
 
 
 def solution_regions(source: str) -> Iterator[tuple[int, int]]:
@@ -138,10 +136,15 @@ def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     return written
 
 
+def room_files(package_dir: Path) -> list[Path]:
+    """The learner's rooms: every ``.py`` file of the package outside ``tools/``."""
+    return sorted(p for p in package_dir.rglob("*.py") if "tools" not in p.relative_to(package_dir).parts)
+
+
 def stub_package(package_dir: Path) -> list[Path]:
-    """Stub every package file (in place) that holds solution regions; return those files."""
+    """Stub every room (in place) that holds solution regions; return those files."""
     changed = []
-    for path in sorted(package_dir.rglob("*.py")):
+    for path in room_files(package_dir):
         source = path.read_text(encoding="utf-8")
         if BEGIN not in source:
             continue
@@ -276,7 +279,7 @@ def solution_snippets(root: Path) -> dict[str, str]:
                 if norm:
                     found.setdefault(norm, f"{where}:{begin + 1}")
 
-    for path in sorted((root / PACKAGE).rglob("*.py")):
+    for path in room_files(root / PACKAGE):
         add(package, path.read_text(encoding="utf-8"), str(path.relative_to(root)))
     for path in sorted((root / "solutions").glob("*.py")):
         for n, cell in enumerate(jupytext.read(path).cells):
@@ -386,7 +389,7 @@ def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = No
     if not source_file.is_file() or BEGIN not in source_file.read_text(encoding="utf-8"):
         raise FileNotFoundError(
             f"no worked answer at {source_file}: pass --from PATH to a complete copy of the course "
-            "(git clone https://github.com/transformer-course/transformer-course)"
+            f"(git clone {REPOSITORY})"
         )
     answer_source = source_file.read_text(encoding="utf-8")
     if not any(t == ex.target for _, _, t in region_targets(answer_source, ex.module)):
@@ -402,41 +405,3 @@ def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = No
         mine = "\n".join(lines) + "\n"
     target_file.write_text(mine, encoding="utf-8")
     return target_file, backup
-
-
-# ---------------------------------------------------------------- notebooks stop at a stub, clearly
-
-_STUB = re.compile(r"(ex\d\d_\d+) \((\S+)\) is not implemented yet: edit (\S+?)\. Hint: (.*)", re.S)
-
-
-def parse_stub_message(message: str) -> tuple[str, str, str, str] | None:
-    """(exercise id, function, file, hint) if ``message`` is one of the stubs' messages."""
-    match = _STUB.match(str(message))
-    return match.groups() if match else None
-
-
-def show_exercise_stubs_briefly() -> None:
-    """In Jupyter/IPython, show a cell that stops at an unwritten exercise as a short message
-    (the cell still fails, so "Run all" stops there); every other error is shown as usual."""
-    ipython = sys.modules.get("IPython")  # already imported in Jupyter; never imported just for this
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or NotImplementedError in getattr(shell, "custom_exceptions", ()):
-        return
-
-    def handler(shell, etype, value, tb, tb_offset=None):  # noqa: ANN001 - IPython's signature
-        stub = parse_stub_message(str(value))
-        if stub is None:
-            shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
-            return None
-        exercise_id, function, file, hint = stub
-        stb = [
-            f"\x1b[1;33m⏳ {exercise_id}: {function} is not written yet — the chapter stops here.\x1b[0m",
-            f"Write it in {file} (hint: {hint})",
-            f"Check it: `python -m transformer_course check {exercise_id}` or `pytest -m {exercise_id}`; "
-            "then re-run this cell.",
-            f"Stuck? `python -m transformer_course restore {exercise_id}` puts the worked answer in.",
-        ]
-        shell._showtraceback(etype, value, stb)
-        return None
-
-    shell.set_custom_exc((NotImplementedError,), handler)

@@ -25,14 +25,12 @@ def _paper_lr(step: int, d_model: int, warmup: int, scale: float) -> float:
     return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
-@exercise(
-    "ex07_1",
-    "transformer_course.training:transformer_lr",
-    title="the warm-up / inverse-square-root learning rate",
-    difficulty="easy",
-    hint="scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).",
-)
+@exercise("ex07_1", "transformer_course.schedule:transformer_lr", "easy")
 def check_transformer_lr(impl: Callable) -> int:
+    """the warm-up / inverse-square-root learning rate
+
+    Hint: scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).
+    """
     cases = 0
     for d_model, warmup, scale in ((512, 4000, 1.0), (128, 300, 0.5), (64, 1, 2.0), (1, 10, 1.0)):
         for step in sorted({1, 2, warmup // 2 or 1, warmup - 1 or 1, warmup, warmup + 1, 4 * warmup, 100_000}):
@@ -58,15 +56,13 @@ def check_transformer_lr(impl: Callable) -> int:
 # -- ex07_2: teacher forcing -------------------------------------------------------------------
 
 
-@exercise(
-    "ex07_2",
-    "transformer_course.data:teacher_forcing",
-    title="teacher forcing: shift the target by one",
-    difficulty="easy",
-    hint="the decoder input is every column but the last, the labels every column but the first: "
-    "tgt[:, :-1] and tgt[:, 1:].",
-)
+@exercise("ex07_2", "transformer_course.batching:teacher_forcing", "easy")
 def check_teacher_forcing(impl: Callable) -> int:
+    """teacher forcing: shift the target by one
+
+    Hint: the decoder input is every column but the last, the labels every column but the first: tgt[:, :-1] and
+    tgt[:, 1:].
+    """
     bos, eos, pad = 1, 2, 0
     rows = [[bos, 5, 6, 7, eos], [bos, 8, eos, pad, pad], [bos, eos, pad, pad, pad]]
     tensors = [torch.tensor(rows), torch.tensor([[bos, 9, eos]]), torch.tensor([[bos, eos]])]
@@ -94,15 +90,13 @@ def check_teacher_forcing(impl: Callable) -> int:
 # -- ex07_3: label-smoothed cross-entropy -------------------------------------------------------
 
 
-@exercise(
-    "ex07_3",
-    "transformer_course.training:label_smoothed_cross_entropy",
-    title="label-smoothed cross-entropy that ignores padding",
-    difficulty="medium",
-    hint="per token: (1 - ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p); "
-    "then average over the positions where target != pad_id only.",
-)
+@exercise("ex07_3", "transformer_course.loss:label_smoothed_cross_entropy", "medium")
 def check_label_smoothed_cross_entropy(impl: Callable) -> int:
+    """label-smoothed cross-entropy that ignores padding
+
+    Hint: per token: (1 - ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p); then average over the
+    positions where target != pad_id only.
+    """
     cases = 0
     for (b, t, v), smoothing, pad_id in (
         ((2, 5, 7), 0.1, 0),
@@ -186,23 +180,20 @@ def _reference_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm
 
 
 def _batch():
-    from ..data import Batch  # a plain container (src, tgt_in, tgt_out, pad_id), no exercise inside
+    from ...batching import Batch  # a plain container (src, tgt_in, tgt_out, pad_id), no exercise inside
 
     tgt = torch.tensor([[1, 4, 5, 6, 2], [1, 7, 2, 0, 0], [1, 3, 8, 2, 0]])
     return Batch(torch.tensor([[4, 5, 6], [7, 0, 0], [3, 8, 0]]), tgt[:, :-1], tgt[:, 1:], 0)
 
 
-@exercise(
-    "ex07_4",
-    "transformer_course.training:train_step",
-    title="one training step",
-    difficulty="hard",
-    hint="model.train(); logits = model(batch.src, batch.tgt_in); loss against batch.tgt_out with your "
-    "label_smoothed_cross_entropy; optimizer.zero_grad(); loss.backward(); clip_grad_norm_ (if "
-    "max_grad_norm is not None); optimizer.step(); scheduler.step() (if any); return loss.item().",
-    also=("transformer_course.training:train_step_mixed_precision",),
-)
+@exercise("ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",))
 def check_train_step(impl: Callable) -> int:
+    """one training step
+
+    Hint: model.train(); logits = model(batch.src, batch.tgt_in); loss against batch.tgt_out with your
+    label_smoothed_cross_entropy; optimizer.zero_grad(); loss.backward(); clip_grad_norm_ (if max_grad_norm is
+    not None); optimizer.step(); scheduler.step() (if any); return loss.detach().
+    """
     cases = 0
     settings = [
         ("SGD with momentum, no clipping", lambda p: torch.optim.SGD(p, lr=0.5, momentum=0.9), None, 0.1, None),
@@ -225,10 +216,15 @@ def check_train_step(impl: Callable) -> int:
                 unshifted = F.cross_entropy(logits, batch.tgt_in.reshape(-1), label_smoothing=smoothing, ignore_index=0)
             got = call(impl, ours, batch, opt_ours, sch_ours, smoothing, max_norm, case=case)
             want = _reference_step(theirs, batch, opt_ref, sch_ref, smoothing, max_norm)
-            if isinstance(got, Tensor):
-                raise CheckFailure(f"{case}: return the loss as a Python float (loss.item()), not a tensor")
-            if not isinstance(got, float):
-                raise CheckFailure(f"{case}: return the loss as a float, got {type(got).__name__}")
+            if isinstance(got, float):
+                raise CheckFailure(
+                    f"{case}: return the loss as a tensor (loss.detach()), not a float: .item() makes the CPU "
+                    "wait for a GPU at every step; the training loop reads the losses when it logs them"
+                )
+            got = expect_shape(got, (), "the returned loss", case)
+            if got.requires_grad:
+                raise CheckFailure(f"{case}: return loss.detach(): the returned loss still holds the graph of the step")
+            got = got.item()
             if not ours.training:
                 raise CheckFailure(f"{case}: the model is still in evaluation mode: call model.train()")
             if not math.isclose(got, want, rel_tol=1e-5, abs_tol=1e-6):

@@ -23,14 +23,12 @@ def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[to
     return torch.randn(*batch, t, d_k), torch.randn(*batch, s, d_k), torch.randn(*batch, s, d_v)
 
 
-@exercise(
-    "ex03_1",
-    "transformer_course.attention:attention_scores",
-    title="attention scores Q·Kᵀ/√d_k",
-    difficulty="easy",
-    hint="transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.",
-)
+@exercise("ex03_1", "transformer_course.attention:attention_scores", "easy")
 def check_attention_scores(impl: Callable) -> int:
+    """attention scores Q·Kᵀ/√d_k
+
+    Hint: transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.
+    """
     for batch, t, s, d_k, d_v in _SIZES:
         q, k, _ = _qkv(batch, t, s, d_k, d_v)
         case = f"q {tuple(q.shape)}, k {tuple(k.shape)}"
@@ -45,14 +43,13 @@ def check_attention_scores(impl: Callable) -> int:
     return len(_SIZES)
 
 
-@exercise(
-    "ex03_2",
-    "transformer_course.attention:apply_mask",
-    title="masking scores (True = may attend)",
-    difficulty="medium",
-    hint="fill the positions where mask is False with torch.finfo(scores.dtype).min, without changing scores in place.",
-)
+@exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
 def check_apply_mask(impl: Callable) -> int:
+    """masking scores (True = may attend)
+
+    Hint: fill the positions where mask is False with torch.finfo(scores.dtype).min, without changing scores in
+    place.
+    """
     cases = 0
     for dtype in (torch.float32, torch.float64, torch.float16):
         scores = torch.randn(2, 3, 4, 5).to(dtype)
@@ -79,15 +76,13 @@ def check_apply_mask(impl: Callable) -> int:
     return cases
 
 
-@exercise(
-    "ex03_3",
-    "transformer_course.attention:scaled_dot_product_attention",
-    title="scaled dot-product attention",
-    difficulty="medium",
-    hint="scores = apply_mask(attention_scores(q, k), mask); weights = softmax over the last axis; "
-    "return (weights @ v, weights).",
-)
+@exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium")
 def check_scaled_dot_product_attention(impl: Callable) -> int:
+    """scaled dot-product attention
+
+    Hint: scores = apply_mask(attention_scores(q, k), mask); weights = softmax over the last axis; return
+    (weights @ v, weights).
+    """
     cases = 0
     for batch, t, s, d_k, d_v in _SIZES:
         q, k, v = _qkv(batch, t, s, d_k, d_v)

@@ -9,9 +9,10 @@ Each chapter's check module registers its exercises with :func:`exercise`.
 from __future__ import annotations
 
 import importlib
+import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,18 @@ class Exercise:
         return obj
 
     def stub_message(self, target: str | None = None) -> str:
+        """What the student edition's stub raises (:func:`parse_stub_message` reads it back)."""
         qualname = (target or self.target).split(":")[1]
         return f"{self.id} ({qualname}) is not implemented yet: edit {self.file}. Hint: {self.hint}"
+
+
+_STUB = re.compile(r"(ex\d\d_\d+) \((\S+)\) is not implemented yet: edit (\S+?)\. Hint: (.*)", re.S)
+
+
+def parse_stub_message(message: str) -> tuple[str, str, str, str] | None:
+    """(exercise id, function, file, hint) if ``message`` is one of the stubs' messages."""
+    match = _STUB.match(str(message))
+    return match.groups() if match else None
 
 
 EXERCISES: dict[str, Exercise] = {}
@@ -63,24 +74,28 @@ EXERCISES: dict[str, Exercise] = {}
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
-def exercise(id: str, target: str, title: str, difficulty: str, hint: str, also: tuple[str, ...] = ()) -> Callable:
+def exercise(id: str, target: str, difficulty: str, also: tuple[str, ...] = ()) -> Callable:
     """Decorator that registers ``check(impl) -> n_cases`` as the check of exercise ``id``.
 
-    ``also`` names further functions (``module:qualname``, same module as ``target``) whose
-    solution regions belong to this exercise; the check tests ``target``.
+    ``target`` is the function the learner writes (``module:qualname``). The check's docstring
+    gives the rest: its first line is the exercise's title, and the text after ``Hint:`` is the
+    hint the stub shows. ``also`` names further functions of the same module (qualnames) whose
+    solution regions belong to this exercise (stubbed with it, e.g. a GPU variant); the check tests
+    ``target``.
     """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
-    if any(t.split(":")[0] != target.split(":")[0] for t in also):
-        raise ValueError(f"{id}: the functions in `also` must be in the module of {target}")
+    module = target.split(":")[0]
 
     def register(check: Callable) -> Callable:
         if id in EXERCISES:
             raise ValueError(f"exercise {id} is registered twice")
-        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, check, tuple(also))
+        doc = inspect.cleandoc(check.__doc__ or "")
+        title, _, rest = doc.partition("\n")
+        if not title or "Hint:" not in rest:
+            raise ValueError(f"the check of {id} needs a docstring: a title line, then 'Hint: …'")
+        hint = " ".join(rest.split("Hint:", 1)[1].split())
+        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, check, tuple(f"{module}:{q}" for q in also))
         return check
 
     return register
-
-
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent

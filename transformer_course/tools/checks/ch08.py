@@ -29,15 +29,13 @@ def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id
     return torch.tensor(tokens), torch.tensor(done)
 
 
-@exercise(
-    "ex08_1",
-    "transformer_course.decoding:greedy_step",
-    title="one greedy decoding step",
-    difficulty="easy",
-    hint="take argmax over the last axis; put pad_id in the rows that were already finished "
-    "(masked_fill); a row is now finished if it was, or if its new token is eos_id.",
-)
+@exercise("ex08_1", "transformer_course.decoding:greedy_step", "easy")
 def check_greedy_step(impl: Callable) -> int:
+    """one greedy decoding step
+
+    Hint: take argmax over the last axis; put pad_id in the rows that were already finished (masked_fill); a row
+    is now finished if it was, or if its new token is eos_id.
+    """
     cases = 0
     for batch, vocab, eos_id, pad_id in ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0)):
         logits = torch.randn(batch, vocab)
@@ -97,16 +95,14 @@ def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tenso
             return logits
 
 
-@exercise(
-    "ex08_2",
-    "transformer_course.decoding:top_p_filter",
-    title="top-p (nucleus) filtering",
-    difficulty="medium",
-    hint="sort the logits in descending order, take the softmax and its cumsum; drop a token when the "
-    "tokens *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the "
-    "vocabulary order and fill the dropped logits with -inf.",
-)
+@exercise("ex08_2", "transformer_course.decoding:top_p_filter", "medium")
 def check_top_p_filter(impl: Callable) -> int:
+    """top-p (nucleus) filtering
+
+    Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
+    *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the vocabulary order
+    and fill the dropped logits with -inf.
+    """
     cases = 0
     top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
     for shape in ((4, 7), (2, 3, 10), (9,)):
@@ -204,17 +200,15 @@ def _beam_cases() -> list[tuple[str, tuple, float]]:
     return cases
 
 
-@exercise(
-    "ex08_3",
-    "transformer_course.decoding:beam_step",
-    title="one beam-search step (GNMT length penalty)",
-    difficulty="hard",
-    hint="give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a "
-    "row of -inf and a 0 at pad_id); candidates = scores[..., None] + step; new lengths grow only "
-    "where not finished; rank candidates / gnmt_length_penalty(new lengths, alpha) with topk over "
-    "the flattened K·V axis; origin = index // V, token = index % V; gather scores, finished, lengths.",
-)
+@exercise("ex08_3", "transformer_course.decoding:beam_step", "hard")
 def check_beam_step(impl: Callable) -> int:
+    """one beam-search step (GNMT length penalty)
+
+    Hint: give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a row of -inf
+    and a 0 at pad_id); candidates = scores[..., None] + step; new lengths grow only where not finished; rank
+    candidates / gnmt_length_penalty(new lengths, alpha) with topk over the flattened K·V axis; origin = index
+    // V, token = index % V; gather scores, finished, lengths.
+    """
     names = ("origin", "tokens", "scores", "finished", "lengths")
     cases = _beam_cases()
     for case, args, alpha in cases:

@@ -12,8 +12,6 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ..embeddings import TokenEmbedding
-from ..vocab import Vocab
 from ._tools import CheckFailure, call, expect_close, expect_dtype, expect_shape
 from .registry import exercise
 
@@ -28,15 +26,15 @@ def _expected_ids(tokens: list[str], add_bos: bool, add_eos: bool) -> list[int]:
     return [1] * add_bos + ids + [2] * add_eos
 
 
-@exercise(
-    "ex01_1",
-    "transformer_course.vocab:Vocab.encode",
-    title="Vocab.encode: tokens → ids, with <unk>, <bos>, <eos>",
-    difficulty="easy",
-    hint="look each token up in self.token_to_id, falling back to self.unk_id; "
-    "then put self.bos_id in front if add_bos and self.eos_id at the end if add_eos.",
-)
+@exercise("ex01_1", "transformer_course.vocab:Vocab.encode", "easy")
 def check_vocab_encode(impl: Callable) -> int:
+    """Vocab.encode: tokens → ids, with <unk>, <bos>, <eos>
+
+    Hint: look each token up in self.token_to_id, falling back to self.unk_id; then put self.bos_id in front if
+    add_bos and self.eos_id at the end if add_eos.
+    """
+    from ...vocab import Vocab  # the learner's room, imported when the check runs
+
     vocab = Vocab(_WORDS)
     cases = [
         (["the", "robot", "paints", "a", "door", "."], False, False),
@@ -90,14 +88,14 @@ def _explain_ids(got: list[int], want: list[int], tokens: list[str], add_bos: bo
 _EMBED_CASES = [(11, 8, (2, 5), None), (13, 7, (3, 4), 0), (5, 1, (1, 1), None), (20, 12, (6,), 0)]
 
 
-@exercise(
-    "ex01_2",
-    "transformer_course.embeddings:TokenEmbedding.forward",
-    title="TokenEmbedding.forward: lookup × √d_model",
-    difficulty="easy",
-    hint="look the ids up with self.embedding(tokens) and multiply by math.sqrt(self.d_model) (paper §3.4).",
-)
+@exercise("ex01_2", "transformer_course.embeddings:TokenEmbedding.forward", "easy")
 def check_token_embedding(impl: Callable) -> int:
+    """TokenEmbedding.forward: lookup × √d_model
+
+    Hint: look the ids up with self.embedding(tokens) and multiply by math.sqrt(self.d_model) (paper §3.4).
+    """
+    from ...embeddings import TokenEmbedding
+
     for vocab_size, d_model, shape, padding_idx in _EMBED_CASES:
         module = TokenEmbedding(vocab_size, d_model, padding_idx=padding_idx)
         tokens = torch.randint(0, vocab_size, shape)
@@ -132,15 +130,13 @@ def check_token_embedding(impl: Callable) -> int:
     return len(_EMBED_CASES)
 
 
-@exercise(
-    "ex01_3",
-    "transformer_course.embeddings:one_hot_lookup",
-    title="embedding lookup as one_hot(tokens) @ weight",
-    difficulty="medium",
-    hint="F.one_hot(tokens, num_classes=V) gives integer one-hot rows (..., V); convert them to weight.dtype "
-    "and multiply by weight (V, D).",
-)
+@exercise("ex01_3", "transformer_course.embeddings:one_hot_lookup", "medium")
 def check_one_hot_lookup(impl: Callable) -> int:
+    """embedding lookup as one_hot(tokens) @ weight
+
+    Hint: F.one_hot(tokens, num_classes=V) gives integer one-hot rows (..., V); convert them to weight.dtype and
+    multiply by weight (V, D).
+    """
     cases = [
         ((2, 5), 10, 4, torch.float32, True),
         ((1, 1), 3, 6, torch.float32, True),

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import ROOT, CLIError
+from ..course import course_root
+from . import CLIError
 
 
 def _grade(args: argparse.Namespace) -> int:
+    root = course_root("grade")
     from ..grading import grade, load_config, summary_table, write_csv, write_feedback, write_json
 
-    config_path = args.config or (ROOT / "grading.toml" if (ROOT / "grading.toml").exists() else None)
+    config_path = args.config or (root / "grading.toml" if (root / "grading.toml").exists() else None)
     config = load_config(config_path)
     for name in ("timeout_s", "memory_mb", "jobs"):
         if getattr(args, name) is not None:
@@ -40,14 +42,16 @@ def _grade(args: argparse.Namespace) -> int:
     return 0
 
 
+DESCRIPTION = (
+    "Each sub-folder of SUBMISSIONS_DIR is one student's edited student edition (or just their transformer_course/ "
+    "folder). Every exercise of every student runs in its own process with a time limit, a memory cap and an output "
+    "cap. Points and limits come from grading.toml."
+)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    grade = subparsers.add_parser(
-        "grade",
-        help="grade a folder of submissions (one sub-folder per student) and write a report",
-        description="Each sub-folder of SUBMISSIONS_DIR is one student's edited student edition (or just their "
-        "transformer_course/ folder). Every exercise of every student runs in its own process with a time limit, "
-        "a memory cap and an output cap. Points and limits come from grading.toml.",
-    )
+    summary = "grade a folder of submissions (one sub-folder per student) and write a report"
+    grade = subparsers.add_parser("grade", help=summary, description=DESCRIPTION)
     grade.add_argument("submissions_dir", type=Path)
     grade.add_argument("--out", type=Path, default=Path("report.csv"), help="the CSV report (default: report.csv)")
     grade.add_argument("--json", type=Path, help="the JSON report (default: next to --out, .json)")

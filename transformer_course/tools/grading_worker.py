@@ -40,9 +40,6 @@ import sys
 import time
 import traceback
 
-PACKAGE = "transformer_course"
-PASSED, FAILED, NOT_IMPLEMENTED, ERROR = "passed", "failed", "not implemented", "error"
-TIMED_OUT, REFERENCE = "timed out", "reference import"
 MAX_MESSAGE = 2000
 CODE_SUFFIXES = {".py", ".pyc", ".pyo", ".ipynb", ".so", ".pyd", ""}
 HEAD_BYTES = 4096
@@ -105,18 +102,18 @@ class _Guard:
             self._busy = False
 
 
-class _TrustedChecks(importlib.abc.MetaPathFinder):
-    """Serve ``transformer_course.checks`` (and below) from the trusted course, never the submission."""
+class _TrustedTools(importlib.abc.MetaPathFinder):
+    """Serve ``transformer_course.tools`` (and below) from the trusted course, never the submission."""
 
-    def __init__(self, checks_dir: str) -> None:
-        self.checks_dir = checks_dir
+    def __init__(self, tools_dir: str) -> None:
+        self.tools_dir = tools_dir
 
     def find_spec(self, fullname, path=None, target=None):  # noqa: ANN001
-        prefix = f"{PACKAGE}.checks"
+        prefix = f"{PACKAGE}.tools"
         if fullname != prefix and not fullname.startswith(prefix + "."):
             return None
         parts = fullname.split(".")[2:]
-        base = os.path.join(self.checks_dir, *parts)
+        base = os.path.join(self.tools_dir, *parts)
         if os.path.isdir(base):
             return importlib.util.spec_from_file_location(
                 fullname, os.path.join(base, "__init__.py"), submodule_search_locations=[base]
@@ -165,13 +162,13 @@ def _describe(exc: BaseException, when: str) -> str:
 def _run_child(job: dict, setup: dict, guard: _Guard) -> dict:
     """In the child: import the submission, run the trusted check, return the result."""
     sys.meta_path[:] = [f for f in sys.meta_path if not str(getattr(f, "__module__", "")).startswith("__editable__")]
-    sys.meta_path.insert(0, _TrustedChecks(setup["checks_dir"]))
+    sys.meta_path.insert(0, _TrustedTools(setup["tools_dir"]))
     # the course's own folder (an editable install, a checkout on the path) must not shadow the submission
     sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != setup["course_root"]]
     sys.dont_write_bytecode = True  # leave the submission's folder as it was
     sys.addaudithook(guard)
     init_error = _import_student_package(job["package_dir"])
-    runner = importlib.import_module(f"{PACKAGE}.checks.runner")
+    runner = importlib.import_module(f"{PACKAGE}.tools.checks.runner")
     try:
         result = runner.run_check(job["exercise"])
         status, message = result.status, result.message
@@ -193,7 +190,7 @@ def _start(job: dict, setup: dict, workdir: str) -> dict:
     out_path = os.path.join(workdir, f"{job['key']}.out")
     result_path = os.path.join(workdir, f"{job['key']}.result")
     nonce = secrets.token_hex(16)
-    guard = _Guard(setup["reference_paths"], setup["reference_code_paths"], allowed=[setup["checks_dir"]])
+    guard = _Guard(setup["reference_paths"], setup["reference_code_paths"], allowed=[setup["tools_dir"]])
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -288,10 +285,24 @@ def _kill(pid: int) -> int | None:
     return os.waitpid(pid, 0)[1]
 
 
+def _load_constants(setup: dict) -> None:
+    """The status words and the package name, read from the course's own files (by path: this
+    process never imports the course)."""
+    for key in ("status_module", "course_module"):
+        spec = importlib.util.spec_from_file_location(f"_course_{key}", setup[key])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        globals().update({k: v for k, v in vars(module).items() if k.isupper()})
+
+
+PACKAGE = PASSED = ERROR = TIMED_OUT = REFERENCE = ""  # set by _load_constants before any job runs
+
+
 def main(argv: list[str]) -> int:
     with open(argv[1], encoding="utf-8") as handle:
         spec = json.load(handle)
     setup, jobs, workdir = spec["setup"], list(spec["jobs"]), spec["workdir"]
+    _load_constants(setup)
     import torch  # noqa: F401 - imported once here; every child inherits it through fork
     import torch.nn.functional  # noqa: F401
 

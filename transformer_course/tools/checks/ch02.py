@@ -12,7 +12,6 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..positional import PositionalEncoding
 from ._tools import CheckFailure, call, expect_close, expect_dtype, expect_shape
 from .registry import exercise
 
@@ -64,15 +63,13 @@ _WRONG_TABLES = {
 _TABLE_CASES = [(10, 8, 1e-5), (7, 5, 1e-5), (1, 4, 1e-6), (4, 1, 1e-5), (3, 2, 1e-5), (100, 64, 1e-4)]
 
 
-@exercise(
-    "ex02_1",
-    "transformer_course.positional:sinusoidal_positional_encoding",
-    title="the sinusoidal table PE (max_len, d_model)",
-    difficulty="easy",
-    hint="angle = pos / 10000^(2i/d_model) for pos in 0..max_len-1 and 2i = 0, 2, 4, …; put sin(angle) in the "
-    "even columns and cos(angle) in the odd ones. With an odd d_model there is one more sine than cosine.",
-)
+@exercise("ex02_1", "transformer_course.positional:sinusoidal_positional_encoding", "easy")
 def check_sinusoidal_table(impl: Callable) -> int:
+    """the sinusoidal table PE (max_len, d_model)
+
+    Hint: angle = pos / 10000^(2i/d_model) for pos in 0..max_len-1 and 2i = 0, 2, 4, …; put sin(angle) in the
+    even columns and cos(angle) in the odd ones. With an odd d_model there is one more sine than cosine.
+    """
     for max_len, d_model, atol in _TABLE_CASES:
         case = f"case max_len={max_len}, d_model={d_model}"
         try:
@@ -93,9 +90,11 @@ def check_sinusoidal_table(impl: Callable) -> int:
     return len(_TABLE_CASES)
 
 
-def _pe_module(table: torch.Tensor, dropout: float = 0.0) -> PositionalEncoding:
+def _pe_module(table: torch.Tensor, dropout: float = 0.0) -> nn.Module:
     """A PositionalEncoding holding ``table``, built without calling its __init__ (so that this
     exercise does not depend on the one that writes the sinusoidal table)."""
+    from ...positional import PositionalEncoding
+
     module = PositionalEncoding.__new__(PositionalEncoding)
     nn.Module.__init__(module)
     module.max_len, module.d_model = table.shape
@@ -115,15 +114,13 @@ _FORWARD_CASES = [
 ]
 
 
-@exercise(
-    "ex02_2",
-    "transformer_course.positional:PositionalEncoding.forward",
-    title="PositionalEncoding.forward: x + PE[:T] (batch-first)",
-    difficulty="medium",
-    hint="x is (B, T, D): the length is x.shape[1], not x.size(0). Add self.pe[:T] (converted to x.dtype), "
-    "then apply self.dropout; do not change x in place.",
-)
+@exercise("ex02_2", "transformer_course.positional:PositionalEncoding.forward", "medium")
 def check_positional_encoding_forward(impl: Callable) -> int:
+    """PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first)
+
+    Hint: x is (B, T, D): the length is x.shape[1], not x.size(0). Add the rows offset … offset+T-1 of self.pe
+    (converted to x.dtype), then apply self.dropout; do not change x in place.
+    """
     for batch, length, d_model, max_len, dtype in _FORWARD_CASES:
         table = torch.randn(max_len, d_model)  # any table will do; random rows are all different
         module = _pe_module(table).eval()
@@ -158,7 +155,28 @@ def check_positional_encoding_forward(impl: Callable) -> int:
     if not 0.3 < share < 0.7:
         raise CheckFailure(f"{case}: {share:.0%} of the entries are zero; expected about 50%")
     expect_close(got[~dropped], 2 * total[~dropped], "the entries that were not dropped", case)
-    return len(_FORWARD_CASES) + 1
+    return len(_FORWARD_CASES) + 1 + _check_offsets(impl)
+
+
+def _check_offsets(impl: Callable) -> int:
+    """With ``offset=L`` the T rows of x are the positions L … L+T-1 (incremental decoding)."""
+    cases = [(2, 3, 6, 12, 5), (3, 1, 4, 9, 8), (1, 4, 5, 10, 1)]  # (B, T, D, max_len, offset); the last row used
+    for batch, length, d_model, max_len, offset in cases:
+        table = torch.randn(max_len, d_model)
+        module = _pe_module(table).eval()
+        x = torch.randn(batch, length, d_model)
+        case = f"case x of shape {(batch, length, d_model)} with offset={offset}, table ({max_len}, {d_model})"
+        got = expect_shape(
+            call(impl, module, x, offset=offset, case=case), (batch, length, d_model), "the output", case
+        )
+        want = x + table[offset : offset + length]  # (B, T, D)
+        if torch.allclose(got, x + table[:length], atol=1e-5):
+            raise CheckFailure(
+                f"{case}: the rows 0 … T-1 of the table were added; x holds the positions offset … offset+T-1, "
+                "so add self.pe[offset : offset + T]"
+            )
+        expect_close(got, want, "the output", case)
+    return len(cases)
 
 
 def _rotation_blocks(k: int, d_model: int) -> torch.Tensor:
@@ -175,15 +193,13 @@ def _rotation_blocks(k: int, d_model: int) -> torch.Tensor:
 _SHIFT_CASES = [(1, 4), (3, 8), (0, 6), (-2, 4), (7, 2), (25, 16), (2, 64)]
 
 
-@exercise(
-    "ex02_3",
-    "transformer_course.positional:relative_position_map",
-    title="relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos]",
-    difficulty="hard",
-    hint="one 2×2 block per (sin, cos) pair with frequency w = 1/10000^(2i/d_model): "
-    "[[cos wk, sin wk], [-sin wk, cos wk]] at rows and columns 2i, 2i+1; zeros elsewhere.",
-)
+@exercise("ex02_3", "transformer_course.positional:relative_position_map", "hard")
 def check_relative_position_map(impl: Callable) -> int:
+    """relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos]
+
+    Hint: one 2×2 block per (sin, cos) pair with frequency w = 1/10000^(2i/d_model): [[cos wk, sin wk], [-sin
+    wk, cos wk]] at rows and columns 2i, 2i+1; zeros elsewhere.
+    """
     for k, d_model in _SHIFT_CASES:
         case = f"case k={k}, d_model={d_model}"
         got = expect_shape(call(impl, k, d_model, case=case), (d_model, d_model), "M_k", case)

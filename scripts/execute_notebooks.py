@@ -1,7 +1,7 @@
 """Run notebooks from their .py source and store the outputs in the paired .ipynb.
 
-    python tools/execute_notebooks.py                 # every chapter and solution notebook
-    python tools/execute_notebooks.py chapters/03_attention.py
+    python scripts/execute_notebooks.py                 # every chapter and solution notebook
+    python scripts/execute_notebooks.py chapters/03_attention.py
 
 Each notebook runs top to bottom in a fresh kernel, in its own folder (as JupyterLab and
 nbval run it); the seconds each one took are printed.

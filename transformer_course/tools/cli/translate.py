@@ -23,7 +23,8 @@ def _split_checkpoint(inputs: list[str]) -> tuple[Path | None, list[str]]:
 
 
 def _encode(sentences: list[str], src_vocab) -> list[list[int]]:
-    from ..data import english_tokens
+    from ...data import english_tokens
+    from ...vocab import SPECIAL_TOKENS
 
     encoded = []
     for text in sentences:
@@ -32,11 +33,12 @@ def _encode(sentences: list[str], src_vocab) -> list[list[int]]:
             raise CLIError(f"nothing to translate in {text!r}: write a number in English words")
         unknown = list(dict.fromkeys(t for t in tokens if t not in src_vocab))
         if unknown:
-            known = ", ".join(w for w in src_vocab.id_to_token[4:12])
+            words = src_vocab.id_to_token[len(SPECIAL_TOKENS) :]
+            known = ", ".join(words[:8])
             digits = "; write numbers in words" if any(w.isdigit() for w in unknown) else ""
             raise CLIError(
                 f"unknown word{'s' if len(unknown) > 1 else ''} {', '.join(repr(w) for w in unknown)} in {text!r}: "
-                f"the model knows only the {len(src_vocab) - 4} words it was trained on ({known}, …){digits}"
+                f"the model knows only the {len(words)} words it was trained on ({known}, …){digits}"
             )
         encoded.append(src_vocab.encode(tokens))
     return encoded
@@ -45,9 +47,11 @@ def _encode(sentences: list[str], src_vocab) -> list[list[int]]:
 def _translate(args: argparse.Namespace) -> int:
     import torch
 
-    from ..checkpoint import load_checkpoint, load_pretrained
-    from ..data import german_text, pad_sequences
-    from ..decoding import beam_search, greedy_decode
+    from ...batching import pad_sequences
+    from ...checkpoint import load_checkpoint
+    from ...data import german_text
+    from ...decoding import beam_search, greedy_decode
+    from ..pretrained import load_pretrained
 
     path, sentences = _split_checkpoint(args.inputs)
     if args.beam < 1:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from ..decoder import DecoderLayer
 from ._tools import CheckFailure, call, expect_close, expect_equal, expect_shape, expect_tensor
 from .ch05 import _randomise_norms
 from .registry import exercise
@@ -30,14 +29,12 @@ def _expect_bool(got: Tensor, case: str) -> None:
         raise CheckFailure(f"{case}: return a bool mask (True = may attend), got dtype {got.dtype}")
 
 
-@exercise(
-    "ex06_1",
-    "transformer_course.masks:causal_mask",
-    title="causal mask (no peeking at the future)",
-    difficulty="easy",
-    hint="a (size, size) bool tensor created on `device`, True on and below the diagonal (see torch.tril).",
-)
+@exercise("ex06_1", "transformer_course.masks:causal_mask", "easy")
 def check_causal_mask(impl: Callable) -> int:
+    """causal mask (no peeking at the future)
+
+    Hint: a (size, size) bool tensor created on `device`, True on and below the diagonal (see torch.tril).
+    """
     cases = 0
     for size in (5, 1, 2, 7):  # the first case is big enough for a precise diagnosis
         case = f"causal_mask({size})"
@@ -75,15 +72,13 @@ _PADDING_CASES = [
 ]
 
 
-@exercise(
-    "ex06_2",
-    "transformer_course.masks:padding_mask",
-    title="padding mask (B, 1, 1, S)",
-    difficulty="medium",
-    hint="True where tokens != pad_id, then insert two axes so the result is (B, 1, 1, S): "
-    "it must broadcast over heads and query positions, not over keys.",
-)
+@exercise("ex06_2", "transformer_course.masks:padding_mask", "medium")
 def check_padding_mask(impl: Callable) -> int:
+    """padding mask (B, 1, 1, S)
+
+    Hint: True where tokens != pad_id, then insert two axes so the result is (B, 1, 1, S): it must broadcast
+    over heads and query positions, not over keys.
+    """
     for rows, pad_id in _PADDING_CASES:
         tokens = torch.tensor(rows)
         batch, length = tokens.shape
@@ -125,15 +120,16 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
     return ours, theirs
 
 
-@exercise(
-    "ex06_3",
-    "transformer_course.decoder:DecoderLayer.forward",
-    title="decoder layer (masked self-attention, cross-attention, FFN)",
-    difficulty="hard",
-    hint="three residual() blocks: self-attention of x with tgt_mask; cross-attention with queries from x and "
-    "keys/values from memory, with memory_mask; then self.ffn. Use norm1/2/3 and dropout1/2/3.",
-)
+@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard")
 def check_decoder_layer(impl: Callable) -> int:
+    """decoder layer (masked self-attention, cross-attention, FFN)
+
+    Hint: three residual() blocks: self-attention of x with tgt_mask (and cache=self_cache); cross-attention
+    with queries from x and keys/values from memory, with memory_mask (and cache=cross_cache); then self.ffn.
+    Use norm1/2/3 and dropout1/2/3.
+    """
+    from ...decoder import DecoderLayer
+
     cases = 0
     for norm_first in (False, True):
         for d_model, n_heads, d_ff, batch, t, s, tgt_lengths, src_lengths in _DECODER_SIZES:
@@ -162,10 +158,11 @@ def check_decoder_layer(impl: Callable) -> int:
                         got = call(impl, ours, x, memory, *args, case=case)
                     expect_close(got, want, "decoder layer output", case)
                     cases += 1
+            cases += _probe_cache(impl, ours, x, memory, sizes)
     return cases
 
 
-def _probe_memory_is_used(impl: Callable, layer: DecoderLayer, x: Tensor, memory: Tensor, sizes: str) -> int:
+def _probe_memory_is_used(impl: Callable, layer: nn.Module, x: Tensor, memory: Tensor, sizes: str) -> int:
     """Changing the encoder memory must change the output (cross-attention reads the memory)."""
     layer.eval()
     case = f"{sizes}, eval mode: the same x with two different memories"
@@ -182,7 +179,7 @@ def _probe_memory_is_used(impl: Callable, layer: DecoderLayer, x: Tensor, memory
     return 1
 
 
-def _probe_no_future_leak(impl: Callable, layer: DecoderLayer, x: Tensor, memory: Tensor, sizes: str) -> int:
+def _probe_no_future_leak(impl: Callable, layer: nn.Module, x: Tensor, memory: Tensor, sizes: str) -> int:
     """With a causal tgt_mask, changing x at positions >= t leaves the outputs before t unchanged."""
     t = x.shape[1]
     if t < 2:
@@ -208,3 +205,30 @@ def _probe_no_future_leak(impl: Callable, layer: DecoderLayer, x: Tensor, memory
         count += 1
     layer.eval()
     return count
+
+
+def _probe_cache(impl: Callable, layer: nn.Module, x: Tensor, memory: Tensor, sizes: str) -> int:
+    """Fed one position at a time with a cache (chapter 08), the layer gives what one causal pass gives."""
+    from ...cache import LayerCache
+
+    layer.eval()
+    t = x.shape[1]
+    causal = _lower_triangle(t)  # (T, T)
+    cache = LayerCache()
+    case = f"{sizes}, eval mode: one position at a time with a LayerCache, against one pass with a causal tgt_mask"
+    with torch.no_grad():
+        whole = expect_shape(call(impl, layer, x, memory, causal, None, case=case), tuple(x.shape), "output", case)
+        steps = [call(impl, layer, x[:, i : i + 1], memory, None, None, cache=cache, case=case) for i in range(t)]
+    if len(cache.self_attn) != t:
+        raise CheckFailure(
+            f"{case}: the self-attention cache holds {len(cache.self_attn)} positions after {t} steps: "
+            "pass cache=self_cache to self.self_attn"
+        )
+    if len(cache.cross_attn) != memory.shape[1]:
+        raise CheckFailure(
+            f"{case}: the cross-attention cache is empty: pass cache=cross_cache to self.cross_attn, so that "
+            "the memory's keys and values are computed once"
+        )
+    stepwise = torch.cat([expect_shape(out, (x.shape[0], 1, x.shape[2]), "output", case) for out in steps], dim=1)
+    expect_close(stepwise, whole, "the outputs of the cached steps", case)
+    return 1

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 from pathlib import Path
 
-from . import ROOT
+from ..course import course_root
+from . import CLIError
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -22,18 +24,27 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if all(r.passed for r in results) else 1
 
 
+def _needs_jupytext(command: str) -> None:
+    if importlib.util.find_spec("jupytext") is None:
+        raise CLIError(f"{command} needs jupytext to read the notebooks: pip install jupytext")
+
+
 def _build_exercises(args: argparse.Namespace) -> int:
+    root = course_root("build-exercises")
+    _needs_jupytext("build-exercises")
     from ..edition import write_exercises
 
-    for path in write_exercises(ROOT / "solutions", ROOT / "exercises"):
-        print(f"wrote {path.relative_to(ROOT)}")
+    for path in write_exercises(root / "solutions", root / "exercises"):
+        print(f"wrote {path.relative_to(root)}")
     return 0
 
 
 def _student_edition(args: argparse.Namespace) -> int:
+    root = course_root("student-edition")
+    _needs_jupytext("student-edition")
     from ..edition import build_student_edition
 
-    print(f"student edition written to {build_student_edition(ROOT, args.out_dir)}")
+    print(f"student edition written to {build_student_edition(root, args.out_dir)}")
     return 0
 
 
@@ -43,8 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                        help="give up on a check after this long and report it as 'timed out' (0: no limit)")  # fmt: skip
     check.set_defaults(run=_check)
-    build = subparsers.add_parser("build-exercises", help="regenerate exercises/ from solutions/")
+    build = subparsers.add_parser("build-exercises", help="regenerate exercises/ from solutions/ (in a clone)")
     build.set_defaults(run=_build_exercises)
-    edition = subparsers.add_parser("student-edition", help="write the student edition of the course")
+    edition = subparsers.add_parser("student-edition", help="write the student edition of the course (from a clone)")
     edition.add_argument("out_dir", type=Path)
     edition.set_defaults(run=_student_edition)

@@ -1,0 +1,110 @@
+"""Works from any install: a wheel of the package, installed in a fresh virtual environment and run
+outside the course's repository, as on Colab after ``pip install git+URL``.
+
+The fresh environment gets only the wheel (``--no-deps``); its dependencies (PyTorch and friends)
+come from this test's own environment through a ``.pth`` line, so that the test needs no network
+and no second copy of PyTorch.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NEEDS_CLONE = "needs a clone of the course"
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env |= {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1"}
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(the fresh environment's python, an empty working folder outside the repository)."""
+    base = tmp_path_factory.mktemp("wheel")
+    source = base / "source"  # build from a copy: the build must not write into the repository
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    shutil.copytree(ROOT / "transformer_course", source / "transformer_course",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+    build = _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
+                  "-w", str(base / "dist"), "-q"], base)  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    wheel = next((base / "dist").glob("transformer_course-*.whl"))
+    venv = base / "venv"
+    assert _run([sys.executable, "-m", "venv", str(venv)], base).returncode == 0
+    python = venv / "bin" / "python"
+    site = Path(
+        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], base).stdout.strip()
+    )
+    (site / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    install = _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], base)
+    assert install.returncode == 0, install.stderr
+    work = base / "work"
+    work.mkdir()
+    return python, work
+
+
+def test_the_package_comes_from_the_wheel(installed) -> None:
+    python, work = installed
+    run = _run([str(python), "-c", "import transformer_course as t; print(t.__file__)"], work)
+    assert run.returncode == 0 and "site-packages" in run.stdout and str(ROOT) not in run.stdout, (
+        run.stdout + run.stderr
+    )
+
+
+def test_check_translate_train_and_evaluate_run(installed) -> None:
+    python, work = installed
+    course = [str(python), "-m", "transformer_course"]
+    check = _run([*course, "check", "ex03_1", "ex08_3"], work)
+    assert check.returncode == 0 and "2 passed" in check.stdout, check.stdout + check.stderr
+    translate = _run([*course, "translate", "twenty-one"], work)
+    assert translate.returncode == 0 and translate.stdout.strip() == "einundzwanzig", translate.stderr
+    train = _run([*course, "train", "--task", "copy", "--steps", "3", "--out", "copy.pt", "--quiet"], work)
+    assert train.returncode == 0 and '"steps": 3' in train.stdout, train.stderr
+    evaluate = _run([*course, "evaluate", "copy.pt", "--task", "copy"], work)
+    assert evaluate.returncode == 0 and '"task": "copy"' in evaluate.stdout, evaluate.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["student-edition", "out"], ["build-exercises"], ["grade", "submissions", "--out", "grades/report.csv"]],
+    ids=lambda c: c[0],
+)
+def test_commands_that_need_the_repository_say_so_in_one_line(installed, command: list[str]) -> None:
+    python, work = installed
+    run = _run([str(python), "-m", "transformer_course", *command], work)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert run.stderr.count("\n") == 1 and NEEDS_CLONE in run.stderr and "git clone" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr and not (work / "out").exists() and not (work / "grades").exists()
+
+
+def test_every_chapter_imports_what_it_needs_from_the_wheel(installed) -> None:
+    python, work = installed
+    cells = [next(c.source for c in jupytext.read(p).cells if "setup_chapter()" in c.source)
+             for p in sorted((ROOT / "chapters").glob("*.py"))]  # fmt: skip
+    script = work / "setup_cells.py"
+    script.write_text("\n\n".join(cells) + "\nprint('all set-up cells ran')\n", encoding="utf-8")
+    run = _run([str(python), str(script)], work)
+    assert run.returncode == 0 and "all set-up cells ran" in run.stdout, run.stderr[-3000:]
+
+
+def test_a_whole_chapter_runs_from_the_wheel(installed) -> None:
+    python, work = installed
+    chapter = jupytext.read(ROOT / "chapters" / "01_embeddings.py")
+    code = "\n\n".join(c.source for c in chapter.cells if c.cell_type == "code" and "google.colab" not in c.source)
+    script = work / "chapter_01.py"
+    script.write_text(code + "\nprint('chapter 01 ran to the end')\n", encoding="utf-8")
+    run = _run([str(python), str(script)], work)
+    assert run.returncode == 0 and "chapter 01 ran to the end" in run.stdout, run.stderr[-3000:]

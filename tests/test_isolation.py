@@ -1,0 +1,134 @@
+"""A check tests one exercise: a wrong answer elsewhere cannot fail it, and the course's stand-ins,
+which replace the other exercises while a check runs, agree with the worked solutions."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from transformer_course.tools.checks import EXERCISES, run_check
+from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.standins import STANDINS
+
+ROOT = Path(__file__).resolve().parent.parent
+_load_all()
+
+
+def _poison(exercise_id: str):
+    def poisoned(*args, **kwargs):
+        raise AssertionError(f"the learner's {exercise_id} ran while another exercise was checked")
+
+    return poisoned
+
+
+def _replace_everywhere(exercise, replacement, undo: list) -> None:
+    """Put ``replacement`` wherever the rooms hold ``exercise``'s function (module globals, class)."""
+    original = exercise.resolve()
+    module = importlib.import_module(exercise.module)
+    *owner_path, attribute = exercise.qualname.split(".")
+    owner = module
+    for part in owner_path:
+        owner = getattr(owner, part)
+    if owner is not module:  # a method: one class attribute
+        undo.append((owner, attribute, original))
+        setattr(owner, attribute, replacement)
+        return
+    for name, room in list(sys.modules.items()):
+        if name.startswith("transformer_course.") and ".tools" not in name and room is not None:
+            for key, value in list(vars(room).items()):
+                if value is original:
+                    undo.append((room, key, value))
+                    setattr(room, key, replacement)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_a_check_never_runs_another_exercise(exercise_id: str) -> None:
+    """Every other exercise is replaced by a function that fails loudly; the check must still pass."""
+    for exercise in EXERCISES.values():  # import every room first, so each binding is replaced (and restored)
+        exercise.resolve()
+    undo: list = []
+    try:
+        for other in EXERCISES.values():
+            if other.id != exercise_id:
+                _replace_everywhere(other, _poison(other.id), undo)
+        result = run_check(exercise_id)
+    finally:
+        for owner, name, value in reversed(undo):
+            setattr(owner, name, value)
+    assert result.passed, result.line()
+
+
+@pytest.mark.complete_edition
+def test_a_wrong_multi_head_attention_fails_ex04_3_and_nothing_else(tmp_path: Path) -> None:
+    """The issue's example: MultiHeadAttention.forward without W^O, in a copy of the package."""
+    package = tmp_path / "transformer_course"
+    shutil.copytree(ROOT / "transformer_course", package, ignore=shutil.ignore_patterns("__pycache__"))
+    multihead = package / "multihead.py"
+    text = multihead.read_text(encoding="utf-8")
+    right = "return self.w_o(merge_heads(heads)), weights"
+    assert right in text
+    multihead.write_text(text.replace(right, "return merge_heads(heads), weights  # W^O forgotten"), encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    run = subprocess.run(
+        [sys.executable, "-m", "transformer_course", "check", "--timeout", "0"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    rows = {line.split()[0]: line for line in run.stdout.splitlines() if line.split()[0] in EXERCISES}
+    assert set(rows) == set(EXERCISES), run.stdout + run.stderr
+    failed = sorted(i for i, line in rows.items() if " passed " not in line)
+    assert failed == ["ex04_3"], run.stdout
+    assert "apply the output projection W^O" in rows["ex04_3"]
+
+
+def _same(a, b) -> None:
+    if isinstance(a, tuple):
+        for x, y in zip(a, b, strict=True):
+            _same(x, y)
+    else:
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
+    from transformer_course import (
+        MultiHeadAttention,
+        PositionwiseFeedForward,
+        apply_mask,
+        attention_scores,
+        label_smoothed_cross_entropy,
+        merge_heads,
+        residual,
+        scaled_dot_product_attention,
+        split_heads,
+    )
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 7, 4), torch.randn(2, 3, 7, 6)
+    mask = torch.rand(2, 1, 5, 7) > 0.4
+    mask[0, 0, 1] = False  # a fully masked row
+    _same(STANDINS["ex03_1"](q, k), attention_scores(q, k))
+    _same(STANDINS["ex03_2"](q @ k.transpose(-2, -1), mask), apply_mask(q @ k.transpose(-2, -1), mask))
+    _same(STANDINS["ex03_3"](q, k, v, mask), scaled_dot_product_attention(q, k, v, mask))
+    x = torch.randn(2, 5, 12)
+    _same(STANDINS["ex04_1"](x, 3), split_heads(x, 3))
+    _same(STANDINS["ex04_2"](split_heads(x, 3)), merge_heads(split_heads(x, 3)))
+    mha = MultiHeadAttention(12, 3).eval()
+    memory = torch.randn(2, 7, 12)
+    for need in (True, False):
+        _same(STANDINS["ex04_3"](mha, x, memory, memory, mask, need), mha(x, memory, memory, mask, need))
+    ffn = PositionwiseFeedForward(12, 20).eval()
+    _same(STANDINS["ex05_1"](ffn, x), ffn(x))
+    norm, drop, linear = nn.LayerNorm(12), nn.Identity(), nn.Linear(12, 12)
+    for norm_first in (False, True):
+        _same(STANDINS["ex05_2"](x, linear, norm, drop, norm_first), residual(x, linear, norm, drop, norm_first))
+    logits, target = torch.randn(3, 4, 9), torch.tensor([[3, 4, 0, 0], [5, 6, 7, 8], [0, 0, 0, 0]])
+    for smoothing in (0.0, 0.1):
+        _same(STANDINS["ex07_3"](logits, target, smoothing, 0), label_smoothed_cross_entropy(logits, target, smoothing))
+    assert set(STANDINS) <= set(EXERCISES)

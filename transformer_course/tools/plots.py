@@ -1,0 +1,31 @@
+"""Figures the chapters draw from the package's data (notebook helpers, not part of the model)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..training import History
+
+
+def plot_history(history: History, title: str = "Training"):
+    """Loss per step (and its running mean) next to the validation exact match; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(11, 3.6))
+    ax_loss.plot(history.steps, history.losses, color="tab:blue", alpha=0.3, lw=0.8, label="batch loss")
+    window = max(1, len(history.losses) // 50)
+    smooth = (
+        torch.tensor(history.losses).unfold(0, window, 1).mean(-1).tolist() if len(history.losses) >= window else []
+    )
+    ax_loss.plot(history.steps[window - 1 :], smooth, color="tab:blue", label=f"mean of {window} steps")
+    ax_loss.set(xlabel="step", ylabel="label-smoothed cross-entropy", yscale="log", title=f"{title}: loss")
+    ax_loss.legend()
+    if history.evals:
+        ax_acc.plot(
+            [e["step"] for e in history.evals], [e["exact_match"] for e in history.evals], "o-", color="tab:green"
+        )
+        ax_acc.set_ylim(0, 100)
+    ax_acc.set(xlabel="step", ylabel="exact match on validation (%)", title=f"{title}: held-out accuracy")
+    ax_acc.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
