@@ -1,12 +1,13 @@
-"""Re-create the trained model that ships with the course (``transformer_course/assets``).
+"""Re-create the trained model that ships with the course (``transformer_course/tools/assets``).
 
-    python scripts/make_checkpoint.py            # ~10 minutes on a 2-core laptop CPU
+    python scripts/make_checkpoint.py --threads 1   # ~10 minutes on a 2-core laptop CPU
 
 It trains the CPU profile of chapter 07 on English → German number words for longer than the
-chapter does, evaluates it on the test split, writes ``numbers_en_de.pt`` without optimizer
-state (a few MB) and records its SHA-256 in ``numbers_en_de.pt.sha256``, which
-``load_pretrained()`` checks. The run is seeded: on the same CPU and PyTorch build it gives the
-same file; elsewhere the last bits of the weights (and so the hash) may differ, the accuracy not.
+chapter does, with the rare kinds of number shown more often, evaluates it on the test split
+(overall and stratum by stratum), writes ``numbers_en_de.pt`` without optimizer state (a few MB)
+and records its SHA-256 in ``numbers_en_de.pt.sha256``, which ``load_pretrained()`` checks. The
+run is seeded: on the same CPU and PyTorch build it gives the same file; elsewhere the last bits
+of the weights (and so the hash) may differ, the accuracy not.
 """
 
 from __future__ import annotations
@@ -19,13 +20,19 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.data import load_task
+from transformer_course.data import NUMBER_OVERSAMPLING, numbers_task
+from transformer_course.tools.plots import strata_table
 from transformer_course.tools.pretrained import PRETRAINED_PATH, write_sha256
 from transformer_course.tools.runs import run_training
 from transformer_course.training import CPU_PROFILE
 
 # The shipped model: the chapter's CPU profile trained longer (more steps, so a slower decay).
 SHIPPED = replace(CPU_PROFILE, steps=3000, eval_every=500)
+
+# Repeats per training number of each stratum (the rest: 1), the defaults of the chapter.
+# Measured after 1,500 steps (test exact match): without repeats 0-20 scored 5 % and the round
+# hundreds 11 % (57 % and 44 % without label smoothing); with repeats every stratum scored 100 %.
+SHIPPED_OVERSAMPLING: dict[str, int] = dict(NUMBER_OVERSAMPLING)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,9 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    task = load_task("numbers-en-de")
+    task = numbers_task(oversampling=SHIPPED_OVERSAMPLING)
     profile = replace(SHIPPED, steps=args.steps)
     result = run_training(task, profile, "cpu", out=str(args.out), save_optimizer=False)
+    print(strata_table(result.metrics["strata"]), file=sys.stderr)
     sha_path = write_sha256(args.out)
     size = args.out.stat().st_size
     print(

@@ -91,6 +91,9 @@ def test_evaluate_the_shipped_model(capsys) -> None:
     assert main(["evaluate", str(PRETRAINED_PATH), "--task", "numbers-en-de"]) == 0
     scores = _last_json(capsys.readouterr().out)
     assert scores["exact_match"] >= 98 and scores["bleu"] > 95 and scores["chrf"] > 95
+    strata = scores["strata"]  # the numbers task: each kind of number scored on its own
+    assert "0-20" in strata and "round thousands" in strata and "full range" in strata
+    assert all(row["exact_match"] >= 99.5 for row in strata.values()), strata
 
 
 def test_devices_that_are_not_there_are_one_line_errors(capsys, monkeypatch) -> None:

@@ -82,3 +82,21 @@ def test_unknown_words_from_the_real_command_line_give_no_traceback() -> None:
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
     assert "unknown word 'zillion'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "text, german",
+    [("zero", "null"), ("seven", "sieben"), ("eleven", "elf"), ("one hundred", "einhundert"),
+     ("one thousand", "eintausend"), ("two hundred thousand", "zweihunderttausend"),
+     ("one hundred thousand and one", "einhunderttausendeins")],
+)  # fmt: skip
+def test_short_and_round_numbers_come_out_right(text: str, german: str, capsys) -> None:
+    status, out, err = _run([text], capsys)
+    assert (status, out.strip(), err) == (0, german, "")
+
+
+@pytest.mark.parametrize("text", ["one million", "and", "one thousand thousand", "one hundred five", "thousand"])
+def test_words_outside_the_models_range_are_refused_not_guessed(text: str, capsys) -> None:
+    status, out, err = _run([text], capsys)
+    assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert ("is not a number this model knows" in err) or ("unknown word" in err), err

@@ -18,16 +18,23 @@ from transformer_course.batching import (
 )
 from transformer_course.data import (
     GERMAN_PIECES,
+    SEEN_STRATA,
+    STRATA,
     copy_task,
     english_tokens,
     german_text,
     german_tokens,
+    held_out_numbers,
     load_task,
     number_pair,
     number_splits,
+    number_strata,
     number_to_english,
     number_to_german,
     number_vocabs,
+    oversample,
+    stratum_members,
+    training_numbers,
 )
 
 # -- an independent, rule-based German reference (written from a grammar book, not num2words) --
@@ -127,14 +134,92 @@ def test_german_tokens_cut_compounds_into_pieces() -> None:
 
 
 def test_splits_are_disjoint_deterministic_and_hold_out_large_numbers() -> None:
-    splits = number_splits(n_train=5000, n_valid=300, n_test=300, seed=0)
+    splits = number_splits(n_train=5000, n_valid=300, n_test=300, seed=0, n_per_stratum=50)
     train, valid, test = (set(splits[k]) for k in ("train", "valid", "test"))
-    assert len(train) == 6000 and len(valid) == len(test) == 300
-    assert not (train & valid or train & test or valid & test)
-    assert set(range(1000)) <= train, "every number below 1,000 must be in training"
-    assert min(valid | test) >= 1000
-    assert number_splits(5000, 300, 300, seed=0) == splits
-    assert number_splits(5000, 300, 300, seed=1)["test"] != splits["test"]
+    seen = {n for stratum in SEEN_STRATA for n in stratum_members(stratum)}
+    assert len(valid) == len(test) == len(seen) + 3 * 50 + 300
+    assert train & valid == train & test == valid & test == seen, "only the seen strata are shared"
+    assert set(range(21)) <= train, "irregular small numbers must be in training"
+    assert number_splits(5000, 300, 300, seed=0, n_per_stratum=50) == splits
+    assert number_splits(5000, 300, 300, seed=1, n_per_stratum=50)["test"] != splits["test"]
+
+
+# -- strata -------------------------------------------------------------------------------------
+
+
+def _strata_from_words(n: int) -> tuple[str, ...]:
+    """The strata of ``n`` read off its English words: an independent check of :func:`number_strata`."""
+    words = number_pair(n)[0]
+    found = []
+    if "thousand" not in words:
+        found.append("0-20" if n <= 20 else "100-999" if "hundred" in words else "21-99")
+        if words[1:] == ["hundred"]:
+            found.append("round hundreds")
+    elif words[-1] == "thousand":
+        found.append("round thousands")
+        if words[1:] == ["hundred", "thousand"]:
+            found.append("round hundred-thousands")
+    elif words[words.index("thousand") + 1] == "and":
+        found.append("N thousand and k")
+    return (*found, "full range")
+
+
+def test_strata_membership_by_brute_force() -> None:
+    members = {stratum: set(stratum_members(stratum)) for stratum in STRATA}
+    sizes = {stratum: len(numbers) for stratum, numbers in members.items()}
+    assert sizes == {
+        "0-20": 21, "21-99": 79, "100-999": 900, "round hundreds": 9, "round thousands": 999,
+        "round hundred-thousands": 9, "N thousand and k": 999 * 99, "full range": 1_000_000,
+    }  # fmt: skip
+    for n in range(1_000_000):
+        strata = number_strata(n)
+        assert strata == tuple(s for s in STRATA if n in members[s]), n
+        assert strata == _strata_from_words(n), n
+    with pytest.raises(ValueError, match="unknown stratum"):
+        stratum_members("millions")
+
+
+def test_held_out_splits_cover_every_stratum_without_overlap() -> None:
+    held_out = held_out_numbers(n_valid=400, n_test=400, n_per_stratum=60, seed=3)
+    train = training_numbers(held_out, n_train=3000, seed=3)
+    held = [n for split in held_out.values() for s, numbers in split.items() if s not in SEEN_STRATA for n in numbers]
+    assert len(held) == len(set(held)) == 2 * (3 * 60 + 400), "no held-out number is drawn twice"
+    assert not set(held) & set(train)
+    for split in ("valid", "test"):
+        assert list(held_out[split]) == list(STRATA)
+        for stratum, numbers in held_out[split].items():
+            assert all(stratum in number_strata(n) for n in numbers), (split, stratum)
+            if stratum in SEEN_STRATA:  # too small to hold out: all of it, in training too
+                assert numbers == stratum_members(stratum) and set(numbers) <= set(train)
+            else:
+                assert len(numbers) == (400 if stratum == "full range" else 60), (split, stratum)
+    small_and_round = set(range(1000)) | set(stratum_members("round thousands"))
+    assert small_and_round - set(held) <= set(train), "every small or round number not held out is trained on"
+    assert len(train) == len(set(train)) == len(small_and_round - set(held)) + 3000
+
+
+def test_splits_are_seeded() -> None:
+    assert held_out_numbers(200, 200, 30, seed=5) == held_out_numbers(200, 200, 30, seed=5)
+    assert (
+        held_out_numbers(200, 200, 30, seed=5)["test"]["N thousand and k"]
+        != (held_out_numbers(200, 200, 30, seed=6)["test"]["N thousand and k"])
+    )
+    held_out = held_out_numbers(200, 200, 30, seed=5)
+    assert training_numbers(held_out, 1000, seed=5) == training_numbers(held_out, 1000, seed=5)
+    assert training_numbers(held_out, 1000, seed=5) != training_numbers(held_out, 1000, seed=6)
+    with pytest.raises(ValueError, match="to hold out"):
+        held_out_numbers(n_per_stratum=500)  # 100-999 has only 891 numbers that are not seen
+
+
+def test_oversampling_repeats_by_the_largest_weight() -> None:
+    weights = {"0-20": 20, "round thousands": 4, "round hundred-thousands": 10}
+    counts = {n: oversample([7, 150, 40_000, 300_000, 123_456], weights).count(n) for n in (7, 150, 40_000, 300_000)}
+    assert counts == {7: 20, 150: 1, 40_000: 4, 300_000: 10}
+    assert oversample([7, 8], {}) == [7, 8]
+    with pytest.raises(ValueError, match="weights"):
+        oversample([7], {"0-20": 0})
+    with pytest.raises(ValueError, match="weights"):
+        oversample([7], {"millions": 2})
 
 
 def test_vocabularies_cover_every_number() -> None:

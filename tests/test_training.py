@@ -13,7 +13,7 @@ from transformer_course import Transformer, TransformerConfig
 from transformer_course.batching import Batch, encode_pairs, make_batch
 from transformer_course.data import copy_task
 from transformer_course.decoding import greedy_decode
-from transformer_course.evaluation import evaluate
+from transformer_course.evaluation import evaluate, evaluate_strata
 from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
 from transformer_course.step import MixedPrecision, train_step, train_step_mixed_precision
@@ -149,6 +149,33 @@ def test_there_is_one_greedy_decoder() -> None:
     for room in Path(evaluation.__file__).parent.glob("*.py"):
         text = room.read_text(encoding="utf-8")
         assert room.name == "decoding.py" or "def greedy" not in text, f"{room.name} defines a second greedy decoder"
+
+
+def test_evaluate_strata_agrees_with_evaluate_on_each_stratum() -> None:
+    from transformer_course.data import SEEN_STRATA, STRATA, number_pair, numbers_task
+    from transformer_course.tools.pretrained import load_pretrained
+
+    model = load_pretrained().model
+    task = numbers_task(n_train=0, n_valid=30, n_test=30, n_per_stratum=10)
+    strata = evaluate_strata(model, task, "test")
+    assert list(strata) == list(STRATA)
+    for stratum, row in strata.items():
+        numbers = task.info["strata"]["test"][stratum]
+        assert row["count"] == len(numbers) and row["seen"] == (stratum in SEEN_STRATA)
+        assert row["exact_match"] == evaluate(model, [number_pair(n) for n in numbers], task)["exact_match"]
+    with pytest.raises(ValueError, match="no strata"):
+        evaluate_strata(model, copy_task(n_train=10, n_eval=10))
+
+
+def test_the_shipped_model_is_right_on_every_stratum() -> None:
+    """The committed checkpoint, decoded now (not what its file says about itself): ≥ 99.5% everywhere."""
+    from transformer_course.data import numbers_task
+    from transformer_course.tools.pretrained import load_pretrained
+
+    checkpoint = load_pretrained()
+    strata = evaluate_strata(checkpoint.model, numbers_task(), "test")
+    assert {name: row["exact_match"] for name, row in strata.items() if row["exact_match"] < 99.5} == {}
+    assert strata == checkpoint.extra["test"]["strata"], "the scores recorded in the file are the real ones"
 
 
 def test_a_tiny_model_learns_to_copy_in_seconds() -> None:

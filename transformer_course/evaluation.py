@@ -44,21 +44,54 @@ def translate(
     return out
 
 
+def _translate_pairs(
+    model: nn.Module, pairs: Sequence[Pair], task: Task, batch_size: int, use_cache: bool = True
+) -> tuple[list[list[str]], list[str], list[str]]:
+    """Translate the sources of ``pairs``: (hypothesis tokens, hypothesis texts, reference texts)."""
+    if not pairs:
+        raise ValueError("pairs must not be empty")
+    longest = max(len(t) for _, t in pairs) + 2  # room for a wrong answer a little longer than the right one
+    max_len = min(2 * longest, model.config.max_len - 1)
+    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, max_len, use_cache)
+    return hypotheses, [task.detokenize(h) for h in hypotheses], [task.detokenize(t) for _, t in pairs]
+
+
 def evaluate(
     model: nn.Module, pairs: Sequence[Pair], task: Task, batch_size: int = 500, use_cache: bool = True
 ) -> dict[str, float]:
     """Greedy-translate ``pairs`` and score them (see the module): ``{"exact_match", "bleu", "chrf"}``."""
     import sacrebleu
 
-    if not pairs:
-        raise ValueError("pairs must not be empty")
-    longest = max(len(t) for _, t in pairs) + 2
-    max_len = min(2 * longest, model.config.max_len - 1)
-    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, max_len, use_cache)
+    hypotheses, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size, use_cache)
     references = [t for _, t in pairs]
-    hyp_text = [task.detokenize(h) for h in hypotheses]
-    ref_text = [task.detokenize(r) for r in references]
     exact = sum(h == r for h, r in zip(hyp_text, ref_text, strict=True)) / len(pairs)
     bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]])
     chrf = sacrebleu.corpus_chrf(hyp_text, [ref_text])
     return {"exact_match": round(100 * exact, 2), "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2)}
+
+
+def evaluate_strata(
+    model: nn.Module, task: Task, split: str = "test", batch_size: int = 500
+) -> dict[str, dict[str, float | int | bool]]:
+    """Greedy exact match, in percent, for each stratum of ``split`` (the numbers task: ``info["strata"]``).
+
+    Returns ``{stratum: {"count", "exact_match", "seen"}}``; ``seen`` is True when every number
+    of the stratum is also a training number (its score then shows memory, not generalisation).
+    Each number is translated once, however many strata it belongs to.
+    """
+    if split not in ("valid", "test"):
+        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+    if "strata" not in task.info:
+        raise ValueError(f"task {task.name!r} has no strata (only the numbers task has)")
+    numbers, pairs = task.info["numbers"][split], getattr(task, split)
+    _, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size)
+    right = {n: h == r for n, h, r in zip(numbers, hyp_text, ref_text, strict=True)}
+    train = set(task.info["numbers"]["train"])
+    return {
+        stratum: {
+            "count": len(members),
+            "exact_match": round(100 * sum(right[n] for n in members) / max(len(members), 1), 2),
+            "seen": all(n in train for n in members),
+        }
+        for stratum, members in task.info["strata"][split].items()
+    }

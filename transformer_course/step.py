@@ -36,7 +36,7 @@ def train_step(
 
     Returns:
         the loss as a 0-dimensional tensor detached from the graph (``loss.detach()``): the caller
-        reads its value (``.item()``) only when it logs it, so a GPU step never waits for the CPU.
+        reads its value (``.item()``) only when it logs it, so the CPU does not wait for a GPU at every step.
     """
     ### BEGIN SOLUTION
     model.train()

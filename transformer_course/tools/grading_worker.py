@@ -8,7 +8,7 @@ its name). It imports PyTorch once, then for every (submission, exercise) job fo
   (``RLIMIT_AS``), its CPU time and the size of what it prints (``RLIMIT_FSIZE`` on the file
   its stdout/stderr go to), and sends nothing to this process's pipes;
 * imports the student's package as ``transformer_course`` (their own absolute imports resolve
-  to their own code), with ``transformer_course.checks`` taken from the *trusted* course instead
+  to their own code), with ``transformer_course.tools`` taken from the *trusted* course instead
   of the submission, and runs that exercise's check on the student's function;
 * watches, through an audit hook, for any read of the reference answers (the instructor's package
   files, ``solutions/``), any import of a ``transformer_course_*`` module, and any attempt to start

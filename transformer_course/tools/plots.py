@@ -29,3 +29,11 @@ def plot_history(history: History, title: str = "Training"):
     ax_acc.grid(alpha=0.3)
     fig.tight_layout()
     return fig
+
+
+def strata_table(strata: dict[str, dict]) -> str:
+    """Per-stratum scores (``evaluate_strata``) as a small text table: count, exact match, seen in training."""
+    lines = [f"{'stratum':<24} {'count':>5} {'exact match %':>13}  seen in training"]
+    for name, row in strata.items():
+        lines.append(f"{name:<24} {row['count']:>5} {row['exact_match']:>13.2f}  {'yes' if row['seen'] else 'no'}")
+    return "\n".join(lines)

@@ -13,7 +13,7 @@ import torch
 from ..batching import batch_stream, encode_pairs
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..data import Task
-from ..evaluation import evaluate
+from ..evaluation import evaluate, evaluate_strata
 from ..model import Transformer
 from ..schedule import make_optimizer, transformer_scheduler
 from ..step import MixedPrecision
@@ -81,8 +81,12 @@ def run_training(
     )  # fmt: skip
     step = history.steps[-1] if history.steps else start_step
     metrics = {**evaluate(model, task.test, task), "seconds": round(history.seconds, 1), "steps": step}
+    if "strata" in task.info:  # the numbers task: the test score of each kind of number too
+        metrics["strata"] = evaluate_strata(model, task, "test")
     if out is not None:
         extra = {"task": task.name, "profile": profile.to_dict(), "history": history.to_dict(), "test": metrics}
+        if "oversampling" in task.info:  # how the training data was weighted, to re-create the run
+            extra["oversampling"] = task.info["oversampling"]
         if not save_optimizer:
             optimizer = scheduler = None  # a smaller file that can be used but not resumed
         save_checkpoint(out, model, task.src_vocab, task.tgt_vocab, optimizer, scheduler, step, extra)

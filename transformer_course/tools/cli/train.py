@@ -74,8 +74,10 @@ def _device(name: str):
 
 
 def _print_result(task: str, metrics: dict) -> None:
-    keys = ("exact_match", "bleu", "chrf", "seconds", "steps")
-    print(json.dumps({"task": task, **{k: metrics.get(k) for k in keys}}), flush=True)
+    result = {"task": task, **{k: metrics.get(k) for k in ("exact_match", "bleu", "chrf", "seconds", "steps")}}
+    if "strata" in metrics:  # the numbers task: the score of each kind of number too
+        result["strata"] = metrics["strata"]
+    print(json.dumps(result), flush=True)
 
 
 def _check_train_args(args: argparse.Namespace) -> None:
@@ -121,7 +123,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from ...checkpoint import load_checkpoint
-    from ...evaluation import evaluate
+    from ...evaluation import evaluate, evaluate_strata
 
     task = _task(args.task)
     device = _device(args.device)
@@ -133,6 +135,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.checkpoint} was trained on {trained_on or 'another task'}, not {task.name}")
     pairs = getattr(task, args.split)
     metrics = evaluate(checkpoint.model, pairs, task)
+    if "strata" in task.info:  # the numbers task: every kind of number scored on its own too
+        metrics["strata"] = evaluate_strata(checkpoint.model, task, args.split)
     history = checkpoint.extra.get("history") or {}
     _print_result(task.name, {**metrics, "seconds": round(history.get("seconds", 0.0), 1), "steps": checkpoint.step})
     return 0

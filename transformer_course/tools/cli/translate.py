@@ -22,8 +22,10 @@ def _split_checkpoint(inputs: list[str]) -> tuple[Path | None, list[str]]:
     return None, inputs
 
 
-def _encode(sentences: list[str], src_vocab) -> list[list[int]]:
-    from ...data import english_tokens
+def _encode(sentences: list[str], src_vocab, numbers: bool) -> list[list[int]]:
+    """Source ids of each sentence; ``numbers``: the checkpoint knows the numbers task only, so
+    a sentence must be one of its numbers (a guess for anything else would look like an answer)."""
+    from ...data import MAX_NUMBER, english_to_number, english_tokens, number_to_english
     from ...vocab import SPECIAL_TOKENS
 
     encoded = []
@@ -39,6 +41,11 @@ def _encode(sentences: list[str], src_vocab) -> list[list[int]]:
             raise CLIError(
                 f"unknown word{'s' if len(unknown) > 1 else ''} {', '.join(repr(w) for w in unknown)} in {text!r}: "
                 f"the model knows only the {len(words)} words it was trained on ({known}, …){digits}"
+            )
+        if numbers and english_to_number(tokens) is None:
+            raise CLIError(
+                f"{text!r} is not a number this model knows: it translates the numbers from zero to "
+                f"{number_to_english(MAX_NUMBER)}, written as in 'three hundred and forty-two thousand, five'"
             )
         encoded.append(src_vocab.encode(tokens))
     return encoded
@@ -60,7 +67,7 @@ def _translate(args: argparse.Namespace) -> int:
         raise CLIError(f"--n-best must be between 1 and --beam ({args.beam}), got {args.n_best}")
     checkpoint = load_pretrained() if path is None else load_checkpoint(path)
     model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    encoded = _encode(sentences, src_vocab)
+    encoded = _encode(sentences, src_vocab, numbers=checkpoint.extra.get("task") == "numbers-en-de")
     longest = max(len(ids) for ids in encoded)
     if longest > model.config.max_len:
         raise CLIError(f"a sentence has {longest} words; the model reads at most {model.config.max_len}")
