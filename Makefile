@@ -10,8 +10,13 @@ STAMP  := $(VENV)/.installed
 TORCH_SPEC ?= torch==2.13.0
 NOTEBOOKS = $(wildcard chapters/*.ipynb solutions/*.ipynb)
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# JupyterLab with the course's default settings (jupyter-config/settings/overrides.json: .py
+# chapters open as notebooks); the learner's own settings still win over them.
+LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/jupyter-config/settings $(LAB_FLAGS)
+NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment assignment_list course_list)
+WEB_STAMP := $(VENV)/.installed-web
 
-.PHONY: lab test install lint notebooks exercises student-edition clean
+.PHONY: lab lab-instructor book test install lint notebooks exercises student-edition clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,18 +26,35 @@ $(STAMP): pyproject.toml
 	# nbgrader's core, so tests/test_nbgrader_compat.py compares its clearing with ours; without its
 	# UI extras (ipywidgets would turn the tqdm.auto progress bars into widgets).
 	$(BIN)/python -m pip install --quiet --no-deps nbgrader==0.9.6 rapidfuzz sqlalchemy alembic mako
+	# nbgrader's UI is for instructors: off in this environment, on in `make lab-instructor`.
+	$(BIN)/jupyter server extension disable --sys-prefix $(NBGRADER_SERVER_EXTENSIONS) >/dev/null 2>&1
+	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
 	touch $(STAMP)
+
+# The web edition's tools and the browser tests' driver (make book; make test builds the site).
+$(WEB_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[book,browser]"
+	touch $(WEB_STAMP)
 
 install: $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=. chapters/01_embeddings.ipynb $(LAB_FLAGS)
+	$(LAB) chapters/01_embeddings.ipynb
+
+# JupyterLab with nbgrader's menu, sidebar and server extensions (jupyter-config/instructor/).
+lab-instructor: $(STAMP)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter-config/instructor $(LAB)
+
+# The web edition from the committed notebooks (no re-execution), in _build/book/.
+book: $(WEB_STAMP)
+	$(BIN)/sphinx-build -q -E -W --keep-going -b html -c book -d _build/doctrees . _build/book
+	@echo "open _build/book/index.html"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check transformer_course tests benchmarks
 
-test: $(STAMP) lint
+test: $(STAMP) $(WEB_STAMP) lint
 	$(BIN)/python -m pytest tests $(NOTEBOOKS) --nbval --nbval-current-env \
 		--nbval-sanitize-with nbval_sanitize.cfg --durations=20
 
@@ -48,4 +70,4 @@ student-edition: $(STAMP)
 	$(BIN)/python -m transformer_course student-edition student-edition
 
 clean:
-	rm -rf $(VENV) student-edition
+	rm -rf $(VENV) student-edition _build test-artifacts

@@ -25,7 +25,7 @@
 #
 # After editing the file, run the exercise's check cell. It compares your function with an
 # independent reference (PyTorch's own functions, closed-form formulas) on several inputs, edge
-# cases included, and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ with the input that
+# cases included, and prints one line: ✓ passed, ○ not implemented yet, or ✗ with the input that
 # failed and what is wrong. The same checks run from a terminal:
 #
 # ```bash

@@ -25,7 +25,7 @@
 #
 # After editing the file, run the exercise's check cell. It compares your code with an independent
 # reference (heads cut with `chunk`, PyTorch's `nn.MultiheadAttention`, a loop over the heads
-# written with plain torch operations) and prints one line: ✅ passed, ⏳ not implemented yet, or ❌
+# written with plain torch operations) and prints one line: ✓ passed, ○ not implemented yet, or ✗
 # with the input that failed and what is wrong. From a terminal:
 #
 # ```bash

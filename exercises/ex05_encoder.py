@@ -25,7 +25,7 @@
 # After editing the file, run the exercise's check cell. It compares your code with an independent
 # reference (closed forms written with `torch.nn.functional`, and PyTorch's own
 # `nn.TransformerEncoderLayer`) on several inputs, edge cases included, and prints one line:
-# ✅ passed, ⏳ not implemented yet, or ❌ with the input that failed and what is wrong. The same
+# ✓ passed, ○ not implemented yet, or ✗ with the input that failed and what is wrong. The same
 # checks run from a terminal:
 #
 # ```bash

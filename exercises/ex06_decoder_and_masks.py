@@ -25,7 +25,7 @@
 # After editing the file, run the exercise's check cell. It compares your code with an independent
 # reference (masks built element by element from index comparisons, and PyTorch's own
 # `nn.TransformerDecoderLayer`) on several inputs, edge cases included, and prints one line:
-# ✅ passed, ⏳ not implemented yet, or ❌ with the input that failed and what is wrong. The same
+# ✓ passed, ○ not implemented yet, or ✗ with the input that failed and what is wrong. The same
 # checks run from a terminal:
 #
 # ```bash

@@ -26,8 +26,8 @@
 #
 # After editing the file, run the exercise's check cell. It compares your function with an
 # independent reference (plain Python loops over rows and candidates, small tables of
-# log-probabilities worked out by hand) and prints one line: ✅ passed, ⏳ not implemented yet, or
-# ❌ with the input that failed and what is wrong. The same checks run from a terminal:
+# log-probabilities worked out by hand) and prints one line: ✓ passed, ○ not implemented yet, or
+# ✗ with the input that failed and what is wrong. The same checks run from a terminal:
 #
 # ```bash
 # python -m transformer_course check ex08_1     # one exercise (or no id: a table of all of them)

@@ -2,15 +2,24 @@
 
     python scripts/execute_notebooks.py                 # every chapter and solution notebook
     python scripts/execute_notebooks.py chapters/03_attention.py
+    python scripts/execute_notebooks.py --no-execute    # only store the pairs as JupyterLab would
 
 Each notebook runs top to bottom in a fresh kernel, in its own folder (as JupyterLab and
 nbval run it); the seconds each one took are printed.
+
+The pair is then saved through Jupyter's own contents manager, with jupytext on it, exactly as
+JupyterLab's server saves a notebook, and with the kernel's display name that JupyterLab writes
+when it starts the kernel. So a learner who opens, runs and saves a chapter sees no change in
+`git status` (tests/test_jupyter_roundtrip.py checks it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import jupytext
@@ -18,14 +27,42 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+KERNEL = "python3"
+
+
+def kernelspec() -> dict:
+    """The notebook's kernelspec as JupyterLab writes it once the kernel has started."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec(KERNEL)
+    return {"display_name": spec.display_name, "language": spec.language, "name": KERNEL}
+
+
+@contextlib.contextmanager
+def contents_manager() -> Iterator:
+    """The contents manager of JupyterLab's server with jupytext (checkpoints kept out of the tree)."""
+    from traitlets.config import Config
+
+    with tempfile.TemporaryDirectory() as checkpoints:
+        config = Config({"FileCheckpoints": {"checkpoint_dir": checkpoints}})
+        yield jupytext.TextFileContentsManager(root_dir=str(ROOT), config=config)
+
+
+def save_as_jupyter(notebook: nbformat.NotebookNode, ipynb: Path) -> None:
+    """Write the .ipynb and its .py pair as JupyterLab's server does when the learner saves."""
+    path = ipynb.resolve().relative_to(ROOT).as_posix()
+    with contents_manager() as manager:
+        manager.save({"type": "notebook", "content": notebook}, path)
+        # Opening the notebook adds jupytext's settings to its metadata; a second save stores them.
+        manager.save(manager.get(path), path)
 
 
 def execute(source: Path, timeout: int = 900) -> float:
-    notebook = jupytext.read(source)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = open_as_jupyter(source)
+    notebook.metadata["kernelspec"] = kernelspec()
     start = time.perf_counter()
     NotebookClient(
-        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(source.parent)}}
+        notebook, timeout=timeout, kernel_name=KERNEL, resources={"metadata": {"path": str(source.parent)}}
     ).execute()
     seconds = time.perf_counter() - start
     for cell in notebook.cells:  # keep the .ipynb diff small and stable
@@ -33,12 +70,27 @@ def execute(source: Path, timeout: int = 900) -> float:
         if cell.cell_type == "code":
             cell.outputs = _merge_streams(cell.outputs)
     nbformat.write(notebook, source.with_suffix(".ipynb"))
-    jupytext.write(notebook, source, fmt="py:percent")  # normalise the .py so the pair is in sync
+    save_as_jupyter(notebook, source.with_suffix(".ipynb"))
     return seconds
 
 
+def open_as_jupyter(source: Path) -> nbformat.NotebookNode:
+    """The notebook as JupyterLab opens it: inputs from the .py; outputs and cell ids from the
+    .ipynb where it exists (so unchanged cells keep their ids and the diff stays small)."""
+    with contents_manager() as manager:
+        return nbformat.from_dict(manager.get(source.resolve().relative_to(ROOT).as_posix())["content"])
+
+
+def restore_metadata(source: Path) -> None:
+    """Without running anything: open the pair and save it as JupyterLab would."""
+    notebook = open_as_jupyter(source)
+    notebook.metadata["kernelspec"] = kernelspec()
+    save_as_jupyter(notebook, source.with_suffix(".ipynb"))
+
+
 def _merge_streams(outputs: list) -> list:
-    """Join consecutive pieces of the same stream (one print can arrive in several pieces)."""
+    """Join consecutive pieces of the same stream (one print can arrive in several pieces), as
+    JupyterLab does when it shows and saves them."""
     merged: list = []
     for output in outputs:
         previous = merged[-1] if merged else None
@@ -51,14 +103,35 @@ def _merge_streams(outputs: list) -> list:
             previous.text += output.text
         else:
             merged.append(output)
+    for output in merged:
+        if output.output_type == "stream":
+            output.text = _apply_carriage_returns(output.text)
     return merged
 
 
-def main(paths: list[str]) -> int:
+def _apply_carriage_returns(text: str) -> str:
+    """Keep what a terminal (and JupyterLab) shows: text after a carriage return overwrites the
+    start of its line. A text progress bar then stores its last state only."""
+    lines = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        shown = ""
+        for piece in line.split("\r"):
+            shown = piece + shown[len(piece) :]
+        lines.append(shown)
+    return "\n".join(lines)
+
+
+def main(args: list[str]) -> int:
+    run = "--no-execute" not in args
+    paths = [a for a in args if a != "--no-execute"]
     sources = [Path(p).resolve() for p in paths] or sorted([*ROOT.glob("chapters/*.py"), *ROOT.glob("solutions/*.py")])
     for source in sources:
-        seconds = execute(source.with_suffix(".py"))
-        print(f"{seconds:7.1f} s  {source.relative_to(ROOT)}", flush=True)
+        if run:
+            seconds = execute(source.with_suffix(".py"))
+            print(f"{seconds:7.1f} s  {source.relative_to(ROOT)}", flush=True)
+        else:
+            restore_metadata(source.with_suffix(".py"))
+            print(f"saved      {source.relative_to(ROOT)}", flush=True)
     return 0
 
 

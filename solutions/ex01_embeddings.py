@@ -28,7 +28,7 @@
 # 2. Try your function on a small input in the *try it* cell (the package is reloaded
 #    automatically when you save a file).
 # 3. Run the check cell. It compares your function with an independent reference on several
-#    inputs, edge cases included, and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ and
+#    inputs, edge cases included, and prints one line: ✓ passed, ○ not implemented yet, or ✗ and
 #    which input went wrong and how.
 #
 # From a terminal, in the course folder: `python -m transformer_course check ex01_1` (or without an

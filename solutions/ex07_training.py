@@ -25,7 +25,7 @@
 #
 # After editing a file, run the exercise's check cell. It compares your function with an
 # independent reference (the paper's formula, PyTorch's `F.cross_entropy`, a hand-written
-# training step) and prints one line: ✅ passed, ⏳ not implemented yet, or ❌ with the input that
+# training step) and prints one line: ✓ passed, ○ not implemented yet, or ✗ with the input that
 # failed and what is wrong. The same checks run from a terminal:
 #
 # ```bash

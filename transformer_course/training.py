@@ -12,6 +12,7 @@ reading a value makes the CPU wait until the GPU has finished, which would stall
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -150,7 +151,9 @@ def fit(
     history = history if history is not None else History()
     device = next(model.parameters()).device
     total = None if max_seconds is not None and steps >= 10**8 else steps  # "until the time is up": no total
-    bar = tqdm(total=total, initial=start_step, disable=not progress, desc="training", unit="step")
+    bar = tqdm(
+        total=total, initial=start_step, disable=not progress, desc="training", unit="step", file=_progress_file()
+    )
     clock = _Clock(history.seconds)
     pending: list[Tensor] = []  # losses not read yet
     step = start_step
@@ -197,6 +200,13 @@ class _Clock:
             yield
         finally:
             self.start += time.perf_counter() - began
+
+
+def _progress_file():
+    """Where the progress bar goes: stdout in a notebook, where stderr shows pink like an error
+    (the course's environment has no ipywidgets, so the bar is text); stderr in a terminal, so that
+    a command's own output (the CLI's JSON line) stays clean."""
+    return sys.stdout if "ipykernel" in sys.modules else sys.stderr
 
 
 def _log(history: History, pending: list[Tensor], step: int, bar) -> None:

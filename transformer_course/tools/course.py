@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 PACKAGE = "transformer_course"  # the name of the learner's package, in every edition
-REPOSITORY = "https://github.com/transformer-course/transformer-course"  # the one place this URL is written
+REPOSITORY_URL = "https://github.com/transformer-course/transformer-course"  # the one place this URL is written
 
 # What makes a folder the course's repository: the package next to the chapters and the worked solutions.
 _MARKERS = ("pyproject.toml", "chapters", "solutions", PACKAGE)
@@ -40,7 +40,7 @@ def course_root(command: str) -> Path:
     if root is None:
         raise NeedsClone(
             f"{command} needs a clone of the course (this transformer_course is installed in "
-            f"{package_dir().parent}): git clone {REPOSITORY} && cd transformer-course && "
+            f"{package_dir().parent}): git clone {REPOSITORY_URL} && cd transformer-course && "
             f"pip install -e . && python -m {PACKAGE} {command} …"
         )
     return root

@@ -25,7 +25,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-from .course import PACKAGE, REPOSITORY
+from .course import PACKAGE, REPOSITORY_URL
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = "# YOUR CODE HERE"
@@ -389,7 +389,7 @@ def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = No
     if not source_file.is_file() or BEGIN not in source_file.read_text(encoding="utf-8"):
         raise FileNotFoundError(
             f"no worked answer at {source_file}: pass --from PATH to a complete copy of the course "
-            f"(git clone {REPOSITORY})"
+            f"(git clone {REPOSITORY_URL})"
         )
     answer_source = source_file.read_text(encoding="utf-8")
     if not any(t == ex.target for _, _, t in region_targets(answer_source, ex.module)):

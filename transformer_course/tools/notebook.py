@@ -39,7 +39,7 @@ def show_exercise_stubs_briefly() -> None:
             return None
         exercise_id, function, file, hint = stub
         stb = [
-            f"\x1b[1;33m⏳ {exercise_id}: {function} is not written yet — the chapter stops here.\x1b[0m",
+            f"\x1b[1;33m○ {exercise_id}: {function} is not written yet — the chapter stops here.\x1b[0m",
             f"Write it in {file} (hint: {hint})",
             f"Check it: `python -m transformer_course check {exercise_id}` or `pytest -m {exercise_id}`; "
             "then re-run this cell.",

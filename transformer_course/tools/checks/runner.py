@@ -129,7 +129,7 @@ def _warn_if_checking_another_copy() -> None:
             if candidate.resolve().parent != here and not _warned:
                 _warned = True
                 print(
-                    f"⚠️  this notebook lives in {folder}, but Python imports transformer_course from {here.parent}: "
+                    f"warning: this notebook lives in {folder}, but Python imports transformer_course from {here.parent}: "
                     f"your edits in {folder} are not what runs. Run `pip install -e {folder}` and restart the kernel."
                 )
             return

@@ -1,0 +1,118 @@
+"""Sphinx configuration of the course's web edition (`make book`, output in _build/book/).
+
+Why Sphinx + MyST-NB + sphinx-book-theme: all three install with pip alone and build offline;
+MyST-NB renders the committed .ipynb files as they are (no re-execution), outputs and figures
+included; the book theme brings navigation, search, and the "Open in Colab" and ".ipynb" download
+buttons. Jupyter Book 1 is this same stack behind another config file; Jupyter Book 2 (MyST) needs
+Node.js and fetches its theme at build time; mkdocs-jupyter and Quarto load MathJax from a CDN or
+need a separate binary. MathJax 3 comes from the pip package sphinx-mathjax-offline, copied into
+the site, so a page typesets math without a network.
+
+The source folder is the repository root (so the links between chapters and exercises resolve as
+they do on GitHub), narrowed by include_patterns; this folder holds only the configuration.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _repository_url() -> str:
+    """The repository the Colab and GitHub buttons point to: the course's one constant when the
+    package has it (transformer_course/tools/course.py, loaded alone: the site's build does not
+    install torch), else today's address. COURSE_REPOSITORY_URL overrides both (for a fork)."""
+    course = ROOT / "transformer_course" / "tools" / "course.py"
+    url = "https://github.com/transformer-course/transformer-course"
+    if course.exists():
+        spec = importlib.util.spec_from_file_location("_course_constants", course)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        url = module.REPOSITORY_URL
+    return os.environ.get("COURSE_REPOSITORY_URL", url).rstrip("/")
+
+
+REPOSITORY_URL = _repository_url()
+BRANCH = os.environ.get("COURSE_BRANCH", "main")
+
+project = "The Transformer, built and explained"
+author = "The course's authors"
+copyright = "the course's authors, MIT licence"
+
+root_doc = "book/index"
+include_patterns = ["book/*.md", "chapters/*.ipynb", "exercises/*.ipynb"]  # never solutions/
+exclude_patterns = ["_build", ".venv", "**/.ipynb_checkpoints"]
+
+extensions = ["myst_nb", "sphinx-mathjax-offline"]
+nb_execution_mode = "off"  # show the committed outputs
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+suppress_warnings = ["myst.header"]
+
+html_theme = "sphinx_book_theme"
+html_title = project
+html_static_path = ["_static"]
+html_extra_path = ["_extra"]  # index.html at the site root: a redirect to book/index.html
+html_sourcelink_suffix = ""  # the download button then serves the .ipynb itself
+html_last_updated_fmt = None
+html_theme_options = {
+    "repository_url": REPOSITORY_URL,
+    "repository_branch": BRANCH,
+    "path_to_docs": "",
+    "use_repository_button": True,
+    "use_download_button": True,
+    "launch_buttons": {"colab_url": "https://colab.research.google.com"},
+    "show_toc_level": 2,
+}
+# Light pages (the figures have white backgrounds); left unset, the theme logs a console error.
+html_context = {"default_mode": "light"}
+html_favicon = "_static/favicon.svg"
+
+# The notebooks show Colab's badge, an image on Colab's server; the site uses its own copy so
+# that every page loads without a network.
+COLAB_BADGE = "https://colab.research.google.com/assets/colab-badge.svg"
+
+
+def _local_badge(app, doctree):
+    from docutils import nodes
+
+    for image in doctree.findall(nodes.image):
+        if image.get("uri") == COLAB_BADGE:
+            image["uri"] = "/book/_static/colab-badge.svg"  # "/" = the source folder
+
+
+def _for_readers(app, docname, source):
+    """Two tidy-ups of a notebook page (the downloadable .ipynb stays as committed): nbval's
+    "# NBVAL_..." marker lines are dropped; a text progress bar, stored with every update after a
+    carriage return, shows its last state only, as in a terminal or JupyterLab."""
+    if not source[0].lstrip().startswith("{"):
+        return
+    notebook = json.loads(source[0])
+    for cell in notebook.get("cells", []):
+        if cell.get("cell_type") == "code":  # nbval's markers are for the tests, not for readers
+            lines = "".join(cell["source"]).splitlines(keepends=True)
+            cell["source"] = "".join(line for line in lines if not line.startswith("# NBVAL_"))
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
+                output["text"] = _apply_carriage_returns(text)
+    source[0] = json.dumps(notebook)
+
+
+def _apply_carriage_returns(text: str) -> str:
+    lines = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        shown = ""
+        for piece in line.split("\r"):
+            shown = piece + shown[len(piece) :]
+        lines.append(shown)
+    return "\n".join(lines)
+
+
+def setup(app):
+    app.connect("doctree-read", _local_badge, priority=100)  # before images are collected
+    app.connect("source-read", _for_readers)
