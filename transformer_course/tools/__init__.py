@@ -3,6 +3,7 @@
 * ``checks/``: one check per exercise, and what runs them (notebook check cells, ``check``, pytest);
 * ``edition.py``: the student edition (stubs, cleared notebooks) made from the complete one;
 * ``grading.py``, ``grading_worker.py``: grading a class's submissions;
+* ``sandbox.py``: one sandbox (bubblewrap, else unshare, else a stated fallback) per grading job;
 * ``cli/``: the command line (``python -m transformer_course …``);
 * ``notebook.py``: what a chapter's set-up cell switches on;
 * ``pretrained.py`` and ``assets/``: the model that ships with the course and its SHA-256;
