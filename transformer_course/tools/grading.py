@@ -458,7 +458,7 @@ def _verdict(ex: Exercise, cases: list[Case], result: sandbox.Result, config: Gr
     if payload["fatal"]:
         status, message = ERROR, payload["fatal"]
     else:
-        checked = verdict(ex, cases, payload["cases"])
+        checked = verdict(ex, zip(cases, payload["cases"], strict=False), expected=len(cases))
         status, message = checked.status, checked.message
     if status != PASSED and payload["package_error"] and payload["package_error"] not in message:
         message = f"{message} [the package itself failed to import: {payload['package_error']}]"

@@ -7,6 +7,7 @@ this file, PyTorch's ``F.embedding`` / ``nn.Embedding`` and ``math.sqrt``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -96,14 +97,13 @@ _EMBED_CASES = [(11, 8, (2, 5), None), (13, 7, (3, 4), 0), (5, 1, (1, 1), None),
 
 
 @exercise("ex01_2", "transformer_course.embeddings:TokenEmbedding.forward", "easy")
-def token_embedding_cases() -> list[Case]:
+def token_embedding_cases() -> Iterator[Case]:
     """TokenEmbedding.forward: lookup × √d_model
 
     Hint: look the ids up with self.embedding(tokens) and multiply by math.sqrt(self.d_model) (paper §3.4).
     """
     from ...embeddings import TokenEmbedding
 
-    cases = []
     for vocab_size, d_model, shape, padding_idx in _EMBED_CASES:
         embedding = TokenEmbedding(vocab_size, d_model, padding_idx=padding_idx)
         tokens = torch.randint(0, vocab_size, shape)
@@ -114,9 +114,8 @@ def token_embedding_cases() -> list[Case]:
             report={"weight": ["embedding", "embedding", "weight"]},
         )
         label = f"case V={vocab_size}, d_model={d_model}, tokens of shape {shape}"
-        cases.append(Case(label, probe, _judge_embedding, {"weight": embedding.embedding.weight.detach().clone(),
+        yield (Case(label, probe, _judge_embedding, {"weight": embedding.embedding.weight.detach().clone(),
                                                            "tokens": tokens, "padding_idx": padding_idx}))  # fmt: skip
-    return cases
 
 
 def _judge_embedding(case: Case, got: Outcome) -> None:
@@ -145,7 +144,7 @@ def _judge_embedding(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex01_3", "transformer_course.embeddings:one_hot_lookup", "medium")
-def one_hot_lookup_cases() -> list[Case]:
+def one_hot_lookup_cases() -> Iterator[Case]:
     """embedding lookup as one_hot(tokens) @ weight
 
     Hint: F.one_hot(tokens, num_classes=V) gives integer one-hot rows (..., V); convert them to weight.dtype and
@@ -158,7 +157,6 @@ def one_hot_lookup_cases() -> list[Case]:
         ((2, 3, 4), 6, 3, torch.float64, True),  # extra leading axis, double precision
         ((3, 2), 8, 2, torch.float32, False),  # the last rows of the table are never looked up
     ]
-    cases = []
     for shape, vocab_size, d_model, dtype, use_last_row in sizes:
         weight = torch.randn(vocab_size, d_model, dtype=dtype)
         high = vocab_size if use_last_row else vocab_size // 2
@@ -167,8 +165,7 @@ def one_hot_lookup_cases() -> list[Case]:
             tokens.view(-1)[-1] = vocab_size - 1
         label = f"case tokens of shape {shape} (max id {int(tokens.max())}), weight ({vocab_size}, {d_model}) {dtype}"
         probe = calls_case(call(tokens, ref("weight")) | grad_of_sum("weight"), objects={"weight": leaf(weight)})
-        cases.append(Case(label, probe, _judge_one_hot, {"weight": weight}))
-    return cases
+        yield Case(label, probe, _judge_one_hot, {"weight": weight})
 
 
 def _judge_one_hot(case: Case, got: Outcome) -> None:

@@ -7,6 +7,7 @@ paper's formula, independently of the package; the rotation blocks likewise.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 
@@ -115,24 +116,23 @@ _FORWARD_CASES = [
 
 
 @exercise("ex02_2", "transformer_course.positional:PositionalEncoding.forward", "medium")
-def positional_encoding_forward_cases() -> list[Case]:
+def positional_encoding_forward_cases() -> Iterator[Case]:
     """PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first)
 
     Hint: x is (B, T, D): the length is x.shape[1], not x.size(0). Add the rows offset … offset+T-1 of self.pe
     (converted to x.dtype), then apply self.dropout; do not change x in place.
     """
-    cases = []
     for batch, length, d_model, max_len, dtype in _FORWARD_CASES:
         table = torch.randn(max_len, d_model)  # any table will do; random rows are all different
         x = torch.randn(batch, length, d_model).to(dtype)
         label = f"case x of shape {(batch, length, d_model)} {dtype}, table ({max_len}, {d_model})"
-        cases.append(Case(label, calls_case(call(_pe_module(table), x)), _judge_forward, {"table": table}))
+        yield Case(label, calls_case(call(_pe_module(table), x)), _judge_forward, {"table": table})
     # Dropout (§5.4) applies to the sum x + PE: in training each entry is 0 or 2·(x + PE) with p = 0.5.
     table, x = torch.randn(20, 16), torch.randn(4, 8, 16)
     label = "case x of shape (4, 8, 16) in training mode with dropout p=0.5"
     probe = calls_case(call(_pe_module(table, dropout=0.5, training=True), x))
-    cases.append(Case(label, probe, _judge_dropout, {"table": table}))
-    return cases + _offset_cases()
+    yield Case(label, probe, _judge_dropout, {"table": table})
+    yield from _offset_cases()
 
 
 def _judge_forward(case: Case, got: Outcome) -> None:
@@ -168,16 +168,14 @@ def _judge_dropout(case: Case, got: Outcome) -> None:
     expect_close(out[~dropped], 2 * total[~dropped], "the entries that were not dropped", label)
 
 
-def _offset_cases() -> list[Case]:
+def _offset_cases() -> Iterator[Case]:
     """With ``offset=L`` the T rows of x are the positions L … L+T-1 (incremental decoding)."""
-    cases = []
     for batch, length, d_model, max_len, offset in [(2, 3, 6, 12, 5), (3, 1, 4, 9, 8), (1, 4, 5, 10, 1)]:
         table = torch.randn(max_len, d_model)  # the last case uses the table's last row
         x = torch.randn(batch, length, d_model)
         label = f"case x of shape {(batch, length, d_model)} with offset={offset}, table ({max_len}, {d_model})"
         probe = calls_case(call(_pe_module(table), x, offset=offset))
-        cases.append(Case(label, probe, _judge_offset, {"table": table}))
-    return cases
+        yield Case(label, probe, _judge_offset, {"table": table})
 
 
 def _judge_offset(case: Case, got: Outcome) -> None:

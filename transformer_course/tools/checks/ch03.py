@@ -7,6 +7,7 @@ References are independent of the package: plain ``torch.matmul`` and PyTorch's 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -25,16 +26,14 @@ def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[to
 
 
 @exercise("ex03_1", "transformer_course.attention:attention_scores", "easy")
-def attention_scores_cases() -> list[Case]:
+def attention_scores_cases() -> Iterator[Case]:
     """attention scores Q·Kᵀ/√d_k
 
     Hint: transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.
     """
-    cases = []
     for batch, t, s, d_k, d_v in _SIZES:
         q, k, _ = _qkv(batch, t, s, d_k, d_v)  # (*B, T, Dk), (*B, S, Dk)
-        cases.append(Case(f"q {tuple(q.shape)}, k {tuple(k.shape)}", calls_case(call(q, k)), _judge_scores))
-    return cases
+        yield Case(f"q {tuple(q.shape)}, k {tuple(k.shape)}", calls_case(call(q, k)), _judge_scores)
 
 
 def _judge_scores(case: Case, got: Outcome) -> None:
@@ -50,20 +49,18 @@ def _judge_scores(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
-def apply_mask_cases() -> list[Case]:
+def apply_mask_cases() -> Iterator[Case]:
     """masking scores (True = may attend)
 
     Hint: fill the positions where mask is False with torch.finfo(scores.dtype).min, without changing scores in
     place.
     """
-    cases = []
     for dtype in (torch.float32, torch.float64, torch.float16):
         scores = torch.randn(2, 3, 4, 5).to(dtype)
         mask = torch.rand(2, 1, 4, 5) > 0.4
         mask[0, 0, 1] = False  # one fully masked row
         label = f"scores {tuple(scores.shape)} {dtype}, mask {tuple(mask.shape)}"
-        cases.append(Case(label, calls_case(call(scores, mask)), _judge_masked))
-    return cases
+        yield Case(label, calls_case(call(scores, mask)), _judge_masked)
 
 
 def _judge_masked(case: Case, got: Outcome) -> None:
@@ -88,13 +85,12 @@ def _judge_masked(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", uses=("ex03_1", "ex03_2"))
-def scaled_dot_product_attention_cases() -> list[Case]:
+def scaled_dot_product_attention_cases() -> Iterator[Case]:
     """scaled dot-product attention
 
     Hint: scores = apply_mask(attention_scores(q, k), mask); weights = softmax over the last axis; return
     (weights @ v, weights).
     """
-    cases = []
     for batch, t, s, d_k, d_v in _SIZES:
         q, k, v = _qkv(batch, t, s, d_k, d_v)
         full = torch.rand(*batch, t, s) > 0.3
@@ -103,13 +99,12 @@ def scaled_dot_product_attention_cases() -> list[Case]:
         padding[0, ..., s // 2 + 1 :] = False  # the first sequence is padded
         for name, mask in (("None", None), ("(..., T, S)", full), (f"padding {tuple(padding.shape)}", padding)):
             label = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, mask {name}"
-            cases.append(Case(label, calls_case(call(q, k, v, mask)), _judge_attention))
+            yield Case(label, calls_case(call(q, k, v, mask)), _judge_attention)
     # a fully masked row must stay finite (uniform weights), not NaN
     q, k, v = _qkv((1,), 2, 3, 4, 4)
     mask = torch.tensor([[True, True, False], [False, False, False]])
-    cases.append(Case("a fully masked query row (mask row all False)", calls_case(call(q, k, v, mask)),
+    yield (Case("a fully masked query row (mask row all False)", calls_case(call(q, k, v, mask)),
                       _judge_fully_masked))  # fmt: skip
-    return cases
 
 
 def _judge_attention(case: Case, got: Outcome) -> None:

@@ -8,6 +8,7 @@ torch operations from the module's own weights.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
@@ -28,16 +29,14 @@ def _reference_split(x: Tensor, n_heads: int) -> Tensor:
 
 
 @exercise("ex04_1", "transformer_course.multihead:split_heads", "easy")
-def split_heads_cases() -> list[Case]:
+def split_heads_cases() -> Iterator[Case]:
     """split the features into heads
 
     Hint: view x as (B, T, H, Dh), then swap the T and H axes with transpose(1, 2).
     """
-    cases = []
     for b, t, d, h in _SPLIT_SIZES:
         x = torch.randn(b, t, d)
-        cases.append(Case(f"x {tuple(x.shape)}, n_heads={h}", calls_case(call(x, h)), _judge_split))
-    return cases
+        yield Case(f"x {tuple(x.shape)}, n_heads={h}", calls_case(call(x, h)), _judge_split)
 
 
 def _judge_split(case: Case, got: Outcome) -> None:
@@ -59,13 +58,12 @@ def _judge_split(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
-def merge_heads_cases() -> list[Case]:
+def merge_heads_cases() -> Iterator[Case]:
     """merge the heads back (concat)
 
     Hint: transpose(1, 2) back to (B, T, H, Dh), then reshape to (B, T, H·Dh); view fails after a transpose,
     reshape copies when it must.
     """
-    cases = []
     for b, t, d, h in _SPLIT_SIZES:
         for contiguous in (True, False):
             if contiguous:
@@ -74,11 +72,10 @@ def merge_heads_cases() -> list[Case]:
             else:  # what split_heads returns: a transposed view
                 heads = torch.randn(b, t, h, d // h).transpose(1, 2)
                 label = f"heads {tuple(heads.shape)} (non-contiguous, as split_heads returns it)"
-            cases.append(Case(label, calls_case(call(heads)), _judge_merge))
+            yield Case(label, calls_case(call(heads)), _judge_merge)
     x = torch.randn(2, 5, 12)
     label = "merge_heads(split(x)) for x (2, 5, 12), 3 heads"
-    cases.append(Case(label, calls_case(call(_reference_split(x, 3))), _judge_round_trip, {"x": x}))
-    return cases
+    yield Case(label, calls_case(call(_reference_split(x, 3))), _judge_round_trip, {"x": x})
 
 
 def _judge_merge(case: Case, got: Outcome) -> None:
@@ -186,7 +183,7 @@ def _randomise_biases(module: nn.Module) -> None:
 
 @exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard",
           uses=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
-def multihead_forward_cases() -> list[Case]:
+def multihead_forward_cases() -> Iterator[Case]:
     """multi-head attention forward
 
     Hint: project the query with w_q and split_heads it; get the keys and values from self.keys_and_values(key,
@@ -195,7 +192,6 @@ def multihead_forward_cases() -> list[Case]:
     """
     from ...multihead import MultiHeadAttention  # the course's class: its weights and sizes describe the fixture
 
-    cases = []
     # 1. Against nn.MultiheadAttention with the same weights (its masks: True = blocked).
     for b, t, s, d, h in [(2, 7, 5, 12, 3), (2, 5, 5, 12, 3), (3, 4, 6, 8, 1), (1, 1, 1, 4, 2)]:
         torch_mha = nn.MultiheadAttention(d, h, dropout=0.25, batch_first=True)
@@ -222,8 +218,8 @@ def multihead_forward_cases() -> list[Case]:
                 )
                 _, _, concat = _per_head_reference(ours, query, key, value, mask)
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}) vs nn.MultiheadAttention"
-            cases += _forward_cases(ours, spec, (query, key, value), mask, (want, want_weights, concat), setting,
-                                    mask_name)  # fmt: skip
+            wanted = (want, want_weights, concat)
+            yield from _forward_cases(ours, spec, (query, key, value), mask, wanted, setting, mask_name)
 
     # 2. d_k != d_v (and D not divisible by H) against the head-by-head closed form.
     for d, h, d_k, d_v in [(12, 3, 5, 7), (9, 2, 4, 3)]:
@@ -240,7 +236,7 @@ def multihead_forward_cases() -> list[Case]:
             with torch.no_grad():
                 wanted = _per_head_reference(mha, query, key, value, mask)
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v})"
-            cases += _forward_cases(mha, spec, (query, key, value), mask, wanted, setting, mask_name)
+            yield from _forward_cases(mha, spec, (query, key, value), mask, wanted, setting, mask_name)
 
     # 3. Dropout on the attention weights is active in training mode only.
     mha = MultiHeadAttention(12, 3, dropout=0.5).train()
@@ -249,8 +245,8 @@ def multihead_forward_cases() -> list[Case]:
     with torch.no_grad():
         want, _, _ = _per_head_reference(mha, x, x, x, None)
     probe = calls_case(call(module(mha, 12, 3, dropout=0.5), x, x, x, mask=None, need_weights=False), no_grad=True)
-    cases.append(Case(label, probe, _judge_dropout, {"want": want, "n_heads": 3}))
-    return cases + _cache_cases()
+    yield Case(label, probe, _judge_dropout, {"want": want, "n_heads": 3})
+    yield from _cache_cases()
 
 
 def _judge_dropout(case: Case, got: Outcome) -> None:
@@ -261,7 +257,7 @@ def _judge_dropout(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: no dropout was applied; use dropout_p = self.dropout when self.training")
 
 
-def _cache_cases() -> list[Case]:
+def _cache_cases() -> Iterator[Case]:
     """Chapter 08's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
     with a cache must attend to the keys and values of the first call too."""
     from ...multihead import MultiHeadAttention
@@ -279,7 +275,7 @@ def _cache_cases() -> list[Case]:
         objects=objects | {"cache": new(f"{PACKAGE}.cache:KVCache")}, report={"positions": ["cache", "len"]},
         no_grad=True,
     )  # fmt: skip
-    cases = [Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3})]
+    yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3})
     memory, queries = torch.randn(2, 4, 12), torch.randn(2, 1, 12)
     with torch.no_grad():
         wanted = _per_head_reference(mha, queries, memory, memory, None)
@@ -289,7 +285,7 @@ def _cache_cases() -> list[Case]:
         objects=objects | {"cache": new(f"{PACKAGE}.cache:KVCache", static=True)},
         report={"positions": ["cache", "len"]}, no_grad=True,
     )  # fmt: skip
-    return cases + [Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 4, "static": True, "n_heads": 3})]
+    yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 4, "static": True, "n_heads": 3})
 
 
 def _judge_cache(case: Case, got: Outcome) -> None:

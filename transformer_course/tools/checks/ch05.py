@@ -6,7 +6,7 @@ and PyTorch's own ``nn.TransformerEncoderLayer`` (loaded into ours with ``from_t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -40,31 +40,27 @@ _FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((
 
 
 @exercise("ex05_1", "transformer_course.feedforward:PositionwiseFeedForward.forward", "easy")
-def feed_forward_cases() -> list[Case]:
+def feed_forward_cases() -> Iterator[Case]:
     """position-wise feed-forward network (eq. 2)
 
     Hint: linear1, then ReLU, then self.dropout, then linear2 — the same network at every position.
     """
     from ...feedforward import PositionwiseFeedForward  # the course's class: its weights describe the fixture
 
-    cases = []
     for shape, d_model, d_ff in _FFN_SIZES:
         ffn = PositionwiseFeedForward(d_model, d_ff).eval()
         with torch.no_grad():
             ffn.linear1.bias.normal_()  # so that the ReLU cuts a visible part of the hidden layer
         x = torch.randn(*shape)
         label = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
-        cases.append(
-            Case(label, calls_case(call(module(ffn, d_model, d_ff), x)), _judge_ffn, {"weights": _weights(ffn)})
-        )
+        yield Case(label, calls_case(call(module(ffn, d_model, d_ff), x)), _judge_ffn, {"weights": _weights(ffn)})
     # where does dropout sit? replace it by a deterministic "halve" to see
     shape, d_model, d_ff = _FFN_SIZES[0]
     ffn = PositionwiseFeedForward(d_model, d_ff).eval()
     x = torch.randn(*shape)
     label = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
     spec = module(ffn, d_model, d_ff) | {"set": {"dropout": fixture("halve")}}
-    cases.append(Case(label, calls_case(call(spec, x)), _judge_ffn_dropout, {"weights": _weights(ffn)}))
-    return cases
+    yield Case(label, calls_case(call(spec, x)), _judge_ffn_dropout, {"weights": _weights(ffn)})
 
 
 def _weights(ffn: nn.Module) -> tuple[Tensor, ...]:
@@ -114,13 +110,12 @@ _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(
 
 
 @exercise("ex05_2", "transformer_course.sublayer:residual", "medium")
-def residual_cases() -> list[Case]:
+def residual_cases() -> Iterator[Case]:
     """residual connection + LayerNorm (post-LN and pre-LN)
 
     Hint: post-LN (norm_first=False): norm(x + dropout(sublayer(x))); pre-LN (norm_first=True): x +
     dropout(sublayer(norm(x))).
     """
-    cases = []
     for shape in ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
         d_model = shape[-1]
         norm = nn.LayerNorm(d_model)
@@ -133,8 +128,7 @@ def residual_cases() -> list[Case]:
             label = f"x {tuple(x.shape)}, {order}, dropout replaced by a module that halves its input"
             probe = calls_case(call(x, sublayer, module(norm, d_model), fixture("halve"), norm_first), no_grad=True)
             given = {"sublayer": tanh_of(linear), "norm": norm, "order": order}
-            cases.append(Case(label, probe, _judge_residual, given))
-    return cases
+            yield Case(label, probe, _judge_residual, given)
 
 
 def _judge_residual(case: Case, got: Outcome) -> None:
@@ -158,7 +152,7 @@ _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24,
 
 
 @exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard", uses=("ex04_3", "ex05_1", "ex05_2"))
-def encoder_layer_cases() -> list[Case]:
+def encoder_layer_cases() -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
 
     Hint: x = residual(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1,
@@ -167,7 +161,6 @@ def encoder_layer_cases() -> list[Case]:
     """
     from ...encoder import EncoderLayer  # the course's class: its weights describe the fixture
 
-    cases = []
     for norm_first in (False, True):
         for d_model, n_heads, d_ff, batch, length, lengths in _ENCODER_SIZES:
             reference = nn.TransformerEncoderLayer(
@@ -191,8 +184,7 @@ def encoder_layer_cases() -> list[Case]:
                     )
                     spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
                     probe = calls_case(call(spec, x, mask), no_grad=True)
-                    cases.append(Case(label, probe, _judge_layer, {"want": want, "what": "encoder layer output"}))
-    return cases
+                    yield Case(label, probe, _judge_layer, {"want": want, "what": "encoder layer output"})
 
 
 def _judge_layer(case: Case, got: Outcome) -> None:

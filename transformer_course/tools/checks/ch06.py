@@ -7,6 +7,8 @@ comparisons, and PyTorch's own ``nn.TransformerDecoderLayer`` (loaded into ours 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import torch
 from torch import Tensor, nn
 
@@ -131,7 +133,7 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
 
 
 @exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", uses=("ex04_3", "ex05_1", "ex05_2"))
-def decoder_layer_cases() -> list[Case]:
+def decoder_layer_cases() -> Iterator[Case]:
     """decoder layer (masked self-attention, cross-attention, FFN)
 
     Hint: three residual() blocks: self-attention of x with tgt_mask (and cache=self_cache); cross-attention
@@ -140,7 +142,6 @@ def decoder_layer_cases() -> list[Case]:
     """
     from ...decoder import DecoderLayer  # the course's class: its weights describe the fixture
 
-    cases = []
     for norm_first in (False, True):
         for d_model, n_heads, d_ff, batch, t, s, tgt_lengths, src_lengths in _DECODER_SIZES:
             reference = nn.TransformerDecoderLayer(
@@ -154,8 +155,8 @@ def decoder_layer_cases() -> list[Case]:
                 f"x {tuple(x.shape)}, memory {tuple(memory.shape)}, D={d_model}, H={n_heads}, norm_first={norm_first}"
             )
             layer = {"layer": module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)}
-            cases.append(_memory_is_used_case(layer, x, memory, sizes))
-            cases += _no_future_leak_cases(layer, x, memory, sizes)
+            yield _memory_is_used_case(layer, x, memory, sizes)
+            yield from _no_future_leak_cases(layer, x, memory, sizes)
             (tgt_mask, memory_mask), theirs = _decoder_masks(tgt_lengths, src_lengths, t, s)
             for use_masks in (False, True):
                 with torch.no_grad():
@@ -166,9 +167,8 @@ def decoder_layer_cases() -> list[Case]:
                     args = (tgt_mask, memory_mask) if use_masks else (None, None)
                     probe = calls_case(call(ref("layer"), x, memory, *args) | train(training), objects=layer,
                                        no_grad=True)  # fmt: skip
-                    cases.append(Case(label, probe, _judge_layer, {"want": want, "what": "decoder layer output"}))
-            cases.append(_cache_case(layer, x, memory, sizes))
-    return cases
+                    yield Case(label, probe, _judge_layer, {"want": want, "what": "decoder layer output"})
+            yield _cache_case(layer, x, memory, sizes)
 
 
 def _memory_is_used_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:

@@ -8,6 +8,7 @@ ignore_index=…)``, and a hand-written training step on a small stand-in model.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -103,13 +104,12 @@ def _cross_entropy(logits: Tensor, target: Tensor, smoothing: float = 0.0, pad_i
 
 
 @exercise("ex07_3", "transformer_course.loss:label_smoothed_cross_entropy", "medium")
-def label_smoothed_cross_entropy_cases() -> list[Case]:
+def label_smoothed_cross_entropy_cases() -> Iterator[Case]:
     """label-smoothed cross-entropy that ignores padding
 
     Hint: per token: (1 - ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p); then average over the
     positions where target != pad_id only.
     """
-    cases = []
     for (b, t, v), smoothing, pad_id in (((2, 5, 7), 0.1, 0), ((3, 4, 11), 0.0, 0), ((1, 6, 5), 0.3, 3),
                                          ((4, 1, 13), 0.1, 0)):  # fmt: skip
         logits = torch.randn(b, t, v) * 2
@@ -121,12 +121,12 @@ def label_smoothed_cross_entropy_cases() -> list[Case]:
             target[1] = pad_id  # a sentence that is all padding (it must not count)
         label = (f"logits {tuple(logits.shape)}, smoothing={smoothing}, pad_id={pad_id}, "
                  f"{int((target == pad_id).sum())} padding positions")  # fmt: skip
-        cases.append(Case(label, calls_case(call(logits, target, smoothing, pad_id)), _judge_loss))
+        yield Case(label, calls_case(call(logits, target, smoothing, pad_id)), _judge_loss)
     # gradients flow, and the padding positions get none
     target = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
     probe = calls_case(call(ref("logits"), target, 0.1, 0) | grad_of_sum("logits"),
                        objects={"logits": leaf(torch.randn(2, 4, 6))})  # fmt: skip
-    return cases + [Case("gradient of the loss with respect to the logits", probe, _judge_loss_gradient)]
+    yield Case("gradient of the loss with respect to the logits", probe, _judge_loss_gradient)
 
 
 def _judge_loss(case: Case, got: Outcome) -> None:
@@ -181,7 +181,7 @@ _STEPS = 3  # several steps: stale gradients or a missing scheduler step show up
 
 @exercise("ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",),
           uses=("ex07_3",))  # fmt: skip
-def train_step_cases() -> list[Case]:
+def train_step_cases() -> Iterator[Case]:
     """one training step
 
     Hint: model.train(); logits = model(batch.src, batch.tgt_in); loss against batch.tgt_out with your
@@ -193,7 +193,6 @@ def train_step_cases() -> list[Case]:
         ("Adam, clipping at 0.05", "Adam", {"lr": 0.01}, False, 0.1, 0.05),
         ("Adam with a scheduler, smoothing 0", "Adam", {"lr": 0.01}, True, 0.0, 1.0),
     ]
-    cases = []
     for seed, (name, optimizer, options, scheduler, smoothing, max_norm) in enumerate(settings):
         torch.manual_seed(seed * _STEPS)
         state = {key: value.detach().clone() for key, value in StandInModel().state_dict().items()}
@@ -201,8 +200,7 @@ def train_step_cases() -> list[Case]:
             probe = custom_case("train_steps", package=PACKAGE, state=state, optimizer=optimizer, options=options,
                                 scheduler=scheduler, smoothing=smoothing, max_norm=max_norm, batch=_batch(),
                                 steps=steps)  # fmt: skip
-            cases.append(Case(f"{name}, step {steps}", probe, _judge_step))
-    return cases
+            yield Case(f"{name}, step {steps}", probe, _judge_step)
 
 
 def _judge_step(case: Case, got: Outcome) -> None:

@@ -8,6 +8,7 @@ log-probabilities whose right answer can be worked out on paper.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -31,13 +32,12 @@ def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id
 
 
 @exercise("ex08_1", "transformer_course.decoding:greedy_step", "easy")
-def greedy_step_cases() -> list[Case]:
+def greedy_step_cases() -> Iterator[Case]:
     """one greedy decoding step
 
     Hint: take argmax over the last axis; put pad_id in the rows that were already finished (masked_fill); a row
     is now finished if it was, or if its new token is eos_id.
     """
-    cases = []
     for batch, vocab, eos_id, pad_id in ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0)):
         logits = torch.randn(batch, vocab)
         logits[0, eos_id] = 10.0  # row 0 picks <eos> now
@@ -46,8 +46,7 @@ def greedy_step_cases() -> list[Case]:
             finished[2] = True  # row 2 is already done...
             logits[2, eos_id] = 10.0  # ...even though <eos> is again its most probable token
         label = f"logits {tuple(logits.shape)}, finished {finished.tolist()}, eos_id={eos_id}, pad_id={pad_id}"
-        cases.append(Case(label, calls_case(call(logits, finished, eos_id, pad_id)), _judge_greedy))
-    return cases
+        yield Case(label, calls_case(call(logits, finished, eos_id, pad_id)), _judge_greedy)
 
 
 def _judge_greedy(case: Case, got: Outcome) -> None:
@@ -99,20 +98,18 @@ def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tenso
 
 
 @exercise("ex08_2", "transformer_course.decoding:top_p_filter", "medium")
-def top_p_filter_cases() -> list[Case]:
+def top_p_filter_cases() -> Iterator[Case]:
     """top-p (nucleus) filtering
 
     Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
     *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the vocabulary order
     and fill the dropped logits with -inf.
     """
-    cases = []
     top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
     for shape in ((4, 7), (2, 3, 10), (9,)):
         logits = _distinct_logits(shape, top_ps)
-        cases += [Case(f"logits {tuple(shape)}, top_p={top_p}", calls_case(call(logits, top_p)), _judge_nucleus)
+        yield from [Case(f"logits {tuple(shape)}, top_p={top_p}", calls_case(call(logits, top_p)), _judge_nucleus)
                   for top_p in top_ps]  # fmt: skip
-    return cases
 
 
 def _judge_nucleus(case: Case, got: Outcome) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +24,8 @@ class Exercise:
     title: str  # one line shown in tables
     difficulty: str  # "easy", "medium" or "hard"
     hint: str  # shown by the stub's NotImplementedError
-    cases: Callable[[], list]  # cases() -> list[Case]: what to run, and how to judge it (see .case)
+    cases: Callable[[], Iterable]  # cases() -> Iterable[Case]: what to run, how to judge it (see .case); a
+    # generator draws each case's random inputs only when it comes (a local check stops at the first failure)
     also: tuple[str, ...] = ()  # other functions of the same module that are part of this exercise
     # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
     uses: tuple[str, ...] = ()  # the exercises its code calls: their stand-ins run instead (see isolation)
@@ -75,7 +76,7 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 
 def exercise(id: str, target: str, difficulty: str, also: tuple[str, ...] = (), uses: tuple[str, ...] = ()) -> Callable:
-    """Decorator that registers ``cases() -> list[Case]`` as the check of exercise ``id``.
+    """Decorator that registers ``cases() -> Iterable[Case]`` as the check of exercise ``id``.
 
     ``target`` is the function the learner writes (``module:qualname``). The docstring of
     ``cases`` gives the rest: its first line is the exercise's title, and the text after ``Hint:``

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,11 +78,9 @@ def _run_check(exercise_id: str, impl: Callable | None) -> CheckResult:
     ex = get_exercise(exercise_id)
     try:
         impl = ex.resolve() if impl is None else impl
-        cases = build_cases(ex)
         isolated = isolation(ex).wrap(impl)  # other exercises run as the course's stand-ins
-        torch.manual_seed(0)  # the probes draw from the same stream as in a grading child
-        results = (checked_case(run_case(isolated, case.probe)) for case in cases)  # one at a time
-        return verdict(ex, cases, results)
+        torch.manual_seed(0)  # the course's inputs: the same random numbers whoever checks, locally or grading
+        return verdict(ex, _probed(ex.cases(), isolated))
     except NotImplementedError as error:  # the target itself is missing (a room being written)
         return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error))
     except SystemExit as error:  # sys.exit() in the code under test must not end the notebook or the table
@@ -91,10 +89,18 @@ def _run_check(exercise_id: str, impl: Callable | None) -> CheckResult:
         return CheckResult(ex.id, ex.title, ERROR, f"{type(error).__name__}: {error}")
 
 
+def _probed(cases: Iterable[Case], isolated: Callable) -> Iterator[tuple[Case, dict]]:
+    """Each case with what its probe returned, one at a time (the check stops at the first failure);
+    the probe's own random numbers leave the stream the course's inputs come from alone."""
+    for case in cases:
+        with torch.random.fork_rng(devices=[]):
+            yield case, checked_case(run_case(isolated, case.probe))
+
+
 def build_cases(ex: Exercise) -> list[Case]:
-    """The exercise's cases, the same every time (the course's random inputs are seeded)."""
+    """All the exercise's cases, as a local check draws them (the course's random inputs are seeded)."""
     torch.manual_seed(0)
-    return ex.cases()
+    return list(ex.cases())
 
 
 def isolation(ex: Exercise) -> Isolation:
@@ -104,15 +110,16 @@ def isolation(ex: Exercise) -> Isolation:
     return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, STANDINS)
 
 
-def verdict(ex: Exercise, cases: list[Case], results: Iterable[dict]) -> CheckResult:
-    """Judge the probe's results case by case; the first wrong answer decides."""
+def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None) -> CheckResult:
+    """Judge each case's result in turn; the first wrong answer decides. ``expected``: how many
+    cases there are, when the results come from elsewhere and may stop short."""
     try:
-        judged = 0
-        for case, result in zip(cases, results, strict=False):  # results may stop early (a child cut short)
+        count = 0
+        for case, result in judged:
             case.judge(case, Outcome(case, result))
-            judged += 1
-        if judged < len(cases):
-            raise MalformedResult(f"results for {judged} of {len(cases)} cases")
+            count += 1
+        if expected is not None and count < expected:
+            raise MalformedResult(f"results for {count} of {expected} cases")
     except NotImplementedError as error:
         return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error))
     except CheckFailure as error:
@@ -121,7 +128,7 @@ def verdict(ex: Exercise, cases: list[Case], results: Iterable[dict]) -> CheckRe
         return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}")
     except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
         return CheckResult(ex.id, ex.title, ERROR, f"the check failed on the result: {type(error).__name__}: {error}")
-    return CheckResult(ex.id, ex.title, PASSED, f"{len(cases)} cases")
+    return CheckResult(ex.id, ex.title, PASSED, f"{count} cases")
 
 
 def _stub_message(ex: Exercise, error: NotImplementedError) -> str:
