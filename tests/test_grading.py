@@ -1,38 +1,57 @@
-"""Grading a class safely: a folder of adversarial submissions, written here at test time
-(tests/adversarial), is scored through the command line within its limits, each problem costing
-only the exercise it is in; plus the weights file and the reports."""
+"""Grading a class: a folder of awkward submissions (tests/adversarial) is scored through the command
+line within its limits, each problem costing only the exercise it is in; wrong answers graded as
+packages get the very messages the local check gives; bad input is refused in one line; results,
+copies, messages and reports are checked on their own. The attacks are in tests/test_adversarial.py."""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
+import shutil
+import site
+import struct
+import sys
 import time
 from pathlib import Path
 
 import pytest
+import torch
 
+from transformer_course.tools import course, sandbox
+from transformer_course.tools.checks import run_check
 from transformer_course.tools.cli import main
 from transformer_course.tools.grading import (
     ExerciseResult,
     GradingConfig,
     GradingReport,
+    Refused,
+    Scrubber,
     StudentReport,
+    _hidden_course_packages,
+    copy_package,
     find_package,
+    grade,
     load_config,
+    write_atomically,
     write_csv,
 )
+from transformer_course.tools.probe.wire import MAGIC, MalformedResult, Opaque, frame, plain, read_payload
 
-from .adversarial import EXERCISES, write_submissions
+from .adversarial import EXERCISES, PACKAGE, write_submissions
+from .mutants import all_mutants
 
 pytestmark = pytest.mark.complete_edition
 ROOT = Path(__file__).resolve().parent.parent
-TIMEOUT_S = 10  # the infinite loop costs this much; everything else finishes in well under a second
+TIMEOUT_S = 20  # the infinite loop costs this much; a job starts Python and torch in a few seconds
+SUPPORT = sandbox.probe()
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, float]:
     base = tmp_path_factory.mktemp("grading")
-    expected = write_submissions(base / "submissions", ROOT)
+    expected = write_submissions(base / "submissions", ROOT, SUPPORT.isolated)
     start = time.perf_counter()
     status = main([
         "grade", str(base / "submissions"), "--out", str(base / "report.csv"), "--exercises", *EXERCISES,
@@ -61,13 +80,13 @@ def test_every_adversarial_submission_is_scored_as_expected(graded: tuple[dict, 
                 wrong.append(
                     f"{student} {exercise_id}: expected {status} ({part!r}), got {result['status']}: {result['message']}"
                 )
-    print("\n".join(rows) + f"\ngraded in {seconds:.1f} s")
+    print("\n".join(rows) + f"\ngraded in {seconds:.1f} s ({report['sandbox']})")
     assert not wrong, "\n".join(wrong)
     # the limits hold: the hang was stopped at its deadline, the 10 MB of printing was cut at the cap
     loop = got["infinite_loop"]["ex03_3"]
-    assert TIMEOUT_S <= loop["seconds"] < TIMEOUT_S + 5
-    assert got["huge_output"]["ex03_3"]["output_bytes"] <= 1024 * 1024
-    assert seconds < 120, f"grading took {seconds:.0f} s"
+    assert TIMEOUT_S <= loop["seconds"] < TIMEOUT_S + 10
+    assert got["huge_output"]["ex03_3"]["output_bytes"] > 1024 * 1024
+    assert seconds < 600, f"grading took {seconds:.0f} s"
 
 
 def test_reports_csv_json_and_feedback(graded: tuple[dict, Path, float]) -> None:
@@ -81,9 +100,183 @@ def test_reports_csv_json_and_feedback(graded: tuple[dict, Path, float]) -> None
     feedback = (base / "feedback" / "infinite_loop.md").read_text()
     assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 2 points" in feedback
     assert "printed more than" in (base / "feedback" / "huge_output.md").read_text()
+    assert json.loads((base / "report.json").read_text())["sandbox"] == SUPPORT.description
     submissions = base / "submissions"
     assert not list(submissions.rglob("__pycache__")), "grading must leave the submissions as they were"
     assert (submissions / "correct" / "transformer_course" / "attention.py").exists()
+    assert not [p for p in base.iterdir() if p.name.startswith(".")], "no temporary report file is left behind"
+
+
+# -- wrong answers handed in as packages get the local check's message --------------------------------
+
+_GRAFTED = {"ex02_2": ("_in_place", "_batch_size_as_length"), "ex04_3": ("_forgets_w_o", "_cache_not_passed"),
+            "ex07_4": ("_no_zero_grad", "_stays_in_eval_mode")}  # fmt: skip
+
+
+def _graft(package: Path, exercise_id: str, mutant) -> None:  # noqa: ANN001
+    """Make ``package``'s exercise the mutant: its module ends by rebinding the target to it."""
+    from transformer_course.tools.checks import get_exercise
+
+    target = get_exercise(exercise_id)
+    chapter = mutant.__module__.rsplit(".", 1)[1]
+    source = (ROOT / "tests" / "mutants" / f"{chapter}.py").read_text()
+    (package / "_mutant.py").write_text(f"{source}\nMUTANT = {mutant.__name__}\n")
+    owner, _, name = target.qualname.rpartition(".")
+    binding = f"{owner}.{name} = _mutant" if owner else f"{name} = _mutant"
+    with open(ROOT / target.file) as original, open(package.parent / target.file, "w") as grafted:
+        grafted.write(original.read() + f"\n\nfrom ._mutant import MUTANT as _mutant  # noqa: E402\n{binding}\n")
+
+
+@pytest.mark.parametrize("exercise_id", sorted(_GRAFTED))
+def test_mutant_packages_get_the_local_checks_verdict(exercise_id: str, tmp_path: Path) -> None:
+    mutants = {impl.__name__: (description, impl) for description, impl in all_mutants()[exercise_id]}
+    shutil.copytree(ROOT / PACKAGE, tmp_path / "correct" / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in _GRAFTED[exercise_id]:
+        package = tmp_path / name.strip("_") / PACKAGE  # a folder named _x would be skipped, as __MACOSX is
+        shutil.copytree(ROOT / PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "tools"))
+        _graft(package, exercise_id, mutants[name][1])
+    report = grade(tmp_path, GradingConfig(timeout_s=120, memory_mb=3072, jobs=2), [exercise_id], progress=False)
+    results = {s.student: s.results[exercise_id] for s in report.students}
+    assert results["correct"].status == "passed", results["correct"].message
+    for name in _GRAFTED[exercise_id]:
+        local = run_check(exercise_id, mutants[name][1])
+        assert local.status == "failed"
+        got = results[name.strip("_")]
+        assert (got.status, got.message) == (local.status, local.message), mutants[name][0]
+
+
+# -- bad input: one line, exit status 2 ----------------------------------------------------------
+
+
+def _refused(capsys: pytest.CaptureFixture, args: list[str], part: str) -> None:
+    status = main(["grade", *args, "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2, err
+    assert err.count("\n") == 1 and err.startswith("error: ") and part in err, err
+
+
+def test_grade_refuses_bad_input_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    subs = tmp_path / "subs"
+    (subs / "ada").mkdir(parents=True)
+    out = str(tmp_path / "r.csv")
+    _refused(capsys, [str(tmp_path / "missing"), "--out", out], "is not a folder of submissions")
+    (tmp_path / "file.zip").write_bytes(b"PK")
+    _refused(capsys, [str(tmp_path / "file.zip"), "--out", out], "is not a folder of submissions")
+    _refused(capsys, [str(subs), "--out", str(tmp_path / "r.txt")], "--out must name a .csv file")
+    _refused(capsys, [str(subs), "--out", out, "--exercises", "ex99_9"], "unknown exercise 'ex99_9'")
+    _refused(capsys, [str(subs), "--out", out, "--jobs", "0"], "--jobs must be ≥ 1")
+    _refused(capsys, [str(subs), "--out", out, "--timeout", "nan"], "--timeout a number > 0")
+    _refused(capsys, [str(subs), "--out", out, "--sandbox", "none", "--require-sandbox"], "--require-sandbox")
+    _refused(capsys, [str(tmp_path / "subs" / "ada"), "--out", out, "--exercises", "ex03_1"], "no submission folders")
+    config = tmp_path / "grading.toml"
+    for text, part in [("[grading\n", "not valid TOML"), ("[grading]\njobs = 0\n", "jobs = 0 must be at least 1"),
+                       ("[grading]\ntimeout_s = nan\n", "finite number"), ("[grading]\nexercises = 5\n", "exercises must"),
+                       ("[grading]\nmemory_mb = 'a lot'\n", "whole number"), ("[points]\nex99_9 = 1\n", "ex99_9")]:  # fmt: skip
+        config.write_text(text)
+        _refused(capsys, [str(subs), "--out", out, "--config", str(config)], part)
+    _refused(capsys, [str(subs), "--out", out, "--config", str(tmp_path / "none.toml")], "does not exist")
+
+
+def test_require_sandbox_refuses_where_none_works(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(sandbox, "probe", lambda mechanism=None: sandbox.SandboxSupport("none", False, "no bwrap"))
+    (tmp_path / "ada").mkdir()
+    with pytest.raises(sandbox.SandboxError, match="no sandbox works here: no bwrap"):
+        grade(tmp_path, GradingConfig(), ["ex03_1"], progress=False, require_sandbox=True)
+
+
+# -- the pieces: the result channel, the copies, the messages, the reports ------------------------------
+
+
+def _payload(cases: list) -> dict:
+    return {"cases": cases, "fatal": None, "package_error": None, "guard": None}
+
+
+def _call(output: object) -> dict:
+    return {"output": output, "requires_grad": None, "error": None, "changed": [], "grad": None}
+
+
+class AlwaysEqual(list):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+class Liar(torch.Tensor):
+    pass
+
+
+def test_the_result_channel_accepts_plain_data_only() -> None:
+    good = _payload([{"calls": [_call(plain(torch.ones(2, 3)))], "report": {"n": 5}}])
+    assert torch.equal(read_payload(frame(good), 1)["cases"][0]["calls"][0]["output"], torch.ones(2, 3))
+    decoded = read_payload(frame(_payload([{"calls": [_call(plain(AlwaysEqual([1])))], "report": {}}])), 1)
+    assert isinstance(decoded["cases"][0]["calls"][0]["output"], Opaque)  # the child sends its type's name only
+    assert type(plain(torch.zeros(2).as_subclass(Liar))) is torch.Tensor
+    forged = [
+        b"passed\n",  # a line of text
+        frame(good) + b"passed\n",  # something written after the result
+        frame(good)[:-10],  # cut short
+        MAGIC + struct.pack(">Q", 2**40) + b"x",  # a length that does not match
+        frame(_payload([{"calls": [_call(AlwaysEqual([1]))], "report": {}}])),  # a class of the child's choosing
+        frame(_payload([{"calls": [_call(torch.zeros(2).as_subclass(Liar))], "report": {}}])),
+        frame(_payload([{"calls": [_call(torch.zeros(2, dtype=torch.complex64))], "report": {}}])),
+        frame(_payload([{"calls": [_call("x" * 5000)], "report": {}}])),  # an oversized message
+        frame(_payload([{"calls": [_call(None)], "report": {}}] * 2)),  # more cases than were sent
+        frame({**good, "status": "passed"}),  # a field the probe never writes
+        frame(_payload([{"calls": [{"output": 1, "status": "passed"}], "report": {}}])),
+        frame(_payload([{"calls": [_call(torch.zeros(2**23))], "report": {}}])),  # too large
+    ]
+    for data in forged:
+        with pytest.raises(MalformedResult):
+            read_payload(data, 1)
+
+
+def test_a_submission_is_copied_without_links_or_tools_within_caps(tmp_path: Path) -> None:
+    config = GradingConfig(max_files=50)
+    ada = tmp_path / "ada"
+    shutil.copytree(ROOT / PACKAGE, ada / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "assets"))
+    copy_package(ada, ada / PACKAGE, tmp_path / "copy", config)
+    assert (tmp_path / "copy" / "attention.py").read_bytes() == (ROOT / PACKAGE / "attention.py").read_bytes()
+    assert not (tmp_path / "copy" / "tools").exists()  # the course's machinery is not the student's to hand in
+    assert oct((tmp_path / "copy" / "attention.py").stat().st_mode & 0o777) == "0o644"
+    (ada / PACKAGE / "secret.py").symlink_to(ROOT / PACKAGE / "attention.py")
+    with pytest.raises(Refused, match=r"ada/transformer_course/secret.py is a symbolic link"):
+        copy_package(ada, ada / PACKAGE, tmp_path / "copy2", config)
+    (ada / PACKAGE / "secret.py").unlink()
+    os.mkfifo(ada / PACKAGE / "pipe")
+    with pytest.raises(Refused, match="not a regular file or folder"):
+        copy_package(ada, ada / PACKAGE, tmp_path / "copy3", config)
+    (ada / PACKAGE / "pipe").unlink()
+    for i in range(60):
+        (ada / PACKAGE / f"note{i}.txt").write_text("x")
+    with pytest.raises(Refused, match="larger than the caps"):
+        copy_package(ada, ada / PACKAGE, tmp_path / "copy4", config)
+    bob = tmp_path / "bob"
+    bob.mkdir()
+    (bob / PACKAGE).symlink_to(ada / PACKAGE)
+    with pytest.raises(Refused, match="bob/transformer_course is a symbolic link"):
+        copy_package(bob, find_package(bob), tmp_path / "copy5", config)
+
+
+def test_messages_are_capped_and_scrubbed_of_solution_text() -> None:
+    scrub = Scrubber.for_course()
+    line = next(s for s, origin in scrub_origins().items() if origin.startswith(f"{PACKAGE}/multihead.py"))
+    message = f"case 3: raised ValueError: {'   '.join(line.split())} and more\nsecond line"
+    scrubbed = scrub(message)
+    assert line not in " ".join(scrubbed.split()) and Scrubber.REMOVED in scrubbed and "second line" in scrubbed
+    assert scrub("nothing to hide here") == "nothing to hide here"
+    assert len(scrub("x" * 10_000)) <= 2000
+
+
+def scrub_origins() -> dict[str, str]:
+    from transformer_course.tools.edition import solution_snippets
+
+    return solution_snippets(ROOT)
+
+
+def test_reports_are_replaced_atomically(tmp_path: Path) -> None:
+    path = tmp_path / "report.csv"
+    write_atomically(path, "old\n")
+    write_atomically(path, "new\n")
+    assert path.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == ["report.csv"]
 
 
 def test_the_weights_file_sets_points_and_limits(tmp_path: Path) -> None:
@@ -109,6 +302,7 @@ def test_the_weights_file_sets_points_and_limits(tmp_path: Path) -> None:
     report = GradingReport(["ex03_1", "ex03_3"], [StudentReport("ada", "ada/transformer_course", results)], config, 1.0)
     write_csv(report, tmp_path / "r.csv")
     assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4"
+    assert list(csv.reader(io.StringIO((tmp_path / "r.csv").read_text())))[0][0] == "student"
 
 
 def test_the_package_is_found_in_every_usual_layout(tmp_path: Path) -> None:
@@ -126,3 +320,37 @@ def test_the_package_is_found_in_every_usual_layout(tmp_path: Path) -> None:
     assert find_package(tmp_path / "zip") == nested
     assert find_package(tmp_path / "nothing") is None
     assert GradingConfig().points_for("ex03_1") == 1.0
+
+
+@pytest.mark.parametrize("mechanism", ["bwrap", "unshare"])
+def test_grading_runs_in_either_sandbox(mechanism: str, tmp_path: Path) -> None:
+    support = sandbox.probe(mechanism)
+    if not support.isolated:
+        pytest.skip(support.description)
+    expected = write_submissions(tmp_path / "all", ROOT, sandboxed=True)
+    for name in ("correct", "wrong_shape"):
+        shutil.move(tmp_path / "all" / name, tmp_path / "subs" / name)
+    report = grade(tmp_path / "subs", GradingConfig(timeout_s=120, memory_mb=3072), ["ex03_3"], False, mechanism)
+    assert report.sandbox == support.description
+    for student in report.students:
+        status, part = expected[student.student]["ex03_3"]
+        assert student.results["ex03_3"].status == status and part in student.results["ex03_3"].message
+
+
+def test_the_instructors_package_in_site_packages_is_hidden_from_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A non-editable install puts the course (answers included) in site-packages, which every job
+    sees: the job is shown an empty folder there instead."""
+    if not SUPPORT.isolated:
+        pytest.skip(SUPPORT.description)
+    installed = min(p for p in Path(site.getsitepackages()[0]).iterdir() if p.name.endswith(".dist-info"))
+    monkeypatch.setattr(course, "package_dir", lambda: installed)
+    hidden = _hidden_course_packages(tmp_path)
+    code = f"import os; print(len(os.listdir({str(installed)!r})))"
+    job = sandbox.run([sys.executable, "-I", "-c", code], visible=hidden, mechanism=SUPPORT.mechanism)
+    assert job.stdout == b"0\n" and any(installed.iterdir()), job.stderr
+    monkeypatch.setattr(course, "package_dir", lambda: Path("/usr/lib/python3/dist-packages/transformer_course"))
+    monkeypatch.setattr(sandbox, "python_paths", lambda: ["/usr/lib/python3/dist-packages"])
+    with pytest.raises(ValueError, match="cannot be hidden"):
+        _hidden_course_packages(tmp_path)

@@ -16,7 +16,7 @@ from torch import nn
 
 from transformer_course.tools.checks import EXERCISES, run_check
 from transformer_course.tools.checks.runner import _load_all
-from transformer_course.tools.checks.standins import STANDINS
+from transformer_course.tools.checks.standins import STANDINS, job_source, standin_closure
 
 ROOT = Path(__file__).resolve().parent.parent
 _load_all()
@@ -132,3 +132,32 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
     for smoothing in (0.0, 0.1):
         _same(STANDINS["ex07_3"](logits, target, smoothing, 0), label_smoothed_cross_entropy(logits, target, smoothing))
     assert set(STANDINS) <= set(EXERCISES)
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_an_exercise_declares_every_exercise_its_code_calls(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``uses`` decides which stand-ins a grading job gets: it must name every one the check meets."""
+    used: set[str] = set()
+
+    def recording(owner: str, standin):  # noqa: ANN001, ANN202
+        def record(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            used.add(owner)
+            return standin(*args, **kwargs)
+
+        return record
+
+    for owner, standin in list(STANDINS.items()):
+        monkeypatch.setitem(STANDINS, owner, recording(owner, standin))
+    result = run_check(exercise_id)
+    assert result.passed, result.line()
+    assert used == set(EXERCISES[exercise_id].uses), f"{exercise_id} calls {sorted(used)}"
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_a_grading_job_never_gets_the_stand_in_of_its_own_exercise(exercise_id: str) -> None:
+    ex = EXERCISES[exercise_id]
+    assert STANDINS.get(exercise_id) is None or STANDINS[exercise_id].__name__ not in standin_closure(ex.uses)
+    namespace: dict = {}
+    exec(compile(job_source(ex.uses), "standins.py", "exec"), namespace)
+    assert set(namespace["STANDINS"]) == set(ex.uses)
+    assert exercise_id not in namespace["STANDINS"]

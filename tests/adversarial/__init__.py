@@ -4,6 +4,7 @@
 grader should report for each graded exercise. Every case but three starts from a correct package
 and breaks ``scaled_dot_product_attention`` (ex03_3) in one way, leaving ``attention_scores``
 (ex03_1) correct, so the table also shows that a problem costs only the exercise it is in.
+The attacks of a determined student are in :mod:`.attacks`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ def _reference_file(course_root: Path) -> Path:
     return course_root.resolve() / PACKAGE / "attention.py"
 
 
-def _cases(course_root: Path) -> dict[str, tuple[str, dict[str, tuple[str, str]]]]:
+def _cases(course_root: Path, sandboxed: bool) -> dict[str, tuple[str, dict[str, tuple[str, str]]]]:
     """name → (new body of scaled_dot_product_attention or a special action, expected per exercise).
 
-    An expected value is (status, a piece of the message)."""
+    An expected value is (status, a piece of the message). In a sandbox the reference answers do
+    not exist; without one, reading them is refused and named."""
     ok = ("passed", "cases")
     reference = _reference_file(course_root)
+    answers = "the reference answers" if not sandboxed else "FileNotFoundError"
     return {
         "correct": ("keep", {"ex03_1": ok, "ex03_3": ok}),
         "package_only": ("keep", {"ex03_1": ok, "ex03_3": ok}),  # the folder *is* the package
@@ -66,7 +69,8 @@ def _cases(course_root: Path) -> dict[str, tuple[str, dict[str, tuple[str, str]]
             "answers = importlib.util.module_from_spec(spec)\n"
             "spec.loader.exec_module(answers)\n"
             "return answers.scaled_dot_product_attention(q, k, v, mask)\n",
-            {e: ("reference import", "reference answers") for e in EXERCISES},
+            {"ex03_1": ("failed", "No module named 'transformer_course_solutions'"),
+             "ex03_3": ("reference import" if not sandboxed else "failed", answers)},
         ),
     }  # fmt: skip
 
@@ -83,12 +87,12 @@ def _replace_function(path: Path, name: str, new_source: str) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
-def write_submissions(dest: Path, course_root: Path) -> dict[str, dict[str, tuple[str, str]]]:
+def write_submissions(dest: Path, course_root: Path, sandboxed: bool) -> dict[str, dict[str, tuple[str, str]]]:
     """Write the adversarial submissions into ``dest``; return name → exercise → (status, message part)."""
     package = course_root / PACKAGE
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     expected = {}
-    for name, (body, expect) in _cases(course_root).items():
+    for name, (body, expect) in _cases(course_root, sandboxed).items():
         expected[name] = expect
         folder = dest / name
         if body == "none":

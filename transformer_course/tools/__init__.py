@@ -1,8 +1,12 @@
 """The course's tools: everything that is not the learner's model.
 
-* ``checks/``: one check per exercise, and what runs them (notebook check cells, ``check``, pytest);
+* ``checks/``: one check per exercise (its cases and judges), and what runs them (notebook check
+  cells, ``check``, pytest);
+* ``probe/``: what runs next to the learner's code: fixtures built with the learner's classes, calls,
+  plain data back (locally in-process; when grading, copied into each sandboxed job);
 * ``edition.py``: the student edition (stubs, cleared notebooks) made from the complete one;
-* ``grading.py``, ``grading_worker.py``: grading a class's submissions;
+* ``grading.py``: grading a class's submissions (copies, one sandbox per job, the verdict outside);
+* ``sandbox.py``: one sandbox (bubblewrap, else unshare, else a stated fallback) per grading job;
 * ``cli/``: the command line (``python -m transformer_course …``);
 * ``notebook.py``: what a chapter's set-up cell switches on;
 * ``pretrained.py`` and ``assets/``: the model that ships with the course and its SHA-256;

@@ -2,7 +2,9 @@
 ``python -m transformer_course check``.
 
 Checks compare the student's code with independent references (PyTorch's own functions,
-closed-form formulas) on several inputs, edge cases included, and say what is wrong.
+closed-form formulas) on several inputs, edge cases included, and say what is wrong. Each check is
+its cases (plain data), the probe that runs them on the learner's code (``tools/probe``) and its
+judges (:mod:`.case`); the grader serves the same three, with the probe in a sandbox.
 """
 
 from ._tools import CheckFailure

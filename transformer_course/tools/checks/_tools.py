@@ -2,39 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import Tensor
+
+from ..probe.wire import kind
 
 
 class CheckFailure(AssertionError):
     """A check found a wrong answer; the message says on which input and how."""
 
 
-def call(impl: Callable, *args: Any, case: str, **kwargs: Any) -> Any:
-    """Call the student's code; any exception but NotImplementedError becomes a CheckFailure
-    naming the case. Tensor arguments are compared before/after to catch in-place changes."""
-    before = [a.detach().clone() for a in args if isinstance(a, Tensor)]
-    try:
-        result = impl(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except CheckFailure:
-        raise
-    except Exception as error:  # the student's bug, reported with the input that caused it
-        raise CheckFailure(f"{case}: raised {type(error).__name__}: {error}") from error
-    after = [a for a in args if isinstance(a, Tensor)]
-    for i, (old, new) in enumerate(zip(before, after, strict=True)):
-        if old.shape != new.shape or not torch.equal(old, new):
-            raise CheckFailure(f"{case}: tensor argument #{i + 1} was modified in place; return a new tensor instead")
-    return result
+def same_tensor(got: Any, want: Tensor) -> bool:
+    """``got`` is a tensor equal to ``want`` (same shape, same values)."""
+    return isinstance(got, Tensor) and got.shape == want.shape and torch.equal(got, want)
 
 
 def expect_tensor(got: Any, what: str, case: str) -> Tensor:
     if not isinstance(got, Tensor):
-        raise CheckFailure(f"{case}: {what} should be a torch.Tensor, got {type(got).__name__}")
+        raise CheckFailure(f"{case}: {what} should be a torch.Tensor, got {kind(got)}")
     return got
 
 
@@ -87,3 +74,10 @@ def expect_equal(got: Any, want: Any, what: str, case: str) -> None:
             )
     elif got != want:
         raise CheckFailure(f"{case}: {what} should be {want!r}, got {got!r}")
+
+
+def expect_tuple(got: Any, names: str, case: str, start: str = "return") -> tuple:
+    """``got`` is a tuple of as many values as ``names`` lists ("output, weights")."""
+    if not (isinstance(got, tuple) and len(got) == len(names.split(", "))):
+        raise CheckFailure(f"{case}: {start} a tuple ({names}), got {kind(got)}")
+    return got

@@ -7,12 +7,14 @@ paper's formula, independently of the package; the rotation blocks likewise.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import torch
-from torch import nn
 
-from ._tools import CheckFailure, call, expect_close, expect_dtype, expect_shape
+from ..course import PACKAGE
+from ..probe.calls import call, calls_case, fixture
+from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape
+from .case import Case, Outcome
 from .registry import exercise
 
 
@@ -64,43 +66,42 @@ _TABLE_CASES = [(10, 8, 1e-5), (7, 5, 1e-5), (1, 4, 1e-6), (4, 1, 1e-5), (3, 2, 
 
 
 @exercise("ex02_1", "transformer_course.positional:sinusoidal_positional_encoding", "easy")
-def check_sinusoidal_table(impl: Callable) -> int:
+def sinusoidal_table_cases() -> list[Case]:
     """the sinusoidal table PE (max_len, d_model)
 
     Hint: angle = pos / 10000^(2i/d_model) for pos in 0..max_len-1 and 2i = 0, 2, 4, …; put sin(angle) in the
     even columns and cos(angle) in the odd ones. With an odd d_model there is one more sine than cosine.
     """
-    for max_len, d_model, atol in _TABLE_CASES:
-        case = f"case max_len={max_len}, d_model={d_model}"
-        try:
-            got = call(impl, max_len, d_model, case=case)
-        except CheckFailure as failure:
-            if d_model % 2 == 0:
-                raise
-            odd = f"d_model is odd: {(d_model + 1) // 2} sine columns, {d_model // 2} cosine"
-            raise CheckFailure(f"{failure} ({odd})") from failure
-        want = _reference_table(max_len, d_model)
-        got = expect_shape(got, (max_len, d_model), "the table", case)
-        if got.shape == want.shape and not torch.allclose(got.double(), want, atol=atol):
-            for variant, explanation in _WRONG_TABLES.items():
-                if torch.allclose(got.double(), _reference_table(max_len, d_model, variant), atol=atol):
-                    raise CheckFailure(f"{case}: {explanation}")
-        expect_close(got, want, "the table", case, atol=atol)
-        expect_dtype(got, torch.float32, "the table", case)
-    return len(_TABLE_CASES)
+    return [
+        Case(f"case max_len={max_len}, d_model={d_model}", calls_case(call(max_len, d_model)), _judge_table,
+             {"atol": atol})
+        for max_len, d_model, atol in _TABLE_CASES
+    ]  # fmt: skip
 
 
-def _pe_module(table: torch.Tensor, dropout: float = 0.0) -> nn.Module:
-    """A PositionalEncoding holding ``table``, built without calling its __init__ (so that this
+def _judge_table(case: Case, got: Outcome) -> None:
+    label, (max_len, d_model), atol = case.label, case.args(), case.given["atol"]
+    try:
+        table = got.output()
+    except CheckFailure as failure:
+        if d_model % 2 == 0:
+            raise
+        odd = f"d_model is odd: {(d_model + 1) // 2} sine columns, {d_model // 2} cosine"
+        raise CheckFailure(f"{failure} ({odd})") from failure
+    want = _reference_table(max_len, d_model)
+    table = expect_shape(table, (max_len, d_model), "the table", label)
+    if not torch.allclose(table.double(), want, atol=atol):
+        for variant, explanation in _WRONG_TABLES.items():
+            if torch.allclose(table.double(), _reference_table(max_len, d_model, variant), atol=atol):
+                raise CheckFailure(f"{label}: {explanation}")
+    expect_close(table, want, "the table", label, atol=atol)
+    expect_dtype(table, torch.float32, "the table", label)
+
+
+def _pe_module(table: torch.Tensor, dropout: float = 0.0, training: bool = False) -> dict:
+    """A learner's PositionalEncoding holding ``table``, built without its __init__ (so that this
     exercise does not depend on the one that writes the sinusoidal table)."""
-    from ...positional import PositionalEncoding
-
-    module = PositionalEncoding.__new__(PositionalEncoding)
-    nn.Module.__init__(module)
-    module.max_len, module.d_model = table.shape
-    module.dropout = nn.Dropout(dropout)
-    module.register_buffer("pe", table, persistent=False)
-    return module
+    return fixture("positional_encoding", package=PACKAGE, table=table, dropout=dropout, training=training)
 
 
 # (B, T, D, max_len, dtype); the first case has a batch of one, where indexing the table with
@@ -115,7 +116,7 @@ _FORWARD_CASES = [
 
 
 @exercise("ex02_2", "transformer_course.positional:PositionalEncoding.forward", "medium")
-def check_positional_encoding_forward(impl: Callable) -> int:
+def positional_encoding_forward_cases() -> Iterator[Case]:
     """PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first)
 
     Hint: x is (B, T, D): the length is x.shape[1], not x.size(0). Add the rows offset … offset+T-1 of self.pe
@@ -123,60 +124,70 @@ def check_positional_encoding_forward(impl: Callable) -> int:
     """
     for batch, length, d_model, max_len, dtype in _FORWARD_CASES:
         table = torch.randn(max_len, d_model)  # any table will do; random rows are all different
-        module = _pe_module(table).eval()
         x = torch.randn(batch, length, d_model).to(dtype)
-        case = f"case x of shape {(batch, length, d_model)} {dtype}, table ({max_len}, {d_model})"
-        got = expect_shape(call(impl, module, x, case=case), (batch, length, d_model), "the output", case)
-        want = x.double() + table[:length].double()[None]  # (B, T, D)
-        added = got.detach().double() - x.double()  # (B, T, D)
-        if torch.allclose(added, torch.zeros_like(added)):
-            raise CheckFailure(f"{case}: the output equals x: the positional table was not added")
-        if length > 1 and torch.allclose(added, added[:, :1].expand_as(added), atol=1e-3):
-            raise CheckFailure(
-                f"{case}: every position of a sequence got the same positional vector; x is batch-first "
-                f"(B, T, D), so the length is x.size(1) = {length} (x.size(0) = {batch} is the batch size)"
-            )
-        expect_dtype(got, dtype, "the output (keep x's dtype: convert the table with .to(x.dtype))", case)
-        tolerance = 1e-2 if dtype == torch.float16 else 1e-5
-        expect_close(got, want, "the output", case, atol=tolerance, rtol=tolerance)
+        label = f"case x of shape {(batch, length, d_model)} {dtype}, table ({max_len}, {d_model})"
+        yield Case(label, calls_case(call(_pe_module(table), x)), _judge_forward, {"table": table})
     # Dropout (§5.4) applies to the sum x + PE: in training each entry is 0 or 2·(x + PE) with p = 0.5.
-    table = torch.randn(20, 16)
-    module = _pe_module(table, dropout=0.5).train()
-    x = torch.randn(4, 8, 16)
-    case = "case x of shape (4, 8, 16) in training mode with dropout p=0.5"
-    got = expect_shape(call(impl, module, x, case=case), (4, 8, 16), "the output", case).detach()
-    total = x + table[:8]  # (B, T, D)
-    dropped = got == 0
-    if not dropped.any() and torch.allclose(got, total, atol=1e-5):
-        raise CheckFailure(f"{case}: nothing was dropped: return self.dropout(x + PE) (paper §5.4)")
+    table, x = torch.randn(20, 16), torch.randn(4, 8, 16)
+    label = "case x of shape (4, 8, 16) in training mode with dropout p=0.5"
+    probe = calls_case(call(_pe_module(table, dropout=0.5, training=True), x))
+    yield Case(label, probe, _judge_dropout, {"table": table})
+    yield from _offset_cases()
+
+
+def _judge_forward(case: Case, got: Outcome) -> None:
+    label, (_, x), table = case.label, case.args(), case.given["table"]
+    batch, length, d_model = x.shape
+    out = expect_shape(got.output(), (batch, length, d_model), "the output", label)
+    want = x.double() + table[:length].double()[None]  # (B, T, D)
+    added = out.double() - x.double()  # (B, T, D)
+    if torch.allclose(added, torch.zeros_like(added)):
+        raise CheckFailure(f"{label}: the output equals x: the positional table was not added")
+    if length > 1 and torch.allclose(added, added[:, :1].expand_as(added), atol=1e-3):
+        raise CheckFailure(
+            f"{label}: every position of a sequence got the same positional vector; x is batch-first "
+            f"(B, T, D), so the length is x.size(1) = {length} (x.size(0) = {batch} is the batch size)"
+        )
+    expect_dtype(out, x.dtype, "the output (keep x's dtype: convert the table with .to(x.dtype))", label)
+    tolerance = 1e-2 if x.dtype == torch.float16 else 1e-5
+    expect_close(out, want, "the output", label, atol=tolerance, rtol=tolerance)
+
+
+def _judge_dropout(case: Case, got: Outcome) -> None:
+    label, (_, x), table = case.label, case.args(), case.given["table"]
+    out = expect_shape(got.output(), tuple(x.shape), "the output", label)
+    total = x + table[: x.shape[1]]  # (B, T, D)
+    dropped = out == 0
+    if not dropped.any() and torch.allclose(out, total, atol=1e-5):
+        raise CheckFailure(f"{label}: nothing was dropped: return self.dropout(x + PE) (paper §5.4)")
     if not dropped.any():
-        raise CheckFailure(f"{case}: no entry is zero: apply self.dropout to the sum x + PE, not to a part of it")
+        raise CheckFailure(f"{label}: no entry is zero: apply self.dropout to the sum x + PE, not to a part of it")
     share = dropped.float().mean().item()
     if not 0.3 < share < 0.7:
-        raise CheckFailure(f"{case}: {share:.0%} of the entries are zero; expected about 50%")
-    expect_close(got[~dropped], 2 * total[~dropped], "the entries that were not dropped", case)
-    return len(_FORWARD_CASES) + 1 + _check_offsets(impl)
+        raise CheckFailure(f"{label}: {share:.0%} of the entries are zero; expected about 50%")
+    expect_close(out[~dropped], 2 * total[~dropped], "the entries that were not dropped", label)
 
 
-def _check_offsets(impl: Callable) -> int:
+def _offset_cases() -> Iterator[Case]:
     """With ``offset=L`` the T rows of x are the positions L … L+T-1 (incremental decoding)."""
-    cases = [(2, 3, 6, 12, 5), (3, 1, 4, 9, 8), (1, 4, 5, 10, 1)]  # (B, T, D, max_len, offset); the last row used
-    for batch, length, d_model, max_len, offset in cases:
-        table = torch.randn(max_len, d_model)
-        module = _pe_module(table).eval()
+    for batch, length, d_model, max_len, offset in [(2, 3, 6, 12, 5), (3, 1, 4, 9, 8), (1, 4, 5, 10, 1)]:
+        table = torch.randn(max_len, d_model)  # the last case uses the table's last row
         x = torch.randn(batch, length, d_model)
-        case = f"case x of shape {(batch, length, d_model)} with offset={offset}, table ({max_len}, {d_model})"
-        got = expect_shape(
-            call(impl, module, x, offset=offset, case=case), (batch, length, d_model), "the output", case
+        label = f"case x of shape {(batch, length, d_model)} with offset={offset}, table ({max_len}, {d_model})"
+        probe = calls_case(call(_pe_module(table), x, offset=offset))
+        yield Case(label, probe, _judge_offset, {"table": table})
+
+
+def _judge_offset(case: Case, got: Outcome) -> None:
+    label, (_, x), table, offset = case.label, case.args(), case.given["table"], case.kwargs()["offset"]
+    out = expect_shape(got.output(), tuple(x.shape), "the output", label)
+    want = x + table[offset : offset + x.shape[1]]  # (B, T, D)
+    if torch.allclose(out, x + table[: x.shape[1]], atol=1e-5):
+        raise CheckFailure(
+            f"{label}: the rows 0 … T-1 of the table were added; x holds the positions offset … offset+T-1, "
+            "so add self.pe[offset : offset + T]"
         )
-        want = x + table[offset : offset + length]  # (B, T, D)
-        if torch.allclose(got, x + table[:length], atol=1e-5):
-            raise CheckFailure(
-                f"{case}: the rows 0 … T-1 of the table were added; x holds the positions offset … offset+T-1, "
-                "so add self.pe[offset : offset + T]"
-            )
-        expect_close(got, want, "the output", case)
-    return len(cases)
+    expect_close(out, want, "the output", label)
 
 
 def _rotation_blocks(k: int, d_model: int) -> torch.Tensor:
@@ -194,24 +205,27 @@ _SHIFT_CASES = [(1, 4), (3, 8), (0, 6), (-2, 4), (7, 2), (25, 16), (2, 64)]
 
 
 @exercise("ex02_3", "transformer_course.positional:relative_position_map", "hard")
-def check_relative_position_map(impl: Callable) -> int:
+def relative_position_map_cases() -> list[Case]:
     """relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos]
 
     Hint: one 2×2 block per (sin, cos) pair with frequency w = 1/10000^(2i/d_model): [[cos wk, sin wk], [-sin
     wk, cos wk]] at rows and columns 2i, 2i+1; zeros elsewhere.
     """
-    for k, d_model in _SHIFT_CASES:
-        case = f"case k={k}, d_model={d_model}"
-        got = expect_shape(call(impl, k, d_model, case=case), (d_model, d_model), "M_k", case)
-        want = _rotation_blocks(k, d_model)
-        if k != 0 and torch.allclose(got.double(), want.T, atol=1e-5):
-            raise CheckFailure(f"{case}: M_k turns the wrong way (this is M_(-k)); check the signs of the sin terms")
-        # the property itself, on an independently computed table: PE[pos + k] = M_k PE[pos]
-        first, n = max(0, -k), 40
-        table = _reference_table(first + n + abs(k), d_model)
-        moved = table[first : first + n] @ got.detach().double().T  # row vectors: (M PE[pos])ᵀ = PE[pos]ᵀ Mᵀ
-        expect_close(moved, table[first + k : first + k + n], f"M_k @ PE[pos] for pos = {first}..{first + n - 1}",
-                     case, atol=1e-4)  # fmt: skip
-        expect_close(got, want, "M_k", case, atol=1e-5)
-        expect_dtype(got, torch.float32, "M_k", case)
-    return len(_SHIFT_CASES)
+    return [Case(f"case k={k}, d_model={d_model}", calls_case(call(k, d_model)), _judge_rotation)
+            for k, d_model in _SHIFT_CASES]  # fmt: skip
+
+
+def _judge_rotation(case: Case, got: Outcome) -> None:
+    label, (k, d_model) = case.label, case.args()
+    m = expect_shape(got.output(), (d_model, d_model), "M_k", label)
+    want = _rotation_blocks(k, d_model)
+    if k != 0 and torch.allclose(m.double(), want.T, atol=1e-5):
+        raise CheckFailure(f"{label}: M_k turns the wrong way (this is M_(-k)); check the signs of the sin terms")
+    # the property itself, on an independently computed table: PE[pos + k] = M_k PE[pos]
+    first, n = max(0, -k), 40
+    table = _reference_table(first + n + abs(k), d_model)
+    moved = table[first : first + n] @ m.double().T  # row vectors: (M PE[pos])ᵀ = PE[pos]ᵀ Mᵀ
+    expect_close(moved, table[first + k : first + k + n], f"M_k @ PE[pos] for pos = {first}..{first + n - 1}",
+                 label, atol=1e-4)  # fmt: skip
+    expect_close(m, want, "M_k", label, atol=1e-5)
+    expect_dtype(m, torch.float32, "M_k", label)

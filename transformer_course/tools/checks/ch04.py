@@ -8,12 +8,15 @@ torch operations from the module's own weights.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
 
-from ._tools import CheckFailure, call, expect_close, expect_finite, expect_shape
+from ..course import PACKAGE
+from ..probe.calls import call, calls_case, module, new, ref
+from ._tools import CheckFailure, expect_close, expect_finite, expect_shape, expect_tensor, expect_tuple
+from .case import Case, Outcome
 from .registry import exercise
 
 # (B, T, D, H): odd sizes, one head, one token, so that a wrong axis cannot pass by luck
@@ -26,60 +29,69 @@ def _reference_split(x: Tensor, n_heads: int) -> Tensor:
 
 
 @exercise("ex04_1", "transformer_course.multihead:split_heads", "easy")
-def check_split_heads(impl: Callable) -> int:
+def split_heads_cases() -> Iterator[Case]:
     """split the features into heads
 
     Hint: view x as (B, T, H, Dh), then swap the T and H axes with transpose(1, 2).
     """
     for b, t, d, h in _SPLIT_SIZES:
         x = torch.randn(b, t, d)
-        case = f"x {tuple(x.shape)}, n_heads={h}"
-        want = _reference_split(x, h)
-        got = expect_shape(call(impl, x, h, case=case), tuple(want.shape), "heads", case)
-        if h > 1 and t > 1:
-            if torch.equal(got, x.reshape(b, h, t, d // h)):
-                raise CheckFailure(
-                    f"{case}: x.view(B, H, T, Dh) without a transpose fills each head with pieces of "
-                    "several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
-                )
-            if torch.equal(got, x.reshape(b, t, d // h, h).permute(0, 3, 1, 2)):
-                raise CheckFailure(
-                    f"{case}: head i must get the contiguous block of features i·Dh … (i+1)·Dh - 1, "
-                    "not every H-th feature: view as (B, T, H, Dh), not (B, T, Dh, H)"
-                )
-        expect_close(got, want, "heads", case, atol=0.0, rtol=0.0)
-    return len(_SPLIT_SIZES)
+        yield Case(f"x {tuple(x.shape)}, n_heads={h}", calls_case(call(x, h)), _judge_split)
+
+
+def _judge_split(case: Case, got: Outcome) -> None:
+    label, (x, h) = case.label, case.args()
+    (b, t, d), want = x.shape, _reference_split(x, h)
+    heads = expect_shape(got.output(), tuple(want.shape), "heads", label)
+    if h > 1 and t > 1:
+        if torch.equal(heads, x.reshape(b, h, t, d // h)):
+            raise CheckFailure(
+                f"{label}: x.view(B, H, T, Dh) without a transpose fills each head with pieces of "
+                "several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
+            )
+        if torch.equal(heads, x.reshape(b, t, d // h, h).permute(0, 3, 1, 2)):
+            raise CheckFailure(
+                f"{label}: head i must get the contiguous block of features i·Dh … (i+1)·Dh - 1, "
+                "not every H-th feature: view as (B, T, H, Dh), not (B, T, Dh, H)"
+            )
+    expect_close(heads, want, "heads", label, atol=0.0, rtol=0.0)
 
 
 @exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
-def check_merge_heads(impl: Callable) -> int:
+def merge_heads_cases() -> Iterator[Case]:
     """merge the heads back (concat)
 
     Hint: transpose(1, 2) back to (B, T, H, Dh), then reshape to (B, T, H·Dh); view fails after a transpose,
     reshape copies when it must.
     """
-    cases = 0
     for b, t, d, h in _SPLIT_SIZES:
         for contiguous in (True, False):
             if contiguous:
                 heads = torch.randn(b, h, t, d // h)
-                case = f"heads {tuple(heads.shape)}"
+                label = f"heads {tuple(heads.shape)}"
             else:  # what split_heads returns: a transposed view
                 heads = torch.randn(b, t, h, d // h).transpose(1, 2)
-                case = f"heads {tuple(heads.shape)} (non-contiguous, as split_heads returns it)"
-            want = torch.cat(heads.unbind(dim=1), dim=-1)  # (B, T, H·Dh): Concat(head_1, …, head_h)
-            got = expect_shape(call(impl, heads, case=case), (b, t, d), "merged", case)
-            if h > 1 and t > 1 and torch.equal(got, heads.reshape(b, t, d)):
-                raise CheckFailure(
-                    f"{case}: reshaping (B, H, T, Dh) straight to (B, T, H·Dh) mixes tokens and heads; "
-                    "transpose(1, 2) first"
-                )
-            expect_close(got, want, "merged", case, atol=0.0, rtol=0.0)
-            cases += 1
+                label = f"heads {tuple(heads.shape)} (non-contiguous, as split_heads returns it)"
+            yield Case(label, calls_case(call(heads)), _judge_merge)
     x = torch.randn(2, 5, 12)
-    case = "merge_heads(split(x)) for x (2, 5, 12), 3 heads"
-    expect_close(call(impl, _reference_split(x, 3), case=case), x, "round trip", case, atol=0.0, rtol=0.0)
-    return cases + 1
+    label = "merge_heads(split(x)) for x (2, 5, 12), 3 heads"
+    yield Case(label, calls_case(call(_reference_split(x, 3))), _judge_round_trip, {"x": x})
+
+
+def _judge_merge(case: Case, got: Outcome) -> None:
+    label, (heads,) = case.label, case.args()
+    b, h, t, dh = heads.shape
+    want = torch.cat(heads.unbind(dim=1), dim=-1)  # (B, T, H·Dh): Concat(head_1, …, head_h)
+    merged = expect_shape(got.output(), (b, t, h * dh), "merged", label)
+    if h > 1 and t > 1 and torch.equal(merged, heads.reshape(b, t, h * dh)):
+        raise CheckFailure(
+            f"{label}: reshaping (B, H, T, Dh) straight to (B, T, H·Dh) mixes tokens and heads; transpose(1, 2) first"
+        )
+    expect_close(merged, want, "merged", label, atol=0.0, rtol=0.0)
+
+
+def _judge_round_trip(case: Case, got: Outcome) -> None:
+    expect_close(got.output(), case.given["x"], "round trip", case.label, atol=0.0, rtol=0.0)
 
 
 def _per_head_reference(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None):
@@ -114,29 +126,18 @@ def _expect_output(out: Tensor, want: Tensor, concat: Tensor, case: str) -> None
     expect_close(out, want, "output", case)
 
 
-def _forward(
-    impl: Callable,
-    mha: nn.Module,
-    q: Tensor,
-    k: Tensor,
-    v: Tensor,
-    mask: Tensor | None,
-    need: bool,
-    case: str,
-    **cache: object,
-):
-    result = call(impl, mha, q, k, v, mask=mask, need_weights=need, case=case, **cache)
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise CheckFailure(f"{case}: forward must return a tuple (output, weights), got {type(result).__name__}")
-    out, weights = result
+def _expect_forward(result: object, n_heads: int, q: Tensor, k: Tensor, mask: Tensor | None, need: bool,
+                    case: str) -> tuple:  # fmt: skip
+    """The (output, weights) pair of one forward call, with weights per head when they were asked for."""
+    out, weights = expect_tuple(result, "output, weights", case, start="forward must return")
     if need:
         b, t, s = q.shape[0], q.shape[1], k.shape[1]
-        if isinstance(weights, Tensor) and tuple(weights.shape) == (b, t, s) and mha.n_heads > 1:
+        if isinstance(weights, Tensor) and tuple(weights.shape) == (b, t, s) and n_heads > 1:
             raise CheckFailure(
                 f"{case}: need_weights=True must return one map per head, (B, H, T, S) = "
-                f"{(b, mha.n_heads, t, s)}, not the average over heads {(b, t, s)}"
+                f"{(b, n_heads, t, s)}, not the average over heads {(b, t, s)}"
             )
-        expect_shape(weights, (b, mha.n_heads, t, s), "weights", case)
+        expect_shape(weights, (b, n_heads, t, s), "weights", case)
         keep = None if mask is None else mask.expand_as(weights)
         if keep is not None and (weights[~keep & keep.any(-1, keepdim=True)] > 1e-6).any():
             raise CheckFailure(
@@ -146,23 +147,31 @@ def _forward(
     return out, weights
 
 
-def _both_paths(impl: Callable, mha: nn.Module, inputs: tuple, mask: Tensor | None, wanted: tuple, setting: str,
-                mask_name: str) -> int:  # fmt: skip
-    """Compare the teaching path (``need_weights=True``) and the fast path with the expected output
-    and weights ``wanted = (output, weights, concatenated heads)``."""
+def _forward_cases(mha: nn.Module, spec: dict, inputs: tuple, mask: Tensor | None, wanted: tuple, setting: str,
+                   mask_name: str) -> list[Case]:  # fmt: skip
+    """The teaching path (``need_weights=True``) and the fast path, each against the expected output
+    and weights ``wanted = (output, weights, concatenated heads)``; ``spec`` describes ``mha``."""
     query, key, value = inputs
-    want, want_weights, concat = wanted
+    cases = []
     for need in (True, False):
-        case = (
+        label = (
             f"{setting}, query {tuple(query.shape)}, key/value {tuple(key.shape)}, mask {mask_name}, "
             f"need_weights={need}"
         )
-        out, weights = _forward(impl, mha, query, key, value, mask, need, case)
-        expect_finite(out, "output", case)
-        _expect_output(out, want, concat, case)
-        if need:
-            expect_close(weights, want_weights, "weights", case)
-    return 2
+        probe = calls_case(call(spec, query, key, value, mask=mask, need_weights=need), no_grad=True)
+        cases.append(Case(label, probe, _judge_forward, {"n_heads": mha.n_heads, "wanted": wanted}))
+    return cases
+
+
+def _judge_forward(case: Case, got: Outcome) -> None:
+    label, (_, query, key, _), kwargs = case.label, case.args(), case.kwargs()
+    want, want_weights, concat = case.given["wanted"]
+    out, weights = _expect_forward(got.output(), case.given["n_heads"], query, key, kwargs["mask"],
+                                   kwargs["need_weights"], label)  # fmt: skip
+    expect_finite(expect_tensor(out, "output", label), "output", label)
+    _expect_output(out, want, concat, label)
+    if kwargs["need_weights"]:
+        expect_close(weights, want_weights, "weights", label)
 
 
 def _randomise_biases(module: nn.Module) -> None:
@@ -172,23 +181,24 @@ def _randomise_biases(module: nn.Module) -> None:
                 p.normal_(0.0, 0.5)  # non-zero biases, so that a misplaced bias shows
 
 
-@exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard")
-def check_multihead_forward(impl: Callable) -> int:
+@exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard",
+          uses=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
+def multihead_forward_cases() -> Iterator[Case]:
     """multi-head attention forward
 
     Hint: project the query with w_q and split_heads it; get the keys and values from self.keys_and_values(key,
     value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast
     path); merge_heads, then apply w_o.
     """
-    from ...multihead import MultiHeadAttention  # the module class only: its forward is `impl`
+    from ...multihead import MultiHeadAttention  # the course's class: its weights and sizes describe the fixture
 
-    cases = 0
     # 1. Against nn.MultiheadAttention with the same weights (its masks: True = blocked).
     for b, t, s, d, h in [(2, 7, 5, 12, 3), (2, 5, 5, 12, 3), (3, 4, 6, 8, 1), (1, 1, 1, 4, 2)]:
         torch_mha = nn.MultiheadAttention(d, h, dropout=0.25, batch_first=True)
         _randomise_biases(torch_mha)
         torch_mha.eval()  # no dropout at evaluation: ours must switch it off too
         ours = MultiHeadAttention.from_torch(torch_mha).eval()
+        spec = module(ours, d, h, dropout=0.25)
         query, key, value = torch.randn(b, t, d), torch.randn(b, s, d), torch.randn(b, s, d)
         if s == t:  # self-attention: the same tensor three times
             key = value = query
@@ -208,14 +218,14 @@ def check_multihead_forward(impl: Callable) -> int:
                 )
                 _, _, concat = _per_head_reference(ours, query, key, value, mask)
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}) vs nn.MultiheadAttention"
-            cases += _both_paths(
-                impl, ours, (query, key, value), mask, (want, want_weights, concat), setting, mask_name
-            )
+            wanted = (want, want_weights, concat)
+            yield from _forward_cases(ours, spec, (query, key, value), mask, wanted, setting, mask_name)
 
     # 2. d_k != d_v (and D not divisible by H) against the head-by-head closed form.
     for d, h, d_k, d_v in [(12, 3, 5, 7), (9, 2, 4, 3)]:
         mha = MultiHeadAttention(d, h, d_k=d_k, d_v=d_v)
         _randomise_biases(mha)
+        spec = module(mha, d, h, d_k=d_k, d_v=d_v)
         b, t, s = 2, 5, 7
         query, key, value = torch.randn(b, t, d), torch.randn(b, s, d), torch.randn(b, s, d)
         padding = torch.ones(b, 1, 1, s, dtype=torch.bool)
@@ -224,53 +234,72 @@ def check_multihead_forward(impl: Callable) -> int:
         full[0] = False  # the whole first sequence is padding: finite output, uniform weights
         for mask_name, mask in (("None", None), ("key padding (B, 1, 1, S)", padding), ("fully padded", full)):
             with torch.no_grad():
-                want, want_weights, concat = _per_head_reference(mha, query, key, value, mask)
+                wanted = _per_head_reference(mha, query, key, value, mask)
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v})"
-            cases += _both_paths(impl, mha, (query, key, value), mask, (want, want_weights, concat), setting, mask_name)
+            yield from _forward_cases(mha, spec, (query, key, value), mask, wanted, setting, mask_name)
 
     # 3. Dropout on the attention weights is active in training mode only.
     mha = MultiHeadAttention(12, 3, dropout=0.5).train()
     x = torch.randn(2, 5, 12)
-    case = "MultiHeadAttention(12, 3, dropout=0.5) in training mode"
+    label = "MultiHeadAttention(12, 3, dropout=0.5) in training mode"
     with torch.no_grad():
         want, _, _ = _per_head_reference(mha, x, x, x, None)
-    out, _ = _forward(impl, mha, x, x, x, None, False, case)
-    expect_shape(out, tuple(want.shape), "output", case)
-    if torch.allclose(out, want, atol=1e-5):
-        raise CheckFailure(f"{case}: no dropout was applied; use dropout_p = self.dropout when self.training")
-    return cases + 1 + _check_cache(impl)
+    probe = calls_case(call(module(mha, 12, 3, dropout=0.5), x, x, x, mask=None, need_weights=False), no_grad=True)
+    yield Case(label, probe, _judge_dropout, {"want": want, "n_heads": 3})
+    yield from _cache_cases()
 
 
-def _check_cache(impl: Callable) -> int:
+def _judge_dropout(case: Case, got: Outcome) -> None:
+    label, (_, x, _, _) = case.label, case.args()
+    out, _ = _expect_forward(got.output(), case.given["n_heads"], x, x, None, False, label)
+    expect_shape(out, tuple(case.given["want"].shape), "output", label)
+    if torch.allclose(out, case.given["want"], atol=1e-5):
+        raise CheckFailure(f"{label}: no dropout was applied; use dropout_p = self.dropout when self.training")
+
+
+def _cache_cases() -> Iterator[Case]:
     """Chapter 08's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
     with a cache must attend to the keys and values of the first call too."""
-    from ...cache import KVCache
     from ...multihead import MultiHeadAttention
 
     mha = MultiHeadAttention(12, 3).eval()
     _randomise_biases(mha)
-    first, new = torch.randn(2, 3, 12), torch.randn(2, 2, 12)
-    cache = KVCache()
-    case = "a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 08)"
+    objects = {"mha": module(mha, 12, 3)}
+    first, new_positions = torch.randn(2, 3, 12), torch.randn(2, 2, 12)
     with torch.no_grad():
-        _forward(impl, mha, first, first, first, None, False, case, cache=cache)
-        out, _ = _forward(impl, mha, new, new, new, None, False, case, cache=cache)
-        everything = torch.cat([first, new], dim=1)
-        want, _, concat = _per_head_reference(mha, new, everything, everything, None)
-    if len(cache) != 5:
+        everything = torch.cat([first, new_positions], dim=1)
+        wanted = _per_head_reference(mha, new_positions, everything, everything, None)
+    label = "a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 08)"
+    probe = calls_case(
+        *(call(ref("mha"), x, x, x, mask=None, need_weights=False, cache=ref("cache")) for x in (first, new_positions)),
+        objects=objects | {"cache": new(f"{PACKAGE}.cache:KVCache")}, report={"positions": ["cache", "len"]},
+        no_grad=True,
+    )  # fmt: skip
+    yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3})
+    memory, queries = torch.randn(2, 4, 12), torch.randn(2, 1, 12)
+    with torch.no_grad():
+        wanted = _per_head_reference(mha, queries, memory, memory, None)
+    label = "a cross-attention cache (static): the memory's keys and values are kept after the first call"
+    probe = calls_case(
+        *[call(ref("mha"), queries, memory, memory, mask=None, need_weights=False, cache=ref("cache"))] * 2,
+        objects=objects | {"cache": new(f"{PACKAGE}.cache:KVCache", static=True)},
+        report={"positions": ["cache", "len"]}, no_grad=True,
+    )  # fmt: skip
+    yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 4, "static": True, "n_heads": 3})
+
+
+def _judge_cache(case: Case, got: Outcome) -> None:
+    label, n_heads = case.label, case.given["n_heads"]
+    for i in (0, 1):
+        _, query, key, _ = case.args(i)
+        out, _ = _expect_forward(got.output(i), n_heads, query, key, None, False, label)
+    positions, want = got.report("positions"), case.given["positions"]
+    if positions != want and case.given["static"]:
+        raise CheckFailure(f"{label}: the cache holds {positions} positions, expected the {want} of the memory")
+    if positions != want:
         raise CheckFailure(
-            f"{case}: the cache holds {len(cache)} positions, expected 5: pass `cache` on to "
+            f"{label}: the cache holds {positions} positions, expected {want}: pass `cache` on to "
             "self.keys_and_values(key, value, cache)"
         )
-    _expect_output(out, want, concat, case)
-    memory, queries = torch.randn(2, 4, 12), torch.randn(2, 1, 12)
-    cache = KVCache(static=True)
-    case = "a cross-attention cache (static): the memory's keys and values are kept after the first call"
-    with torch.no_grad():
-        _forward(impl, mha, queries, memory, memory, None, False, case, cache=cache)
-        out, _ = _forward(impl, mha, queries, memory, memory, None, False, case, cache=cache)
-        want, _, concat = _per_head_reference(mha, queries, memory, memory, None)
-    if len(cache) != 4:
-        raise CheckFailure(f"{case}: the cache holds {len(cache)} positions, expected the 4 of the memory")
-    _expect_output(out, want, concat, case)
-    return 2
+    want_out, _, concat = case.given["wanted"]
+    _expect_output(out, want_out, concat, label)

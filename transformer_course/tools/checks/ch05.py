@@ -6,25 +6,16 @@ and PyTorch's own ``nn.TransformerEncoderLayer`` (loaded into ours with ``from_t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ._tools import CheckFailure, call, expect_close, expect_shape
+from ..probe.calls import call, calls_case, fixture, module, tanh_of
+from ._tools import CheckFailure, expect_close, expect_shape
+from .case import Case, Outcome
 from .registry import exercise
-
-
-class _Halve(nn.Dropout):
-    """A deterministic stand-in for dropout: it halves its input, so a check can see *where*
-    dropout is applied (a real dropout would be random, an evaluation-mode one invisible)."""
-
-    def __init__(self) -> None:
-        super().__init__(p=0.0)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return 0.5 * x
 
 
 def _close(a: object, b: Tensor) -> bool:
@@ -49,50 +40,56 @@ _FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((
 
 
 @exercise("ex05_1", "transformer_course.feedforward:PositionwiseFeedForward.forward", "easy")
-def check_feed_forward(impl: Callable) -> int:
+def feed_forward_cases() -> Iterator[Case]:
     """position-wise feed-forward network (eq. 2)
 
     Hint: linear1, then ReLU, then self.dropout, then linear2 — the same network at every position.
     """
-    from ...feedforward import PositionwiseFeedForward
+    from ...feedforward import PositionwiseFeedForward  # the course's class: its weights describe the fixture
 
-    cases = 0
     for shape, d_model, d_ff in _FFN_SIZES:
         ffn = PositionwiseFeedForward(d_model, d_ff).eval()
         with torch.no_grad():
             ffn.linear1.bias.normal_()  # so that the ReLU cuts a visible part of the hidden layer
-        w1, b1, w2, b2 = (
-            p.detach() for p in (ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias)
-        )
         x = torch.randn(*shape)
-        case = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
-        got = call(impl, ffn, x, case=case)
-        want = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
-        if _looks_like(got, F.linear(F.linear(x, w1, b1), w2, b2), want):
-            raise CheckFailure(f"{case}: the ReLU between the two linear layers is missing (equation 2: max(0, ·))")
-        if _looks_like(got, F.relu(want), want):
-            raise CheckFailure(f"{case}: a ReLU is applied after the second linear layer too; equation 2 has only one")
-        expect_close(got, want, "FFN output", case)
-        cases += 1
-
+        label = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
+        yield Case(label, calls_case(call(module(ffn, d_model, d_ff), x)), _judge_ffn, {"weights": _weights(ffn)})
     # where does dropout sit? replace it by a deterministic "halve" to see
     shape, d_model, d_ff = _FFN_SIZES[0]
     ffn = PositionwiseFeedForward(d_model, d_ff).eval()
-    ffn.dropout = _Halve()
-    w1, b1, w2, b2 = (p.detach() for p in (ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias))
     x = torch.randn(*shape)
-    case = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
-    got = call(impl, ffn, x, case=case)
+    label = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
+    spec = module(ffn, d_model, d_ff) | {"set": {"dropout": fixture("halve")}}
+    yield Case(label, calls_case(call(spec, x)), _judge_ffn_dropout, {"weights": _weights(ffn)})
+
+
+def _weights(ffn: nn.Module) -> tuple[Tensor, ...]:
+    return tuple(p.detach() for p in (ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, ffn.linear2.bias))
+
+
+def _judge_ffn(case: Case, got: Outcome) -> None:
+    label, (_, x), (w1, b1, w2, b2) = case.label, case.args(), case.given["weights"]
+    out = got.output()
+    want = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
+    if _looks_like(out, F.linear(F.linear(x, w1, b1), w2, b2), want):
+        raise CheckFailure(f"{label}: the ReLU between the two linear layers is missing (equation 2: max(0, ·))")
+    if _looks_like(out, F.relu(want), want):
+        raise CheckFailure(f"{label}: a ReLU is applied after the second linear layer too; equation 2 has only one")
+    expect_close(out, want, "FFN output", label)
+
+
+def _judge_ffn_dropout(case: Case, got: Outcome) -> None:
+    label, (_, x), (w1, b1, w2, b2) = case.label, case.args(), case.given["weights"]
+    out = got.output()
     hidden = F.relu(F.linear(x, w1, b1))
     want = F.linear(0.5 * hidden, w2, b2)
-    if _looks_like(got, F.linear(hidden, w2, b2), want):
-        raise CheckFailure(f"{case}: self.dropout is never applied; apply it to the hidden layer, after the ReLU")
-    if _looks_like(got, 0.5 * F.linear(hidden, w2, b2), want):
+    if _looks_like(out, F.linear(hidden, w2, b2), want):
+        raise CheckFailure(f"{label}: self.dropout is never applied; apply it to the hidden layer, after the ReLU")
+    if _looks_like(out, 0.5 * F.linear(hidden, w2, b2), want):
         raise CheckFailure(
-            f"{case}: dropout is applied to the output; apply it after the ReLU (residual() adds its own)"
+            f"{label}: dropout is applied to the output; apply it after the ReLU (residual() adds its own)"
         )
-    expect_close(got, want, "FFN output", case)
-    return cases + 1
+    expect_close(out, want, "FFN output", label)
 
 
 def _residual_reference(
@@ -113,58 +110,57 @@ _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(
 
 
 @exercise("ex05_2", "transformer_course.sublayer:residual", "medium")
-def check_residual(impl: Callable) -> int:
+def residual_cases() -> Iterator[Case]:
     """residual connection + LayerNorm (post-LN and pre-LN)
 
     Hint: post-LN (norm_first=False): norm(x + dropout(sublayer(x))); pre-LN (norm_first=True): x +
     dropout(sublayer(norm(x))).
     """
-    cases = 0
     for shape in ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
         d_model = shape[-1]
         norm = nn.LayerNorm(d_model)
         _randomise_norms(norm)
         linear = nn.Linear(d_model, d_model)
-
-        def sublayer(h: Tensor, linear: nn.Linear = linear) -> Tensor:
-            return torch.tanh(linear(h))  # non-linear, so the order of the steps matters
-
+        sublayer = fixture("tanh_of", linear=module(linear, d_model, d_model))  # tanh(linear(h)): non-linear
         x = 3.0 * torch.randn(*shape) + 1.0  # far from normalised, so LN(x) != x
         for norm_first in (False, True):
             order = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
-            case = f"x {tuple(x.shape)}, {order}, dropout replaced by a module that halves its input"
-            with torch.no_grad():
-                got = call(impl, x, sublayer, norm, _Halve(), norm_first, case=case)
-                want = _residual_reference(x, sublayer, norm, norm_first)
-                swapped = _residual_reference(x, sublayer, norm, not norm_first)
-                no_dropout = _residual_reference(x, sublayer, norm, norm_first, dropout_scale=1.0)
-            expect_shape(got, tuple(x.shape), "output", case)
-            if _looks_like(got, swapped, want):
-                raise CheckFailure(f"{case}: this is the other order; {order} means {_ORDERS[norm_first]}")
-            if _looks_like(got, no_dropout, want):
-                raise CheckFailure(
-                    f"{case}: apply dropout to the sub-layer's output only (not to the sum, not skipped)"
-                )
-            expect_close(got, want, "output", case)
-            cases += 1
-    return cases
+            label = f"x {tuple(x.shape)}, {order}, dropout replaced by a module that halves its input"
+            probe = calls_case(call(x, sublayer, module(norm, d_model), fixture("halve"), norm_first), no_grad=True)
+            given = {"sublayer": tanh_of(linear), "norm": norm, "order": order}
+            yield Case(label, probe, _judge_residual, given)
+
+
+def _judge_residual(case: Case, got: Outcome) -> None:
+    label, (x, _, _, _, norm_first) = case.label, case.args()
+    sublayer, norm, order = case.given["sublayer"], case.given["norm"], case.given["order"]
+    out = got.output()
+    with torch.no_grad():
+        want = _residual_reference(x, sublayer, norm, norm_first)
+        swapped = _residual_reference(x, sublayer, norm, not norm_first)
+        no_dropout = _residual_reference(x, sublayer, norm, norm_first, dropout_scale=1.0)
+    expect_shape(out, tuple(x.shape), "output", label)
+    if _looks_like(out, swapped, want):
+        raise CheckFailure(f"{label}: this is the other order; {order} means {_ORDERS[norm_first]}")
+    if _looks_like(out, no_dropout, want):
+        raise CheckFailure(f"{label}: apply dropout to the sub-layer's output only (not to the sum, not skipped)")
+    expect_close(out, want, "output", label)
 
 
 # (d_model, n_heads, d_ff, batch, length, lengths of the real tokens per sequence)
 _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24, 3, 7, (7, 2, 5))]
 
 
-@exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard")
-def check_encoder_layer(impl: Callable) -> int:
+@exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard", uses=("ex04_3", "ex05_1", "ex05_2"))
+def encoder_layer_cases() -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
 
     Hint: x = residual(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1,
     self.norm_first); then the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output,
     weights).
     """
-    from ...encoder import EncoderLayer
+    from ...encoder import EncoderLayer  # the course's class: its weights describe the fixture
 
-    cases = 0
     for norm_first in (False, True):
         for d_model, n_heads, d_ff, batch, length, lengths in _ENCODER_SIZES:
             reference = nn.TransformerEncoderLayer(
@@ -181,13 +177,15 @@ def check_encoder_layer(impl: Callable) -> int:
                     want = reference(x, src_key_padding_mask=~keep if use_mask else None)  # PyTorch: True = blocked
                 for training in (False, True):  # the same numbers in both modes when dropout is 0
                     ours.train(training)
-                    case = (
+                    label = (
                         f"x {tuple(x.shape)}, D={d_model}, H={n_heads}, d_ff={d_ff}, norm_first={norm_first}, "
                         f"mask {'(B, 1, 1, S) padding' if use_mask else 'None'}, "
                         f"{'training' if training else 'eval'} mode"
                     )
-                    with torch.no_grad():
-                        got = call(impl, ours, x, mask, case=case)
-                    expect_close(got, want, "encoder layer output", case)
-                    cases += 1
-    return cases
+                    spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
+                    probe = calls_case(call(spec, x, mask), no_grad=True)
+                    yield Case(label, probe, _judge_layer, {"want": want, "what": "encoder layer output"})
+
+
+def _judge_layer(case: Case, got: Outcome) -> None:
+    expect_close(got.output(), case.given["want"], case.given["what"], case.label)

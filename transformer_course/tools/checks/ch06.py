@@ -7,13 +7,16 @@ comparisons, and PyTorch's own ``nn.TransformerDecoderLayer`` (loaded into ours 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor, nn
 
-from ._tools import CheckFailure, call, expect_close, expect_equal, expect_shape, expect_tensor
-from .ch05 import _randomise_norms
+from ..course import PACKAGE
+from ..probe.calls import call, calls_case, module, new, ref, train
+from ._tools import CheckFailure, expect_close, expect_equal, expect_shape, expect_tensor
+from .case import Case, Outcome
+from .ch05 import _judge_layer, _randomise_norms
 from .registry import exercise
 
 
@@ -30,36 +33,40 @@ def _expect_bool(got: Tensor, case: str) -> None:
 
 
 @exercise("ex06_1", "transformer_course.masks:causal_mask", "easy")
-def check_causal_mask(impl: Callable) -> int:
+def causal_mask_cases() -> list[Case]:
     """causal mask (no peeking at the future)
 
     Hint: a (size, size) bool tensor created on `device`, True on and below the diagonal (see torch.tril).
     """
-    cases = 0
-    for size in (5, 1, 2, 7):  # the first case is big enough for a precise diagnosis
-        case = f"causal_mask({size})"
-        got = expect_tensor(call(impl, size, case=case), "mask", case)
-        expect_shape(got, (size, size), "mask", case)
-        _expect_bool(got, case)
-        want = _lower_triangle(size)
-        if size > 1 and torch.equal(got, want.T):
-            raise CheckFailure(
-                f"{case}: the mask is transposed (upper triangle): row t is query t and may see columns 0…t, the past"
-            )
-        if size > 1 and torch.equal(got, ~want):
-            raise CheckFailure(
-                f"{case}: the polarity is reversed (True = blocked is nn.MultiheadAttention's "
-                "convention); in this course True means *may attend*"
-            )
-        if torch.equal(got, want & ~torch.eye(size, dtype=torch.bool)):
-            raise CheckFailure(f"{case}: the diagonal is False, but a position may attend to itself")
-        expect_equal(got, want, "mask", case)
-        cases += 1
-    case = "causal_mask(3, device='meta')"
-    got = expect_tensor(call(impl, 3, device="meta", case=case), "mask", case)
-    if got.device.type != "meta":
-        raise CheckFailure(f"{case}: the mask should be created on the requested device, got {got.device}")
-    return cases + 1
+    cases = [Case(f"causal_mask({size})", calls_case(call(size)), _judge_causal) for size in (5, 1, 2, 7)]
+    # the first case is big enough for a precise diagnosis
+    return cases + [Case("causal_mask(3, device='meta')", calls_case(call(3, device="meta")), _judge_device)]
+
+
+def _judge_causal(case: Case, got: Outcome) -> None:
+    label, (size,) = case.label, case.args()
+    mask = expect_tensor(got.output(), "mask", label)
+    expect_shape(mask, (size, size), "mask", label)
+    _expect_bool(mask, label)
+    want = _lower_triangle(size)
+    if size > 1 and torch.equal(mask, want.T):
+        raise CheckFailure(
+            f"{label}: the mask is transposed (upper triangle): row t is query t and may see columns 0…t, the past"
+        )
+    if size > 1 and torch.equal(mask, ~want):
+        raise CheckFailure(
+            f"{label}: the polarity is reversed (True = blocked is nn.MultiheadAttention's "
+            "convention); in this course True means *may attend*"
+        )
+    if torch.equal(mask, want & ~torch.eye(size, dtype=torch.bool)):
+        raise CheckFailure(f"{label}: the diagonal is False, but a position may attend to itself")
+    expect_equal(mask, want, "mask", label)
+
+
+def _judge_device(case: Case, got: Outcome) -> None:
+    mask = expect_tensor(got.output(), "mask", case.label)
+    if mask.device.type != "meta":
+        raise CheckFailure(f"{case.label}: the mask should be created on the requested device, got {mask.device}")
 
 
 # (tokens, pad_id): padding at the end, a sequence without padding, a fully padded sequence,
@@ -73,34 +80,39 @@ _PADDING_CASES = [
 
 
 @exercise("ex06_2", "transformer_course.masks:padding_mask", "medium")
-def check_padding_mask(impl: Callable) -> int:
+def padding_mask_cases() -> list[Case]:
     """padding mask (B, 1, 1, S)
 
     Hint: True where tokens != pad_id, then insert two axes so the result is (B, 1, 1, S): it must broadcast
     over heads and query positions, not over keys.
     """
-    for rows, pad_id in _PADDING_CASES:
-        tokens = torch.tensor(rows)
-        batch, length = tokens.shape
-        case = f"tokens {tuple(tokens.shape)} = {rows}, pad_id={pad_id}"
-        got = expect_tensor(call(impl, tokens, pad_id, case=case), "mask", case)
-        wrong_shape = tuple(got.shape) != (batch, 1, 1, length)
-        if wrong_shape and tuple(got.shape) == (batch, length):
-            raise CheckFailure(
-                f"{case}: shape (B, S) lines up with the last two axes of the (B, H, T, S) scores, so B "
-                "would be matched with the query axis T; return (B, 1, 1, S)"
-            )
-        if wrong_shape and tuple(got.shape) == (batch, 1, length, 1):
-            raise CheckFailure(f"{case}: shape (B, 1, S, 1) masks query positions; mask the keys: (B, 1, 1, S)")
-        expect_shape(got, (batch, 1, 1, length), "mask", case)
-        _expect_bool(got, case)
-        want = torch.tensor([[[[token != pad_id for token in row]]] for row in rows])  # (B, 1, 1, S)
-        if torch.equal(got, ~want):
-            raise CheckFailure(
-                f"{case}: the polarity is reversed: True marks a real token (may attend), False marks padding"
-            )
-        expect_equal(got, want, "mask", case)
-    return len(_PADDING_CASES)
+    return [
+        Case(f"tokens {tuple(torch.tensor(rows).shape)} = {rows}, pad_id={pad_id}",
+             calls_case(call(torch.tensor(rows), pad_id)), _judge_padding)
+        for rows, pad_id in _PADDING_CASES
+    ]  # fmt: skip
+
+
+def _judge_padding(case: Case, got: Outcome) -> None:
+    label, (tokens, pad_id) = case.label, case.args()
+    batch, length = tokens.shape
+    mask = expect_tensor(got.output(), "mask", label)
+    wrong_shape = tuple(mask.shape) != (batch, 1, 1, length)
+    if wrong_shape and tuple(mask.shape) == (batch, length):
+        raise CheckFailure(
+            f"{label}: shape (B, S) lines up with the last two axes of the (B, H, T, S) scores, so B "
+            "would be matched with the query axis T; return (B, 1, 1, S)"
+        )
+    if wrong_shape and tuple(mask.shape) == (batch, 1, length, 1):
+        raise CheckFailure(f"{label}: shape (B, 1, S, 1) masks query positions; mask the keys: (B, 1, 1, S)")
+    expect_shape(mask, (batch, 1, 1, length), "mask", label)
+    _expect_bool(mask, label)
+    want = torch.tensor([[[[token != pad_id for token in row]]] for row in tokens.tolist()])  # (B, 1, 1, S)
+    if torch.equal(mask, ~want):
+        raise CheckFailure(
+            f"{label}: the polarity is reversed: True marks a real token (may attend), False marks padding"
+        )
+    expect_equal(mask, want, "mask", label)
 
 
 # (d_model, n_heads, d_ff, batch, target length T, source length S, target lengths, source lengths)
@@ -120,17 +132,16 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
     return ours, theirs
 
 
-@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard")
-def check_decoder_layer(impl: Callable) -> int:
+@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", uses=("ex04_3", "ex05_1", "ex05_2"))
+def decoder_layer_cases() -> Iterator[Case]:
     """decoder layer (masked self-attention, cross-attention, FFN)
 
     Hint: three residual() blocks: self-attention of x with tgt_mask (and cache=self_cache); cross-attention
     with queries from x and keys/values from memory, with memory_mask (and cache=cross_cache); then self.ffn.
     Use norm1/2/3 and dropout1/2/3.
     """
-    from ...decoder import DecoderLayer
+    from ...decoder import DecoderLayer  # the course's class: its weights describe the fixture
 
-    cases = 0
     for norm_first in (False, True):
         for d_model, n_heads, d_ff, batch, t, s, tgt_lengths, src_lengths in _DECODER_SIZES:
             reference = nn.TransformerDecoderLayer(
@@ -143,92 +154,96 @@ def check_decoder_layer(impl: Callable) -> int:
             sizes = (
                 f"x {tuple(x.shape)}, memory {tuple(memory.shape)}, D={d_model}, H={n_heads}, norm_first={norm_first}"
             )
-            cases += _probe_memory_is_used(impl, ours, x, memory, sizes)
-            cases += _probe_no_future_leak(impl, ours, x, memory, sizes)
+            layer = {"layer": module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)}
+            yield _memory_is_used_case(layer, x, memory, sizes)
+            yield from _no_future_leak_cases(layer, x, memory, sizes)
             (tgt_mask, memory_mask), theirs = _decoder_masks(tgt_lengths, src_lengths, t, s)
             for use_masks in (False, True):
                 with torch.no_grad():
                     want = reference(x, memory, **(theirs if use_masks else {}))
                 for training in (False, True):  # the same numbers in both modes when dropout is 0
-                    ours.train(training)
                     masks = "causal+padding tgt_mask and padding memory_mask" if use_masks else "no masks"
-                    case = f"{sizes}, {masks}, {'training' if training else 'eval'} mode"
+                    label = f"{sizes}, {masks}, {'training' if training else 'eval'} mode"
                     args = (tgt_mask, memory_mask) if use_masks else (None, None)
-                    with torch.no_grad():
-                        got = call(impl, ours, x, memory, *args, case=case)
-                    expect_close(got, want, "decoder layer output", case)
-                    cases += 1
-            cases += _probe_cache(impl, ours, x, memory, sizes)
-    return cases
+                    probe = calls_case(call(ref("layer"), x, memory, *args) | train(training), objects=layer,
+                                       no_grad=True)  # fmt: skip
+                    yield Case(label, probe, _judge_layer, {"want": want, "what": "decoder layer output"})
+            yield _cache_case(layer, x, memory, sizes)
 
 
-def _probe_memory_is_used(impl: Callable, layer: nn.Module, x: Tensor, memory: Tensor, sizes: str) -> int:
+def _memory_is_used_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:
     """Changing the encoder memory must change the output (cross-attention reads the memory)."""
-    layer.eval()
-    case = f"{sizes}, eval mode: the same x with two different memories"
-    with torch.no_grad():
-        first = expect_tensor(call(impl, layer, x, memory, None, None, case=case), "output", case)
-        second = expect_tensor(
-            call(impl, layer, x, memory + torch.randn_like(memory), None, None, case=case), "output", case
-        )
-    if torch.allclose(first, second):
+    label = f"{sizes}, eval mode: the same x with two different memories"
+    other = memory + torch.randn_like(memory)
+    probe = calls_case(*(call(ref("layer"), x, m, None, None) | train(False) for m in (memory, other)), objects=layer,
+                       no_grad=True)  # fmt: skip
+    return Case(label, probe, _judge_memory_is_used)
+
+
+def _judge_memory_is_used(case: Case, got: Outcome) -> None:
+    first, second = (expect_tensor(got.output(i), "output", case.label) for i in (0, 1))
+    if first.shape == second.shape and torch.allclose(first, second):
         raise CheckFailure(
-            f"{case}: the output does not depend on memory: cross-attention must take its keys "
+            f"{case.label}: the output does not depend on memory: cross-attention must take its keys "
             "and values from memory (the encoder output), not from the decoder states"
         )
-    return 1
 
 
-def _probe_no_future_leak(impl: Callable, layer: nn.Module, x: Tensor, memory: Tensor, sizes: str) -> int:
+def _no_future_leak_cases(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> list[Case]:
     """With a causal tgt_mask, changing x at positions >= t leaves the outputs before t unchanged."""
     t = x.shape[1]
     if t < 2:
-        return 0
+        return []
     cut = t // 2
     changed = x.clone()
     changed[:, cut:] += torch.randn_like(changed[:, cut:])
     causal = _lower_triangle(t)  # (T, T)
-    count = 0
+    cases = []
     for training in (False, True):
-        layer.train(training)
-        case = f"{sizes}, causal tgt_mask, {'training' if training else 'eval'} mode: x changed at positions >= {cut}"
-        with torch.no_grad():
-            before = call(impl, layer, x, memory, causal, None, case=case)
-            after = call(impl, layer, changed, memory, causal, None, case=case)
-        before = expect_shape(before, tuple(x.shape), "output", case)
-        after = expect_shape(after, tuple(x.shape), "output", case)
-        if not torch.allclose(before[:, :cut], after[:, :cut], atol=1e-5):
-            raise CheckFailure(
-                f"{case}: the outputs at positions < {cut} changed, so the future leaks: "
-                "pass tgt_mask to the self-attention (in every mode)"
-            )
-        count += 1
-    layer.eval()
-    return count
+        label = f"{sizes}, causal tgt_mask, {'training' if training else 'eval'} mode: x changed at positions >= {cut}"
+        probe = calls_case(*(call(ref("layer"), inputs, memory, causal, None) | train(training) for inputs in (x, changed)),
+                           objects=layer, no_grad=True)  # fmt: skip
+        cases.append(Case(label, probe, _judge_no_future_leak, {"cut": cut}))
+    return cases
 
 
-def _probe_cache(impl: Callable, layer: nn.Module, x: Tensor, memory: Tensor, sizes: str) -> int:
-    """Fed one position at a time with a cache (chapter 08), the layer gives what one causal pass gives."""
-    from ...cache import LayerCache
-
-    layer.eval()
-    t = x.shape[1]
-    causal = _lower_triangle(t)  # (T, T)
-    cache = LayerCache()
-    case = f"{sizes}, eval mode: one position at a time with a LayerCache, against one pass with a causal tgt_mask"
-    with torch.no_grad():
-        whole = expect_shape(call(impl, layer, x, memory, causal, None, case=case), tuple(x.shape), "output", case)
-        steps = [call(impl, layer, x[:, i : i + 1], memory, None, None, cache=cache, case=case) for i in range(t)]
-    if len(cache.self_attn) != t:
+def _judge_no_future_leak(case: Case, got: Outcome) -> None:
+    label, cut, (_, x, _, _, _) = case.label, case.given["cut"], case.args()
+    before = expect_shape(got.output(0), tuple(x.shape), "output", label)
+    after = expect_shape(got.output(1), tuple(x.shape), "output", label)
+    if not torch.allclose(before[:, :cut], after[:, :cut], atol=1e-5):
         raise CheckFailure(
-            f"{case}: the self-attention cache holds {len(cache.self_attn)} positions after {t} steps: "
+            f"{label}: the outputs at positions < {cut} changed, so the future leaks: "
+            "pass tgt_mask to the self-attention (in every mode)"
+        )
+
+
+def _cache_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:
+    """Fed one position at a time with a cache (chapter 08), the layer gives what one causal pass gives."""
+    t = x.shape[1]
+    label = f"{sizes}, eval mode: one position at a time with a LayerCache, against one pass with a causal tgt_mask"
+    whole = call(ref("layer"), x, memory, _lower_triangle(t), None) | train(False)
+    steps = [call(ref("layer"), x[:, i : i + 1], memory, None, None, cache=ref("cache")) for i in range(t)]
+    report = {"self": ["cache", "self_attn", "len"], "cross": ["cache", "cross_attn", "len"]}
+    probe = calls_case(whole, *steps, objects=layer | {"cache": new(f"{PACKAGE}.cache:LayerCache")}, report=report,
+                       no_grad=True)  # fmt: skip
+    return Case(label, probe, _judge_cache, {"memory_length": memory.shape[1]})
+
+
+def _judge_cache(case: Case, got: Outcome) -> None:
+    label, (_, x, _, _, _) = case.label, case.args()
+    t = x.shape[1]
+    whole = expect_shape(got.output(0), tuple(x.shape), "output", label)
+    steps = [got.output(i) for i in range(1, t + 1)]
+    if got.report("self") != t:
+        raise CheckFailure(
+            f"{label}: the self-attention cache holds {got.report('self')} positions after {t} steps: "
             "pass cache=self_cache to self.self_attn"
         )
-    if len(cache.cross_attn) != memory.shape[1]:
+    if got.report("cross") != case.given["memory_length"]:
         raise CheckFailure(
-            f"{case}: the cross-attention cache is empty: pass cache=cross_cache to self.cross_attn, so that "
+            f"{label}: the cross-attention cache is empty: pass cache=cross_cache to self.cross_attn, so that "
             "the memory's keys and values are computed once"
         )
-    stepwise = torch.cat([expect_shape(out, (x.shape[0], 1, x.shape[2]), "output", case) for out in steps], dim=1)
-    expect_close(stepwise, whole, "the outputs of the cached steps", case)
-    return 1
+    stepwise = torch.cat([expect_shape(out, (x.shape[0], 1, x.shape[2]), "output", label) for out in steps], dim=1)
+    expect_close(stepwise, whole, "the outputs of the cached steps", label)

@@ -8,12 +8,14 @@ log-probabilities whose right answer can be worked out on paper.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Iterator
 
 import torch
 from torch import Tensor
 
-from ._tools import CheckFailure, call, expect_close, expect_dtype, expect_equal, expect_shape
+from ..probe.calls import call, calls_case
+from ._tools import CheckFailure, expect_close, expect_dtype, expect_equal, expect_shape, expect_tuple
+from .case import Case, Outcome
 from .registry import exercise
 
 # -- ex08_1: one greedy step ----------------------------------------------------------------------
@@ -30,13 +32,12 @@ def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id
 
 
 @exercise("ex08_1", "transformer_course.decoding:greedy_step", "easy")
-def check_greedy_step(impl: Callable) -> int:
+def greedy_step_cases() -> Iterator[Case]:
     """one greedy decoding step
 
     Hint: take argmax over the last axis; put pad_id in the rows that were already finished (masked_fill); a row
     is now finished if it was, or if its new token is eos_id.
     """
-    cases = 0
     for batch, vocab, eos_id, pad_id in ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0)):
         logits = torch.randn(batch, vocab)
         logits[0, eos_id] = 10.0  # row 0 picks <eos> now
@@ -44,29 +45,30 @@ def check_greedy_step(impl: Callable) -> int:
         if batch > 2:
             finished[2] = True  # row 2 is already done...
             logits[2, eos_id] = 10.0  # ...even though <eos> is again its most probable token
-        case = f"logits {tuple(logits.shape)}, finished {finished.tolist()}, eos_id={eos_id}, pad_id={pad_id}"
-        result = call(impl, logits, finished, eos_id, pad_id, case=case)
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise CheckFailure(f"{case}: return a tuple (next_tokens, finished), got {type(result).__name__}")
-        tokens, done = result
-        want_tokens, want_done = _reference_greedy_step(logits, finished, eos_id, pad_id)
-        expect_shape(tokens, (batch,), "next_tokens", case)
-        expect_dtype(tokens, torch.long, "next_tokens", case)
-        expect_shape(done, (batch,), "finished", case)
-        expect_dtype(done, torch.bool, "finished", case)
-        if batch > 2 and int(tokens[2]) != pad_id:
-            raise CheckFailure(
-                f"{case}: row 2 had already finished, so its next token must be pad_id={pad_id}, got {int(tokens[2])}: "
-                "nothing is generated after <eos>"
-            )
-        if batch > 2 and not bool(done[2]):
-            raise CheckFailure(f"{case}: row 2 had finished before this step and must stay finished")
-        if not bool(done[0]):
-            raise CheckFailure(f"{case}: row 0 just produced eos_id={eos_id}, so it must now be finished")
-        expect_equal(tokens, want_tokens, "next_tokens", case)
-        expect_equal(done, want_done, "finished", case)
-        cases += 1
-    return cases
+        label = f"logits {tuple(logits.shape)}, finished {finished.tolist()}, eos_id={eos_id}, pad_id={pad_id}"
+        yield Case(label, calls_case(call(logits, finished, eos_id, pad_id)), _judge_greedy)
+
+
+def _judge_greedy(case: Case, got: Outcome) -> None:
+    label, (logits, finished, eos_id, pad_id) = case.label, case.args()
+    batch = logits.shape[0]
+    tokens, done = expect_tuple(got.output(), "next_tokens, finished", label)
+    want_tokens, want_done = _reference_greedy_step(logits, finished, eos_id, pad_id)
+    expect_shape(tokens, (batch,), "next_tokens", label)
+    expect_dtype(tokens, torch.long, "next_tokens", label)
+    expect_shape(done, (batch,), "finished", label)
+    expect_dtype(done, torch.bool, "finished", label)
+    if batch > 2 and int(tokens[2]) != pad_id:
+        raise CheckFailure(
+            f"{label}: row 2 had already finished, so its next token must be pad_id={pad_id}, got {int(tokens[2])}: "
+            "nothing is generated after <eos>"
+        )
+    if batch > 2 and not bool(done[2]):
+        raise CheckFailure(f"{label}: row 2 had finished before this step and must stay finished")
+    if not bool(done[0]):
+        raise CheckFailure(f"{label}: row 0 just produced eos_id={eos_id}, so it must now be finished")
+    expect_equal(tokens, want_tokens, "next_tokens", label)
+    expect_equal(done, want_done, "finished", label)
 
 
 # -- ex08_2: top-p (nucleus) filtering ------------------------------------------------------------
@@ -96,47 +98,48 @@ def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tenso
 
 
 @exercise("ex08_2", "transformer_course.decoding:top_p_filter", "medium")
-def check_top_p_filter(impl: Callable) -> int:
+def top_p_filter_cases() -> Iterator[Case]:
     """top-p (nucleus) filtering
 
     Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
     *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the vocabulary order
     and fill the dropped logits with -inf.
     """
-    cases = 0
     top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
     for shape in ((4, 7), (2, 3, 10), (9,)):
         logits = _distinct_logits(shape, top_ps)
-        for top_p in top_ps:
-            case = f"logits {tuple(shape)}, top_p={top_p}"
-            got = expect_shape(call(impl, logits, top_p, case=case), shape, "filtered logits", case)
-            if torch.isnan(got).any():
-                raise CheckFailure(f"{case}: the filtered logits contain NaN")
-            rows, got_rows = logits.reshape(-1, shape[-1]), got.reshape(-1, shape[-1])
-            for r, (row, got_row) in enumerate(zip(rows, got_rows, strict=True)):
-                probs = [math.exp(x) for x in row.tolist()]
-                total = sum(probs)
-                keep = _reference_nucleus([p / total for p in probs], top_p)
-                kept = torch.tensor(keep)
-                dropped = torch.softmax(got_row.double(), -1) <= 1e-12  # probability 0 after filtering
-                if not kept.any() or dropped.all():
-                    raise CheckFailure(f"{case}, row {r}: every token was dropped; the most probable one must stay")
-                if (dropped & kept).any():
-                    i = int(torch.nonzero(dropped & kept)[0])
-                    raise CheckFailure(
-                        f"{case}, row {r}: token {i} is in the nucleus (kept tokens {torch.nonzero(kept).flatten().tolist()}) "
-                        "but was dropped; keep a token while the mass of the tokens before it is < top_p "
-                        "(the token that crosses top_p stays), and keep the vocabulary order"
-                    )
-                if (~dropped & ~kept).any():
-                    i = int(torch.nonzero(~dropped & ~kept)[0])
-                    raise CheckFailure(
-                        f"{case}, row {r}: token {i} is outside the nucleus (kept tokens "
-                        f"{torch.nonzero(kept).flatten().tolist()}) but still has a non-zero probability"
-                    )
-                expect_close(got_row[kept], row[kept], f"kept logits of row {r}", case, atol=0.0, rtol=0.0)
-            cases += 1
-    return cases
+        yield from [Case(f"logits {tuple(shape)}, top_p={top_p}", calls_case(call(logits, top_p)), _judge_nucleus)
+                  for top_p in top_ps]  # fmt: skip
+
+
+def _judge_nucleus(case: Case, got: Outcome) -> None:
+    label, (logits, top_p) = case.label, case.args()
+    shape = tuple(logits.shape)
+    filtered = expect_shape(got.output(), shape, "filtered logits", label)
+    if torch.isnan(filtered).any():
+        raise CheckFailure(f"{label}: the filtered logits contain NaN")
+    rows, got_rows = logits.reshape(-1, shape[-1]), filtered.reshape(-1, shape[-1])
+    for r, (row, got_row) in enumerate(zip(rows, got_rows, strict=True)):
+        probs = [math.exp(x) for x in row.tolist()]
+        total = sum(probs)
+        kept = torch.tensor(_reference_nucleus([p / total for p in probs], top_p))
+        dropped = torch.softmax(got_row.double(), -1) <= 1e-12  # probability 0 after filtering
+        if not kept.any() or dropped.all():
+            raise CheckFailure(f"{label}, row {r}: every token was dropped; the most probable one must stay")
+        if (dropped & kept).any():
+            i = int(torch.nonzero(dropped & kept)[0])
+            raise CheckFailure(
+                f"{label}, row {r}: token {i} is in the nucleus (kept tokens {torch.nonzero(kept).flatten().tolist()}) "
+                "but was dropped; keep a token while the mass of the tokens before it is < top_p "
+                "(the token that crosses top_p stays), and keep the vocabulary order"
+            )
+        if (~dropped & ~kept).any():
+            i = int(torch.nonzero(~dropped & ~kept)[0])
+            raise CheckFailure(
+                f"{label}, row {r}: token {i} is outside the nucleus (kept tokens "
+                f"{torch.nonzero(kept).flatten().tolist()}) but still has a non-zero probability"
+            )
+        expect_close(got_row[kept], row[kept], f"kept logits of row {r}", label, atol=0.0, rtol=0.0)
 
 
 # -- ex08_3: one beam-search step -----------------------------------------------------------------
@@ -201,7 +204,7 @@ def _beam_cases() -> list[tuple[str, tuple, float]]:
 
 
 @exercise("ex08_3", "transformer_course.decoding:beam_step", "hard")
-def check_beam_step(impl: Callable) -> int:
+def beam_step_cases() -> list[Case]:
     """one beam-search step (GNMT length penalty)
 
     Hint: give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a row of -inf
@@ -209,36 +212,35 @@ def check_beam_step(impl: Callable) -> int:
     candidates / gnmt_length_penalty(new lengths, alpha) with topk over the flattened K·V axis; origin = index
     // V, token = index % V; gather scores, finished, lengths.
     """
-    names = ("origin", "tokens", "scores", "finished", "lengths")
-    cases = _beam_cases()
-    for case, args, alpha in cases:
-        result = call(impl, *args, alpha, case=case)
-        if not (isinstance(result, tuple) and len(result) == 5):
-            raise CheckFailure(f"{case}: return a tuple (origin, tokens, scores, finished, lengths)")
-        want = _reference_beam_step(*args, alpha)
-        shape = tuple(args[0].shape)
-        for name, got in zip(names, result, strict=True):
-            expect_shape(got, shape, name, case)
-        origin, tokens, scores, finished, lengths = result
-        if origin.dtype.is_floating_point or tokens.dtype.is_floating_point:
-            raise CheckFailure(f"{case}: origin and tokens must be integer tensors (use // and %, not /)")
-        got_pairs = list(zip(origin.tolist(), tokens.tolist(), strict=True))
-        want_pairs = list(zip(want[0].tolist(), want[1].tolist(), strict=True))
-        if got_pairs != want_pairs:
-            for b, (g, w) in enumerate(zip(got_pairs, want_pairs, strict=True)):
-                if g == w:
-                    continue
-                pairs = list(zip(g[0], g[1], strict=True))
-                if len(set(pairs)) < len(pairs) and bool(args[2][b].any()):
-                    raise CheckFailure(
-                        f"{case}: sentence {b} keeps the same (origin, token) twice, {pairs}: a finished "
-                        "hypothesis must have exactly one continuation (pad_id)"
-                    )
-                raise CheckFailure(
-                    f"{case}: sentence {b} keeps (origin, token) = {pairs}, expected "
-                    f"{list(zip(w[0], w[1], strict=True))} (best first, ranked by score / length penalty)"
-                )
-        expect_close(scores, want[2], "scores (summed log-probabilities, not divided by the penalty)", case)
-        expect_equal(finished.bool(), want[3], "finished", case)
-        expect_equal(lengths.long(), want[4], "lengths", case)
-    return len(cases)
+    return [Case(label, calls_case(call(*args, alpha)), _judge_beam) for label, args, alpha in _beam_cases()]
+
+
+def _judge_beam(case: Case, got: Outcome) -> None:
+    label, (*args, alpha) = case.label, case.args()
+    names = "origin, tokens, scores, finished, lengths"
+    result = expect_tuple(got.output(), names, label)
+    want = _reference_beam_step(*args, alpha)
+    shape = tuple(args[0].shape)
+    for name, value in zip(names.split(", "), result, strict=True):
+        expect_shape(value, shape, name, label)
+    origin, tokens, scores, finished, lengths = result
+    if origin.dtype.is_floating_point or tokens.dtype.is_floating_point:
+        raise CheckFailure(f"{label}: origin and tokens must be integer tensors (use // and %, not /)")
+    got_pairs = list(zip(origin.tolist(), tokens.tolist(), strict=True))
+    want_pairs = list(zip(want[0].tolist(), want[1].tolist(), strict=True))
+    for b, (g, w) in enumerate(zip(got_pairs, want_pairs, strict=True)):
+        if g == w:
+            continue
+        pairs = list(zip(g[0], g[1], strict=True))
+        if len(set(pairs)) < len(pairs) and bool(args[2][b].any()):
+            raise CheckFailure(
+                f"{label}: sentence {b} keeps the same (origin, token) twice, {pairs}: a finished "
+                "hypothesis must have exactly one continuation (pad_id)"
+            )
+        raise CheckFailure(
+            f"{label}: sentence {b} keeps (origin, token) = {pairs}, expected "
+            f"{list(zip(w[0], w[1], strict=True))} (best first, ranked by score / length penalty)"
+        )
+    expect_close(scores, want[2], "scores (summed log-probabilities, not divided by the penalty)", label)
+    expect_equal(finished.bool(), want[3], "finished", label)
+    expect_equal(lengths.long(), want[4], "lengths", label)

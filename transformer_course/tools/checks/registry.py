@@ -1,4 +1,4 @@
-"""The list of exercises: which package function each one is, its hint, and its check.
+"""The list of exercises: which package function each one is, its hint, and its cases.
 
 An exercise is a region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` inside one
 package function (nbgrader's markers). The student edition replaces that region by a
@@ -8,11 +8,13 @@ Each chapter's check module registers its exercises with :func:`exercise`.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
+
+from ..probe.isolation import resolve
 
 
 @dataclass(frozen=True)
@@ -22,9 +24,11 @@ class Exercise:
     title: str  # one line shown in tables
     difficulty: str  # "easy", "medium" or "hard"
     hint: str  # shown by the stub's NotImplementedError
-    check: Callable[[Callable], int]  # check(impl) raises CheckFailure, returns the number of cases
+    cases: Callable[[], Iterable]  # cases() -> Iterable[Case]: what to run, how to judge it (see .case); a
+    # generator draws each case's random inputs only when it comes (a local check stops at the first failure)
     also: tuple[str, ...] = ()  # other functions of the same module that are part of this exercise
     # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
+    uses: tuple[str, ...] = ()  # the exercises its code calls: their stand-ins run instead (see isolation)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -47,12 +51,9 @@ class Exercise:
         """The file a student edits, relative to the repository root."""
         return self.module.replace(".", "/") + ".py"
 
-    def resolve(self) -> Callable:
+    def resolve(self) -> Any:
         """The function (or unbound method) currently in the package."""
-        obj = importlib.import_module(self.module)
-        for part in self.qualname.split("."):
-            obj = getattr(obj, part)
-        return obj
+        return resolve(self.target)
 
     def stub_message(self, target: str | None = None) -> str:
         """What the student edition's stub raises (:func:`parse_stub_message` reads it back)."""
@@ -74,28 +75,30 @@ EXERCISES: dict[str, Exercise] = {}
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
-def exercise(id: str, target: str, difficulty: str, also: tuple[str, ...] = ()) -> Callable:
-    """Decorator that registers ``check(impl) -> n_cases`` as the check of exercise ``id``.
+def exercise(id: str, target: str, difficulty: str, also: tuple[str, ...] = (), uses: tuple[str, ...] = ()) -> Callable:
+    """Decorator that registers ``cases() -> Iterable[Case]`` as the check of exercise ``id``.
 
-    ``target`` is the function the learner writes (``module:qualname``). The check's docstring
-    gives the rest: its first line is the exercise's title, and the text after ``Hint:`` is the
-    hint the stub shows. ``also`` names further functions of the same module (qualnames) whose
-    solution regions belong to this exercise (stubbed with it, e.g. a GPU variant); the check tests
-    ``target``.
+    ``target`` is the function the learner writes (``module:qualname``). The docstring of
+    ``cases`` gives the rest: its first line is the exercise's title, and the text after ``Hint:``
+    is the hint the stub shows. ``also`` names further functions of the same module (qualnames)
+    whose solution regions belong to this exercise (stubbed with it, e.g. a GPU variant); the check
+    tests ``target``. ``uses`` names the exercises the target's code calls (its stand-ins go to a
+    grading job; ``tests/test_isolation.py`` proves the list complete).
     """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
     module = target.split(":")[0]
 
-    def register(check: Callable) -> Callable:
+    def register(cases: Callable) -> Callable:
         if id in EXERCISES:
             raise ValueError(f"exercise {id} is registered twice")
-        doc = inspect.cleandoc(check.__doc__ or "")
+        doc = inspect.cleandoc(cases.__doc__ or "")
         title, _, rest = doc.partition("\n")
         if not title or "Hint:" not in rest:
             raise ValueError(f"the check of {id} needs a docstring: a title line, then 'Hint: …'")
         hint = " ".join(rest.split("Hint:", 1)[1].split())
-        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, check, tuple(f"{module}:{q}" for q in also))
-        return check
+        also_targets = tuple(f"{module}:{q}" for q in also)
+        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, cases, also_targets, tuple(uses))
+        return cases
 
     return register

@@ -1,18 +1,27 @@
-"""Running checks: one exercise (notebook check cells, pytest) or all of them (the CLI table)."""
+"""Running checks: one exercise (notebook check cells, pytest) or all of them (the CLI table).
+
+Locally a check's three parts run in this process: its cases are built, each is probed on the
+learner's function (with every *other* exercise replaced by its stand-in) and judged in turn,
+stopping at the first wrong answer. The grader serves the same :func:`verdict` with what a
+sandboxed child sent back instead (``tools/grading.py``).
+"""
 
 from __future__ import annotations
 
 import importlib
 import re
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from ..probe.calls import run_case
+from ..probe.isolation import Isolation
+from ..probe.wire import MalformedResult, checked_case
 from ._tools import CheckFailure
-from .isolation import Isolation
+from .case import Case, Outcome
 from .registry import EXERCISES, Exercise
 from .status import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, SYMBOLS, TIMED_OUT
 
@@ -69,18 +78,61 @@ def _run_check(exercise_id: str, impl: Callable | None) -> CheckResult:
     ex = get_exercise(exercise_id)
     try:
         impl = ex.resolve() if impl is None else impl
-        torch.manual_seed(0)
-        n_cases = ex.check(Isolation(ex.id).wrap(impl))  # other exercises run as the course's stand-ins
-    except NotImplementedError as error:
-        message = str(error) or f"{ex.qualname} raises NotImplementedError: edit {ex.file}"
-        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, message)
-    except CheckFailure as error:
-        return CheckResult(ex.id, ex.title, FAILED, str(error))
+        isolated = isolation(ex).wrap(impl)  # other exercises run as the course's stand-ins
+        torch.manual_seed(0)  # the course's inputs: the same random numbers whoever checks, locally or grading
+        return verdict(ex, _probed(ex.cases(), isolated))
+    except NotImplementedError as error:  # the target itself is missing (a room being written)
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error))
     except SystemExit as error:  # sys.exit() in the code under test must not end the notebook or the table
         return CheckResult(ex.id, ex.title, ERROR, f"the code called sys.exit({error.code!r})")
-    except Exception as error:  # a bug in the check itself or in code the exercise relies on
+    except Exception as error:  # a room that does not import, a bug in the check itself
         return CheckResult(ex.id, ex.title, ERROR, f"{type(error).__name__}: {error}")
-    return CheckResult(ex.id, ex.title, PASSED, f"{n_cases} cases")
+
+
+def _probed(cases: Iterable[Case], isolated: Callable) -> Iterator[tuple[Case, dict]]:
+    """Each case with what its probe returned, one at a time (the check stops at the first failure);
+    the probe's own random numbers leave the stream the course's inputs come from alone."""
+    for case in cases:
+        with torch.random.fork_rng(devices=[]):
+            yield case, checked_case(run_case(isolated, case.probe))
+
+
+def build_cases(ex: Exercise) -> list[Case]:
+    """All the exercise's cases, as a local check draws them (the course's random inputs are seeded)."""
+    torch.manual_seed(0)
+    return list(ex.cases())
+
+
+def isolation(ex: Exercise) -> Isolation:
+    """Every other exercise's function is replaced by its stand-in while ``ex`` is checked."""
+    from .standins import STANDINS
+
+    return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, STANDINS)
+
+
+def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None) -> CheckResult:
+    """Judge each case's result in turn; the first wrong answer decides. ``expected``: how many
+    cases there are, when the results come from elsewhere and may stop short."""
+    try:
+        count = 0
+        for case, result in judged:
+            case.judge(case, Outcome(case, result))
+            count += 1
+        if expected is not None and count < expected:
+            raise MalformedResult(f"results for {count} of {expected} cases")
+    except NotImplementedError as error:
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error))
+    except CheckFailure as error:
+        return CheckResult(ex.id, ex.title, FAILED, str(error))
+    except MalformedResult as error:
+        return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}")
+    except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
+        return CheckResult(ex.id, ex.title, ERROR, f"the check failed on the result: {type(error).__name__}: {error}")
+    return CheckResult(ex.id, ex.title, PASSED, f"{count} cases")
+
+
+def _stub_message(ex: Exercise, error: NotImplementedError) -> str:
+    return str(error) or f"{ex.qualname} raises NotImplementedError: edit {ex.file}"
 
 
 def check(exercise_id: str) -> None:

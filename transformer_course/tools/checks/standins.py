@@ -14,8 +14,11 @@ and other formulas, and each is compared with the solution it replaces by the co
 
 from __future__ import annotations
 
+import ast
+import inspect
 import math
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterable
 
 import torch
 import torch.nn.functional as F
@@ -113,4 +116,34 @@ STANDINS: dict[str, Callable] = {
     "ex05_1": feed_forward_forward,
     "ex05_2": residual,
     "ex07_3": label_smoothed_cross_entropy,
+}
+
+
+def job_source(uses: Iterable[str]) -> str:
+    """A module's source holding the stand-ins of the exercises ``uses`` (and those they call), as
+    ``STANDINS``: what a grading job gets for an exercise whose code calls them (and nothing else)."""
+    tree = ast.parse(_SOURCE)
+    header = [ast.get_source_segment(_SOURCE, n) for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    needed = standin_closure(uses)
+    functions = [inspect.getsource(fn) for fn in _FUNCTIONS.values() if fn.__name__ in needed]
+    table = ", ".join(f"{i!r}: {STANDINS[i].__name__}" for i in sorted(uses))
+    return "\n".join([*header, "", *functions, f"STANDINS = {{{table}}}", ""])
+
+
+def standin_closure(uses: Iterable[str]) -> set[str]:
+    """The names of the stand-in functions that the stand-ins of ``uses`` need, themselves included."""
+    todo, needed = [STANDINS[i].__name__ for i in uses], set()
+    while todo:
+        name = todo.pop()
+        if name not in needed:
+            needed.add(name)
+            todo += [other for other in _FUNCTIONS[name].__code__.co_names if other in _FUNCTIONS]
+    return needed
+
+
+_SOURCE = inspect.getsource(sys.modules[__name__])
+_FUNCTIONS = {  # the stand-ins and their helpers, in the order of this file
+    name: fn
+    for name, fn in dict(vars()).items()
+    if inspect.isfunction(fn) and fn.__module__ == __name__ and fn not in (job_source, standin_closure)
 }

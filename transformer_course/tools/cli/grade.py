@@ -3,32 +3,45 @@
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 
 from ..course import course_root
+from ..sandbox import MECHANISMS, SandboxError
 from . import CLIError
 
 
 def _grade(args: argparse.Namespace) -> int:
     root = course_root("grade")
-    from ..grading import grade, load_config, summary_table, write_csv, write_feedback, write_json
+    from ..grading import grade, load_config, sandbox_support, summary_table, write_csv, write_feedback, write_json
 
     config_path = args.config or (root / "grading.toml" if (root / "grading.toml").exists() else None)
     config = load_config(config_path)
     for name in ("timeout_s", "memory_mb", "jobs"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
-    if config.jobs < 1 or config.timeout_s <= 0 or config.memory_mb < 256:
-        raise CLIError("--jobs must be ≥ 1, --timeout > 0 and --memory-mb ≥ 256")
+    if config.jobs < 1 or not (math.isfinite(config.timeout_s) and config.timeout_s > 0) or config.memory_mb < 256:
+        raise CLIError("--jobs must be ≥ 1, --timeout a number > 0 and --memory-mb ≥ 256")
     out = args.out
-    if out.suffix.lower() != ".csv":
+    if out.suffix.lower() != ".csv" or out.is_dir():
         raise CLIError(f"--out must name a .csv file, got {out}")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not args.submissions_dir.is_dir():
+        raise CLIError(f"{args.submissions_dir} is not a folder of submissions (one sub-folder per student)")
+    mechanism = None if args.sandbox == "auto" else args.sandbox
     try:
-        report = grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress)
+        support = sandbox_support(mechanism, args.require_sandbox)
+    except SandboxError as error:
+        raise CLIError(str(error)) from None
+    if not support.isolated:
+        print(f"warning: {support.description}. Use --require-sandbox to refuse to grade like this.")
+    try:
+        report = grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
+                       mechanism=support.mechanism)  # fmt: skip
     except KeyboardInterrupt:
         print("interrupted: the submissions still running were stopped; no report written")
         return 130
+    except SandboxError as error:
+        raise CLIError(str(error)) from None
     json_path = args.json or out.with_suffix(".json")
     feedback_dir = args.feedback or out.parent / "feedback"
     write_csv(report, out)
@@ -37,6 +50,7 @@ def _grade(args: argparse.Namespace) -> int:
     print(summary_table(report))
     print(
         f"graded {len(report.students)} submission(s) on {len(report.exercises)} exercise(s) in {report.seconds:.1f} s"
+        f" ({support.mechanism if support.isolated else 'no sandbox'})"
     )
     print(f"wrote {out}, {json_path} and {feedback_dir}/<student>.md")
     return 0
@@ -44,8 +58,9 @@ def _grade(args: argparse.Namespace) -> int:
 
 DESCRIPTION = (
     "Each sub-folder of SUBMISSIONS_DIR is one student's edited student edition (or just their transformer_course/ "
-    "folder). Every exercise of every student runs in its own process with a time limit, a memory cap and an output "
-    "cap. Points and limits come from grading.toml."
+    "folder). Each is copied, then every exercise of every student runs in its own sandbox (bubblewrap, else "
+    "unshare) with a time limit, a memory cap and an output cap; the grade is decided here, outside the student's "
+    "code. Points and limits come from grading.toml."
 )
 
 
@@ -65,5 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     grade.add_argument("--timeout", dest="timeout_s", type=float, help="seconds per exercise (overrides the config)")
     grade.add_argument("--memory-mb", type=int, help="address-space cap per exercise in MB (overrides the config)")
     grade.add_argument("--jobs", type=int, help="exercises run at the same time (default 1: fair time limits)")
+    grade.add_argument("--sandbox", choices=("auto", *MECHANISMS), default="auto",
+                       help="how jobs are isolated (default: the best that works here; 'none' is unprotected)")  # fmt: skip
+    grade.add_argument("--require-sandbox", action="store_true",
+                       help="refuse to grade when no sandbox works here (instead of warning)")  # fmt: skip
     grade.add_argument("--no-progress", action="store_true", help="no progress bar")
     grade.set_defaults(run=_grade)

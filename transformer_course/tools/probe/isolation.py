@@ -8,41 +8,51 @@ changing anything in the learner's rooms (the learner's modules and classes stay
 * through a module it is given (an encoder layer calls ``self.self_attn(...)``): each learner
   module passed to the check gets, on the instance only, the stand-in ``forward`` of another
   exercise, and isolated copies of its other methods (:func:`use_standins`).
+
+It is told which function each exercise is (``targets``: exercise id → ``module:qualname``) and
+which stand-ins it may use: locally every stand-in of ``tools/checks/standins.py``; in a grading
+job only those the exercise under test needs, never its own.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from torch import nn
 
-from ..course import PACKAGE
-from .registry import EXERCISES
-from .standins import STANDINS
-
 _MARK = "_course_standins_for"  # set on a module once it has been prepared for an exercise
 
 
-def _is_room_name(module: str | None) -> bool:
+def resolve(target: str) -> Any:
+    """The object ``module:qualname`` names, importing the module (a function, a method, a class)."""
+    module, qualname = target.split(":")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _is_room_name(module: str | None, package: str) -> bool:
     """``module`` is one of the learner's rooms (not one of the course's tools)."""
     module = module or ""
-    return (module == PACKAGE or module.startswith(PACKAGE + ".")) and not module.startswith(f"{PACKAGE}.tools")
+    return (module == package or module.startswith(package + ".")) and not module.startswith(f"{package}.tools")
 
 
-def _is_room_function(value: Any) -> bool:
+def _is_room_function(value: Any, package: str) -> bool:
     """A plain function defined in one of the learner's rooms."""
-    return isinstance(value, types.FunctionType) and _is_room_name(getattr(value, "__module__", None))
+    return isinstance(value, types.FunctionType) and _is_room_name(getattr(value, "__module__", None), package)
 
 
-def _targets() -> dict[int, str]:
+def _found(targets: Mapping[str, str]) -> dict[int, str]:
     """id(function now in the rooms) → its exercise id, for every exercise whose room imports."""
     found: dict[int, str] = {}
-    for ex in EXERCISES.values():
+    for exercise_id, target in targets.items():
         try:
-            found[id(ex.resolve())] = ex.id
+            found[id(resolve(target))] = exercise_id
         except Exception:  # noqa: BLE001 - a room that does not import (being written): nothing to redirect
             continue
     return found
@@ -51,15 +61,17 @@ def _targets() -> dict[int, str]:
 class Isolation:
     """The redirections for checking ``exercise_id``: built once per check."""
 
-    def __init__(self, exercise_id: str) -> None:
+    def __init__(self, exercise_id: str, targets: Mapping[str, str], standins: Mapping[str, Callable]) -> None:
         self.exercise_id = exercise_id
-        self.targets = _targets()
+        self.package = targets[exercise_id].split(".")[0]
+        self.targets = _found(targets)
+        self.standins = {i: fn for i, fn in standins.items() if i != exercise_id}
         self._copies: dict[int, Callable] = {}
 
     def standin_for(self, value: Any) -> Callable | None:
         """The stand-in replacing ``value``, if ``value`` is another exercise's function."""
         owner = self.targets.get(id(value))
-        return STANDINS.get(owner) if owner is not None and owner != self.exercise_id else None
+        return self.standins.get(owner) if owner is not None and owner != self.exercise_id else None
 
     def isolated_function(self, fn: Callable) -> Callable:
         """A copy of ``fn`` whose global names for other exercises point to their stand-ins;
@@ -77,7 +89,7 @@ class Isolation:
             standin = self.standin_for(value)
             if standin is not None:
                 namespace[name] = standin
-            elif _is_room_function(value) and value is not fn:
+            elif _is_room_function(value, self.package) and value is not fn:
                 namespace[name] = self.isolated_function(value)
         return copy
 
@@ -86,11 +98,11 @@ class Isolation:
         for sub in module.modules():
             if getattr(sub, _MARK, None) == self.exercise_id:
                 continue
-            for name, value in _room_methods(type(sub)):
+            for name, value in _room_methods(type(sub), self.package):
                 if self.targets.get(id(value)) == self.exercise_id:
                     continue  # the exercise under test: the check calls it itself
                 standin = self.standin_for(value)
-                if standin is None and not _is_room_function(value):
+                if standin is None and not _is_room_function(value, self.package):
                     continue  # a function the course did not write into a room: left as it is
                 bound = standin if standin is not None else self.isolated_function(value)
                 setattr(sub, name, types.MethodType(bound, sub))
@@ -109,11 +121,11 @@ class Isolation:
         return call
 
 
-def _room_methods(cls: type) -> list[tuple[str, types.FunctionType]]:
+def _room_methods(cls: type, package: str) -> list[tuple[str, types.FunctionType]]:
     """The plain methods of a learner's class: those of every class in its MRO defined in a room."""
     methods: dict[str, types.FunctionType] = {}
     for klass in reversed(inspect.getmro(cls)):
-        if not _is_room_name(klass.__module__):
+        if not _is_room_name(klass.__module__, package):
             continue
         for name, value in vars(klass).items():
             if isinstance(value, types.FunctionType) and not (name.startswith("__") and name.endswith("__")):
