@@ -89,7 +89,6 @@ def test_only_the_allow_list_is_visible(mechanism: str, tmp_path: Path) -> None:
         course / "solutions" / "answers.py",
         REPO / ".git" / "HEAD",
         REPO / "solutions",
-        Path("/work/main"),
         Path("/etc/passwd"),
     ]
     code = (
@@ -97,17 +96,21 @@ def test_only_the_allow_list_is_visible(mechanism: str, tmp_path: Path) -> None:
         + f"""
 paths = {[str(p) for p in hidden]!r}
 home = os.listdir({str(Path.home())!r}) if os.path.isdir({str(Path.home())!r}) else []
+repo = os.listdir({str(REPO)!r}) if os.path.isdir({str(REPO)!r}) else []
 print(json.dumps({{"shown": look("/submission/attention.py"), "hidden": [look(p) for p in paths],
-                  "home": home, "etc": os.listdir("/etc")}}))
+                  "home": home, "repo": repo, "etc": os.listdir("/etc")}}))
 """
     )
     seen = report(job(mechanism, code, visible=[(alice, "/submission", False)]))
     assert seen["shown"] == "readable"
     assert seen["hidden"] == ["missing"] * len(hidden)
-    # Of the home folder only the way to the Python installation may exist (here pyenv lives in it).
-    home = Path.home()
-    on_the_way = {Path(p).relative_to(home).parts[0] for p in sandbox.python_paths() if Path(p).is_relative_to(home)}
-    assert set(seen["home"]) <= on_the_way
+    # Of the home folder and of this checkout only the way to the Python installation may exist
+    # (pyenv lives in the home folder here; the course's virtual environment in the checkout).
+    for folder, listed in ((Path.home(), seen["home"]), (REPO, seen["repo"])):
+        on_the_way = {
+            Path(p).relative_to(folder).parts[0] for p in sandbox.python_paths() if Path(p).is_relative_to(folder)
+        }
+        assert set(listed) <= on_the_way, (folder, listed)
     assert set(seen["etc"]) <= {"ld.so.cache", "localtime"}
 
 
