@@ -76,7 +76,7 @@ def check_apply_mask(impl: Callable) -> int:
     return cases
 
 
-@exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium")
+@exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", needs=("ex03_1", "ex03_2"))
 def check_scaled_dot_product_attention(impl: Callable) -> int:
     """scaled dot-product attention
 

@@ -172,7 +172,9 @@ def _randomise_biases(module: nn.Module) -> None:
                 p.normal_(0.0, 0.5)  # non-zero biases, so that a misplaced bias shows
 
 
-@exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard")
+@exercise(
+    "ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard", needs=("ex03_3", "ex04_1", "ex04_2")
+)
 def check_multihead_forward(impl: Callable) -> int:
     """multi-head attention forward
 

@@ -120,7 +120,7 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
     return ours, theirs
 
 
-@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard")
+@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
 def check_decoder_layer(impl: Callable) -> int:
     """decoder layer (masked self-attention, cross-attention, FFN)
 

@@ -186,7 +186,9 @@ def _batch():
     return Batch(torch.tensor([[4, 5, 6], [7, 0, 0], [3, 8, 0]]), tgt[:, :-1], tgt[:, 1:], 0)
 
 
-@exercise("ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",))
+@exercise(
+    "ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",), needs=("ex07_3",)
+)
 def check_train_step(impl: Callable) -> int:
     """one training step
 
