@@ -23,17 +23,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _repository_url() -> str:
-    """The repository the Colab and GitHub buttons point to: the course's one constant when the
-    package has it (transformer_course/tools/course.py, loaded alone: the site's build does not
-    install torch), else today's address. COURSE_REPOSITORY_URL overrides both (for a fork)."""
-    course = ROOT / "transformer_course" / "tools" / "course.py"
-    url = "https://github.com/transformer-course/transformer-course"
-    if course.exists():
-        spec = importlib.util.spec_from_file_location("_course_constants", course)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        url = module.REPOSITORY_URL
-    return os.environ.get("COURSE_REPOSITORY_URL", url).rstrip("/")
+    """The repository the Colab and GitHub buttons point to: the course's one constant
+    (transformer_course/tools/course.py, loaded alone: the site's build does not install torch).
+    COURSE_REPOSITORY_URL overrides it (for a fork)."""
+    spec = importlib.util.spec_from_file_location(
+        "_course_constants", ROOT / "transformer_course" / "tools" / "course.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return os.environ.get("COURSE_REPOSITORY_URL", module.REPOSITORY_URL).rstrip("/")
 
 
 REPOSITORY_URL = _repository_url()

@@ -37,13 +37,18 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: install the course package
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
     import subprocess
 
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
-        check=True,
-    )
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_student_edition
+
+    use_student_edition(course)  # /content/my-transformer: made once, installed, imported from now on
 
 # %%
 import matplotlib.pyplot as plt

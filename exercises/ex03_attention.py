@@ -1,19 +1,25 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
 # # Exercises 03 — Scaled dot-product attention
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex03_attention.ipynb)
+#
+# **On Colab**, run the first code cell: it makes your own copy of the course to write the
+# exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
 # Companion of [chapter 03](../chapters/03_attention.ipynb) (paper §3.2.1, equation (1)).
 #
@@ -42,6 +48,22 @@
 # | ex03_1 | `attention_scores(q, k)` | easy |
 # | ex03_2 | `apply_mask(scores, mask)` | medium |
 # | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` | medium |
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_student_edition
+
+    use_student_edition(course)  # /content/my-transformer: made once, installed, imported from now on
 
 # %%
 # %load_ext autoreload

@@ -1,19 +1,25 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
 
 # %% [markdown]
 # # Exercises 05 — The encoder
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex05_encoder.ipynb)
+#
+# **On Colab**, run the first code cell: it makes your own copy of the course to write the
+# exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
 # Companion of [chapter 05](../chapters/05_encoder.ipynb) (paper §3.1, §3.3 equation (2), §5.4).
 #
@@ -45,6 +51,22 @@
 #
 # ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
 # them in order.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_student_edition
+
+    use_student_edition(course)  # /content/my-transformer: made once, installed, imported from now on
 
 # %%
 # %load_ext autoreload

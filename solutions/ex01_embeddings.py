@@ -1,13 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -16,6 +17,9 @@
 # # Exercises 01 — Tokens, vocabularies and embeddings
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex01_embeddings.ipynb)
+#
+# **On Colab**, run the first code cell: it makes your own copy of the course to write the
+# exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
 # Three functions from [chapter 01](../chapters/01_embeddings.ipynb), from easy to harder.
 #
@@ -37,13 +41,18 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: install the course package
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
     import subprocess
 
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
-        check=True,
-    )
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_student_edition
+
+    use_student_edition(course)  # /content/my-transformer: made once, installed, imported from now on
 
 # %%
 # %load_ext autoreload

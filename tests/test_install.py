@@ -1,30 +1,28 @@
 """Works from any install: a wheel of the package, installed in a fresh virtual environment and run
-outside the course's repository, as on Colab after ``pip install git+URL``.
+outside the course's repository, as after ``pip install git+URL``.
 
-The fresh environment gets only the wheel (``--no-deps``); its dependencies (PyTorch and friends)
-come from this test's own environment through a ``.pth`` line, so that the test needs no network
-and no second copy of PyTorch.
+The fresh environment gets only the wheel (``--no-deps``); its dependencies come from this test's
+own environment (tests/fresh_venv.py).
 """
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import jupytext
 import pytest
+
+from .fresh_venv import fresh_venv, outside_env
 
 ROOT = Path(__file__).resolve().parent.parent
 NEEDS_CLONE = "needs a clone of the course"
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env |= {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1"}
+    env = outside_env() | {"MPLBACKEND": "Agg", "TQDM_DISABLE": "1"}
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -42,13 +40,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                   "-w", str(base / "dist"), "-q"], base)  # fmt: skip
     assert build.returncode == 0, build.stderr
     wheel = next((base / "dist").glob("transformer_course-*.whl"))
-    venv = base / "venv"
-    assert _run([sys.executable, "-m", "venv", str(venv)], base).returncode == 0
-    python = venv / "bin" / "python"
-    site = Path(
-        _run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], base).stdout.strip()
-    )
-    (site / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+    python = fresh_venv(base / "venv")
     install = _run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)], base)
     assert install.returncode == 0, install.stderr
     work = base / "work"
@@ -79,7 +71,12 @@ def test_check_translate_train_and_evaluate_run(installed) -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [["student-edition", "out"], ["build-exercises"], ["grade", "submissions", "--out", "grades/report.csv"]],
+    [
+        ["student-edition", "out"],
+        ["build-exercises"],
+        ["grade", "submissions", "--out", "grades/report.csv"],
+        ["sync-links"],
+    ],  # fmt: skip
     ids=lambda c: c[0],
 )
 def test_commands_that_need_the_repository_say_so_in_one_line(installed, command: list[str]) -> None:

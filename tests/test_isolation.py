@@ -3,11 +3,13 @@ which replace the other exercises while a check runs, agree with the worked solu
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ import torch
 from torch import nn
 
 from transformer_course.tools.checks import EXERCISES, run_check
+from transformer_course.tools.checks.registry import writing_order
 from transformer_course.tools.checks.runner import _load_all
 from transformer_course.tools.checks.standins import STANDINS, job_source, standin_closure
 
@@ -134,30 +137,65 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
     assert set(STANDINS) <= set(EXERCISES)
 
 
-@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
-def test_an_exercise_declares_every_exercise_its_code_calls(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``uses`` decides which stand-ins a grading job gets: it must name every one the check meets."""
-    used: set[str] = set()
+def _named_exercises(exercise) -> set[str]:
+    """The other exercises whose functions ``exercise``'s code names (calls by global name)."""
+    function = exercise.resolve()
+    others = {id(other.resolve()): other.id for other in EXERCISES.values() if other.id != exercise.id}
+    codes, names = [function.__code__], set()
+    while codes:
+        code = codes.pop()
+        names |= set(code.co_names)
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return {others[id(function.__globals__[n])] for n in names if id(function.__globals__.get(n)) in others}
 
-    def recording(owner: str, standin):  # noqa: ANN001, ANN202
-        def record(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-            used.add(owner)
+
+@pytest.mark.complete_edition
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``needs`` (declared in the check's registration) is what the solution calls: the other
+    exercises its code names, and those whose stand-ins run while its check runs (which covers
+    calls through the modules it is given, ``self.self_attn(...)``)."""
+    ran: set[str] = set()
+
+    def recording(other: str, standin):
+        def call(*args, **kwargs):
+            ran.add(other)
             return standin(*args, **kwargs)
 
-        return record
+        return call
 
-    for owner, standin in list(STANDINS.items()):
-        monkeypatch.setitem(STANDINS, owner, recording(owner, standin))
-    result = run_check(exercise_id)
-    assert result.passed, result.line()
-    assert used == set(EXERCISES[exercise_id].uses), f"{exercise_id} calls {sorted(used)}"
+    for other, standin in list(STANDINS.items()):
+        monkeypatch.setitem(STANDINS, other, recording(other, standin))
+    assert run_check(exercise_id).passed
+    exercise = EXERCISES[exercise_id]
+    assert set(exercise.needs) == ran | _named_exercises(exercise), (
+        f"{exercise_id}: declare needs={tuple(sorted(ran | _named_exercises(exercise)))} in its @exercise(...)"
+    )
+
+
+def test_the_writing_order_puts_each_exercise_after_those_it_needs() -> None:
+    assert writing_order("ex05_3") == [
+        "ex03_1", "ex03_2", "ex03_3", "ex04_1", "ex04_2", "ex04_3", "ex05_1", "ex05_2", "ex05_3"
+    ]  # fmt: skip
+    for exercise_id in EXERCISES:
+        order = writing_order(exercise_id)
+        assert order[-1] == exercise_id and len(set(order)) == len(order)
+        for position, needed in enumerate(order):
+            assert set(EXERCISES[needed].needs) <= set(order[:position]), (exercise_id, needed)
+
+
+def test_exercises_that_need_each_other_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    looped = dataclasses.replace(EXERCISES["ex03_1"], needs=("ex03_3",))
+    monkeypatch.setitem(EXERCISES, "ex03_1", looped)
+    with pytest.raises(ValueError, match="exercises that need each other: ex03_3 → ex03_1 → ex03_3"):
+        writing_order("ex03_3")
 
 
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
 def test_a_grading_job_never_gets_the_stand_in_of_its_own_exercise(exercise_id: str) -> None:
     ex = EXERCISES[exercise_id]
-    assert STANDINS.get(exercise_id) is None or STANDINS[exercise_id].__name__ not in standin_closure(ex.uses)
+    assert STANDINS.get(exercise_id) is None or STANDINS[exercise_id].__name__ not in standin_closure(ex.needs)
     namespace: dict = {}
-    exec(compile(job_source(ex.uses), "standins.py", "exec"), namespace)
-    assert set(namespace["STANDINS"]) == set(ex.uses)
+    exec(compile(job_source(ex.needs), "standins.py", "exec"), namespace)
+    assert set(namespace["STANDINS"]) == set(ex.needs)
     assert exercise_id not in namespace["STANDINS"]

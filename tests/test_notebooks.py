@@ -3,13 +3,14 @@ and every chapter has the parts a learner relies on."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
 
-from transformer_course.tools.edition import BEGIN, clear_notebook
+from transformer_course.tools.edition import BEGIN, clear_notebook, write_exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("chapters", "solutions", "exercises")
@@ -46,6 +47,14 @@ def test_exercises_are_generated_from_solutions(source: Path) -> None:
         f"{_rel(target)} is out of date: run `make exercises` (never edit exercises/ by hand)"
     )
     assert BEGIN not in target.read_text(encoding="utf-8")
+
+
+def test_regenerating_the_exercises_changes_nothing(tmp_path: Path) -> None:
+    """`make exercises` on unchanged solutions is a no-op: cells keep their ids (no churn in git)."""
+    shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
+    write_exercises(ROOT / "solutions", tmp_path / "exercises")
+    for path in sorted((ROOT / "exercises").iterdir()):
+        assert (tmp_path / "exercises" / path.name).read_bytes() == path.read_bytes(), f"{_rel(path)} changed"
 
 
 @pytest.mark.parametrize("source", sorted((ROOT / "solutions").glob("*.py")) + CHAPTERS, ids=_rel)

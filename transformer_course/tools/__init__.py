@@ -8,7 +8,10 @@
 * ``grading.py``: grading a class's submissions (copies, one sandbox per job, the verdict outside);
 * ``sandbox.py``: one sandbox (bubblewrap, else unshare, else a stated fallback) per grading job;
 * ``cli/``: the command line (``python -m transformer_course …``);
-* ``notebook.py``: what a chapter's set-up cell switches on;
+* ``notebook.py``: what a chapter's set-up cell switches on (reloading, the stop message);
+* ``colab.py``: on Colab, the learner's own student edition (what every notebook's first cell calls);
+* ``links.py``: the badges, first cells and guides written from ``REPOSITORY_URL`` (``sync-links``);
+* ``pairs.py``: notebook pairs (.py + .ipynb) written as JupyterLab saves them;
 * ``pretrained.py`` and ``assets/``: the model that ships with the course and its SHA-256;
 * ``runs.py``, ``plots.py``: a whole training run, and figures, built from the rooms;
 * ``course.py``: where the course lives (its repository, a clone on this machine).

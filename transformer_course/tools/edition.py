@@ -122,16 +122,17 @@ def clear_notebook(notebook):
 
 
 def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
-    """Write ``exercises/`` (percent .py + .ipynb without outputs) from ``solutions/*.py``."""
+    """Write ``exercises/`` (percent .py + .ipynb without outputs) from ``solutions/*.py``; an
+    exercise notebook that exists keeps its cell ids (regenerating an unchanged one changes nothing)."""
     import jupytext
+
+    from .pairs import write_pair
 
     exercises_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for source in sorted(solutions_dir.glob("*.py")):
-        notebook = clear_notebook(jupytext.read(source))
         target = exercises_dir / source.name
-        jupytext.write(notebook, target, fmt="py:percent")
-        jupytext.write(notebook, target.with_suffix(".ipynb"))
+        write_pair(clear_notebook(jupytext.read(source)), target, keep_outputs=False)
         written += [target, target.with_suffix(".ipynb")]
     return written
 

@@ -375,11 +375,11 @@ class _Jobs:
         probe_dir = Path(child.__file__).parent
         shutil.copytree(probe_dir, folder / child.NAME, ignore=lambda _, names: [n for n in names
                         if not n.endswith(".py")])  # fmt: skip
-        (folder / "standins.py").write_text(job_source(ex.uses), encoding="utf-8")
+        (folder / "standins.py").write_text(job_source(ex.needs), encoding="utf-8")
         self.cases[ex.id] = build_cases(ex)
         torch.save([case.probe for case in self.cases[ex.id]], folder / "cases.pt")
         guard = None if self.support.isolated else self._guard()
-        targets = {i: EXERCISES[i].target for i in (ex.id, *ex.uses)}  # the rooms the job must look at, no more
+        targets = {i: EXERCISES[i].target for i in (ex.id, *ex.needs)}  # the rooms the job must look at, no more
         job = {"exercise": ex.id, "target": ex.target, "package": PACKAGE, "guard": guard, "targets": targets,
                "site_packages": _site_packages()}  # fmt: skip
         (folder / "job.json").write_text(json.dumps(job), encoding="utf-8")

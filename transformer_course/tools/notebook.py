@@ -2,34 +2,62 @@
 
 Importing the course changes nothing in Jupyter; a chapter asks for these explicitly:
 
-* a cell that reaches an exercise you have not written yet stops with one short message (the
-  exercise, the file to edit, a hint) instead of a long traceback;
+* your saved edits run: before each cell, IPython's ``autoreload`` reloads the course's files that
+  changed, so re-running a cell after writing an exercise runs your new code (no restart);
+* a cell that reaches an exercise you have not written yet stops with one short message: the
+  exercise, the file to edit, a hint, and the exercises it needs that are not written yet either,
+  in the order to write them. If your edit is saved but could not be loaded, it says so instead,
+  and what to do;
 * the printing and plotting style the chapters are written with.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
+import types
+from pathlib import Path
 
-from .checks.registry import parse_stub_message
+from .checks.registry import EXERCISES, parse_stub_message, writing_order
+from .checks.runner import _load_all
+from .course import PACKAGE, package_dir
+
+RESTART = (
+    "restart the kernel and run the notebook again (JupyterLab: Kernel → Restart Kernel and Run All Cells; "
+    "Colab: Runtime → Restart session and run all)"
+)
 
 
 def setup_chapter() -> None:
-    """Switch on the short stop message and the chapters' printing and plotting style."""
+    """Switch on reloading, the short stop message, and the chapters' printing and plotting style."""
     import matplotlib.pyplot as plt
     import torch
 
-    show_exercise_stubs_briefly()
+    shell = _shell()
+    if shell is not None:
+        reload_edited_files(shell)
+        show_exercise_stubs_briefly(shell)
     torch.set_printoptions(precision=3, sci_mode=False)
     plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
 
 
-def show_exercise_stubs_briefly() -> None:
-    """In Jupyter/IPython, show a cell that stops at an unwritten exercise as a short message
-    (the cell still fails, so "Run all" stops there); every other error is shown as usual."""
+def _shell():  # noqa: ANN202 - IPython's InteractiveShell, or None outside IPython
     ipython = sys.modules.get("IPython")  # already imported in Jupyter; never imported just for this
-    shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or NotImplementedError in getattr(shell, "custom_exceptions", ()):
+    return ipython.get_ipython() if ipython is not None else None
+
+
+def reload_edited_files(shell) -> None:  # noqa: ANN001 - IPython's InteractiveShell
+    """IPython's ``%autoreload 2``: before each cell, reload every module whose file changed since it
+    was loaded, and update the functions and classes other modules and the notebook already hold."""
+    if "autoreload" not in shell.extension_manager.loaded:
+        shell.extension_manager.load_extension("autoreload")
+    shell.run_line_magic("autoreload", "2")
+
+
+def show_exercise_stubs_briefly(shell) -> None:  # noqa: ANN001 - IPython's InteractiveShell
+    """Show a cell that stops at an unwritten exercise as a short message (the cell still fails,
+    so "Run all" stops there); every other error is shown as usual."""
+    if NotImplementedError in getattr(shell, "custom_exceptions", ()):
         return
 
     def handler(shell, etype, value, tb, tb_offset=None):  # noqa: ANN001 - IPython's signature
@@ -37,15 +65,110 @@ def show_exercise_stubs_briefly() -> None:
         if stub is None:
             shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
             return None
-        exercise_id, function, file, hint = stub
-        stb = [
-            f"\x1b[1;33m○ {exercise_id}: {function} is not written yet — the chapter stops here.\x1b[0m",
-            f"Write it in {file} (hint: {hint})",
-            f"Check it: `python -m transformer_course check {exercise_id}` or `pytest -m {exercise_id}`; "
-            "then re-run this cell.",
-            f"Stuck? `python -m transformer_course restore {exercise_id}` puts the worked answer in.",
-        ]
-        shell._showtraceback(etype, value, stb)
+        shell._showtraceback(etype, value, stop_message(str(value), tb))
         return None
 
     shell.set_custom_exc((NotImplementedError,), handler)
+
+
+def stop_message(message: str, tb: types.TracebackType | None) -> list[str]:
+    """The lines shown when a cell stops at the stub that raised ``message`` (traceback ``tb``)."""
+    exercise_id, function, file, hint = parse_stub_message(message)
+    frames = _frames(tb)
+    running = Path(frames[-1].f_code.co_filename) if frames else package_dir().parent / file
+    saved = _saved_state(running, message)
+    if saved is not None:  # the file no longer holds this stub: the edit did not load
+        return [f"\x1b[1;33m○ {exercise_id}: {saved}\x1b[0m"]
+    lines = [f"\x1b[1;33m○ {exercise_id}: {function} is not written yet — the chapter stops here.\x1b[0m"]
+    path = _public_path(frames[:-1])
+    if path:
+        where = _exercise_notebook(exercise_id)
+        lines.append(
+            f"This cell runs it through {' → '.join(path)}: it is exercise {exercise_id} of chapter "
+            f"{exercise_id[2:4]}{f' (statement in {where})' if where else ''}."
+        )
+    _load_all()
+    order = writing_order(exercise_id) if exercise_id in EXERCISES else [exercise_id]
+    before = [EXERCISES[e] for e in order[:-1]]
+    unwritten = [ex for ex in before if _not_written(ex)]
+    if not unwritten:
+        lines.append(f"Write it in {file} (hint: {hint})")
+        checked = exercise_id
+    else:
+        lines.append(f"It needs {_listed(unwritten)}, not written yet either. Write them in this order, then save:")
+        lines += [f"  {ex.id} {ex.qualname} in {ex.file}" for ex in unwritten]
+        lines.append(f"  {exercise_id} {function} in {file} (hint: {hint})")
+        checked = " ".join([ex.id for ex in unwritten] + [exercise_id])
+    lines += [
+        f"Check: `python -m {PACKAGE} check {checked}` or `pytest -m {exercise_id}`; then re-run this cell.",
+        f"Stuck? `python -m {PACKAGE} restore {exercise_id}` puts the worked answer in.",
+    ]
+    return lines
+
+
+def _frames(tb: types.TracebackType | None) -> list[types.FrameType]:
+    """The frames of a traceback, from the cell to where it was raised."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    return frames
+
+
+def _public_path(frames: list[types.FrameType]) -> list[str]:
+    """The public functions of the rooms on the way from the cell to the stub (helpers, lambdas
+    and repeats left out): what a learner can look up."""
+    path: list[str] = []
+    for frame in frames:
+        name = getattr(frame.f_code, "co_qualname", frame.f_code.co_name)
+        public = not any(
+            part.startswith("<") or part.startswith("_") and not part.endswith("__") for part in name.split(".")
+        )
+        if public and _in_a_room(frame.f_code.co_filename) and name not in path[-1:]:
+            path.append(name)
+    return path
+
+
+def _in_a_room(filename: str) -> bool:
+    path = Path(filename).resolve()
+    return path.parent == package_dir() and path.suffix == ".py"
+
+
+def _exercise_notebook(exercise_id: str) -> str | None:
+    found = sorted((package_dir().parent / "exercises").glob(f"ex{exercise_id[2:4]}_*.ipynb"))
+    return f"exercises/{found[0].name}" if found else None
+
+
+def _listed(exercises: list) -> str:
+    ids = [ex.id for ex in exercises]
+    return ids[0] if len(ids) == 1 else f"{', '.join(ids[:-1])} and {ids[-1]}"
+
+
+def _not_written(ex) -> bool:  # noqa: ANN001 - an Exercise
+    """Still a stub in the code that runs (a room that does not import counts as not written)."""
+    try:
+        return ex.is_stub()
+    except Exception:  # noqa: BLE001 - a room being written may not import yet
+        return True
+
+
+def _saved_state(running: Path, message: str) -> str | None:
+    """None while ``running`` (the file whose code raised) still holds the stub; otherwise what to
+    do so that the saved edit runs."""
+    try:
+        source = running.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+    except SyntaxError as error:
+        return (
+            f"{running.name} does not compile (line {error.lineno}: {error.msg}): fix it and save, "
+            "then re-run this cell."
+        )
+    except OSError:
+        return None
+    if any(isinstance(node, ast.Constant) and node.value == message for node in ast.walk(tree)):
+        return None
+    return (
+        f"your edit of {running.name} is saved, but this kernel still runs the stub it replaced (the file "
+        "could not be reloaded: if an error of autoreload shows above, fix it and re-run this cell; "
+        f"otherwise {RESTART})."
+    )

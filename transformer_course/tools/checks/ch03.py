@@ -84,7 +84,7 @@ def _judge_masked(case: Case, got: Outcome) -> None:
         )
 
 
-@exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", uses=("ex03_1", "ex03_2"))
+@exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", needs=("ex03_1", "ex03_2"))
 def scaled_dot_product_attention_cases() -> Iterator[Case]:
     """scaled dot-product attention
 

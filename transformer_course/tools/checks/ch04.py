@@ -182,7 +182,7 @@ def _randomise_biases(module: nn.Module) -> None:
 
 
 @exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard",
-          uses=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
+          needs=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
 def multihead_forward_cases() -> Iterator[Case]:
     """multi-head attention forward
 

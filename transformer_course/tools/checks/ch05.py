@@ -151,7 +151,7 @@ def _judge_residual(case: Case, got: Outcome) -> None:
 _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24, 3, 7, (7, 2, 5))]
 
 
-@exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard", uses=("ex04_3", "ex05_1", "ex05_2"))
+@exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
 def encoder_layer_cases() -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
 

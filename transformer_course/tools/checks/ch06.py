@@ -132,7 +132,7 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
     return ours, theirs
 
 
-@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", uses=("ex04_3", "ex05_1", "ex05_2"))
+@exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
 def decoder_layer_cases() -> Iterator[Case]:
     """decoder layer (masked self-attention, cross-attention, FFN)
 

@@ -180,7 +180,7 @@ _STEPS = 3  # several steps: stale gradients or a missing scheduler step show up
 
 
 @exercise("ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",),
-          uses=("ex07_3",))  # fmt: skip
+          needs=("ex07_3",))  # fmt: skip
 def train_step_cases() -> Iterator[Case]:
     """one training step
 

@@ -3,14 +3,17 @@
 An exercise is a region between ``### BEGIN SOLUTION`` and ``### END SOLUTION`` inside one
 package function (nbgrader's markers). The student edition replaces that region by a
 ``raise NotImplementedError`` that names the exercise, the file to edit and the hint.
-Each chapter's check module registers its exercises with :func:`exercise`.
+Each chapter's check module registers its exercises with :func:`exercise`, with the other
+exercises its function calls (``needs``): a chapter that stops at an exercise names those of them
+that are not written yet, in the order to write them (:func:`writing_order`).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Iterable
+import types
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +31,8 @@ class Exercise:
     # generator draws each case's random inputs only when it comes (a local check stops at the first failure)
     also: tuple[str, ...] = ()  # other functions of the same module that are part of this exercise
     # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
-    uses: tuple[str, ...] = ()  # the exercises its code calls: their stand-ins run instead (see isolation)
+    needs: tuple[str, ...] = ()  # the exercises its code calls: written first; their stand-ins run
+    # when it is checked (see tools/probe/isolation.py; tests/test_isolation.py compares with the solutions)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -55,6 +59,12 @@ class Exercise:
         """The function (or unbound method) currently in the package."""
         return resolve(self.target)
 
+    def is_stub(self) -> bool:
+        """The function now loaded still raises this exercise's stub: it is not written yet.
+        (Read from the code that runs, not from the file: an edit that did not load yet does not count.)"""
+        code = getattr(self.resolve(), "__code__", None)
+        return code is not None and any(self.stub_message() in c.co_consts for c in _code_objects(code))
+
     def stub_message(self, target: str | None = None) -> str:
         """What the student edition's stub raises (:func:`parse_stub_message` reads it back)."""
         qualname = (target or self.target).split(":")[1]
@@ -70,20 +80,30 @@ def parse_stub_message(message: str) -> tuple[str, str, str, str] | None:
     return match.groups() if match else None
 
 
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and the code of the functions, lambdas and comprehensions nested in it."""
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _code_objects(constant)
+
+
 EXERCISES: dict[str, Exercise] = {}
 
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
-def exercise(id: str, target: str, difficulty: str, also: tuple[str, ...] = (), uses: tuple[str, ...] = ()) -> Callable:
+def exercise(
+    id: str, target: str, difficulty: str, also: tuple[str, ...] = (), needs: tuple[str, ...] = ()
+) -> Callable:
     """Decorator that registers ``cases() -> Iterable[Case]`` as the check of exercise ``id``.
 
     ``target`` is the function the learner writes (``module:qualname``). The docstring of
     ``cases`` gives the rest: its first line is the exercise's title, and the text after ``Hint:``
     is the hint the stub shows. ``also`` names further functions of the same module (qualnames)
     whose solution regions belong to this exercise (stubbed with it, e.g. a GPU variant); the check
-    tests ``target``. ``uses`` names the exercises the target's code calls (its stand-ins go to a
-    grading job; ``tests/test_isolation.py`` proves the list complete).
+    tests ``target``. ``needs`` names the exercises the target's code calls: a learner writes them
+    first, and while this one is checked their stand-ins run (a grading job gets those stand-ins).
     """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
@@ -98,7 +118,25 @@ def exercise(id: str, target: str, difficulty: str, also: tuple[str, ...] = (), 
             raise ValueError(f"the check of {id} needs a docstring: a title line, then 'Hint: …'")
         hint = " ".join(rest.split("Hint:", 1)[1].split())
         also_targets = tuple(f"{module}:{q}" for q in also)
-        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, cases, also_targets, tuple(uses))
+        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, cases, also_targets, tuple(needs))
         return cases
 
     return register
+
+
+def writing_order(exercise_id: str) -> list[str]:
+    """Every exercise that ``exercise_id`` needs, directly or through others, each after the ones it
+    needs, and ``exercise_id`` last: an order in which to write them (ties in id order)."""
+    order: list[str] = []
+
+    def visit(current: str, path: tuple[str, ...]) -> None:
+        if current in path:
+            raise ValueError(f"exercises that need each other: {' → '.join((*path, current))}")
+        if current in order:
+            return
+        for needed in sorted(EXERCISES[current].needs):
+            visit(needed, (*path, current))
+        order.append(current)
+
+    visit(exercise_id, ())
+    return order

@@ -15,7 +15,7 @@ def _restore(args: argparse.Namespace) -> int:
     for exercise_id in args.exercises:
         edited, backup = restore_exercise(edition, exercise_id, args.complete)
         print(f"{exercise_id}: worked answer copied into {edited.relative_to(edition)} (your version: {backup.name})")
-    print("Restart the notebook's kernel (or re-import) to use it.")
+    print("Re-run the notebook's cell: chapters and exercise notebooks reload the files you save.")
     return 0
 
 

@@ -48,13 +48,18 @@ def _is_room_function(value: Any, package: str) -> bool:
 
 
 def _found(targets: Mapping[str, str]) -> dict[int, str]:
-    """id(function now in the rooms) → its exercise id, for every exercise whose room imports."""
+    """id of each exercise's function now in the rooms, and id of its code → its exercise id, for
+    every exercise whose room imports. The code matters after IPython's autoreload reloads a room:
+    the module then holds new function objects while other rooms keep the old ones, updated in
+    place to run the same new code."""
     found: dict[int, str] = {}
     for exercise_id, target in targets.items():
         try:
-            found[id(resolve(target))] = exercise_id
+            function = resolve(target)
         except Exception:  # noqa: BLE001 - a room that does not import (being written): nothing to redirect
             continue
+        found[id(function)] = exercise_id
+        found.setdefault(id(getattr(function, "__code__", function)), exercise_id)
     return found
 
 
@@ -68,9 +73,13 @@ class Isolation:
         self.standins = {i: fn for i, fn in standins.items() if i != exercise_id}
         self._copies: dict[int, Callable] = {}
 
+    def owner(self, value: Any) -> str | None:
+        """The exercise whose function ``value`` is (the object itself, or one running its code)."""
+        return self.targets.get(id(value)) or self.targets.get(id(getattr(value, "__code__", value)))
+
     def standin_for(self, value: Any) -> Callable | None:
         """The stand-in replacing ``value``, if ``value`` is another exercise's function."""
-        owner = self.targets.get(id(value))
+        owner = self.owner(value)
         return self.standins.get(owner) if owner is not None and owner != self.exercise_id else None
 
     def isolated_function(self, fn: Callable) -> Callable:
@@ -99,7 +108,7 @@ class Isolation:
             if getattr(sub, _MARK, None) == self.exercise_id:
                 continue
             for name, value in _room_methods(type(sub), self.package):
-                if self.targets.get(id(value)) == self.exercise_id:
+                if self.owner(value) == self.exercise_id:
                     continue  # the exercise under test: the check calls it itself
                 standin = self.standin_for(value)
                 if standin is None and not _is_room_function(value, self.package):
