@@ -91,27 +91,22 @@ def test_a_chapter_and_an_exercise_notebook_on_colab(machine: dict) -> None:
         log.lines.append("═══ chapters/03_attention.ipynb, opened from its badge on a new Colab machine")
         assert "ModuleNotFoundError" in log.cell(lab, "import transformer_course", "before the first cell: no course")
         log.cell(lab, "import google.colab  # Colab's runtime has it imported", "Colab")
-        first = log.cell(lab, chapter[0], "first cell")
-        assert "Traceback" not in first and f"Your copy of the course: {edition}" in first, first
+        first = log.cell(lab, chapter[0], "first cell (no copy of yours on this machine: the complete course)")
+        assert "Traceback" not in first and "This chapter runs the complete course" in first, first
         assert "Traceback" not in log.cell(lab, chapter[1], "set-up cell")
         where = log.cell(lab, "import transformer_course\nprint(transformer_course.__file__)", "which course runs")
-        assert where.strip() == str(edition / "transformer_course" / "__init__.py"), where
-        for number, source in enumerate(chapter[2:], start=3):  # "Run all" goes on to the first stop
-            shown = log.cell(lab, source, f"code cell {number}")
-            if "the chapter stops here" in shown:
-                break
-        assert "ex03_3: scaled_dot_product_attention is not written yet — the chapter stops here" in shown, shown
-        assert "It needs ex03_1 and ex03_2, not written yet either" in shown, shown
-    made = (edition / ".student-edition.json").stat().st_mtime
+        assert "transformer-course" in where and "my-transformer" not in where, where
+        shown = log.cell(lab, chapter[2], "code cell 3")
+        assert "Traceback" not in shown and "the chapter stops here" not in shown, shown
+    assert not edition.exists(), "a chapter alone makes no student edition"
 
     exercises = cells("exercises/ex03_attention.py", url)
     check = next(c for c in exercises if c.strip() == 'check("ex03_1")')
     with kernel(machine["python"], content, env, machine["base"] / "k2") as lab:
         log.lines.append("═══ exercises/ex03_attention.ipynb, opened next on the same machine")
         log.cell(lab, "import google.colab  # Colab's runtime has it imported", "Colab")
-        first = log.cell(lab, exercises[0], "first cell (the edition exists: reused)")
+        first = log.cell(lab, exercises[0], "first cell (makes your copy)")
         assert "Traceback" not in first and f"Your copy of the course: {edition}" in first, first
-        assert (edition / ".student-edition.json").stat().st_mtime == made, "the edition was made again"
         assert "Traceback" not in log.cell(lab, exercises[1], "set-up cell")
         before = log.cell(lab, check, "check cell")
         assert "○ ex03_1" in before and "not implemented" in before and "my-transformer" not in before, before
@@ -123,6 +118,21 @@ def test_a_chapter_and_an_exercise_notebook_on_colab(machine: dict) -> None:
         assert "✓ ex03_1" in after and "passed" in after, after
         shell = log.cell(lab, "!python -m transformer_course check ex03_1 ex03_2", "a shell command")
         assert "ex03_1" in shell and "1 passed, 1 not implemented" in shell, shell
+    made = (edition / ".student-edition.json").stat().st_mtime
+
+    with kernel(machine["python"], content, env, machine["base"] / "k3") as lab:
+        log.lines.append("═══ chapters/03_attention.ipynb again, on the same machine: now it runs your copy")
+        log.cell(lab, "import google.colab  # Colab's runtime has it imported", "Colab")
+        first = log.cell(lab, chapter[0], "first cell (your copy exists: reused)")
+        assert "Traceback" not in first and f"Your copy of the course: {edition}" in first, first
+        assert (edition / ".student-edition.json").stat().st_mtime == made, "the edition was made again"
+        assert "Traceback" not in log.cell(lab, chapter[1], "set-up cell")
+        for number, source in enumerate(chapter[2:], start=3):  # "Run all" goes on to the first stop
+            shown = log.cell(lab, source, f"code cell {number}")
+            if "the chapter stops here" in shown:
+                break
+        assert "ex03_3: scaled_dot_product_attention is not written yet — the chapter stops here" in shown, shown
+        assert "It needs ex03_2, not written yet either" in shown, shown
     TRANSCRIPT.parent.mkdir(exist_ok=True)
     TRANSCRIPT.write_text("\n".join(log.lines) + "\n", encoding="utf-8")
     print("\n".join(log.lines))

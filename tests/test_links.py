@@ -56,7 +56,7 @@ def test_each_notebook_opens_with_its_badge_and_the_colab_cell(source: Path) -> 
     published = "exercises" if source.parent.name in ("solutions", "exercises") else "chapters"
     assert colab_badge(f"{published}/{source.stem}.ipynb") in notebook.cells[0].source
     first = next(c for c in notebook.cells if c.cell_type == "code")
-    assert first.source == first_cell() and first.metadata.get("tags") == ["colab"]
+    assert first.source == first_cell(chapter=published == "chapters") and first.metadata.get("tags") == ["colab"]
 
 
 def test_a_new_url_reaches_every_badge_cell_and_guide(tmp_path: Path) -> None:
@@ -72,7 +72,10 @@ def test_a_new_url_reaches_every_badge_cell_and_guide(tmp_path: Path) -> None:
         assert own not in path.read_text(encoding="utf-8"), f"{path.relative_to(tmp_path)} still names {own}"
     for py in sorted(tmp_path.glob("*/*.py")):
         first = next(c for c in jupytext.read(py.with_suffix(".ipynb")).cells if c.cell_type == "code")
-        assert first.source == first_cell(fork) and "someone/their-course/blob/main/" in py.read_text(encoding="utf-8")
+        chapter = py.parent.name == "chapters"
+        assert first.source == first_cell(fork, chapter) and "someone/their-course/blob/main/" in py.read_text(
+            encoding="utf-8"
+        )
     assert f"git+{fork}" in (tmp_path / "README.md").read_text(encoding="utf-8")
     assert not sync_links(tmp_path, url=fork), "a second run changes nothing"
 

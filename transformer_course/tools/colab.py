@@ -3,13 +3,17 @@
 Every chapter and exercise notebook starts with the same cell (:func:`first_cell`; ``sync-links``
 writes it). On Colab only, it clones the complete course into ``~/transformer-course`` (outside
 the Files panel, so nobody edits it by mistake), then imports this module *from that clone* and
-calls :func:`use_student_edition`, which
+calls :func:`use_course`:
 
-1. makes the student edition in ``/content/my-transformer`` (the Files panel shows it), unless an
-   earlier notebook on this machine did;
-2. installs it with ``pip install -e``, unless that is done, so that ``!python -m transformer_course
-   check`` and every notebook started later import it;
-3. makes the running kernel import it too (no restart needed), and says where your files are.
+* an **exercise notebook** uses the learner's student edition (:func:`use_student_edition`): it
+  makes it in ``/content/my-transformer`` (the Files panel shows it) unless an earlier notebook on
+  this machine did, installs it with ``pip install -e`` (so ``!python -m transformer_course check``
+  and every notebook started later import it), and makes the running kernel import it too (no
+  restart needed);
+* a **chapter** uses that same edition when this machine has one, so that it runs the learner's
+  code; on a machine without one (Colab gives every notebook a new machine, unless the edition is
+  kept in Google Drive with ``TRANSFORMER_COURSE_EDITION``) it runs the complete course, so that
+  "Run all" on a GPU works from the badge, and says how to run it on one's own code instead.
 
 This module runs before anything of the course is installed: it (and what it imports) uses the
 standard library only.
@@ -31,8 +35,9 @@ EDITION = "/content/my-transformer"  # the learner's copy; TRANSFORMER_COURSE_ED
 SOURCE = "~/transformer-course"  # where the first cell clones the complete course
 
 
-def first_cell(url: str = REPOSITORY_URL) -> str:
-    """The first code cell of every chapter and exercise notebook (tagged ``colab``)."""
+def first_cell(url: str = REPOSITORY_URL, chapter: bool = False) -> str:
+    """The first code cell of every chapter (``chapter=True``) and exercise notebook (tagged ``colab``)."""
+    which = "yours if this machine has it, else the complete course" if chapter else f"{EDITION}, made once"
     return f'''import sys
 
 if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
@@ -44,15 +49,36 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "{url}"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from {PACKAGE}.tools.colab import use_student_edition
+    from {PACKAGE}.tools.colab import use_course
 
-    use_student_edition(course)  # {EDITION}: made once, installed, imported from now on'''
+    use_course(course, chapter={chapter})  # {which}'''
+
+
+def use_course(source: str | os.PathLike, chapter: bool) -> Path:
+    """What a notebook's first cell runs on Colab (see the module): the learner's student edition,
+    or for a chapter on a machine without one, the complete course. Returns the folder used."""
+    source = Path(source).resolve()
+    if not chapter or is_student_edition(_edition()):
+        return use_student_edition(source)
+    if _imported_by_a_new_python() != source / PACKAGE:
+        _run("pip", "install", "-q", "-e", str(source))
+    print(
+        f"This chapter runs the complete course ({source}): every exercise is written. To run it on your own "
+        "code, open an exercise notebook first on this machine (its first cell makes your copy in "
+        f"{EDITION}), or set TRANSFORMER_COURSE_EDITION to your copy kept in Google Drive."
+    )
+    return source
+
+
+def _edition() -> Path:
+    """Where the learner's student edition is (or will be) on this machine."""
+    return Path(os.environ.get("TRANSFORMER_COURSE_EDITION", EDITION))
 
 
 def use_student_edition(source: str | os.PathLike) -> Path:
     """Make (once), install (once) and import the student edition; return its folder."""
     source = Path(source).resolve()
-    edition = Path(os.environ.get("TRANSFORMER_COURSE_EDITION", EDITION))
+    edition = _edition()
     if not is_student_edition(edition):
         if importlib.util.find_spec("jupytext") is None:  # reads the notebooks; not on Colab by default
             _run("pip", "install", "-q", "jupytext")

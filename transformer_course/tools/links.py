@@ -51,7 +51,8 @@ def sync_links(root: Path, url: str = REPOSITORY_URL, write: bool = True) -> lis
     for folder, published in (("chapters", "chapters"), ("solutions", "exercises")):
         for py in sorted((root / folder).glob("*.py")):
             notebook = jupytext.read(py)
-            if _sync_notebook(notebook, colab_badge(f"{published}/{py.stem}.ipynb", url), first_cell(url)):
+            cell = first_cell(url, chapter=folder == "chapters")
+            if _sync_notebook(notebook, colab_badge(f"{published}/{py.stem}.ipynb", url), cell):
                 changed += [py, py.with_suffix(".ipynb")]
                 if write:
                     write_pair(notebook, py)
@@ -98,7 +99,7 @@ def _sync_guide(text: str, url: str) -> str:
 
     def template(match: re.Match) -> str:
         indent = match.group("indent")
-        lines = ["```python", *first_cell(url).splitlines(), "```"]
+        lines = ["```python", *first_cell(url, chapter=True).splitlines(), "```"]
         return "\n".join(indent + line if line else "" for line in lines)
 
     return block.sub(template, text)
