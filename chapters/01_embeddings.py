@@ -65,10 +65,45 @@ from transformer_course import (
     tokenize,
 )
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# ## The map, and the letters we use
+#
+# The whole course builds the model below, the encoder-decoder of the paper's Figure 1, drawn by
+# the course's own code. Every chapter opens with this map and colours the part it builds; the
+# label on each arrow is the shape of the tensor that travels along it. This chapter builds the
+# two ends: the embeddings at the bottom, and the output layer at the top that shares their matrix.
+
+# %%
+architecture_map("embeddings")
+
+# %% [markdown]
+# Every chapter, every shape comment in the code (`# (B, S, D)`) and every docstring of the package
+# uses the same letters:
+#
+# | symbol | in code | meaning |
+# | --- | --- | --- |
+# | $B$ | `B` | batch size: sentences in one batch |
+# | $S$ | `S` | source length in tokens; in attention, the number of keys |
+# | $T$ | `T` | target length in tokens; in attention, the number of queries (a sequence of either kind, in a part that serves both) |
+# | $D = d_\text{model}$ | `D`, `d_model` | width of every token vector between sub-layers (512 in the paper) |
+# | $H = h$ | `H`, `n_heads` | attention heads per attention layer (8) |
+# | $d_k$, $d_v$ | `Dk`, `Dv`, `d_k`, `d_v` | size of one head's queries and keys, and of its values ($D/H = 64$) |
+# | $d_{ff}$ | `d_ff` | hidden width of the feed-forward network (2048) |
+# | $N$ | `n_encoder_layers`, `n_decoder_layers` | layers per stack (6) |
+# | $V_\text{src}$, $V_\text{tgt}$ | `V_src`, `V_tgt`, `src_vocab_size`, `tgt_vocab_size` | vocabulary sizes of the source and the target (equal when they share one vocabulary) |
+# | $Q$, $K$, $V$ | `q`, `k`, `v` | the queries, keys and values of attention (chapter 03); a plain $V$ never means a vocabulary |
+# | $P_{drop}$ | `dropout` | dropout rate (0.1) |
+# | $\varepsilon$ | `smoothing` | label smoothing (0.1, chapter 07) |
+# | $\tau$ | `temperature` | sampling temperature (chapter 08) |
+# | $k$ | `beam_size` | beam size (chapter 08); chapter 02 keeps the paper's $k$ for a position offset (§3.5), and top-k sampling its `top_k` |
+#
+# "§" always means a section of the paper ("§3.4"); the sections of a chapter are "section 4".
 
 # %% [markdown]
 # ## 1. From text to token ids
@@ -126,7 +161,7 @@ print("decoded:", vocab.decode(ids))
 # collapsing into one "unknown" id.
 #
 # Vocabularies usually leave out words seen fewer than `min_freq` times, trading a smaller table
-# (fewer parameters, see §4) for more `<unk>` in the data:
+# (fewer parameters, see section 4 below) for more `<unk>` in the data:
 
 # %%
 n_tokens = sum(len(s) for s in sentences)
@@ -150,23 +185,23 @@ print(batch)
 # ## 2. An embedding lookup is a one-hot vector times a matrix
 #
 # "Learned embeddings convert the input tokens to vectors of dimension $d_{model}$" (§3.4). The
-# embedding is a matrix $E \in \mathbb{R}^{V \times d_{model}}$ whose row $v$ is the vector of
-# token $v$. Write a sequence of $T$ tokens $t_1, \dots, t_T$ as a one-hot matrix
-# $X \in \{0, 1\}^{T \times V}$, with $X_{jv} = 1$ exactly when $t_j = v$. Each row of $X$ has a
-# single 1, so each row of the product picks one row of $E$:
+# source embedding is a matrix $E \in \mathbb{R}^{V_\text{src} \times d_{model}}$ whose row $v$ is the
+# vector of token $v$. Write a sentence of $S$ tokens $t_1, \dots, t_S$ as a one-hot matrix
+# $X \in \{0, 1\}^{S \times V_\text{src}}$, with $X_{jv} = 1$ exactly when $t_j = v$. Each row of $X$
+# has a single 1, so each row of the product picks one row of $E$:
 #
-# $$\operatorname{embed}(t_1, \dots, t_T) = \underbrace{X}_{T \times V}\;\underbrace{E}_{V \times d_{model}} \in \mathbb{R}^{T \times d_{model}}.$$
+# $$\operatorname{embed}(t_1, \dots, t_S) = \underbrace{X}_{S \times V_\text{src}}\;\underbrace{E}_{V_\text{src} \times d_{model}} \in \mathbb{R}^{S \times d_{model}}.$$
 #
 # Below: the product by hand, plain indexing, the package's `one_hot_lookup` (exercise `ex01_3`)
 # and PyTorch's `nn.Embedding` with the same matrix all give the same numbers.
 
 # %%
 d_model = 6
-E = torch.randn(len(vocab), d_model)  # (V, D)
+E = torch.randn(len(vocab), d_model)  # (V_src, D)
 example = tokenize("the blue robot paints the door")
-token_ids = torch.tensor(vocab.encode(example))  # (T,)
-X = F.one_hot(token_ids, num_classes=len(vocab)).float()  # (T, V)
-product = X @ E  # (T, V) @ (V, D) → (T, D)
+token_ids = torch.tensor(vocab.encode(example))  # (S,)
+X = F.one_hot(token_ids, num_classes=len(vocab)).float()  # (S, V_src)
+product = X @ E  # (S, V_src) @ (V_src, D) → (S, D)
 
 assert torch.equal(product, E[token_ids])  # multiplying by a one-hot row = picking a row
 assert torch.equal(one_hot_lookup(token_ids, E), product)
@@ -193,13 +228,13 @@ plt.show()
 
 # %% [markdown]
 # Why do libraries index instead of multiplying? Because $X$ is almost all zeros. With the
-# paper's vocabulary and width, the product spends $T \cdot V \cdot d_{model}$ multiply-adds to
-# copy $T \cdot d_{model}$ numbers:
+# paper's vocabulary and width, the product spends $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds
+# to copy $S \cdot d_{model}$ numbers:
 
 # %%
-T, V, D = 50, 37_000, 512
-print(f"one-hot product: {T * V * D:>13,} multiply-adds")
-print(f"row lookup:      {T * D:>13,} numbers copied")
+S, V_src, D = 50, 37_000, 512
+print(f"one-hot product: {S * V_src * D:>13,} multiply-adds")
+print(f"row lookup:      {S * D:>13,} numbers copied")
 
 # %% [markdown]
 # The picture also explains how an embedding *learns*: the gradient of the loss reaches only the
@@ -226,18 +261,21 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about
 # $\sqrt{d_{model}}$, the same order as the positional vector. Without the factor, the position
 # signal would be $\sqrt{d_{model}/2} = 16$ times longer than the token signal at
-# $d_{model} = 512$, and the first layer would see mostly *where* a token is, hardly *which* it is.
+# $d_{model} = 512$, and at the start of training the first layer would see mostly *where* a token
+# is, hardly *which* it is.
 #
 # The factor and the initialisation belong together: PyTorch's default `nn.Embedding` draws from
 # $\mathcal{N}(0, 1)$, and multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
 # $\sqrt{d_{model}}$ times too long. What matters is the size of what reaches the first layer.
+# (How much does it matter once training starts? Section 5 trains with and without the factor:
+# less than this argument suggests, as long as the scale is not far off the other way.)
 
 # %%
 widths = [16, 32, 64, 128, 256, 512, 1024]
 raw_norm, scaled_norm, positional_norm, lines = [], [], [], []
 for d in widths:
     layer = TokenEmbedding(vocab_size=1000, d_model=d)
-    scaled = layer(torch.arange(1000))  # (V, D): every token once
+    scaled = layer(torch.arange(1000))  # (V_src, D): every token once
     raw_norm.append(layer.weight.norm(dim=1).mean().item())
     scaled_norm.append(scaled.norm(dim=1).mean().item())
     positional_norm.append(sinusoidal_positional_encoding(100, d).norm(dim=1).mean().item())
@@ -274,16 +312,17 @@ plt.show()
 #
 # At the other end, the decoder turns its output vector $h \in \mathbb{R}^{d_{model}}$ into
 # one score per vocabulary entry with a linear layer, $\text{logits} = h W^\top$ with
-# $W \in \mathbb{R}^{V \times d_{model}}$, the same shape as $E$. §3.4 shares one matrix between
+# $W \in \mathbb{R}^{V_\text{tgt} \times d_{model}}$, the same shape as the target embedding. Our toy
+# example has one vocabulary for both sides ($V_\text{src} = V_\text{tgt}$). §3.4 shares one matrix between
 # the two embedding layers and this pre-softmax layer (an idea the paper credits to Press and
 # Wolf). After tying, the vector a token is *read in* with is the direction that *predicts* it
 # on the way out. `tie_weights` makes the output layer use the embedding's `Parameter` itself, not
 # a copy:
 
 # %%
-V, d = len(vocab), 8
-token_embedding = TokenEmbedding(V, d, padding_idx=vocab.pad_id)
-generator = nn.Linear(d, V, bias=False)  # the pre-softmax layer: (B, T, D) → (B, T, V)
+V_tgt, d = len(vocab), 8
+token_embedding = TokenEmbedding(V_tgt, d, padding_idx=vocab.pad_id)
+generator = nn.Linear(d, V_tgt, bias=False)  # the pre-softmax layer: (B, T, D) → (B, T, V_tgt)
 model = nn.ModuleDict({"embedding": token_embedding, "generator": generator})
 
 
@@ -302,10 +341,10 @@ print("one block of memory:    ", generator.weight.data_ptr() == token_embedding
 # input, the decoder input and the output layer can all use the same matrix:
 
 # %%
-V, D = 37_000, 512
-print(f"one V × D matrix:           {V * D / 1e6:5.1f} M parameters")
-print(f"three separate matrices:    {3 * V * D / 1e6:5.1f} M")
-print(f"saved by sharing one:       {2 * V * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3)")
+V_shared, D = 37_000, 512  # V_src = V_tgt: one vocabulary for both languages
+print(f"one V × D matrix:           {V_shared * D / 1e6:5.1f} M parameters")
+print(f"three separate matrices:    {3 * V_shared * D / 1e6:5.1f} M")
+print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3)")
 
 # %% [markdown]
 # Tying also fits the scaling of section 3 above: with entries of size $1/\sqrt{d_{model}}$ in $E$ and unit-size
@@ -318,9 +357,9 @@ layer = TokenEmbedding(vocab_size=1000, d_model=d)
 out = nn.Linear(d, 1000, bias=False)
 tie_weights(layer, out)
 with torch.no_grad():
-    h = layer(torch.arange(1000))  # (V, D): each token's own scaled vector
-    logits = out(torch.randn(1000, d))  # a random unit-variance state → (V, V)
-    own = out(h)  # (V, V)
+    h = layer(torch.arange(1000))  # (V_tgt, D): each token's own scaled vector
+    logits = out(torch.randn(1000, d))  # 1000 random unit-variance states → (1000, V_tgt)
+    own = out(h)  # (V_tgt, V_tgt)
 print(f"std of the logits for a random state: {logits.std().item():.2f}")
 print(f"tokens whose own vector predicts them: {(own.argmax(dim=1) == torch.arange(1000)).float().mean().item():.0%}")
 
@@ -347,20 +386,102 @@ print(run_check("ex01_2", forward_without_scale).line())
 print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 
 # %% [markdown]
+# ## 5. An experiment: train with and without the factor
+#
+# Section 3 is an argument about the *start* of training. Does the factor change what a model
+# learns? The cell below trains three small Transformers (the full model of chapter 06, $d_{model}
+# = 64$, one layer on each side) for 800 steps on the reverse task of chapter 07 (write a string of
+# letters backwards), identical but for the embeddings: the course's $\mathcal{N}(0, 1/d_{model})$
+# table times $\sqrt{d_{model}}$; the same table without the factor; and PyTorch's default
+# $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$. It prints the share of held-out strings each
+# model reverses exactly and draws the training losses. (It trains and decodes, so it uses every
+# chapter of the course; in the student edition it runs once you have written the exercises up to
+# chapter 08. About 40 seconds on a 2-core CPU.)
+
+# %%
+from transformer_course.tools.experiments import run_experiment
+
+scale_result = run_experiment("embedding-scale")
+
+# %% [markdown]
+# The outcome corrects section 3 more than it confirms it. **Without the factor the model learnt
+# the task as well as with it** (89.7% against 88.0% of the held-out strings, a difference of one
+# run's noise). The embeddings are learned, and the optimiser soon gives them whatever size helps;
+# at $d_{model} = 64$ the starting imbalance is only $\sqrt{32} \approx 5.7$. What went badly wrong
+# is the opposite mismatch: $\mathcal{N}(0, 1)$ times $\sqrt{d_{model}}$ makes token vectors 8 times
+# longer than the positional ones, and, through the tied output layer of section 4, starts the
+# logits 8 times too large (its loss curve begins far above the others). That model reversed 2%
+# of the strings. So the factor is not what makes training work; what matters is that the starting
+# sizes of the token vectors, the positional vectors and the tied output layer agree, and the
+# factor together with the $\mathcal{N}(0, 1/d_{model})$ initialisation is one way to get there. At
+# the paper's width, where the imbalance would be 16 rather than 5.7, the factor may matter more:
+# the exercises of chapter 01 ask you to try a wider model.
+
+# %% [markdown]
 # ## Summary
 #
 # - A `Vocab` maps tokens to ids; ids 0–3 are `<pad>`, `<bos>`, `<eos>`, `<unk>`. Unseen tokens
 #   become `<unk>` and their meaning is lost, which is why the paper uses sub-word units (§5.1).
-# - An embedding is a $V \times d_{model}$ matrix; the lookup equals `one_hot(ids) @ E`, and only
+# - An embedding is a $V_\text{src} \times d_{model}$ matrix; the lookup equals `one_hot(ids) @ E`, and only
 #   the rows that were looked up receive a gradient.
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries initialised at
 #   $\mathcal{N}(0, 1/d_{model})$ this gives token vectors as long as the positional vectors added
-#   to them in chapter 02.
-# - Weight tying makes input embeddings and the output layer one `Parameter`, saving $V \cdot
-#   d_{model}$ parameters per shared copy.
+#   to them in chapter 02. The experiment of section 5 trained with and without the factor.
+# - Weight tying makes input embeddings and the output layer one `Parameter`, saving
+#   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #
 # Next, chapter 02 adds the position of each token.
 #
 # **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
 # write `Vocab.encode`, `TokenEmbedding.forward` and `one_hot_lookup` yourself (worked solutions in
 # `solutions/`).
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. A sentence contains a word the vocabulary has never seen. Which id does it get, and what is lost?
+#    <details><summary>Answer</summary>
+#
+#    `<unk>` (id 3). Which word it was is lost for good: every unseen word becomes the same id. A
+#    sub-word vocabulary (byte-pair encoding, §5.1) avoids this by splitting rare words into known
+#    pieces.
+#    </details>
+# 2. Why is an embedding lookup the same as a one-hot matrix times $E$, and why do libraries index
+#    instead of multiplying?
+#    <details><summary>Answer</summary>
+#
+#    Each one-hot row has a single 1, so the product copies exactly one row of $E$. Multiplying costs
+#    $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds, almost all with a zero; indexing copies the
+#    $S \cdot d_{model}$ numbers and nothing else.
+#    </details>
+# 3. After one backward pass, which rows of the embedding matrix have a non-zero gradient?
+#    <details><summary>Answer</summary>
+#
+#    Only the rows of tokens that occurred in the batch; every other row gets exactly zero.
+#    </details>
+# 4. With entries drawn from $\mathcal{N}(0, 1/d_{model})$, about how long is a token vector after the
+#    $\sqrt{d_{model}}$ factor, and how long is a positional vector?
+#    <details><summary>Answer</summary>
+#
+#    About $\sqrt{d_{model}}$ (each entry has variance 1), and exactly $\sqrt{d_{model}/2}$: the same
+#    order, so neither drowns the other at the start of training.
+#    </details>
+# 5. How many parameters does one shared matrix save over three separate ones with
+#    $V_\text{src} = V_\text{tgt} = 37{,}000$ and $d_{model} = 512$?
+#    <details><summary>Answer</summary>
+#
+#    Two $V \times d_{model}$ matrices: $2 \cdot 37{,}000 \cdot 512 \approx 37.9$ M parameters, more
+#    than half of the base model's 65 M.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.4 (embeddings, the shared matrix, the $\sqrt{d_{model}}$ factor) and §5.1 (the
+#   byte-pair vocabulary of about 37,000 tokens).
+# - Sennrich, Haddow and Birch (2016), *Neural Machine Translation of Rare Words with Subword
+#   Units*: byte-pair encoding for translation, the answer to `<unk>`.
+# - Kudo and Richardson (2018), *SentencePiece*: a sub-word tokenizer that works on raw text.
+# - Press and Wolf (2017), *Using the Output Embedding to Improve Language Models*: the weight tying
+#   that §3.4 adopts.
+# - Mikolov et al. (2013), *Efficient Estimation of Word Representations in Vector Space*: learned
+#   word vectors before Transformers.

@@ -65,10 +65,18 @@ from transformer_course import (
     sinusoidal_positional_encoding,
 )
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# **Where we are.** The positional encoding is added to the token embeddings of chapter 01, on
+# both sides of the model, before the first layer (the letters are those of chapter 01's table).
+
+# %%
+architecture_map("positional")
 
 # %% [markdown]
 # ## 1. Attention alone does not see order
@@ -80,14 +88,14 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # put into the input.
 
 # %%
-x = torch.randn(1, 5, 8)  # (B, T, D): five token vectors
+x = torch.randn(1, 5, 8)  # (B, S, D): five token vectors
 shuffle = torch.tensor([3, 0, 4, 1, 2])
-out, _ = scaled_dot_product_attention(x, x, x)  # (B, T, D)
+out, _ = scaled_dot_product_attention(x, x, x)  # (B, S, D)
 out_shuffled, _ = scaled_dot_product_attention(x[:, shuffle], x[:, shuffle], x[:, shuffle])
 print("without positions: attention(shuffled x) == shuffled attention(x)?",
       torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
 
-pe = sinusoidal_positional_encoding(5, 8)  # (T, D): one vector per position
+pe = sinusoidal_positional_encoding(5, 8)  # (S, D): one vector per position
 with_pos = x + pe
 with_pos_shuffled = x[:, shuffle] + pe  # same tokens, new places, same position vectors
 out, _ = scaled_dot_product_attention(with_pos, with_pos, with_pos)
@@ -303,9 +311,12 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # The obvious alternative is a second embedding table, one trainable vector per position
 # (`LearnedPositionalEmbedding`). The paper tried it and found practically the same quality
 # (Table 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). The authors
-# kept the sinusoids because they might let the model handle sentences longer than any it saw in
-# training (§3.5). A learned table cannot promise that: it has no vector beyond its `max_len`,
-# and rows for positions that never occurred in training get no gradient, so they stay random.
+# kept the sinusoids because they *may* let the model handle sentences longer than any it saw in
+# training (§3.5); the paper does not test it. A learned table cannot even promise that: it has no
+# vector beyond its `max_len`, and rows for positions that never occurred in training get no
+# gradient, so they stay random. The sinusoids are at least defined everywhere. Whether a model
+# can *use* them beyond its training lengths is another question, which section 7 puts to an
+# experiment.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)
@@ -332,6 +343,37 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ## 7. An experiment: do the sinusoids extrapolate?
+#
+# We train the same small Transformer (the full model of chapter 06, $d_{model} = 64$, one layer
+# on each side) twice on the reverse task of chapter 07, once with the sinusoidal table and once
+# with a learned one, on strings of 3 to 10 letters only. Then we ask both to reverse held-out
+# strings of every length from 3 to 16, and count the strings reversed exactly and the letters
+# that land in the right place. (It trains and decodes, so it uses every chapter of the course; in
+# the student edition it runs once you have written the exercises up to chapter 08. About 40
+# seconds on a 2-core CPU.)
+
+# %%
+from transformer_course.tools.experiments import run_experiment
+
+positions_result = run_experiment("positions")
+
+# %% [markdown]
+# Within the training lengths both models reverse most strings (the longest ones less reliably
+# after 1,000 steps of a one-layer model). One letter beyond, **both collapse**: neither model
+# reverses a single string of 11 letters or more, and even the share of letters in the right place
+# falls from about 90% to 18–29% at 11 letters and below 10% from 13 on. The sinusoidal model does
+# no better than the learned one (at 11 letters, a little worse).
+#
+# So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
+# it never trained (random rows); the sinusoidal table is defined there, and related to the known
+# positions by the rotations of section 3, but the model never learnt what to do with those
+# vectors: its attention and feed-forward weights were fitted to the positions of strings up to 10
+# letters only, and its decoder has never had to write an 11th letter, or to stop after one. A position code that is
+# defined everywhere is not a model that generalises everywhere. (Later encodings were designed
+# for exactly this; see the further reading.)
+
+# %% [markdown]
 # ## Summary
 #
 # - Attention by itself is blind to order; the Transformer adds a position vector to each token
@@ -343,10 +385,62 @@ plt.show()
 # - Inputs are batch-first (B, T, D): the length is `x.size(1)`. The table is a non-persistent
 #   buffer; dropout acts on the sum (§5.4).
 # - Learned position vectors work as well within the training lengths (Table 3 (E)) but have
-#   nothing to offer beyond them.
+#   nothing to offer beyond them. In our experiment the sinusoids did no better there: neither
+#   model reversed a single string longer than those it was trained on.
 #
 # Next, chapter 03 builds the attention that these vectors feed.
 #
 # **Exercises:** [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb)
 # asks you to write `sinusoidal_positional_encoding`, `PositionalEncoding.forward` and
 # `relative_position_map` yourself (worked solutions in `solutions/`).
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why does a Transformer need positional information at all?
+#    <details><summary>Answer</summary>
+#
+#    Attention treats its inputs as a set: shuffle the tokens and the outputs are shuffled the same
+#    way, otherwise unchanged (section 1). Without positions "the dog bit the man" and "the man bit
+#    the dog" look alike.
+#    </details>
+# 2. What range of wavelengths do the columns of the sinusoidal table cover?
+#    <details><summary>Answer</summary>
+#
+#    From $2\pi$ positions (the first pair) to almost $10000 \cdot 2\pi$ (the last), each pair slower
+#    than the previous one by the same factor: a geometric progression.
+#    </details>
+# 3. Why is "move $k$ positions ahead" a linear map, and why does it not depend on the position?
+#    <details><summary>Answer</summary>
+#
+#    Each (sin, cos) pair is a point on a circle at angle $\omega_i \, pos$; moving $k$ positions turns it
+#    by $\omega_i k$, a $2 \times 2$ rotation that contains $k$ but not $pos$ (the angle-addition
+#    formulas).
+#    </details>
+# 4. Code written for (T, B, D) tensors slices the table with `x.size(0)`. What happens on a
+#    batch-first batch of one sentence?
+#    <details><summary>Answer</summary>
+#
+#    `x.size(0)` is 1, so every position gets the vector of position 0: the model sees no word order,
+#    and nothing crashes.
+#    </details>
+# 5. What did the experiment of section 7 find about inputs longer than any seen in training?
+#    <details><summary>Answer</summary>
+#
+#    Neither the sinusoids nor a learned table helped: both models reversed strings of the training
+#    lengths, and neither got a single longer string right. A formula that is defined at every
+#    position is not the same as a model that has learnt what to do there.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.5 (the sinusoids and the linear-map argument), Table 3 row (E) (learned
+#   positions), §5.4 (dropout on the sums).
+# - Gehring et al. (2017), *Convolutional Sequence to Sequence Learning*: the learned position
+#   embeddings that Table 3 (E) compares with.
+# - Shaw, Uszkoreit and Vaswani (2018), *Self-Attention with Relative Position Representations*:
+#   positions as distances inside attention instead of vectors added to the input.
+# - Su et al. (2021), *RoFormer: Enhanced Transformer with Rotary Position Embedding*: the rotations
+#   of section 3 applied to queries and keys, now common in large language models.
+# - Press, Smith and Lewis (2022), *Train Short, Test Long: Attention with Linear Biases*: measures
+#   how sinusoidal and other encodings extrapolate to longer inputs, and proposes one that does.

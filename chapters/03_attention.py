@@ -29,8 +29,11 @@
 #   `torch.finfo(dtype).min` rather than `-inf` or `-1e9`;
 # - check our step-by-step *teaching path* against PyTorch's fused *fast path*.
 #
+# - say, with Table 1 of §4, what self-attention gains over a recurrent layer and what it pays.
+#
 # **In the paper:** §3.2 (attention as a mapping from a query and key-value pairs to an output),
-# §3.2.1 (scaled dot-product attention, equation (1) and footnote 4), and the masking remark of §3.2.3.
+# §3.2.1 (scaled dot-product attention, equation (1) and footnote 4), the masking remark of §3.2.3,
+# and §4 (why self-attention, Table 1).
 
 # %% tags=["colab"]
 import sys
@@ -57,10 +60,20 @@ import torch.nn.functional as F
 
 from transformer_course import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map, plot_path_lengths
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# **Where we are.** Scaled dot-product attention is the computation inside each of the three
+# attention blocks of the model (chapter 04 wraps it into multi-head attention). The shapes of its
+# weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in
+# the decoder.
+
+# %%
+architecture_map("attention")
 
 # %% [markdown]
 # ## 1. Attention is a lookup that never has to choose
@@ -108,7 +121,7 @@ sentences = [["the", "cat", "sat", "on", "the", "mat"], ["a", "dog", "ran", "<pa
 questions = ["who?", "did what?", "where?"]
 
 keys = torch.tensor([[FEATURES[w] for w in s] for s in sentences])  # (B, S, Dk) = (2, 6, 4)
-values = F.one_hot(torch.tensor([[VOCAB.index(w) for w in s] for s in sentences]), len(VOCAB)).float()  # (B, S, V)
+values = F.one_hot(torch.tensor([[VOCAB.index(w) for w in s] for s in sentences]), len(VOCAB)).float()  # (B, S, 9)
 queries = 6.0 * torch.eye(4)[:3].expand(2, 3, 4)  # (B, T, Dk): "who?" asks for the animal feature, …
 print("queries", tuple(queries.shape), " keys", tuple(keys.shape), " values", tuple(values.shape))
 
@@ -187,8 +200,11 @@ print("the package agrees with the hand computation")
 # Why would large scores hurt? Softmax is sensitive to *differences* between scores: spread them
 # out and the largest one takes nearly all the weight. The output then copies one value, and the
 # gradient through the softmax nearly vanishes, because the Jacobian of softmax,
-# $\mathrm{diag}(p) - pp^\top$, is zero when $p$ is one-hot. The paper reports that unscaled dot
-# products lose to additive attention for large $d_k$, and attributes it to exactly this.
+# $\mathrm{diag}(p) - pp^\top$, is zero when $p$ is one-hot. The paper does not measure this
+# itself: it cites an earlier comparison (its reference [3], Britz et al., 2017) in which additive
+# attention beat unscaled dot-product attention for large $d_k$, and says it *suspects* that the
+# large dot products are the cause, pushing the softmax into regions of tiny gradients. The
+# $1/\sqrt{d_k}$ factor is its remedy for that suspected cause.
 #
 # The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each
 # compared with 16 random keys, and look at the scores with and without the scaling.
@@ -251,6 +267,9 @@ for ax in axes[:3]:
 fig.suptitle("Without the 1/√d_k factor, scores grow with d_k, softmax saturates and its gradient fades", y=1.03)
 plt.tight_layout()
 plt.show()
+unscaled_gradient = [row["gradient"] for row in stats["unscaled"]]
+print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_gradient[-1]:.2f} at d_k=1024 "
+      f"({unscaled_gradient[0] / unscaled_gradient[-1]:.1f}× smaller)")  # fmt: skip
 
 # %% [markdown]
 # Read the four panels from left to right:
@@ -260,9 +279,10 @@ plt.show()
 # 2. unscaled, the largest weight in a row climbs towards 1: the row has become (almost) a hard
 #    choice of one key;
 # 3. the entropy of the row drops from nearly uniform towards 0;
-# 4. the gradient that reaches the scores shrinks by almost an order of magnitude, so the
-#    projections that produce queries and keys would learn slowly. Scaled, all four curves are flat:
-#    the head size no longer changes how attention behaves at initialisation.
+# 4. the gradient that reaches the scores shrinks as $d_k$ grows (the ratio is printed below: about
+#    5 to 6 times between $d_k = 1$ and $d_k = 1024$), so the projections that produce queries and
+#    keys would learn slowly. Scaled, all four curves are flat: the head size no longer changes how
+#    attention behaves at initialisation.
 #
 # ## 4. Masks: who may look at whom
 #
@@ -478,6 +498,136 @@ for name, fn in (
     print(f"{name}: {min(timeit.repeat(fn, number=5, repeat=3)) / 5 * 1e3:.2f} ms per call")
 
 # %% [markdown]
+# ## 7. Why self-attention? (§4)
+#
+# The paper argues for its design in a section of its own. It compares three kinds of layer that
+# all turn a sequence of $n$ vectors of size $d$ into another such sequence: a self-attention
+# layer, a recurrent layer (an RNN, the standard translation model of the time) and a
+# convolutional layer. It counts three things:
+#
+# - **computation per layer**: the total number of multiply-adds;
+# - **sequential operations**: how many steps must run one after the other, however many
+#   processors there are. This decides how well a layer uses parallel hardware;
+# - **maximum path length**: how many steps a signal needs to travel from one position to any
+#   other. The shorter the path, the easier it is to learn a dependency between distant words.
+#
+# Table 1 of the paper, in our notation ($n$ the sequence length, $d$ the vector size; the paper
+# writes $k$ for the kernel width, we write $w$, since $k$ is our beam size):
+#
+# | layer | computation per layer | sequential operations | maximum path length |
+# | --- | --- | --- | --- |
+# | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
+# | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
+# | convolutional, width $w$ | $O(w \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_w n)$ |
+# | self-attention over a window of $r$ neighbours | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
+#
+# Where do the entries come from? Self-attention compares every position with every other one:
+# $n^2$ dot products of length $d$, all independent of each other, so they can run at once, and
+# every position reaches every other in one step. A recurrent layer multiplies a $d \times d$ matrix
+# with its state once per position ($n \cdot d^2$), but step $t$ needs the state of step $t-1$: $n$
+# steps in a row, and a signal from the first word reaches the last one through all of them. (For
+# convolutions the paper's $O(\log_w n)$ assumes dilated convolutions; a stack of plain ones needs
+# $O(n/w)$ layers to connect the two ends.)
+#
+# Self-attention therefore costs less computation than recurrence when $n < d$, which is the usual
+# case for sentences (a few dozen word pieces against $d = 512$); for very long sequences the
+# $n^2$ term takes over, which is why the paper proposes the restricted variant of the last row
+# as a possible remedy. The first figure draws the path-length column:
+
+# %%
+plot_path_lengths()
+
+# %% [markdown]
+# Now the sequential-operations column, measured. Below, a recurrent layer written as the step
+# loop it is (a plain RNN, $h_t = \tanh(x_t W_{in} + h_{t-1} W_h)$) and a self-attention layer
+# with the same projections' cost ($xW^Q$, $xW^K$, $xW^V$, then equation (1)). Both map (B, n, d) to
+# (B, n, d). We time them on one CPU thread as $n$ grows (timings depend on the machine, so the
+# numbers in this cell are not compared by the tests; the trend is what matters).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import time
+
+torch.manual_seed(0)
+d, batch = 64, 8
+W_in, W_h, W_q, W_k, W_v = (torch.randn(d, d) / math.sqrt(d) for _ in range(5))
+
+
+def recurrent_layer(x: torch.Tensor) -> torch.Tensor:
+    """(B, n, d) → (B, n, d), one position after the other: step t waits for step t − 1."""
+    h = torch.zeros(x.shape[0], d)  # (B, d)
+    states = []
+    for t in range(x.shape[1]):
+        h = torch.tanh(x[:, t] @ W_in + h @ W_h)  # (B, d)
+        states.append(h)
+    return torch.stack(states, dim=1)  # (B, n, d)
+
+
+def self_attention_layer(x: torch.Tensor) -> torch.Tensor:
+    """(B, n, d) → (B, n, d), every position at once."""
+    return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)[0]
+
+
+def best_time(fn, x: torch.Tensor, repeat: int = 5) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn(x)
+        times.append(time.perf_counter() - start)
+    return min(times)  # the least disturbed run
+
+
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # one thread: the loop cannot use more anyway, and timings are steadier
+lengths = [8, 16, 32, 64, 128, 256, 512, 1024]
+seconds = {"recurrent (step loop)": [], "self-attention": []}
+with torch.no_grad():
+    for n in lengths:
+        x = torch.randn(batch, n, d)
+        seconds["recurrent (step loop)"].append(best_time(recurrent_layer, x))
+        seconds["self-attention"].append(best_time(self_attention_layer, x))
+torch.set_num_threads(threads)
+for i, n in enumerate(lengths):
+    rnn, att = seconds["recurrent (step loop)"][i], seconds["self-attention"][i]
+    print(f"n = {n:5}: recurrent {rnn * 1e3:8.2f} ms   self-attention {att * 1e3:8.2f} ms   ratio {rnn / att:6.1f}×")
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8))
+for name, values in seconds.items():
+    left.plot(lengths, [v * 1e3 for v in values], "o-", label=name)
+left.plot(lengths, [seconds["self-attention"][-1] * 1e3 * (n / lengths[-1]) ** 2 for n in lengths], "k:",
+          label="∝ n² (through the last point)")  # fmt: skip
+left.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="milliseconds per layer (batch of 8)",
+         title=f"One layer, d = {d}, one CPU thread")  # fmt: skip
+left.set_xscale("log", base=2)
+left.legend(fontsize=8)
+right.plot(lengths, [r / a for r, a in zip(*seconds.values(), strict=True)], "o-", color="tab:green")
+right.axhline(1, color="grey", ls=":")
+right.set(xlabel="sequence length n", ylabel="recurrent time / self-attention time",
+          title="How many times faster self-attention is")  # fmt: skip
+right.set_xscale("log", base=2)
+fig.suptitle("On one CPU thread self-attention wins for short sequences, the step loop once n is a few times d",
+             y=1.02)  # fmt: skip
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# Read the two panels together. On one CPU thread, the picture is the first column of Table 1,
+# constant factors aside. For short sequences self-attention is the faster layer: its $n^2 d$ work
+# is small, while the loop pays for $n$ separate little steps. As $n$ grows the attention curve
+# bends up along the dotted $n^2$ line, and once $n$ is a few times $d = 64$ the loop is faster (on
+# the 2-core machine these notes were run on, the ratio crossed 1 near $n = 256$, four times $d$;
+# the exact place depends on the machine). For the sentences of this course, at most 20 tokens,
+# attention is the cheaper layer even here.
+#
+# The second column, sequential operations, does not show on one thread: with no spare
+# arithmetic units, attention's $n^2$ products also run one after another. It shows on hardware
+# with thousands of units, a GPU, which computes all the scores at once but must still run a
+# recurrent layer's $n$ steps in a row. That, not the operation count, is what made the
+# Transformer fast to train (§5.2: 12 hours for the base model on 8 GPUs). The price of
+# attention, $n^2$ time and memory, is why models of long documents replace it with cheaper
+# variants; the last row of Table 1 is one of them.
+#
+# %% [markdown]
 # ## Summary
 #
 # - Attention scores every query against every key, softmaxes each row, and averages the values
@@ -490,9 +640,62 @@ for name, fn in (
 # - `nn.MultiheadAttention` uses the opposite mask polarity.
 # - The teaching path returns the weights; the fast path (`fast_attention`, built on
 #   `F.scaled_dot_product_attention`) does not, saves the (T, S) memory, and gives the same numbers.
+# - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
+#   steps, at a cost of $O(n^2 d)$ per layer; a recurrent layer costs $O(n d^2)$ but needs $n$ steps in
+#   a row, which the timing above makes visible.
 #
 # Next, chapter 04 runs several attentions side by side: multi-head attention.
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
 # `attention_scores`, `apply_mask` and `scaled_dot_product_attention` yourself (worked solutions in
 # `solutions/`).
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. For T queries and S keys in a batch of B, what are the shapes of the scores, the weights and
+#    the output? Over which axis does the softmax run?
+#    <details><summary>Answer</summary>
+#
+#    Scores and weights (B, T, S), output (B, T, $d_v$); the softmax runs over the last axis, the keys,
+#    so that each query's weights sum to 1.
+#    </details>
+# 2. Why divide by $\sqrt{d_k}$?
+#    <details><summary>Answer</summary>
+#
+#    A dot product of $d_k$ independent unit-variance terms has variance $d_k$; dividing by
+#    $\sqrt{d_k}$ brings it back to 1. Otherwise large scores saturate the softmax and its gradient
+#    fades as $d_k$ grows (section 3).
+#    </details>
+# 3. What does `True` mean in this course's masks, and in `nn.MultiheadAttention`'s?
+#    <details><summary>Answer</summary>
+#
+#    Here: *may attend*. In `nn.MultiheadAttention`'s `key_padding_mask` and boolean `attn_mask`:
+#    *blocked*. Passing one convention to the other code flips every mask without an error.
+#    </details>
+# 4. Why fill blocked scores with `torch.finfo(dtype).min` rather than `-inf` or `-1e9`?
+#    <details><summary>Answer</summary>
+#
+#    `-inf` turns a fully blocked row into $0/0$ = NaN (and NaN gradients); `-1e9` does not fit in
+#    float16. The dtype's own minimum gives exact zeros in normal rows and a finite uniform row when
+#    everything is blocked.
+#    </details>
+# 5. By Table 1, when does a self-attention layer need less computation than a recurrent one, and
+#    what does it need fewer of in any case?
+#    <details><summary>Answer</summary>
+#
+#    When the sequence is shorter than the vector size ($n < d$: $n^2 d$ against $n d^2$). In any case
+#    it needs no sequential steps ($O(1)$ against $O(n)$) and connects any two positions in one step.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.2 and §3.2.1 with footnote 4 (scaled dot-product attention), §3.2.3 (masking),
+#   §4 and Table 1 (why self-attention).
+# - Bahdanau, Cho and Bengio (2015), *Neural Machine Translation by Jointly Learning to Align and
+#   Translate*: additive attention, where attention in translation began.
+# - Luong, Pham and Manning (2015), *Effective Approaches to Attention-based Neural Machine
+#   Translation*: dot-product ("multiplicative") attention.
+# - Britz et al. (2017), *Massive Exploration of Neural Machine Translation Architectures*: the
+#   comparison of additive and dot-product attention that the paper cites as [3].
+# - Dao et al. (2022), *FlashAttention*: the blocked kernel behind the fast path of section 6.

@@ -63,10 +63,19 @@ from transformer_course import (
     split_heads,
 )
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# **Where we are.** The model uses multi-head attention three times: self-attention in the encoder,
+# masked self-attention and cross-attention in the decoder. One module, built in this chapter,
+# serves all three.
+
+# %%
+architecture_map("multihead")
 
 # %% [markdown]
 # ## 1. Why more than one head?
@@ -315,7 +324,8 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 #
 # ## 8. Looking at each head
 #
-# Per-head attention maps show what each head does. Trained heads are the subject of chapter 08;
+# Per-head attention maps show what each head does. Trained heads come later: chapter 07 shows the
+# heads of a model trained to reverse strings, chapter 08 every head of the shipped translator;
 # here we *build* four heads by hand so we know what the maps should look like. The input is
 # only the sinusoidal positional encoding of chapter 02, and chapter 02 showed that moving $k$
 # positions is a fixed linear map $M_k$ of the encoding (`relative_position_map`). So if a head's
@@ -357,6 +367,11 @@ plt.show()
 # target and settle on the nearest position. A single head could not express "previous word" and
 # "next word" at the same time without averaging them; four heads do it in one layer, and $W^O$ then
 # combines their outputs.
+#
+# Keep these four patterns in mind. Trained models find the same kinds of rule by themselves: a
+# diagonal one step off ("the previous token"), a head that spreads evenly, and, for a model that
+# reverses strings, an *anti*-diagonal (chapter 07, section 5); the translator of chapter 08 has
+# heads that jump across the sentence to the English word a German piece needs.
 #
 # ## 9. Equal to `nn.MultiheadAttention`
 #
@@ -422,3 +437,50 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # **Exercises:** [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb)
 # asks you to write `split_heads`, `merge_heads` and `MultiHeadAttention.forward` (worked solutions
 # in `solutions/`).
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why does `split_heads` need a `transpose` after the `view`, and what goes wrong with a `view`
+#    straight to (B, H, T, $d_k$)?
+#    <details><summary>Answer</summary>
+#
+#    `view(B, T, H, d_k)` cuts each token's features into heads; the transpose then puts the head axis
+#    in front. A direct `view` reads memory in order, so a head receives consecutive features of the
+#    first token(s) instead of its own slice of every token: right shape, wrong contents.
+#    </details>
+# 2. How many parameters does a multi-head attention layer have when $d_k = d_v = d_{model}/h$?
+#    <details><summary>Answer</summary>
+#
+#    $4 d_{model}^2 + 4 d_{model}$ (four matrices and their biases), whatever the number of heads.
+#    </details>
+# 3. What does $W^O$ do that the concatenation does not?
+#    <details><summary>Answer</summary>
+#
+#    After the concatenation each output feature comes from one head only; $W^O$ mixes all heads into
+#    every feature (and maps $h d_v$ back to $d_{model}$).
+#    </details>
+# 4. Which tensors give the queries, the keys and the values in cross-attention?
+#    <details><summary>Answer</summary>
+#
+#    Queries from the decoder's states, keys and values from the encoder's output (the memory), so
+#    the weights have shape (B, H, T, S).
+#    </details>
+# 5. Why could one head not follow "the previous word" and "the next word" at the same time?
+#    <details><summary>Answer</summary>
+#
+#    One head gives each query one distribution over the keys and returns one average; splitting the
+#    weight between two positions blends their values. Two heads keep them apart.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.2.2 (multi-head attention), §3.2.3 (its three uses), Table 3 rows (A) and (B).
+# - Voita et al. (2019), *Analyzing Multi-Head Self-Attention: Specialized Heads Do the Heavy
+#   Lifting, the Rest Can Be Pruned*: positional, syntactic and rare-word heads in a trained
+#   translator.
+# - Michel, Levy and Neubig (2019), *Are Sixteen Heads Really Better than One?*: many heads can be
+#   removed after training with little loss.
+# - Clark et al. (2019), *What Does BERT Look At?*: per-head attention maps of a large model.
+# - Shazeer (2019), *Fast Transformer Decoding: One Write-Head is All You Need*: heads that share
+#   their keys and values, for faster decoding.

@@ -20,7 +20,8 @@
 # The encoder reads the whole source sentence at once. The decoder writes the translation one
 # token at a time, yet it is *trained* on whole target sentences in one pass. Two masks make that
 # honest, and one extra attention sub-layer connects the decoder to the encoder. With them we can
-# assemble the complete model of the paper's Figure 1 and count its parameters against Table 3.
+# assemble the complete model of the paper's Figure 1 (an optional appendix counts its parameters
+# against Table 3).
 #
 # **Learning goals**
 #
@@ -30,8 +31,8 @@
 # - assemble the decoder layer, the decoder stack and the full `Transformer`, with one embedding
 #   matrix shared by source, target and output (§3.4), and prove the layer equal to
 #   `nn.TransformerDecoderLayer`;
-# - count the parameters of the base and big models on the meta device and compare them, honestly,
-#   with Table 3.
+# - (optional appendix) count the parameters of the base and big models on the meta device and
+#   compare them, honestly, with Table 3.
 #
 # **In the paper:** §3.1 (the decoder stack and its third sub-layer), §3.2.3 (the three uses of
 # attention, and masking in the decoder), §3.4 (shared embeddings and $\sqrt{d_\text{model}}$),
@@ -74,10 +75,19 @@ from transformer_course import (
 )
 from transformer_course.config import TABLE3_VOCAB_SIZE
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# **Where we are.** The decoder layer, with its masked self-attention and its cross-attention to the
+# encoder memory, then the whole model: every box of the map is in place by the end of this
+# chapter.
+
+# %%
+architecture_map("decoder")
 
 # %% [markdown]
 # ## 1. A real padded batch
@@ -342,23 +352,23 @@ for norm_first in (False, True):
 #    stack with the source padding mask → memory (B, S, D);
 # 2. `decode(tgt_in, memory)`: target embeddings × $\sqrt{d_\text{model}}$ + positional encoding →
 #    decoder stack with `target_mask` and the source padding mask → a linear layer to one logit per
-#    vocabulary entry, (B, T, V);
+#    vocabulary entry, (B, T, V_tgt);
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
 #
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
-# linear transformation". With a shared vocabulary, one (V, D) matrix $E$ turns source ids into
+# linear transformation". With a shared vocabulary, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
 # vectors, target ids into vectors, and decoder outputs into logits $hE^\top$ (plus a bias). The
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
 # that goes with it). `share_embeddings=True` does this.
 
 # %%
-logits = model(src, tgt_in)  # (B, T, V)
+logits = model(src, tgt_in)  # (B, T, V_tgt)
 print("logits", tuple(logits.shape))
 print(
     "one matrix for source, target and output:", model.src_embed.weight is model.tgt_embed.weight is model.output.weight
 )
 parts = {
-    "shared embedding (V × D)": model.src_embed.weight.numel(),
+    "shared embedding (V_tgt × D)": model.src_embed.weight.numel(),
     "encoder": sum(p.numel() for p in model.encoder.parameters()),
     "decoder": sum(p.numel() for p in model.decoder.parameters()),
     "output bias (V)": model.output.bias.numel(),
@@ -388,7 +398,152 @@ with torch.no_grad():
     print("source changed → logits changed:", not torch.allclose(model(other_source, tgt_in), before))
 
 # %% [markdown]
-# ## 8. Counting parameters against Table 3
+# ## 8. Common mistakes, caught
+#
+# > **Common mistake — cross-attention fed the decoder's own states.** Writing
+# > `self.cross_attn(h, h, h, ...)` instead of `self.cross_attn(h, memory, memory, ...)` gives the
+# > right shapes, trains, and produces a language model of the target that never reads the source.
+# > Behaviour test: perturb the memory; the output must change.
+
+
+# %%
+def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    def masked_self_attention(h):
+        return self.self_attn(h, h, h, tgt_mask)[0]
+
+    def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
+        return self.cross_attn(h, h, h, tgt_mask)[0]
+
+    x = residual(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
+    x = residual(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
+    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+layer = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
+with torch.no_grad():
+    same = torch.allclose(
+        decoder_layer_ignoring_memory(layer, x, mem), decoder_layer_ignoring_memory(layer, x, mem + 1)
+    )
+print("buggy layer: output unchanged when the memory changes:", same)
+print(run_check("ex06_3", decoder_layer_ignoring_memory).line())
+
+# %% [markdown]
+# > **Common mistake — a causal mask applied only in training.** Guarding the mask with
+# > `if self.training` ("at inference we generate left to right anyway") looks harmless. But
+# > evaluation usually scores whole target sentences in one pass, exactly like training, and the
+# > leak then inflates every validation number. Behaviour test, in `eval()` mode: change the future
+# > target tokens; the earlier logits must not move.
+
+
+# %%
+def decoder_layer_mask_in_training_only(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    # (`cache` is for chapter 08's fast decoding; unused here)
+    used = tgt_mask if self.training else None  # bug: no mask in eval()
+
+    def self_attention(h):
+        return self.self_attn(h, h, h, used)[0]
+
+    def cross_attention(h):
+        return self.cross_attn(h, memory, memory, memory_mask)[0]
+
+    x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+    x = residual(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
+    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+with mock.patch.object(DecoderLayer, "forward", decoder_layer_mask_in_training_only), torch.no_grad():
+    leak = (model(src, future_changed)[:, :t] - model(src, tgt_in)[:, :t]).abs().max().item()
+print(f"with the bug, in eval(): earlier logits moved by up to {leak:.2f} when future tokens changed")
+print(run_check("ex06_3", decoder_layer_mask_in_training_only).line())
+
+# %% [markdown]
+# > **Common mistake — a padding mask of the wrong polarity.** `tokens == pad_id` is the natural way
+# > to write `nn.MultiheadAttention`'s `key_padding_mask` (True = blocked). Fed to code that expects
+# > True = may attend, it hides every real token and leaves only the padding visible.
+
+
+# %%
+def padding_mask_wrong_polarity(tokens, pad_id):
+    return (tokens == pad_id)[:, None, None, :]  # bug: True at padding
+
+
+print(run_check("ex06_2", padding_mask_wrong_polarity).line())
+print(run_check("ex06_2").line())  # the package's padding_mask
+
+# %% [markdown]
+# ## Summary
+#
+# - The causal mask (lower triangle, (T, T)) keeps each target position from seeing later ones;
+#   the padding mask ((B, 1, 1, S), True at real tokens) keeps everyone from seeing padding; the
+#   decoder's self-attention uses both, combined with AND.
+# - Cross-attention takes its queries from the decoder and its keys and values from the encoder
+#   memory; perturbing the memory must change the output.
+# - Our decoder layer equals `nn.TransformerDecoderLayer` once the mask polarity is converted.
+# - The full model shares one ($V_\text{tgt}$, D) matrix between source embeddings, target
+#   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
+# - (Appendix) Counted on the meta device, base and big come to 63.1M and 214.3M with the paper's
+#   37,000 tokens, and 64.0M and 216.1M with the stated 38,800 tokens (Table 3: 65M, 213M); Table 3
+#   itself cannot be matched by any single vocabulary.
+#
+# **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
+# the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
+# solutions are in `solutions/`. Chapter 07 trains this model.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Which mask does each of the three attentions use, with which shape?
+#    <details><summary>Answer</summary>
+#
+#    Encoder self-attention: source padding (B, 1, 1, S). Decoder self-attention: causal AND target
+#    padding (B, 1, T, T). Cross-attention: source padding (B, 1, 1, S).
+#    </details>
+# 2. Why must the padding mask be (B, 1, 1, S) and not (B, S)?
+#    <details><summary>Answer</summary>
+#
+#    Broadcasting aligns shapes from the right: a (B, S) mask against (B, H, T, S) scores lines B up
+#    with the query axis T, which gives wrong values (or an error only when the sizes differ).
+#    </details>
+# 3. In cross-attention, where do queries, keys and values come from, and which test catches a
+#    decoder that feeds its own states instead?
+#    <details><summary>Answer</summary>
+#
+#    Queries from the decoder, keys and values from the encoder memory. Perturb the memory: the
+#    output must change.
+#    </details>
+# 4. How do you prove that no future token leaks into the decoder?
+#    <details><summary>Answer</summary>
+#
+#    Change the target tokens at positions $\geq t$ and check that the logits before $t$ do not move,
+#    in `eval()` mode as well as in training.
+#    </details>
+# 5. Why does a causal mask applied only in training inflate validation scores?
+#    <details><summary>Answer</summary>
+#
+#    Validation usually scores whole target sentences in one pass, like training; without the mask
+#    each position can read the token it must predict.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.1 and Figure 1 (the decoder), §3.2.3 (masking), §3.4 (one shared matrix), Table 3
+#   (model sizes; the appendix below).
+# - Sutskever, Vinyals and Le (2014), *Sequence to Sequence Learning with Neural Networks*: the
+#   encoder-decoder for translation, with recurrent networks.
+# - Radford et al. (2018), *Improving Language Understanding by Generative Pre-Training*: a
+#   decoder-only stack with the causal mask (GPT).
+# - Devlin et al. (2019), *BERT*: an encoder-only stack, trained by filling in masked words.
+# - PyTorch's documentation of `nn.Transformer` and `nn.MultiheadAttention`: their mask arguments and
+#   polarity.
+
+# %% [markdown]
+# ## Appendix (optional): counting parameters against Table 3
+#
+# This appendix is a detour for the curious: it checks our model's size against the paper's
+# Table 3, and finds that the table cannot be matched by any single vocabulary. Nothing later in
+# the course depends on it. The paper's two languages share one vocabulary (§5.1), so
+# $V_\text{src} = V_\text{tgt}$, and in this appendix we write plain $V$ for that one size (no
+# attention values appear here).
 #
 # The paper's base model has 65 million parameters, the big one 213 million (Table 3). Building
 # such a model to count it would allocate hundreds of megabytes; on PyTorch's **meta device**
@@ -561,93 +716,3 @@ plt.show()
 # against the meta-device count); the paper's numbers are rounded to millions and are not
 # consistent with one vocabulary; with the stated 38,800 tokens, base and big are within 1.5% of
 # Table 3, and with the paper's 37,000, base is 2.9% low. `tests/test_model.py` pins both facts.
-#
-# ## 9. Common mistakes, caught
-#
-# > **Common mistake — cross-attention fed the decoder's own states.** Writing
-# > `self.cross_attn(h, h, h, ...)` instead of `self.cross_attn(h, memory, memory, ...)` gives the
-# > right shapes, trains, and produces a language model of the target that never reads the source.
-# > Behaviour test: perturb the memory; the output must change.
-
-
-# %%
-def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    def masked_self_attention(h):
-        return self.self_attn(h, h, h, tgt_mask)[0]
-
-    def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
-        return self.cross_attn(h, h, h, tgt_mask)[0]
-
-    x = residual(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
-    x = residual(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
-    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
-layer = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
-with torch.no_grad():
-    same = torch.allclose(
-        decoder_layer_ignoring_memory(layer, x, mem), decoder_layer_ignoring_memory(layer, x, mem + 1)
-    )
-print("buggy layer: output unchanged when the memory changes:", same)
-print(run_check("ex06_3", decoder_layer_ignoring_memory).line())
-
-# %% [markdown]
-# > **Common mistake — a causal mask applied only in training.** Guarding the mask with
-# > `if self.training` ("at inference we generate left to right anyway") looks harmless. But
-# > evaluation usually scores whole target sentences in one pass, exactly like training, and the
-# > leak then inflates every validation number. Behaviour test, in `eval()` mode: change the future
-# > target tokens; the earlier logits must not move.
-
-
-# %%
-def decoder_layer_mask_in_training_only(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    # (`cache` is for chapter 08's fast decoding; unused here)
-    used = tgt_mask if self.training else None  # bug: no mask in eval()
-
-    def self_attention(h):
-        return self.self_attn(h, h, h, used)[0]
-
-    def cross_attention(h):
-        return self.cross_attn(h, memory, memory, memory_mask)[0]
-
-    x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
-    x = residual(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
-    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
-with mock.patch.object(DecoderLayer, "forward", decoder_layer_mask_in_training_only), torch.no_grad():
-    leak = (model(src, future_changed)[:, :t] - model(src, tgt_in)[:, :t]).abs().max().item()
-print(f"with the bug, in eval(): earlier logits moved by up to {leak:.2f} when future tokens changed")
-print(run_check("ex06_3", decoder_layer_mask_in_training_only).line())
-
-# %% [markdown]
-# > **Common mistake — a padding mask of the wrong polarity.** `tokens == pad_id` is the natural way
-# > to write `nn.MultiheadAttention`'s `key_padding_mask` (True = blocked). Fed to code that expects
-# > True = may attend, it hides every real token and leaves only the padding visible.
-
-
-# %%
-def padding_mask_wrong_polarity(tokens, pad_id):
-    return (tokens == pad_id)[:, None, None, :]  # bug: True at padding
-
-
-print(run_check("ex06_2", padding_mask_wrong_polarity).line())
-print(run_check("ex06_2").line())  # the package's padding_mask
-
-# %% [markdown]
-# ## Summary
-#
-# - The causal mask (lower triangle, (T, T)) keeps each target position from seeing later ones;
-#   the padding mask ((B, 1, 1, S), True at real tokens) keeps everyone from seeing padding; the
-#   decoder's self-attention uses both, combined with AND.
-# - Cross-attention takes its queries from the decoder and its keys and values from the encoder
-#   memory; perturbing the memory must change the output.
-# - Our decoder layer equals `nn.TransformerDecoderLayer` once the mask polarity is converted.
-# - The full model shares one (V, D) matrix between source embeddings, target embeddings and the
-#   output layer. Counted on the meta device, base and big come to 63.1M and 214.3M with the
-#   paper's 37,000 tokens, and 64.0M and 216.1M with the stated 38,800 tokens (Table 3: 65M, 213M);
-#   Table 3 itself cannot be matched by any single vocabulary.
-#
-# **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
-# the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
-# solutions are in `solutions/`. Chapter 07 trains this model.

@@ -67,6 +67,7 @@ from transformer_course import pick_device
 from transformer_course.batching import Batch, batch_indices, batch_stream, encode_pairs, make_batch, teacher_forcing
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 from transformer_course.data import (
+    NUMBER_OVERSAMPLING,
     english_tokens,
     german_text,
     german_tokens,
@@ -76,13 +77,15 @@ from transformer_course.data import (
     number_to_german,
     numbers_task,
 )
-from transformer_course.evaluation import evaluate, translate
+from transformer_course.decoding import attention_maps
+from transformer_course.evaluation import evaluate, evaluate_strata, translate
 from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
 from transformer_course.step import MixedPrecision
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map, plot_attention_heads
 from transformer_course.tools.notebook import setup_chapter
-from transformer_course.tools.plots import plot_history
+from transformer_course.tools.plots import plot_history, strata_table
 from transformer_course.tools.pretrained import load_pretrained
 from transformer_course.training import build_model, fit, pick_profile
 
@@ -93,6 +96,14 @@ device = pick_device()  # CUDA, then Apple's MPS, then the CPU
 profile = pick_profile(device)  # the GPU profile on CUDA, the CPU profile elsewhere
 print("device:", device.type)
 print(profile)
+
+# %% [markdown]
+# **Where we are.** Training touches the whole model, but what is new here sits at its two ends:
+# the shifted target that goes in at the bottom right (teacher forcing) and the loss computed from
+# the output at the top.
+
+# %%
+architecture_map("training")
 
 # %% [markdown]
 # ## 1. Data without downloads: number words
@@ -164,17 +175,45 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 #
 # ### Splits: what the test should measure
 #
-# We hold out numbers, not sentences: a test number never appears in training. One more
-# decision matters. Irregular forms (*null*, *elf*, *sechzehn*, *siebzig*, *dreißig*) cannot be
-# guessed from other numbers: a model that never saw "zero" cannot know it is *null*. So **every
-# number below 1,000 is in training**, and validation and test hold numbers from 1,000 to 999,999:
-# the model must *compose* forms it has seen into numbers it has not.
+# We hold out numbers, not sentences: a held-out number never appears in training. The harder
+# question is *which* numbers to test. A number drawn at random below a million almost always has
+# six digits: "seven", "one hundred" and "forty thousand" are one number in a million each. A test
+# split of random numbers measures the typical number and says nothing about the rare kinds.
+#
+# An earlier version of this course learnt that the hard way. Its test split held 1,000 random
+# numbers from 1,000 to 999,999, and its shipped model scored 100% on it, while it translated
+# "seven" as *sieben sieben sieben …*, "zero" as *sechs* and "one hundred" as
+# *einhunderthunderthundert…*: measured afterwards, it got 978 of the numbers below 1,000 and 942
+# of the 999 round thousands right. Nothing in the test split could show it, because the test
+# contained no such numbers, and training barely did either: a random sample of 60,000 holds a
+# number below 100 about six times.
+#
+# The splits are therefore **stratified**. `number_strata` sorts every number into kinds
+# (*strata*): 0–20, 21–99, 100–999, round hundreds, round thousands, round hundred-thousands,
+# "N thousand and k" (a thousands group, then a number below 100: "forty thousand and seven") and
+# the full range. Validation and test take numbers from every stratum, and the score is reported
+# per stratum as well as overall. Two more decisions:
+#
+# - **Some strata cannot be held out.** Below 100 the German forms are irregular (*null*, *elf*,
+#   *sechzehn*, *siebzig*, *dreißig*): a model that never saw "zero" cannot know it is *null*. And
+#   the 9 round hundreds and 9 round hundred-thousands are too few to spare. These four strata are
+#   in training *and* in the test split, so their test score shows that the model learnt them
+#   (including where to stop), not that it can generalise: we mark them "seen" in every table.
+# - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`): each number below 21 appears
+#   60 times, each of 21–99 20 times, and so on, so that the model meets short and round numbers
+#   often enough to learn where they end.
 
 # %%
-task = numbers_task()  # 1,000 small numbers + 60,000 larger ones for training; 1,000 + 1,000 held out
-numbers = task.info["numbers"]
-print({name: len(values) for name, values in numbers.items()})
-assert not set(numbers["train"]) & set(numbers["test"]) and not set(numbers["valid"]) & set(numbers["test"])
+task = numbers_task()  # stratified splits; rare strata repeated in training (NUMBER_OVERSAMPLING)
+numbers, strata = task.info["numbers"], task.info["strata"]
+train_numbers = set(numbers["train"])
+print({name: len(values) for name, values in numbers.items()}, "distinct numbers;",
+      f"{len(task.train):,} training pairs after oversampling")  # fmt: skip
+print(f"\n{'stratum':24} {'test':>5} {'of them in training':>20} {'repeats':>8}")
+for stratum, members in strata["test"].items():
+    in_training = sum(n in train_numbers for n in members)
+    print(f"{stratum:24} {len(members):>5} {in_training:>20} {NUMBER_OVERSAMPLING.get(stratum, 1):>7}×")
+print("validation and test share no held-out number:", not (set(numbers["valid"]) & set(numbers["test"])) - train_numbers)
 print("vocabularies:", len(task.src_vocab), "English tokens,", len(task.tgt_vocab), "German pieces (4 special each)")
 print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(len(t) for _, t in task.train), "tokens")
 
@@ -345,11 +384,32 @@ print("reverse task, held-out strings:", evaluate(toy_model, toy.test, toy))
 print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 
 # %% [markdown]
+# What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
+# counted from the *end*, and its cross-attention shows it. Below, one held-out string, the four
+# heads of its single decoder layer: rows are the letters it writes, columns the letters it reads.
+# Compare with the heads built by hand in chapter 04 (section 8), which each followed one fixed
+# offset: here training has produced the *anti*-diagonal, "read the mirror position", from the
+# positional encodings of both sides.
+
+# %%
+toy_src, toy_tgt = max(toy.test[:50], key=lambda pair: len(pair[0]))  # a long held-out string
+toy_ids = torch.tensor([toy.src_vocab.encode(toy_src)])  # (1, S)
+toy_out = torch.tensor([toy.tgt_vocab.encode(toy_tgt, add_eos=True)])  # (1, T): the letters, then <eos>
+toy_maps = attention_maps(toy_model, toy_ids, toy_out)["cross"]  # (layers, B, H, T, S)
+plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
+                     "Reverse task, cross-attention: every head reads the mirror position (the anti-diagonal)",
+                     query_axis="letter written (output)", key_axis="letter read (input)")  # fmt: skip
+
+# %% [markdown]
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its
-# > output with the *same* target, and the training loss collapses within a few dozen steps: each
-# > position only has to copy the token it is reading. It looks like a great run. At translation
-# > time the decoder reads its own previous guess, never the answer, and the model has learned
-# > nothing it can use. Below: the same toy run with labels = decoder input.
+# > output with the *same* target, and each position only has to copy the token it is reading. The
+# > loss is low from the very first step (below: 0.449, against 3.9 for the shifted run above):
+# > the output layer shares its matrix with the target embedding (chapter 01), and the residual
+# > connections carry each input embedding up to the output, so an untrained decoder already gives
+# > the token it reads the highest score. A few hundred steps later the loss is near zero. It looks
+# > like a great run. At translation time the decoder reads its own previous guess, never the
+# > answer, and the model has learned nothing it can use. Below: the same toy run with labels =
+# > decoder input.
 
 # %%
 torch.manual_seed(0)
@@ -404,7 +464,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 
 # %% [markdown]
 # The loss falls fast, then slowly. The label-smoothed loss cannot reach 0: even a perfect model
-# pays the entropy of the smoothed target, computed below. Held-out exact match climbs to nearly
+# pays the entropy of the smoothed target (the dotted line, its value printed above). Held-out exact match climbs to nearly
 # 100% within a few hundred steps (the dips are steps where the learning rate is still high).
 #
 # ## 7. Evaluation
@@ -412,7 +472,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # `evaluate` (in `evaluation.py`) translates held-out numbers with the greedy decoder of chapter 08,
 # `greedy_decode`: the course has one decoder, and this chapter borrows it early. (In the student
 # edition its one step is exercise ex08_1, a short one: write it before running this chapter.)
-# Three numbers, in percent, on the 1,000 test numbers:
+# Three numbers, in percent, on the test split (every stratum of section 1):
 #
 # - **exact match** — the whole German word is right. For numbers, anything else is wrong.
 # - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
@@ -429,6 +489,18 @@ print(test_scores)
 if device.type == "cpu":
     assert test_scores["exact_match"] >= 98, "the CPU profile should reach 98% exact match"
 
+# %% [markdown]
+# One number for the whole split hides the strata. `evaluate_strata` scores each stratum on its
+# own (a number can be in two strata: 300,000 is a round thousand and a round hundred-thousand);
+# the last column says whether its numbers were also training numbers.
+
+# %%
+test_strata = evaluate_strata(model, task, "test")
+print(strata_table(test_strata))
+
+# %% [markdown]
+# STRATA_PROSE_CH07
+
 # %%
 hypotheses = translate(model, [s for s, _ in task.test], task)
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], hypotheses, task.test, strict=True) if h != t]
@@ -443,6 +515,38 @@ for text in (
     "eighty-eight thousand and eight",
 ):
     print(f"{text} → {german_text(translate(model, [english_tokens(text)], task)[0])}")
+
+# %% [markdown]
+# ### An experiment: what does label smoothing buy?
+#
+# Section 3 quoted the paper: label smoothing "hurts perplexity, as the model learns to be more
+# unsure, but improves accuracy and BLEU" (§5.4). The experiment below trains the same small model
+# on the reverse task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$, and measures on
+# held-out strings: exact match (greedy), the accuracy of each next-token prediction, the model's
+# *confidence* (the probability it gives its top choice, averaged over the tokens), the
+# *calibration error* (how far confidence and accuracy lie apart, averaged over bins of
+# confidence: 0 for a model whose 90%-sure predictions are right 90% of the time), and the
+# perplexity of the correct strings. (About half a minute on a 2-core CPU; the exercises of
+# chapter 07 ask you to explain the result.)
+
+# %%
+from transformer_course.tools.experiments import run_experiment
+
+smoothing_result = run_experiment("label-smoothing")
+
+# %% [markdown]
+# Read the table against the paper's sentence. **Perplexity: confirmed.** Smoothing raises it
+# (1.02 against 1.20 here): a model trained towards 0.9 on the right token cannot give it
+# probability 1. **Confidence**: without smoothing the model's average confidence (98.0%) matches
+# its token accuracy (98.3%), a calibration error below 1 point; with $\varepsilon = 0.1$ it says
+# 88% where it is right 98% of the time, under-confident by 10 points (the right panel: its
+# confidences pile up near 0.9, where the smoothed target puts them). **Accuracy: not
+# confirmed here.** Exact match is the same within one run's noise (88.0% and 88.7%), and so is the
+# token accuracy. The paper's gain in accuracy and BLEU came from a large model on real sentences,
+# where there is real ambiguity for the smoothing to help with; on a small, unambiguous task there
+# is nothing for it to regularise, and it mostly changes how sure the model sounds. (This is also
+# why chapter 08's sampled translations go wrong so easily: label smoothing leaves about 10% of
+# the probability spread over the wrong pieces at every step.)
 
 # %% [markdown]
 # ## 8. Checkpoints
@@ -494,8 +598,10 @@ print(german_text(translate(pretrained.model, [english_tokens("seven hundred and
 #
 # ## Summary
 #
-# - The data is generated, checked (the `num2words` errata), split by number with every irregular
-#   form in training, tokenized into words (English) and compound pieces (German).
+# - The data is generated, checked (the `num2words` errata), split by number into strata so that
+#   every kind of number is tested and rare kinds are repeated in training, and tokenized into words
+#   (English) and compound pieces (German). A random test split hid the failures on "seven" and
+#   "one hundred"; the per-stratum table shows them.
 # - Batches are padded rectangles; bucketing by length keeps the padding small; teacher forcing
 #   shifts the target by one so that each position predicts the next token.
 # - The recipe of §5: label-smoothed cross-entropy over real tokens only, Adam (0.9, 0.98, 1e-9),
@@ -508,3 +614,61 @@ print(german_text(translate(pretrained.model, [english_tokens("seven hundred and
 # learning-rate schedule (ex07_1), teacher forcing (ex07_2), the label-smoothed loss (ex07_3) and
 # one training step (ex07_4). Worked solutions are in `solutions/`. Chapter 08 decodes with the
 # trained model: greedy search, beam search, sampling, and the attention maps.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why can a test split of numbers drawn at random below a million not show that a model
+#    translates "seven" wrongly? What does the "seen" column of the strata table mean?
+#    <details><summary>Answer</summary>
+#
+#    A random number is almost always six digits long; "seven" is one number in a million, so the
+#    split almost surely does not contain it. "Seen" strata are also in training (irregular forms,
+#    or too few numbers to hold out): their score shows the model learnt them, not that it
+#    generalises.
+#    </details>
+# 2. For the target `<bos> y1 y2 y3 <eos>`, what are the decoder input and the labels?
+#    <details><summary>Answer</summary>
+#
+#    Input `<bos> y1 y2 y3`, labels `y1 y2 y3 <eos>`: position $t$ reads the tokens up to $t$ and is
+#    asked for the next one.
+#    </details>
+# 3. What does label smoothing train towards, and why can the loss not reach 0?
+#    <details><summary>Answer</summary>
+#
+#    $(1 - \varepsilon)\,\text{one\_hot}(y) + \varepsilon / V_\text{tgt}$; even a perfect model pays the
+#    entropy of that target.
+#    </details>
+# 4. Where does the learning rate of equation (3) peak, and at which value?
+#    <details><summary>Answer</summary>
+#
+#    At step `warmup_steps`, with $(d_{model} \cdot \text{warmup\_steps})^{-1/2}$ (7.0e-4 for the base
+#    model), then it decays like $1/\sqrt{\text{step}}$.
+#    </details>
+# 5. Why does `train_step` return `loss.detach()` and not `loss.item()`?
+#    <details><summary>Answer</summary>
+#
+#    `.item()` makes the CPU wait until a GPU has finished the step; returning the tensor lets the
+#    loop read many losses at once, every 50 steps.
+#    </details>
+# 6. What did the label-smoothing experiment show?
+#    <details><summary>Answer</summary>
+#
+#    The same accuracy with and without it on this task, a model about 10 points less confident than
+#    it is accurate with $\varepsilon = 0.1$ (a calibrated one without), and a higher perplexity: the
+#    paper's "hurts perplexity" holds, its accuracy gain did not show on a task this easy.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §5.1 (data and batching), §5.2 (hardware and schedule), §5.3 (Adam and equation (3)),
+#   §5.4 (dropout and label smoothing).
+# - Szegedy et al. (2016), *Rethinking the Inception Architecture for Computer Vision*: label
+#   smoothing.
+# - Müller, Kornblith and Hinton (2019), *When Does Label Smoothing Help?*: its effect on
+#   confidence and calibration.
+# - Guo et al. (2017), *On Calibration of Modern Neural Networks*: the calibration error measured
+#   in the experiment.
+# - Kingma and Ba (2015), *Adam: A Method for Stochastic Optimization*.
+# - Popel and Bojar (2018), *Training Tips for the Transformer Model*: warm-up, batch size and
+#   learning rate in practice.

@@ -33,8 +33,8 @@
 #   distribution;
 # - make decoding fast with a key/value cache, prove that it changes nothing but the speed, and
 #   measure the speed-up;
-# - evaluate with corpus BLEU, chrF and exact match, read the cross-attention maps of a real
-#   translation, and study the numbers the model gets wrong.
+# - evaluate with corpus BLEU, chrF and exact match, for every kind of number; read every head of
+#   the three attentions of the trained model; and study the numbers it still gets wrong.
 #
 # **In the paper:** §3 (the model is *auto-regressive*: it consumes the symbols it generated
 # before), §3.2.3 (the decoder's masked self-attention, which is what makes caching possible), §6.1
@@ -63,6 +63,7 @@ import time
 
 import matplotlib.pyplot as plt
 import sacrebleu
+import seaborn as sns
 import torch
 from torch import nn
 
@@ -71,18 +72,21 @@ from transformer_course.batching import pad_sequences
 from transformer_course.cache import DecoderCache
 from transformer_course.data import english_tokens, german_text, number_pair, numbers_task
 from transformer_course.decoding import (
+    attention_maps,
     beam_search,
     beam_step,
-    cross_attention_maps,
     greedy_decode,
     sample,
     sample_next_token,
     sampling_distribution,
     score_sequences,
 )
+from transformer_course.evaluation import strata_scores
 from transformer_course.masks import padding_mask
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.figures import architecture_map, plot_attention_heads
 from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.plots import strata_table
 from transformer_course.tools.pretrained import load_pretrained
 
 torch.manual_seed(0)
@@ -112,6 +116,13 @@ def pieces(ids: torch.Tensor) -> list[str]:
 def german(ids: torch.Tensor) -> str:
     return german_text(pieces(ids))
 
+
+# %% [markdown]
+# **Where we are.** Decoding works at the top of the map: take the distribution of the next token,
+# choose one, append it to the decoder's input (the dotted line) and run the decoder again.
+
+# %%
+architecture_map("decoding")
 
 # %% [markdown]
 # ## 1. The decoding loop
@@ -246,12 +257,13 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 #
 # ## 3. Beam search, step by step
 #
-# Beam search keeps the K best partial translations (the *beam*) instead of one. At each step every
-# hypothesis in the beam is extended by every token (K·V candidates), and the K best candidates
+# Beam search keeps the $k$ best partial translations (the *beam*; $k$ is the beam size) instead of
+# one. At each step every hypothesis in the beam is extended by every token
+# ($k \cdot V_\text{tgt}$ candidates), and the $k$ best candidates
 # become the next beam. A hypothesis that has produced `<eos>` is *finished*: it is not extended any
 # more, but it stays in the beam, unchanged, and competes with the others; the search stops when the
-# whole beam is finished. With K = 1 this is exactly greedy decoding (a test in `tests/` checks it);
-# a large enough K is exhaustive search (checked against brute force on a tiny model).
+# whole beam is finished. With $k = 1$ this is exactly greedy decoding (a test in `tests/` checks it);
+# a large enough $k$ is exhaustive search (checked against brute force on a tiny model).
 #
 # **Which candidates are "best"?** Summed log-probabilities only go down with every token, so a raw
 # comparison favours translations that stop early. The paper (§6.1) uses the length penalty of
@@ -259,40 +271,40 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 #
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
-# with α = 0.6 and K = 4. ($|Y|$ counts the generated tokens, `<eos>` included.)
+# with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.)
 #
-# One step of that, for B sentences with K hypotheses each, is `beam_step` (exercise ex08_3). Below
-# we run the loop by hand on the table model with K = 2, recording every candidate, and draw the
+# One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex08_3). Below
+# we run the loop by hand on the table model with $k = 2$, recording every candidate, and draw the
 # search as a tree.
 
 # %%
-K, V = 2, len(toy.tokens)
+beam_k, V_tgt = 2, len(toy.tokens)  # the beam size k, the vocabulary
 PAD_ID, EOS_ID = toy.config.pad_id, toy.config.eos_id
-scores = torch.tensor([[0.0, float("-inf")]])  # (B=1, K): one real hypothesis (<bos>), one empty slot
-finished, lengths = torch.zeros(1, K, dtype=torch.bool), torch.zeros(1, K, dtype=torch.long)
-beam_tokens = torch.full((K, 1), toy.config.bos_id)  # (K, t)
+scores = torch.tensor([[0.0, float("-inf")]])  # (B=1, k): one real hypothesis (<bos>), one empty slot
+finished, lengths = torch.zeros(1, beam_k, dtype=torch.bool), torch.zeros(1, beam_k, dtype=torch.long)
+beam_tokens = torch.full((beam_k, 1), toy.config.bos_id)  # (k, t)
 history = []  # per step: every candidate (parent slot, token, log P) and the survivors, best first
 with torch.no_grad():
-    memory = toy.encode(toy_src.expand(K, -1))
+    memory = toy.encode(toy_src.expand(beam_k, -1))
     for step in range(5):
-        log_probs = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, K, V)  # (1, K, V)
+        log_probs = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
         candidates = []
-        for k in range(K):
-            if finished[0, k]:  # carried over unchanged
-                candidates.append((k, PAD_ID, scores[0, k].item()))
-            elif scores[0, k] > float("-inf"):
-                candidates += [(k, v, (scores[0, k] + log_probs[0, k, v]).item()) for v in range(V)
-                               if log_probs[0, k, v] > -20]  # fmt: skip
+        for slot in range(beam_k):
+            if finished[0, slot]:  # carried over unchanged
+                candidates.append((slot, PAD_ID, scores[0, slot].item()))
+            elif scores[0, slot] > float("-inf"):
+                candidates += [(slot, v, (scores[0, slot] + log_probs[0, slot, v]).item()) for v in range(V_tgt)
+                               if log_probs[0, slot, v] > -20]  # fmt: skip
         origin, new, scores, finished, lengths = beam_step(
             scores, log_probs, finished, lengths, EOS_ID, PAD_ID, alpha=0.0
         )
         history.append(
             {"candidates": candidates, "survivors": list(zip(origin[0].tolist(), new[0].tolist(), strict=True))}
         )
-        beam_tokens = torch.cat([beam_tokens[origin[0]], new.view(K, 1)], dim=1)  # (K, t+1)
+        beam_tokens = torch.cat([beam_tokens[origin[0]], new.view(beam_k, 1)], dim=1)  # (k, t+1)
         print(
             f"step {step + 1}: "
-            + " | ".join(f"{toy_text(beam_tokens[k, 1:]):22} {scores[0, k]:6.3f}" for k in range(K))
+            + " | ".join(f"{toy_text(beam_tokens[slot, 1:]):22} {scores[0, slot]:6.3f}" for slot in range(beam_k))
         )
         if finished.all():
             break
@@ -330,7 +342,7 @@ def draw_beam_tree(history: list[dict], tokens: list[str], ax: plt.Axes) -> None
 
 fig, ax = plt.subplots(figsize=(10, 5))
 draw_beam_tree(history, toy.tokens, ax)
-ax.set_title("Beam search (K = 2) keeps the runner-up 'ein', which leads to the best translation")
+ax.set_title("Beam search (k = 2) keeps the runner-up 'ein', which leads to the best translation")
 plt.show()
 
 # %% [markdown]
@@ -344,7 +356,7 @@ plt.show()
 # the finished *zwanzig eins `<eos>`* waits in the beam until the search ends.
 #
 # On the trained model, greedy and beam search almost always agree, because the model is
-# confident (section 6 counts). Here are the 4 best hypotheses of beam search (K = 4, α = 0.6, the
+# confident (section 6 counts). Here are the 4 best hypotheses of beam search ($k = 4$, α = 0.6, the
 # paper's settings) for one sentence, with their length-penalised scores:
 
 # %%
@@ -361,25 +373,26 @@ for k in range(4):
 # is one right answer), but it is how language models write varied text, and it shows what the
 # model considers possible. Three knobs shape the distribution before drawing:
 #
-# - **temperature** T: divide the logits by T before the softmax. T < 1 sharpens the distribution
-#   (T → 0 is greedy), T > 1 flattens it (T → ∞ is uniform);
-# - **top-k**: keep only the k most probable tokens;
+# - **temperature** $\tau$: divide the logits by $\tau$ before the softmax. $\tau < 1$ sharpens the
+#   distribution ($\tau \to 0$ is greedy), $\tau > 1$ flattens it ($\tau \to \infty$ is uniform);
+# - **top-k**: keep only the `top_k` most probable tokens;
 # - **top-p** (nucleus, Holtzman et al. 2020): keep the smallest set of most probable tokens whose
 #   probability adds up to at least p (exercise ex08_2).
 #
 # The figure shows them on a real distribution of the model. Almost all of its steps are nearly
-# certain, so we pick the closest call: of the 1,000 test numbers, decoded greedily, the step
+# certain, so we pick the closest call: of the test numbers (chapter 07's stratified test split,
+# every kind of number), decoded greedily, the step
 # where the second most probable piece gets the most probability.
 
 # %%
 task = numbers_task()  # the splits chapter 07 trained on; the test numbers were never seen in training
-test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (1000, S)
-test_greedy = greedy_decode(model, test_src, MAX_OUT)  # (1000, T)
+test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
+test_greedy = greedy_decode(model, test_src, MAX_OUT)  # (B, T)
 test_in = torch.cat([torch.full((len(task.test), 1), config.bos_id), test_greedy[:, :-1]], dim=1)  # <bos> y1 …
 with torch.no_grad():
-    all_logits = model(test_src, test_in)  # (1000, T, V): the distribution at every step
+    all_logits = model(test_src, test_in)  # (B, T, V_tgt): the distribution at every step
 all_logits[..., [config.pad_id, config.bos_id]] = float("-inf")  # never generated (see decoding.py)
-runner_up = all_logits.softmax(-1).topk(2).values[..., 1]  # (1000, T): probability of the second choice
+runner_up = all_logits.softmax(-1).topk(2).values[..., 1]  # (B, T): probability of the second choice
 runner_up = runner_up.masked_fill(test_in == config.pad_id, 0)  # only real steps
 row, step = divmod(int(runner_up.argmax()), runner_up.shape[1])
 first_logits = all_logits[row, step]  # (V,)
@@ -391,9 +404,9 @@ print(
 
 # %%
 shown = first_logits.softmax(-1).topk(10).indices  # the 10 most probable pieces
-settings = [("T = 0.5", dict(temperature=0.5)), ("T = 1 (the model)", {}), ("T = 2", dict(temperature=2.0)),
-            ("T = 2, top-p 0.6", dict(temperature=2.0, top_p=0.6)),
-            ("T = 2, top-k 3", dict(temperature=2.0, top_k=3))]  # fmt: skip
+settings = [("τ = 0.5", dict(temperature=0.5)), ("τ = 1 (the model)", {}), ("τ = 2", dict(temperature=2.0)),
+            ("τ = 2, top-p 0.6", dict(temperature=2.0, top_p=0.6)),
+            ("τ = 2, top-k 3", dict(temperature=2.0, top_k=3))]  # fmt: skip
 fig, axes = plt.subplots(1, len(settings), figsize=(15, 3.2), sharey=True)
 for ax, (name, kwargs) in zip(axes, settings, strict=True):
     probs = sampling_distribution(first_logits, **kwargs)
@@ -420,7 +433,7 @@ print("probability:", probs[shown])
 print("frequency:  ", frequency[shown])
 
 # %% [markdown]
-# Sampled translations show what sampling does to a translator. Even at T = 1 many draws go wrong:
+# Sampled translations show what sampling does to a translator. Even at $\tau = 1$ many draws go wrong:
 # label smoothing (chapter 07) taught the model to keep about 7 % of its probability spread over
 # all the other pieces at every step, and over a dozen steps a draw from that tail is likely. A
 # higher temperature makes it worse; top-p 0.9 cuts the tail away and, for a model this confident,
@@ -429,7 +442,7 @@ print("frequency:  ", frequency[shown])
 # %%
 text = "four hundred and fifty-six thousand seven hundred and eighty-nine"
 src = encode_english([text] * 3)
-for name, kwargs in (("T = 1", {}), ("T = 2", dict(temperature=2.0)), ("T = 1, top-p 0.9", dict(top_p=0.9))):
+for name, kwargs in (("τ = 1", {}), ("τ = 2", dict(temperature=2.0)), ("τ = 1, top-p 0.9", dict(top_p=0.9))):
     drawn = sample(model, src, MAX_OUT, generator=torch.Generator().manual_seed(1), **kwargs)
     print(f"{name}:")
     for row in drawn:
@@ -536,9 +549,13 @@ plt.show()
 
 # %% [markdown]
 # For short outputs the cache saves little: a step of a small model is mostly fixed overhead (a few
-# dozen small matrix products and Python calls), whatever the length. The cost without a cache
-# grows with the square of the length, with the cache only linearly, so the gap widens with every
-# token.
+# dozen small matrix products and Python calls), whatever the length. Without a cache, step $t$ runs
+# every part of the decoder (projections, attention, feed-forward) over all $t$ positions, so $n$
+# tokens cost $O(n^2)$ in every part. With the cache, the projections and the feed-forward network
+# run on the new position only, $O(n)$ in total; the new query still attends over all $t$ cached
+# keys, so the attention itself remains $O(n^2)$ over the whole output, but it is only a dot product
+# per cached key, small next to the rest at these lengths. That is why the gap widens with every
+# token, and why the cached curve looks almost linear here.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1, and a positional encoding that
@@ -596,9 +613,11 @@ print(run_check("ex08_1").line())  # the package's greedy_step
 # %% [markdown]
 # ## 6. How good is it? BLEU, chrF and exact match on the test split
 #
-# The test split holds 1,000 numbers between 1,000 and 999,999 that training never saw. We
-# translate all of them with greedy decoding and with beam search (K = 4, α = 0.6) and score them
-# three ways:
+# Chapter 07's test split holds every kind of number: the strata 0–20, 21–99, 100–999, round
+# hundreds, round thousands, round hundred-thousands, "N thousand and k" and 1,000 numbers from the
+# full range. Outside the four "seen" strata (small or irregular numbers that must be in training,
+# chapter 07, section 1) no test number was a training number. We translate all of them with
+# greedy decoding and with beam search ($k = 4$, α = 0.6) and score them three ways:
 #
 # - **exact match**: the share of numbers translated exactly right, the measure that matters here;
 # - **corpus BLEU** (Papineni et al. 2002, the paper's Table 2), with sacrebleu, computed on the
@@ -609,7 +628,7 @@ print(run_check("ex08_1").line())  # the package's greedy_step
 
 # %%
 references = [t for _, t in task.test]  # German pieces
-outputs = {  # token ids (1000, T), the whole split as one batch
+outputs = {  # token ids (B, T), the whole split as one batch
     "greedy": test_greedy,  # decoded in section 4
     "beam 4": beam_search(model, test_src, beam_size=4, max_len=MAX_OUT, length_penalty=0.6)[0],
 }
@@ -625,6 +644,7 @@ def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
 
 
 results = {name: scores_of(hyps) for name, hyps in decoded.items()}
+print(f"{len(references)} test numbers")
 print(f"{'':8}" + "".join(f"{metric:>16}" for metric in results["greedy"]))
 for name, row in results.items():
     print(f"{name:8}" + "".join(f"{value:16.2f}" for value in row.values()))
@@ -632,57 +652,125 @@ differ = sum(g != b for g, b in zip(decoded["greedy"], decoded["beam 4"], strict
 print(f"greedy and beam search differ on {differ} of {len(references)} numbers")
 
 # %% [markdown]
-# Both decoders translate every test number exactly: on numbers drawn at random from the range
-# the model was trained for, chapter 07's model makes no mistakes and the search has nothing to
-# fix. (The paper reports beam search worth a little BLEU on real translation, where the model is
-# far less sure of itself.) A perfect test score does not mean a perfect model, though: section 8
-# goes looking for the inputs it gets wrong.
-
-# %% [markdown]
-# ## 7. What the decoder looks at: cross-attention
-#
-# Every German piece is chosen by a decoder that attends to the English source through its
-# cross-attention. `cross_attention_maps` runs the decoder once over a translation and returns the
-# attention weights of every layer and head. Averaged over the heads of a layer, each row shows
-# where the decoder looked when it wrote that piece. German puts the units before the tens
-# (*sieben-und-sechzig* for "sixty-seven"). The first decoder layer spreads its attention; the
-# second reads the English out of order, one word per German piece: "two" for *zwei*, then back
-# to "forty" for *vierzig*, "seven" for *sieben*, then back to "sixty" for *sechzig*.
+# The overall score of a split says little about the rare kinds of number. Per stratum, for both
+# decoders (`strata_scores` scores translations already made; `evaluate_strata` would decode them
+# greedily itself):
 
 # %%
-examples = ["three hundred and forty-two thousand five hundred and sixty-seven", "eighty-one thousand and twenty-four"]
-src = encode_english(examples)
-hyp = greedy_decode(model, src, MAX_OUT)
-maps = cross_attention_maps(model, src, hyp)  # (layers, B, H, T, S)
-n_layers = maps.shape[0]
-fig, axes = plt.subplots(len(examples), n_layers, figsize=(4.2 * n_layers, 4.2 * len(examples)), squeeze=False)
-for b, text in enumerate(examples):
-    source_words = english_tokens(text)
-    target_pieces = pieces(hyp[b]) + ["<eos>"]
-    for layer in range(n_layers):
-        ax = axes[b, layer]
-        weights = maps[layer, b].mean(0)[: len(target_pieces), : len(source_words)]  # (T, S), heads averaged
-        ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
-        ax.set_xticks(range(len(source_words)), source_words, rotation=70, fontsize=8)
-        ax.set_yticks(range(len(target_pieces)), target_pieces, fontsize=8)
-        ax.set_title(f"decoder layer {layer + 1}", fontsize=9)
-fig.suptitle(
-    "Cross-attention (mean over heads): in layer 2, to write 'zwei' the decoder reads 'two', then goes back to 'forty'",
-    y=1.0,
-)
-plt.tight_layout()
-plt.show()
+per_stratum = {name: strata_scores(task, "test", hyps) for name, hyps in decoded.items()}
+print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_stratum]))
 
 # %% [markdown]
-# ## 8. Error analysis: the numbers the model gets wrong
+# The shipped model translates every stratum of the test split exactly, with either decoder. It
+# was trained (by `scripts/make_checkpoint.py`: chapter 07's recipe, run for 3,000 steps) on the
+# stratified splits, with the rare strata repeated. The first model this course shipped had been
+# trained on a random split and tested on one: its test score was 100% too, and yet it wrote
+# *sieben sieben sieben …* for "seven" and *einhunderthunderthundert…* for "one hundred". A random
+# test split contained no such numbers, so it could not show the failure; a test split with a
+# stratum for each kind of number shows it at once. Remember the "seen" column, though: the model
+# met every number of those four strata in training, so their score shows that it learnt them, not
+# that it would get a new one right.
 #
-# The test split is a random sample of the numbers the model never saw, so it measures how often
-# the model is wrong on a *typical* number. To find *where* it is wrong we probe it with inputs that
-# are rare among random numbers: the round thousands ("forty-seven thousand") and the thousands
-# followed by a single digit ("thirty thousand and four"), all of them left out of training.
-# For each failure we also ask the model which it finds more probable, its beam-search output or
-# the correct translation. If it prefers the correct one, the *search* failed and a better search
-# could find it; if it prefers its own output, the *model* is wrong and no search will help.
+# Beam search has nothing to repair here: when the model puts almost all its probability on one
+# continuation, the best-first search and the greedy choice agree. The paper uses a beam of 4
+# (§6.1) but reports no comparison with greedy decoding, so it says nothing about how much the beam
+# adds; on real sentences, where a model is far less certain, the two differ more often.
+
+# %% [markdown]
+# ## 7. What the model looks at: every head of every attention
+#
+# `attention_maps` runs the model once over a translation (teacher forcing on its own output) and
+# returns the weights of its three kinds of attention, per layer and head: `"encoder"` (B, H, S, S),
+# `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers. Chapter 04
+# built heads by hand, each following one rule; here are the heads this model learnt by itself.
+#
+# **Cross-attention** first: row $t$ is where the decoder looked in the English source when it wrote
+# the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
+# "sixty-seven"), so a head that follows the source word by word must jump back and forth.
+
+# %%
+text = "three hundred and forty-two thousand five hundred and sixty-seven"
+src = encode_english([text])
+hyp = greedy_decode(model, src, MAX_OUT)  # (1, T)
+maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
+source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
+decoder_inputs = ["<bos>", *target_pieces[:-1]]  # what the decoder reads at each position
+print({kind: tuple(m.shape) for kind, m in maps.items()})
+plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
+                     "Cross-attention: in layer 2 every head reads the English word of the piece being written, "
+                     "out of order ('two' before 'forty')",
+                     query_axis="German piece being written", key_axis="English source word")  # fmt: skip
+
+# %% [markdown]
+# Layer 1 is a mixture: some heads spread over several words, some land on a word other than the
+# one being translated (an offset rule of their own, like the heads of chapter 04). In layer 2 the
+# heads are nearly one-hot and agree with each other: to write *zwei* they read "two", for
+# *vierzig* they go back to "forty", for *tausend* on to "thousand"; for *sieben und sechzig* they
+# read "seven", then "sixty". That is the reordering the task needs, done by attention alone.
+#
+# **Encoder self-attention**: each English word gathers information from the other English words.
+# **Decoder self-attention**: each position looks back over the German pieces written so far (the
+# causal mask leaves the upper triangle empty).
+
+# %%
+plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
+                     "Encoder self-attention: in layer 2 the words of a number group look at one word of the "
+                     "group ('thousand', 'hundred', 'sixty')",
+                     query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
+
+# %%
+plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
+                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
+                     "just before",
+                     query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
+
+# %% [markdown]
+# In the encoder, layer 2 groups the sentence: the words of "forty-two" look at "thousand", those of
+# "five hundred" at "hundred", those of "sixty-seven" at "sixty", as if marking the group each word
+# belongs to. In the decoder, heads return to the structure written so far: the last *tausend*, the
+# last *hundert*, or simply the previous piece. These readings come from one sentence; the next
+# figure checks the cross-attention heads over the whole test split.
+#
+# How sharp is each head? For every German piece of every test number, the *entropy* of a head's
+# row of cross-attention weights says how many source words it spreads over: 0 when it reads one
+# word, $\log 2 \approx 0.69$ for two words shared equally, $\log S$ for all $S$ words alike. One box
+# per head (drawn with seaborn) shows the distribution over every piece of every test number.
+
+# %%
+test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
+entropy = -(test_maps * test_maps.clamp_min(1e-12).log()).sum(-1)  # (N, B, H, T)
+test_in = torch.cat([torch.full_like(test_greedy[:, :1], config.bos_id), test_greedy[:, :-1]], dim=1)  # (B, T)
+is_real = test_in != config.pad_id  # (B, T): the positions that read a real token
+heads, values = [], []
+for layer in range(entropy.shape[0]):
+    for head in range(entropy.shape[2]):
+        row = entropy[layer, :, head][is_real]  # every real position of every test number
+        heads += [f"layer {layer + 1}\nhead {head + 1}"] * len(row)
+        values += row.tolist()
+fig, ax = plt.subplots(figsize=(11, 3.6))
+sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
+ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
+ax.set(ylabel="entropy of the weights (nats)",
+       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")  # fmt: skip
+ax.legend(loc="upper right", fontsize=8)
+fig.tight_layout()
+plt.show()
+for layer in range(entropy.shape[0]):
+    medians = [f"{entropy[layer, :, h][is_real].median():.2f}" for h in range(entropy.shape[2])]
+    print(f"layer {layer + 1}: median entropy per head", medians)
+
+# %% [markdown]
+# ENTROPY_PROSE_CH08
+#
+# ## 8. Error analysis: probing beyond the test split
+#
+# The test split holds 100 numbers of each held-out stratum. To look for rare mistakes that 100
+# numbers can miss, we probe the model with *every* number of two kinds that training left out:
+# the round thousands ("forty-seven thousand") and the thousands followed by a single digit
+# ("thirty thousand and four"). For each failure we also ask the model which it finds more
+# probable, its beam-search output or the correct translation. If it prefers the correct one, the
+# *search* failed and a better search could find it; if it prefers its own output, the *model* is
+# wrong and no search will help.
 
 # %%
 train_numbers = set(task.info["numbers"]["train"])
@@ -692,17 +780,7 @@ probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], 
 probe_refs = [number_pair(n)[1] for n in probe]
 probe_greedy = greedy_decode(model, probe_src, MAX_OUT)
 wrong = [i for i, row in enumerate(probe_greedy) if pieces(row) != probe_refs[i]]
-rows = torch.tensor(wrong)
-probe_beam = beam_search(model, probe_src[rows], beam_size=4, max_len=MAX_OUT, length_penalty=0.6)[0]
-beam_right = [pieces(row) == probe_refs[i] for row, i in zip(probe_beam, wrong, strict=True)]
-print(f"probe: {len(probe)} numbers; greedy gets {len(wrong)} wrong, beam search (K = 4) "
-      f"{len(wrong) - sum(beam_right)}")  # fmt: skip
-round_seen = sum(n >= 1000 and n % 1000 == 0 for n in train_numbers)
-print(f"round thousands among the {len(train_numbers):,} training numbers: {round_seen}")
-
-
-def shorten(text: str, width: int = 32) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+print(f"probe: {len(probe)} numbers not seen in training; greedy gets {len(wrong)} wrong")
 
 
 def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
@@ -714,47 +792,43 @@ def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
     return "stops too early"
 
 
-correct_ids = pad_sequences([tgt_vocab.encode(probe_refs[i], add_eos=True) for i in wrong], tgt_vocab.pad_id)
-log_p_found = score_sequences(model, probe_src[rows], probe_beam)  # log P of beam search's output
-log_p_right = score_sequences(model, probe_src[rows], correct_ids)  # log P of the correct translation
-kinds = [kind_of_error(pieces(probe_greedy[i]), probe_refs[i]) for i in wrong]
-search_errors = int((log_p_right > log_p_found).sum())
-print(f"greedy errors that never stop: {sum(k == 'does not stop' for k in kinds)} of {len(wrong)}")
-print(f"search errors (the model prefers the correct translation to beam search's output): "
-      f"{search_errors} of {len(wrong)}\n")  # fmt: skip
-for j in range(0, len(wrong), max(1, len(wrong) // 12)):  # a dozen examples, spread over the list
-    i = wrong[j]
-    print(f"{probe[i]:>7,}  greedy {shorten(german_text(pieces(probe_greedy[i]))):32}  beam "
-          f"{shorten(german_text(pieces(probe_beam[j]))):32}  {kinds[j]}")  # fmt: skip
+if wrong:
+    rows = torch.tensor(wrong)
+    probe_beam = beam_search(model, probe_src[rows], beam_size=4, max_len=MAX_OUT, length_penalty=0.6)[0]
+    beam_right = sum(pieces(row) == probe_refs[i] for row, i in zip(probe_beam, wrong, strict=True))
+    correct_ids = pad_sequences([tgt_vocab.encode(probe_refs[i], add_eos=True) for i in wrong], tgt_vocab.pad_id)
+    log_p_found = score_sequences(model, probe_src[rows], probe_beam)  # log P of beam search's output
+    log_p_right = score_sequences(model, probe_src[rows], correct_ids)  # log P of the correct translation
+    print(f"beam search (k = 4) repairs {beam_right}; search errors (the model prefers the correct "
+          f"translation to beam search's output): {int((log_p_right > log_p_found).sum())} of {len(wrong)}\n")  # fmt: skip
+    for j, i in enumerate(wrong[:12]):
+        print(f"{probe[i]:>7,}  {german(probe_greedy[i]):32} log P {log_p_found[j]:6.2f}, "
+              f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
 
 # %% [markdown]
-# The failures have one shape. When a German number ends in *tausend*, the model often does not
-# produce `<eos>` and starts the thousands over again ("neunzehntausendneunzehntausend…"), or, after
-# "… thousand and four", writes *vier* and then keeps going as if a ten followed. Training saw only
-# a few dozen round thousands among its 61,000 numbers, so "stop right after *tausend*" is a
-# pattern it met rarely. (The closest call of section 4 was the same decision: `<eos>` or
-# *tausend*.)
-#
-# Beam search repairs some of these: a hypothesis that stops early is a few points of
-# log-probability cheaper than one that repeats a dozen pieces, and a wider search finds it. Most
-# failures, though, are errors of the model: it really does prefer its wrong output to the correct
-# translation, so no decoding strategy can fix them. That is the usual lesson of error analysis:
-# look at the errors, decide whether search or model is to blame, and fix the model with data
-# (here: more round numbers in training), not with cleverer decoding.
+# The probe reaches the mistakes a test split of 100 numbers per stratum can miss; above are the
+# ones the shipped model still makes, each with the log-probability the model gives its own output
+# and the correct translation. When the correct translation is far less probable to the model than
+# its own output, the error is the *model's*: beam search, or any better search, will not find what
+# the model considers unlikely. The fix is in the data, as it was for the course's first model,
+# whose failures on short and round numbers went away once training held enough of them (chapter
+# 07, section 1). That is the usual lesson of error analysis: look at the errors, decide whether
+# the search or the model is to blame, and fix the model with data, not with cleverer decoding.
 #
 # ## Summary
 #
 # - Decoding turns next-token distributions into a translation: encode once, then choose, append
 #   and repeat until `<eos>`, for a batch at once, padding the rows that have finished.
 # - Greedy decoding maximises each step, not the whole translation; the worked example lost a
-#   translation four times as probable. Beam search keeps K hypotheses, compares candidates across
+#   translation four times as probable. Beam search keeps $k$ hypotheses, compares candidates across
 #   them, keeps finished hypotheses unchanged in the beam, and ranks with the GNMT length penalty
-#   (K = 4, α = 0.6 in the paper). K = 1 is greedy; a beam that holds everything is exhaustive.
+#   ($k = 4$, α = 0.6 in the paper). $k = 1$ is greedy; a beam that holds everything is exhaustive.
 # - Sampling draws from the distribution; temperature sharpens or flattens it, top-k and top-p cut
 #   its tail. Gumbel noise plus arg-max is an exact sampler.
 # - A key/value cache stores the self-attention keys and values of earlier positions and the
 #   cross-attention keys and values of the memory. It gives the same logits as a full pass and
-#   removes the quadratic cost of re-reading the prefix; positions must start at the cache length.
+#   computes each earlier position once instead of at every step (only the attention over the
+#   cached keys still grows with the prefix); positions must start at the cache length.
 # - BLEU, chrF and exact match put greedy and beam search level on the test split, with no
 #   errors. Probing rare inputs finds the weak spot: after a round "tausend" the model often does not
 #   stop. Beam search repairs a few of these, but most are errors of the model, which only better
@@ -764,3 +838,53 @@ for j in range(0, len(wrong), max(1, len(wrong) // 12)):  # a dozen examples, sp
 # step (ex08_1), top-p filtering (ex08_2) and one beam-search step with the length penalty
 # (ex08_3). Worked solutions are in `solutions/`. From the command line:
 # `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why can greedy decoding miss the most probable translation?
+#    <details><summary>Answer</summary>
+#
+#    It maximises each factor of $\prod_t P(y_t \mid y_{<t}, x)$ on its own; a token that looks best
+#    now can lead to a continuation where every option is poor (section 2's *zwanzig*).
+#    </details>
+# 2. Why does beam search need a length penalty?
+#    <details><summary>Answer</summary>
+#
+#    Every token multiplies the probability by a number below 1, so raw scores favour translations
+#    that stop early; dividing by $lp(Y)$ makes long and short hypotheses comparable.
+#    </details>
+# 3. What happens to sampling as $\tau \to 0$ and as $\tau \to \infty$?
+#    <details><summary>Answer</summary>
+#
+#    $\tau \to 0$ puts all probability on the top token (greedy decoding); $\tau \to \infty$ makes the
+#    distribution uniform.
+#    </details>
+# 4. What does the KV cache store, and what still grows with the length of the output?
+#    <details><summary>Answer</summary>
+#
+#    The self-attention keys and values of the earlier target positions and the cross-attention keys
+#    and values of the memory. The projections and the feed-forward network run on the new token
+#    only, but its query still attends over all cached keys, so the attention's work per step grows
+#    with the prefix.
+#    </details>
+# 5. A translation is wrong. How do you tell a search error from a model error?
+#    <details><summary>Answer</summary>
+#
+#    Score the correct translation and the found one under the model: if the model gives the correct
+#    one the higher probability, the search missed it; otherwise the model is wrong and no search
+#    will help.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3 (the auto-regressive model), §6.1 (beam size 4, length penalty 0.6, maximum output
+#   length), Table 2.
+# - Wu et al. (2016), *Google's Neural Machine Translation System*: the length penalty of section 3.
+# - Holtzman et al. (2020), *The Curious Case of Neural Text Degeneration*: nucleus (top-p)
+#   sampling.
+# - Stahlberg and Byrne (2019), *On NMT Search Errors and Model Errors: Cat Got Your Tongue?*:
+#   exact search shows how often the model itself prefers a bad translation.
+# - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: why sacreBLEU.
+# - Jain and Wallace (2019), *Attention is not Explanation*: a caution when reading attention maps
+#   as reasons.

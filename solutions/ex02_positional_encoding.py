@@ -16,27 +16,38 @@
 # %% [markdown]
 # # Exercises 02 — Positional encoding
 #
-# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex02_positional_encoding.ipynb)
+# Companion of [chapter 02](../chapters/02_positional_encoding.ipynb) (paper §3.5).
 #
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the
 # exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
-# Three functions from [chapter 02](../chapters/02_positional_encoding.ipynb), from easy to hard.
+# **How the exercises work.** Each exercise is one function of the course package
+# `transformer_course`. In the student edition its body is a stub that raises
+# `NotImplementedError`; you write the body **in the package file** (here
+# `transformer_course/positional.py`), not in this notebook. Because the chapters import the
+# package, they then run on your code.
 #
-# **How the exercises work.** Each exercise is one function of the `transformer_course` package.
-# In the student edition its body is a `raise NotImplementedError(...)` that names the exercise
-# and gives a hint: open the file named in the exercise, replace that line with your code, save.
-# The chapters import the same functions, so once you are done they run on *your* code.
+# After editing the file, run the exercise's check cell. It compares your function with an
+# independent reference (the formula of §3.5 entry by entry, a rotation built from the
+# angle-addition formulas) on several inputs, edge cases included, and prints one line: ✓ passed,
+# ○ not implemented yet, or ✗ with the input that failed and what is wrong. The same checks run
+# from a terminal:
 #
-# 1. Read the statement: which file and function, the shapes, what to watch out for.
-# 2. Try your function on a small input in the *try it* cell (the package is reloaded
-#    automatically when you save a file).
-# 3. Run the check cell. It compares your function with an independent reference on several
-#    inputs, edge cases included, and prints one line: ✓ passed, ○ not implemented yet, or ✗ and
-#    which input went wrong and how.
+# ```bash
+# python -m transformer_course check ex02_1     # one exercise (or no id: a table of all of them)
+# pytest -m ex02_1                              # the same check through pytest
+# ```
 #
-# From a terminal, in the course folder: `python -m transformer_course check ex02_1` (or without an
-# id, a table of all exercises) and `pytest -m ex02_1`.
+# Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
+# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# your edits to the package without restarting the kernel. The last section asks you to read the
+# chapter's experiment and explain what it shows.
+#
+# | exercise | function | level |
+# | --- | --- | --- |
+# | ex02_1 | `sinusoidal_positional_encoding(max_len, d_model)` | easy |
+# | ex02_2 | `PositionalEncoding.forward(x, offset)` | medium |
+# | ex02_3 | `relative_position_map(k, d_model)` | hard |
 
 # %% tags=["colab"]
 import sys
@@ -57,8 +68,6 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # %%
 # %load_ext autoreload
 # %autoreload 2
-
-# %%
 import math
 
 import torch
@@ -70,9 +79,9 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## Exercise 1 — `sinusoidal_positional_encoding` (easy)
+# ## ex02_1 — The sinusoidal table (easy)
 #
-# **Edit** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
+# **File:** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
 #
 # **Output:** a `float32` tensor of shape (max_len, d_model) with the table of §3.5: for every
 # position $pos = 0, \dots, max\_len - 1$ and every even column $2i$,
@@ -96,9 +105,12 @@ print(table.dtype, math.isclose(table[1, 2].item(), math.sin(1 / 10000 ** (2 / 5
 ### END SOLUTION
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* why do the sine and the cosine of one pair share the same frequency? (A worked
+# answer is in the complete edition.)
 #
 # ### BEGIN SOLUTION
+# **Worked solution.**
+#
 # ```python
 # position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
 # two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(D/2),): 0, 2, 4, …
@@ -114,15 +126,20 @@ print(table.dtype, math.isclose(table[1, 2].item(), math.sin(1 / 10000 ** (2 / 5
 # angle matrix without a loop. `exp(-log(10000) · 2i/D)` equals $10000^{-2i/D}$ and is the usual
 # way to write it. The slice `0::2` selects the even columns and `1::2` the odd ones; with an odd
 # D there are only ⌊D/2⌋ odd columns, hence `angle[:, : d_model // 2]`.
+#
+# A shared frequency makes each pair a point $(\sin \omega_i pos, \cos \omega_i pos)$ on the unit
+# circle: moving along the positions turns the point by a fixed angle, which is what makes the
+# shift by $k$ a rotation (exercise ex02_3) and the dot product of two encodings a function of
+# their distance only (chapter 02, section 4). Two different frequencies would trace no circle.
 # ### END SOLUTION
 
 # %%
 check("ex02_1")
 
 # %% [markdown]
-# ## Exercise 2 — `PositionalEncoding.forward` (medium)
+# ## ex02_2 — Adding the table to a batch (medium)
 #
-# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
+# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
 # the end of the method, after the input checks.
 #
 # **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
@@ -152,9 +169,12 @@ print("with offset=5, rows 5–8:", torch.equal(positional(x, offset=5)[0], posi
 ### END SOLUTION
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* with B = 1, what does `self.pe[: x.size(0)]` add to each position, and why
+# does nothing crash?
 #
 # ### BEGIN SOLUTION
+# **Worked solution.**
+#
 # ```python
 # seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
 # table = self.pe[offset : offset + seq_len]  # (T, D): the rows of positions offset … offset+T-1
@@ -164,15 +184,19 @@ print("with offset=5, rows 5–8:", torch.equal(positional(x, offset=5)[0], posi
 # broadcasts over the batch axis, so position t of every sentence gets row offset + t. `x + …` builds a new tensor and leaves
 # the input alone. Dropout is the module's own `nn.Dropout`, so it is active after
 # `model.train()` and switched off by `model.eval()`.
+#
+# With B = 1, `x.size(0)` is 1, so the slice is the single row `pe[0]`, of shape (1, D); it
+# broadcasts against (1, T, D) and adds the vector of position 0 to *every* position. The shapes
+# fit, so nothing fails: the model just sees no word order at all.
 # ### END SOLUTION
 
 # %%
 check("ex02_2")
 
 # %% [markdown]
-# ## Exercise 3 — `relative_position_map` (hard)
+# ## ex02_3 — Moving k positions is a rotation (hard)
 #
-# **Edit** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
+# **File:** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
 #
 # **Output:** the `float32` matrix $M_k$ of shape (d_model, d_model) with
 # $PE_{pos+k} = M_k\,PE_{pos}$ for *every* position (the linear map of §3.5; `d_model` is even,
@@ -201,9 +225,11 @@ print("M_-k undoes M_k:", torch.allclose(relative_position_map(-k, d_model) @ M,
 ### END SOLUTION
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* why does $M_k$ not depend on the position $pos$, and what does $M_{-k}$ do?
 #
 # ### BEGIN SOLUTION
+# **Worked solution.**
+#
 # ```python
 # two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
 # angle = k * torch.exp(-math.log(10000.0) * two_i / d_model)  # (D/2,): ω_i k
@@ -221,10 +247,43 @@ print("M_-k undoes M_k:", torch.allclose(relative_position_map(-k, d_model) @ M,
 # `torch.diag` there fills exactly one entry per pair, the one inside its own block. Working in
 # float64 keeps $\omega_i k$ accurate for large $k$ before the result is rounded to float32. A loop
 # over the pairs that sets four entries at a time is just as correct.
+#
+# The angle-addition formulas express the pair at $pos + k$ through the pair at $pos$ and the
+# sines and cosines of $\omega_i k$ alone: $pos$ appears only in the vector the matrix multiplies.
+# $M_{-k}$ turns every pair back by the same angle, so it moves $k$ positions back and is the
+# inverse (and the transpose) of $M_k$.
 # ### END SOLUTION
 
 # %%
 check("ex02_3")
+
+# %% [markdown]
+# ## The experiment: do sinusoidal positions extrapolate?
+#
+# Section 7 of [chapter 02](../chapters/02_positional_encoding.ipynb) trains the same small
+# Transformer twice on the reverse task, once with the sinusoidal table and once with learned
+# position vectors, on strings of 3 to 10 letters only, and tests both on longer strings. Read its
+# table and figure (or re-run it, `run_experiment("positions", steps=1000)`; it needs every
+# exercise up to chapter 08).
+#
+# *In your own words:* what does the result say about the paper's hope (§3.5) that sinusoids "may
+# allow the model to extrapolate to sequence lengths longer than the ones encountered during
+# training"? Why does the learned table fail, and why is a formula that is defined at every
+# position not enough?
+#
+# ### BEGIN SOLUTION
+# **Worked answer.** It does not support it, at least for this small model: on strings of the
+# training lengths both models do well, and on every longer string both fail, the sinusoidal one
+# as completely as the learned one. The learned table has no trained vector for the positions
+# past those of the training strings (those rows never got a gradient and keep their random
+# start), so the model receives noise there. The sinusoidal table does give those positions well-defined vectors, related to the
+# others by the rotations of section 3, but the model never saw them: its attention patterns and
+# feed-forward networks were fitted to the vectors of the training positions only, and the
+# decoder has never been asked to write an 11th letter or to stop after it. A formula that is defined
+# everywhere is not the same as a model that has learnt what to do everywhere. Later work (relative
+# positions, rotary embeddings, ALiBi; see the chapter's further reading) was designed with
+# extrapolation in mind and measures it.
+# ### END SOLUTION
 
 # %% [markdown]
 # When all three checks pass, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now

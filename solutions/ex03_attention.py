@@ -229,5 +229,28 @@ print(torch.allclose(output, F.scaled_dot_product_attention(q, k, v, attn_mask=m
 check("ex03_3")
 
 # %% [markdown]
+# ## Why self-attention? (§4)
+#
+# Section 7 of [chapter 03](../chapters/03_attention.ipynb) reproduces Table 1 of the paper and
+# times a recurrent step loop against a self-attention layer on one CPU thread as the length $n$
+# grows ($d = 64$).
+#
+# *In your own words:* the timing shows self-attention faster for short sequences and the recurrent
+# loop faster for long ones. Which column of Table 1 explains that, and why does the column
+# "sequential operations", where self-attention wins at every length, not show in this measurement?
+#
+# ### BEGIN SOLUTION
+# **Worked answer.** The first column, computation per layer: self-attention does $n^2 d$
+# multiply-adds, a recurrent layer $n d^2$, so attention is cheaper while $n < d$ and dearer once
+# $n$ grows past $d$ (plus constant factors: the loop also pays a fixed cost for each of its $n$
+# small steps, which is why attention stays ahead a little past $n = d$). Sequential operations
+# count the steps that *must* wait for each other, which limits how much work can run at the same
+# time. One CPU thread runs everything one after another anyway, so there is nothing for
+# attention's independence to gain. On a GPU, which runs thousands of multiply-adds at once, the
+# $n^2$ scores are computed together while the loop still needs $n$ rounds; that is where the
+# paper's training speed came from.
+# ### END SOLUTION
+
+# %% [markdown]
 # When all three checks pass, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
 # on your code. Next: [exercises 04](ex04_multi_head_attention.ipynb), multi-head attention.

@@ -248,5 +248,54 @@ with torch.no_grad():
 check("ex05_3")
 
 # %% [markdown]
+# ## The experiments: warm-up and residual connections
+#
+# Section 7 of [chapter 05](../chapters/05_encoder.ipynb) trains a 3-layer Transformer on the
+# reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
+# with and without its residual connections. Read its tables and figures. (To re-run one with other
+# settings: `from transformer_course.tools.experiments import run_experiment`, then for example
+# `run_experiment("warm-up", n_layers=6, seed=1)`; it needs every exercise up to chapter 08.)
+#
+# *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
+# and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs
+# a warm-up", what would you vary, and why?
+#
+# ### BEGIN SOLUTION
+# **Worked answer.** It stalled: its loss dropped at first and then stayed several times above the
+# other two runs for all 500 steps, and it reversed none of the held-out strings. The warm-up run
+# of the same model, with the same peak rate and the same decay, learnt; pre-LN learnt with no
+# warm-up at all. Section 4 showed that at initialisation a post-LN stack sends its largest
+# gradients to the top layers, which sit next to the loss: at full learning rate from the first
+# step, Adam moves those layers a lot before the lower ones have learnt anything they could build
+# on, and the model settles into a poor state it leaves only slowly. Pre-LN spreads the gradient the
+# other way and keeps an un-normalised identity path through the whole stack.
+#
+# One seed, one size and one learning rate are not enough to generalise from. Worth varying: the
+# seed (is the stall reproducible?), the peak learning rate (at a low enough rate post-LN should
+# train without warm-up, at a high enough one pre-LN should fail too), the depth (the argument says
+# the effect grows with the number of layers), and the number of steps (does the stalled run
+# recover later?). Gradient clipping, off here as in the paper, is another: the course's training
+# profile clips at norm 1, which softens exactly this kind of early damage.
+# ### END SOLUTION
+#
+# *In your own words:* the variant without residual connections is built by wrapping each
+# sub-layer so that it returns $f(x) - x$. Why does that remove the shortcut exactly in post-LN,
+# and not in pre-LN? What does the result say about what the shortcuts do?
+#
+# ### BEGIN SOLUTION
+# **Worked answer.** A post-LN sub-layer computes $\mathrm{LN}(x + f(x))$; with $f(x) - x$ in place of
+# $f(x)$ that is $\mathrm{LN}(f(x))$, the layer with its shortcut removed and nothing else changed
+# (with dropout 0; dropout would act on $f(x) - x$ and break the cancellation). A pre-LN sub-layer
+# computes $x + f(\mathrm{LN}(x))$; the wrapper would give $x + f(\mathrm{LN}(x)) - \mathrm{LN}(x)$,
+# which still contains $x$. So the wrapper only works for post-LN, and the harness refuses the rest.
+#
+# Without the shortcuts the model barely learnt. A shortcut gives every layer an identity path:
+# forwards, the token and position information reaches the top without having to survive every
+# sub-layer; backwards, the gradient reaches the lower layers directly instead of only through the
+# Jacobians of all the layers above. A sub-layer then only has to learn a correction, which is far
+# easier to learn from a random start.
+# ### END SOLUTION
+
+# %% [markdown]
 # When all three checks pass, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
 # your code. Next: [exercises 06](ex06_decoder_and_masks.ipynb), masks and the decoder.

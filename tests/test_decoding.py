@@ -298,3 +298,22 @@ def test_cross_attention_maps_are_distributions_over_the_real_source_tokens() ->
     assert (maps[:, 1, ..., 4:] == 0).all(), "padding in the source gets no attention"
     for layer in model.decoder.layers:
         assert not layer.cross_attn._forward_hooks and not layer.cross_attn._forward_pre_hooks
+
+
+def test_attention_maps_capture_all_three_kinds_once_and_leave_no_hook() -> None:
+    from transformer_course.decoding import attention_maps, cross_attention_maps
+
+    model, src = _model(seed=8), _src()
+    hypotheses = greedy_decode(model, src, 6)
+    T, S = hypotheses.shape[1], src.shape[1]
+    maps = attention_maps(model, src, hypotheses)
+    assert {kind: tuple(m.shape) for kind, m in maps.items()} == {
+        "encoder": (2, 5, 3, S, S), "decoder": (2, 5, 3, T, T), "cross": (2, 5, 3, T, S),
+    }  # fmt: skip
+    for m in maps.values():
+        torch.testing.assert_close(m.sum(-1), torch.ones(m.shape[:-1]))
+    assert (maps["decoder"].triu(diagonal=1) == 0).all(), "the decoder never looks ahead"
+    assert (maps["encoder"][:, 1, ..., 4:] == 0).all(), "nor the encoder at padding"
+    torch.testing.assert_close(cross_attention_maps(model, src, hypotheses), maps["cross"])
+    for module in model.modules():
+        assert not module._forward_hooks and not module._forward_pre_hooks

@@ -75,3 +75,6 @@ def test_chapter_has_the_parts_a_learner_relies_on(source: Path) -> None:
     assert "Common mistake" in text, "a 'common mistakes' box that runs a typical bug"
     assert "exercises/" in text, "a pointer to the chapter's exercises"
     assert "kernelspec" in text
+    assert "\narchitecture_map(" in text, "the map of the model near the top, with the chapter's part highlighted"
+    assert "## Check yourself" in text and "<details>" in text, "self-check questions with folded answers"
+    assert "## Further reading" in text and "§" in text.split("## Further reading")[1], "further reading (the paper)"

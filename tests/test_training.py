@@ -198,3 +198,25 @@ def test_a_tiny_model_learns_to_copy_in_seconds() -> None:
     assert result.metrics["exact_match"] >= 90, result.metrics
     assert result.metrics["steps"] == 250
     assert evaluate(result.model, task.test[:50], task)["chrf"] > 90
+
+
+def test_strata_scores_of_given_translations_match_evaluate_strata() -> None:
+    from transformer_course.data import numbers_task
+    from transformer_course.evaluation import strata_scores
+    from transformer_course.tools.plots import strata_table
+    from transformer_course.tools.pretrained import load_pretrained
+
+    model = load_pretrained().model
+    task = numbers_task(n_train=0, n_valid=20, n_test=20, n_per_stratum=5)
+    greedy = evaluate_strata(model, task, "test")
+    references = [t for _, t in task.test]
+    assert strata_scores(task, "test", references) == {
+        name: {**row, "exact_match": 100.0} for name, row in greedy.items()
+    }, "the references themselves are right everywhere"
+    wrong = [["null"]] * len(references)
+    assert strata_scores(task, "test", wrong)["0-20"]["exact_match"] == round(100 / 21, 2)  # only "zero" is right
+    with pytest.raises(ValueError, match="hypotheses for the"):
+        strata_scores(task, "test", references[:-1])
+    table = strata_table(greedy, strata_scores(task, "test", wrong), names=["greedy %", "all 'null' %"])
+    assert "greedy %" in table.splitlines()[0] and "all 'null' %" in table.splitlines()[0]
+    assert "round thousands" in table and table.count("\n") == len(greedy)

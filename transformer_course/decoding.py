@@ -426,34 +426,53 @@ def score_sequences(model: nn.Module, src: Tensor, hypotheses: Tensor, length_pe
         return total / gnmt_length_penalty(counted.sum(-1), length_penalty)
 
 
-def cross_attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> Tensor:
-    """The cross-attention weights of every decoder layer while the model reads ``hypotheses``.
+# which attention module of which layer stack each kind of map comes from
+ATTENTION_KINDS: dict[str, tuple[str, str]] = {
+    "encoder": ("encoder", "self_attn"),  # (B, H, S, S): source position → source position
+    "decoder": ("decoder", "self_attn"),  # (B, H, T, T): target position → earlier target positions
+    "cross": ("decoder", "cross_attn"),  # (B, H, T, S): target position → source position
+}
 
-    The decoder is run once with teacher forcing on ``<bos>`` + the hypotheses; each layer's
-    cross-attention is asked for its weights (``need_weights=True``). Row t of a map is what
-    the decoder looked at in the source when it chose ``hypotheses[:, t]``.
+
+def attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> dict[str, Tensor]:
+    """The attention weights of every layer and head while the model reads ``hypotheses``.
+
+    The model runs once with teacher forcing on ``<bos>`` + the hypotheses; each attention module
+    is asked for its weights (``need_weights=True``) for that one pass. Row t of a decoder or
+    cross-attention map is what the decoder looked at when it chose ``hypotheses[:, t]``.
 
     Shape:
-        src: (B, S), hypotheses: (B, T) without ``<bos>`` → (n_layers, B, H, T, S)
+        src: (B, S), hypotheses: (B, T) without ``<bos>`` →
+        ``{"encoder": (N_enc, B, H, S, S), "decoder": (N_dec, B, H, T, T), "cross": (N_dec, B, H, T, S)}``
     """
     check_ndim(hypotheses, 2, "hypotheses", "(B, T) of token ids")
-    captured: list[Tensor] = []
+    captured: dict[str, list[Tensor]] = {kind: [] for kind in ATTENTION_KINDS}
 
     def ask_for_weights(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
         return args, {**kwargs, "need_weights": True}
 
-    def keep_weights(module: nn.Module, args: tuple, kwargs: dict, output: tuple) -> None:
-        captured.append(output[1])  # (B, H, T, S)
+    def keeper(kind: str):
+        def keep_weights(module: nn.Module, args: tuple, kwargs: dict, output: tuple) -> None:
+            captured[kind].append(output[1])  # (B, H, queries, keys)
+
+        return keep_weights
 
     handles = []
     try:
-        for layer in model.decoder.layers:
-            handles.append(layer.cross_attn.register_forward_pre_hook(ask_for_weights, with_kwargs=True))
-            handles.append(layer.cross_attn.register_forward_hook(keep_weights, with_kwargs=True))
+        for kind, (stack, name) in ATTENTION_KINDS.items():
+            for layer in getattr(model, stack).layers:
+                attention = getattr(layer, name)
+                handles.append(attention.register_forward_pre_hook(ask_for_weights, with_kwargs=True))
+                handles.append(attention.register_forward_hook(keeper(kind), with_kwargs=True))
         with _inference(model):
             bos = hypotheses.new_full((hypotheses.shape[0], 1), model.config.bos_id)
             model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1))
     finally:
         for handle in handles:
             handle.remove()
-    return torch.stack(captured)  # (n_layers, B, H, T, S)
+    return {kind: torch.stack(maps) for kind, maps in captured.items()}  # (layers, B, H, queries, keys)
+
+
+def cross_attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> Tensor:
+    """The cross-attention part of :func:`attention_maps`: (n_layers, B, H, T, S)."""
+    return attention_maps(model, src, hypotheses)["cross"]

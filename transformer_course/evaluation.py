@@ -79,13 +79,23 @@ def evaluate_strata(
     of the stratum is also a training number (its score then shows memory, not generalisation).
     Each number is translated once, however many strata it belongs to.
     """
-    if split not in ("valid", "test"):
-        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
-    if "strata" not in task.info:
-        raise ValueError(f"task {task.name!r} has no strata (only the numbers task has)")
+    _check_strata(task, split)
+    hypotheses = _translate_pairs(model, getattr(task, split), task, batch_size)[0]
+    return strata_scores(task, split, hypotheses)
+
+
+def strata_scores(
+    task: Task, split: str, hypotheses: Sequence[Sequence[str]]
+) -> dict[str, dict[str, float | int | bool]]:
+    """Per-stratum exact match of given translations (target tokens, one per pair of ``split``),
+    however they were decoded (greedy, beam search …); the format of :func:`evaluate_strata`."""
+    _check_strata(task, split)
     numbers, pairs = task.info["numbers"][split], getattr(task, split)
-    _, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size)
-    right = {n: h == r for n, h, r in zip(numbers, hyp_text, ref_text, strict=True)}
+    if len(hypotheses) != len(pairs):
+        raise ValueError(f"{len(hypotheses)} hypotheses for the {len(pairs)} pairs of split {split!r}")
+    right = {
+        n: task.detokenize(h) == task.detokenize(t) for n, h, (_, t) in zip(numbers, hypotheses, pairs, strict=True)
+    }
     train = set(task.info["numbers"]["train"])
     return {
         stratum: {
@@ -95,3 +105,10 @@ def evaluate_strata(
         }
         for stratum, members in task.info["strata"][split].items()
     }
+
+
+def _check_strata(task: Task, split: str) -> None:
+    if split not in ("valid", "test"):
+        raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
+    if "strata" not in task.info:
+        raise ValueError(f"task {task.name!r} has no strata (only the numbers task has)")

@@ -14,6 +14,8 @@
 * ``pairs.py``: notebook pairs (.py + .ipynb) written as JupyterLab saves them;
 * ``pretrained.py`` and ``assets/``: the model that ships with the course and its SHA-256;
 * ``runs.py``, ``plots.py``: a whole training run, and figures, built from the rooms;
+* ``figures.py``: the architecture map every chapter opens with, attention heads, path lengths;
+* ``experiments.py``: the small training experiments the chapters run to test their claims;
 * ``course.py``: where the course lives (its repository, a clone on this machine).
 
 Tools import the rooms; no room imports a tool.

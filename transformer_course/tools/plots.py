@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from ..training import History
@@ -31,9 +33,20 @@ def plot_history(history: History, title: str = "Training"):
     return fig
 
 
-def strata_table(strata: dict[str, dict]) -> str:
-    """Per-stratum scores (``evaluate_strata``) as a small text table: count, exact match, seen in training."""
-    lines = [f"{'stratum':<24} {'count':>5} {'exact match %':>13}  seen in training"]
-    for name, row in strata.items():
-        lines.append(f"{name:<24} {row['count']:>5} {row['exact_match']:>13.2f}  {'yes' if row['seen'] else 'no'}")
+def strata_table(*columns: dict[str, dict], names: Sequence[str] | None = None) -> str:
+    """Per-stratum scores (``evaluate_strata``) as a small text table: count, exact match, seen in training.
+
+    Several results (greedy and beam search, say) give several exact-match columns, headed by ``names``.
+    """
+    if not columns:
+        raise ValueError("strata_table needs at least one result of evaluate_strata")
+    names = list(names) if names is not None else ["exact match %"] * len(columns)
+    if len(names) != len(columns):
+        raise ValueError(f"{len(names)} names for {len(columns)} columns")
+    widths = [max(len(n), 8) for n in names]
+    lines = [f"{'stratum':<24} {'count':>5} " + " ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))
+             + "  seen in training"]  # fmt: skip
+    for name, row in columns[0].items():
+        cells = " ".join(f"{c[name]['exact_match']:>{w}.2f}" for c, w in zip(columns, widths, strict=True))
+        lines.append(f"{name:<24} {row['count']:>5} {cells}  {'yes' if row['seen'] else 'no'}")
     return "\n".join(lines)
