@@ -18,25 +18,37 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex01_embeddings.ipynb)
 #
+# Companion of [chapter 01](../chapters/01_embeddings.ipynb) (paper §3.4, §5.1).
+#
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the
 # exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
-# Three functions from [chapter 01](../chapters/01_embeddings.ipynb), from easy to harder.
+# **How the exercises work.** Each exercise is one function of the course package
+# `transformer_course`. In the student edition its body is a stub that raises
+# `NotImplementedError`; you write the body **in the package file** (here
+# `transformer_course/vocab.py` and `transformer_course/embeddings.py`), not in this notebook.
+# Because the chapters import the package, they then run on your code.
 #
-# **How the exercises work.** Each exercise is one function of the `transformer_course` package.
-# In the student edition its body is a `raise NotImplementedError(...)` that names the exercise
-# and gives a hint: open the file named in the exercise, replace that line with your code, save.
-# The chapters import the same functions, so once you are done they run on *your* code.
+# After editing the file, run the exercise's check cell. It compares your function with an
+# independent reference (PyTorch's `nn.Embedding`, a plain dictionary look-up) on several inputs,
+# edge cases included, and prints one line: ✓ passed, ○ not implemented yet, or ✗ with the input
+# that failed and what is wrong. The same checks run from a terminal:
 #
-# 1. Read the statement: which file and function, the shapes, what to watch out for.
-# 2. Try your function on a small input in the *try it* cell (the package is reloaded
-#    automatically when you save a file).
-# 3. Run the check cell. It compares your function with an independent reference on several
-#    inputs, edge cases included, and prints one line: ✓ passed, ○ not implemented yet, or ✗ and
-#    which input went wrong and how.
+# ```bash
+# python -m transformer_course check ex01_1     # one exercise (or no id: a table of all of them)
+# pytest -m ex01_1                              # the same check through pytest
+# ```
 #
-# From a terminal, in the course folder: `python -m transformer_course check ex01_1` (or without an
-# id, a table of all exercises) and `pytest -m ex01_1`.
+# Each exercise also has a **try it** cell: a scratch space to experiment on small inputs before
+# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# your edits to the package without restarting the kernel. The last section asks you to read the
+# chapter's experiment and explain what it shows.
+#
+# | exercise | function | level |
+# | --- | --- | --- |
+# | ex01_1 | `Vocab.encode(tokens, add_bos, add_eos)` in `vocab.py` | easy |
+# | ex01_2 | `TokenEmbedding.forward(tokens)` in `embeddings.py` | easy |
+# | ex01_3 | `one_hot_lookup(tokens, weight)` in `embeddings.py` | medium |
 
 # %% tags=["colab"]
 import sys
@@ -57,8 +69,6 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # %%
 # %load_ext autoreload
 # %autoreload 2
-
-# %%
 import torch
 
 from transformer_course import TokenEmbedding, Vocab, one_hot_lookup
@@ -68,9 +78,9 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## Exercise 1 — `Vocab.encode` (easy)
+# ## ex01_1 — Encoding tokens as ids (easy)
 #
-# **Edit** `transformer_course/vocab.py`, method `Vocab.encode(self, tokens, add_bos=False, add_eos=False)`.
+# **File:** `transformer_course/vocab.py`, method `Vocab.encode(self, tokens, add_bos=False, add_eos=False)`.
 #
 # **Input:** a list of token strings, e.g. `["the", "robot", "paints"]` (already tokenized).
 # **Output:** a new Python `list` of `int` ids: one per token, plus `<bos>` in front when
@@ -86,7 +96,8 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # YOUR CODE HERE
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* why must an unseen token become `<unk>` rather than be skipped? (A worked
+# answer is in the complete edition.)
 #
 # YOUR ANSWER HERE
 
@@ -94,9 +105,9 @@ torch.set_printoptions(precision=3, sci_mode=False)
 check("ex01_1")
 
 # %% [markdown]
-# ## Exercise 2 — `TokenEmbedding.forward` (easy)
+# ## ex01_2 — The scaled embedding lookup (easy)
 #
-# **Edit** `transformer_course/embeddings.py`, method `TokenEmbedding.forward(self, tokens)`.
+# **File:** `transformer_course/embeddings.py`, method `TokenEmbedding.forward(self, tokens)`.
 #
 # **Input:** integer ids of shape (B, T) (any shape works). **Output:** float vectors of shape
 # (B, T, D) with D = `self.d_model`: the rows of the embedding table for those ids, multiplied by
@@ -113,7 +124,7 @@ check("ex01_1")
 # YOUR CODE HERE
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* why multiply the looked-up vectors rather than the table itself?
 #
 # YOUR ANSWER HERE
 
@@ -121,9 +132,9 @@ check("ex01_1")
 check("ex01_2")
 
 # %% [markdown]
-# ## Exercise 3 — `one_hot_lookup` (medium)
+# ## ex01_3 — The lookup as a matrix product (medium)
 #
-# **Edit** `transformer_course/embeddings.py`, function `one_hot_lookup(tokens, weight)`.
+# **File:** `transformer_course/embeddings.py`, function `one_hot_lookup(tokens, weight)`.
 #
 # **Input:** integer ids `tokens` of shape (B, T) (or any other shape) and a matrix `weight` of
 # shape (V, D). **Output:** shape (B, T, D), the same numbers as `weight[tokens]`, but computed as
@@ -142,12 +153,28 @@ check("ex01_2")
 # YOUR CODE HERE
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* the product gives exactly the same numbers as `weight[tokens]`; why do
+# libraries index instead of multiplying?
 #
 # YOUR ANSWER HERE
 
 # %%
 check("ex01_3")
+
+# %% [markdown]
+# ## The experiment: does the $\sqrt{d_{model}}$ factor matter?
+#
+# Section 5 of [chapter 01](../chapters/01_embeddings.ipynb) trains three small Transformers on
+# the reverse task, identical but for the embedding: the course's $\mathcal{N}(0, 1/d_{model})$
+# table times $\sqrt{d_{model}}$, the same table without the factor, and PyTorch's default
+# $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$. Read its table and figure (or re-run it with
+# other sizes: `run_experiment("embedding-scale", d_model=128)`; it needs every exercise up to
+# chapter 08, since it trains and decodes).
+#
+# *In your own words:* what did removing the factor change, and why does the third variant, which
+# *keeps* the factor, not simply behave like the first?
+#
+# YOUR ANSWER HERE
 
 # %% [markdown]
 # When all three checks pass, re-run [chapter 01](../chapters/01_embeddings.ipynb): it now runs on

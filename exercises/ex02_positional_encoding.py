@@ -18,25 +18,38 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex02_positional_encoding.ipynb)
 #
+# Companion of [chapter 02](../chapters/02_positional_encoding.ipynb) (paper §3.5).
+#
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the
 # exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
-# Three functions from [chapter 02](../chapters/02_positional_encoding.ipynb), from easy to hard.
+# **How the exercises work.** Each exercise is one function of the course package
+# `transformer_course`. In the student edition its body is a stub that raises
+# `NotImplementedError`; you write the body **in the package file** (here
+# `transformer_course/positional.py`), not in this notebook. Because the chapters import the
+# package, they then run on your code.
 #
-# **How the exercises work.** Each exercise is one function of the `transformer_course` package.
-# In the student edition its body is a `raise NotImplementedError(...)` that names the exercise
-# and gives a hint: open the file named in the exercise, replace that line with your code, save.
-# The chapters import the same functions, so once you are done they run on *your* code.
+# After editing the file, run the exercise's check cell. It compares your function with an
+# independent reference (the formula of §3.5 entry by entry, a rotation built from the
+# angle-addition formulas) on several inputs, edge cases included, and prints one line: ✓ passed,
+# ○ not implemented yet, or ✗ with the input that failed and what is wrong. The same checks run
+# from a terminal:
 #
-# 1. Read the statement: which file and function, the shapes, what to watch out for.
-# 2. Try your function on a small input in the *try it* cell (the package is reloaded
-#    automatically when you save a file).
-# 3. Run the check cell. It compares your function with an independent reference on several
-#    inputs, edge cases included, and prints one line: ✓ passed, ○ not implemented yet, or ✗ and
-#    which input went wrong and how.
+# ```bash
+# python -m transformer_course check ex02_1     # one exercise (or no id: a table of all of them)
+# pytest -m ex02_1                              # the same check through pytest
+# ```
 #
-# From a terminal, in the course folder: `python -m transformer_course check ex02_1` (or without an
-# id, a table of all exercises) and `pytest -m ex02_1`.
+# Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
+# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# your edits to the package without restarting the kernel. The last section asks you to read the
+# chapter's experiment and explain what it shows.
+#
+# | exercise | function | level |
+# | --- | --- | --- |
+# | ex02_1 | `sinusoidal_positional_encoding(max_len, d_model)` | easy |
+# | ex02_2 | `PositionalEncoding.forward(x, offset)` | medium |
+# | ex02_3 | `relative_position_map(k, d_model)` | hard |
 
 # %% tags=["colab"]
 import sys
@@ -57,8 +70,6 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # %%
 # %load_ext autoreload
 # %autoreload 2
-
-# %%
 import math
 
 import torch
@@ -70,9 +81,9 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## Exercise 1 — `sinusoidal_positional_encoding` (easy)
+# ## ex02_1 — The sinusoidal table (easy)
 #
-# **Edit** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
+# **File:** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
 #
 # **Output:** a `float32` tensor of shape (max_len, d_model) with the table of §3.5: for every
 # position $pos = 0, \dots, max\_len - 1$ and every even column $2i$,
@@ -92,7 +103,8 @@ torch.set_printoptions(precision=3, sci_mode=False)
 # YOUR CODE HERE
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* why do the sine and the cosine of one pair share the same frequency? (A worked
+# answer is in the complete edition.)
 #
 # YOUR ANSWER HERE
 
@@ -100,9 +112,9 @@ torch.set_printoptions(precision=3, sci_mode=False)
 check("ex02_1")
 
 # %% [markdown]
-# ## Exercise 2 — `PositionalEncoding.forward` (medium)
+# ## ex02_2 — Adding the table to a batch (medium)
 #
-# **Edit** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
+# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
 # the end of the method, after the input checks.
 #
 # **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
@@ -125,7 +137,8 @@ check("ex02_1")
 # YOUR CODE HERE
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* with B = 1, what does `self.pe[: x.size(0)]` add to each position, and why
+# does nothing crash?
 #
 # YOUR ANSWER HERE
 
@@ -133,9 +146,9 @@ check("ex02_1")
 check("ex02_2")
 
 # %% [markdown]
-# ## Exercise 3 — `relative_position_map` (hard)
+# ## ex02_3 — Moving k positions is a rotation (hard)
 #
-# **Edit** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
+# **File:** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
 #
 # **Output:** the `float32` matrix $M_k$ of shape (d_model, d_model) with
 # $PE_{pos+k} = M_k\,PE_{pos}$ for *every* position (the linear map of §3.5; `d_model` is even,
@@ -157,12 +170,28 @@ check("ex02_2")
 # YOUR CODE HERE
 
 # %% [markdown]
-# **Worked solution** (in the exercise notebook: note here what you did and what surprised you)
+# *In your own words:* why does $M_k$ not depend on the position $pos$, and what does $M_{-k}$ do?
 #
 # YOUR ANSWER HERE
 
 # %%
 check("ex02_3")
+
+# %% [markdown]
+# ## The experiment: do sinusoidal positions extrapolate?
+#
+# Section 7 of [chapter 02](../chapters/02_positional_encoding.ipynb) trains the same small
+# Transformer twice on the reverse task, once with the sinusoidal table and once with learned
+# position vectors, on strings of 3 to 10 letters only, and tests both on longer strings. Read its
+# table and figure (or re-run it, `run_experiment("positions", steps=1000)`; it needs every
+# exercise up to chapter 08).
+#
+# *In your own words:* what does the result say about the paper's hope (§3.5) that sinusoids "may
+# allow the model to extrapolate to sequence lengths longer than the ones encountered during
+# training"? Why does the learned table fail, and why is a formula that is defined at every
+# position not enough?
+#
+# YOUR ANSWER HERE
 
 # %% [markdown]
 # When all three checks pass, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now

@@ -167,5 +167,18 @@ mask = torch.tensor([True, True, True, False, False])  # (S,): the last two keys
 check("ex03_3")
 
 # %% [markdown]
+# ## Why self-attention? (§4)
+#
+# Section 7 of [chapter 03](../chapters/03_attention.ipynb) reproduces Table 1 of the paper and
+# times a recurrent step loop against a self-attention layer on one CPU thread as the length $n$
+# grows ($d = 64$).
+#
+# *In your own words:* the timing shows self-attention faster for short sequences and the recurrent
+# loop faster for long ones. Which column of Table 1 explains that, and why does the column
+# "sequential operations", where self-attention wins at every length, not show in this measurement?
+#
+# YOUR ANSWER HERE
+
+# %% [markdown]
 # When all three checks pass, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
 # on your code. Next: [exercises 04](ex04_multi_head_attention.ipynb), multi-head attention.

@@ -180,5 +180,26 @@ mask = padding_mask(torch.tensor([[5, 6, 0, 0], [5, 6, 7, 8]]), pad_id=0)  # (B,
 check("ex05_3")
 
 # %% [markdown]
+# ## The experiments: warm-up and residual connections
+#
+# Section 7 of [chapter 05](../chapters/05_encoder.ipynb) trains a 3-layer Transformer on the
+# reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
+# with and without its residual connections. Read its tables and figures. (To re-run one with other
+# settings: `from transformer_course.tools.experiments import run_experiment`, then for example
+# `run_experiment("warm-up", n_layers=6, seed=1)`; it needs every exercise up to chapter 08.)
+#
+# *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
+# and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs
+# a warm-up", what would you vary, and why?
+#
+# YOUR ANSWER HERE
+#
+# *In your own words:* the variant without residual connections is built by wrapping each
+# sub-layer so that it returns $f(x) - x$. Why does that remove the shortcut exactly in post-LN,
+# and not in pre-LN? What does the result say about what the shortcuts do?
+#
+# YOUR ANSWER HERE
+
+# %% [markdown]
 # When all three checks pass, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
 # your code. Next: [exercises 06](ex06_decoder_and_masks.ipynb), masks and the decoder.

@@ -16,6 +16,8 @@
 # %% [markdown]
 # # Exercises 01 — Tokens, vocabularies and embeddings
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex01_embeddings.ipynb)
+#
 # Companion of [chapter 01](../chapters/01_embeddings.ipynb) (paper §3.4, §5.1).
 #
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the

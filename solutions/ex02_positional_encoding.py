@@ -16,6 +16,8 @@
 # %% [markdown]
 # # Exercises 02 — Positional encoding
 #
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex02_positional_encoding.ipynb)
+#
 # Companion of [chapter 02](../chapters/02_positional_encoding.ipynb) (paper §3.5).
 #
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the
