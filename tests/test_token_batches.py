@@ -8,7 +8,7 @@ from itertools import islice
 import pytest
 import torch
 
-from transformer_course.data import batch_indices
+from transformer_course.batching import batch_indices
 from transformer_course.token_batches import (
     pack,
     padding_stats,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
-from .data import Batch, make_batch
+from .batching import Batch, make_batch
 
 Example = tuple[list[int], list[int]]  # (source ids, target ids)
 
@@ -133,9 +133,9 @@ def token_batch_stream(
     rank: int = 0,
     world_size: int = 1,
 ) -> Iterator[Batch]:
-    """An endless stream of :class:`~transformer_course.data.Batch` es under a token budget, epoch after epoch.
+    """An endless stream of :class:`~transformer_course.batching.Batch` es under a token budget, epoch after epoch.
 
-    Like :func:`~transformer_course.data.batch_stream`, batch number ``k`` depends only on
+    Like :func:`~transformer_course.batching.batch_stream`, batch number ``k`` depends only on
     ``(examples, max_tokens, seed, rank, world_size, k)``: a run resumed at ``start_step`` sees
     the batches the uninterrupted run would have seen. Target lengths count ``<bos>`` and ``<eos>``.
     """
