@@ -93,42 +93,29 @@ def test_missing_folder(tmp_path):
     assert "is a file; expected a folder" in one_line_error(lambda: load_text_corpus(tmp_path / "file"))
 
 
-def test_missing_split(tmp_path):
-    files = good_files()
-    del files["test.de"], files["test.en"]
-    folder = write(tmp_path / "c", files)
-    assert one_line_error(lambda: load_text_corpus(folder)) == (
-        f"data_dir '{folder}': missing split 'test': expected test.en and test.de "
-        "(found: train.de, train.en, valid.de, valid.en)"
-    )
-
-
-def test_different_line_counts(tmp_path):
-    files = good_files()
-    files["train.de"] = "Der Hund schläft.\nDie Katze läuft.\n"
-    folder = write(tmp_path / "c", files)
-    assert one_line_error(lambda: load_text_corpus(folder)) == (
-        f"data_dir '{folder}': train.en has 3 lines but train.de has 2; "
-        "a parallel corpus needs the same number of lines in both files"
-    )
-
-
-def test_empty_file(tmp_path):
-    files = good_files()
-    files["valid.de"] = ""
-    folder = write(tmp_path / "c", files)
-    assert one_line_error(lambda: load_text_corpus(folder)) == (
-        f"data_dir '{folder}': valid.de is empty; expected one sentence per line"
-    )
-
-
-def test_undecodable_bytes(tmp_path):
-    files = good_files()
-    files["train.de"] = "Der Hund schläft.\nDie Katze l".encode() + b"\xe4uft.\nEin Vogel singt.\n"  # Latin-1 ä
-    folder = write(tmp_path / "c", files)
-    assert one_line_error(lambda: load_text_corpus(folder)) == (
-        f"data_dir '{folder}': train.de is not UTF-8 text (byte 0xe4 on line 2); convert it to UTF-8, e.g. iconv -t UTF-8"
-    )
+@pytest.mark.parametrize(
+    "changes, expected",
+    [
+        (
+            {"test.de": None, "test.en": None},
+            "missing split 'test': expected test.en and test.de (found: train.de, train.en, valid.de, valid.en)",
+        ),
+        (
+            {"train.de": "Der Hund schläft.\nDie Katze läuft.\n"},
+            "train.en has 3 lines but train.de has 2; a parallel corpus needs the same number of lines in both files",
+        ),
+        ({"valid.de": ""}, "valid.de is empty; expected one sentence per line"),
+        (
+            {"train.de": "Der Hund schläft.\nDie Katze l".encode() + b"\xe4uft.\nEin Vogel singt.\n"},  # Latin-1 ä
+            "train.de is not UTF-8 text (byte 0xe4 on line 2); convert it to UTF-8, e.g. iconv -t UTF-8",
+        ),
+    ],
+    ids=["missing-split", "different-line-counts", "empty-file", "undecodable-bytes"],
+)
+def test_bad_files(tmp_path, changes: dict, expected: str):
+    files = {**good_files(), **changes}
+    folder = write(tmp_path / "c", {name: text for name, text in files.items() if text is not None})
+    assert one_line_error(lambda: load_text_corpus(folder)) == f"data_dir '{folder}': {expected}"
 
 
 def test_write_then_read_back(tmp_path):

@@ -222,6 +222,12 @@ def subword_task(
     return Task(name, vocab, vocab, **pairs, detokenize=tokenizer.decode_tokens, info=info)
 
 
+def task_tokenizer(task: Task) -> SubwordTokenizer | None:
+    """The tokenizer a :func:`subword_task` was made with; None for a task of word tokens."""
+    data = task.info.get("tokenizer")
+    return None if data is None else SubwordTokenizer.from_dict(data)
+
+
 def tokenizer_summary(tokenizer: SubwordTokenizer, texts: Sequence[str]) -> dict[str, float]:
     """Tokens per text and per word, and the share of ``<unk>``: what a vocabulary size trades."""
     ids = tokenizer.encode_batch(list(texts))

@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 
-from .batching import Batch, make_batch
+from .batching import Batch, epoch_stream
 
 Example = tuple[list[int], list[int]]  # (source ids, target ids)
 
@@ -139,18 +139,9 @@ def token_batch_stream(
     ``(examples, max_tokens, seed, rank, world_size, k)``: a run resumed at ``start_step`` sees
     the batches the uninterrupted run would have seen. Target lengths count ``<bos>`` and ``<eos>``.
     """
-    if not examples:
-        raise ValueError("examples must not be empty")
     src_lengths = [len(s) for s, _ in examples]
     tgt_lengths = [len(t) for _, t in examples]
-    step, epoch = 0, 0
-    while True:
-        batches = token_batches(src_lengths, tgt_lengths, max_tokens, seed, epoch, rank, world_size)
-        if step + len(batches) <= start_step:  # skip a whole epoch without building tensors
-            step += len(batches)
-        else:
-            for indices in batches:
-                if step >= start_step:
-                    yield make_batch([examples[i] for i in indices], pad_id)
-                step += 1
-        epoch += 1
+    return epoch_stream(
+        lambda epoch: token_batches(src_lengths, tgt_lengths, max_tokens, seed, epoch, rank, world_size),
+        examples, pad_id, start_step,
+    )  # fmt: skip
