@@ -300,8 +300,8 @@ fig.tight_layout()
 # shared embeddings and token batches. The CPU profile trains chapter 07's model (d_model 128,
 # 2 + 2 layers) on batches of 1,024 tokens (about 60 sentences) for a fixed number of steps, so
 # every run gives the same numbers; it trains without dropout because it sees each training
-# sentence only about once and a half, too few passes to over-fit (in our runs dropout 0.1 cost
-# 15 points of exact match at this length). For checkpoint averaging (section 7) we keep a copy of
+# sentence only about 1.4 times, too few passes to over-fit (in our runs dropout 0.1 cost 12 points
+# of exact match at this length). For checkpoint averaging (section 7) we keep a copy of
 # the weights every 50 steps over the last 200 steps.
 
 # %%
@@ -533,5 +533,6 @@ print("mixed precision here:", MixedPrecision.for_device(device))
 # - DistributedDataParallel runs the same loop on several processes; with token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
-# **Exercises:** this chapter has none of its own; the exercises of chapters 01–08 in `exercises/`
-# build every piece it runs on.
+# **Exercises:** this chapter has no exercises of its own: it runs on the pieces you built in the
+# exercises of chapters 01–08, and its new rooms (`subwords.py`, `token_batches.py`,
+# `averaging.py`, `distributed.py`, …) are there to read.

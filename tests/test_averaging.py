@@ -23,7 +23,10 @@ def _model(seed: int, **overrides) -> Transformer:
 
 
 def test_the_mean_by_hand() -> None:
-    states = [{"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)}, {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(3)}]
+    states = [
+        {"w": torch.tensor([1.0, 2.0]), "n": torch.tensor(3)},
+        {"w": torch.tensor([3.0, 6.0]), "n": torch.tensor(3)},
+    ]
     averaged = average_state_dicts(states)
     assert averaged["w"].tolist() == [2.0, 4.0] and averaged["n"].item() == 3 and averaged["n"].dtype == torch.long
     assert average_state_dicts(states[:1])["w"].tolist() == [1.0, 2.0]

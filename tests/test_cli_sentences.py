@@ -153,6 +153,17 @@ def test_train_errors(argv, env: dict, message: str, monkeypatch, capsys) -> Non
     assert message in _one_line_error(["train", *argv, "--steps", "1"], capsys)
 
 
+def test_world_size_without_torchrun_is_one_line(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    for name in ("RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    message = _one_line_error(["train", "--task", "sentences-en-de", "--steps", "1"], capsys)
+    assert (
+        "WORLD_SIZE is set but RANK, LOCAL_RANK, MASTER_ADDR, MASTER_PORT not: start the processes with torchrun"
+        in message
+    )
+
+
 def test_a_dataset_and_a_task_together_are_refused(capsys) -> None:
     with pytest.raises(SystemExit) as stop:
         main(["train", "--task", "sentences-en-de", "--dataset", "multi30k"])

@@ -55,7 +55,7 @@ class World:
     world_size: int = 1
     local_rank: int = 0  # the rank among the processes of this machine: which GPU to use
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))  # where collectives run
-    share: Tensor | None = field(default=None, repr=False)  # n_r / n of the current step, 0-dim
+    share: Tensor | None = field(default=None, repr=False, compare=False)  # n_r / n of the current step, 0-dim
 
     @property
     def is_main(self) -> bool:
@@ -72,7 +72,7 @@ class World:
 
     def weigh(self, loss: Tensor) -> Tensor:
         """This rank's part of the step's loss: ``(n_r / n) · L_r``; :meth:`add_up` over the ranks gives ``Σ S_r / n``."""
-        return loss * self._current_share()
+        return loss * self.token_share()
 
     def add_up(self, values: Tensor) -> Tensor:
         """The sum of ``values`` over the ranks (every rank gets it). Shape: any → the same."""
@@ -89,7 +89,8 @@ class World:
         dist.all_reduce(value, op=dist.ReduceOp.MAX)
         return bool(value.item())
 
-    def _current_share(self) -> Tensor:
+    def token_share(self) -> Tensor:
+        """``n_r / n`` of the current step (0-dim), found by :meth:`before_step`."""
         if self.share is None:
             raise RuntimeError("World.before_step(batch) must run before the step: the token share is unknown")
         return self.share
@@ -118,7 +119,7 @@ def token_weighted_all_reduce(world: World, bucket: dist.GradBucket) -> torch.fu
     those parameters. In place of DDP's default, which sums and divides by the number of ranks.
     """
     gradients = bucket.buffer()  # (numel of the bucket,)
-    gradients.mul_(world._current_share())
+    gradients.mul_(world.token_share())
     work = dist.all_reduce(gradients, async_op=True)  # sum over the ranks, while backward goes on
     return work.get_future().then(lambda done: done.value()[0])
 
@@ -139,7 +140,7 @@ def join(device: torch.device | str) -> tuple[World | None, torch.device]:
         return None, device
     missing = [name for name in _TORCHRUN_VARIABLES if name not in os.environ]
     if missing:
-        raise RuntimeError(f"WORLD_SIZE is set but {', '.join(missing)} not: start the processes with torchrun")
+        raise ValueError(f"WORLD_SIZE is set but {', '.join(missing)} not: start the processes with torchrun")
     rank, world_size, local_rank = (int(os.environ[name]) for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
     if device.type == "cuda":
         device = torch.device("cuda", local_rank)

@@ -41,8 +41,13 @@ class SentenceProfile(TrainingProfile):
     share_embeddings: bool = True  # one matrix for source, target and output (paper §3.4)
 
 
-# The chapter's CPU run: chapter 07's model (d_model 128, 2 + 2 layers) on batches of ~120 sentences.
-SENTENCE_CPU_PROFILE = SentenceProfile(steps=1000, warmup_steps=300, lr_scale=0.5, eval_every=250)
+# The chapter's CPU run: chapter 07's model (d_model 128, 2 + 2 layers) on batches of ~60 sentences,
+# without dropout: 1,400 steps see each training sentence about 1.4 times, too few to over-fit (measured
+# on 300 validation sentences: 86% exact match without dropout, 74% with 0.1; batches of 2,048 tokens
+# for as many tokens in all: 65%).
+SENTENCE_CPU_PROFILE = SentenceProfile(
+    max_tokens=1024, dropout=0.0, steps=1400, warmup_steps=300, lr_scale=0.5, eval_every=350
+)
 # On a GPU: the paper's base width and four layers, eight times the token budget, in bfloat16.
 SENTENCE_GPU_PROFILE = SentenceProfile(
     d_model=512, n_heads=8, d_ff=2048, n_layers=4, max_tokens=16384, vocab_size=4000, n_train=200_000,

@@ -208,9 +208,9 @@ def _train_sentences(args: argparse.Namespace, source) -> int:
         if saved is None:
             raise CLIError(f"--resume: {args.resume} was trained on word tokens (chapter 07), not on {source.name}")
         tokenizer = SubwordTokenizer.from_dict(saved)
-    task = source_task(source, profile, tokenizer)
-    world, device = join(device)
+    world, device = join(device)  # several processes under torchrun: each one is a rank
     try:
+        task = source_task(source, profile, tokenizer)  # every rank makes the same task (seeded)
         main = world is None or world.is_main
         processes = 1 if world is None else world.world_size
         steps = _steps(args, profile)
