@@ -213,7 +213,9 @@ print(f"\n{'stratum':24} {'test':>5} {'of them in training':>20} {'repeats':>8}"
 for stratum, members in strata["test"].items():
     in_training = sum(n in train_numbers for n in members)
     print(f"{stratum:24} {len(members):>5} {in_training:>20} {NUMBER_OVERSAMPLING.get(stratum, 1):>7}×")
-print("validation and test share no held-out number:", not (set(numbers["valid"]) & set(numbers["test"])) - train_numbers)
+print(
+    "validation and test share no held-out number:", not (set(numbers["valid"]) & set(numbers["test"])) - train_numbers
+)
 print("vocabularies:", len(task.src_vocab), "English tokens,", len(task.tgt_vocab), "German pieces (4 special each)")
 print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(len(t) for _, t in task.train), "tokens")
 

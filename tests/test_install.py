@@ -7,6 +7,7 @@ own environment (tests/fresh_venv.py).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,23 @@ def test_check_translate_train_and_evaluate_run(installed) -> None:
     assert train.returncode == 0 and '"steps": 3' in train.stdout, train.stderr
     evaluate = _run([*course, "evaluate", "copy.pt", "--task", "copy"], work)
     assert evaluate.returncode == 0 and '"task": "copy"' in evaluate.stdout, evaluate.stderr
+
+
+def test_chapter_09_from_the_wheel(installed) -> None:
+    """The sentence task, subword tokens and token batches work from a plain install; the wheel
+    declares ``tokenizers`` (and offers ``datasets`` as an extra)."""
+    python, work = installed
+    code = "import importlib.metadata as m; print(m.requires('transformer-course'))"
+    requires = _run([str(python), "-c", code], work).stdout
+    assert "tokenizers<1,>=0.19" in requires and 'datasets>=2.19; extra == "datasets"' in requires, requires
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env |= {"TRANSFORMER_COURSE_PROFILE": "tiny", "TQDM_DISABLE": "1"}
+    course = [str(python), "-m", "transformer_course"]
+    train = subprocess.run([*course, "train", "--task", "sentences-en-de", "--steps", "2", "--out", "s.pt", "--quiet"],
+                           cwd=work, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert train.returncode == 0 and '"world_size": 1' in train.stdout, train.stderr[-2000:]
+    translate = _run([*course, "translate", "s.pt", "The dog sleeps."], work)
+    assert translate.returncode == 0 and translate.stdout.count("\n") == 1, translate.stderr
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,8 @@ ROOM_CHAPTERS = {
     "masks": 6, "decoder": 6, "config": 6, "model": 6,
     "data": 7, "batching": 7, "loss": 7, "schedule": 7, "step": 7, "training": 7, "checkpoint": 7,
     "cache": 8, "decoding": 8, "evaluation": 8,
+    "sentences": 9, "subwords": 9, "token_batches": 9, "corpora": 9, "sentence_training": 9, "distributed": 9,
+    "averaging": 9,
 }  # fmt: skip
 
 # The names `transformer_course` exported before the rooms were separated from the tools: they stay.

@@ -73,7 +73,11 @@ def test_chapter_has_the_parts_a_learner_relies_on(source: Path) -> None:
     assert '"google.colab" in sys.modules' in text, "a first cell that installs the package on Colab only"
     assert "Learning goals" in text
     assert "Common mistake" in text, "a 'common mistakes' box that runs a typical bug"
-    assert "exercises/" in text, "a pointer to the chapter's exercises"
+    number = source.name[:2]
+    if any((ROOT / "solutions").glob(f"ex{number}_*.py")):
+        assert f"exercises/ex{number}_" in text, "a pointer to the chapter's exercises"
+    else:
+        assert "has no exercises of its own" in text, "a chapter without exercises says so"
     assert "kernelspec" in text
     assert "\narchitecture_map(" in text, "the map of the model near the top, with the chapter's part highlighted"
     assert "## Check yourself" in text and "<details>" in text, "self-check questions with folded answers"

@@ -15,6 +15,9 @@ ch.   rooms
 07    ``data`` (tasks made on the spot), ``batching``, ``loss``, ``schedule``, ``step``,
       ``training`` (the loop), ``checkpoint``
 08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
+09    ``sentences`` (a task with real grammar), ``subwords`` (BPE), ``token_batches``,
+      ``sentence_training``, ``averaging`` (checkpoint averaging), ``distributed`` (DDP),
+      ``corpora`` (your files, Hugging Face datasets)
 ====  ==================================================================================
 
 ``tools/`` is not a room: it holds the course's machinery (exercise checks, the student

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -116,12 +116,28 @@ def batch_stream(
     Batch number ``k`` depends only on ``(examples, batch_size, seed, k)``, so a resumed run
     that starts at ``start_step`` sees exactly the batches the uninterrupted run would have seen.
     """
+    lengths = [len(s) + len(t) for s, t in examples]
+    return epoch_stream(
+        lambda epoch: batch_indices(lengths, batch_size, seed, epoch, bucket), examples, pad_id, start_step
+    )
+
+
+def epoch_stream(
+    epoch_batches: Callable[[int], list[list[int]]],
+    examples: Sequence[tuple[list[int], list[int]]],
+    pad_id: int,
+    start_step: int = 0,
+) -> Iterator[Batch]:
+    """The batches of ``epoch_batches(0)``, then of ``epoch_batches(1)``, … made into :class:`Batch` es.
+
+    ``epoch_batches(epoch)`` gives one epoch as lists of example indices; the first ``start_step``
+    batches are skipped (whole epochs without building their tensors).
+    """
     if not examples:
         raise ValueError("examples must not be empty")
-    lengths = [len(s) + len(t) for s, t in examples]
     step, epoch = 0, 0
     while True:
-        batches = batch_indices(lengths, batch_size, seed, epoch, bucket)
+        batches = epoch_batches(epoch)
         if step + len(batches) <= start_step:  # skip a whole epoch without building tensors
             step += len(batches)
         else:

@@ -3,6 +3,8 @@
 A checkpoint is one file written by ``torch.save`` holding plain data only (tensors, numbers,
 strings, lists and dicts): the model's configuration and weights, both vocabularies, the
 optimizer and scheduler states, the step, the random-number state and a free ``extra`` dict.
+A model trained on subword tokens (chapter 09) also carries its tokenizer, as plain data too, so
+that the file alone can turn text into ids and ids back into text.
 It is read back with ``torch.load(weights_only=True)``, which refuses to run code hidden in a
 file (a pickled object can execute anything when loaded), so opening a checkpoint from
 somewhere else is safe.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Protocol
 
 import torch
 
@@ -23,7 +26,15 @@ from .model import Transformer
 from .vocab import Vocab
 
 FORMAT = "transformer-course-checkpoint"
-VERSION = 1
+VERSION = 1  # the tokenizer (chapter 09) is an optional entry: files without one read as before
+
+
+class SavesAsDict(Protocol):
+    """A tokenizer that a checkpoint can carry: its token list and a plain-data form."""
+
+    id_to_token: list[str]
+
+    def to_dict(self) -> dict: ...
 
 
 @dataclass
@@ -39,6 +50,7 @@ class Checkpoint:
     scheduler_state: dict | None = None
     rng_state: dict | None = None
     extra: dict = field(default_factory=dict)
+    tokenizer: dict | None = None  # a subword tokenizer's to_dict() (chapter 09), None for word tokens
 
     def restore(
         self,
@@ -74,8 +86,12 @@ def save_checkpoint(
     scheduler: torch.optim.lr_scheduler.LRScheduler | None = None,
     step: int = 0,
     extra: dict | None = None,
+    tokenizer: SavesAsDict | None = None,
 ) -> Path:
     """Write a checkpoint to ``path`` (atomically: a crash never leaves half a file). Returns the path.
+
+    ``tokenizer`` (chapter 09): an object with ``to_dict()`` (plain data) and ``id_to_token``, the
+    same token list as both vocabularies, e.g. a :class:`~transformer_course.subwords.SubwordTokenizer`.
 
     A ``path`` that is a symbolic link is written through (its target gets the checkpoint); a path
     that exists but is not a regular file (a folder, a device such as ``/dev/full``) is refused.
@@ -89,6 +105,8 @@ def save_checkpoint(
             f"the vocabularies ({len(src_vocab)}, {len(tgt_vocab)} tokens) do not match the model "
             f"(src_vocab_size={config.src_vocab_size}, tgt_vocab_size={config.tgt_vocab_size})"
         )
+    if tokenizer is not None and not (list(tokenizer.id_to_token) == src_vocab.id_to_token == tgt_vocab.id_to_token):
+        raise ValueError("the tokenizer's tokens must be the vocabularies' tokens (one shared list, the same ids)")
     rng = {"cpu": torch.get_rng_state(), "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else []}
     payload = {
         "format": FORMAT,
@@ -102,6 +120,7 @@ def save_checkpoint(
         "step": int(step),
         "rng": rng,
         "extra": dict(extra or {}),
+        "tokenizer": None if tokenizer is None else tokenizer.to_dict(),
     }
     partial = path.with_name(path.name + ".partial")
     try:
@@ -150,6 +169,9 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         src_vocab, tgt_vocab = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"{path} holds an invalid configuration or vocabulary: {error}") from None
+    tokenizer = payload.get("tokenizer")  # absent from checkpoints written before chapter 09: None
+    if tokenizer is not None and not isinstance(tokenizer, dict):
+        raise ValueError(f"{path} holds an invalid tokenizer (expected a dict, got {type(tokenizer).__name__})")
     if (len(src_vocab), len(tgt_vocab)) != (config.src_vocab_size, config.tgt_vocab_size):
         raise ValueError(
             f"{path}: the vocabularies ({len(src_vocab)}, {len(tgt_vocab)} tokens) do not match the config "
@@ -172,6 +194,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         scheduler_state=payload.get("scheduler"),
         rng_state=payload.get("rng"),
         extra=payload.get("extra") or {},
+        tokenizer=tokenizer,
     )
 
 

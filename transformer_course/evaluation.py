@@ -8,7 +8,9 @@ Scores, all in percent:
 
 * ``exact_match``: share of sentences whose text is exactly right (what matters for numbers);
 * ``bleu``: corpus BLEU (``sacrebleu``) over target *tokens* (a German number is one word, so
-  word-level BLEU would have no 2-, 3- or 4-grams: we count the pieces);
+  word-level BLEU would have no 2-, 3- or 4-grams: we count the pieces); for real sentences
+  (chapter 09, ``bleu_on="text"``) over the written text, which sacrebleu tokenizes itself, so
+  that the score does not depend on how the model cut its words;
 * ``chrf``: character n-gram F-score of the written text (``task.detokenize``).
 """
 
@@ -57,15 +59,29 @@ def _translate_pairs(
 
 
 def evaluate(
-    model: nn.Module, pairs: Sequence[Pair], task: Task, batch_size: int = 500, use_cache: bool = True
+    model: nn.Module,
+    pairs: Sequence[Pair],
+    task: Task,
+    batch_size: int = 500,
+    use_cache: bool = True,
+    bleu_on: str = "tokens",
 ) -> dict[str, float]:
-    """Greedy-translate ``pairs`` and score them (see the module): ``{"exact_match", "bleu", "chrf"}``."""
+    """Greedy-translate ``pairs`` and score them (see the module): ``{"exact_match", "bleu", "chrf"}``.
+
+    ``bleu_on``: "tokens" counts n-grams of the task's tokens; "text" lets sacrebleu tokenize the
+    detokenized text (its standard "13a" tokenizer), the comparable score for real sentences.
+    """
     import sacrebleu
 
+    if bleu_on not in ("tokens", "text"):
+        raise ValueError(f"bleu_on must be 'tokens' or 'text', got {bleu_on!r}")
     hypotheses, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size, use_cache)
     references = [t for _, t in pairs]
     exact = sum(h == r for h, r in zip(hyp_text, ref_text, strict=True)) / len(pairs)
-    bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]])
+    if bleu_on == "text":
+        bleu = sacrebleu.corpus_bleu(hyp_text, [ref_text])
+    else:
+        bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]])
     chrf = sacrebleu.corpus_chrf(hyp_text, [ref_text])
     return {"exact_match": round(100 * exact, 2), "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2)}
 

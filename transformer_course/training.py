@@ -18,6 +18,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from typing import Protocol
 
 import torch
 from torch import Tensor, nn
@@ -75,8 +76,12 @@ def pick_profile(device: torch.device | str, task: str = "numbers-en-de") -> Tra
     return GPU_PROFILE if torch.device(device).type == "cuda" else CPU_PROFILE
 
 
-def build_model(task: Task, profile: TrainingProfile) -> Transformer:
-    """A :class:`Transformer` sized by ``profile`` for ``task``'s vocabularies (seeded)."""
+def build_model(task: Task, profile: TrainingProfile, share_embeddings: bool = False) -> Transformer:
+    """A :class:`Transformer` sized by ``profile`` for ``task``'s vocabularies (seeded).
+
+    ``share_embeddings=True`` (chapter 09, paper §3.4) gives source, target and output one matrix:
+    the task must use one vocabulary for both languages.
+    """
     longest = max(max(len(s), len(t)) for s, t in task.train)
     config = TransformerConfig(
         src_vocab_size=len(task.src_vocab),
@@ -88,6 +93,7 @@ def build_model(task: Task, profile: TrainingProfile) -> Transformer:
         n_decoder_layers=profile.n_layers,
         dropout=profile.dropout,
         max_len=max(64, 2 * longest + 2),
+        share_embeddings=share_embeddings,
         pad_id=task.tgt_vocab.pad_id,
         bos_id=task.tgt_vocab.bos_id,
         eos_id=task.tgt_vocab.eos_id,
@@ -114,6 +120,23 @@ class History:
         return cls(**data)
 
 
+class Replicas(Protocol):
+    """What :func:`fit` asks of the processes of a distributed run (chapter 09: ``distributed.World``).
+
+    One process needs none of it: ``fit(..., world=None)``, the default, never calls these.
+    """
+
+    is_main: bool  # this process shows the progress bar and evaluates
+
+    def before_step(self, batch: Batch) -> None: ...  # learn this rank's share of the step's tokens
+
+    def weigh(self, loss: Tensor) -> Tensor: ...  # this rank's part of the step's loss
+
+    def add_up(self, values: Tensor) -> Tensor: ...  # the sum over the ranks
+
+    def any(self, flag: bool) -> bool: ...  # true everywhere if true on one rank
+
+
 def fit(
     model: nn.Module,
     batches: Iterator[Batch],
@@ -131,6 +154,7 @@ def fit(
     log_every: int = 50,
     history: History | None = None,
     progress: bool = True,
+    world: Replicas | None = None,
 ) -> History:
     """The training loop: take a batch, make one step, record, sometimes evaluate.
 
@@ -139,6 +163,11 @@ def fit(
     read every ``log_every`` steps, all at once (see the module's note on GPUs), and checked to be
     finite. ``evaluate_fn(model)`` runs every ``eval_every`` steps and at the end; its dict is
     stored in ``history.evals`` with the step and the training seconds so far.
+
+    ``world`` (chapter 09) makes this one of several processes training ``model`` (wrapped in
+    DistributedDataParallel) together: each step's tokens weigh each rank's gradient, the logged
+    loss is that of all ranks' tokens, the time limit is agreed every ``log_every`` steps, and only
+    the main process shows progress and evaluates.
     """
     with warnings.catch_warnings():  # without ipywidgets tqdm.auto warns, then falls back to a text bar: fine
         warnings.simplefilter("ignore")
@@ -151,35 +180,38 @@ def fit(
     history = history if history is not None else History()
     device = next(model.parameters()).device
     total = None if max_seconds is not None and steps >= 10**8 else steps  # "until the time is up": no total
+    main = world is None or world.is_main
     bar = tqdm(
-        total=total, initial=start_step, disable=not progress, desc="training", unit="step", file=_progress_file()
-    )
+        total=total, initial=start_step, disable=not progress or not main, desc="training", unit="step",
+        file=_progress_file(),
+    )  # fmt: skip
     clock = _Clock(history.seconds)
     pending: list[Tensor] = []  # losses not read yet
     step = start_step
-    while step < steps and (max_seconds is None or clock.seconds() < max_seconds):
+    while step < steps and not _time_is_up(clock, max_seconds, world, step, log_every):
         batch = next(batches).to(device)
         history.lrs.append(optimizer.param_groups[0]["lr"])
+        if world is not None:
+            world.before_step(batch)  # chapter 09: this rank's share of the tokens weighs its gradient
         if precision is None:
-            pending.append(train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm))
+            loss = train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm)
         else:
-            pending.append(
-                train_step_mixed_precision(model, batch, optimizer, precision, scheduler, smoothing, max_grad_norm)
-            )
+            loss = train_step_mixed_precision(model, batch, optimizer, precision, scheduler, smoothing, max_grad_norm)
+        pending.append(loss if world is None else world.weigh(loss))
         step += 1
         history.steps.append(step)
         bar.update(1)
         due = evaluate_fn is not None and eval_every and step % eval_every == 0 and step < steps
         if len(pending) == log_every or due:
-            _log(history, pending, step, bar)
-        if due:
+            _log(history, pending, step, bar, world)
+        if due and main:
             with clock.paused():
                 _record(history, step, clock.seconds(), evaluate_fn(model), bar)
     if pending:
-        _log(history, pending, step, bar)
+        _log(history, pending, step, bar, world)
     bar.close()
     history.seconds = clock.seconds()
-    if evaluate_fn is not None and (not history.evals or history.evals[-1]["step"] != step):
+    if evaluate_fn is not None and main and (not history.evals or history.evals[-1]["step"] != step):
         _record(history, step, history.seconds, evaluate_fn(model), None)
     return history
 
@@ -209,9 +241,22 @@ def _progress_file():
     return sys.stdout if "ipykernel" in sys.modules else sys.stderr
 
 
-def _log(history: History, pending: list[Tensor], step: int, bar) -> None:
+def _time_is_up(clock: _Clock, max_seconds: float | None, world: Replicas | None, step: int, every: int) -> bool:
+    """Has training used its ``max_seconds``? Processes of one run ask together, every ``every`` steps
+    (the clocks of the ranks differ a little, and every rank must make the same number of steps)."""
+    if max_seconds is None:
+        return False
+    if world is None:
+        return clock.seconds() >= max_seconds
+    return step % every == 0 and world.any(clock.seconds() >= max_seconds)
+
+
+def _log(history: History, pending: list[Tensor], step: int, bar, world: Replicas | None = None) -> None:
     """Read the pending losses with one transfer, check them, and show the last one."""
-    losses = torch.stack(pending).float().tolist()  # the one place the loop waits for a GPU
+    stacked = torch.stack(pending)  # (steps,)
+    if world is not None:
+        stacked = world.add_up(stacked)  # the weighed parts of all ranks: the loss over all the step's tokens
+    losses = stacked.float().tolist()  # the one place the loop waits for a GPU
     pending.clear()
     bad = next((loss for loss in losses if not math.isfinite(loss)), None)
     if bad is not None:

@@ -1,12 +1,17 @@
-"""``translate``: English number words → German with a trained checkpoint.
+"""``translate``: English → German with a trained checkpoint.
 
 python -m transformer_course translate "three hundred and forty-two"
 python -m transformer_course translate model.pt "twenty-one" "one thousand and one" --beam 4
+python -m transformer_course translate sentences.pt "The old man gives the child a ball."
+
+A checkpoint of number words (chapter 07) reads English number words; a checkpoint of subword
+tokens (chapter 09) reads any text, with the tokenizer saved in it, and prints written text.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from . import CLIError
@@ -51,36 +56,70 @@ def _encode(sentences: list[str], src_vocab, numbers: bool) -> list[list[int]]:
     return encoded
 
 
+def _subword_codec(tokenizer_data: dict) -> tuple[Callable[[list[str]], list[list[int]]], Callable[[list[int]], str]]:
+    """(sentences → ids, ids → text) with a checkpoint's subword tokenizer."""
+    from ...subwords import SubwordTokenizer
+
+    tokenizer = SubwordTokenizer.from_dict(tokenizer_data)
+
+    def encode(sentences: list[str]) -> list[list[int]]:
+        encoded = tokenizer.encode_batch(sentences)
+        for text, ids in zip(sentences, encoded, strict=True):
+            if not ids:
+                raise CLIError(f"nothing to translate in {text!r}: write a sentence")
+        return encoded
+
+    return encode, tokenizer.decode
+
+
+def _word_codec(
+    src_vocab, tgt_vocab, numbers: bool
+) -> tuple[Callable[[list[str]], list[list[int]]], Callable[[list[int]], str]]:
+    """(sentences → ids, ids → text) for number words: English words in, German pieces joined."""
+    from ...data import german_text
+
+    return (lambda sentences: _encode(sentences, src_vocab, numbers)), (lambda ids: german_text(tgt_vocab.decode(ids)))
+
+
 def _translate(args: argparse.Namespace) -> int:
     import torch
 
     from ...batching import pad_sequences
     from ...checkpoint import load_checkpoint
-    from ...data import german_text
     from ...decoding import beam_search, greedy_decode
     from ..pretrained import load_pretrained
 
     path, sentences = _split_checkpoint(args.inputs)
     if args.beam < 1:
         raise CLIError(f"--beam must be >= 1, got {args.beam}")
+    if args.max_len is not None and args.max_len < 1:
+        raise CLIError(f"--max-len must be >= 1, got {args.max_len}")
     if not 1 <= args.n_best <= args.beam:
         raise CLIError(f"--n-best must be between 1 and --beam ({args.beam}), got {args.n_best}")
     checkpoint = load_pretrained() if path is None else load_checkpoint(path)
-    model, src_vocab, tgt_vocab = checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab
-    encoded = _encode(sentences, src_vocab, numbers=checkpoint.extra.get("task") == "numbers-en-de")
+    model, src_vocab = checkpoint.model, checkpoint.src_vocab
+    if checkpoint.tokenizer is None:
+        encode, decode = _word_codec(
+            src_vocab, checkpoint.tgt_vocab, numbers=checkpoint.extra.get("task") == "numbers-en-de"
+        )
+    else:
+        encode, decode = _subword_codec(checkpoint.tokenizer)
+    encoded = encode(sentences)
     longest = max(len(ids) for ids in encoded)
     if longest > model.config.max_len:
-        raise CLIError(f"a sentence has {longest} words; the model reads at most {model.config.max_len}")
+        unit = "words" if checkpoint.tokenizer is None else "tokens"
+        raise CLIError(f"a sentence has {longest} {unit}; the model reads at most {model.config.max_len}")
     device = next(model.parameters()).device
     src = pad_sequences(encoded, src_vocab.pad_id).to(device)  # (B, S)
-    max_len = min(args.max_len, model.config.max_len)
+    default_len = 32 if checkpoint.tokenizer is None else model.config.max_len - 1  # number words are short
+    max_len = min(default_len if args.max_len is None else args.max_len, model.config.max_len)
     with torch.no_grad():
         if args.beam == 1:
             hypotheses, scores = greedy_decode(model, src, max_len)[:, None], None  # (B, 1, T)
         else:
             hypotheses, scores = beam_search(model, src, args.beam, max_len, args.alpha, n_best=args.n_best)
     for i, text in enumerate(sentences):
-        german = [german_text(tgt_vocab.decode(h.tolist())) for h in hypotheses[i]]
+        german = [decode(h.tolist()) for h in hypotheses[i]]
         if len(sentences) > 1 or args.n_best > 1:
             print(f"{text} →")
             for k, word in enumerate(german):
@@ -95,9 +134,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "translate",
         usage="%(prog)s [CHECKPOINT.pt] TEXT [TEXT ...] [--beam N] [--n-best N] [--alpha A] [--max-len N]",
-        help="translate English number words to German with a trained model",
-        description="Translate English number words to German. Without a checkpoint the committed one "
-        "(trained in chapter 07) is used.",
+        help="translate English to German with a trained model",
+        description="Translate English to German: number words with a chapter-07 checkpoint, sentences with a "
+        "chapter-09 one (its tokenizer is inside). Without a checkpoint the committed one (trained in chapter 07) "
+        "is used.",
     )
     parser.add_argument(
         "inputs", nargs="+", metavar="TEXT", help="sentences to translate, after an optional checkpoint file (.pt)"
@@ -105,5 +145,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--beam", type=int, default=1, help="beam size (1 = greedy decoding, the default)")
     parser.add_argument("--n-best", type=int, default=1, help="with --beam: print the n best translations")
     parser.add_argument("--alpha", type=float, default=0.6, help="GNMT length penalty of beam search (default 0.6)")
-    parser.add_argument("--max-len", type=int, default=32, help="longest translation in tokens (default 32)")
+    parser.add_argument(
+        "--max-len",
+        type=int,
+        default=None,
+        help="longest translation in tokens (default: 32 for number words, the model's max_len for subword tokens)",
+    )
     parser.set_defaults(run=_translate)

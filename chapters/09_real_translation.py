@@ -1,0 +1,538 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 09 — From number words to real sentences
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/09_real_translation.ipynb)
+#
+# Chapter 07 trained a translator of number words, a task with 31 English words, 32 German pieces
+# and one way to say each number. Real text is different: any word may turn up, German changes its
+# articles and endings with gender and case, and moves its verbs to the end of a clause. This
+# chapter takes the model of chapter 07, unchanged, to sentences with real grammar, with the tools
+# the paper uses for real corpora: subword tokens, batches of a token budget, shared embeddings and
+# checkpoint averaging. It ends with the same training on several processes, and on corpora from
+# the Hugging Face Hub or your own files.
+#
+# **Learning goals**
+#
+# - cut text into subword tokens with byte-pair encoding, learn one vocabulary for both languages,
+#   share one embedding matrix between encoder, decoder and output, and measure what the size of
+#   the vocabulary trades;
+# - batch by a token budget instead of a number of sentences, and measure the padding it saves;
+# - train on sentences, average the last checkpoints, and score the written text with sacrebleu
+#   (BLEU, chrF, exact match); read the cross-attention of a trained model head by head;
+# - run the training on several processes with `torchrun` and DistributedDataParallel, and see why
+#   the ranks' gradients must be weighted by their token counts.
+#
+# **In the paper:** §3.4 (one weight matrix for both embeddings and the output layer), §5.1 (byte-pair
+# encoding with a shared vocabulary of about 37,000 tokens; batches of about 25,000 source and 25,000
+# target tokens, grouped by length), §5.2 (eight GPUs), §6.1 (the average of the last 5
+# checkpoints; BLEU).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: install the course package
+    import subprocess
+
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
+        check=True,
+    )
+
+# %%
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import sacrebleu
+import seaborn as sns
+import torch
+
+from transformer_course import pick_device
+from transformer_course.averaging import average_state_dicts
+from transformer_course.batching import batch_indices, make_batch
+from transformer_course.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
+from transformer_course.decoding import cross_attention_maps, greedy_decode
+from transformer_course.evaluation import evaluate, translate
+from transformer_course.loss import label_smoothed_cross_entropy
+from transformer_course.schedule import make_optimizer, transformer_scheduler
+from transformer_course.sentence_training import (
+    SENTENCE_GPU_PROFILE,
+    pick_sentence_profile,
+    shared_tokenizer,
+    training_examples,
+)
+from transformer_course.sentences import sentence_splits, sentence_tokens
+from transformer_course.step import MixedPrecision
+from transformer_course.subwords import subword_task, tokenizer_summary
+from transformer_course.token_batches import padding_stats, shard, token_batch_stream, token_batches
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.plots import plot_history
+from transformer_course.training import build_model, fit
+from transformer_course.vocab import Vocab
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+device = pick_device()  # CUDA, then Apple's MPS, then the CPU
+profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA
+print("device:", device.type)
+print(profile)
+
+# %% [markdown]
+# ## 1. Sentences with real grammar, made on the spot
+#
+# Corpora such as WMT live on servers that come and go (the Annotated Transformer's Multi30k
+# download died with its host), and training on them takes GPU hours. So, as in chapter 07, the
+# course makes its own data: `sentences.py` writes English sentences and their German translations
+# from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar,
+# seeded, in any amount. The German is what a learner of German fights with: three genders and
+# their cases (*der Hund*, *den Hund*, *dem Hund*), adjective endings that depend on the article
+# (*der alte Mann*, *ein alter Mann*), the verb in second place (*Manchmal gibt die Schwester …*),
+# the verb at the end of a subordinate clause (*…, dass sie die Gläser sieht*), and the perfect
+# tense, which puts the participle at the end (*hat … gefunden*). The English has almost none of
+# it, so the model must work out case and gender from roles and nouns, and attention must reorder.
+
+# %%
+texts = sentence_splits(n_train=profile.n_train)  # {"train", "valid", "test"}: (English, German) pairs
+print({split: len(pairs) for split, pairs in texts.items()})
+for en, de in [texts["test"][i] for i in (1, 9, 11, 16, 8, 36)]:
+    print(f"{en}\n    → {de}")
+
+# %% [markdown]
+# A sentence goes to training, validation or test by a hash of its German text, so no German
+# sentence of the test set is ever a training target, not even as the translation of another
+# English wording. The test set depends only on the seed: it stays the same when training grows.
+
+# %%
+train_german = {de for _, de in texts["train"]}
+assert not any(de in train_german for _, de in texts["test"])
+words = [len(en.split()) for en, _ in texts["train"]]
+print(f"English words per training sentence: {min(words)} to {max(words)}, mean {sum(words) / len(words):.1f}")
+
+# %% [markdown]
+# ## 2. Subword tokens
+#
+# Chapter 07's two vocabularies were written by hand. For real text we have to learn one, and the
+# choice of unit matters:
+#
+# - **words**: a vocabulary built from the training text misses every word it did not see (names,
+#   rare words, and in German every new compound: *Hundehütte*, *Regenschirmständer*), and each
+#   inflected form (*alt, alte, alten, alter, altes*) is a separate token learned separately;
+# - **characters**: nothing is ever unknown, but sentences get five times longer, and attention's
+#   cost grows with the square of the length;
+# - **subwords**: frequent words stay whole, rare ones are cut into a few frequent pieces.
+#
+# The word vocabulary of our training text, and what it makes of a sentence with two words it never
+# saw:
+
+# %%
+word_vocab = Vocab.build(sentence_tokens(text) for pair in texts["train"] for text in pair)
+unseen = "The astronaut gives the dog a Hundehütte."
+print(len(word_vocab), "words;", sentence_tokens(unseen), "→")
+print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unseen))])
+
+# %% [markdown]
+# ### Byte-pair encoding
+#
+# Byte-pair encoding (Sennrich et al., 2016, the paper's reference [3]) learns subwords from the
+# training text. It starts with one token per character, counts how often each pair of neighbouring
+# tokens occurs, merges the most frequent pair into a new token, and repeats until the vocabulary has
+# the size we asked for. The merges are the tokenizer: a new text is cut into characters and the
+# merges are applied in the order they were learned.
+#
+# We use Hugging Face's `tokenizers` library (`subwords.py`). It is well kept and widely used, trains
+# offline from a list of strings in well under a second here (it is written in Rust), and a trained
+# tokenizer is one JSON string, which travels inside our checkpoints as plain data and which you can
+# open and read. `sentencepiece` would serve as well; its model file is a binary protocol buffer.
+# Each word start is marked with "▁", so decoding gives the text back exactly.
+#
+# The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
+# same: `shared_tokenizer` trains on the English and the German training sentences.
+
+# %%
+tokenizer = shared_tokenizer(texts["train"], vocab_size=profile.vocab_size)
+print(tokenizer, "— the first merges:", tokenizer.merges()[:10])
+for text in (texts["test"][16][0], texts["test"][16][1], unseen):
+    pieces = tokenizer.tokens(text)
+    assert tokenizer.decode(tokenizer.encode(text)) == text  # the text comes back
+    print(f"{len(pieces):2d} tokens: {' '.join(pieces)}")
+
+# %% [markdown]
+# The unseen words come out as pieces the model knows (*▁Hund*, a piece of *Hütte*), never as
+# `<unk>`. Which tokens does each language use? Most are used by one language only; the shared
+# ones are punctuation, names and loan words spelled alike (*Baby*, *Museum*), and pieces that
+# both languages build words from.
+
+# %%
+used = {"en": Counter(), "de": Counter()}  # how often each language uses each token
+for en, de in texts["train"][:20_000]:
+    used["en"].update(tokenizer.tokens(en))
+    used["de"].update(tokenizer.tokens(de))
+both = set(used["en"]) & set(used["de"])
+print(f"English only: {len(set(used['en']) - both)}, German only: {len(set(used['de']) - both)}, both: {len(both)}")
+print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + used["de"][t]))[:16])
+
+# %% [markdown]
+# ### What the vocabulary size trades
+#
+# A bigger vocabulary gives shorter sequences (less attention and feed-forward work per sentence,
+# shorter distances to attend over) but a bigger embedding matrix, and rarer tokens, each of which
+# the model sees fewer times during training. We train BPE at several sizes on part of the training
+# text and measure on the validation sentences.
+
+# %%
+sample = texts["train"][:20_000]
+valid_texts = [text for pair in texts["valid"] for text in pair]
+rows = []
+for size in (150, 300, 600, 1000, 2000, 4000):
+    bpe = shared_tokenizer(sample, vocab_size=size)
+    summary = tokenizer_summary(bpe, valid_texts)
+    counts = Counter(i for pair in sample[:5000] for text in pair for i in bpe.encode(text))
+    rare = sum(1 for i in range(4, len(bpe)) if counts[i] < 10) / (len(bpe) - 4)
+    rows.append({**summary, "vocab_size": len(bpe), "rare": rare})
+print(" V     tokens/sentence   tokens/word   embedding parameters (D=128)   tokens seen < 10 times")
+for row in rows:
+    print(f"{row['vocab_size']:5d}  {row['tokens_per_text']:10.1f}  {row['tokens_per_word']:14.2f}  "
+          f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")  # fmt: skip
+
+# %%
+fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
+sizes = [row["vocab_size"] for row in rows]
+ax_len.plot(sizes, [row["tokens_per_text"] for row in rows], "o-", label="tokens per sentence")
+ax_len.set(xscale="log", xlabel="vocabulary size V (log scale)", ylabel="tokens per validation sentence",
+           title="A bigger vocabulary makes sentences shorter …")  # fmt: skip
+ax_params = ax_len.twinx()
+ax_params.plot(sizes, [s * profile.d_model / 1e3 for s in sizes], "s--", color="tab:orange")
+ax_params.set_ylabel("embedding parameters (thousands)", color="tab:orange")
+ax_rare.plot(sizes, [100 * row["rare"] for row in rows], "o-", color="tab:red")
+ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size V (log scale)",
+            ylabel="% of tokens seen < 10 times", title="… but more of its tokens are rare")  # fmt: skip
+fig.tight_layout()
+
+# %% [markdown]
+# Our sentences use about 1,700 distinct words, so beyond ~2,000 tokens BPE has nothing left to
+# merge and the vocabulary stops growing; below ~600 the sentences get longer quickly. We take
+# V = 1,000 on the CPU: sentences of about 12 tokens, 128,000 embedding parameters (a tenth of the
+# model), few rare tokens. The paper's 37,000 tokens serve 4.5 million sentence pairs of news;
+# a real corpus wants a larger V than our small grammar does.
+#
+# ## 3. One embedding matrix for both languages (§3.4)
+#
+# With one vocabulary, token *i* means the same string on both sides, and the paper goes one step
+# further: the source embedding, the target embedding and the output layer (the pre-softmax linear
+# transformation) are **one matrix**. Chapter 01 tied the output layer to the target embedding; with
+# `share_embeddings=True` the source embedding is that matrix too. A token shared by the two
+# languages (a name, *Baby*, a comma) then has one vector, trained by both sides, and the model has
+# two V × D matrices fewer than with three separate ones.
+
+# %%
+task = subword_task(texts, tokenizer, name="sentences-en-de")  # the pairs in subword tokens
+shared = build_model(task, profile, share_embeddings=True)
+separate = build_model(task, profile)  # chapter 07's model: the output layer tied to the target embedding only
+assert shared.src_embed.weight is shared.tgt_embed.weight is shared.output.weight
+print(f"shared embeddings: {shared.num_parameters():,} parameters; separate source embedding: "
+      f"{separate.num_parameters():,} (+{separate.num_parameters() - shared.num_parameters():,} = V × D)")  # fmt: skip
+
+# %% [markdown]
+# ## 4. Batches of a token budget (§5.1)
+#
+# A batch of 128 sentences is as long as its longest sentence; with sentences of 3 to 25 tokens,
+# most of the rectangle is padding, computed and thrown away. Chapter 07 sorted sentences into
+# buckets of similar length, which helps; the paper goes further: each batch holds "approximately
+# 25000 source tokens and 25000 target tokens". `token_batches` sorts the examples by length and
+# fills each batch until one more example would push *count × longest* over the budget
+# (`max_tokens`), for the source and the target; then it shuffles the batches. A batch holds many
+# short sentences or a few long ones, and the work per step is about the same every step.
+#
+# Long pairs first: a real corpus holds some pages-long "sentences" that fit no budget;
+# `training_examples` leaves out pairs longer than `profile.max_sentence_tokens` (none here).
+
+# %%
+examples, left_out = training_examples(task, profile)
+src_lengths, tgt_lengths = [len(s) for s, _ in examples], [len(t) for _, t in examples]
+budget = token_batches(src_lengths, tgt_lengths, profile.max_tokens, seed=0)
+size = round(len(examples) / len(budget))  # the same mean number of sentences per batch, for a fair comparison
+lengths = [s + t for s, t in zip(src_lengths, tgt_lengths, strict=True)]
+schemes = {
+    f"{size} random sentences": batch_indices(lengths, size, seed=0, epoch=0, bucket=1),
+    f"{size} sentences, bucketed (ch. 07)": batch_indices(lengths, size, seed=0, epoch=0, bucket=50),
+    f"token budget {profile.max_tokens} (§5.1)": budget,
+}
+print(f"{len(examples):,} training pairs ({left_out} left out), {len(budget)} token batches per epoch")
+for name, batches in schemes.items():
+    stats = padding_stats(batches, src_lengths, tgt_lengths)
+    print(f"{name:<38} {stats['waste']:6.1%} of the batch slots are padding")
+
+# %%
+fig, ax = plt.subplots(figsize=(9, 3.4))
+for name, batches in schemes.items():
+    slots = [len(b) * max(tgt_lengths[i] for i in b) for b in batches]  # padded target slots per batch
+    ax.hist(slots, bins=60, range=(0, 3 * profile.max_tokens), alpha=0.6, label=name)
+ax.axvline(profile.max_tokens, color="black", ls=":", label="the token budget")
+ax.set(xlabel="target slots per batch (sentences × longest)", ylabel="batches",
+       title="A token budget keeps every batch the same size; fixed sentence counts do not")  # fmt: skip
+ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# Random batches waste about half of the work on padding; bucketing wastes much less; the token
+# budget wastes almost nothing and, unlike the other two, never makes a batch bigger than the
+# budget, so a budget that fits in memory once fits always.
+#
+# ## 5. Training on sentences
+#
+# The model, the loss, the warm-up schedule and the loop are chapter 07's. New: subword tokens,
+# shared embeddings and token batches. The CPU profile trains chapter 07's model (d_model 128,
+# 2 + 2 layers) on batches of 1,024 tokens (about 60 sentences) for a fixed number of steps, so
+# every run gives the same numbers; it trains without dropout because it sees each training
+# sentence only about 1.4 times, too few passes to over-fit (in our runs dropout 0.1 cost 12 points
+# of exact match at this length). For checkpoint averaging (section 7) we keep a copy of
+# the weights every 50 steps over the last 200 steps.
+
+# %%
+torch.manual_seed(profile.seed)
+model = build_model(task, profile, share_embeddings=True).to(device)
+optimizer = make_optimizer(model)
+scheduler = transformer_scheduler(optimizer, profile.d_model, profile.warmup_steps, profile.lr_scale)
+batches = token_batch_stream(examples, profile.max_tokens, task.tgt_vocab.pad_id, seed=profile.seed)
+keep_every, n_kept = 50, 5
+kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
+print(f"{model.num_parameters():,} parameters; {profile.steps} steps; weights kept at steps {kept_at}")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+precision = MixedPrecision.for_device(device)  # bfloat16 autocast on recent GPUs, None on the CPU
+history, snapshots = None, {}
+for stop in kept_at:
+    first = history is None
+    history = fit(
+        model, batches, optimizer, scheduler, stop, start_step=0 if first else history.steps[-1],
+        smoothing=profile.smoothing, max_grad_norm=profile.max_grad_norm, precision=precision, history=history,
+        evaluate_fn=(lambda m: evaluate(m, task.valid[:300], task, bleu_on="text")) if first else None,
+        eval_every=profile.eval_every, progress=first,
+    )  # fmt: skip
+    snapshots[stop] = {name: value.detach().clone() for name, value in model.state_dict().items()}
+print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
+
+# %%
+fig = plot_history(history, "sentences en→de")
+print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
+
+# %% [markdown]
+# ## 6. Scoring the written text with sacrebleu
+#
+# For number words chapter 07 counted BLEU over German pieces, since a number is a single word.
+# For sentences, BLEU is computed on the **written text**, detokenized, and sacrebleu tokenizes it
+# with its own standard tokenizer ("13a"). That makes the score independent of how *our* model cut
+# its words: BLEU over subword pieces counts a word of three pieces as three words, so a system
+# with a smaller vocabulary would get a different score for the same translation. (Post, 2018,
+# *A Call for Clarity in Reporting BLEU Scores*, shows differences of up to 1.8 BLEU from
+# tokenization alone.) `evaluate(..., bleu_on="text")` does it; chrF compares character n-grams,
+# and exact match counts the sentences that are entirely right.
+
+# %%
+scores = evaluate(model, task.test, task, bleu_on="text")
+print("test, 1,000 sentences:", scores)
+hypotheses = translate(model, [s for s, _ in task.test], task)
+hyp_text = [task.detokenize(h) for h in hypotheses]
+ref_text = [task.detokenize(t) for _, t in task.test]
+assert round(sacrebleu.corpus_bleu(hyp_text, [ref_text]).score, 2) == scores["bleu"]  # by hand = the package
+pieces_bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in task.test]])
+print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparable with other systems)")
+
+# %%
+wrong = [i for i, (h, r) in enumerate(zip(hyp_text, ref_text, strict=True)) if h != r]
+print(f"{len(wrong)} of {len(ref_text)} test sentences are not exactly right, for example:")
+for i in wrong[:5]:
+    print(f"  {texts['test'][i][0]}\n    model:    {hyp_text[i]}\n    expected: {ref_text[i]}")
+
+# %% [markdown]
+# ## 7. Checkpoint averaging (§6.1)
+#
+# The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
+# in training the weights move around the bottom of a valley, pushed one way and then another by
+# the batches; the mean of several of those points can lie nearer the middle than any one of them.
+# `average_state_dicts` takes the element-wise mean (it works for any `state_dict` of one
+# architecture; `average_checkpoints` does the same for checkpoint files). We average the last 2,
+# 3 and 5 of our kept weights and score each on the test set.
+
+# %%
+final = snapshots[kept_at[-1]]
+averaged_scores = {1: scores}
+for n in (2, 3, 5):
+    model.load_state_dict(average_state_dicts([snapshots[step] for step in kept_at[-n:]]))
+    averaged_scores[n] = evaluate(model, task.test, task, bleu_on="text")
+model.load_state_dict(final)
+print("checkpoints averaged   exact match   BLEU    chrF")
+for n, s in averaged_scores.items():
+    print(f"{n:>20}   {s['exact_match']:11.2f}   {s['bleu']:5.2f}   {s['chrf']:5.2f}")
+
+# %% [markdown]
+# AVERAGING_RESULT
+#
+# ## 8. What the decoder reads: cross-attention on a real sentence
+#
+# Chapter 08 showed the cross-attention of the numbers model, averaged over heads. Here are the four
+# heads of the last decoder layer, one by one, for a sentence whose verb moves: English "sees" comes
+# before its object, German *sieht* comes last in the subordinate clause.
+
+# %%
+example = 16
+src = torch.tensor([task.src_vocab.encode(task.test[example][0])], device=device)  # (1, S)
+hyp = greedy_decode(model, src, max_len=40)  # (1, T)
+maps = cross_attention_maps(model, src, hyp)  # (layers, 1, H, T, S)
+source_tokens = task.test[example][0]
+target_tokens = task.tgt_vocab.decode(hyp[0].tolist()) + ["<eos>"]
+print(tokenizer.decode(hyp[0].tolist()))
+fig, axes = plt.subplots(1, maps.shape[2], figsize=(4.1 * maps.shape[2], 4.4), sharey=True)
+for head, ax in enumerate(axes):
+    weights = maps[-1, 0, head, : len(target_tokens), : len(source_tokens)].cpu()  # (T, S)
+    sns.heatmap(weights, ax=ax, cmap="Blues", vmin=0, vmax=1, square=True, cbar=head == len(axes) - 1,
+                cbar_kws={"label": "attention weight"}, xticklabels=source_tokens, yticklabels=target_tokens)  # fmt: skip
+    ax.set_title(f"layer {maps.shape[0]}, head {head + 1}")
+    ax.set_xlabel("English source token")
+    ax.tick_params(axis="x", labelrotation=70, labelsize=8)
+    ax.tick_params(axis="y", labelrotation=0, labelsize=8)
+axes[0].set_ylabel("German token being written")
+fig.suptitle("Cross-attention per head: writing 'sieht' at the end, the decoder reads 'sees'", y=1.02)
+fig.tight_layout()
+
+# %% [markdown]
+# ATTENTION_RESULT
+#
+# ## 9. Several processes: DistributedDataParallel
+#
+# The paper trained on 8 GPUs (§5.2). PyTorch's way is **DistributedDataParallel** (DDP):
+# `torchrun --nproc-per-node N` starts N copies of the training program, the *ranks*. Each holds a
+# whole replica of the model and takes its own share of the batches: every rank computes the same
+# list of token batches (same seed) and takes every N-th one, starting at its rank (`shard`,
+# which first tops the list up so that every rank gets as many batches). After the backward pass
+# the ranks add up their gradients (an *all-reduce*, over NCCL between GPUs or gloo between CPU
+# processes), every replica makes the same update, and the replicas stay equal. Only rank 0
+# evaluates and writes the checkpoint.
+
+# %%
+ranks = 2
+first_batches = [[i] for i in range(7)]  # stand-ins for one epoch's 7 batches
+for rank in range(ranks):
+    print(f"rank {rank} takes batches", [b[0] for b in shard(first_batches, rank, ranks)])
+
+# %% [markdown]
+# > **Common mistake — averaging the ranks' losses.** DDP's default all-reduce takes the *mean* of
+# > the ranks' gradients. Each rank's loss is already a mean over its own tokens, so that is a mean
+# > of means: with token batches the ranks hold different numbers of tokens, and a token on a rank
+# > with few tokens counts more than a token on a busy rank. The step is then not the step one
+# > process would make on all the ranks' sentences together. Below, two "ranks" in one process: a
+# > batch of short sentences and a batch of long ones.
+
+# %%
+model.eval()  # no dropout (this profile has none anyway): the gradients are comparable
+by_length = sorted(examples, key=lambda pair: len(pair[1]))
+short, long = by_length[:40], by_length[-8:]  # two ranks' batches: 40 short sentences, 8 long ones
+parts, together = [make_batch(short, 0), make_batch(long, 0)], make_batch(short + long, 0)  # together: one process
+
+
+def gradient(batch) -> torch.Tensor:
+    model.zero_grad()
+    logits = model(batch.src.to(device), batch.tgt_in.to(device))  # (B, T, V)
+    label_smoothed_cross_entropy(logits, batch.tgt_out.to(device), profile.smoothing).backward()
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+truth = gradient(together)
+grads, counts = [gradient(b) for b in parts], [b.n_tokens for b in parts]
+mean_of_means = (grads[0] + grads[1]) / 2  # the bug: DDP's default average
+weighted = sum(g * n / sum(counts) for g, n in zip(grads, counts, strict=True))  # n_r / n, as distributed.py does
+relative = lambda g: ((g - truth).norm() / truth.norm()).item()
+print(f"target tokens per rank: {counts}")
+print(f"mean of the ranks' gradients: {relative(mean_of_means):.1%} off the one-process gradient")
+print(f"weighted by token counts:     {relative(weighted):.1e} off")
+assert relative(weighted) < 1e-4 < 0.05 < relative(mean_of_means)
+model.zero_grad()
+
+# %% [markdown]
+# `distributed.py` weights each rank's gradient by its share of the step's tokens, $n_r / n$, before
+# the ranks add them up: the sum of all token losses over the global token count, exactly what one
+# process computes. `World.before_step` finds the share with one small all-reduce of the token
+# counts, and a DDP *communication hook* (the function DDP calls to exchange each bucket of
+# gradients) applies it, so chapter 07's `train_step` and `fit` stay as they were; `fit` gets only a
+# `world` argument. `tests/test_distributed.py` runs two real processes and checks that they end
+# with the parameters of one process trained on the same global batches, and that without the
+# weighting they do not.
+#
+# From a terminal, the same command trains on one process or on several:
+#
+# ```bash
+# python -m transformer_course train --task sentences-en-de --out sentences.pt             # one process
+# torchrun --standalone --nproc-per-node 2 -m transformer_course train --task sentences-en-de --out sentences.pt
+# torchrun --standalone --nproc-per-node 8 -m transformer_course train --task sentences-en-de --out sentences.pt  # 8 GPUs
+# python -m transformer_course evaluate sentences.pt          # BLEU, chrF, exact match on the test split
+# python -m transformer_course translate sentences.pt "The old man gives the child a ball."
+# ```
+#
+# The tokenizer travels inside the checkpoint (as plain data, read with `weights_only=True`), so
+# `translate` tokenizes your sentence as the model was trained and prints written German.
+#
+# ## 10. Real corpora
+#
+# Where there is a network, the same command trains on a real corpus: `--dataset multi30k`
+# (29,000 image captions, the Annotated Transformer's corpus), `--dataset iwslt2017-en-de` (TED
+# talks) or `--dataset wmt14-en-de` (the paper's corpus; add `--max-pairs`), downloaded once from the
+# Hugging Face Hub with the optional `datasets` package (`pip install "transformer-course[datasets]"`)
+# and cached as plain text files with SHA-256 sums, so later runs need no network. Or your own
+# corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence per
+# line. Every failure is one line that says what to do. Here, a folder we write ourselves:
+
+# %%
+folder = Path(tempfile.mkdtemp()) / "my_corpus"
+write_text_corpus(Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50]), folder)
+print(describe(load_text_corpus(folder)))
+(folder / "test.de").write_text("Nur eine Zeile.\n", encoding="utf-8")  # now test.en and test.de disagree
+try:
+    load_text_corpus(folder)
+except CorpusError as error:
+    print("CorpusError:", error)
+
+# %% [markdown]
+# On a GPU this chapter picks a bigger profile by itself (below): the paper's width, four layers
+# each side, sixteen times the token budget, and bfloat16 autocast (`MixedPrecision.for_device`)
+# on GPUs that have it.
+
+# %%
+print(SENTENCE_GPU_PROFILE)
+print("mixed precision here:", MixedPrecision.for_device(device))
+
+# %% [markdown]
+# ## Summary
+#
+# - Byte-pair encoding learns subword tokens from the text: frequent words stay whole, unseen words
+#   become pieces instead of `<unk>`. One vocabulary for both languages lets the source embedding,
+#   the target embedding and the output layer be one matrix (§3.4, §5.1). The vocabulary size trades
+#   sequence length against embedding size and rare tokens.
+# - Batches of a token budget (§5.1) waste almost nothing on padding and keep every step the same
+#   size.
+# - Chapter 07's model learns real German grammar in minutes on a CPU; BLEU is computed on the
+#   written text with sacrebleu's own tokenizer, so it does not depend on our tokens.
+# - Averaging the last checkpoints (§6.1) is free to try: measure it, as its effect depends on
+#   where in training the checkpoints lie.
+# - DistributedDataParallel runs the same loop on several processes; with token batches each rank's
+#   gradient is weighted by its share of the tokens, and the result equals one process.
+#
+# **Exercises:** this chapter has no exercises of its own: it runs on the pieces you built in the
+# exercises of chapters 01–08, and its new rooms (`subwords.py`, `token_batches.py`,
+# `averaging.py`, `distributed.py`, …) are there to read.
