@@ -44,13 +44,18 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: install the course package
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
     import subprocess
 
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "git+https://github.com/transformer-course/transformer-course"],
-        check=True,
-    )
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
 # %%
 import tempfile
@@ -80,6 +85,7 @@ from transformer_course.sentences import sentence_splits, sentence_tokens
 from transformer_course.step import MixedPrecision
 from transformer_course.subwords import subword_task, tokenizer_summary
 from transformer_course.token_batches import padding_stats, shard, token_batch_stream, token_batches
+from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.plots import plot_history
 from transformer_course.training import build_model, fit
@@ -92,6 +98,16 @@ device = pick_device()  # CUDA, then Apple's MPS, then the CPU
 profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA
 print("device:", device.type)
 print(profile)
+
+# %% [markdown]
+# **Where we are.** The model is the one of the map, unchanged. What changes is at its two ends:
+# the tokens (subwords learned from the text, one vocabulary for both languages, one matrix for
+# both embeddings and the output layer) and the training (batches of a token budget, several
+# processes, averaged checkpoints). In the paper's notation the source and target vocabularies are
+# now one: $V_\text{src} = V_\text{tgt}$.
+
+# %%
+architecture_map(["tokens", "embeddings", "training"])
 
 # %% [markdown]
 # ## 1. Sentences with real grammar, made on the spot
@@ -534,5 +550,65 @@ print("mixed precision here:", MixedPrecision.for_device(device))
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
 # **Exercises:** this chapter has no exercises of its own: it runs on the pieces you built in the
-# exercises of chapters 01–08, and its new rooms (`subwords.py`, `token_batches.py`,
-# `averaging.py`, `distributed.py`, …) are there to read.
+# exercises of chapters 01–08 (`exercises/ex01_embeddings.ipynb` to `exercises/ex08_decoding.ipynb`),
+# and its new rooms (`subwords.py`, `token_batches.py`, `averaging.py`, `distributed.py`, …) are
+# there to read.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why does a subword vocabulary never need `<unk>` for an English or German word, and what does
+#    a rare word cost instead?
+#    <details><summary>Answer</summary>
+#
+#    Byte-pair encoding starts from single characters and only merges frequent pairs, so any word
+#    made of known characters can be written as pieces. A rare word costs length: it becomes several
+#    tokens, so the sequence grows and the model must assemble its meaning from the pieces.
+#    </details>
+# 2. What does a bigger vocabulary trade?
+#    <details><summary>Answer</summary>
+#
+#    Shorter sequences (fewer tokens per sentence, so less attention work, which grows with the square
+#    of the length) against a bigger embedding matrix and output layer, and rarer tokens, each seen
+#    less often in training.
+#    </details>
+# 3. Why may the source embedding, the target embedding and the output layer share one matrix
+#    here, when chapter 07 could share only the target embedding and the output?
+#    <details><summary>Answer</summary>
+#
+#    Sharing needs the same token ids on both sides. Chapter 07 had two vocabularies (English words,
+#    German pieces); here one BPE vocabulary is learned from both languages, so an id means the same
+#    piece in the encoder, the decoder and the output layer (§3.4).
+#    </details>
+# 4. Why does a batch of a fixed number of sentences waste work, and what does a token budget fix?
+#    <details><summary>Answer</summary>
+#
+#    Every sentence is padded to the longest in its batch; with random sentences of very different
+#    lengths much of the batch is padding, and the number of real tokens (so the size of the gradient
+#    step) changes from batch to batch. Sorting by length and filling a token budget keeps padding
+#    small and the number of tokens per step almost constant (§5.1).
+#    </details>
+# 5. With token batches, why must each rank's loss be weighted by its share of the tokens before
+#    DDP averages the gradients?
+#    <details><summary>Answer</summary>
+#
+#    DDP takes the plain mean of the ranks' gradients. If one rank holds 60 % of the tokens and the
+#    other 40 %, the mean of their per-token averages is not the per-token average over all tokens;
+#    weighting each rank's loss by (its tokens ÷ all tokens) × world size makes the mean exact, and
+#    the run equal to one process on the whole batch.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.4 (shared weights), §5.1 (byte-pair encoding, batches by length, about 25,000
+#   tokens each side), §5.2 (eight GPUs), §6.1 (averaging the last checkpoints; BLEU).
+# - Sennrich, Haddow and Birch (2016), *Neural Machine Translation of Rare Words with Subword Units*:
+#   byte-pair encoding for translation.
+# - Kudo (2018), *Subword Regularization*, and Kudo and Richardson (2018), *SentencePiece*: the
+#   unigram model, the other common choice.
+# - Press and Wolf (2017), *Using the Output Embedding to Improve Language Models*: tying the
+#   embeddings and the output layer.
+# - Li et al. (2020), *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*: how
+#   DDP overlaps the all-reduce with the backward pass.
+# - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: scoring detokenised text with
+#   sacreBLEU.
