@@ -1,13 +1,14 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
 #       format_version: '1.3'
-#       jupytext_version: 1.19.6
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -364,11 +365,14 @@ print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) f
 # %%
 scores = evaluate(model, task.test, task, bleu_on="text")
 print("test, 1,000 sentences:", scores)
-hypotheses = translate(model, [s for s, _ in task.test], task)
+longest = max(len(t) for _, t in task.test) + 2
+limit = min(2 * longest, model.config.max_len - 1)  # evaluate's limit: twice the longest reference
+hypotheses = translate(model, [s for s, _ in task.test], task, max_len=limit)
 hyp_text = [task.detokenize(h) for h in hypotheses]
 ref_text = [task.detokenize(t) for _, t in task.test]
 assert round(sacrebleu.corpus_bleu(hyp_text, [ref_text]).score, 2) == scores["bleu"]  # by hand = the package
-pieces_bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in task.test]])
+pieces = [" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in task.test]]
+pieces_bleu = sacrebleu.corpus_bleu(*pieces, force=True)  # force: yes, these are tokens on purpose
 print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparable with other systems)")
 
 # %%
@@ -399,16 +403,25 @@ for n, s in averaged_scores.items():
     print(f"{n:>20}   {s['exact_match']:11.2f}   {s['bleu']:5.2f}   {s['chrf']:5.2f}")
 
 # %% [markdown]
-# AVERAGING_RESULT
+# Averaging helped, and more than a few extra steps would have: the mean of the last 2 kept
+# weights lifted exact match from 82.7% to 87.4%, of the last 3 to 88.9% and of the last 5 to
+# 89.1%, and BLEU from 94.0 to 96.4, for the price of one pass over five state dicts. Our five
+# snapshots lie 50 steps apart at the end of a short run whose learning rate is still fairly high,
+# so each one is a noisy point around where the training is heading, and their mean removes much
+# of that noise. The paper's checkpoints were 10 minutes apart after 12 hours of training; there
+# the gain is smaller and comes from the same effect. It is measured here on the test set, which
+# is fine for a demonstration; to choose how many checkpoints to average, use the validation set.
 #
 # ## 8. What the decoder reads: cross-attention on a real sentence
 #
-# Chapter 08 showed the cross-attention of the numbers model, averaged over heads. Here are the four
-# heads of the last decoder layer, one by one, for a sentence whose verb moves: English "sees" comes
-# before its object, German *sieht* comes last in the subordinate clause.
+# Chapter 08 showed the cross-attention of the numbers model, head by head. Here are the four heads
+# of the last decoder layer on a real sentence whose verb moves: the first test sentence with a
+# *dass* clause that the model translates exactly. In English the verb of the clause comes right
+# after its subject; in German it comes last.
 
 # %%
-example = 16
+example = next(i for i, (_, de) in enumerate(texts["test"]) if ", dass " in de and hyp_text[i] == ref_text[i])
+print(texts["test"][example][0])
 src = torch.tensor([task.src_vocab.encode(task.test[example][0])], device=device)  # (1, S)
 hyp = greedy_decode(model, src, max_len=40)  # (1, T)
 maps = cross_attention_maps(model, src, hyp)  # (layers, 1, H, T, S)
@@ -425,11 +438,17 @@ for head, ax in enumerate(axes):
     ax.tick_params(axis="x", labelrotation=70, labelsize=8)
     ax.tick_params(axis="y", labelrotation=0, labelsize=8)
 axes[0].set_ylabel("German token being written")
-fig.suptitle("Cross-attention per head: writing 'sieht' at the end, the decoder reads 'sees'", y=1.02)
+fig.suptitle("Cross-attention of the last layer, head by head, on a verb-final 'dass' clause", y=1.02)
 fig.tight_layout()
 
 # %% [markdown]
-# ATTENTION_RESULT
+# Most of the way the heads walk down the diagonal: German follows the English word for word from
+# *Jede Schwester denkt, dass die Ziege* to *Zimmer*. Then the line breaks. To write the clause's
+# last word, *geh* + *t*, every head jumps back to the English verb "go" + "es", six source tokens
+# to the left, past "out of our green room"; the period and `<eos>` return to the end. That jump
+# is the verb-final word order of a *dass* clause, learnt from examples and carried out by
+# attention alone. The heads also split subwords sensibly: *grü* + *nen* both read "green", and
+# "think" + "s" become *denk* + *t*, stem to stem and ending to ending.
 #
 # ## 9. Several processes: DistributedDataParallel
 #

@@ -124,6 +124,13 @@ def _apply_carriage_returns(text: str) -> str:
 def main(args: list[str]) -> int:
     run = "--no-execute" not in args
     paths = [a for a in args if a != "--no-execute"]
+    for path in paths:
+        if path.startswith("-"):
+            print(f"execute_notebooks: unknown option {path!r}; the one option is --no-execute", file=sys.stderr)
+            return 2
+        if not Path(path).with_suffix(".py").is_file():
+            print(f"execute_notebooks: no notebook source {Path(path).with_suffix('.py')}", file=sys.stderr)
+            return 2
     sources = [Path(p).resolve() for p in paths] or sorted([*ROOT.glob("chapters/*.py"), *ROOT.glob("solutions/*.py")])
     for source in sources:
         if run:
