@@ -22,16 +22,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _repository_url() -> str:
-    """The repository the Colab and GitHub buttons point to: the course's one constant
-    (transformer_course/tools/course.py, loaded alone: the site's build does not install torch).
-    COURSE_REPOSITORY_URL overrides it (for a fork)."""
+def _course_module(name: str):
+    """A module of transformer_course/tools loaded alone (the site's build does not install torch)."""
     spec = importlib.util.spec_from_file_location(
-        "_course_constants", ROOT / "transformer_course" / "tools" / "course.py"
+        f"_course_{name}", ROOT / "transformer_course" / "tools" / f"{name}.py"
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return os.environ.get("COURSE_REPOSITORY_URL", module.REPOSITORY_URL).rstrip("/")
+    return module
+
+
+def _repository_url() -> str:
+    """The repository the Colab and GitHub buttons point to: the course's one constant
+    (transformer_course/tools/course.py). COURSE_REPOSITORY_URL overrides it (for a fork)."""
+    return os.environ.get("COURSE_REPOSITORY_URL", _course_module("course").REPOSITORY_URL).rstrip("/")
 
 
 REPOSITORY_URL = _repository_url()
@@ -90,6 +94,7 @@ def _for_readers(app, docname, source):
     if not source[0].lstrip().startswith("{"):
         return
     notebook = json.loads(source[0])
+    apply_carriage_returns = _course_module("pairs").apply_carriage_returns
     for cell in notebook.get("cells", []):
         if cell.get("cell_type") == "code":  # nbval's markers are for the tests, not for readers
             lines = "".join(cell["source"]).splitlines(keepends=True)
@@ -97,18 +102,8 @@ def _for_readers(app, docname, source):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
                 text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]
-                output["text"] = _apply_carriage_returns(text)
+                output["text"] = apply_carriage_returns(text)
     source[0] = json.dumps(notebook)
-
-
-def _apply_carriage_returns(text: str) -> str:
-    lines = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        shown = ""
-        for piece in line.split("\r"):
-            shown = piece + shown[len(piece) :]
-        lines.append(shown)
-    return "\n".join(lines)
 
 
 def setup(app):

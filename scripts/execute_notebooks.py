@@ -26,6 +26,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from transformer_course.tools.pairs import apply_carriage_returns
+
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = "python3"
 
@@ -105,20 +107,8 @@ def _merge_streams(outputs: list) -> list:
             merged.append(output)
     for output in merged:
         if output.output_type == "stream":
-            output.text = _apply_carriage_returns(output.text)
+            output.text = apply_carriage_returns(output.text)
     return merged
-
-
-def _apply_carriage_returns(text: str) -> str:
-    """Keep what a terminal (and JupyterLab) shows: text after a carriage return overwrites the
-    start of its line. A text progress bar then stores its last state only."""
-    lines = []
-    for line in text.replace("\r\n", "\n").split("\n"):
-        shown = ""
-        for piece in line.split("\r"):
-            shown = piece + shown[len(piece) :]
-        lines.append(shown)
-    return "\n".join(lines)
 
 
 def main(args: list[str]) -> int:

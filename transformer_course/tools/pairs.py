@@ -22,3 +22,15 @@ def write_pair(notebook, py: Path, keep_outputs: bool = True) -> None:  # noqa: 
                 cell.outputs, cell.execution_count = [], None
     jupytext.write(notebook, py, fmt="py:percent")
     jupytext.write(notebook, ipynb)
+
+
+def apply_carriage_returns(text: str) -> str:
+    """Keep what a terminal (and JupyterLab) shows: text after a carriage return overwrites the
+    start of its line. A text progress bar then keeps its last state only."""
+    lines = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        shown = ""
+        for piece in line.split("\r"):
+            shown = piece + shown[len(piece) :]
+        lines.append(shown)
+    return "\n".join(lines)
