@@ -410,7 +410,8 @@ scale_result = run_experiment("embedding-scale")
 # run's noise). The embeddings are learned, and the optimiser soon gives them whatever size helps;
 # at $d_{model} = 64$ the starting imbalance is only $\sqrt{32} \approx 5.7$. What went badly wrong
 # is the opposite mismatch: $\mathcal{N}(0, 1)$ times $\sqrt{d_{model}}$ makes token vectors 8 times
-# longer than the positional ones, and, through the tied output layer of section 4, starts the
+# longer than the course's (about 11 times longer than the positional ones), and, through the tied
+# output layer of section 4, starts the
 # logits 8 times too large (its loss curve begins far above the others). That model reversed 2%
 # of the strings. So the factor is not what makes training work; what matters is that the starting
 # sizes of the token vectors, the positional vectors and the tied output layer agree, and the

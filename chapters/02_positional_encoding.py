@@ -360,10 +360,11 @@ from transformer_course.tools.experiments import run_experiment
 positions_result = run_experiment("positions")
 
 # %% [markdown]
-# Within the training lengths both models reverse most strings (the longest ones less reliably
-# after 1,000 steps of a one-layer model). One letter beyond, **both collapse**: neither model
-# reverses a single string of 11 letters or more, and even the share of letters in the right place
-# falls from about 90% to 18–29% at 11 letters and below 10% from 13 on. The sinusoidal model does
+# Within the training lengths both models reverse most strings up to 9 letters (the longest ones
+# less reliably after 1,000 steps of a one-layer model: at 10 letters the learned table manages only
+# 18%). One letter beyond, **both collapse**: neither model reverses a single string of 11 letters
+# or more, and even the share of letters in the right place falls from 75–90% at 10 letters to
+# 18–29% at 11 and below 10% from 13 on. The sinusoidal model does
 # no better than the learned one (at 11 letters, a little worse).
 #
 # So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions

@@ -705,9 +705,10 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # %% [markdown]
 # Layer 1 is a mixture: some heads spread over several words, some land on a word other than the
 # one being translated (an offset rule of their own, like the heads of chapter 04). In layer 2 the
-# heads are nearly one-hot and agree with each other: to write *zwei* they read "two", for
-# *vierzig* they go back to "forty", for *tausend* on to "thousand"; for *sieben und sechzig* they
-# read "seven", then "sixty". That is the reordering the task needs, done by attention alone.
+# heads are nearly one-hot and mostly agree with each other: to write *zwei* they read "two", for
+# *vierzig* they go back to "forty", for *tausend* (three heads of four) on to "thousand"; for
+# *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
+# by attention alone.
 #
 # **Encoder self-attention**: each English word gathers information from the other English words.
 # **Decoder self-attention**: each position looks back over the German pieces written so far (the
@@ -812,13 +813,14 @@ if wrong:
               f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
 
 # %% [markdown]
-# The probe reaches the mistakes a test split of 100 numbers per stratum can miss; above are the
-# ones the shipped model still makes, each with the log-probability the model gives its own output
-# and the correct translation. When the correct translation is far less probable to the model than
-# its own output, the error is the *model's*: beam search, or any better search, will not find what
-# the model considers unlikely. The fix is in the data, as it was for the course's first model,
-# whose failures on short and round numbers went away once training held enough of them (chapter
-# 07, section 1). That is the usual lesson of error analysis: look at the errors, decide whether
+# The probe reaches the mistakes a test split of 100 numbers per stratum can miss, and on the
+# shipped model it finds none: all 953 numbers come out right. On a weaker model (train chapter 07
+# for fewer steps and load that checkpoint here), each failure is listed with the log-probability
+# the model gives its own output and the correct translation. When the correct translation is far
+# less probable to the model than its own output, the error is the *model's*: beam search, or any
+# better search, will not find what the model considers unlikely. The fix is in the data, as it was
+# for the course's first model, whose failures on short and round numbers went away once training
+# held enough of them (chapter 07, section 1). That is the usual lesson of error analysis: look at the errors, decide whether
 # the search or the model is to blame, and fix the model with data, not with cleverer decoding.
 #
 # ## Summary
@@ -836,9 +838,9 @@ if wrong:
 #   computes each earlier position once instead of at every step (only the attention over the
 #   cached keys still grows with the prefix); positions must start at the cache length.
 # - BLEU, chrF and exact match put greedy and beam search level on the test split, with no
-#   errors. Probing rare inputs finds the weak spot: after a round "tausend" the model often does not
-#   stop. Beam search repairs a few of these, but most are errors of the model, which only better
-#   training data can fix.
+#   errors. Probing 953 rare inputs that training left out finds no error either; where a model
+#   does err, scoring the correct translation tells a search error (beam search can help) from a
+#   model error (only better training data can).
 #
 # **Exercises:** [exercises/ex08_decoding.ipynb](../exercises/ex08_decoding.ipynb) — one greedy
 # step (ex08_1), top-p filtering (ex08_2) and one beam-search step with the length penalty

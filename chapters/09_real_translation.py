@@ -242,10 +242,10 @@ ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size V (log scale)",
 fig.tight_layout()
 
 # %% [markdown]
-# Our sentences use about 1,700 distinct words, so beyond ~2,000 tokens BPE has nothing left to
-# merge and the vocabulary stops growing; below ~600 the sentences get longer quickly. We take
-# V = 1,000 on the CPU: sentences of about 12 tokens, 128,000 embedding parameters (a tenth of the
-# model), few rare tokens. The paper's 37,000 tokens serve 4.5 million sentence pairs of news;
+# Our sentences use about 1,700 distinct words, so beyond about 2,650 tokens BPE has nothing left
+# to merge (asking for 4,000 gives 2,654); below ~600 the sentences get longer quickly. We take
+# V = 1,000 on the CPU: sentences of about 14 tokens, 128,000 embedding parameters (about an eighth
+# of the model), and a quarter of the tokens seen fewer than 10 times. The paper's 37,000 tokens serve 4.5 million sentence pairs of news;
 # a real corpus wants a larger V than our small grammar does.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
@@ -307,7 +307,7 @@ ax.legend()
 fig.tight_layout()
 
 # %% [markdown]
-# Random batches waste about half of the work on padding; bucketing wastes much less; the token
+# Random batches waste over 40% of the work on padding; bucketing wastes much less; the token
 # budget wastes almost nothing and, unlike the other two, never makes a batch bigger than the
 # budget, so a budget that fits in memory once fits always.
 #
@@ -444,11 +444,12 @@ fig.tight_layout()
 # %% [markdown]
 # Most of the way the heads walk down the diagonal: German follows the English word for word from
 # *Jede Schwester denkt, dass die Ziege* to *Zimmer*. Then the line breaks. To write the clause's
-# last word, *geh* + *t*, every head jumps back to the English verb "go" + "es", six source tokens
-# to the left, past "out of our green room"; the period and `<eos>` return to the end. That jump
+# last word, *geh* + *t*, the heads jump back to the English verb "go" + "es" (head 2 less sharply),
+# six source tokens to the left, past "out of our green room"; the period and `<eos>` mostly return
+# to the end. That jump
 # is the verb-final word order of a *dass* clause, learnt from examples and carried out by
-# attention alone. The heads also split subwords sensibly: *grü* + *nen* both read "green", and
-# "think" + "s" become *denk* + *t*, stem to stem and ending to ending.
+# attention alone. Head 1 also splits subwords sensibly: *grü* + *nen* both read "green", and
+# heads 1 and 2 map "think" + "s" to *denk* + *t*, stem to stem and ending to ending.
 #
 # ## 9. Several processes: DistributedDataParallel
 #

@@ -157,7 +157,11 @@ print(json.dumps({"written": written, "failure": failure, "size": info.f_blocks 
     outcome = report(job(mechanism, code, tmp_mb=16))
     assert outcome["failure"] == "ENOSPC"
     assert outcome["written"] <= 16 * MIB and outcome["size"] == 16 * MIB  # in memory, not on the host disk
-    assert report(job(mechanism, "import json, os; print(json.dumps(os.listdir('/tmp')))")) == []
+    listed = report(job(mechanism, "import json, os; print(json.dumps(os.listdir('/tmp')))"))
+    # empty, but for the way to the Python installation when it lives under /tmp (a checkout there)
+    tmp = Path("/tmp")
+    on_the_way = {Path(p).relative_to(tmp).parts[0] for p in sandbox.python_paths() if Path(p).is_relative_to(tmp)}
+    assert set(listed) <= on_the_way, listed
 
 
 def test_there_is_no_network(mechanism: str) -> None:

@@ -178,6 +178,27 @@ def test_the_shipped_model_is_right_on_every_stratum() -> None:
     assert strata == checkpoint.extra["test"]["strata"], "the scores recorded in the file are the real ones"
 
 
+def test_the_shipped_model_was_made_by_the_recipe_of_make_checkpoint() -> None:
+    """scripts/make_checkpoint.py re-creates the committed file: its steps, profile and repeats are
+    the ones recorded in the checkpoint (so the script cannot drift from what ships)."""
+    import importlib.util
+    from dataclasses import replace
+
+    from transformer_course.tools.pretrained import load_pretrained
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "make_checkpoint.py"
+    spec = importlib.util.spec_from_file_location("make_checkpoint", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    checkpoint = load_pretrained()
+    assert checkpoint.extra["oversampling"] == script.SHIPPED_OVERSAMPLING
+    assert checkpoint.step == script.SHIPPED.steps
+    assert (
+        checkpoint.extra["profile"]
+        == replace(script.SHIPPED, eval_every=checkpoint.extra["profile"]["eval_every"]).to_dict()
+    )
+
+
 def test_a_tiny_model_learns_to_copy_in_seconds() -> None:
     task = copy_task(n_train=4000, n_eval=200, n_symbols=8)
     task.train = [(s[:6], t[:6]) for s, t in task.train]
