@@ -286,3 +286,9 @@ def test_real_datasets_library_offline_gives_our_line(tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert out.stdout.strip().startswith("dataset 'multi30k': cannot reach the Hugging Face Hub ("), out.stderr[-500:]
+
+
+def test_a_split_with_only_blank_pairs_is_refused(tmp_path):
+    files = {**good_files(), "valid.en": "\n\n", "valid.de": "Hallo.\n\n"}  # one side blank on every line
+    with pytest.raises(CorpusError, match="split 'valid' has no pair with text on both sides"):
+        load_text_corpus(write(tmp_path / "c", files))

@@ -120,3 +120,8 @@ def test_a_diverging_run_is_reported_not_raised() -> None:
 def test_unknown_experiment() -> None:
     with pytest.raises(ValueError, match="choose one of"):
         run_experiment("astrology")
+
+
+def test_an_unknown_setting_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown setting.*stpes.*choose among.*steps"):
+        run_experiment("warm-up", stpes=10)

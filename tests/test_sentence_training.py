@@ -109,3 +109,10 @@ def test_checkpoints_without_a_tokenizer_still_load(tmp_path: Path) -> None:
     torch.save(payload, tmp_path / "bad.pt")
     with pytest.raises(ValueError, match="invalid tokenizer"):
         load_checkpoint(tmp_path / "bad.pt")
+
+
+def test_one_over_long_training_pair_does_not_size_the_position_table(task) -> None:
+    long_pair = (["▁a"] * 5000, ["▁a"] * 5000)  # a pages-long line of a corpus, left out of training
+    wide = replace(task, train=[*task.train[:50], long_pair])
+    model = build_model(wide, SENTENCE_TINY_PROFILE, share_embeddings=True)
+    assert model.config.max_len == 2 * SENTENCE_TINY_PROFILE.max_sentence_tokens + 2

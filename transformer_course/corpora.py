@@ -110,6 +110,8 @@ def load_text_corpus(
             found = ", ".join(sorted(p.name for p in folder.iterdir() if p.is_file())) or "no files"
             raise CorpusError(f"{where}: missing split {split!r}: expected {' and '.join(absent)} (found: {found})")
         splits[split], dropped[split] = read_parallel(*paths, where=where, max_pairs=max_pairs)
+        if not splits[split]:
+            raise CorpusError(f"{where}: split {split!r} has no pair with text on both sides")
     info = {"dropped_empty": dropped}
     return Corpus(folder.name, **splits, src_lang=src_lang, tgt_lang=tgt_lang, origin=str(folder), info=info)
 

@@ -79,7 +79,7 @@ def sentence_task(profile: SentenceProfile, tokenizer: SubwordTokenizer | None =
     validation and test, always with the data's seed 0) in subword tokens: ``tokenizer``, or one
     learned from the training text."""
     texts = sentence_splits(n_train=profile.n_train)
-    tokenizer = tokenizer or shared_tokenizer(texts["train"], profile.vocab_size)
+    tokenizer = tokenizer or shared_tokenizer(texts["train"], profile.vocab_size, profile.seed)
     return subword_task(texts, tokenizer, name="sentences-en-de")
 
 

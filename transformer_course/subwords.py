@@ -177,7 +177,8 @@ def train_subwords(
     max_texts: int | None = None,
     alphabet: str = BASE_ALPHABET,
 ) -> SubwordTokenizer:
-    """Learn a BPE vocabulary of at most ``vocab_size`` tokens (special tokens included) from ``texts``.
+    """Learn a BPE vocabulary of about ``vocab_size`` tokens (special tokens included) from ``texts``:
+    at most ``vocab_size``, unless the characters alone (one token each, below) are more.
 
     Give it the source *and* target training texts for one shared vocabulary. Pairs seen fewer
     than ``min_frequency`` times are never merged. Every character of ``texts`` and of

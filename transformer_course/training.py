@@ -83,6 +83,8 @@ def build_model(task: Task, profile: TrainingProfile, share_embeddings: bool = F
     the task must use one vocabulary for both languages.
     """
     longest = max(max(len(s), len(t)) for s, t in task.train)
+    limit = getattr(profile, "max_sentence_tokens", None)  # chapter 09 leaves longer pairs out
+    longest = longest if limit is None else min(longest, limit)
     config = TransformerConfig(
         src_vocab_size=len(task.src_vocab),
         tgt_vocab_size=len(task.tgt_vocab),

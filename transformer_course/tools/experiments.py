@@ -28,7 +28,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import torch
 from torch import Tensor, nn
@@ -180,7 +180,10 @@ def train_variant(variant: Variant, task: Task, setting: Setting, measure: Calla
     scheduler = LambdaLR(optimizer, schedule(setting, variant.warmup))
     smoothing = setting.smoothing if variant.smoothing is None else variant.smoothing
     batches = batch_stream(
-        encode_pairs(task.train, task.src_vocab, task.tgt_vocab), setting.batch_size, 0, setting.seed
+        encode_pairs(task.train, task.src_vocab, task.tgt_vocab),
+        setting.batch_size,
+        task.tgt_vocab.pad_id,
+        setting.seed,
     )
     start = time.process_time()
     try:
@@ -197,7 +200,7 @@ def exact_match(model: nn.Module, task: Task) -> dict[str, float]:
 
 
 def token_confidence(model: nn.Module, task: Task) -> dict[str, Tensor]:
-    """Teacher-forced on the test references: for every real target token, the probability of the
+    """Teacher-forced on the validation references: for every real target token, the probability of the
     model's top choice (its confidence), whether that choice is right, and log P(right token)."""
     pad = task.tgt_vocab.pad_id
     batch = make_batch(encode_pairs(task.valid, task.src_vocab, task.tgt_vocab), pad)
@@ -383,6 +386,11 @@ def run_experiment(name: str, show: bool = True, **overrides) -> ExperimentResul
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}")
     experiment = EXPERIMENTS[name]
+    unknown = sorted(set(overrides) - {f.name for f in fields(Setting)})
+    if unknown:
+        raise ValueError(
+            f"unknown setting(s) {', '.join(unknown)}; choose among {', '.join(f.name for f in fields(Setting))}"
+        )
     setting = replace(experiment.setting, **overrides)
     task = reverse_task(setting)
     result = ExperimentResult(name, setting, task)

@@ -354,7 +354,7 @@ def plot_path_lengths(n_drawn: int = 8, lengths: Sequence[int] = (2, 4, 8, 16, 3
     rows = [path_lengths(n) for n in lengths]
     for name, color in zip(rows[0], ("tab:blue", "tab:red", "tab:green", "tab:purple"), strict=True):
         ax_plot.plot(lengths, [row[name] for row in rows], "o-", markersize=4, label=name, color=color)
-    ax_plot.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="longest path (layers or steps)",
+    ax_plot.set(yscale="log", xlabel="sequence length n", ylabel="longest path (layers or steps)",
                 title="Maximum path length (Table 1)")  # fmt: skip
     ax_plot.set_xscale("log", base=2)
     ax_plot.legend(fontsize=8)
