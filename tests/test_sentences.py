@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import random
 import re
-from collections import Counter
 
 import pytest
 
-from transformer_course.data import Task
 from transformer_course.sentences import (
     ADJECTIVES,
     DETERMINERS,
@@ -37,7 +35,6 @@ from transformer_course.sentences import (
     join_words,
     sentence_splits,
     sentence_tokens,
-    sentences_task,
     split_of,
     word_count,
 )
@@ -405,15 +402,3 @@ def test_splits_reject_bad_sizes():
         sentence_splits(-1)
     with pytest.raises(ValueError, match="n_test"):
         sentence_splits(10, 10, 2.5)
-
-
-def test_sentences_task_is_a_task_with_one_shared_vocabulary():
-    task = sentences_task(3000, 200, 200, seed=0)
-    assert isinstance(task, Task) and task.name == "sentences-en-de"
-    assert task.src_vocab is task.tgt_vocab
-    assert len(task.train) == 3000 and len(task.valid) == len(task.test) == 200
-    src, tgt = task.train[0]
-    en, de = task.info["texts"]["train"][0]
-    assert (src, tgt) == (sentence_tokens(en), sentence_tokens(de)) and task.detokenize(tgt) == de
-    unk = Counter(t in task.src_vocab for pair in task.test for side in pair for t in side)
-    assert unk[False] / sum(unk.values()) < 0.01  # 3,000 sentences already cover almost every word form

@@ -39,12 +39,9 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
-
-from .data import Task
-from .vocab import Vocab
 
 # -- the lexicon ----------------------------------------------------------------------------------
 #
@@ -1112,22 +1109,3 @@ def sentence_splits(
         if all(len(out[k]) == wanted[k] for k in SPLITS):
             return out
     raise AssertionError("unreachable: generate_pairs is endless")
-
-
-def sentences_task(
-    n_train: int = 60_000, n_valid: int = 1000, n_test: int = 1000, seed: int = 0, max_words: int = 15
-) -> Task:
-    """The sentence task as a chapter-07 :class:`~transformer_course.data.Task`, with word tokens.
-
-    One vocabulary serves both languages (paper §3.4: shared embeddings need one token list),
-    built from the training sentences; ``detokenize`` writes tokens back as a sentence.
-    ``info["texts"]`` keeps the plain (English, German) pairs for subword tokenizers.
-    """
-    texts = sentence_splits(n_train, n_valid, n_test, seed, max_words)
-    pairs = {name: [(sentence_tokens(en), sentence_tokens(de)) for en, de in texts[name]] for name in SPLITS}
-    vocab = Vocab.build(tokens for pair in pairs["train"] for tokens in pair)
-    info = {"texts": texts, "seed": seed}
-    return Task("sentences-en-de", vocab, vocab, **pairs, detokenize=detokenize, info=info)
-
-
-TASK_FACTORIES: dict[str, Callable[[], Task]] = {"sentences-en-de": sentences_task}

@@ -15,10 +15,10 @@ from pathlib import Path
 from ..corpora import load_hub_corpus, load_text_corpus
 from ..data import Task
 from ..sentence_training import SentenceProfile, shared_tokenizer
-from ..sentences import TASK_FACTORIES, sentence_splits
+from ..sentences import sentence_splits
 from ..subwords import SubwordTokenizer, subword_task
 
-SENTENCE_TASKS = tuple(TASK_FACTORIES)  # the generated tasks of chapter 09: ("sentences-en-de",)
+SENTENCE_TASKS = ("sentences-en-de",)  # the generated tasks of chapter 09
 TextPairs = dict[str, list[tuple[str, str]]]
 
 
