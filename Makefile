@@ -16,7 +16,7 @@ LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/j
 NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment assignment_list course_list)
 WEB_STAMP := $(VENV)/.installed-web
 
-.PHONY: lab lab-instructor book test install lint notebooks exercises student-edition clean
+.PHONY: lab lab-instructor book test test-other-cpu test-oldest test-gpu install lint notebooks exercises student-edition clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,9 +54,33 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check transformer_course tests benchmarks
 
+# A trained model differs from one CPU to another (another vector width, another matrix kernel: the
+# floats add up in another order, and training amplifies the last bits). So the cells that print a
+# result of training are not compared (NBVAL_IGNORE_OUTPUT) and are followed by checks of the
+# chapter's claims with margins (transformer_course/tools/claims.py). To prove that the notebooks
+# hold on any machine, `make test` runs every notebook a second time, at once on the other core, on
+# another CPU's arithmetic: ATen's kernels without vector instructions, MKL and oneDNN limited to
+# AVX2, one thread. Both runs must pass (scripts/run_tests.sh); `make test-other-cpu` runs the
+# second alone.
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
+OTHER_CPU := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2 DNNL_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
 test: $(STAMP) $(WEB_STAMP) lint
-	$(BIN)/python -m pytest tests $(NOTEBOOKS) --nbval --nbval-current-env \
-		--nbval-sanitize-with nbval_sanitize.cfg --durations=20
+	NOTEBOOKS="$(NOTEBOOKS)" NBVAL="$(NBVAL)" OTHER_CPU="$(OTHER_CPU)" bash scripts/run_tests.sh
+
+test-other-cpu: $(STAMP)
+	env $(OTHER_CPU) $(BIN)/python -m pytest $(NOTEBOOKS) $(NBVAL) -p no:cacheprovider
+
+# The oldest Python and PyTorch that pyproject.toml declares, in a fresh .venv-oldest (downloads ~3 GB:
+# PyTorch's oldest supported release is on PyPI as a CUDA build only; it runs on the CPU).
+test-oldest:
+	bash scripts/test_oldest.sh
+
+# The training chapters on a CUDA GPU with the profile a Colab GPU gets (bf16 where supported), their
+# claims checked. Needs a CUDA build of PyTorch: make test-gpu TORCH_SPEC=torch (RECORD=1 appends the
+# times to benchmarks/results.md).
+test-gpu: $(STAMP)
+	$(BIN)/python scripts/test_gpu.py $(if $(RECORD),--record,)
 
 # Re-run every notebook and store its outputs (after editing a chapter's .py source).
 notebooks: $(STAMP)
@@ -70,4 +94,4 @@ student-edition: $(STAMP)
 	$(BIN)/python -m transformer_course student-edition student-edition
 
 clean:
-	rm -rf $(VENV) student-edition _build test-artifacts
+	rm -rf $(VENV) .venv-oldest student-edition _build test-artifacts

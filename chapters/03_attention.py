@@ -606,27 +606,29 @@ right.axhline(1, color="grey", ls=":")
 right.set(xlabel="sequence length n", ylabel="recurrent time / self-attention time",
           title="How many times faster self-attention is")  # fmt: skip
 right.set_xscale("log", base=2)
-fig.suptitle("On one CPU thread self-attention wins for short sequences, the step loop once n is a few times d",
-             y=1.02)  # fmt: skip
+fig.suptitle("On one CPU thread self-attention wins for short sequences, the step loop for long ones", y=1.02)
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Read the two panels together. On one CPU thread, the picture is the first column of Table 1,
-# constant factors aside. For short sequences self-attention is the faster layer: its $n^2 d$ work
-# is small, while the loop pays for $n$ separate little steps. As $n$ grows the attention curve
-# bends up along the dotted $n^2$ line, and once $n$ is a few times $d = 64$ the loop is faster (on
-# the 2-core machine these notes were run on, the ratio crossed 1 near $n = 256$, four times $d$;
-# the exact place depends on the machine). For the sentences of this course, at most 20 tokens,
-# attention is the cheaper layer even here.
+# Read the two panels together, and count first. As timed here the recurrent step costs $2 d^2$
+# multiply-adds per token ($x_t W_{in}$ and $h_{t-1} W_h$); self-attention costs $3 d^2$ per token
+# for its projections plus $2 n d$ for the scores $QK^\top$ and the weighted sum of $V$: at every
+# length in the figure, attention does *more* arithmetic than the loop. Yet for short sequences it
+# is the faster layer. The reason is Table 1's second column, sequential operations: the loop makes
+# $n$ small matrix products, each waiting for the one before, and every one of them pays the fixed
+# cost of a call (Python, PyTorch's dispatch, a kernel that barely fills the vector units), while
+# attention makes a few large products that keep the arithmetic units busy. So the sequential
+# column *does* show, even on one thread. As $n$ grows, the attention curve bends up along the
+# dotted $n^2$ line, its extra arithmetic outweighs the loop's overhead, and the loop becomes the
+# faster layer; where the curves cross depends on the machine (the figure is timed on yours), but
+# it lies well above the sentence lengths of this course.
 #
-# The second column, sequential operations, does not show on one thread: with no spare
-# arithmetic units, attention's $n^2$ products also run one after another. It shows on hardware
-# with thousands of units, a GPU, which computes all the scores at once but must still run a
-# recurrent layer's $n$ steps in a row. That, not the operation count, is what made the
-# Transformer fast to train (§5.2: 12 hours for the base model on 8 GPUs). The price of
-# attention, $n^2$ time and memory, is why models of long documents replace it with cheaper
-# variants; the last row of Table 1 is one of them.
+# On hardware with thousands of arithmetic units, a GPU, the same column matters far more: all of
+# attention's scores are computed at once, while a recurrent layer's $n$ steps must still run in a
+# row. That, not the operation count, is what made the Transformer fast to train (§5.2: 12 hours
+# for the base model on 8 GPUs). The price of attention, $n^2$ time and memory, is why models of
+# long documents replace it with cheaper variants; the last row of Table 1 is one of them.
 #
 # %% [markdown]
 # ## Summary

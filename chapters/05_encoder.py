@@ -165,7 +165,12 @@ print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} p
 #
 # A **residual connection** computes $x + \mathrm{Sublayer}(x)$ instead of $\mathrm{Sublayer}(x)$.
 # The sub-layer only has to learn a *correction* to its input, and in the backward pass the
-# gradient reaches the input through the "$x +$" unchanged, however many layers are stacked.
+# "$x +$" gives the gradient a path to the input that skips the sub-layer. Whether that path stays
+# unchanged through a whole stack depends on where the normalisation sits: in pre-LN, where the
+# residual stream is never normalised, the gradient reaches the input of every layer through the
+# additions alone, however many layers are stacked; in the paper's post-LN, every residual sum
+# passes through a LayerNorm, whose Jacobian rescales the gradient at each layer (section 4 shows
+# what that does).
 #
 # **Layer normalisation** rescales each vector on its own: over its $D$ features it subtracts the
 # mean and divides by the standard deviation, then applies a learned per-feature scale $\gamma$
@@ -446,40 +451,72 @@ print(
 # Two claims of this chapter rest on arguments so far: post-LN needs a learning-rate warm-up
 # (section 4), and the residual connections are what lets the gradient reach the lower layers
 # (section 3). Here we train small models and look. Each model is the full Transformer of chapter 06
-# with 3 layers on each side, $d_{model} = 64$, trained for 500 steps on the reverse task of
-# chapter 07 with Adam; the cells print the share of held-out strings reversed exactly and draw the
-# training losses. (They train and decode, so they use every chapter of the course; in the student
-# edition they run once you have written the exercises up to chapter 08. Each takes about a minute
-# on a 2-core CPU.)
+# with 3 layers on each side, $d_{model} = 64$, trained for 400 steps on the reverse task of
+# chapter 07 with Adam, from **three seeds** each: one run is one draw, and two runs of the same
+# model can differ by many points, so a difference between two variants counts only when it lies
+# beyond the spread of the seeds. The cells print the share of held-out strings reversed exactly
+# (mean, lowest and highest seed) and draw the training losses (the band spans the seeds). The
+# numbers are your computer's: on another CPU the floats add up in another order and training
+# turns that into different models (chapter 07, section 6), so the cell after each experiment
+# checks what the prose claims, with margins. (They train and decode, so they use every chapter of
+# the course; in the student edition they run once you have written the exercises up to chapter
+# 08. Each takes one to two minutes on a 2-core CPU.)
 #
 # **Warm-up.** Three runs with the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay
 # after it: post-LN with the paper's linear warm-up over the first 100 steps; post-LN starting at
 # the peak; and pre-LN starting at the peak. Gradient clipping is off, as in the paper.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+from IPython.display import Markdown, display
+
 from transformer_course.tools.experiments import run_experiment
 
 warmup_result = run_experiment("warm-up")
+post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
+display(Markdown("\n".join(f"- {warmup_result.verdict('exact match %', a, b)}" for a, b in
+                             [(post_warm, post_cold), (pre_cold, post_cold), (pre_cold, post_warm)])))  # fmt: skip
+
+# %%
+from transformer_course.tools.claims import expect_above, expect_at_most
+
+exact = {name: v.values("exact match %") for name, v in warmup_result.variants.items()}
+expect_at_most("post-LN without warm-up: held-out strings reversed exactly, best seed", max(exact[post_cold]), 2, "%")
+expect_above("post-LN learns with the warm-up: above post-LN without it by 5 points, on every seed",
+             exact[post_warm], exact[post_cold], margin=5)  # fmt: skip
+expect_above("pre-LN learns without warm-up: above post-LN without it by 5 points, on every seed",
+             exact[pre_cold], exact[post_cold], margin=5)  # fmt: skip
 
 # %% [markdown]
-# The claim holds here. Post-LN **without** warm-up does not diverge, it stalls: its loss soon
-# falls behind and ends about four times higher than the others', and it reverses none of the
-# held-out strings. With the warm-up the same model learns (36.7% exactly right after 500 steps), and the pre-LN model learns without any warm-up (47.3%), as Xiong et al. predict.
+# The claim holds, on every seed. Post-LN **without** warm-up does not diverge, it stalls: its
+# loss soon falls behind and stays well above the others', and it reverses (almost) none of the
+# held-out strings. With the warm-up the same model learns, and the pre-LN model learns without
+# any warm-up, as Xiong et al. predict; whether pre-LN also beats post-LN *with* warm-up beyond the
+# spread of the seeds, at this size and length of training, the third line of the verdict says.
 # The gradient picture of section 4 is the likely reason: at full learning rate from the first
 # step, the top layers of a post-LN stack take large steps before the lower ones have learnt
-# anything useful. (One seed and one size: the exercises ask you what else you would vary before
-# trusting the result.)
+# anything useful. (Three seeds and one size: the exercises ask you what else you would vary before
+# trusting the result further.)
 #
 # **Residual connections.** The same post-LN model, with and without the shortcuts. The variant
 # without them is built from the outside: each sub-layer is wrapped so that it returns
 # $f(x) - x$, and post-LN's $\mathrm{LN}(x + f(x) - x)$ is then exactly $\mathrm{LN}(f(x))$.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 residual_result = run_experiment("residuals")
+with_shortcuts, without_shortcuts = residual_result.variants
+
+# %%
+exact = {name: v.values("exact match %") for name, v in residual_result.variants.items()}
+expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
+               max(exact[without_shortcuts]), 2, "%")  # fmt: skip
+expect_above("with residual connections: above without by 5 points, on every seed",
+             exact[with_shortcuts], exact[without_shortcuts], margin=5)  # fmt: skip
 
 # %% [markdown]
-# Without the shortcuts the model barely learns: its loss stays high and it reverses none of the
-# held-out strings, against 38.3% for the same model with them. Every piece of information,
+# Without the shortcuts the model barely learns, on every seed: its loss stays high and it reverses
+# (almost) none of the held-out strings, while the same model with them learns (the checks above). Every piece of information,
 # including which letter sits where, now has to pass through every attention and feed-forward
 # sub-layer, and the gradient reaches the lower layers only through all the sub-layers above.
 # With the shortcuts, each sub-layer only adds a correction and the identity path carries the
@@ -495,8 +532,8 @@ residual_result = run_experiment("residuals")
 #   inside the square root.
 # - At initialisation, post-LN concentrates the gradient on the top layers, pre-LN on the bottom
 #   ones, with a residual stream that grows with depth. Trained without warm-up, our 3-layer
-#   post-LN model stalled while pre-LN learnt; with the warm-up, post-LN learnt too.
-# - Without its residual connections the same model barely learnt at all.
+#   post-LN model stalled on every seed while pre-LN learnt; with the warm-up, post-LN learnt too.
+# - Without its residual connections the same model barely learnt at all, on every seed.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with the mask polarity
 #   converted explicitly.
 #
@@ -530,14 +567,15 @@ residual_result = run_experiment("residuals")
 # 4. What did the warm-up experiment show?
 #    <details><summary>Answer</summary>
 #
-#    With the same peak learning rate, the 3-layer post-LN model without warm-up stalled (its loss
-#    stayed high and it reversed no string), the same model with warm-up learnt, and the pre-LN model
-#    learnt without any warm-up.
+#    With the same peak learning rate, the 3-layer post-LN model without warm-up stalled on every
+#    seed (its loss stayed high and it reversed almost no string), the same model with warm-up
+#    learnt, and the pre-LN model learnt without any warm-up; both differences lie far beyond the
+#    spread of the seeds.
 #    </details>
 # 5. What happened without the residual connections?
 #    <details><summary>Answer</summary>
 #
-#    The 3-layer model barely learnt: its loss stayed high and it reversed no held-out string, where
+#    The 3-layer model barely learnt, on every seed: its loss stayed high and it reversed almost no held-out string, where
 #    the same model with its shortcuts learnt. Each layer had to carry all information through its
 #    own sub-layers, and the gradient had no direct path to the lower layers.
 #    </details>

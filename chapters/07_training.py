@@ -84,6 +84,7 @@ from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targe
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
 from transformer_course.step import MixedPrecision
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.claims import expect, expect_above, expect_at_least, expect_at_most
 from transformer_course.tools.figures import architecture_map, plot_attention_heads
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.plots import plot_history, strata_table
@@ -367,6 +368,7 @@ print("mixed precision here:", MixedPrecision.for_device(device))
 # seconds, and a bug in the masks, the shift or the loss shows up as a model that does not.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 toy = load_task("reverse")
 toy_profile = pick_profile(device, toy.name)  # d_model 64, one layer each side, no dropout
 print(toy_profile)
@@ -385,6 +387,13 @@ def train_toy(batches, steps: int = toy_profile.steps) -> torch.nn.Module:
 toy_model = train_toy(batch_stream(toy_examples, toy_profile.batch_size, pad_id=0, seed=0))
 print("reverse task, held-out strings:", evaluate(toy_model, toy.test, toy))
 print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
+
+# %% [markdown]
+# The numbers above come from training, so they differ a little from one computer to another (see
+# section 6). What we claim about them holds everywhere, and is checked:
+
+# %%
+expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_model, toy.test, toy)["exact_match"], 50, "%")
 
 # %% [markdown]
 # What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
@@ -406,7 +415,8 @@ plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
 # %% [markdown]
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its
 # > output with the *same* target, and each position only has to copy the token it is reading. The
-# > loss is low from the very first step (below: 0.518, against 3.8 for the shifted run above):
+# > loss is low from the very first step (about 0.5 below, against about 3.8 for the shifted run above;
+# > both are the untrained model's, before any update):
 # > the output layer shares its matrix with the target embedding (chapter 01), and the residual
 # > connections carry each input embedding up to the output, so an untrained decoder already gives
 # > the token it reads the highest score. A few hundred steps later the loss is near zero. It looks
@@ -415,11 +425,16 @@ plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
 # > decoder input.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 torch.manual_seed(0)
 unshifted = (Batch(b.src, b.tgt_in, b.tgt_in, b.pad_id) for b in batch_stream(toy_examples, 64, pad_id=0, seed=0))
 cheating_model = train_toy(unshifted, steps=300)
 print("reverse task, held-out strings:", evaluate(cheating_model, toy.test, toy))
 print(toy.test[0][0], "→", translate(cheating_model, [toy.test[0][0]], toy)[0][:12], "…")
+
+# %%
+expect_at_most("the model trained on unshifted targets reverses held-out strings exactly",
+               evaluate(cheating_model, toy.test, toy)["exact_match"], 5, "%")  # fmt: skip
 
 # %% [markdown]
 # A low training loss proves nothing by itself: only decoding held-out inputs, as `evaluate` does,
@@ -434,9 +449,19 @@ print(run_check("ex07_2").line())
 #
 # Now the real task with the chapter's profile (printed at the top): on the CPU a model like the
 # paper's, scaled down — $d_\text{model}$ = 128, 2 encoder and 2 decoder layers, 4 heads, about
-# 0.9M parameters, trained for a fixed number of steps so that every run gives the same numbers;
-# on a GPU a larger one for more steps. Every 200 steps the model translates 500 validation
-# numbers and we record the share it gets exactly right.
+# 0.9M parameters, trained for a fixed number of steps; on a GPU a larger one for more steps. Every
+# 200 steps the model translates 500 validation numbers and we record the share it gets exactly
+# right.
+#
+# **Your numbers will not be ours.** The run is seeded, so running it twice on one computer gives
+# the same model. Another computer does not: its CPU adds floats in another order (another vector
+# width, another matrix kernel), the last bits of a sum differ, and a few hundred training steps
+# amplify that into a visibly different model, with a different loss curve and different mistakes.
+# So from here on the chapter prints what the run gives and then checks what it claims with a
+# margin, `expect_at_least(...)`: the bounds come from several seeds on two kinds of CPU
+# arithmetic, and a broken model (a wrong mask, an unshifted target) fails them by far. Treat one
+# run's result as one draw, and compare two settings only over several seeds (the experiment at the
+# end of this chapter does).
 
 # %%
 torch.manual_seed(profile.seed)
@@ -468,7 +493,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # %% [markdown]
 # The loss falls fast, then slowly. The label-smoothed loss cannot reach 0: even a perfect model
 # pays the entropy of the smoothed target (the dotted line, its value printed above). Held-out
-# exact match climbs steadily, from about 50% at step 200 to about 99% at step 800.
+# exact match climbs steadily to near 100% by the last step.
 #
 # ## 7. Evaluation
 #
@@ -487,10 +512,13 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # `sacrebleu` computes both, as the research community does, so the numbers can be compared.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 test_scores = evaluate(model, task.test, task)
 print(test_scores)
-if device.type == "cpu":
-    assert test_scores["exact_match"] >= 98, "the CPU profile should reach 98% exact match"
+
+# %%
+expect_at_least("exact match on the test split", test_scores["exact_match"], 97, "%")
+expect_at_least("BLEU on the test split", test_scores["bleu"], 98)
 
 # %% [markdown]
 # One number for the whole split hides the strata. `evaluate_strata` scores each stratum on its
@@ -498,19 +526,29 @@ if device.type == "cpu":
 # the last column says whether its numbers were also training numbers.
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 test_strata = evaluate_strata(model, task, "test")
 print(strata_table(test_strata))
 
+# %%
+large = {name: s for name, s in test_strata.items() if s["count"] >= 100}
+expect("every stratum of 100 numbers or more is at least 90% exact",
+       all(s["exact_match"] >= 90 for s in large.values()),
+       ", ".join(f"{name} {s['exact_match']:.1f}%" for name, s in large.items()))  # fmt: skip
+
 # %% [markdown]
-# Every stratum is right but one: the round hundreds, where one of nine is wrong (600 becomes
-# *sechshundertsechs*), although all nine were training numbers. Nine numbers among 69,112
-# training pairs are rare even after being repeated 20 times, and a "hundred" followed by nothing
-# is exactly the pattern the model sees least. A score over the whole split (99.72%) could not
-# show that; the table does. The model that ships with the course (`scripts/make_checkpoint.py`)
-# is this recipe run for 3,000 steps with the round hundreds repeated 60 times and "N thousand
-# and k" 4 times: it scores 100% in every stratum (chapter 08 shows its table).
+# Read the table stratum by stratum. The large strata are near 100%; where this run makes its few
+# mistakes depends on the run, and small strata such as the nine round hundreds swing most: each
+# mistake there costs 11 points, although all nine were training numbers. Nine numbers among
+# 69,112 training pairs are rare even after being repeated 20 times, and a "hundred" followed by
+# nothing is exactly the pattern the model sees least. A score over the whole split could not show
+# where the mistakes are; the table does. The model that ships with the course
+# (`scripts/make_checkpoint.py`) is this recipe run for 3,000 steps with the round hundreds
+# repeated 60 times and "N thousand and k" 4 times: it scores 100% in every stratum (chapter 08
+# shows its table).
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 hypotheses = translate(model, [s for s, _ in task.test], task)
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], hypotheses, task.test, strict=True) if h != t]
 print(f"{len(mistakes)} mistakes among {len(task.test)} test numbers")
@@ -518,6 +556,7 @@ for n, hyp, ref in mistakes[:6]:
     print(f"{n:>7,}: {german_text(hyp):<50} expected {german_text(ref)}")
 
 # %%
+# NBVAL_IGNORE_OUTPUT
 for text in (
     "twenty-one",
     "nine hundred and ninety-nine thousand, nine hundred and ninety-nine",
@@ -535,27 +574,50 @@ for text in (
 # *confidence* (the probability it gives its top choice, averaged over the tokens), the
 # *calibration error* (how far confidence and accuracy lie apart, averaged over bins of
 # confidence: 0 for a model whose 90%-sure predictions are right 90% of the time), and the
-# perplexity of the correct strings. (About half a minute on a 2-core CPU; the exercises of
-# chapter 07 ask you to explain the result.)
+# perplexity of the correct strings. Each setting is trained from three seeds, and only a
+# difference beyond the spread of the seeds counts (section 6 says why). (About a minute on a 2-core
+# CPU; the exercises of chapter 07 ask you to explain the result.)
 
 # %%
+# NBVAL_IGNORE_OUTPUT
+from IPython.display import Markdown, display
+
 from transformer_course.tools.experiments import run_experiment
 
 smoothing_result = run_experiment("label-smoothing")
+sharp, smooth = smoothing_result.variants  # "ε = 0", "ε = 0.1 (the paper)"
+display(Markdown("\n".join(f"- {smoothing_result.verdict(metric, sharp, smooth)}" for metric in smoothing_result.metrics())))
+pairs = smoothing_result.paired_differences("perplexity", smooth, sharp)
+print("perplexity with ε = 0.1 minus without, seed by seed:", [round(d, 3) for d in pairs])
+
+# %%
+values = {metric: {name: v.values(metric) for name, v in smoothing_result.variants.items()}
+          for metric in smoothing_result.metrics()}  # fmt: skip
+pairs = smoothing_result.paired_differences("perplexity", smooth, sharp)
+expect("perplexity: higher with ε = 0.1 than without, on every seed (same initial weights and batches)",
+       min(pairs) > 0, f"smallest difference {min(pairs):.3f}")  # fmt: skip
+expect_above("mean confidence: lower with ε = 0.1, beyond the spread of the seeds",
+             values["mean confidence %"][sharp], values["mean confidence %"][smooth])  # fmt: skip
+expect_above("calibration error: larger with ε = 0.1, beyond the spread of the seeds",
+             values["calibration error %"][smooth], values["calibration error %"][sharp])  # fmt: skip
 
 # %% [markdown]
-# Read the table against the paper's sentence. **Perplexity: confirmed.** Smoothing raises it
-# (1.05 against 1.17 here): a model trained towards 0.9 on the right token cannot give it
-# probability 1. **Confidence**: without smoothing the model's average confidence (98.0%) matches
-# its token accuracy (98.3%), a calibration error below 1 point; with $\varepsilon = 0.1$ it says
-# 88% where it is right 98% of the time, under-confident by 10 points (the right panel: its
-# confidences pile up near 0.9, where the smoothed target puts them). **Accuracy: not
-# confirmed here.** Exact match is the same within one run's noise (88.0% and 88.7%), and so is the
-# token accuracy. The paper's gain in accuracy and BLEU came from a large model on real sentences,
-# where there is real ambiguity for the smoothing to help with; on a small, unambiguous task there
-# is nothing for it to regularise, and it mostly changes how sure the model sounds. (This is also
-# why chapter 08's sampled translations go wrong so easily: label smoothing leaves about 10% of
-# the probability spread over the wrong pieces at every step.)
+# Read the table against the paper's sentence. **Perplexity: confirmed**: a model trained towards
+# 0.9 on the right token cannot give it probability 1. Compare it seed by seed: the two runs of one
+# seed start from the same weights and see the same batches, and the smoothed one ends with the
+# higher perplexity on every seed (the first check). Across seeds the ranges can overlap, because a
+# seed that trains less well has a high perplexity with or without smoothing; pairing the runs
+# removes that luck of the seed. **Confidence**: without
+# smoothing the model's average confidence lies close to its token accuracy, a small calibration
+# error; with $\varepsilon = 0.1$ it is markedly less sure than it is right (the checks above find
+# both differences beyond the spread of the seeds; the right panel shows its confidences piling up
+# near 0.9, where the smoothed target puts them). **Accuracy: read the verdicts.** The paper's gain in
+# accuracy and BLEU came from a large model on real sentences, where there is real ambiguity for
+# the smoothing to help with; on a small, unambiguous task there is little for it to regularise,
+# and unless the verdict above finds a difference in exact match beyond the spread of the seeds,
+# this experiment shows none: smoothing mostly changes how sure the model sounds. (This is also why
+# chapter 08's sampled translations go wrong so easily: label smoothing leaves a noticeable share
+# of the probability spread over the wrong pieces at every step.)
 
 # %% [markdown]
 # ## 8. Checkpoints
@@ -616,7 +678,8 @@ print(german_text(translate(pretrained.model, [english_tokens("seven hundred and
 # - The recipe of §5: label-smoothed cross-entropy over real tokens only, Adam (0.9, 0.98, 1e-9),
 #   a warm-up then 1/√step learning rate, plus gradient clipping and, on a GPU, mixed precision.
 # - A toy task first; a low loss is no proof (the unshifted target); held-out exact match, BLEU and
-#   chrF are. The CPU profile gets to 98% and more exact match on unseen numbers in a few minutes.
+#   chrF are. The CPU profile gets to 97% and more exact match on unseen numbers in a few minutes
+#   (a checked bound: the exact figure depends on your computer's arithmetic).
 # - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
 #
 # **Exercises:** [exercises/ex07_training.ipynb](../exercises/ex07_training.ipynb) — the
@@ -663,9 +726,10 @@ print(german_text(translate(pretrained.model, [english_tokens("seven hundred and
 # 6. What did the label-smoothing experiment show?
 #    <details><summary>Answer</summary>
 #
-#    The same accuracy with and without it on this task, a model about 10 points less confident than
-#    it is accurate with $\varepsilon = 0.1$ (a calibrated one without), and a higher perplexity: the
-#    paper's "hurts perplexity" holds, its accuracy gain did not show on a task this easy.
+#    A higher perplexity and a model clearly less confident than it is accurate with
+#    $\varepsilon = 0.1$ (a nearly calibrated one without), on every seed: the paper's "hurts
+#    perplexity" holds. An accuracy gain did not show beyond the spread of the seeds on a task this
+#    easy (unless your run's verdict says otherwise).
 #    </details>
 #
 # ## Further reading

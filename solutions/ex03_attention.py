@@ -236,19 +236,21 @@ check("ex03_3")
 # grows ($d = 64$).
 #
 # *In your own words:* the timing shows self-attention faster for short sequences and the recurrent
-# loop faster for long ones. Which column of Table 1 explains that, and why does the column
-# "sequential operations", where self-attention wins at every length, not show in this measurement?
+# loop faster for long ones, although attention does more arithmetic at every length. Which column
+# of Table 1 explains its lead on short sequences, and which its loss on long ones?
 #
 # ### BEGIN SOLUTION
-# **Worked answer.** The first column, computation per layer: self-attention does $n^2 d$
-# multiply-adds, a recurrent layer $n d^2$, so attention is cheaper while $n < d$ and dearer once
-# $n$ grows past $d$ (plus constant factors: the loop also pays a fixed cost for each of its $n$
-# small steps, which is why attention stays ahead a little past $n = d$). Sequential operations
-# count the steps that *must* wait for each other, which limits how much work can run at the same
-# time. One CPU thread runs everything one after another anyway, so there is nothing for
-# attention's independence to gain. On a GPU, which runs thousands of multiply-adds at once, the
-# $n^2$ scores are computed together while the loop still needs $n$ rounds; that is where the
-# paper's training speed came from.
+# **Worked answer.** Count first: the loop does $2 d^2$ multiply-adds per token, attention $3 d^2$
+# for its projections plus $2 n d$ for the scores and the weighted sum, so attention does more work
+# at every length. It still wins on short sequences because of the second column, sequential
+# operations: the loop makes $n$ small matrix products that must wait for each other, and each pays
+# a fixed cost (the Python loop, PyTorch's dispatch, a kernel too small to fill the vector units),
+# while attention makes a few large products. Even on one CPU thread that column shows. As $n$
+# grows, the first column takes over: attention's extra $2 n d$ per token, $O(n^2 d)$ per layer,
+# outgrows the loop's fixed costs and the loop becomes faster. On a GPU, which runs thousands of
+# multiply-adds at once, the sequential column matters far more: the $n^2$ scores are computed
+# together while the loop still needs $n$ rounds; that is where the paper's training speed came
+# from.
 # ### END SOLUTION
 
 # %% [markdown]

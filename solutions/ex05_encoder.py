@@ -254,15 +254,15 @@ check("ex05_3")
 # reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
 # with and without its residual connections. Read its tables and figures. (To re-run one with other
 # settings: `from transformer_course.tools.experiments import run_experiment`, then for example
-# `run_experiment("warm-up", n_layers=6, seed=1)`; it needs every exercise up to chapter 08.)
+# `run_experiment("warm-up", n_layers=6, seeds=(3, 4, 5))`; it needs every exercise up to chapter 08.)
 #
 # *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
 # and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs
 # a warm-up", what would you vary, and why?
 #
 # ### BEGIN SOLUTION
-# **Worked answer.** It stalled: its loss dropped at first and then stayed several times above the
-# other two runs for all 500 steps, and it reversed none of the held-out strings. The warm-up run
+# **Worked answer.** It stalled, on every seed: its loss dropped at first and then stayed well above
+# the other two runs for all the steps, and it reversed (almost) none of the held-out strings. The warm-up run
 # of the same model, with the same peak rate and the same decay, learnt; pre-LN learnt with no
 # warm-up at all. Section 4 showed that at initialisation a post-LN stack sends its largest
 # gradients to the top layers, which sit next to the loss: at full learning rate from the first
@@ -270,8 +270,8 @@ check("ex05_3")
 # on, and the model settles into a poor state it leaves only slowly. Pre-LN spreads the gradient the
 # other way and keeps an un-normalised identity path through the whole stack.
 #
-# One seed, one size and one learning rate are not enough to generalise from. Worth varying: the
-# seed (is the stall reproducible?), the peak learning rate (at a low enough rate post-LN should
+# Three seeds, one size and one learning rate are not enough to generalise from. Worth varying: more
+# seeds (how often does the stall happen?), the peak learning rate (at a low enough rate post-LN should
 # train without warm-up, at a high enough one pre-LN should fail too), the depth (the argument says
 # the effect grows with the number of layers), and the number of steps (does the stalled run
 # recover later?). Gradient clipping, off here as in the paper, is another: the course's training

@@ -190,7 +190,10 @@ def test_search_finds_a_chapter(server: str, browser) -> None:
 
 
 def test_pages_workflow_installs_the_book_extra() -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     book = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["book"]
     workflow = (ROOT / ".github" / "workflows" / "pages.yml").read_text()

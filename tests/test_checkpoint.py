@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pickle
 import shutil
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI (pyproject.toml asks for it there)
+    import tomli as tomllib
 from pathlib import Path
 
 import pytest

@@ -14,7 +14,10 @@ import torch
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.tools.experiments import (
     EXPERIMENTS,
+    ExperimentResult,
+    Run,
     Setting,
+    VariantResult,
     calibration_error,
     learned_positions,
     plot_experiment,
@@ -96,25 +99,59 @@ def test_the_reverse_task_holds_the_asked_lengths() -> None:
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_every_experiment_runs_at_a_tiny_size(name: str) -> None:
-    tiny = dict(steps=6, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16)
+    tiny = dict(steps=6, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16, seeds=(0, 1))
     if name == "positions":
         tiny["test_lengths"] = (12,)
     result = run_experiment(name, show=False, **tiny)
     assert list(result.variants) == [v.name for v in EXPERIMENTS[name].variants]
     for variant in result.variants.values():
-        assert len(variant.losses) == 6 and len(variant.lrs) == 6 and variant.metrics
+        assert [run.seed for run in variant.runs] == [0, 1]
+        for run in variant.runs:
+            assert len(run.losses) == 6 and len(run.lrs) == 6 and run.metrics
     table = result.table()
-    assert all(v in table for v in result.variants)
+    assert all(v in table for v in result.variants) and "2 seeds: mean [lowest, highest]" in table
     fig = plot_experiment(result)
     assert fig.axes[0].get_title() == "Training loss" and fig.axes[1].get_title()
     plt.close(fig)
 
 
-def test_a_diverging_run_is_reported_not_raised() -> None:
-    result = run_experiment("warm-up", show=False, steps=5, n_train=32, n_test=4, batch_size=8, d_model=16,
-                            n_heads=2, d_ff=16, lr_scale=1e6)  # fmt: skip
-    assert any(v.diverged for v in result.variants.values())
-    assert "diverged" in result.table()
+def test_the_seeds_draw_different_runs_on_the_same_data() -> None:
+    tiny = dict(steps=4, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16, seeds=(0, 1, 0))
+    result = run_experiment("residuals", show=False, **tiny)
+    runs = result.variants["with residual connections"].runs
+    assert runs[0].losses == runs[2].losses, "the same seed gives the same run"
+    assert runs[0].losses != runs[1].losses, "another seed draws other weights and batches"
+
+
+def _result_with(values: dict[str, list[float]]) -> ExperimentResult:
+    result = ExperimentResult("warm-up", Setting(seeds=(0, 1, 2)), task=None)
+    for name, scores in values.items():
+        runs = [Run(seed, [], [], {"exact match %": v}, 0.0) for seed, v in enumerate(scores)]
+        result.variants[name] = VariantResult(name, runs)
+    return result
+
+
+def test_a_difference_counts_only_beyond_the_spread_of_the_seeds() -> None:
+    result = _result_with({"a": [50.0, 55.0, 60.0], "b": [40.0, 45.0, 49.0], "c": [48.0, 52.0, 70.0]})
+    assert result.beyond_spread("exact match %", "a", "b") and not result.beyond_spread("exact match %", "b", "a")
+    assert not result.beyond_spread("exact match %", "a", "c") and not result.beyond_spread("exact match %", "c", "a")
+    assert "*a* above *b*, **beyond the spread" in result.verdict("exact match %", "b", "a")
+    assert "differ by less than the spread" in result.verdict("exact match %", "a", "c")
+    assert "55.0 [50.0, 60.0]" in result.verdict("exact match %", "a", "c")
+    assert result.variants["c"].mean("exact match %") == pytest.approx(170 / 3)
+
+
+def test_paired_differences_compare_the_two_runs_of_each_seed() -> None:
+    result = _result_with({"a": [1.2, 1.5, 1.3], "b": [1.1, 1.45, 1.0]})
+    assert not result.beyond_spread("exact match %", "a", "b")  # the ranges overlap ...
+    assert result.paired_differences("exact match %", "a", "b") == pytest.approx([0.1, 0.05, 0.3])  # ... the pairs do not
+
+
+def test_a_diverged_seed_is_no_evidence() -> None:
+    result = _result_with({"a": [50.0, 55.0, 60.0], "b": [40.0, 45.0, 49.0]})
+    result.variants["a"].runs[1] = Run(1, [], [], {}, 0.0, diverged=True)
+    assert not result.beyond_spread("exact match %", "a", "b")
+    assert "1 of 3 runs diverged" in result.table()
 
 
 def test_unknown_experiment() -> None:

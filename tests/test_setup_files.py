@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser, from PyPI (pyproject.toml asks for it there)
+    import tomli as tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,3 +31,27 @@ def test_ci_runs_the_readme_test_command() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "make test" in readme and "make lab" in readme
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_make_test_runs_every_notebook_again_on_another_cpus_arithmetic() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    other_cpu = re.search(r"^OTHER_CPU := (.*)$", makefile, re.M).group(1).split()
+    assert "ATEN_CPU_CAPABILITY=default" in other_cpu and "OMP_NUM_THREADS=1" in other_cpu
+    runner = (ROOT / "scripts" / "run_tests.sh").read_text()
+    assert "env $OTHER_CPU" in runner and "$NOTEBOOKS" in runner and "bash scripts/run_tests.sh" in makefile
+
+
+def test_the_oldest_environment_installs_exactly_the_declared_floors() -> None:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floors = {}
+    for requirement in project["dependencies"]:
+        found = re.match(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", requirement)
+        if found and ";" not in requirement:  # tomli (Python 3.10 only) is pinned by nobody
+            floors[_name(found.group(1))] = found.group(2)
+    lines = (ROOT / "tests" / "oldest" / "constraints.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+    assert set(pins) == set(floors), "every dependency with a floor is pinned at it in tests/oldest/constraints.txt"
+    for name, floor in floors.items():
+        assert pins[name].startswith(floor), f"{name}: pyproject allows >={floor}, test-oldest installs {pins[name]}"
+    assert re.fullmatch(r">=\d+\.\d+", project["requires-python"]), "test-oldest reads the floor from here"
+    assert "requires-python" in (ROOT / "scripts" / "test_oldest.sh").read_text()

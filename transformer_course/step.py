@@ -68,7 +68,7 @@ class MixedPrecision:
         device = torch.device(device)
         if device.type != "cuda":
             return None
-        if torch.cuda.is_bf16_supported(including_emulation=False):
+        if torch.cuda.get_device_capability(device) >= (8, 0):  # bfloat16 in hardware, not emulated
             return cls(torch.bfloat16, torch.amp.GradScaler("cuda", enabled=False))
         return cls(torch.float16, torch.amp.GradScaler("cuda"))
 

@@ -156,7 +156,7 @@ def stub_package(package_dir: Path) -> list[Path]:
 
 
 # What the student edition leaves out: the solutions and the machinery that proves the checks.
-EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", "student-edition")
+EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", ".venv-oldest", "student-edition")
 # Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
 JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 STUDENT_MARK = ".student-edition.json"  # written at the root of every student edition

@@ -7,8 +7,12 @@ A chapter calls one experiment in one cell::
 
 Every variant is the course's own :class:`~transformer_course.model.Transformer`, changed from the
 outside (no switch inside a room): a different schedule, ``norm_first``, a wrapped embedding, a
-sub-layer that cancels its own shortcut, a learned position table. Runs are seeded and use one CPU
-thread, so the printed numbers are the same on every run of the same machine.
+sub-layer that cancels its own shortcut, a learned position table. Each variant is trained from
+several seeds (:attr:`Setting.seeds`) on one CPU thread; the table and the figure show the mean and
+the spread over the seeds, and :meth:`ExperimentResult.verdict` states a difference only where the
+seeds' ranges do not overlap. The numbers differ from one CPU to another (see ``tools/claims.py``):
+a chapter prints them in a cell the notebook tests do not compare, and checks its claims with
+margins.
 
 =======================  =============================================================  =========
 experiment               what changes                                                   chapter
@@ -50,17 +54,20 @@ from ..vocab import Vocab
 @dataclass
 class Setting(TrainingProfile):
     """A :class:`~transformer_course.training.TrainingProfile` (model size, training settings)
-    plus the sizes of the reverse task. :data:`BASE` holds the defaults of every experiment."""
+    plus the sizes of the reverse task and the seeds. :data:`BASE` holds the defaults of every
+    experiment. ``seed`` draws the task's strings (the same for every run); each of ``seeds``
+    draws one run's initial weights and batch order."""
 
     min_len: int = 3  # training strings of the reverse task: min_len … max_len letters
     max_len: int = 10
     test_lengths: tuple[int, ...] = ()  # longer test strings (the "positions" experiment)
     n_train: int = 20_000
     n_test: int = 300
+    seeds: tuple[int, ...] = (0, 1, 2)  # one training run per seed and variant
 
 
-# the debugging profile of chapter 07 (d_model 64, one layer each side, no dropout), 800 steps, no smoothing
-BASE = Setting(**(TOY_PROFILE.to_dict() | {"steps": 800, "smoothing": 0.0}))
+# the debugging profile of chapter 07 (d_model 64, one layer each side, no dropout), no smoothing
+BASE = Setting(**(TOY_PROFILE.to_dict() | {"steps": 500, "smoothing": 0.0}))
 
 
 @dataclass
@@ -75,14 +82,47 @@ class Variant:
 
 
 @dataclass
-class VariantResult:
-    name: str
+class Run:
+    """One training run of one variant, from one seed."""
+
+    seed: int
     losses: list[float]
     lrs: list[float]
     metrics: dict[str, float]
     seconds: float  # CPU seconds of training (one thread): about the wall time on an idle machine
     model: nn.Module | None = None  # the trained model, to look at further
     diverged: bool = False
+
+
+@dataclass
+class VariantResult:
+    """The runs of one variant, one per seed."""
+
+    name: str
+    runs: list[Run] = field(default_factory=list)
+
+    def values(self, metric: str) -> list[float]:
+        """The metric of every seed (NaN for a run that diverged)."""
+        return [run.metrics.get(metric, math.nan) for run in self.runs]
+
+    def mean(self, metric: str) -> float:
+        values = self.values(metric)
+        return sum(values) / len(values)
+
+    def spread(self, metric: str) -> tuple[float, float]:
+        """The lowest and the highest value over the seeds."""
+        values = self.values(metric)
+        return min(values), max(values)
+
+    @property
+    def diverged(self) -> int:
+        """How many of the runs diverged."""
+        return sum(run.diverged for run in self.runs)
+
+    @property
+    def model(self) -> nn.Module | None:
+        """The first seed's trained model."""
+        return self.runs[0].model if self.runs else None
 
 
 @dataclass
@@ -94,35 +134,62 @@ class ExperimentResult:
     task: Task
     variants: dict[str, VariantResult] = field(default_factory=dict)
 
+    def metrics(self) -> list[str]:
+        return list(next((r.metrics for v in self.variants.values() for r in v.runs if r.metrics), {}))
+
     def table(self) -> str:
-        """The final metrics of every variant, one row each (the "positions" experiment: one row
-        per length, one column per variant and score)."""
+        """Every variant's final metrics over the seeds: the mean, then the lowest and highest seed
+        (the "positions" experiment: one row per length, one column per variant and score)."""
         if self.name == "positions":
             return self._lengths_table()
-        metrics = list(next((r.metrics for r in self.variants.values() if r.metrics), {}))
-        widths = [max(len(m), 7) + 2 for m in metrics]
+        metrics = self.metrics()
+        widths = [max(len(m), 19) + 2 for m in metrics]
         rows = [f"{'variant':<34}" + "".join(f"{m:>{w}}" for m, w in zip(metrics, widths, strict=True))]
+        rows.append(f"{f'({len(self.setting.seeds)} seeds: mean [lowest, highest])':<34}")
         for name, result in self.variants.items():
-            if result.diverged:
-                rows.append(f"{name:<34}  the loss became infinite or NaN: training diverged")
-                continue
-            cells = "".join(
-                f"{result.metrics[m]:>{w}.{1 if m.endswith('%') else 2}f}" for m, w in zip(metrics, widths, strict=True)
-            )
-            rows.append(f"{name:<34}{cells}")
+            cells = "".join(f"{_mean_spread(result, m):>{w}}" for m, w in zip(metrics, widths, strict=True))
+            note = f"  ({result.diverged} of {len(result.runs)} runs diverged)" if result.diverged else ""
+            rows.append(f"{name:<34}{cells}{note}")
         return "\n".join(rows)
 
     def _lengths_table(self) -> str:
         names = list(self.variants)
-        lengths = sorted({int(k.split()[0]) for v in self.variants.values() for k in v.metrics})
-        rows = ["".ljust(8) + "".join(f"{n[:26]:>28}" for n in names)]
-        rows.append("length".ljust(8) + f"{'exact %':>14}{'letters %':>14}" * len(names))
+        lengths = sorted({int(k.split()[0]) for k in self.metrics()})
+        rows = ["".ljust(8) + "".join(f"{n[:40]:>44}" for n in names)]
+        rows.append("length".ljust(8) + f"{'exact %':>22}{'letters %':>22}" * len(names))
         for n in lengths:
             cells = "".join(
-                f"{v.metrics[f'{n} exact']:>14.1f}{v.metrics[f'{n} letters']:>14.1f}" for v in self.variants.values()
+                f"{_mean_spread(v, f'{n} exact'):>22}{_mean_spread(v, f'{n} letters'):>22}"
+                for v in self.variants.values()
             )
             rows.append(f"{n:<8}{cells}" + ("   (longer than in training)" if n > self.setting.max_len else ""))
+        rows.append(f"({len(self.setting.seeds)} seeds: mean [lowest, highest])")
         return "\n".join(rows)
+
+    def beyond_spread(self, metric: str, higher: str, lower: str) -> bool:
+        """Is every seed of variant ``higher`` above every seed of variant ``lower`` on ``metric``?"""
+        high, low = self.variants[higher].values(metric), self.variants[lower].values(metric)
+        return not any(math.isnan(v) for v in (*high, *low)) and min(high) > max(low)
+
+    def paired_differences(self, metric: str, a: str, b: str) -> list[float]:
+        """``a − b`` on ``metric``, seed by seed: both variants of one seed start from the same initial
+        weights and see the same batches, so the difference of a pair is free of the seed's luck."""
+        return [x - y for x, y in zip(self.variants[a].values(metric), self.variants[b].values(metric), strict=True)]
+
+    def verdict(self, metric: str, a: str, b: str) -> str:
+        """One sentence comparing variants ``a`` and ``b`` on ``metric``: a difference is stated only
+        where the seeds' ranges do not overlap."""
+        ranges = f"{a}: {_mean_spread(self.variants[a], metric)}; {b}: {_mean_spread(self.variants[b], metric)}"
+        for high, low in ((a, b), (b, a)):
+            if self.beyond_spread(metric, high, low):
+                return f"**{metric}**: *{high}* above *{low}*, **beyond the spread of the seeds** ({ranges})."
+        return f"**{metric}**: *{a}* and *{b}* **differ by less than the spread of the seeds** ({ranges})."
+
+
+def _mean_spread(result: VariantResult, metric: str) -> str:
+    low, high = result.spread(metric)
+    digits = 2 if metric == "perplexity" else 1
+    return f"{result.mean(metric):.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
 # -- the reverse task at chosen lengths ----------------------------------------------------------
@@ -172,27 +239,23 @@ def schedule(setting: Setting, warmup: bool) -> Callable[[int], float]:
     return lambda count: transformer_lr(max(count + 1, w), d, w, s)
 
 
-def train_variant(variant: Variant, task: Task, setting: Setting, measure: Callable) -> VariantResult:
-    """Build, train and measure one variant (seeded; a diverging run is reported, not raised)."""
-    torch.manual_seed(setting.seed)
+def train_variant(variant: Variant, task: Task, setting: Setting, measure: Callable, seed: int) -> Run:
+    """Build, train and measure one variant from one seed (a diverging run is reported, not raised)."""
+    torch.manual_seed(seed)
     model = variant.build(model_config(task, setting, variant.norm_first))
     optimizer = make_optimizer(model)
     scheduler = LambdaLR(optimizer, schedule(setting, variant.warmup))
     smoothing = setting.smoothing if variant.smoothing is None else variant.smoothing
-    batches = batch_stream(
-        encode_pairs(task.train, task.src_vocab, task.tgt_vocab),
-        setting.batch_size,
-        task.tgt_vocab.pad_id,
-        setting.seed,
-    )
+    batches = batch_stream(encode_pairs(task.train, task.src_vocab, task.tgt_vocab), setting.batch_size,
+                           task.tgt_vocab.pad_id, seed)  # fmt: skip
     start = time.process_time()
     try:
         history = fit(model, batches, optimizer, scheduler, setting.steps, smoothing=smoothing,
                       max_grad_norm=setting.max_grad_norm, progress=False)  # fmt: skip
     except FloatingPointError:
-        return VariantResult(variant.name, [], [], {}, time.process_time() - start, diverged=True)
+        return Run(seed, [], [], {}, time.process_time() - start, diverged=True)
     seconds = time.process_time() - start
-    return VariantResult(variant.name, history.losses, history.lrs, measure(model, task), seconds, model)
+    return Run(seed, history.losses, history.lrs, measure(model, task), seconds, model)
 
 
 def exact_match(model: nn.Module, task: Task) -> dict[str, float]:
@@ -343,7 +406,7 @@ class Experiment:
     setting: Setting
     variants: tuple[Variant, ...]
     measure: Callable[[nn.Module, Task], dict[str, float]]
-    finding: str  # the figure's title: what the experiment showed with its settings
+    question: str  # the figure's title: what the experiment asks (its answer depends on the run)
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -351,28 +414,28 @@ EXPERIMENTS: dict[str, Experiment] = {
         BASE,
         (Variant("× √D, N(0, 1/D) init (the course)"), Variant("no √D factor", build=without_scale),
          Variant("× √D, N(0, 1) init", build=unit_init_scaled)),
-        exact_match, "Without √d_model the model learns as well here; N(0, 1) embeddings × √d_model barely learn",
+        exact_match, "Does the factor √d_model matter? And the size of the initial embeddings?",
     ),
     "positions": Experiment(
-        replace(BASE, steps=1000, test_lengths=(16,), n_test=100),
+        replace(BASE, steps=700, test_lengths=(16,), n_test=100),
         (Variant("sinusoidal (the paper)"), Variant("learned (Table 3, row E)", build=learned_positions)),
-        scores_by_length, "Neither sinusoidal nor learned positions get a string longer than the training ones right",
+        scores_by_length, "Do sinusoidal or learned positions carry a model beyond its training lengths?",
     ),
     "warm-up": Experiment(
-        replace(BASE, n_layers=3, steps=500, max_grad_norm=None),
+        replace(BASE, n_layers=3, steps=400, max_grad_norm=None),
         (Variant("post-LN, warm-up"), Variant("post-LN, no warm-up", warmup=False),
          Variant("pre-LN, no warm-up", norm_first=True, warmup=False)),
-        exact_match, "Post-LN stalls without warm-up; with the warm-up, or as pre-LN, the model learns",
+        exact_match, "Does post-LN need the warm-up? Does pre-LN?",
     ),
     "residuals": Experiment(
-        replace(BASE, n_layers=3, steps=500),
+        replace(BASE, n_layers=3, steps=400),
         (Variant("with residual connections"), Variant("without residual connections", build=without_residuals)),
-        exact_match, "Without its residual connections the model barely learns",
+        exact_match, "What do the residual connections do for training?",
     ),
     "label-smoothing": Experiment(
-        BASE,
+        replace(BASE, steps=800),
         (Variant("ε = 0", smoothing=0.0), Variant("ε = 0.1 (the paper)", smoothing=0.1)),
-        confidence_metrics, "Label smoothing lowers the confidence (and raises perplexity), not the accuracy, here",
+        confidence_metrics, "What does label smoothing change: confidence, perplexity, accuracy?",
     ),
 }  # fmt: skip
 
@@ -396,7 +459,8 @@ def run_experiment(name: str, show: bool = True, **overrides) -> ExperimentResul
     result = ExperimentResult(name, setting, task)
     with one_thread():
         for variant in experiment.variants:
-            result.variants[variant.name] = train_variant(variant, task, setting, experiment.measure)
+            runs = [train_variant(variant, task, setting, experiment.measure, seed) for seed in setting.seeds]
+            result.variants[variant.name] = VariantResult(variant.name, runs)
     if show:
         import matplotlib.pyplot as plt
 
@@ -407,56 +471,72 @@ def run_experiment(name: str, show: bool = True, **overrides) -> ExperimentResul
 
 
 def plot_experiment(result: ExperimentResult):
-    """Training loss of every variant, and next to it the experiment's own measurements."""
+    """Training loss of every variant (mean over the seeds, the band from the lowest to the highest
+    seed), and next to it the experiment's own measurements, one dot per seed."""
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.9))
+    panels = [_RIGHT_PANELS[result.name]] if result.name in _RIGHT_PANELS else []
+    if result.name != "positions":  # its own panel already shows every length's spread
+        panels.append(_metric_dots)
+    fig, (left, *right) = plt.subplots(1, 1 + len(panels), figsize=(6 * (1 + len(panels)), 3.9))
     window = 20
-    for variant in result.variants.values():
-        if variant.losses:
-            losses = torch.tensor(variant.losses)
-            smooth = losses.unfold(0, window, 1).mean(-1) if len(losses) >= window else losses
-            left.plot(range(len(losses) - len(smooth) + 1, len(losses) + 1), smooth, label=variant.name)
+    for i, variant in enumerate(result.variants.values()):
+        curves = [_smooth(run.losses, window) for run in variant.runs if run.losses]
+        if not curves:
+            continue
+        stacked = torch.stack(curves)  # (seeds, steps)
+        steps = range(result.setting.steps - stacked.shape[1] + 1, result.setting.steps + 1)
+        left.plot(steps, stacked.mean(0), color=f"C{i}", label=f"{variant.name} (mean of {len(curves)} seeds)")
+        left.fill_between(steps, stacked.min(0).values, stacked.max(0).values, color=f"C{i}", alpha=0.2, lw=0)
     left.set(xlabel="training step", ylabel=f"training loss (mean of {window} steps)", yscale="log",
              title="Training loss")  # fmt: skip
     left.legend(fontsize=8)
     left.grid(alpha=0.3)
-    _RIGHT_PANELS.get(result.name, _metric_bars)(right, result)
-    fig.suptitle(EXPERIMENTS[result.name].finding, y=1.02)
+    for ax, panel in zip(right, panels, strict=True):
+        panel(ax, result)
+    fig.suptitle(EXPERIMENTS[result.name].question, y=1.02)
     fig.tight_layout()
     return fig
 
 
-def _metric_bars(ax, result: ExperimentResult) -> None:
+def _smooth(losses: list[float], window: int) -> Tensor:
+    values = torch.tensor(losses)
+    return values.unfold(0, window, 1).mean(-1) if len(values) >= window else values
+
+
+def _metric_dots(ax, result: ExperimentResult) -> None:
     names = list(result.variants)
-    values = [result.variants[n].metrics.get("exact match %", 0.0) for n in names]
-    ax.barh(range(len(names)), values, color=[f"C{i}" for i in range(len(names))])
-    for i, v in enumerate(values):
-        ax.text(v + 1, i, f"{v:.1f}%", va="center", fontsize=9)
+    for i, name in enumerate(names):
+        values = result.variants[name].values("exact match %")
+        ax.barh(i, result.variants[name].mean("exact match %"), color=f"C{i}", alpha=0.35)
+        ax.plot(values, [i] * len(values), "o", color=f"C{i}", markersize=6)
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
-    ax.set(xlim=(0, 112), xlabel="exact match on held-out strings (%)",
-           title=f"After {result.setting.steps} steps")  # fmt: skip
+    ax.set(xlim=(-2, 102), xlabel="exact match on held-out strings (%): bar = mean, dot = one seed",
+           title=f"After {result.setting.steps} steps, {len(result.setting.seeds)} seeds")  # fmt: skip
 
 
 def _lengths_panel(ax, result: ExperimentResult) -> None:
     for (name, variant), color in zip(result.variants.items(), ("tab:blue", "tab:orange"), strict=False):
         for kind, style in (("exact", "o-"), ("letters", "s--")):
-            keys = [k for k in variant.metrics if k.endswith(kind)]
+            keys = [k for k in result.metrics() if k.endswith(kind)]
+            lengths = [int(k.split()[0]) for k in keys]
             label = f"{name}: {'whole string right' if kind == 'exact' else 'letters right'}"
-            ax.plot([int(k.split()[0]) for k in keys], [variant.metrics[k] for k in keys], style, color=color,
-                    label=label, markersize=4)  # fmt: skip
+            ax.plot(lengths, [variant.mean(k) for k in keys], style, color=color, label=label, markersize=4)
+            spreads = [variant.spread(k) for k in keys]
+            ax.fill_between(lengths, [lo for lo, _ in spreads], [hi for _, hi in spreads], color=color, alpha=0.15)
     s = result.setting
-    ax.axvspan(s.min_len - 0.5, s.max_len + 0.5, color="0.9", label="lengths seen in training")
-    ax.set(xlabel="length of the input string", ylabel="held-out strings (%)", ylim=(-3, 103),
-           title="Held-out strings, by length")  # fmt: skip
+    ax.axvspan(s.min_len - 0.5, s.max_len + 0.5, color="0.9", label="lengths seen in training", zorder=0)
+    ax.set(xlabel="length of the input string", ylabel=f"held-out strings (%), {len(s.seeds)} seeds",
+           ylim=(-3, 103), title="Held-out strings by length (band: lowest to highest seed)")  # fmt: skip
     ax.legend(fontsize=7.5, loc="center right")
     ax.grid(alpha=0.3)
 
 
 def _lr_panel(ax, result: ExperimentResult) -> None:
     for variant in result.variants.values():
-        ax.plot(range(1, len(variant.lrs) + 1), variant.lrs, label=variant.name)
+        run = variant.runs[0]
+        ax.plot(range(1, len(run.lrs) + 1), run.lrs, label=variant.name)
     ax.set(xlabel="training step", ylabel="learning rate", title="The schedules (same peak, same decay)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
@@ -466,10 +546,10 @@ def _confidence_panel(ax, result: ExperimentResult) -> None:
     import seaborn as sns
 
     for (name, variant), color in zip(result.variants.items(), ("tab:blue", "tab:orange"), strict=False):
-        confidence = token_confidence(variant.model, result.task)["confidence"]
+        confidence = torch.cat([token_confidence(run.model, result.task)["confidence"] for run in variant.runs])
         sns.histplot(x=confidence.numpy(), bins=40, binrange=(0, 1), stat="percent", ax=ax, color=color, alpha=0.5,
-                     label=f"{name}: mean {100 * confidence.mean():.1f}%")  # fmt: skip
-    ax.set(yscale="log", xlabel="probability of the model's top choice (one per target token)",
+                     label=name)  # fmt: skip
+    ax.set(yscale="log", xlabel="probability of the model's top choice (one per target token, all seeds)",
            ylabel="% of the tokens", title="Confidence on held-out strings")  # fmt: skip
     ax.legend(fontsize=8, loc="upper left")
 

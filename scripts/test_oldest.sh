@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `make test-oldest`: the course on the oldest versions pyproject.toml declares, from nothing.
+# Creates .venv-oldest with the lowest Python that `requires-python` allows and the floors of the
+# dependencies (tests/oldest/constraints.txt), then runs the unit tests and two chapters there.
+# Downloads: PyTorch's oldest supported release exists on PyPI only as a CUDA build (~3 GB with its
+# NVIDIA packages); it runs on the CPU.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+want=$(sed -n 's/^requires-python = ">=\([0-9.]*\)".*/\1/p' pyproject.toml)
+python=${PYTHON_OLDEST:-}
+if [ -z "$python" ]; then
+  python=$(command -v "python$want" || true)
+  if [ -z "$python" ] && command -v pyenv >/dev/null; then
+    prefix=$(pyenv prefix "$(pyenv versions --bare | grep -E "^$want(\.|$)" | sort -V | tail -1)" 2>/dev/null || true)
+    [ -n "$prefix" ] && python="$prefix/bin/python$want"
+  fi
+fi
+if [ -z "$python" ] || ! "$python" -c "import sys; assert sys.version_info[:2] == tuple(map(int, '$want'.split('.')))" 2>/dev/null; then
+  echo "error: test-oldest needs Python $want (the floor of requires-python): install it (pyenv install $want) or set PYTHON_OLDEST=/path/to/python$want" >&2
+  exit 2
+fi
+venv=.venv-oldest
+rm -rf "$venv"
+"$python" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --upgrade pip
+"$venv/bin/python" -m pip install --quiet -c tests/oldest/constraints.txt -e ".[dev]"
+"$venv/bin/python" - <<'PY'
+import sys, torch, numpy
+print(f"oldest environment: Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}")
+PY
+# the unit tests (not the browser, Jupyter-server, wheel or Colab tests: they test the tools around
+# the course, not the versions of PyTorch and Python), then two chapters through nbval
+"$venv/bin/python" -m pytest tests -q -x -p no:cacheprovider \
+  --ignore=tests/test_book.py --ignore=tests/test_lab_browser.py --ignore=tests/test_install.py \
+  --ignore=tests/test_colab.py --ignore=tests/test_jupyter_roundtrip.py --ignore=tests/test_learner_environment.py \
+  --ignore=tests/test_nbgrader_compat.py
+"$venv/bin/python" -m pytest -q -p no:cacheprovider chapters/03_attention.ipynb chapters/07_training.ipynb \
+  --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
