@@ -503,7 +503,9 @@ class _Jobs:
         _readable(self.probe_dir)
         self.cases: dict[str, list[Case]] = {}
         self.verdicts: dict[tuple, tuple[str, str]] = {}  # judged outcomes (see _verdict); main thread only
-        self.exercise_dirs = {ex.id: self._prepare(ex) for ex in wanted}
+        # Built in the background, in the order the workers ask for them, while the first workers start.
+        self.preparing = ThreadPoolExecutor(max_workers=1)
+        self.exercise_dirs = {ex.id: self.preparing.submit(self._prepare, ex) for ex in wanted}
 
     def _prepare(self, ex: Exercise) -> Path:
         """The exercise's files: its stand-ins, its cases, job.json (never shown to a job but its own)."""
@@ -552,6 +554,7 @@ class _Jobs:
         finally:  # interrupted (Ctrl-C): no new exercise starts; what runs ends within its time limit
             stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            self.preparing.shutdown(wait=True, cancel_futures=True)
 
     def _student(self, index: int, copy: Path, uid: int, stop: threading.Event, deliver: Callable) -> None:
         """Every exercise of one student, in one warm worker; a fresh one after a worker is lost.
@@ -599,7 +602,7 @@ class _Jobs:
     def _exercise(self, worker_: _Worker, inbox: Path, ex: Exercise) -> JobOutcome:
         """Show the worker this exercise's files, for the time of this exercise only."""
         for name in JOB_FILES:
-            os.link(self.exercise_dirs[ex.id] / name, inbox / name)
+            os.link(self.exercise_dirs[ex.id].result() / name, inbox / name)
         try:
             return worker_.run(self.config.timeout_for(ex.id))
         finally:
