@@ -7,21 +7,31 @@ is reached, and what a submission can and cannot do about it:
 1. **A private copy.** The package is copied into a folder of the grader's (regular files and
    folders only, within size caps; the course's ``tools/`` and caches left out). A symbolic link,
    a device or a file outside the student's own folder refuses the submission, named in the report.
-2. **One sandbox per (student, exercise)** (:mod:`.sandbox`: bubblewrap, else util-linux
-   ``unshare``): the job sees its copy, the probes of that exercise and the Python installation,
-   nothing else of the machine (no solutions, no ``.git``, no classmates, no other copies of the
-   course, not the instructor's package even where it is installed in site-packages); read-only
-   except a small private ``/tmp``; no network; limits on time, memory, processes and file size;
-   every process it started is killed when it ends.
-3. **The verdict outside.** The job only computes: it runs the exercise's probes on the student's
-   code and sends plain data back through its own result channel (:mod:`.probe.wire`). This
-   process, which never imports the submission, judges that data with the course's references
-   (the very judges ``check`` uses). A malformed or forged result costs that exercise only.
-4. **The report at the end**, written atomically (CSV, JSON, a feedback file per student), its
-   messages and output excerpts capped and scrubbed of solution text.
+2. **One sandbox per student** (:mod:`.sandbox`: bubblewrap, else util-linux ``unshare``): it sees
+   the student's copy, the probe package, the worker's inbox and the Python installation, nothing
+   else of the machine (no solutions, no ``.git``, no classmates, no other copies of the course,
+   not the instructor's package even where it is installed in site-packages); read-only except a
+   small private ``/tmp``; no network; limits on memory, processes and file size; every process it
+   started is killed when it ends.
+3. **A warm worker, a fresh child per exercise** (:mod:`.probe.worker`). In the sandbox one Python
+   imports PyTorch and the probes once, never the student's code, and cannot be traced or read
+   through ``/proc`` by the processes it starts. For each exercise the grader puts that exercise's
+   files (and only those) in the worker's inbox and asks, with a fresh nonce; the worker forks a
+   child from its clean state, which imports the student's package, runs the probes and writes
+   plain data to a descriptor of its own (:mod:`.probe.wire`). At the exercise's time limit the
+   child is killed; then every process it left is killed and ``/tmp`` emptied, and only then does
+   the worker answer. An answer without the nonce sent for that exercise, or none in time, costs
+   that exercise and the worker: the student's next exercise gets a fresh one.
+4. **The verdict outside.** This process, which never imports the submission, judges that data
+   with the course's references (the very judges ``check`` uses). A malformed or forged result
+   costs that exercise only.
+5. **The report at the end**, written atomically (CSV, JSON, a feedback file per student), its
+   messages and output excerpts capped and scrubbed of solution text, its cells safe to open in a
+   spreadsheet and its names escaped in Markdown. Each student done is also added to a state file
+   (:class:`GradingState`), so that an interrupted run can go on without grading them again.
 
-Without a sandbox (macOS, no user namespaces) the same jobs run with the limits that ``setrlimit``
-gives and an audit hook in the child refusing what the sandbox would hide; :func:`grade` says what
+Without a sandbox (macOS, no user namespaces) the same workers run with the limits that ``setrlimit``
+gives and an audit hook in each child refusing what the sandbox would hide; :func:`grade` says what
 that does not protect, and ``require_sandbox=True`` (``--require-sandbox``) refuses to run.
 
 Points per exercise, time and memory limits live in ``grading.toml`` at the root of the course.
