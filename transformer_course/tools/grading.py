@@ -460,7 +460,7 @@ class _Worker:
             raise WorkerLost("the grading worker's answer was malformed")
         if header["nonce"] != nonce:
             raise WorkerLost("the grading worker answered for another exercise: refused")
-        limits = {"result_bytes": len(MAGIC) + 8 + MAX_RESULT_BYTES, "head_bytes": HEAD_BYTES}
+        limits = {"result_bytes": len(MAGIC) + 8 + MAX_RESULT_BYTES, "head_bytes": HEAD_BYTES, "printed_bytes": 2**62}
         if any(not 0 <= header[k] <= limit for k, limit in limits.items()):
             raise WorkerLost("the grading worker's answer was larger than any result")
         return header
@@ -487,7 +487,10 @@ class _Worker:
         ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
         if not ready:
             raise WorkerLost(f"the grading worker stopped answering (no answer {GRACE_S:g} s after the time limit)")
-        chunk = os.read(fd, 1 << 20)
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except OSError as error:
+            raise WorkerLost(f"the grading worker's channel failed ({error.strerror})") from None
         if not chunk:
             raise WorkerLost("the grading worker ended while this exercise ran (did the code kill its parent?)")
         self.buffer += chunk
