@@ -4,6 +4,11 @@ in the report, with a sandbox (bubblewrap or unshare, whichever works here) and 
 
 Without a sandbox, the attacks it does not protect against (another copy of the course on the
 machine, filling the disk) are not run: the README's instructor section says so.
+
+The attacks on the warm worker (tests/adversarial/attacks.py, ``worker_attacks``) are graded on two
+exercises per student, so that one exercise's child can try to reach the worker that runs the next
+one: trace it, write its memory, descriptors or files, outlive its exercise, forge the next answer,
+kill or stop it. None gains a point, and the next exercise is judged as if alone.
 """
 
 from __future__ import annotations
