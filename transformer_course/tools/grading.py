@@ -460,7 +460,7 @@ class _Worker:
             raise WorkerLost("the grading worker's answer was malformed")
         if header["nonce"] != nonce:
             raise WorkerLost("the grading worker answered for another exercise: refused")
-        limits = {"result_bytes": len(MAGIC) + 8 + MAX_RESULT_BYTES, "head_bytes": HEAD_BYTES, "printed_bytes": 2**62}
+        limits = {"result_bytes": RESULT_LIMIT, "head_bytes": HEAD_BYTES, "printed_bytes": 2**62}
         if any(not 0 <= header[k] <= limit for k, limit in limits.items()):
             raise WorkerLost("the grading worker's answer was larger than any result")
         return header
@@ -496,6 +496,7 @@ class _Worker:
         self.buffer += chunk
 
 
+RESULT_LIMIT = len(MAGIC) + 8 + MAX_RESULT_BYTES + 1  # a byte more than any frame: a longer one arrives cut, malformed
 STARTUP_S = 180.0  # seconds a worker may take to start Python and import PyTorch (a busy machine)
 GRACE_S = 15.0  # beyond an exercise's time limit, how long its answer may take to come back
 JOB_FILES = ("job.json", "cases.pt", "standins.py")  # one exercise's files, put in a worker's inbox
@@ -598,7 +599,7 @@ class _Jobs:
             (folder / "inbox").mkdir(parents=True)
             guard = None if inside else self._guard([course_at, job_at])
             settings = {"package": PACKAGE, "site_packages": _site_packages(), "guard": guard, "isolated": inside,
-                        "max_result_bytes": MAX_RESULT_BYTES}  # fmt: skip
+                        "max_result_bytes": RESULT_LIMIT}  # fmt: skip
             (folder / "worker.json").write_text(json.dumps(settings), encoding="utf-8")
             _readable(folder)
         argv = [sys.executable, "-I", "-S", "-c", child.BOOT, course_at, submission_at, job_at]
