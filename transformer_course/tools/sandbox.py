@@ -12,6 +12,10 @@
   namespace: when its first process exits, the kernel kills the rest);
 * wall time, memory (address space per process), processes and file size are limited.
 
+``start(argv, visible=[...])`` builds the same sandbox for a job that stays up and answers requests
+(a student's grading worker): a :class:`Session` with pipes to its stdin and stdout, whose owner
+sets the deadlines and ends it with ``close()``, which kills everything it started.
+
 Two tools can build this on an ordinary Linux machine, without Docker and without root:
 
 * ``bwrap`` (Debian package ``bubblewrap``), preferred: a small, widely audited tool made for this;
