@@ -4,6 +4,11 @@ in the report, with a sandbox (bubblewrap or unshare, whichever works here) and 
 
 Without a sandbox, the attacks it does not protect against (another copy of the course on the
 machine, filling the disk) are not run: the README's instructor section says so.
+
+The attacks on the warm worker (tests/adversarial/attacks.py, ``worker_attacks``) are graded on two
+exercises per student, so that one exercise's child can try to reach the worker that runs the next
+one: trace it, write its memory, descriptors or files, outlive its exercise, forge the next answer,
+kill or stop it. None gains a point, and the next exercise is judged as if alone.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from transformer_course.tools.cli import main
 from transformer_course.tools.edition import solution_snippets
 
 from .adversarial import PACKAGE
-from .adversarial.attacks import write_attacks
+from .adversarial.attacks import WORKER_EXERCISES, write_attacks, write_worker_attacks
 
 pytestmark = pytest.mark.complete_edition
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,3 +136,51 @@ def test_the_feedback_carries_no_solution_text(graded: dict) -> None:
     for path in written:
         assert line not in " ".join(path.read_text().split()), path
     assert "removed: course solution text" in graded["results"]["exception_leak"]["message"]
+
+
+# -- attacks on the warm worker: each student's exercises share one worker, each runs in a fresh child ----
+
+WORKER_TIMEOUT_S = 20  # the child that never exits costs this much; stopping the worker this + the grace
+
+
+@pytest.fixture(scope="module", params=["sandbox", "none"])
+def worker_graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    support = sandbox.probe() if request.param == "sandbox" else sandbox.probe("none")
+    if request.param == "sandbox" and not support.isolated:
+        pytest.skip(f"no sandbox works here: {support.description}")
+    base = tmp_path_factory.mktemp(f"worker-attacks-{request.param}")
+    attacks = write_worker_attacks(base / "class", ROOT)
+    before = _hashes(base / "class")
+    status = main([
+        "grade", str(base / "class"), "--out", str(base / "report.csv"), "--exercises", *WORKER_EXERCISES,
+        "--sandbox", support.mechanism, "--timeout", str(WORKER_TIMEOUT_S), "--memory-mb", "3072", "--jobs", "2",
+        "--no-progress",
+    ])  # fmt: skip
+    assert status == 0
+    report = json.loads((base / "report.json").read_text())
+    results = {s["student"]: s["results"] for s in report["students"]}
+    return {
+        "mode": request.param,
+        "attacks": attacks,
+        "results": results,
+        "unchanged": _hashes(base / "class") == before,
+    }
+
+
+def test_no_attack_on_the_worker_gains_a_point_or_reaches_the_next_exercise(worker_graded: dict) -> None:
+    rows, wrong = [], []
+    for name, attack in sorted(worker_graded["attacks"].items()):
+        expected = attack.sandbox if worker_graded["mode"] == "sandbox" else attack.none
+        for exercise in WORKER_EXERCISES:
+            result = worker_graded["results"][name][exercise]
+            status, part = expected[exercise]
+            ok = result["status"] == status and part in result["message"]
+            ok = ok and result["points"] == (1 if status == "passed" else 0)
+            rows.append(f"{name:14} {exercise} {result['status']:10} {result['points']:g}  {result['message'][:100]}")
+            if not ok:
+                wrong.append(f"{name} {exercise}: expected {status} ({part!r}), got {result['status']}: "
+                             f"{result['message']}")  # fmt: skip
+    print(f"\nworker attacks, {worker_graded['mode']}\n" + "\n".join(rows))
+    assert not wrong, "\n".join(wrong)
+    assert all(r["status"] == "passed" for r in worker_graded["results"]["bystander"].values())
+    assert worker_graded["unchanged"], "grading must leave the submissions as they were"

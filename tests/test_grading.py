@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import site
 import struct
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.tools import course, sandbox
+from transformer_course.tools import course, grading, sandbox
 from transformer_course.tools.checks import run_check
 from transformer_course.tools.cli import main
 from transformer_course.tools.grading import (
@@ -29,11 +30,15 @@ from transformer_course.tools.grading import (
     Refused,
     Scrubber,
     StudentReport,
+    WorkerLost,
     _hidden_course_packages,
+    _Worker,
     copy_package,
+    feedback_markdown,
     find_package,
     grade,
     load_config,
+    summary_table,
     write_atomically,
     write_csv,
 )
@@ -167,6 +172,7 @@ def test_grade_refuses_bad_input_in_one_line(tmp_path: Path, capsys: pytest.Capt
     _refused(capsys, [str(subs), "--out", out, "--jobs", "0"], "--jobs must be ≥ 1")
     _refused(capsys, [str(subs), "--out", out, "--timeout", "nan"], "--timeout a number > 0")
     _refused(capsys, [str(subs), "--out", out, "--sandbox", "none", "--require-sandbox"], "--require-sandbox")
+    _refused(capsys, [str(subs), "--out", out, "--resume"], "--resume: there is no interrupted run to resume")
     _refused(capsys, [str(tmp_path / "subs" / "ada"), "--out", out, "--exercises", "ex03_1"], "no submission folders")
     config = tmp_path / "grading.toml"
     for text, part in [("[grading\n", "not valid TOML"), ("[grading]\njobs = 0\n", "jobs = 0 must be at least 1"),
@@ -354,3 +360,100 @@ def test_the_instructors_package_in_site_packages_is_hidden_from_jobs(
     monkeypatch.setattr(sandbox, "python_paths", lambda: ["/usr/lib/python3/dist-packages"])
     with pytest.raises(ValueError, match="cannot be hidden"):
         _hidden_course_packages(tmp_path)
+
+
+# -- the warm worker's channel, a long run's state and progress, reports safe to open -------------------
+
+
+def _fake_worker(answer: str) -> _Worker:
+    """A worker that says it is ready, reads one request and sends ``answer`` (a JSON header, NONCE
+    replaced by the request's nonce) back."""
+    code = ("import json, sys; out = sys.stdout.buffer; out.write(b'{\"ready\": true}\\n'); out.flush(); "
+            "nonce = json.loads(sys.stdin.buffer.readline())['nonce'].encode(); "
+            f"out.write({answer.encode()!r}.replace(b'NONCE', nonce) + b'\\n'); out.flush(); sys.stdin.read()")  # fmt: skip
+    return _Worker(sandbox.start([sys.executable, "-I", "-S", "-c", code], mechanism=SUPPORT.mechanism))
+
+
+def test_the_grader_takes_only_the_answer_for_the_exercise_it_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    answer = {"nonce": "NONCE", "returncode": 0, "timed_out": False, "seconds": 0.1, "result_bytes": 0,
+              "printed_bytes": 0, "head_bytes": 0}  # fmt: skip
+    for sent, part in [({**answer, "nonce": "0" * 32}, "answered for another exercise"), ("passed", "malformed"),
+                       ({**answer, "result_bytes": 2**40}, "larger than any result"),
+                       ({**answer, "timed_out": 0}, "malformed")]:  # fmt: skip
+        worker = _fake_worker(sent if isinstance(sent, str) else json.dumps(sent))
+        try:
+            with pytest.raises(WorkerLost, match=part):
+                worker.run(timeout_s=30)
+        finally:
+            worker.close()
+    honest = _fake_worker(json.dumps(answer))
+    try:
+        assert honest.run(timeout_s=30).returncode == 0  # the same answer with the right nonce is taken
+    finally:
+        honest.close()
+    monkeypatch.setattr(grading, "GRACE_S", 0.2)
+    silent = _Worker(sandbox.start([sys.executable, "-I", "-S", "-c", "import sys, time; sys.stdout.write("
+                                    "'{\"ready\": true}\\n'); sys.stdout.flush(); time.sleep(60)"],
+                                   mechanism=SUPPORT.mechanism))  # fmt: skip
+    try:
+        with pytest.raises(WorkerLost, match="stopped answering"):
+            silent.run(timeout_s=0.3)
+    finally:
+        silent.close()
+
+
+def test_an_interrupted_run_resumes_without_regrading_finished_students(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    for name in ("ada", "bob"):
+        shutil.copytree(
+            ROOT / PACKAGE, tmp_path / "subs" / name / PACKAGE, ignore=shutil.ignore_patterns("__pycache__")
+        )
+    state, config = tmp_path / "report.progress.jsonl", GradingConfig(timeout_s=120, memory_mb=3072)
+    first = grade(tmp_path / "subs", config, ["ex03_1"], progress=True, state_file=state)
+    assert [s.results["ex03_1"].status for s in first.students] == ["passed", "passed"]
+    err = capsys.readouterr().err
+    assert "grading: 2/2 students, 2/2 exercises" in err and "exercises/s, about" in err and "left" in err
+    assert len(state.read_text().splitlines()) == 3  # the run's name, then one line per student done
+    with open(tmp_path / "subs" / "bob" / PACKAGE / "attention.py", "a") as handle:
+        handle.write("\n\nattention_scores = None  # handed in again, broken\n")
+    started, original = [], grading._Jobs._student
+
+    def counted(self: grading._Jobs, index: int, *rest: object) -> None:
+        started.append(index)
+        original(self, index, *rest)
+
+    monkeypatch.setattr(grading._Jobs, "_student", counted)
+    second = grade(tmp_path / "subs", config, ["ex03_1"], progress=True, state_file=state, resume=True)
+    assert started == [1], "only bob, whose submission changed, is graded again"
+    assert second.students[0].results["ex03_1"].status == "passed"
+    assert second.students[1].results["ex03_1"].status != "passed"
+    assert "resumed 1 student(s)" in capsys.readouterr().err
+    third = grade(tmp_path / "subs", GradingConfig(timeout_s=99, memory_mb=3072), ["ex03_1"], False, state_file=state,
+                  resume=True)  # fmt: skip
+    assert started == [1, 0, 1], "other settings: a new run, nothing taken from the old one"
+    assert third.students[0].results["ex03_1"].status == "passed"
+
+
+def test_report_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Path) -> None:
+    names = ['=HYPERLINK("evil","a")', "+1+1", "-2", "@SUM(A1)", "\tx", "\rx", "ada, the 2nd"]
+    results = {"ex03_1": ExerciseResult("passed", "4 cases", 1.0, 1.0)}
+    students = [StudentReport(name, f"{name}/transformer_course", dict(results)) for name in names]
+    write_csv(GradingReport(["ex03_1"], students, GradingConfig(), 1.0), tmp_path / "r.csv")
+    with open(tmp_path / "r.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert [row[0] for row in rows[1:]] == [f"'{name}" for name in names[:-1]] + ["ada, the 2nd"]
+    assert all(row[1:] == ["1", "1", "1", "100.0"] for row in rows[1:])  # numbers stay numbers
+
+
+def test_names_and_messages_are_escaped_in_the_markdown_feedback() -> None:
+    name = "<img src=x onerror=alert(1)>[click](javascript:alert(1))`|#"
+    message = "<script>alert(1)</script> | [x](http://evil)"
+    student = StudentReport(name, f"{name}/transformer_course", {"ex03_1": ExerciseResult("failed", message, 0, 1)})
+    text = feedback_markdown(student, GradingReport(["ex03_1"], [student], GradingConfig(), 1.0))
+    assert "<img" not in text and "<script" not in text
+    assert not re.search(r"(?<!\\)\]\(", text), "a link survived: ]( not escaped"
+    assert "&lt;img src=x onerror=alert(1)&gt;\\[click\\](javascript:alert(1))\\`\\|\\#" in text
+    assert text.count("\n| ex03_1") == 1 and "\\| \\[x\\]" in text  # the message stays in its cell
+    assert summary_table(GradingReport(["ex03_1"], [StudentReport("a\x1b[2Jb", None, student.results)],
+                                       GradingConfig(), 1.0)).splitlines()[1].startswith("a?[2Jb")  # fmt: skip

@@ -324,3 +324,159 @@ def write_attacks(dest: Path, course_root: Path, paths: dict[str, str]) -> dict[
             with open(target / "attention.py", "a", encoding="utf-8") as handle:
                 handle.write("\n\n" + prelude)
     return found
+
+
+# -- attacks on the warm worker: one Python per student, a fresh child per exercise ---------------------
+
+WORKER_EXERCISES = ("ex03_1", "ex03_3")  # graded in this order, by one worker per student
+BROKEN_ATTENTION = "return torch.zeros_like(v), torch.zeros(*q.shape[:-1], k.shape[-2])  # not attention\n"
+ATTENTION_SIGNATURE = "def scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0):\n"
+
+
+@dataclass(frozen=True)
+class WorkerAttack:
+    """An attack run by the ex03_1 child (in ``attention_scores``) on what the worker shares with
+    it; expected (status, message part) per exercise, with a sandbox and without one (the audit
+    hook then refuses the attack's first step). ex03_3 is correct unless ``breaks_ex03_3``: an
+    attack that hurt the worker would show as a wrong verdict on it."""
+
+    name: str
+    what: str
+    sandbox: dict[str, tuple[str, str]]
+    none: dict[str, tuple[str, str]]
+    breaks_ex03_3: bool = False
+
+
+def worker_attacks() -> list[WorkerAttack]:
+    passed = ("passed", "cases")
+    return [
+        WorkerAttack("ptrace_worker", "ptrace the worker (the child's parent): attach and seize",
+                     {"ex03_1": ("failed", "ptrace of the worker refused"), "ex03_3": passed},
+                     {"ex03_1": ("error", "ctypes.dlopen"), "ex03_3": passed}),
+        WorkerAttack("worker_memory", "write the worker's memory, descriptors and environment through /proc",
+                     {"ex03_1": ("failed", "the worker is out of reach"), "ex03_3": passed},
+                     {"ex03_1": ("error", "/proc/"), "ex03_3": passed}),
+        WorkerAttack("worker_files", "write into the worker's code, settings and inbox",
+                     {"ex03_1": ("failed", "the worker's files are read-only"), "ex03_3": passed},
+                     {"ex03_1": ("error", "writing"), "ex03_3": passed}),
+        WorkerAttack("never_exits", "a child that never exits, leaving a setsid() process killing every later one",
+                     {"ex03_1": ("timed out", "still running"), "ex03_3": passed},
+                     {"ex03_1": ("error", "os.fork"), "ex03_3": passed}),
+        WorkerAttack("forge_later", "forge the worker's answer for the next exercise, now and from a process left "
+                     "behind", {"ex03_1": ("error", "result channel"), "ex03_3": ("failed", "")},
+                     {"ex03_1": ("error", "result channel"), "ex03_3": ("failed", "")}, breaks_ex03_3=True),
+        WorkerAttack("kill_worker", "SIGKILL the worker",
+                     {"ex03_1": ("error", "the grading worker ended"), "ex03_3": passed},
+                     {"ex03_1": ("error", "os.kill"), "ex03_3": passed}),
+        WorkerAttack("stop_worker", "SIGSTOP the worker, so that it never answers",
+                     {"ex03_1": ("error", "stopped answering"), "ex03_3": passed},
+                     {"ex03_1": ("error", "os.kill"), "ex03_3": passed}),
+    ]  # fmt: skip
+
+
+def _worker_attack_code(name: str) -> str:
+    """The body of ``attention_scores`` (run by the ex03_1 child) for an attack on the worker."""
+    forged_answer = (
+        "forged = json.dumps({'nonce': '0' * 32, 'returncode': 0, 'timed_out': False, 'seconds': 0.1,\n"
+        "                     'result_bytes': 0, 'printed_bytes': 0, 'head_bytes': 0}).encode() + b'\\n'\n"
+        "def spray():\n"
+        "    for fd in range(64):\n"
+        "        try:\n"
+        "            os.write(fd, forged)\n"
+        "        except OSError:\n"
+        "            pass\n"
+        "    for pid in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+        "        for fd in range(16):\n"
+        "            try:\n"
+        "                with open(f'/proc/{pid}/fd/{fd}', 'wb') as handle:\n"
+        "                    handle.write(forged)\n"
+        "            except OSError:\n"
+        "                pass\n"
+    )
+    code = {
+        "ptrace_worker": (
+            "import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]\n"
+            "refused = []\n"
+            "for request, name in ((16, 'PTRACE_ATTACH'), (0x4206, 'PTRACE_SEIZE')):\n"
+            "    if libc.ptrace(request, os.getppid(), None, None) != 0:\n"
+            "        refused.append(f'{name}: errno {ctypes.get_errno()}')\n"
+            "if len(refused) == 2:\n"
+            "    raise PermissionError('ptrace of the worker refused: ' + '; '.join(refused))\n"
+            "raise RuntimeError(f'ptrace of the worker succeeded ({refused})')\n"
+        ),
+        "worker_memory": (
+            "import os\nppid, refused = os.getppid(), []\n"
+            "for path, mode in ((f'/proc/{ppid}/mem', 'r+b'), (f'/proc/{ppid}/fd/1', 'wb'),\n"
+            "                   (f'/proc/{ppid}/environ', 'rb')):\n"
+            "    try:\n"
+            "        with open(path, mode) as handle:\n"
+            "            handle.read(1) if mode == 'rb' else handle.write(b'passed')\n"
+            "    except OSError as error:\n"
+            "        refused.append(f'{path}: {type(error).__name__}')\n"
+            "if len(refused) == 3:\n"
+            "    raise PermissionError('the worker is out of reach: ' + '; '.join(refused))\n"
+            "raise RuntimeError(f'reached the worker ({refused})')\n"
+        ),
+        "worker_files": (
+            "import os, sys\ncourse, job = sys.argv[1], sys.argv[3]\n"
+            "targets = [os.path.join(course, '_course_probe', 'worker.py'), os.path.join(job, 'worker.json'),\n"
+            "           os.path.join(job, 'inbox', 'job.json'), os.path.join(job, 'inbox', 'cases.pt'),\n"
+            "           os.path.join(job, 'inbox', 'next.json')]\n"
+            "refused = []\n"
+            "for target in targets:\n"
+            "    try:\n"
+            "        with open(target, 'a') as handle:\n"
+            "            handle.write('\\n# written by a submission\\n')\n"
+            "    except OSError as error:\n"
+            "        refused.append(type(error).__name__)\n"
+            "if len(refused) == len(targets):\n"
+            '    raise PermissionError(f"the worker\'s files are read-only: {refused}")\n'
+            'raise RuntimeError(f"wrote into the worker\'s files ({refused})")\n'
+        ),
+        "never_exits": (
+            "import os, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    present = set(os.listdir('/proc'))\n"
+            "    while True:  # kill every process that starts after this one: the next exercise's child\n"
+            "        for pid in [p for p in os.listdir('/proc') if p.isdigit() and p not in present]:\n"
+            "            try:\n"
+            "                os.kill(int(pid), 9)\n"
+            "            except OSError:\n"
+            "                pass\n"
+            "        time.sleep(0.01)\n"
+            "while True:\n"
+            "    pass\n"
+        ),
+        "forge_later": (
+            "import json, os, time\n" + forged_answer + "spray()\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    for _ in range(3000):\n"
+            "        spray()\n"
+            "        time.sleep(0.01)\n"
+            "    os._exit(0)\n" + ZEROS
+        ),
+        "kill_worker": "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n" + ZEROS,
+        "stop_worker": "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\n" + ZEROS,
+    }
+    return code[name]
+
+
+def write_worker_attacks(dest: Path, course_root: Path) -> dict[str, WorkerAttack]:
+    """Write every attack on the worker (and ``bystander``, correct) into ``dest``."""
+    package = course_root / PACKAGE
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(package, dest / "bystander" / PACKAGE, ignore=ignore)
+    found = {}
+    for attack in worker_attacks():
+        found[attack.name] = attack
+        target = dest / attack.name / PACKAGE
+        shutil.copytree(package, target, ignore=ignore)
+        body = textwrap.indent(_worker_attack_code(attack.name), "    ")
+        _replace_function(target / "attention.py", "attention_scores", SIGNATURE + body)
+        if attack.breaks_ex03_3:
+            _replace_function(target / "attention.py", "scaled_dot_product_attention",
+                              ATTENTION_SIGNATURE + textwrap.indent(BROKEN_ATTENTION, "    "))  # fmt: skip
+    return found

@@ -7,21 +7,31 @@ is reached, and what a submission can and cannot do about it:
 1. **A private copy.** The package is copied into a folder of the grader's (regular files and
    folders only, within size caps; the course's ``tools/`` and caches left out). A symbolic link,
    a device or a file outside the student's own folder refuses the submission, named in the report.
-2. **One sandbox per (student, exercise)** (:mod:`.sandbox`: bubblewrap, else util-linux
-   ``unshare``): the job sees its copy, the probes of that exercise and the Python installation,
-   nothing else of the machine (no solutions, no ``.git``, no classmates, no other copies of the
-   course, not the instructor's package even where it is installed in site-packages); read-only
-   except a small private ``/tmp``; no network; limits on time, memory, processes and file size;
-   every process it started is killed when it ends.
-3. **The verdict outside.** The job only computes: it runs the exercise's probes on the student's
-   code and sends plain data back through its own result channel (:mod:`.probe.wire`). This
-   process, which never imports the submission, judges that data with the course's references
-   (the very judges ``check`` uses). A malformed or forged result costs that exercise only.
-4. **The report at the end**, written atomically (CSV, JSON, a feedback file per student), its
-   messages and output excerpts capped and scrubbed of solution text.
+2. **One sandbox per student** (:mod:`.sandbox`: bubblewrap, else util-linux ``unshare``): it sees
+   the student's copy, the probe package, the worker's inbox and the Python installation, nothing
+   else of the machine (no solutions, no ``.git``, no classmates, no other copies of the course,
+   not the instructor's package even where it is installed in site-packages); read-only except a
+   small private ``/tmp``; no network; limits on memory, processes and file size; every process it
+   started is killed when it ends.
+3. **A warm worker, a fresh child per exercise** (:mod:`.probe.worker`). In the sandbox one Python
+   imports PyTorch and the probes once, never the student's code, and cannot be traced or read
+   through ``/proc`` by the processes it starts. For each exercise the grader puts that exercise's
+   files (and only those) in the worker's inbox and asks, with a fresh nonce; the worker forks a
+   child from its clean state, which imports the student's package, runs the probes and writes
+   plain data to a descriptor of its own (:mod:`.probe.wire`). At the exercise's time limit the
+   child is killed; then every process it left is killed and ``/tmp`` emptied, and only then does
+   the worker answer. An answer without the nonce sent for that exercise, or none in time, costs
+   that exercise and the worker: the student's next exercise gets a fresh one.
+4. **The verdict outside.** This process, which never imports the submission, judges that data
+   with the course's references (the very judges ``check`` uses). A malformed or forged result
+   costs that exercise only.
+5. **The report at the end**, written atomically (CSV, JSON, a feedback file per student), its
+   messages and output excerpts capped and scrubbed of solution text, its cells safe to open in a
+   spreadsheet and its names escaped in Markdown. Each student done is also added to a state file
+   (:class:`GradingState`), so that an interrupted run can go on without grading them again.
 
-Without a sandbox (macOS, no user namespaces) the same jobs run with the limits that ``setrlimit``
-gives and an audit hook in the child refusing what the sandbox would hide; :func:`grade` says what
+Without a sandbox (macOS, no user namespaces) the same workers run with the limits that ``setrlimit``
+gives and an audit hook in each child refusing what the sandbox would hide; :func:`grade` says what
 that does not protect, and ``require_sandbox=True`` (``--require-sandbox``) refuses to run.
 
 Points per exercise, time and memory limits live in ``grading.toml`` at the root of the course.
@@ -30,18 +40,23 @@ Points per exercise, time and memory limits live in ``grading.toml`` at the root
 from __future__ import annotations
 
 import csv
+import hashlib
+import html
 import importlib.util
 import io
 import json
 import math
 import os
 import queue
+import secrets
+import select
 import shutil
 import stat
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -55,11 +70,11 @@ from .checks.runner import build_cases, get_exercise, verdict
 from .checks.standins import job_source
 from .checks.status import ERROR, PASSED, REFERENCE, STATUSES, SYMBOLS, TIMED_OUT
 from .course import PACKAGE
-from .probe import child
+from .probe import child, worker
 from .probe.wire import MAGIC, MAX_RESULT_BYTES, MalformedResult, cut, read_payload
+from .probe.worker import HEAD_BYTES
 
 MAX_MESSAGE = 2000  # characters of a message in the report
-HEAD_BYTES = 4096  # bytes of a job's printed output kept for the feedback
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
@@ -289,10 +304,15 @@ def grade(
     progress: bool = True,
     mechanism: sandbox.Mechanism | None = None,
     require_sandbox: bool = False,
+    state_file: Path | None = None,
+    resume: bool = False,
 ) -> GradingReport:
-    """Grade every sub-folder of ``submissions_dir`` on ``exercises`` (default: the config's)."""
-    from tqdm.auto import tqdm
+    """Grade every sub-folder of ``submissions_dir`` on ``exercises`` (default: the config's).
 
+    ``progress`` prints a line on stderr as students finish (students done / total, exercises per
+    second, time left). ``state_file``: each student's results are added to it as soon as the
+    student is done; with ``resume`` the students it holds (same submission, same exercises and
+    settings) are not graded again. The caller removes it once the reports are written."""
     from .checks.registry import EXERCISES
     from .checks.runner import _load_all
 
@@ -311,14 +331,18 @@ def grade(
     scrubber = background.submit(Scrubber.for_course)  # reading the solutions takes seconds: meanwhile, grade
     try:
         with tempfile.TemporaryDirectory(prefix="transformer-course-grading-") as temporary:
-            jobs = _Jobs(Path(temporary), support, config, Path(submissions_dir))
-            exercise_dirs = {ex.id: jobs.prepare(ex) for ex in wanted}
+            jobs = _Jobs(Path(temporary), support, config, Path(submissions_dir), wanted)
             reports, todo = _copy_all(folders, Path(submissions_dir), Path(temporary) / "copies", wanted, config)
-            bar = tqdm(total=len(todo), desc="grading", unit="exercise", disable=not progress)
-            for index, ex, outcome in jobs.run(todo, exercise_dirs):
-                reports[index].results[ex.id] = outcome
-                bar.update(1)
-            bar.close()
+            state = GradingState(state_file, ids, config) if state_file is not None else None
+            todo = state.restore(reports, todo, resume) if state is not None else todo
+            meter = Progress(len(todo), len(todo) * len(wanted), enabled=progress)
+            for index, ex, outcome in jobs.run(todo):
+                reports[index].results[ex.id] = jobs.judged(ex, outcome)
+                done = len(reports[index].results) == len(wanted)
+                if done and state is not None:
+                    state.record(reports[index], dict(todo)[index])
+                meter.advance(student_done=done)
+            meter.finish()
         scrub = scrubber.result()
     finally:
         background.shutdown(wait=False, cancel_futures=True)
@@ -328,8 +352,9 @@ def grade(
 
 
 def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: list[Exercise],
-              config: GradingConfig) -> tuple[list[StudentReport], list[tuple[int, Exercise, Path]]]:  # fmt: skip
-    """Copy every submission; return the reports (refused ones already filled in) and the jobs to run."""
+              config: GradingConfig) -> tuple[list[StudentReport], list[tuple[int, Path]]]:  # fmt: skip
+    """Copy every submission; return the reports (refused ones already filled in) and the students
+    to grade: (index in the reports, the copy's folder)."""
     reports, todo = [], []
     for index, folder in enumerate(folders):
         reports.append(StudentReport(folder.name, None, {}))
@@ -342,7 +367,7 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
                 ex.id: ExerciseResult(ERROR, message, 0.0, config.points_for(ex.id)) for ex in wanted
             }
             continue
-        todo += [(index, ex, copy) for ex in wanted]
+        todo.append((index, copy))
     return reports, todo
 
 
@@ -359,100 +384,283 @@ def _copy_submission(folder: Path, submissions_dir: Path, copy: Path, config: Gr
     return str(package.relative_to(submissions_dir))
 
 
+def fingerprint(folder: Path) -> str:
+    """A digest of every file below ``folder`` (names and contents): the same copy, the same digest."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+class WorkerLost(Exception):
+    """A student's worker is not to be trusted with another exercise: it died, stopped answering,
+    or answered out of turn. The message says so, for the report."""
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """How one exercise's child ended, as its worker saw it: what a verdict is reached from."""
+
+    returncode: int  # 128 + N when signal N ended it
+    timed_out: bool
+    seconds: float
+    result: bytes  # the child's frame, as it wrote it: checked by read_payload
+    printed_bytes: int
+    printed_head: bytes
+
+
+class _Worker:
+    """The grader's end of one student's warm worker (:mod:`.probe.worker`), in the student's sandbox."""
+
+    ANSWER_FIELDS = {"nonce": str, "returncode": int, "timed_out": bool, "seconds": float | int,
+                     "result_bytes": int, "printed_bytes": int, "head_bytes": int}  # fmt: skip
+
+    def __init__(self, session: sandbox.Session) -> None:
+        self.session = session
+        self.buffer = bytearray()
+        try:
+            ready = self._line(time.monotonic() + STARTUP_S)
+        except WorkerLost as lost:
+            raise WorkerLost(f"the grading worker could not start: {self.close_and_say(str(lost))}") from None
+        if ready != worker.READY:
+            raise WorkerLost(f"the grading worker could not start: {self.close_and_say('it said something else')}")
+
+    def run(self, timeout_s: float) -> JobOutcome:
+        """One exercise (its files are in the worker's inbox) in a fresh child; its outcome."""
+        nonce = secrets.token_hex(16)
+        try:
+            self.session.stdin.write(json.dumps({"nonce": nonce, "timeout_s": timeout_s}).encode() + b"\n")
+            self.session.stdin.flush()
+        except OSError:
+            raise WorkerLost("the grading worker was gone before this exercise (the previous one ended it)") from None
+        deadline = time.monotonic() + timeout_s + GRACE_S
+        header = self._header(self._line(deadline), nonce)
+        result = self._bytes(header["result_bytes"], deadline)
+        head = self._bytes(header["head_bytes"], deadline)
+        return JobOutcome(header["returncode"], header["timed_out"], float(header["seconds"]), result,
+                          header["printed_bytes"], head)  # fmt: skip
+
+    def close_and_say(self, why: str) -> str:
+        """End the worker; ``why`` with the last line it printed, if any."""
+        printed = self.session.close().decode("utf-8", "replace").strip().splitlines()
+        return f"{why} ({printed[-1][:300]})" if printed else why
+
+    def close(self) -> None:
+        self.session.close()
+
+    def _header(self, line: bytes, nonce: str) -> dict:
+        try:
+            header = json.loads(line)
+        except ValueError:
+            header = None
+        fields = self.ANSWER_FIELDS
+        if not (isinstance(header, dict) and set(header) == set(fields)
+                and all(type(header[k]) is not bool or fields[k] is bool for k in fields)
+                and all(isinstance(header[k], fields[k]) for k in fields)):  # fmt: skip
+            raise WorkerLost("the grading worker's answer was malformed")
+        if header["nonce"] != nonce:
+            raise WorkerLost("the grading worker answered for another exercise: refused")
+        limits = {"result_bytes": RESULT_LIMIT, "head_bytes": HEAD_BYTES, "printed_bytes": 2**62}
+        if any(not 0 <= header[k] <= limit for k, limit in limits.items()):
+            raise WorkerLost("the grading worker's answer was larger than any result")
+        return header
+
+    def _line(self, deadline: float) -> bytes:
+        while b"\n" not in self.buffer:
+            if len(self.buffer) > 4096:
+                raise WorkerLost("the grading worker's answer was malformed")
+            self._fill(deadline)
+        line, _, rest = bytes(self.buffer).partition(b"\n")
+        self.buffer[:] = rest
+        return line + b"\n"
+
+    def _bytes(self, count: int, deadline: float) -> bytes:
+        while len(self.buffer) < count:
+            self._fill(deadline)
+        data = bytes(self.buffer[:count])
+        del self.buffer[:count]
+        return data
+
+    def _fill(self, deadline: float) -> None:
+        """Read what the worker sent, waiting at most until ``deadline``."""
+        fd = self.session.stdout.fileno()
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise WorkerLost(f"the grading worker stopped answering (no answer {GRACE_S:g} s after the time limit)")
+        try:
+            chunk = os.read(fd, 1 << 20)
+        except OSError as error:
+            raise WorkerLost(f"the grading worker's channel failed ({error.strerror})") from None
+        if not chunk:
+            raise WorkerLost("the grading worker ended while this exercise ran (did the code kill its parent?)")
+        self.buffer += chunk
+
+
+RESULT_LIMIT = len(MAGIC) + 8 + MAX_RESULT_BYTES + 1  # a byte more than any frame: a longer one arrives cut, malformed
+STARTUP_S = 180.0  # seconds a worker may take to start Python and import PyTorch (a busy machine)
+GRACE_S = 15.0  # beyond an exercise's time limit, how long its answer may take to come back
+JOB_FILES = ("job.json", "cases.pt", "standins.py")  # one exercise's files, put in a worker's inbox
+
+
 class _Jobs:
-    """The grading jobs of one run: their folders, their sandboxes, and what came back."""
+    """The grading of one run: the exercises' files, one warm worker per student, what came back."""
 
-    def __init__(self, work: Path, support: sandbox.SandboxSupport, config: GradingConfig, submissions: Path):
+    def __init__(self, work: Path, support: sandbox.SandboxSupport, config: GradingConfig, submissions: Path,
+                 wanted: list[Exercise]) -> None:  # fmt: skip
         self.work, self.support, self.config, self.submissions = work, support, config, submissions
-        self.cases: dict[str, list[Case]] = {}
+        self.wanted = wanted
         self.hidden = _hidden_course_packages(work) if support.isolated else []
+        self.probe_dir = work / "probe"  # the probe package, which every worker imports
+        probe = Path(child.__file__).parent
+        shutil.copytree(probe, self.probe_dir / child.NAME, ignore=lambda _, names: [n for n in names
+                        if not n.endswith(".py")])  # fmt: skip
+        _readable(self.probe_dir)
+        self.cases: dict[str, list[Case]] = {}
+        self.verdicts: dict[tuple, tuple[str, str]] = {}  # judged outcomes (see _verdict); main thread only
+        # Built in the background, in the order the workers ask for them, while the first workers start.
+        self.preparing = ThreadPoolExecutor(max_workers=1)
+        self.exercise_dirs = {ex.id: self.preparing.submit(self._prepare, ex) for ex in wanted}
 
-    def prepare(self, ex: Exercise) -> Path:
-        """The exercise's read-only folder: the probe package, its stand-ins, its cases, job.json."""
+    def _prepare(self, ex: Exercise) -> Path:
+        """The exercise's files: its stand-ins, its cases, job.json (never shown to a job but its own)."""
         from .checks.registry import EXERCISES
 
         folder = self.work / "jobs" / ex.id
-        probe_dir = Path(child.__file__).parent
-        shutil.copytree(probe_dir, folder / child.NAME, ignore=lambda _, names: [n for n in names
-                        if not n.endswith(".py")])  # fmt: skip
+        folder.mkdir(parents=True)
         (folder / "standins.py").write_text(job_source(ex.needs), encoding="utf-8")
         self.cases[ex.id] = build_cases(ex)
         torch.save([case.probe for case in self.cases[ex.id]], folder / "cases.pt")
-        guard = None if self.support.isolated else self._guard()
         targets = {i: EXERCISES[i].target for i in (ex.id, *ex.needs)}  # the rooms the job must look at, no more
-        job = {"exercise": ex.id, "target": ex.target, "package": PACKAGE, "guard": guard, "targets": targets,
-               "site_packages": _site_packages()}  # fmt: skip
+        job = {"exercise": ex.id, "target": ex.target, "targets": targets}
         (folder / "job.json").write_text(json.dumps(job), encoding="utf-8")
-        for path in [folder, *folder.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
+        _readable(folder)
         return folder
 
-    def _guard(self) -> dict:
+    def _guard(self, allowed: list[str]) -> dict:
         """Without a sandbox: what the child's audit hook refuses to read (the course, every
-        submission, the other jobs) and what it still allows (Python's own folders)."""
+        submission, the other jobs) and what it still allows (Python's own folders, its worker's)."""
         root = course.find_course_root() or course.package_dir()
         forbidden = {str(root), str(course.package_dir()), str(self.submissions.resolve()), str(self.work)}
-        return {"forbidden": sorted(forbidden), "allowed": sandbox.python_paths()}
+        return {"forbidden": sorted(forbidden), "allowed": sandbox.python_paths() + allowed}
 
-    def run(self, todo: list, exercise_dirs: dict[str, Path]) -> Iterable[tuple[int, Exercise, ExerciseResult]]:
-        """Run the jobs ``config.jobs`` at a time; yield each one's result, judged, as it finishes."""
+    def run(self, todo: list[tuple[int, Path]]) -> Iterator[tuple[int, Exercise, JobOutcome | Exception]]:
+        """Grade ``config.jobs`` students at a time, each with its own worker; yield each exercise's
+        outcome as it comes (every exercise of every student in ``todo``)."""
         uids: queue.Queue[int] = queue.Queue()
-        for slot in range(self.config.jobs):  # as root, jobs at the same time get different uids
+        for slot in range(self.config.jobs):  # as root, workers at the same time get different uids
             uids.put(sandbox.NOBODY - slot)
+        outcomes: queue.Queue[tuple[int, Exercise, JobOutcome | Exception]] = queue.Queue()
+        stop = threading.Event()
 
-        def one(index: int, ex: Exercise, copy: Path) -> tuple[int, Exercise, sandbox.Result | Exception]:
+        def one(index: int, copy: Path) -> None:
             uid = uids.get()
             try:
-                return index, ex, self._sandboxed(exercise_dirs[ex.id], copy, ex, uid)
-            except (sandbox.SandboxError, OSError, ValueError) as error:
-                return index, ex, error
+                self._student(index, copy, uid, stop, outcomes.put)
             finally:
                 uids.put(uid)
 
         pool = ThreadPoolExecutor(max_workers=self.config.jobs)
         try:
-            futures = [pool.submit(one, *item) for item in todo]
-            for future in futures:
-                index, ex, result = future.result()
-                yield index, ex, self._judged(ex, result)
-        finally:  # interrupted (Ctrl-C): start nothing more; what runs ends within its time limit
+            for index, copy in todo:
+                pool.submit(one, index, copy)
+            for _ in range(len(todo) * len(self.wanted)):
+                yield outcomes.get()
+        finally:  # interrupted (Ctrl-C): no new exercise starts; what runs ends within its time limit
+            stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
+            self.preparing.shutdown(wait=True, cancel_futures=True)
 
-    def _sandboxed(self, job_dir: Path, copy: Path, ex: Exercise, uid: int) -> sandbox.Result:
+    def _student(self, index: int, copy: Path, uid: int, stop: threading.Event, deliver: Callable) -> None:
+        """Every exercise of one student, in one warm worker; a fresh one after a worker is lost.
+        Delivers one outcome per exercise, whatever happens."""
+        folder = self.work / "students" / str(index)
+        worker_ = None
+        try:
+            for ex in self.wanted:
+                if stop.is_set():
+                    return
+                try:
+                    worker_ = worker_ or self._start_worker(folder, copy, uid)
+                    outcome: JobOutcome | Exception = self._exercise(worker_, folder / "inbox", ex)
+                except WorkerLost as lost:
+                    outcome, worker_ = lost, worker_ and worker_.close()
+                except Exception as error:  # noqa: BLE001 - costs this exercise, never the run
+                    outcome = error
+                deliver((index, ex, outcome))
+        finally:
+            if worker_ is not None:
+                worker_.close()
+
+    def _start_worker(self, folder: Path, copy: Path, uid: int) -> _Worker:
         inside = self.support.isolated  # without a sandbox the folders are where they are
-        course_at, submission_at = ("/course", "/submission") if inside else (str(job_dir), str(copy))
-        argv = [sys.executable, "-I", "-S", "-c", child.BOOT, course_at, submission_at]
-        views = [sandbox.Visible(job_dir, course_at), sandbox.Visible(copy, submission_at), *self.hidden]
+        course_at, submission_at, job_at = ("/course", "/submission", "/job") if inside else (
+            str(self.probe_dir), str(copy), str(folder))  # fmt: skip
+        if not folder.exists():
+            (folder / "inbox").mkdir(parents=True)
+            guard = None if inside else self._guard([course_at, job_at])
+            settings = {"package": PACKAGE, "site_packages": _site_packages(), "guard": guard, "isolated": inside,
+                        "max_result_bytes": RESULT_LIMIT}  # fmt: skip
+            (folder / "worker.json").write_text(json.dumps(settings), encoding="utf-8")
+            _readable(folder)
+        argv = [sys.executable, "-I", "-S", "-c", child.BOOT, course_at, submission_at, job_at]
+        views = [sandbox.Visible(self.probe_dir, course_at), sandbox.Visible(copy, submission_at),
+                 sandbox.Visible(folder, job_at), *self.hidden]  # fmt: skip
         threads = {name: "1" for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")}
-        return sandbox.run(
-            argv, visible=views, env=threads, timeout_s=self.config.timeout_for(ex.id),
-            memory_mb=self.config.memory_mb, max_processes=64, max_file_mb=2 * MAX_RESULT_BYTES // 2**20,
-            tmp_mb=64, output_limit_bytes=len(MAGIC) + 8 + MAX_RESULT_BYTES, mechanism=self.support.mechanism,
-            uid_if_root=uid,
+        session = sandbox.start(
+            argv, visible=views, env=threads, memory_mb=self.config.memory_mb, max_processes=64,
+            max_file_mb=2 * MAX_RESULT_BYTES // 2**20, tmp_mb=64, output_limit_bytes=64 * 1024,
+            mechanism=self.support.mechanism, uid_if_root=uid,
         )  # fmt: skip
+        return _Worker(session)
 
-    def _judged(self, ex: Exercise, result: sandbox.Result | Exception) -> ExerciseResult:
+    def _exercise(self, worker_: _Worker, inbox: Path, ex: Exercise) -> JobOutcome:
+        """Show the worker this exercise's files, for the time of this exercise only."""
+        for name in JOB_FILES:
+            os.link(self.exercise_dirs[ex.id].result() / name, inbox / name)
+        try:
+            return worker_.run(self.config.timeout_for(ex.id))
+        finally:
+            for name in JOB_FILES:
+                (inbox / name).unlink(missing_ok=True)
+
+    def judged(self, ex: Exercise, outcome: JobOutcome | Exception) -> ExerciseResult:
         points = self.config.points_for(ex.id)
-        if isinstance(result, Exception):
-            return ExerciseResult(ERROR, f"the grading job could not run: {result}", 0.0, points)
-        status, message = _verdict(ex, self.cases[ex.id], result, self.config)
-        printed = result.stderr
-        return ExerciseResult(status, message, points if status == PASSED else 0.0, points, round(result.seconds, 3),
-                              len(printed), printed[:HEAD_BYTES].decode("utf-8", "replace"))  # fmt: skip
+        if isinstance(outcome, WorkerLost):
+            return ExerciseResult(ERROR, str(outcome), 0.0, points)
+        if isinstance(outcome, Exception):
+            return ExerciseResult(ERROR, f"the grading job could not run: {outcome}", 0.0, points)
+        status, message = self._verdict(ex, outcome)
+        return ExerciseResult(status, message, points if status == PASSED else 0.0, points, round(outcome.seconds, 3),
+                              outcome.printed_bytes, outcome.printed_head.decode("utf-8", "replace"))  # fmt: skip
+
+    def _verdict(self, ex: Exercise, outcome: JobOutcome) -> tuple[str, str]:
+        """:func:`_verdict`, reached once per distinct outcome: the same data judged again gets the
+        same verdict (every correct copy of a deterministic answer sends the very same bytes)."""
+        over = outcome.printed_bytes > self.config.max_output_kb * 1024
+        key = (ex.id, outcome.timed_out, outcome.returncode, over, hashlib.sha256(outcome.result).digest())
+        if key not in self.verdicts:
+            self.verdicts[key] = _verdict(ex, self.cases[ex.id], outcome, self.config)
+        return self.verdicts[key]
 
 
-def _verdict(ex: Exercise, cases: list[Case], result: sandbox.Result, config: GradingConfig) -> tuple[str, str]:
-    """The status and message of one job, from how it ended and what it sent back."""
+def _readable(folder: Path) -> None:
+    """Readable by every user (as root, a worker runs as another uid); writable by this one only."""
+    for path in [folder, *folder.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def _verdict(ex: Exercise, cases: list[Case], outcome: JobOutcome, config: GradingConfig) -> tuple[str, str]:
+    """The status and message of one exercise, from how its child ended and what it sent back."""
     limit = config.timeout_for(ex.id)
-    if result.timed_out:
+    if outcome.timed_out:
         return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped"
-    if len(result.stderr) > config.max_output_kb * 1024:
+    if outcome.printed_bytes > config.max_output_kb * 1024:
         return ERROR, f"printed more than {config.max_output_kb} KiB (the output limit): remove debug prints"
     try:
-        payload = read_payload(result.stdout, len(cases))
+        payload = read_payload(outcome.result, len(cases))
     except MalformedResult as error:
-        if not result.stdout:
-            return ERROR, _why_no_result(result, config)
+        if not outcome.result:
+            return ERROR, _why_no_result(outcome, config)
         return ERROR, f"the result channel was written to by something else, or cut: {error}"
     guard = payload["guard"] or {}
     if payload["fatal"]:
@@ -472,15 +680,16 @@ def _verdict(ex: Exercise, cases: list[Case], result: sandbox.Result, config: Gr
     return (status if status in STATUSES else ERROR), message
 
 
-def _why_no_result(result: sandbox.Result, config: GradingConfig) -> str:
-    if result.killed_reason and "SIGXFSZ" in result.killed_reason:
+def _why_no_result(outcome: JobOutcome, config: GradingConfig) -> str:
+    reason = sandbox.killed_reason(outcome.returncode, False, 0)
+    if reason and "SIGXFSZ" in reason:
         return "wrote a file larger than the limit: stopped"
-    if result.killed_reason and "SIGKILL" in result.killed_reason:
+    if reason and "SIGKILL" in reason:
         return f"the process was killed (out of memory? the limit is {config.memory_mb} MB)"
-    if result.killed_reason:
-        return f"the process crashed ({result.killed_reason})"
+    if reason:
+        return f"the process crashed ({reason})"
     return (
-        f"the process ended (exit status {result.returncode}) before the check finished: does the code call "
+        f"the process ended (exit status {outcome.returncode}) before the check finished: does the code call "
         "os._exit() or exit the interpreter?"
     )
 
@@ -506,6 +715,119 @@ def _hidden_course_packages(work: Path) -> list[sandbox.Visible]:
     empty = work / "empty"
     empty.mkdir(mode=0o755, exist_ok=True)
     return [sandbox.Visible(empty, str(package))]
+
+
+# ---------------------------------------------------------------- a long run: progress and resuming
+
+
+def state_path(report_csv: Path) -> Path:
+    """Where a run's state lives: next to the report, ``report.csv`` → ``report.progress.jsonl``."""
+    return Path(report_csv).with_suffix(".progress.jsonl")
+
+
+class Progress:
+    """One line on stderr as each student is done (and at most every ``every_s`` seconds between):
+    students done / total, exercises per second, an estimate of the time left."""
+
+    def __init__(self, students: int, exercises: int, enabled: bool = True, every_s: float = 10.0) -> None:
+        self.students, self.exercises, self.enabled, self.every_s = students, exercises, enabled, every_s
+        self.students_done = self.exercises_done = self.said = 0
+        self.start = self.last = time.monotonic()
+
+    def advance(self, student_done: bool) -> None:
+        self.exercises_done += 1
+        self.students_done += student_done
+        if student_done or time.monotonic() - self.last >= self.every_s:
+            self._say()
+
+    def finish(self) -> None:
+        if self.said != self.exercises_done:
+            self._say()
+
+    def line(self) -> str:
+        seconds = max(time.monotonic() - self.start, 1e-9)
+        rate = self.exercises_done / seconds
+        left = (self.exercises - self.exercises_done) / rate if rate else float("inf")
+        return (f"grading: {self.students_done}/{self.students} students, {self.exercises_done}/{self.exercises} "
+                f"exercises, {rate:.2f} exercises/s, about {_duration(left)} left")  # fmt: skip
+
+    def _say(self) -> None:
+        self.last, self.said = time.monotonic(), self.exercises_done
+        if self.enabled:
+            print(self.line(), file=sys.stderr, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "? min"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+class GradingState:
+    """The results of the students already done, one JSON line each, next to the report: a run
+    interrupted half way goes on from there (``--resume``) without grading them again.
+
+    The first line names the run (its exercises and settings, ``jobs`` aside); a student is taken
+    from the file only in a run of the same name and when the copy of their submission has the same
+    fingerprint (a submission handed in again is graded again). Only the grader writes it."""
+
+    VERSION = "transformer-course-grading-state-1"
+
+    def __init__(self, path: Path, exercises: list[str], config: GradingConfig) -> None:
+        self.path = Path(path)
+        settings = {k: v for k, v in asdict(config).items() if k != "jobs"}
+        self.run = hashlib.sha256(json.dumps([exercises, settings], sort_keys=True).encode()).hexdigest()
+        self.exercises = exercises
+
+    def restore(
+        self, reports: list[StudentReport], todo: list[tuple[int, Path]], resume: bool
+    ) -> list[tuple[int, Path]]:
+        """Fill in the students the state holds (with ``resume``); start the file afresh otherwise.
+        Returns the students still to grade."""
+        done = self._read() if resume else {}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not done:
+            write_atomically(self.path, json.dumps({"state": self.VERSION, "run": self.run}) + "\n")
+        left = []
+        for index, copy in todo:
+            record = done.get((reports[index].student, fingerprint(copy)))
+            if record is None:
+                left.append((index, copy))
+            else:
+                reports[index].results = record
+        if done:
+            print(f"resumed {len(todo) - len(left)} student(s) from {self.path}", file=sys.stderr)
+        return left
+
+    def record(self, report: StudentReport, copy: Path) -> None:
+        """Add a finished student (flushed to disk before the next one is counted)."""
+        line = {"student": report.student, "fingerprint": fingerprint(copy),
+                "results": {i: asdict(r) for i, r in report.results.items()}}  # fmt: skip
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def _read(self) -> dict[tuple[str, str], dict[str, ExerciseResult]]:
+        """(student, fingerprint) → results, from a state of this run; {} from anything else. A
+        line cut short by the interruption is left out (that student is graded again)."""
+        try:
+            lines = self.path.read_text(encoding="utf-8").splitlines()
+            if json.loads(lines[0]) != {"state": self.VERSION, "run": self.run}:
+                return {}
+        except (OSError, ValueError, IndexError):
+            return {}
+        done = {}
+        for line in lines[1:]:
+            try:
+                entry = json.loads(line)
+                results = {i: ExerciseResult(**entry["results"][i]) for i in self.exercises}
+            except (ValueError, KeyError, TypeError):
+                continue
+            done[(entry["student"], entry["fingerprint"])] = results
+        return done
 
 
 # ---------------------------------------------------------------- what the reports may carry
@@ -563,15 +885,36 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula
+
+
+def spreadsheet_safe(cell: object) -> object:
+    """A text cell that a spreadsheet would take for a formula, prefixed with ``'`` (OWASP's advice
+    against CSV injection); numbers and other text as they are. The csv module still quotes it."""
+    if isinstance(cell, str) and cell.startswith(FORMULA_STARTS):
+        return "'" + cell
+    return cell
+
+
 def write_csv(report: GradingReport, path: Path) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["student", *report.exercises, "total", "max_points", "percent"])
+    rows = [["student", *report.exercises, "total", "max_points", "percent"]]
     for s in report.students:
         points = [_number_text(s.results[i].points) for i in report.exercises]
         percent = round(100 * s.total / s.max_points, 1) if s.max_points else 0.0
-        writer.writerow([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent])
+        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent])
+    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
     write_atomically(path, buffer.getvalue())
+
+
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]|#"})
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown as itself in Markdown and in the HTML it becomes: HTML escaped, and the
+    characters that make links, code, emphasis, headings or table cells backslash-escaped; one line."""
+    return html.escape(" ".join(str(text).split()), quote=True).translate(_MARKDOWN_SPECIAL)
 
 
 def write_json(report: GradingReport, path: Path) -> None:
@@ -591,21 +934,20 @@ def write_json(report: GradingReport, path: Path) -> None:
 
 def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
     lines = [
-        f"# Feedback for {student.student}",
+        f"# Feedback for {markdown_text(student.student)}",
         "",
         f"**{_number_text(student.total)} / {_number_text(student.max_points)} points.** "
-        f"Graded: `{student.package or 'no package found'}`.",
+        f"Graded: {markdown_text(student.package or 'no package found')}.",
         "",
         "| exercise | status | points | what the check says |",
         "| --- | --- | --- | --- |",
     ]
     for exercise_id, r in student.results.items():
         title = get_exercise(exercise_id).title
-        message = " ".join(r.message.split()).replace("|", "\\|")
         status = f"{SYMBOLS.get(r.status, '')} {r.status}"
         lines.append(
             f"| {exercise_id} {title} | {status} | {_number_text(r.points)} / {_number_text(r.max_points)} "
-            f"| {message} |"
+            f"| {markdown_text(r.message)} |"
         )
     noisy = [(i, r) for i, r in student.results.items() if r.output_bytes]
     if noisy:
@@ -632,13 +974,19 @@ def write_feedback(report: GradingReport, folder: Path) -> list[Path]:
 
 def summary_table(report: GradingReport) -> str:
     """The terminal summary: one row per student, one column per exercise (status symbols)."""
-    width = max([len(s.student) for s in report.students] + [7])
+    names = [_printable(s.student) for s in report.students]
+    width = max([len(name) for name in names] + [7])
     header = f"{'student':{width}}  " + " ".join(f"{i:>7}" for i in report.exercises) + "   points"
     rows = [header]
-    for s in report.students:
+    for name, s in zip(names, report.students, strict=True):
         cells = " ".join(f"{_short_status(s.results[i].status):>7}" for i in report.exercises)
-        rows.append(f"{s.student:{width}}  {cells}   {_number_text(s.total)}/{_number_text(s.max_points)}")
+        rows.append(f"{name:{width}}  {cells}   {_number_text(s.total)}/{_number_text(s.max_points)}")
     return "\n".join(rows)
+
+
+def _printable(name: str) -> str:
+    """A folder name for the terminal: control characters (escape sequences) shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in name)
 
 
 def _short_status(status: str) -> str:

@@ -12,6 +12,10 @@
   namespace: when its first process exits, the kernel kills the rest);
 * wall time, memory (address space per process), processes and file size are limited.
 
+``start(argv, visible=[...])`` builds the same sandbox for a job that stays up and answers requests
+(a student's grading worker): a :class:`Session` with pipes to its stdin and stdout, whose owner
+sets the deadlines and ends it with ``close()``, which kills everything it started.
+
 Two tools can build this on an ordinary Linux machine, without Docker and without root:
 
 * ``bwrap`` (Debian package ``bubblewrap``), preferred: a small, widely audited tool made for this;
@@ -268,16 +272,49 @@ def run(
     job could not be started, or when ``require_isolation`` is set and no sandbox works here.
     Without a sandbox (``mechanism="none"``) the visible paths must be shown at their own path.
     """
+    if stdin is not None and not isinstance(stdin, bytes | os.PathLike):
+        raise TypeError("stdin must be bytes (data) or a pathlib.Path (a host file)")
+    job = _checked_job(argv, visible, cwd, env, _Limits(timeout_s, memory_mb, max_processes, max_file_mb,
+                       output_limit_bytes), tmp_mb, python, mechanism, require_isolation, uid_if_root)  # fmt: skip
+    with _stdin_fd(stdin) as stdin_file:
+        if job.support.mechanism == "none":
+            return _run_unsandboxed(job.argv, job.views, job.limits, job.env, cwd, stdin_file)
+        return _run(job.support.mechanism, job.argv, job.plan, job.limits, job.env, job.cwd, stdin_file, job.uid)
+
+
+class _Job(NamedTuple):
+    """A job's arguments, checked: what ``run`` and ``start`` launch."""
+
+    argv: list[str]
+    views: list[Visible]
+    limits: _Limits
+    env: dict[str, str]
+    cwd: str  # inside the sandbox
+    support: SandboxSupport
+    plan: list[_Op]
+    uid: int  # the job's uid when the grader is root
+
+
+def _checked_job(
+    argv: Sequence[str],
+    visible: Sequence[Visible | tuple],
+    cwd: str | None,
+    env: Mapping[str, str] | None,
+    limits: _Limits,
+    tmp_mb: int,
+    python: bool,
+    mechanism: Mechanism | None,
+    require_isolation: bool,
+    uid_if_root: int,
+) -> _Job:
+    """Every argument checked (one line per problem), the mechanism chosen and the sandbox planned."""
     argv = _check_argv(argv)
     if isinstance(visible, str | os.PathLike) or not all(isinstance(v, tuple | list) for v in visible):
         raise TypeError("visible must be a list of (host_path, sandbox_path, writable) tuples")
     views = [_check_visible(Visible(*entry)) for entry in visible]
+    integers = {"memory_mb", "max_processes", "max_file_mb", "output_limit_bytes"}
     limits = _Limits(
-        _check_number("timeout_s", timeout_s),
-        _check_number("memory_mb", memory_mb, integer=True),
-        _check_number("max_processes", max_processes, integer=True),
-        _check_number("max_file_mb", max_file_mb, integer=True),
-        _check_number("output_limit_bytes", output_limit_bytes, integer=True),
+        *(_check_number(name, value, integer=name in integers) for name, value in limits._asdict().items())
     )
     tmp_mb = _check_number("tmp_mb", tmp_mb, integer=True)
     uid_if_root = _check_number("uid_if_root", uid_if_root, integer=True)
@@ -285,8 +322,6 @@ def run(
         raise ValueError("visible: two entries are shown at the same sandbox path")
     if cwd is not None and (not isinstance(cwd, str) or not os.path.isabs(cwd)):
         raise ValueError(f"cwd must be an absolute path inside the sandbox, not {cwd!r}")
-    if stdin is not None and not isinstance(stdin, bytes | os.PathLike):
-        raise TypeError("stdin must be bytes (data) or a pathlib.Path (a host file)")
     full_env = {**BASE_ENV, **(env or {})}
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in full_env.items()):
         raise TypeError("env must map str to str")
@@ -299,11 +334,8 @@ def run(
     if support.isolated and os.geteuid() == 0:
         for view in views + [Visible(path, path) for path in (python_paths() if python else [])]:
             _check_job_can_use(view, uid_if_root)
-    with _stdin_fd(stdin) as stdin_file:
-        if support.mechanism == "none":
-            return _run_unsandboxed(argv, views, limits, full_env, cwd, stdin_file)
-        plan = _plan(views, python=python, tmp_mb=tmp_mb)
-        return _run(support.mechanism, argv, plan, limits, full_env, cwd or "/tmp", stdin_file, uid_if_root)
+    plan = _plan(views, python=python, tmp_mb=tmp_mb) if support.isolated else []
+    return _Job(argv, views, limits, full_env, cwd or "/tmp", support, plan, uid_if_root)
 
 
 def _run(
@@ -317,14 +349,9 @@ def _run(
     uid_if_root: int = NOBODY,
 ) -> Result:
     """Start the launcher (bwrap or unshare), wait, kill what is left, and read the status pipe."""
-    job_uid = uid_if_root if os.geteuid() == 0 else None  # None: stay this user, in a user namespace
     status_read, status_write = os.pipe()
     try:
-        if mechanism == "bwrap":
-            command = _bwrap_command(argv, plan, cwd, job_uid, limits.max_processes, status_write)
-        else:
-            spec = {"ops": plan, "cwd": cwd, "argv": argv, "uid": job_uid, "nproc": limits.max_processes}
-            command = _unshare_command(spec | {"status_fd": status_write}, as_root=job_uid is not None)
+        command = _sandbox_command(mechanism, argv, plan, limits, cwd, uid_if_root, status_write)
         result, status = _launch(mechanism, command, limits, env, None, stdin_file, status_write, status_read)
     finally:
         os.close(status_read)
@@ -340,13 +367,93 @@ def _run_unsandboxed(
     argv: list[str], views: list[Visible], limits: _Limits, env: dict[str, str], cwd: str | None, stdin_file: int | None
 ) -> Result:
     """No sandbox: the same limits, a private temporary folder, and a kill of the job's process group."""
-    for view in views:
-        if os.path.realpath(view.host_path) != os.path.realpath(str(view.sandbox_path)):
-            raise SandboxError(f"no sandbox here, so {view.host_path} cannot be shown at {view.sandbox_path}")
+    _check_shown_in_place(views)
     with tempfile.TemporaryDirectory(prefix="sandbox-tmp-") as private_tmp:
         env = env | {"HOME": private_tmp, "TMPDIR": private_tmp}
         result, _ = _launch("none", list(argv), limits, env, cwd or private_tmp, stdin_file, None, None)
     return result
+
+
+def _check_shown_in_place(views: list[Visible]) -> None:
+    for view in views:
+        if os.path.realpath(view.host_path) != os.path.realpath(str(view.sandbox_path)):
+            raise SandboxError(f"no sandbox here, so {view.host_path} cannot be shown at {view.sandbox_path}")
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    visible: Sequence[Visible | tuple] = (),
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    memory_mb: int = 2048,
+    max_processes: int = 64,
+    max_file_mb: int = 64,
+    tmp_mb: int = 64,
+    output_limit_bytes: int = MIB,
+    python: bool = True,
+    mechanism: Mechanism | None = None,
+    require_isolation: bool = False,
+    uid_if_root: int = NOBODY,
+) -> Session:
+    """Start ``argv`` in a fresh sandbox, as :func:`run` would, and leave it running: a
+    :class:`Session` whose ``stdin`` and ``stdout`` are pipes to the job. Its owner sets the
+    deadlines and ends it with ``close()``, which kills it and everything it started, as ``run``
+    does at the end of a job. Arguments and errors as for :func:`run` (no ``timeout_s``, no ``stdin``).
+    """
+    limits = _Limits(1.0, memory_mb, max_processes, max_file_mb, output_limit_bytes)
+    job = _checked_job(argv, visible, cwd, env, limits, tmp_mb, python, mechanism, require_isolation, uid_if_root)
+    return Session(job)
+
+
+class Session:
+    """A job started by :func:`start`: write requests to ``stdin``, read answers from ``stdout``
+    (both binary pipes); what it prints on stderr goes to an unlinked file, capped, returned by ``close``."""
+
+    def __init__(self, job: _Job) -> None:
+        self.mechanism = job.support.mechanism
+        self._limits = job.limits
+        self._private_tmp = None if job.support.isolated else tempfile.TemporaryDirectory(prefix="sandbox-tmp-")
+        self._stderr = tempfile.TemporaryFile()
+        self._status_read: int | None = None
+        status_write = None
+        env, host_cwd = job.env, None
+        if job.support.isolated:
+            self._status_read, status_write = os.pipe()
+            command = _sandbox_command(self.mechanism, job.argv, job.plan, job.limits, job.cwd, job.uid, status_write)
+        else:
+            _check_shown_in_place(job.views)
+            tmp = self._private_tmp.name
+            command, env, host_cwd = job.argv, env | {"HOME": tmp, "TMPDIR": tmp}, job.cwd if job.cwd != "/tmp" else tmp
+        streams = (subprocess.PIPE, subprocess.PIPE, self._stderr)
+        self.process = _spawn(command, job.limits, env, host_cwd, streams, status_write, self._status_read)
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+
+    def close(self) -> bytes:
+        """Kill the job and all it started, wait for them; return the first bytes it printed on stderr."""
+        for pipe in (self.stdin, self.stdout):
+            try:
+                pipe.close()
+            except OSError:
+                pass  # a broken pipe to a job that is gone
+        try:
+            _stop(self.process, self._status_read, timed_out=True)
+        finally:
+            if self._status_read is not None:
+                os.close(self._status_read)
+                self._status_read = None
+            if self._private_tmp is not None:
+                self._private_tmp.cleanup()
+        printed, _ = _read_capped(self._stderr, self._limits.output_limit_bytes)
+        self._stderr.close()
+        return printed
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if not self._stderr.closed:
+            self.close()
 
 
 def _launch(
@@ -362,48 +469,77 @@ def _launch(
     # Output goes to unlinked files, not pipes: no reader thread, and RLIMIT_FSIZE caps what the job writes.
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
-        try:
-            process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL if stdin_file is None else stdin_file,
-                stdout=out,
-                stderr=err,
-                env=dict(env),
-                cwd=host_cwd,
-                pass_fds=() if status_write is None else (status_write,),
-                start_new_session=True,  # its own process group, killed as a whole below
-                preexec_fn=_rlimits(limits),
-            )
-        finally:
-            if status_write is not None:
-                os.close(status_write)  # only the child holds the write end now
-        if status_read is not None:
-            os.set_blocking(status_read, False)
+        stdin = subprocess.DEVNULL if stdin_file is None else stdin_file
+        process = _spawn(command, limits, env, host_cwd, (stdin, out, err), status_write, status_read)
         timed_out = False
         try:
             process.wait(timeout=limits.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            # The namespace's first process ("child-pid", reported by bwrap and by _inside) kills every
-            # other one when it exits. The launcher may exit before that is over (bwrap does), so wait
-            # for it too. Without a sandbox the group kill reaches all but setsid() processes.
-            # (Signalling a pid after it was reaped is safe in practice: pids are reused only after the
-            # counter wraps around pid_max.)
-            status = _read_available(status_read)
-            if timed_out and (init := _init_pid(status)):
-                _kill(init)
-            _kill_group(process.pid)
-            process.wait()
-            status += _read_available(status_read)
-            if init := _init_pid(status):
-                _wait_until_gone(init)
+            status = _stop(process, status_read, timed_out)
         seconds = time.monotonic() - start
         stdout, cut_out = _read_capped(out, limits.output_limit_bytes)
         stderr, cut_err = _read_capped(err, limits.output_limit_bytes)
     code = process.returncode if process.returncode >= 0 else 128 - process.returncode
-    reason = _killed_reason(code, timed_out, limits.timeout_s)
+    reason = killed_reason(code, timed_out, limits.timeout_s)
     return Result(code, timed_out, reason, stdout, stderr, cut_out or cut_err, seconds, mechanism), status
+
+
+def _sandbox_command(
+    mechanism: Mechanism, argv: list[str], plan: list[_Op], limits: _Limits, cwd: str, uid_if_root: int,
+    status_write: int,
+) -> list[str]:  # fmt: skip
+    """The launcher's command line: bwrap's, or unshare's with this module's ``--inside`` step."""
+    job_uid = uid_if_root if os.geteuid() == 0 else None  # None: stay this user, in a user namespace
+    if mechanism == "bwrap":
+        return _bwrap_command(argv, plan, cwd, job_uid, limits.max_processes, status_write)
+    spec = {"ops": plan, "cwd": cwd, "argv": argv, "uid": job_uid, "nproc": limits.max_processes}
+    return _unshare_command(spec | {"status_fd": status_write}, as_root=job_uid is not None)
+
+
+def _spawn(
+    command: list[str], limits: _Limits, env: Mapping[str, str], host_cwd: str | None, streams: tuple,
+    status_write: int | None, status_read: int | None,
+) -> subprocess.Popen:  # fmt: skip
+    """Start the launcher in its own process group with the limits; ``streams``: its stdin, stdout, stderr."""
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=streams[0],
+            stdout=streams[1],
+            stderr=streams[2],
+            env=dict(env),
+            cwd=host_cwd,
+            pass_fds=() if status_write is None else (status_write,),
+            start_new_session=True,  # its own process group, killed as a whole by _stop
+            preexec_fn=_rlimits(limits),
+        )
+    finally:
+        if status_write is not None:
+            os.close(status_write)  # only the child holds the write end now
+    if status_read is not None:
+        os.set_blocking(status_read, False)
+    return process
+
+
+def _stop(process: subprocess.Popen, status_read: int | None, timed_out: bool) -> bytes:
+    """Kill what is left of a launched job and wait for all of it; return what the status pipe said.
+
+    The namespace's first process ("child-pid", reported by bwrap and by _inside) kills every other one
+    when it exits. The launcher may exit before that is over (bwrap does), so wait for it too. Without a
+    sandbox the group kill reaches all but setsid() processes. (Signalling a pid after it was reaped is
+    safe in practice: pids are reused only after the counter wraps around pid_max.)
+    """
+    status = _read_available(status_read)
+    if timed_out and (init := _init_pid(status)):
+        _kill(init)
+    _kill_group(process.pid)
+    process.wait()
+    status += _read_available(status_read)
+    if init := _init_pid(status):
+        _wait_until_gone(init)
+    return status
 
 
 def _bwrap_command(
@@ -470,7 +606,7 @@ def _rlimits(limits: _Limits):
     return apply
 
 
-def _killed_reason(code: int, timed_out: bool, timeout_s: float) -> str | None:
+def killed_reason(code: int, timed_out: bool, timeout_s: float) -> str | None:
     if timed_out:
         return f"wall-clock limit ({timeout_s:g} s)"
     if not 128 < code <= 128 + 64:

@@ -13,10 +13,10 @@ from . import CLIError
 
 def _grade(args: argparse.Namespace) -> int:
     root = course_root("grade")
-    from ..grading import grade, load_config, sandbox_support, summary_table, write_csv, write_feedback, write_json
+    from .. import grading
 
     config_path = args.config or (root / "grading.toml" if (root / "grading.toml").exists() else None)
-    config = load_config(config_path)
+    config = grading.load_config(config_path)
     for name in ("timeout_s", "memory_mb", "jobs"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
@@ -29,25 +29,30 @@ def _grade(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.submissions_dir} is not a folder of submissions (one sub-folder per student)")
     mechanism = None if args.sandbox == "auto" else args.sandbox
     try:
-        support = sandbox_support(mechanism, args.require_sandbox)
+        support = grading.sandbox_support(mechanism, args.require_sandbox)
     except SandboxError as error:
         raise CLIError(str(error)) from None
     if not support.isolated:
         print(f"warning: {support.description}. Use --require-sandbox to refuse to grade like this.")
+    state = grading.state_path(out)
+    if args.resume and not state.is_file():
+        raise CLIError(f"--resume: there is no interrupted run to resume ({state} does not exist)")
     try:
-        report = grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
-                       mechanism=support.mechanism)  # fmt: skip
+        report = grading.grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
+                       mechanism=support.mechanism, state_file=state, resume=args.resume)  # fmt: skip
     except KeyboardInterrupt:
-        print("interrupted: the submissions still running were stopped; no report written")
+        print(f"interrupted: the students still running were stopped; no report written. The students done are "
+              f"kept in {state}: run the same command with --resume to go on from there")  # fmt: skip
         return 130
     except SandboxError as error:
         raise CLIError(str(error)) from None
     json_path = args.json or out.with_suffix(".json")
     feedback_dir = args.feedback or out.parent / "feedback"
-    write_csv(report, out)
-    write_json(report, json_path)
-    write_feedback(report, feedback_dir)
-    print(summary_table(report))
+    grading.write_csv(report, out)
+    grading.write_json(report, json_path)
+    grading.write_feedback(report, feedback_dir)
+    state.unlink(missing_ok=True)
+    print(grading.summary_table(report))
     print(
         f"graded {len(report.students)} submission(s) on {len(report.exercises)} exercise(s) in {report.seconds:.1f} s"
         f" ({support.mechanism if support.isolated else 'no sandbox'})"
@@ -58,9 +63,10 @@ def _grade(args: argparse.Namespace) -> int:
 
 DESCRIPTION = (
     "Each sub-folder of SUBMISSIONS_DIR is one student's edited student edition (or just their transformer_course/ "
-    "folder). Each is copied, then every exercise of every student runs in its own sandbox (bubblewrap, else "
-    "unshare) with a time limit, a memory cap and an output cap; the grade is decided here, outside the student's "
-    "code. Points and limits come from grading.toml."
+    "folder). Each is copied, then graded in a sandbox of its own (bubblewrap, else unshare) by a warm worker that "
+    "runs every exercise in a fresh child with a time limit, a memory cap and an output cap; the grade is decided "
+    "here, outside the student's code. Points and limits come from grading.toml. Each student done is noted in "
+    "REPORT.progress.jsonl next to --out; --resume goes on from there after an interruption."
 )
 
 
@@ -79,10 +85,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     grade.add_argument("--timeout", dest="timeout_s", type=float, help="seconds per exercise (overrides the config)")
     grade.add_argument("--memory-mb", type=int, help="address-space cap per exercise in MB (overrides the config)")
-    grade.add_argument("--jobs", type=int, help="exercises run at the same time (default 1: fair time limits)")
+    grade.add_argument("--jobs", type=int, help="students graded at the same time (default 1: fair time limits)")
+    grade.add_argument("--resume", action="store_true",
+                       help="go on with an interrupted run: students already in REPORT.progress.jsonl are not graded "
+                            "again (without it, that file is started afresh)")  # fmt: skip
     grade.add_argument("--sandbox", choices=("auto", *MECHANISMS), default="auto",
                        help="how jobs are isolated (default: the best that works here; 'none' is unprotected)")  # fmt: skip
     grade.add_argument("--require-sandbox", action="store_true",
                        help="refuse to grade when no sandbox works here (instead of warning)")  # fmt: skip
-    grade.add_argument("--no-progress", action="store_true", help="no progress bar")
+    grade.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     grade.set_defaults(run=_grade)

@@ -1,19 +1,17 @@
 """The grading child: runs one exercise's probes on one submission and sends plain data back.
 
-The grader (``tools/grading.py``) starts it inside a sandbox, once per (student, exercise), as::
+It is forked, once per exercise, by the student's warm worker (:mod:`.worker`), which imported
+PyTorch and this package but never the student's code; so each child starts from that clean state.
+It reads its exercise from ``JOB`` (the worker's inbox, a read-only folder the grader fills for
+this one exercise): ``job.json`` (exercise, target, the rooms it may look at), ``cases.pt`` (the
+cases' probe parts: plain data, no answers) and ``standins.py`` (the stand-ins of the *other*
+exercises this one calls, never its own). ``SUBMISSION`` holds the student's ``transformer_course/``.
 
-    python -I -S -c BOOT COURSE SUBMISSION
-
-``COURSE`` is a read-only folder holding a copy of this package (as ``_course_probe``), the job's
-``job.json`` (exercise, target, where Python's packages are), its ``cases.pt`` (the cases' probe
-parts: plain data, no answers) and ``standins.py`` (the stand-ins of the *other* exercises this
-one calls, never its own). ``SUBMISSION`` holds the student's ``transformer_course/``.
-
-The child keeps its stdout as the result channel and sends everything printed to stderr, imports
-the student's package, runs each case's probe (stopping at the first error) and writes one frame
-(:mod:`.wire`). It decides nothing: the grader judges. Without a sandbox (``job.json`` then carries
-a ``guard``), an audit hook refuses what the sandbox would have hidden; that guard is a speed bump
-for honest mistakes, not a wall (see the README's instructor section).
+The child imports the student's package, runs each case's probe (stopping at the first error) and
+writes one frame (:mod:`.wire`) to its own result descriptor, a fresh one per child. It decides
+nothing: the grader judges. Without a sandbox (the worker's settings then carry a ``guard``), an
+audit hook refuses what the sandbox would have hidden; that guard is a speed bump for honest
+mistakes, not a wall (see the README's instructor section).
 """
 
 from __future__ import annotations
@@ -27,38 +25,31 @@ import sys
 import traceback
 from collections.abc import Callable
 
-BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from _course_probe.child import main; main(sys.argv[1:])"
-NAME = "_course_probe"  # this package's name in a job's COURSE folder
+import torch
+
+from .calls import run_case
+from .isolation import Isolation, resolve
+from .wire import cut, frame
+
+BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from _course_probe.worker import main; main(sys.argv[1:])"
+NAME = "_course_probe"  # this package's name in the folder the worker is started from
 
 
-def main(argv: list[str]) -> None:
-    """Run the job; never returns (``os._exit``, so that no code of the student's runs at exit)."""
-    course, submission = argv
-    result_fd = os.dup(1)  # the result channel, kept before any student code runs
-    os.set_inheritable(result_fd, False)
-    os.dup2(2, 1)  # what the student's code prints goes to stderr
-    with open(os.path.join(course, "job.json"), encoding="utf-8") as handle:
+def run_job(job_dir: str, submission: str, package: str, guard: dict | None, result_fd: int) -> None:
+    """Run the exercise of ``job_dir`` on the submission; write the frame to ``result_fd``; never
+    returns (``os._exit``, so that no code of the student's runs at exit)."""
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as handle:
         job = json.load(handle)
-    sys.path.insert(1, submission)
-    sys.path += job["site_packages"]  # after the standard library, as site would put them
-    sys.dont_write_bytecode = True
-    import torch
-
-    from .calls import run_case
-    from .isolation import Isolation
-    from .wire import cut, frame
-
-    torch.set_num_threads(1)
-    cases = torch.load(os.path.join(course, "cases.pt"), weights_only=True)
-    standins = _load_module("_course_standins", os.path.join(course, "standins.py")).STANDINS
+    cases = torch.load(os.path.join(job_dir, "cases.pt"), weights_only=True)
+    standins = _load_module("_course_standins", os.path.join(job_dir, "standins.py")).STANDINS
     found = None
-    if job["guard"]:  # no sandbox: the job's own folders and its private /tmp are what it may use
-        allowed = [*job["guard"]["allowed"], course, submission]
-        hook, found = _guard(job["guard"]["forbidden"], allowed, writable=[os.environ["TMPDIR"]])
+    if guard:  # no sandbox: the job's own folders and its private /tmp are what it may use
+        allowed = [*guard["allowed"], job_dir, submission]
+        hook, found = _guard(guard["forbidden"], allowed, writable=[os.environ["TMPDIR"]])
         sys.addaudithook(hook)
     payload: dict = {"cases": [], "fatal": None, "package_error": None, "guard": None}
     try:
-        payload["package_error"] = _import_package(job["package"], os.path.join(submission, job["package"]))
+        payload["package_error"] = _import_package(package, os.path.join(submission, package))
         impl = _resolve(job["target"], payload["package_error"])
         isolated = Isolation(job["exercise"], job["targets"], standins).wrap(impl)
         torch.manual_seed(0)
@@ -107,8 +98,6 @@ def _import_package(package: str, folder: str) -> str | None:
 
 
 def _resolve(target: str, init_error: str | None):  # noqa: ANN202
-    from .isolation import resolve
-
     try:
         return resolve(target)
     except Exception as error:  # noqa: BLE001
