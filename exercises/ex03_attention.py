@@ -174,8 +174,8 @@ check("ex03_3")
 # grows ($d = 64$).
 #
 # *In your own words:* the timing shows self-attention faster for short sequences and the recurrent
-# loop faster for long ones. Which column of Table 1 explains that, and why does the column
-# "sequential operations", where self-attention wins at every length, not show in this measurement?
+# loop faster for long ones, although attention does more arithmetic at every length. Which column
+# of Table 1 explains its lead on short sequences, and which its loss on long ones?
 #
 # YOUR ANSWER HERE
 

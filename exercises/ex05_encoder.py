@@ -186,7 +186,7 @@ check("ex05_3")
 # reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
 # with and without its residual connections. Read its tables and figures. (To re-run one with other
 # settings: `from transformer_course.tools.experiments import run_experiment`, then for example
-# `run_experiment("warm-up", n_layers=6, seed=1)`; it needs every exercise up to chapter 08.)
+# `run_experiment("warm-up", n_layers=6, seeds=(3, 4, 5))`; it needs every exercise up to chapter 08.)
 #
 # *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
 # and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs
