@@ -14,6 +14,7 @@ import torch
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.tools.experiments import (
     EXPERIMENTS,
+    FINAL_LOSS,
     ExperimentResult,
     Run,
     Setting,
@@ -108,6 +109,7 @@ def test_every_experiment_runs_at_a_tiny_size(name: str) -> None:
         assert [run.seed for run in variant.runs] == [0, 1]
         for run in variant.runs:
             assert len(run.losses) == 6 and len(run.lrs) == 6 and run.metrics
+            assert run.metrics[FINAL_LOSS] == pytest.approx(sum(run.losses) / 6)  # fewer than 50 steps: all
     table = result.table()
     assert all(v in table for v in result.variants) and "2 seeds: mean [lowest, highest]" in table
     fig = plot_experiment(result)

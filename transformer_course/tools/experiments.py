@@ -81,6 +81,9 @@ class Variant:
     smoothing: float | None = None  # None: the setting's
 
 
+FINAL_LOSS = "final training loss"  # the mean of the last 50 steps' losses, in every run's metrics
+
+
 @dataclass
 class Run:
     """One training run of one variant, from one seed."""
@@ -92,6 +95,13 @@ class Run:
     seconds: float  # CPU seconds of training (one thread): about the wall time on an idle machine
     model: nn.Module | None = None  # the trained model, to look at further
     diverged: bool = False
+
+    @property
+    def final_loss(self) -> float:
+        """The mean training loss of the last 50 steps (NaN for a run that diverged): where training
+        ended, less noisy than one step's loss and than a score at the edge of learning."""
+        tail = self.losses[-50:]
+        return sum(tail) / len(tail) if tail else math.nan
 
 
 @dataclass
@@ -154,7 +164,7 @@ class ExperimentResult:
 
     def _lengths_table(self) -> str:
         names = list(self.variants)
-        lengths = sorted({int(k.split()[0]) for k in self.metrics()})
+        lengths = sorted({int(k.split()[0]) for k in self.metrics() if k != FINAL_LOSS})
         rows = ["".ljust(8) + "".join(f"{n[:40]:>44}" for n in names)]
         rows.append("length".ljust(8) + f"{'exact %':>22}{'letters %':>22}" * len(names))
         for n in lengths:
@@ -188,7 +198,7 @@ class ExperimentResult:
 
 def _mean_spread(result: VariantResult, metric: str) -> str:
     low, high = result.spread(metric)
-    digits = 2 if metric == "perplexity" else 1
+    digits = 2 if metric in ("perplexity", FINAL_LOSS) else 1
     return f"{result.mean(metric):.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
@@ -255,7 +265,9 @@ def train_variant(variant: Variant, task: Task, setting: Setting, measure: Calla
     except FloatingPointError:
         return Run(seed, [], [], {}, time.process_time() - start, diverged=True)
     seconds = time.process_time() - start
-    return Run(seed, history.losses, history.lrs, measure(model, task), seconds, model)
+    run = Run(seed, history.losses, history.lrs, measure(model, task), seconds, model)
+    run.metrics[FINAL_LOSS] = run.final_loss
+    return run
 
 
 def exact_match(model: nn.Module, task: Task) -> dict[str, float]:
