@@ -7,15 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 want=$(sed -n 's/^requires-python = ">=\([0-9.]*\)".*/\1/p' pyproject.toml)
+is_wanted() {  # does "$1" run, as Python $want?
+  [ -n "$1" ] && "$1" -c "import sys; sys.exit(sys.version_info[:2] != tuple(map(int, '$want'.split('.'))))" 2>/dev/null
+}
 python=${PYTHON_OLDEST:-}
 if [ -z "$python" ]; then
-  python=$(command -v "python$want" || true)
-  if [ -z "$python" ] && command -v pyenv >/dev/null; then
-    prefix=$(pyenv prefix "$(pyenv versions --bare | grep -E "^$want(\.|$)" | sort -V | tail -1)" 2>/dev/null || true)
-    [ -n "$prefix" ] && python="$prefix/bin/python$want"
-  fi
+  for candidate in "$(command -v "python$want" || true)" \
+      "$(command -v pyenv >/dev/null && pyenv versions --bare | grep -E "^$want(\.|$)" | sort -V | tail -1 \
+         | xargs -r pyenv prefix 2>/dev/null)/bin/python$want"; do
+    if is_wanted "$candidate"; then python=$candidate; break; fi
+  done
 fi
-if [ -z "$python" ] || ! "$python" -c "import sys; assert sys.version_info[:2] == tuple(map(int, '$want'.split('.')))" 2>/dev/null; then
+if ! is_wanted "$python"; then
   echo "error: test-oldest needs Python $want (the floor of requires-python): install it (pyenv install $want) or set PYTHON_OLDEST=/path/to/python$want" >&2
   exit 2
 fi
