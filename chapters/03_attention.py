@@ -481,8 +481,12 @@ mask_empty[0, 0, 2] = False  # query 2 of sentence 0 may attend to nothing
 teaching, _ = scaled_dot_product_attention(q, k, v, mask_empty)
 print("teaching path :", teaching[0, 0, 2])
 print("fast_attention:", fast_attention(q, k, v, mask_empty)[0, 0, 2])
-print("PyTorch SDPA  :", F.scaled_dot_product_attention(q, k, v, attn_mask=mask_empty)[0, 0, 2])
 print("mean of values:", v[0, 0].mean(0))
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# (zeros in recent PyTorch, NaN in older releases: the one line here that depends on the version)
+print("PyTorch SDPA  :", F.scaled_dot_product_attention(q, k, v, attn_mask=mask_empty)[0, 0, 2])
 
 # %% [markdown]
 # Speed, for the curious (timings vary with the machine, so this cell is not compared by the tests):

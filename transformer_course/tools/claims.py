@@ -7,8 +7,8 @@ one in its prose. It prints the result in a cell the notebook tests do not compa
 (``# NBVAL_IGNORE_OUTPUT``), then checks the claim it makes, with a margin measured over seeds and
 CPU paths::
 
-    expect_at_least("exact match on the test split", scores["exact_match"], 97, "%")
-    # ✓ exact match on the test split ≥ 97 % (measured: 99.7 %)
+    expect_at_least("exact match on the test split", scores["exact_match"], 95, "%")
+    # ✓ exact match on the test split ≥ 95 % (measured: 99.7 %)
 
 The part in brackets is the one thing that differs between machines; the notebook tests replace it
 before comparing (``nbval_sanitize.cfg``). A claim that does not hold stops the chapter with
