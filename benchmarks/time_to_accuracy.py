@@ -26,7 +26,7 @@ import torch
 from torch import Tensor
 
 from transformer_course.batching import batch_stream, encode_pairs
-from transformer_course.data import numbers_task
+from transformer_course.datasets.numbers import numbers_task
 from transformer_course.evaluation import evaluate
 from transformer_course.schedule import make_optimizer, transformer_scheduler
 from transformer_course.training import CPU_PROFILE, History, build_model, fit

@@ -67,12 +67,12 @@ from num2words import num2words
 from transformer_course import pick_device
 from transformer_course.batching import Batch, batch_indices, batch_stream, encode_pairs, make_batch, teacher_forcing
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
-from transformer_course.data import (
+from transformer_course.data import load_task
+from transformer_course.datasets.numbers import (
     NUMBER_OVERSAMPLING,
     english_tokens,
     german_text,
     german_tokens,
-    load_task,
     number_pair,
     number_to_english,
     number_to_german,

@@ -71,7 +71,7 @@ from torch import nn
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.batching import pad_sequences
 from transformer_course.cache import DecoderCache
-from transformer_course.data import english_tokens, german_text, number_pair, numbers_task
+from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
 from transformer_course.decoding import (
     attention_maps,
     beam_search,

@@ -71,7 +71,8 @@ import torch
 from transformer_course import pick_device
 from transformer_course.averaging import average_state_dicts
 from transformer_course.batching import batch_indices, make_batch
-from transformer_course.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
+from transformer_course.datasets.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
+from transformer_course.datasets.sentences import sentence_splits, sentence_tokens
 from transformer_course.decoding import cross_attention_maps, greedy_decode
 from transformer_course.evaluation import evaluate, translate
 from transformer_course.loss import label_smoothed_cross_entropy
@@ -82,7 +83,6 @@ from transformer_course.sentence_training import (
     shared_tokenizer,
     training_examples,
 )
-from transformer_course.sentences import sentence_splits, sentence_tokens
 from transformer_course.step import MixedPrecision
 from transformer_course.subwords import subword_task, tokenizer_summary
 from transformer_course.token_batches import padding_stats, shard, token_batch_stream, token_batches
@@ -116,7 +116,7 @@ architecture_map(["tokens", "embeddings", "training"])
 #
 # Corpora such as WMT live on servers that come and go (the Annotated Transformer's Multi30k
 # download died with its host), and training on them takes GPU hours. So, as in chapter 07, the
-# course makes its own data: `sentences.py` writes English sentences and their German translations
+# course makes its own data: `datasets/sentences.py` writes English sentences and their German translations
 # from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar,
 # seeded, in any amount. The German is what a learner of German fights with: three genders and
 # their cases (*der Hund*, *den Hund*, *dem Hund*), adjective endings that depend on the article

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_course.data import NUMBER_OVERSAMPLING, numbers_task
+from transformer_course.datasets.numbers import NUMBER_OVERSAMPLING, numbers_task
 from transformer_course.tools.plots import strata_table
 from transformer_course.tools.pretrained import PRETRAINED_PATH, write_sha256
 from transformer_course.tools.runs import run_training

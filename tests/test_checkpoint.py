@@ -17,7 +17,8 @@ import torch
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.batching import batch_stream, encode_pairs
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
-from transformer_course.data import copy_task, english_tokens, german_text
+from transformer_course.data import copy_task
+from transformer_course.datasets.numbers import english_tokens, german_text
 from transformer_course.decoding import greedy_decode
 from transformer_course.schedule import make_optimizer, transformer_scheduler
 from transformer_course.tools.pretrained import (

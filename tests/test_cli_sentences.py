@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course import corpora
+from transformer_course.datasets import corpora
 from transformer_course.checkpoint import load_checkpoint
-from transformer_course.corpora import Corpus, write_text_corpus
-from transformer_course.sentences import sentence_splits
+from transformer_course.datasets.corpora import Corpus, write_text_corpus
+from transformer_course.datasets.sentences import sentence_splits
 from transformer_course.tools.cli import main
 from transformer_course.tools.pretrained import PRETRAINED_PATH
 

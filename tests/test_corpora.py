@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course import corpora
-from transformer_course.corpora import (
+from transformer_course.datasets import corpora
+from transformer_course.datasets.corpora import (
     Corpus,
     CorpusError,
     load_corpus,
@@ -273,7 +273,7 @@ def test_connection_lost_during_download(tmp_path, online):
 def test_real_datasets_library_offline_gives_our_line(tmp_path):
     """The installed ``datasets`` in offline mode (a fresh process, since it reads the flag on import)."""
     pytest.importorskip("datasets")
-    code = (  # corpora.py imports nothing of the package: load the file alone, without torch
+    code = (  # datasets/corpora.py imports nothing of the package: load the file alone, without torch
         "import importlib.util as u, sys\n"
         f"spec = u.spec_from_file_location('corpora', {corpora.__file__!r})\n"
         "m = sys.modules['corpora'] = u.module_from_spec(spec)\n"

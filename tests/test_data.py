@@ -16,16 +16,15 @@ from transformer_course.batching import (
     pad_sequences,
     teacher_forcing,
 )
-from transformer_course.data import (
+from transformer_course.data import copy_task, load_task
+from transformer_course.datasets.numbers import (
     GERMAN_PIECES,
     SEEN_STRATA,
     STRATA,
-    copy_task,
     english_tokens,
     german_text,
     german_tokens,
     held_out_numbers,
-    load_task,
     number_pair,
     number_splits,
     number_strata,

@@ -26,9 +26,10 @@ ROOM_CHAPTERS = {
     "masks": 6, "decoder": 6, "config": 6, "model": 6,
     "data": 7, "batching": 7, "loss": 7, "schedule": 7, "step": 7, "training": 7, "checkpoint": 7,
     "cache": 8, "decoding": 8, "evaluation": 8,
-    "sentences": 9, "subwords": 9, "token_batches": 9, "corpora": 9, "sentence_training": 9, "distributed": 9,
-    "averaging": 9,
+    "subwords": 9, "token_batches": 9, "sentence_training": 9, "distributed": 9, "averaging": 9,
 }  # fmt: skip
+# The data generators (not rooms) that a room may use, and the first chapter that uses them.
+DATASETS_FROM_CHAPTER = 7
 
 # The names `transformer_course` exported before the rooms were separated from the tools: they stay.
 STABLE_NAMES = """
@@ -51,9 +52,21 @@ def _python(code: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.
 def test_every_room_is_known_and_the_tools_are_apart() -> None:
     rooms = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert rooms == set(ROOM_CHAPTERS), f"rooms without a chapter here: {sorted(rooms ^ set(ROOM_CHAPTERS))}"
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {"tools"}
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {"tools", "datasets"}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "transformer_course/tools/" in readme and "every file is yours" in readme
+    assert "transformer_course/datasets/" in readme
+
+
+def test_the_data_generators_are_not_rooms() -> None:
+    """The generators of number words, sentences and corpora live in ``datasets/``, not among the rooms,
+    and none of them is an exercise: the rooms the learner builds are the model, training and decoding."""
+    generators = {p.stem for p in (PACKAGE / "datasets").glob("*.py")} - {"__init__"}
+    assert generators == {"numbers", "sentences", "corpora"}
+    for path in (PACKAGE / "datasets").glob("*.py"):
+        assert "BEGIN SOLUTION" not in path.read_text(encoding="utf-8"), path.name
+    lines = sum(len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.glob("*.py"))
+    assert lines < 5000, f"the rooms hold {lines} lines: has a generator moved back among them?"
 
 
 def _runtime_imports(path: Path) -> set[str]:
@@ -82,6 +95,9 @@ def _runtime_imports(path: Path) -> set[str]:
 def test_a_room_imports_only_earlier_rooms_and_never_a_tool(room: str) -> None:
     for imported in _runtime_imports(PACKAGE / f"{room}.py"):
         assert imported not in ("tools", "<package>"), f"{room}.py imports {imported}: rooms never import the tools"
+        if imported == "datasets":
+            assert ROOM_CHAPTERS[room] >= DATASETS_FROM_CHAPTER, f"{room}.py imports the data generators"
+            continue
         assert ROOM_CHAPTERS[imported] <= ROOM_CHAPTERS[room], (
             f"{room}.py (chapter {ROOM_CHAPTERS[room]:02}) imports {imported} (chapter {ROOM_CHAPTERS[imported]:02})"
         )

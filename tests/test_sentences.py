@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from transformer_course.sentences import (
+from transformer_course.datasets.sentences import (
     ADJECTIVES,
     DETERMINERS,
     MODALS,

@@ -15,7 +15,7 @@ import torch
 pytest.importorskip("tokenizers")
 
 from transformer_course.batching import encode_pairs  # noqa: E402
-from transformer_course.sentences import sentence_splits  # noqa: E402
+from transformer_course.datasets.sentences import sentence_splits  # noqa: E402
 from transformer_course.subwords import (  # noqa: E402
     SubwordTokenizer,
     subword_task,

@@ -152,7 +152,7 @@ def test_there_is_one_greedy_decoder() -> None:
 
 
 def test_evaluate_strata_agrees_with_evaluate_on_each_stratum() -> None:
-    from transformer_course.data import SEEN_STRATA, STRATA, number_pair, numbers_task
+    from transformer_course.datasets.numbers import SEEN_STRATA, STRATA, number_pair, numbers_task
     from transformer_course.tools.pretrained import load_pretrained
 
     model = load_pretrained().model
@@ -169,7 +169,7 @@ def test_evaluate_strata_agrees_with_evaluate_on_each_stratum() -> None:
 
 def test_the_shipped_model_is_right_on_every_stratum() -> None:
     """The committed checkpoint, decoded now (not what its file says about itself): ≥ 99.5% everywhere."""
-    from transformer_course.data import numbers_task
+    from transformer_course.datasets.numbers import numbers_task
     from transformer_course.tools.pretrained import load_pretrained
 
     checkpoint = load_pretrained()
@@ -222,7 +222,7 @@ def test_a_tiny_model_learns_to_copy_in_seconds() -> None:
 
 
 def test_strata_scores_of_given_translations_match_evaluate_strata() -> None:
-    from transformer_course.data import numbers_task
+    from transformer_course.datasets.numbers import numbers_task
     from transformer_course.evaluation import strata_scores
     from transformer_course.tools.plots import strata_table
     from transformer_course.tools.pretrained import load_pretrained

@@ -12,13 +12,15 @@ ch.   rooms
 04    ``multihead`` (heads, W^O)
 05    ``feedforward``, ``sublayer`` (residual + LayerNorm), ``encoder``
 06    ``masks``, ``decoder``, ``config``, ``model`` (the full Transformer)
-07    ``data`` (tasks made on the spot), ``batching``, ``loss``, ``schedule``, ``step``,
+07    ``data`` (pairs, tasks, the copy task), ``batching``, ``loss``, ``schedule``, ``step``,
       ``training`` (the loop), ``checkpoint``
 08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
-09    ``sentences`` (a task with real grammar), ``subwords`` (BPE), ``token_batches``,
-      ``sentence_training``, ``averaging`` (checkpoint averaging), ``distributed`` (DDP),
-      ``corpora`` (your files, Hugging Face datasets)
+09    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
+      averaging), ``distributed`` (DDP)
 ====  ==================================================================================
+
+``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
+sentences with German grammar, corpora from files or the Hugging Face Hub); see its docstring.
 
 ``tools/`` is not a room: it holds the course's machinery (exercise checks, the student
 edition, grading, the command line, notebook helpers, the shipped model). You never need to
@@ -48,8 +50,8 @@ _EXPORTS: dict[str, str] = {
     "causal_mask": "masks", "padding_mask": "masks", "target_mask": "masks",
     "Decoder": "decoder", "DecoderLayer": "decoder", "TransformerConfig": "config", "Transformer": "model",
     "pick_device": "device",
-    "english_tokens": "data", "german_text": "data", "german_tokens": "data", "load_task": "data",
-    "number_to_english": "data", "number_to_german": "data",
+    "load_task": "data", "english_tokens": "datasets.numbers", "german_text": "datasets.numbers",
+    "german_tokens": "datasets.numbers", "number_to_english": "datasets.numbers", "number_to_german": "datasets.numbers",
     "label_smoothed_cross_entropy": "loss", "transformer_lr": "schedule", "transformer_scheduler": "schedule",
     "train_step": "step", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
     "DecoderCache": "cache", "KVCache": "cache",
@@ -78,7 +80,8 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .cache import DecoderCache, KVCache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
-    from .data import english_tokens, german_text, german_tokens, load_task, number_to_english, number_to_german
+    from .data import load_task
+    from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
     from .decoding import beam_search, greedy_decode, sample
     from .device import pick_device

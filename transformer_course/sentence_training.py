@@ -23,7 +23,7 @@ import torch
 
 from .batching import encode_pairs
 from .data import Task
-from .sentences import sentence_splits
+from .datasets.sentences import sentence_splits
 from .subwords import SubwordTokenizer, subword_task, train_subwords
 from .training import TrainingProfile
 

@@ -211,7 +211,7 @@ def subword_task(
     """A chapter-07 :class:`~transformer_course.data.Task` whose tokens are ``tokenizer``'s pieces.
 
     ``texts`` maps "train" / "valid" / "test" to (source text, target text) pairs (for example
-    :func:`~transformer_course.sentences.sentence_splits`). Source and target share one
+    :func:`~transformer_course.datasets.sentences.sentence_splits`). Source and target share one
     vocabulary, so the model may share its embeddings; ``detokenize`` gives written text for BLEU.
     """
     missing = [k for k in ("train", "valid", "test") if k not in texts]

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..corpora import load_hub_corpus, load_text_corpus
 from ..data import Task
+from ..datasets.corpora import load_hub_corpus, load_text_corpus
+from ..datasets.sentences import sentence_splits
 from ..sentence_training import SentenceProfile, shared_tokenizer
-from ..sentences import sentence_splits
 from ..subwords import SubwordTokenizer, subword_task
 
 SENTENCE_TASKS = ("sentences-en-de",)  # the generated tasks of chapter 09

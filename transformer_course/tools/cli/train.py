@@ -294,7 +294,7 @@ def _evaluate_sentences(args: argparse.Namespace, checkpoint, source) -> int:
 
 def _add_source_flags(parser: argparse.ArgumentParser, what: str) -> None:
     """--task / --dataset / --data-dir: one of them names the text (chapter 07's tasks or chapter 09's)."""
-    from ...corpora import HUB_DATASETS
+    from ...datasets.corpora import HUB_DATASETS
 
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--task", default=None, help=f"one of {', '.join(_task_names())} ({what})")

@@ -30,7 +30,7 @@ def _split_checkpoint(inputs: list[str]) -> tuple[Path | None, list[str]]:
 def _encode(sentences: list[str], src_vocab, numbers: bool) -> list[list[int]]:
     """Source ids of each sentence; ``numbers``: the checkpoint knows the numbers task only, so
     a sentence must be one of its numbers (a guess for anything else would look like an answer)."""
-    from ...data import MAX_NUMBER, english_to_number, english_tokens, number_to_english
+    from ...datasets.numbers import MAX_NUMBER, english_to_number, english_tokens, number_to_english
     from ...vocab import SPECIAL_TOKENS
 
     encoded = []
@@ -76,7 +76,7 @@ def _word_codec(
     src_vocab, tgt_vocab, numbers: bool
 ) -> tuple[Callable[[list[str]], list[list[int]]], Callable[[list[int]], str]]:
     """(sentences → ids, ids → text) for number words: English words in, German pieces joined."""
-    from ...data import german_text
+    from ...datasets.numbers import german_text
 
     return (lambda sentences: _encode(sentences, src_vocab, numbers)), (lambda ids: german_text(tgt_vocab.decode(ids)))
 
