@@ -23,6 +23,7 @@ from transformer_course.datasets.sentences import (
     NounPhrase,
     PrepPhrase,
     SentenceMaker,
+    clashes,
     detokenize,
     english_clause,
     english_np,
@@ -361,7 +362,8 @@ def test_contractions_are_always_made(sample):
 def test_subordinate_clauses_end_with_a_finite_verb(sample):
     """After ", weil" / ", dass" … at the end of a sentence, the last word is a finite verb."""
     finite = {f for v in VERBS for f in (*v.de, *v.preterite)} | {v.prefix + f for v in VERBS for f in v.de}
-    finite |= {f for m in MODALS for f in (*m.de, *m.de_past)} | {"habe", "hat", "haben", "bin", "ist", "sind"}
+    finite |= {f for m in MODALS for f in (*m.de, *m.de_past, *(f for forms in m.de_negative for f in forms))}
+    finite |= {"habe", "hat", "haben", "bin", "ist", "sind"}
     checked = 0
     for _, de in sample:
         tail = re.search(r", (weil|dass|obwohl|während|wenn) [^,]*[.?]$", de)
@@ -402,3 +404,75 @@ def test_splits_reject_bad_sizes():
         sentence_splits(-1)
     with pytest.raises(ValueError, match="n_test"):
         sentence_splits(10, 10, 2.5)
+
+
+# -- meaning: the two errors found by reading the data, and sense ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sixty_thousand() -> list[tuple[str, str]]:
+    stream = generate_pairs(seed=0)
+    return [next(stream) for _ in range(60_000)]
+
+
+def test_to_live_is_to_live_somewhere(sixty_thousand):
+    """E1: "The sad baker wanted to live." became "… wollte wohnen.": *wohnen* needs a place."""
+    bare = [p for p in sixty_thousand if re.search(r"\blive[sd]?\b(?! (in|on|under|behind|next to)\b)", p[0])]
+    assert not bare, bare[:3]
+    assert sum(bool(re.search(r"\b(wohne|wohnt|wohnen|gewohnt)\b", de)) for _, de in sixty_thousand) > 100
+
+
+def test_must_with_no_forbids_in_german(sixty_thousand):
+    """E2: "must trust no woman" is *darf keiner Frau vertrauen*; *muss keiner …* would mean "need not"."""
+    wrong, right = [], 0
+    for en, de in sixty_thousand:
+        for clause in de.split(","):  # one clause per comma-free stretch (relative and subordinate clauses have commas)
+            if re.search(r"\bkein", clause):
+                wrong += [(en, de)] if re.search(r"\b(muss|müssen|musste|mussten)\b", clause) else []
+                right += bool(re.search(r"\b(darf|dürfen|durfte|durften)\b", clause))
+    assert not wrong, wrong[:3]
+    assert right > 30
+
+
+def test_places_make_sense_for_their_verb(sixty_thousand):
+    """One swims in a lake, and nobody else stays *in* one; animals stay out of offices and shops."""
+    swimming = [en for en, _ in sixty_thousand if re.search(r"\bsw(im|ims|am)\b", en)]
+    assert swimming and all(re.search(r"\bsw(im|ims|am) (in|on|under|behind|next to) \w+ (\w+ )?lake\b", en)
+                            for en in swimming)  # fmt: skip
+    static = r"\b(sleeps?|slept|sits?|sat|waits?|waited|works?|worked|sings?|sang|is|are|was|were) (in|on|under) "
+    assert not [en for en, _ in sixty_thousand if re.search(static + r"(the|a|this|my|our|his|her) (\w+ )?lake\b", en)]
+    animals = "|".join(n.en for n in NOUNS if n.kinds == "A")
+    indoors = r"(office|shop|restaurant|museum|library|school)"
+    odd = [
+        en for en, _ in sixty_thousand if re.fullmatch(rf"(The|A) (\w+ )?({animals}) \w+ in the (\w+ )?{indoors}\.", en)
+    ]
+    assert not odd, odd[:3]
+
+
+def test_a_predicate_never_contradicts_the_nouns_own_adjective(sixty_thousand):
+    """ "The blue bed is black" (and "the old man is old") are not made."""
+    by_english = {a.en: a for a in ADJECTIVES}
+    det = r"(?:the|a|an|this|my|our|his|her|their|every|some|many|these|your)"
+    statement = re.compile(rf"{det} (\w+) \w+ (?:is|are|was|were) (\w+)\b", re.IGNORECASE)  # at the start
+    question = re.compile(rf"(?:is|are|was|were) {det} (\w+) \w+ (\w+)\?", re.IGNORECASE)
+    checked = 0
+    for en, _ in sixty_thousand:
+        found = statement.match(en) or question.match(en)
+        if found and found[1] in by_english and found[2] in by_english:
+            assert not clashes(by_english[found[1]], by_english[found[2]]), en
+            checked += 1
+    assert checked > 100
+    assert clashes(by_english["blue"], by_english["black"]) and clashes(by_english["old"], by_english["old"])
+    assert not clashes(by_english["blue"], by_english["heavy"]) and not clashes(None, by_english["old"])
+
+
+def test_while_joins_clauses_of_one_tense():
+    """ "… drove into the forest while the bears follow the pig" is not made: *while* means at the
+    same time, so both clauses share a tense (the present where one of them has no past)."""
+    maker, joined = SentenceMaker(random.Random(0)), 0
+    for _ in range(60_000 // 4):
+        conjunction, main, sub = maker.subordinate_clauses()
+        if conjunction == "while":
+            assert main.tense == sub.tense, (main, sub)
+            joined += 1
+    assert joined > 2000

@@ -22,6 +22,12 @@ seeded, in any amount, with no download:
   (der Mann, *der* … sieht; die Kinder, *denen* der Lehrer hilft; der Lehrer, *dem* der Junge zuhört);
 * **plural** nouns and verb agreement, and *essen* for people but *fressen* for animals;
 * English **do-support** in questions (*Does* the man see …? → *Sieht* der Mann …?).
+* **negation with a modal**: "must … no X" forbids, so German says *darf kein X* (*muss kein X*
+  would mean "need not");
+* **sense**: a verb takes only places that suit it (one *lives* somewhere, and *swims* in a lake,
+  where nobody else sits or waits; animals stay out of offices and shops), a predicate never
+  contradicts the noun's own adjective (no "the blue bed is black"), and the two clauses joined by
+  *while* share their tense.
 
 English is the source: it has no cases and almost no endings, so the model must read the
 German case and gender off the roles and the nouns, and move the verbs: attention has to reorder.
@@ -397,6 +403,7 @@ class Verb:
     to_dative: bool = False  # English may also say "gives a ball to the child"
     obj_prep: tuple[str, str] = ()  # ("auf", "acc"): wartet auf den Bus
     modal_ok: bool = True  # False where a modal sounds odd in English ("can need", "wants to belong to")
+    places: tuple[str, ...] = ()  # intr: the only nouns its place may be (English), and then it always has one
 
     @property
     def german_infinitive(self) -> str:
@@ -412,7 +419,7 @@ def _v(en: str, de: str, participle: str, frame: str, subjects: str, objects: st
         if key in ("to_dative", "no_modal"):
             options["to_dative" if key == "to_dative" else "modal_ok"] = key == "to_dative"
         else:
-            options[key] = tuple(value.split("|")) if key in ("preterite", "obj_prep") else value
+            options[key] = tuple(value.split("|")) if key in ("preterite", "obj_prep", "places") else value
     return Verb(tuple(en.split("|")), tuple(de.split("|")), participle, frame, subjects, objects, **options)
 
 
@@ -424,11 +431,11 @@ VERBS: tuple[Verb, ...] = (
     _v("wait|waits|waited", "warte|wartet|warten", "gewartet", "intr", "PA", "", ""),
     _v("play|plays|played", "spiele|spielt|spielen", "gespielt", "intr", "PA", "", ""),
     _v("work|works|worked", "arbeite|arbeitet|arbeiten", "gearbeitet", "intr", "P", "", ""),
-    _v("live|lives|lived", "wohne|wohnt|wohnen", "gewohnt", "intr", "P", "", ""),
+    _v("live|lives|lived", "wohne|wohnt|wohnen", "gewohnt", "intr", "P", "", "places=house|city|forest"),
     _v("sing|sings|sang", "singe|singt|singen", "gesungen", "intr", "P", "", ""),
     _v("dance|dances|danced", "tanze|tanzt|tanzen", "getanzt", "intr", "P", "", ""),
     _v("laugh|laughs|laughed", "lache|lacht|lachen", "gelacht", "intr", "P", "", ""),
-    _v("swim|swims|swam", "schwimme|schwimmt|schwimmen", "geschwommen", "intr", "PA", "", "aux=sein"),
+    _v("swim|swims|swam", "schwimme|schwimmt|schwimmen", "geschwommen", "intr", "PA", "", "aux=sein places=lake"),
     # motion, with an optional direction; the perfect takes "sein"
     _v("run|runs|ran", "laufe|läuft|laufen", "gelaufen", "motion", "PA", "", "aux=sein"),
     _v("go|goes|went", "gehe|geht|gehen", "gegangen", "motion", "PA", "", "aux=sein"),
@@ -512,11 +519,14 @@ class Modal:
     en_past: str  # "" when there is no past here
     de: tuple[str, str, str]
     de_past: tuple[str, str, str] = ()
+    de_negative: tuple[tuple[str, str, str], tuple[str, str, str]] = ()  # (present, past) with "no X"
 
 
 MODALS: tuple[Modal, ...] = (
     Modal(("can", "can", "can"), "", "", ("kann", "kann", "können")),
-    Modal(("must", "must", "must"), "", "had to", ("muss", "muss", "müssen"), ("musste", "musste", "mussten")),
+    # "must … no X" forbids: German says "darf kein X" ("muss kein X" would mean "need not")
+    Modal(("must", "must", "must"), "", "had to", ("muss", "muss", "müssen"), ("musste", "musste", "mussten"),
+          (("darf", "darf", "dürfen"), ("durfte", "durfte", "durften"))),
     Modal(("want to", "wants to", "want to"), "want to", "wanted to", ("will", "will", "wollen"), ("wollte", "wollte", "wollten")),
     Modal(("would like to",) * 3, "", "", ("möchte", "möchte", "möchten")),
 )  # fmt: skip
@@ -682,6 +692,8 @@ def german_parts(c: Clause) -> GermanParts:
         middle.append(c.pred.de)  # a predicative adjective takes no ending
     if c.modal is not None:
         forms = c.modal.de_past if c.tense == "past" else c.modal.de
+        if c.modal.de_negative and has_no(c):
+            forms = c.modal.de_negative[c.tense == "past"]
         finite, right = forms[i], [v.german_infinitive]
     elif c.tense == "past" and v.preterite:
         finite, right = v.preterite[i], []
@@ -697,6 +709,24 @@ def german_parts(c: Clause) -> GermanParts:
     if c.complement is not None:
         after = [",", *german_subordinate(c.complement[1], _THAT[c.complement[0]])]
     return GermanParts(german_subject(c.subject), finite, middle, right, final, after)
+
+
+def can_be_past(c: Clause) -> bool:
+    """Whether ``c`` can be told in the past: "read" has no distinct English past here, and
+    "can" / "would like to" none at all."""
+    return c.verb.frame != "say" and (c.verb.en[2] != "" if c.modal is None else c.modal.en_past != "")
+
+
+def same_tense(main: Clause, sub: Clause) -> tuple[Clause, Clause]:
+    """``main`` and ``sub`` in one tense: the main clause's, or the present where ``sub`` has no past."""
+    if main.tense == "past" and can_be_past(sub):
+        return main, replace(sub, tense="past")
+    return replace(main, tense="present"), replace(sub, tense="present")
+
+
+def has_no(c: Clause) -> bool:
+    """Whether an object of ``c`` is negated with "no" (kein): "must trust no woman"."""
+    return any(np is not None and np.det.en == "no" for np in (c.dat, c.acc))
 
 
 _AUX = {"haben": ("habe", "hat", "haben"), "sein": ("bin", "ist", "sind")}
@@ -872,13 +902,18 @@ class SentenceMaker:
             return self.rng.choice(PRONOUNS)
         return self.noun_phrase(kinds, skip=("no",))  # "No dog sleeps." is grammatical but rare
 
-    def place(self, motion: bool) -> PrepPhrase:
+    def place(self, motion: bool, nouns: tuple[str, ...] = (), kinds: str = "P") -> PrepPhrase:
+        """Where (``motion`` False) or where to, for a subject of ``kinds``; ``nouns`` (English)
+        limits the place to those. Nobody waits or sleeps *in* a lake, and animals stay out of
+        offices, shops and libraries."""
         if motion and self.chance(0.2):  # to a person: zum Arzt, zur Mutter
             return PrepPhrase(PREPOSITIONS["to"], self.noun_phrase("P", plural_p=0.15, adj_p=0.2, skip=_ODD))
-        noun = self.noun("LS" if not motion else "L")
+        if not nouns:
+            nouns = _places(motion, animal="P" not in kinds)
+        noun = self.rng.choice(_nouns_named(nouns))
         preps = [p for p in noun.preps if not motion or p in MOTION]
         if not preps:
-            return self.place(motion)
+            return self.place(motion, nouns, kinds)
         prep = self.rng.choice(preps)
         if motion:
             prep = "out of" if prep == "in" and self.chance(0.25) else MOTION[prep]
@@ -945,13 +980,15 @@ class SentenceMaker:
         if v.frame == "ditr" and v.to_dative:
             c = replace(c, to_dative=self.chance(0.35))
         if v.frame == "pred":
-            c = self._predicate(c, kinds)
+            c = self._predicate(c, kinds, head)
         if v.frame == "say":
             c = replace(c, complement=("that", self.clause(frames="intr,motion,acc,dat,pred")))
-        if v.frame == "motion" or v.frame == "intr" and self.chance(0.75):
-            c = replace(c, place=self.place(motion=v.frame == "motion"))
+        if v.places:  # to live is to live somewhere; one swims in a lake, not in a restaurant
+            c = replace(c, place=self.place(motion=False, nouns=v.places, kinds=kinds))
+        elif v.frame == "motion" or v.frame == "intr" and self.chance(0.75):
+            c = replace(c, place=self.place(motion=v.frame == "motion", kinds=kinds))
         elif v.frame == "acc" and "P" in kinds and self.chance(0.15):
-            c = replace(c, place=self.place(motion=False))
+            c = replace(c, place=self.place(motion=False, kinds=kinds))
         if v.frame in ("intr", "motion") and self.chance(0.2):
             prep = "with" if self.chance(0.7) else "without"
             np = self.noun_phrase("PA", plural_p=0.2, adj_p=0.2, skip=_ODD)
@@ -960,11 +997,13 @@ class SentenceMaker:
             c = replace(c, company=PrepPhrase(PREPOSITIONS["for"], self.noun_phrase("P", adj_p=0.2, skip=_ODD)))
         return c
 
-    def _predicate(self, c: Clause, kinds: str) -> Clause:
-        adjectives = _adjectives_for(kinds)
+    def _predicate(self, c: Clause, kinds: str, head: NounPhrase | None) -> Clause:
+        subject = head if c.subject is None else c.subject  # a relative clause's subject is its head
+        own = subject.adj if isinstance(subject, NounPhrase) else None  # "the blue bed is …"
+        adjectives = tuple(a for a in _adjectives_for(kinds) if not clashes(own, a))
         if "L" in kinds or "B" in kinds and "P" not in kinds or self.chance(0.65):
             return replace(c, pred=self.rng.choice(adjectives))
-        return replace(c, place=self.place(motion=False))
+        return replace(c, place=self.place(motion=False, kinds=kinds))
 
     # -- sentences ---------------------------------------------------------------------------------
 
@@ -989,11 +1028,18 @@ class SentenceMaker:
         c = self.clause(frames="intr,motion,acc,dat,ditr,pred")
         return join_words(english_question(c), "?"), join_words(german_question(c), "?")
 
-    def _subordinate(self) -> tuple[str, str]:
+    def subordinate_clauses(self) -> tuple[str, Clause, Clause]:
+        """A conjunction ("because", "although", "while", "if"), a main clause and the clause it joins."""
         en_conj = self.rng.choice(list(CONJUNCTIONS))
         main, sub = self.clause(frames="intr,motion,acc,dat,pred"), self.clause(frames="intr,motion,acc,dat,pred")
         if en_conj == "if":  # keep both clauses in the present: "if" + past changes the meaning
             main, sub = replace(main, tense="present"), replace(sub, tense="present")
+        elif en_conj == "while":  # at the same time: the same tense ("… drove while the bears followed")
+            main, sub = same_tense(main, sub)
+        return en_conj, main, sub
+
+    def _subordinate(self) -> tuple[str, str]:
+        en_conj, main, sub = self.subordinate_clauses()
         de_sub = german_subordinate(sub, CONJUNCTIONS[en_conj])
         en_sub = [en_conj, *english_clause(sub)]
         if self.chance(0.4):  # the clause first: it fills the first field, the verb follows at once
@@ -1012,9 +1058,41 @@ class SentenceMaker:
         return join_words(english_clause(main)), join_words(german_main(main))
 
 
+# Adjectives that exclude each other (or repeat): "the blue bed is black", "the old man is young".
+EXCLUSIVE: tuple[frozenset[str], ...] = tuple(frozenset(g.split()) for g in (
+    "black white brown grey red blue green yellow", "old young new", "big small tall", "rich poor",
+    "happy sad", "fast slow", "clean dirty", "expensive cheap", "long short", "interesting boring",
+    "cold hot warm", "quiet loud", "tired", "hungry", "ill", "empty", "dark", "heavy", "fresh", "fat",
+))  # fmt: skip
+
+
+def clashes(attributive: Adjective | None, predicate: Adjective) -> bool:
+    """Whether "the <attributive> noun is <predicate>" contradicts or repeats itself."""
+    if attributive is None:
+        return False
+    return attributive.en == predicate.en or any({attributive.en, predicate.en} <= g for g in EXCLUSIVE)
+
+
 @cache
 def _nouns_of(kinds: str) -> tuple[Noun, ...]:
     return tuple(n for k in kinds for n in NOUNS if k in n.kinds)  # a noun of two kinds counts twice
+
+
+@cache
+def _nouns_named(names: tuple[str, ...]) -> tuple[Noun, ...]:
+    return tuple(n for n in NOUNS if n.en in names)
+
+
+_ONLY_TO_SWIM = ("lake",)  # a place only for swimming in (and jumping or running into)
+_NOT_FOR_ANIMALS = ("office", "shop", "restaurant", "museum", "library", "school", "city")
+
+
+@cache
+def _places(motion: bool, animal: bool) -> tuple[str, ...]:
+    """The English names of the nouns that may be a place (``motion``: a direction) of a subject."""
+    kinds = "L" if motion else "LS"
+    names = tuple(dict.fromkeys(n.en for n in _nouns_of(kinds)))
+    return tuple(n for n in names if (motion or n not in _ONLY_TO_SWIM) and not (animal and n in _NOT_FOR_ANIMALS))
 
 
 @cache
