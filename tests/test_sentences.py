@@ -476,3 +476,22 @@ def test_while_joins_clauses_of_one_tense():
             assert main.tense == sub.tense, (main, sub)
             joined += 1
     assert joined > 2000
+
+
+def test_nicht_follows_definite_objects_and_must_not_forbids(sixty_thousand):
+    """Negation: one *nicht* per English "not" / "cannot"; never *nicht ein…* / *nicht kein…* (that is
+    *kein*); "must not" is *darf nicht* ("muss nicht" would mean "need not")."""
+    negated = 0
+    for en, de in sixty_thousand:
+        nots = len(re.findall(r"\b(not|cannot)\b", en))
+        assert nots == len(re.findall(r"\bnicht\b", de)), (en, de)
+        # (an article, not the separable prefix of "lädt … nicht ein.")
+        assert not re.search(r"\bnicht (ein|eine|einen|einem|einer|kein\w*|jede\w*) \w", de), de
+        # nicht follows the objects: "sieht den Hund nicht", never "sieht nicht den Hund"
+        assert not re.search(r"\bnicht (der|den|dem|das|die|diese\w*|mein\w*|sein\w*|ihr\w*|unser\w*) ", de), de
+        if re.search(r"\bmust not\b", en):
+            assert re.search(r"\b(darf|dürfen)\b", de) and not re.search(r"\b(muss|müssen)\b[^,]*\bnicht\b", de), de
+        negated += nots > 0
+    assert 2000 < negated < 10_000
+    perfect = [de for _, de in sixty_thousand if re.search(r"\b(hat|haben|ist|sind) [^,]*\bnicht \w+ge\w+t\b", de)]
+    assert perfect, "no negated perfect (… hat den Hund nicht gesehen)"

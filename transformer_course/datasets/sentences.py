@@ -22,8 +22,10 @@ seeded, in any amount, with no download:
   (der Mann, *der* … sieht; die Kinder, *denen* der Lehrer hilft; der Lehrer, *dem* der Junge zuhört);
 * **plural** nouns and verb agreement, and *essen* for people but *fressen* for animals;
 * English **do-support** in questions (*Does* the man see …? → *Sieht* der Mann …?).
-* **negation with a modal**: "must … no X" forbids, so German says *darf kein X* (*muss kein X*
-  would mean "need not");
+* **negation**: *nicht* after the definite objects and before places, predicates and the right
+  bracket (*hat den Hund nicht gesehen*, *wartet nicht auf den Bus*, *ist nicht müde*); and "must
+  not" / "must … no X" forbid, so German says *darf nicht* / *darf kein X* (*muss nicht* would mean
+  "need not", which is what "did not have to" becomes: *musste nicht*);
 * **sense**: a verb takes only places that suit it (one *lives* somewhere, and *swims* in a lake,
   where nobody else sits or waits; animals stay out of offices and shops), a predicate never
   contradicts the noun's own adjective (no "the blue bed is black"), and the two clauses joined by
@@ -656,6 +658,7 @@ class Clause:
     to_dative: bool = False  # English "gives a ball to the child"
     gap: str = ""
     complement: tuple[str, Clause] | None = None  # ("that", clause) after say / know / believe …
+    negated: bool = False  # "does not see the dog": sieht den Hund *nicht*
 
 
 @dataclass
@@ -680,10 +683,14 @@ def german_parts(c: Clause) -> GermanParts:
     """Cut ``c`` into subject, finite verb, middle field, right bracket (see :class:`GermanParts`)."""
     v, i = c.verb, PERSON_INDEX[c.person]
     middle: list[str] = []
-    if c.dat is not None:
-        middle += german_np(c.dat, "dat") if not v.obj_prep else german_pp(PrepPhrase(_OBJ_PREP[v.obj_prep], c.dat))
+    if c.dat is not None and not v.obj_prep:
+        middle += german_np(c.dat, "dat")
     if c.acc is not None:
         middle += german_np(c.acc, "acc")
+    if c.negated:  # after the (definite) objects, before everything else: sieht den Hund nicht im Park
+        middle.append("nicht")
+    if c.dat is not None and v.obj_prep:  # wartet (nicht) auf den Bus
+        middle += german_pp(PrepPhrase(_OBJ_PREP[v.obj_prep], c.dat))
     if c.company is not None:  # "mit dem Hund" before the place: manner before place
         middle += german_pp(c.company)
     if c.place is not None:
@@ -692,7 +699,7 @@ def german_parts(c: Clause) -> GermanParts:
         middle.append(c.pred.de)  # a predicative adjective takes no ending
     if c.modal is not None:
         forms = c.modal.de_past if c.tense == "past" else c.modal.de
-        if c.modal.de_negative and has_no(c):
+        if c.modal.de_negative and (has_no(c) or c.negated and c.tense == "present"):  # must not: darf nicht
             forms = c.modal.de_negative[c.tense == "past"]
         finite, right = forms[i], [v.german_infinitive]
     elif c.tense == "past" and v.preterite:
@@ -722,6 +729,19 @@ def same_tense(main: Clause, sub: Clause) -> tuple[Clause, Clause]:
     if main.tense == "past" and can_be_past(sub):
         return main, replace(sub, tense="past")
     return replace(main, tense="present"), replace(sub, tense="present")
+
+
+# Objects that "nicht" can follow: definite ones. An indefinite one is negated with "kein" instead
+# ("does not see a dog" → "sieht keinen Hund"), and "nicht jeden Hund" would move "nicht": left out.
+_DEFINITE = ("the", "this", "these", "my", "his", "her", "our", "their")
+
+
+def can_negate(c: Clause) -> bool:
+    """Whether ``c`` may be negated with *nicht*: every object (if any) is definite, and the subject
+    is not "every …" ("every friend does not …" reads as "not every friend …")."""
+    objects = [np for np in (c.dat, c.acc) if np is not None]
+    every = isinstance(c.subject, NounPhrase) and c.subject.det.en == "every"
+    return not every and all((np.det.en_plural if np.plural else np.det.en) in _DEFINITE for np in objects)
 
 
 def has_no(c: Clause) -> bool:
@@ -796,6 +816,8 @@ def _english_be(person: str, tense: str) -> str:
 def _english_verb(c: Clause) -> list[str]:
     """The English verb group of a statement: "sees", "saw", "wants to see", "is"."""
     v, third = c.verb, c.person == "3sg"
+    if c.negated:
+        return _english_negated_verb(c)
     if c.modal is not None:
         modal = c.modal.en_past if c.tense == "past" else c.modal.en[PERSON_INDEX[c.person]]
         return [*modal.split(), v.en[0]]
@@ -803,6 +825,21 @@ def _english_verb(c: Clause) -> list[str]:
         return [_english_be(c.person, c.tense)]
     form = v.en[2] if c.tense == "past" else v.en[1] if third else v.en[0]
     return form.split()
+
+
+def _english_negated_verb(c: Clause) -> list[str]:
+    """ "does not see", "did not see", "cannot see", "must not see", "did not have to see", "is not"."""
+    v, do = c.verb, "did" if c.tense == "past" else "does" if c.person == "3sg" else "do"
+    if c.modal is not None:
+        if c.tense == "past":  # had to → did not have to (German: musste nicht, "need not")
+            return [do, "not", *_EN_PAST_BASE[c.modal.en_past].split(), v.en[0]]
+        if c.modal.en_base:  # want to → does not want to
+            return [do, "not", *c.modal.en_base.split(), v.en[0]]
+        first, *others = c.modal.en[PERSON_INDEX[c.person]].split()  # can / must / would … like to
+        return ["cannot" if first == "can" else first, *([] if first == "can" else ["not"]), *others, v.en[0]]
+    if v.frame == "pred":
+        return [_english_be(c.person, c.tense), "not"]
+    return [do, "not", *v.en[0].split()]
 
 
 def english_clause(c: Clause) -> list[str]:
@@ -995,6 +1032,8 @@ class SentenceMaker:
             c = replace(c, company=PrepPhrase(PREPOSITIONS[prep], np))
         elif v.frame == "acc" and v.objects in ("FD", "F", "B") and c.acc is not None and self.chance(0.2):
             c = replace(c, company=PrepPhrase(PREPOSITIONS["for"], self.noun_phrase("P", adj_p=0.2, skip=_ODD)))
+        if can_negate(c) and self.chance(0.1):
+            c = replace(c, negated=True)
         return c
 
     def _predicate(self, c: Clause, kinds: str, head: NounPhrase | None) -> Clause:
@@ -1025,7 +1064,7 @@ class SentenceMaker:
         return join_words([adverb, *english_clause(c)]), join_words(german_main(c, front=[ADVERBS[adverb][0]]))
 
     def _question(self) -> tuple[str, str]:
-        c = self.clause(frames="intr,motion,acc,dat,ditr,pred")
+        c = replace(self.clause(frames="intr,motion,acc,dat,ditr,pred"), negated=False)  # no negative questions
         return join_words(english_question(c), "?"), join_words(german_question(c), "?")
 
     def subordinate_clauses(self) -> tuple[str, Clause, Clause]:
