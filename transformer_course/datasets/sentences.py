@@ -22,6 +22,9 @@ seeded, in any amount, with no download:
   (der Mann, *der* … sieht; die Kinder, *denen* der Lehrer hilft; der Lehrer, *dem* der Junge zuhört);
 * **plural** nouns and verb agreement, and *essen* for people but *fressen* for animals;
 * English **do-support** in questions (*Does* the man see …? → *Sieht* der Mann …?).
+* **object pronouns**: *mich, ihn, uns, sie* / *mir, ihm, uns, ihnen*, early in the middle field,
+  before the noun objects (*gibt ihm den Ball*) and after the verb even before a noun subject
+  (*Heute gibt ihm der Mann den Ball*);
 * **negation**: *nicht* after the definite objects and before places, predicates and the right
   bracket (*hat den Hund nicht gesehen*, *wartet nicht auf den Bus*, *ist nicht müde*); and "must
   not" / "must … no X" forbid, so German says *darf nicht* / *darf kein X* (*muss nicht* would mean
@@ -551,6 +554,26 @@ PRONOUNS: tuple[Pronoun, ...] = (
 )
 PERSON_INDEX = {"1sg": 0, "3sg": 1, "pl": 2}
 
+
+@dataclass(frozen=True)
+class ObjectPronoun:
+    """A person as an object: "him" → *ihn* (accusative) / *ihm* (dative). Only pronouns whose German
+    form the English fixes: "it" could be *ihn*, *sie* or *es* (the gender of a noun that is not
+    in the sentence), and "her" would be read as the possessive before a noun."""
+
+    en: str
+    acc: str
+    dat: str
+    subjects: tuple[str, ...] = ()  # subject pronouns it is not used with ("I see me", "we follow me")
+
+
+OBJECT_PRONOUNS: tuple[ObjectPronoun, ...] = (
+    ObjectPronoun("me", "mich", "mir", ("I", "we")),
+    ObjectPronoun("him", "ihn", "ihm"),
+    ObjectPronoun("us", "uns", "uns", ("I", "we")),
+    ObjectPronoun("them", "sie", "ihnen"),
+)
+
 CONJUNCTIONS = {"because": "weil", "although": "obwohl", "while": "während", "if": "wenn"}
 ADVERBS = {"today": ("heute", "present"), "now": ("jetzt", "present"), "sometimes": ("manchmal", "present"),
            "yesterday": ("gestern", "past"), "tomorrow": ("morgen", "modal")}  # fmt: skip
@@ -650,8 +673,8 @@ class Clause:
     person: str
     tense: str = "present"
     modal: Modal | None = None
-    dat: NounPhrase | None = None
-    acc: NounPhrase | None = None
+    dat: NounPhrase | ObjectPronoun | None = None
+    acc: NounPhrase | ObjectPronoun | None = None
     pred: Adjective | None = None
     place: PrepPhrase | None = None
     company: PrepPhrase | None = None  # with / without / for
@@ -667,10 +690,21 @@ class GermanParts:
 
     subject: list[str]
     finite: str  # the verb that moves: second, first or last
-    middle: list[str]  # objects and adverbials
+    middle: list[str]  # objects and adverbials (object pronouns apart, in ``pronouns``)
     right: list[str]  # what stays at the end of a main clause (prefix, participle, infinitive)
     final: list[str]  # the verbs at the end of a subordinate clause, finite last
     after: list[str] = field(default_factory=list)  # a dass-clause, behind everything
+    pronouns: list[str] = field(default_factory=list)  # object pronouns: early in the middle field
+    pronoun_subject: bool = False
+
+    def after_finite(self) -> list[str]:
+        """Subject and object pronouns where they follow the verb (a question, a fronted adverb) or
+        the conjunction: pronouns come early, before a noun subject (*Heute gibt ihm der Mann …*)."""
+        if self.pronoun_subject:
+            return [*self.subject, *self.pronouns]
+        # but "sie" (them) stays behind: "sucht sie das Pferd" would read as "she looks for the horse"
+        early = [p for p in self.pronouns if p != "sie"]
+        return [*early, *self.subject, *[p for p in self.pronouns if p == "sie"]]
 
 
 def german_subject(subject: Subject | None) -> list[str]:
@@ -683,9 +717,11 @@ def german_parts(c: Clause) -> GermanParts:
     """Cut ``c`` into subject, finite verb, middle field, right bracket (see :class:`GermanParts`)."""
     v, i = c.verb, PERSON_INDEX[c.person]
     middle: list[str] = []
-    if c.dat is not None and not v.obj_prep:
+    pronouns = [c.acc.acc] if isinstance(c.acc, ObjectPronoun) else []  # the accusative before the dative
+    pronouns += [c.dat.dat] if isinstance(c.dat, ObjectPronoun) else []
+    if isinstance(c.dat, NounPhrase) and not v.obj_prep:
         middle += german_np(c.dat, "dat")
-    if c.acc is not None:
+    if isinstance(c.acc, NounPhrase):
         middle += german_np(c.acc, "acc")
     if c.negated:  # after the (definite) objects, before everything else: sieht den Hund nicht im Park
         middle.append("nicht")
@@ -715,7 +751,8 @@ def german_parts(c: Clause) -> GermanParts:
     after = []
     if c.complement is not None:
         after = [",", *german_subordinate(c.complement[1], _THAT[c.complement[0]])]
-    return GermanParts(german_subject(c.subject), finite, middle, right, final, after)
+    subject = german_subject(c.subject)
+    return GermanParts(subject, finite, middle, right, final, after, pronouns, isinstance(c.subject, Pronoun))
 
 
 def can_be_past(c: Clause) -> bool:
@@ -739,14 +776,14 @@ _DEFINITE = ("the", "this", "these", "my", "his", "her", "our", "their")
 def can_negate(c: Clause) -> bool:
     """Whether ``c`` may be negated with *nicht*: every object (if any) is definite, and the subject
     is not "every …" ("every friend does not …" reads as "not every friend …")."""
-    objects = [np for np in (c.dat, c.acc) if np is not None]
+    objects = [np for np in (c.dat, c.acc) if isinstance(np, NounPhrase)]  # a pronoun is definite
     every = isinstance(c.subject, NounPhrase) and c.subject.det.en == "every"
     return not every and all((np.det.en_plural if np.plural else np.det.en) in _DEFINITE for np in objects)
 
 
 def has_no(c: Clause) -> bool:
     """Whether an object of ``c`` is negated with "no" (kein): "must trust no woman"."""
-    return any(np is not None and np.det.en == "no" for np in (c.dat, c.acc))
+    return any(isinstance(np, NounPhrase) and np.det.en == "no" for np in (c.dat, c.acc))
 
 
 _AUX = {"haben": ("habe", "hat", "haben"), "sein": ("bin", "ist", "sind")}
@@ -758,20 +795,20 @@ def german_main(c: Clause, front: Sequence[str] = ()) -> list[str]:
     """Verb second: the first field (``front``, or the subject), then the finite verb."""
     p = german_parts(c)
     if front:
-        return [*front, p.finite, *p.subject, *p.middle, *p.right, *p.after]
-    return [*p.subject, p.finite, *p.middle, *p.right, *p.after]
+        return [*front, p.finite, *p.after_finite(), *p.middle, *p.right, *p.after]
+    return [*p.subject, p.finite, *p.pronouns, *p.middle, *p.right, *p.after]
 
 
 def german_question(c: Clause) -> list[str]:
     """Verb first: a yes/no question."""
     p = german_parts(c)
-    return [p.finite, *p.subject, *p.middle, *p.right, *p.after]
+    return [p.finite, *p.after_finite(), *p.middle, *p.right, *p.after]
 
 
 def german_subordinate(c: Clause, front: str) -> list[str]:
     """Verb last: a conjunction (or relative pronoun), the subject, the middle field, the verbs."""
     p = german_parts(c)
-    return [front, *p.subject, *p.middle, *p.final, *p.after]
+    return [front, *p.after_finite(), *p.middle, *p.final, *p.after]
 
 
 def german_relative(head: NounPhrase) -> list[str]:
@@ -792,10 +829,9 @@ def _english_rest(c: Clause) -> list[str]:
     """Objects and adverbials after the English verb."""
     rest: list[str] = []
     if c.to_dative:
-        rest += english_np(c.acc) + ["to"] + english_np(c.dat)
+        rest += english_object(c.acc) + ["to"] + english_object(c.dat)
     else:
-        rest += english_np(c.dat) if c.dat is not None else []
-        rest += english_np(c.acc) if c.acc is not None else []
+        rest += english_object(c.dat) + english_object(c.acc)
     if c.pred is not None:
         rest.append(c.pred.en)
     if c.place is not None:
@@ -805,6 +841,12 @@ def _english_rest(c: Clause) -> list[str]:
     if c.complement is not None:
         rest += [c.complement[0], *english_clause(c.complement[1])]
     return rest
+
+
+def english_object(x: NounPhrase | ObjectPronoun | None) -> list[str]:
+    if x is None:
+        return []
+    return [x.en] if isinstance(x, ObjectPronoun) else english_np(x)
 
 
 def _english_be(person: str, tense: str) -> str:
@@ -934,6 +976,13 @@ class SentenceMaker:
         adj = self.rng.choice(adjectives) if adjectives and self.chance(adj_p) else None
         return NounPhrase(det, noun, plural, adj)
 
+    def object(self, kinds: str, subject: Subject | None, pronoun_ok: bool = True) -> NounPhrase | ObjectPronoun:
+        """An object of one of ``kinds``; a person is sometimes a pronoun ("sees him": *sieht ihn*)."""
+        if pronoun_ok and "P" in kinds and self.chance(0.12):
+            said = subject.en if isinstance(subject, Pronoun) else ""
+            return self.rng.choice([p for p in OBJECT_PRONOUNS if said not in p.subjects])
+        return self.noun_phrase(kinds)
+
     def subject(self, kinds: str) -> Subject:
         if "P" in kinds and self.chance(0.2):
             return self.rng.choice(PRONOUNS)
@@ -1011,9 +1060,9 @@ class SentenceMaker:
         v, kinds = c.verb, self._kinds_of(c.subject, head)
         if v.frame in ("acc", "ditr") and c.gap != "acc":
             kinds_acc = v.things if v.frame == "ditr" else v.objects
-            c = replace(c, acc=self.noun_phrase(kinds_acc))
+            c = replace(c, acc=self.object(kinds_acc, c.subject))
         if v.frame in ("dat", "ditr", "prep") and c.gap != "dat":
-            c = replace(c, dat=self.noun_phrase(v.objects))
+            c = replace(c, dat=self.object(v.objects, c.subject, pronoun_ok=v.frame != "prep"))
         if v.frame == "ditr" and v.to_dative:
             c = replace(c, to_dative=self.chance(0.35))
         if v.frame == "pred":
