@@ -495,3 +495,23 @@ def test_nicht_follows_definite_objects_and_must_not_forbids(sixty_thousand):
     assert 2000 < negated < 10_000
     perfect = [de for _, de in sixty_thousand if re.search(r"\b(hat|haben|ist|sind) [^,]*\bnicht \w+ge\w+t\b", de)]
     assert perfect, "no negated perfect (… hat den Hund nicht gesehen)"
+
+
+def test_object_pronouns_take_their_case_and_come_early(sixty_thousand):
+    """ "him" is *ihn* after an accusative verb and *ihm* after a dative one; a pronoun object comes
+    before the noun objects (*gibt ihm den Ball*), and never repeats the subject ("we follow me")."""
+    dative = {v.en[i] for v in VERBS if v.frame in ("dat", "ditr") for i in (0, 1, 2) if v.en[i]}
+    accusative = {v.en[i] for v in VERBS if v.frame == "acc" for i in (0, 1, 2) if v.en[i]} - dative
+    counts = {"ihn": 0, "ihm": 0}
+    for en, de in sixty_thousand:
+        aux = r"(?:(?:do|did|not|cannot|can|must|want|would|like|to|had|have) )*"
+        assert not re.match(rf"(I|We) {aux}\w+ (me|us)\b", en), en
+        for verb in re.findall(r"\b(\w+) him\b", en):
+            case = "ihm" if verb in dative else "ihn" if verb in accusative else None
+            if case and ", " not in de and " him " not in en.replace(" him.", " him "):  # one clause, one him
+                assert re.search(rf"\b{case}\b", de), (en, de)
+                counts[case] += 1
+        assert not re.search(
+            r"\b(den|dem|einen|einem|meinen|meinem) \w+ (ihm|ihn|mir|mich)\b [^,]*\b(geben|gibt|zeigt)", de
+        )
+    assert counts["ihn"] >= 5 and counts["ihm"] >= 5, counts
