@@ -116,14 +116,19 @@ architecture_map(["tokens", "embeddings", "training"])
 #
 # Corpora such as WMT live on servers that come and go (the Annotated Transformer's Multi30k
 # download died with its host), and training on them takes GPU hours. So, as in chapter 07, the
-# course makes its own data: `datasets/sentences.py` writes English sentences and their German translations
-# from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar,
-# seeded, in any amount. The German is what a learner of German fights with: three genders and
-# their cases (*der Hund*, *den Hund*, *dem Hund*), adjective endings that depend on the article
+# course makes its own data: `datasets/sentences.py` writes English sentences and their German
+# translations from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German
+# grammar, seeded, in any amount. The German is what a learner of German fights with: three genders
+# and their cases (*der Hund*, *den Hund*, *dem Hund*), adjective endings that depend on the article
 # (*der alte Mann*, *ein alter Mann*), the verb in second place (*Manchmal gibt die Schwester …*),
-# the verb at the end of a subordinate clause (*…, dass sie die Gläser sieht*), and the perfect
-# tense, which puts the participle at the end (*hat … gefunden*). The English has almost none of
-# it, so the model must work out case and gender from roles and nouns, and attention must reorder.
+# the verb at the end of a subordinate clause (*…, dass sie die Gläser sieht*), the perfect tense,
+# which puts the participle at the end (*hat … gefunden*), object pronouns that move forward
+# (*gibt ihm den Ball*), and *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and
+# turns "must not" into *darf nicht*. The English has almost none of it, so the model must work out
+# case and gender from roles and nouns, and attention must reorder. (The generator is checked on
+# 60,000 pairs for the mistakes a reader found in an earlier version: "wanted to live" with no
+# place, "must … no X" as *muss kein X*, which means "need not", and clauses joined by *while* in
+# two tenses; `tests/test_sentences.py`.)
 
 # %%
 texts = sentence_splits(n_train=profile.n_train)  # {"train", "valid", "test"}: (English, German) pairs
