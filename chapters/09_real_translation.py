@@ -122,8 +122,8 @@ architecture_map(["tokens", "embeddings", "training"])
 # and their cases (*der Hund*, *den Hund*, *dem Hund*), adjective endings that depend on the article
 # (*der alte Mann*, *ein alter Mann*), the verb in second place (*Manchmal gibt die Schwester …*),
 # the verb at the end of a subordinate clause (*…, dass sie die Gläser sieht*), the perfect tense,
-# which puts the participle at the end (*hat … gefunden*), object pronouns that move forward
-# (*gibt ihm den Ball*), and *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and
+# which puts the participle at the end (*hat … gefunden*), the genitive after its noun (*der Hund
+# des Mannes*), object pronouns that move forward (*gibt ihm den Ball*), and *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and
 # turns "must not" into *darf nicht*. The English has almost none of it, so the model must work out
 # case and gender from roles and nouns, and attention must reorder. (The generator is checked on
 # 60,000 pairs for the mistakes a reader found in an earlier version: "wanted to live" with no

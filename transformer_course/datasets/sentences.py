@@ -22,6 +22,8 @@ seeded, in any amount, with no download:
   (der Mann, *der* … sieht; die Kinder, *denen* der Lehrer hilft; der Lehrer, *dem* der Junge zuhört);
 * **plural** nouns and verb agreement, and *essen* for people but *fressen* for animals;
 * English **do-support** in questions (*Does* the man see …? → *Sieht* der Mann …?).
+* the **genitive** after its noun: "the man's dog" → *der Hund des Mannes*, "my sisters' house"
+  → *das Haus meiner Schwestern*;
 * **object pronouns**: *mich, ihn, uns, sie* / *mir, ihm, uns, ihnen*, early in the middle field,
   before the noun objects (*gibt ihm den Ball*) and after the verb even before a noun subject
   (*Heute gibt ihm der Mann den Ball*);
@@ -81,12 +83,18 @@ class Noun:
         return not self.en_plural
 
     def german(self, plural: bool, case: str) -> str:
-        """The noun's form in ``case`` ("nom", "acc", "dat"): dative plurals add -n (den Kindern)
-        unless they end in -n or -s (den Frauen, den Autos); weak nouns add -(e)n outside the nominative."""
+        """The noun's form in ``case`` ("nom", "acc", "dat", "gen"): dative plurals add -n (den Kindern)
+        unless they end in -n or -s (den Frauen, den Autos); weak nouns add -(e)n outside the nominative;
+        a masculine or neuter genitive adds -es to one syllable (des Mannes), -s to more (des Lehrers)."""
         if plural:
             dative_n = case == "dat" and not self.de_plural.endswith(("n", "s"))
             return self.de_plural + ("n" if dative_n else "")
-        return self.weak if self.weak and case != "nom" else self.de
+        if self.weak and case != "nom":
+            return self.weak
+        if case == "gen" and self.gender != "f":
+            one_syllable = len(re.findall(r"[aeiouäöüy]+", self.de.lower())) == 1
+            return self.de + ("es" if one_syllable or self.de.endswith(("s", "ß", "z", "x")) else "s")
+        return self.de
 
 
 def _n(en: str, en_pl: str, de: str, de_pl: str, gender: str, kinds: str, weak: str, preps: str) -> Noun:
@@ -337,20 +345,23 @@ _DET = {(d.en or d.en_plural, d.kind): d for d in DETERMINERS}
 SLOTS = ("m", "f", "n", "pl")
 
 
-def _by_case(nom: str, acc: str, dat: str) -> dict[str, dict[str, str]]:
+def _by_case(nom: str, acc: str, dat: str, gen: str) -> dict[str, dict[str, str]]:
     """A table of forms by case and slot; each case is written as its four forms (m f n pl), "-" for none."""
-    forms = {"nom": nom, "acc": acc, "dat": dat}
+    forms = {"nom": nom, "acc": acc, "dat": dat, "gen": gen}
     return {case: dict(zip(SLOTS, (w.strip("-") for w in text.split()), strict=True)) for case, text in forms.items()}
 
 
-ARTICLE = _by_case("der die das die", "den die das die", "dem der dem den")
-# der-words (dieser, jeder) and strong adjectives share these endings (the genitive, absent here, differs).
-STRONG = _by_case("er e es e", "en e es e", "em er em en")
-EIN_WORD = _by_case("- e - e", "en e - e", "em er em en")
-WEAK = _by_case("e e e en", "en e e en", "en en en en")
+ARTICLE = _by_case("der die das die", "den die das die", "dem der dem den", "des der des der")
+# der-words (dieser, jeder) and strong adjectives share these endings, except in the genitive
+# (dieses Mannes, but kalten Wassers), which only der-words, ein-words and articles take here.
+STRONG = _by_case("er e es e", "en e es e", "em er em en", "es er es er")
+EIN_WORD = _by_case("- e - e", "en e - e", "em er em en", "es er es er")
+WEAK = _by_case("e e e en", "en e e en", "en en en en", "en en en en")
 # After an ein-word the adjective shows the gender where the ein-word cannot (ein alt-er Mann).
-MIXED = _by_case("er e es en", "en e es en", "en en en en")
-RELATIVE = {case: {**forms, "pl": "denen" if case == "dat" else forms["pl"]} for case, forms in ARTICLE.items()}
+MIXED = _by_case("er e es en", "en e es en", "en en en en", "en en en en")
+RELATIVE = {
+    case: {**forms, "pl": "denen" if case == "dat" else forms["pl"]} for case, forms in ARTICLE.items() if case != "gen"
+}
 
 # preposition and article fused into one word, as written German does
 CONTRACTIONS = {("in", "dem"): "im", ("in", "das"): "ins", ("zu", "dem"): "zum", ("zu", "der"): "zur"}
@@ -590,6 +601,7 @@ class NounPhrase:
     plural: bool = False
     adj: Adjective | None = None
     relative: Clause | None = None  # a clause with one gap, which this noun fills
+    owner: NounPhrase | None = None  # "the man's dog": der Hund *des Mannes* (the head takes "the")
 
     @property
     def person(self) -> str:
@@ -620,6 +632,8 @@ def german_np(np: NounPhrase, case: str) -> list[str]:
     if np.adj is not None:
         words.append(np.adj.german(adjective[case][slot]))
     words.append(np.noun.german(np.plural, case))
+    if np.owner is not None:  # the genitive follows its noun
+        words += german_np(np.owner, "gen")
     if np.relative is not None:
         words += [",", *german_relative(np), ","]
     return words
@@ -632,10 +646,14 @@ def english_np(np: NounPhrase) -> list[str]:
     words.append(np.noun.en_plural if np.plural else np.noun.en)
     if det == "a" and words[0][0] in "aeiou":
         det = "an"
-    out = ([det] if det else []) + words
-    if np.relative is not None:
-        out += english_relative(np)
-    return out
+    if np.owner is not None:  # the owner replaces the article: "the men's dog", "the boys' dog"
+        owner = english_np(np.owner)
+        return [*owner[:-1], owner[-1] + ("'" if owner[-1].endswith("s") else "'s"), *words, *_relative_en(np)]
+    return ([det] if det else []) + words + _relative_en(np)
+
+
+def _relative_en(np: NounPhrase) -> list[str]:
+    return english_relative(np) if np.relative is not None else []
 
 
 @dataclass(frozen=True)
@@ -974,7 +992,17 @@ class SentenceMaker:
             det = self.rng.choice(_determiners("mass" if noun.mass else "pl" if plural else "sg", skip))
         adjectives = _adjectives_for(noun.kinds)
         adj = self.rng.choice(adjectives) if adjectives and self.chance(adj_p) else None
+        if "P" not in noun.kinds and not noun.mass and self.chance(0.06):  # "the man's dog": des Mannes
+            return NounPhrase(_DET["the", "def"], noun, plural, adj, owner=self.owner())
         return NounPhrase(det, noun, plural, adj)
+
+    def owner(self) -> NounPhrase:
+        """Whose: a person with "the", "this" or a possessive (their genitives are unambiguous)."""
+        noun = self.noun("P")
+        plural = self.chance(0.2)
+        det = self.rng.choice([_DET[key] for key in _OWNER_DETS])
+        adjectives = _adjectives_for(noun.kinds)
+        return NounPhrase(det, noun, plural, self.rng.choice(adjectives) if self.chance(0.15) else None)
 
     def object(self, kinds: str, subject: Subject | None, pronoun_ok: bool = True) -> NounPhrase | ObjectPronoun:
         """An object of one of ``kinds``; a person is sometimes a pronoun ("sees him": *sieht ihn*)."""
@@ -1211,6 +1239,7 @@ def _verbs_for_object(frame: str, kinds: str) -> tuple[Verb, ...]:
 
 _ALL_FRAMES = "intr,motion,acc,dat,ditr,prep,pred"
 _ODD = ("no", "every", "many", "some")  # determiners that sound odd in "with …", "to …", "for …"
+_OWNER_DETS = (("the", "def"), ("this", "der"), ("my", "ein"), ("our", "ein"), ("his", "ein"))
 _PLACE_DETS = (("a", "ein"), ("this", "der"), ("my", "ein"), ("our", "ein"), ("his", "ein"), ("her", "ein"))
 _FRAME_WEIGHTS = {"intr": 3, "motion": 3, "acc": 8, "dat": 3, "ditr": 4, "prep": 1, "pred": 3, "say": 0}
 _SENTENCE_WEIGHTS = {"statement": 10, "question": 3, "subordinate": 4, "reported": 2, "relative": 3}
