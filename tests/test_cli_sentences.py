@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.datasets import corpora
 from transformer_course.checkpoint import load_checkpoint
+from transformer_course.datasets import corpora
 from transformer_course.datasets.corpora import Corpus, write_text_corpus
 from transformer_course.datasets.sentences import sentence_splits
 from transformer_course.tools.cli import main
