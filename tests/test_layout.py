@@ -28,6 +28,7 @@ ROOM_CHAPTERS = {
     "cache": 8, "decoding": 8, "evaluation": 8,
     "sentences": 9, "subwords": 9, "token_batches": 9, "corpora": 9, "sentence_training": 9, "distributed": 9,
     "averaging": 9,
+    "rmsnorm": 10, "rotary": 10, "swiglu": 10, "blocked": 10,
 }  # fmt: skip
 
 # The names `transformer_course` exported before the rooms were separated from the tools: they stay.

@@ -18,6 +18,8 @@ ch.   rooms
 09    ``sentences`` (a task with real grammar), ``subwords`` (BPE), ``token_batches``,
       ``sentence_training``, ``averaging`` (checkpoint averaging), ``distributed`` (DDP),
       ``corpora`` (your files, Hugging Face datasets)
+10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax):
+      the pieces of today's language models
 ====  ==================================================================================
 
 ``tools/`` is not a room: it holds the course's machinery (exercise checks, the student
@@ -55,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "DecoderCache": "cache", "KVCache": "cache",
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
     "load_pretrained": "tools.pretrained",
+    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "SwiGLU": "swiglu", "blocked_attention": "blocked",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -75,6 +78,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
     from .attention import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
+    from .blocked import blocked_attention
     from .cache import DecoderCache, KVCache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
@@ -96,8 +100,11 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         relative_position_map,
         sinusoidal_positional_encoding,
     )
+    from .rmsnorm import RMSNorm
+    from .rotary import apply_rope
     from .schedule import transformer_lr, transformer_scheduler
     from .step import train_step
     from .sublayer import residual
+    from .swiglu import SwiGLU
     from .tools.pretrained import load_pretrained
     from .vocab import SPECIAL_TOKENS, Vocab, tokenize
