@@ -17,6 +17,8 @@ ch.   rooms
 08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
 09    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
       averaging), ``distributed`` (DDP)
+10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax):
+      the pieces of today's language models
 ====  ==================================================================================
 
 ``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
@@ -57,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "DecoderCache": "cache", "KVCache": "cache",
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
     "load_pretrained": "tools.pretrained",
+    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "SwiGLU": "swiglu", "blocked_attention": "blocked",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -77,6 +80,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
     from .attention import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
+    from .blocked import blocked_attention
     from .cache import DecoderCache, KVCache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
@@ -99,8 +103,11 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         relative_position_map,
         sinusoidal_positional_encoding,
     )
+    from .rmsnorm import RMSNorm
+    from .rotary import apply_rope
     from .schedule import transformer_lr, transformer_scheduler
     from .step import train_step
     from .sublayer import residual
+    from .swiglu import SwiGLU
     from .tools.pretrained import load_pretrained
     from .vocab import SPECIAL_TOKENS, Vocab, tokenize
