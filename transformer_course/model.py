@@ -43,7 +43,8 @@ class Transformer(nn.Module):
     For example ``Transformer(config, positional=LearnedPositionalEmbedding)`` learns its position
     vectors (chapter 02), ``Transformer(config, norm=nn.RMSNorm)`` normalises with RMSNorm, and
     ``Transformer(config, connection=no_residual)`` has no shortcuts (chapter 05). Every
-    ``nn.Linear``, a part's too, starts from Xavier's initialisation (:meth:`_init_weights`).
+    ``nn.Linear``, a part's too, starts from Xavier's initialisation (:meth:`_init_weights`), except
+    in the positional part: built last, it keeps its own.
     """
 
     def __init__(
@@ -60,10 +61,7 @@ class Transformer(nn.Module):
         self.config = c = config
         self.src_embed = self._embedding(embedding, c.src_vocab_size)
         self.tgt_embed = self.src_embed if c.share_embeddings else self._embedding(embedding, c.tgt_vocab_size)
-        positional = PositionalEncoding if positional is None else positional
-        self.positional = build_part(
-            positional, "positional(d_model, max_len, dropout)", c.d_model, c.max_len, c.dropout
-        )
+        self.positional: nn.Module = nn.Identity()  # holds its place in the order of Figure 1; built last, below
         sizes = dict(
             d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first,
             layer_norm_eps=c.layer_norm_eps, d_k=c.d_k, d_v=c.d_v, feed_forward=feed_forward, norm=norm,
@@ -76,6 +74,13 @@ class Transformer(nn.Module):
         if c.tie_output or c.share_embeddings:
             tie_weights(self.tgt_embed, self.output)
         nn.init.zeros_(self.output.bias)
+        # The positional part is built last: a learned table then draws its random numbers after all
+        # the other weights, and a seed gives those the values it gives the paper's model (chapter
+        # 02's experiment compares two position tables, not two sets of other weights).
+        positional = PositionalEncoding if positional is None else positional
+        self.positional = build_part(
+            positional, "positional(d_model, max_len, dropout)", c.d_model, c.max_len, c.dropout
+        )
 
     def _embedding(self, embedding: Callable[[int, int, int | None], nn.Module] | None, vocab_size: int) -> nn.Module:
         embedding = TokenEmbedding if embedding is None else embedding
