@@ -88,7 +88,7 @@ class Transformer(nn.Module):
                           self.config.pad_id)  # fmt: skip
 
     def _final_norm(self, norm: Callable[[int], nn.Module] | None) -> nn.Module | None:
-        """Pre-LN stacks end with one more normalisation (see :class:`LayerStack`); post-LN ones need none."""
+        """Pre-LN stacks end with one more normalisation (see :class:`~.encoder.LayerStack`); post-LN need none."""
         return make_norm(norm, self.config.d_model, self.config.layer_norm_eps) if self.config.norm_first else None
 
     def _init_weights(self) -> None:
