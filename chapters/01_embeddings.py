@@ -403,6 +403,12 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 # course; in the student edition it runs once you have written the exercises up to chapter 08.
 # About a minute on a 2-core CPU.)
 #
+# Each variant is the course's `Transformer` built with another token embedding: its `embedding`
+# argument is a class (or a function) that the model calls as `embedding(vocab_size, d_model,
+# padding_idx)` for its embedding tables. Without the factor, the embedding is section 4's mistake
+# made on purpose (`forward_without_scale`); the third keeps the factor and draws the table like
+# PyTorch's `nn.Embedding` (`init_std=1.0`).
+#
 # The numbers are your computer's: another CPU adds floats in another order, and training turns
 # that into different models (chapter 07, section 6). So the cell prints them and states only what
 # lies beyond the spread of the seeds; the cell after it checks what this section claims.
@@ -411,9 +417,23 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 # NBVAL_IGNORE_OUTPUT
 from IPython.display import Markdown, display
 
+from transformer_course import Transformer
 from transformer_course.tools.experiments import run_experiment
 
-scale_result = run_experiment("embedding-scale")
+
+class NoFactor(TokenEmbedding):
+    forward = forward_without_scale  # the lookup alone, no × √d_model
+
+
+def unit_init(vocab_size, d_model, padding_idx):
+    return TokenEmbedding(vocab_size, d_model, padding_idx, init_std=1.0)  # N(0, 1) entries, still × √d_model
+
+
+scale_result = run_experiment("embedding-scale", variants={
+    "× √D, N(0, 1/D) init (the course)": Transformer,
+    "no √D factor": lambda config: Transformer(config, embedding=NoFactor),
+    "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
+})  # fmt: skip
 course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
 display(Markdown("\n".join(f"- {scale_result.verdict('exact match %', a, b)}" for a, b in
                              [(course, unscaled), (course, unit), (unscaled, unit)])))  # fmt: skip

@@ -365,16 +365,28 @@ plt.show()
 # checks what this section claims. (It trains and decodes, so it uses every chapter of the course;
 # in the student edition it runs once you have written the exercises up to chapter 08. About a
 # minute on a 2-core CPU.)
+#
+# The learned table is the package's `LearnedPositionalEmbedding`: one `nn.Embedding` row per
+# position, added like the sinusoids, with the same arguments `(d_model, max_len, dropout)` and the
+# same `offset` (chapter 08). So the class itself is the `positional` part we give the `Transformer`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from IPython.display import Markdown, display
 
+from transformer_course import LearnedPositionalEmbedding, Transformer
 from transformer_course.tools.experiments import run_experiment
 
-positions_result = run_experiment("positions")
+positions_result = run_experiment("positions", variants={
+    "sinusoidal (the paper)": Transformer,
+    "learned (Table 3, row E)": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
+})  # fmt: skip
 sinusoidal, learned = positions_result.variants
-verdicts = [positions_result.verdict(f"{n} {kind}", sinusoidal, learned) for n in (6, 8, 10, 11) for kind in ("exact", "letters")]
+verdicts = [
+    positions_result.verdict(f"{n} {kind}", sinusoidal, learned)
+    for n in (6, 8, 10, 11)
+    for kind in ("exact", "letters")
+]
 display(Markdown("Strings of *n* letters, *n* exact: reversed exactly; *n* letters: letters in place.\n\n"
                  + "\n".join(f"- {line}" for line in verdicts)))  # fmt: skip
 

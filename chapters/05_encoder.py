@@ -354,7 +354,9 @@ for name, (grads, stream) in results.items():
 # $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
 # \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
 #
-# (writing those two lines is exercise `ex05_3`). Self-attention gets the same tensor as queries, keys and values; `mask` is the padding mask of the
+# (writing those two lines is exercise `ex05_3`; the layer calls `residual` through its attribute
+# `self.connection`, which is `residual` unless the layer is built with another: section 7 builds
+# one without the shortcuts). Self-attention gets the same tensor as queries, keys and values; `mask` is the padding mask of the
 # source, (B, 1, 1, S), with True = may attend (chapter 06 builds it; here we use the package's
 # `padding_mask`). `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case.
 
@@ -464,15 +466,22 @@ print(
 #
 # **Warm-up.** Three runs with the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay
 # after it: post-LN with the paper's linear warm-up over the first 100 steps; post-LN starting at
-# the peak; and pre-LN starting at the peak. Gradient clipping is off, as in the paper.
+# the peak; and pre-LN starting at the peak. Gradient clipping is off, as in the paper. The model
+# is the same in all three; a `Variant` changes how it is trained (`warmup=False`) or its
+# configuration (`norm_first=True`).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 from IPython.display import Markdown, display
 
-from transformer_course.tools.experiments import run_experiment
+from transformer_course import Transformer
+from transformer_course.tools.experiments import Variant, run_experiment
 
-warmup_result = run_experiment("warm-up")
+warmup_result = run_experiment("warm-up", variants={
+    "post-LN, warm-up": Transformer,
+    "post-LN, no warm-up": Variant(warmup=False),
+    "pre-LN, no warm-up": Variant(norm_first=True, warmup=False),
+})  # fmt: skip
 post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
 display(Markdown("\n".join(f"- {warmup_result.verdict('exact match %', a, b)}" for a, b in
                              [(post_warm, post_cold), (pre_cold, post_cold), (pre_cold, post_warm)])))  # fmt: skip
@@ -504,12 +513,18 @@ expect_above("pre-LN without warm-up ends with a training loss lower than post-L
 # trusting the result further.)
 #
 # **Residual connections.** The same post-LN model, with and without the shortcuts. The variant
-# without them is built from the outside: each sub-layer is wrapped so that it returns
-# $f(x) - x$, and post-LN's $\mathrm{LN}(x + f(x) - x)$ is then exactly $\mathrm{LN}(f(x))$.
+# without them gets another `connection`: `no_residual` (in `sublayer.py`) is `residual` without
+# its `x +`, so post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every
+# attention and feed-forward sub-layer.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-residual_result = run_experiment("residuals")
+from transformer_course.sublayer import no_residual
+
+residual_result = run_experiment("residuals", variants={
+    "with residual connections": Transformer,
+    "without residual connections": lambda config: Transformer(config, connection=no_residual),
+})  # fmt: skip
 with_shortcuts, without_shortcuts = residual_result.variants
 
 # %%

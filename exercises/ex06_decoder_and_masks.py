@@ -138,8 +138,9 @@ check("ex06_2")
 # **File:** `transformer_course/decoder.py`, method
 # `DecoderLayer.forward(self, x, memory, tgt_mask=None, memory_mask=None, cache=None)`.
 #
-# A decoder layer is three residual blocks (§3.1), each built with your `residual` (ex05_2) and
-# `self.norm_first`:
+# A decoder layer is three residual blocks (§3.1), each wrapped as in the encoder layer:
+# `self.connection(x, sublayer, norm, dropout, self.norm_first)`, the layer's connection being your
+# `residual` (ex05_2) unless the layer was built with another:
 #
 # 1. masked **self-attention** over the decoder states `x`, with `tgt_mask` and
 #    `cache=self_cache` (`self.self_attn`, `self.norm1`, `self.dropout1`);

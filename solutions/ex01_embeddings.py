@@ -236,9 +236,9 @@ check("ex01_3")
 # Section 5 of [chapter 01](../chapters/01_embeddings.ipynb) trains three small Transformers on
 # the reverse task, identical but for the embedding: the course's $\mathcal{N}(0, 1/d_{model})$
 # table times $\sqrt{d_{model}}$, the same table without the factor, and PyTorch's default
-# $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$. Read its table and figure (or re-run it with
-# other sizes: `run_experiment("embedding-scale", d_model=128)`; it needs every exercise up to
-# chapter 08, since it trains and decodes).
+# $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$. Read its table and figure (or re-run its cell
+# with other sizes, adding for example `d_model=128` to the `run_experiment` call; it needs every
+# exercise up to chapter 08, since it trains and decodes).
 #
 # *In your own words:* what did removing the factor change, and why does the third variant, which
 # *keeps* the factor, not simply behave like the first?

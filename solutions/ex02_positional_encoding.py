@@ -265,8 +265,8 @@ check("ex02_3")
 # Section 7 of [chapter 02](../chapters/02_positional_encoding.ipynb) trains the same small
 # Transformer twice on the reverse task, once with the sinusoidal table and once with learned
 # position vectors, on strings of 3 to 10 letters only, and tests both on longer strings. Read its
-# table and figure (or re-run it, `run_experiment("positions", steps=1000)`; it needs every
-# exercise up to chapter 08).
+# table and figure (or re-run its cell with `steps=1000` added to the `run_experiment` call; it
+# needs every exercise up to chapter 08).
 #
 # *In your own words:* what does the result say about the paper's hope (§3.5) that sinusoids "may
 # allow the model to extrapolate to sequence lengths longer than the ones encountered during

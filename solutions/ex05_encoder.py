@@ -194,7 +194,9 @@ check("ex05_2")
 #    wrapped with `self.norm1`, `self.dropout1`;
 # 2. the feed-forward network `self.ffn`, wrapped with `self.norm2`, `self.dropout2`.
 #
-# Use your `residual` from ex05_2 with `self.norm_first`.
+# Wrap each sub-layer with `self.connection(x, sublayer, norm, dropout, self.norm_first)`: the
+# layer's connection is your `residual` from ex05_2, unless the layer was built with another one
+# (chapter 05's experiment builds layers without the shortcuts that way).
 #
 # - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
 #   usually the padding mask (B, 1, 1, S) → (B, S, D).
@@ -228,14 +230,14 @@ with torch.no_grad():
 # **Worked solution.**
 #
 # ```python
-# x = residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
-# return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
+# x = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+# return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
 # ```
 #
 # *Self*-attention means the sequence attends to itself: every position asks a question (query)
 # and every position offers an answer (key, value), so one tensor supplies all three; the three
 # projections inside `MultiHeadAttention` turn it into different queries, keys and values. The
-# lambda receives the tensor that `residual` hands to the sub-layer, which is `norm1(x)` in
+# lambda receives the tensor that `residual` (the connection) hands to the sub-layer, which is `norm1(x)` in
 # pre-LN, so queries, keys and values are all normalised, as in PyTorch. `[0]` keeps the output
 # and drops the attention weights.
 #
@@ -253,8 +255,8 @@ check("ex05_3")
 # Section 7 of [chapter 05](../chapters/05_encoder.ipynb) trains a 3-layer Transformer on the
 # reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
 # with and without its residual connections. Read its tables and figures. (To re-run one with other
-# settings: `from transformer_course.tools.experiments import run_experiment`, then for example
-# `run_experiment("warm-up", n_layers=6, seeds=(3, 4, 5))`; it needs every exercise up to chapter 08.)
+# settings, add them to the chapter's `run_experiment` call, for example `n_layers=6, seeds=(3, 4, 5)`;
+# it needs every exercise up to chapter 08.)
 #
 # *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
 # and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs

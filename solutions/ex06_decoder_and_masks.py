@@ -176,8 +176,9 @@ check("ex06_2")
 # **File:** `transformer_course/decoder.py`, method
 # `DecoderLayer.forward(self, x, memory, tgt_mask=None, memory_mask=None, cache=None)`.
 #
-# A decoder layer is three residual blocks (§3.1), each built with your `residual` (ex05_2) and
-# `self.norm_first`:
+# A decoder layer is three residual blocks (§3.1), each wrapped as in the encoder layer:
+# `self.connection(x, sublayer, norm, dropout, self.norm_first)`, the layer's connection being your
+# `residual` (ex05_2) unless the layer was built with another:
 #
 # 1. masked **self-attention** over the decoder states `x`, with `tgt_mask` and
 #    `cache=self_cache` (`self.self_attn`, `self.norm1`, `self.dropout1`);
@@ -230,18 +231,22 @@ print(
 # **Worked solution.**
 #
 # ```python
-# x = residual(
-#     x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
+# x = self.connection(
+#     x,
+#     lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0],
+#     self.norm1,
+#     self.dropout1,
+#     self.norm_first,
 # )
 # # queries from the decoder, keys and values from the encoder memory (never from x)
-# x = residual(
+# x = self.connection(
 #     x,
 #     lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
 #     self.norm2,
 #     self.dropout2,
 #     self.norm_first,
 # )
-# return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)  # (B, T, D)
+# return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)  # (B, T, D)
 # ```
 #
 # The first block lets each target position gather what the target so far says (the causal part of

@@ -164,6 +164,41 @@ def test_residual_is_post_ln_or_pre_ln(norm_first: bool) -> None:
     torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
+def test_no_residual_is_residual_without_the_shortcut(norm_first: bool) -> None:
+    from transformer_course.sublayer import no_residual
+
+    norm, linear, x = nn.LayerNorm(D), nn.Linear(D, D), torch.randn(B, T, D)
+    _randomise_norms(norm)
+    got = no_residual(x, lambda h: torch.tanh(linear(h)), norm, nn.Dropout(0.0), norm_first)
+    want = torch.tanh(linear(norm(x))) if norm_first else norm(torch.tanh(linear(x)))
+    torch.testing.assert_close(got, want)
+
+
+def test_the_decoder_layer_is_its_own_class_with_pytorchs_names() -> None:
+    layer = DecoderLayer(D, H, D_FF)
+    assert not isinstance(layer, EncoderLayer)
+    names = {name.split(".")[0] for name, _ in layer.named_modules() if name}
+    assert names == {"self_attn", "cross_attn", "ffn", "norm1", "norm2", "norm3", "dropout1", "dropout2", "dropout3"}
+    keys = {key.rsplit(".", 1)[0] for key in layer.state_dict() if key.startswith("norm")}
+    assert keys == {"norm1", "norm2", "norm3"}  # what the shipped checkpoint holds
+    torch.manual_seed(0)
+    theirs = nn.TransformerDecoderLayer(D, H, D_FF, dropout=0.0, batch_first=True)
+    _randomise_norms(theirs)
+    ours = DecoderLayer.from_torch(theirs)
+    for i in (1, 2, 3):  # PyTorch's norm{i} lands in our norm{i}
+        torch.testing.assert_close(getattr(ours, f"norm{i}").weight, getattr(theirs, f"norm{i}").weight)
+
+
+def test_a_layer_uses_its_norm_and_feed_forward_parts() -> None:
+    for layer in (EncoderLayer(D, H, D_FF, norm=nn.RMSNorm, feed_forward=lambda d, f, p: nn.Linear(d, d)),
+                  DecoderLayer(D, H, D_FF, norm=nn.RMSNorm, feed_forward=lambda d, f, p: nn.Linear(d, d))):  # fmt: skip
+        assert isinstance(layer.ffn, nn.Linear)
+        assert all(isinstance(m, nn.RMSNorm) for name, m in layer.named_children() if name.startswith("norm"))
+    with pytest.raises(ValueError, match="feed_forward must be a class or a function"):
+        EncoderLayer(D, H, D_FF, feed_forward=PositionwiseFeedForward(D, D_FF))
+
+
 def test_dropout_makes_training_random_and_evaluation_deterministic() -> None:
     layer = EncoderLayer(D, H, D_FF, dropout=0.3)
     x = torch.randn(B, S, D)

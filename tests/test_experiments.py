@@ -1,5 +1,5 @@
-"""The experiments learners run (tools/experiments.py): each variant is built from the outside and
-does what it says, and every experiment runs end to end at a tiny size."""
+"""The experiments learners run (tools/experiments.py): the runner takes the chapters' variants
+(build functions or Variants), and every experiment runs end to end at a tiny size."""
 
 from __future__ import annotations
 
@@ -11,72 +11,54 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 
-from transformer_course import Transformer, TransformerConfig
+from transformer_course import LearnedPositionalEmbedding, PositionalEncoding, Transformer
 from transformer_course.tools.experiments import (
     EXPERIMENTS,
     FINAL_LOSS,
     ExperimentResult,
     Run,
     Setting,
+    Variant,
     VariantResult,
     calibration_error,
-    learned_positions,
     plot_experiment,
     reverse_task,
     run_experiment,
     schedule,
-    unit_init_scaled,
-    without_residuals,
-    without_scale,
 )
 
-
-def _config(**overrides) -> TransformerConfig:
-    settings = dict(d_model=8, n_heads=2, d_ff=16, n_encoder_layers=2, n_decoder_layers=2, dropout=0.0, max_len=16)
-    return TransformerConfig(14, 14, **(settings | overrides))
-
-
-def _inputs() -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(0)
-    return torch.randint(4, 14, (3, 6), generator=g), torch.randint(4, 14, (3, 5), generator=g)
+TINY = dict(steps=6, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16, seeds=(0, 1))
+# what the chapters pass, in small: a build function, a Variant changing the training, another part
+TINY_VARIANTS = {
+    "the paper's": Transformer,
+    "pre-LN, no warm-up": Variant(norm_first=True, warmup=False),
+    "learned positions": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
+}
 
 
-def test_without_scale_divides_the_factor_back_out() -> None:
-    torch.manual_seed(0)
-    plain = Transformer(_config())
-    torch.manual_seed(0)
-    unscaled = without_scale(_config())  # the same weights, drawn from the same seed
-    tokens = torch.tensor([[5, 6, 7]])
-    torch.testing.assert_close(unscaled.src_embed(tokens) * 8**0.5, plain.src_embed(tokens))
-    assert unscaled.tgt_embed.inner.weight is unscaled.output.weight, "the tied output layer stays tied"
+def test_the_variants_are_named_by_their_keys_and_built_as_given() -> None:
+    result = run_experiment("warm-up", TINY_VARIANTS, show=False, **(TINY | {"seeds": (0,)}))
+    assert list(result.variants) == list(TINY_VARIANTS)
+    models = [v.model for v in result.variants.values()]
+    assert isinstance(models[0].positional, PositionalEncoding) and not models[0].encoder.layers[0].norm_first
+    assert models[1].encoder.layers[0].norm_first and result.variants["pre-LN, no warm-up"].runs[0].lrs[0] > 0
+    assert isinstance(models[2].positional, LearnedPositionalEmbedding)
 
 
-def test_unit_init_draws_the_embeddings_from_a_standard_normal() -> None:
-    torch.manual_seed(0)
-    model = unit_init_scaled(_config(d_model=64, n_heads=4))
-    weight = model.src_embed.weight[1:]  # without the padding row
-    assert 0.9 < weight.std().item() < 1.1 and (model.src_embed.weight[0] == 0).all()
+def test_a_setting_of_ones_own_runs_with_its_measure() -> None:
+    setting = Setting(**(TINY | {"seeds": (0,)}))
+    result = run_experiment(setting, {"plain": Transformer}, show=False, measure=lambda model, task: {"one": 1.0})
+    assert result.name == "experiment" and result.variants["plain"].runs[0].metrics["one"] == 1.0
 
 
-def test_without_residuals_is_layernorm_of_the_sublayer_alone() -> None:
-    torch.manual_seed(0)
-    model = without_residuals(_config(n_encoder_layers=1, n_decoder_layers=1)).eval()
-    layer, x = model.encoder.layers[0], torch.randn(2, 5, 8)
-    attention = layer.self_attn.inner(x, x, x)[0]  # the wrapped module, called directly
-    h = layer.norm1(attention)  # LayerNorm(f(x)): no "x +"
-    torch.testing.assert_close(layer(x), layer.norm2(layer.ffn.inner(h)))
-    with pytest.raises(ValueError, match="post-LN without dropout"):
-        without_residuals(_config(norm_first=True))
-
-
-def test_learned_positions_replace_the_sinusoids_and_serve_cached_decoding() -> None:
-    from transformer_course.decoding import greedy_decode
-
-    torch.manual_seed(0)
-    model = learned_positions(_config()).eval()
-    assert "embedding.weight" in dict(model.positional.named_parameters())
-    src, _ = _inputs()
-    torch.testing.assert_close(greedy_decode(model, src, 6), greedy_decode(model, src, 6, use_cache=False))
+@pytest.mark.parametrize(
+    ("variants", "message"),
+    [(None, "non-empty dict"), ({}, "non-empty dict"), ([Transformer], "non-empty dict"),
+     ({"x": 3}, "variant 'x' must be a function that builds the model or a Variant")],
+)  # fmt: skip
+def test_variants_must_be_a_dict_of_builders(variants, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        run_experiment("positions", variants, show=False)
 
 
 def test_the_schedule_without_warmup_starts_at_the_peak_and_then_decays_alike() -> None:
@@ -100,11 +82,10 @@ def test_the_reverse_task_holds_the_asked_lengths() -> None:
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
 def test_every_experiment_runs_at_a_tiny_size(name: str) -> None:
-    tiny = dict(steps=6, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16, seeds=(0, 1))
-    if name == "positions":
-        tiny["test_lengths"] = (12,)
-    result = run_experiment(name, show=False, **tiny)
-    assert list(result.variants) == [v.name for v in EXPERIMENTS[name].variants]
+    tiny = TINY | ({"test_lengths": (12,)} if name == "positions" else {})
+    variants = dict(list(TINY_VARIANTS.items())[:2]) if not EXPERIMENTS[name].variants else None
+    result = run_experiment(name, variants, show=False, **tiny)
+    assert list(result.variants) == list(variants or EXPERIMENTS[name].variants)
     for variant in result.variants.values():
         assert [run.seed for run in variant.runs] == [0, 1]
         for run in variant.runs:
@@ -118,8 +99,8 @@ def test_every_experiment_runs_at_a_tiny_size(name: str) -> None:
 
 
 def test_the_seeds_draw_different_runs_on_the_same_data() -> None:
-    tiny = dict(steps=4, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16, seeds=(0, 1, 0))
-    result = run_experiment("residuals", show=False, **tiny)
+    tiny = TINY | {"steps": 4, "seeds": (0, 1, 0)}
+    result = run_experiment("residuals", {"with residual connections": Transformer}, show=False, **tiny)
     runs = result.variants["with residual connections"].runs
     assert runs[0].losses == runs[2].losses, "the same seed gives the same run"
     assert runs[0].losses != runs[1].losses, "another seed draws other weights and batches"
@@ -159,9 +140,9 @@ def test_a_diverged_seed_is_no_evidence() -> None:
 
 def test_unknown_experiment() -> None:
     with pytest.raises(ValueError, match="choose one of"):
-        run_experiment("astrology")
+        run_experiment("astrology", {"plain": Transformer})
 
 
 def test_an_unknown_setting_is_named() -> None:
     with pytest.raises(ValueError, match="unknown setting.*stpes.*choose among.*steps"):
-        run_experiment("warm-up", stpes=10)
+        run_experiment("warm-up", {"plain": Transformer}, stpes=10)

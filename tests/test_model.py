@@ -198,3 +198,110 @@ def test_shared_embeddings_need_one_vocabulary() -> None:
 def test_tokens_must_be_two_dimensional() -> None:
     with pytest.raises(ValueError, match=r"src must have shape \(B, length\)"):
         _model()(SRC[0], TGT)
+
+
+# -- parts passed in --------------------------------------------------------------------------
+
+
+def _parts_config(norm_first: bool = False, share: bool = False) -> TransformerConfig:
+    return TransformerConfig(20, 20, d_model=16, n_heads=2, d_ff=32, n_encoder_layers=2, n_decoder_layers=2,
+                             norm_first=norm_first, share_embeddings=share, dropout=0.1)  # fmt: skip
+
+
+def _parts_inputs() -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    return torch.randint(1, 20, (3, 7)), torch.randint(1, 20, (3, 5))
+
+
+# Drawn with seed 0 by the Transformer before it took parts: sum over the parameters, in the order of
+# named_parameters(), of (position + 1) · sum |entries|; then two sums of the eval-mode logits.
+_TODAYS_MODEL = {
+    (False, False): (87, 93321.36323712918, 171.9640872371383, 257.6551113608293),
+    (False, True): (86, 91431.46853190922, 115.37409914750606, 276.595932173077),
+    (True, False): (91, 97960.30310184744, 302.0276412377134, 265.98744496982545),
+    (True, True): (90, 96050.50805854774, -45.209820932883304, 300.729677936004),
+}
+
+
+@pytest.mark.parametrize(("norm_first", "share"), list(_TODAYS_MODEL))
+def test_the_default_parts_give_the_same_model_as_before_parts_existed(norm_first: bool, share: bool) -> None:
+    from torch import nn
+
+    from transformer_course import PositionalEncoding, PositionwiseFeedForward, residual
+    from transformer_course.embeddings import TokenEmbedding
+
+    count, weights, weighted_logits, abs_logits = _TODAYS_MODEL[(norm_first, share)]
+    config = _parts_config(norm_first, share)
+    torch.manual_seed(0)
+    model = Transformer(config).eval()
+    named = list(model.named_parameters())
+    assert len(named) == count
+    assert sum((i + 1) * p.double().abs().sum().item() for i, (_, p) in enumerate(named)) == pytest.approx(
+        weights, rel=1e-12
+    )
+    src, tgt = _parts_inputs()
+    logits = model(src, tgt).double()  # (B, T, V)
+    w = torch.arange(logits.numel(), dtype=torch.float64).reshape(logits.shape) % 7 + 1
+    assert (logits * w).sum().item() == pytest.approx(weighted_logits, rel=1e-5)
+    assert logits.abs().sum().item() == pytest.approx(abs_logits, rel=1e-5)
+    # the defaults spelled out build the same model, weight for weight, and compute the same logits
+    torch.manual_seed(0)
+    spelled = Transformer(config, embedding=TokenEmbedding, positional=PositionalEncoding,
+                          feed_forward=PositionwiseFeedForward, norm=lambda d: nn.LayerNorm(d, eps=config.layer_norm_eps),
+                          connection=residual).eval()  # fmt: skip
+    assert [n for n, _ in spelled.named_parameters()] == [n for n, _ in named]
+    for (_, ours), (_, theirs) in zip(spelled.named_parameters(), named, strict=True):
+        assert torch.equal(ours, theirs)
+    torch.testing.assert_close(spelled(src, tgt).double(), logits, rtol=0, atol=0)
+
+
+def test_passed_parts_are_the_ones_the_model_uses() -> None:
+    from torch import nn
+
+    from transformer_course import EncoderLayer, LearnedPositionalEmbedding
+    from transformer_course.embeddings import TokenEmbedding
+
+    built = []
+
+    class GeluFeedForward(nn.Sequential):
+        def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+            super().__init__(nn.Linear(d_model, d_ff), nn.GELU(), nn.Dropout(dropout), nn.Linear(d_ff, d_model))
+            built.append((d_model, d_ff, dropout))
+
+    config = _parts_config(norm_first=True)
+    torch.manual_seed(0)
+    model = Transformer(config, embedding=lambda v, d, pad: TokenEmbedding(v, d, pad, init_std=1.0),
+                        positional=LearnedPositionalEmbedding, feed_forward=GeluFeedForward, norm=nn.RMSNorm)  # fmt: skip
+    assert built == [(16, 32, 0.1)] * 4  # one per layer, 2 encoder + 2 decoder
+    layers = [*model.encoder.layers, *model.decoder.layers]
+    assert all(isinstance(layer.ffn, GeluFeedForward) for layer in layers)
+    norms = [m for m in model.modules() if isinstance(m, nn.RMSNorm)]
+    assert len(norms) == 2 * 2 + 2 * 3 + 2 and not any(isinstance(m, nn.LayerNorm) for m in model.modules())
+    assert model.encoder.norm is not None and isinstance(model.decoder.norm, nn.RMSNorm)  # pre-LN's final norms
+    assert isinstance(model.positional, LearnedPositionalEmbedding) and model.positional.max_len == config.max_len
+    assert 0.8 < model.src_embed.weight[1:].std().item() < 1.25  # the embedding part's N(0, 1), not N(0, 1/16)
+    assert model.tgt_embed.weight is model.output.weight, "the output layer stays tied to the target embedding"
+    assert isinstance(EncoderLayer(16, 2, 32, feed_forward=GeluFeedForward).ffn, GeluFeedForward)
+    src, tgt = _parts_inputs()
+    assert model(src, tgt).shape == (3, 5, 20)
+
+
+def test_a_model_without_residual_connections_uses_no_residual_in_every_layer() -> None:
+    from transformer_course.sublayer import no_residual
+
+    torch.manual_seed(0)
+    model = Transformer(_parts_config(), connection=no_residual).eval()
+    assert all(layer.connection is no_residual for layer in [*model.encoder.layers, *model.decoder.layers])
+    layer, x = model.encoder.layers[0], torch.randn(2, 5, 16)
+    h = layer.norm1(layer.self_attn(x, x, x)[0])  # LayerNorm(f(x)): no "x +"
+    torch.testing.assert_close(layer(x), layer.norm2(layer.ffn(h)))
+
+
+@pytest.mark.parametrize("part", ["embedding", "positional", "feed_forward", "norm"])
+def test_a_part_must_be_a_builder_not_a_built_module(part: str) -> None:
+    from torch import nn
+
+    with pytest.raises(
+        ValueError, match=f"{part} must be a class or a function that builds the module, called as {part}"
+    ):
+        Transformer(_parts_config(), **{part: nn.Identity()})

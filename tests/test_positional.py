@@ -176,3 +176,23 @@ def test_learned_positions_past_the_training_length_get_no_gradient() -> None:
     module(torch.randn(2, 6, 4)).pow(2).sum().backward()
     row_has_grad = module.embedding.weight.grad.abs().sum(dim=1) > 0
     assert row_has_grad.tolist() == [True] * 6 + [False] * 4
+
+
+def test_learned_positions_take_an_offset_like_the_sinusoids() -> None:
+    torch.manual_seed(0)
+    module, x = LearnedPositionalEmbedding(d_model=4, max_len=8), torch.randn(2, 6, 4)
+    torch.testing.assert_close(module(x[:, 3:], offset=3), module(x)[:, 3:])  # tokens 3… continue the sequence
+    with pytest.raises(ValueError, match="positions 5…8 do not fit a table of max_len=8"):
+        module(x[:, :4], offset=5)
+
+
+def test_cached_decoding_works_with_learned_positions() -> None:
+    from transformer_course import Transformer, TransformerConfig
+    from transformer_course.decoding import greedy_decode
+
+    torch.manual_seed(0)
+    config = TransformerConfig(14, 14, d_model=8, n_heads=2, d_ff=16, n_encoder_layers=1, n_decoder_layers=1,
+                               dropout=0.0, max_len=16)  # fmt: skip
+    model = Transformer(config, positional=LearnedPositionalEmbedding).eval()
+    src = torch.randint(4, 14, (3, 6), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(greedy_decode(model, src, 6), greedy_decode(model, src, 6, use_cache=False))

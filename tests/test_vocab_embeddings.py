@@ -214,3 +214,11 @@ def test_tied_matrix_gets_gradients_from_both_uses() -> None:
 def test_tie_weights_refuses_mismatched_shapes() -> None:
     with pytest.raises(ValueError, match=r"cannot tie: projection.weight has shape \(12, 7\)"):
         tie_weights(TokenEmbedding(12, 8), nn.Linear(7, 12))
+
+
+def test_init_std_sets_the_spread_of_the_initial_table() -> None:
+    torch.manual_seed(0)
+    unit = TokenEmbedding(1000, 16, padding_idx=0, init_std=1.0)
+    assert 0.95 < unit.weight[1:].std().item() < 1.05 and (unit.weight[0] == 0).all()
+    with pytest.raises(ValueError, match="init_std must be a positive number"):
+        TokenEmbedding(10, 4, init_std=0.0)

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
-from .encoder import EncoderLayer, LayerStack, layer_from_torch
+from .encoder import LayerStack, layer_from_torch
+from .feedforward import make_feed_forward
 from .multihead import MultiHeadAttention
-from .sublayer import residual
+from .sublayer import Connection, norm_and_dropout, residual
 
 if TYPE_CHECKING:
     from .cache import DecoderCache, LayerCache
 
 
-class DecoderLayer(EncoderLayer):
+class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder memory, then a feed-forward
     network; each wrapped by :func:`residual`.
 
-    It is an encoder layer with a third sub-layer in the middle: it inherits the self-attention,
-    the feed-forward network and their norms and dropouts (``norm1``/``dropout1`` around the
-    self-attention), and adds ``cross_attn`` with ``norm2``/``dropout2``; the feed-forward network
-    then uses ``norm3``/``dropout3`` (the names of ``nn.TransformerDecoderLayer``).
+    The names are those of ``nn.TransformerDecoderLayer`` (PyTorch's ``multihead_attn`` is our
+    ``cross_attn``): ``norm1``/``dropout1`` go around the self-attention, ``norm2``/``dropout2``
+    around the cross-attention, ``norm3``/``dropout3`` around the feed-forward network ``ffn``.
 
-    Args: as :class:`~transformer_course.encoder.EncoderLayer`.
+    Args and parts: as :class:`~transformer_course.encoder.EncoderLayer` (``norm`` builds the
+    three normalisations).
 
     Shape:
         x: (B, T, D) decoder states, memory: (B, S, D) encoder output,
@@ -35,12 +37,32 @@ class DecoderLayer(EncoderLayer):
     holds only the new positions.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        attn = self.self_attn  # a second attention of the same sizes, with weights of its own
-        self.cross_attn = MultiHeadAttention(attn.d_model, attn.n_heads, attn.d_k, attn.d_v, attn.dropout)
-        self.norm3 = nn.LayerNorm(attn.d_model, eps=self.norm1.eps)
-        self.dropout3 = nn.Dropout(self.dropout1.p)
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.1,
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        d_k: int | None = None,
+        d_v: int | None = None,
+        *,
+        feed_forward: Callable[[int, int, float], nn.Module] | None = None,
+        norm: Callable[[int], nn.Module] | None = None,
+        connection: Connection | None = None,
+    ) -> None:
+        super().__init__()
+        self.norm_first = norm_first
+        self.connection = residual if connection is None else connection
+        # built in the order of the course's first decoder layer (an encoder layer plus cross_attn and
+        # norm3), which is the order a seed draws the initial weights in
+        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, dropout)
+        self.ffn = make_feed_forward(feed_forward, d_model, d_ff, dropout)
+        self.norm1, self.dropout1 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around self_attn
+        self.norm2, self.dropout2 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around cross_attn
+        self.cross_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, dropout)
+        self.norm3, self.dropout3 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around ffn
 
     def forward(
         self,
@@ -52,8 +74,9 @@ class DecoderLayer(EncoderLayer):
         cache: LayerCache | None = None,
     ) -> Tensor:
         self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+        # self.connection is residual (sublayer.py) unless the layer was built with another connection
         ### BEGIN SOLUTION
-        x = residual(
+        x = self.connection(
             x,
             lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0],
             self.norm1,
@@ -61,14 +84,14 @@ class DecoderLayer(EncoderLayer):
             self.norm_first,
         )
         # queries from the decoder, keys and values from the encoder memory (never from x)
-        x = residual(
+        x = self.connection(
             x,
             lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
             self.norm2,
             self.dropout2,
             self.norm_first,
         )
-        return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)  # (B, T, D)
+        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)  # (B, T, D)
         ### END SOLUTION
 
     @classmethod

@@ -41,19 +41,25 @@ class TokenEmbedding(nn.Module):
         vocab_size: number of rows V.
         d_model: vector size D.
         padding_idx: id whose row is kept at zero and receives no gradient (usually ``pad_id``).
+        init_std: standard deviation of the initial entries; default ``d_model ** -0.5`` (above).
+            ``init_std=1.0`` is PyTorch's default for ``nn.Embedding``, the mismatch chapter 01 measures.
 
     Shape:
         tokens: (B, T) integer ids → output (B, T, D)
     """
 
-    def __init__(self, vocab_size: int, d_model: int, padding_idx: int | None = None) -> None:
+    def __init__(
+        self, vocab_size: int, d_model: int, padding_idx: int | None = None, *, init_std: float | None = None
+    ) -> None:
         super().__init__()
         if vocab_size < 1 or d_model < 1:
             raise ValueError(f"vocab_size and d_model must be >= 1, got {vocab_size} and {d_model}")
+        if init_std is not None and not init_std > 0:
+            raise ValueError(f"init_std must be a positive number (or None for d_model ** -0.5), got {init_std}")
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.embedding = nn.Embedding(vocab_size, d_model, padding_idx=padding_idx)
-        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5)
+        nn.init.normal_(self.embedding.weight, mean=0.0, std=d_model**-0.5 if init_std is None else init_std)
         if padding_idx is not None:
             self.embedding.weight.data[padding_idx].zero_()
 

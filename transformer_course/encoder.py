@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .feedforward import PositionwiseFeedForward
+from .feedforward import make_feed_forward
 from .multihead import MultiHeadAttention
-from .sublayer import residual
+from .sublayer import Connection, norm_and_dropout, residual
 
 
 class EncoderLayer(nn.Module):
@@ -19,6 +21,15 @@ class EncoderLayer(nn.Module):
         norm_first: False = post-LN (the paper), True = pre-LN.
         layer_norm_eps: epsilon of the two LayerNorms.
         d_k, d_v: per-head sizes (default D // H).
+
+    Parts (keyword arguments; left out, the paper's):
+        feed_forward: builds the feed-forward sub-layer ``self.ffn``, called as
+            ``feed_forward(d_model, d_ff, dropout)``; default :class:`PositionwiseFeedForward`.
+        norm: builds each normalisation (``norm1``, ``norm2``), called as ``norm(d_model)``;
+            default ``nn.LayerNorm(d_model, eps=layer_norm_eps)``.
+        connection: how each sub-layer is wrapped, a function with the arguments of
+            :func:`residual` (the default); :func:`~transformer_course.sublayer.no_residual` drops
+            the shortcuts.
 
     Shape:
         x: (B, S, D), mask: bool broadcastable to (B, H, S, S), True = may attend → (B, S, D)
@@ -34,20 +45,24 @@ class EncoderLayer(nn.Module):
         layer_norm_eps: float = 1e-5,
         d_k: int | None = None,
         d_v: int | None = None,
+        *,
+        feed_forward: Callable[[int, int, float], nn.Module] | None = None,
+        norm: Callable[[int], nn.Module] | None = None,
+        connection: Connection | None = None,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
+        self.connection = residual if connection is None else connection
         self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout1 = nn.Dropout(dropout)
-        self.dropout2 = nn.Dropout(dropout)
+        self.ffn = make_feed_forward(feed_forward, d_model, d_ff, dropout)
+        self.norm1, self.dropout1 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around self_attn
+        self.norm2, self.dropout2 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around ffn
 
     def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        # self.connection is residual (sublayer.py) unless the layer was built with another connection
         ### BEGIN SOLUTION
-        x = residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
-        return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
+        x = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+        return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
         ### END SOLUTION
 
     @classmethod

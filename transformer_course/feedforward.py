@@ -8,7 +8,11 @@ that is attention's job).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from torch import Tensor, nn
+
+from .sublayer import build_part
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -31,3 +35,13 @@ class PositionwiseFeedForward(nn.Module):
         hidden = self.dropout(self.linear1(x).relu())  # (B, T, d_ff)
         return self.linear2(hidden)  # (B, T, D)
         ### END SOLUTION
+
+
+def make_feed_forward(
+    feed_forward: Callable[[int, int, float], nn.Module] | None, d_model: int, d_ff: int, dropout: float
+) -> nn.Module:
+    """A layer's feed-forward sub-layer: ``feed_forward(d_model, d_ff, dropout)`` if that part is
+    given, else the paper's :class:`PositionwiseFeedForward`."""
+    if feed_forward is None:
+        return PositionwiseFeedForward(d_model, d_ff, dropout)
+    return build_part(feed_forward, "feed_forward(d_model, d_ff, dropout)", d_model, d_ff, dropout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
@@ -13,6 +14,7 @@ from .embeddings import TokenEmbedding, tie_weights
 from .encoder import Encoder, EncoderLayer
 from .masks import padding_mask, target_mask
 from .positional import PositionalEncoding
+from .sublayer import Connection, build_part, make_norm
 
 if TYPE_CHECKING:
     from .cache import DecoderCache
@@ -28,28 +30,66 @@ class Transformer(nn.Module):
     Shape:
         src: (B, S) ids, tgt: (B, T) ids (the *shifted* target, starting with ``<bos>``)
         → logits (B, T, V_tgt)
+
+    Parts: left out, every piece is the paper's. Each part is a class, or a function, that the model
+    calls to *build* its modules, with the arguments shown (so the class itself is the simplest part)::
+
+        embedding(vocab_size, d_model, padding_idx)   # default TokenEmbedding
+        positional(d_model, max_len, dropout)         # default PositionalEncoding
+        feed_forward(d_model, d_ff, dropout)          # default PositionwiseFeedForward, one per layer
+        norm(d_model)                                 # default nn.LayerNorm(d_model, eps=config.layer_norm_eps)
+        connection                                    # not built: a function like residual (sublayer.py)
+
+    For example ``Transformer(config, positional=LearnedPositionalEmbedding)`` learns its position
+    vectors (chapter 02), ``Transformer(config, norm=nn.RMSNorm)`` normalises with RMSNorm, and
+    ``Transformer(config, connection=no_residual)`` has no shortcuts (chapter 05). Every
+    ``nn.Linear``, a part's too, starts from Xavier's initialisation (:meth:`_init_weights`), except
+    in the positional part: built last, it keeps its own.
     """
 
-    def __init__(self, config: TransformerConfig) -> None:
+    def __init__(
+        self,
+        config: TransformerConfig,
+        *,
+        embedding: Callable[[int, int, int | None], nn.Module] | None = None,
+        positional: Callable[[int, int, float], nn.Module] | None = None,
+        feed_forward: Callable[[int, int, float], nn.Module] | None = None,
+        norm: Callable[[int], nn.Module] | None = None,
+        connection: Connection | None = None,
+    ) -> None:
         super().__init__()
         self.config = c = config
-        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model, padding_idx=c.pad_id)
-        self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model, c.pad_id)
-        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.src_embed = self._embedding(embedding, c.src_vocab_size)
+        self.tgt_embed = self.src_embed if c.share_embeddings else self._embedding(embedding, c.tgt_vocab_size)
+        self.positional: nn.Module = nn.Identity()  # holds its place in the order of Figure 1; built last, below
         sizes = dict(
             d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first,
-            layer_norm_eps=c.layer_norm_eps, d_k=c.d_k, d_v=c.d_v,
+            layer_norm_eps=c.layer_norm_eps, d_k=c.d_k, d_v=c.d_v, feed_forward=feed_forward, norm=norm,
+            connection=connection,
         )  # fmt: skip
-        self.encoder = Encoder([EncoderLayer(**sizes) for _ in range(c.n_encoder_layers)], self._final_norm())
-        self.decoder = Decoder([DecoderLayer(**sizes) for _ in range(c.n_decoder_layers)], self._final_norm())
+        self.encoder = Encoder([EncoderLayer(**sizes) for _ in range(c.n_encoder_layers)], self._final_norm(norm))
+        self.decoder = Decoder([DecoderLayer(**sizes) for _ in range(c.n_decoder_layers)], self._final_norm(norm))
         self.output = nn.Linear(c.d_model, c.tgt_vocab_size)
         self._init_weights()
         if c.tie_output or c.share_embeddings:
             tie_weights(self.tgt_embed, self.output)
         nn.init.zeros_(self.output.bias)
+        # The positional part is built last: a learned table then draws its random numbers after all
+        # the other weights, and a seed gives those the values it gives the paper's model (chapter
+        # 02's experiment compares two position tables, not two sets of other weights).
+        positional = PositionalEncoding if positional is None else positional
+        self.positional = build_part(
+            positional, "positional(d_model, max_len, dropout)", c.d_model, c.max_len, c.dropout
+        )
 
-    def _final_norm(self) -> nn.Module | None:
-        return nn.LayerNorm(self.config.d_model, eps=self.config.layer_norm_eps) if self.config.norm_first else None
+    def _embedding(self, embedding: Callable[[int, int, int | None], nn.Module] | None, vocab_size: int) -> nn.Module:
+        embedding = TokenEmbedding if embedding is None else embedding
+        return build_part(embedding, "embedding(vocab_size, d_model, padding_idx)", vocab_size, self.config.d_model,
+                          self.config.pad_id)  # fmt: skip
+
+    def _final_norm(self, norm: Callable[[int], nn.Module] | None) -> nn.Module | None:
+        """Pre-LN stacks end with one more normalisation (see :class:`~.encoder.LayerStack`); post-LN need none."""
+        return make_norm(norm, self.config.d_model, self.config.layer_norm_eps) if self.config.norm_first else None
 
     def _init_weights(self) -> None:
         """Xavier-uniform for every linear layer (as ``nn.Transformer`` does); embeddings keep

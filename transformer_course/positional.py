@@ -81,15 +81,7 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        check_ndim(x, 3, "x", "(B, T, D)")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
-        if offset < 0 or offset + x.shape[1] > self.max_len:
-            raise ValueError(
-                f"positions {offset}…{offset + x.shape[1] - 1} do not fit a table of max_len={self.max_len}"
-                if offset
-                else f"sequence length {x.shape[1]} is longer than max_len={self.max_len}"
-            )
+        check_positions(x, offset, self.d_model, self.max_len)
         ### BEGIN SOLUTION
         seq_len = x.shape[1]  # batch-first: dim 1 is the position, not dim 0
         table = self.pe[offset : offset + seq_len]  # (T, D): the rows of positions offset … offset+T-1
@@ -99,6 +91,11 @@ class PositionalEncoding(nn.Module):
 
 class LearnedPositionalEmbedding(nn.Module):
     """The alternative the paper compared in Table 3 row (E): one learned vector per position.
+
+    It takes the arguments of :class:`PositionalEncoding`, so it can replace it as the Transformer's
+    ``positional`` part (chapter 02's experiment), ``offset`` included (cached decoding, chapter 08).
+    Unlike the sinusoids, the table has no vector for a position past ``max_len``, and positions it
+    never saw in training keep their random initial vectors.
 
     Shape:
         x: (B, T, D) → (B, T, D)
@@ -112,14 +109,21 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.embedding.weight, std=0.02)
         self.dropout = nn.Dropout(dropout)
 
-    def forward(self, x: Tensor) -> Tensor:
-        check_ndim(x, 3, "x", "(B, T, D)")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have last dimension d_model={self.d_model}, got shape {tuple(x.shape)}")
-        if x.shape[1] > self.max_len:
-            raise ValueError(
-                f"sequence length {x.shape[1]} is longer than max_len={self.max_len}: "
-                "a learned table has no vector for positions it was not built with"
-            )
-        positions = torch.arange(x.shape[1], device=x.device)  # (T,)
-        return self.dropout(x + self.embedding(positions))  # (B, T, D)
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        check_positions(x, offset, self.d_model, self.max_len)
+        positions = torch.arange(offset, offset + x.shape[1], device=x.device)  # (T,)
+        return self.dropout(x + self.embedding(positions))  # (B, T, D) + (T, D)
+
+
+def check_positions(x: Tensor, offset: int, d_model: int, max_len: int) -> None:
+    """A ``ValueError`` unless ``x`` is (B, T, d_model) and its positions offset … offset+T-1 fit a
+    table of ``max_len`` rows."""
+    check_ndim(x, 3, "x", "(B, T, D)")
+    if x.shape[-1] != d_model:
+        raise ValueError(f"x must have last dimension d_model={d_model}, got shape {tuple(x.shape)}")
+    if offset < 0 or offset + x.shape[1] > max_len:
+        raise ValueError(
+            f"positions {offset}…{offset + x.shape[1] - 1} do not fit a table of max_len={max_len}"
+            if offset
+            else f"sequence length {x.shape[1]} is longer than max_len={max_len}"
+        )

@@ -15,7 +15,8 @@
 * ``pretrained.py`` and ``assets/``: the model that ships with the course and its SHA-256;
 * ``runs.py``, ``plots.py``: a whole training run, and figures, built from the rooms;
 * ``figures.py``: the architecture map every chapter opens with, attention heads, path lengths;
-* ``experiments.py``: the small training experiments the chapters run to test their claims;
+* ``experiments.py``: the runner of the small training experiments the chapters run to test their
+  claims (the chapters build the variants);
 * ``course.py``: where the course lives (its repository, a clone on this machine).
 
 Tools import the rooms; no room imports a tool.

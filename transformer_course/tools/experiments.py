@@ -1,13 +1,20 @@
 """Small training experiments that test the chapters' claims (each about a minute on a 2-core CPU).
 
-A chapter calls one experiment in one cell::
+A chapter builds its variants from the course's own parts and hands them to the runner in one cell::
 
+    from transformer_course import LearnedPositionalEmbedding, Transformer
     from transformer_course.tools.experiments import run_experiment
-    result = run_experiment("warm-up")  # trains the variants, prints a table, draws the figure
 
-Every variant is the course's own :class:`~transformer_course.model.Transformer`, changed from the
-outside (no switch inside a room): a different schedule, ``norm_first``, a wrapped embedding, a
-sub-layer that cancels its own shortcut, a learned position table. Each variant is trained from
+    result = run_experiment("positions", variants={
+        "sinusoidal (the paper)": Transformer,
+        "learned (Table 3, row E)": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
+    })  # trains the variants, prints a table, draws the figure
+
+Each variant is a function that builds the model from a :class:`~transformer_course.config.TransformerConfig`
+(the :class:`~transformer_course.model.Transformer` with other parts), or a :class:`Variant` that
+also changes the training (no warm-up, another label smoothing, pre-LN). The experiment's name
+picks its :class:`Setting`, what is measured and the figure (:data:`EXPERIMENTS`); a
+:class:`Setting` instead of a name runs the chapter's own setting. Each variant is trained from
 several seeds (:attr:`Setting.seeds`) on one CPU thread; the table and the figure show the mean and
 the spread over the seeds, and :meth:`ExperimentResult.verdict` states a difference only where the
 seeds' ranges do not overlap. The numbers differ from one CPU to another (see ``tools/claims.py``):
@@ -15,7 +22,7 @@ a chapter prints them in a cell the notebook tests do not compare, and checks it
 margins.
 
 =======================  =============================================================  =========
-experiment               what changes                                                   chapter
+experiment               what the chapter's variants change                             chapter
 =======================  =============================================================  =========
 ``"embedding-scale"``    token vectors × √d_model (the paper), without the factor,      01
                          or PyTorch's N(0, 1) initialisation × √d_model
@@ -43,7 +50,6 @@ from ..config import TransformerConfig
 from ..data import Task, copy_pairs
 from ..evaluation import evaluate
 from ..model import Transformer
-from ..positional import LearnedPositionalEmbedding
 from ..schedule import make_optimizer, transformer_lr
 from ..training import TOY_PROFILE, TrainingProfile, fit
 from ..vocab import Vocab
@@ -72,9 +78,10 @@ BASE = Setting(**(TOY_PROFILE.to_dict() | {"steps": 500, "smoothing": 0.0}))
 
 @dataclass
 class Variant:
-    """One line of an experiment: how to build the model and how to train it."""
+    """One line of an experiment: how to build the model and how to train it (``name``: the key
+    of ``variants`` in :func:`run_experiment`)."""
 
-    name: str
+    name: str = ""
     build: Callable[[TransformerConfig], nn.Module] = Transformer
     norm_first: bool = False
     warmup: bool = True  # False: the schedule's peak from the first step (then the same decay)
@@ -143,6 +150,7 @@ class ExperimentResult:
     setting: Setting
     task: Task
     variants: dict[str, VariantResult] = field(default_factory=dict)
+    question: str = ""  # the figure's title
 
     def metrics(self) -> list[str]:
         return list(next((r.metrics for v in self.variants.values() for r in v.runs if r.metrics), {}))
@@ -334,144 +342,86 @@ def scores_by_length(model: nn.Module, task: Task) -> dict[str, float]:
     return scores
 
 
-# -- variants built from the outside -----------------------------------------------------------------
-
-
-class _Unscaled(nn.Module):
-    """A token embedding whose output is divided back by √d_model: the paper's layer without the factor."""
-
-    def __init__(self, embedding: nn.Module) -> None:
-        super().__init__()
-        self.inner = embedding
-
-    def forward(self, tokens: Tensor) -> Tensor:
-        return self.inner(tokens) / math.sqrt(self.inner.d_model)
-
-
-def without_scale(config: TransformerConfig) -> Transformer:
-    """The Transformer with token vectors of N(0, 1/D) entries, not multiplied by √D."""
-    model = Transformer(config)
-    wrapped = {id(m): _Unscaled(m) for m in (model.src_embed, model.tgt_embed)}  # one wrapper per matrix
-    model.src_embed, model.tgt_embed = wrapped[id(model.src_embed)], wrapped[id(model.tgt_embed)]
-    return model
-
-
-def unit_init_scaled(config: TransformerConfig) -> Transformer:
-    """PyTorch's default embedding initialisation, N(0, 1), times √D (the mismatch chapter 01 warns of)."""
-    model = Transformer(config)
-    with torch.no_grad():
-        for embedding in {id(m): m for m in (model.src_embed, model.tgt_embed)}.values():
-            embedding.weight.normal_(0.0, 1.0)
-            embedding.weight[config.pad_id].zero_()
-    return model
-
-
-class _NoShortcut(nn.Module):
-    """Wraps a sub-layer f so that it returns f(x) − x: post-LN's LayerNorm(x + f(x) − x) is then
-    LayerNorm(f(x)), the layer without its residual connection (with dropout 0)."""
-
-    def __init__(self, sublayer: nn.Module) -> None:
-        super().__init__()
-        self.inner = sublayer
-
-    def forward(self, x: Tensor, *args, **kwargs):
-        out = self.inner(x, *args, **kwargs)
-        if isinstance(out, tuple):  # attention returns (output, weights); x is the query
-            return (out[0] - x, *out[1:])
-        return out - x
-
-
-def without_residuals(config: TransformerConfig) -> Transformer:
-    """A post-LN Transformer whose every sub-layer (attention and feed-forward) has lost its shortcut."""
-    if config.norm_first or config.dropout:
-        raise ValueError("the shortcut is cancelled exactly only in post-LN without dropout")
-    model = Transformer(config)
-    for layer in [*model.encoder.layers, *model.decoder.layers]:
-        for name in ("self_attn", "cross_attn", "ffn"):
-            if hasattr(layer, name):
-                setattr(layer, name, _NoShortcut(getattr(layer, name)))
-    return model
-
-
-class LearnedPositions(LearnedPositionalEmbedding):
-    """Learned position vectors that also take the ``offset`` cached decoding passes (chapter 08)."""
-
-    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
-        if offset + x.shape[1] > self.max_len:
-            raise ValueError(f"positions up to {offset + x.shape[1] - 1} do not fit max_len={self.max_len}")
-        positions = torch.arange(offset, offset + x.shape[1], device=x.device)  # (T,)
-        return self.dropout(x + self.embedding(positions))  # (B, T, D)
-
-
-def learned_positions(config: TransformerConfig) -> Transformer:
-    """The Transformer with a learned position table (Table 3, row (E)) instead of the sinusoids."""
-    model = Transformer(config)
-    model.positional = LearnedPositions(config.d_model, config.max_len, config.dropout)
-    return model
-
-
 # -- the experiments -----------------------------------------------------------------------------------
+
+
+VariantSpec = Variant | Callable[[TransformerConfig], nn.Module]
+"""A variant as a chapter writes it: a function that builds the model from the config, or a :class:`Variant`."""
 
 
 @dataclass(frozen=True)
 class Experiment:
+    """What an experiment's name stands for: its setting, what it measures, the figure's title, and,
+    where no chapter builds them, its variants."""
+
     setting: Setting
-    variants: tuple[Variant, ...]
     measure: Callable[[nn.Module, Task], dict[str, float]]
     question: str  # the figure's title: what the experiment asks (its answer depends on the run)
+    variants: dict[str, VariantSpec] = field(default_factory=dict)
 
 
+# The variants of the first four live in their chapters (01, 02, 05), built from the model's parts.
 EXPERIMENTS: dict[str, Experiment] = {
     "embedding-scale": Experiment(
-        BASE,
-        (Variant("× √D, N(0, 1/D) init (the course)"), Variant("no √D factor", build=without_scale),
-         Variant("× √D, N(0, 1) init", build=unit_init_scaled)),
-        exact_match, "Does the factor √d_model matter? And the size of the initial embeddings?",
+        BASE, exact_match, "Does the factor √d_model matter? And the size of the initial embeddings?"
     ),
     "positions": Experiment(
-        replace(BASE, steps=700, test_lengths=(16,), n_test=100),
-        (Variant("sinusoidal (the paper)"), Variant("learned (Table 3, row E)", build=learned_positions)),
-        scores_by_length, "Do sinusoidal or learned positions carry a model beyond its training lengths?",
+        replace(BASE, steps=700, test_lengths=(16,), n_test=100), scores_by_length,
+        "Do sinusoidal or learned positions carry a model beyond its training lengths?",
     ),
     "warm-up": Experiment(
-        replace(BASE, n_layers=3, steps=400, max_grad_norm=None),
-        (Variant("post-LN, warm-up"), Variant("post-LN, no warm-up", warmup=False),
-         Variant("pre-LN, no warm-up", norm_first=True, warmup=False)),
-        exact_match, "Does post-LN need the warm-up? Does pre-LN?",
+        replace(BASE, n_layers=3, steps=400, max_grad_norm=None), exact_match, "Does post-LN need the warm-up? Does pre-LN?"
     ),
     "residuals": Experiment(
-        replace(BASE, n_layers=3, steps=400),
-        (Variant("with residual connections"), Variant("without residual connections", build=without_residuals)),
-        exact_match, "What do the residual connections do for training?",
+        replace(BASE, n_layers=3, steps=400), exact_match, "What do the residual connections do for training?"
     ),
     "label-smoothing": Experiment(
-        replace(BASE, steps=800),
-        (Variant("ε = 0", smoothing=0.0), Variant("ε = 0.1 (the paper)", smoothing=0.1)),
-        confidence_metrics, "What does label smoothing change: confidence, perplexity, accuracy?",
+        replace(BASE, steps=800), confidence_metrics,
+        "What does label smoothing change: confidence, perplexity, accuracy?",
+        {"ε = 0": Variant(smoothing=0.0), "ε = 0.1 (the paper)": Variant(smoothing=0.1)},
     ),
 }  # fmt: skip
 
 
-def run_experiment(name: str, show: bool = True, **overrides) -> ExperimentResult:
-    """Train every variant of experiment ``name`` (see :data:`EXPERIMENTS`) and measure it.
+def run_experiment(
+    experiment: str | Setting,
+    variants: dict[str, VariantSpec] | None = None,
+    show: bool = True,
+    measure: Callable[[nn.Module, Task], dict[str, float]] = exact_match,
+    **overrides,
+) -> ExperimentResult:
+    """Train every variant and measure it.
 
-    ``overrides`` change the :class:`Setting` (``steps=50`` for a quick look). With ``show``,
-    prints the table and draws the figure.
+    Args:
+        experiment: the name of one of :data:`EXPERIMENTS` (its setting, measurements and figure),
+            or a :class:`Setting` of your own (then ``measure`` says what to measure).
+        variants: ``{name: variant}``, in the order of the table; each variant a function that builds
+            the model from a :class:`~transformer_course.config.TransformerConfig` (``Transformer``
+            itself, or ``lambda config: Transformer(config, norm=nn.RMSNorm)``) or a :class:`Variant`.
+            Left out: the experiment's own (only ``"label-smoothing"`` has some).
+        show: print the table and draw the figure.
+        overrides: change the :class:`Setting` (``steps=50`` for a quick look).
     """
-    if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; choose one of {', '.join(EXPERIMENTS)}")
-    experiment = EXPERIMENTS[name]
+    if isinstance(experiment, Setting):
+        name, spec = "experiment", Experiment(experiment, measure, "")
+    elif experiment in EXPERIMENTS:
+        name, spec = experiment, EXPERIMENTS[experiment]
+    else:
+        raise ValueError(
+            f"unknown experiment {experiment!r}; choose one of {', '.join(EXPERIMENTS)}, or pass a Setting"
+        )
+    chosen = _variants(name, spec.variants if variants is None else variants)
     unknown = sorted(set(overrides) - {f.name for f in fields(Setting)})
     if unknown:
         raise ValueError(
             f"unknown setting(s) {', '.join(unknown)}; choose among {', '.join(f.name for f in fields(Setting))}"
         )
-    setting = replace(experiment.setting, **overrides)
+    setting = replace(spec.setting, **overrides)
     task = reverse_task(setting)
-    result = ExperimentResult(name, setting, task)
+    result = ExperimentResult(name, setting, task, question=spec.question)
     with one_thread():
-        for variant in experiment.variants:
-            runs = [train_variant(variant, task, setting, experiment.measure, seed) for seed in setting.seeds]
+        for variant in chosen:
+            runs = [train_variant(variant, task, setting, spec.measure, seed) for seed in setting.seeds]
             result.variants[variant.name] = VariantResult(variant.name, runs)
     if show:
         import matplotlib.pyplot as plt
@@ -480,6 +430,24 @@ def run_experiment(name: str, show: bool = True, **overrides) -> ExperimentResul
         plot_experiment(result)
         plt.show()
     return result
+
+
+def _variants(name: str, variants: dict[str, VariantSpec]) -> list[Variant]:
+    """The :class:`Variant` of every entry of ``variants``, named by its key."""
+    if not isinstance(variants, dict) or not variants:
+        raise ValueError(
+            f"variants must be a non-empty dict {{name: build function or Variant}} (experiment {name!r} has "
+            f"none of its own), got {variants!r}"
+        )
+    chosen = []
+    for key, variant in variants.items():
+        if isinstance(variant, Variant):
+            chosen.append(replace(variant, name=key))
+        elif callable(variant):
+            chosen.append(Variant(key, build=variant))
+        else:
+            raise ValueError(f"variant {key!r} must be a function that builds the model or a Variant, got {variant!r}")
+    return chosen
 
 
 def plot_experiment(result: ExperimentResult):
@@ -506,7 +474,7 @@ def plot_experiment(result: ExperimentResult):
     left.grid(alpha=0.3)
     for ax, panel in zip(right, panels, strict=True):
         panel(ax, result)
-    fig.suptitle(EXPERIMENTS[result.name].question, y=1.02)
+    fig.suptitle(result.question, y=1.02)
     fig.tight_layout()
     return fig
 

@@ -155,9 +155,9 @@ _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24,
 def encoder_layer_cases() -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
 
-    Hint: x = residual(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1,
-    self.norm_first); then the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output,
-    weights).
+    Hint: x = self.connection(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1,
+    self.norm_first) (self.connection is residual unless the layer was built with another); then the same with
+    self.ffn, self.norm2, self.dropout2. self.self_attn returns (output, weights).
     """
     from ...encoder import EncoderLayer  # the course's class: its weights describe the fixture
 

@@ -136,9 +136,10 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
 def decoder_layer_cases() -> Iterator[Case]:
     """decoder layer (masked self-attention, cross-attention, FFN)
 
-    Hint: three residual() blocks: self-attention of x with tgt_mask (and cache=self_cache); cross-attention
-    with queries from x and keys/values from memory, with memory_mask (and cache=cross_cache); then self.ffn.
-    Use norm1/2/3 and dropout1/2/3.
+    Hint: three self.connection() blocks (residual, unless the layer was built with another connection):
+    self-attention of x with tgt_mask (and cache=self_cache); cross-attention with queries from x and
+    keys/values from memory, with memory_mask (and cache=cross_cache); then self.ffn. Use norm1/2/3 and
+    dropout1/2/3.
     """
     from ...decoder import DecoderLayer  # the course's class: its weights describe the fixture
 

@@ -7,7 +7,8 @@ changing anything in the learner's rooms (the learner's modules and classes stay
   run as a copy whose globals map those names to the stand-ins (:func:`isolated_function`);
 * through a module it is given (an encoder layer calls ``self.self_attn(...)``): each learner
   module passed to the check gets, on the instance only, the stand-in ``forward`` of another
-  exercise, and isolated copies of its other methods (:func:`use_standins`).
+  exercise, isolated copies of its other methods, and the stand-in of any other exercise's
+  function it holds as an attribute (a layer's ``self.connection``) (:func:`use_standins`).
 
 It is told which function each exercise is (``targets``: exercise id → ``module:qualname``) and
 which stand-ins it may use: locally every stand-in of ``tools/checks/standins.py``; in a grading
@@ -115,6 +116,10 @@ class Isolation:
                     continue  # a function the course did not write into a room: left as it is
                 bound = standin if standin is not None else self.isolated_function(value)
                 setattr(sub, name, types.MethodType(bound, sub))
+            for name, value in list(vars(sub).items()):  # functions the module holds (a layer's connection)
+                standin = self.standin_for(value)
+                if standin is not None:
+                    setattr(sub, name, standin)
             setattr(sub, _MARK, self.exercise_id)
 
     def wrap(self, impl: Callable) -> Callable:
