@@ -179,8 +179,7 @@ def _batch() -> dict:
 _STEPS = 3  # several steps: stale gradients or a missing scheduler step show up
 
 
-@exercise("ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",),
-          needs=("ex07_3",))  # fmt: skip
+@exercise("ex07_4", "transformer_course.step:train_step", "hard", needs=("ex07_3",))
 def train_step_cases() -> Iterator[Case]:
     """one training step
 
