@@ -132,7 +132,7 @@ def _reference_step(model, batch, optimizer, smoothing: float, max_grad_norm: fl
     loss = label_smoothed_cross_entropy(model(batch.src, batch.tgt_in), batch.tgt_out, smoothing, batch.pad_id)
     optimizer.zero_grad()
     loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_grad_norm)
     optimizer.step()
     return loss.item()
 
