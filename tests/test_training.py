@@ -242,6 +242,21 @@ def test_prepare_training_takes_a_model_factory_and_a_schedule() -> None:
     assert run.optimizer.param_groups[0]["lr"] == pytest.approx(0.5 / 4)
 
 
+def test_the_assembly_is_written_once() -> None:
+    """seed → model → optimizer → scheduler → batches is written in prepare_training only: the chapters,
+    the command line's runs and the experiments call it."""
+    root = Path(__file__).resolve().parents[1]
+    users = ["chapters/07_training.py", "chapters/09_real_translation.py", "transformer_course/tools/runs.py",
+             "transformer_course/tools/experiments.py"]  # fmt: skip
+    for name in users:
+        text = (root / name).read_text(encoding="utf-8")
+        assert "prepare_training(" in text, f"{name} does not use prepare_training"
+        for piece in ("make_optimizer(model)", "transformer_scheduler(optimizer", "batch_stream(", "LambdaLR("):
+            assert piece not in text, f"{name} assembles a run itself ({piece})"
+    training = (root / "transformer_course" / "training.py").read_text(encoding="utf-8")
+    assert training.count("make_optimizer(model)") == 1
+
+
 def test_fit_evaluates_every_few_steps_and_at_the_end() -> None:
     run = prepare_training(copy_task(n_train=64, n_eval=8), _TINY_PROFILE)
     evaluation = Evaluation(lambda model: {"calls": 1}, every=2)
