@@ -2,8 +2,9 @@
 
 The pieces it puts together live in their own rooms: the batches (:mod:`.batching`), the loss
 (:mod:`.loss`), the schedule (:mod:`.schedule`) and one update (:mod:`.step`). This file only
-decides how big the model is (:class:`TrainingProfile`) and runs step after step (:func:`fit`),
-recording the loss and, from time to time, a score on held-out data.
+decides how big the model is (:class:`TrainingProfile`), puts a run together in one fixed order
+(:func:`prepare_training`: seed, model, optimizer, scheduler, batches) and runs step after step
+(:func:`fit`), recording the loss and, from time to time, a score on held-out data.
 
 On a GPU the loop reads values back from the GPU only when it logs (every ``log_every`` steps):
 reading a value makes the CPU wait until the GPU has finished, which would stall every step.
