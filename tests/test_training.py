@@ -242,6 +242,9 @@ def test_prepare_training_takes_a_model_factory_and_a_schedule() -> None:
     assert run.optimizer.param_groups[0]["lr"] == pytest.approx(0.5 / 4)
 
 
+ASSEMBLY_PIECES = ("make_optimizer(model)", "transformer_scheduler(optimizer, profile", "batch_stream(", "LambdaLR(")
+
+
 def test_the_assembly_is_written_once() -> None:
     """seed → model → optimizer → scheduler → batches is written in prepare_training only: the chapters,
     the command line's runs and the experiments call it."""
@@ -251,7 +254,7 @@ def test_the_assembly_is_written_once() -> None:
     for name in users:
         text = (root / name).read_text(encoding="utf-8")
         assert "prepare_training(" in text, f"{name} does not use prepare_training"
-        for piece in ("make_optimizer(model)", "transformer_scheduler(optimizer", "batch_stream(", "LambdaLR("):
+        for piece in ASSEMBLY_PIECES:
             assert piece not in text, f"{name} assembles a run itself ({piece})"
     training = (root / "transformer_course" / "training.py").read_text(encoding="utf-8")
     assert training.count("make_optimizer(model)") == 1
