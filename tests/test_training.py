@@ -197,7 +197,10 @@ def test_fit_refuses_bad_settings() -> None:
         FitOptions(max_seconds=-1.0)
     with pytest.raises(ValueError, match="every"):
         Evaluation(lambda model: {}, every=-5)
-    run = prepare_training(copy_task(n_train=64, n_eval=8), _TINY_PROFILE)
+    task = copy_task(n_train=64, n_eval=8)
+    with pytest.raises(ValueError, match="not both"):
+        prepare_training(task, _TINY_PROFILE, build=lambda: _tiny(14), resume=object())
+    run = prepare_training(task, _TINY_PROFILE)
     with pytest.raises(ValueError, match="start_step"):
         fit(run.model, run.batches, run.optimizer, run.scheduler, 2, start_step=3)
 

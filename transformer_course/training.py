@@ -318,6 +318,8 @@ def prepare_training(
     one rank of a distributed run: its share of the batches, its own dropout masks, the model
     wrapped for DDP.
     """
+    if resume is not None and build is not None:
+        raise ValueError("give build (a new model) or resume (the checkpoint's model), not both")
     seed = profile.seed if seed is None else seed
     start_step = 0 if resume is None else resume.step
     torch.manual_seed(seed)
