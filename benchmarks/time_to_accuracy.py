@@ -29,7 +29,7 @@ from transformer_course.batching import batch_stream, encode_pairs
 from transformer_course.datasets.numbers import numbers_task
 from transformer_course.evaluation import evaluate
 from transformer_course.schedule import make_optimizer, transformer_scheduler
-from transformer_course.training import CPU_PROFILE, History, build_model, fit
+from transformer_course.training import CPU_PROFILE, FitOptions, History, build_model, fit
 
 if __package__ in (None, ""):  # run as a script: the repository, not benchmarks/, goes first on the path
     sys.path[0] = str(Path(__file__).resolve().parent.parent)  # (benchmarks/profile.py shadows the stdlib's)
@@ -68,8 +68,8 @@ class Runner:
     def train_until(self, seconds: float) -> None:
         fit(
             self.model, self.batches, self.optimizer, self.scheduler, 10**9,
-            start_step=len(self.history.steps), max_seconds=seconds, smoothing=self.profile.smoothing,
-            max_grad_norm=self.profile.max_grad_norm, history=self.history, progress=False,
+            start_step=len(self.history.steps), history=self.history,
+            options=FitOptions(self.profile.smoothing, self.profile.max_grad_norm, max_seconds=seconds, progress=False),
         )  # fmt: skip
 
 

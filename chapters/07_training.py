@@ -57,6 +57,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
 # %%
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -65,7 +66,7 @@ import torch.nn.functional as F
 from num2words import num2words
 
 from transformer_course import pick_device
-from transformer_course.batching import Batch, batch_indices, batch_stream, encode_pairs, make_batch, teacher_forcing
+from transformer_course.batching import Batch, batch_indices, encode_pairs, make_batch, teacher_forcing
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 from transformer_course.data import load_task
 from transformer_course.datasets.numbers import (
@@ -89,7 +90,7 @@ from transformer_course.tools.figures import architecture_map, plot_attention_he
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.plots import plot_history, strata_table
 from transformer_course.tools.pretrained import load_pretrained
-from transformer_course.training import build_model, fit, pick_profile
+from transformer_course.training import Evaluation, fit, pick_profile, prepare_training
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -352,9 +353,14 @@ print(f"rate of step 4000: {optimizer.param_groups[0]['lr']:.3e} (the paper's ba
 # then, show a progress bar. Each piece has its own short file in `transformer_course/`: the loss
 # in `loss.py`, the schedule in `schedule.py`, the step in `step.py`, the loop in `training.py`.
 #
-# On a GPU, `fit` runs `train_step_mixed_precision` instead: the same step under
+# On a GPU, `fit` gives `train_step` a `MixedPrecision`: the same step, its forward pass under
 # `torch.autocast`, in bfloat16 on recent GPUs, or in float16 with a gradient scaler on older ones
 # such as Colab's T4, whose narrow range would otherwise let small gradients round to zero.
+#
+# A run is put together by `prepare_training`, always in the same order: seed, model, optimizer,
+# scheduler, batches. It returns them (`run.model`, `run.optimizer`, …) with `run.options`, the
+# settings `fit` passes to each step (the profile's label smoothing and clipping, the device's
+# precision). The command line and the experiments of the course use the same function.
 
 # %%
 print("mixed precision here:", MixedPrecision.for_device(device))
@@ -372,19 +378,18 @@ print("mixed precision here:", MixedPrecision.for_device(device))
 toy = load_task("reverse")
 toy_profile = pick_profile(device, toy.name)  # d_model 64, one layer each side, no dropout
 print(toy_profile)
-toy_examples = encode_pairs(toy.train, toy.src_vocab, toy.tgt_vocab)
 
 
-def train_toy(batches, steps: int = toy_profile.steps) -> torch.nn.Module:
-    model = build_model(toy, toy_profile)
-    optimizer = make_optimizer(model)
-    scheduler = transformer_scheduler(optimizer, toy_profile.d_model, toy_profile.warmup_steps, toy_profile.lr_scale)
-    history = fit(model, batches, optimizer, scheduler, steps, smoothing=0.0, progress=False)
+def train_toy(steps: int = toy_profile.steps, change=lambda batches: batches) -> torch.nn.Module:
+    """A toy run; ``change`` may alter its batches (the common mistake below)."""
+    run = prepare_training(toy, toy_profile)  # seed → model → optimizer → scheduler → batches
+    options = replace(run.options, smoothing=0.0, progress=False)
+    history = fit(run.model, change(run.batches), run.optimizer, run.scheduler, steps, options=options)
     print(f"loss: first step {history.losses[0]:.3f}, last step {history.losses[-1]:.4f}")
-    return model
+    return run.model
 
 
-toy_model = train_toy(batch_stream(toy_examples, toy_profile.batch_size, pad_id=0, seed=0))
+toy_model = train_toy()
 print("reverse task, held-out strings:", evaluate(toy_model, toy.test, toy))
 print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 
@@ -426,9 +431,13 @@ plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-torch.manual_seed(0)
-unshifted = (Batch(b.src, b.tgt_in, b.tgt_in, b.pad_id) for b in batch_stream(toy_examples, 64, pad_id=0, seed=0))
-cheating_model = train_toy(unshifted, steps=300)
+
+
+def unshifted(batches):
+    return (Batch(b.src, b.tgt_in, b.tgt_in, b.pad_id) for b in batches)  # labels = decoder input
+
+
+cheating_model = train_toy(steps=300, change=unshifted)
 print("reverse task, held-out strings:", evaluate(cheating_model, toy.test, toy))
 print(toy.test[0][0], "→", translate(cheating_model, [toy.test[0][0]], toy)[0][:12], "…")
 
@@ -464,11 +473,8 @@ print(run_check("ex07_2").line())
 # end of this chapter does).
 
 # %%
-torch.manual_seed(profile.seed)
-model = build_model(task, profile).to(device)
-optimizer = make_optimizer(model)
-scheduler = transformer_scheduler(optimizer, profile.d_model, profile.warmup_steps, profile.lr_scale)
-batches = batch_stream(examples, profile.batch_size, task.tgt_vocab.pad_id, seed=profile.seed)
+run = prepare_training(task, profile, device)  # seed → model → optimizer → scheduler → batches
+model, optimizer, scheduler = run.model, run.optimizer, run.scheduler
 print(
     f"{sum(p.numel() for p in model.parameters()):,} parameters, {profile.steps} steps of {profile.batch_size} sentences"
 )
@@ -476,9 +482,9 @@ print(
 # %%
 # NBVAL_IGNORE_OUTPUT
 history = fit(
-    model, batches, optimizer, scheduler, profile.steps,
-    smoothing=profile.smoothing, max_grad_norm=profile.max_grad_norm, precision=MixedPrecision.for_device(device),
-    evaluate_fn=lambda m: evaluate(m, task.valid[:500], task), eval_every=200,
+    model, run.batches, optimizer, scheduler, profile.steps,
+    options=run.options,  # label smoothing and clipping of the profile; mixed precision on a GPU
+    evaluation=Evaluation(lambda m: evaluate(m, task.valid[:500], task), every=200),
 )  # fmt: skip
 print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
 

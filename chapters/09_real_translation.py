@@ -61,6 +61,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # %%
 import tempfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -76,7 +77,6 @@ from transformer_course.datasets.sentences import sentence_splits, sentence_toke
 from transformer_course.decoding import cross_attention_maps, greedy_decode
 from transformer_course.evaluation import evaluate, translate
 from transformer_course.loss import label_smoothed_cross_entropy
-from transformer_course.schedule import make_optimizer, transformer_scheduler
 from transformer_course.sentence_training import (
     SENTENCE_GPU_PROFILE,
     pick_sentence_profile,
@@ -85,12 +85,12 @@ from transformer_course.sentence_training import (
 )
 from transformer_course.step import MixedPrecision
 from transformer_course.subwords import subword_task, tokenizer_summary
-from transformer_course.token_batches import padding_stats, shard, token_batch_stream, token_batches
+from transformer_course.token_batches import padding_stats, shard, token_batches
 from transformer_course.tools.claims import expect_at_least, expect_at_most
 from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.plots import plot_history
-from transformer_course.training import build_model, fit
+from transformer_course.training import Evaluation, build_model, fit, prepare_training
 from transformer_course.vocab import Vocab
 
 torch.manual_seed(0)
@@ -333,11 +333,10 @@ fig.tight_layout()
 # steps.
 
 # %%
-torch.manual_seed(profile.seed)
-model = build_model(task, profile, share_embeddings=True).to(device)
-optimizer = make_optimizer(model)
-scheduler = transformer_scheduler(optimizer, profile.d_model, profile.warmup_steps, profile.lr_scale)
-batches = token_batch_stream(examples, profile.max_tokens, task.tgt_vocab.pad_id, seed=profile.seed)
+# chapter 07's prepare_training: seed → model → optimizer → scheduler → batches; a SentenceProfile
+# makes the model with shared embeddings and the batches of its token budget
+run = prepare_training(task, profile, device)
+model = run.model
 # what the chapter claims about this run, checked after it: bounds below what we measured over seeds
 # and two kinds of CPU arithmetic (see chapter 07, section 6). A GPU's longer run ends at a lower
 # learning rate, where averaging has less noise to remove: there we claim only that it does not hurt.
@@ -348,15 +347,13 @@ print(f"{model.num_parameters():,} parameters; {profile.steps} steps; weights ke
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-precision = MixedPrecision.for_device(device)  # bfloat16 autocast on recent GPUs, None on the CPU
+validation = Evaluation(lambda m: evaluate(m, task.valid[:300], task, bleu_on="text"), profile.eval_every)
 history, snapshots = None, {}
-for stop in kept_at:
+for stop in kept_at:  # run.options: bfloat16 autocast on recent GPUs, float32 on the CPU
     first = history is None
     history = fit(
-        model, batches, optimizer, scheduler, stop, start_step=0 if first else history.steps[-1],
-        smoothing=profile.smoothing, max_grad_norm=profile.max_grad_norm, precision=precision, history=history,
-        evaluate_fn=(lambda m: evaluate(m, task.valid[:300], task, bleu_on="text")) if first else None,
-        eval_every=profile.eval_every, progress=first,
+        model, run.batches, run.optimizer, run.scheduler, stop, start_step=0 if first else history.steps[-1],
+        options=replace(run.options, progress=first), evaluation=validation if first else None, history=history,
     )  # fmt: skip
     snapshots[stop] = {name: value.detach().clone() for name, value in model.state_dict().items()}
 print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")

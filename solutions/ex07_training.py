@@ -47,7 +47,7 @@
 # | ex07_1 | `transformer_lr(step, d_model, warmup_steps, scale)` in `schedule.py` | easy |
 # | ex07_2 | `teacher_forcing(tgt)` in `batching.py` | easy |
 # | ex07_3 | `label_smoothed_cross_entropy(logits, target, smoothing, pad_id)` in `loss.py` | medium |
-# | ex07_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm)` in `step.py` | hard |
+# | ex07_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision)` in `step.py` | hard |
 
 # %% tags=["colab"]
 import sys
@@ -214,7 +214,7 @@ check("ex07_3")
 # %% [markdown]
 # ## ex07_4 — One training step (hard)
 #
-# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer, scheduler=None, smoothing=0.1, max_grad_norm=1.0)`.
+# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer, scheduler=None, smoothing=0.1, max_grad_norm=1.0, precision=None)`.
 #
 # One update of the model on one batch, returning the loss as a detached 0-dimensional tensor:
 #
@@ -223,6 +223,14 @@ check("ex07_3")
 # 3. clear the old gradients, backpropagate;
 # 4. clip the gradient norm to `max_grad_norm` (`torch.nn.utils.clip_grad_norm_`), unless it is None;
 # 5. step the optimizer, then the scheduler (if there is one).
+#
+# The same step serves mixed precision on a GPU (`precision`, see `MixedPrecision` above the
+# function): run the forward pass under `with precision.autocast(batch.src.device):`, compute the
+# loss on `logits.float()`, and let `precision.scaler` do its part: `scaler.scale(loss).backward()`,
+# `scaler.unscale_(optimizer)` before clipping, `scaler.step(optimizer)` then `scaler.update()`. The
+# function's first line turns `precision=None` into `MixedPrecision.off()`, for which all of these
+# change nothing: one code path for float32 and for mixed precision. The check runs one case in
+# bfloat16 on the CPU.
 #
 # - **Watch for:** clip *after* `backward` (there is nothing to clip before) and *before*
 #   `optimizer.step()`; return `loss.detach()`: detached, so the caller does not keep the graph

@@ -130,7 +130,7 @@ def test_chapter_07_stops_at_chapter_08s_greedy_decoder_and_says_so(learner) -> 
     lab.run(cell(course, "chapters/07_training.py", "setup_chapter()"))
     shown = lab.run(
         "task = load_task('reverse')\n"
-        "model = build_model(task, pick_profile('cpu', task.name))\n"
+        "model = prepare_training(task, pick_profile('cpu', task.name)).model\n"
         "evaluate(model, task.test[:2], task)"
     )
     assert f"ex08_1: greedy_step {STOP}" in shown, shown

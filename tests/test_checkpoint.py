@@ -30,7 +30,9 @@ from transformer_course.tools.pretrained import (
     recorded_sha256,
     sha256_of,
 )
-from transformer_course.training import fit
+from transformer_course.training import FitOptions, fit
+
+QUIET = FitOptions(progress=False)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -68,11 +70,11 @@ def test_round_trip_keeps_weights_vocabularies_step_and_extra(tmp_path: Path) ->
 def test_resume_continues_exactly_like_an_uninterrupted_run(tmp_path: Path) -> None:
     task, model, optimizer, scheduler, examples = _setup(dropout=0.2)  # dropout: the RNG must be restored too
     torch.manual_seed(1)
-    full = fit(model, batch_stream(examples, 16, 0, seed=5), optimizer, scheduler, 8, progress=False).losses
+    full = fit(model, batch_stream(examples, 16, 0, seed=5), optimizer, scheduler, 8, options=QUIET).losses
 
     task, model, optimizer, scheduler, examples = _setup(dropout=0.2)
     torch.manual_seed(1)
-    first = fit(model, batch_stream(examples, 16, 0, seed=5), optimizer, scheduler, 4, progress=False).losses
+    first = fit(model, batch_stream(examples, 16, 0, seed=5), optimizer, scheduler, 4, options=QUIET).losses
     save_checkpoint(tmp_path / "m.pt", model, task.src_vocab, task.tgt_vocab, optimizer, scheduler, step=4)
     torch.manual_seed(999)  # whatever happens in between must not matter
 
@@ -81,7 +83,7 @@ def test_resume_continues_exactly_like_an_uninterrupted_run(tmp_path: Path) -> N
     scheduler = transformer_scheduler(optimizer, 16, warmup_steps=4)
     checkpoint.restore(optimizer, scheduler)
     stream = batch_stream(examples, 16, 0, seed=5, start_step=checkpoint.step)
-    rest = fit(checkpoint.model, stream, optimizer, scheduler, 8, start_step=4, progress=False).losses
+    rest = fit(checkpoint.model, stream, optimizer, scheduler, 8, start_step=4, options=QUIET).losses
     assert first + rest == pytest.approx(full, abs=1e-6)
     assert first + rest == full, "bit-identical on the same machine"
 
@@ -132,7 +134,7 @@ def test_weights_that_do_not_fit_the_config_are_refused(tmp_path: Path) -> None:
 
 def test_optimizer_of_another_model_is_refused(tmp_path: Path) -> None:
     task, model, optimizer, scheduler, examples = _setup()
-    fit(model, batch_stream(examples, 16, 0), optimizer, scheduler, 2, progress=False)
+    fit(model, batch_stream(examples, 16, 0), optimizer, scheduler, 2, options=QUIET)
     path = save_checkpoint(tmp_path / "m.pt", model, task.src_vocab, task.tgt_vocab, optimizer, scheduler, 2)
     _, other, other_optimizer, *_ = _setup(d_model=32)
     with pytest.raises(ValueError, match="another model configuration"):

@@ -25,7 +25,7 @@ from transformer_course.distributed import World, join
 from transformer_course.schedule import make_optimizer, transformer_scheduler
 from transformer_course.token_batches import token_batch_stream, token_batches
 from transformer_course.tools.cli import main
-from transformer_course.training import fit
+from transformer_course.training import FitOptions, fit
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS, WORLD_SIZE, MAX_TOKENS, VOCAB = 6, 2, 96, 40
@@ -51,7 +51,8 @@ def _model() -> Transformer:
 def _train(model: torch.nn.Module, batches, world: World | None) -> list[float]:
     optimizer = make_optimizer(model)
     scheduler = transformer_scheduler(optimizer, 16, warmup_steps=2, scale=0.05)  # lr ≈ 0.01, as a real run
-    history = fit(model, batches, optimizer, scheduler, STEPS, progress=False, log_every=2, world=world)
+    options = FitOptions(log_every=2, progress=False)
+    history = fit(model, batches, optimizer, scheduler, STEPS, options=options, world=world)
     return history.losses
 
 

@@ -106,6 +106,33 @@ def test_the_seeds_draw_different_runs_on_the_same_data() -> None:
     assert runs[0].losses != runs[1].losses, "another seed draws other weights and batches"
 
 
+def test_a_variant_trains_as_the_run_written_out_by_hand() -> None:
+    """train_variant goes through prepare_training with the variant's model and schedule: the same
+    losses as seed → model → optimizer → scheduler → batches written out (the experiments' numbers
+    do not depend on how the run is put together)."""
+    from dataclasses import replace
+
+    from torch.optim.lr_scheduler import LambdaLR
+
+    from transformer_course.batching import batch_stream, encode_pairs
+    from transformer_course.schedule import make_optimizer
+    from transformer_course.tools.experiments import BASE, Variant, exact_match, model_config, train_variant
+    from transformer_course.training import FitOptions, fit
+
+    setting = replace(BASE, steps=5, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16)
+    task, variant = reverse_task(setting), Variant("pre-LN, no warm-up", norm_first=True, warmup=False, smoothing=0.1)
+    ours = train_variant(variant, task, setting, exact_match, seed=3)
+
+    torch.manual_seed(3)
+    model = Transformer(model_config(task, setting, norm_first=True))
+    optimizer = make_optimizer(model)
+    scheduler = LambdaLR(optimizer, schedule(setting, warmup=False))
+    batches = batch_stream(encode_pairs(task.train, task.src_vocab, task.tgt_vocab), 8, task.tgt_vocab.pad_id, 3)
+    options = FitOptions(smoothing=0.1, max_grad_norm=setting.max_grad_norm, progress=False)
+    history = fit(model, batches, optimizer, scheduler, setting.steps, options=options)
+    assert ours.losses == history.losses and ours.lrs == history.lrs
+
+
 def _result_with(values: dict[str, list[float]]) -> ExperimentResult:
     result = ExperimentResult("warm-up", Setting(seeds=(0, 1, 2)), task=None)
     for name, scores in values.items():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,19 @@ from transformer_course.decoding import greedy_decode
 from transformer_course.evaluation import evaluate, evaluate_strata
 from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
-from transformer_course.step import MixedPrecision, train_step, train_step_mixed_precision
+from transformer_course.step import MixedPrecision, train_step
 from transformer_course.tools.runs import run_training
-from transformer_course.training import CPU_PROFILE, GPU_PROFILE, TOY_PROFILE, TrainingProfile, pick_profile
+from transformer_course.training import (
+    CPU_PROFILE,
+    GPU_PROFILE,
+    TOY_PROFILE,
+    Evaluation,
+    FitOptions,
+    TrainingProfile,
+    fit,
+    pick_profile,
+    prepare_training,
+)
 
 # -- schedule --------------------------------------------------------------------------------
 
@@ -114,13 +126,150 @@ def test_train_step_clears_old_gradients_and_clips() -> None:
     assert norm.item() == pytest.approx(1e-3, rel=1e-3)
 
 
-def test_mixed_precision_step_runs_on_the_cpu_with_bfloat16() -> None:
+def _reference_step(model, batch, optimizer, smoothing: float, max_grad_norm: float) -> float:
+    """The step written out by hand, in float32: what ``train_step`` must do without precision."""
+    model.train()
+    loss = label_smoothed_cross_entropy(model(batch.src, batch.tgt_in), batch.tgt_out, smoothing, batch.pad_id)
+    optimizer.zero_grad()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(list(model.parameters()), max_norm=max_grad_norm)
+    optimizer.step()
+    return loss.item()
+
+
+def _bf16() -> MixedPrecision:
+    return MixedPrecision(torch.bfloat16, torch.amp.GradScaler("cpu", enabled=False))
+
+
+def test_train_step_with_and_without_mixed_precision() -> None:
+    """One step function: without precision it is the float32 step written out by hand (bit for bit);
+    with bfloat16 autocast (on the CPU here) the forward pass runs in bfloat16, and the loss and the
+    update stay close to float32's."""
+    batch = _batch()
+    models = {name: _tiny(14) for name in ("reference", "float32", "bfloat16")}
+    for model in models.values():
+        model.load_state_dict(models["reference"].state_dict())
+    optimizers = {name: torch.optim.Adam(model.parameters(), lr=3e-3) for name, model in models.items()}
+    seen: list[torch.dtype] = []
+    models["bfloat16"].output.register_forward_hook(lambda module, inputs, out: seen.append(out.dtype))
+    for _ in range(3):
+        want = _reference_step(models["reference"], batch, optimizers["reference"], 0.1, 0.5)
+        plain = train_step(models["float32"], batch, optimizers["float32"], None, 0.1, 0.5)
+        low = train_step(models["bfloat16"], batch, optimizers["bfloat16"], None, 0.1, 0.5, _bf16())
+        assert plain.item() == want, "without precision: exactly the float32 step"
+        assert low.dtype == torch.float32 and not low.requires_grad, "the loss is computed in float32, detached"
+        assert low.item() == pytest.approx(want, rel=2e-2)
+    assert seen == [torch.bfloat16] * 3, "the forward pass ran under bfloat16 autocast"
+    reference, low = models["reference"].state_dict(), models["bfloat16"].state_dict()
+    assert all(torch.equal(models["float32"].state_dict()[k], v) for k, v in reference.items())
+    assert all(torch.allclose(low[k], v, atol=2e-2) for k, v in reference.items())
+    assert any(not torch.equal(low[k], v) for k, v in reference.items()), "bfloat16 rounds differently"
+
+
+def test_mixed_precision_step_learns_on_the_cpu_with_bfloat16() -> None:
     model, batch = _tiny(14), _batch()
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    precision = MixedPrecision(torch.bfloat16, torch.amp.GradScaler("cpu", enabled=False))
-    losses = [train_step_mixed_precision(model, batch, optimizer, precision).item() for _ in range(20)]
+    losses = [train_step(model, batch, optimizer, precision=_bf16()).item() for _ in range(20)]
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
     assert MixedPrecision.for_device("cpu") is None
+
+
+def test_there_is_one_train_step() -> None:
+    from transformer_course import step
+
+    assert [name for name in vars(step) if name.startswith("train_step")] == ["train_step"]
+
+
+# -- the loop and the assembly -------------------------------------------------------------------
+
+
+def test_fit_takes_at_most_ten_parameters() -> None:
+    """Evaluation, logging and the step's settings travel in small objects, not in a long list."""
+    parameters = list(inspect.signature(fit).parameters)
+    assert len(parameters) <= 10, parameters
+    assert parameters[:5] == ["model", "batches", "optimizer", "scheduler", "steps"]
+
+
+def test_fit_refuses_bad_settings() -> None:
+    with pytest.raises(ValueError, match="log_every"):
+        FitOptions(log_every=0)
+    with pytest.raises(ValueError, match="max_seconds"):
+        FitOptions(max_seconds=-1.0)
+    with pytest.raises(ValueError, match="every"):
+        Evaluation(lambda model: {}, every=-5)
+    task = copy_task(n_train=64, n_eval=8)
+    with pytest.raises(ValueError, match="not both"):
+        prepare_training(task, _TINY_PROFILE, build=lambda: _tiny(14), resume=object())
+    run = prepare_training(task, _TINY_PROFILE)
+    with pytest.raises(ValueError, match="start_step"):
+        fit(run.model, run.batches, run.optimizer, run.scheduler, 2, start_step=3)
+
+
+_TINY_PROFILE = TrainingProfile(d_model=16, n_heads=2, d_ff=32, n_layers=1, dropout=0.1, batch_size=16,
+                                warmup_steps=4, steps=6, eval_every=0, seed=3)  # fmt: skip
+
+
+def test_prepare_training_is_the_assembly_written_out() -> None:
+    """seed → model → optimizer → scheduler → batches, as a chapter would write it, gives the same run."""
+    from transformer_course.batching import batch_stream
+    from transformer_course.training import build_model
+
+    task, profile = copy_task(n_train=200, n_eval=8), _TINY_PROFILE
+    run = prepare_training(task, profile)
+    ours = fit(run.model, run.batches, run.optimizer, run.scheduler, 6, options=replace(run.options, progress=False))
+
+    torch.manual_seed(profile.seed)
+    model = build_model(task, profile)
+    optimizer = make_optimizer(model)
+    scheduler = transformer_scheduler(optimizer, profile.d_model, profile.warmup_steps, profile.lr_scale)
+    examples = encode_pairs(task.train, task.src_vocab, task.tgt_vocab)
+    batches = batch_stream(examples, profile.batch_size, task.tgt_vocab.pad_id, profile.seed)
+    options = FitOptions(profile.smoothing, profile.max_grad_norm, progress=False)
+    by_hand = fit(model, batches, optimizer, scheduler, 6, options=options)
+    assert ours.losses == by_hand.losses and ours.lrs == by_hand.lrs
+
+
+def test_prepare_training_takes_a_model_factory_and_a_schedule() -> None:
+    task = copy_task(n_train=64, n_eval=8)
+    built = []
+
+    def build() -> Transformer:
+        built.append(torch.rand(()).item())  # drawn right after the seed
+        return _tiny(len(task.src_vocab))
+
+    run = prepare_training(task, _TINY_PROFILE, seed=11, build=build, schedule=lambda count: 0.5 / (count + 1))
+    torch.manual_seed(11)
+    assert built == [torch.rand(()).item()], "the seed comes first, then the model"
+    assert run.optimizer.param_groups[0]["lr"] == 0.5
+    fit(run.model, run.batches, run.optimizer, run.scheduler, 3, options=FitOptions(progress=False))
+    assert run.optimizer.param_groups[0]["lr"] == pytest.approx(0.5 / 4)
+
+
+ASSEMBLY_PIECES = ("make_optimizer(model)", "transformer_scheduler(optimizer, profile", "batch_stream(", "LambdaLR(")
+
+
+def test_the_assembly_is_written_once() -> None:
+    """seed → model → optimizer → scheduler → batches is written in prepare_training only: the chapters,
+    the command line's runs and the experiments call it."""
+    root = Path(__file__).resolve().parents[1]
+    users = ["chapters/07_training.py", "chapters/09_real_translation.py", "transformer_course/tools/runs.py",
+             "transformer_course/tools/experiments.py"]  # fmt: skip
+    for name in users:
+        text = (root / name).read_text(encoding="utf-8")
+        assert "prepare_training(" in text, f"{name} does not use prepare_training"
+        for piece in ASSEMBLY_PIECES:
+            assert piece not in text, f"{name} assembles a run itself ({piece})"
+    training = (root / "transformer_course" / "training.py").read_text(encoding="utf-8")
+    assert training.count("make_optimizer(model)") == 1
+
+
+def test_fit_evaluates_every_few_steps_and_at_the_end() -> None:
+    run = prepare_training(copy_task(n_train=64, n_eval=8), _TINY_PROFILE)
+    evaluation = Evaluation(lambda model: {"calls": 1}, every=2)
+    history = fit(run.model, run.batches, run.optimizer, run.scheduler, 5, options=FitOptions(log_every=3,
+                  progress=False), evaluation=evaluation)  # fmt: skip
+    assert [e["step"] for e in history.evals] == [2, 4, 5]
+    assert len(history.losses) == 5 and history.steps == [1, 2, 3, 4, 5]
 
 
 def test_profiles() -> None:

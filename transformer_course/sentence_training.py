@@ -17,15 +17,17 @@ subword tokens. :func:`training_examples` turns any task into id pairs that fit 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
-from .batching import encode_pairs
+from .batching import Batch, encode_pairs
 from .data import Task
 from .datasets.sentences import sentence_splits
 from .subwords import SubwordTokenizer, subword_task, train_subwords
-from .training import TrainingProfile
+from .token_batches import token_batch_stream
+from .training import Replicas, TrainingProfile
 
 Example = tuple[list[int], list[int]]  # (source ids, target ids with <bos> … <eos>)
 
@@ -39,6 +41,17 @@ class SentenceProfile(TrainingProfile):
     max_sentence_tokens: int = 128  # training pairs with more tokens on either side are left out
     n_train: int = 60_000  # training pairs of the generated sentence task
     share_embeddings: bool = True  # one matrix for source, target and output (paper §3.4)
+
+    def make_batches(
+        self, task: Task, seed: int, start_step: int = 0, world: Replicas | None = None
+    ) -> tuple[Iterator[Batch], int]:
+        """Batches of ``max_tokens`` tokens (this rank's share in a distributed run), in an order drawn
+        with ``seed``, from batch ``start_step`` on. Returns (the stream, how many training pairs
+        were left out for their length, see :func:`training_examples`)."""
+        examples, left_out = training_examples(task, self)
+        rank, world_size = (0, 1) if world is None else (world.rank, world.world_size)
+        pad_id = task.tgt_vocab.pad_id
+        return token_batch_stream(examples, self.max_tokens, pad_id, seed, start_step, rank, world_size), left_out
 
 
 # The chapter's CPU run: chapter 07's model (d_model 128, 2 + 2 layers) on batches of ~60 sentences,

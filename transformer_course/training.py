@@ -2,8 +2,9 @@
 
 The pieces it puts together live in their own rooms: the batches (:mod:`.batching`), the loss
 (:mod:`.loss`), the schedule (:mod:`.schedule`) and one update (:mod:`.step`). This file only
-decides how big the model is (:class:`TrainingProfile`) and runs step after step (:func:`fit`),
-recording the loss and, from time to time, a score on held-out data.
+decides how big the model is (:class:`TrainingProfile`), puts a run together in one fixed order
+(:func:`prepare_training`: seed, model, optimizer, scheduler, batches) and runs step after step
+(:func:`fit`), recording the loss and, from time to time, a score on held-out data.
 
 On a GPU the loop reads values back from the GPU only when it logs (every ``log_every`` steps):
 reading a value makes the CPU wait until the GPU has finished, which would stall every step.
@@ -18,17 +19,20 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
-from .batching import Batch
+from .batching import Batch, batch_stream, encode_pairs
+from .checkpoint import Checkpoint
 from .config import TransformerConfig
 from .data import Task
 from .model import Transformer
-from .step import MixedPrecision, train_step, train_step_mixed_precision
+from .schedule import make_optimizer, transformer_scheduler
+from .step import MixedPrecision, train_step
 
 # -- how big, how long: one profile per kind of machine ----------------------------------------------
 
@@ -53,6 +57,17 @@ class TrainingProfile:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def make_batches(
+        self, task: Task, seed: int, start_step: int = 0, world: Replicas | None = None
+    ) -> tuple[Iterator[Batch], int]:
+        """Chapter 07's batches: ``batch_size`` training sentences each, in an order drawn with
+        ``seed``, from batch ``start_step`` on. Returns (the stream, the pairs left out: none here;
+        chapter 09's :class:`~transformer_course.sentence_training.SentenceProfile` leaves out long ones)."""
+        if world is not None:
+            raise ValueError("several processes share token batches: train a chapter-09 task (e.g. sentences-en-de)")
+        examples = encode_pairs(task.train, task.src_vocab, task.tgt_vocab)
+        return batch_stream(examples, self.batch_size, task.tgt_vocab.pad_id, seed, start_step), 0
 
 
 CPU_PROFILE = TrainingProfile()
@@ -128,6 +143,8 @@ class Replicas(Protocol):
     One process needs none of it: ``fit(..., world=None)``, the default, never calls these.
     """
 
+    rank: int  # this process's number, 0 … world_size - 1
+    world_size: int  # how many processes train together
     is_main: bool  # this process shows the progress bar and evaluates
 
     def before_step(self, batch: Batch) -> None: ...  # learn this rank's share of the step's tokens
@@ -138,6 +155,49 @@ class Replicas(Protocol):
 
     def any(self, flag: bool) -> bool: ...  # true everywhere if true on one rank
 
+    def wrap(self, model: nn.Module) -> nn.Module: ...  # the model as one replica of the run (DDP)
+
+
+@dataclass
+class FitOptions:
+    """How :func:`fit` makes each step, when it stops early, and how it reports.
+
+    ``smoothing``, ``max_grad_norm`` and ``precision`` go to :func:`~transformer_course.step.train_step`.
+    ``max_seconds`` stops training after that much training time (evaluations not counted).
+    The losses are read every ``log_every`` steps (see the module's note on GPUs); ``progress``
+    shows a progress bar.
+    """
+
+    smoothing: float = 0.1
+    max_grad_norm: float | None = 1.0
+    precision: MixedPrecision | None = None  # None: float32
+    max_seconds: float | None = None  # None: no time limit
+    log_every: int = 50
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.log_every < 1:
+            raise ValueError(f"log_every must be >= 1, got {self.log_every}")
+        if self.max_seconds is not None and self.max_seconds < 0:
+            raise ValueError(f"max_seconds must be >= 0 or None, got {self.max_seconds}")
+
+
+@dataclass
+class Evaluation:
+    """A score taken while training: ``fn(model)`` gives a dict (``{"exact_match": …}``), every
+    ``every`` steps and once at the end (``every=0``: only at the end)."""
+
+    fn: Callable[[nn.Module], dict]
+    every: int = 0
+
+    def __post_init__(self) -> None:
+        if self.every < 0:
+            raise ValueError(f"Evaluation.every must be >= 0 (0: only at the end), got {self.every}")
+
+    def due(self, step: int, steps: int) -> bool:
+        """Is there an evaluation after ``step``, before the last of ``steps``?"""
+        return self.every > 0 and step % self.every == 0 and step < steps
+
 
 def fit(
     model: nn.Module,
@@ -147,24 +207,19 @@ def fit(
     steps: int,
     *,
     start_step: int = 0,
-    max_seconds: float | None = None,
-    smoothing: float = 0.1,
-    max_grad_norm: float | None = 1.0,
-    precision: MixedPrecision | None = None,
-    evaluate_fn: Callable[[nn.Module], dict] | None = None,
-    eval_every: int = 0,
-    log_every: int = 50,
+    options: FitOptions | None = None,
+    evaluation: Evaluation | None = None,
     history: History | None = None,
-    progress: bool = True,
     world: Replicas | None = None,
 ) -> History:
     """The training loop: take a batch, make one step, record, sometimes evaluate.
 
-    Runs from ``start_step`` until ``steps`` steps are done or ``max_seconds`` have passed
-    (training time only; evaluations are not counted), whichever comes first. The losses are
-    read every ``log_every`` steps, all at once (see the module's note on GPUs), and checked to be
-    finite. ``evaluate_fn(model)`` runs every ``eval_every`` steps and at the end; its dict is
-    stored in ``history.evals`` with the step and the training seconds so far.
+    Runs from ``start_step`` until ``steps`` steps are done or ``options.max_seconds`` have passed,
+    whichever comes first (:class:`FitOptions`: the step's settings, the time limit, the logging).
+    The losses are read every ``options.log_every`` steps, all at once (see the module's note on
+    GPUs), and checked to be finite. ``evaluation`` (:class:`Evaluation`) scores the model from time
+    to time and at the end; each score is stored in ``history.evals`` with the step and the training
+    seconds so far. ``history`` is continued when given (a run trained in several calls).
 
     ``world`` (chapter 09) makes this one of several processes training ``model`` (wrapped in
     DistributedDataParallel) together: each step's tokens weigh each rank's gradient, the logged
@@ -177,45 +232,115 @@ def fit(
 
     if steps < start_step:
         raise ValueError(f"steps ({steps}) must be >= start_step ({start_step})")
-    if log_every < 1:
-        raise ValueError(f"log_every must be >= 1, got {log_every}")
+    options = options if options is not None else FitOptions()
     history = history if history is not None else History()
     device = next(model.parameters()).device
-    total = None if max_seconds is not None and steps >= 10**8 else steps  # "until the time is up": no total
+    endless = options.max_seconds is not None and steps >= 10**8  # "until the time is up": no total
     main = world is None or world.is_main
     bar = tqdm(
-        total=total, initial=start_step, disable=not progress or not main, desc="training", unit="step",
-        file=_progress_file(),
+        total=None if endless else steps, initial=start_step, disable=not options.progress or not main,
+        desc="training", unit="step", file=_progress_file(),
     )  # fmt: skip
     clock = _Clock(history.seconds)
     pending: list[Tensor] = []  # losses not read yet
     step = start_step
-    while step < steps and not _time_is_up(clock, max_seconds, world, step, log_every):
+    while step < steps and not _time_is_up(clock, options, world, step):
         batch = next(batches).to(device)
         history.lrs.append(optimizer.param_groups[0]["lr"])
         if world is not None:
             world.before_step(batch)  # chapter 09: this rank's share of the tokens weighs its gradient
-        if precision is None:
-            loss = train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm)
-        else:
-            loss = train_step_mixed_precision(model, batch, optimizer, precision, scheduler, smoothing, max_grad_norm)
+        loss = train_step(
+            model, batch, optimizer, scheduler, options.smoothing, options.max_grad_norm, options.precision
+        )  # 0-dim tensor, not read yet
         pending.append(loss if world is None else world.weigh(loss))
         step += 1
         history.steps.append(step)
         bar.update(1)
-        due = evaluate_fn is not None and eval_every and step % eval_every == 0 and step < steps
-        if len(pending) == log_every or due:
+        due = evaluation is not None and evaluation.due(step, steps)
+        if len(pending) == options.log_every or due:
             _log(history, pending, step, bar, world)
         if due and main:
             with clock.paused():
-                _record(history, step, clock.seconds(), evaluate_fn(model), bar)
+                _record(history, step, clock.seconds(), evaluation.fn(model), bar)
     if pending:
         _log(history, pending, step, bar, world)
     bar.close()
     history.seconds = clock.seconds()
-    if evaluate_fn is not None and main and (not history.evals or history.evals[-1]["step"] != step):
-        _record(history, step, history.seconds, evaluate_fn(model), None)
+    if evaluation is not None and main and (not history.evals or history.evals[-1]["step"] != step):
+        _record(history, step, history.seconds, evaluation.fn(model), None)
     return history
+
+
+# -- one run put together: seed → model → optimizer → scheduler → batches ------------------------------
+
+
+@dataclass
+class Training:
+    """Everything :func:`fit` needs for one run, made by :func:`prepare_training`::
+
+    run = prepare_training(task, profile, device)
+    history = fit(run.model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options)
+    """
+
+    model: nn.Module  # on the device; the DDP replica in a distributed run (the Transformer is model.module)
+    batches: Iterator[Batch]
+    optimizer: torch.optim.Optimizer
+    scheduler: LambdaLR
+    options: FitOptions  # the profile's smoothing and clipping, the device's precision
+    left_out: int = 0  # training pairs too long for the profile's batches (chapter 09)
+    start_step: int = 0  # where a resumed run goes on
+
+
+def prepare_training(
+    task: Task,
+    profile: TrainingProfile,
+    device: torch.device | str = "cpu",
+    *,
+    seed: int | None = None,
+    build: Callable[[], nn.Module] | None = None,
+    schedule: Callable[[int], float] | None = None,
+    resume: Checkpoint | None = None,
+    world: Replicas | None = None,
+) -> Training:
+    """Put one training run together, always in the same order: seed, model, optimizer, scheduler, batches.
+
+    * the **seed** (``seed``, default ``profile.seed``) fixes the initial weights, the dropout masks
+      and the order of the batches;
+    * the **model**: ``build()`` (default :func:`build_model` for ``task`` and ``profile``, with
+      shared embeddings if the profile asks for them), moved to ``device``;
+    * the **optimizer**: Adam with the paper's settings (:func:`~transformer_course.schedule.make_optimizer`);
+    * the **scheduler**: the paper's warm-up schedule with the profile's settings, or
+      ``schedule(count)``, the learning rate of update ``count`` (counted from 0);
+    * the **batches**: ``profile.make_batches(task, seed, …)``, sentences or a token budget.
+
+    ``resume`` goes on from a checkpoint (the caller checks that it fits ``task``): its model,
+    optimizer, scheduler and random state, and the batches from its step on. ``world`` makes this
+    one rank of a distributed run: its share of the batches, its own dropout masks, the model
+    wrapped for DDP.
+    """
+    if resume is not None and build is not None:
+        raise ValueError("give build (a new model) or resume (the checkpoint's model), not both")
+    seed = profile.seed if seed is None else seed
+    start_step = 0 if resume is None else resume.step
+    torch.manual_seed(seed)
+    if resume is not None:
+        build = lambda: resume.model  # noqa: E731
+    elif build is None:
+        build = partial(build_model, task, profile, share_embeddings=getattr(profile, "share_embeddings", False))
+    model = build().to(device)
+    optimizer = make_optimizer(model)
+    if schedule is None:
+        scheduler = transformer_scheduler(optimizer, profile.d_model, profile.warmup_steps, profile.lr_scale)
+    else:
+        scheduler = LambdaLR(optimizer, schedule)
+    if resume is not None:
+        resume.restore(optimizer, scheduler)  # the saved state, random numbers included
+    batches, left_out = profile.make_batches(task, seed, start_step, world)
+    if world is not None:
+        torch.manual_seed(seed + 1_000 * start_step + world.rank)  # other dropout masks on each rank
+        model = world.wrap(model)
+    options = FitOptions(profile.smoothing, profile.max_grad_norm, MixedPrecision.for_device(device))
+    return Training(model, batches, optimizer, scheduler, options, left_out, start_step)
 
 
 class _Clock:
@@ -243,14 +368,14 @@ def _progress_file():
     return sys.stdout if "ipykernel" in sys.modules else sys.stderr
 
 
-def _time_is_up(clock: _Clock, max_seconds: float | None, world: Replicas | None, step: int, every: int) -> bool:
-    """Has training used its ``max_seconds``? Processes of one run ask together, every ``every`` steps
-    (the clocks of the ranks differ a little, and every rank must make the same number of steps)."""
-    if max_seconds is None:
+def _time_is_up(clock: _Clock, options: FitOptions, world: Replicas | None, step: int) -> bool:
+    """Has training used its ``max_seconds``? Processes of one run ask together, every ``log_every``
+    steps (the clocks of the ranks differ a little, and every rank must make the same number of steps)."""
+    if options.max_seconds is None:
         return False
     if world is None:
-        return clock.seconds() >= max_seconds
-    return step % every == 0 and world.any(clock.seconds() >= max_seconds)
+        return clock.seconds() >= options.max_seconds
+    return step % options.log_every == 0 and world.any(clock.seconds() >= options.max_seconds)
 
 
 def _log(history: History, pending: list[Tensor], step: int, bar, world: Replicas | None = None) -> None:

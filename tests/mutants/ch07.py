@@ -89,11 +89,12 @@ def _returns_a_float(logits, target, smoothing=0.1, pad_id=0):
 # ex07_4 — train_step
 
 
-def _step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, *, labels="out", zero=True, clip_first=False,
-          step_scheduler=True, train=True, returns="detached"):  # fmt: skip
+def _step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision=None, *, labels="out", zero=True,
+          clip_first=False, step_scheduler=True, train=True, returns="detached"):  # fmt: skip
     if train:
         model.train()
-    logits = model(batch.src, batch.tgt_in)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision is not None):  # the scaler is off in the cases
+        logits = model(batch.src, batch.tgt_in).float()
     target = batch.tgt_out if labels == "out" else batch.tgt_in
     loss = label_smoothed_cross_entropy(logits, target, smoothing, batch.pad_id)
     if zero:
@@ -109,36 +110,40 @@ def _step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, *, label
     return {"detached": loss.detach(), "float": loss.item(), "graph": loss}[returns]
 
 
-def _labels_not_shifted(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, labels="in")
+def _labels_not_shifted(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, labels="in")
 
 
-def _no_zero_grad(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, zero=False)
+def _no_zero_grad(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, zero=False)
 
 
-def _clips_before_backward(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, clip_first=True)
+def _clips_before_backward(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, clip_first=True)
 
 
-def _forgets_the_scheduler(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, step_scheduler=False)
+def _forgets_the_scheduler(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, step_scheduler=False)
 
 
-def _stays_in_eval_mode(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, train=False)
+def _stays_in_eval_mode(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, train=False)
 
 
-def _returns_a_float_step(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, returns="float")
+def _returns_a_float_step(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, returns="float")
 
 
-def _returns_the_graph(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, smoothing, max_grad_norm, returns="graph")
+def _returns_the_graph(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm, precision, returns="graph")
 
 
-def _ignores_smoothing(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0):
-    return _step(m, b, o, s, 0.0, max_grad_norm)
+def _ignores_smoothing(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, 0.0, max_grad_norm, precision)
+
+
+def _ignores_precision(m, b, o, s=None, smoothing=0.1, max_grad_norm=1.0, precision=None):
+    return _step(m, b, o, s, smoothing, max_grad_norm)
 
 
 MUTANTS = {
@@ -171,5 +176,6 @@ MUTANTS = {
         ("returns loss.item(), a float (the CPU waits for a GPU every step)", _returns_a_float_step),
         ("returns the loss with its graph (not detached)", _returns_the_graph),
         ("smoothing ignored", _ignores_smoothing),
+        ("precision ignored (no autocast: float32 everywhere)", _ignores_precision),
     ],
 }

@@ -43,15 +43,14 @@ from dataclasses import dataclass, field, fields, replace
 
 import torch
 from torch import Tensor, nn
-from torch.optim.lr_scheduler import LambdaLR
 
-from ..batching import batch_stream, encode_pairs, make_batch
+from ..batching import encode_pairs, make_batch
 from ..config import TransformerConfig
 from ..data import Task, copy_pairs
 from ..evaluation import evaluate
 from ..model import Transformer
-from ..schedule import make_optimizer, transformer_lr
-from ..training import TOY_PROFILE, TrainingProfile, fit
+from ..schedule import transformer_lr
+from ..training import TOY_PROFILE, TrainingProfile, fit, prepare_training
 from ..vocab import Vocab
 
 # -- the small setting every experiment starts from ---------------------------------------------
@@ -259,23 +258,21 @@ def schedule(setting: Setting, warmup: bool) -> Callable[[int], float]:
 
 def train_variant(variant: Variant, task: Task, setting: Setting, measure: Callable, seed: int) -> Run:
     """Build, train and measure one variant from one seed (a diverging run is reported, not raised)."""
-    torch.manual_seed(seed)
-    model = variant.build(model_config(task, setting, variant.norm_first))
-    optimizer = make_optimizer(model)
-    scheduler = LambdaLR(optimizer, schedule(setting, variant.warmup))
+    run = prepare_training(
+        task, setting, seed=seed, build=lambda: variant.build(model_config(task, setting, variant.norm_first)),
+        schedule=schedule(setting, variant.warmup),
+    )  # fmt: skip
     smoothing = setting.smoothing if variant.smoothing is None else variant.smoothing
-    batches = batch_stream(encode_pairs(task.train, task.src_vocab, task.tgt_vocab), setting.batch_size,
-                           task.tgt_vocab.pad_id, seed)  # fmt: skip
+    options = replace(run.options, smoothing=smoothing, progress=False)
     start = time.process_time()
     try:
-        history = fit(model, batches, optimizer, scheduler, setting.steps, smoothing=smoothing,
-                      max_grad_norm=setting.max_grad_norm, progress=False)  # fmt: skip
+        history = fit(run.model, run.batches, run.optimizer, run.scheduler, setting.steps, options=options)
     except FloatingPointError:
         return Run(seed, [], [], {}, time.process_time() - start, diverged=True)
     seconds = time.process_time() - start
-    run = Run(seed, history.losses, history.lrs, measure(model, task), seconds, model)
-    run.metrics[FINAL_LOSS] = run.final_loss
-    return run
+    result = Run(seed, history.losses, history.lrs, measure(run.model, task), seconds, run.model)
+    result.metrics[FINAL_LOSS] = result.final_loss
+    return result
 
 
 def exact_match(model: nn.Module, task: Task) -> dict[str, float]:

@@ -1,8 +1,9 @@
 """A whole training run, as the command line's ``train`` and ``scripts/make_checkpoint.py`` need it:
 build (or resume) the model, train it, score it on the test split, save it.
 
-The chapters run the same pieces one by one (chapters 07 and 09); this puts them together. A
-chapter-07 profile trains on batches of a number of sentences; a chapter-09
+The run is put together by :func:`~transformer_course.training.prepare_training` and trained by
+:func:`~transformer_course.training.fit`, as in chapters 07 and 09. A chapter-07 profile trains on
+batches of a number of sentences; a chapter-09
 :class:`~transformer_course.sentence_training.SentenceProfile` on batches of a token budget, with
 shared embeddings, BLEU on the written text and the tokenizer saved in the checkpoint, and it may
 be one of several processes (``world``, see :mod:`transformer_course.distributed`).
@@ -10,23 +11,18 @@ be one of several processes (``world``, see :mod:`transformer_course.distributed
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
 
-from ..batching import Batch, batch_stream, encode_pairs
 from ..checkpoint import load_checkpoint, save_checkpoint
 from ..data import Pair, Task
 from ..distributed import World
 from ..evaluation import evaluate, evaluate_strata
 from ..model import Transformer
-from ..schedule import make_optimizer, transformer_scheduler
-from ..sentence_training import SentenceProfile, training_examples
-from ..step import MixedPrecision
 from ..subwords import task_tokenizer
-from ..token_batches import token_batch_stream
-from ..training import History, TrainingProfile, build_model, fit
+from ..training import Evaluation, History, TrainingProfile, fit, prepare_training
 
 
 @dataclass
@@ -69,11 +65,9 @@ def run_training(
     rank 0 evaluates and writes the checkpoint. ``extra`` is added to the checkpoint's ``extra``.
     """
     device = torch.device(device)
-    if world is not None and not isinstance(profile, SentenceProfile):
-        raise ValueError("several processes share token batches: train a chapter-09 task (e.g. sentences-en-de)")
     main = world is None or world.is_main
     steps = profile.steps if steps is None else steps
-    history, start_step = History(), 0
+    history, checkpoint = History(), None
     if resume is not None:
         checkpoint = load_checkpoint(resume, map_location=device)
         if checkpoint.extra.get("task") not in (None, task.name):
@@ -81,32 +75,17 @@ def run_training(
         if checkpoint.src_vocab != task.src_vocab or checkpoint.tgt_vocab != task.tgt_vocab:
             raise ValueError(f"{resume} was saved with other vocabularies than task {task.name!r}")
         profile = type(profile)(**checkpoint.extra.get("profile", profile.to_dict()))
-        model, start_step = checkpoint.model, checkpoint.step
         history = History.from_dict(checkpoint.extra["history"]) if "history" in checkpoint.extra else History()
-    else:
-        share = isinstance(profile, SentenceProfile) and profile.share_embeddings
-        model = build_model(task, profile, share_embeddings=share)
-    model.to(device)
-    optimizer = make_optimizer(model)
-    scheduler = transformer_scheduler(optimizer, profile.d_model, profile.warmup_steps, profile.lr_scale)
-    if resume is not None:
-        checkpoint.restore(optimizer, scheduler)
-    else:
-        torch.manual_seed(profile.seed)
-    if world is not None:
-        torch.manual_seed(profile.seed + 1_000 * start_step + world.rank)  # other dropout masks on each rank
-    batches, left_out = _batches(task, profile, start_step, world)
-    trained = model if world is None else world.wrap(model)
+    run = prepare_training(task, profile, device, resume=checkpoint, world=world)
+    model = run.model if world is None else run.model.module  # the Transformer, to score and save
     score = scorer(task)
     valid = task.valid[:eval_pairs]
     history = fit(
-        trained, batches, optimizer, scheduler, max(steps, start_step),
-        start_step=start_step, max_seconds=max_seconds, smoothing=profile.smoothing,
-        max_grad_norm=profile.max_grad_norm, precision=MixedPrecision.for_device(device),
-        evaluate_fn=lambda _: score(model, valid), eval_every=profile.eval_every,
-        history=history, progress=progress, world=world,
+        run.model, run.batches, run.optimizer, run.scheduler, max(steps, run.start_step), start_step=run.start_step,
+        options=replace(run.options, max_seconds=max_seconds, progress=progress),
+        evaluation=Evaluation(lambda _: score(model, valid), profile.eval_every), history=history, world=world,
     )  # fmt: skip
-    step = history.steps[-1] if history.steps else start_step
+    step = history.steps[-1] if history.steps else run.start_step
     metrics = {}
     if main:
         metrics = {**score(model, task.test), "seconds": round(history.seconds, 1), "steps": step}
@@ -118,25 +97,11 @@ def run_training(
             info["oversampling"] = task.info["oversampling"]
         if world is not None:
             info["world_size"] = world.world_size
-        if not save_optimizer:
-            optimizer = scheduler = None  # a smaller file that can be used but not resumed
+        optimizer, scheduler = (run.optimizer, run.scheduler) if save_optimizer else (None, None)  # None: smaller
         save_checkpoint(
             out, model, task.src_vocab, task.tgt_vocab, optimizer, scheduler, step, {**info, **(extra or {})},
             tokenizer=task_tokenizer(task),
         )  # fmt: skip
     if world is not None:
         world.barrier()  # the other ranks wait for rank 0's test scores and checkpoint
-    return RunResult(model, history, metrics, task, left_out)
-
-
-def _batches(task: Task, profile: TrainingProfile, start_step: int, world: World | None) -> tuple[Iterator[Batch], int]:
-    """Chapter 07: batches of ``batch_size`` sentences; chapter 09: batches of a token budget, this
-    rank's share. Returns (the stream, how many training pairs were left out for their length)."""
-    pad_id = task.tgt_vocab.pad_id
-    if not isinstance(profile, SentenceProfile):
-        examples = encode_pairs(task.train, task.src_vocab, task.tgt_vocab)
-        return batch_stream(examples, profile.batch_size, pad_id, profile.seed, start_step), 0
-    examples, left_out = training_examples(task, profile)
-    rank, world_size = (0, 1) if world is None else (world.rank, world.world_size)
-    stream = token_batch_stream(examples, profile.max_tokens, pad_id, profile.seed, start_step, rank, world_size)
-    return stream, left_out
+    return RunResult(model, history, metrics, task, run.left_out)

@@ -156,9 +156,10 @@ def _judge_loss_gradient(case: Case, got: Outcome) -> None:
 # -- ex07_4: one training step ---------------------------------------------------------------
 
 
-def _reference_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm) -> float:
-    logits = model(batch["src"], batch["tgt_in"])
-    loss = _cross_entropy(logits, batch["tgt_out"], smoothing, batch["pad_id"])
+def _reference_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, bf16=False) -> float:
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):  # mixed precision on the CPU
+        logits = model(batch["src"], batch["tgt_in"])  # (B, T, V), bfloat16 under autocast
+    loss = _cross_entropy(logits.float(), batch["tgt_out"], smoothing, batch["pad_id"])
     optimizer.zero_grad()
     loss.backward()
     if max_grad_norm is not None:
@@ -179,27 +180,29 @@ def _batch() -> dict:
 _STEPS = 3  # several steps: stale gradients or a missing scheduler step show up
 
 
-@exercise("ex07_4", "transformer_course.step:train_step", "hard", also=("train_step_mixed_precision",),
-          needs=("ex07_3",))  # fmt: skip
+@exercise("ex07_4", "transformer_course.step:train_step", "hard", needs=("ex07_3",))
 def train_step_cases() -> Iterator[Case]:
     """one training step
 
     Hint: model.train(); logits = model(batch.src, batch.tgt_in); loss against batch.tgt_out with your
     label_smoothed_cross_entropy; optimizer.zero_grad(); loss.backward(); clip_grad_norm_ (if max_grad_norm is
-    not None); optimizer.step(); scheduler.step() (if any); return loss.detach().
+    not None); optimizer.step(); scheduler.step() (if any); return loss.detach(). With precision: the forward pass
+    under `with precision.autocast(batch.src.device):`, the loss on logits.float(), and precision.scaler's
+    scale(loss).backward(), unscale_(optimizer) before clipping, step(optimizer) and update().
     """
     settings = [
-        ("SGD with momentum, no clipping", "SGD", {"lr": 0.5, "momentum": 0.9}, False, 0.1, None),
-        ("Adam, clipping at 0.05", "Adam", {"lr": 0.01}, False, 0.1, 0.05),
-        ("Adam with a scheduler, smoothing 0", "Adam", {"lr": 0.01}, True, 0.0, 1.0),
+        ("SGD with momentum, no clipping", "SGD", {"lr": 0.5, "momentum": 0.9}, False, 0.1, None, False),
+        ("Adam, clipping at 0.05", "Adam", {"lr": 0.01}, False, 0.1, 0.05, False),
+        ("Adam with a scheduler, smoothing 0", "Adam", {"lr": 0.01}, True, 0.0, 1.0, False),
+        ("Adam, bfloat16 autocast (mixed precision on the CPU)", "Adam", {"lr": 0.01}, True, 0.1, 0.05, True),
     ]
-    for seed, (name, optimizer, options, scheduler, smoothing, max_norm) in enumerate(settings):
+    for seed, (name, optimizer, options, scheduler, smoothing, max_norm, bf16) in enumerate(settings):
         torch.manual_seed(seed * _STEPS)
         state = {key: value.detach().clone() for key, value in StandInModel().state_dict().items()}
         for steps in range(1, _STEPS + 1):  # step k: k steps from the same start, the last one judged
             probe = custom_case("train_steps", package=PACKAGE, state=state, optimizer=optimizer, options=options,
                                 scheduler=scheduler, smoothing=smoothing, max_norm=max_norm, batch=_batch(),
-                                steps=steps)  # fmt: skip
+                                steps=steps, bf16=bf16)  # fmt: skip
             yield Case(f"{name}, step {steps}", probe, _judge_step)
 
 
@@ -207,15 +210,16 @@ def _judge_step(case: Case, got: Outcome) -> None:
     """Replay the steps with the hand-written reference; compare the last loss and the parameters."""
     inputs, label = case.probe["inputs"], case.label
     smoothing, max_norm, batch, step = inputs["smoothing"], inputs["max_norm"], inputs["batch"], inputs["steps"]
+    bf16 = inputs.get("bf16", False)
     with torch.random.fork_rng():  # a judge leaves the random numbers of the probes alone
         theirs, optimizer, scheduler = training_run(inputs["state"], inputs["optimizer"], inputs["options"],
                                                     inputs["scheduler"])  # fmt: skip
     for _ in range(step - 1):
-        _reference_step(theirs, batch, optimizer, scheduler, smoothing, max_norm)
+        _reference_step(theirs, batch, optimizer, scheduler, smoothing, max_norm, bf16)
     with torch.no_grad():  # the loss a model comparing with the unshifted target would report
         unshifted = _cross_entropy(theirs(batch["src"], batch["tgt_in"]), batch["tgt_in"], smoothing, 0)
     loss = got.output(step - 1)
-    want = _reference_step(theirs, batch, optimizer, scheduler, smoothing, max_norm)
+    want = _reference_step(theirs, batch, optimizer, scheduler, smoothing, max_norm, bf16)
     if isinstance(loss, float):
         raise CheckFailure(
             f"{label}: return the loss as a tensor (loss.detach()), not a float: .item() makes the CPU "
@@ -229,6 +233,10 @@ def _judge_step(case: Case, got: Outcome) -> None:
     if not math.isclose(loss.item(), want, rel_tol=1e-5, abs_tol=1e-6):
         shifted = math.isclose(loss.item(), unshifted.item(), rel_tol=1e-5)
         hint = " (it is the loss against batch.tgt_in: compare with batch.tgt_out)" if shifted else ""
+        if bf16 and not shifted:
+            hint = (
+                " (run the forward pass under `with precision.autocast(batch.src.device):`, the loss on logits.float())"
+            )
         raise CheckFailure(f"{label}: the returned loss is {loss.item():.6g}, expected {want:.6g}{hint}")
     parameters = got.report("parameters")
     for name, q in theirs.named_parameters():

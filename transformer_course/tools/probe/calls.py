@@ -292,15 +292,20 @@ def training_run(state: dict, optimizer: str, options: dict, scheduler: bool):
 
 
 def train_steps(impl: Callable, package: str, state: dict, optimizer: str, options: dict, scheduler: bool,
-                smoothing: float, max_norm: float | None, batch: dict, steps: int) -> dict:  # fmt: skip
+                smoothing: float, max_norm: float | None, batch: dict, steps: int, bf16: bool = False) -> dict:  # fmt: skip
     """ex07_4: ``steps`` training steps of the learner's train_step on a StandInModel left in
-    evaluation mode; then the model's mode, its parameters and the scheduler's step count."""
+    evaluation mode (with ``bf16``: the learner's ``MixedPrecision`` for bfloat16 autocast on the
+    CPU); then the model's mode, its parameters and the scheduler's step count."""
     model, made, schedule = training_run(state, optimizer, options, scheduler)
     model.eval()  # train_step must switch the model to training mode itself
     data = resolve(f"{package}.batching:Batch")(batch["src"], batch["tgt_in"], batch["tgt_out"], batch["pad_id"])
+    args = [model, data, made, schedule, smoothing, max_norm]
+    if bf16:
+        mixed = resolve(f"{package}.step:MixedPrecision")
+        args.append(mixed(torch.bfloat16, torch.amp.GradScaler("cpu", enabled=False)))
     result: dict = {"calls": [], "report": {}}
     for _ in range(steps):
-        result["calls"].append(invoke(impl, [model, data, made, schedule, smoothing, max_norm], {}, []))
+        result["calls"].append(invoke(impl, args, {}, []))
         if result["calls"][-1]["error"]:
             return result
     result["report"] = {
