@@ -27,13 +27,15 @@ def average_state_dicts(states: Sequence[Mapping[str, Tensor]]) -> dict[str, Ten
 
     Floating-point tensors are averaged (summed in float64, so that the order of the checkpoints
     does not change the result, then given back their dtype); other tensors (integer counters,
-    boolean buffers) cannot be averaged and must be equal in all of them.
+    boolean buffers) cannot be averaged and must be equal in all of them: they are kept as they
+    are. States of other keys, or of another shape or dtype for a key, raise ``ValueError``.
 
     Shape:
         N dicts of tensors with the same keys and shapes → one dict of the same keys and shapes
     """
     if not states:
         raise ValueError("states is empty: nothing to average")
+    ### BEGIN SOLUTION
     keys = list(states[0])
     for i, state in enumerate(states[1:], start=1):
         if list(state) != keys:
@@ -56,6 +58,7 @@ def average_state_dicts(states: Sequence[Mapping[str, Tensor]]) -> dict[str, Ten
             if any(not torch.equal(t, first) for t in tensors[1:]):
                 raise ValueError(f"{key} is not floating point and differs between the states: cannot average it")
             averaged[key] = first.clone()
+    ### END SOLUTION
     return averaged
 
 
