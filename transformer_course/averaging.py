@@ -68,6 +68,7 @@ def average_checkpoints(paths: Sequence[str | Path], map_location: str | torch.d
     Returns the *last* checkpoint (its step, vocabularies, tokenizer, ``extra``) with the averaged
     weights in its model; ``extra["averaged_steps"]`` lists the steps that were averaged. The
     optimizer and scheduler states are dropped: they belong to the last checkpoint's weights only.
+    Checkpoints of another configuration or other tokens raise ``ValueError``.
     """
     if not paths:
         raise ValueError("paths is empty: give the checkpoints to average")
@@ -76,6 +77,12 @@ def average_checkpoints(paths: Sequence[str | Path], map_location: str | torch.d
     for path, checkpoint in zip(paths, checkpoints, strict=True):
         if checkpoint.config != last.config:
             raise ValueError(f"{path} has another model configuration than {paths[-1]}: not checkpoints of one run")
+        if (checkpoint.src_vocab, checkpoint.tgt_vocab, checkpoint.tokenizer) != (
+            last.src_vocab,
+            last.tgt_vocab,
+            last.tokenizer,
+        ):
+            raise ValueError(f"{path} has other tokens than {paths[-1]}: not checkpoints of one run")
     last.model.load_state_dict(average_state_dicts([c.model.state_dict() for c in checkpoints]))
     last.optimizer_state = last.scheduler_state = None
     last.extra = {**last.extra, "averaged_steps": [c.step for c in checkpoints]}
