@@ -243,7 +243,7 @@ def tokenizer_summary(tokenizer: SubwordTokenizer, texts: Sequence[str]) -> dict
     }
 
 
-# -- byte-pair merges from scratch (exercise ex09_1) -------------------------------------------------
+# -- byte-pair merges from scratch (exercise ex09_3) -------------------------------------------------
 def pretokenized_words(texts: Iterable[str]) -> dict[str, int]:
     """How often each pre-token occurs in ``texts``, cut exactly as :func:`train_subwords` cuts them
     before BPE ("▁" at word starts, punctuation split off): the input of :func:`bpe_merges`.

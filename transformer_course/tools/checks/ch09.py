@@ -23,15 +23,15 @@ from .registry import exercise
 
 
 def _reference_pack(order, src_lengths, tgt_lengths, max_tokens) -> list[list[int]]:
-    batches: list[list[int]] = []
+    """Try each example in the open batch; keep it there if the padded sizes stay within the budget."""
+    packed: list[list[int]] = []
     for i in order:
-        if batches:
-            grown = batches[-1] + [i]
-            if all(len(grown) * max(lengths[j] for j in grown) <= max_tokens for lengths in (src_lengths, tgt_lengths)):
-                batches[-1] = grown
-                continue
-        batches.append([i])
-    return batches
+        trial = (packed[-1] if packed else []) + [i]
+        if packed and all(len(trial) * max(n[j] for j in trial) <= max_tokens for n in (src_lengths, tgt_lengths)):
+            packed[-1] = trial
+        else:
+            packed.append([i])
+    return packed
 
 
 def _sorted_order(src_lengths: list[int], tgt_lengths: list[int]) -> list[int]:
