@@ -89,13 +89,6 @@ def _accepts_other_keys(states):
     return {key: _mean_of([state[key] for state in states if key in state]) for key in states[0]}
 
 
-def _accepts_other_shapes(states):
-    keys = list(states[0])
-    if any(list(state) != keys for state in states):
-        raise ValueError("other keys")
-    return {key: _mean_of([s[key] for s in states if s[key].shape == states[0][key].shape]) for key in keys}
-
-
 # ex09_3 — bpe_merges
 
 
@@ -189,7 +182,6 @@ MUTANTS = {
         ("sums without dividing", _sum_not_mean),
         ("turns integer buffers into floats", _integers_into_floats),
         ("accepts states with other keys", _accepts_other_keys),
-        ("accepts tensors of other shapes", _accepts_other_shapes),
     ],
     "ex09_3": [
         ("counts each pair once per word type, not weighted by frequency", _mutant(count=_once_per_word_type)),

@@ -66,7 +66,7 @@ def pack_cases() -> Iterator[Case]:
         label = f"{n} random examples of 1 to 25 tokens, length-sorted, max_tokens={max_tokens}"
         yield Case(label, calls_case(call(_sorted_order(src, tgt), src, tgt, max_tokens)), _judge_pack)
     src, tgt = [3, 4, 11, 2], [3, 5, 4, 2]
-    label = f"an example longer than the budget: src {src}, tgt {tgt}, max_tokens=10"
+    label = f"an example longer than the budget: src {src}, tgt {tgt}, max_tokens=10"  # last: it must raise
     yield Case(label, calls_case(call([3, 0, 1, 2], src, tgt, 10)), _judge_too_long)
 
 
@@ -155,18 +155,10 @@ def average_cases() -> Iterator[Case]:
     for n, dtype in ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16)):
         states = _states(n, seed=n, dtype=dtype)
         yield Case(f"{n} states of {dtype}", calls_case(call(states)), _judge_mean)
+    # The one case that must raise comes last: a grading child stops at the first error it sees.
     states = _states(3, seed=7)
     states[2]["extra.weight"] = torch.ones(2)
     yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
-    states = _states(3, seed=8)
-    del states[1]["layer.bias"]
-    yield Case("3 states, the second missing a key", calls_case(call(states)), _judge_refused)
-    states = _states(2, seed=9)
-    states[1]["layer.bias"] = torch.randn(5)
-    yield Case("2 states, layer.bias of shape (4,) and (5,)", calls_case(call(states)), _judge_refused)
-    states = _states(3, seed=10)
-    states[2]["norm.num_batches"] = torch.tensor(7)
-    yield Case("3 states whose integer buffer differs", calls_case(call(states)), _judge_refused)
 
 
 def _judge_mean(case: Case, got: Outcome) -> None:
