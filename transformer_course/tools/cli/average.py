@@ -64,7 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     average = subparsers.add_parser(
         "average",
         help="average the weights of several checkpoints of one run into a new checkpoint (§6.1)",
-        description=__doc__.split("\n\n")[0] + " The output is written atomically; inputs are never overwritten.",
+        description=(
+            "Writes OUT: the last input with its weights replaced by the mean of all the inputs' weights (paper "
+            "§6.1), without optimizer state. Inputs are never overwritten, an existing OUT only with --force, "
+            "and OUT is written atomically."
+        ),
     )
     average.add_argument("out", type=Path, metavar="OUT", help="the checkpoint to write (a new file)")
     average.add_argument("inputs", type=Path, nargs="*", metavar="IN", help="two or more checkpoints of one run")
