@@ -197,6 +197,30 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
     print(f"{len(pieces):2d} tokens: {' '.join(pieces)}")
 
 # %% [markdown]
+# ### The merges, learned from scratch
+#
+# Nothing in BPE's training is hidden in the library. Cut the texts as the tokenizer does ("▁" at
+# word starts, punctuation apart) and count how often each piece occurs; then, merge after merge:
+# count the neighbouring pairs of symbols in every word, each weighted by the word's count, join the
+# most frequent pair everywhere, and count again. Where two pairs are equally frequent, `tokenizers`
+# takes the one whose symbols it made first (characters in code-point order, then merged symbols in
+# the order they were made); follow that rule and the merges agree one for one. `bpe_merges` in
+# `subwords.py` is that loop (exercise ex09_3); here it runs on our training sentences, next to the
+# tokenizer trained above.
+
+# %%
+from transformer_course.subwords import bpe_merges, pretokenized_words  # exercise ex09_3
+
+words = pretokenized_words(text for pair in texts["train"] for text in pair)  # piece → how often it occurs
+ours = bpe_merges(words, 50)
+library = [tuple(merge.split(" ")) for merge in tokenizer.merges()[:50]]
+print(f"{len(words):,} distinct pieces; the first merges, bpe_merges | tokenizers:")
+for k in range(8):
+    print(f"{k:3d}  {' + '.join(ours[k]):>11} | {' + '.join(library[k])}")
+assert ours == library, "bpe_merges and the library disagree"
+print(f"all {len(ours)} merges agree")
+
+# %% [markdown]
 # The unseen words come out as pieces the model knows (*▁Hund*, a piece of *Hütte*), never as
 # `<unk>`. Which tokens does each language use? Most are used by one language only. The data has
 # no names, and a loan word such as *Baby* is not spelled alike either: German capitalises its
@@ -282,7 +306,8 @@ print(f"shared embeddings: {shared.num_parameters():,} parameters; separate sour
 # buckets of similar length, which helps; the paper goes further: each batch holds "approximately
 # 25000 source tokens and 25000 target tokens". `token_batches` sorts the examples by length and
 # fills each batch until one more example would push *count × longest* over the budget
-# (`max_tokens`), for the source and the target; then it shuffles the batches. A batch holds many
+# (`max_tokens`), for the source and the target (that step is `pack`, exercise ex09_1); then it
+# shuffles the batches. A batch holds many
 # short sentences or a few long ones, and the work per step is about the same every step.
 #
 # Long pairs first: a real corpus holds some pages-long "sentences" that fit no budget;
@@ -411,8 +436,9 @@ for i in wrong[:5]:
 # The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
 # in training the weights move around the bottom of a valley, pushed one way and then another by
 # the batches; the mean of several of those points can lie nearer the middle than any one of them.
-# `average_state_dicts` takes the element-wise mean (it works for any `state_dict` of one
-# architecture; `average_checkpoints` does the same for checkpoint files). We average the last 2,
+# `average_state_dicts` takes the element-wise mean (exercise ex09_2; it works for any `state_dict`
+# of one architecture; `average_checkpoints` does the same for checkpoint files, and
+# `python -m transformer_course average` from the command line). We average the last 2,
 # 3 and 5 of our kept weights and score each on the test set.
 
 # %%
@@ -601,10 +627,18 @@ print("mixed precision here:", MixedPrecision.for_device(device))
 # - DistributedDataParallel runs the same loop on several processes; with token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
-# **Exercises:** this chapter has no exercises of its own: it runs on the pieces you built in the
-# exercises of chapters 01–08 (`exercises/ex01_embeddings.ipynb` to `exercises/ex08_decoding.ipynb`),
-# and its new rooms (`subwords.py`, `token_batches.py`, `averaging.py`, `distributed.py`, …) are
-# there to read.
+# **Exercises:** [exercises/ex09_real_translation.ipynb](../exercises/ex09_real_translation.ipynb) —
+# the packing of length-sorted sentences under a token budget (ex09_1), the mean of several
+# checkpoints (ex09_2) and byte-pair merges from scratch that agree with the library's (ex09_3).
+# Worked solutions are in `solutions/`. From the command line:
+#
+# ```bash
+# python -m transformer_course check ex09_1 ex09_2 ex09_3
+# python -m transformer_course average averaged.pt run-900.pt run-950.pt run-1000.pt   # §6.1 on files
+# ```
+#
+# The rest of the chapter runs on the pieces you built in chapters 01–08; its other new rooms
+# (`sentences.py`, `distributed.py`, …) are there to read.
 
 # %% [markdown]
 # ## Check yourself

@@ -157,3 +157,26 @@ def test_a_chapter_stops_at_the_first_unwritten_exercise(edition: Path) -> None:
     assert "is not written yet — the chapter stops here" in message, message[-2000:]
     assert "transformer_course/" in message and "python -m transformer_course check ex" in message, message[-2000:]
     assert "Traceback" not in message.split("is not written yet")[1], "the stop shows a short message, not a traceback"
+
+
+def test_chapter_09_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path) -> None:
+    """With every exercise of chapters 01–08 written (restored), chapter 09 runs up to its first
+    exercise, ``bpe_merges`` (ex09_3, in §2), and stops there with the short message."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    copy = tmp_path / "mine"
+    shutil.copytree(edition, copy)
+    for exercise_id in sorted(i for i in EXERCISES if not i.startswith("ex09")):
+        restore_exercise(copy, exercise_id, complete=ROOT)
+    chapter = copy / "chapters" / "09_real_translation.ipynb"
+    notebook = nbformat.read(chapter, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
+    )
+    with pytest.raises(CellExecutionError) as stopped:
+        client.execute(env={**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"})
+    message = str(stopped.value)
+    assert "ex09_3: bpe_merges is not written yet — the chapter stops here" in message, message[-2000:]
+    assert "transformer_course/subwords.py" in message, message[-2000:]

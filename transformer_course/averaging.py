@@ -27,13 +27,15 @@ def average_state_dicts(states: Sequence[Mapping[str, Tensor]]) -> dict[str, Ten
 
     Floating-point tensors are averaged (summed in float64, so that the order of the checkpoints
     does not change the result, then given back their dtype); other tensors (integer counters,
-    boolean buffers) cannot be averaged and must be equal in all of them.
+    boolean buffers) cannot be averaged and must be equal in all of them: they are kept as they
+    are. States of other keys, or of another shape or dtype for a key, raise ``ValueError``.
 
     Shape:
         N dicts of tensors with the same keys and shapes → one dict of the same keys and shapes
     """
     if not states:
         raise ValueError("states is empty: nothing to average")
+    ### BEGIN SOLUTION
     keys = list(states[0])
     for i, state in enumerate(states[1:], start=1):
         if list(state) != keys:
@@ -56,6 +58,7 @@ def average_state_dicts(states: Sequence[Mapping[str, Tensor]]) -> dict[str, Ten
             if any(not torch.equal(t, first) for t in tensors[1:]):
                 raise ValueError(f"{key} is not floating point and differs between the states: cannot average it")
             averaged[key] = first.clone()
+    ### END SOLUTION
     return averaged
 
 
@@ -65,6 +68,7 @@ def average_checkpoints(paths: Sequence[str | Path], map_location: str | torch.d
     Returns the *last* checkpoint (its step, vocabularies, tokenizer, ``extra``) with the averaged
     weights in its model; ``extra["averaged_steps"]`` lists the steps that were averaged. The
     optimizer and scheduler states are dropped: they belong to the last checkpoint's weights only.
+    Checkpoints of another configuration or other tokens raise ``ValueError``.
     """
     if not paths:
         raise ValueError("paths is empty: give the checkpoints to average")
@@ -73,6 +77,12 @@ def average_checkpoints(paths: Sequence[str | Path], map_location: str | torch.d
     for path, checkpoint in zip(paths, checkpoints, strict=True):
         if checkpoint.config != last.config:
             raise ValueError(f"{path} has another model configuration than {paths[-1]}: not checkpoints of one run")
+        if (checkpoint.src_vocab, checkpoint.tgt_vocab, checkpoint.tokenizer) != (
+            last.src_vocab,
+            last.tgt_vocab,
+            last.tokenizer,
+        ):
+            raise ValueError(f"{path} has other tokens than {paths[-1]}: not checkpoints of one run")
     last.model.load_state_dict(average_state_dicts([c.model.state_dict() for c in checkpoints]))
     last.optimizer_state = last.scheduler_state = None
     last.extra = {**last.extra, "averaged_steps": [c.step for c in checkpoints]}

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from .data import Task
 from .vocab import SPECIAL_TOKENS, Vocab
@@ -241,3 +241,76 @@ def tokenizer_summary(tokenizer: SubwordTokenizer, texts: Sequence[str]) -> dict
         "tokens_per_word": n_tokens / max(n_words, 1),
         "unk_share": n_unk / max(n_tokens, 1),
     }
+
+
+# -- byte-pair merges from scratch (exercise ex09_3) -------------------------------------------------
+def pretokenized_words(texts: Iterable[str]) -> dict[str, int]:
+    """How often each pre-token occurs in ``texts``, cut exactly as :func:`train_subwords` cuts them
+    before BPE ("▁" at word starts, punctuation split off): the input of :func:`bpe_merges`.
+
+    ``{"▁Der": 2, "▁Hund": 1, ".": 2, ...}``: BPE never merges across these pieces.
+    """
+    tok = _empty_bpe(_tokenizers())
+    counts: dict[str, int] = {}
+    for text in texts:
+        for piece, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(_check_text(text))):
+            counts[piece] = counts.get(piece, 0) + 1
+    return counts
+
+
+def _check_words(words: Mapping[str, int], n_merges: int) -> None:
+    if not isinstance(words, Mapping):
+        raise TypeError(f"words must map each word to its count, got {type(words).__name__}")
+    for word, count in words.items():
+        if not isinstance(word, str) or not word:
+            raise ValueError(f"words must have non-empty str keys, got {word!r}")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ValueError(f"words[{word!r}] must be a count >= 1, got {count!r}")
+    if isinstance(n_merges, bool) or not isinstance(n_merges, int) or n_merges < 0:
+        raise ValueError(f"n_merges must be an int >= 0, got {n_merges!r}")
+
+
+def bpe_merges(words: Mapping[str, int], n_merges: int) -> list[tuple[str, str]]:
+    """The first ``n_merges`` merges that byte-pair encoding learns from word counts.
+
+    Each word starts as its characters. One merge: count every pair of neighbouring symbols,
+    each occurrence weighted by its word's count ("aaa" holds the pair ("a", "a") twice); take the
+    most frequent pair; replace, in every word and from left to right, each occurrence of it by
+    one symbol (the two strings joined). Repeat; stop early when no word has two symbols left.
+
+    Ties between equally frequent pairs are broken as Hugging Face ``tokenizers`` breaks them,
+    so the merges are the library's: the pair whose *left* symbol is older wins, then the one whose
+    right symbol is older. Single characters are the oldest, in code-point order; a merged
+    symbol is as old as the first merge that made its string.
+
+    Args:
+        words: word → how often it occurs (see :func:`pretokenized_words`).
+        n_merges: how many merges to learn.
+
+    Returns:
+        The merges in the order learned: ``[("▁", "d"), ("e", "r"), ...]``.
+    """
+    _check_words(words, n_merges)
+    ### BEGIN SOLUTION
+    segmented = {word: list(word) for word in words}  # each word as its current symbols
+    age = {char: ord(char) for word in words for char in word}  # characters first, in code-point order
+    merges: list[tuple[str, str]] = []
+    while len(merges) < n_merges:
+        counts: dict[tuple[str, str], int] = {}
+        for word, symbols in segmented.items():
+            for pair in zip(symbols[:-1], symbols[1:], strict=True):  # overlapping: "aaa" has ("a", "a") twice
+                counts[pair] = counts.get(pair, 0) + words[word]
+        if not counts:
+            break
+        best = min(counts, key=lambda pair: (-counts[pair], age[pair[0]], age[pair[1]]))
+        joined = best[0] + best[1]
+        age.setdefault(joined, 0x110000 + len(merges))  # younger than every character
+        merges.append(best)
+        for symbols in segmented.values():
+            i = 0
+            while i < len(symbols) - 1:
+                if (symbols[i], symbols[i + 1]) == best:
+                    symbols[i : i + 2] = [joined]
+                i += 1
+    ### END SOLUTION
+    return merges

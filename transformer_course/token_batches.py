@@ -55,8 +55,13 @@ def pack(
     """Cut ``order`` into consecutive batches whose padded sizes stay within ``max_tokens``.
 
     A batch of n examples pads to n × (longest source) source slots and n × (longest target)
-    target slots; both must be ≤ ``max_tokens``. An example too long to fit even alone is an error.
+    target slots; both must be ≤ ``max_tokens``: a batch of exactly ``max_tokens`` slots is within
+    the budget. An example too long to fit even alone is a ``ValueError``.
+
+    ``[3, 0, 1, 2]`` with source lengths ``[2, 3, 5, 2]`` (targets alike) and ``max_tokens=10``:
+    ``[[3, 0, 1], [2]]`` (3 × 3 = 9 slots; a fourth example of 5 tokens would make 4 × 5 = 20).
     """
+    ### BEGIN SOLUTION
     batches: list[list[int]] = []
     batch: list[int] = []
     longest_src = longest_tgt = 0
@@ -74,7 +79,8 @@ def pack(
         batch.append(i)
         longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
     if batch:
-        batches.append(batch)
+        batches.append(batch)  # the last batch, not full
+    ### END SOLUTION
     return batches
 
 

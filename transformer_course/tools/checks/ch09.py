@@ -1,0 +1,269 @@
+"""Checks for chapter 09 — token-budget batches, checkpoint averaging, byte-pair merges.
+
+References are independent of the package: Hugging Face ``tokenizers``' own BPE trainer for the
+merges, plain Python loops for the batches and element-by-element sums in float64 for the means.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+from ..probe.calls import call, calls_case
+from ..probe.wire import MalformedResult, kind
+from ._tools import CheckFailure, expect_close, expect_equal
+from .case import Case, Outcome
+from .registry import exercise
+
+# -- ex09_1: packing length-sorted examples under a token budget ---------------------------------
+
+
+def _reference_pack(order, src_lengths, tgt_lengths, max_tokens) -> list[list[int]]:
+    """Try each example in the open batch; keep it there if the padded sizes stay within the budget."""
+    packed: list[list[int]] = []
+    for i in order:
+        trial = (packed[-1] if packed else []) + [i]
+        if packed and all(len(trial) * max(n[j] for j in trial) <= max_tokens for n in (src_lengths, tgt_lengths)):
+            packed[-1] = trial
+        else:
+            packed.append([i])
+    return packed
+
+
+def _sorted_order(src_lengths: list[int], tgt_lengths: list[int]) -> list[int]:
+    return sorted(range(len(src_lengths)), key=lambda i: (tgt_lengths[i], src_lengths[i], i))
+
+
+_PACK_CASES = (
+    ("all 4 tokens long, exactly 3 fit in 12", [4] * 7, [4] * 7, 12, None),
+    ("lengths 2, 3, 5: padded 3 × 5 = 15, though only 10 real tokens", [2, 3, 5, 5], [2, 3, 5, 5], 12, None),
+    ("the source is the longer side", [9, 9, 9, 2, 2], [1, 1, 2, 2, 3], 20, None),
+    ("one example fills the budget alone", [3, 6, 2], [3, 6, 2], 6, None),
+    ("not sorted: the batch's longest may come first", [7, 2, 2, 2, 7, 1], [5, 1, 1, 1, 6, 1], 14, [4, 1, 2, 0, 3, 5]),
+)
+
+
+@exercise("ex09_1", "transformer_course.token_batches:pack", "easy")
+def pack_cases() -> Iterator[Case]:
+    """greedy packing under a token budget
+
+    Hint: walk order, keeping the current batch and its longest source and target; if the batch is not empty and
+    (count + 1) × the new longest exceeds max_tokens for the source or the target, close the batch and start a new
+    one; an example with more than max_tokens tokens on either side is a ValueError; do not forget the last batch.
+    """
+    for label, src, tgt, max_tokens, order in _PACK_CASES:
+        order = _sorted_order(src, tgt) if order is None else order
+        probe = calls_case(call(order, src, tgt, max_tokens))
+        yield Case(f"{label}: order {order}, src {src}, tgt {tgt}, max_tokens={max_tokens}", probe, _judge_pack)
+    rng = random.Random(2)
+    for n, max_tokens in ((40, 30), (200, 64), (500, 100)):
+        src = [rng.randint(1, 20) for _ in range(n)]
+        tgt = [rng.randint(1, 25) for _ in range(n)]
+        label = f"{n} random examples of 1 to 25 tokens, length-sorted, max_tokens={max_tokens}"
+        yield Case(label, calls_case(call(_sorted_order(src, tgt), src, tgt, max_tokens)), _judge_pack)
+    src, tgt = [3, 4, 11, 2], [3, 5, 4, 2]
+    label = f"an example longer than the budget: src {src}, tgt {tgt}, max_tokens=10"  # last: it must raise
+    yield Case(label, calls_case(call([3, 0, 1, 2], src, tgt, 10)), _judge_too_long)
+
+
+def _judge_pack(case: Case, got: Outcome) -> None:
+    label, (order, src, tgt, max_tokens) = case.label, case.args()
+    batches = got.output()
+    if not isinstance(batches, list) or not all(isinstance(b, list) and b for b in batches):
+        raise CheckFailure(f"{label}: return a list of non-empty lists of example indices, got {kind(batches)}")
+    flat = [i for batch in batches for i in batch]
+    if flat != list(order):
+        missing = [i for i in order if i not in flat]
+        raise CheckFailure(
+            f"{label}: the batches, one after the other, must be order itself (every example once, in order); "
+            + (f"examples {missing} are missing (the last batch?)" if missing else f"got {batches}")
+        )
+    for k, batch in enumerate(batches):
+        for side, lengths in (("source", src), ("target", tgt)):
+            padded = len(batch) * max(lengths[i] for i in batch)
+            if padded > max_tokens and len(batch) > 1:
+                raise CheckFailure(
+                    f"{label}: batch {k} {batch} pads to {len(batch)} × {max(lengths[i] for i in batch)} = {padded} "
+                    f"{side} slots, over max_tokens={max_tokens} (the budget is count × longest, not the sum)"
+                )
+    for k, batch in enumerate(batches[:-1]):
+        grown = [*batch, batches[k + 1][0]]
+        if all(len(grown) * max(lengths[i] for i in grown) <= max_tokens for lengths in (src, tgt)):
+            raise CheckFailure(
+                f"{label}: batch {k} {batch} could also hold example {grown[-1]}: its padded size would still be "
+                f"≤ max_tokens={max_tokens} (a batch of exactly max_tokens slots is within the budget)"
+            )
+    expect_equal(batches, _reference_pack(order, src, tgt, max_tokens), "the batches", label)
+
+
+def _judge_too_long(case: Case, got: Outcome) -> None:
+    if len(got.calls) != 1:
+        raise MalformedResult("call 1 of the case is missing")
+    error = got.calls[0]["error"]
+    if error is not None and error["stub"]:
+        raise NotImplementedError(error["message"])
+    if error is None:
+        raise CheckFailure(
+            f"{case.label}: example 2 can never fit, so pack must raise ValueError (saying which example), "
+            f"got {got.calls[0]['output']!r}"
+        )
+    if error["type"] != "ValueError":
+        raise CheckFailure(f"{case.label}: should raise ValueError, raised {error['type']}: {error['message']}")
+
+
+# -- ex09_2: checkpoint averaging ----------------------------------------------------------------
+
+
+def _states(n: int, seed: int, dtype: torch.dtype = torch.float32) -> list[dict[str, Tensor]]:
+    generator = torch.Generator().manual_seed(seed)
+    steps = torch.tensor(1000 + seed)
+    return [
+        {
+            "embed.weight": torch.randn(5, 4, generator=generator).to(dtype),  # (V, D)
+            "layer.bias": torch.randn(4, generator=generator).to(dtype),  # (D,)
+            "norm.num_batches": steps.clone(),  # an integer buffer, the same in every state
+        }
+        for _ in range(n)
+    ]
+
+
+def _reference_mean(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
+    mean = {}
+    for key, first in states[0].items():
+        if first.is_floating_point():
+            total = torch.zeros(first.shape, dtype=torch.float64)
+            for state in states:
+                total = total + state[key].double()
+            mean[key] = total / len(states)
+        else:
+            mean[key] = first
+    return mean
+
+
+@exercise("ex09_2", "transformer_course.averaging:average_state_dicts", "medium")
+def average_cases() -> Iterator[Case]:
+    """the mean of several state dicts
+
+    Hint: check that every state has the keys of states[0] and, key by key, the same shapes and dtypes (ValueError
+    otherwise); average floating-point tensors (stack them in float64, mean over the new axis, back to their
+    dtype); keep other tensors only if they are equal in all states.
+    """
+    for n, dtype in ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16)):
+        states = _states(n, seed=n, dtype=dtype)
+        yield Case(f"{n} states of {dtype}", calls_case(call(states)), _judge_mean)
+    # The one case that must raise comes last: a grading child stops at the first error it sees.
+    states = _states(3, seed=7)
+    states[2]["extra.weight"] = torch.ones(2)
+    yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
+
+
+def _judge_mean(case: Case, got: Outcome) -> None:
+    label, (states,) = case.label, case.args()
+    averaged = got.output()
+    if not isinstance(averaged, dict):
+        raise CheckFailure(f"{label}: return a dict of tensors, got {kind(averaged)}")
+    if list(averaged) != list(states[0]):
+        raise CheckFailure(f"{label}: the keys should be {list(states[0])}, got {list(averaged)}")
+    for key, want in _reference_mean(states).items():
+        tensor = averaged[key]
+        if not isinstance(tensor, Tensor) or tensor.dtype != states[0][key].dtype:
+            raise CheckFailure(
+                f"{label}: {key} should keep its dtype {states[0][key].dtype}, got "
+                f"{tensor.dtype if isinstance(tensor, Tensor) else kind(tensor)}"
+            )
+        if tensor.is_floating_point():
+            tolerance = 1e-2 if tensor.dtype == torch.bfloat16 else 1e-6
+            expect_close(tensor, want, f"{key} (the mean of the {len(states)} states)", label, tolerance, tolerance)
+        else:
+            expect_equal(tensor, want, key, label)
+
+
+def _judge_refused(case: Case, got: Outcome) -> None:
+    if len(got.calls) != 1:
+        raise MalformedResult("call 1 of the case is missing")
+    error = got.calls[0]["error"]
+    if error is not None and error["stub"]:
+        raise NotImplementedError(error["message"])
+    if error is None:
+        raise CheckFailure(f"{case.label}: these states cannot be averaged; raise ValueError saying why")
+    if error["type"] != "ValueError":
+        raise CheckFailure(f"{case.label}: should raise ValueError, raised {error['type']}: {error['message']}")
+
+
+# -- ex09_3: byte-pair merges --------------------------------------------------------------------
+
+
+def _library_merges(words: dict[str, int], n_merges: int) -> list[tuple[str, str]]:
+    """The first merges of ``tokenizers``' BPE trainer on these word counts (words split at spaces only)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    trainer = trainers.BpeTrainer(vocab_size=1_000_000, min_frequency=0, show_progress=False)
+    tok.train_from_iterator([" ".join([word] * count) for word, count in words.items()], trainer=trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges][:n_merges]
+
+
+def _course_words(n_sentences: int) -> dict[str, int]:
+    """Word counts of the chapter's training sentences, English and German, cut as ``train_subwords`` cuts them."""
+    from ...sentences import sentence_splits
+    from ...subwords import pretokenized_words
+
+    pairs = sentence_splits(n_train=n_sentences, n_valid=10, n_test=10)["train"]
+    return pretokenized_words(text for pair in pairs for text in pair)
+
+
+_SMALL_CASES = (
+    ("Sennrich's example", {"low": 5, "lower": 2, "newest": 6, "widest": 3}, 10),
+    ("counts weigh more than word types", {"ab": 1, "xab": 1, "yab": 1, "cd": 10}, 2),
+    ("'aaa' holds the pair (a, a) twice", {"aaa": 2, "bc": 3}, 3),
+    ("every occurrence in a word is merged", {"abab": 3, "cd": 4}, 4),
+    ("ties between characters", {"ba": 1, "ab": 1, "ca": 1, "ac": 1}, 4),
+    ("ties between merged symbols: the older one first", {"zzq": 2, "zz": 2, "aaq": 2, "aa": 1, "zx": 1}, 4),
+    ("stops when nothing is left to merge", {"to": 3, "a": 9}, 5),
+)
+
+
+@exercise("ex09_3", "transformer_course.subwords:bpe_merges", "hard")
+def bpe_merges_cases() -> Iterator[Case]:
+    """byte-pair merges from word counts
+
+    Hint: keep each word as a list of symbols; count neighbouring pairs (zip(symbols[:-1], symbols[1:])), adding the
+    word's count for every occurrence; pick the most frequent pair, ties to the pair whose left (then right) symbol
+    is older (characters by ord(), then merged symbols in the order made); replace it in every word from left to
+    right; repeat.
+    """
+    for label, words, n_merges in _SMALL_CASES:
+        yield Case(f"{label}: words {words}, n_merges={n_merges}", calls_case(call(words, n_merges)), _judge_bpe)
+    rng = random.Random(9)
+    for alphabet in ("ab", "abc▁", "xyzäb"):
+        words = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 7))): rng.randint(1, 4) for _ in range(6)}
+        yield Case(f"random words {words}, n_merges=30", calls_case(call(words, 30)), _judge_bpe)
+    words = _course_words(3000)
+    label = f"the {len(words)} words of chapter 09's first 3,000 training pairs, n_merges=60"
+    yield Case(label, calls_case(call(words, 60)), _judge_bpe)
+
+
+def _judge_bpe(case: Case, got: Outcome) -> None:
+    words, n_merges = case.args()
+    label = case.label if len(case.label) < 120 else case.label.split(":")[0]
+    merges = got.output()
+    if not isinstance(merges, list) or not all(isinstance(m, tuple) and len(m) == 2 for m in merges):
+        raise CheckFailure(f"{label}: return a list of (left, right) tuples of str, got {kind(merges)}")
+    want = _library_merges(words, n_merges)
+    for i, (mine, theirs) in enumerate(zip(merges, want, strict=False)):
+        if mine != theirs:
+            raise CheckFailure(
+                f"{label}: merge {i} should be {theirs} (as tokenizers' BPE trainer learns it), got {mine}"
+                + (f"; the merges before it agree (the last ones: {want[max(i - 3, 0) : i]})" if i else "")
+            )
+    if len(merges) != len(want):
+        raise CheckFailure(
+            f"{label}: {len(want)} merges expected (n_merges, or fewer when no word has two symbols left), "
+            f"got {len(merges)}"
+        )
