@@ -864,7 +864,6 @@ weak_outputs = {  # token ids (B, T) of what each search found
     "beam 4": beam_search(weak, test_src, beam_size=4, max_len=MAX_OUT, length_penalty=ALPHA)[0],
 }
 candidates = {"reference": reference_ids, **weak_outputs}
-log_p = {name: score_sequences(weak, test_src, ids) for name, ids in candidates.items()}  # (B,) log P(Y | X)
 score = {name: score_sequences(weak, test_src, ids, ALPHA) for name, ids in candidates.items()}  # (B,) s(Y)
 weak_decoded = {name: [pieces(row) for row in ids] for name, ids in weak_outputs.items()}
 
@@ -936,13 +935,15 @@ def shortened(words: list[str], width: int = 44) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-for i in sorted(set(first.values())):
+shown = torch.tensor(sorted(set(first.values())))  # (n,) the test numbers in the table
+log_p = {name: score_sequences(weak, test_src[shown], ids[shown]) for name, ids in candidates.items()}  # (n,)
+for row, i in enumerate(shown.tolist()):
     print(f"'{' '.join(task.test[i][0])}' ({'; '.join(case for case, j in first.items() if j == i)})")
     print(f"    {'':10} {'translation (German pieces)':44} {'log P':>7} {'s(Y)':>7}")
     for name in candidates:
         words = references[i] if name == "reference" else weak_decoded[name][i]
         kind = "" if name == "reference" else kinds[name][i]
-        print(f"    {name:10} {shortened(words):44} {log_p[name][i]:7.2f} {score[name][i]:7.2f}  {kind}")
+        print(f"    {name:10} {shortened(words):44} {log_p[name][row]:7.2f} {score[name][i]:7.2f}  {kind}".rstrip())
 
 # %%
 search_error, model_error = first["greedy: search error"], first["greedy: model error"]
