@@ -35,7 +35,9 @@
 # - make decoding fast with a key/value cache, prove that it changes nothing but the speed, and
 #   measure the speed-up;
 # - evaluate with corpus BLEU, chrF and exact match, for every kind of number; read every head of
-#   the three attentions of the trained model; and study the numbers it still gets wrong.
+#   the three attentions of the trained model; and study the numbers it still gets wrong;
+# - tell a search error from a model error by scoring the correct translation, on a model that
+#   still makes mistakes, and know what each one asks you to change.
 #
 # **In the paper:** §3 (the model is *auto-regressive*: it consumes the symbols it generated
 # before), §3.2.3 (the decoder's masked self-attention, which is what makes caching possible), §6.1
@@ -85,7 +87,7 @@ from transformer_course.decoding import (
 from transformer_course.evaluation import strata_scores
 from transformer_course.masks import padding_mask
 from transformer_course.tools.checks import run_check
-from transformer_course.tools.claims import expect_at_most
+from transformer_course.tools.claims import expect, expect_at_least, expect_at_most, expect_between
 from transformer_course.tools.figures import architecture_map, plot_attention_heads
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.plots import strata_table
@@ -814,15 +816,169 @@ if wrong:
 
 # %% [markdown]
 # The probe reaches the mistakes a test split of 100 numbers per stratum can miss, and on the
-# shipped model it finds none: all 953 numbers come out right. On a weaker model (train chapter 07
-# for fewer steps and load that checkpoint here), each failure is listed with the log-probability
-# the model gives its own output and the correct translation. When the correct translation is far
+# shipped model it finds none: all 953 numbers come out right. On a weaker model (section 9 loads
+# one), each failure is listed with the log-probability the model gives its own output and the
+# correct translation. When the correct translation is far
 # less probable to the model than its own output, the error is the *model's*: beam search, or any
 # better search, will not find what the model considers unlikely. The fix is in the data, as it was
 # for the course's first model, whose failures on short and round numbers went away once training
 # held enough of them (chapter 07, section 1). That is the usual lesson of error analysis: look at the errors, decide whether
 # the search or the model is to blame, and fix the model with data, not with cleverer decoding.
+
+# %% [markdown]
+# ## 9. Search errors and model errors, side by side
 #
+# A model that makes no mistakes has nothing to teach about them. So we load a second checkpoint
+# that ships with the course: chapter 07's recipe, exactly as for the shipped model (same size,
+# data, repeats and seed), stopped after 350 steps instead of 3,000
+# (`python scripts/make_checkpoint.py --undertrained` re-creates it; `load_pretrained` checks its
+# SHA-256 as it does the shipped one's). It still gets a good share of the test numbers wrong.
+#
+# Write $\hat Y$ for what a search returned for the input $X$, $Y^*$ for the correct translation,
+# and $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (section 3, α = 0.6).
+# Greedy decoding is beam search with $k = 1$, so it searches for the same score, only less
+# thoroughly. When $\hat Y \neq Y^*$, the error is
+#
+# - a **search error** if $s(Y^*) > s(\hat Y)$: the model prefers the correct translation, and the
+#   search did not find it. The model is not to blame; the search is: a wider beam, another length
+#   penalty or a longer output limit can help, at the price of decoding time;
+# - a **model error** if $s(Y^*) < s(\hat Y)$: the model itself prefers the wrong translation, so a
+#   perfect search would return a wrong translation too (one that scores at least $s(\hat Y)$). No
+#   decoding setting helps; the model must change: more training steps, more (or better chosen)
+#   data, a bigger model.
+#
+# `score_sequences` gives both scores: it runs the model once with teacher forcing on a translation
+# we supply and adds up the log-probabilities of its tokens (with `length_penalty=0.6` it divides
+# by $lp(Y)$). We decode the test split with the under-trained model, greedily and with beam search
+# ($k = 4$, α = 0.6), and sort every wrong translation.
+
+# %%
+weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
+weak = weak_checkpoint.model.eval()
+assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
+print(f"under-trained checkpoint after {weak_checkpoint.step} training steps (the shipped one: {checkpoint.step})")
+ALPHA = 0.6  # the length penalty beam search ranks by; the errors are judged by the same score
+reference_ids = pad_sequences([tgt_vocab.encode(t, add_eos=True) for t in references], tgt_vocab.pad_id)  # (B, T*)
+weak_outputs = {  # token ids (B, T) of what each search found
+    "greedy": greedy_decode(weak, test_src, MAX_OUT),
+    "beam 4": beam_search(weak, test_src, beam_size=4, max_len=MAX_OUT, length_penalty=ALPHA)[0],
+}
+candidates = {"reference": reference_ids, **weak_outputs}
+score = {name: score_sequences(weak, test_src, ids, ALPHA) for name, ids in candidates.items()}  # (B,) s(Y)
+weak_decoded = {name: [pieces(row) for row in ids] for name, ids in weak_outputs.items()}
+
+
+def error_kinds(found: list[list[str]], found_score: torch.Tensor, reference_score: torch.Tensor) -> list[str]:
+    """Per test number: "right", "search error" (the model scores the reference higher than what the
+    search found) or "model error" (the model scores the wrong translation it found higher)."""
+    kinds = []
+    for hypothesis, reference, s_found, s_reference in zip(
+        found, references, found_score.tolist(), reference_score.tolist(), strict=True
+    ):
+        if hypothesis == reference:
+            kinds.append("right")
+        else:
+            kinds.append("search error" if s_reference > s_found else "model error")
+    return kinds
+
+
+kinds = {name: error_kinds(weak_decoded[name], score[name], score["reference"]) for name in weak_outputs}
+disagree = [i for i, (g, b) in enumerate(zip(*weak_decoded.values(), strict=True)) if g != b]
+repaired = [i for i in disagree if kinds["greedy"][i] != "right" and kinds["beam 4"][i] == "right"]
+search_errors_repaired = sum(kinds["greedy"][i] == "search error" for i in repaired)
+
+# %% [markdown]
+# How many of the test numbers fall into each kind, for each search:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'model errors':>13}")
+for name, found in kinds.items():
+    print(f"{name:>17} {found.count('right'):8} {found.count('search error'):14} {found.count('model error'):13}")
+print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors")
+
+# %% [markdown]
+# These counts come from one run of the model on this machine (another CPU may round a close call
+# the other way); what the chapter claims about them is checked here, on every machine:
+
+# %%
+wrong_after_beam = len(references) - kinds["beam 4"].count("right")
+expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")  # fmt: skip
+expect_at_least("greedy's wrong translations that are search errors", kinds["greedy"].count("search error"), 1)
+expect_at_least("greedy's wrong translations that are model errors", kinds["greedy"].count("model error"), 1)
+expect_at_least("test numbers where greedy and beam search disagree", len(disagree), 1)
+expect_at_least("greedy's errors that beam search repairs", len(repaired), 1)
+expect_at_least("greedy's search errors that beam search repairs",
+                100 * search_errors_repaired / kinds["greedy"].count("search error"), 75, "%")  # fmt: skip
+expect_at_most("beam search's search errors, as a share of greedy's",
+               100 * kinds["beam 4"].count("search error") / kinds["greedy"].count("search error"), 25, "%")  # fmt: skip
+expect_at_least("model errors among beam search's wrong translations",
+                100 * kinds["beam 4"].count("model error") / wrong_after_beam, 90, "%")  # fmt: skip
+
+# %% [markdown]
+# The first test numbers where each case occurs: the input, the correct translation and the two
+# searches' outputs (German pieces), each with its log-probability $\log P(Y \mid X)$ and its score
+# $s(Y)$ under the under-trained model.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+first = {  # the first test number of each case (one number may stand for several)
+    "greedy: search error": kinds["greedy"].index("search error"),
+    "greedy: model error": kinds["greedy"].index("model error"),
+    "greedy and beam search disagree": disagree[0],
+    "beam search repairs greedy's error": repaired[0],
+}
+
+
+def shortened(words: list[str], width: int = 44) -> str:
+    text = " ".join(words)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+shown = torch.tensor(sorted(set(first.values())))  # (n,) the test numbers in the table
+log_p = {name: score_sequences(weak, test_src[shown], ids[shown]) for name, ids in candidates.items()}  # (n,)
+for row, i in enumerate(shown.tolist()):
+    print(f"'{' '.join(task.test[i][0])}' ({'; '.join(case for case, j in first.items() if j == i)})")
+    print(f"    {'':10} {'translation (German pieces)':44} {'log P':>7} {'s(Y)':>7}")
+    for name in candidates:
+        words = references[i] if name == "reference" else weak_decoded[name][i]
+        kind = "" if name == "reference" else kinds[name][i]
+        print(f"    {name:10} {shortened(words):44} {log_p[name][row]:7.2f} {score[name][i]:7.2f}  {kind}".rstrip())
+
+# %%
+search_error, model_error = first["greedy: search error"], first["greedy: model error"]
+expect("the first search error: the model scores the reference above greedy's output",
+       score["reference"][search_error] > score["greedy"][search_error],
+       f"{score['reference'][search_error]:.2f} > {score['greedy'][search_error]:.2f}")  # fmt: skip
+expect("the first model error: the model scores greedy's wrong output above the reference",
+       score["greedy"][model_error] > score["reference"][model_error],
+       f"{score['greedy'][model_error]:.2f} > {score['reference'][model_error]:.2f}")  # fmt: skip
+
+# %% [markdown]
+# Read the two kinds against each other:
+#
+# - A **search error** is section 2's worked example on a real model: at some step greedy decoding
+#   took the piece that looked best there, and the rest of the translation could not recover (it may
+#   fail to stop, or write on after a complete number), although the model scores the correct
+#   translation higher. Beam search keeps the runner-ups alive: it repairs most of greedy's search
+#   errors and makes few of its own (both checked above). A search error does not promise that a
+#   better search finds the *correct* translation, though: it only says that the model likes
+#   something better than what was found. Beam search may find a translation that scores higher
+#   still and is wrong: a model error that the search error was hiding.
+# - A **model error** is where the model prefers its wrong translation to the correct one: a wider
+#   beam only finds more of what the model wants. Almost every error left after beam search is of
+#   this kind (checked above), so on this model the next step is not a better search but more
+#   training. The shipped model is the same recipe run to 3,000 steps, and on the same test split
+#   it makes no errors at all (section 6).
+#
+# This is the sorting to do on any translator before tuning it: score the correct translation next
+# to the one the search found. If the model prefers the correct one, spend effort on the search
+# (beam size, length penalty); if it prefers its own, spend it on the model and its data. Real
+# translation models have plenty of model errors too: Stahlberg and Byrne (2019) searched exactly
+# and found that, for many sentences, the translation their model scores highest of all is the
+# empty one. No search can repair that; a length penalty works around it, it does not remove it.
+
+# %% [markdown]
 # ## Summary
 #
 # - Decoding turns next-token distributions into a translation: encode once, then choose, append
@@ -838,9 +994,12 @@ if wrong:
 #   computes each earlier position once instead of at every step (only the attention over the
 #   cached keys still grows with the prefix); positions must start at the cache length.
 # - BLEU, chrF and exact match put greedy and beam search level on the test split, with no
-#   errors. Probing 953 rare inputs that training left out finds no error either; where a model
-#   does err, scoring the correct translation tells a search error (beam search can help) from a
-#   model error (only better training data can).
+#   errors. Probing 953 rare inputs that training left out finds no error either.
+# - Where a model does err, scoring the correct translation tells a search error (the model prefers
+#   the correct translation: a better search can help) from a model error (the model prefers its
+#   wrong output: only more training, data or capacity can). On the same recipe stopped early,
+#   beam search repairs most of greedy's search errors, and almost all the errors left are model
+#   errors.
 #
 # **Exercises:** [exercises/ex08_decoding.ipynb](../exercises/ex08_decoding.ipynb) — one greedy
 # step (ex08_1), top-p filtering (ex08_2) and one beam-search step with the length penalty
@@ -882,6 +1041,14 @@ if wrong:
 #    Score the correct translation and the found one under the model: if the model gives the correct
 #    one the higher probability, the search missed it; otherwise the model is wrong and no search
 #    will help.
+#    </details>
+# 6. After beam search, almost all of a model's errors are model errors. What do you change?
+#    <details><summary>Answer</summary>
+#
+#    The model, not the search: train it longer, give it more (or better chosen) data, or make it
+#    bigger. A wider beam only finds more of what the model already prefers. Section 9's model is
+#    the shipped model's own run stopped early: the same recipe, trained to the end, makes no errors
+#    on the test split.
 #    </details>
 #
 # ## Further reading

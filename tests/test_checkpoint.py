@@ -24,6 +24,8 @@ from transformer_course.schedule import make_optimizer, transformer_scheduler
 from transformer_course.tools.pretrained import (
     PRETRAINED_PATH,
     PRETRAINED_SHA256_PATH,
+    UNDERTRAINED_PATH,
+    UNDERTRAINED_SHA256_PATH,
     ChecksumError,
     load_pretrained,
     load_verified,
@@ -157,8 +159,26 @@ def test_the_shipped_model_translates_and_its_hash_is_checked(tmp_path: Path) ->
         load_verified(damaged, recorded_sha256())
 
 
+def test_the_undertrained_model_is_hashed_and_still_makes_mistakes(tmp_path: Path) -> None:
+    """Chapter 08's second model: the same recipe stopped early, its SHA-256 checked like the shipped one's."""
+    checkpoint = load_pretrained("numbers-en-de-undertrained")
+    assert sha256_of(UNDERTRAINED_PATH) == recorded_sha256(UNDERTRAINED_SHA256_PATH) != recorded_sha256()
+    assert checkpoint.extra["task"] == "numbers-en-de" and checkpoint.step < load_pretrained().step
+    assert 70 <= checkpoint.extra["test"]["exact_match"] <= 90, "wrong often enough to show its errors"
+    assert checkpoint.model.config == load_pretrained().model.config, "the shipped model's size and vocabularies"
+    damaged = tmp_path / "damaged.pt"
+    data = bytearray(UNDERTRAINED_PATH.read_bytes())
+    data[len(data) // 3] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(ChecksumError, match="SHA-256"):
+        load_verified(damaged, recorded_sha256(UNDERTRAINED_SHA256_PATH))
+    with pytest.raises(ValueError, match="name must be one of"):
+        load_pretrained("numbers-en-fr")
+
+
 def test_the_checkpoint_ships_with_the_package() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "tools/assets/*" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course"]
-    assert PRETRAINED_PATH.parent.name == "assets" and PRETRAINED_SHA256_PATH.exists()
-    assert PRETRAINED_PATH.stat().st_size < 8_000_000, "keep the committed checkpoint a few MB"
+    for path, sha_path in ((PRETRAINED_PATH, PRETRAINED_SHA256_PATH), (UNDERTRAINED_PATH, UNDERTRAINED_SHA256_PATH)):
+        assert path.parent.name == "assets" and sha_path.exists()
+        assert path.stat().st_size < 8_000_000, "keep the committed checkpoints a few MB"

@@ -327,9 +327,13 @@ def test_the_shipped_model_is_right_on_every_stratum() -> None:
     assert strata == checkpoint.extra["test"]["strata"], "the scores recorded in the file are the real ones"
 
 
-def test_the_shipped_model_was_made_by_the_recipe_of_make_checkpoint() -> None:
-    """scripts/make_checkpoint.py re-creates the committed file: its steps, profile and repeats are
-    the ones recorded in the checkpoint (so the script cannot drift from what ships)."""
+@pytest.mark.parametrize(
+    ("name", "recipe"), [("numbers-en-de", "SHIPPED"), ("numbers-en-de-undertrained", "UNDERTRAINED")]
+)
+def test_the_shipped_models_were_made_by_the_recipe_of_make_checkpoint(name: str, recipe: str) -> None:
+    """scripts/make_checkpoint.py re-creates the committed files: their steps, profile and repeats are
+    the ones recorded in the checkpoints (so the script cannot drift from what ships). The
+    under-trained model is the same run stopped early: only the number of steps differs."""
     import importlib.util
     from dataclasses import replace
 
@@ -339,12 +343,13 @@ def test_the_shipped_model_was_made_by_the_recipe_of_make_checkpoint() -> None:
     spec = importlib.util.spec_from_file_location("make_checkpoint", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    checkpoint = load_pretrained()
+    profile = getattr(script, recipe)
+    assert replace(profile, steps=script.SHIPPED.steps) == script.SHIPPED
+    checkpoint = load_pretrained(name)
     assert checkpoint.extra["oversampling"] == script.SHIPPED_OVERSAMPLING
-    assert checkpoint.step == script.SHIPPED.steps
+    assert checkpoint.step == profile.steps
     assert (
-        checkpoint.extra["profile"]
-        == replace(script.SHIPPED, eval_every=checkpoint.extra["profile"]["eval_every"]).to_dict()
+        checkpoint.extra["profile"] == replace(profile, eval_every=checkpoint.extra["profile"]["eval_every"]).to_dict()
     )
 
 

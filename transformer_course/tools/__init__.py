@@ -12,7 +12,7 @@
 * ``colab.py``: on Colab, the learner's own student edition (what every notebook's first cell calls);
 * ``links.py``: the badges, first cells and guides written from ``REPOSITORY_URL`` (``sync-links``);
 * ``pairs.py``: notebook pairs (.py + .ipynb) written as JupyterLab saves them;
-* ``pretrained.py`` and ``assets/``: the model that ships with the course and its SHA-256;
+* ``pretrained.py`` and ``assets/``: the models that ship with the course and their SHA-256;
 * ``runs.py``, ``plots.py``: a whole training run, and figures, built from the rooms;
 * ``figures.py``: the architecture map every chapter opens with, attention heads, path lengths;
 * ``experiments.py``: the runner of the small training experiments the chapters run to test their

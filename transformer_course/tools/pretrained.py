@@ -1,6 +1,12 @@
-"""The trained model that ships with the course, and the SHA-256 check that guards it.
+"""The trained models that ship with the course, and the SHA-256 check that guards them.
 
-``scripts/make_checkpoint.py`` trains it and records the file's hash next to it;
+Two checkpoints of chapter 07's recipe ship, both made by ``scripts/make_checkpoint.py``, which
+records each file's hash next to it:
+
+- ``"numbers-en-de"``: trained to the end; ``translate`` and most of chapter 08 use it;
+- ``"numbers-en-de-undertrained"``: the same run stopped early (``--undertrained``), so that it
+  still makes mistakes: chapter 08 sorts them into search errors and model errors.
+
 :func:`load_pretrained` refuses a file whose hash differs (damaged, or replaced by something else),
 so chapter 08 and ``translate`` never run on a model nobody made on purpose.
 """
@@ -17,6 +23,11 @@ from ..checkpoint import Checkpoint, load_checkpoint
 ASSETS = Path(__file__).resolve().parent / "assets"
 PRETRAINED_PATH = ASSETS / "numbers_en_de.pt"
 PRETRAINED_SHA256_PATH = ASSETS / "numbers_en_de.pt.sha256"
+UNDERTRAINED_PATH = ASSETS / "numbers_en_de_undertrained.pt"
+UNDERTRAINED_SHA256_PATH = ASSETS / "numbers_en_de_undertrained.pt.sha256"
+
+# name → the file; its hash is recorded next to it (``<file>.sha256``)
+PRETRAINED: dict[str, Path] = {"numbers-en-de": PRETRAINED_PATH, "numbers-en-de-undertrained": UNDERTRAINED_PATH}
 
 
 class ChecksumError(ValueError):
@@ -50,10 +61,16 @@ def recorded_sha256(sha_path: str | Path = PRETRAINED_SHA256_PATH) -> str:
     return text[0]
 
 
+def sha256_path(path: str | Path) -> Path:
+    """Where ``path``'s SHA-256 is recorded: ``<file>.sha256`` next to it."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
 def write_sha256(path: str | Path) -> Path:
     """Record ``path``'s SHA-256 next to it (``<file>.sha256``, ``sha256sum`` format)."""
     path = Path(path)
-    sha_path = path.with_name(path.name + ".sha256")
+    sha_path = sha256_path(path)
     sha_path.write_text(f"{sha256_of(path)}  {path.name}\n", encoding="utf-8")
     return sha_path
 
@@ -66,13 +83,16 @@ def load_verified(path: str | Path, sha256: str, map_location: str | torch.devic
     return load_checkpoint(path, map_location)
 
 
-def load_pretrained(map_location: str | torch.device = "cpu") -> Checkpoint:
-    """The English → German numbers model that ships with the course, its SHA-256 checked.
+def load_pretrained(name: str = "numbers-en-de", map_location: str | torch.device = "cpu") -> Checkpoint:
+    """An English → German numbers model that ships with the course, its SHA-256 checked.
 
+    ``name`` is one of :data:`PRETRAINED`: ``"numbers-en-de"`` (trained to the end) or
+    ``"numbers-en-de-undertrained"`` (the same recipe stopped early; it still makes mistakes).
     Made by ``scripts/make_checkpoint.py``; ``extra`` records how (profile, steps, test scores).
     """
-    if not PRETRAINED_PATH.is_file():
-        raise FileNotFoundError(
-            f"the pretrained checkpoint {PRETRAINED_PATH} is missing: run scripts/make_checkpoint.py"
-        )
-    return load_verified(PRETRAINED_PATH, recorded_sha256(PRETRAINED_SHA256_PATH), map_location)
+    if name not in PRETRAINED:
+        raise ValueError(f"name must be one of {sorted(PRETRAINED)}, got {name!r}")
+    path = PRETRAINED[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"the pretrained checkpoint {path} is missing: run scripts/make_checkpoint.py")
+    return load_verified(path, recorded_sha256(sha256_path(path)), map_location)
