@@ -8,8 +8,8 @@ import random
 
 import pytest
 
+from transformer_course.datasets.sentences import sentence_splits
 from transformer_course.sentence_training import shared_tokenizer
-from transformer_course.sentences import sentence_splits
 from transformer_course.subwords import bpe_merges, pretokenized_words
 
 

@@ -211,7 +211,7 @@ def _library_merges(words: dict[str, int], n_merges: int) -> list[tuple[str, str
 
 def _course_words(n_sentences: int) -> dict[str, int]:
     """Word counts of the chapter's training sentences, English and German, cut as ``train_subwords`` cuts them."""
-    from ...sentences import sentence_splits
+    from ...datasets.sentences import sentence_splits
     from ...subwords import pretokenized_words
 
     pairs = sentence_splits(n_train=n_sentences, n_valid=10, n_test=10)["train"]
