@@ -26,6 +26,7 @@ from transformer_course.training import (
     TOY_PROFILE,
     Evaluation,
     FitOptions,
+    History,
     TrainingProfile,
     fit,
     pick_profile,
@@ -270,6 +271,21 @@ def test_fit_evaluates_every_few_steps_and_at_the_end() -> None:
                   progress=False), evaluation=evaluation)  # fmt: skip
     assert [e["step"] for e in history.evals] == [2, 4, 5]
     assert len(history.losses) == 5 and history.steps == [1, 2, 3, 4, 5]
+
+
+def test_an_evaluation_that_returns_nothing_records_nothing() -> None:
+    """A callback that keeps weights every step and measures only now and then (chapter 09)."""
+    run = prepare_training(copy_task(n_train=64, n_eval=8), _TINY_PROFILE)
+    history, kept = History(), []
+
+    def keep_and_measure(model) -> dict:
+        kept.append(history.steps[-1])
+        return {"exact_match": 0.0} if history.steps[-1] % 3 == 0 else {}
+
+    fit(run.model, run.batches, run.optimizer, run.scheduler, 7, options=FitOptions(progress=False),
+        evaluation=Evaluation(keep_and_measure, every=1), history=history)  # fmt: skip
+    assert kept == [1, 2, 3, 4, 5, 6, 7]  # every step, the last one at the end
+    assert [e["step"] for e in history.evals] == [3, 6]
 
 
 def test_profiles() -> None:

@@ -185,7 +185,8 @@ class FitOptions:
 @dataclass
 class Evaluation:
     """A score taken while training: ``fn(model)`` gives a dict (``{"exact_match": …}``), every
-    ``every`` steps and once at the end (``every=0``: only at the end)."""
+    ``every`` steps and once at the end (``every=0``: only at the end). An empty dict records
+    nothing: a callback that only keeps a copy of the weights now and then returns ``{}``."""
 
     fn: Callable[[nn.Module], dict]
     every: int = 0
@@ -393,6 +394,8 @@ def _log(history: History, pending: list[Tensor], step: int, bar, world: Replica
 
 
 def _record(history: History, step: int, seconds: float, metrics: dict, bar) -> None:
+    if not metrics:  # the callback measured nothing this time
+        return
     history.evals.append({"step": step, "seconds": round(seconds, 1), **metrics})
     if bar is not None:
         bar.write(f"step {step:5d}: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
