@@ -168,7 +168,9 @@ def test_beam_of_size_one_is_greedy(alpha: float) -> None:
     for seed in range(3):
         model, src = _model(seed=seed), _src(seed=seed)
         greedy = greedy_decode(model, src, 12)
-        beam, scores = beam_search(model, src, 1, 12, length_penalty=alpha)
+        beam, scores = beam_search(model, src, 1, 12, length_penalty=alpha)  # (B, 1, T), (B, 1)
+        assert beam.shape[:2] == (5, 1) and scores.shape == (5, 1), "beam_search keeps the n_best axis"
+        beam, scores = beam[:, 0], scores[:, 0]
         assert torch.equal(beam[:, : greedy.shape[1]], greedy) and (beam[:, greedy.shape[1] :] == PAD).all()
         torch.testing.assert_close(scores, score_sequences(model, src, greedy, alpha), rtol=1e-5, atol=1e-5)
 
@@ -188,7 +190,7 @@ def test_beam_search_scores_at_least_as_high_as_greedy_on_a_tiny_model() -> None
     for seed in range(6):
         model, src = _model(vocab=7, seed=seed), _src(batch=8, seed=seed)
         greedy_scores = score_sequences(model, src, greedy_decode(model, src, 8), 0.6)
-        _, beam_scores = beam_search(model, src, 4, 8, length_penalty=0.6)
+        beam_scores = beam_search(model, src, 4, 8, length_penalty=0.6)[1][:, 0]  # (B,) the best
         assert (beam_scores >= greedy_scores - 1e-5).all(), (seed, beam_scores, greedy_scores)
 
 
@@ -213,9 +215,9 @@ def test_a_beam_that_holds_everything_finds_the_exhaustive_optimum(alpha: float)
         tokens, scores = beam_search(model, src, beam_size=64, max_len=max_len, length_penalty=alpha)
         for i in range(src.shape[0]):
             want, want_score = _exhaustive_best(model, src[i : i + 1], max_len, alpha)
-            got = [t for t in tokens[i].tolist() if t != PAD]
+            got = [t for t in tokens[i, 0].tolist() if t != PAD]
             assert got == want, (seed, i, got, want)
-            assert abs(float(scores[i]) - want_score) < 1e-4
+            assert abs(float(scores[i, 0]) - want_score) < 1e-4
 
 
 def test_length_penalty_follows_gnmt() -> None:
@@ -268,6 +270,7 @@ def test_top_p_keeps_the_smallest_nucleus() -> None:
     [
         (lambda m, s: beam_search(m, s, 0, 5), "beam_size"),
         (lambda m, s: beam_search(m, s, 2, 5, n_best=3), "n_best"),
+        (lambda m, s: beam_search(m, s, 2, 5, n_best=None), "n_best"),
         (lambda m, s: beam_search(m, s, 2, 5, length_penalty=-1.0), "length_penalty"),
         (lambda m, s: sample(m, s, 5, temperature=0.0), "temperature"),
         (lambda m, s: sample(m, s, 5, temperature=-1.0), "temperature"),
@@ -278,7 +281,7 @@ def test_top_p_keeps_the_smallest_nucleus() -> None:
         (lambda m, s: greedy_decode(m, s, 100), "max_len"),
         (lambda m, s: greedy_decode(m, s[0], 5), "src"),
     ],
-    ids=["beam 0", "n_best>beam", "alpha<0", "T=0", "T<0", "top_p 0", "top_p>1", "top_k 0", "max_len 0",
+    ids=["beam 0", "n_best>beam", "n_best None", "alpha<0", "T=0", "T<0", "top_p 0", "top_p>1", "top_k 0", "max_len 0",
          "max_len too long", "1-D src"],
 )  # fmt: skip
 def test_bad_arguments_give_clear_errors(call, message: str) -> None:

@@ -145,22 +145,36 @@ class DecoderCache:
         """Number of target positions fed so far (the position of the next token)."""
         return self._keep.length
 
-    def self_attention_mask(self, tgt: Tensor, pad_id: int) -> Tensor:
-        """Record the new tokens and return their self-attention mask over every position so far.
+    def record(self, tgt: Tensor, pad_id: int) -> None:
+        """Remember which of the new tokens are padding: the one call that changes :attr:`length`.
 
-        The same mask as ``target_mask`` on the full sequence, restricted to the new rows: new
-        token i (at position L+i) may attend to positions 0 … L+i that are not padding.
+        ``Transformer.decode(..., cache=cache)`` calls it once per step, before asking for
+        :meth:`self_attention_mask`; the layers then append the new keys and values.
 
         Shape:
-            tgt: (B, T) new tokens → (B, 1, T, L+T) bool, True = may attend
+            tgt: (B, T) new tokens
         """
         if self.length and self._keep.buffer.shape[0] != tgt.shape[0]:
             raise ValueError(f"the cache holds a batch of {self._keep.buffer.shape[0]} rows but tgt has {tgt.shape[0]}")
-        keep = self._keep.append(tgt != pad_id)  # (B, L+T)
-        length, new = keep.shape[1], tgt.shape[1]
+        self._keep.append(tgt != pad_id)  # (B, L+T)
+
+    def self_attention_mask(self, new: int) -> Tensor:
+        """The self-attention mask of the ``new`` tokens recorded last, over every recorded position.
+
+        The same mask as ``target_mask`` on the full sequence, restricted to the new rows: new
+        token i (at position L+i) may attend to positions 0 … L+i that are not padding. A pure
+        function of what :meth:`record` stored: asking twice gives the same mask.
+
+        Shape:
+            → (B, 1, new, L+new) bool, True = may attend
+        """
+        if not 1 <= new <= self.length:
+            raise ValueError(f"new must be between 1 and the {self.length} recorded positions, got {new}")
+        keep = self._keep.view()  # (B, L+T)
         if new == 1:  # one new token: it may see every earlier position, so only padding is hidden
             return keep[:, None, None, :]  # (B, 1, 1, L+1)
-        causal = torch.ones(new, length, dtype=torch.bool, device=tgt.device).tril(diagonal=length - new)  # (T, L+T)
+        length = keep.shape[1]
+        causal = torch.ones(new, length, dtype=torch.bool, device=keep.device).tril(diagonal=length - new)  # (T, L+T)
         return keep[:, None, None, :] & causal  # (B, 1, T, L+T)
 
     def reorder(self, indices: Tensor) -> None:

@@ -65,7 +65,8 @@ class MultiHeadAttention(nn.Module):
 
     ``forward(..., need_weights=True)`` takes the teaching path and returns the weights;
     otherwise the fast path (``F.scaled_dot_product_attention``) is used and ``weights`` is
-    None. Set ``self.fast_path = False`` to force the teaching path everywhere.
+    None. ``forward(..., fast=False)`` takes the teaching path (and returns its weights) without
+    asking for them: the path is an argument of each call, the module keeps no switch.
 
     ``forward(..., cache=KVCache())`` (chapter 08) keeps the keys and values between decoding
     steps: :meth:`keys_and_values` projects only the new positions and asks the cache for all of them.
@@ -89,7 +90,6 @@ class MultiHeadAttention(nn.Module):
         self.d_k = d_k if d_k is not None else d_model // n_heads
         self.d_v = d_v if d_v is not None else d_model // n_heads
         self.dropout = dropout
-        self.fast_path = True
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # W^Q of all heads, side by side
         self.w_k = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
@@ -108,13 +108,14 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
         *,
         cache: KVCache | None = None,
+        fast: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         self._check_inputs(query, key, value)
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
         k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
         dropout_p = self.dropout if self.training else 0.0
-        if need_weights or not self.fast_path:
+        if need_weights or not fast:
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
         else:
             heads, weights = fast_attention(q, k, v, mask, dropout_p), None
