@@ -88,3 +88,19 @@ def test_on_the_cpu_token_ids_are_checked_once_per_forward() -> None:
     for handle in teaching:
         handle.remove()
     assert counter.reads == ["__bool__", "__bool__"], "one read for the source ids, one for the target ids"
+
+
+def test_greedy_decoding_reads_back_only_every_few_steps_on_an_accelerator(monkeypatch) -> None:
+    """Decoding validates its inputs once, before the loop (one read: the limits and whether the
+    source has padding); inside the loop the only read is "has every row finished?", asked every
+    ``STOP_CHECK_EVERY`` steps on an accelerator (every step on the CPU, where reading is free)."""
+    from transformer_course.decoding import STOP_CHECK_EVERY, greedy_decode
+
+    model, batch = _model_and_batch(norm_first=False)
+    with torch.no_grad():
+        model.output.bias[2] = -1e4  # <eos> never chosen: every row runs the 16 steps
+    monkeypatch.setattr(_validate, "reads_are_free", lambda x: False)
+    with CountReads() as counter:
+        out = greedy_decode(model, batch.src, 2 * STOP_CHECK_EVERY)
+    assert out.shape == (2, 2 * STOP_CHECK_EVERY)
+    assert counter.reads == ["tolist", "__bool__", "__bool__"], counter.reads
