@@ -529,7 +529,7 @@ def seconds(fn) -> float:
 
 
 timings = {"no cache": [], "KV cache": []}
-for n in lengths_to_time:
+for n in lengths_to_time:  # max_len=n tokens exactly (the <eos> is off), below §6.1's limit
     timings["no cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n, use_cache=False)))
     timings["KV cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n)))
 torch.set_num_threads(threads)
