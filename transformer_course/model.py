@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
 from torch import Tensor, nn
 
 from ._validate import check_ndim, check_token_ids
@@ -117,7 +118,11 @@ class Transformer(nn.Module):
         cache.record(new_tokens, self.config.pad_id)  # the cache's length grows by the new token
         x = self.positional(self.tgt_embed(new_tokens), offset=offset)  # (B, 1, D) at position offset
         x = self.decoder(x, memory, None, memory_mask, cache=cache)  # (B, 1, D)
-        return self.output(x[:, -1])  # (B, V)
+        if cache.output is None:  # W^T of the output layer, transposed once per decoding call
+            cache.output = self.output.weight.t(), self.output.bias
+        weight_t, bias = cache.output
+        x = x.view(x.shape[0], -1)  # (B, D)
+        return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)  # (B, V)
 
     def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache | None) -> Tensor:
         offset = 0 if cache is None else cache.length
