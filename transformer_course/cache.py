@@ -10,10 +10,15 @@ every position independent of what comes after it. A cache keeps them:
   not change while decoding, so they are projected once, at the first step, and reused.
 
 The cache is plain data that the caller passes in and gets back: ``Transformer.decode(new_tokens,
-memory, memory_mask, cache=cache)`` hands each decoder layer its :class:`LayerCache`, the layer
-hands each attention its :class:`KVCache`, and
-:meth:`~transformer_course.multihead.MultiHeadAttention.keys_and_values` calls
-:meth:`KVCache.update`. Your attention code (chapter 04) is what runs, cached or not.
+memory, memory_mask, cache=cache)`` records the new tokens (:meth:`DecoderCache.record`, the one
+call that makes it longer), asks for their mask (:meth:`DecoderCache.self_attention_mask`, a pure
+function), and hands each decoder layer its :class:`LayerCache`; the layer hands each attention
+its :class:`KVCache`, and :meth:`~transformer_course.multihead.MultiHeadAttention.keys_and_values`
+calls :meth:`KVCache.update`. Your attention code (chapter 04) is what runs when several positions
+come at once or autograd is on. The decoding loops feed one position at a time without autograd:
+then the attention takes a lean step of its own (one product for Q, K and V, with the weights
+side by side, transposed once per decoding call and kept in :attr:`KVCache.projections`), which
+gives the same numbers in fewer operations (the tests compare the two).
 """
 
 from __future__ import annotations

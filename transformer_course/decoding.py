@@ -13,8 +13,12 @@ All three work on a batch of sentences, on any device, encode the source once, a
 use a :class:`~transformer_course.cache.DecoderCache` so that each step feeds the decoder only
 the newest token (``use_cache=False`` recomputes the whole prefix, to compare).
 
+How long may a translation get? The paper's rule (§6.1): the source's length + 50 tokens, stopping
+early when possible. :func:`max_output_length` computes it for each row; it is the default of all
+three (``max_len=None``), and an integer ``max_len`` caps every row instead.
+
 Outputs are padded token ids **without** the leading ``<bos>``; each row ends with its
-``<eos>`` (if it produced one within ``max_len`` tokens), followed by padding. ``<pad>`` and
+``<eos>`` (if it produced one within its limit), followed by padding. ``<pad>`` and
 ``<bos>`` are never valid next tokens, so all three give them probability 0.
 """
 
