@@ -154,13 +154,13 @@ class MultiHeadAttention(nn.Module):
         x = query.view(batch, self.d_model)  # (B, D)
         if cache.static:  # cross-attention: only the query is new
             q = _affine(x, w_in, b_in).view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
-            k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv): the memory's
+            keys, values = self.keys_and_values(key, value, cache)  # the memory's: (B, H, S, Dk), (B, H, S, Dv)
         else:  # self-attention: each head's key and value come side by side, stored with one copy
             both = heads * (self.d_k + self.d_v)
             q, kv = _affine(x, w_in, b_in).split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, H·(Dk+Dv))
-            k, v = cache.append(kv.view(batch, heads, 1, self.d_k + self.d_v), self.d_k)  # (B, H, L, Dk), (…, Dv)
+            keys, values = cache.append(kv.view(batch, heads, 1, self.d_k + self.d_v), self.d_k)  # (B, H, L, ·)
             q = q.view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
-        out = fast_attention(q, k, v, mask)  # (B, H, 1, Dv)
+        out = fast_attention(q, keys, values, mask)  # (B, H, 1, Dv)
         return _affine(out.reshape(batch, heads * self.d_v), w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
 
     def _fused_projections(self, with_keys_and_values: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
