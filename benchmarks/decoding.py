@@ -3,11 +3,17 @@
     python -m benchmarks.decoding                    # batch 32, 64 new tokens, a "medium" model
     python -m benchmarks.decoding --size small --rounds 3
     python -m benchmarks.decoding --threads 1        # steadier on a CPU shared with other programs
+    python -m benchmarks.decoding --size small --ops # and ATen operations per decoder layer per token
 
 Every variant generates exactly ``--tokens`` tokens (the ``<eos>`` logit is pushed down so no
 sentence stops early) for the same random batch. The variants run interleaved, round after
 round, so that a burst of load on a shared machine hits them alike; medians are compared.
 Prints one line per variant and the ratios; ``--json`` writes them to a file as well.
+
+``--ops`` also counts the ATen operations of one cached greedy step (every call that reaches
+PyTorch's dispatcher, seen by a ``TorchDispatchMode``): ``ops(T + 1 tokens) - ops(T tokens)``, so
+that the encoder, the set-up and the read before the loop cancel out, divided by the number of
+decoder layers. ``tests/test_decoding_ops.py`` holds it at 45 or fewer.
 """
 
 from __future__ import annotations
@@ -18,10 +24,12 @@ import os
 import platform
 import statistics
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.decoding import beam_search, greedy_decode
@@ -47,13 +55,46 @@ def make_model(size: str, device: torch.device, max_len: int) -> Transformer:
     return model
 
 
+class CountOps(TorchDispatchMode):
+    """Counts the ATen operations run inside its ``with`` block, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - PyTorch's signature
+        self.ops[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def step_ops(model: Transformer, src: torch.Tensor, tokens: int) -> tuple[float, Counter[str]]:
+    """ATen operations of one cached greedy step per decoder layer, and the step's operations by
+    name: the difference between decoding ``tokens + 1`` and ``tokens`` tokens (``<eos>`` off)."""
+    counts = []
+    for n in (tokens, tokens + 1):
+        with CountOps() as counter:
+            out = greedy_decode(model, src, n)
+        assert out.shape == (src.shape[0], n), "the model must not stop early: switch its <eos> off"
+        counts.append(counter.ops)
+    step = counts[1] - counts[0]
+    return (counts[1].total() - counts[0].total()) / model.config.n_decoder_layers, step
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
 
 
-def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, rounds: int) -> dict[str, list[float]]:
-    """Seconds of each call, ``rounds`` times per variant, the order rotating every round."""
+def interleaved(
+    fns: dict[str, Callable[[], object]],
+    device: torch.device,
+    rounds: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[float]]:
+    """Seconds of each call, ``rounds`` times per variant, the order rotating every round.
+
+    ``clock=time.process_time`` (CPU time of this process) with one thread is steadier than the
+    wall clock on a machine shared with other programs: their load does not count."""
     names = list(fns)
     for fn in fns.values():  # warm-up (allocator, lazy initialisation)
         fn()
@@ -61,10 +102,10 @@ def interleaved(fns: dict[str, Callable[[], object]], device: torch.device, roun
     for r in range(rounds):
         for name in names[r % len(names) :] + names[: r % len(names)]:
             _sync(device)
-            start = time.perf_counter()
+            start = clock()
             fns[name]()
             _sync(device)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return times
 
 
@@ -78,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall: elapsed time; cpu: this process's CPU time (with --threads 1, load-proof)")  # fmt: skip
+    parser.add_argument("--ops", action="store_true", help="also count the ATen operations of one cached step")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -96,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     assert out.shape == (args.batch, n), f"expected {n} tokens per sentence, got {tuple(out.shape)}"
 
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    times = interleaved(fns, device, args.rounds)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    times = interleaved(fns, device, args.rounds, clock)
     load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     median = {name: statistics.median(t) for name, t in times.items()}
 
@@ -106,7 +151,10 @@ def main(argv: list[str] | None = None) -> int:
         f"batch {args.batch}, source {SRC_LEN} tokens, {n} new tokens; {device}, {torch.get_num_threads()} threads, "
         f"torch {torch.__version__}, {platform.processor() or platform.machine()}"
     )
-    print(f"load average (1 min): {load_start:.2f} at start, {load_end:.2f} at end; {args.rounds} rounds, medians")
+    print(
+        f"load average (1 min): {load_start:.2f} at start, {load_end:.2f} at end; {args.rounds} rounds, medians; "
+        f"{args.clock} clock; ATEN_CPU_CAPABILITY={os.environ.get('ATEN_CPU_CAPABILITY', '(unset)')}"
+    )
     for name, seconds in median.items():
         spread = f"{min(times[name]):.3f}–{max(times[name]):.3f}"
         print(f"  {name:18} {seconds:8.3f} s  ({spread})  {args.batch * n / seconds:8.0f} tokens/s")
@@ -114,11 +162,16 @@ def main(argv: list[str] | None = None) -> int:
     beam_cost = median[f"beam {args.beam}, KV cache"] / median["greedy, KV cache"]
     print(f"KV cache speed-up (greedy, no cache / KV cache): {speedup:.2f}×")
     print(f"beam {args.beam} / greedy (both cached): {beam_cost:.2f}× the time")
+    ops = None
+    if args.ops:
+        ops, step = step_ops(model, src, n // 2)
+        print(f"ATen operations per decoder layer per generated token (cached greedy step): {ops:.1f}")
+        print("  one step: " + ", ".join(f"{name} {k}" for name, k in step.most_common()))
     if args.json:
         result = {
             "size": args.size, "batch": args.batch, "tokens": n, "beam": args.beam, "device": str(device),
-            "threads": torch.get_num_threads(), "load": [load_start, load_end], "seconds": times,
-            "median": median, "cache_speedup": speedup, "beam_over_greedy": beam_cost,
+            "threads": torch.get_num_threads(), "load": [load_start, load_end], "clock": args.clock, "seconds": times,
+            "median": median, "cache_speedup": speedup, "beam_over_greedy": beam_cost, "ops_per_layer": ops,
         }  # fmt: skip
         args.json.write_text(json.dumps(result, indent=1))
     return 0

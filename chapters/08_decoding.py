@@ -79,6 +79,7 @@ from transformer_course.decoding import (
     beam_search,
     beam_step,
     greedy_decode,
+    max_output_length,
     sample,
     sample_next_token,
     sampling_distribution,
@@ -102,9 +103,6 @@ config = model.config
 print(f"checkpoint after {checkpoint.step} training steps, {model.num_parameters():,} parameters")
 print(f"D={config.d_model}, H={config.n_heads}, layers {config.n_encoder_layers}+{config.n_decoder_layers}, "
       f"vocabularies {len(src_vocab)} (English) and {len(tgt_vocab)} (German)")  # fmt: skip
-
-
-MAX_OUT = 20  # longest translation we allow: no German number of this task needs more than 12 pieces
 
 
 def encode_english(texts: list[str]) -> torch.Tensor:
@@ -170,12 +168,17 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # `greedy_decode` is that loop, for a batch: rows finish at different steps, so a finished row
 # gets `<pad>` until the slowest row is done (exercise ex08_1 writes that step), and the output is
-# a padded rectangle without the `<bos>`.
+# a padded rectangle without the `<bos>`. How long may a translation get? The paper's rule (§6.1):
+# the source's length + 50 tokens, stopping early when possible. `max_output_length(model, src)`
+# computes it for each row (its real source tokens + 50, at most the model's position table), and
+# it is what `greedy_decode`, `beam_search` and `sample` use unless given a smaller `max_len`. A row
+# that reaches its own limit stops there, so a sentence gets the same translation alone or in a batch.
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
          "seventeen thousand and seventy"]  # fmt: skip
-out = greedy_decode(model, encode_english(texts), max_len=MAX_OUT)  # (B, ≤ MAX_OUT)
+out = greedy_decode(model, encode_english(texts))  # (B, T): each row at most its source length + 50 (§6.1)
+print("limits, source length + 50:", max_output_length(model, encode_english(texts)).tolist())
 print(out)
 numbers_of_texts = [21, 1001, 999_999, 17_070]
 for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
@@ -247,8 +250,9 @@ def toy_text(ids: torch.Tensor) -> str:
     return " ".join(words[: words.index("<eos>") + 1] if "<eos>" in words else words)
 
 
+# max_len=6: the toy's table knows translations of at most three pieces and <eos>, so 6 is plenty
 greedy_toy = greedy_decode(toy, toy_src, max_len=6, use_cache=False)
-beam_toy, beam_toy_score = beam_search(toy, toy_src, beam_size=2, max_len=6, length_penalty=0.0, use_cache=False)
+beam_toy = beam_search(toy, toy_src, beam_size=2, max_len=6, length_penalty=0.0, use_cache=False)[0][:, 0]  # the best
 for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
     probability = score_sequences(toy, toy_src, hyp).exp().item()
     print(f"{name:7} {toy_text(hyp[0]):28} P = {probability:.3f}")
@@ -365,7 +369,7 @@ plt.show()
 
 # %%
 src = encode_english(["seven hundred and one thousand and eleven"])
-hyps, hyp_scores = beam_search(model, src, beam_size=4, max_len=MAX_OUT, length_penalty=0.6, n_best=4)
+hyps, hyp_scores = beam_search(model, src, beam_size=4, length_penalty=0.6, n_best=4)  # (1, 4, T), (1, 4)
 for k in range(4):
     print(f"{hyp_scores[0, k]:8.4f}  {' '.join(pieces(hyps[0, k]))}")
 
@@ -391,7 +395,7 @@ for k in range(4):
 # %%
 task = numbers_task()  # the splits chapter 07 trained on; the test numbers were never seen in training
 test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
-test_greedy = greedy_decode(model, test_src, MAX_OUT)  # (B, T)
+test_greedy = greedy_decode(model, test_src)  # (B, T)
 test_in = torch.cat([torch.full((len(task.test), 1), config.bos_id), test_greedy[:, :-1]], dim=1)  # <bos> y1 …
 with torch.no_grad():
     all_logits = model(test_src, test_in)  # (B, T, V_tgt): the distribution at every step
@@ -447,7 +451,7 @@ print("frequency:  ", frequency[shown])
 text = "four hundred and fifty-six thousand seven hundred and eighty-nine"
 src = encode_english([text] * 3)
 for name, kwargs in (("τ = 1", {}), ("τ = 2", dict(temperature=2.0)), ("τ = 1, top-p 0.9", dict(top_p=0.9))):
-    drawn = sample(model, src, MAX_OUT, generator=torch.Generator().manual_seed(1), **kwargs)
+    drawn = sample(model, src, generator=torch.Generator().manual_seed(1), **kwargs)  # (3, T)
     print(f"{name}:")
     for row in drawn:
         print("   ", german(row))
@@ -476,14 +480,20 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # `cache.cross_attn` to the two attentions; `MultiHeadAttention.keys_and_values` (chapter 04)
 # projects only the new positions and calls `cache.update(k, v)`, which appends them and returns
 # the keys and values of every position so far. For the cross-attention, the memory is projected at
-# the first step and then only read. Your code of chapters 02–06 is what runs, cached or not.
+# the first step and then only read. Your code of chapters 02–06 is what runs when the cache gets
+# several positions at once. One position at a time without autograd, as the decoding loops feed
+# it, the attention takes a lean step of its own: such a small step spends its time on the number
+# of operations rather than on their size, so `MultiHeadAttention` then gets the query, key and
+# value from *one* matrix product, with $W^Q$, $W^K$ and $W^V$ side by side (put together once per
+# decoding call and kept in the cache; the module's weights stay as they are). The check below
+# compares the cached steps, lean ones included, with one full pass.
 #
 # First, the proof that it changes nothing: the logits of step-by-step cached decoding equal those
 # of one full pass, to float32 precision.
 
 # %%
 src = encode_english(texts)
-tgt = greedy_decode(model, src, MAX_OUT)  # (B, T)
+tgt = greedy_decode(model, src)  # (B, T)
 tgt_in = torch.cat([torch.full((len(texts), 1), config.bos_id), tgt[:, :-1]], dim=1)  # (B, T) <bos> y…
 memory_mask = padding_mask(src, config.pad_id)
 with torch.no_grad():
@@ -497,7 +507,7 @@ expect_at_most("largest difference between the logits, cached against one pass",
 layer_cache = cache.layers[0]
 print("first layer's self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, L, Dk);",
       "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, Dk)")  # fmt: skip
-assert torch.equal(greedy_decode(model, src, MAX_OUT, use_cache=False), tgt)
+assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)
 
 # %% [markdown]
 # Now the speed. The translations of this task are short (at most a dozen pieces), so we measure
@@ -516,6 +526,7 @@ with torch.no_grad():
 timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # one thread: steadier timings when other programs share the CPU
+# Here max_len is given: the timing wants exactly n tokens, fewer than §6.1's limit (12 + 50).
 greedy_decode(timing_model, timing_src, 4)  # warm-up
 
 
@@ -526,7 +537,7 @@ def seconds(fn) -> float:
 
 
 timings = {"no cache": [], "KV cache": []}
-for n in lengths_to_time:
+for n in lengths_to_time:  # max_len=n tokens exactly (the <eos> is off), below §6.1's limit
     timings["no cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n, use_cache=False)))
     timings["KV cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n)))
 torch.set_num_threads(threads)
@@ -575,7 +586,7 @@ src = encode_english(texts)  # the sentences whose logits were compared above
 positional_forward = model.positional.forward
 model.positional.forward = lambda x, offset=0: positional_forward(x)  # the bug: the offset is dropped
 try:
-    buggy = greedy_decode(model, src, MAX_OUT)
+    buggy = greedy_decode(model, src)
     with torch.no_grad():
         cache = DecoderCache.for_model(model)
         buggy_logits = torch.cat(
@@ -633,7 +644,7 @@ print(run_check("ex08_1").line())  # the package's greedy_step
 references = [t for _, t in task.test]  # German pieces
 outputs = {  # token ids (B, T), the whole split as one batch
     "greedy": test_greedy,  # decoded in section 4
-    "beam 4": beam_search(model, test_src, beam_size=4, max_len=MAX_OUT, length_penalty=0.6)[0],
+    "beam 4": beam_search(model, test_src, beam_size=4, length_penalty=0.6)[0][:, 0],  # the best of each
 }
 decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
 
@@ -694,7 +705,7 @@ print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_str
 # %%
 text = "three hundred and forty-two thousand five hundred and sixty-seven"
 src = encode_english([text])
-hyp = greedy_decode(model, src, MAX_OUT)  # (1, T)
+hyp = greedy_decode(model, src)  # (1, T)
 maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
 source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
 decoder_inputs = ["<bos>", *target_pieces[:-1]]  # what the decoder reads at each position
@@ -787,7 +798,7 @@ probe = [n for n in range(1000, 1_000_000, 1000) if n not in train_numbers]  # r
 probe += [n for n in range(10_000, 100_000) if 0 < n % 1000 < 10 and n not in train_numbers]  # "… thousand and k"
 probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], src_vocab.pad_id)
 probe_refs = [number_pair(n)[1] for n in probe]
-probe_greedy = greedy_decode(model, probe_src, MAX_OUT)
+probe_greedy = greedy_decode(model, probe_src)
 wrong = [i for i, row in enumerate(probe_greedy) if pieces(row) != probe_refs[i]]
 print(f"probe: {len(probe)} numbers not seen in training; greedy gets {len(wrong)} wrong")
 
@@ -803,7 +814,7 @@ def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
 
 if wrong:
     rows = torch.tensor(wrong)
-    probe_beam = beam_search(model, probe_src[rows], beam_size=4, max_len=MAX_OUT, length_penalty=0.6)[0]
+    probe_beam = beam_search(model, probe_src[rows], beam_size=4, length_penalty=0.6)[0][:, 0]  # (B, T)
     beam_right = sum(pieces(row) == probe_refs[i] for row, i in zip(probe_beam, wrong, strict=True))
     correct_ids = pad_sequences([tgt_vocab.encode(probe_refs[i], add_eos=True) for i in wrong], tgt_vocab.pad_id)
     log_p_found = score_sequences(model, probe_src[rows], probe_beam)  # log P of beam search's output

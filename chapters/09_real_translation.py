@@ -404,9 +404,7 @@ print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) f
 # NBVAL_IGNORE_OUTPUT
 scores = evaluate(model, task.test, task, bleu_on="text")
 print("test, 1,000 sentences:", scores)
-longest = max(len(t) for _, t in task.test) + 2
-limit = min(2 * longest, model.config.max_len - 1)  # evaluate's limit: twice the longest reference
-hypotheses = translate(model, [s for s, _ in task.test], task, max_len=limit)
+hypotheses = translate(model, [s for s, _ in task.test], task)  # evaluate's limit: source length + 50 (§6.1)
 hyp_text = [task.detokenize(h) for h in hypotheses]
 ref_text = [task.detokenize(t) for _, t in task.test]
 assert round(sacrebleu.corpus_bleu(hyp_text, [ref_text]).score, 2) == scores["bleu"]  # by hand = the package
@@ -481,7 +479,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 example = next(i for i, (_, de) in enumerate(texts["test"]) if ", dass " in de and hyp_text[i] == ref_text[i])
 print(texts["test"][example][0])
 src = torch.tensor([task.src_vocab.encode(task.test[example][0])], device=device)  # (1, S)
-hyp = greedy_decode(model, src, max_len=40)  # (1, T)
+hyp = greedy_decode(model, src)  # (1, T), at most the source length + 50 (§6.1)
 maps = cross_attention_maps(model, src, hyp)  # (layers, 1, H, T, S)
 source_tokens = task.test[example][0]
 target_tokens = task.tgt_vocab.decode(hyp[0].tolist()) + ["<eos>"]

@@ -171,11 +171,11 @@ check("ex04_2")
 # ## ex04_3 — The forward pass of multi-head attention (hard)
 #
 # **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(query, key,
-# value, mask=None, need_weights=False, cache=None)`. The input checks are written.
+# value, mask=None, need_weights=False, cache=None, fast=True)`. The input checks are written.
 #
 # What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
-# `self.fast_path`, and the method `self.keys_and_values(key, value, cache)`, which projects `key`
+# and the method `self.keys_and_values(key, value, cache)`, which projects `key`
 # and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 08,
 # it also remembers them between decoding steps: just pass the `cache` argument on). In
 # `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
@@ -184,7 +184,7 @@ check("ex04_2")
 #
 # 1. project `query` and split it into heads; get the keys and values from `self.keys_and_values`;
 # 2. attention on (B, H, T, Dk) tensors, with the mask as given (it broadcasts over the heads):
-#    the teaching path when `need_weights` is True or `self.fast_path` is False, otherwise the fast
+#    the teaching path when `need_weights` is True or `fast` is False, otherwise the fast
 #    path; dropout `self.dropout` in training mode only;
 # 3. merge the heads and apply $W^O$;
 # 4. return `(output, weights)`: weights (B, H, T, S) on the teaching path, `None` on the fast path.
@@ -224,7 +224,7 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 # q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
 # k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
 # dropout_p = self.dropout if self.training else 0.0
-# if need_weights or not self.fast_path:
+# if need_weights or not fast:
 #     heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
 # else:
 #     heads, weights = fast_attention(q, k, v, mask, dropout_p), None

@@ -100,3 +100,30 @@ def test_words_outside_the_models_range_are_refused_not_guessed(text: str, capsy
     status, out, err = _run([text], capsys)
     assert status == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert ("is not a number this model knows" in err) or ("unknown word" in err), err
+
+
+@pytest.mark.parametrize("beam", ["1", "3"])
+def test_the_output_length_is_the_papers_rule_unless_max_len_caps_it(
+    tiny_checkpoint: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch, beam: str
+) -> None:
+    """No length of its own: the decoders' default (§6.1, source length + 50, at most the model's
+    max_len) unless --max-len is given (clamped to the model's table)."""
+    from transformer_course import decoding
+
+    asked = []
+    greedy, beam_search = decoding.greedy_decode, decoding.beam_search
+
+    def greedy_spy(model, src, max_len=None, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        asked.append(max_len)
+        return greedy(model, src, max_len, *args, **kwargs)
+
+    def beam_spy(model, src, beam_size, max_len=None, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        asked.append(max_len)
+        return beam_search(model, src, beam_size, max_len, *args, **kwargs)
+
+    monkeypatch.setattr(decoding, "greedy_decode", greedy_spy)
+    monkeypatch.setattr(decoding, "beam_search", beam_spy)
+    assert _run([str(tiny_checkpoint), "twenty-one", "--beam", beam], capsys)[0] == 0
+    assert _run([str(tiny_checkpoint), "twenty-one", "--beam", beam, "--max-len", "99"], capsys)[0] == 0
+    assert _run([str(tiny_checkpoint), "twenty-one", "--beam", beam, "--max-len", "5"], capsys)[0] == 0
+    assert asked == [None, 32, 5]

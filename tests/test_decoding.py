@@ -168,7 +168,9 @@ def test_beam_of_size_one_is_greedy(alpha: float) -> None:
     for seed in range(3):
         model, src = _model(seed=seed), _src(seed=seed)
         greedy = greedy_decode(model, src, 12)
-        beam, scores = beam_search(model, src, 1, 12, length_penalty=alpha)
+        beam, scores = beam_search(model, src, 1, 12, length_penalty=alpha)  # (B, 1, T), (B, 1)
+        assert beam.shape[:2] == (5, 1) and scores.shape == (5, 1), "beam_search keeps the n_best axis"
+        beam, scores = beam[:, 0], scores[:, 0]
         assert torch.equal(beam[:, : greedy.shape[1]], greedy) and (beam[:, greedy.shape[1] :] == PAD).all()
         torch.testing.assert_close(scores, score_sequences(model, src, greedy, alpha), rtol=1e-5, atol=1e-5)
 
@@ -188,7 +190,7 @@ def test_beam_search_scores_at_least_as_high_as_greedy_on_a_tiny_model() -> None
     for seed in range(6):
         model, src = _model(vocab=7, seed=seed), _src(batch=8, seed=seed)
         greedy_scores = score_sequences(model, src, greedy_decode(model, src, 8), 0.6)
-        _, beam_scores = beam_search(model, src, 4, 8, length_penalty=0.6)
+        beam_scores = beam_search(model, src, 4, 8, length_penalty=0.6)[1][:, 0]  # (B,) the best
         assert (beam_scores >= greedy_scores - 1e-5).all(), (seed, beam_scores, greedy_scores)
 
 
@@ -213,9 +215,9 @@ def test_a_beam_that_holds_everything_finds_the_exhaustive_optimum(alpha: float)
         tokens, scores = beam_search(model, src, beam_size=64, max_len=max_len, length_penalty=alpha)
         for i in range(src.shape[0]):
             want, want_score = _exhaustive_best(model, src[i : i + 1], max_len, alpha)
-            got = [t for t in tokens[i].tolist() if t != PAD]
+            got = [t for t in tokens[i, 0].tolist() if t != PAD]
             assert got == want, (seed, i, got, want)
-            assert abs(float(scores[i]) - want_score) < 1e-4
+            assert abs(float(scores[i, 0]) - want_score) < 1e-4
 
 
 def test_length_penalty_follows_gnmt() -> None:
@@ -268,6 +270,7 @@ def test_top_p_keeps_the_smallest_nucleus() -> None:
     [
         (lambda m, s: beam_search(m, s, 0, 5), "beam_size"),
         (lambda m, s: beam_search(m, s, 2, 5, n_best=3), "n_best"),
+        (lambda m, s: beam_search(m, s, 2, 5, n_best=None), "n_best"),
         (lambda m, s: beam_search(m, s, 2, 5, length_penalty=-1.0), "length_penalty"),
         (lambda m, s: sample(m, s, 5, temperature=0.0), "temperature"),
         (lambda m, s: sample(m, s, 5, temperature=-1.0), "temperature"),
@@ -278,7 +281,7 @@ def test_top_p_keeps_the_smallest_nucleus() -> None:
         (lambda m, s: greedy_decode(m, s, 100), "max_len"),
         (lambda m, s: greedy_decode(m, s[0], 5), "src"),
     ],
-    ids=["beam 0", "n_best>beam", "alpha<0", "T=0", "T<0", "top_p 0", "top_p>1", "top_k 0", "max_len 0",
+    ids=["beam 0", "n_best>beam", "n_best None", "alpha<0", "T=0", "T<0", "top_p 0", "top_p>1", "top_k 0", "max_len 0",
          "max_len too long", "1-D src"],
 )  # fmt: skip
 def test_bad_arguments_give_clear_errors(call, message: str) -> None:
@@ -317,3 +320,126 @@ def test_attention_maps_capture_all_three_kinds_once_and_leave_no_hook() -> None
     torch.testing.assert_close(cross_attention_maps(model, src, hypotheses), maps["cross"])
     for module in model.modules():
         assert not module._forward_hooks and not module._forward_pre_hooks
+
+
+# -- the output-length rule (paper §6.1: input length + 50) -----------------------------------------
+
+
+def _never_stopping(max_len: int, seed: int = 0) -> Transformer:
+    """A model whose <eos> is never chosen: every row runs to its limit."""
+    torch.manual_seed(seed)
+    config = TransformerConfig(
+        src_vocab_size=11, tgt_vocab_size=13, d_model=12, n_heads=3, d_ff=20, n_encoder_layers=1,
+        n_decoder_layers=1, max_len=max_len,
+    )  # fmt: skip
+    model = Transformer(config).eval()
+    with torch.no_grad():
+        model.output.bias[EOS] = -1e4
+    return model
+
+
+def test_max_output_length_is_the_source_length_plus_50_capped_by_the_position_table() -> None:
+    from transformer_course import max_output_length
+
+    src = torch.tensor([[5, 6, 7, PAD, PAD], [5, 6, 7, 8, 9], [PAD] * 5])
+    model = _never_stopping(max_len=100)
+    assert max_output_length(model, src).tolist() == [53, 55, 50]  # non-pad tokens + 50
+    assert max_output_length(model.config, src).tolist() == [53, 55, 50]  # a config will do
+    assert max_output_length(_never_stopping(max_len=54), src).tolist() == [53, 54, 50]  # capped
+
+
+@pytest.mark.parametrize("use_cache", [True, False], ids=["cache", "no cache"])
+def test_an_output_as_long_as_the_position_table_fits_it(use_cache: bool) -> None:
+    """<bos> and every output token but the last are fed back: an output of max_len tokens uses
+    the whole table (max_len positions); one more is refused."""
+    model = _never_stopping(max_len=20)
+    src = torch.tensor([[5, 6, 7], [8, 9, 10]])  # 3 + 50 > 20: the table is the limit
+    assert greedy_decode(model, src, use_cache=use_cache).shape == (2, 20)
+    assert greedy_decode(model, src, 20, use_cache=use_cache).shape == (2, 20)
+    assert beam_search(model, src, 2, use_cache=use_cache)[0].shape == (2, 1, 20)
+    assert sample(model, src, use_cache=use_cache).shape == (2, 20)
+    with pytest.raises(ValueError, match="max_len=21 is longer than the model's max_len=20"):
+        greedy_decode(model, src, 21, use_cache=use_cache)
+
+
+def test_each_row_stops_at_its_own_limit_so_a_sentence_decodes_alike_alone_and_in_a_batch() -> None:
+    """With a batch the loop runs to the longest row's limit; a shorter row is cut at its own
+    (padding after it), as it would be if it were decoded alone."""
+    model = _never_stopping(max_len=64)
+    src = torch.tensor([[5, 6, PAD, PAD, PAD], [5, 6, 7, 8, 9]])  # limits 52 and 55
+    for decode, deterministic in (
+        (lambda s: greedy_decode(model, s), True),
+        (lambda s: greedy_decode(model, s, use_cache=False), True),
+        (lambda s: beam_search(model, s, 3)[0][:, 0], True),
+        (lambda s: sample(model, s, generator=torch.Generator().manual_seed(0)), False),  # draws depend on B
+    ):
+        together = decode(src)
+        assert together.shape == (2, 55)
+        assert (together[0, :52] != PAD).all() and (together[0, 52:] == PAD).all(), "row 0 stops at 2 + 50"
+        assert (together[1] != PAD).all(), "row 1 runs to 5 + 50"
+        if deterministic:
+            assert torch.equal(decode(src[:1, :2])[0], together[0, :52])
+
+
+def test_an_explicit_max_len_caps_every_row() -> None:
+    model = _never_stopping(max_len=64)
+    src = torch.tensor([[5, 6, PAD], [5, 6, 7]])
+    assert greedy_decode(model, src, 7).shape == (2, 7)
+    assert (greedy_decode(model, src, 7) != PAD).all()
+
+
+# -- no hidden state ------------------------------------------------------------------------------
+
+
+def test_the_cache_mask_is_a_pure_function_and_recording_is_explicit() -> None:
+    cache = DecoderCache(n_layers=0)
+    cache.record(torch.tensor([[BOS, 5], [BOS, PAD]]), PAD)
+    assert cache.length == 2
+    first, again = cache.self_attention_mask(2), cache.self_attention_mask(2)
+    assert torch.equal(first, again) and cache.length == 2, "asking for the mask changes nothing"
+    assert first.tolist() == [[[[True, False], [True, True]]], [[[True, False], [True, False]]]]
+    cache.record(torch.tensor([[6], [7]]), PAD)
+    assert cache.self_attention_mask(1).tolist() == [[[[True, True, True]]], [[[True, False, True]]]]
+    with pytest.raises(ValueError, match="new must be between 1 and the 3 recorded positions"):
+        cache.self_attention_mask(4)
+
+
+def test_the_attention_path_is_an_argument_not_a_switch() -> None:
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(12, 3).eval()
+    assert not hasattr(attention, "fast_path")
+    x = torch.randn(2, 5, 12)
+    fast, no_weights = attention(x, x, x, causal_mask(5))
+    teaching, weights = attention(x, x, x, causal_mask(5), fast=False)
+    assert no_weights is None and weights.shape == (2, 3, 5, 5)
+    torch.testing.assert_close(fast, teaching, rtol=1e-5, atol=1e-6)
+
+
+# -- the lean step ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("bias", "d_k", "d_v"), [(True, None, None), (False, None, None), (True, 5, 3)])
+def test_the_lean_one_position_step_equals_the_full_pass(bias: bool, d_k: int | None, d_v: int | None) -> None:
+    """Under no_grad a cached call of one position takes MultiHeadAttention's lean step (Q, K and V
+    from one product of weights fused per decoding call); it gives the full pass's numbers, with
+    and without biases, with d_k != d_v, with a padding mask, and leaves the state dict alone."""
+    torch.manual_seed(0)
+    attention = MultiHeadAttention(12, 3, d_k=d_k, d_v=d_v, bias=bias).eval()
+    keys_before = set(attention.state_dict())
+    x, memory = torch.randn(2, 5, 12), torch.randn(2, 4, 12)
+    memory_mask = torch.tensor([[True] * 4, [True, True, False, False]])[:, None, None, :]  # (B, 1, 1, S)
+    with torch.no_grad():
+        want_self, _ = attention(x, x, x, causal_mask(5), fast=False)
+        want_cross, _ = attention(x, memory, memory, memory_mask, fast=False)
+        self_cache, cross_cache = KVCache(), KVCache(static=True)
+        got_self = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=self_cache)[0] for t in range(5)]
+        got_cross = [attention(x[:, t : t + 1], memory, memory, memory_mask, cache=cross_cache)[0] for t in range(5)]
+    assert self_cache.projections is not None and cross_cache.projections is not None, "the lean step ran"
+    torch.testing.assert_close(torch.cat(got_self, 1), want_self, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(torch.cat(got_cross, 1), want_cross, rtol=1e-5, atol=1e-6)
+    assert self_cache.keys.shape == (2, 3, 5, attention.d_k) and self_cache.values.shape == (2, 3, 5, attention.d_v)
+    assert (
+        set(attention.state_dict())
+        == keys_before
+        == {f"w_{n}.{p}" for n in "qkvo" for p in (("weight", "bias") if bias else ("weight",))}
+    )

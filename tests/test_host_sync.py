@@ -3,8 +3,8 @@ when the model runs on an accelerator, and on the CPU the token ids are checked 
 
 Reading a value (``.item()``, ``bool(t)``, ``int(t)``, ``.tolist()``, ``nonzero`` …) makes the CPU
 wait until a GPU has finished everything queued. We count such calls with a ``TorchFunctionMode``
-while the model believes it is on an accelerator (``_validate.FREE_READ_DEVICES`` emptied: the
-one switch the rooms consult).
+while the model believes it is on an accelerator (``_validate.reads_are_free`` monkeypatched to
+answer False: the one function the rooms consult).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from torch.overrides import TorchFunctionMode
 
 from transformer_course import Transformer, TransformerConfig, _validate
 from transformer_course.batching import Batch
+from transformer_course.multihead import MultiHeadAttention
 from transformer_course.step import train_step
 
 # Every way a tensor's value reaches Python, or a shape that depends on values.
@@ -53,7 +54,7 @@ def _forward_backward(model: Transformer, batch: Batch) -> None:
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_forward_and_backward_read_nothing_back_on_an_accelerator(norm_first: bool, monkeypatch) -> None:
     model, batch = _model_and_batch(norm_first)
-    monkeypatch.setattr(_validate, "FREE_READ_DEVICES", set())  # the model now behaves as on a GPU
+    monkeypatch.setattr(_validate, "reads_are_free", lambda x: False)  # the model now behaves as on a GPU
     with CountReads() as counter:
         _forward_backward(model, batch)
     assert counter.reads == [], f"host synchronisations in forward + backward: {counter.reads}"
@@ -68,7 +69,7 @@ def test_a_training_step_reads_nothing_back_on_an_accelerator(monkeypatch) -> No
     """
     model, batch = _model_and_batch(norm_first=False)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    monkeypatch.setattr(_validate, "FREE_READ_DEVICES", set())
+    monkeypatch.setattr(_validate, "reads_are_free", lambda x: False)
     with CountReads() as counter:
         loss = train_step(model, batch, optimizer, max_grad_norm=1.0)
     assert counter.reads == [], f"host synchronisations in one training step: {counter.reads}"
@@ -77,10 +78,29 @@ def test_a_training_step_reads_nothing_back_on_an_accelerator(monkeypatch) -> No
 
 def test_on_the_cpu_token_ids_are_checked_once_per_forward() -> None:
     model, batch = _model_and_batch(norm_first=False)
-    for layer in model.decoder.layers:  # no fully masked row: only the id checks read values
-        layer.self_attn.fast_path = layer.cross_attn.fast_path = False
-    for layer in model.encoder.layers:
-        layer.self_attn.fast_path = False
+    teaching = [  # the teaching path reads no mask back: only the id checks read values
+        attention.register_forward_pre_hook(lambda m, args, kwargs: (args, {**kwargs, "fast": False}), with_kwargs=True)
+        for attention in model.modules()
+        if isinstance(attention, MultiHeadAttention)
+    ]
     with CountReads() as counter:
         model(batch.src, batch.tgt_in)
+    for handle in teaching:
+        handle.remove()
     assert counter.reads == ["__bool__", "__bool__"], "one read for the source ids, one for the target ids"
+
+
+def test_greedy_decoding_reads_back_only_every_few_steps_on_an_accelerator(monkeypatch) -> None:
+    """Decoding validates its inputs once, before the loop (one read: the limits and whether the
+    source has padding); inside the loop the only read is "has every row finished?", asked every
+    ``STOP_CHECK_EVERY`` steps on an accelerator (every step on the CPU, where reading is free)."""
+    from transformer_course.decoding import STOP_CHECK_EVERY, greedy_decode
+
+    model, batch = _model_and_batch(norm_first=False)
+    with torch.no_grad():
+        model.output.bias[2] = -1e4  # <eos> never chosen: every row runs the 16 steps
+    monkeypatch.setattr(_validate, "reads_are_free", lambda x: False)
+    with CountReads() as counter:
+        out = greedy_decode(model, batch.src, 2 * STOP_CHECK_EVERY)
+    assert out.shape == (2, 2 * STOP_CHECK_EVERY)
+    assert counter.reads == ["tolist", "__bool__", "__bool__"], counter.reads

@@ -83,8 +83,10 @@ def _runtime_imports(path: Path) -> set[str]:
     for node in ast.walk(tree):
         if id(node) in skipped:
             continue
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            found.add((node.module or "").split(".")[0] or "<package>")
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
+            found |= {alias.name for alias in node.names}  # `from . import _validate`: that room
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            found.add(node.module.split(".")[0])
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_course"):
             found.add((node.module.split(".") + ["<package>"])[1])
         elif isinstance(node, ast.Import):

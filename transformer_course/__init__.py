@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "train_step": "step", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
     "DecoderCache": "cache", "KVCache": "cache",
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
+    "max_output_length": "decoding",
     "load_pretrained": "tools.pretrained",
     "RMSNorm": "rmsnorm", "apply_rope": "rotary", "SwiGLU": "swiglu", "blocked_attention": "blocked",
 }  # fmt: skip
@@ -87,7 +88,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .data import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
-    from .decoding import beam_search, greedy_decode, sample
+    from .decoding import beam_search, greedy_decode, max_output_length, sample
     from .device import pick_device
     from .embeddings import TokenEmbedding, one_hot_lookup, tie_weights
     from .encoder import Encoder, EncoderLayer

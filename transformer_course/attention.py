@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from ._validate import check_mask, reads_are_free
+from . import _validate
+from ._validate import check_mask
 
 
 def _check_qkv(q: Tensor, k: Tensor, v: Tensor) -> None:
@@ -118,7 +119,7 @@ def fast_attention(
         if mask.dim() == 1:  # (S,): the same keys for every query; PyTorch's kernel wants a (T, S) mask
             mask = mask.expand(q.shape[-2], -1)  # (T, S)
         empty = ~mask.any(dim=-1, keepdim=True)  # (..., T, 1): rows with nothing to attend to
-        if not reads_are_free(q) or empty.any():  # on a GPU, asking would wait for it: just fix
+        if not _validate.reads_are_free(q) or empty.any():  # on a GPU, asking would wait for it: just fix
             q = q.masked_fill(empty, 0.0)  # zero query → equal scores → uniform weights
             mask = mask | empty  # an empty row may attend everywhere; other rows are unchanged
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)

@@ -10,10 +10,15 @@ every position independent of what comes after it. A cache keeps them:
   not change while decoding, so they are projected once, at the first step, and reused.
 
 The cache is plain data that the caller passes in and gets back: ``Transformer.decode(new_tokens,
-memory, memory_mask, cache=cache)`` hands each decoder layer its :class:`LayerCache`, the layer
-hands each attention its :class:`KVCache`, and
-:meth:`~transformer_course.multihead.MultiHeadAttention.keys_and_values` calls
-:meth:`KVCache.update`. Your attention code (chapter 04) is what runs, cached or not.
+memory, memory_mask, cache=cache)`` records the new tokens (:meth:`DecoderCache.record`, the one
+call that makes it longer), asks for their mask (:meth:`DecoderCache.self_attention_mask`, a pure
+function), and hands each decoder layer its :class:`LayerCache`; the layer hands each attention
+its :class:`KVCache`, and :meth:`~transformer_course.multihead.MultiHeadAttention.keys_and_values`
+calls :meth:`KVCache.update`. Your attention code (chapter 04) is what runs when several positions
+come at once or autograd is on. The decoding loops feed one position at a time without autograd:
+then the attention takes a lean step of its own (one product for Q, K and V, with the weights
+side by side, transposed once per decoding call and kept in :attr:`KVCache.projections`), which
+gives the same numbers in fewer operations (the tests compare the two).
 """
 
 from __future__ import annotations
@@ -41,6 +46,11 @@ class _Rows:
 
     def append(self, new: Tensor) -> Tensor:
         """Store ``new`` after the rows already held; return all rows."""
+        self.write(new)
+        return self.view()
+
+    def write(self, new: Tensor) -> None:
+        """Store ``new`` after the rows already held."""
         end = self.length + new.shape[self.dim]
         if new.requires_grad:  # autograd must see every step: concatenate instead of writing in place
             self.buffer = new if self.buffer is None else torch.cat([self.view(), new], dim=self.dim)
@@ -49,7 +59,6 @@ class _Rows:
                 self._grow(new, max(2 * end, 16))
             self.buffer.narrow(self.dim, self.length, new.shape[self.dim]).copy_(new)
         self.length = end
-        return self.view()
 
     def _grow(self, like: Tensor, capacity: int) -> None:
         shape = list(like.shape)
@@ -76,20 +85,26 @@ class KVCache:
 
     def __init__(self, static: bool = False) -> None:
         self.static = static
-        self._keys = _Rows(dim=2)
-        self._values = _Rows(dim=2)
+        self._both = _Rows(dim=2)  # self-attention: keys and values side by side (B, H, L, Dk+Dv), growing
+        self._d_k = 0
+        self._memory: tuple[Tensor, Tensor] | None = None  # cross-attention: stored once, as given
+        # W^Q (and, for self-attention, W^K and W^V) side by side and W^O, transposed: made by
+        # MultiHeadAttention at the first one-position step of a decoding call, kept for the others.
+        self.projections: tuple[Tensor, Tensor | None, Tensor, Tensor | None] | None = None
 
     def __len__(self) -> int:
         """Number of key positions held."""
-        return self._keys.length
+        if self.static:
+            return 0 if self._memory is None else self._memory[0].shape[2]
+        return self._both.length
 
     @property
     def keys(self) -> Tensor:
-        return self._keys.view()  # (B, H, L, Dk)
+        return self._memory[0] if self.static else self._both.view()[..., : self._d_k]  # (B, H, L, Dk)
 
     @property
     def values(self) -> Tensor:
-        return self._values.view()  # (B, H, L, Dv)
+        return self._memory[1] if self.static else self._both.view()[..., self._d_k :]  # (B, H, L, Dv)
 
     def update(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
         """Add the keys and values of new positions; return those of every position so far.
@@ -97,14 +112,33 @@ class KVCache:
         Shape:
             keys (B, H, T, Dk), values (B, H, T, Dv) → (B, H, L+T, Dk), (B, H, L+T, Dv)
         """
-        if self.static and len(self):
-            raise ValueError("a static (cross-attention) cache is filled once: its keys and values never change")
-        return self._keys.append(keys), self._values.append(values)
+        if self.static:
+            if len(self):
+                raise ValueError("a static (cross-attention) cache is filled once: its keys and values never change")
+            self._memory = keys, values
+            return keys, values
+        return self.append(torch.cat([keys, values], dim=-1), keys.shape[-1])
+
+    def append(self, keys_and_values: Tensor, d_k: int) -> tuple[Tensor, Tensor]:
+        """Self-attention: add new positions whose keys and values come side by side, as one
+        projection makes them (one copy instead of two); return the keys and values of every
+        position so far.
+
+        Shape:
+            keys_and_values (B, H, T, Dk+Dv) → (B, H, L+T, Dk), (B, H, L+T, Dv)
+        """
+        if self.static:
+            raise ValueError("append is for self-attention: a static (cross-attention) cache is filled by update")
+        both = self._both.append(keys_and_values)  # (B, H, L+T, Dk+Dv)
+        self._d_k = d_k
+        keys, values = both.split([d_k, both.shape[-1] - d_k], dim=-1)
+        return keys, values
 
     def reorder(self, indices: Tensor) -> None:
         """Keep the batch rows ``indices`` (B',) in that order (beam search after each step)."""
-        self._keys.reorder(indices)
-        self._values.reorder(indices)
+        if self._memory is not None:
+            self._memory = self._memory[0].index_select(0, indices), self._memory[1].index_select(0, indices)
+        self._both.reorder(indices)
 
 
 @dataclass
@@ -133,6 +167,7 @@ class DecoderCache:
         if n_layers < 0:
             raise ValueError(f"n_layers must be >= 0, got {n_layers}")
         self.layers = [LayerCache() for _ in range(n_layers)]
+        self.output: tuple[Tensor, Tensor | None] | None = None  # the output layer's W^T and b, made once
         self._keep = _Rows(dim=1)  # (B, L) bool: True where a fed target token is not padding
 
     @classmethod
@@ -145,22 +180,36 @@ class DecoderCache:
         """Number of target positions fed so far (the position of the next token)."""
         return self._keep.length
 
-    def self_attention_mask(self, tgt: Tensor, pad_id: int) -> Tensor:
-        """Record the new tokens and return their self-attention mask over every position so far.
+    def record(self, tgt: Tensor, pad_id: int) -> None:
+        """Remember which of the new tokens are padding: the one call that changes :attr:`length`.
 
-        The same mask as ``target_mask`` on the full sequence, restricted to the new rows: new
-        token i (at position L+i) may attend to positions 0 … L+i that are not padding.
+        ``Transformer.decode(..., cache=cache)`` calls it once per step, before asking for
+        :meth:`self_attention_mask`; the layers then append the new keys and values.
 
         Shape:
-            tgt: (B, T) new tokens → (B, 1, T, L+T) bool, True = may attend
+            tgt: (B, T) new tokens
         """
         if self.length and self._keep.buffer.shape[0] != tgt.shape[0]:
             raise ValueError(f"the cache holds a batch of {self._keep.buffer.shape[0]} rows but tgt has {tgt.shape[0]}")
-        keep = self._keep.append(tgt != pad_id)  # (B, L+T)
-        length, new = keep.shape[1], tgt.shape[1]
+        self._keep.write(tgt != pad_id)  # (B, L+T)
+
+    def self_attention_mask(self, new: int) -> Tensor:
+        """The self-attention mask of the ``new`` tokens recorded last, over every recorded position.
+
+        The same mask as ``target_mask`` on the full sequence, restricted to the new rows: new
+        token i (at position L+i) may attend to positions 0 … L+i that are not padding. A pure
+        function of what :meth:`record` stored: asking twice gives the same mask.
+
+        Shape:
+            → (B, 1, new, L+new) bool, True = may attend
+        """
+        if not 1 <= new <= self.length:
+            raise ValueError(f"new must be between 1 and the {self.length} recorded positions, got {new}")
+        keep = self._keep.view()  # (B, L+T)
         if new == 1:  # one new token: it may see every earlier position, so only padding is hidden
             return keep[:, None, None, :]  # (B, 1, 1, L+1)
-        causal = torch.ones(new, length, dtype=torch.bool, device=tgt.device).tril(diagonal=length - new)  # (T, L+T)
+        length = keep.shape[1]
+        causal = torch.ones(new, length, dtype=torch.bool, device=keep.device).tril(diagonal=length - new)  # (T, L+T)
         return keep[:, None, None, :] & causal  # (B, 1, T, L+T)
 
     def reorder(self, indices: Tensor) -> None:

@@ -13,8 +13,12 @@ All three work on a batch of sentences, on any device, encode the source once, a
 use a :class:`~transformer_course.cache.DecoderCache` so that each step feeds the decoder only
 the newest token (``use_cache=False`` recomputes the whole prefix, to compare).
 
+How long may a translation get? The paper's rule (§6.1): the source's length + 50 tokens, stopping
+early when possible. :func:`max_output_length` computes it for each row; it is the default of all
+three (``max_len=None``), and an integer ``max_len`` caps every row instead.
+
 Outputs are padded token ids **without** the leading ``<bos>``; each row ends with its
-``<eos>`` (if it produced one within ``max_len`` tokens), followed by padding. ``<pad>`` and
+``<eos>`` (if it produced one within its limit), followed by padding. ``<pad>`` and
 ``<bos>`` are never valid next tokens, so all three give them probability 0.
 """
 
@@ -22,12 +26,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn
 
+from . import _validate
 from ._validate import check_ndim
 from .cache import DecoderCache
+from .config import TransformerConfig
 from .masks import padding_mask
 
 # -- pieces of one decoding step -----------------------------------------------------------------
@@ -151,15 +158,76 @@ def beam_step(
 # -- the decoding loops --------------------------------------------------------------------------
 
 
-def _check_args(model: nn.Module, src: Tensor, max_len: int) -> None:
+# §6.1 of the paper: "we set the maximum output length during inference to input length + 50,
+# but terminate early when possible".
+EXTRA_OUTPUT_TOKENS = 50
+
+# On an accelerator the loops ask "has every row finished?" only every this many steps: the
+# answer is read on the host, which makes the CPU wait for the GPU. On the CPU reading is free
+# and every step is checked (a step saved costs more than the question).
+STOP_CHECK_EVERY = 8
+
+
+def max_output_length(model_or_config: nn.Module | TransformerConfig, src: Tensor) -> Tensor:
+    """The longest translation of each source sentence: its length + 50 (paper §6.1).
+
+    The length of a source row is its number of tokens that are not ``<pad>``. The limit is
+    capped by the model's position table (``config.max_len`` rows): the decoder reads ``<bos>``
+    and every output token but the last (the last is never fed back), so an output of
+    ``config.max_len`` tokens uses exactly the whole table.
+
+    Shape:
+        src: (B, S) source ids → (B,) long, each in [1, config.max_len]
+    """
+    config = getattr(model_or_config, "config", model_or_config)
     check_ndim(src, 2, "src", "(B, S) of token ids")
-    if not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be an integer >= 1, got {max_len!r}")
-    if max_len > model.config.max_len:
-        raise ValueError(f"max_len={max_len} is longer than the model's max_len={model.config.max_len}")
+    lengths = (src != config.pad_id).sum(dim=1)  # (B,) real source tokens of each row
+    return (lengths + EXTRA_OUTPUT_TOKENS).clamp(max=config.max_len)  # (B,)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a decoding loop checked once, before its first step."""
+
+    limits: Tensor | None  # (B,) each row's longest output; None when every row has the same one
+    steps: int  # the most tokens any row may get
+    padded: bool  # whether the source has padding (otherwise cross-attention needs no mask)
+
+
+def _plan(model: nn.Module, src: Tensor, max_len: int | None) -> _Plan:
+    """Validate a loop's inputs and read what it needs from them, once (one host read)."""
+    check_ndim(src, 2, "src", "(B, S) of token ids")
     device = next(model.parameters()).device
     if src.device != device:
         raise ValueError(f"src is on {src.device} but the model is on {device}: move one of them")
+    config = model.config
+    if max_len is not None:
+        if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
+            raise ValueError(f"max_len must be None (input length + 50) or an integer >= 1, got {max_len!r}")
+        if max_len > config.max_len:
+            raise ValueError(f"max_len={max_len} is longer than the model's max_len={config.max_len}")
+    if src.shape[0] == 0:
+        return _Plan(None, max_len or 0, False)
+    limits = max_output_length(model, src)  # (B,)
+    longest, shortest, real = torch.stack(
+        [limits.max(), limits.min(), (src != config.pad_id).sum(dim=1).min()]
+    ).tolist()  # the one host read, before the loop
+    padded = real < src.shape[1]
+    if max_len is not None:
+        return _Plan(None, max_len, padded)
+    return _Plan(None if shortest == longest else limits, longest, padded)
+
+
+def _cut(plan: _Plan, step: int, finished: Tensor) -> Tensor:
+    """Rows whose limit is reached after ``step + 1`` tokens are finished (nothing after it)."""
+    if plan.limits is None:
+        return finished
+    at_limit = plan.limits <= step + 1  # (B,)
+    return finished | (at_limit if finished.dim() == 1 else at_limit[:, None])
+
+
+def _stop_check_every(src: Tensor) -> int:
+    return 1 if _validate.reads_are_free(src) else STOP_CHECK_EVERY
 
 
 @contextmanager
@@ -174,21 +242,44 @@ def _inference(model: nn.Module) -> Iterator[None]:
         model.train(was_training)
 
 
-def _encode(model: nn.Module, src: Tensor) -> tuple[Tensor, Tensor]:
-    memory_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
-    return model.encode(src, memory_mask), memory_mask  # (B, S, D), (B, 1, 1, S)
+class _Steps:
+    """The next-token logits of a decoding loop, step after step, for the rows it holds.
+
+    The source is encoded once. With the cache (``use_cache=True``) each step feeds
+    ``Transformer.decode_step`` the newest token only; without it the whole prefix goes through
+    ``decode`` again (the slow reference the tests compare with). ``<pad>`` and ``<bos>`` are
+    never a valid next token: both get probability 0 through an additive bias made once.
+    """
+
+    def __init__(self, model: nn.Module, src: Tensor, plan: _Plan, use_cache: bool, repeat: int = 1) -> None:
+        self.model = model
+        memory_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+        memory = model.encode(src, memory_mask)  # (B, S, D)
+        self.memory = memory.repeat_interleave(repeat, dim=0)  # (B·K, S, D): row b·K + k is copy k of row b
+        self.memory_mask = memory_mask.repeat_interleave(repeat, dim=0)  # (B·K, 1, 1, S)
+        self.step_mask = self.memory_mask if plan.padded else None  # no padding: nothing to hide
+        self.cache = DecoderCache.for_model(model) if use_cache else None
+        self.banned = _special_bias(model, memory.device)  # (V,)
+
+    def next_logits(self, tokens: Tensor) -> Tensor:
+        """Logits (B, V) of the token after ``tokens`` (B, t), float32, specials forbidden."""
+        if self.cache is None:
+            logits = self.model.decode(tokens, self.memory, self.memory_mask)[:, -1]  # (B, V)
+        else:
+            logits = self.model.decode_step(tokens[:, -1:], self.memory, self.step_mask, self.cache)  # (B, V)
+        return logits.float() + self.banned  # (B, V)
+
+    def reorder(self, rows: Tensor) -> None:
+        """Beam search: row i continues the earlier row ``rows[i]``."""
+        if self.cache is not None:
+            self.cache.reorder(rows)
 
 
-def _next_logits(
-    model: nn.Module, tokens: Tensor, memory: Tensor, memory_mask: Tensor, cache: DecoderCache | None
-) -> Tensor:
-    """Logits (B, V) of the token after ``tokens`` (B, t): with a cache only the new tokens are
-    fed (the cache remembers the others), without one the whole prefix is recomputed."""
-    if cache is None:
-        logits = model.decode(tokens, memory, memory_mask)[:, -1]  # (B, V)
-    else:
-        logits = model.decode(tokens[:, cache.length :], memory, memory_mask, cache=cache)[:, -1]  # (B, V)
-    return _forbid_specials(model, logits)
+def _special_bias(model: nn.Module, device: torch.device) -> Tensor:
+    """(V,) float32: 0, and ``-inf`` for ``<pad>`` and ``<bos>``; added to logits it forbids them."""
+    bias = torch.zeros(model.config.tgt_vocab_size, device=device)  # (V,)
+    bias[[model.config.pad_id, model.config.bos_id]] = float("-inf")
+    return bias
 
 
 def _forbid_specials(model: nn.Module, logits: Tensor) -> Tensor:
@@ -197,55 +288,57 @@ def _forbid_specials(model: nn.Module, logits: Tensor) -> Tensor:
     Shape:
         logits: (..., V) → (..., V) float32
     """
-    logits = logits.float().clone()
-    logits[..., [model.config.pad_id, model.config.bos_id]] = float("-inf")
-    return logits
+    return logits.float() + _special_bias(model, logits.device)
 
 
 def _generate(
     model: nn.Module,
     src: Tensor,
-    max_len: int,
+    max_len: int | None,
     pick: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]],
     use_cache: bool,
 ) -> Tensor:
-    """The loop shared by greedy decoding and sampling; ``pick(logits, finished)`` chooses."""
-    memory, memory_mask = _encode(model, src)
-    tokens = src.new_full((src.shape[0], 1), model.config.bos_id)  # (B, 1): every row starts with <bos>
-    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
-    cache = DecoderCache.for_model(model) if use_cache else None
-    for _ in range(max_len):
-        logits = _next_logits(model, tokens, memory, memory_mask, cache)  # (B, V)
-        next_tokens, finished = pick(logits, finished)
-        tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
-        if finished.all():
-            break
-    return tokens[:, 1:]  # (B, ≤ max_len) without <bos>
+    """The loop shared by greedy decoding and sampling; ``pick(logits, finished)`` chooses.
+
+    Inside the loop nothing is read back to the host except the early stop (see
+    :data:`STOP_CHECK_EVERY`); a row that reaches its own limit is finished (padding after it).
+    """
+    plan = _plan(model, src, max_len)
+    with _inference(model):
+        steps = _Steps(model, src, plan, use_cache)
+        tokens = src.new_full((src.shape[0], 1), model.config.bos_id)  # (B, 1): every row starts with <bos>
+        finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
+        every = _stop_check_every(src)
+        for step in range(plan.steps):
+            next_tokens, finished = pick(steps.next_logits(tokens), finished)  # (B,), (B,)
+            finished = _cut(plan, step, finished)
+            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
+            if (step + 1) % every == 0 and finished.all():
+                break
+        return tokens[:, 1:]  # (B, ≤ plan.steps) without <bos>
 
 
-def greedy_decode(model: nn.Module, src: Tensor, max_len: int, use_cache: bool = True) -> Tensor:
+def greedy_decode(model: nn.Module, src: Tensor, max_len: int | None = None, use_cache: bool = True) -> Tensor:
     """Translate a batch by always taking the most probable next token.
 
     The source is encoded once; each row stops at its ``<eos>`` (padding after it) and the loop
-    stops when every row has finished or ``max_len`` tokens were generated. The model is put in
-    evaluation mode for the call (its mode is restored afterwards).
+    stops when every row has finished or reached its limit. The limit is ``max_len`` tokens for
+    every row, or by default (``max_len=None``) §6.1's rule, :func:`max_output_length`: each
+    row's source length + 50, so that a sentence gets the same translation alone or in a batch.
+    The model is put in evaluation mode for the call (its mode is restored afterwards).
 
     Shape:
         src: (B, S) source ids (padded with ``pad_id``) → (B, T) target ids without ``<bos>``,
-        T ≤ max_len
+        T ≤ the longest limit
     """
-    _check_args(model, src, max_len)
     config = model.config
-    with _inference(model):
-        return _generate(
-            model, src, max_len, lambda lg, fin: greedy_step(lg, fin, config.eos_id, config.pad_id), use_cache
-        )
+    return _generate(model, src, max_len, lambda lg, fin: greedy_step(lg, fin, config.eos_id, config.pad_id), use_cache)
 
 
 def sample(
     model: nn.Module,
     src: Tensor,
-    max_len: int,
+    max_len: int | None = None,
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,
@@ -260,12 +353,11 @@ def sample(
     noise ``-log(-log U)`` to the log-probabilities and taking the arg-max picks token i with
     probability ``p_i`` exactly, so sampling is greedy decoding on noisy logits (and
     ``top_k=1`` is greedy decoding). Pass a ``generator`` (on the model's device) for
-    reproducible draws.
+    reproducible draws. ``max_len``: as in :func:`greedy_decode`.
 
     Shape:
-        src: (B, S) → (B, T) target ids without ``<bos>``, T ≤ max_len
+        src: (B, S) → (B, T) target ids without ``<bos>``, T ≤ the longest limit
     """
-    _check_args(model, src, max_len)
     _filtered(torch.zeros(1, 2), temperature, top_k, top_p)  # check the arguments before decoding
     config = model.config
 
@@ -273,8 +365,7 @@ def sample(
         noisy = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
         return greedy_step(noisy, finished, config.eos_id, config.pad_id)
 
-    with _inference(model):
-        return _generate(model, src, max_len, pick, use_cache)
+    return _generate(model, src, max_len, pick, use_cache)
 
 
 def sampling_distribution(
@@ -332,9 +423,9 @@ def beam_search(
     model: nn.Module,
     src: Tensor,
     beam_size: int,
-    max_len: int,
+    max_len: int | None = None,
     length_penalty: float = 0.6,
-    n_best: int | None = None,
+    n_best: int = 1,
     use_cache: bool = True,
 ) -> tuple[Tensor, Tensor]:
     """Translate a batch with beam search, all sentences and all beams at once.
@@ -343,52 +434,48 @@ def beam_search(
     best by ``log P(Y | X) / lp(Y)`` with the GNMT length penalty ``lp`` (``length_penalty`` is
     its α; the paper used beam 4 and α = 0.6; α = 0 ranks by plain log-probability). A finished
     hypothesis stays in the beam, unchanged, competing with the unfinished ones; the search stops
-    when every hypothesis of every sentence is finished or after ``max_len`` tokens.
+    when every hypothesis of every sentence is finished or has reached its sentence's limit
+    (``max_len``, or by default §6.1's source length + 50: see :func:`greedy_decode`).
 
     Returns:
-        ``(tokens, scores)``: with ``n_best=None`` the best hypothesis of each sentence, tokens
-        (B, T) without ``<bos>`` (padding after ``<eos>``) and its length-penalised score (B,);
-        with ``n_best=n`` the n best, tokens (B, n, T) and scores (B, n), best first.
+        ``(tokens, scores)``, always with an axis for the ``n_best`` best hypotheses of each
+        sentence, best first: tokens (B, n_best, T) without ``<bos>`` (padding after ``<eos>``)
+        and their length-penalised scores (B, n_best). ``tokens[:, 0]`` is the translation.
     """
-    _check_args(model, src, max_len)
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
-    if n_best is not None and (not isinstance(n_best, int) or not 1 <= n_best <= beam_size):
-        raise ValueError(f"n_best must be None or an integer in [1, beam_size={beam_size}], got {n_best!r}")
+    if not isinstance(n_best, int) or not 1 <= n_best <= beam_size:
+        raise ValueError(f"n_best must be an integer in [1, beam_size={beam_size}], got {n_best!r}")
     if length_penalty < 0:
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
+    plan = _plan(model, src, max_len)
     config, batch, beams = model.config, src.shape[0], beam_size
     with _inference(model):
-        memory, memory_mask = _encode(model, src)  # (B, S, D), (B, 1, 1, S)
-        memory = memory.repeat_interleave(beams, dim=0)  # (B·K, S, D): row b·K + k is beam k of sentence b
-        memory_mask = memory_mask.repeat_interleave(beams, dim=0)  # (B·K, 1, 1, S)
+        steps = _Steps(model, src, plan, use_cache, repeat=beams)
         tokens = src.new_full((batch * beams, 1), config.bos_id)  # (B·K, 1)
         scores = torch.full((batch, beams), float("-inf"), device=src.device)  # (B, K)
         scores[:, 0] = 0.0  # one real hypothesis (<bos>) per sentence; the other slots are empty
         finished = torch.zeros(batch, beams, dtype=torch.bool, device=src.device)  # (B, K)
         lengths = torch.zeros(batch, beams, dtype=torch.long, device=src.device)  # (B, K)
         first_row = torch.arange(batch, device=src.device)[:, None] * beams  # (B, 1)
-        cache = DecoderCache.for_model(model) if use_cache else None
-        for _ in range(max_len):
-            logits = _next_logits(model, tokens, memory, memory_mask, cache)  # (B·K, V)
-            log_probs = logits.log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
+        every = _stop_check_every(src)
+        for step in range(plan.steps):
+            log_probs = steps.next_logits(tokens).log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
             origin, new, scores, finished, lengths = beam_step(
                 scores, log_probs, finished, lengths, config.eos_id, config.pad_id, length_penalty
             )
+            finished = _cut(plan, step, finished)  # (B, K)
             rows = (first_row + origin).view(-1)  # (B·K,) the batch row each survivor continues
             tokens = torch.cat([tokens.index_select(0, rows), new.view(-1, 1)], dim=1)  # (B·K, t+1)
-            if cache is not None:
-                cache.reorder(rows)
-            if (finished | scores.isneginf()).all():
+            steps.reorder(rows)
+            if (step + 1) % every == 0 and (finished | scores.isneginf()).all():
                 break
         ranked = scores / gnmt_length_penalty(lengths, length_penalty)  # (B, K)
         ranked, order = ranked.sort(dim=1, descending=True)  # (B, K), best first
         out = tokens[:, 1:].view(batch, beams, -1)  # (B, K, T)
         out = out.gather(1, order[..., None].expand_as(out))  # (B, K, T) best first
         out = _pad_after_eos(out, config.eos_id, config.pad_id)
-        keep = 1 if n_best is None else n_best
-        out, ranked = out[:, :keep], ranked[:, :keep]  # (B, n, T), (B, n)
-        return (out[:, 0], ranked[:, 0]) if n_best is None else (out, ranked)
+        return out[:, :n_best], ranked[:, :n_best]  # (B, n, T), (B, n)
 
 
 def _pad_after_eos(tokens: Tensor, eos_id: int, pad_id: int) -> Tensor:

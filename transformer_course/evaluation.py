@@ -34,10 +34,11 @@ def translate(
     use_cache: bool = True,
 ) -> list[list[str]]:
     """Translate tokenized sentences with :func:`~transformer_course.decoding.greedy_decode`,
-    ``batch_size`` at a time; returns the target tokens of each. ``use_cache=False`` serves models
-    without a key/value cache (a baseline built on ``nn.Transformer``, say)."""
+    ``batch_size`` at a time; returns the target tokens of each. ``max_len=None`` is §6.1's
+    rule (each sentence's length + 50, :func:`~transformer_course.decoding.max_output_length`);
+    an integer caps every sentence. ``use_cache=False`` serves models without a key/value cache
+    (a baseline built on ``nn.Transformer``, say)."""
     device = next(model.parameters()).device
-    max_len = max_len or model.config.max_len - 1
     out: list[list[str]] = []
     for start in range(0, len(sources), batch_size):
         chunk = [task.src_vocab.encode(s) for s in sources[start : start + batch_size]]
@@ -52,9 +53,7 @@ def _translate_pairs(
     """Translate the sources of ``pairs``: (hypothesis tokens, hypothesis texts, reference texts)."""
     if not pairs:
         raise ValueError("pairs must not be empty")
-    longest = max(len(t) for _, t in pairs) + 2  # room for a wrong answer a little longer than the right one
-    max_len = min(2 * longest, model.config.max_len - 1)
-    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, max_len, use_cache)
+    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, None, use_cache)  # §6.1's limit
     return hypotheses, [task.detokenize(h) for h in hypotheses], [task.detokenize(t) for _, t in pairs]
 
 

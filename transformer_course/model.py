@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import torch
 from torch import Tensor, nn
 
 from ._validate import check_ndim, check_token_ids
@@ -139,13 +140,38 @@ class Transformer(nn.Module):
         x = self.positional(self.src_embed(src))  # (B, S, D)
         return self.encoder(x, src_mask)  # (B, S, D)
 
+    def decode_step(
+        self, new_tokens: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache
+    ) -> Tensor:
+        """One step of a decoding loop (chapter 08): logits (B, V) of the token after ``new_tokens``.
+
+        The loops of :mod:`~transformer_course.decoding` validate their inputs once, before the
+        first step, so this trusts them: no id or length is read here. Its self-attention gets no
+        mask: the loops feed padding only to a row that has finished, whose next tokens they
+        throw away, so no row whose choice counts ever sees padding (a row's first position is
+        ``<bos>``, never padding). ``memory_mask`` may be None when the source has no padding.
+
+        Shape:
+            new_tokens: (B, 1), memory: (B, S, D) → logits (B, V)
+        """
+        offset = cache.length
+        cache.record(new_tokens, self.config.pad_id)  # the cache's length grows by the new token
+        x = self.positional(self.tgt_embed(new_tokens), offset=offset)  # (B, 1, D) at position offset
+        x = self.decoder(x, memory, None, memory_mask, cache=cache)  # (B, 1, D)
+        if cache.output is None:  # W^T of the output layer, transposed once per decoding call
+            cache.output = self.output.weight.t(), self.output.bias
+        weight_t, bias = cache.output
+        x = x.view(x.shape[0], -1)  # (B, D)
+        return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)  # (B, V)
+
     def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache | None) -> Tensor:
         offset = 0 if cache is None else cache.length
         x = self.positional(self.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
         if cache is None:
             tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
         else:
-            tgt_mask = cache.self_attention_mask(tgt, self.config.pad_id)  # (B, 1, T, offset+T)
+            cache.record(tgt, self.config.pad_id)  # explicit: the cache now holds offset+T positions
+            tgt_mask = cache.self_attention_mask(tgt.shape[1])  # (B, 1, T, offset+T)
         x = self.decoder(x, memory, tgt_mask, memory_mask, cache=cache)  # (B, T, D)
         return self.output(x)  # (B, T, V)
 

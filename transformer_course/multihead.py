@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import torch
 from torch import Tensor, nn
 
 from ._validate import check_ndim
@@ -17,6 +18,11 @@ from .attention import fast_attention, scaled_dot_product_attention
 
 if TYPE_CHECKING:
     from .cache import KVCache
+
+
+def _affine(x: Tensor, weight_t: Tensor, bias: Tensor | None) -> Tensor:
+    """``x @ weight_t + bias`` in one operation. Shape: x (N, in), weight_t (in, out) → (N, out)"""
+    return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -65,7 +71,8 @@ class MultiHeadAttention(nn.Module):
 
     ``forward(..., need_weights=True)`` takes the teaching path and returns the weights;
     otherwise the fast path (``F.scaled_dot_product_attention``) is used and ``weights`` is
-    None. Set ``self.fast_path = False`` to force the teaching path everywhere.
+    None. ``forward(..., fast=False)`` takes the teaching path (and returns its weights) without
+    asking for them: the path is an argument of each call, the module keeps no switch.
 
     ``forward(..., cache=KVCache())`` (chapter 08) keeps the keys and values between decoding
     steps: :meth:`keys_and_values` projects only the new positions and asks the cache for all of them.
@@ -89,7 +96,6 @@ class MultiHeadAttention(nn.Module):
         self.d_k = d_k if d_k is not None else d_model // n_heads
         self.d_v = d_v if d_v is not None else d_model // n_heads
         self.dropout = dropout
-        self.fast_path = True
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # W^Q of all heads, side by side
         self.w_k = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
@@ -108,18 +114,71 @@ class MultiHeadAttention(nn.Module):
         need_weights: bool = False,
         *,
         cache: KVCache | None = None,
+        fast: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
         self._check_inputs(query, key, value)
+        if cache is not None and fast and not need_weights and self._one_step(query):
+            return self._decode_step(query, key, value, mask, cache), None  # chapter 08's lean step
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
         k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
         dropout_p = self.dropout if self.training else 0.0
-        if need_weights or not self.fast_path:
+        if need_weights or not fast:
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
         else:
             heads, weights = fast_attention(q, k, v, mask, dropout_p), None
         return self.w_o(merge_heads(heads)), weights  # (B, T, D), (B, H, T, S) or None
         ### END SOLUTION
+
+    def _one_step(self, query: Tensor) -> bool:
+        """Whether a cached call is one step of a decoding loop: one new position, no autograd and
+        no dropout (the lean step below computes exactly what ``forward`` does then)."""
+        return query.shape[1] == 1 and not torch.is_grad_enabled() and (self.dropout == 0 or not self.training)
+
+    def _decode_step(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, cache: KVCache) -> Tensor:
+        """``forward`` for one new position with a cache (chapter 08), in fewer operations.
+
+        A decoding step is too small to keep the processor busy: its time goes into the number of
+        operations, not their size. So self-attention projects Q, K and V with *one* matrix product
+        (W^Q, W^K and W^V side by side), and the four projections use matrices transposed once per
+        decoding call and kept in the cache (``cache.projections``): the module's parameters and
+        its state dict stay as they are. The attention itself is the fast path's.
+
+        Shape:
+            query (B, 1, D) → (B, 1, D)
+        """
+        batch, heads = query.shape[0], self.n_heads
+        if cache.projections is None:
+            cache.projections = self._fused_projections(with_keys_and_values=not cache.static)
+        w_in, b_in, w_out, b_out = cache.projections
+        x = query.view(batch, self.d_model)  # (B, D)
+        if cache.static:  # cross-attention: only the query is new
+            q = _affine(x, w_in, b_in).view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
+            keys, values = self.keys_and_values(key, value, cache)  # the memory's: (B, H, S, Dk), (B, H, S, Dv)
+        else:  # self-attention: each head's key and value come side by side, stored with one copy
+            both = heads * (self.d_k + self.d_v)
+            q, kv = _affine(x, w_in, b_in).split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, H·(Dk+Dv))
+            keys, values = cache.append(kv.view(batch, heads, 1, self.d_k + self.d_v), self.d_k)  # (B, H, L, ·)
+            q = q.view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
+        out = fast_attention(q, keys, values, mask)  # (B, H, 1, Dv)
+        return _affine(out.reshape(batch, heads * self.d_v), w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
+
+    def _fused_projections(self, with_keys_and_values: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
+        """(W_in^T, b_in, W^O^T, b^O) for :meth:`_decode_step`. W_in is W^Q alone (cross-attention)
+        or W^Q followed by each head's rows of W^K and W^V side by side (self-attention), so that
+        one product gives the query and each head's key and value next to each other."""
+        weight, bias = self.w_q.weight, self.w_q.bias  # (H·Dk, D), (H·Dk,)
+        if with_keys_and_values:
+            weight = torch.cat([weight, self._per_head(self.w_k.weight, self.w_v.weight)])  # (H·(2Dk+Dv), D)
+            if bias is not None:
+                bias = torch.cat([bias, self._per_head(self.w_k.bias, self.w_v.bias)])
+        return weight.t(), bias, self.w_o.weight.t(), self.w_o.bias
+
+    def _per_head(self, keys: Tensor, values: Tensor) -> Tensor:
+        """Rows of W^K (H·Dk, …) and W^V (H·Dv, …) regrouped head by head: (H·(Dk+Dv), …)."""
+        rest = keys.shape[1:]
+        by_head = [keys.view(self.n_heads, self.d_k, *rest), values.view(self.n_heads, self.d_v, *rest)]
+        return torch.cat(by_head, dim=1).reshape(-1, *rest)
 
     def keys_and_values(self, key: Tensor, value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor]:
         """Project ``key`` and ``value`` with W^K and W^V and split them into heads.

@@ -276,7 +276,9 @@ def _cache_cases() -> Iterator[Case]:
         no_grad=True,
     )  # fmt: skip
     yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3})
-    memory, queries = torch.randn(2, 4, 12), torch.randn(2, 1, 12)
+    # two query positions: a cached call of one position without autograd takes the package's lean
+    # decoding step (multihead.py), not the learner's forward
+    memory, queries = torch.randn(2, 4, 12), torch.randn(2, 2, 12)
     with torch.no_grad():
         wanted = _per_head_reference(mha, queries, memory, memory, None)
     label = "a cross-attention cache (static): the memory's keys and values are kept after the first call"

@@ -67,6 +67,7 @@ def multi_head_attention_forward(
     need_weights: bool = False,
     *,
     cache=None,  # noqa: ANN001 - a KVCache; see transformer_course/cache.py
+    fast: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
     """ex04_3, as a method of the learner's ``MultiHeadAttention`` (its weights, its cache)."""
     queries = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)

@@ -111,8 +111,8 @@ def _translate(args: argparse.Namespace) -> int:
         raise CLIError(f"a sentence has {longest} {unit}; the model reads at most {model.config.max_len}")
     device = next(model.parameters()).device
     src = pad_sequences(encoded, src_vocab.pad_id).to(device)  # (B, S)
-    default_len = 32 if checkpoint.tokenizer is None else model.config.max_len - 1  # number words are short
-    max_len = min(default_len if args.max_len is None else args.max_len, model.config.max_len)
+    # None: §6.1's rule, each sentence's length + 50 (decoding.max_output_length); --max-len caps it
+    max_len = None if args.max_len is None else min(args.max_len, model.config.max_len)
     with torch.no_grad():
         if args.beam == 1:
             hypotheses, scores = greedy_decode(model, src, max_len)[:, None], None  # (B, 1, T)
@@ -149,6 +149,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-len",
         type=int,
         default=None,
-        help="longest translation in tokens (default: 32 for number words, the model's max_len for subword tokens)",
+        help="longest translation in tokens (default: the source's length + 50, as in the paper's §6.1, "
+        "at most the model's max_len)",
     )
     parser.set_defaults(run=_translate)
