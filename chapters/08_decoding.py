@@ -871,8 +871,8 @@ print(f"under-trained checkpoint after {weak_checkpoint.step} training steps (th
 ALPHA = 0.6  # the length penalty beam search ranks by; the errors are judged by the same score
 reference_ids = pad_sequences([tgt_vocab.encode(t, add_eos=True) for t in references], tgt_vocab.pad_id)  # (B, T*)
 weak_outputs = {  # token ids (B, T) of what each search found
-    "greedy": greedy_decode(weak, test_src, MAX_OUT),
-    "beam 4": beam_search(weak, test_src, beam_size=4, max_len=MAX_OUT, length_penalty=ALPHA)[0],
+    "greedy": greedy_decode(weak, test_src),  # §6.1's limit: source length + 50
+    "beam 4": beam_search(weak, test_src, beam_size=4, length_penalty=ALPHA)[0][:, 0],  # the best of each
 }
 candidates = {"reference": reference_ids, **weak_outputs}
 score = {name: score_sequences(weak, test_src, ids, ALPHA) for name, ids in candidates.items()}  # (B,) s(Y)

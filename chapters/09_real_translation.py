@@ -86,11 +86,11 @@ from transformer_course.sentence_training import (
 from transformer_course.step import MixedPrecision
 from transformer_course.subwords import subword_task, tokenizer_summary
 from transformer_course.token_batches import padding_stats, shard, token_batches
-from transformer_course.tools.claims import expect_at_least, expect_at_most
+from transformer_course.tools.claims import expect_at_least, expect_at_most, expect_between
 from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.plots import plot_history
-from transformer_course.training import Evaluation, build_model, fit, prepare_training
+from transformer_course.training import Evaluation, History, build_model, fit, prepare_training
 from transformer_course.vocab import Vocab
 
 torch.manual_seed(0)
@@ -353,9 +353,10 @@ fig.tight_layout()
 # seeded, so a second run on the same computer gives the same numbers; another computer adds its
 # floats in another order and trains a slightly different model, so the cells below print the scores
 # and then check them against ranges that hold on every machine we tried. It trains without dropout
-# because it sees each training sentence only about 1.4 times, too few passes to over-fit. For
-# checkpoint averaging (section 7) we keep a copy of the weights every 50 steps over the last 200
-# steps.
+# because it sees each training sentence only about 1.4 times, too few passes to over-fit. Every
+# 50 steps a callback (chapter 07's `Evaluation`) keeps a copy of the weights near the end, for
+# checkpoint averaging (section 7), and every `profile.eval_every` steps it translates 300
+# validation sentences, so that we can see how the score grows with the steps.
 
 # %%
 # chapter 07's prepare_training: seed → model → optimizer → scheduler → batches; a SentenceProfile
@@ -365,28 +366,58 @@ model = run.model
 # what the chapter claims about this run, checked after it: bounds below what we measured over seeds
 # and two kinds of CPU arithmetic (see chapter 07, section 6). A GPU's longer run ends at a lower
 # learning rate, where averaging has less noise to remove: there we claim only that it does not hurt.
-CLAIMS = {"exact_match": 70.0, "bleu": 90.0, "averaging_gain": 1.0 if device.type == "cpu" else 0.0}
+# The CPU run is short: its scores also stay below a ceiling (a run that scores higher did not train
+# this recipe). The second half of the run must still gain (chapter 09's lesson about more steps).
+on_cpu = device.type == "cpu"
+CLAIMS = {"exact_match": (70.0, 97.0 if on_cpu else 100.0), "bleu": (90.0, 99.5 if on_cpu else 100.0),
+          "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
 keep_every, n_kept = 50, 5
 kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
 print(f"{model.num_parameters():,} parameters; {profile.steps} steps; weights kept at steps {kept_at}")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-validation = Evaluation(lambda m: evaluate(m, task.valid[:300], task, bleu_on="text"), profile.eval_every)
-history, snapshots = None, {}
-for stop in kept_at:  # run.options: bfloat16 autocast on recent GPUs, float32 on the CPU
-    first = history is None
-    history = fit(
-        model, run.batches, run.optimizer, run.scheduler, stop, start_step=0 if first else history.steps[-1],
-        options=replace(run.options, progress=first), evaluation=validation if first else None, history=history,
-    )  # fmt: skip
-    snapshots[stop] = {name: value.detach().clone() for name, value in model.state_dict().items()}
+history, snapshots = History(), {}
+
+
+def keep_and_validate(m: torch.nn.Module) -> dict:
+    """Every 50 steps: keep the weights of the steps in ``kept_at``; score the validation sentences
+    every ``profile.eval_every`` steps (an empty dict records nothing)."""
+    step = history.steps[-1]
+    if step in kept_at:
+        snapshots[step] = {name: value.detach().clone() for name, value in m.state_dict().items()}
+    return evaluate(m, task.valid[:300], task, bleu_on="text") if step % profile.eval_every == 0 else {}
+
+
+history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options,
+              evaluation=Evaluation(keep_and_validate, every=keep_every), history=history)  # fmt: skip
 print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
+
+# %% [markdown]
+# The green points are the share of 300 validation sentences translated exactly right, against the
+# steps. The curve has not flattened when the run stops: it ends here because a chapter must run
+# in minutes on a laptop, not because the model has learned all it can. What do more steps buy?
+# Try it from a terminal (the same recipe, longer; about a minute per 700 steps on a 2-core CPU):
+#
+# ```bash
+# python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt
+# python -m transformer_course evaluate sentences.pt
+# ```
+#
+# Each training sentence is then seen about five times; without dropout the model may begin to
+# memorise, and the validation score tells you when more steps stop helping. The check below claims
+# only what holds for this short run on any machine: the last stretch of training still pays.
+
+# %%
+exact = {e["step"]: e["exact_match"] for e in history.evals}
+halfway = max(step for step in exact if step <= profile.steps // 2)
+expect_at_least("validation exact match gained in the second half of training", exact[profile.steps] - exact[halfway],
+                CLAIMS["second_half_gain"], "points")  # fmt: skip
 
 # %% [markdown]
 # ## 6. Scoring the written text with sacrebleu
@@ -418,8 +449,8 @@ print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparabl
 # two kinds of CPU arithmetic; a broken mask or an unshifted target fails them by far):
 
 # %%
-expect_at_least("test exact match", scores["exact_match"], CLAIMS["exact_match"], "%")
-expect_at_least("test BLEU on the written text", scores["bleu"], CLAIMS["bleu"])
+expect_between("test exact match", scores["exact_match"], *CLAIMS["exact_match"], "%")
+expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 
 # %%
 # NBVAL_IGNORE_OUTPUT
