@@ -91,6 +91,8 @@ class KVCache:
         # W^Q (and, for self-attention, W^K and W^V) side by side and W^O, transposed: made by
         # MultiHeadAttention at the first one-position step of a decoding call, kept for the others.
         self.projections: tuple[Tensor, Tensor | None, Tensor, Tensor | None] | None = None
+        # cross-attention: the memory's padding mask as numbers to add to the scores, made at the first step
+        self.additive_mask: Tensor | None = None
 
     def __len__(self) -> int:
         """Number of key positions held."""
@@ -168,7 +170,8 @@ class DecoderCache:
             raise ValueError(f"n_layers must be >= 0, got {n_layers}")
         self.layers = [LayerCache() for _ in range(n_layers)]
         self.output: tuple[Tensor, Tensor | None] | None = None  # the output layer's W^T and b, made once
-        self._keep = _Rows(dim=1)  # (B, L) bool: True where a fed target token is not padding
+        self._fed = _Rows(dim=1)  # (B, L): the target tokens fed so far (the mask reads their padding)
+        self._pad_id = 0
 
     @classmethod
     def for_model(cls, model: nn.Module) -> DecoderCache:
@@ -178,10 +181,10 @@ class DecoderCache:
     @property
     def length(self) -> int:
         """Number of target positions fed so far (the position of the next token)."""
-        return self._keep.length
+        return self._fed.length
 
     def record(self, tgt: Tensor, pad_id: int) -> None:
-        """Remember which of the new tokens are padding: the one call that changes :attr:`length`.
+        """Remember the new tokens (which of them are padding): the one call that changes :attr:`length`.
 
         ``Transformer.decode(..., cache=cache)`` calls it once per step, before asking for
         :meth:`self_attention_mask`; the layers then append the new keys and values.
@@ -189,9 +192,10 @@ class DecoderCache:
         Shape:
             tgt: (B, T) new tokens
         """
-        if self.length and self._keep.buffer.shape[0] != tgt.shape[0]:
-            raise ValueError(f"the cache holds a batch of {self._keep.buffer.shape[0]} rows but tgt has {tgt.shape[0]}")
-        self._keep.write(tgt != pad_id)  # (B, L+T)
+        if self.length and self._fed.buffer.shape[0] != tgt.shape[0]:
+            raise ValueError(f"the cache holds a batch of {self._fed.buffer.shape[0]} rows but tgt has {tgt.shape[0]}")
+        self._fed.write(tgt)  # (B, L+T): a copy of the ids; padding is looked for when a mask is asked for
+        self._pad_id = pad_id
 
     def self_attention_mask(self, new: int) -> Tensor:
         """The self-attention mask of the ``new`` tokens recorded last, over every recorded position.
@@ -205,7 +209,7 @@ class DecoderCache:
         """
         if not 1 <= new <= self.length:
             raise ValueError(f"new must be between 1 and the {self.length} recorded positions, got {new}")
-        keep = self._keep.view()  # (B, L+T)
+        keep = self._fed.view() != self._pad_id  # (B, L+T): True where a fed token is not padding
         if new == 1:  # one new token: it may see every earlier position, so only padding is hidden
             return keep[:, None, None, :]  # (B, 1, 1, L+1)
         length = keep.shape[1]
@@ -220,6 +224,6 @@ class DecoderCache:
         sentence has the same memory, so their rows are equal and need no reordering as long as
         ``indices`` only moves rows between the beams of one sentence.
         """
-        self._keep.reorder(indices)
+        self._fed.reorder(indices)
         for layer in self.layers:
             layer.self_attn.reorder(indices)

@@ -261,13 +261,13 @@ class _Steps:
         self.cache = DecoderCache.for_model(model) if use_cache else None
         self.banned = _special_bias(model, memory.device)  # (V,)
 
-    def next_logits(self, tokens: Tensor) -> Tensor:
-        """Logits (B, V) of the token after ``tokens`` (B, t), float32, specials forbidden."""
+    def next_logits(self, tokens: Tensor, newest: Tensor) -> Tensor:
+        """Logits (B, V) of the token after ``tokens`` (B, t), whose last column is ``newest`` (B, 1),
+        float32, specials forbidden."""
         if self.cache is None:
-            logits = self.model.decode(tokens, self.memory, self.memory_mask)[:, -1]  # (B, V)
-        else:
-            logits = self.model.decode_step(tokens[:, -1:], self.memory, self.step_mask, self.cache)  # (B, V)
-        return logits.float() + self.banned  # (B, V)
+            return self.model.decode(tokens, self.memory, self.memory_mask)[:, -1].float() + self.banned  # (B, V)
+        # the cache: only the newest token goes in, and the ban is folded into the output layer's bias
+        return self.model.decode_step(newest, self.memory, self.step_mask, self.cache, self.banned).float()
 
     def reorder(self, rows: Tensor) -> None:
         """Beam search: row i continues the earlier row ``rows[i]``."""
@@ -309,10 +309,12 @@ def _generate(
         tokens = src.new_full((src.shape[0], 1), model.config.bos_id)  # (B, 1): every row starts with <bos>
         finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
         every = _stop_check_every(src)
+        newest = tokens  # (B, 1)
         for step in range(plan.steps):
-            next_tokens, finished = pick(steps.next_logits(tokens), finished)  # (B,), (B,)
+            next_tokens, finished = pick(steps.next_logits(tokens, newest), finished)  # (B,), (B,)
             finished = _cut(plan, step, finished)
-            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
+            newest = next_tokens[:, None]  # (B, 1)
+            tokens = torch.cat([tokens, newest], dim=1)  # (B, t+1)
             if (step + 1) % every == 0 and finished.all():
                 break
         return tokens[:, 1:]  # (B, ≤ plan.steps) without <bos>
@@ -459,14 +461,16 @@ def beam_search(
         lengths = torch.zeros(batch, beams, dtype=torch.long, device=src.device)  # (B, K)
         first_row = torch.arange(batch, device=src.device)[:, None] * beams  # (B, 1)
         every = _stop_check_every(src)
+        newest = tokens  # (B·K, 1)
         for step in range(plan.steps):
-            log_probs = steps.next_logits(tokens).log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
+            log_probs = steps.next_logits(tokens, newest).log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
             origin, new, scores, finished, lengths = beam_step(
                 scores, log_probs, finished, lengths, config.eos_id, config.pad_id, length_penalty
             )
             finished = _cut(plan, step, finished)  # (B, K)
             rows = (first_row + origin).view(-1)  # (B·K,) the batch row each survivor continues
-            tokens = torch.cat([tokens.index_select(0, rows), new.view(-1, 1)], dim=1)  # (B·K, t+1)
+            newest = new.view(-1, 1)  # (B·K, 1)
+            tokens = torch.cat([tokens.index_select(0, rows), newest], dim=1)  # (B·K, t+1)
             steps.reorder(rows)
             if (step + 1) % every == 0 and (finished | scores.isneginf()).all():
                 break

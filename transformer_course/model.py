@@ -141,7 +141,12 @@ class Transformer(nn.Module):
         return self.encoder(x, src_mask)  # (B, S, D)
 
     def decode_step(
-        self, new_tokens: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache
+        self,
+        new_tokens: Tensor,
+        memory: Tensor,
+        memory_mask: Tensor | None,
+        cache: DecoderCache,
+        logit_bias: Tensor | None = None,
     ) -> Tensor:
         """One step of a decoding loop (chapter 08): logits (B, V) of the token after ``new_tokens``.
 
@@ -150,6 +155,8 @@ class Transformer(nn.Module):
         mask: the loops feed padding only to a row that has finished, whose next tokens they
         throw away, so no row whose choice counts ever sees padding (a row's first position is
         ``<bos>``, never padding). ``memory_mask`` may be None when the source has no padding.
+        ``logit_bias`` (V,) is added to the logits (``-inf`` forbids a token): it is folded into the
+        output layer's bias at the first step, so it costs no operation after that.
 
         Shape:
             new_tokens: (B, 1), memory: (B, S, D) → logits (B, V)
@@ -158,8 +165,12 @@ class Transformer(nn.Module):
         cache.record(new_tokens, self.config.pad_id)  # the cache's length grows by the new token
         x = self.positional(self.tgt_embed(new_tokens), offset=offset)  # (B, 1, D) at position offset
         x = self.decoder(x, memory, None, memory_mask, cache=cache)  # (B, 1, D)
-        if cache.output is None:  # W^T of the output layer, transposed once per decoding call
-            cache.output = self.output.weight.t(), self.output.bias
+        if cache.output is None:  # W^T and b of the output layer, prepared once per decoding call
+            bias = self.output.bias
+            if logit_bias is not None:
+                logit_bias = logit_bias.to(self.output.weight.dtype)
+                bias = logit_bias if bias is None else bias + logit_bias  # (V,)
+            cache.output = self.output.weight.t(), bias
         weight_t, bias = cache.output
         x = x.view(x.shape[0], -1)  # (B, D)
         return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)  # (B, V)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ._validate import check_ndim
@@ -23,6 +24,18 @@ if TYPE_CHECKING:
 def _affine(x: Tensor, weight_t: Tensor, bias: Tensor | None) -> Tensor:
     """``x @ weight_t + bias`` in one operation. Shape: x (N, in), weight_t (in, out) → (N, out)"""
     return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)
+
+
+def additive_mask(mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """A boolean mask (True = may attend) as numbers to add to the scores: 0 where a key may be
+    seen, the dtype's minimum where not (as :func:`~transformer_course.attention.apply_mask` sets
+    them). A row with nothing to attend to then gets equal scores, so uniform weights, with no
+    check: one tensor made once and added at every decoding step.
+
+    Shape:
+        mask: bool (..., T, S) → the same shape, ``dtype``
+    """
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -155,12 +168,15 @@ class MultiHeadAttention(nn.Module):
         if cache.static:  # cross-attention: only the query is new
             q = _affine(x, w_in, b_in).view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
             keys, values = self.keys_and_values(key, value, cache)  # the memory's: (B, H, S, Dk), (B, H, S, Dv)
+            if mask is not None and cache.additive_mask is None:
+                cache.additive_mask = additive_mask(mask, q.dtype)  # (B, 1, 1, S), made once per decoding call
+            out = F.scaled_dot_product_attention(q, keys, values, attn_mask=cache.additive_mask)  # (B, H, 1, Dv)
         else:  # self-attention: each head's key and value come side by side, stored with one copy
             both = heads * (self.d_k + self.d_v)
             q, kv = _affine(x, w_in, b_in).split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, H·(Dk+Dv))
             keys, values = cache.append(kv.view(batch, heads, 1, self.d_k + self.d_v), self.d_k)  # (B, H, L, ·)
             q = q.view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
-        out = fast_attention(q, keys, values, mask)  # (B, H, 1, Dv)
+            out = fast_attention(q, keys, values, mask)  # (B, H, 1, Dv)
         return _affine(out.reshape(batch, heads * self.d_v), w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
 
     def _fused_projections(self, with_keys_and_values: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
