@@ -588,9 +588,12 @@ for text in (
 # NBVAL_IGNORE_OUTPUT
 from IPython.display import Markdown, display
 
-from transformer_course.tools.experiments import run_experiment
+from transformer_course.tools.experiments import Variant, run_experiment
 
-smoothing_result = run_experiment("label-smoothing")
+smoothing_result = run_experiment("label-smoothing", variants={  # the same model, trained with two losses
+    "ε = 0": Variant(smoothing=0.0),
+    "ε = 0.1 (the paper)": Variant(smoothing=0.1),
+})  # fmt: skip
 sharp, smooth = smoothing_result.variants  # "ε = 0", "ε = 0.1 (the paper)"
 display(Markdown("\n".join(f"- {smoothing_result.verdict(metric, sharp, smooth)}" for metric in smoothing_result.metrics())))
 pairs = smoothing_result.paired_differences("perplexity", smooth, sharp)

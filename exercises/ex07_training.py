@@ -208,7 +208,7 @@ check("ex07_4")
 # Section 7 of [chapter 07](../chapters/07_training.ipynb) trains the same small model on the
 # reverse task with $\varepsilon = 0$ and $\varepsilon = 0.1$, and measures exact match, token
 # accuracy, mean confidence, calibration error and perplexity. Read its table and figure (or re-run
-# it, e.g. `run_experiment("label-smoothing", steps=300)` for a less converged model).
+# it, e.g. adding `steps=300` to the chapter's `run_experiment("label-smoothing", ...)` call for a less converged model).
 #
 # *In your own words:* the paper says label smoothing "hurts perplexity, as the model learns to be
 # more unsure, but improves accuracy and BLEU" (§5.4). Which half of that sentence did the

@@ -348,16 +348,15 @@ VariantSpec = Variant | Callable[[TransformerConfig], nn.Module]
 
 @dataclass(frozen=True)
 class Experiment:
-    """What an experiment's name stands for: its setting, what it measures, the figure's title, and,
-    where no chapter builds them, its variants."""
+    """What an experiment's name stands for: its setting, what it measures and the figure's title.
+    Its variants live in its chapter, which passes them to :func:`run_experiment`."""
 
     setting: Setting
     measure: Callable[[nn.Module, Task], dict[str, float]]
     question: str  # the figure's title: what the experiment asks (its answer depends on the run)
-    variants: dict[str, VariantSpec] = field(default_factory=dict)
 
 
-# The variants of the first four live in their chapters (01, 02, 05), built from the model's parts.
+# The variants live in the chapters (01, 02, 05, 07), built from the model's parts and Variant.
 EXPERIMENTS: dict[str, Experiment] = {
     "embedding-scale": Experiment(
         BASE, exact_match, "Does the factor √d_model matter? And the size of the initial embeddings?"
@@ -375,7 +374,6 @@ EXPERIMENTS: dict[str, Experiment] = {
     "label-smoothing": Experiment(
         replace(BASE, steps=800), confidence_metrics,
         "What does label smoothing change: confidence, perplexity, accuracy?",
-        {"ε = 0": Variant(smoothing=0.0), "ε = 0.1 (the paper)": Variant(smoothing=0.1)},
     ),
 }  # fmt: skip
 
@@ -395,7 +393,7 @@ def run_experiment(
         variants: ``{name: variant}``, in the order of the table; each variant a function that builds
             the model from a :class:`~transformer_course.config.TransformerConfig` (``Transformer``
             itself, or ``lambda config: Transformer(config, norm=nn.RMSNorm)``) or a :class:`Variant`.
-            Left out: the experiment's own (only ``"label-smoothing"`` has some).
+            Required: each chapter names what it compares.
         show: print the table and draw the figure.
         overrides: change the :class:`Setting` (``steps=50`` for a quick look).
     """
@@ -407,7 +405,7 @@ def run_experiment(
         raise ValueError(
             f"unknown experiment {experiment!r}; choose one of {', '.join(EXPERIMENTS)}, or pass a Setting"
         )
-    chosen = _variants(name, spec.variants if variants is None else variants)
+    chosen = _variants(name, variants)
     unknown = sorted(set(overrides) - {f.name for f in fields(Setting)})
     if unknown:
         raise ValueError(
@@ -433,8 +431,8 @@ def _variants(name: str, variants: dict[str, VariantSpec]) -> list[Variant]:
     """The :class:`Variant` of every entry of ``variants``, named by its key."""
     if not isinstance(variants, dict) or not variants:
         raise ValueError(
-            f"variants must be a non-empty dict {{name: build function or Variant}} (experiment {name!r} has "
-            f"none of its own), got {variants!r}"
+            f"variants must be a non-empty dict {{name: build function or Variant}} (experiment {name!r}), "
+            f"got {variants!r}"
         )
     chosen = []
     for key, variant in variants.items():

@@ -100,19 +100,21 @@ def _judge_pack(case: Case, got: Outcome) -> None:
     expect_equal(batches, _reference_pack(order, src, tgt, max_tokens), "the batches", label)
 
 
-def _judge_too_long(case: Case, got: Outcome) -> None:
+def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
+    """The case's one call must raise ``ValueError``; ``why`` says what the learner's code should see."""
     if len(got.calls) != 1:
         raise MalformedResult("call 1 of the case is missing")
     error = got.calls[0]["error"]
     if error is not None and error["stub"]:
         raise NotImplementedError(error["message"])
     if error is None:
-        raise CheckFailure(
-            f"{case.label}: example 2 can never fit, so pack must raise ValueError (saying which example), "
-            f"got {got.calls[0]['output']!r}"
-        )
+        raise CheckFailure(f"{case.label}: {why}, got {got.calls[0]['output']!r}")
     if error["type"] != "ValueError":
         raise CheckFailure(f"{case.label}: should raise ValueError, raised {error['type']}: {error['message']}")
+
+
+def _judge_too_long(case: Case, got: Outcome) -> None:
+    _expect_value_error(case, got, "example 2 can never fit, so pack must raise ValueError (saying which example)")
 
 
 # -- ex09_2: checkpoint averaging ----------------------------------------------------------------
@@ -183,15 +185,7 @@ def _judge_mean(case: Case, got: Outcome) -> None:
 
 
 def _judge_refused(case: Case, got: Outcome) -> None:
-    if len(got.calls) != 1:
-        raise MalformedResult("call 1 of the case is missing")
-    error = got.calls[0]["error"]
-    if error is not None and error["stub"]:
-        raise NotImplementedError(error["message"])
-    if error is None:
-        raise CheckFailure(f"{case.label}: these states cannot be averaged; raise ValueError saying why")
-    if error["type"] != "ValueError":
-        raise CheckFailure(f"{case.label}: should raise ValueError, raised {error['type']}: {error['message']}")
+    _expect_value_error(case, got, "these states cannot be averaged; raise ValueError saying why")
 
 
 # -- ex09_3: byte-pair merges --------------------------------------------------------------------
