@@ -369,7 +369,7 @@ model = run.model
 # On the CPU the chapter states where its short run ends: a range, not only a floor (the GPU's longer
 # run may end anywhere above the floor). The second half of the run must still gain (section 5).
 on_cpu = device.type == "cpu"
-CLAIMS = {"exact_match": (70.0, 97.0 if on_cpu else 100.0), "bleu": (90.0, 99.5 if on_cpu else 100.0),
+CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
           "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
 keep_every, n_kept = 50, 5
 kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
