@@ -19,6 +19,7 @@ from transformer_course import (
     residual,
     target_mask,
 )
+from transformer_course.rmsnorm import RMSNorm
 
 # odd sizes so that a wrong axis cannot broadcast by luck: B=2, S=5, T=7, D=12, H=3
 B, S, T, D, H, D_FF = 2, 5, 7, 12, 3, 20
@@ -191,10 +192,10 @@ def test_the_decoder_layer_is_its_own_class_with_pytorchs_names() -> None:
 
 
 def test_a_layer_uses_its_norm_and_feed_forward_parts() -> None:
-    for layer in (EncoderLayer(D, H, D_FF, norm=nn.RMSNorm, feed_forward=lambda d, f, p: nn.Linear(d, d)),
-                  DecoderLayer(D, H, D_FF, norm=nn.RMSNorm, feed_forward=lambda d, f, p: nn.Linear(d, d))):  # fmt: skip
+    for layer in (EncoderLayer(D, H, D_FF, norm=RMSNorm, feed_forward=lambda d, f, p: nn.Linear(d, d)),
+                  DecoderLayer(D, H, D_FF, norm=RMSNorm, feed_forward=lambda d, f, p: nn.Linear(d, d))):  # fmt: skip
         assert isinstance(layer.ffn, nn.Linear)
-        assert all(isinstance(m, nn.RMSNorm) for name, m in layer.named_children() if name.startswith("norm"))
+        assert all(isinstance(m, RMSNorm) for name, m in layer.named_children() if name.startswith("norm"))
     with pytest.raises(ValueError, match="feed_forward must be a class or a function"):
         EncoderLayer(D, H, D_FF, feed_forward=PositionwiseFeedForward(D, D_FF))
 

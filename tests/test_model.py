@@ -8,6 +8,7 @@ import torch
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.config import TABLE3_VOCAB_SIZE
+from transformer_course.rmsnorm import RMSNorm
 
 V = 23  # a small shared vocabulary; id 0 is padding, 1 is <bos>, 2 is <eos>
 B, S, T = 2, 5, 7
@@ -271,13 +272,13 @@ def test_passed_parts_are_the_ones_the_model_uses() -> None:
     config = _parts_config(norm_first=True)
     torch.manual_seed(0)
     model = Transformer(config, embedding=lambda v, d, pad: TokenEmbedding(v, d, pad, init_std=1.0),
-                        positional=LearnedPositionalEmbedding, feed_forward=GeluFeedForward, norm=nn.RMSNorm)  # fmt: skip
+                        positional=LearnedPositionalEmbedding, feed_forward=GeluFeedForward, norm=RMSNorm)  # fmt: skip
     assert built == [(16, 32, 0.1)] * 4  # one per layer, 2 encoder + 2 decoder
     layers = [*model.encoder.layers, *model.decoder.layers]
     assert all(isinstance(layer.ffn, GeluFeedForward) for layer in layers)
-    norms = [m for m in model.modules() if isinstance(m, nn.RMSNorm)]
+    norms = [m for m in model.modules() if isinstance(m, RMSNorm)]
     assert len(norms) == 2 * 2 + 2 * 3 + 2 and not any(isinstance(m, nn.LayerNorm) for m in model.modules())
-    assert model.encoder.norm is not None and isinstance(model.decoder.norm, nn.RMSNorm)  # pre-LN's final norms
+    assert model.encoder.norm is not None and isinstance(model.decoder.norm, RMSNorm)  # pre-LN's final norms
     assert isinstance(model.positional, LearnedPositionalEmbedding) and model.positional.max_len == config.max_len
     assert 0.8 < model.src_embed.weight[1:].std().item() < 1.25  # the embedding part's N(0, 1), not N(0, 1/16)
     assert model.tgt_embed.weight is model.output.weight, "the output layer stays tied to the target embedding"

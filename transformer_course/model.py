@@ -42,7 +42,7 @@ class Transformer(nn.Module):
         connection                                    # not built: a function like residual (sublayer.py)
 
     For example ``Transformer(config, positional=LearnedPositionalEmbedding)`` learns its position
-    vectors (chapter 02), ``Transformer(config, norm=nn.RMSNorm)`` normalises with RMSNorm, and
+    vectors (chapter 02), ``Transformer(config, norm=RMSNorm)`` (chapter 10) normalises with RMSNorm, and
     ``Transformer(config, connection=no_residual)`` has no shortcuts (chapter 05). Every
     ``nn.Linear``, a part's too, starts from Xavier's initialisation (:meth:`_init_weights`), except
     in the positional part: built last, it keeps its own.

@@ -392,7 +392,7 @@ def run_experiment(
             or a :class:`Setting` of your own (then ``measure`` says what to measure).
         variants: ``{name: variant}``, in the order of the table; each variant a function that builds
             the model from a :class:`~transformer_course.config.TransformerConfig` (``Transformer``
-            itself, or ``lambda config: Transformer(config, norm=nn.RMSNorm)``) or a :class:`Variant`.
+            itself, or ``lambda config: Transformer(config, norm=RMSNorm)``) or a :class:`Variant`.
             Required: each chapter names what it compares.
         show: print the table and draw the figure.
         overrides: change the :class:`Setting` (``steps=50`` for a quick look).
