@@ -61,7 +61,6 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # %%
 import tempfile
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import matplotlib.pyplot as plt

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import torch
 from torch import Tensor, nn
 
 from ._validate import check_ndim, check_token_ids
@@ -14,6 +13,7 @@ from .decoder import Decoder, DecoderLayer
 from .embeddings import TokenEmbedding, tie_weights
 from .encoder import Encoder, EncoderLayer
 from .masks import padding_mask, target_mask
+from .multihead import affine
 from .positional import PositionalEncoding
 from .sublayer import Connection, build_part, make_norm
 
@@ -173,7 +173,7 @@ class Transformer(nn.Module):
             cache.output = self.output.weight.t(), bias
         weight_t, bias = cache.output
         x = x.view(x.shape[0], -1)  # (B, D)
-        return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)  # (B, V)
+        return affine(x, weight_t, bias)  # (B, V)
 
     def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache | None) -> Tensor:
         offset = 0 if cache is None else cache.length

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .cache import KVCache
 
 
-def _affine(x: Tensor, weight_t: Tensor, bias: Tensor | None) -> Tensor:
+def affine(x: Tensor, weight_t: Tensor, bias: Tensor | None) -> Tensor:
     """``x @ weight_t + bias`` in one operation. Shape: x (N, in), weight_t (in, out) → (N, out)"""
     return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)
 
@@ -166,18 +166,18 @@ class MultiHeadAttention(nn.Module):
         w_in, b_in, w_out, b_out = cache.projections
         x = query.view(batch, self.d_model)  # (B, D)
         if cache.static:  # cross-attention: only the query is new
-            q = _affine(x, w_in, b_in).view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
+            q = affine(x, w_in, b_in).view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
             keys, values = self.keys_and_values(key, value, cache)  # the memory's: (B, H, S, Dk), (B, H, S, Dv)
             if mask is not None and cache.additive_mask is None:
                 cache.additive_mask = additive_mask(mask, q.dtype)  # (B, 1, 1, S), made once per decoding call
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=cache.additive_mask)  # (B, H, 1, Dv)
         else:  # self-attention: each head's key and value come side by side, stored with one copy
             both = heads * (self.d_k + self.d_v)
-            q, kv = _affine(x, w_in, b_in).split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, H·(Dk+Dv))
+            q, kv = affine(x, w_in, b_in).split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, H·(Dk+Dv))
             keys, values = cache.append(kv.view(batch, heads, 1, self.d_k + self.d_v), self.d_k)  # (B, H, L, ·)
             q = q.view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
             out = fast_attention(q, keys, values, mask)  # (B, H, 1, Dv)
-        return _affine(out.reshape(batch, heads * self.d_v), w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
+        return affine(out.reshape(batch, heads * self.d_v), w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
 
     def _fused_projections(self, with_keys_and_values: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
         """(W_in^T, b_in, W^O^T, b^O) for :meth:`_decode_step`. W_in is W^Q alone (cross-attention)
