@@ -17,8 +17,9 @@ ch.   rooms
 08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
 09    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
       averaging), ``distributed`` (DDP)
-10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax):
-      the pieces of today's language models
+10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax),
+      ``lm`` (a decoder-only language model, generation), ``recipe`` (AdamW, warm-up + cosine):
+      the pieces of today's language models (grouped key/value heads live in ``multihead``)
 ====  ==================================================================================
 
 ``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
@@ -60,7 +61,10 @@ _EXPORTS: dict[str, str] = {
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
     "max_output_length": "decoding",
     "load_pretrained": "tools.pretrained",
-    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "SwiGLU": "swiglu", "blocked_attention": "blocked",
+    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
+    "blocked_attention": "blocked", "repeat_kv": "multihead",
+    "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
+    "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -94,18 +98,20 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .encoder import Encoder, EncoderLayer
     from .evaluation import evaluate
     from .feedforward import PositionwiseFeedForward
+    from .lm import DecoderOnlyConfig, DecoderOnlyLM, generate
     from .loss import label_smoothed_cross_entropy
     from .masks import causal_mask, padding_mask, target_mask
     from .model import Transformer
-    from .multihead import MultiHeadAttention, merge_heads, split_heads
+    from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
     from .positional import (
         LearnedPositionalEmbedding,
         PositionalEncoding,
         relative_position_map,
         sinusoidal_positional_encoding,
     )
+    from .recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
-    from .rotary import apply_rope
+    from .rotary import RotaryAttention, apply_rope
     from .schedule import transformer_lr, transformer_scheduler
     from .step import train_step
     from .sublayer import residual

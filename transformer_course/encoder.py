@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .feedforward import make_feed_forward
 from .multihead import MultiHeadAttention
-from .sublayer import Connection, norm_and_dropout, residual
+from .sublayer import Connection, build_part, norm_and_dropout, residual
+
+if TYPE_CHECKING:
+    from .cache import KVCache
 
 
 class EncoderLayer(nn.Module):
@@ -30,9 +34,16 @@ class EncoderLayer(nn.Module):
         connection: how each sub-layer is wrapped, a function with the arguments of
             :func:`residual` (the default); :func:`~transformer_course.sublayer.no_residual` drops
             the shortcuts.
+        attention: builds the self-attention ``self.self_attn``, called as
+            ``attention(d_model, n_heads, d_k, d_v, dropout)``; default :class:`MultiHeadAttention`
+            (chapter 10 passes grouped or rotary attention).
 
     Shape:
         x: (B, S, D), mask: bool broadcastable to (B, H, S, S), True = may attend → (B, S, D)
+
+    ``forward(x, mask, cache=KVCache())``: chapter 10's decoder-only model, whose blocks are
+    encoder layers with a causal mask, keeps each layer's keys and values between generation steps
+    (``x`` then holds only the new positions).
     """
 
     def __init__(
@@ -49,19 +60,26 @@ class EncoderLayer(nn.Module):
         feed_forward: Callable[[int, int, float], nn.Module] | None = None,
         norm: Callable[[int], nn.Module] | None = None,
         connection: Connection | None = None,
+        attention: Callable[[int, int, int | None, int | None, float], nn.Module] | None = None,
     ) -> None:
         super().__init__()
         self.norm_first = norm_first
         self.connection = residual if connection is None else connection
-        self.self_attn = MultiHeadAttention(d_model, n_heads, d_k, d_v, dropout)
+        attention = MultiHeadAttention if attention is None else attention
+        call = "attention(d_model, n_heads, d_k, d_v, dropout)"
+        self.self_attn = build_part(attention, call, d_model, n_heads, d_k, d_v, dropout)
         self.ffn = make_feed_forward(feed_forward, d_model, d_ff, dropout)
         self.norm1, self.dropout1 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around self_attn
         self.norm2, self.dropout2 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around ffn
 
-    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
-        # self.connection is residual (sublayer.py) unless the layer was built with another connection
+    def forward(self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
+        # self.connection is residual (sublayer.py) unless the layer was built with another connection;
+        # cache is None except in chapter 10's generation loop: hand it to self_attn
         ### BEGIN SOLUTION
-        x = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+        def attend(h: Tensor) -> Tensor:
+            return self.self_attn(h, h, h, mask, cache=cache)[0]  # (B, S, D)
+
+        x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
         return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
         ### END SOLUTION
 

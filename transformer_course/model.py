@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from .cache import DecoderCache
 
 
+def xavier_init(model: nn.Module) -> None:
+    """Xavier-uniform for every linear layer of ``model`` and zero biases (as ``nn.Transformer``
+    does); embeddings keep their N(0, 1/D) initialisation (see :class:`TokenEmbedding`)."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+
 class Transformer(nn.Module):
     """Embeddings + positional encoding → encoder; embeddings + positional encoding → decoder
     (attending to the encoder memory) → linear layer to target-vocabulary logits.
@@ -44,7 +54,7 @@ class Transformer(nn.Module):
     For example ``Transformer(config, positional=LearnedPositionalEmbedding)`` learns its position
     vectors (chapter 02), ``Transformer(config, norm=RMSNorm)`` (chapter 10) normalises with RMSNorm, and
     ``Transformer(config, connection=no_residual)`` has no shortcuts (chapter 05). Every
-    ``nn.Linear``, a part's too, starts from Xavier's initialisation (:meth:`_init_weights`), except
+    ``nn.Linear``, a part's too, starts from Xavier's initialisation (:func:`xavier_init`), except
     in the positional part: built last, it keeps its own.
     """
 
@@ -71,7 +81,7 @@ class Transformer(nn.Module):
         self.encoder = Encoder([EncoderLayer(**sizes) for _ in range(c.n_encoder_layers)], self._final_norm(norm))
         self.decoder = Decoder([DecoderLayer(**sizes) for _ in range(c.n_decoder_layers)], self._final_norm(norm))
         self.output = nn.Linear(c.d_model, c.tgt_vocab_size)
-        self._init_weights()
+        xavier_init(self)
         if c.tie_output or c.share_embeddings:
             tie_weights(self.tgt_embed, self.output)
         nn.init.zeros_(self.output.bias)
@@ -91,15 +101,6 @@ class Transformer(nn.Module):
     def _final_norm(self, norm: Callable[[int], nn.Module] | None) -> nn.Module | None:
         """Pre-LN stacks end with one more normalisation (see :class:`~.encoder.LayerStack`); post-LN need none."""
         return make_norm(norm, self.config.d_model, self.config.layer_norm_eps) if self.config.norm_first else None
-
-    def _init_weights(self) -> None:
-        """Xavier-uniform for every linear layer (as ``nn.Transformer`` does); embeddings keep
-        their N(0, 1/D) initialisation (see :class:`TokenEmbedding`)."""
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
 
     # -- the two halves ----------------------------------------------------------------------
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:

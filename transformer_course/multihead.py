@@ -8,6 +8,7 @@ features, attention runs on the (B, H, T, Dk) tensor, and the heads are merged b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -53,6 +54,20 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     ### END SOLUTION
 
 
+def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
+    """Grouped-query attention (chapter 10): give each of the H = Hkv·n_rep query heads its group's
+    key or value head. Query heads 0 … n_rep-1 share key/value head 0, the next n_rep head 1, …
+
+    Shape:
+        x: (B, Hkv, S, D) → (B, Hkv·n_rep, S, D)
+    """
+    ### BEGIN SOLUTION
+    batch, kv_heads, length, features = x.shape
+    x = x[:, :, None].expand(batch, kv_heads, n_rep, length, features)  # (B, Hkv, n_rep, S, D), no copy yet
+    return x.reshape(batch, kv_heads * n_rep, length, features)  # (B, H, S, D): each group's head n_rep times
+    ### END SOLUTION
+
+
 def merge_heads(x: Tensor) -> Tensor:
     """Inverse of :func:`split_heads`: concatenate the heads along the feature axis.
 
@@ -77,6 +92,10 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout on the attention weights.
         bias: whether the four projections have a bias (the paper's equations have none;
             ``nn.MultiheadAttention`` has one, so it is on by default).
+        n_kv_heads: grouped-query attention (chapter 10): the number of key/value heads Hkv, a
+            divisor of H; each group of H/Hkv query heads shares one key head and one value head,
+            so W^K and W^V have Hkv·Dk and Hkv·Dv outputs and a KV cache holds Hkv heads.
+            None (the default) means H: the paper's multi-head attention.
 
     Shape:
         query (B, T, D), key (B, S, D), value (B, S, D), mask bool broadcastable to
@@ -92,7 +111,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
-                 dropout: float = 0.0, bias: bool = True) -> None:  # fmt: skip
+                 dropout: float = 0.0, bias: bool = True, n_kv_heads: int | None = None) -> None:  # fmt: skip
         super().__init__()
         if d_model < 1 or n_heads < 1:
             raise ValueError(f"d_model and n_heads must be >= 1, got d_model={d_model}, n_heads={n_heads}")
@@ -105,13 +124,18 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_k and d_v must be >= 1 (or None for d_model // n_heads), got d_k={d_k}, d_v={d_v}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.d_model, self.n_heads = d_model, n_heads
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if not isinstance(n_kv_heads, int) or n_kv_heads < 1 or n_heads % n_kv_heads:
+            raise ValueError(
+                f"n_kv_heads must be a divisor of n_heads={n_heads} (or None for {n_heads}), got {n_kv_heads!r}"
+            )
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_k if d_k is not None else d_model // n_heads
         self.d_v = d_v if d_v is not None else d_model // n_heads
         self.dropout = dropout
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # W^Q of all heads, side by side
-        self.w_k = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)  # Hkv = H unless grouped (chapter 10)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_v, bias=bias)
         self.w_o = nn.Linear(n_heads * self.d_v, d_model, bias=bias)  # W^O
         for linear in (self.w_q, self.w_k, self.w_v, self.w_o):
             nn.init.xavier_uniform_(linear.weight)
@@ -145,8 +169,14 @@ class MultiHeadAttention(nn.Module):
 
     def _one_step(self, query: Tensor) -> bool:
         """Whether a cached call is one step of a decoding loop: one new position, no autograd and
-        no dropout (the lean step below computes exactly what ``forward`` does then)."""
-        return query.shape[1] == 1 and not torch.is_grad_enabled() and (self.dropout == 0 or not self.training)
+        no dropout (the lean step below computes exactly what ``forward`` does then), and one key
+        head per query head (grouped heads take the general path)."""
+        return (
+            self.n_kv_heads == self.n_heads
+            and query.shape[1] == 1
+            and not torch.is_grad_enabled()
+            and (self.dropout == 0 or not self.training)
+        )
 
     def _decode_step(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, cache: KVCache) -> Tensor:
         """``forward`` for one new position with a cache (chapter 08), in fewer operations.
@@ -203,15 +233,38 @@ class MultiHeadAttention(nn.Module):
         self-attention projects only the new positions and gets every position so far back;
         cross-attention projects the encoder memory once, at the first step, and reuses it.
 
+        With grouped heads (``n_kv_heads`` < H, chapter 10) the cache holds the Hkv heads, and each
+        is repeated for its group of query heads (:func:`repeat_kv`) only when they are returned.
+
         Shape:
             key, value: (B, S, D) → (keys (B, H, S, Dk), values (B, H, S, Dv)), S counting every
             position the cache holds
         """
+        return self.grouped(*self.kv_heads(key, value, cache))
+
+    def kv_heads(
+        self, key: Tensor, value: Tensor, cache: KVCache | None = None, rotate: Callable[[Tensor], Tensor] | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """The Hkv key and value heads of every position (what a cache stores). ``rotate`` turns the
+        new keys by their positions before they are stored (rotary attention, chapter 10).
+
+        Shape:
+            key, value: (B, S, D) → (B, Hkv, S, Dk), (B, Hkv, S, Dv)
+        """
         if cache is not None and cache.static and len(cache):  # cross-attention: the memory is projected
             return cache.keys, cache.values
-        k = split_heads(self.w_k(key), self.n_heads)  # (B, H, S, Dk)
-        v = split_heads(self.w_v(value), self.n_heads)  # (B, H, S, Dv)
+        k = split_heads(self.w_k(key), self.n_kv_heads)  # (B, Hkv, S, Dk)
+        v = split_heads(self.w_v(value), self.n_kv_heads)  # (B, Hkv, S, Dv)
+        if rotate is not None:
+            k = rotate(k)  # (B, Hkv, S, Dk), each new key turned by its own position
         return (k, v) if cache is None else cache.update(k, v)
+
+    def grouped(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
+        """Each of the Hkv key and value heads repeated for its group of query heads: (B, H, S, ·)."""
+        n_rep = self.n_heads // self.n_kv_heads
+        if n_rep == 1:  # the paper's attention: one key head per query head (chapter 04 never groups)
+            return keys, values
+        return repeat_kv(keys, n_rep), repeat_kv(values, n_rep)
 
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):

@@ -20,8 +20,16 @@ idea with the features in another order, but their weights do not load into each
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor
+
+from .attention import fast_attention, scaled_dot_product_attention
+from .multihead import MultiHeadAttention, merge_heads, split_heads
+
+if TYPE_CHECKING:
+    from .cache import KVCache
 
 
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
@@ -61,3 +69,59 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
     even, odd = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d/2): features 2i and 2i+1
     rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., T, d/2, 2)
     return rotated.flatten(-2).to(x.dtype)  # (..., T, d): pairs back in place
+
+
+class RotaryAttention(MultiHeadAttention):
+    """Self-attention whose queries and keys are rotated by their positions (:func:`apply_rope`)
+    after W^Q and W^K: the position enters every score, and nowhere else.
+
+    Args: those of :class:`~transformer_course.multihead.MultiHeadAttention` (grouped heads
+    included), then ``base``, the wavelength scale of :func:`apply_rope`.
+
+    The rows of ``query`` are positions 0 … T-1, or with a ``cache`` holding L positions,
+    L … L+T-1: each new key is rotated once, at its own position, *before* it is stored, so a
+    cached key is never rotated again (and never at the position of a later query).
+
+    Shape:
+        query = key = value: (B, T, D) (self-attention), mask: bool broadcastable to
+        (B, H, T, L+T) → ``(output (B, T, D), weights (B, H, T, L+T) or None)``
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
+                 dropout: float = 0.0, bias: bool = True, n_kv_heads: int | None = None,
+                 base: float = 10000.0) -> None:  # fmt: skip
+        super().__init__(d_model, n_heads, d_k, d_v, dropout, bias, n_kv_heads)
+        if self.d_k % 2:
+            raise ValueError(f"rotary attention rotates pairs of features: d_k must be even, got {self.d_k}")
+        if not base > 1:
+            raise ValueError(f"base must be > 1, got {base}")
+        self.base = base
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        *,
+        cache: KVCache | None = None,
+        fast: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        self._check_inputs(query, key, value)
+        if key.shape[1] != query.shape[1] or (cache is not None and cache.static):
+            raise ValueError("rotary attention is self-attention: query, key and value are the same positions")
+        start = 0 if cache is None else len(cache)
+        positions = torch.arange(start, start + query.shape[1], device=query.device)  # (T,): L … L+T-1
+
+        def rotate(x: Tensor) -> Tensor:
+            return apply_rope(x, positions, self.base)
+
+        q = rotate(split_heads(self.w_q(query), self.n_heads))  # (B, H, T, Dk)
+        k, v = self.grouped(*self.kv_heads(key, value, cache, rotate))  # (B, H, L+T, Dk), (B, H, L+T, Dv)
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights or not fast:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
+        else:
+            heads, weights = fast_attention(q, k, v, mask, dropout_p), None
+        return self.w_o(merge_heads(heads)), weights  # (B, T, D)

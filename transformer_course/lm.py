@@ -1,0 +1,263 @@
+"""Chapter 10 — a decoder-only language model (GPT, 2018 → Llama), built from the course's rooms.
+
+Take the encoder of chapter 05, give its self-attention the causal mask of chapter 06, and put
+the tied output layer of chapter 01 on top: that is a GPT. With no source sentence there is no
+cross-attention and no encoder; the model reads a text and predicts, at every position, the
+next token. The choices that separate the 2017 block from today's are settings of one
+:class:`DecoderOnlyConfig`: pre-LN or post-LN, LayerNorm or :class:`~.rmsnorm.RMSNorm`,
+sinusoids or rotary embeddings (:class:`~.rotary.RotaryAttention`), ReLU or
+:class:`~.swiglu.SwiGLU`, and grouped key/value heads (``n_kv_heads``).
+
+:func:`generate` continues a prompt, greedily or by sampling, with or without a KV cache (one
+:class:`~.cache.KVCache` per layer): both give the same tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from functools import partial
+
+import torch
+from torch import Tensor, nn
+
+from ._validate import check_ndim, check_token_ids
+from .cache import KVCache
+from .decoding import _filtered, _noisy_log_probs, greedy_step
+from .embeddings import TokenEmbedding, tie_weights
+from .encoder import EncoderLayer
+from .model import xavier_init
+from .multihead import MultiHeadAttention
+from .positional import PositionalEncoding
+from .rmsnorm import RMSNorm
+from .rotary import RotaryAttention
+from .sublayer import make_norm
+from .swiglu import SwiGLU, swiglu_hidden_size
+
+CHOICES = {
+    "norm": ("layernorm", "rmsnorm"),
+    "positional": ("sinusoidal", "rope"),
+    "feed_forward": ("relu", "swiglu"),
+}
+
+
+@dataclass
+class DecoderOnlyConfig:
+    """The sizes and the choices of a :class:`DecoderOnlyLM`. Left out, each choice is the 2017
+    paper's (post-LN, LayerNorm, sinusoids, ReLU, one key head per query head);
+    :meth:`modern` gives today's."""
+
+    vocab_size: int  # V: number of token ids
+    d_model: int = 128  # D
+    n_heads: int = 4  # H: query heads
+    n_kv_heads: int | None = None  # Hkv: key/value heads (grouped-query attention); None = H
+    n_layers: int = 2  # N blocks
+    d_ff: int = 512  # hidden size of the feed-forward network
+    max_len: int = 256  # longest sequence (prompt + generated tokens)
+    dropout: float = 0.1
+    norm_first: bool = False  # False = post-LN (the paper), True = pre-LN (GPT-2 on)
+    norm: str = "layernorm"  # or "rmsnorm"
+    positional: str = "sinusoidal"  # or "rope"
+    feed_forward: str = "relu"  # or "swiglu"
+    rope_base: float = 10000.0  # RoPE's wavelength scale
+    layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm or RMSNorm
+    pad_id: int = 0  # padding, ignored by the loss
+    bos_id: int = 1  # first token of every text
+    eos_id: int = 2  # end of a text: generation stops there
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        kv = self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+        if not isinstance(kv, int) or kv < 1 or self.n_heads % kv:
+            raise ValueError(f"n_kv_heads must divide n_heads={self.n_heads} (or be None), got {self.n_kv_heads!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {getattr(self, name)!r}")
+        if self.positional == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                f"rope rotates pairs of features: d_model / n_heads must be even, got {self.d_model // self.n_heads}"
+            )
+        for name in ("pad_id", "bos_id", "eos_id"):
+            if not 0 <= getattr(self, name) < self.vocab_size:
+                raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary of {self.vocab_size}")
+
+    @classmethod
+    def modern(cls, vocab_size: int, **overrides) -> DecoderOnlyConfig:
+        """Today's block (Llama's choices): pre-LN, RMSNorm, RoPE, SwiGLU with ⅔ · 4 · D hidden
+        features (the parameters of the ReLU network), no dropout; ``overrides`` set any field."""
+        d_model = overrides.get("d_model", cls.d_model)
+        settings = dict(
+            norm_first=True, norm="rmsnorm", positional="rope", feed_forward="swiglu", dropout=0.0,
+            d_ff=swiglu_hidden_size(d_model),
+        )  # fmt: skip
+        return cls(vocab_size, **(settings | overrides))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class DecoderOnlyLM(nn.Module):
+    """Token ids (B, T) → logits (B, T, V) of the next token at every position.
+
+    Embedding (× √D, as in chapter 01) → positions (sinusoids added here, or rotary inside each
+    attention) → N encoder layers with a causal mask → a final norm (pre-LN only) → the output
+    layer, tied to the embedding (one V × D matrix, no bias).
+
+    ``forward(tokens, cache=model.new_cache())`` keeps each layer's keys and values: a later call
+    passes only the new tokens, at positions ``len(cache[0])`` onwards.
+
+    Shape:
+        tokens: (B, T) ids → logits (B, T, V)
+    """
+
+    def __init__(self, config: DecoderOnlyConfig) -> None:
+        super().__init__()
+        if not isinstance(config, DecoderOnlyConfig):
+            raise ValueError(f"config must be a DecoderOnlyConfig, got {type(config).__name__}")
+        self.config = c = config
+        self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.pad_id)
+        rope = c.positional == "rope"
+        self.positional = nn.Dropout(c.dropout) if rope else PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        attention = (
+            partial(RotaryAttention, n_kv_heads=c.n_kv_heads, base=c.rope_base)
+            if rope
+            else partial(MultiHeadAttention, n_kv_heads=c.n_kv_heads)
+        )
+        norm = partial(RMSNorm, eps=c.layer_norm_eps) if c.norm == "rmsnorm" else None
+        feed_forward = SwiGLU if c.feed_forward == "swiglu" else None
+        block = dict(
+            d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first,
+            layer_norm_eps=c.layer_norm_eps, feed_forward=feed_forward, norm=norm, attention=attention,
+        )  # fmt: skip
+        self.layers = nn.ModuleList(EncoderLayer(**block) for _ in range(c.n_layers))
+        self.norm = make_norm(norm, c.d_model, c.layer_norm_eps) if c.norm_first else nn.Identity()
+        self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        xavier_init(self)
+        tie_weights(self.embed, self.output)
+
+    def new_cache(self) -> list[KVCache]:
+        """An empty KV cache: one :class:`KVCache` per layer, passed to :meth:`forward` and :func:`generate`."""
+        return [KVCache() for _ in self.layers]
+
+    def forward(self, tokens: Tensor, cache: list[KVCache] | None = None) -> Tensor:
+        check_ndim(tokens, 2, "tokens", "(B, T) of token ids")
+        check_token_ids(tokens, self.config.vocab_size, "tokens")
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"cache must hold one KVCache per layer ({len(self.layers)}), got {len(cache)}")
+        start = len(cache[0]) if cache else 0  # positions already cached
+        length = tokens.shape[1]
+        if start + length > self.config.max_len:
+            raise ValueError(f"the text would reach length {start + length} > max_len={self.config.max_len}")
+        x = self.embed(tokens)  # (B, T, D)
+        x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)
+        mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
+        for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
+            x = layer(x, mask, cache=layer_cache)  # (B, T, D)
+        return self.output(self.norm(x))  # (B, T, V)
+
+    def num_parameters(self) -> int:
+        """Number of distinct parameters (the tied matrix counts once)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+def causal_rows(start: int, length: int, device: torch.device | str | None = None) -> Tensor:
+    """The causal mask of positions ``start … start+length-1`` over every position up to them:
+    new token i may attend to positions 0 … start+i (chapter 06's mask, its last ``length`` rows).
+
+    Shape:
+        → (length, start+length) bool, True = may attend
+    """
+    return torch.ones(length, start + length, dtype=torch.bool, device=device).tril(diagonal=start)
+
+
+class WithoutSource(nn.Module):
+    """:func:`~transformer_course.training.fit` calls ``model(batch.src, batch.tgt_in)``; a language
+    model has no source. This view of ``lm`` ignores ``src`` (the batches of :func:`lm_examples`
+    have an empty one), so chapter 07's loop trains it unchanged. It owns no weights of its own."""
+
+    def __init__(self, lm: nn.Module) -> None:
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        return self.lm(tgt_in)  # (B, T, V)
+
+
+def lm_examples(texts: Sequence[Sequence[str]], vocab) -> list[tuple[list[int], list[int]]]:
+    """Token lists → examples for chapter 07's batches: no source, the text wrapped in
+    ``<bos> … <eos>`` (the batches then hold ``tgt_in = <bos> text`` and ``tgt_out = text <eos>``)."""
+    return [([], vocab.encode(tokens, add_bos=True, add_eos=True)) for tokens in texts]
+
+
+@torch.no_grad()
+def generate(
+    model: DecoderOnlyLM,
+    prompt: Tensor,
+    max_new_tokens: int,
+    use_cache: bool = True,
+    *,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Continue each row of ``prompt`` by up to ``max_new_tokens`` tokens.
+
+    ``temperature=0`` (the default) is greedy: the most probable next token. A temperature > 0
+    samples from the model's distribution divided by it, restricted to the ``top_k`` tokens
+    and/or the nucleus of mass ``top_p`` (chapter 08's filters); pass a ``generator`` for
+    reproducible draws. A row that produces ``<eos>`` gets padding after it; generation stops when
+    every row has. ``use_cache=True`` feeds only the newest token at each step and keeps the keys
+    and values of the others; ``use_cache=False`` reads the whole text again at every step: the
+    same tokens, slower. ``<pad>`` and ``<bos>`` are never generated. The model is put in
+    evaluation mode for the call (its mode is restored).
+
+    Shape:
+        prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``)
+        → (B, T + n) with n ≤ max_new_tokens
+    """
+    config = model.config
+    check_ndim(prompt, 2, "prompt", "(B, T) of token ids")
+    check_token_ids(prompt, config.vocab_size, "prompt")
+    if prompt.shape[1] < 1:
+        raise ValueError("prompt must hold at least one token per row (for example <bos>)")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    if prompt.shape[1] + max_new_tokens > config.max_len:
+        raise ValueError(
+            f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds max_len={config.max_len}"
+        )
+    if temperature != 0:
+        _filtered(torch.zeros(1, 2), temperature, top_k, top_p)  # check the sampling arguments once
+
+    banned = torch.zeros(config.vocab_size, device=prompt.device)  # (V,): never generate <pad> or <bos>
+    banned[[config.pad_id, config.bos_id]] = float("-inf")
+
+    def pick(logits: Tensor, finished: Tensor) -> tuple[Tensor, Tensor]:
+        logits = logits + banned  # (B, V)
+        if temperature != 0:
+            logits = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
+        return greedy_step(logits, finished, config.eos_id, config.pad_id)
+
+    was_training = model.training
+    model.eval()
+    try:
+        cache = model.new_cache() if use_cache else None
+        tokens, new = prompt, prompt  # (B, T): everything so far, and what the model has not read yet
+        finished = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)  # (B,)
+        for _ in range(max_new_tokens):
+            logits = model(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
+            next_tokens, finished = pick(logits.float(), finished)  # (B,), (B,)
+            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
+            new = next_tokens[:, None]  # (B, 1)
+            if finished.all():
+                break
+        return tokens
+    finally:
+        model.train(was_training)
