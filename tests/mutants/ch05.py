@@ -87,6 +87,11 @@ def _enc_mask_ignored(self, x, mask=None):
     return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
+def _enc_cache_ignored(self, x, mask=None, cache=None):
+    x = residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+    return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
+
+
 def _enc_ffn_first(self, x, mask=None):
     x = residual(x, self.ffn, self.norm1, self.dropout1, self.norm_first)
     return residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm2, self.dropout2, self.norm_first)
@@ -142,6 +147,7 @@ MUTANTS = {
     ],
     "ex05_3": [
         ("padding mask ignored", _enc_mask_ignored),
+        ("KV cache not handed to the self-attention", _enc_cache_ignored),
         ("FFN before self-attention", _enc_ffn_first),
         ("always post-LN", _enc_always_post_ln),
         ("norm1 used for both sub-layers", _enc_one_norm_for_both),

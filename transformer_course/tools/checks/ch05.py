@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from ..probe.calls import call, calls_case, fixture, module, tanh_of
+from ..probe.calls import call, calls_case, fixture, module, new, ref, tanh_of
 from ._tools import CheckFailure, expect_close, expect_shape
 from .case import Case, Outcome
 from .registry import exercise
@@ -155,9 +155,9 @@ _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24,
 def encoder_layer_cases() -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
 
-    Hint: x = self.connection(x, <self-attention of x on itself with mask>, self.norm1, self.dropout1,
-    self.norm_first) (self.connection is residual unless the layer was built with another); then the same with
-    self.ffn, self.norm2, self.dropout2. self.self_attn returns (output, weights).
+    Hint: x = self.connection(x, <self-attention of x on itself with mask and cache=cache>, self.norm1,
+    self.dropout1, self.norm_first) (self.connection is residual unless the layer was built with another); then
+    the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output, weights).
     """
     from ...encoder import EncoderLayer  # the course's class: its weights describe the fixture
 
@@ -185,6 +185,44 @@ def encoder_layer_cases() -> Iterator[Case]:
                     spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
                     probe = calls_case(call(spec, x, mask), no_grad=True)
                     yield Case(label, probe, _judge_layer, {"want": want, "what": "encoder layer output"})
+    yield from _cached_layer_cases(EncoderLayer)
+
+
+def _cached_layer_cases(layer_class: type) -> Iterator[Case]:
+    """Chapter 10 generates text with encoder layers under a causal mask, feeding a few new positions
+    at a time: the layer hands its ``cache`` to the self-attention, which keeps the earlier keys."""
+    d_model, n_heads, d_ff, length, first = 12, 3, 20, 6, 4
+    for norm_first in (False, True):
+        reference = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True,
+                                               norm_first=norm_first)  # fmt: skip
+        _randomise_norms(reference)
+        ours = layer_class.from_torch(reference).eval()
+        x = torch.randn(2, length, d_model)
+        causal = torch.ones(length, length, dtype=torch.bool).tril()  # (T, T), True = may attend
+        with torch.no_grad():
+            want = reference(x, src_mask=~causal)  # PyTorch: True = blocked
+        objects = {"layer": module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first),
+                   "cache": new("transformer_course.cache:KVCache")}  # fmt: skip
+        probe = calls_case(
+            call(ref("layer"), x[:, :first], causal[:first, :first], cache=ref("cache")),  # positions 0 … 3
+            call(ref("layer"), x[:, first:], causal[first:], cache=ref("cache")),  # positions 4, 5 over all six
+            objects=objects, no_grad=True,
+        )  # fmt: skip
+        label = (f"x {tuple(x.shape)} with a causal mask, fed as positions 0…{first - 1} then {first}…{length - 1} "
+                 f"with one KVCache (chapter 10's generation), norm_first={norm_first}")  # fmt: skip
+        yield Case(label, probe, _judge_cached_layer, {"want": want})
+
+
+def _judge_cached_layer(case: Case, got: Outcome) -> None:
+    want = case.given["want"]
+    first, second = got.output(0), got.output(1)
+    expect_close(first, want[:, : first.shape[1]], "output of the first call", case.label)
+    if not _close(second, want[:, first.shape[1] :]):
+        raise CheckFailure(
+            f"{case.label}: the second call's output is not the full sequence's last positions. "
+            "Hand the layer's cache to the self-attention (self.self_attn(h, h, h, mask, cache=cache)), "
+            "so that the new positions attend to the keys and values kept from the first call."
+        )
 
 
 def _judge_layer(case: Case, got: Outcome) -> None:
