@@ -99,3 +99,24 @@ def test_only_the_last_case_may_expect_an_error() -> None:
         results = [result for _, result in _probed(ex.cases(), isolation(ex).wrap(ex.resolve()))]
         raised = [k for k, result in enumerate(results) if any(c["error"] for c in result["calls"])]
         assert raised in ([], [len(results) - 1]), f"{ex.id}: cases {raised} of {len(results)} raise on the solution"
+
+
+# the mistakes chapter 10's issue names, and the words of the message each must get
+_NAMED = {
+    "ex10_1": {"_layer_norm_instead": "that is LayerNorm", "_eps_outside_the_root": "adds eps after the square root"},
+    "ex10_2": {"_half_split_pairs": "half-split", "_positions_ignored": "ignores positions",
+               "_rotates_backwards": "rotates the wrong way"},
+    "ex10_3": {"_tiled": "the heads are tiled", "_positions_repeated": "the positions were repeated"},
+    "ex10_4": {"_gate_on_w3": "the gate is on the wrong projection", "_relu_gate": "uses ReLU"},
+    "ex10_5": {"_block_maximum_only": "keep the running maximum", "_no_rescaling": "the old total is not rescaled",
+               "_acc_not_rescaled": "the old acc is not rescaled"},
+}  # fmt: skip
+
+
+@pytest.mark.complete_edition
+@pytest.mark.parametrize("exercise_id", sorted(_NAMED))
+def test_chapter_10_checks_name_the_mistake(exercise_id: str) -> None:
+    mutants = {impl.__name__: impl for _, impl in MUTANTS[exercise_id]}
+    for name, words in _NAMED[exercise_id].items():
+        result = run_check(exercise_id, mutants[name])
+        assert result.status == "failed" and words in result.message, f"{name}: {result.line()}"

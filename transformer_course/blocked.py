@@ -35,12 +35,14 @@ def online_softmax_update(
         top, total: (..., T, 1); acc: (..., T, Dv); scores: (..., T, Sb) (masked scores already at
         the dtype's minimum); values: (..., Sb, Dv) → (top, total, acc) of the same shapes
     """
+    ### BEGIN SOLUTION
     new_top = torch.maximum(top, scores.amax(dim=-1, keepdim=True))  # (..., T, 1)
     rescale = torch.exp(top - new_top)  # (..., T, 1): what was summed under the old maximum
     weights = torch.exp(scores - new_top)  # (..., T, Sb), not yet normalised
     total = total * rescale + weights.sum(dim=-1, keepdim=True)  # (..., T, 1)
     acc = acc * rescale + weights @ values  # (..., T, Dv)
     return new_top, total, acc
+    ### END SOLUTION
 
 
 def blocked_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, block_size: int = 64) -> Tensor:

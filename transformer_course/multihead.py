@@ -61,6 +61,9 @@ def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     Shape:
         x: (B, Hkv, S, D) → (B, Hkv·n_rep, S, D)
     """
+    check_ndim(x, 4, "x", "(B, Hkv, S, D)")
+    if not isinstance(n_rep, int) or n_rep < 1:
+        raise ValueError(f"n_rep must be an integer >= 1, got {n_rep!r}")
     ### BEGIN SOLUTION
     batch, kv_heads, length, features = x.shape
     x = x[:, :, None].expand(batch, kv_heads, n_rep, length, features)  # (B, Hkv, n_rep, S, D), no copy yet

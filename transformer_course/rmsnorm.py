@@ -39,8 +39,10 @@ class RMSNorm(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         if x.shape[-1] != self.weight.shape[0]:
             raise ValueError(f"x must have last dimension d_model={self.weight.shape[0]}, got {tuple(x.shape)}")
+        ### BEGIN SOLUTION
         mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
         return x * torch.rsqrt(mean_square + self.eps) * self.weight  # (..., D)
+        ### END SOLUTION
 
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"

@@ -64,11 +64,13 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
         raise ValueError(
             f"x must have shape (..., T, d) with T = len(positions) = {positions.shape[0]}, got {tuple(x.shape)}"
         )
+    ### BEGIN SOLUTION
     angles = rope_angles(positions, x.shape[-1], base)  # (T, d/2)
     cos, sin = angles.cos(), angles.sin()  # (T, d/2)
     even, odd = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d/2): features 2i and 2i+1
     rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., T, d/2, 2)
     return rotated.flatten(-2).to(x.dtype)  # (..., T, d): pairs back in place
+    ### END SOLUTION
 
 
 class RotaryAttention(MultiHeadAttention):

@@ -38,8 +38,10 @@ class SwiGLU(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
+        ### BEGIN SOLUTION
         hidden = F.silu(self.w1(x)) * self.w3(x)  # (..., d_ff)
         return self.w2(self.dropout(hidden))  # (..., D)
+        ### END SOLUTION
 
 
 def swiglu_hidden_size(d_model: int, multiple_of: int = 1) -> int:
