@@ -120,10 +120,10 @@ class RotaryAttention(MultiHeadAttention):
             return apply_rope(x, positions, self.base)
 
         q = rotate(split_heads(self.w_q(query), self.n_heads))  # (B, H, T, Dk)
-        k, v = self.grouped(*self.kv_heads(key, value, cache, rotate))  # (B, H, L+T, Dk), (B, H, L+T, Dv)
-        dropout_p = self.dropout if self.training else 0.0
-        if need_weights or not fast:
-            heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
+        keys, values = self.grouped(*self.kv_heads(key, value, cache, rotate))  # (B, H, L+T, Dk), (B, H, L+T, Dv)
+        p = self.dropout if self.training else 0.0
+        if need_weights or not fast:  # chapter 03's path, which also returns the weights
+            out, weights = scaled_dot_product_attention(q, keys, values, mask, p)  # (B, H, T, Dv)
         else:
-            heads, weights = fast_attention(q, k, v, mask, dropout_p), None
-        return self.w_o(merge_heads(heads)), weights  # (B, T, D)
+            out, weights = fast_attention(q, keys, values, mask, p), None
+        return self.w_o(merge_heads(out)), weights  # (B, T, D)
