@@ -35,3 +35,16 @@ def test_saved_activations_are_counted_without_the_parameters() -> None:
     saved = saved_activation_bytes(model, make_batch(config, torch.device("cpu"), batch=4))
     parameters = sum(p.numel() * p.element_size() for p in model.parameters())
     assert 0 < saved < 10 * parameters
+
+
+def test_the_profilers_allocator_peak_agrees_with_the_tensor_count() -> None:
+    """benchmarks/lm.py measures attention memory two ways in one process: they must agree."""
+    from benchmarks.lm import attention_call, attention_inputs, profiler_peak_mib
+    from transformer_course.tools.memory import peak_memory_mib
+
+    inputs = attention_inputs(512, torch.device("cpu"))
+    for name in ("teaching", "blocked"):
+        fn = attention_call(name, *inputs)
+        assert abs(profiler_peak_mib(fn) - peak_memory_mib(fn)) < 0.5, name
+    teaching = peak_memory_mib(attention_call("teaching", *inputs))
+    assert teaching >= 2 * 4 * 512 * 512 * 4 / 2**20  # scores and weights, (1, 4, 512, 512) float32 each

@@ -83,9 +83,17 @@ class DecoderOnlyConfig:
             raise ValueError(
                 f"rope rotates pairs of features: d_model / n_heads must be even, got {self.d_model // self.n_heads}"
             )
+        if not self.rope_base > 1:
+            raise ValueError(f"rope_base must be > 1, got {self.rope_base}")
+        if not self.layer_norm_eps > 0:
+            raise ValueError(f"layer_norm_eps must be > 0, got {self.layer_norm_eps}")
         for name in ("pad_id", "bos_id", "eos_id"):
             if not 0 <= getattr(self, name) < self.vocab_size:
                 raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary of {self.vocab_size}")
+        if len({self.pad_id, self.bos_id, self.eos_id}) < 3:
+            raise ValueError(
+                f"pad_id, bos_id and eos_id must be three different ids, got {self.pad_id}, {self.bos_id}, {self.eos_id}"
+            )
 
     @classmethod
     def modern(cls, vocab_size: int, **overrides) -> DecoderOnlyConfig:
@@ -233,8 +241,8 @@ def generate(
         raise ValueError(
             f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds max_len={config.max_len}"
         )
-    if temperature != 0:
-        _filtered(torch.zeros(1, 2), temperature, top_k, top_p)  # check the sampling arguments once
+    if temperature != 0 or top_k is not None or top_p is not None:  # check the sampling arguments once
+        _filtered(torch.zeros(1, 2), temperature if temperature != 0 else 1.0, top_k, top_p)  # greedy checks them too
 
     banned = torch.zeros(config.vocab_size, device=prompt.device)  # (V,): never generate <pad> or <bos>
     banned[[config.pad_id, config.bos_id]] = float("-inf")

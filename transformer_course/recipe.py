@@ -51,8 +51,10 @@ def make_adamw(
 ) -> torch.optim.AdamW:
     """AdamW with ``weight_decay`` on the matrices (every parameter of two or more dimensions,
     the embedding included) and none on biases and normalisation gains (one dimension)."""
-    if not lr > 0 or weight_decay < 0:
-        raise ValueError(f"need lr > 0 and weight_decay >= 0, got lr={lr}, weight_decay={weight_decay}")
+    if not lr > 0:
+        raise ValueError(f"lr must be > 0, got {lr}")
+    if not weight_decay >= 0:
+        raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
     matrices = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
     others = [p for p in model.parameters() if p.requires_grad and p.dim() < 2]
     groups = [{"params": matrices, "weight_decay": weight_decay}, {"params": others, "weight_decay": 0.0}]

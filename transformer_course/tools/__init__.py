@@ -17,7 +17,8 @@
 * ``figures.py``: the architecture map every chapter opens with, attention heads, path lengths;
 * ``experiments.py``: the runner of the small training experiments the chapters run to test their
   claims (the chapters build the variants);
-* ``course.py``: where the course lives (its repository, a clone on this machine).
+* ``course.py``: where the course lives (its repository, a clone on this machine);
+* ``memory.py``: the peak memory of a computation (``peak_memory_mib``), on the CPU and on CUDA.
 
 Tools import the rooms; no room imports a tool.
 """
