@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from ._validate import check_ndim, check_token_ids
 from .cache import KVCache
-from .decoding import _filtered, _noisy_log_probs, greedy_step
+from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, greedy_step
 from .embeddings import TokenEmbedding, tie_weights
 from .encoder import EncoderLayer
 from .model import xavier_init
@@ -158,8 +158,7 @@ class DecoderOnlyLM(nn.Module):
         check_token_ids(tokens, self.config.vocab_size, "tokens")
         if cache is not None and len(cache) != len(self.layers):
             raise ValueError(f"cache must hold one KVCache per layer ({len(self.layers)}), got {len(cache)}")
-        start = len(cache[0]) if cache else 0  # positions already cached
-        length = tokens.shape[1]
+        start, length = (len(cache[0]) if cache else 0), tokens.shape[1]  # positions cached, positions new
         if start + length > self.config.max_len:
             raise ValueError(f"the text would reach length {start + length} > max_len={self.config.max_len}")
         x = self.embed(tokens)  # (B, T, D)
@@ -203,7 +202,6 @@ def lm_examples(texts: Sequence[Sequence[str]], vocab) -> list[tuple[list[int], 
     return [([], vocab.encode(tokens, add_bos=True, add_eos=True)) for tokens in texts]
 
 
-@torch.no_grad()
 def generate(
     model: DecoderOnlyLM,
     prompt: Tensor,
@@ -253,19 +251,16 @@ def generate(
             logits = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
         return greedy_step(logits, finished, config.eos_id, config.pad_id)
 
-    was_training = model.training
-    model.eval()
-    try:
+    with _inference(model):
         cache = model.new_cache() if use_cache else None
         tokens, new = prompt, prompt  # (B, T): everything so far, and what the model has not read yet
         finished = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)  # (B,)
-        for _ in range(max_new_tokens):
+        every = _stop_check_every(prompt)  # on a GPU, asking whether all rows are done makes the CPU wait
+        for step in range(max_new_tokens):
             logits = model(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
             next_tokens, finished = pick(logits.float(), finished)  # (B,), (B,)
             tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
             new = next_tokens[:, None]  # (B, 1)
-            if finished.all():
+            if (step + 1) % every == 0 and finished.all():
                 break
         return tokens
-    finally:
-        model.train(was_training)
