@@ -64,7 +64,9 @@ class LMData:
     def german(cls, n_train: int = 20_000, n_valid: int = 500, n_long: int = 100, per_long: int = 4) -> LMData:
         """The German side of :func:`~transformer_course.datasets.sentences.sentence_splits`, word tokens."""
         if n_train < 1 or n_valid < 1 or n_long < 1 or per_long < 1:
-            raise ValueError(f"need n_train, n_valid, n_long, per_long >= 1, got {n_train}, {n_valid}, {n_long}, {per_long}")
+            raise ValueError(
+                f"need n_train, n_valid, n_long, per_long >= 1, got {n_train}, {n_valid}, {n_long}, {per_long}"
+            )
         splits = sentence_splits(n_train=n_train, n_valid=n_valid, n_test=n_long * per_long)
         german = {name: [sentence_tokens(de) for _, de in pairs] for name, pairs in splits.items()}
         vocab = Vocab.build(german["train"])
@@ -139,12 +141,13 @@ def token_losses(model: DecoderOnlyLM, texts: Sequence[Sequence[int]], pad_id: i
     batch = torch.full((len(texts), longest), pad_id, dtype=torch.long)  # (N, L)
     for row, ids in enumerate(texts):
         batch[row, : len(ids)] = torch.tensor(ids)
+    batch = batch.to(next(model.parameters()).device)
     was_training = model.training
     model.eval()
     logits = model(batch[:, :-1])  # (N, L-1, V)
     model.train(was_training)
     losses = F.cross_entropy(logits.transpose(1, 2).float(), batch[:, 1:], reduction="none")  # (N, L-1)
-    return losses.masked_fill(batch[:, 1:] == pad_id, math.nan)
+    return losses.masked_fill(batch[:, 1:] == pad_id, math.nan).cpu()
 
 
 def loss_by_position(model: DecoderOnlyLM, data: LMData) -> Tensor:
