@@ -74,6 +74,7 @@ import transformer_course
 from transformer_course import pick_device
 from transformer_course.batching import batch_stream
 from transformer_course.blocked import blocked_attention
+from transformer_course.datasets.sentences import detokenize
 from transformer_course.encoder import EncoderLayer
 from transformer_course.feedforward import PositionwiseFeedForward
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, causal_rows, generate
@@ -425,6 +426,7 @@ MEASURE = """
 import resource, sys, torch
 from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.blocked import blocked_attention
+from transformer_course.datasets.sentences import detokenize
 
 
 def peak_kib():  # the most memory this process has held (Linux: VmHWM; elsewhere getrusage)
@@ -482,7 +484,7 @@ expect("the blocked path's peak grows by less than half as much",
 data = LMData.german(n_train=profile.n_train)
 print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentences; "
       f"{len(data.valid)} held-out sentences; the longest training text has {data.train_length} tokens")  # fmt: skip
-print(" ".join(data.vocab.decode(data.valid[0])))
+print(detokenize(data.vocab.decode(data.valid[0])))
 
 # %% [markdown]
 # **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay
@@ -531,7 +533,9 @@ batches = batch_stream(data.train, profile.batch_size, data.vocab.pad_id, seed=0
 options = FitOptions(smoothing=0.0, precision=MixedPrecision.for_device(device), progress=False)
 history = fit(WithoutSource(model), batches, optimizer, scheduler, profile.steps, options=options)
 valid_loss = token_losses(model, data.valid, data.vocab.pad_id).nanmean().item()
-print(f"{model.num_parameters():,} parameters; {profile.steps} steps in {history.seconds:.0f} s")
+print(
+    f"{model.num_parameters():,} parameters; {history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s"
+)
 print(f"validation loss {valid_loss:.2f} nats per token (perplexity {torch.tensor(valid_loss).exp():.1f})")
 
 fig, ax = plt.subplots(figsize=(8, 3.2))
@@ -553,7 +557,9 @@ counts = torch.bincount(torch.tensor([i for _, ids in data.train for i in ids[1:
 frequency = counts.float() / counts.sum()  # (V,)
 valid_targets = torch.tensor([i for ids in data.valid for i in ids[1:]])
 unigram = -frequency.clamp_min(1e-9)[valid_targets].log().mean().item()
-expect_at_most("validation loss, one nat per token below the word frequencies' (nats)", valid_loss, unigram - 1)
+expect_at_most(
+    "validation loss, one nat per token below the word frequencies' (nats)", valid_loss, round(unigram - 1, 1)
+)
 
 # %% [markdown]
 # **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt, greedily
@@ -562,16 +568,15 @@ expect_at_most("validation loss, one nat per token below the word frequencies' (
 # layer's keys and values (the KV cache, one `KVCache` per layer); with `use_cache=False` it
 # reads the whole text again at every step.
 
+
 # %%
-from transformer_course.datasets.sentences import detokenize  # noqa: E402
-
-
 def show(rows: torch.Tensor) -> None:
     for row in rows.tolist():
         print("  ", detokenize(data.vocab.decode(row)))
 
 
-starts = [["Der", "Hund"], ["Die", "Lehrerin"], ["Weil", "das"], ["Hat", "der"]]
+starts = [["Der", "Hund"], ["Die", "Katze"], ["Weil", "das"], ["Hat", "der"]]
+assert all(word in data.vocab for words in starts for word in words)  # no <unk> in a prompt
 prompts = torch.tensor([data.vocab.encode(words, add_bos=True) for words in starts], device=device)  # (4, 3)
 greedy = generate(model, prompts, 25)
 sampler = torch.Generator(device=device).manual_seed(0)
@@ -708,7 +713,8 @@ expect("ReLU: higher mean validation loss than SwiGLU at equal parameters",
 norms = ("LayerNorm instead of RMSNorm", today)
 expect("LayerNorm and RMSNorm: no difference beyond the spread of the seeds",
        not ablation.beyond_spread(VALID_LOSS, *norms) and not ablation.beyond_spread(VALID_LOSS, *norms[::-1]),
-       f"{ablation.variants[norms[0]].spread(VALID_LOSS)} vs {ablation.variants[norms[1]].spread(VALID_LOSS)}")  # fmt: skip
+       "{:.3f}–{:.3f} vs {:.3f}–{:.3f}".format(*ablation.variants[norms[0]].spread(VALID_LOSS),
+                                               *ablation.variants[norms[1]].spread(VALID_LOSS)))  # fmt: skip
 
 # %% [markdown]
 # ## 9. Parameters and compute
@@ -736,7 +742,7 @@ for name, n, d in runs:
     print(f"{name:26s}{n:14.3g}{d:12.3g}{d / n:12.1f}{6 * n * d:18.2e}")
 
 # %% [markdown]
-# Our run is some $10^{13}$ operations; GPT-3's about $3 \cdot 10^{23}$, ten billion times more.
+# Our run is a few times $10^{12}$ operations; GPT-3's about $3 \cdot 10^{23}$, a hundred billion times more.
 #
 # **What scaling laws say.** Kaplan et al. (2020) trained many language models of different sizes
 # on different amounts of data and found that the loss falls as a power law in each of $N$, $D$
