@@ -516,7 +516,7 @@ plt.show()
 
 # %% [markdown]
 # The model: today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no
-# dropout) with grouped key/value heads. On a CPU it trains in about a minute; on a GPU the
+# dropout) with grouped key/value heads. On a CPU it trains in one to two minutes; on a GPU the
 # chapter picks a bigger profile and trains it in bf16.
 
 # %%
@@ -533,9 +533,8 @@ batches = batch_stream(data.train, profile.batch_size, data.vocab.pad_id, seed=0
 options = FitOptions(smoothing=0.0, precision=MixedPrecision.for_device(device), progress=False)
 history = fit(WithoutSource(model), batches, optimizer, scheduler, profile.steps, options=options)
 valid_loss = token_losses(model, data.valid, data.vocab.pad_id).nanmean().item()
-print(
-    f"{model.num_parameters():,} parameters; {history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s"
-)
+print(f"{model.num_parameters():,} parameters;", end=" ")
+print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
 print(f"validation loss {valid_loss:.2f} nats per token (perplexity {torch.tensor(valid_loss).exp():.1f})")
 
 fig, ax = plt.subplots(figsize=(8, 3.2))
@@ -670,7 +669,7 @@ for color, name in (("C0", today), ("C2", "sinusoids instead of RoPE")):
     ax.fill_between(positions, curves.min(0).values, curves.max(0).values, color=color, alpha=0.2, lw=0)
 ax.axvspan(0, data.train_length - 1, color="0.9", zorder=0, label="positions seen in training")
 ax.set(xlabel="position in a text of four sentences", ylabel="loss (nats per token)",
-       title="Past the training lengths, both get worse; which more is measured above")  # fmt: skip
+       title="Loss by position on texts of four sentences (band: lowest to highest seed)")  # fmt: skip
 ax.legend(fontsize=8)
 plt.show()
 
