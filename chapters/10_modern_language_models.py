@@ -59,19 +59,16 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
 # %%
-import os
-import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from IPython.display import Markdown, display
 
-import transformer_course
 from transformer_course import pick_device
+from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.batching import batch_stream
 from transformer_course.blocked import blocked_attention
 from transformer_course.datasets.sentences import detokenize
@@ -97,6 +94,7 @@ from transformer_course.tools.lm_experiments import (
     run_lm_experiment,
     token_losses,
 )
+from transformer_course.tools.memory import peak_memory_mib
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.training import FitOptions, fit
 
@@ -160,6 +158,7 @@ architecture_map(["norm", "rope", "gqa", "swiglu", "training", "decoding"], mode
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
 tokens = torch.randint(3, 50, (2, 7))  # (B, T)
+assert all(isinstance(layer, EncoderLayer) for layer in tiny.layers)  # chapter 05's layer, unchanged
 print(type(tiny.layers[0]).__name__, "×", len(tiny.layers), "— logits", tuple(tiny(tokens).shape))
 
 hidden = tiny.positional(tiny.embed(tokens))  # (B, T, D): what the first block reads
@@ -415,60 +414,32 @@ print("blocked = F.scaled_dot_product_attention to 1e-5:", torch.allclose(blocke
 assert torch.allclose(blocked, reference, atol=1e-5)
 
 # %% [markdown]
-# Does it save memory? We measure the peak memory of each path in a fresh Python process (the
-# operating system's record of the most memory the process has held, before and after the call), for
-# one head reading a text of 4,096 tokens: the full weight matrix alone is $4096^2 \cdot 4$ bytes
-# $= 64$ MiB. The blocked path holds one block of $4096 \times 128$ scores at a time (2 MiB); what it
-# shows beyond that is mostly memory the allocator keeps after the blocks are freed.
+# Does it save memory? `peak_memory_mib(fn)` (in `tools/memory.py`) measures the most memory the
+# tensors of one call hold at once (on a GPU, PyTorch's allocator counts it itself). One text of
+# 2,048 tokens and 4 heads: the full matrix of weights alone is $4 \cdot 2048^2 \cdot 4$ bytes $= 64$ MiB,
+# and the teaching path holds the scores and the weights at once. The blocked path holds the scores
+# of one block of 128 keys at a time.
 
 # %%
-MEASURE = """
-import resource, sys, torch
-from transformer_course.attention import scaled_dot_product_attention
-from transformer_course.blocked import blocked_attention
-from transformer_course.datasets.sentences import detokenize
-
-
-def peak_kib():  # the most memory this process has held (Linux: VmHWM; elsewhere getrusage)
-    try:
-        return int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM")))
-    except (OSError, StopIteration):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // (1024 if sys.platform == "darwin" else 1)
-
-
 torch.manual_seed(0)
-q, k, v = torch.randn(3, 1, 1, 4096, 64).unbind(0)
-mask = torch.ones(4096, 4096, dtype=torch.bool).tril()
-before = peak_kib()
+q, k, v = torch.randn(3, 1, 4, 2048, 64).unbind(0)  # (B, H, T, d_k) each
+mask = causal_rows(0, 2048)  # (T, T)
 with torch.no_grad():
-    out = {call}
-print((peak_kib() - before) / 1024)
-"""
-
-
-def extra_peak_mib(call: str) -> float:
-    """How much the peak memory of a fresh Python process grows during ``call``, in MiB."""
-    env = {**os.environ, "PYTHONPATH": str(Path(transformer_course.__file__).parent.parent), "OMP_NUM_THREADS": "1"}
-    code = MEASURE.format(call=call)
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    return float(done.stdout)
-
-
-peaks = {
-    "teaching path (chapter 03)": extra_peak_mib("scaled_dot_product_attention(q, k, v, mask)[0]"),
-    "blocked, 128 keys a block": extra_peak_mib("blocked_attention(q, k, v, mask, block_size=128)"),
-}
+    peaks = {
+        "teaching path (chapter 03)": peak_memory_mib(lambda: scaled_dot_product_attention(q, k, v, mask)[0]),
+        "blocked, 128 keys a block": peak_memory_mib(lambda: blocked_attention(q, k, v, mask, block_size=128)),
+    }
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 for name, mib in peaks.items():
-    print(f"{name:28s} peak grows by {mib:6.1f} MiB")
+    print(f"{name:28s} peak {mib:6.1f} MiB")
 
 # %%
-expect("the teaching path's peak grows by at least the 64 MiB of its weights",
+expect("the teaching path's peak holds at least the 64 MiB of its weights",
        peaks["teaching path (chapter 03)"] >= 64, f"{peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
-expect("the blocked path's peak grows by less than half as much",
-       peaks["blocked, 128 keys a block"] < peaks["teaching path (chapter 03)"] / 2,
+expect("the blocked path's peak is less than a quarter of that",
+       peaks["blocked, 128 keys a block"] < peaks["teaching path (chapter 03)"] / 4,
        f"{peaks['blocked, 128 keys a block']:.0f} MiB")  # fmt: skip
 
 # %% [markdown]
