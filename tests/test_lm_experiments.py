@@ -51,7 +51,9 @@ def test_the_paper_schedule_peaks_at_the_optimizer_rate_after_the_warm_up() -> N
 def test_a_tiny_experiment_reports_every_variant_and_seed(data: LMData) -> None:
     variants = {"today": LMVariant(), "layernorm": LMVariant(overrides={"norm": "layernorm"}),
                 "paper": LMVariant(schedule="paper")}  # fmt: skip
-    result = run_lm_experiment(variants, data, LMSetting(d_model=16, n_heads=2, steps=4, seeds=(0, 1)), show=False)
+    result = run_lm_experiment(
+        variants, data, LMSetting(d_model=16, n_heads=2, steps=4, warmup_steps=2, seeds=(0, 1)), show=False
+    )
     assert list(result.variants) == list(variants)
     for variant in result.variants.values():
         assert len(variant.runs) == 2 and all(
