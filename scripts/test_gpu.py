@@ -25,7 +25,12 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = ("chapters/07_training.py", "chapters/08_decoding.py", "chapters/09_real_translation.py")
+CHAPTERS = (
+    "chapters/07_training.py",
+    "chapters/08_decoding.py",
+    "chapters/09_real_translation.py",
+    "chapters/10_modern_language_models.py",
+)
 THROUGHPUT = re.compile(r"(\d+) s of training, ([\d.]+) steps/s")
 
 

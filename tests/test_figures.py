@@ -12,6 +12,7 @@ import torch
 from matplotlib._pylab_helpers import Gcf
 
 from transformer_course.tools.figures import (
+    DECODER_ONLY_PARTS,
     PARTS,
     architecture_map,
     path_lengths,
@@ -49,6 +50,35 @@ def test_every_part_can_be_highlighted_and_the_title_says_which(part: str) -> No
 def test_an_unknown_part_is_refused_with_the_list_of_parts() -> None:
     with pytest.raises(ValueError, match="choose among tokens, embeddings"):
         architecture_map("flux capacitor")
+
+
+@pytest.mark.parametrize("part", DECODER_ONLY_PARTS)
+def test_the_decoder_only_map_has_one_stack_and_highlights_each_part(part: str) -> None:
+    fig = architecture_map(part, model="decoder-only")
+    texts = " | ".join(_texts(fig))
+    for block in (
+        "causal self-attention",
+        "RMSNorm",
+        "SwiGLU feed-forward",
+        "final RMSNorm",
+        "(B, T, D)",
+        "logits (B, T, V)",
+    ):
+        assert block in texts, f"no {block!r} on the decoder-only map"
+    assert "cross-attention" not in texts.replace("no cross-attention", ""), (
+        "a decoder-only model has no cross-attention"
+    )
+    assert DECODER_ONLY_PARTS[part] in fig.axes[0].get_title()
+    assert [p for p in fig.axes[0].patches if getattr(p, "get_linewidth", lambda: 0)() >= 2.0], (
+        f"{part!r} not highlighted"
+    )
+
+
+def test_the_decoder_only_map_refuses_the_parts_of_the_other_map_and_unknown_models() -> None:
+    with pytest.raises(ValueError, match="choose among tokens, embeddings, norm"):
+        architecture_map("encoder", model="decoder-only")
+    with pytest.raises(ValueError, match="model must be one of"):
+        architecture_map(model="mamba")
 
 
 def test_the_map_draws_into_a_given_axes() -> None:

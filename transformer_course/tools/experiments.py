@@ -205,7 +205,7 @@ class ExperimentResult:
 
 def _mean_spread(result: VariantResult, metric: str) -> str:
     low, high = result.spread(metric)
-    digits = 2 if metric in ("perplexity", FINAL_LOSS) else 1
+    digits = 2 if metric == "perplexity" or "loss" in metric else 1
     return f"{result.mean(metric):.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 

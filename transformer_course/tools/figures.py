@@ -54,14 +54,27 @@ class _Box:
         return self.y + self.h
 
 
-def _parts(highlight: str | Iterable[str] | None) -> set[str]:
+# The parts of chapter 10's decoder-only map (``architecture_map(..., model="decoder-only")``).
+DECODER_ONLY_PARTS: dict[str, str] = {
+    "tokens": "text in, ids out",
+    "embeddings": "the embedding and the output layer that shares its matrix",
+    "norm": "RMSNorm, before each sub-layer (pre-LN)",
+    "rope": "rotary positions, inside attention",
+    "gqa": "grouped key/value heads and the KV cache",
+    "swiglu": "the SwiGLU feed-forward network",
+    "training": "AdamW, warm-up and cosine decay",
+    "decoding": "generation, one token at a time",
+}
+
+
+def _parts(highlight: str | Iterable[str] | None, known: dict[str, str] = PARTS) -> set[str]:
     if highlight is None:
         return set()
     names = {highlight} if isinstance(highlight, str) else set(highlight)
-    names = {_ALIASES.get(n, n) for n in names}
-    unknown = names - set(PARTS)
+    names = {_ALIASES.get(n, n) for n in names} if known is PARTS else names
+    unknown = names - set(known)
     if unknown:
-        raise ValueError(f"unknown part(s) {sorted(unknown)}; choose among {', '.join(PARTS)}")
+        raise ValueError(f"unknown part(s) {sorted(unknown)}; choose among {', '.join(known)}")
     return names
 
 
@@ -138,7 +151,74 @@ def _layout() -> tuple[list[_Box], list[tuple]]:
     return boxes, arrows
 
 
-def architecture_map(highlight: str | Iterable[str] | None = None, title: str | None = None, ax=None):
+def _decoder_only_layout() -> tuple[list[_Box], list[tuple]]:
+    """Chapter 10's map: one stack of pre-LN blocks with a causal mask, no encoder, no cross-attention."""
+    x, w = 5.0, 3.9
+    boxes: list[_Box] = []
+    arrows: list[tuple] = []
+
+    def box(y, text, parts, h=0.55, note="") -> _Box:
+        boxes.append(_Box(x, y, w, h, text, parts, note))
+        return boxes[-1]
+
+    def arrow(a: _Box, b: _Box, shape: str) -> None:
+        arrows.append((a.x, a.top, b.x, b.y, shape, ()))
+
+    ids = box(0.0, "token ids", ("tokens",), note="<bos> Der Hund")
+    emb = box(1.05, "token embedding × √D", ("embeddings",), note="no positions added here")
+    arrow(ids, emb, "(B, T)")
+    below, y, made = emb, 2.6, []
+    for text, parts, h, note in [
+        ("RMSNorm", ("norm",), 0.45, ""),
+        ("causal self-attention", ("rope", "gqa"), 0.95, "RoPE rotates q and k; H query heads share\n"
+         "Hkv key/value heads; KV cache when generating"),
+        ("Add", (), 0.4, ""),
+        ("RMSNorm", ("norm",), 0.45, ""),
+        ("SwiGLU feed-forward", ("swiglu",), 0.55, "W₂(silu(W₁x) ⊙ W₃x), d_ff ≈ ⅔·4·D"),
+        ("Add", (), 0.4, ""),
+    ]:  # fmt: skip
+        made.append(box(y, text, parts, h=h, note=note))
+        arrow(below, made[-1], "(B, T, D)")
+        below, y = made[-1], made[-1].top + 0.45
+    final = box(y + 0.25, "final RMSNorm", ("norm",), h=0.45)
+    arrow(below, final, "(B, T, D)")
+    linear = box(final.top + 0.5, "linear, tied to the embedding", ("embeddings",))
+    softmax = box(linear.top + 0.5, "softmax", ("training", "decoding"), h=0.45)
+    arrow(final, linear, "(B, T, D)")
+    arrow(linear, softmax, "logits (B, T, V)")
+    loss = _Box(x - 1.1, softmax.top + 0.55, 1.8, 0.55, "loss vs next tokens", ("training",), "AdamW, cosine")
+    nxt = _Box(x + 1.1, softmax.top + 0.55, 1.8, 0.55, "next token", ("decoding",), "greedy / top-p")
+    boxes += [loss, nxt]
+    arrows.append((loss.x, softmax.top, loss.x, loss.y, "(B, T, V)", ()))
+    arrows.append((nxt.x, softmax.top, nxt.x, nxt.y, "(B, V)", ()))
+    arrows.append(("feedback", nxt, ids))
+    arrows.append(("stacks", [("N× block (pre-LN)", x, 2.4, made[-1].top + 0.2, "norm")]))
+    arrows.append(("residuals", [(made[0], made[2]), (made[3], made[5])]))
+    return boxes, arrows
+
+
+_LEGENDS = {
+    "transformer": (
+        "B batch      S source length   T target length\n"
+        "D = d_model  H heads           d_ff FFN width\n"
+        "V_tgt target vocabulary        N layers per stack\n\n"
+        "left: the encoder reads the whole source\n"
+        "right: the decoder writes the target"
+    ),
+    "decoder-only": (
+        "B batch   T text length\n"
+        "D = d_model   H heads\n"
+        "Hkv key/value heads\n"
+        "V vocabulary  N blocks\n\n"
+        "one stack: no encoder,\n"
+        "no cross-attention"
+    ),
+}
+
+
+def architecture_map(
+    highlight: str | Iterable[str] | None = None, title: str | None = None, ax=None, model: str = "transformer"
+):
     """The encoder-decoder Transformer with the shape of the tensor on every arrow.
 
     ``highlight`` names the part(s) to colour, among :data:`PARTS` ("tokens", "embeddings",
@@ -146,17 +226,24 @@ def architecture_map(highlight: str | Iterable[str] | None = None, title: str | 
     Letters: B batch, S source length, T target length, D = d_model, H heads, V_tgt the target
     vocabulary, N layers (the notation table of chapter 01).
 
+    ``model="decoder-only"`` draws chapter 10's language model instead (one stack of pre-LN
+    blocks, a causal mask, no encoder); its parts are :data:`DECODER_ONLY_PARTS` ("norm",
+    "rope", "gqa", "swiglu", …).
+
     Returns the figure (closed, so that a notebook shows it once, as the cell's value).
     """
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-    chosen = _parts(highlight)
+    if model not in _LEGENDS:
+        raise ValueError(f"model must be one of {', '.join(map(repr, _LEGENDS))}, got {model!r}")
+    known = PARTS if model == "transformer" else DECODER_ONLY_PARTS
+    chosen = _parts(highlight, known)
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(9.6, 9.4))
     fig = ax.figure
-    boxes, arrows = _layout()
+    boxes, arrows = _layout() if model == "transformer" else _decoder_only_layout()
 
     def lit(parts: Iterable[str]) -> bool:
         return bool(chosen & set(parts))
@@ -218,14 +305,7 @@ def architecture_map(highlight: str | Iterable[str] | None = None, title: str | 
             ax.text(b.x, b.y + b.h / 2, b.text, ha="center", va="center", fontsize=9, zorder=3,
                     weight="bold" if hi else "normal")  # fmt: skip
 
-    legend = (
-        "B batch      S source length   T target length\n"
-        "D = d_model  H heads           d_ff FFN width\n"
-        "V_tgt target vocabulary        N layers per stack\n\n"
-        "left: the encoder reads the whole source\n"
-        "right: the decoder writes the target"
-    )
-    ax.text(0.75, 12.85, legend, ha="left", va="top", fontsize=8, family="monospace", color="#333333",
+    ax.text(0.75, 12.85, _LEGENDS[model], ha="left", va="top", fontsize=8, family="monospace", color="#333333",
             bbox={"boxstyle": "round,pad=0.4", "facecolor": "white", "edgecolor": "#c5ccd4"})  # fmt: skip
     if chosen:
         ax.add_patch(FancyBboxPatch((0.8, 10.75), 0.5, 0.3, boxstyle="round,pad=0.02", facecolor=_HI_FILL,
@@ -235,9 +315,8 @@ def architecture_map(highlight: str | Iterable[str] | None = None, title: str | 
     ax.set_ylim(-0.2, 13.1)
     ax.set_axis_off()
     if title is None:
-        title = "The Transformer (paper §3, Figure 1)" + (
-            ": " + "; ".join(PARTS[p] for p in PARTS if p in chosen) if chosen else ""
-        )
+        name = "The Transformer (paper §3, Figure 1)" if model == "transformer" else "A decoder-only language model"
+        title = name + (": " + "; ".join(known[p] for p in known if p in chosen) if chosen else "")
     ax.set_title(title, fontsize=10.5)
     if own:
         fig.tight_layout()

@@ -1,0 +1,813 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 10 — From the 2017 Transformer to a modern language model
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/10_modern_language_models.ipynb)
+#
+# The chat models of today descend from the model we built in chapters 01–09, and most of the
+# distance is covered by a handful of changes. GPT (2018) dropped the encoder and kept one stack
+# of blocks with a causal mask, trained to predict the next token of any text. Llama and its
+# relatives (2023 on) then replaced, one by one, the parts the paper chose in 2017: the
+# normalisation, the positions, the feed-forward network, the key/value heads, and the training
+# schedule. This chapter makes each change on our own code, checks it numerically against a
+# reference, trains a small German language model in a few minutes, and tests with seeds which of
+# the changes shows at our scale.
+#
+# **Learning goals**
+#
+# - see that a decoder-only language model is the encoder layer of chapter 05 with the causal mask
+#   of chapter 06, and generate text from it with and without a KV cache;
+# - know what RMSNorm, rotary position embeddings (RoPE), grouped-query attention, SwiGLU and
+#   blocked attention with an online softmax change, and check each against a reference;
+# - train with today's recipe (AdamW with weight decay on the matrices, warm-up and cosine decay,
+#   bf16 on a GPU) and sample with temperature and top-p;
+# - compare the old and the new choices over several seeds, and conclude only beyond the spread;
+#   estimate the compute of a training run with $C \approx 6 N D$.
+#
+# **In the paper:** the 2017 choices that this chapter revisits are the post-LN residual block
+# (§3.1), the ReLU feed-forward network (§3.3), the sinusoidal positions added to the embeddings
+# (§3.5), and Adam with the warm-up / inverse-square-root schedule (§5.3, equation (3)).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %%
+import time
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from IPython.display import Markdown, display
+
+from transformer_course import pick_device
+from transformer_course.attention import scaled_dot_product_attention
+from transformer_course.batching import batch_stream
+from transformer_course.blocked import blocked_attention
+from transformer_course.datasets.sentences import detokenize
+from transformer_course.encoder import EncoderLayer
+from transformer_course.feedforward import PositionwiseFeedForward
+from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, causal_rows, generate
+from transformer_course.multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
+from transformer_course.positional import sinusoidal_positional_encoding
+from transformer_course.recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
+from transformer_course.rmsnorm import RMSNorm
+from transformer_course.rotary import RotaryAttention, apply_rope
+from transformer_course.schedule import transformer_lr
+from transformer_course.step import MixedPrecision
+from transformer_course.swiglu import SwiGLU, swiglu_hidden_size
+from transformer_course.tools.claims import expect, expect_above, expect_at_most
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.lm_experiments import (
+    LONG_LOSS,
+    VALID_LOSS,
+    LMData,
+    LMVariant,
+    loss_by_position,
+    run_lm_experiment,
+    token_losses,
+)
+from transformer_course.tools.memory import peak_memory_mib
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.training import FitOptions, fit
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+device = pick_device()  # CUDA, then Apple's MPS, then the CPU
+
+
+@dataclass
+class LMProfile:
+    """The size and the training of this chapter's language model."""
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    n_layers: int
+    n_train: int  # training sentences
+    batch_size: int
+    steps: int
+    lr: float = 3e-3
+    warmup_steps: int = 100
+
+
+CPU_PROFILE = LMProfile(d_model=128, n_heads=4, n_kv_heads=2, n_layers=2, n_train=20_000, batch_size=64, steps=1200)
+GPU_PROFILE = LMProfile(d_model=256, n_heads=8, n_kv_heads=2, n_layers=4, n_train=60_000, batch_size=128, steps=3000,
+                        lr=2e-3, warmup_steps=200)  # fmt: skip
+profile = GPU_PROFILE if device.type == "cuda" else CPU_PROFILE
+print("device:", device.type)
+print(profile)
+
+# %% [markdown]
+# **Where we are.** The model of chapters 01–09 had two stacks. A language model keeps one: no
+# source, no encoder, no cross-attention; every block is self-attention under a causal mask and a
+# feed-forward network. The map shows that model with the parts this chapter changes highlighted:
+# each norm (RMSNorm, before the sub-layer), the attention (rotary positions, grouped key/value
+# heads, a KV cache), the feed-forward network (SwiGLU), the training recipe and generation. The
+# letters are those of chapter 01; $T$ is now the length of the text, $V$ its vocabulary, and
+# $H_{kv}$ the number of key/value heads.
+
+# %%
+architecture_map(["norm", "rope", "gqa", "swiglu", "training", "decoding"], model="decoder-only")
+
+# %% [markdown]
+# ## 1. Decoder-only: an encoder layer with a causal mask is a GPT block
+#
+# The decoder of chapter 06 has three sub-layers; without a source, the middle one
+# (cross-attention) has nothing to read. What is left is self-attention and a feed-forward
+# network, which is exactly chapter 05's encoder layer. The only difference is the mask: the
+# encoder lets every position read every other, a language model lets position $t$ read positions
+# $0 \dots t$ only (chapter 06's causal mask), so that the output at $t$ can be trained to predict
+# the token at $t + 1$ without seeing it.
+#
+# `DecoderOnlyLM` (in `lm.py`) is built from the existing rooms: `TokenEmbedding`, positions,
+# $N$ `EncoderLayer`s called with a causal mask, and an output layer tied to the embedding. Its
+# `DecoderOnlyConfig` holds the choices of this chapter; left out, each is the paper's, and
+# `DecoderOnlyConfig.modern(...)` gives Llama's. We check the claim of the title directly: one
+# block of the model is an `EncoderLayer`, and running it with the causal mask gives the model's
+# own hidden states.
+
+# %%
+tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
+tokens = torch.randint(3, 50, (2, 7))  # (B, T)
+assert all(isinstance(layer, EncoderLayer) for layer in tiny.layers)  # chapter 05's layer, unchanged
+print(type(tiny.layers[0]).__name__, "×", len(tiny.layers), "— logits", tuple(tiny(tokens).shape))
+
+hidden = tiny.positional(tiny.embed(tokens))  # (B, T, D): what the first block reads
+by_hand = tiny.output(tiny.layers[1](tiny.layers[0](hidden, causal_rows(0, 7)), causal_rows(0, 7)))  # (B, T, V)
+assert torch.allclose(by_hand, tiny(tokens), atol=1e-6)
+print(causal_rows(0, 5).int())  # (T, T): row t may read columns 0 … t
+
+# %% [markdown]
+# Because the mask hides the future, the logits at position $t$ must not change when a *later*
+# token changes. That is the test every language model has to pass.
+
+# %%
+changed = tokens.clone()
+changed[:, 5] = 3  # change position 5
+same_before = torch.allclose(tiny(tokens)[:, :5], tiny(changed)[:, :5], atol=1e-6)
+print("positions 0–4 unchanged when token 5 changes:", same_before)
+assert same_before
+
+# %% [markdown]
+# > **Common mistake — the causal mask left out.** Run the blocks without the mask and position
+# > $t$ reads token $t + 1$, the very token it is trained to predict. The training loss then falls
+# > to almost zero within a few hundred steps and the run looks excellent, but at generation time
+# > there is no next token to read, and the text is nonsense. The test above catches it before any
+# > training: with the mask left out, changing token 5 changes the outputs at every position.
+
+
+# %%
+def without_mask(model: DecoderOnlyLM, tokens: torch.Tensor) -> torch.Tensor:
+    """The bug: the same blocks, run with no mask."""
+    x = model.positional(model.embed(tokens))  # (B, T, D)
+    for layer in model.layers:
+        x = layer(x, None)  # every position reads every other
+    return model.output(model.norm(x))  # (B, T, V)
+
+
+leak = not torch.allclose(without_mask(tiny, tokens)[:, :5], without_mask(tiny, changed)[:, :5], atol=1e-6)
+print("without the mask, positions 0–4 depend on token 5:", leak)
+assert leak
+
+# %% [markdown]
+# ## 2. RMSNorm: LayerNorm without the mean
+#
+# The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN): subtract the mean
+# of the $D$ features, divide by their standard deviation, scale by $\gamma$ and shift by $\beta$.
+# GPT-2 moved the norm *before* each sub-layer (pre-LN, chapter 05), and Llama replaced LayerNorm
+# by RMSNorm (Zhang & Sennrich 2019), which keeps only the division and the scale:
+#
+# $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \varepsilon}} \odot g.$$
+#
+# No mean to compute and no $\beta$: a little less work and fewer parameters, and in practice the
+# same training. On an input whose features already have mean zero, the two agree (up to
+# $\varepsilon$). PyTorch has had `torch.nn.RMSNorm` since version 2.4; where it exists, ours
+# must match it.
+
+# %%
+norm = RMSNorm(8, eps=1e-6)
+with torch.no_grad():
+    norm.weight.uniform_(0.5, 1.5)
+x = torch.randn(3, 8)
+formula = x / (x.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt() * norm.weight
+assert torch.allclose(norm(x), formula, atol=1e-6)
+if hasattr(torch.nn, "RMSNorm"):  # PyTorch >= 2.4
+    theirs = torch.nn.RMSNorm(8, eps=1e-6)
+    theirs.load_state_dict(norm.state_dict())
+    print("equal to torch.nn.RMSNorm:", torch.allclose(norm(x), theirs(x), atol=1e-6))
+centred = x - x.mean(-1, keepdim=True)
+layer_norm = torch.nn.LayerNorm(8, eps=1e-6, elementwise_affine=False)
+print("on centred features, RMSNorm (g = 1) = LayerNorm:",
+      torch.allclose(RMSNorm(8, eps=1e-6)(centred), layer_norm(centred), atol=1e-5))  # fmt: skip
+
+# %% [markdown]
+# ## 3. Rotary position embeddings
+#
+# Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot product of two
+# rows of that table depends only on the distance $p - q$, and the paper hoped this would let the
+# model attend by relative position. The caveat of chapter 02 was that attention does not take
+# that dot product: it compares $(x + PE_p) W^Q$ with $(y + PE_q) W^K$, and once $W^Q$ and
+# $W^K$ mix the features, the score is no longer a function of $p - q$ alone.
+#
+# Rotary embeddings (Su et al. 2021) put the position where the score is made. After the
+# projections, the features of a query or key are taken in pairs $(2i, 2i+1)$ and each pair is
+# rotated by the angle $p\,\theta_i$, with $\theta_i = 10000^{-2i/d}$ (chapter 02's frequencies):
+#
+# $$\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} =
+# \begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}
+# \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix}.$$
+#
+# A rotation by $p\theta$ followed by the inverse of a rotation by $q\theta$ is a rotation by
+# $(p - q)\theta$, so $R_p q \cdot R_q k = q \cdot R_{q-p}\, k$: whatever $W^Q$ and $W^K$ are, the
+# score depends on the contents and on the distance only. We check it with random projections:
+# one query content and one key content, placed at every pair of positions 6 apart.
+
+# %%
+torch.manual_seed(0)
+d = 16  # features of one head
+w_q, w_k = torch.randn(d, d) / d**0.5, torch.randn(d, d) / d**0.5  # arbitrary W^Q, W^K
+x, y = torch.randn(d), torch.randn(d)  # the contents of a query token and of a key token
+distance, starts = 6, torch.arange(0, 200)  # key at p, query at p + 6
+table = sinusoidal_positional_encoding(256, d)  # (256, d): chapter 02's sinusoids
+
+rope_scores = (apply_rope((x @ w_q).expand(200, d), starts + distance)
+               * apply_rope((y @ w_k).expand(200, d), starts)).sum(-1)  # (200,)  # fmt: skip
+added_scores = (((x + table[starts + distance]) @ w_q) * ((y + table[starts]) @ w_k)).sum(-1)  # (200,)
+rope_range = (rope_scores.max() - rope_scores.min()).item()
+added_range = (added_scores.max() - added_scores.min()).item()
+print(f"RoPE: all 200 scores agree to 1e-4: {rope_range < 1e-4}")
+print(f"sinusoids added: the scores spread over {added_range:.2f}")
+assert rope_range < 1e-4 < added_range
+
+fig, ax = plt.subplots(figsize=(8, 3.2))
+ax.plot(starts, added_scores, label="sinusoids added to the embeddings (chapter 02)")
+ax.plot(starts, rope_scores, label="rotary embeddings (RoPE)", lw=2)
+ax.set(xlabel="position p of the key (the query at p + 6)", ylabel="score q · k",
+       title="With RoPE the score of two tokens 6 apart does not depend on where they are")  # fmt: skip
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# **Cached decoding rotates each key once, at its own position.** When a model generates, each
+# new token's key is computed, rotated by *its* position, and stored in the KV cache (chapter 08).
+# A later query is rotated by its own position and compared with the stored keys as they are: a
+# cached key is never rotated again. (Rotating the whole cache by the newest position would be a
+# bug: every distance would become 0.) `RotaryAttention` gives the same output whether it reads a
+# text at once or one token at a time with a cache, and the cache holds exactly
+# $R_t\, k_t$ for every position $t$.
+
+# %%
+torch.manual_seed(0)
+attention = RotaryAttention(32, n_heads=4).eval()
+text = torch.randn(1, 9, 32)  # (B, T, D)
+whole, _ = attention(text, text, text, causal_rows(0, 9))  # (B, T, D)
+cache = DecoderOnlyLM(DecoderOnlyConfig(50, d_model=32, n_heads=4, n_layers=1)).new_cache()[0]
+with torch.no_grad():
+    steps = [attention(text[:, t : t + 1], text[:, t : t + 1], text[:, t : t + 1], cache=cache)[0]
+             for t in range(9)]  # fmt: skip
+    own_positions = apply_rope(split_heads(attention.w_k(text), 4), torch.arange(9))  # (B, H, T, Dk)
+print(
+    "one token at a time with a cache = the whole text at once:", torch.allclose(torch.cat(steps, 1), whole, atol=1e-5)
+)
+print("the cache holds each key rotated at its own position:", torch.allclose(cache.keys, own_positions, atol=1e-6))
+
+# %% [markdown]
+# ## 4. Grouped-query attention and the KV cache
+#
+# A model that generates keeps, for every layer, the keys and values of every position so far.
+# With the paper's $H$ heads of $d_k = D/H$ features, that is $2 \cdot N \cdot H \cdot d_k \cdot T$
+# numbers per text: for long texts, more memory than anything else, and reading it at every step
+# is what makes generation slow. Multi-query attention (Shazeer 2019) keeps one key head and one
+# value head for all query heads; grouped-query attention (Ainslie et al. 2023) keeps $H_{kv}$ of
+# them, each shared by a group of $H / H_{kv}$ query heads. `MultiHeadAttention(..., n_kv_heads=...)`
+# projects $H_{kv}$ key and value heads and `repeat_kv` hands each query head its group's; PyTorch's
+# `F.scaled_dot_product_attention(..., enable_gqa=True)` (version 2.5 on) does the same sharing
+# internally.
+
+# %%
+torch.manual_seed(0)
+grouped = MultiHeadAttention(64, n_heads=8, n_kv_heads=2)
+x = torch.randn(2, 10, 64)  # (B, T, D)
+ours, _ = grouped(x, x, x, causal_rows(0, 10))  # (B, T, D)
+q = split_heads(grouped.w_q(x), 8)  # (B, 8, T, 8)
+k, v = split_heads(grouped.w_k(x), 2), split_heads(grouped.w_v(x), 2)  # (B, 2, T, 8): 2 key/value heads
+print("q", tuple(q.shape), "k", tuple(k.shape), "v", tuple(v.shape))
+if tuple(int(n) for n in torch.__version__.split(".")[:2]) >= (2, 5):
+    heads = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # (B, 8, T, 8)
+    reference = "F.scaled_dot_product_attention(..., enable_gqa=True)"
+else:  # older PyTorch: no enable_gqa; repeat the heads ourselves
+    heads = F.scaled_dot_product_attention(q, repeat_kv(k, 4), repeat_kv(v, 4), is_causal=True)
+    reference = "F.scaled_dot_product_attention on repeat_kv's heads"
+print(f"equal to {reference}:", torch.allclose(ours, grouped.w_o(merge_heads(heads)), atol=1e-5))
+print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.weight.numel(),
+      "instead of", 2 * 64 * 64)  # fmt: skip
+
+# %% [markdown]
+# The cache of a real model: 32 layers, $D = 4096$, $H = 32$ heads of 128 features (the sizes of
+# a 7-billion-parameter model such as Llama 2 7B), a text of 8,192 tokens, numbers in bf16 (2
+# bytes). With $H_{kv} = H$ the cache of one text is 4 GiB; a quarter of the heads (Llama 2 70B
+# and Llama 3 use 8) cuts it to 1 GiB, one head to 128 MiB. Below, the formula for that model,
+# and the bytes *measured* on the tensors of our own small models' caches after reading 64 tokens.
+
+
+# %%
+def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_per_number: int) -> int:
+    """Keys and values of every layer, head and position."""
+    return 2 * n_layers * n_kv_heads * d_head * tokens * bytes_per_number
+
+
+big = {f"H_kv = {h}": cache_bytes(32, h, 128, 8192, 2) / 2**30 for h in (32, 8, 1)}
+measured, predicted = {}, {}
+for h in (8, 2, 1):
+    small = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=128, n_heads=8, n_kv_heads=h, n_layers=2))
+    cache = small.new_cache()
+    with torch.no_grad():
+        small(torch.randint(3, 100, (1, 64)), cache)
+    measured[f"H_kv = {h}"] = sum((c.keys.numel() + c.values.numel()) * c.keys.element_size() for c in cache) / 2**10
+    predicted[f"H_kv = {h}"] = cache_bytes(2, h, 16, 64, 4) / 2**10
+    assert measured[f"H_kv = {h}"] == predicted[f"H_kv = {h}"]
+print("our models' caches (KiB), measured:", measured)
+
+fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
+left.bar(list(big), list(big.values()), color=["C0", "C1", "C2"])
+left.set(ylabel="GiB per text", title="32 layers, D = 4096, 8,192 tokens, bf16 (computed)")
+right.bar(list(measured), list(measured.values()), color=["C0", "C1", "C2"])
+right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (measured)")
+fig.suptitle("The KV cache shrinks with the number of key/value heads", y=1.02)
+fig.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## 5. SwiGLU: a gated feed-forward network
+#
+# The paper's feed-forward network is $W_2\,\max(0, W_1 x + b_1) + b_2$ with $d_{ff} = 4D$ (§3.3).
+# Shazeer (2020) tried *gated* variants, in which one projection, through a smooth activation,
+# scales another feature by feature; SwiGLU is the one PaLM and Llama use:
+#
+# $$\mathrm{SwiGLU}(x) = W_2\big(\mathrm{silu}(W_1 x) \odot W_3 x\big), \qquad \mathrm{silu}(z) = z\,\sigma(z).$$
+#
+# It has three matrices instead of two. To compare at equal size, the hidden width shrinks to
+# $d_{ff} = \tfrac{2}{3} \cdot 4D$: then $3 \cdot D \cdot \tfrac{8}{3}D = 2 \cdot D \cdot 4D$.
+
+# %%
+for d_model in (64, 512, 4096):
+    relu = PositionwiseFeedForward(d_model, 4 * d_model, dropout=0.0)
+    swiglu = SwiGLU(d_model, swiglu_hidden_size(d_model))
+    n_relu, n_swiglu = (sum(p.numel() for p in net.parameters()) for net in (relu, swiglu))
+    print(f"D = {d_model:4d}: ReLU d_ff = {4 * d_model:5d}: {n_relu:11,d} parameters | "
+          f"SwiGLU d_ff = {swiglu_hidden_size(d_model):5d}: {n_swiglu:11,d} ({n_swiglu / n_relu - 1:+.2%})")  # fmt: skip
+x = torch.randn(4, 64)
+swiglu = SwiGLU(64, swiglu_hidden_size(64))
+assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)), atol=1e-6)
+
+# %% [markdown]
+# The counts differ only by the ReLU network's biases and the rounding of $\tfrac{8}{3}D$. Whether
+# the gate helps at equal size is a question for training: section 8 asks it.
+#
+# ## 6. Attention one block of keys at a time
+#
+# Chapter 03's attention builds the full $T \times S$ matrix of weights for every head. For a text
+# of 32,000 tokens that is a billion numbers per head, far more than the model. Yet each output
+# row is only a weighted mean of the values, and a softmax can be accumulated *online*: read the
+# keys in blocks, and keep for each query the largest score so far $m$, the sum $\ell$ of
+# $e^{s - m}$, and the sum $a$ of $e^{s - m}\,v$. When a block brings a larger maximum $m'$, the
+# old sums are multiplied by $e^{m - m'}$; at the end $a / \ell$ is exactly
+# $\mathrm{softmax}(s)\,V$. This is the arithmetic of FlashAttention (Dao et al. 2022), which in
+# addition keeps its tiles in the GPU's fast on-chip memory. `blocked_attention` (in `blocked.py`)
+# is that loop in plain PyTorch.
+
+# %%
+torch.manual_seed(0)
+q, k, v = torch.randn(3, 1, 4, 512, 64).unbind(0)  # (B, H, T, d_k) each
+blocked = blocked_attention(q, k, v, causal_rows(0, 512), block_size=64)  # (B, H, T, d_v)
+reference = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+print("blocked = F.scaled_dot_product_attention to 1e-5:", torch.allclose(blocked, reference, atol=1e-5))
+assert torch.allclose(blocked, reference, atol=1e-5)
+
+# %% [markdown]
+# Does it save memory? `peak_memory_mib(fn)` (in `tools/memory.py`) measures the most memory the
+# tensors of one call hold at once (on a GPU, PyTorch's allocator counts it itself). One text of
+# 2,048 tokens and 4 heads: the full matrix of weights alone is $4 \cdot 2048^2 \cdot 4$ bytes $= 64$ MiB,
+# and the teaching path holds the scores and the weights at once. The blocked path holds the scores
+# of one block of 128 keys at a time.
+
+# %%
+torch.manual_seed(0)
+q, k, v = torch.randn(3, 1, 4, 2048, 64).unbind(0)  # (B, H, T, d_k) each
+mask = causal_rows(0, 2048)  # (T, T)
+with torch.no_grad():
+    peaks = {
+        "teaching path (chapter 03)": peak_memory_mib(lambda: scaled_dot_product_attention(q, k, v, mask)[0]),
+        "blocked, 128 keys a block": peak_memory_mib(lambda: blocked_attention(q, k, v, mask, block_size=128)),
+    }
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for name, mib in peaks.items():
+    print(f"{name:28s} peak {mib:6.1f} MiB")
+
+# %%
+expect("the teaching path's peak holds at least the 64 MiB of its weights",
+       peaks["teaching path (chapter 03)"] >= 64, f"{peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
+expect("the blocked path's peak is less than a quarter of that",
+       peaks["blocked, 128 keys a block"] < peaks["teaching path (chapter 03)"] / 4,
+       f"{peaks['blocked, 128 keys a block']:.0f} MiB")  # fmt: skip
+
+# %% [markdown]
+# ## 7. Training a small German language model
+#
+# The data are the German sides of chapter 09's sentence pairs, as words and punctuation marks
+# (a word vocabulary is enough for text made from a fixed lexicon). Each training text is one
+# sentence, `<bos> … <eos>`; the model learns to predict every next token. `lm_examples` (in
+# `lm.py`) turns the sentences into chapter 07's examples with an empty source, and `WithoutSource`
+# lets chapter 07's `fit` train the language model unchanged.
+
+# %%
+data = LMData.german(n_train=profile.n_train)
+print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentences; "
+      f"{len(data.valid)} held-out sentences; the longest training text has {data.train_length} tokens")  # fmt: skip
+print(detokenize(data.vocab.decode(data.valid[0])))
+
+# %% [markdown]
+# **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay
+# as $1/\sqrt{\text{step}}$ that never ends (§5.3). Language models since GPT-3 mostly use:
+#
+# - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update
+#   and applied directly, each step shrinking the weights by $\text{lr} \cdot \lambda$. It is applied
+#   to the matrices (and the embedding) only; biases and the gains of the norms are left alone,
+#   since pulling a gain towards 0 would switch its feature off (`make_adamw` in `recipe.py`);
+# - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule
+#   that knows how long the run is, and ends with small steps;
+# - **bf16 autocast** on GPUs that have it (chapter 07's `MixedPrecision`): the matrix products in
+#   16 bits with float32's range, the weights and the optimizer in float32.
+#
+# The two schedules, at the same peak:
+
+# %%
+steps = range(1, profile.steps + 1)
+peak = transformer_lr(profile.warmup_steps, profile.d_model, profile.warmup_steps)
+fig, ax = plt.subplots(figsize=(8, 3.2))
+ax.plot(steps, [profile.lr * warmup_cosine_lr(s, profile.warmup_steps, profile.steps) for s in steps],
+        label="linear warm-up, cosine decay (today)")  # fmt: skip
+ax.plot(steps, [profile.lr * transformer_lr(s, profile.d_model, profile.warmup_steps) / peak for s in steps],
+        label="equation (3), the paper, scaled to the same peak")  # fmt: skip
+ax.set(xlabel="training step", ylabel="learning rate",
+       title="The cosine schedule ends low; the paper's is still at a third of its peak")  # fmt: skip
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# The model: today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no
+# dropout) with grouped key/value heads. On a CPU it trains in one to two minutes; on a GPU the
+# chapter picks a bigger profile and trains it in bf16.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+torch.manual_seed(0)
+config = DecoderOnlyConfig.modern(
+    len(data.vocab), d_model=profile.d_model, n_heads=profile.n_heads, n_kv_heads=profile.n_kv_heads,
+    n_layers=profile.n_layers, max_len=64,
+)  # fmt: skip
+model = DecoderOnlyLM(config).to(device)
+optimizer = make_adamw(model, lr=profile.lr, weight_decay=0.1)
+scheduler = warmup_cosine_scheduler(optimizer, profile.warmup_steps, profile.steps)
+batches = batch_stream(data.train, profile.batch_size, data.vocab.pad_id, seed=0)
+options = FitOptions(smoothing=0.0, precision=MixedPrecision.for_device(device), progress=False)
+history = fit(WithoutSource(model), batches, optimizer, scheduler, profile.steps, options=options)
+valid_loss = token_losses(model, data.valid, data.vocab.pad_id).nanmean().item()
+print(f"{model.num_parameters():,} parameters;", end=" ")
+print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
+print(f"validation loss {valid_loss:.2f} nats per token (perplexity {torch.tensor(valid_loss).exp():.1f})")
+
+fig, ax = plt.subplots(figsize=(8, 3.2))
+ax.plot(history.steps, history.losses, lw=0.6, label="training loss (one batch)")
+ax.axhline(valid_loss, color="C1", ls="--", label="validation loss at the end")
+ax.set(xlabel="training step", ylabel="cross-entropy (nats per token)", yscale="log",
+       title="The language model's loss")  # fmt: skip
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# What does the loss mean? A model that knew only how often each word occurs (and nothing of the
+# words before it) would score the entropy of the word frequencies. The trained model must do far
+# better: the check below asks for at least one nat per token less, that is, the model spreads its
+# bets over fewer than $1/e$ as many words.
+
+# %%
+counts = torch.bincount(torch.tensor([i for _, ids in data.train for i in ids[1:]]), minlength=len(data.vocab))
+frequency = counts.float() / counts.sum()  # (V,)
+valid_targets = torch.tensor([i for ids in data.valid for i in ids[1:]])
+unigram = -frequency.clamp_min(1e-9)[valid_targets].log().mean().item()
+expect_at_most(
+    "validation loss, one nat per token below the word frequencies' (nats)", valid_loss, round(unigram - 1, 1)
+)
+
+# %% [markdown]
+# **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt, greedily
+# by default, or by sampling with a temperature and chapter 08's top-$k$ / top-$p$ filters; a row
+# stops at `<eos>`. With `use_cache=True` each step feeds only the newest token and keeps every
+# layer's keys and values (the KV cache, one `KVCache` per layer); with `use_cache=False` it
+# reads the whole text again at every step.
+
+
+# %%
+def show(rows: torch.Tensor) -> None:
+    for row in rows.tolist():
+        print("  ", detokenize(data.vocab.decode(row)))
+
+
+starts = [["Der", "Hund"], ["Die", "Katze"], ["Weil", "das"], ["Hat", "der"]]
+assert all(word in data.vocab for words in starts for word in words)  # no <unk> in a prompt
+prompts = torch.tensor([data.vocab.encode(words, add_bos=True) for words in starts], device=device)  # (4, 3)
+greedy = generate(model, prompts, 25)
+sampler = torch.Generator(device=device).manual_seed(0)
+sampled = generate(model, torch.full((6, 1), data.vocab.bos_id, device=device), 25, temperature=0.8, top_p=0.9,
+                   generator=sampler)  # fmt: skip
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print("greedy:")
+show(greedy)
+print("sampled (temperature 0.8, top-p 0.9), from <bos> alone:")
+show(sampled)
+
+# %%
+ended = (greedy == data.vocab.eos_id).any(dim=1)  # (4,)
+expect("every greedy continuation ends with <eos> within 25 tokens", bool(ended.all()), f"{int(ended.sum())} of 4")
+
+# %% [markdown]
+# The cache must not change a single token, greedy or sampled (the same random draws), and it
+# should be faster: each step then reads one position instead of the whole text.
+
+
+# %%
+def timed(use_cache: bool) -> tuple[torch.Tensor, float]:
+    sampler = torch.Generator(device=device).manual_seed(1)
+    start = time.perf_counter()
+    out = generate(model, torch.full((32, 1), data.vocab.bos_id, device=device), 40, use_cache=use_cache,
+                   temperature=0.8, top_p=0.9, generator=sampler)  # fmt: skip
+    return out, time.perf_counter() - start
+
+
+(with_cache, fast), (without_cache, slow) = timed(True), timed(False)
+identical = torch.equal(with_cache, without_cache) and torch.equal(
+    generate(model, prompts, 25, use_cache=False), greedy
+)
+print("greedy and sampled texts identical with and without the cache:", identical)
+assert identical
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time)")
+
+# %% [markdown]
+# Our texts are short (about 12 tokens), so the saving is modest; it grows with the length of the
+# text, since without a cache step $t$ repeats the work on all $t$ positions before it.
+#
+# ## 8. Which of the changes shows at our scale?
+#
+# Each change above has an argument, but an argument is not a measurement. We train small models
+# (D = 64, 2 blocks, 300 steps) from three seeds each: today's block, and four variants that each
+# undo one change: LayerNorm instead of RMSNorm, sinusoids added to the embeddings instead of RoPE,
+# the ReLU network with $d_{ff} = 4D$ instead of SwiGLU (the same number of parameters, up to the
+# biases), and the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of
+# the cosine. All use pre-LN and AdamW. Each is measured on held-out sentences (the validation
+# loss), and, as in chapter 02's experiment, on texts longer than any seen in training: four
+# held-out sentences in a row, scored at the positions past the longest training text (inside
+# each sentence: the first word after a full stop is a guess no model here was trained to make).
+# About two minutes on one CPU thread.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+base = LMVariant()  # today's block, warm-up + cosine
+ablation = run_lm_experiment({
+    "today (RMSNorm, RoPE, SwiGLU, cosine)": base,
+    "LayerNorm instead of RMSNorm": LMVariant(overrides={"norm": "layernorm"}),
+    "sinusoids instead of RoPE": LMVariant(overrides={"positional": "sinusoidal"}),
+    "ReLU, d_ff = 4·D, instead of SwiGLU": LMVariant(overrides={"feed_forward": "relu", "d_ff": 4 * 64}),
+    "the paper's schedule": LMVariant(schedule="paper"),
+}, data)  # fmt: skip
+
+# %% [markdown]
+# The comparisons, written from this run (a difference is stated only where the three seeds of
+# one variant all lie on one side of the other's):
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
+display(Markdown("\n".join(f"- {ablation.verdict(VALID_LOSS, name, today)}" for name in names)
+                 + f"\n- {ablation.verdict(LONG_LOSS, 'sinusoids instead of RoPE', today)}"))  # fmt: skip
+
+# %% [markdown]
+# Position by position on the long texts, for the two kinds of positions (mean over the seeds;
+# the band from the lowest to the highest seed):
+
+# %%
+fig, ax = plt.subplots(figsize=(9, 3.4))
+for color, name in (("C0", today), ("C2", "sinusoids instead of RoPE")):
+    curves = torch.stack([loss_by_position(run.model, data) for run in ablation.variants[name].runs])  # (seeds, L-1)
+    positions = range(curves.shape[1])
+    ax.plot(positions, curves.mean(0), color=color, label=name)
+    ax.fill_between(positions, curves.min(0).values, curves.max(0).values, color=color, alpha=0.2, lw=0)
+ax.axvspan(0, data.train_length - 1, color="0.9", zorder=0, label="positions seen in training")
+ax.set(xlabel="position in a text of four sentences", ylabel="loss (nats per token)",
+       title="Loss by position on texts of four sentences (band: lowest to highest seed)")  # fmt: skip
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# What the checks below make sure of, on every machine this chapter runs on (they were set from
+# several runs on two kinds of CPU arithmetic):
+#
+# - the paper's schedule ends with a higher validation loss than warm-up + cosine, for every seed:
+#   at 300 steps, the cosine's small final steps are worth more than the paper's steady decay;
+# - sinusoids added to the embeddings give a higher validation loss than RoPE for every seed;
+#   on the long texts, their mean is higher too;
+# - the ReLU network's mean validation loss is above SwiGLU's at equal parameters;
+# - LayerNorm and RMSNorm do not differ beyond the spread of the seeds: RMSNorm is chosen for
+#   its lower cost, not for better training, and at our scale the choice makes no visible
+#   difference.
+#
+# None of this says how the choices behave at a billion parameters; the papers cited below
+# measured that. What it shows is that each claim can be put to a test, and how small the
+# differences are next to the luck of a seed.
+
+
+# %%
+def values(name: str, metric: str = VALID_LOSS) -> list[float]:
+    return ablation.variants[name].values(metric)
+
+
+expect_above("the paper's schedule: higher validation loss than the cosine, every seed",
+             values("the paper's schedule"), values(today))  # fmt: skip
+expect_above(
+    "sinusoids: higher validation loss than RoPE, every seed", values("sinusoids instead of RoPE"), values(today)
+)
+expect("sinusoids: higher mean loss than RoPE past the training lengths",
+       ablation.variants["sinusoids instead of RoPE"].mean(LONG_LOSS) > ablation.variants[today].mean(LONG_LOSS),
+       f"{ablation.variants['sinusoids instead of RoPE'].mean(LONG_LOSS):.3f} vs "
+       f"{ablation.variants[today].mean(LONG_LOSS):.3f}")  # fmt: skip
+expect("ReLU: higher mean validation loss than SwiGLU at equal parameters",
+       ablation.variants["ReLU, d_ff = 4·D, instead of SwiGLU"].mean(VALID_LOSS) > ablation.variants[today].mean(VALID_LOSS),
+       f"{ablation.variants['ReLU, d_ff = 4·D, instead of SwiGLU'].mean(VALID_LOSS):.3f} vs "
+       f"{ablation.variants[today].mean(VALID_LOSS):.3f}")  # fmt: skip
+norms = ("LayerNorm instead of RMSNorm", today)
+expect("LayerNorm and RMSNorm: no difference beyond the spread of the seeds",
+       not ablation.beyond_spread(VALID_LOSS, *norms) and not ablation.beyond_spread(VALID_LOSS, *norms[::-1]),
+       "{:.3f}–{:.3f} vs {:.3f}–{:.3f}".format(*ablation.variants[norms[0]].spread(VALID_LOSS),
+                                               *ablation.variants[norms[1]].spread(VALID_LOSS)))  # fmt: skip
+
+# %% [markdown]
+# ## 9. Parameters and compute
+#
+# Training a Transformer costs about $6N$ floating-point operations per token, for $N$ parameters:
+# $2N$ for the forward pass (a multiply and an add per weight), about twice that for the
+# backward pass (the gradients of the activations and of the weights). For $D$ training tokens:
+#
+# $$C \approx 6 \, N \, D.$$
+#
+# (Attention adds a term that grows with the text length; for the lengths of these models it is
+# small next to $6N$.) Our model next to three published ones, with the token counts their papers
+# report:
+
+# %%
+tokens_seen = sum(len(target) - 1 for _, target in data.train) / len(data.train) * profile.batch_size * profile.steps
+runs = [
+    ("our model (this chapter)", model.num_parameters(), tokens_seen),
+    ("Llama 2 7B (2023)", 7e9, 2.0e12),
+    ("Chinchilla 70B (2022)", 70e9, 1.4e12),
+    ("GPT-3 175B (2020)", 175e9, 300e9),
+]
+print(f"{'model':26s}{'parameters N':>14s}{'tokens D':>12s}{'tokens / N':>12s}{'C = 6ND (FLOPs)':>18s}")
+for name, n, d in runs:
+    print(f"{name:26s}{n:14.3g}{d:12.3g}{d / n:12.1f}{6 * n * d:18.2e}")
+
+# %% [markdown]
+# Our run is a few times $10^{12}$ operations; GPT-3's about $3 \cdot 10^{23}$, a hundred billion times more.
+#
+# **What scaling laws say.** Kaplan et al. (2020) trained many language models of different sizes
+# on different amounts of data and found that the loss falls as a power law in each of $N$, $D$
+# and $C$ over several orders of magnitude, as long as neither of the other two limits it, and
+# that the shape of the model (depth against width) matters much less than its size. Hoffmann et
+# al. (2022, "Chinchilla") redid the analysis with learning-rate schedules fitted to each run's
+# length and found that for a fixed budget $C$, $N$ and $D$ should grow in equal proportion: about
+# 20 tokens per parameter. Chinchilla (70B parameters, 1.4T tokens) beat the four times larger
+# Gopher trained with the same compute. Models meant to be used a great deal are now trained on
+# far more tokens than that (Llama 2 7B: about 290 per parameter), since a smaller model is cheaper
+# to run. These are the findings of those papers, on thousands of GPU hours; a sweep of tiny
+# models on one CPU would not test them, and we do not claim it does.
+#
+# ## 10. Summary
+#
+# - A GPT is chapter 05's encoder layer under chapter 06's causal mask, with a tied output layer:
+#   `DecoderOnlyLM`; `generate` gives the same text with and without a KV cache.
+# - RMSNorm drops LayerNorm's mean and shift; RoPE rotates queries and keys so the score depends
+#   on the distance only, whatever $W^Q$ and $W^K$ are, and a cached key keeps the rotation of its
+#   own position; grouped-query attention shares key/value heads and shrinks the cache by
+#   $H / H_{kv}$; SwiGLU gates the feed-forward network at equal parameters; blocked attention
+#   gives the same result as the full matrix in a fraction of its memory.
+# - AdamW with decay on the matrices, warm-up and cosine decay, bf16 on GPUs: today's recipe.
+# - At our scale the schedule and the positions show beyond the spread of three seeds; LayerNorm
+#   against RMSNorm does not.
+#
+# **Exercises:** [exercises/ex10_modern_language_models.ipynb](../exercises/ex10_modern_language_models.ipynb) —
+# RMSNorm's forward pass (ex10_1), `apply_rope` (ex10_2), `repeat_kv` for grouped-query attention
+# (ex10_3), SwiGLU's forward pass (ex10_4) and the online softmax update of blocked attention
+# (ex10_5).
+#
+# ## Check yourself
+#
+# 1. Why can a decoder-only model be built from encoder layers, and what single change makes it
+#    a language model?
+#    <details><summary>Answer</summary>
+#
+#    Without a source there is nothing for cross-attention to read, so a block is self-attention
+#    and a feed-forward network, as in the encoder. The causal mask makes position $t$ read only
+#    positions $0 \dots t$, so that its output can be trained to predict token $t + 1$.
+#    </details>
+# 2. With sinusoids added to the embeddings, why does the attention score of two tokens depend on
+#    more than their distance? Why does it not with RoPE?
+#    <details><summary>Answer</summary>
+#
+#    The score is $((x + PE_p) W^Q) \cdot ((y + PE_q) W^K)$: the products of $PE_p$ with the
+#    contents and the matrix $W^Q {W^K}^\top$ between the two tables mix the features, and the
+#    result depends on $p$ and $q$ separately. RoPE rotates after the projections; rotations
+#    compose, $R_p^\top R_q = R_{q-p}$, so only the difference of the positions remains.
+#    </details>
+# 3. A model has 32 layers, 32 query heads of 128 features and 8 key/value heads. How many bytes
+#    does its bf16 KV cache take for a batch of 4 texts of 4,096 tokens?
+#    <details><summary>Answer</summary>
+#
+#    $2 \cdot 32 \cdot 8 \cdot 128 \cdot 4096 \cdot 4 \cdot 2$ bytes $= 2$ GiB (8 GiB with one key/value
+#    head per query head).
+#    </details>
+# 4. Why is SwiGLU's hidden size $\tfrac{2}{3} \cdot 4D$ rather than $4D$?
+#    <details><summary>Answer</summary>
+#
+#    It has three $D \times d_{ff}$ matrices instead of two; with $d_{ff} = \tfrac{8}{3} D$ it has
+#    $3 \cdot \tfrac{8}{3} D^2 = 8 D^2$ weights, the same as the ReLU network's $2 \cdot 4D^2$, so a
+#    comparison measures the gate, not a bigger network.
+#    </details>
+# 5. Blocked attention reads the keys in blocks. When a block brings a larger maximum score, what
+#    has to happen to the running sums, and why?
+#    <details><summary>Answer</summary>
+#
+#    Both sums were accumulated as $e^{s - m}$ with the old maximum $m$; to express them with the
+#    new maximum $m'$ they are multiplied by $e^{m - m'}$. Then every term has the same reference,
+#    and $a / \ell$ at the end is the exact softmax-weighted mean.
+#    </details>
+# 6. About how many floating-point operations does training a 1-billion-parameter model on 20
+#    billion tokens take, and why 20 billion?
+#    <details><summary>Answer</summary>
+#
+#    $6 \cdot 10^9 \cdot 2 \cdot 10^{10} = 1.2 \cdot 10^{20}$. Twenty tokens per parameter is
+#    Chinchilla's compute-optimal ratio (Hoffmann et al. 2022).
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.1 (post-LN residual blocks), §3.3 (the ReLU feed-forward network), §3.5
+#   (sinusoidal positions), §5.3 (Adam and equation (3)).
+# - Radford et al. (2018, 2019), *Improving Language Understanding by Generative Pre-Training* and
+#   *Language Models are Unsupervised Multitask Learners* (GPT, GPT-2: decoder-only, pre-LN).
+# - Brown et al. (2020), *Language Models are Few-Shot Learners* (GPT-3; warm-up and cosine decay).
+# - Zhang and Sennrich (2019), *Root Mean Square Layer Normalization*.
+# - Su et al. (2021), *RoFormer: Enhanced Transformer with Rotary Position Embedding*.
+# - Shazeer (2019), *Fast Transformer Decoding: One Write-Head is All You Need* (multi-query
+#   attention); Ainslie et al. (2023), *GQA: Training Generalized Multi-Query Transformer Models
+#   from Multi-Head Checkpoints*.
+# - Shazeer (2020), *GLU Variants Improve Transformer*.
+# - Dao et al. (2022), *FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness*.
+# - Loshchilov and Hutter (2019), *Decoupled Weight Decay Regularization* (AdamW).
+# - Touvron et al. (2023), *LLaMA* and *Llama 2* (the modern block put together).
+# - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*; Hoffmann et al. (2022),
+#   *Training Compute-Optimal Large Language Models* (Chinchilla).

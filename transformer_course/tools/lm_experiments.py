@@ -1,0 +1,248 @@
+"""Chapter 10's experiments: small decoder-only language models on the course's German sentences.
+
+The same spirit as :mod:`~transformer_course.tools.experiments` (chapters 01, 02, 05, 07): the
+chapter names its variants, each a change of :class:`~transformer_course.lm.DecoderOnlyConfig`
+(``LMVariant(overrides={"norm": "layernorm"})``) or of the schedule (``LMVariant(schedule="paper")``);
+every variant is trained from several seeds on one CPU thread, and the result (the same
+:class:`~transformer_course.tools.experiments.ExperimentResult`: table, verdict, spread) states a
+difference only where the seeds' ranges do not overlap. Seed ``s`` gives every variant the same
+batches, and the same initial weights wherever their shapes agree.
+
+What is measured, on sentences never trained on:
+
+* ``"valid loss"``: the cross-entropy of the next token, per token, on held-out German sentences
+  (the texts the model was trained on look like them: one sentence, ``<bos> … <eos>``);
+* ``"loss beyond training length"``: the same, on texts of several held-out sentences in a row, at
+  the positions past the longest training text (the words inside each sentence only: a sentence's
+  first word after the previous one's full stop is a guess the model never learned, see
+  :class:`LMData`). :func:`loss_by_position` gives it position by position.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.optim.lr_scheduler import LambdaLR
+
+from ..batching import batch_stream
+from ..datasets.sentences import sentence_splits, sentence_tokens
+from ..lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, lm_examples
+from ..recipe import make_adamw, warmup_cosine_scheduler
+from ..schedule import transformer_lr
+from ..training import FitOptions, fit
+from ..vocab import Vocab
+from .experiments import FINAL_LOSS, ExperimentResult, Run, VariantResult, _smooth, one_thread
+
+VALID_LOSS = "valid loss"
+LONG_LOSS = "loss beyond training length"
+
+
+@dataclass
+class LMData:
+    """German sentences as token ids, with a word vocabulary built from the training sentences.
+
+    ``train``: examples for :func:`~transformer_course.batching.batch_stream` (``<bos> sentence <eos>``);
+    ``valid``: held-out sentences, the same form; ``long``: texts of ``per_long`` held-out sentences
+    in a row (``<bos> s₁ s₂ … <eos>``), each with ``scored``, True for the targets a model trained
+    on single sentences can be asked to predict (every word inside a sentence, not the first
+    word of the second and later sentences, nor the final ``<eos>``).
+    """
+
+    vocab: Vocab
+    train: list[tuple[list[int], list[int]]]
+    valid: list[list[int]]
+    long: list[list[int]]
+    scored: list[list[bool]]
+
+    @classmethod
+    def german(cls, n_train: int = 20_000, n_valid: int = 500, n_long: int = 100, per_long: int = 4) -> LMData:
+        """The German side of :func:`~transformer_course.datasets.sentences.sentence_splits`, word tokens."""
+        if n_train < 1 or n_valid < 1 or n_long < 1 or per_long < 1:
+            raise ValueError(
+                f"need n_train, n_valid, n_long, per_long >= 1, got {n_train}, {n_valid}, {n_long}, {per_long}"
+            )
+        splits = sentence_splits(n_train=n_train, n_valid=n_valid, n_test=n_long * per_long)
+        german = {name: [sentence_tokens(de) for _, de in pairs] for name, pairs in splits.items()}
+        vocab = Vocab.build(german["train"])
+        valid = [ids for _, ids in lm_examples(german["valid"], vocab)]
+        long, scored = [], []
+        for start in range(0, n_long * per_long, per_long):
+            ids, keep = [vocab.bos_id], []
+            for k, tokens in enumerate(german["test"][start : start + per_long]):
+                words = vocab.encode(tokens)
+                keep += [k == 0] + [True] * (len(words) - 1)  # the target words[0] follows "." unless k == 0
+                ids += words
+            long.append([*ids, vocab.eos_id])
+            scored.append([*keep, False])  # the final <eos>: never after a full stop in training
+        return cls(vocab, lm_examples(german["train"], vocab), valid, long, scored)
+
+    @property
+    def train_length(self) -> int:
+        """The longest training input (``<bos>`` + sentence): positions from here on were never seen."""
+        return max(len(target) for _, target in self.train) - 1
+
+
+@dataclass
+class LMSetting:
+    """The model's size and the training of every run (each seed of ``seeds`` draws one run)."""
+
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    batch_size: int = 64
+    steps: int = 300
+    lr: float = 3e-3  # the peak rate, for both schedules
+    warmup_steps: int = 30
+    weight_decay: float = 0.1
+    seeds: tuple[int, ...] = (0, 1, 2)
+
+
+@dataclass
+class LMVariant:
+    """One line of an experiment: ``overrides`` of :meth:`DecoderOnlyConfig.modern` and the schedule,
+    ``"cosine"`` (linear warm-up, cosine decay) or ``"paper"`` (warm-up, then 1/√step, same peak)."""
+
+    name: str = ""
+    overrides: dict = field(default_factory=dict)
+    schedule: str = "cosine"
+
+    def __post_init__(self) -> None:
+        if self.schedule not in ("cosine", "paper"):
+            raise ValueError(f"schedule must be 'cosine' or 'paper', got {self.schedule!r}")
+
+
+def lm_config(data: LMData, setting: LMSetting, overrides: dict | None = None) -> DecoderOnlyConfig:
+    """Today's block (:meth:`DecoderOnlyConfig.modern`) at the setting's size, long enough for ``data.long``."""
+    longest = max(len(ids) for ids in data.long)
+    sizes = dict(d_model=setting.d_model, n_heads=setting.n_heads, n_layers=setting.n_layers, max_len=longest)
+    return DecoderOnlyConfig.modern(len(data.vocab), **(sizes | (overrides or {})))
+
+
+def paper_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, d_model: int) -> LambdaLR:
+    """Equation (3) of the paper scaled so that its peak (at ``warmup_steps``) is the optimizer's ``lr``."""
+    peak = transformer_lr(warmup_steps, d_model, warmup_steps)
+    return LambdaLR(optimizer, lambda count: transformer_lr(count + 1, d_model, warmup_steps) / peak)
+
+
+@torch.no_grad()
+def token_losses(model: DecoderOnlyLM, texts: Sequence[Sequence[int]], pad_id: int) -> Tensor:
+    """The cross-entropy of every next token, teacher-forced; NaN where the target is padding.
+
+    Shape:
+        texts: N lists of ids (the longest L) → (N, L - 1)
+    """
+    longest = max(len(ids) for ids in texts)
+    batch = torch.full((len(texts), longest), pad_id, dtype=torch.long)  # (N, L)
+    for row, ids in enumerate(texts):
+        batch[row, : len(ids)] = torch.tensor(ids)
+    batch = batch.to(next(model.parameters()).device)
+    was_training = model.training
+    model.eval()
+    logits = model(batch[:, :-1])  # (N, L-1, V)
+    model.train(was_training)
+    losses = F.cross_entropy(logits.transpose(1, 2).float(), batch[:, 1:], reduction="none")  # (N, L-1)
+    return losses.masked_fill(batch[:, 1:] == pad_id, math.nan).cpu()
+
+
+def loss_by_position(model: DecoderOnlyLM, data: LMData) -> Tensor:
+    """The mean loss of the scored targets of ``data.long`` at every input position (NaN where none).
+
+    Shape:
+        → (L - 1,), entry t: predicting the token after input position t
+    """
+    losses = token_losses(model, data.long, data.vocab.pad_id)  # (N, L-1)
+    scored = torch.zeros_like(losses, dtype=torch.bool)  # (N, L-1)
+    for row, keep in enumerate(data.scored):
+        scored[row, : len(keep)] = torch.tensor(keep)
+    return losses.where(scored, math.nan).nanmean(dim=0)  # (L-1,)
+
+
+def lm_metrics(model: DecoderOnlyLM, data: LMData) -> dict[str, float]:
+    """The validation loss, and the loss on the long texts past the training length (see the module)."""
+    valid = token_losses(model, data.valid, data.vocab.pad_id).nanmean().item()
+    beyond = loss_by_position(model, data)[data.train_length :]
+    return {VALID_LOSS: valid, LONG_LOSS: beyond.nanmean().item()}
+
+
+def train_lm(variant: LMVariant, data: LMData, setting: LMSetting, seed: int) -> Run:
+    """Build, train (AdamW, chapter 07's ``fit``) and measure one variant from one seed."""
+    torch.manual_seed(seed)
+    model = DecoderOnlyLM(lm_config(data, setting, variant.overrides))
+    optimizer = make_adamw(model, setting.lr, setting.weight_decay)
+    if variant.schedule == "cosine":
+        scheduler = warmup_cosine_scheduler(optimizer, setting.warmup_steps, setting.steps)
+    else:
+        scheduler = paper_scheduler(optimizer, setting.warmup_steps, setting.d_model)
+    batches = batch_stream(data.train, setting.batch_size, data.vocab.pad_id, seed=seed)
+    options = FitOptions(smoothing=0.0, progress=False)
+    start = time.process_time()
+    try:
+        history = fit(WithoutSource(model), batches, optimizer, scheduler, setting.steps, options=options)
+    except FloatingPointError:
+        return Run(seed, [], [], {}, time.process_time() - start, diverged=True)
+    run = Run(seed, history.losses, history.lrs, lm_metrics(model, data), time.process_time() - start, model)
+    run.metrics[FINAL_LOSS] = run.final_loss
+    return run
+
+
+def run_lm_experiment(
+    variants: dict[str, LMVariant], data: LMData, setting: LMSetting | None = None, show: bool = True, **overrides
+) -> ExperimentResult:
+    """Train every variant from every seed of ``setting`` (``overrides`` change it: ``steps=50``).
+
+    Returns an :class:`~transformer_course.tools.experiments.ExperimentResult` (``task`` holds
+    ``data``); ``show`` prints its table and draws :func:`plot_lm_experiment`.
+    """
+    if not isinstance(variants, dict) or not variants or not all(isinstance(v, LMVariant) for v in variants.values()):
+        raise ValueError(f"variants must be a non-empty dict {{name: LMVariant}}, got {variants!r}")
+    setting = replace(setting or LMSetting(), **overrides)
+    result = ExperimentResult("language-model", setting, data, question="What do the modern choices change?")
+    with one_thread():
+        for name, variant in variants.items():
+            runs = [train_lm(replace(variant, name=name), data, setting, seed) for seed in setting.seeds]
+            result.variants[name] = VariantResult(name, runs)
+    if show:
+        import matplotlib.pyplot as plt
+
+        print(result.table())
+        plot_lm_experiment(result)
+        plt.show()
+    return result
+
+
+def plot_lm_experiment(result: ExperimentResult):
+    """Training loss of every variant (mean over the seeds, band from the lowest to the highest
+    seed), then one panel per measurement with one dot per seed."""
+    import matplotlib.pyplot as plt
+
+    metrics = [VALID_LOSS, LONG_LOSS]
+    fig, (left, *right) = plt.subplots(1, 1 + len(metrics), figsize=(17, 4.2))
+    window = 20
+    for i, variant in enumerate(result.variants.values()):
+        curves = torch.stack([_smooth(run.losses, window) for run in variant.runs if run.losses])  # (seeds, steps)
+        steps = range(window, window + curves.shape[1])
+        left.plot(steps, curves.mean(0), color=f"C{i}", label=variant.name, lw=1.2)
+        left.fill_between(steps, curves.min(0).values, curves.max(0).values, color=f"C{i}", alpha=0.2, lw=0)
+    left.set(xlabel="training step", ylabel=f"training loss (mean of {window} steps)", yscale="log",
+             title="Training loss (band: lowest to highest seed)")  # fmt: skip
+    left.legend(fontsize=8)
+    left.grid(alpha=0.3)
+    names = list(result.variants)
+    for ax, metric in zip(right, metrics, strict=True):
+        for i, name in enumerate(names):
+            values = result.variants[name].values(metric)
+            ax.plot(values, [i] * len(values), "o", color=f"C{i}", markersize=6)
+            ax.plot([result.variants[name].mean(metric)], [i], "|", color="black", markersize=14)
+        ax.set_yticks(range(len(names)), names if ax is right[0] else [""] * len(names))
+        ax.invert_yaxis()
+        ax.set(xlabel=f"{metric} (nats per token; dot = one seed, bar = mean)", title=metric)
+        ax.grid(alpha=0.3, axis="x")
+    fig.suptitle(f"{result.question} ({len(result.setting.seeds)} seeds, {result.setting.steps} steps each)", y=1.02)
+    fig.tight_layout()
+    return fig
