@@ -182,6 +182,29 @@ def test_chapter_09_stops_at_its_own_first_exercise(edition: Path, tmp_path: Pat
     assert "transformer_course/subwords.py" in message, message[-2000:]
 
 
+def test_chapter_10_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path) -> None:
+    """With every exercise of chapters 01–09 written (restored), chapter 10 runs up to its first
+    exercise, ``RMSNorm.forward`` (ex10_1, in §2), and stops there with the short message."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    copy = tmp_path / "mine"
+    shutil.copytree(edition, copy)
+    for exercise_id in sorted(i for i in EXERCISES if not i.startswith("ex10")):
+        restore_exercise(copy, exercise_id, complete=ROOT)
+    chapter = copy / "chapters" / "10_modern_language_models.ipynb"
+    notebook = nbformat.read(chapter, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
+    )
+    with pytest.raises(CellExecutionError) as stopped:
+        client.execute(env={**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"})
+    message = str(stopped.value)
+    assert "ex10_1: RMSNorm.forward is not written yet — the chapter stops here" in message, message[-2000:]
+    assert "transformer_course/rmsnorm.py" in message, message[-2000:]
+
+
 def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Path) -> None:
     """``repeat_kv`` (ex10_3) lives in chapter 04's room but only grouped heads call it: with chapters
     03–04 written, the paper's multi-head attention runs (every path, a cache too) while the stub is
