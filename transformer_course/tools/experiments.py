@@ -161,12 +161,13 @@ class ExperimentResult:
             return self._lengths_table()
         metrics = self.metrics()
         widths = [max(len(m), 19) + 2 for m in metrics]
-        rows = [f"{'variant':<34}" + "".join(f"{m:>{w}}" for m, w in zip(metrics, widths, strict=True))]
-        rows.append(f"{f'({len(self.setting.seeds)} seeds: mean [lowest, highest])':<34}")
+        first = max([34, *(len(name) + 1 for name in self.variants)])  # the names' column
+        rows = [f"{'variant':<{first}}" + "".join(f"{m:>{w}}" for m, w in zip(metrics, widths, strict=True))]
+        rows.append(f"({len(self.setting.seeds)} seeds: mean [lowest, highest])")
         for name, result in self.variants.items():
             cells = "".join(f"{_mean_spread(result, m):>{w}}" for m, w in zip(metrics, widths, strict=True))
             note = f"  ({result.diverged} of {len(result.runs)} runs diverged)" if result.diverged else ""
-            rows.append(f"{name:<34}{cells}{note}")
+            rows.append(f"{name:<{first}}{cells}{note}")
         return "\n".join(rows)
 
     def _lengths_table(self) -> str:

@@ -13,6 +13,7 @@ figures): as the last line of a notebook cell it is shown once, as the cell's va
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -316,7 +317,8 @@ def architecture_map(
     ax.set_axis_off()
     if title is None:
         name = "The Transformer (paper §3, Figure 1)" if model == "transformer" else "A decoder-only language model"
-        title = name + (": " + "; ".join(known[p] for p in known if p in chosen) if chosen else "")
+        parts = "; ".join(known[p] for p in known if p in chosen)
+        title = f"{name}:\n{textwrap.fill(parts, 80)}" if len(parts) > 60 else f"{name}: {parts}" if parts else name
     ax.set_title(title, fontsize=10.5)
     if own:
         fig.tight_layout()

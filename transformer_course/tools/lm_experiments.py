@@ -222,14 +222,14 @@ def plot_lm_experiment(result: ExperimentResult):
     import matplotlib.pyplot as plt
 
     metrics = [VALID_LOSS, LONG_LOSS]
-    fig, (left, *right) = plt.subplots(1, 1 + len(metrics), figsize=(17, 4.2))
+    fig, (left, *right) = plt.subplots(1, 1 + len(metrics), figsize=(14, 4.4), layout="constrained")
     window = 20
     for i, variant in enumerate(result.variants.values()):
         curves = torch.stack([_smooth(run.losses, window) for run in variant.runs if run.losses])  # (seeds, steps)
         steps = range(window, window + curves.shape[1])
         left.plot(steps, curves.mean(0), color=f"C{i}", label=variant.name, lw=1.2)
         left.fill_between(steps, curves.min(0).values, curves.max(0).values, color=f"C{i}", alpha=0.2, lw=0)
-    left.set(xlabel="training step", ylabel=f"training loss (mean of {window} steps)", yscale="log",
+    left.set(xlabel="training step", ylabel=f"training loss (mean of {window} steps)",
              title="Training loss (band: lowest to highest seed)")  # fmt: skip
     left.legend(fontsize=8)
     left.grid(alpha=0.3)
@@ -241,8 +241,7 @@ def plot_lm_experiment(result: ExperimentResult):
             ax.plot([result.variants[name].mean(metric)], [i], "|", color="black", markersize=14)
         ax.set_yticks(range(len(names)), names if ax is right[0] else [""] * len(names))
         ax.invert_yaxis()
-        ax.set(xlabel=f"{metric} (nats per token; dot = one seed, bar = mean)", title=metric)
+        ax.set(xlabel="nats per token (dot: one seed, bar: mean)", title=metric)
         ax.grid(alpha=0.3, axis="x")
-    fig.suptitle(f"{result.question} ({len(result.setting.seeds)} seeds, {result.setting.steps} steps each)", y=1.02)
-    fig.tight_layout()
+    fig.suptitle(f"{result.question} ({len(result.setting.seeds)} seeds, {result.setting.steps} steps each)")
     return fig
