@@ -159,50 +159,35 @@ def test_a_chapter_stops_at_the_first_unwritten_exercise(edition: Path) -> None:
     assert "Traceback" not in message.split("is not written yet")[1], "the stop shows a short message, not a traceback"
 
 
-def test_chapter_09_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path) -> None:
-    """With every exercise of chapters 01–08 written (restored), chapter 09 runs up to its first
-    exercise, ``bpe_merges`` (ex09_3, in §2), and stops there with the short message."""
+@pytest.mark.parametrize(
+    ("chapter", "stop", "room"),
+    [
+        ("09_real_translation", "ex09_3: bpe_merges", "subwords.py"),  # its first exercise, in §2
+        ("10_modern_language_models", "ex10_1: RMSNorm.forward", "rmsnorm.py"),  # in §2
+    ],
+)
+def test_a_later_chapter_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path, chapter: str, stop: str,
+                                                         room: str) -> None:  # fmt: skip
+    """With every exercise of the chapters before it written (restored), a chapter runs up to its
+    own first exercise and stops there with the short message."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     copy = tmp_path / "mine"
     shutil.copytree(edition, copy)
-    for exercise_id in sorted(i for i in EXERCISES if not i.startswith("ex09")):
+    for exercise_id in sorted(i for i in EXERCISES if int(i[2:4]) < int(chapter[:2])):
         restore_exercise(copy, exercise_id, complete=ROOT)
-    chapter = copy / "chapters" / "09_real_translation.ipynb"
-    notebook = nbformat.read(chapter, as_version=4)
+    path = copy / "chapters" / f"{chapter}.ipynb"
+    notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     with pytest.raises(CellExecutionError) as stopped:
         client.execute(env={**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"})
     message = str(stopped.value)
-    assert "ex09_3: bpe_merges is not written yet — the chapter stops here" in message, message[-2000:]
-    assert "transformer_course/subwords.py" in message, message[-2000:]
-
-
-def test_chapter_10_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path) -> None:
-    """With every exercise of chapters 01–09 written (restored), chapter 10 runs up to its first
-    exercise, ``RMSNorm.forward`` (ex10_1, in §2), and stops there with the short message."""
-    import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
-
-    copy = tmp_path / "mine"
-    shutil.copytree(edition, copy)
-    for exercise_id in sorted(i for i in EXERCISES if not i.startswith("ex10")):
-        restore_exercise(copy, exercise_id, complete=ROOT)
-    chapter = copy / "chapters" / "10_modern_language_models.ipynb"
-    notebook = nbformat.read(chapter, as_version=4)
-    client = NotebookClient(
-        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
-    )
-    with pytest.raises(CellExecutionError) as stopped:
-        client.execute(env={**os.environ, "PYTHONPATH": str(copy), "OMP_NUM_THREADS": "1"})
-    message = str(stopped.value)
-    assert "ex10_1: RMSNorm.forward is not written yet — the chapter stops here" in message, message[-2000:]
-    assert "transformer_course/rmsnorm.py" in message, message[-2000:]
+    assert f"{stop} is not written yet — the chapter stops here" in message, message[-2000:]
+    assert f"transformer_course/{room}" in message, message[-2000:]
 
 
 def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Path) -> None:
