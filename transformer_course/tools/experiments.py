@@ -163,7 +163,7 @@ class ExperimentResult:
         widths = [max(len(m), 19) + 2 for m in metrics]
         first = max([34, *(len(name) + 1 for name in self.variants)])  # the names' column
         rows = [f"{'variant':<{first}}" + "".join(f"{m:>{w}}" for m, w in zip(metrics, widths, strict=True))]
-        rows.append(f"({len(self.setting.seeds)} seeds: mean [lowest, highest])")
+        rows.append(f"{f'({len(self.setting.seeds)} seeds: mean [lowest, highest])':<{first}}")
         for name, result in self.variants.items():
             cells = "".join(f"{_mean_spread(result, m):>{w}}" for m, w in zip(metrics, widths, strict=True))
             note = f"  ({result.diverged} of {len(result.runs)} runs diverged)" if result.diverged else ""
