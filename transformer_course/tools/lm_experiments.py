@@ -30,11 +30,12 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.optim.lr_scheduler import LambdaLR
 
-from ..batching import batch_stream
+from ..batching import batch_stream, pad_sequences
 from ..datasets.sentences import sentence_splits, sentence_tokens
+from ..decoding import _inference
 from ..lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, lm_examples
 from ..recipe import make_adamw, warmup_cosine_scheduler
-from ..schedule import transformer_lr
+from ..schedule import transformer_lr, transformer_scheduler
 from ..training import FitOptions, fit
 from ..vocab import Vocab
 from .experiments import FINAL_LOSS, ExperimentResult, Run, VariantResult, _smooth, one_thread
@@ -126,26 +127,20 @@ def lm_config(data: LMData, setting: LMSetting, overrides: dict | None = None) -
 
 def paper_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, d_model: int) -> LambdaLR:
     """Equation (3) of the paper scaled so that its peak (at ``warmup_steps``) is the optimizer's ``lr``."""
-    peak = transformer_lr(warmup_steps, d_model, warmup_steps)
-    return LambdaLR(optimizer, lambda count: transformer_lr(count + 1, d_model, warmup_steps) / peak)
+    return transformer_scheduler(
+        optimizer, d_model, warmup_steps, scale=1 / transformer_lr(warmup_steps, d_model, warmup_steps)
+    )
 
 
-@torch.no_grad()
 def token_losses(model: DecoderOnlyLM, texts: Sequence[Sequence[int]], pad_id: int) -> Tensor:
     """The cross-entropy of every next token, teacher-forced; NaN where the target is padding.
 
     Shape:
         texts: N lists of ids (the longest L) → (N, L - 1)
     """
-    longest = max(len(ids) for ids in texts)
-    batch = torch.full((len(texts), longest), pad_id, dtype=torch.long)  # (N, L)
-    for row, ids in enumerate(texts):
-        batch[row, : len(ids)] = torch.tensor(ids)
-    batch = batch.to(next(model.parameters()).device)
-    was_training = model.training
-    model.eval()
-    logits = model(batch[:, :-1])  # (N, L-1, V)
-    model.train(was_training)
+    batch = pad_sequences(texts, pad_id).to(next(model.parameters()).device)  # (N, L)
+    with _inference(model):  # evaluation mode, restored after
+        logits = model(batch[:, :-1])  # (N, L-1, V)
     losses = F.cross_entropy(logits.transpose(1, 2).float(), batch[:, 1:], reduction="none")  # (N, L-1)
     return losses.masked_fill(batch[:, 1:] == pad_id, math.nan).cpu()
 
