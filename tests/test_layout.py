@@ -28,6 +28,7 @@ ROOM_CHAPTERS = {
     "cache": 8, "decoding": 8, "evaluation": 8,
     "subwords": 9, "token_batches": 9, "sentence_training": 9, "distributed": 9, "averaging": 9,
     "rmsnorm": 10, "rotary": 10, "swiglu": 10, "blocked": 10, "lm": 10, "recipe": 10,
+    "convert": 11, "quantize": 11,
 }  # fmt: skip
 # The data generators (not rooms) that a room may use, and the first chapter that uses them.
 DATASETS_FROM_CHAPTER = 7

@@ -65,6 +65,9 @@ _EXPORTS: dict[str, str] = {
     "blocked_attention": "blocked", "repeat_kv": "multihead",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
     "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
+    "UnscaledEmbedding": "embeddings",
+    "from_gpt2": "convert", "from_llama": "convert", "from_marian": "convert", "marian_layer_names": "convert",
+    "rope_halves_to_interleaved": "convert", "split_conv1d": "convert",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -89,12 +92,13 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .cache import DecoderCache, KVCache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
+    from .convert import from_gpt2, from_llama, from_marian, marian_layer_names, rope_halves_to_interleaved, split_conv1d
     from .data import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
     from .decoding import beam_search, greedy_decode, max_output_length, sample
     from .device import pick_device
-    from .embeddings import TokenEmbedding, one_hot_lookup, tie_weights
+    from .embeddings import TokenEmbedding, UnscaledEmbedding, one_hot_lookup, tie_weights
     from .encoder import Encoder, EncoderLayer
     from .evaluation import evaluate
     from .feedforward import PositionwiseFeedForward

@@ -210,6 +210,7 @@ class DecoderCache:
         if not 1 <= new <= self.length:
             raise ValueError(f"new must be between 1 and the {self.length} recorded positions, got {new}")
         keep = self._fed.view() != self._pad_id  # (B, L+T): True where a fed token is not padding
+        keep[:, 0] = True  # position 0 holds the start token, even where its id is the pad's (Marian)
         if new == 1:  # one new token: it may see every earlier position, so only padding is hidden
             return keep[:, None, None, :]  # (B, 1, 1, L+1)
         length = keep.shape[1]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from .feedforward import ACTIVATIONS
+from .positional import SINUSOID_LAYOUTS
+
 # The vocabulary size at which chapter 06 compares our parameter counts with Table 3. The paper
 # trains with "about 37000" shared BPE tokens (§5.1), which gives 63.1M (base, -2.9% vs 65M) and
 # 214.3M (big, +0.6% vs 213M). Table 3 cannot be met exactly by any single vocabulary (its base
@@ -32,6 +35,10 @@ class TransformerConfig:
     bos_id: int = 1  # first decoder input
     eos_id: int = 2  # end of a sequence
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
+    # Chapter 11: what real checkpoints choose otherwise (Marian's OPUS-MT translators); left out, the paper's
+    activation: str = "relu"  # between the feed-forward network's two layers: relu, gelu, gelu_tanh or swish
+    sinusoid_layout: str = "interleaved"  # sin/cos of pair i at features (2i, 2i+1), or "halves": sines, then cosines
+    scale_embedding: bool = True  # embeddings × √d_model (§3.4)
 
     def __post_init__(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "d_ff", "max_len"):
@@ -53,6 +60,14 @@ class TransformerConfig:
             raise ValueError(
                 "share_embeddings=True ties the output layer too (paper §3.4): tie_output=False contradicts it"
             )
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(map(repr, ACTIVATIONS))}, got {self.activation!r}")
+        if self.sinusoid_layout not in SINUSOID_LAYOUTS:
+            raise ValueError(
+                f"sinusoid_layout must be one of {', '.join(map(repr, SINUSOID_LAYOUTS))}, got {self.sinusoid_layout!r}"
+            )
+        if self.eos_id == self.pad_id:
+            raise ValueError(f"eos_id and pad_id must differ (a finished row is padded after its <eos>), got {self.eos_id}")
         for name in ("pad_id", "bos_id", "eos_id"):
             value = getattr(self, name)
             if not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size):

@@ -77,6 +77,20 @@ class TokenEmbedding(nn.Module):
         ### END SOLUTION
 
 
+class UnscaledEmbedding(TokenEmbedding):
+    """:class:`TokenEmbedding` without the √d_model: the lookup alone, as GPT-2 and Llama do it
+    (chapter 11). Their embeddings were trained at the scale the model reads them, so a factor of
+    √d_model (24 for D = 576) would feed every layer vectors 24 times too long.
+
+    Shape:
+        tokens: (B, T) integer ids → output (B, T, D)
+    """
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        check_token_dtype(tokens)
+        return self.embedding(tokens)  # (B, T, D)
+
+
 def tie_weights(embedding: TokenEmbedding, projection: nn.Linear) -> None:
     """Make ``projection`` (D → V) use the embedding matrix as its weight (paper §3.4).
 

@@ -9,30 +9,54 @@ that is attention's job).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .sublayer import build_part
 
+# The activations between the two layers, by the names the configurations use: the paper's ReLU;
+# GELU and its tanh approximation (BERT, GPT-2); swish = SiLU, x·σ(x) (Marian's OPUS-MT translators).
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": partial(F.gelu, approximate="tanh"),
+    "swish": F.silu,
+}
+
 
 class PositionwiseFeedForward(nn.Module):
-    """Two linear layers with a ReLU between them, D → d_ff → D.
+    """Two linear layers with an activation between them, D → d_ff → D.
 
-    Dropout sits after the ReLU, where ``nn.TransformerEncoderLayer`` puts it.
+    Dropout sits after the activation, where ``nn.TransformerEncoderLayer`` puts it.
+
+    Args:
+        d_model, d_ff: sizes D and the hidden size.
+        dropout: dropout on the hidden features.
+        activation: a name of :data:`ACTIVATIONS`; the paper's ReLU by default (chapter 11's
+            real checkpoints use ``"swish"``, Marian, and ``"gelu_tanh"``, GPT-2).
+        bias: whether the two layers have biases (b₁, b₂ of equation 2).
 
     Shape:
         x: (B, T, D) → (B, T, D)
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", bias: bool = True
+    ) -> None:
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)  # W₁, b₁
-        self.linear2 = nn.Linear(d_ff, d_model)  # W₂, b₂
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {', '.join(map(repr, ACTIVATIONS))}, got {activation!r}")
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W₁, b₁
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W₂, b₂
         self.dropout = nn.Dropout(dropout)
+        self.activation_name = activation
+        self.activation = ACTIVATIONS[activation]  # max(0, ·) unless another activation was asked for
 
     def forward(self, x: Tensor) -> Tensor:
         ### BEGIN SOLUTION
-        hidden = self.dropout(self.linear1(x).relu())  # (B, T, d_ff)
+        hidden = self.dropout(self.activation(self.linear1(x)))  # (B, T, d_ff)
         return self.linear2(hidden)  # (B, T, D)
         ### END SOLUTION
 

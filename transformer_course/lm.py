@@ -24,11 +24,12 @@ from torch import Tensor, nn
 from ._validate import check_ndim, check_token_ids
 from .cache import KVCache
 from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, greedy_step
-from .embeddings import TokenEmbedding, tie_weights
+from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import EncoderLayer
+from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .model import xavier_init
 from .multihead import MultiHeadAttention
-from .positional import PositionalEncoding
+from .positional import LearnedPositionalEmbedding, PositionalEncoding
 from .rmsnorm import RMSNorm
 from .rotary import RotaryAttention
 from .sublayer import make_norm
@@ -36,8 +37,8 @@ from .swiglu import SwiGLU, swiglu_hidden_size
 
 CHOICES = {
     "norm": ("layernorm", "rmsnorm"),
-    "positional": ("sinusoidal", "rope"),
-    "feed_forward": ("relu", "swiglu"),
+    "positional": ("sinusoidal", "rope", "learned"),  # learned: one trained vector per position (GPT-2)
+    "feed_forward": ("relu", "swiglu", *(name for name in ACTIVATIONS if name != "relu")),  # a name = its activation
 }
 
 
@@ -61,9 +62,13 @@ class DecoderOnlyConfig:
     feed_forward: str = "relu"  # or "swiglu"
     rope_base: float = 10000.0  # RoPE's wavelength scale
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm or RMSNorm
-    pad_id: int = 0  # padding, ignored by the loss
-    bos_id: int = 1  # first token of every text
+    pad_id: int = 0  # padding, ignored by the loss (may be eos_id: GPT-2 and Llama have no padding token)
+    bos_id: int = 1  # first token of every text (may be eos_id: GPT-2's and SmolLM's one <|endoftext|>)
     eos_id: int = 2  # end of a text: generation stops there
+    # Chapter 11: what real checkpoints choose otherwise; left out, the course's
+    bias: bool = True  # biases in the attention projections and the two-layer network (GPT-2 yes, Llama no)
+    scale_embedding: bool = True  # embeddings × √D (the paper); GPT-2 and Llama look them up unscaled
+    tie_output: bool = True  # output layer = the embedding matrix (GPT-2, small Llamas); False: its own (Llama 3 8B)
 
     def __post_init__(self) -> None:
         for name in ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
@@ -90,10 +95,8 @@ class DecoderOnlyConfig:
         for name in ("pad_id", "bos_id", "eos_id"):
             if not 0 <= getattr(self, name) < self.vocab_size:
                 raise ValueError(f"{name}={getattr(self, name)} is outside the vocabulary of {self.vocab_size}")
-        if len({self.pad_id, self.bos_id, self.eos_id}) < 3:
-            raise ValueError(
-                f"pad_id, bos_id and eos_id must be three different ids, got {self.pad_id}, {self.bos_id}, {self.eos_id}"
-            )
+        if self.pad_id == self.bos_id != self.eos_id:
+            raise ValueError(f"pad_id and bos_id must differ (unless both are eos_id), got {self.pad_id}")
 
     @classmethod
     def modern(cls, vocab_size: int, **overrides) -> DecoderOnlyConfig:
@@ -115,7 +118,7 @@ class DecoderOnlyLM(nn.Module):
 
     Embedding (× √D, as in chapter 01) → positions (sinusoids added here, or rotary inside each
     attention) → N encoder layers with a causal mask → a final norm (pre-LN only) → the output
-    layer, tied to the embedding (one V × D matrix, no bias).
+    layer, tied to the embedding (one V × D matrix, no bias) unless ``config.tie_output`` is False.
 
     ``forward(tokens, cache=model.new_cache())`` keeps each layer's keys and values: a later call
     passes only the new tokens, at positions ``len(cache[0])`` onwards.
@@ -129,16 +132,27 @@ class DecoderOnlyLM(nn.Module):
         if not isinstance(config, DecoderOnlyConfig):
             raise ValueError(f"config must be a DecoderOnlyConfig, got {type(config).__name__}")
         self.config = c = config
-        self.embed = TokenEmbedding(c.vocab_size, c.d_model, c.pad_id)
+        self.embed = (TokenEmbedding if c.scale_embedding else UnscaledEmbedding)(c.vocab_size, c.d_model, c.pad_id)
         rope = c.positional == "rope"
-        self.positional = nn.Dropout(c.dropout) if rope else PositionalEncoding(c.d_model, c.max_len, c.dropout)
-        attention = (
-            partial(RotaryAttention, n_kv_heads=c.n_kv_heads, base=c.rope_base)
+        self.positional = (
+            nn.Dropout(c.dropout)
             if rope
-            else partial(MultiHeadAttention, n_kv_heads=c.n_kv_heads)
+            else (LearnedPositionalEmbedding if c.positional == "learned" else PositionalEncoding)(
+                c.d_model, c.max_len, c.dropout
+            )
+        )
+        attention = (
+            partial(RotaryAttention, bias=c.bias, n_kv_heads=c.n_kv_heads, base=c.rope_base)
+            if rope
+            else partial(MultiHeadAttention, bias=c.bias, n_kv_heads=c.n_kv_heads)
         )
         norm = partial(RMSNorm, eps=c.layer_norm_eps) if c.norm == "rmsnorm" else None
-        feed_forward = SwiGLU if c.feed_forward == "swiglu" else None
+        if c.feed_forward == "swiglu":
+            feed_forward = SwiGLU
+        elif c.feed_forward == "relu" and c.bias:
+            feed_forward = None  # the paper's network
+        else:
+            feed_forward = partial(PositionwiseFeedForward, activation=c.feed_forward, bias=c.bias)
         block = dict(
             d_model=c.d_model, n_heads=c.n_heads, d_ff=c.d_ff, dropout=c.dropout, norm_first=c.norm_first,
             layer_norm_eps=c.layer_norm_eps, feed_forward=feed_forward, norm=norm, attention=attention,
@@ -147,7 +161,8 @@ class DecoderOnlyLM(nn.Module):
         self.norm = make_norm(norm, c.d_model, c.layer_norm_eps) if c.norm_first else nn.Identity()
         self.output = nn.Linear(c.d_model, c.vocab_size, bias=False)
         xavier_init(self)
-        tie_weights(self.embed, self.output)
+        if c.tie_output:
+            tie_weights(self.embed, self.output)
 
     def new_cache(self) -> list[KVCache]:
         """An empty KV cache: one :class:`KVCache` per layer, passed to :meth:`forward` and :func:`generate`."""
@@ -162,7 +177,7 @@ class DecoderOnlyLM(nn.Module):
         if start + length > self.config.max_len:
             raise ValueError(f"the text would reach length {start + length} > max_len={self.config.max_len}")
         x = self.embed(tokens)  # (B, T, D)
-        x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)
+        x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)  # (B, T, D)
         mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
         for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
             x = layer(x, mask, cache=layer_cache)  # (B, T, D)
@@ -221,7 +236,7 @@ def generate(
     reproducible draws. A row that produces ``<eos>`` gets padding after it; generation stops when
     every row has. ``use_cache=True`` feeds only the newest token at each step and keeps the keys
     and values of the others; ``use_cache=False`` reads the whole text again at every step: the
-    same tokens, slower. ``<pad>`` and ``<bos>`` are never generated. The model is put in
+    same tokens, slower. ``<pad>`` and ``<bos>`` are never generated (unless one is also ``<eos>``). The model is put in
     evaluation mode for the call (its mode is restored).
 
     Shape:
@@ -243,7 +258,7 @@ def generate(
         _filtered(torch.zeros(1, 2), temperature if temperature != 0 else 1.0, top_k, top_p)  # greedy checks them too
 
     banned = torch.zeros(config.vocab_size, device=prompt.device)  # (V,): never generate <pad> or <bos>
-    banned[[config.pad_id, config.bos_id]] = float("-inf")
+    banned[[i for i in (config.pad_id, config.bos_id) if i != config.eos_id]] = float("-inf")  # … unless it ends a text
 
     def pick(logits: Tensor, finished: Tensor) -> tuple[Tensor, Tensor]:
         logits = logits + banned  # (B, V)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
@@ -10,8 +11,9 @@ from torch import Tensor, nn
 from ._validate import check_ndim, check_token_ids
 from .config import TransformerConfig
 from .decoder import Decoder, DecoderLayer
-from .embeddings import TokenEmbedding, tie_weights
+from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import Encoder, EncoderLayer
+from .feedforward import PositionwiseFeedForward
 from .masks import padding_mask, target_mask
 from .multihead import affine
 from .positional import PositionalEncoding
@@ -45,9 +47,9 @@ class Transformer(nn.Module):
     Parts: left out, every piece is the paper's. Each part is a class, or a function, that the model
     calls to *build* its modules, with the arguments shown (so the class itself is the simplest part)::
 
-        embedding(vocab_size, d_model, padding_idx)   # default TokenEmbedding
-        positional(d_model, max_len, dropout)         # default PositionalEncoding
-        feed_forward(d_model, d_ff, dropout)          # default PositionwiseFeedForward, one per layer
+        embedding(vocab_size, d_model, padding_idx)   # default TokenEmbedding (UnscaledEmbedding if not config.scale_embedding)
+        positional(d_model, max_len, dropout)         # default PositionalEncoding(..., layout=config.sinusoid_layout)
+        feed_forward(d_model, d_ff, dropout)          # default PositionwiseFeedForward(..., activation=config.activation)
         norm(d_model)                                 # default nn.LayerNorm(d_model, eps=config.layer_norm_eps)
         connection                                    # not built: a function like residual (sublayer.py)
 
@@ -70,6 +72,8 @@ class Transformer(nn.Module):
     ) -> None:
         super().__init__()
         self.config = c = config
+        if feed_forward is None and c.activation != "relu":
+            feed_forward = partial(PositionwiseFeedForward, activation=c.activation)
         self.src_embed = self._embedding(embedding, c.src_vocab_size)
         self.tgt_embed = self.src_embed if c.share_embeddings else self._embedding(embedding, c.tgt_vocab_size)
         self.positional: nn.Module = nn.Identity()  # holds its place in the order of Figure 1; built last, below
@@ -88,13 +92,15 @@ class Transformer(nn.Module):
         # The positional part is built last: a learned table then draws its random numbers after all
         # the other weights, and a seed gives those the values it gives the paper's model (chapter
         # 02's experiment compares two position tables, not two sets of other weights).
-        positional = PositionalEncoding if positional is None else positional
+        if positional is None:
+            positional = partial(PositionalEncoding, layout=c.sinusoid_layout)
         self.positional = build_part(
             positional, "positional(d_model, max_len, dropout)", c.d_model, c.max_len, c.dropout
         )
 
     def _embedding(self, embedding: Callable[[int, int, int | None], nn.Module] | None, vocab_size: int) -> nn.Module:
-        embedding = TokenEmbedding if embedding is None else embedding
+        if embedding is None:
+            embedding = TokenEmbedding if self.config.scale_embedding else UnscaledEmbedding
         return build_part(embedding, "embedding(vocab_size, d_model, padding_idx)", vocab_size, self.config.d_model,
                           self.config.pad_id)  # fmt: skip
 
@@ -181,6 +187,8 @@ class Transformer(nn.Module):
         x = self.positional(self.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
         if cache is None:
             tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
+            if self.config.bos_id == self.config.pad_id:  # Marian starts with <pad>: position 0 is never padding
+                tgt_mask[..., 0] = True
         else:
             cache.record(tgt, self.config.pad_id)  # explicit: the cache now holds offset+T positions
             tgt_mask = cache.self_attention_mask(tgt.shape[1])  # (B, 1, T, offset+T)

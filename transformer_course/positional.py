@@ -9,6 +9,10 @@ from torch import Tensor, nn
 
 from ._validate import check_ndim
 
+# Where a table puts the sine and the cosine of frequency i: the paper's features (2i, 2i+1), or
+# sines in the first half and cosines in the second (i and i + D/2), as Marian's translators do.
+SINUSOID_LAYOUTS = ("interleaved", "halves")
+
 
 def sinusoidal_positional_encoding(max_len: int, d_model: int) -> Tensor:
     """The paper's table of positional encodings (§3.5).
@@ -71,14 +75,23 @@ class PositionalEncoding(nn.Module):
 
     ``forward(x, offset=L)`` treats x as the positions L … L+T-1 of a longer sequence: chapter 08
     feeds the decoder one new token at a time, and token number L must get the vector of position L.
+
+    ``layout="halves"`` (chapter 11) keeps the same numbers in another order: the sines of every
+    frequency first, then the cosines (Marian's OPUS-MT translators). A model's weights are learned
+    for one order, so a checkpoint must be run with the layout it was trained with.
     """
 
-    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0) -> None:
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0, layout: str = "interleaved") -> None:
         super().__init__()
+        if layout not in SINUSOID_LAYOUTS:
+            raise ValueError(f"layout must be one of {', '.join(map(repr, SINUSOID_LAYOUTS))}, got {layout!r}")
         self.d_model = d_model
         self.max_len = max_len
         self.dropout = nn.Dropout(dropout)
-        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+        table = sinusoidal_positional_encoding(max_len, d_model)  # (max_len, D), pairs interleaved
+        if layout == "halves":
+            table = torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)  # sines, then cosines
+        self.register_buffer("pe", table, persistent=False)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         check_positions(x, offset, self.d_model, self.max_len)

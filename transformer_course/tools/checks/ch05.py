@@ -43,7 +43,8 @@ _FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((
 def feed_forward_cases() -> Iterator[Case]:
     """position-wise feed-forward network (eq. 2)
 
-    Hint: linear1, then ReLU, then self.dropout, then linear2 — the same network at every position.
+    Hint: linear1, then self.activation (ReLU unless the layer was built with another), then self.dropout,
+    then linear2 — the same network at every position.
     """
     from ...feedforward import PositionwiseFeedForward  # the course's class: its weights describe the fixture
 
@@ -54,6 +55,13 @@ def feed_forward_cases() -> Iterator[Case]:
         x = torch.randn(*shape)
         label = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
         yield Case(label, calls_case(call(module(ffn, d_model, d_ff), x)), _judge_ffn, {"weights": _weights(ffn)})
+    # chapter 11's checkpoints: another activation (Marian's swish) must be the one applied
+    shape, d_model, d_ff = _FFN_SIZES[0]
+    ffn = PositionwiseFeedForward(d_model, d_ff, 0.0, "swish").eval()
+    x = torch.randn(*shape)
+    label = f"x {tuple(x.shape)}, built with activation='swish'"
+    spec = module(ffn, d_model, d_ff, 0.0, "swish")
+    yield Case(label, calls_case(call(spec, x)), _judge_ffn, {"weights": _weights(ffn), "activation": "swish"})
     # where does dropout sit? replace it by a deterministic "halve" to see
     shape, d_model, d_ff = _FFN_SIZES[0]
     ffn = PositionwiseFeedForward(d_model, d_ff).eval()
@@ -70,6 +78,16 @@ def _weights(ffn: nn.Module) -> tuple[Tensor, ...]:
 def _judge_ffn(case: Case, got: Outcome) -> None:
     label, (_, x), (w1, b1, w2, b2) = case.label, case.args(), case.given["weights"]
     out = got.output()
+    activation = case.given.get("activation", "relu")
+    if activation != "relu":
+        want = F.linear(F.silu(F.linear(x, w1, b1)), w2, b2)
+        if _looks_like(out, F.linear(F.relu(F.linear(x, w1, b1)), w2, b2), want):
+            raise CheckFailure(
+                f"{label}: a ReLU was applied, but this layer was built with activation={activation!r}: "
+                "call self.activation(...) instead of .relu()"
+            )
+        expect_close(out, want, "FFN output", label)
+        return
     want = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
     if _looks_like(out, F.linear(F.linear(x, w1, b1), w2, b2), want):
         raise CheckFailure(f"{label}: the ReLU between the two linear layers is missing (equation 2: max(0, ·))")

@@ -83,7 +83,7 @@ def multi_head_attention_forward(
 
 def feed_forward_forward(self: nn.Module, x: Tensor) -> Tensor:
     """ex05_1, as a method of the learner's ``PositionwiseFeedForward``."""
-    inner = F.relu(F.linear(x, self.linear1.weight, self.linear1.bias))  # (..., d_ff)
+    inner = self.activation(F.linear(x, self.linear1.weight, self.linear1.bias))  # (..., d_ff)
     return F.linear(self.dropout(inner), self.linear2.weight, self.linear2.bias)
 
 
