@@ -92,7 +92,14 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .cache import DecoderCache, KVCache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
-    from .convert import from_gpt2, from_llama, from_marian, marian_layer_names, rope_halves_to_interleaved, split_conv1d
+    from .convert import (
+        from_gpt2,
+        from_llama,
+        from_marian,
+        marian_layer_names,
+        rope_halves_to_interleaved,
+        split_conv1d,
+    )
     from .data import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer

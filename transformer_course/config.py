@@ -67,7 +67,9 @@ class TransformerConfig:
                 f"sinusoid_layout must be one of {', '.join(map(repr, SINUSOID_LAYOUTS))}, got {self.sinusoid_layout!r}"
             )
         if self.eos_id == self.pad_id:
-            raise ValueError(f"eos_id and pad_id must differ (a finished row is padded after its <eos>), got {self.eos_id}")
+            raise ValueError(
+                f"eos_id and pad_id must differ (a finished row is padded after its <eos>), got {self.eos_id}"
+            )
         for name in ("pad_id", "bos_id", "eos_id"):
             value = getattr(self, name)
             if not 0 <= value < min(self.src_vocab_size, self.tgt_vocab_size):
