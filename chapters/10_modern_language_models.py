@@ -22,10 +22,12 @@
 # distance is covered by a handful of changes. GPT (2018) dropped the encoder and kept one stack
 # of blocks with a causal mask, trained to predict the next token of any text. The models of
 # 2019–2023 then replaced, one by one, the parts the paper chose in 2017: the normalisation, the
-# positions, the feed-forward network, the key/value heads, and the training schedule; Llama
-# (2023) put the replacements together. This chapter makes each change on our own code, checks it numerically against a
-# reference, trains a small German language model in a few minutes, and tests with seeds which of
-# the changes shows at our scale.
+# positions, the feed-forward network, the key/value heads, and the training schedule. LLaMA
+# (2023) put most of the replacements together (pre-normalisation with RMSNorm, rotary positions,
+# SwiGLU) while keeping one key/value head per query head; shared key/value heads came with
+# Llama 2's two largest models and every size of Llama 3. This chapter makes each change on our own
+# code, checks it numerically against a reference, trains a small German language model in a few
+# minutes, and tests with seeds which of the changes shows at our scale.
 #
 # **Learning goals**
 #
@@ -153,8 +155,9 @@ architecture_map(["norm", "rope", "gqa", "swiglu", "training", "decoding"], mode
 # $N$ `EncoderLayer`s called with a causal mask, and an output layer tied to the embedding. Its
 # `DecoderOnlyConfig` holds the choices of this chapter; left out, each is the paper's, and
 # `DecoderOnlyConfig.modern(...)` gives Llama's main choices (pre-LN with RMSNorm, RoPE, SwiGLU,
-# no dropout; Llama also drops every bias and the √D scale of the embedding, and unties the
-# output layer). We check the claim of the title directly: one
+# no dropout; Llama also drops every bias and the √D scale of the embedding, and its larger sizes
+# untie the output layer: `DecoderOnlyConfig` has a setting for each, which chapter 11 uses to run
+# real checkpoints). We check the claim of the title directly: one
 # block of the model is an `EncoderLayer`, and running it with the causal mask gives the model's
 # own hidden states.
 
@@ -183,9 +186,9 @@ assert same_before
 
 # %% [markdown]
 # > **Common mistake — the causal mask left out.** Run the blocks without the mask and position
-# > $t$ reads token $t + 1$, the very token it is trained to predict. The training loss then falls
-# > to almost zero within a few hundred steps and the run looks excellent, but at generation time
-# > there is no next token to read, and the text is nonsense. The test above catches it before any
+# > $t$ reads token $t + 1$, the very token it is trained to predict. Training then rewards copying
+# > a token the model can see, so a low training loss says nothing about prediction, and at
+# > generation time there is no next token to read. The test above catches it before any
 # > training: with the mask left out, changing token 5 changes the outputs at every position.
 
 
@@ -207,8 +210,9 @@ assert leak
 #
 # The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN): subtract the mean
 # of the $D$ features, divide by their standard deviation, scale by $\gamma$ and shift by $\beta$.
-# GPT-2 moved the norm *before* each sub-layer (pre-LN, chapter 05), and Llama replaced LayerNorm
-# by RMSNorm (Zhang & Sennrich 2019), which keeps only the division and the scale:
+# GPT-2 moved the norm *before* each sub-layer (pre-LN, chapter 05). RMSNorm (Zhang & Sennrich
+# 2019) keeps only the division and the scale; T5 (2019) already normalised with a scale and no
+# mean or shift, Gopher (2021) used RMSNorm, and Llama made it the default of open models:
 #
 # $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \varepsilon}} \odot g.$$
 #
@@ -244,14 +248,21 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 #
 # Rotary embeddings (Su et al. 2021) put the position where the score is made. After the
 # projections, the features of a query or key are taken in pairs $(2i, 2i+1)$ and each pair is
-# rotated by the angle $p\,\theta_i$, with $\theta_i = 10000^{-2i/d_k}$ for $i = 0 \dots d_k/2 - 1$
-# ($d_k$ the features of one head; chapter 02's frequencies):
+# rotated by the angle $p\,\omega_i$, with $\omega_i = 10000^{-2i/d_k}$ for $i = 0 \dots d_k/2 - 1$:
+# chapter 02's frequencies and its letter $\omega$ ($d_k$, the features of one head, takes the place
+# of $d_{model}$; the RoFormer paper writes $\theta_i$):
 #
 # $$\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} =
-# \begin{pmatrix} \cos p\theta_i & -\sin p\theta_i \\ \sin p\theta_i & \cos p\theta_i \end{pmatrix}
+# \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
 # \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix}.$$
 #
-# Write $R_m$ for the rotation of position $m$. Rotations compose, $R_m^\top R_n = R_{n-m}$, so for a
+# This is chapter 02's rotation $M_k$ again, acting on other vectors. Chapter 02 turned the rows of
+# the *table*, $PE_{pos+k} = M_k\,PE_{pos}$, before any projection; RoPE turns the projected queries
+# and keys themselves. (Chapter 02's matrix has the signs of its sines swapped because it stores a
+# pair as (sin, cos), the second coordinate of a point on the circle first; both matrices turn the
+# pair forward by the same angle.)
+#
+# Write $R_m$ for the rotation of position $m$ (the block-diagonal matrix of all $d_k/2$ pairs). Rotations compose, $R_m^\top R_n = R_{n-m}$, so for a
 # query $q$ at position $m$ and a key $k$ at position $n$,
 # $(R_m q) \cdot (R_n k) = q^\top R_m^\top R_n\, k = q \cdot R_{n-m}\, k$: whatever $W^Q$ and $W^K$ are, the
 # score depends on the contents and on the distance only. We check it with random projections:
@@ -290,6 +301,20 @@ plt.show()
 # bug: every distance would become 0.) `RotaryAttention` gives the same output whether it reads a
 # text at once or one token at a time with a cache, and the cache holds exactly
 # $R_t\, k_t$ for every position $t$.
+#
+# Only queries and keys are turned, never the values. The position has to enter the *score*, which
+# compares a query with a key; the values are what the weights average, and a value turned by its
+# own position would carry that absolute position into the output, the very thing RoPE avoids.
+#
+# **Other layouts, longer texts.** Hugging Face's Llama pairs feature $i$ with feature $i + d_k/2$
+# instead of $(2i, 2i+1)$: the same rotations applied to the features in another order, so a fixed
+# reordering of the rows of $W^Q$ and $W^K$ turns one layout into the other (chapter 11 does it to
+# run real checkpoints). Models are trained on texts of a few thousand tokens and extended
+# afterwards. Position interpolation (Chen et al. 2023) slows every rotation down so that a long
+# text turns its pairs no further than the training texts did; Llama 3.1's `rope_scaling` slows
+# only the slow pairs (those whose wavelength exceeds the training length, by a factor of 8, with a
+# smooth transition) and keeps the fast ones that tell short distances apart, and then trains a
+# little more on long texts. Section 8 looks at the plain rotation past the lengths it was trained on.
 
 # %%
 torch.manual_seed(0)
@@ -314,7 +339,8 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # numbers per text: for long texts and large batches it outgrows the weights themselves, and
 # reading it at every step becomes what limits the speed of generation. Multi-query attention (Shazeer 2019) keeps one key head and one
 # value head for all query heads; grouped-query attention (Ainslie et al. 2023) keeps $H_{kv}$ of
-# them, each shared by a group of $H / H_{kv}$ query heads. `MultiHeadAttention(..., n_kv_heads=...)`
+# them, each shared by a group of $H / H_{kv}$ query heads (Llama 2's 34B and 70B models and every
+# Llama 3 size have 8). `MultiHeadAttention(..., n_kv_heads=...)`
 # projects $H_{kv}$ key and value heads and `repeat_kv` hands each query head its group's; PyTorch's
 # `F.scaled_dot_product_attention(..., enable_gqa=True)` (version 2.5 on) does the same sharing
 # internally.
@@ -341,8 +367,11 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
 # The cache of a real model: 32 layers, $D = 4096$, $H = 32$ heads of 128 features, a text of
 # 8,192 tokens, numbers in bf16 (2 bytes): the sizes of Llama 3 8B. With $H_{kv} = H$ the cache of
 # one text is 4 GiB; with 8 key/value heads, a quarter (what Llama 3 8B has), 1 GiB; with one,
-# 128 MiB. Below, the formula for that model,
-# and the bytes *measured* on the tensors of our own small models' caches after reading 64 tokens.
+# 128 MiB. Below, the formula for that model, and our own small models' caches after reading 64
+# tokens: the bytes they hold, which the formula gives, and the bytes their buffers have allocated.
+# A cache grows by doubling its buffer when it is full (chapter 08), so that a step copies only its
+# new token; after a prompt of 64 tokens it has room for 128. A server that knows the longest text
+# it will serve allocates that much once instead.
 
 
 # %%
@@ -352,22 +381,24 @@ def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_
 
 
 big = {f"H_kv = {h}": cache_bytes(32, h, 128, 8192, 2) / 2**30 for h in (32, 8, 1)}
-measured, predicted = {}, {}
+held, allocated = {}, {}
 for h in (8, 2, 1):
     small = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=128, n_heads=8, n_kv_heads=h, n_layers=2))
     cache = small.new_cache()
     with torch.no_grad():
         small(torch.randint(3, 100, (1, 64)), cache)
-    measured[f"H_kv = {h}"] = sum((c.keys.numel() + c.values.numel()) * c.keys.element_size() for c in cache) / 2**10
-    predicted[f"H_kv = {h}"] = cache_bytes(2, h, 16, 64, 4) / 2**10
-    assert measured[f"H_kv = {h}"] == predicted[f"H_kv = {h}"]
-print("our models' caches (KiB), measured:", measured)
+    held[f"H_kv = {h}"] = sum(c.nbytes() for c in cache) / 2**10  # the keys and values of 64 positions
+    allocated[f"H_kv = {h}"] = sum(c.nbytes(allocated=True) for c in cache) / 2**10  # the buffers behind them
+    assert held[f"H_kv = {h}"] == cache_bytes(2, h, 16, 64, 4) / 2**10
+print("our models' caches (KiB), held:", held)
+print("                         allocated:", allocated)
+measured = allocated
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
 left.bar_label(left.bar(list(big), list(big.values()), color=["C0", "C1", "C2"]), fmt="%.3g GiB")
 left.set(ylabel="GiB per text", title="32 layers, D = 4096, H = 32, 8,192 tokens, bf16 (computed)")
 right.bar_label(right.bar(list(measured), list(measured.values()), color=["C0", "C1", "C2"]), fmt="%.0f KiB")
-right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (measured)")
+right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (allocated)")
 fig.suptitle("The KV cache shrinks with the number of key/value heads", y=1.02)
 fig.tight_layout()
 plt.show()
@@ -382,7 +413,9 @@ plt.show()
 # $$\mathrm{SwiGLU}(x) = W_2\big(\mathrm{silu}(W_1 x) \odot W_3 x\big), \qquad \mathrm{silu}(z) = z\,\sigma(z).$$
 #
 # It has three matrices instead of two. To compare at equal size, the hidden width shrinks to
-# $d_{ff} = \tfrac{2}{3} \cdot 4D$: then $3 \cdot D \cdot \tfrac{8}{3}D = 2 \cdot D \cdot 4D$.
+# $d_{ff} = \tfrac{2}{3} \cdot 4D$: then $3 \cdot D \cdot \tfrac{8}{3}D = 2 \cdot D \cdot 4D$. LLaMA 1 and
+# Llama 2 use that width rounded up to a multiple of 256 (11,008 for $D = 4096$); Llama 3 8B makes
+# the network wider than the ReLU network it replaces, 14,336 $= 3.5\,D$.
 
 # %%
 for d_model in (64, 512, 4096):
@@ -406,11 +439,14 @@ assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)),
 # heads: more than the weights of most models. Yet each output row is only a weighted mean of the
 # values, and a softmax can be accumulated *online*: read the
 # keys in blocks, and keep for each query the largest score so far $m$, the sum $\ell$ of
-# $e^{s - m}$, and the sum $a$ of $e^{s - m}\,v$. When a block brings a larger maximum $m'$, the
-# old sums are multiplied by $e^{m - m'}$; at the end $a / \ell$ is exactly
-# $\mathrm{softmax}(s)\,V$. This is the arithmetic of FlashAttention (Dao et al. 2022), which in
-# addition keeps its tiles in the GPU's fast on-chip memory. `blocked_attention` (in `blocked.py`)
-# is that loop in plain PyTorch.
+# $e^{s - m}$, and the sum $a$ of $e^{s - m}\,v$ (in the code of `blocked.py`: `top`, `total` and
+# `acc`). When a block brings a larger maximum $m'$, the old sums are multiplied by $e^{m - m'}$; at
+# the end $a / \ell$ is exactly $\mathrm{softmax}(s)\,V$. This online softmax is older than its
+# best-known use: Milakov & Gimelshein (2018) computed a softmax in one pass this way, and Rabe &
+# Staats (2021) applied it to attention, one block of keys at a time, which is what
+# `blocked_attention` (in `blocked.py`) does in plain PyTorch. FlashAttention (Dao et al. 2022)
+# made it fast on GPUs: its tiles stay in the fast on-chip memory, and for training it saves only
+# $m$ and $\ell$ of each query and recomputes the blocks in the backward pass.
 
 # %%
 torch.manual_seed(0)
@@ -425,7 +461,8 @@ assert torch.allclose(blocked, reference, atol=1e-5)
 # tensors of one call hold at once (on a GPU, PyTorch's allocator counts it itself). One text of
 # 2,048 tokens and 4 heads: the full matrix of weights alone is $4 \cdot 2048^2 \cdot 4$ bytes $= 64$ MiB,
 # and the teaching path holds the scores and the weights at once. The blocked path holds the scores
-# of one block of 128 keys at a time.
+# of one block of 128 keys at a time. This is inference, under `torch.no_grad()`: nothing is kept
+# for a backward pass.
 
 # %%
 torch.manual_seed(0)
@@ -448,6 +485,32 @@ expect("the teaching path's peak holds at least the 64 MiB of its weights",
 expect("the blocked path's peak is less than a quarter of that",
        peaks["blocked, 128 keys a block"] < peaks["teaching path (chapter 03)"] / 4,
        f"{peaks['blocked, 128 keys a block']:.0f} MiB")  # fmt: skip
+
+# %% [markdown]
+# Training is another matter. With autograd on, every block's scores and weights are kept for the
+# backward pass, so the loop holds all of them in the end, and a little more than the full matrix
+# (each block's bookkeeping). A memory saving in training needs what FlashAttention does: keep only
+# $m$ and $\ell$ per query and recompute each block's scores during the backward pass. Half the
+# length, with gradients:
+
+# %%
+torch.manual_seed(0)
+q, k, v = (t.requires_grad_() for t in torch.randn(3, 1, 4, 1024, 64).unbind(0))  # (B, H, T, d_k) each
+mask = causal_rows(0, 1024)  # (T, T)
+training_peaks = {
+    "teaching path (chapter 03)": peak_memory_mib(lambda: scaled_dot_product_attention(q, k, v, mask)[0]),
+    "blocked, 128 keys a block": peak_memory_mib(lambda: blocked_attention(q, k, v, mask, block_size=128)),
+}
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for name, mib in training_peaks.items():
+    print(f"{name:28s} peak with autograd {mib:6.1f} MiB")
+
+# %%
+expect("with autograd the blocked loop saves nothing: its peak is at least 90 % of the full matrix's",
+       training_peaks["blocked, 128 keys a block"] >= 0.9 * training_peaks["teaching path (chapter 03)"],
+       f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
 
 # %% [markdown]
 # ## 7. Training a small German language model
@@ -475,6 +538,9 @@ print(detokenize(data.vocab.decode(data.valid[0])))
 #   `recipe.py`) also takes $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
 # - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule
 #   that knows how long the run is, and ends with small steps;
+# - **gradient clipping**: before each step, if the norm of all gradients together exceeds 1.0,
+#   they are scaled down to norm 1.0, so that one unlucky batch cannot throw the weights far
+#   (chapter 07's `fit` does it by default, `max_grad_norm=1.0`; GPT-3 and Llama clip at 1.0 too);
 # - **bf16 autocast** on GPUs that have it (chapter 07's `MixedPrecision`): the matrix products in
 #   16 bits with float32's range, the weights and the optimizer in float32.
 #
@@ -612,9 +678,13 @@ print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fas
 # loss), and, as in chapter 02's experiment, on texts longer than any seen in training: four
 # held-out sentences in a row, scored at the positions past the longest training text (only words
 # inside a sentence are scored: no model here learned to predict a sentence's first word after
-# another's full stop). Seed $s$ gives every variant the same batches, and the same initial weights
-# wherever their shapes agree, so the variants of one seed differ only by their change. About two
-# minutes on one CPU thread.
+# another's full stop). Seed $s$ gives every variant the same batches, and draws each parameter's
+# initial value from a generator seeded by $s$ and the parameter's name: the variants of one seed
+# start from the same tensors wherever a name and a shape agree (the attention of the ReLU variant
+# is the attention of today's block), so they differ only by their change, and we compare them
+# seed by seed. All variants train for 300 steps at one peak learning rate, the one chosen for
+# today's block: the comparison measures early training at that rate, and a variant that would
+# prefer another rate is handicapped by it. About two minutes on one CPU thread.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -628,14 +698,19 @@ ablation = run_lm_experiment({
 }, data)  # fmt: skip
 
 # %% [markdown]
-# The comparisons, written from this run (a difference is stated only where the three seeds of
-# one variant all lie on one side of the other's):
+# The comparisons, written from this run. For each seed we take the difference between the two
+# variants of that seed; a difference is stated only where all three differences have the same
+# sign, and their mean and range are given. With no real difference the three signs would each be
+# a coin toss, so "all three alike" still happens by chance for 1 comparison in 4, and among five
+# comparisons it is likely to happen at least once: read a single stated difference with that in
+# mind, and the checks below, which were set from many runs, for what holds.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
-display(Markdown("\n".join(f"- {ablation.verdict(VALID_LOSS, name, today)}" for name in names)
-                 + f"\n- {ablation.verdict(LONG_LOSS, 'sinusoids instead of RoPE', today)}"))  # fmt: skip
+verdicts = [ablation.verdict(VALID_LOSS, name, today) for name in names]
+verdicts.append(ablation.verdict(LONG_LOSS, "sinusoids instead of RoPE", today))
+display(Markdown("\n".join(f"- {verdict}" for verdict in verdicts)))
 
 # %% [markdown]
 # Position by position on the long texts, for the two ways of giving positions (mean over the seeds;
@@ -655,7 +730,7 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# The sinusoids are worse already inside the training lengths (the white region), so the gap on the
+# The sinusoids are worse already inside the training lengths (the grey band), so the gap on the
 # long texts does not isolate extrapolation: it is the in-sentence gap and possibly more, which
 # three seeds cannot separate. Far to the right, few texts are long enough to be averaged, hence
 # the noise.
@@ -717,10 +792,13 @@ expect("LayerNorm and RMSNorm: no difference beyond the spread of the seeds",
 # (Here $N$ counts parameters and $D$ training tokens, the letters of the scaling-law papers, not
 # blocks and $d_{model}$.) Attention adds a term that grows with the text length; for the lengths
 # of these models it is small next to $6N$. Our model next to three published ones, with the token
-# counts their papers report:
+# counts their papers report. $D$ counts the tokens *processed*, the work done; the published models
+# read (nearly) every token of their data once, so for them it is also the number of distinct
+# tokens, while our small corpus is read several times over:
 
 # %%
-tokens_seen = sum(len(target) - 1 for _, target in data.train) / len(data.train) * profile.batch_size * profile.steps
+distinct = sum(len(target) - 1 for _, target in data.train)  # every target token of the training sentences, once
+tokens_seen = distinct / len(data.train) * profile.batch_size * profile.steps  # processed: batches × steps
 runs = [
     ("our model (this chapter)", model.num_parameters(), tokens_seen),
     ("Llama 2 7B (2023)", 7e9, 2.0e12),
@@ -730,6 +808,8 @@ runs = [
 print(f"{'model':26s}{'parameters N':>14s}{'tokens D':>12s}{'tokens / N':>12s}{'C = 6ND (FLOPs)':>18s}")
 for name, n, d in runs:
     print(f"{name:26s}{n:14.3g}{d:12.3g}{d / n:12.1f}{6 * n * d:18.2e}")
+print(f"ours: {distinct / 1e6:.2f} M distinct tokens, read {tokens_seen / distinct:.1f} times "
+      f"({distinct / model.num_parameters():.1f} distinct tokens per parameter)")  # fmt: skip
 our_compute, gpt3_compute = (6 * n * d for _, n, d in (runs[0], runs[-1]))
 print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operations of ours")
 
@@ -741,13 +821,28 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # that the shape of the model (depth against width) matters much less than its size. Hoffmann et
 # al. (2022, "Chinchilla") redid the analysis with learning-rate schedules fitted to each run's
 # length and found that for a fixed budget $C$, $N$ and $D$ should grow in equal proportion: about
-# 20 tokens per parameter. Chinchilla (70B parameters, 1.4T tokens) beat the four times larger
+# 20 tokens per parameter, each read once (a token read a second time is worth less than a new
+# one; Muennighoff et al. 2023 measured how much less). Chinchilla (70B parameters, 1.4T tokens) beat the four times larger
 # Gopher trained with the same compute. Models meant to be used a great deal are now trained on
 # far more tokens than that (Llama 2 7B: about 290 per parameter), since a smaller model is cheaper
 # to run. These are the findings of those papers, on thousands of GPU hours; a sweep of tiny
 # models on one CPU would not test them, and we do not claim it does.
 #
-# ## 10. Summary
+# ## 10. From a language model to an assistant
+#
+# A model trained as above continues text; it does not answer questions or follow instructions
+# unless its data happened to. The chat models people use add two stages of training after this
+# one, with the same network. **Instruction tuning** (supervised fine-tuning) trains it, with the
+# same next-token loss, on examples of requests followed by good answers, written by people or by
+# other models; the loss is usually counted on the answers only. **Preference tuning** then uses
+# pairs of answers to one request, one preferred by a person (or a judge model): RLHF trains a
+# reward model on those pairs and optimises the language model against it (Ouyang et al. 2022),
+# and DPO (Rafailov et al. 2023) reaches a similar goal with a loss computed directly on the pairs.
+# A **chat template** fixes how a conversation is written as one text, with special tokens that
+# mark who speaks; the model only ever sees, and continues, that text, so it must be used exactly
+# as in training.
+#
+# ## 11. Summary
 #
 # - A GPT is chapter 05's encoder layer under chapter 06's causal mask, with a tied output layer:
 #   `DecoderOnlyLM`; `generate` gives the same text with and without a KV cache.
@@ -755,12 +850,16 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #   on the distance only, whatever $W^Q$ and $W^K$ are, and a cached key keeps the rotation of its
 #   own position; grouped-query attention shares key/value heads and shrinks the cache by
 #   $H / H_{kv}$; SwiGLU gates the feed-forward network at equal parameters; blocked attention
-#   gives the same result as the full matrix in a fraction of its memory.
-# - AdamW with decay on the matrices, warm-up and cosine decay, bf16 on GPUs: today's recipe.
-# - At our scale the schedule and the positions (inside the training lengths) show beyond the
-#   spread of three seeds; LayerNorm against RMSNorm does not, and SwiGLU's small gain and RoPE's
-#   extrapolation are too close to the spread to count as shown.
-#
+#   gives the same result as the full matrix, and at inference holds a fraction of its memory.
+# - AdamW with decay on the matrices, warm-up and cosine decay, clipping, bf16 on GPUs: today's recipe.
+# - What the ablation of section 8 found in this run is written below from its own verdicts; the
+#   checks of section 8 hold on every machine.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+display(Markdown("**This run's ablation** (section 8):\n\n" + "\n".join(f"- {verdict}" for verdict in verdicts)))
+
+# %% [markdown]
 # **Exercises:** [exercises/ex10_modern_language_models.ipynb](../exercises/ex10_modern_language_models.ipynb) —
 # RMSNorm's forward pass (ex10_1), `apply_rope` (ex10_2), `repeat_kv` for grouped-query attention
 # (ex10_3), SwiGLU's forward pass (ex10_4) and the online softmax update of blocked attention

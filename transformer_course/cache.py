@@ -100,6 +100,15 @@ class KVCache:
             return 0 if self._memory is None else self._memory[0].shape[2]
         return self._both.length
 
+    def nbytes(self, allocated: bool = False) -> int:
+        """Bytes of the keys and values held, or (``allocated=True``) of the buffer behind them,
+        which grows by doubling and so has room for up to twice as many positions."""
+        if len(self) == 0:
+            return 0
+        if allocated and not self.static:
+            return self._both.buffer.numel() * self._both.buffer.element_size()
+        return (self.keys.numel() + self.values.numel()) * self.keys.element_size()
+
     @property
     def keys(self) -> Tensor:
         return self._memory[0] if self.static else self._both.view()[..., : self._d_k]  # (B, H, L, Dk)
