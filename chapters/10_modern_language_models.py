@@ -927,7 +927,17 @@ display(Markdown("**This run's ablation** (section 8):\n\n" + "\n".join(f"- {ver
 #   attention); Ainslie et al. (2023), *GQA: Training Generalized Multi-Query Transformer Models
 #   from Multi-Head Checkpoints*.
 # - Shazeer (2020), *GLU Variants Improve Transformer*.
+# - Milakov and Gimelshein (2018), *Online normalizer calculation for softmax*; Rabe and Staats (2021),
+#   *Self-attention Does Not Need O(n²) Memory* (the blocked loop of section 6).
 # - Dao et al. (2022), *FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness*.
+# - Chen et al. (2023), *Extending Context Window of Large Language Models via Positional
+#   Interpolation*; Meta (2024), *The Llama 3 Herd of Models* (rope scaling, Llama 3's sizes).
+# - Raffel et al. (2020), *Exploring the Limits of Transfer Learning with a Unified Text-to-Text
+#   Transformer* (T5); Rae et al. (2021), *Scaling Language Models: Methods, Analysis & Insights
+#   from Training Gopher*.
+# - Ouyang et al. (2022), *Training language models to follow instructions with human feedback*;
+#   Rafailov et al. (2023), *Direct Preference Optimization*.
+# - Muennighoff et al. (2023), *Scaling Data-Constrained Language Models* (tokens read more than once).
 # - Loshchilov and Hutter (2019), *Decoupled Weight Decay Regularization* (AdamW).
 # - Touvron et al. (2023), *LLaMA* and *Llama 2* (the modern block put together).
 # - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*; Hoffmann et al. (2022),
