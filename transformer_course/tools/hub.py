@@ -18,7 +18,9 @@ Where the checkpoint comes from, in this order:
 3. otherwise the Hub: one request, bounded by :func:`probe_timeout` seconds, first checks that the
    Hub answers and knows the name, so that no network, ``HF_HUB_OFFLINE=1`` or an unknown name
    fails at once, instead of after ``huggingface_hub``'s retries (about 50 seconds); then
-   ``transformers`` downloads only the files it needs.
+   ``transformers`` downloads only the files it needs. (A network that swallows requests without
+   answering also costs ``huggingface_hub``'s own first request, for its user agent: 3 seconds,
+   once per process, unless ``HF_HUB_DISABLE_TELEMETRY=1``.)
 
 ``transformers`` is imported here only when a checkpoint is loaded (``pip install
 "transformer-course[hub]"``).
@@ -29,13 +31,13 @@ from __future__ import annotations
 import importlib.util
 import os
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torch import nn
-
-from ..convert import from_gpt2, from_llama, from_marian
+if TYPE_CHECKING:  # torch and the converters are imported when a model is converted, not before
+    from torch import nn
 
 # what each kind of checkpoint may be: its configuration's model_type → the transformers class
 KINDS: dict[str, dict[str, str]] = {
@@ -43,11 +45,7 @@ KINDS: dict[str, dict[str, str]] = {
     "causal-lm": {"llama": "LlamaForCausalLM", "gpt2": "GPT2LMHeadModel"},
 }
 _KIND_NAMES = {"translation": "a Marian translator (MarianMTModel)", "causal-lm": "a Llama or GPT-2 language model"}
-CONVERTERS: dict[str, Callable[[nn.Module], nn.Module]] = {
-    "marian": from_marian,
-    "llama": from_llama,
-    "gpt2": from_gpt2,
-}
+CONVERTERS = {"marian": "from_marian", "llama": "from_llama", "gpt2": "from_gpt2"}  # model_type → convert.<name>
 
 PIP_HINT = 'pip install "transformer-course[hub]"'
 DEFAULT_PROBE_TIMEOUT_S = 3.0  # the one request that checks the Hub answers; HF_HUB_ETAG_TIMEOUT overrides it
@@ -94,11 +92,13 @@ def load_hub(name: str, kind: str) -> tuple[object, nn.Module]:
 def course_model(name: str, hf_model: nn.Module) -> nn.Module:
     """The course's model with ``hf_model``'s weights (the converter of its family), float32, in
     evaluation mode. Raises :class:`HubError` for what the converters do not support."""
+    from .. import convert
+
     model_type = getattr(hf_model.config, "model_type", None)
     if model_type not in CONVERTERS:
         raise HubError(f"{name} is a {model_type} model: the course converts {', '.join(CONVERTERS)} checkpoints")
     try:
-        return CONVERTERS[model_type](hf_model)
+        return getattr(convert, CONVERTERS[model_type])(hf_model)
     except ValueError as error:
         raise HubError(f"cannot convert {name}: {_first_line(error)}") from None
 
