@@ -301,6 +301,7 @@ def test_an_unknown_name_fails_in_one_line_with_or_without_a_network(capsys) -> 
     [
         (["translate", "--hub", "./no-such-folder", "Hi."], ["./no-such-folder: no such folder"]),
         (["translate", "--hub", "not a name!", "Hi."], ["not a name!: not a Hub id"]),
+        (["generate", "--hub", str(ROOT / "README.md"), "Hi"], ["README.md: not a folder"]),
         (["translate", "--hub", MISSING, "Hi.", "--beam", "0"], ["--beam must be >= 1"]),
         (["translate", "--hub", MISSING, "model.pt", "Hi."], ["either a checkpoint file (model.pt) or --hub"]),
         (["generate", "--hub", MISSING, "  "], ["nothing to continue"]),
@@ -308,7 +309,17 @@ def test_an_unknown_name_fails_in_one_line_with_or_without_a_network(capsys) -> 
         (["generate", "--hub", MISSING, "Hi", "--top-p", "0"], ["--top-p must be in (0, 1]"]),
         (["generate", "--hub", MISSING, "Hi", "--top-k", "5"], ["--top-k only matter", "--temperature > 0"]),
     ],
-    ids=["no folder", "bad id", "beam 0", "checkpoint and hub", "empty prompt", "0 tokens", "top-p 0", "top-k greedy"],
+    ids=[
+        "no folder",
+        "bad id",
+        "a file",
+        "beam 0",
+        "checkpoint and hub",
+        "empty prompt",
+        "0 tokens",
+        "top-p 0",
+        "top-k greedy",
+    ],
 )
 def test_bad_input_is_one_line_before_any_download(argv: list[str], parts: list[str], capsys) -> None:
     _one_line_error(*_run(argv, capsys), *parts)

@@ -118,7 +118,8 @@ def _local_folder(name: str) -> Path | None:
     if path.is_dir():
         return path
     if name.startswith(("/", "./", "../", "~", "\\")) or path.exists():
-        raise HubError(f"could not load {name}: no such folder (a checkpoint is a folder or a Hub id like owner/name)")
+        problem = "not a folder" if path.exists() else "no such folder"
+        raise HubError(f"could not load {name}: {problem} (a checkpoint is a folder or a Hub id like owner/name)")
     from huggingface_hub.utils import HFValidationError, validate_repo_id
 
     try:
