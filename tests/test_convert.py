@@ -181,7 +181,7 @@ def test_the_converters_name_what_they_were_given() -> None:
     with pytest.raises(ValueError, match="expected a loaded transformers MarianMTModel, got Linear"):
         from_marian(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="rope scaling"):
-        from_llama(_llama(rope_scaling={"rope_type": "linear", "factor": 2.0}))
+        from_llama(_llama(rope_scaling={"type": "linear", "factor": 2.0}))
 
 
 def test_the_original_is_left_untouched_and_ours_owns_its_weights() -> None:

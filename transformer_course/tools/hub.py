@@ -171,14 +171,17 @@ def _load(name: str, kind: str, local_files_only: bool) -> tuple[object, nn.Modu
     try:
         with _quiet(progress_bars=not local_files_only):
             import transformers
+            from huggingface_hub import constants
 
-            config = transformers.AutoConfig.from_pretrained(name, local_files_only=local_files_only)
+            # the cache that _cached() looked in (older transformers read their own copy of the setting)
+            where = {"local_files_only": local_files_only, "cache_dir": constants.HF_HUB_CACHE}
+            config = transformers.AutoConfig.from_pretrained(name, **where)
             model_type = getattr(config, "model_type", None)
             if model_type not in KINDS[kind]:
                 raise HubError(f"{name} is a {model_type} model, not {_KIND_NAMES[kind]}")
-            tokenizer = transformers.AutoTokenizer.from_pretrained(name, local_files_only=local_files_only)
+            tokenizer = transformers.AutoTokenizer.from_pretrained(name, **where)
             model_class = getattr(transformers, KINDS[kind][model_type])
-            model = model_class.from_pretrained(name, local_files_only=local_files_only)
+            model = model_class.from_pretrained(name, **where)
     except ImportError as error:  # transformers without sentencepiece (Marian), or a broken install
         raise HubError(f"loading {name} needs a package that is missing ({_first_line(error)}): {PIP_HINT}") from None
     except (KeyError, ValueError) as error:
