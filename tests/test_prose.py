@@ -60,7 +60,7 @@ STILL_THERE = [
     ("chapters/10_modern_language_models.py", "This is inference, under `torch.no_grad()`"),
     ("chapters/10_modern_language_models.py", "and recomputes the blocks in the backward pass"),
     ("chapters/10_modern_language_models.py", "the comparison measures early training at that rate"),
-    ("chapters/10_modern_language_models.py", 'still happens by chance for 1 comparison in 4'),
+    ("chapters/10_modern_language_models.py", "still happens by chance for 1 comparison in 4"),
 ]
 
 
