@@ -20,6 +20,7 @@ ch.   rooms
 10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax),
       ``lm`` (a decoder-only language model, generation), ``recipe`` (AdamW, warm-up + cosine):
       the pieces of today's language models (grouped key/value heads live in ``multihead``)
+11    ``convert`` (real checkpoints), ``quantize`` (bfloat16 and int8 weights)
 ====  ==================================================================================
 
 ``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
@@ -68,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "UnscaledEmbedding": "embeddings",
     "from_gpt2": "convert", "from_llama": "convert", "from_marian": "convert", "marian_layer_names": "convert",
     "rope_halves_to_interleaved": "convert", "split_conv1d": "convert",
+    "quantize": "quantize", "Int8Linear": "quantize", "Int8Embedding": "quantize",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -120,6 +122,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         relative_position_map,
         sinusoidal_positional_encoding,
     )
+    from .quantize import Int8Embedding, Int8Linear, quantize
     from .recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
     from .rotary import RotaryAttention, apply_rope
