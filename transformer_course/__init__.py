@@ -37,6 +37,8 @@ is used, so a room you are still writing cannot break the chapters that come bef
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -86,6 +88,23 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """This package, where a room named like its function (``quantize``) never hides the function.
+
+    Python binds a submodule to its package's name when it is first imported
+    (``transformer_course.quantize`` would become the room, whoever imported it first); here that
+    binding gives the function instead. ``from transformer_course.quantize import …`` still works.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here

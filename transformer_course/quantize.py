@@ -28,6 +28,7 @@ but on an AVX2 processor it was several times slower than float32, so it is not 
 from __future__ import annotations
 
 import copy
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -156,9 +157,11 @@ def _fbgemm_pack(q: Tensor, scale: Tensor, bias: Tensor | None):
     is missing or the weights are not on a CPU."""
     if q.device.type != "cpu" or "fbgemm" not in torch.backends.quantized.supported_engines:
         return None
+    zero_points = torch.zeros(q.shape[0], dtype=torch.long)  # symmetric: 0 is 0
     try:
-        zero_points = torch.zeros(q.shape[0], dtype=torch.long)
-        qweight = torch._make_per_channel_quantized_tensor(q, scale.double(), zero_points, 0)  # (out, in) qint8
+        with warnings.catch_warnings():  # recent PyTorch (2.13) says quantized tensors will go: then None
+            warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+            qweight = torch._make_per_channel_quantized_tensor(q, scale.double(), zero_points, 0)  # (out, in) qint8
         return torch.ops.quantized.linear_prepack(qweight, bias)
     except (RuntimeError, AttributeError, NotImplementedError):
         return None
