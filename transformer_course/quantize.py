@@ -22,7 +22,8 @@ call (7 bits of range, ``reduce_range=True``, which the kernel needs on x86), mu
 numbers and rescales. Where that kernel is missing (a build without fbgemm, a GPU), the layer
 multiplies by ``q · s`` made float at each call: the same result without the input's rounding,
 correct but not faster. (``torch._weight_int8pack_mm``, weight-only int8, exists from PyTorch 2.3
-but on an AVX2 processor it was several times slower than float32, so it is not used.)
+but on an AVX2 processor it was about 4× slower than float32, and in 2.3 its CPU kernel takes only
+bfloat16 inputs, so it is not used.) Measured in ``benchmarks/results.md`` (``benchmarks/hub.py``).
 """
 
 from __future__ import annotations
