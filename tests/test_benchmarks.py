@@ -48,3 +48,27 @@ def test_the_profilers_allocator_peak_agrees_with_the_tensor_count() -> None:
         assert abs(profiler_peak_mib(fn) - peak_memory_mib(fn)) < 0.5, name
     teaching = peak_memory_mib(attention_call("teaching", *inputs))
     assert teaching >= 2 * 4 * 512 * 512 * 4 / 2**20  # scores and weights, (1, 4, 512, 512) float32 each
+
+
+def test_the_hub_benchmark_runs_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.hub --quick``: a tiny Marian model; ours and transformers' greedy tokens agree."""
+    pytest.importorskip("transformers")
+    from benchmarks.hub import main
+
+    assert main(["--quick", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("greedy tokens identical to transformers': yes") == 2
+    for precision in ("float32", "bf16", "int8"):
+        assert f"ours {precision:8} speed-up over float32" in out
+
+
+def test_the_bytes_a_generated_token_reads_shrink_with_the_precision() -> None:
+    pytest.importorskip("transformers")
+    from benchmarks.hub import TINY, marian_models, step_bytes
+
+    _, models = marian_models(TINY)
+    read = {p: step_bytes(m, batch=1, src_len=6, tokens=5) for p, m in models.items()}
+    assert read["bf16"]["weights"] == read["float32"]["weights"] / 2 and read["bf16"]["kv"] == read["float32"]["kv"] / 2
+    assert read["int8"]["weights"] < 0.4 * read["float32"]["weights"] and read["int8"]["kv"] == read["float32"]["kv"]
+    d, layers = TINY["d_model"], TINY["decoder_layers"]
+    assert read["float32"]["kv"] == layers * 2 * d * 4 * (3 + 6)  # self-attention: 3 positions on average; source 6

@@ -20,6 +20,7 @@ ch.   rooms
 10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax),
       ``lm`` (a decoder-only language model, generation), ``recipe`` (AdamW, warm-up + cosine):
       the pieces of today's language models (grouped key/value heads live in ``multihead``)
+11    ``convert`` (real checkpoints), ``quantize`` (bfloat16 and int8 weights)
 ====  ==================================================================================
 
 ``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
@@ -36,6 +37,8 @@ is used, so a room you are still writing cannot break the chapters that come bef
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -68,6 +71,7 @@ _EXPORTS: dict[str, str] = {
     "UnscaledEmbedding": "embeddings",
     "from_gpt2": "convert", "from_llama": "convert", "from_marian": "convert", "marian_layer_names": "convert",
     "rope_halves_to_interleaved": "convert", "split_conv1d": "convert",
+    "quantize": "quantize", "Int8Linear": "quantize", "Int8Embedding": "quantize",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -84,6 +88,23 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+class _Package(types.ModuleType):
+    """This package, where a room named like its function (``quantize``) never hides the function.
+
+    Python binds a submodule to its package's name when it is first imported
+    (``transformer_course.quantize`` would become the room, whoever imported it first); here that
+    binding gives the function instead. ``from transformer_course.quantize import …`` still works.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and _EXPORTS.get(name) == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
@@ -120,6 +141,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         relative_position_map,
         sinusoidal_positional_encoding,
     )
+    from .quantize import Int8Embedding, Int8Linear, quantize
     from .recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
     from .rotary import RotaryAttention, apply_rope

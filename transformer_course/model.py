@@ -172,6 +172,9 @@ class Transformer(nn.Module):
         cache.record(new_tokens, self.config.pad_id)  # the cache's length grows by the new token
         x = self.positional(self.tgt_embed(new_tokens), offset=offset)  # (B, 1, D) at position offset
         x = self.decoder(x, memory, None, memory_mask, cache=cache)  # (B, 1, D)
+        if not isinstance(self.output, nn.Linear):  # chapter 11's int8 output layer: called, bias added
+            logits = self.output(x.view(x.shape[0], -1))  # (B, V)
+            return logits if logit_bias is None else logits + logit_bias.to(logits.dtype)
         if cache.output is None:  # W^T and b of the output layer, prepared once per decoding call
             bias = self.output.bias
             if logit_bias is not None:

@@ -173,9 +173,11 @@ class MultiHeadAttention(nn.Module):
     def _one_step(self, query: Tensor) -> bool:
         """Whether a cached call is one step of a decoding loop: one new position, no autograd and
         no dropout (the lean step below computes exactly what ``forward`` does then), and one key
-        head per query head (grouped heads take the general path)."""
+        head per query head (grouped heads take the general path). The lean step reads the
+        projections' float matrices: chapter 11's int8 layers are not ``nn.Linear`` and are called."""
         return (
             self.n_kv_heads == self.n_heads
+            and isinstance(self.w_q, nn.Linear)
             and query.shape[1] == 1
             and not torch.is_grad_enabled()
             and (self.dropout == 0 or not self.training)

@@ -1,0 +1,172 @@
+"""Chapter 11 — smaller numbers: the same model with 16-bit or 8-bit weights.
+
+A decoding step at batch 1 multiplies one vector by every weight matrix of the decoder and by the
+output layer: each weight is read once from memory and used for one multiply-add. Memory, not
+arithmetic, sets its time, so storing the weights in fewer bytes makes the step faster.
+
+- ``"bf16"``: every floating-point tensor in bfloat16 (2 bytes: float32's exponent, 8 bits of
+  mantissa). The whole model computes in bfloat16; decoding turns the logits back into float32.
+  How fast depends on the processor: one without bfloat16 instructions (AVX2 only, say)
+  converts every number before it multiplies, and can be slower than float32.
+- ``"int8"``: each weight matrix W (out, in) becomes whole numbers ``q`` in [-127, 127] and one
+  scale per output row, ``s = max|W_row| / 127``, so ``W ≈ q · s`` with an error of at most
+  ``s / 2`` per entry (1 byte per weight instead of 4). :class:`Int8Linear` computes
+  ``x @ (q · s)ᵀ + b`` and :class:`Int8Embedding` looks up ``q[id] · s[id]``; a tied output
+  layer and its embedding share one ``q`` and one ``s``. Layer norms, biases, positions, the
+  key/value cache and the logits stay float32.
+
+How :class:`Int8Linear` multiplies: on a CPU it hands ``q`` and ``s`` to PyTorch's fbgemm kernel
+(``torch.ops.quantized.linear_dynamic``, the kernel of ``torch.ao.quantization``'s dynamic
+quantization, in every PyTorch since 1.x): it rounds the *input* to 8 bits as well, one scale per
+call (7 bits of range, ``reduce_range=True``, which the kernel needs on x86), multiplies whole
+numbers and rescales. Where that kernel is missing (a build without fbgemm, a GPU), the layer
+multiplies by ``q · s`` made float at each call: the same result without the input's rounding,
+correct but not faster. (``torch._weight_int8pack_mm``, weight-only int8, exists from PyTorch 2.3
+but on an AVX2 processor it was about 4× slower than float32, and in 2.3 its CPU kernel takes only
+bfloat16 inputs, so it is not used.) Measured in ``benchmarks/results.md`` (``benchmarks/hub.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .embeddings import TokenEmbedding
+
+PRECISIONS = ("bf16", "int8")
+INT8_MAX = 127  # symmetric: -127 … 127, so that q and -q are both representable
+
+
+def quantize(model: nn.Module, precision: str) -> nn.Module:
+    """A copy of ``model`` with its weights in ``precision`` ("bf16" or "int8"), in evaluation mode.
+
+    ``model`` (a :class:`~.model.Transformer` or a :class:`~.lm.DecoderOnlyLM`) is not changed.
+    The copy runs with :func:`~.decoding.greedy_decode`, :func:`~.decoding.beam_search` and
+    :func:`~.lm.generate` as the original does; it is for inference only (its int8 weights take
+    no gradient).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    model = copy.deepcopy(model).eval()
+    if precision == "bf16":
+        return model.to(torch.bfloat16)
+    with torch.no_grad():
+        _int8_in_place(model)
+    return model
+
+
+def quantize_rows(weight: Tensor) -> tuple[Tensor, Tensor]:
+    """Symmetric int8 quantization with one scale per row: ``weight ≈ q · scale[:, None]``.
+
+    Each row's largest magnitude becomes ±127; every entry is rounded to the nearest multiple of
+    its row's scale, so ``|weight - q · scale| ≤ scale / 2``. A row of zeros gets scale 1.
+
+    Shape:
+        weight: (out, in) float → (q (out, in) int8, scale (out,) float32)
+    """
+    weight = weight.detach().float()
+    scale = weight.abs().amax(dim=1) / INT8_MAX  # (out,)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = torch.round(weight / scale[:, None]).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)  # (out, in)
+    return q, scale
+
+
+def dequantize_rows(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """``q · scale`` as a float matrix. Shape: q (out, in), scale (out,) → (out, in)"""
+    return q.to(dtype) * scale.to(dtype)[:, None]
+
+
+def _frozen(tensor: Tensor) -> nn.Parameter:
+    """A parameter without gradient (it moves with ``.to(device)`` and stays shared when tied);
+    one already made is kept, so that two layers can hold the same one."""
+    return tensor if isinstance(tensor, nn.Parameter) else nn.Parameter(tensor, requires_grad=False)
+
+
+class Int8Linear(nn.Module):
+    """``nn.Linear`` with int8 weights and one float32 scale per output row (see the module).
+
+    ``weight`` (out, in) int8 and ``scale`` (out,) are what the layer stores (its state dict);
+    the fbgemm kernel's copy of them (``packed``) is made when the layer is made, on a CPU.
+
+    Shape:
+        x: (..., in) float32 → (..., out) float32
+    """
+
+    def __init__(self, q: Tensor, scale: Tensor, bias: Tensor | None) -> None:
+        super().__init__()
+        self.weight, self.scale = _frozen(q), _frozen(scale)
+        self.bias = None if bias is None else _frozen(bias.detach().float())
+        self.packed = _fbgemm_pack(self.weight, self.scale, self.bias)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, rows: tuple[Tensor, Tensor] | None = None) -> Int8Linear:
+        """``linear`` quantized; ``rows`` = an already quantized ``(q, scale)`` of its weight (tied)."""
+        q, scale = rows if rows is not None else quantize_rows(linear.weight)
+        return cls(q, scale, linear.bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.packed is not None and x.device.type == "cpu" and x.dtype == torch.float32:
+            return torch.ops.quantized.linear_dynamic(x.contiguous(), self.packed, True)  # (..., out)
+        return F.linear(x, dequantize_rows(self.weight, self.scale, x.dtype), _cast(self.bias, x.dtype))
+
+    def extra_repr(self) -> str:
+        out, inp = self.weight.shape
+        kernel = "fbgemm" if self.packed is not None else "dequantize"
+        return f"in_features={inp}, out_features={out}, bias={self.bias is not None}, kernel={kernel}"
+
+
+class Int8Embedding(nn.Module):
+    """``nn.Embedding`` with int8 rows and one scale per row: a lookup reads ``q[id] · s[id]``.
+
+    Shape:
+        tokens: (...) ids → (..., D) float32
+    """
+
+    def __init__(self, q: Tensor, scale: Tensor) -> None:
+        super().__init__()
+        self.weight, self.scale = _frozen(q), _frozen(scale)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        return F.embedding(tokens, self.weight).float() * self.scale[tokens, None]  # (..., D)
+
+
+def _int8_in_place(model: nn.Module) -> None:
+    """Replace every ``nn.Linear`` and every token embedding's ``nn.Embedding`` of ``model`` by its
+    int8 version. A weight shared by several layers (a tied output layer) is quantized once, and
+    its int8 layers share that one ``q`` and ``scale``."""
+    done: dict[int, tuple[Tensor, nn.Parameter, nn.Parameter]] = {}  # id(W) → (W kept alive, q, scale)
+
+    def rows(weight: Tensor) -> tuple[nn.Parameter, nn.Parameter]:
+        if id(weight) not in done:
+            done[id(weight)] = (weight, *map(_frozen, quantize_rows(weight)))
+        return done[id(weight)][1:]
+
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, nn.Linear):
+                setattr(parent, name, Int8Linear.from_linear(child, rows(child.weight)))
+            elif isinstance(child, nn.Embedding) and isinstance(parent, TokenEmbedding):
+                setattr(parent, name, Int8Embedding(*rows(child.weight)))
+
+
+def _fbgemm_pack(q: Tensor, scale: Tensor, bias: Tensor | None):
+    """The fbgemm kernel's packed copy of ``q · scale`` (and the bias), or None where the kernel
+    is missing or the weights are not on a CPU."""
+    if q.device.type != "cpu" or "fbgemm" not in torch.backends.quantized.supported_engines:
+        return None
+    zero_points = torch.zeros(q.shape[0], dtype=torch.long)  # symmetric: 0 is 0
+    try:
+        with warnings.catch_warnings():  # recent PyTorch (2.13) says quantized tensors will go: then None
+            warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
+            qweight = torch._make_per_channel_quantized_tensor(q, scale.double(), zero_points, 0)  # (out, in) qint8
+        return torch.ops.quantized.linear_prepack(qweight, bias)
+    except (RuntimeError, AttributeError, NotImplementedError):
+        return None
+
+
+def _cast(tensor: Tensor | None, dtype: torch.dtype) -> Tensor | None:
+    return None if tensor is None else tensor.to(dtype)
