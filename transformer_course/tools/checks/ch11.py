@@ -217,7 +217,7 @@ def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) 
     if not isinstance(w, Tensor):
         raise CheckFailure(f"{label}: {what}'s weight should be a torch.Tensor, got {kind(w)}")
     right = weight[:, i * out : (i + 1) * out].T
-    if parts > 1 and weight.shape[1] in tuple(w.shape):
+    if parts > 1 and tuple(w.shape) != tuple(right.shape) and weight.shape[1] in tuple(w.shape):
         raise CheckFailure(f"{label}: {what}'s weight {tuple(w.shape)} still has all {weight.shape[1]} outputs: it "
                            "was split along the wrong axis (dimension 0, the inputs); q, k and v are blocks of the "
                            "outputs, dimension 1 of Conv1D's (in, parts·out) weight")  # fmt: skip
