@@ -13,24 +13,6 @@
 #     name: python3
 # ---
 
-# %% tags=["colab"]
-import sys
-
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
-    import os
-    import subprocess
-
-    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
-    if not os.path.isdir(course):
-        url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
-    sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
-
-    use_course(course, chapter=False)  # /content/my-transformer, made once
-
-# %%
-
 # %% [markdown]
 # # Exercises 11 — Real weights in the course's model
 #
