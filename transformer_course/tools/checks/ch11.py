@@ -4,7 +4,7 @@ References are independent of the package: the rotations of both layouts written
 ours and with ``rotate_half`` for Hugging Face's, and the attention scores they give compared head by
 head; ``F.linear`` against ``x @ W + b``; a post-LN layer written out with ``F.layer_norm`` and a
 per-head loop, run once by our names and once by Marian's (whose names and shapes are a table here,
-which ``tests/test_convert.py`` compares with transformers' ``MarianEncoderLayer`` and
+which ``tests/test_checks_ch11.py`` compares with transformers' ``MarianEncoderLayer`` and
 ``MarianDecoderLayer``). Where a known mistake gives another answer on a case, the message names it.
 """
 
