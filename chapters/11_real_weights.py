@@ -366,8 +366,8 @@ print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), a
 
 def untransposed(weight, bias, parts):
     """The bug: Conv1D's blocks handed to nn.Linear as they are."""
-    out = weight.shape[1] // parts
-    return list(zip(weight.split(out, dim=1), bias.split(out), strict=True))
+    width = weight.shape[1] // parts  # of one part
+    return list(zip(weight.split(width, dim=1), bias.split(width), strict=True))
 
 
 def all_heads_at_once(weight, n_heads):

@@ -178,8 +178,8 @@ _CONV1D_CASES = [(4, 6, 3), (6, 6, 1), (5, 20, 1), (6, 2, 3), (3, 5, 2)]
 def conv1d_cases() -> Iterator[Case]:
     """GPT-2's Conv1D: transpose the weight and split q, k, v
 
-    Hint: out = weight.shape[1] // parts; split the weight along dimension 1 (the outputs) and the bias into parts
-    of out each (Tensor.split), and give nn.Linear each weight transposed, (out, in): w.t().contiguous().
+    Hint: each part has weight.shape[1] // parts outputs; split the weight along dimension 1 (the outputs) and the
+    bias into blocks of that size (Tensor.split), and give nn.Linear each weight transposed, (out, in): w.t().contiguous().
     """
     for fan_in, out, parts in _CONV1D_CASES:
         weight, bias = torch.randn(fan_in, parts * out), torch.randn(parts * out)
@@ -213,17 +213,17 @@ def _judge_conv1d(case: Case, got: Outcome) -> None:
 def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) -> None:
     """Name the mistake if pair ``i`` is what a known wrong answer gives."""
     (w, b), (weight, bias, parts) = pair, inputs
-    out = weight.shape[1] // parts
+    width = weight.shape[1] // parts  # of one part
     if not isinstance(w, Tensor):
         raise CheckFailure(f"{label}: {what}'s weight should be a torch.Tensor, got {kind(w)}")
-    right = weight[:, i * out : (i + 1) * out].T
+    right = weight[:, i * width : (i + 1) * width].T
     if parts > 1 and tuple(w.shape) != tuple(right.shape) and weight.shape[1] in tuple(w.shape):
         raise CheckFailure(f"{label}: {what}'s weight {tuple(w.shape)} still has all {weight.shape[1]} outputs: it "
                            "was split along the wrong axis (dimension 0, the inputs); q, k and v are blocks of the "
                            "outputs, dimension 1 of Conv1D's (in, parts·out) weight")  # fmt: skip
     rows = weight.shape[0] // parts if weight.shape[0] % parts == 0 else None
     checks = [
-        (weight[:, i * out : (i + 1) * out], "is not transposed: Conv1D stores (in, out) and computes x @ W; "
+        (weight[:, i * width : (i + 1) * width], "is not transposed: Conv1D stores (in, out) and computes x @ W; "
          "nn.Linear stores (out, in) and computes x @ W.T: give it w.t()"),
         (weight[:, i::parts].T, "takes every third column (weight[:, i::parts]): Conv1D's outputs sit in blocks "
          "side by side (all of q, then all of k, then all of v): split dimension 1 into consecutive blocks"),
@@ -238,7 +238,7 @@ def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) 
         if j != i:
             checks.append(
                 (
-                    weight[:, j * out : (j + 1) * out].T,
+                    weight[:, j * width : (j + 1) * width].T,
                     f"holds part {j}, not part {i}: keep the order of the blocks (q, then k, then v)",
                 )
             )
