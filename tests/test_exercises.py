@@ -120,3 +120,25 @@ def test_chapter_10_checks_name_the_mistake(exercise_id: str) -> None:
     for name, words in _NAMED[exercise_id].items():
         result = run_check(exercise_id, mutants[name])
         assert result.status == "failed" and words in result.message, f"{name}: {result.line()}"
+
+
+# the mistakes chapter 11's issue names, and the words of the message each must get
+_NAMED_11 = {
+    "ex11_1": {"_global_not_per_head": "as if the 2 heads were one", "_inverse_permutation": "inverse permutation",
+               "_pair_flipped": "rotates the other way"},
+    "ex11_2": {"_not_transposed": "is not transposed", "_split_inputs_axis": "split along the wrong axis",
+               "_reversed_order": "keep the order of the blocks"},
+    "ex11_3": {"_decoder_norms_in_the_encoder": "the encoder layer has no cross-attention",
+               "_norm2_norm3_swapped": "norm2 and norm3 are mixed up",
+               "_cross_attention_as_self": "cross-attention is mapped to self_attn",
+               "_queries_and_keys_swapped": "self-attention's W^K"},
+}  # fmt: skip
+
+
+@pytest.mark.complete_edition
+@pytest.mark.parametrize("exercise_id", sorted(_NAMED_11))
+def test_chapter_11_checks_name_the_mistake(exercise_id: str) -> None:
+    mutants = {impl.__name__: impl for _, impl in MUTANTS[exercise_id]}
+    for name, words in _NAMED_11[exercise_id].items():
+        result = run_check(exercise_id, mutants[name])
+        assert result.status == "failed" and words in result.message, f"{name}: {result.line()}"

@@ -164,6 +164,7 @@ def test_a_chapter_stops_at_the_first_unwritten_exercise(edition: Path) -> None:
     [
         ("09_real_translation", "ex09_3: bpe_merges", "subwords.py"),  # its first exercise, in §2
         ("10_modern_language_models", "ex10_1: RMSNorm.forward", "rmsnorm.py"),  # in §2
+        ("11_real_weights", "ex11_1: rope_halves_to_interleaved", "convert.py"),  # in §1, converting SmolLM2
     ],
 )
 def test_a_later_chapter_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path, chapter: str, stop: str,

@@ -1,0 +1,666 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 11 — Real weights: OPUS-MT, GPT-2 and Llama in the course's model
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/11_real_weights.ipynb)
+#
+# The models we built in chapters 01–10 are not toys that only resemble the real thing: with the
+# right numbers in them they *are* the real thing. This chapter takes three families of published
+# checkpoints, the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama),
+# and runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made
+# a few choices the paper did not; each choice is a setting of our model, and the rest is
+# renaming and reordering tensors. We prove the conversion right by comparing logits and
+# generated tokens with Hugging Face's `transformers`, and end with what sets the speed of
+# generation: the bytes each token reads.
+#
+# **Learning goals**
+#
+# - place Marian, GPT-2 and Llama next to the 2017 model and chapter 10's language model, and name
+#   every choice in which they differ (sinusoid layout, activation, output bias, start token, √D,
+#   tied output, biases, position table, rotary pair layout);
+# - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings
+#   that are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed
+#   `Conv1D` weights;
+# - prove a conversion: equal logits within rounding, and identical greedy tokens;
+# - estimate the bytes a generated token reads (weights and KV cache) in float32, bf16 and int8,
+#   and see why those bytes, not the arithmetic, set the time of a decoding step.
+#
+# **In the paper:** the encoder-decoder and its layers (§3.1), the projections of multi-head
+# attention (§3.2.2), the feed-forward network (§3.3), the shared embeddings scaled by √d_model
+# (§3.4) and the sinusoids (§3.5); the decoding of §6.1 (beam search).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %%
+import math
+import time
+import warnings
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from IPython.display import Markdown, display
+from torch import nn
+
+from transformer_course.convert import (
+    from_gpt2,
+    from_llama,
+    from_marian,
+    marian_layer_names,
+    rope_halves_to_interleaved,
+    split_conv1d,
+)
+from transformer_course.decoding import beam_search, greedy_decode
+from transformer_course.lm import generate
+from transformer_course.positional import sinusoidal_positional_encoding
+from transformer_course.quantize import quantize
+from transformer_course.rotary import apply_rope
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.claims import expect, expect_at_most
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.hub import HubError, load_hub
+from transformer_course.tools.notebook import setup_chapter
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import transformers  # chapter 11 reads transformers' own models (pip install "transformer-course[hub]")
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
+
+transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
+print("transformers", transformers.__version__)
+
+# %% [markdown]
+# ## Where we are
+#
+# Every box of the map below now gets its numbers from a checkpoint someone else trained: the
+# embeddings and their positions, and every layer of both stacks. Nothing in the model changes;
+# only where its weights come from.
+
+# %%
+architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 11: every box holds a real checkpoint's weights")
+
+# %% [markdown]
+# ## 1. Three families, two models
+#
+# | | the paper (2017) | **Marian** (OPUS-MT, 2020) | **GPT-2** (2019) | **Llama** (2023), SmolLM2 |
+# | --- | --- | --- | --- | --- |
+# | our class | `Transformer` | `Transformer` | `DecoderOnlyLM` | `DecoderOnlyLM` (chapter 10) |
+# | layers | post-LN | post-LN | pre-LN | pre-LN, RMSNorm |
+# | positions | sinusoids (§3.5), pairs (2i, 2i+1) | sinusoids, sines then cosines | a learned table | rotary, pairs (i, i + d/2) |
+# | feed-forward | ReLU (§3.3) | swish | GELU (tanh form) | SwiGLU |
+# | embedding × √D (§3.4) | yes | yes | no | no |
+# | biases | everywhere | everywhere, and one on the logits | everywhere | none |
+# | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
+# | decoder's first token | `<bos>` | `<pad>` | — | — |
+#
+# Marian is the 2017 translator almost to the letter: the OPUS-MT project trained more than a
+# thousand language pairs with it, on the public OPUS corpora, each about the size of the paper's
+# base model. GPT-2 is the decoder-only model of chapter 10 before the modern changes, with pre-LN
+# blocks and a learned position table. Llama is chapter 10's modern block. In this course each
+# difference is a field of `TransformerConfig` or `DecoderOnlyConfig`, and `transformer_course.convert`
+# reads a `transformers` model's configuration, sets those fields, and copies the tensors across
+# (`from_marian`, `from_gpt2`, `from_llama`).
+#
+# To look at real checkpoints without downloading them, we build the `transformers` models **with
+# the real shapes and random weights**: the layout of their tensors and their arithmetic are those
+# of the published ones, only the numbers differ (section 5 downloads the real numbers where a
+# network is there). To keep this chapter within a few minutes on a laptop's processor, SmolLM2
+# gets 4 of its 30 layers and GPT-2 2 of its 12; every layer has the same names and shapes, so
+# nothing about the conversion depends on how many there are.
+#
+# One more choice: `transformers` draws every random matrix with a standard deviation of 0.02,
+# which leaves an untrained model so flat that greedy decoding repeats one token forever, and two
+# implementations would agree on that too easily. We redraw each matrix with a standard deviation
+# of 1/√(its input size), the scale at which a signal keeps its size from layer to layer, so that
+# the random models choose varied tokens (section 4 compares them). Then the converters make our
+# three models from them.
+
+# %%
+torch.manual_seed(0)
+opus_config = MarianConfig(  # Helsinki-NLP/opus-mt-en-de
+    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
+    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+    activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
+    eos_token_id=0, max_position_embeddings=512, share_encoder_decoder_embeddings=True,
+)  # fmt: skip
+smol_config = LlamaConfig(  # HuggingFaceTB/SmolLM2-135M, with 4 of its 30 layers
+    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=9,
+    num_key_value_heads=3, rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
+    rms_norm_eps=1e-5, max_position_embeddings=8192,
+)  # fmt: skip
+gpt2_config = GPT2Config(n_layer=2)  # GPT-2 small (vocabulary 50257, D = 768, 12 heads), with 2 of its 12 layers
+
+
+def redrawn(model: nn.Module) -> nn.Module:
+    """Every matrix drawn again from N(0, 1/fan_in) (fan_in: its second dimension), but Marian's
+    sinusoid tables, which are fixed."""
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if parameter.dim() == 2 and "embed_positions" not in name:
+                parameter.normal_(0.0, 1.0 / math.sqrt(parameter.shape[1]))
+    return model.eval()
+
+
+hf_opus = redrawn(MarianMTModel(opus_config))
+hf_smol = redrawn(LlamaForCausalLM(smol_config))
+hf_gpt2 = redrawn(GPT2LMHeadModel(gpt2_config))
+smol = from_llama(hf_smol)  # ours: a DecoderOnlyLM with hf_smol's weights
+gpt2 = from_gpt2(hf_gpt2)  # ours: a DecoderOnlyLM
+opus = from_marian(hf_opus)  # ours: a Transformer
+for name, hf, ours in (("Marian (opus-mt-en-de)", hf_opus, opus), ("Llama (SmolLM2-135M)", hf_smol, smol),
+                       ("GPT-2", hf_gpt2, gpt2)):  # fmt: skip
+    print(f"{name:24s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
+          f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
+
+# %% [markdown]
+# ## 2. The same tensors under other names
+#
+# A checkpoint is a `state_dict`: a dictionary from a tensor's name to the tensor. Here are the
+# tensors of Marian that are not inside a layer, and those of its decoder's first layer, beside
+# the names our `Transformer` gives them. The converter builds exactly this table (for a layer,
+# `marian_layer_names`, exercise ex11_3), then loads it with `load_state_dict(strict=True)`, which
+# refuses a missing, a left-over or a misshapen tensor.
+
+# %%
+theirs = dict(hf_opus.state_dict())
+outside = {
+    "src_embed.embedding.weight": "model.encoder.embed_tokens.weight",
+    "tgt_embed.embedding.weight": "model.decoder.embed_tokens.weight",
+    "output.weight": "lm_head.weight",
+    "output.bias": "final_logits_bias",
+}
+print(f"{'ours':34s} {'Marian':46s} shape")
+for ours_name, their_name in outside.items():
+    print(f"{ours_name:34s} {their_name:46s} {tuple(theirs[their_name].shape)}")
+for ours_name, their_name in marian_layer_names(decoder=True).items():
+    if ours_name.endswith("weight"):
+        print(f"{'decoder.layers.0.' + ours_name:34s} {'model.decoder.layers.0.' + their_name:46s} "
+              f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")  # fmt: skip
+left = sorted(n for n in theirs if "layers." not in n and n not in outside.values())
+print("not copied:", left)
+
+# %% [markdown]
+# Three of Marian's names are not copied. The two `embed_positions` are sinusoid tables, which our
+# `PositionalEncoding` computes itself (section 3 checks that they hold the same numbers).
+# `model.shared` is the one embedding matrix of both stacks and the output layer: Marian, like the
+# paper (§3.4), shares it, and so do we (`share_embeddings`, `tie_output`), so four of its names and
+# three of ours point at a single tensor, copied once.
+
+# %%
+shared = opus.src_embed.embedding.weight
+print("source, target and output share one matrix in ours:",
+      shared is opus.tgt_embed.embedding.weight and shared is opus.output.weight)  # fmt: skip
+print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_head.weight)
+
+# %% [markdown]
+# ## 3. Every difference, and why it exists
+#
+# **Sinusoids in halves.** The paper interleaves its sinusoids: feature 2i holds sin(p ω_i) and
+# feature 2i+1 holds cos(p ω_i) (§3.5). Marian stores all the sines first, then all the cosines.
+# The numbers are the same, in another order, and the order matters: the table is *added* to the
+# embeddings, so a model trained with one order reads nonsense positions from the other.
+# `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
+
+# %%
+pe_ours = opus.positional.pe  # (max_len, D), built by our PositionalEncoding with layout="halves"
+pe_theirs = hf_opus.model.encoder.embed_positions.weight  # Marian's table
+pe_paper = sinusoidal_positional_encoding(512, 512)  # chapter 02's table: sin and cos of pair i at 2i, 2i+1
+print("ours (layout='halves') is the paper's, its even features first, then its odd ones:",
+      torch.equal(pe_ours, torch.cat([pe_paper[:, 0::2], pe_paper[:, 1::2]], dim=1)))  # fmt: skip
+print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
+      torch.allclose(pe_ours, pe_theirs, atol=1e-4))  # fmt: skip
+print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
+
+# %% [markdown]
+# **The other choices of Marian.** Its feed-forward network uses swish, x·σ(x) (also called SiLU),
+# between its two layers, where the paper has ReLU (§3.3): a smooth activation that lets a little
+# negative signal through. Its output layer adds a bias of its own, `final_logits_bias`, one
+# number per target token, which our output `nn.Linear` has anyway (the tied matrix is its weight,
+# the bias stays separate). Its decoder starts from the padding token rather than from a `<bos>`
+# of its own: the id 58100 is both, so `bos_id = pad_id` in our configuration. It scales the
+# embeddings by √D as the paper does (§3.4), so `scale_embedding=True`.
+#
+# **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper's √D
+# balances learned embeddings against fixed sinusoids of size about 1; GPT-2 learns its position
+# table at whatever scale its embeddings have, Llama adds no positions at all, and in both a norm
+# before each sub-layer sets the size at which its input is read. **GPT-2 keeps its
+# biases** and **learns its position table** (`positional="learned"`, 1024 rows: it can read no
+# longer text); **Llama has no biases** at all, and rotates its queries and keys instead.
+#
+# The converter has set each choice; this table reads them back from our three models:
+
+# %%
+rows = [
+    ("post-LN (norm_first=False)", not opus.config.norm_first, not gpt2.config.norm_first, not smol.config.norm_first),
+    ("activation / feed-forward", opus.config.activation, gpt2.config.feed_forward, smol.config.feed_forward),
+    ("positions", f"sinusoids, {opus.config.sinusoid_layout}", gpt2.config.positional, smol.config.positional),
+    ("embedding × √D", opus.config.scale_embedding, gpt2.config.scale_embedding, smol.config.scale_embedding),
+    ("biases", True, gpt2.config.bias, smol.config.bias),
+    ("output tied to the embedding", opus.config.tie_output, gpt2.config.tie_output, smol.config.tie_output),
+    ("pad, bos, eos ids",
+     *((m.config.pad_id, m.config.bos_id, m.config.eos_id) for m in (opus, gpt2, smol))),
+]  # fmt: skip
+print(f"{'':30s}{'Marian':>22s}{'GPT-2':>22s}{'SmolLM2':>22s}")
+for label, *values in rows:
+    print(f"{label:30s}" + "".join(f"{str(v):>22s}" for v in values))
+
+# %% [markdown]
+# **Rotary pairs, and a reordering of rows.** Chapter 10's `apply_rope` rotates the features of
+# each head in pairs of neighbours, (2i, 2i+1). Llama's code in `transformers` rotates the pairs
+# (i, i + d/2): its `rotate_half` takes the second half of a head's features as the partners of
+# the first half, by the same angles θ_i = p · base^(−2i/d). The published weights were trained
+# with that pairing. We do not change our rotation; we move the features instead. Each row of W^Q
+# makes one feature of the queries, so reordering the rows of W^Q, and of W^K the same way,
+# reorders the features: in each head, row i goes to row 2i and row i + d/2 to row 2i + 1
+# (`rope_halves_to_interleaved`, exercise ex11_1). A score is a sum over the features, q·k, and
+# is blind to their order as long as q and k are reordered alike; now our pair i holds exactly the
+# two features Llama's pair i held, and turns by the same angle. W^V and W^O stay as they are.
+
+# %%
+d_head = 8
+order = rope_halves_to_interleaved(torch.arange(d_head).view(d_head, 1), n_heads=1).flatten()  # new row j ← old row
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.6]})
+moves = torch.zeros(d_head, d_head)
+moves[torch.arange(d_head), order] = 1.0
+left.imshow(moves, cmap="Greys")
+left.set(xlabel="row of Llama's W^Q (halves layout)", ylabel="row of ours (pairs 2i, 2i+1)",
+         xticks=range(d_head), yticks=range(d_head), title="the permutation, one head (d = 8)")  # fmt: skip
+pair_halves = [i % (d_head // 2) for i in range(d_head)]  # feature i and i + d/2 form pair i
+pair_ours = [j // 2 for j in range(d_head)]  # features 2i and 2i+1 form pair i
+colours = plt.get_cmap("tab10")
+for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("Llama: (i, i + d/2)", pair_halves))):
+    for j, p in enumerate(pairs):
+        right.add_patch(plt.Rectangle((j, y), 0.9, 0.8, color=colours(p)))
+        right.text(j + 0.45, y + 0.4, f"{p}", ha="center", va="center", color="white")
+    right.text(-0.2, y + 0.4, label, ha="right", va="center")
+right.set(xlim=(-4.2, d_head), ylim=(-0.2, 2), xlabel="feature of one head", yticks=[],
+          title="which pair (angle θ_i) each feature belongs to")  # fmt: skip
+right.set_xticks([j + 0.45 for j in range(d_head)], labels=range(d_head))
+fig.suptitle("Moving row i to 2i and row i + d/2 to 2i + 1 turns Llama's pairs into ours")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# By hand, on one head: queries and keys made by Llama's rows and rotated with `rotate_half`, and
+# the same made by the reordered rows and rotated by our `apply_rope`, give the same scores.
+
+
+# %%
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """transformers' Llama: the partner of feature i is feature i + d/2 (sign flipped for the first half)."""
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+w_q, w_k, x = torch.randn(d_head, 16), torch.randn(d_head, 16), torch.randn(6, 16)  # one head, 6 positions
+positions = torch.arange(6)
+angles = positions[:, None] * 10000.0 ** (-torch.arange(0, d_head, 2) / d_head)  # (T, d/2)
+cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()  # (T, d): halves layout
+q, k = x @ w_q.T, x @ w_k.T
+llama_scores = (q * cos + rotate_half(q) * sin) @ (k * cos + rotate_half(k) * sin).T  # (T, T)
+q_ours = apply_rope(x @ rope_halves_to_interleaved(w_q, 1).T, positions)
+k_ours = apply_rope(x @ rope_halves_to_interleaved(w_k, 1).T, positions)
+print("same scores:", torch.allclose(q_ours @ k_ours.T, llama_scores, atol=1e-5))
+print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply_rope(k, positions).T, llama_scores,
+                                                atol=1e-5))  # fmt: skip
+
+# %% [markdown]
+# **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`,
+# which stores its weight as (in, out) and computes x W + b, where `nn.Linear` stores (out, in)
+# and computes x Wᵀ + b. And its attention computes the queries, keys and values with one layer,
+# `c_attn`, of 3·D outputs side by side. `split_conv1d` (exercise ex11_2) cuts the columns into
+# their blocks and transposes each:
+
+# %%
+c_attn = hf_gpt2.transformer.h[0].attn.c_attn
+print("GPT-2's c_attn:", tuple(c_attn.weight.shape), "→ ours:",
+      [tuple(w.shape) for w, _ in split_conv1d(c_attn.weight, c_attn.bias, 3)])  # fmt: skip
+h = torch.randn(3, 768)
+w_q_gpt2, b_q_gpt2 = split_conv1d(c_attn.weight, c_attn.bias, 3)[0]
+print("queries equal:", torch.allclose(F.linear(h, w_q_gpt2, b_q_gpt2), c_attn(h)[:, :768], atol=1e-5))
+
+# %% [markdown]
+# > **Common mistake — a square weight loaded the wrong way round.** GPT-2's `c_proj` is (D, D):
+# > loaded without the transpose, it has the right shape, `load_state_dict(strict=True)` accepts
+# > it, and every layer computes another linear map. The model still runs and produces text; only
+# > a comparison of its outputs with the original's shows the mistake. The check of ex11_2 names
+# > it, as the one of ex11_1 names a permutation done over all heads at once instead of per head.
+
+# %%
+c_proj = hf_gpt2.transformer.h[0].attn.c_proj
+linear = nn.Linear(768, 768)
+linear.load_state_dict({"weight": c_proj.weight, "bias": c_proj.bias})  # no error: the shapes agree
+print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), atol=1e-4))
+
+
+def untransposed(weight, bias, parts):
+    """The bug: Conv1D's blocks handed to nn.Linear as they are."""
+    width = weight.shape[1] // parts  # of one part
+    return list(zip(weight.split(width, dim=1), bias.split(width), strict=True))
+
+
+def all_heads_at_once(weight, n_heads):
+    """The bug: the halves of the whole weight, not of each head."""
+    return weight.reshape(2, weight.shape[0] // 2, *weight.shape[1:]).transpose(0, 1).reshape(weight.shape).clone()
+
+
+print(run_check("ex11_2", untransposed).line())
+print(run_check("ex11_1", all_heads_at_once).line())
+
+# %% [markdown]
+# ## 4. Proof: the same logits, the same tokens
+#
+# A conversion is right when the two models compute the same function. We feed each pair the same
+# tokens and compare the logits, every one of them. They cannot be equal to the last bit: the
+# two implementations add the same products in other orders (and the order differs again from one
+# processor to another), so float32's rounding leaves small differences; the check below requires
+# them to stay under 10⁻⁵ of the largest logit. A wrong tensor changes logits by amounts of their
+# own size.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+torch.manual_seed(0)
+src = torch.randint(1, 58000, (2, 9))
+src[1, 6:] = opus.config.pad_id  # a shorter sentence, padded
+tgt = torch.cat([torch.full((2, 1), opus.config.bos_id), torch.randint(1, 58000, (2, 7))], dim=1)
+ids = torch.randint(1, 49000, (2, 12))
+with torch.no_grad():
+    pairs = {
+        "Marian": (opus(src, tgt), hf_opus(input_ids=src, attention_mask=src != opus.config.pad_id,
+                                           decoder_input_ids=tgt).logits),
+        "GPT-2": (gpt2(ids), hf_gpt2(ids).logits),
+        "SmolLM2": (smol(ids), hf_smol(ids).logits),
+    }  # fmt: skip
+differences = {}
+for name, (ours_logits, their_logits) in pairs.items():
+    differences[name] = (ours_logits - their_logits).abs().max().item() / their_logits.abs().max().item()
+    print(f"{name:8s} logits {tuple(ours_logits.shape)}: largest difference {differences[name]:.1e} of the largest logit")
+
+# %%
+for name, difference in differences.items():
+    expect_at_most(f"{name}: largest |ours − transformers'| relative to the largest logit", difference, 1e-5)
+
+# %% [markdown]
+# Generation is the stricter test: a token chosen differently at one step changes every later
+# step. Greedy decoding with our `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against
+# `transformers`' `generate(do_sample=False, num_beams=1)`.
+#
+# One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
+# both probability 0 (chapter 08). For Marian they are one token, 58100, and the published
+# checkpoints tell `transformers` the same in their generation settings (`bad_words_ids`), but a
+# model built from a bare configuration does not know it, so we pass it. GPT-2 and SmolLM2 have
+# one special token for everything, `<|endoftext|>`, which is also their `<eos>`: nothing is
+# forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
+# (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
+
+# %%
+steps = 8
+with torch.no_grad():
+    ours_marian = greedy_decode(opus, src, max_len=steps)  # (B, ≤ steps), without <bos>
+    their_marian = hf_opus.generate(input_ids=src, attention_mask=src != opus.config.pad_id, do_sample=False,
+                                    num_beams=1, max_new_tokens=steps + 1, bad_words_ids=[[opus.config.pad_id]])
+    prompt = ids[:, :5]
+    same_lm = {}
+    for name, ours_lm, hf in (("GPT-2", gpt2, hf_gpt2), ("SmolLM2", smol, hf_smol)):
+        mine = generate(ours_lm, prompt, max_new_tokens=steps)
+        hf_tokens = hf.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, num_beams=1,
+                                max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)  # fmt: skip
+        same_lm[name] = torch.equal(mine, hf_tokens)
+        print(f"{name:8s} ours   ", mine[0, 5:].tolist(), "\n         theirs ", hf_tokens[0, 5:].tolist())
+n = ours_marian.shape[1]
+same_marian = torch.equal(ours_marian, their_marian[:, 1 : n + 1])  # theirs starts with the decoder's <pad>
+print("Marian   ours   ", ours_marian[0].tolist(), "\n         theirs ", their_marian[0, 1 : n + 1].tolist())
+
+# %%
+expect("Marian: greedy tokens identical to transformers' generate", same_marian, f"{n} tokens per sentence")
+for name, same in same_lm.items():
+    expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
+
+# %% [markdown]
+# ## 5. The real checkpoints
+#
+# Everything so far ran on random numbers in the real shapes. With a network (Colab, a laptop),
+# the next two cells download the published weights with the course's loader
+# (`transformer_course.tools.hub.load_hub`: a bounded wait, then one clear error) and run them in
+# our model: OPUS-MT's English → German translator, decoded with our beam search and KV cache
+# (chapter 08), and SmolLM2-135M, which continues an English text with our `generate`. Without a
+# network each cell prints one line saying it skipped and why. (The first download is about
+# 300 MB for Marian and 270 MB for SmolLM2; later runs read the local cache.)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+sentences = ["The cat sat on the mat.", "Attention is all you need.",
+             "Machine translation has improved a great deal in the last ten years."]  # fmt: skip
+real_opus = None
+try:
+    tokenizer, real_hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+except HubError as error:
+    print(f"skipped the real translator: {error}")
+else:
+    real_opus = from_marian(real_hf_opus)
+    batch = tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), ends with </s>
+    with torch.no_grad():
+        tokens, _ = beam_search(real_opus, batch, beam_size=4, use_cache=True)  # (B, 1, T)
+        greedy_ours = greedy_decode(real_opus, batch)
+        greedy_theirs = real_hf_opus.generate(input_ids=batch, attention_mask=batch != tokenizer.pad_token_id,
+                                              do_sample=False, num_beams=1)  # fmt: skip
+    for english, german in zip(sentences, tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True), strict=True):
+        print(f"{english}\n  → {german}")
+    same = tokenizer.batch_decode(greedy_ours, skip_special_tokens=True) == tokenizer.batch_decode(
+        greedy_theirs, skip_special_tokens=True)  # fmt: skip
+    print("greedy translations identical to transformers':", same)
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+real_smol = None
+try:
+    smol_tokenizer, real_hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
+except HubError as error:
+    print(f"skipped the real language model: {error}")
+else:
+    real_smol = from_llama(real_hf_smol)
+    text = "The Transformer is a neural network that"
+    prompt_ids = smol_tokenizer(text, return_tensors="pt").input_ids  # (1, T)
+    with torch.no_grad():
+        continued = generate(real_smol, prompt_ids, max_new_tokens=30)
+        theirs_ids = real_hf_smol.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
+                                           max_new_tokens=30, pad_token_id=real_smol.config.pad_id)  # fmt: skip
+    print(smol_tokenizer.decode(continued[0]))
+    print("identical to transformers' greedy continuation:", torch.equal(continued, theirs_ids))
+
+# %%
+expect("the real checkpoints: run, or skipped with one line", True,
+       "ran" if real_opus is not None or real_smol is not None else "skipped, no checkpoint and no network")  # fmt: skip
+
+# %% [markdown]
+# ## 6. What sets the speed: bytes per token
+#
+# A step of generation with a KV cache (chapter 08) feeds one new token. Each weight matrix of the
+# model then multiplies one vector: every weight is read from memory once and used for a single
+# multiply and add. The keys and values of the earlier tokens are read from the cache. A processor
+# does far more arithmetic per second than it reads bytes, so at batch 1 the time of a step is
+# about the bytes it reads divided by the speed of the memory. Fewer bytes per weight, fewer bytes
+# per token: `quantize(model, "bf16")` stores every number in 2 bytes, `quantize(model, "int8")`
+# each weight matrix as 8-bit whole numbers with one float32 scale per row (about 1 byte per
+# weight; the norms, the biases and the cache stay float32).
+#
+# The bytes of one generated token of the real SmolLM2-135M (30 layers), with the keys and values
+# of 1,000 earlier tokens in the cache, follow from the shapes alone:
+
+# %%
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of every distinct tensor of the model's state (a tied matrix once)."""
+    seen = {}
+    for tensor in model.state_dict().values():
+        seen.setdefault((tensor.data_ptr(), tensor.dtype), tensor.numel() * tensor.element_size())
+    return sum(seen.values())
+
+
+def per_layer(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.layers[0].parameters())
+
+
+c = smol.config
+layers_full, context = 30, 1000
+weights_full = smol.num_parameters() + (layers_full - c.n_layers) * per_layer(smol)  # the 30-layer model
+kv_values = 2 * layers_full * c.n_kv_heads * (c.d_model // c.n_heads) * context  # keys and values, every layer
+print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights; KV cache of {context} tokens: {kv_values / 1e6:.2f} M numbers")
+bytes_per_token = {"float32": 4 * weights_full + 4 * kv_values, "bf16": 2 * weights_full + 2 * kv_values,
+                   "int8": weights_full + 4 * kv_values}  # fmt: skip
+for precision, total in bytes_per_token.items():
+    print(f"{precision:8s} {total / 2**20:7.1f} MiB read per generated token")
+
+# %% [markdown]
+# (The int8 line counts one byte per weight and leaves out the scales, one float per row of each
+# matrix: under 1 % more.) The cache grows with the text: at 1,000 tokens it is still small next to
+# the weights here, thanks to the 3 key/value heads of grouped-query attention (chapter 10); at
+# 100,000 tokens it would outweigh them.
+#
+# Now the measurement, on our 4-layer SmolLM2 in the three precisions, generating 16 tokens after
+# a prompt of 8 with the KV cache. The timings are those of this machine (they are not compared
+# from one run to the next): a processor without bfloat16 instructions converts every number
+# before it multiplies, so bf16 can even be slower than float32 there, and int8 weights save time
+# only where a kernel multiplies them as 8-bit numbers (on a CPU, PyTorch's fbgemm). On a shared
+# processor the timings also move with whatever else it runs. Where arithmetic is not the limit,
+# a GPU at batch 1 most of all, the time per token follows the bytes.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": quantize(smol, "int8")}
+prompt = torch.randint(1, 49000, (1, 8))
+timings, read = {}, {}
+for precision, model in variants.items():
+    with torch.no_grad():
+        generate(model, prompt, max_new_tokens=2)  # warm-up
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            out = generate(model, prompt, max_new_tokens=16)
+            best = min(best, (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
+    timings[precision], read[precision] = best, weight_bytes(model)
+    print(f"{precision:8s} {read[precision] / 2**20:6.1f} MiB of weights   {1000 * best:6.1f} ms per token")
+fig, ax = plt.subplots(figsize=(5, 3.4))
+for precision in variants:
+    ax.scatter(read[precision] / 2**20, 1000 * timings[precision], s=60)
+    ax.annotate(precision, (read[precision] / 2**20, 1000 * timings[precision]), xytext=(6, 4),
+                textcoords="offset points")  # fmt: skip
+ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token", xlim=(0, None), ylim=(0, None),
+       title=f"{min(timings, key=timings.get)} was fastest on this CPU")  # fmt: skip
+plt.tight_layout()
+plt.show()
+fastest = min(timings, key=timings.get)
+display(Markdown(f"On this machine the fastest was **{fastest}**, at {1000 * timings[fastest]:.1f} ms per token "
+                 f"({timings['float32'] / timings[fastest]:.1f}× float32)."))  # fmt: skip
+
+# %%
+expect_at_most("bf16 weights: bytes relative to float32", read["bf16"] / read["float32"], 0.5)
+expect_at_most("int8 weights: bytes relative to float32", read["int8"] / read["float32"], 0.3)
+
+# %% [markdown]
+# ## 7. Summary
+#
+# - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish,
+#   a bias on the logits and `<pad>` as the decoder's first token; GPT-2 is a pre-LN decoder-only
+#   model with learned positions, GELU and biases; Llama is chapter 10's block without biases or
+#   √D. Each choice is a field of `TransformerConfig` or `DecoderOnlyConfig`.
+# - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
+#   cannot check: the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row i + d/2 →
+#   2i + 1) and GPT-2's transposed `Conv1D` blocks.
+# - Equal logits within rounding and identical greedy tokens prove the conversion; rounding, not
+#   equality to the last bit, is what two implementations can share.
+# - At batch 1 a generated token reads every weight once, plus the cache: the bytes per weight
+#   (4, 2, about 1) set the time wherever arithmetic is not the limit.
+#
+# **Exercises:** [exercises/ex11_real_weights.ipynb](../exercises/ex11_real_weights.ipynb) — the row
+# order of rotary embeddings (ex11_1), GPT-2's `Conv1D` as `nn.Linear` (ex11_2) and Marian's names
+# for our layer's tensors (ex11_3).
+#
+# ## Check yourself
+#
+# 1. Marian's sinusoid table holds the same numbers as the paper's, in another order. Why can a
+#    model trained with one order not be run with the other?
+#    <details><summary>Answer</summary>
+#
+#    The table is added to the embeddings, feature by feature. The trained weights expect the sine
+#    of frequency i in the features Marian put it in; in the other order those features receive
+#    cosines and other frequencies, so every position looks like another one, and the attention
+#    that learned to read positions reads nonsense.
+#    </details>
+# 2. Why may the rows of W^Q and W^K be reordered without changing any attention score, and why
+#    must both be reordered the same way?
+#    <details><summary>Answer</summary>
+#
+#    A score is Σ_j q_j k_j over a head's features: permuting the features of both vectors alike
+#    leaves the sum unchanged. Permuting only one would pair each query feature with another key
+#    feature. The reordering is needed only because the rotation turns pairs of features, and it
+#    makes our pairs hold the features Llama's pairs held.
+#    </details>
+# 3. A mapping of names loads with `load_state_dict(strict=True)`. Which mistakes can still be in
+#    it?
+#    <details><summary>Answer</summary>
+#
+#    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K,
+#    self- and cross-attention, a square matrix not transposed. Only the outputs show them, which
+#    is why we compare logits.
+#    </details>
+# 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why
+#    not 0, and why is that no reason to doubt the conversion?
+#    <details><summary>Answer</summary>
+#
+#    Floating-point addition is not associative: the two libraries sum the same products in other
+#    orders (other kernels, other blocking), and each order rounds differently. A wrong tensor
+#    changes the logits by amounts of their own size, many orders of magnitude more.
+#    </details>
+# 5. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and
+#    how long does it take at 1 TB/s of memory bandwidth?
+#    <details><summary>Answer</summary>
+#
+#    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
+#    batch 1, whatever the arithmetic speed. In int8, half of that time.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.1 (the encoder-decoder), §3.2.2 (multi-head projections), §3.3 (the
+#   feed-forward network), §3.4 (shared embeddings × √d_model), §3.5 (sinusoids), §6.1 (beam search).
+# - Junczys-Dowmunt et al. (2018), *Marian: Fast Neural Machine Translation in C++*; Tiedemann and
+#   Thottingal (2020), *OPUS-MT — Building open translation services for the World*.
+# - Radford et al. (2019), *Language Models are Unsupervised Multitask Learners* (GPT-2).
+# - Touvron et al. (2023), *LLaMA: Open and Efficient Foundation Language Models*; Allal et al.
+#   (2025), *SmolLM2: When Smol Goes Big*.
+# - Su et al. (2021), *RoFormer* (rotary embeddings, pairs of neighbouring features).
+# - Ramachandran et al. (2017), *Searching for Activation Functions* (swish); Hendrycks and Gimpel
+#   (2016), *Gaussian Error Linear Units*.
+# - Dettmers et al. (2022), *LLM.int8()*; Wolf et al. (2020), *Transformers: State-of-the-Art Natural
+#   Language Processing* (the library this chapter compares with).
