@@ -305,10 +305,11 @@ def test_the_weights_file_sets_points_and_limits(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown setting"):
         load_config(config_file)
     # the CSV carries the weighted points
-    results = {"ex03_1": ExerciseResult("passed", "4 cases", 2.0, 2.0), "ex03_3": ExerciseResult("failed", "x", 0, 3.5)}
+    results = {"ex03_1": ExerciseResult("passed", "4 cases", 2.0, 2.0, cases_passed=4, cases_total=4),
+               "ex03_3": ExerciseResult("failed", "x", 0, 3.5, cases_passed=1, cases_total=3)}  # fmt: skip
     report = GradingReport(["ex03_1", "ex03_3"], [StudentReport("ada", "ada/transformer_course", results)], config, 1.0)
     write_csv(report, tmp_path / "r.csv")
-    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4"
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4,4 of 4,1 of 3"
     assert list(csv.reader(io.StringIO((tmp_path / "r.csv").read_text())))[0][0] == "student"
 
 
@@ -458,3 +459,136 @@ def test_names_and_messages_are_escaped_in_the_markdown_feedback() -> None:
     assert text.count("\n| ex03_1") == 1 and "\\| \\[x\\]" in text  # the message stays in its cell
     assert summary_table(GradingReport(["ex03_1"], [StudentReport("a\x1b[2Jb", None, student.results)],
                                        GradingConfig(), 1.0)).splitlines()[1].startswith("a?[2Jb")  # fmt: skip
+
+
+# -- partial credit: every case runs, and grading.toml decides what a partly right answer earns ----------
+
+_WRONG_AT_7 = (
+    "\n\ndef causal_mask(size, device=None):  # right except for size 7\n    import torch\n"
+    "    mask = torch.ones(size, size, dtype=torch.bool, device=device).tril()\n"
+    "    if size == 7:\n        mask[6, 0] = False\n    return mask\n"
+)
+_RAISES_AT_1 = (
+    "\n\ndef causal_mask(size, device=None):  # raises for size 1, right otherwise\n    import torch\n"
+    "    if size == 1:\n        raise ValueError('size 1')\n"
+    "    return torch.ones(size, size, dtype=torch.bool, device=device).tril()\n"
+)
+
+
+def _submission(folder: Path, appended: str = "", room: str = "masks.py") -> Path:
+    """A copy of the course's package whose ``room`` ends with ``appended`` (a redefinition)."""
+    shutil.copytree(ROOT / PACKAGE, folder / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "tools"))
+    with open(folder / PACKAGE / room, "a") as handle:
+        handle.write(appended)
+    return folder
+
+
+def test_every_case_of_a_local_check_runs_and_the_first_failure_is_the_message() -> None:
+    namespace: dict = {}
+    exec(_WRONG_AT_7 + _RAISES_AT_1.replace("def causal_mask", "def raising"), namespace)  # noqa: S102
+    wrong = run_check("ex06_1", namespace["causal_mask"])
+    assert (wrong.status, wrong.cases_passed, wrong.cases_total) == ("failed", 4, 5)
+    assert wrong.message.startswith("causal_mask(7): mask differs") and wrong.message.endswith("(4 of 5 cases passed)")
+    raising = run_check("ex06_1", namespace["raising"])  # an exception in one case does not stop the others
+    assert (raising.cases_passed, raising.cases_total) == (4, 5)
+    assert raising.message == "causal_mask(1): raised ValueError: size 1 (4 of 5 cases passed)"
+    right = run_check("ex06_1")
+    assert (right.status, right.message, right.cases_passed) == ("passed", "5 cases", 5)
+
+
+def test_scoring_by_cases_gives_partial_credit_in_every_report(tmp_path: Path) -> None:
+    _submission(tmp_path / "subs" / "ada", _WRONG_AT_7)
+    _submission(tmp_path / "subs" / "bob", _RAISES_AT_1)  # the child goes on after the exception
+    config_file = tmp_path / "grading.toml"
+    config_file.write_text('[grading]\nscoring = "cases"\ndefault_points = 2\ntimeout_s = 120\nmemory_mb = 3072\n')
+    out = tmp_path / "grades" / "report.csv"
+    status = main(["grade", str(tmp_path / "subs"), "--out", str(out), "--exercises", "ex06_1", "ex06_2",
+                   "--config", str(config_file), "--no-progress"])  # fmt: skip
+    assert status == 0
+    with open(out, newline="") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    for name in ("ada", "bob"):
+        assert (rows[name]["ex06_1"], rows[name]["ex06_1 cases"], rows[name]["ex06_2 cases"]) == (
+            "1.6",
+            "4 of 5",
+            "4 of 4",
+        )
+        assert rows[name]["total"] == "3.6"
+    report = json.loads(out.with_suffix(".json").read_text())
+    result = report["students"][1]["results"]["ex06_1"]
+    assert (result["cases_passed"], result["cases_total"], result["points"], result["status"]) == (4, 5, 1.6, "failed")
+    assert "raised ValueError: size 1 (4 of 5 cases passed)" in result["message"]
+    assert "| 4 of 5 | 1.6 / 2 |" in (out.parent / "feedback" / "bob.md").read_text()
+    config_file.write_text('[grading]\nscoring = "some"\n')
+    with pytest.raises(ValueError, match="scoring = 'some' must be one of all_or_nothing, cases"):
+        load_config(config_file)
+    strict = GradingConfig()  # the default: all or nothing
+    assert (strict.score("ex06_1", "failed", 4, 5), strict.score("ex06_1", "passed", 5, 5)) == (0.0, 1.0)
+    assert GradingConfig(scoring="cases").score("ex06_1", "reference import", 4, 5) == 0.0
+
+
+# -- hidden cases: the same builders drawn again with larger inputs, and the instructor's own -----------
+
+_RIGHT_FOR_THE_VISIBLE_SIZES = (
+    "\n\ndef causal_mask(size, device=None):  # right for the sizes the visible cases use, wrong otherwise\n"
+    "    import torch\n"
+    "    mask = torch.ones(size, size, dtype=torch.bool, device=device).tril()\n"
+    "    if size not in (1, 2, 3, 5, 7):\n        mask[-1, 0] = False\n    return mask\n"
+)
+_INSTRUCTOR_CASES = """
+from transformer_course.tools.checks import Case, hidden
+from transformer_course.tools.checks.ch06 import _judge_causal
+from transformer_course.tools.probe.calls import call, calls_case
+
+
+@hidden("ex06_1")
+def nine():
+    return [Case("causal_mask(9), the instructor's", calls_case(call(9)), _judge_causal)]
+"""
+
+
+def test_hidden_cases_catch_an_answer_fitted_to_the_visible_ones(tmp_path: Path) -> None:
+    namespace: dict = {}
+    exec(_RIGHT_FOR_THE_VISIBLE_SIZES, namespace)  # noqa: S102
+    assert run_check("ex06_1", namespace["causal_mask"]).passed  # what the student sees locally
+    _submission(tmp_path / "subs" / "ada", _RIGHT_FOR_THE_VISIBLE_SIZES)
+    _submission(tmp_path / "subs" / "bob")
+    (tmp_path / "instructor").mkdir()
+    (tmp_path / "instructor" / "hidden_cases.py").write_text(_INSTRUCTOR_CASES)
+    config_file = tmp_path / "grading.toml"
+    config_file.write_text('[grading]\nhidden = true\nhidden_cases = "instructor/hidden_cases.py"\ntimeout_s = 120\n')
+    config = load_config(config_file)
+    assert config.hidden_cases == str(tmp_path / "instructor" / "hidden_cases.py")
+    out = tmp_path / "grades" / "report.csv"
+    args = ["grade", str(tmp_path / "subs"), "--out", str(out), "--exercises", "ex06_1", "--no-progress"]
+    assert main([*args, "--config", str(config_file)]) == 0
+    ada, bob = json.loads(out.with_suffix(".json").read_text())["students"]
+    # the visible 5 + the builder again with larger sizes (12, 4, 6, 33, and the device case) + the instructor's 1
+    assert (bob["results"]["ex06_1"]["status"], bob["results"]["ex06_1"]["cases_passed"]) == ("passed", 11)
+    result = ada["results"]["ex06_1"]
+    assert (result["status"], result["points"], result["cases_passed"], result["cases_total"]) == ("failed", 0, 6, 11)
+    assert (result["hidden_passed"], result["hidden_total"]) == (1, 6)
+    assert "the 5 cases you can run pass, but only 1 of 6 hidden cases passed" in result["message"]
+    feedback = (out.parent / "feedback" / "ada.md").read_text()
+    assert "| 5 of 5; hidden: 1 of 6 |" in feedback
+    for secret in ("(12)", "(33)", "(9)", "instructor's", "differs"):  # how many, never which
+        assert secret not in feedback and secret not in result["message"], secret
+    for text, part in [('[grading]\nhidden_cases = "instructor/hidden_cases.py"\n', "needs hidden = true"),
+                       ('[grading]\nhidden = true\nhidden_cases = "none.py"\n', "does not exist"),
+                       ("[grading]\nhidden = 1\n", "hidden must be true or false")]:  # fmt: skip
+        config_file.write_text(text)
+        with pytest.raises((ValueError, FileNotFoundError), match=part):
+            load_config(config_file)
+    (tmp_path / "instructor" / "hidden_cases.py").write_text(_INSTRUCTOR_CASES.replace("ex06_1", "ex99_9"))
+    config_file.write_text('[grading]\nhidden = true\nhidden_cases = "instructor/hidden_cases.py"\n')
+    with pytest.raises(ValueError, match="names an unknown exercise 'ex99_9'"):
+        load_config(config_file)
+
+
+def test_the_student_edition_leaves_the_instructors_folder_out(tmp_path: Path) -> None:
+    from transformer_course.tools.edition import _course_files
+
+    for name in ("grading.toml", "instructor/hidden_cases.py", "transformer_course/masks.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert sorted(p.as_posix() for p in _course_files(tmp_path)) == ["grading.toml", "transformer_course/masks.py"]

@@ -155,8 +155,9 @@ def stub_package(package_dir: Path) -> list[Path]:
     return changed
 
 
-# What the student edition leaves out: the solutions and the machinery that proves the checks.
-EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", ".venv-oldest", "student-edition")
+# What the student edition leaves out: the solutions, the machinery that proves the checks, and the
+# instructor's own files (``instructor/``: the hidden cases that grading.toml may name).
+EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", ".venv-oldest", "student-edition", "instructor")
 # Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
 JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 STUDENT_MARK = ".student-edition.json"  # written at the root of every student edition

@@ -68,13 +68,14 @@ from .checks.case import Case
 from .checks.registry import Exercise
 from .checks.runner import build_cases, get_exercise, verdict
 from .checks.standins import job_source
-from .checks.status import ERROR, PASSED, REFERENCE, STATUSES, SYMBOLS, TIMED_OUT
+from .checks.status import ERROR, FAILED, PASSED, REFERENCE, STATUSES, SYMBOLS, TIMED_OUT
 from .course import PACKAGE
 from .probe import child, worker
 from .probe.wire import MAGIC, MAX_RESULT_BYTES, MalformedResult, cut, read_payload
 from .probe.worker import HEAD_BYTES
 
 MAX_MESSAGE = 2000  # characters of a message in the report
+SCORINGS = ("all_or_nothing", "cases")  # grading.toml's scoring: full points for a pass, or per case passed
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
@@ -92,9 +93,22 @@ class GradingConfig:
     max_submission_mb: int = 50
     max_files: int = 2000
     jobs: int = 1
+    scoring: str = "all_or_nothing"  # or "cases": points × cases passed / cases
+    hidden: bool = False  # also grade cases students never see (see load_hidden_cases)
+    hidden_cases: str | None = None  # the instructor's file of hidden cases (a path), with hidden = true
 
     def points_for(self, exercise_id: str) -> float:
         return float(self.points.get(exercise_id, self.default_points))
+
+    def score(self, exercise_id: str, status: str, passed: int, total: int) -> float:
+        """The points earned: all of them for a pass; with ``scoring = "cases"`` the share of the
+        cases passed otherwise (none for an attempt on the reference answers)."""
+        points = self.points_for(exercise_id)
+        if status == PASSED:
+            return points
+        if self.scoring == "cases" and total and status != REFERENCE:
+            return points * min(passed, total) / total
+        return 0.0
 
     def timeout_for(self, exercise_id: str) -> float:
         return float(self.timeouts.get(exercise_id, self.timeout_s))
@@ -111,8 +125,14 @@ class GradingConfig:
         for name, (value, lowest) in limits.items():
             if value < lowest:
                 raise ValueError(f"grading setting {name} = {value} must be at least {lowest}")
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"grading setting scoring = {self.scoring!r} must be one of {', '.join(SCORINGS)}")
         for exercise_id in [*self.points, *self.timeouts, *(self.exercises or [])]:
             get_exercise(exercise_id)  # a typo is an error, not a silent default
+        if self.hidden_cases is not None:
+            if not self.hidden:
+                raise ValueError("grading setting hidden_cases needs hidden = true")
+            load_hidden_cases(Path(self.hidden_cases))
         return self
 
 
@@ -146,10 +166,13 @@ def load_config(path: Path | None) -> GradingConfig:
         )
         for key, value in settings.items():
             if key not in {"default_points", "timeout_s", "memory_mb", "max_output_kb", "max_submission_mb",
-                           "max_files", "jobs"}:  # fmt: skip
+                           "max_files", "jobs", "scoring", "hidden", "hidden_cases"}:  # fmt: skip
                 raise ValueError(f"unknown setting [grading] {key}")
+            if key == "hidden_cases":  # a path, relative to the grading.toml that names it
+                value = str((Path(path).parent / _text(value, key)).resolve())
             kind = type(getattr(config, key))
-            setattr(config, key, _number(value, key) if kind is float else _integer(value, key))
+            convert = {float: _number, int: _integer, str: _text, bool: _flag, type(None): _text}[kind]
+            setattr(config, key, convert(value, key))
         return config.validate()
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
@@ -161,10 +184,46 @@ def _number(value: object, name: str) -> float:
     return float(value)
 
 
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {value!r}")
+    return value
+
+
 def _integer(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     return value
+
+
+def load_hidden_cases(path: Path) -> dict[str, list[Callable[[], Iterable[Case]]]]:
+    """The instructor's hidden cases: exercise id → the case builders of the Python file ``path``
+    marked ``@hidden("exNN_k")`` (:func:`.checks.registry.hidden`). Raises FileNotFoundError, or
+    ValueError (one line) for a file that does not run or names an unknown exercise."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"the hidden cases file {path} does not exist")
+    spec = importlib.util.spec_from_file_location("_instructor_hidden_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - the instructor's file: say what is wrong in one line
+        raise ValueError(f"the hidden cases file {path} failed to run: {type(error).__name__}: {error}") from None
+    found: dict[str, list[Callable[[], Iterable[Case]]]] = {}
+    for builder in vars(module).values():
+        exercise_id = getattr(builder, "hidden_for", None)
+        if callable(builder) and isinstance(exercise_id, str):
+            try:
+                get_exercise(exercise_id)
+            except KeyError:
+                raise ValueError(f"the hidden cases file {path} names an unknown exercise {exercise_id!r}") from None
+            found.setdefault(exercise_id, []).append(builder)
+    return found
 
 
 def find_package(submission: Path) -> Path | None:
@@ -253,6 +312,19 @@ class ExerciseResult:
     seconds: float = 0.0
     output_bytes: int = 0
     output_head: str = ""
+    cases_passed: int = 0  # every case, the hidden ones included
+    cases_total: int = 0
+    hidden_passed: int = 0  # of them, the hidden cases (grading.toml's hidden = true)
+    hidden_total: int = 0
+
+    def cases_text(self) -> str:
+        """Like "3 of 5": text a spreadsheet keeps as it is (not a date, as 3/5 would become)."""
+        return f"{self.cases_passed} of {self.cases_total}"
+
+    def feedback_cases(self) -> str:
+        """The cases passed as a student may see them: the visible ones, then the hidden count."""
+        visible = f"{self.cases_passed - self.hidden_passed} of {self.cases_total - self.hidden_total}"
+        return f"{visible}; hidden: {self.hidden_passed} of {self.hidden_total}" if self.hidden_total else visible
 
 
 @dataclass
@@ -343,6 +415,7 @@ def grade(
                     state.record(reports[index], dict(todo)[index])
                 meter.advance(student_done=done)
             meter.finish()
+            jobs.count_refused(reports)
         scrub = scrubber.result()
     finally:
         background.shutdown(wait=False, cancel_futures=True)
@@ -515,8 +588,10 @@ class _Jobs:
         shutil.copytree(probe, self.probe_dir / child.NAME, ignore=lambda _, names: [n for n in names
                         if not n.endswith(".py")])  # fmt: skip
         _readable(self.probe_dir)
-        self.cases: dict[str, list[Case]] = {}
-        self.verdicts: dict[tuple, tuple[str, str]] = {}  # judged outcomes (see _verdict); main thread only
+        self.cases: dict[str, list[Case]] = {}  # the visible cases, then the hidden ones
+        self.visible: dict[str, int] = {}  # how many of them are visible
+        self.extra = load_hidden_cases(Path(config.hidden_cases)) if config.hidden_cases else {}
+        self.verdicts: dict[tuple, tuple] = {}  # judged outcomes (see _verdict); main thread only
         # Built in the background, in the order the workers ask for them, while the first workers start.
         self.preparing = ThreadPoolExecutor(max_workers=1)
         self.exercise_dirs = {ex.id: self.preparing.submit(self._prepare, ex) for ex in wanted}
@@ -528,13 +603,22 @@ class _Jobs:
         folder = self.work / "jobs" / ex.id
         folder.mkdir(parents=True)
         (folder / "standins.py").write_text(job_source(ex.needs), encoding="utf-8")
-        self.cases[ex.id] = build_cases(ex)
+        self._draw(ex)
         torch.save([case.probe for case in self.cases[ex.id]], folder / "cases.pt")
         targets = {i: EXERCISES[i].target for i in (ex.id, *ex.needs)}  # the rooms the job must look at, no more
         job = {"exercise": ex.id, "target": ex.target, "targets": targets}
         (folder / "job.json").write_text(json.dumps(job), encoding="utf-8")
         _readable(folder)
         return folder
+
+    def _draw(self, ex: Exercise) -> None:
+        """The exercise's cases: those a local check runs, then (``hidden = true``) the same builder
+        drawn again (another seed, larger inputs) and the instructor's own."""
+        visible = build_cases(ex)
+        hidden = []
+        if self.config.hidden:
+            hidden = build_cases(ex, hidden=True) + [case for more in self.extra.get(ex.id, []) for case in more()]
+        self.cases[ex.id], self.visible[ex.id] = visible + hidden, len(visible)
 
     def _guard(self, allowed: list[str]) -> dict:
         """Without a sandbox: what the child's audit hook refuses to read (the course, every
@@ -625,21 +709,44 @@ class _Jobs:
 
     def judged(self, ex: Exercise, outcome: JobOutcome | Exception) -> ExerciseResult:
         points = self.config.points_for(ex.id)
-        if isinstance(outcome, WorkerLost):
-            return ExerciseResult(ERROR, str(outcome), 0.0, points)
         if isinstance(outcome, Exception):
-            return ExerciseResult(ERROR, f"the grading job could not run: {outcome}", 0.0, points)
-        status, message = self._verdict(ex, outcome)
-        return ExerciseResult(status, message, points if status == PASSED else 0.0, points, round(outcome.seconds, 3),
-                              outcome.printed_bytes, outcome.printed_head.decode("utf-8", "replace"))  # fmt: skip
+            message = str(outcome) if isinstance(outcome, WorkerLost) else f"the grading job could not run: {outcome}"
+            total = self._count(ex)
+            return ExerciseResult(ERROR, message, 0.0, points, cases_total=total,
+                                  hidden_total=total - self.visible.get(ex.id, total))  # fmt: skip
+        status, message, passed, total, hidden_passed = self._verdict(ex, outcome)
+        return ExerciseResult(status, message, self.config.score(ex.id, status, passed, total), points,
+                              round(outcome.seconds, 3), outcome.printed_bytes,
+                              outcome.printed_head.decode("utf-8", "replace"), passed, total, hidden_passed,
+                              total - self.visible[ex.id])  # fmt: skip
 
-    def _verdict(self, ex: Exercise, outcome: JobOutcome) -> tuple[str, str]:
+    def _count(self, ex: Exercise) -> int:
+        """How many cases the exercise has (0 if they could not be built)."""
+        future = self.exercise_dirs[ex.id]
+        try:
+            if not future.cancelled():
+                future.result()
+            elif ex.id not in self.cases:  # a run with nothing to grade: its preparations were cancelled
+                self._draw(ex)
+        except Exception:  # noqa: BLE001 - reported by the exercise's own result
+            return 0
+        return len(self.cases.get(ex.id, []))
+
+    def count_refused(self, reports: list[StudentReport]) -> None:
+        """A submission not graded at all passed none of the cases: say of how many."""
+        for report in reports:
+            for exercise_id, result in report.results.items():
+                if result.cases_total == 0 and result.seconds == 0 and result.status == ERROR:
+                    result.cases_total = self._count(get_exercise(exercise_id))
+                    result.hidden_total = result.cases_total - self.visible.get(exercise_id, result.cases_total)
+
+    def _verdict(self, ex: Exercise, outcome: JobOutcome) -> tuple[str, str, int, int, int]:
         """:func:`_verdict`, reached once per distinct outcome: the same data judged again gets the
         same verdict (every correct copy of a deterministic answer sends the very same bytes)."""
         over = outcome.printed_bytes > self.config.max_output_kb * 1024
         key = (ex.id, outcome.timed_out, outcome.returncode, over, hashlib.sha256(outcome.result).digest())
         if key not in self.verdicts:
-            self.verdicts[key] = _verdict(ex, self.cases[ex.id], outcome, self.config)
+            self.verdicts[key] = _verdict(ex, self.cases[ex.id], self.visible[ex.id], outcome, self.config)
         return self.verdicts[key]
 
 
@@ -649,35 +756,49 @@ def _readable(folder: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _verdict(ex: Exercise, cases: list[Case], outcome: JobOutcome, config: GradingConfig) -> tuple[str, str]:
-    """The status and message of one exercise, from how its child ended and what it sent back."""
-    limit = config.timeout_for(ex.id)
+def _verdict(ex: Exercise, cases: list[Case], visible: int, outcome: JobOutcome,
+             config: GradingConfig) -> tuple[str, str, int, int, int]:  # fmt: skip
+    """The status and message of one exercise, the cases passed (of how many), and how many of the
+    hidden ones passed (``cases[visible:]``), from how its child ended and what it sent back. A
+    hidden case's failure is counted, never described."""
+    total = len(cases)
     if outcome.timed_out:
-        return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped"
+        limit = config.timeout_for(ex.id)
+        return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped", 0, total, 0
     if outcome.printed_bytes > config.max_output_kb * 1024:
-        return ERROR, f"printed more than {config.max_output_kb} KiB (the output limit): remove debug prints"
+        why = f"printed more than {config.max_output_kb} KiB (the output limit): remove debug prints"
+        return ERROR, why, 0, total, 0
     try:
-        payload = read_payload(outcome.result, len(cases))
+        payload = read_payload(outcome.result, total)
     except MalformedResult as error:
-        if not outcome.result:
-            return ERROR, _why_no_result(outcome, config)
-        return ERROR, f"the result channel was written to by something else, or cut: {error}"
-    guard = payload["guard"] or {}
-    if payload["fatal"]:
-        status, message = ERROR, payload["fatal"]
-    else:
-        checked = verdict(ex, zip(cases, payload["cases"], strict=False), expected=len(cases))
-        status, message = checked.status, checked.message
+        why = f"the result channel was written to by something else, or cut: {error}"
+        return ERROR, why if outcome.result else _why_no_result(outcome, config), 0, total, 0
+    guard, results = payload["guard"] or {}, payload["cases"]
+    status, message, passed, hidden_passed = ERROR, payload["fatal"], 0, 0
+    if not payload["fatal"]:
+        shown = verdict(ex, zip(cases[:visible], results[:visible], strict=False), expected=visible)
+        status, message, passed = shown.status, shown.message, shown.cases_passed
+        if total > visible:
+            secret = verdict(ex, zip(cases[visible:], results[visible:], strict=False), expected=total - visible)
+            hidden_passed = secret.cases_passed
+            count = f"{hidden_passed} of {total - visible} hidden cases passed"
+            if status != PASSED:
+                message = f"{message} [{count}]"
+            elif secret.status != PASSED:
+                status = ERROR if secret.status == ERROR else FAILED
+                message = (f"the {visible} cases you can run pass, but only {count}: the same checks on other "
+                           "inputs (does the code depend on the sizes of the visible cases?)")  # fmt: skip
+            passed += hidden_passed
     if status != PASSED and payload["package_error"] and payload["package_error"] not in message:
         message = f"{message} [the package itself failed to import: {payload['package_error']}]"
     if any(word in message for word in ("MemoryError", "can't allocate memory", "out of memory")):
         status, message = ERROR, f"ran out of memory (the limit is {config.memory_mb} MB): {message}"
     if guard.get("reference"):
-        return REFERENCE, f"tried to use the reference answers ({guard['reference']}): {message}"
+        return REFERENCE, f"tried to use the reference answers ({guard['reference']}): {message}", 0, total, 0
     for kind in ("write", "process"):
         if guard.get(kind) and status != PASSED:
-            return ERROR, f"{guard[kind]}: {message}"
-    return (status if status in STATUSES else ERROR), message
+            return ERROR, f"{guard[kind]}: {message}", passed, total, hidden_passed
+    return (status if status in STATUSES else ERROR), message, passed, total, hidden_passed
 
 
 def _why_no_result(outcome: JobOutcome, config: GradingConfig) -> str:
@@ -778,6 +899,8 @@ class GradingState:
     def __init__(self, path: Path, exercises: list[str], config: GradingConfig) -> None:
         self.path = Path(path)
         settings = {k: v for k, v in asdict(config).items() if k != "jobs"}
+        if config.hidden_cases:  # the same file name with other cases is another run
+            settings["hidden_cases"] = hashlib.sha256(Path(config.hidden_cases).read_bytes()).hexdigest()
         self.run = hashlib.sha256(json.dumps([exercises, settings], sort_keys=True).encode()).hexdigest()
         self.exercises = exercises
 
@@ -899,11 +1022,13 @@ def spreadsheet_safe(cell: object) -> object:
 def write_csv(report: GradingReport, path: Path) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    rows = [["student", *report.exercises, "total", "max_points", "percent"]]
+    cases = [f"{i} cases" for i in report.exercises]
+    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases]]
     for s in report.students:
         points = [_number_text(s.results[i].points) for i in report.exercises]
         percent = round(100 * s.total / s.max_points, 1) if s.max_points else 0.0
-        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent])
+        passed = [s.results[i].cases_text() for i in report.exercises]
+        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent, *passed])
     writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
     write_atomically(path, buffer.getvalue())
 
@@ -939,14 +1064,15 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
         f"**{_number_text(student.total)} / {_number_text(student.max_points)} points.** "
         f"Graded: {markdown_text(student.package or 'no package found')}.",
         "",
-        "| exercise | status | points | what the check says |",
-        "| --- | --- | --- | --- |",
+        "| exercise | status | cases passed | points | what the check says |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for exercise_id, r in student.results.items():
         title = get_exercise(exercise_id).title
         status = f"{SYMBOLS.get(r.status, '')} {r.status}"
         lines.append(
-            f"| {exercise_id} {title} | {status} | {_number_text(r.points)} / {_number_text(r.max_points)} "
+            f"| {exercise_id} {title} | {status} | {r.feedback_cases()} | {_number_text(r.points)} / "
+            f"{_number_text(r.max_points)} "
             f"| {markdown_text(r.message)} |"
         )
     noisy = [(i, r) for i, r in student.results.items() if r.output_bytes]
