@@ -592,3 +592,96 @@ def test_the_student_edition_leaves_the_instructors_folder_out(tmp_path: Path) -
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     assert sorted(p.as_posix() for p in _course_files(tmp_path)) == ["grading.toml", "transformer_course/masks.py"]
+
+
+# -- collection: archives, what is left out, two copies ------------------------------------------------
+
+
+def _zip(path: Path, entries: dict[str, bytes], links: tuple[str, ...] = ()) -> Path:
+    import stat
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for name, data in entries.items():
+            zipped.writestr(name, data)
+        for name in links:
+            info = zipfile.ZipInfo(name)
+            info.create_system, info.external_attr = 3, (stat.S_IFLNK | 0o777) << 16
+            zipped.writestr(info, "/etc/passwd")
+    return path
+
+
+def test_archives_are_unpacked_within_the_caps_and_nothing_outside(tmp_path: Path) -> None:
+    import warnings
+
+    from transformer_course.tools.grading import unpack_archive
+
+    config = GradingConfig(max_submission_mb=1, max_files=3)
+    good = _zip(tmp_path / "ada.zip", {"course-main/transformer_course/__init__.py": b"", "course-main/"
+                                       "transformer_course/masks.py": b"x = 1\n", "__MACOSX/._masks.py": b"junk",
+                                       "course-main/.venv/lib/big.bin": b"0" * 2**21})  # fmt: skip
+    folder = unpack_archive(good, tmp_path / "out" / "0", config)
+    assert folder == tmp_path / "out" / "0" / "ada" and find_package(folder).name == PACKAGE
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
+        "course-main/transformer_course/__init__.py", "course-main/transformer_course/masks.py"]  # fmt: skip
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate name it is told to write
+        bad = {"traversal": ({"../../escaped.py": b""}, (), "leads outside the archive"),
+               "absolute": ({"/tmp/escaped.py": b""}, (), "leads outside the archive"),
+               "link": ({"transformer_course/__init__.py": b""}, ("transformer_course/masks.py",), "symbolic link"),
+               "bomb": ({"transformer_course/big.py": b"0" * (2**20 + 1)}, (), "more than the caps (1 MB"),
+               "many": ({f"transformer_course/m{i}.py": b"" for i in range(4)}, (), "more than 3 files")}  # fmt: skip
+        for name, (entries, links, part) in bad.items():
+            _zip(tmp_path / f"{name}.zip", entries, links)
+            with pytest.raises(Refused, match=re.escape(part)):
+                unpack_archive(tmp_path / f"{name}.zip", tmp_path / "bad" / name, config)
+        with __import__("zipfile").ZipFile(tmp_path / "twice.zip", "w") as zipped:
+            zipped.writestr("a.py", b"1")
+            zipped.writestr("a.py", b"2")
+    with pytest.raises(Refused, match="twice.zip: a.py is in the archive twice"):
+        unpack_archive(tmp_path / "twice.zip", tmp_path / "bad" / "twice", config)
+    assert not (tmp_path / "escaped.py").exists() and not Path("/tmp/escaped.py").exists()
+    (tmp_path / "broken.zip").write_bytes(b"PK\x03\x04 not really")
+    with pytest.raises(Refused, match="broken.zip could not be unpacked"):
+        unpack_archive(tmp_path / "broken.zip", tmp_path / "bad" / "broken", config)
+    two = tmp_path / "two"
+    for where in ("transformer_course", "backup/transformer_course"):
+        (two / where).mkdir(parents=True)
+        (two / where / "__init__.py").touch()
+    with pytest.raises(Refused, match=r"2 copies of the package \(two/transformer_course and two/backup/transf"):
+        find_package(two)
+
+
+def test_every_entry_of_the_submissions_folder_is_graded_or_listed(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    subs = tmp_path / "subs"
+    _submission(subs / "bob")
+    edition = tmp_path / "ada-edition" / "course-main"
+    _submission(edition)
+    with __import__("zipfile").ZipFile(subs / "ada.zip", "w") as zipped:
+        for path in sorted(edition.rglob("*")):
+            zipped.write(path, path.relative_to(edition.parent).as_posix())
+    _zip(subs / "bob.zip", {"transformer_course/__init__.py": b""})
+    for where in ("transformer_course", "old/transformer_course"):
+        (subs / "two" / where).mkdir(parents=True)
+        (subs / "two" / where / "__init__.py").touch()
+    (subs / "_late").mkdir()
+    (subs / ".DS_Store").write_bytes(b"")
+    (subs / "notes.txt").write_text("")
+    out = tmp_path / "report.csv"
+    assert main(["grade", str(subs), "--out", str(out), "--exercises", "ex06_1", "--timeout", "120",
+                 "--no-progress"]) == 0  # fmt: skip
+    printed = capsys.readouterr().out
+    report = json.loads(out.with_suffix(".json").read_text())
+    skipped = {entry["entry"]: entry["why"] for entry in report["skipped"]}
+    assert set(skipped) == {".DS_Store", "_late", "notes.txt", "bob.zip"}
+    assert skipped["bob.zip"] == "the folder bob/ is graded instead" and "neither a folder" in skipped["notes.txt"]
+    for name in skipped:
+        assert f"skipped {name}: " in printed
+    students = {s["student"]: s for s in report["students"]}
+    assert set(students) == {"ada", "bob", "two"}
+    assert students["ada"]["package"] == "ada.zip: course-main/transformer_course"
+    assert students["ada"]["results"]["ex06_1"]["status"] == students["bob"]["results"]["ex06_1"]["status"] == "passed"
+    message = students["two"]["results"]["ex06_1"]["message"]
+    assert "2 copies of the package (two/transformer_course and two/old/transformer_course)" in message

@@ -56,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -226,24 +227,86 @@ def load_hidden_cases(path: Path) -> dict[str, list[Callable[[], Iterable[Case]]
     return found
 
 
+NOT_SUBMITTED = {".venv", "site-packages", "__MACOSX"}  # folders of a submission that hold no answer of its
+
+
 def find_package(submission: Path) -> Path | None:
     """The submission's ``transformer_course`` package folder, or None.
 
     Accepts a whole edition (``alice/transformer_course/``), the package folder itself
-    (``alice/`` holding ``__init__.py`` and the modules), or either one nested up to three
-    levels down (an unpacked archive: ``alice/course-main/transformer_course/``).
+    (``alice/`` holding ``__init__.py`` and the modules), or an edition nested up to three levels
+    down (an unpacked archive: ``alice/course-main/transformer_course/``). Raises
+    :class:`Refused` naming both where the submission holds two copies of the package.
     """
-    if (submission / PACKAGE).is_dir():
-        return submission / PACKAGE
-    if (submission / "__init__.py").is_file():
-        return submission
-    found = [
+    top = [submission / PACKAGE] if (submission / PACKAGE).is_dir() else []
+    nested = [
         p.parent
         for depth in ("*/", "*/*/", "*/*/*/")
         for p in submission.glob(f"{depth}{PACKAGE}/__init__.py")
-        if not {".venv", "site-packages", "__MACOSX"} & set(p.parts)
+        if not NOT_SUBMITTED & set(p.relative_to(submission).parts)
     ]
-    return min(found, key=lambda p: len(p.parts)) if found else None
+    found = sorted(set(top + nested), key=lambda p: (len(p.parts), str(p)))
+    if len(found) > 1:
+        where = [str(p.relative_to(submission.parent)) for p in found]
+        raise Refused(f"the submission holds {len(found)} copies of the package ({' and '.join(where)}): hand in one")
+    if found:
+        return found[0]
+    return submission if (submission / "__init__.py").is_file() else None
+
+
+def unpack_archive(archive: Path, dest: Path, config: GradingConfig) -> Path:
+    """Unpack a student's ``.zip`` into ``dest/<its name>/`` and return that folder. Only regular files
+    and folders, within the same caps as a folder's package (``max_submission_mb``, ``max_files``, the
+    bytes counted as they are inflated); what holds no answer (a ``.venv``, ``__MACOSX``, caches) is
+    left out. Raises :class:`Refused` naming a link, a special file, a path leading outside the
+    archive, an entry given twice, a cap, or an archive that cannot be read."""
+    folder = dest / archive.stem
+    folder.mkdir(parents=True, mode=0o755)
+    budget = {"bytes": config.max_submission_mb * 2**20, "files": config.max_files}
+    name = archive.name
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            for info in zipped.infolist():
+                name = f"{archive.name}: {info.filename}"
+                parts = _archive_parts(info.filename, name)
+                if not parts or (NOT_SUBMITTED | SKIPPED) & set(parts):
+                    continue
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    raise Refused(f"{name} is a symbolic link; hand in plain files")
+                if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    raise Refused(f"{name} is not a regular file or folder")
+                target = folder.joinpath(*parts)
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                budget["files"] -= 1
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zipped.open(info) as reader, open(target, "xb") as writer:
+                    while chunk := reader.read(1 << 20):
+                        budget["bytes"] -= len(chunk)
+                        if budget["bytes"] < 0 or budget["files"] < 0:
+                            raise Refused(f"{archive.name} unpacks to more than the caps ({config.max_submission_mb} "
+                                          f"MB, {config.max_files} files; at {info.filename})")  # fmt: skip
+                        writer.write(chunk)
+                    if budget["files"] < 0:
+                        raise Refused(f"{archive.name} holds more than {config.max_files} files (the cap)")
+    except FileExistsError:
+        raise Refused(f"{name} is in the archive twice") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError, OSError,
+            ValueError) as error:  # fmt: skip
+        raise Refused(f"{name} could not be unpacked: {error}") from None
+    _readable(folder)
+    return folder
+
+
+def _archive_parts(filename: str, name: str) -> list[str]:
+    """An archive entry's path as folder names, or Refused where it would lead outside the archive."""
+    path = filename.replace("\\", "/")
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":") or ".." in parts:
+        raise Refused(f"{name} leads outside the archive: refused")
+    return parts
 
 
 class Refused(Exception):
@@ -349,16 +412,40 @@ class GradingReport:
     config: GradingConfig
     seconds: float
     sandbox: str = ""  # what protected the jobs (the sandbox's one-line description)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # entries of the submissions folder left out, why
 
 
-def list_submissions(submissions_dir: Path) -> list[Path]:
+def list_submissions(submissions_dir: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The submissions (folders, ``.zip`` archives, and links, to be refused by name) and every other
+    entry of ``submissions_dir``, with why it is left out."""
     if not submissions_dir.is_dir():
         raise FileNotFoundError(f"{submissions_dir} is not a folder of submissions")
-    found = sorted(p for p in submissions_dir.iterdir() if not p.name.startswith((".", "_")))
-    found = [p for p in found if p.is_dir() or p.is_symlink()]  # a link is listed, to be refused by name
+    entries = sorted(submissions_dir.iterdir())
+    folders = {p.name for p in entries if p.is_dir() and not p.is_symlink()}
+    found, skipped = [], []
+    for entry in entries:
+        if entry.name.startswith((".", "_")):
+            skipped.append((entry.name, "its name starts with '.' or '_' (hidden, or made by the system)"))
+        elif entry.is_symlink() or entry.is_dir():
+            found.append(entry)
+        elif not _is_archive(entry):
+            skipped.append((entry.name, "neither a folder nor a .zip archive"))
+        elif entry.stem in folders:
+            skipped.append((entry.name, f"the folder {entry.stem}/ is graded instead"))
+        else:
+            found.append(entry)
     if not found:
-        raise FileNotFoundError(f"{submissions_dir} holds no submission folders (one sub-folder per student)")
-    return found
+        raise FileNotFoundError(f"{submissions_dir} holds no submission folders (one sub-folder or .zip per student)")
+    return found, skipped
+
+
+def _is_archive(entry: Path) -> bool:
+    return entry.suffix.lower() == ".zip" and not entry.is_symlink() and entry.is_file()
+
+
+def student_name(entry: Path) -> str:
+    """The student a submission belongs to: the folder's name, or the archive's without ``.zip``."""
+    return entry.stem if _is_archive(entry) else entry.name
 
 
 def sandbox_support(mechanism: sandbox.Mechanism | None = None, require_sandbox: bool = False):
@@ -393,7 +480,7 @@ def grade(
     _load_all()
     ids = list(exercises or config.exercises or sorted(EXERCISES))
     wanted = [get_exercise(i) for i in ids]
-    folders = list_submissions(Path(submissions_dir))
+    folders, skipped = list_submissions(Path(submissions_dir))
     if importlib.util.find_spec("jupytext") is None:
         raise ValueError(
             "grade scrubs the worked solutions out of the feedback and needs jupytext: pip install jupytext"
@@ -421,7 +508,7 @@ def grade(
         background.shutdown(wait=False, cancel_futures=True)
     for report in reports:
         report.results = {i: _scrubbed(report.results[i], scrub) for i in ids}
-    return GradingReport(ids, reports, config, round(time.perf_counter() - start, 2), support.description)
+    return GradingReport(ids, reports, config, round(time.perf_counter() - start, 2), support.description, skipped)
 
 
 def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: list[Exercise],
@@ -430,10 +517,15 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
     to grade: (index in the reports, the copy's folder)."""
     reports, todo = [], []
     for index, folder in enumerate(folders):
-        reports.append(StudentReport(folder.name, None, {}))
+        reports.append(StudentReport(student_name(folder), None, {}))
         copy = copies / str(index)
         try:
-            reports[-1].package = _copy_submission(folder, submissions_dir, copy, config)
+            if _is_archive(folder):
+                unpacked = unpack_archive(folder, copies.parent / "archives" / str(index), config)
+                package = _copy_submission(unpacked, unpacked.parent, copy, config)
+                reports[-1].package = f"{folder.name}: {package.partition('/')[2] or '.'}"
+            else:
+                reports[-1].package = _copy_submission(folder, submissions_dir, copy, config)
         except Refused as refused:
             message = f"not graded: {refused}"
             reports[-1].results = {
@@ -1048,6 +1140,7 @@ def write_json(report: GradingReport, path: Path) -> None:
         "settings": asdict(report.config),
         "sandbox": report.sandbox,
         "seconds": report.seconds,
+        "skipped": [{"entry": name, "why": why} for name, why in report.skipped],
         "students": [
             {"student": s.student, "package": s.package, "total": s.total, "max_points": s.max_points,
              "results": {i: asdict(r) for i, r in s.results.items()}}
@@ -1108,6 +1201,11 @@ def summary_table(report: GradingReport) -> str:
         cells = " ".join(f"{_short_status(s.results[i].status):>7}" for i in report.exercises)
         rows.append(f"{name:{width}}  {cells}   {_number_text(s.total)}/{_number_text(s.max_points)}")
     return "\n".join(rows)
+
+
+def skipped_lines(report: GradingReport) -> list[str]:
+    """For the terminal: every entry of the submissions folder that was not graded, and why."""
+    return [f"skipped {_printable(name)}: {why}" for name, why in report.skipped]
 
 
 def _printable(name: str) -> str:

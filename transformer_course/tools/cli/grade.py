@@ -53,6 +53,8 @@ def _grade(args: argparse.Namespace) -> int:
     grading.write_feedback(report, feedback_dir)
     state.unlink(missing_ok=True)
     print(grading.summary_table(report))
+    for line in grading.skipped_lines(report):
+        print(line)
     print(
         f"graded {len(report.students)} submission(s) on {len(report.exercises)} exercise(s) in {report.seconds:.1f} s"
         f" ({support.mechanism if support.isolated else 'no sandbox'})"
@@ -62,11 +64,12 @@ def _grade(args: argparse.Namespace) -> int:
 
 
 DESCRIPTION = (
-    "Each sub-folder of SUBMISSIONS_DIR is one student's edited student edition (or just their transformer_course/ "
-    "folder). Each is copied, then graded in a sandbox of its own (bubblewrap, else unshare) by a warm worker that "
-    "runs every exercise in a fresh child with a time limit, a memory cap and an output cap; the grade is decided "
-    "here, outside the student's code. Points and limits come from grading.toml. Each student done is noted in "
-    "REPORT.progress.jsonl next to --out; --resume goes on from there after an interruption."
+    "Each sub-folder (or .zip) of SUBMISSIONS_DIR is one student's edited student edition (or just their "
+    "transformer_course/ folder); every other entry is listed as skipped. Each is copied, then graded in a sandbox "
+    "of its own (bubblewrap, else unshare) by a warm worker that runs every exercise in a fresh child with a time "
+    "limit, a memory cap and an output cap; the grade is decided here, outside the student's code. Points and limits "
+    "come from grading.toml. Each student done is noted in REPORT.progress.jsonl next to --out; --resume goes on "
+    "from there after an interruption."
 )
 
 
