@@ -309,7 +309,7 @@ def test_the_weights_file_sets_points_and_limits(tmp_path: Path) -> None:
                "ex03_3": ExerciseResult("failed", "x", 0, 3.5, cases_passed=1, cases_total=3)}  # fmt: skip
     report = GradingReport(["ex03_1", "ex03_3"], [StudentReport("ada", "ada/transformer_course", results)], config, 1.0)
     write_csv(report, tmp_path / "r.csv")
-    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4,4 of 4,1 of 3"
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4,4 of 4,1 of 3,,"
     assert list(csv.reader(io.StringIO((tmp_path / "r.csv").read_text())))[0][0] == "student"
 
 
@@ -445,7 +445,7 @@ def test_report_cells_that_a_spreadsheet_would_run_are_neutralised(tmp_path: Pat
     with open(tmp_path / "r.csv", newline="") as handle:
         rows = list(csv.reader(handle))
     assert [row[0] for row in rows[1:]] == [f"'{name}" for name in names[:-1]] + ["ada, the 2nd"]
-    assert all(row[1:] == ["1", "1", "1", "100.0"] for row in rows[1:])  # numbers stay numbers
+    assert all(row[1:5] == ["1", "1", "1", "100.0"] for row in rows[1:])  # numbers stay numbers
 
 
 def test_names_and_messages_are_escaped_in_the_markdown_feedback() -> None:
@@ -685,3 +685,70 @@ def test_every_entry_of_the_submissions_folder_is_graded_or_listed(
     assert students["ada"]["results"]["ex06_1"]["status"] == students["bob"]["results"]["ex06_1"]["status"] == "passed"
     message = students["two"]["results"]["ex06_1"]["message"]
     assert "2 copies of the package (two/transformer_course and two/old/transformer_course)" in message
+
+
+# -- a term's work: gradebooks, due times, one student graded again ---------------------------------------
+
+
+def test_a_gradebook_for_canvas_late_flags_and_one_student_graded_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    subs = tmp_path / "subs"
+    for name in ("ada", "bob"):
+        _submission(subs / name)
+    old = time.mktime((2026, 1, 1, 12, 0, 0, 0, 0, -1))
+    for path in (subs / "ada").rglob("*"):
+        os.utime(path, (old, old))  # ada's newest file: 1 January; bob's: now, after the due time
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,name,id,sis_user_id,sis_login_id,section,email\n"
+                      "ada,Ada Lovelace,101,S1,ada1,A,ada@uni.edu\nbob,Bob Kahn,102,S2,bob2,B,bob@uni.edu\n")  # fmt: skip
+    out = tmp_path / "grades" / "homework6.csv"
+    common = ["--out", str(out), "--exercises", "ex06_1", "--timeout", "120", "--no-progress", "--roster", str(roster),
+              "--assignment", "Homework 6", "--due", "2026-06-01T23:59"]  # fmt: skip
+    assert main(["grade", str(subs), *common, "--format", "canvas"]) == 0
+    with open(out, newline="") as handle:
+        assert list(csv.reader(handle)) == [
+            ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Homework 6"],
+            ["Points Possible", "", "", "", "", "1"],
+            ["Ada Lovelace", "101", "S1", "ada1", "A", "1"],
+            ["Bob Kahn", "102", "S2", "bob2", "B", "1"],
+        ]
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert [(s["student"], s["late"]) for s in report["students"]] == [("ada", False), ("bob", True)]
+    assert report["students"][0]["newest_file"].startswith("2026-01-01T12:00:00")
+    feedback = out.parent / "feedback" / "Homework 6"
+    assert "after the due time: late" in (feedback / "bob.md").read_text()
+    assert "late" not in (feedback / "ada.md").read_text().split("|")[0]
+    ada_before = (feedback / "ada.md").stat().st_mtime_ns
+    with open(subs / "bob" / PACKAGE / "masks.py", "a") as handle:
+        handle.write(_WRONG_AT_7)  # bob hands in again, wrong
+    capsys.readouterr()
+    assert main(["grade", str(subs), *common, "--format", "moodle", "--only", "bob"]) == 0
+    with open(out, newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["Full name", "ID number", "Email address", "Homework 6", "Feedback"]
+    assert rows[1] == ["Ada Lovelace", "101", "ada@uni.edu", "1", "all exercises passed"]
+    assert rows[2] == ["Bob Kahn", "102", "bob@uni.edu", "0", "not passed: ex06_1 failed"]
+    again = json.loads(out.with_suffix(".json").read_text())
+    assert again["students"][0] == report["students"][0], "ada's row is kept as it was"
+    assert again["students"][1]["results"]["ex06_1"]["status"] == "failed"
+    assert (feedback / "ada.md").stat().st_mtime_ns == ada_before, "only bob's feedback is written again"
+    roster.write_text("folder,name\nada,Ada Lovelace\n")
+    assert main(["grade", str(subs), *common, "--format", "moodle", "--only", "bob"]) == 0
+    assert "not in the roster, so not in" in capsys.readouterr().out
+
+
+def test_gradebook_due_and_only_refuse_bad_input_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    subs = tmp_path / "subs"
+    (subs / "ada").mkdir(parents=True)
+    out = str(tmp_path / "r.csv")
+    roster = tmp_path / "roster.csv"
+    roster.write_text("student,name\nada,Ada\n")
+    _refused(capsys, [str(subs), "--out", out, "--due", "next friday"], "--due must be a date and time")
+    _refused(capsys, [str(subs), "--out", out, "--format", "canvas"], "--format canvas needs --roster")
+    _refused(capsys, [str(subs), "--out", out, "--format", "moodle", "--roster", str(roster), "--assignment", "hw"],
+             "needs a header with 'folder'")  # fmt: skip
+    _refused(capsys, [str(subs), "--out", out, "--format", "moodle", "--roster", str(tmp_path / "none.csv"),
+                      "--assignment", "hw"], "does not exist")  # fmt: skip
+    _refused(capsys, [str(subs), "--out", out, "--assignment", "../up"], "--assignment: ")
+    _refused(capsys, [str(subs), "--out", out, "--only", "ada"], "--only: there is no report to update")

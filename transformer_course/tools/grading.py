@@ -48,6 +48,7 @@ import json
 import math
 import os
 import queue
+import re
 import secrets
 import select
 import shutil
@@ -60,6 +61,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import torch
@@ -76,6 +78,7 @@ from .probe.wire import MAGIC, MAX_RESULT_BYTES, MalformedResult, cut, read_payl
 from .probe.worker import HEAD_BYTES
 
 MAX_MESSAGE = 2000  # characters of a message in the report
+_SAFE_NAME = re.compile(r"[\w -][\w .-]{0,99}")  # an assignment's name, used as a folder's
 SCORINGS = ("all_or_nothing", "cases")  # grading.toml's scoring: full points for a pass, or per case passed
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
@@ -97,6 +100,7 @@ class GradingConfig:
     scoring: str = "all_or_nothing"  # or "cases": points × cases passed / cases
     hidden: bool = False  # also grade cases students never see (see load_hidden_cases)
     hidden_cases: str | None = None  # the instructor's file of hidden cases (a path), with hidden = true
+    assignment: str | None = None  # its name: the feedback's folder, the LMS gradebook's column
 
     def points_for(self, exercise_id: str) -> float:
         return float(self.points.get(exercise_id, self.default_points))
@@ -126,6 +130,9 @@ class GradingConfig:
         for name, (value, lowest) in limits.items():
             if value < lowest:
                 raise ValueError(f"grading setting {name} = {value} must be at least {lowest}")
+        if self.assignment is not None and not _SAFE_NAME.fullmatch(self.assignment):
+            raise ValueError(f"grading setting assignment = {self.assignment!r} must be a name (letters, digits, "
+                             "spaces, . _ -, not starting with . ), the feedback's folder")  # fmt: skip
         if self.scoring not in SCORINGS:
             raise ValueError(f"grading setting scoring = {self.scoring!r} must be one of {', '.join(SCORINGS)}")
         for exercise_id in [*self.points, *self.timeouts, *(self.exercises or [])]:
@@ -167,11 +174,11 @@ def load_config(path: Path | None) -> GradingConfig:
         )
         for key, value in settings.items():
             if key not in {"default_points", "timeout_s", "memory_mb", "max_output_kb", "max_submission_mb",
-                           "max_files", "jobs", "scoring", "hidden", "hidden_cases"}:  # fmt: skip
+                           "max_files", "jobs", "scoring", "hidden", "hidden_cases", "assignment"}:  # fmt: skip
                 raise ValueError(f"unknown setting [grading] {key}")
             if key == "hidden_cases":  # a path, relative to the grading.toml that names it
                 value = str((Path(path).parent / _text(value, key)).resolve())
-            kind = type(getattr(config, key))
+            kind = str if key == "assignment" else type(getattr(config, key))
             convert = {float: _number, int: _integer, str: _text, bool: _flag, type(None): _text}[kind]
             setattr(config, key, convert(value, key))
         return config.validate()
@@ -291,6 +298,8 @@ def unpack_archive(archive: Path, dest: Path, config: GradingConfig) -> Path:
                         writer.write(chunk)
                     if budget["files"] < 0:
                         raise Refused(f"{archive.name} holds more than {config.max_files} files (the cap)")
+                stamp = time.mktime((*info.date_time, 0, 0, -1))  # the archive's time of the file, not now
+                os.utime(target, (stamp, stamp))
     except FileExistsError:
         raise Refused(f"{name} is in the archive twice") from None
     except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError, OSError,
@@ -313,11 +322,12 @@ class Refused(Exception):
     """A submission that is not graded at all; the message names what was wrong."""
 
 
-def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig) -> None:
+def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig) -> float | None:
     """Copy ``package`` (inside the folder ``student``) to ``dest``, readable by every user (a job
     may run as another uid). Only regular files and folders, within the size caps; the package's
-    ``tools/`` (the course's machinery, which no room imports) and caches are left out. Raises
-    :class:`Refused` naming a link, a special file, a path leading outside ``student`` or a cap."""
+    ``tools/`` (the course's machinery, which no room imports) and caches are left out. Returns the
+    newest file's modification time (None for an empty package). Raises :class:`Refused` naming a
+    link, a special file, a path leading outside ``student`` or a cap."""
     if student.is_symlink():
         raise Refused(f"{student.name}/ is a symbolic link; hand in a folder")
     for parent in [package, *package.parents]:
@@ -331,6 +341,7 @@ def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig
     _copy_folder(package, dest, student.parent, budget, top=True)
     if budget["bytes"] < 0 or budget["files"] < 0:
         raise Refused(f"the package is larger than the caps ({config.max_submission_mb} MB, {config.max_files} files)")
+    return budget.get("newest")
 
 
 def _copy_folder(source: Path, dest: Path, base: Path, budget: dict, top: bool = False) -> None:
@@ -359,6 +370,7 @@ def _copy_file(source: Path, dest: Path, where: Path, budget: dict) -> None:
             raise Refused(f"{where} is not a regular file")
         budget["files"] -= 1
         budget["bytes"] -= info.st_size
+        budget["newest"] = max(budget.get("newest", 0.0), info.st_mtime)
         if budget["bytes"] < 0 or budget["files"] < 0:
             raise Refused(f"the package is larger than the caps (at {where})")
         with open(dest, "xb") as writer:
@@ -395,6 +407,14 @@ class StudentReport:
     student: str
     package: str | None  # the package folder that was graded, relative to the submissions folder
     results: dict[str, ExerciseResult]
+    newest_file: float | None = None  # the modification time of the package's newest file (seconds)
+    late: bool | None = None  # newest_file after the due time (None: no due time given, or no file)
+
+    def newest_text(self) -> str:
+        """The newest file's time, ISO 8601 in this machine's time zone ("" when unknown)."""
+        if self.newest_file is None:
+            return ""
+        return datetime.fromtimestamp(self.newest_file).astimezone().isoformat(timespec="seconds")
 
     @property
     def total(self) -> float:
@@ -465,22 +485,27 @@ def grade(
     require_sandbox: bool = False,
     state_file: Path | None = None,
     resume: bool = False,
+    due: datetime | None = None,
+    only: str | None = None,
 ) -> GradingReport:
     """Grade every sub-folder of ``submissions_dir`` on ``exercises`` (default: the config's).
 
     ``progress`` prints a line on stderr as students finish (students done / total, exercises per
     second, time left). ``state_file``: each student's results are added to it as soon as the
     student is done; with ``resume`` the students it holds (same submission, same exercises and
-    settings) are not graded again. The caller removes it once the reports are written."""
-    from .checks.registry import EXERCISES
-    from .checks.runner import _load_all
+    settings) are not graded again. The caller removes it once the reports are written. ``due``:
+    each student is flagged late when the newest file of their package is newer. ``only``: grade
+    that student alone (FileNotFoundError when there is no such submission)."""
 
     start = time.perf_counter()
     config = (config or GradingConfig()).validate()
-    _load_all()
-    ids = list(exercises or config.exercises or sorted(EXERCISES))
+    ids = exercise_ids(config, exercises)
     wanted = [get_exercise(i) for i in ids]
     folders, skipped = list_submissions(Path(submissions_dir))
+    if only is not None:
+        folders, skipped = [f for f in folders if student_name(f) == only], []
+        if not folders:
+            raise FileNotFoundError(f"--only: there is no submission {only!r} in {submissions_dir}")
     if importlib.util.find_spec("jupytext") is None:
         raise ValueError(
             "grade scrubs the worked solutions out of the feedback and needs jupytext: pip install jupytext"
@@ -492,6 +517,9 @@ def grade(
         with tempfile.TemporaryDirectory(prefix="transformer-course-grading-") as temporary:
             jobs = _Jobs(Path(temporary), support, config, Path(submissions_dir), wanted)
             reports, todo = _copy_all(folders, Path(submissions_dir), Path(temporary) / "copies", wanted, config)
+            for report in reports:
+                if due is not None and report.newest_file is not None:
+                    report.late = report.newest_file > due.timestamp()
             state = GradingState(state_file, ids, config) if state_file is not None else None
             todo = state.restore(reports, todo, resume) if state is not None else todo
             meter = Progress(len(todo), len(todo) * len(wanted), enabled=progress)
@@ -511,6 +539,15 @@ def grade(
     return GradingReport(ids, reports, config, round(time.perf_counter() - start, 2), support.description, skipped)
 
 
+def exercise_ids(config: GradingConfig, exercises: Iterable[str] | None = None) -> list[str]:
+    """The exercises a run grades: those asked for, else the config's, else every one."""
+    from .checks.registry import EXERCISES
+    from .checks.runner import _load_all
+
+    _load_all()
+    return list(exercises or config.exercises or sorted(EXERCISES))
+
+
 def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: list[Exercise],
               config: GradingConfig) -> tuple[list[StudentReport], list[tuple[int, Path]]]:  # fmt: skip
     """Copy every submission; return the reports (refused ones already filled in) and the students
@@ -522,10 +559,10 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
         try:
             if _is_archive(folder):
                 unpacked = unpack_archive(folder, copies.parent / "archives" / str(index), config)
-                package = _copy_submission(unpacked, unpacked.parent, copy, config)
+                package, reports[-1].newest_file = _copy_submission(unpacked, unpacked.parent, copy, config)
                 reports[-1].package = f"{folder.name}: {package.partition('/')[2] or '.'}"
             else:
-                reports[-1].package = _copy_submission(folder, submissions_dir, copy, config)
+                reports[-1].package, reports[-1].newest_file = _copy_submission(folder, submissions_dir, copy, config)
         except Refused as refused:
             message = f"not graded: {refused}"
             reports[-1].results = {
@@ -536,8 +573,11 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
     return reports, todo
 
 
-def _copy_submission(folder: Path, submissions_dir: Path, copy: Path, config: GradingConfig) -> str:
-    """Copy one submission's package to ``copy``; return the package's path as the report shows it."""
+def _copy_submission(
+    folder: Path, submissions_dir: Path, copy: Path, config: GradingConfig
+) -> tuple[str, float | None]:
+    """Copy one submission's package to ``copy``; return the package's path as the report shows it,
+    and the time of its newest file."""
     if folder.is_symlink():
         raise Refused(f"{folder.name} is a symbolic link (to {os.readlink(folder)}); hand in a folder")
     package = find_package(folder)
@@ -545,8 +585,8 @@ def _copy_submission(folder: Path, submissions_dir: Path, copy: Path, config: Gr
         raise Refused(f"no {PACKAGE}/ package found in the submission {folder.name}/")
     copy.mkdir(parents=True, mode=0o755)
     copy.chmod(0o755)
-    copy_package(folder, package, copy / PACKAGE, config)
-    return str(package.relative_to(submissions_dir))
+    newest = copy_package(folder, package, copy / PACKAGE, config)
+    return str(package.relative_to(submissions_dir)), newest
 
 
 def fingerprint(folder: Path) -> str:
@@ -1112,17 +1152,132 @@ def spreadsheet_safe(cell: object) -> object:
 
 
 def write_csv(report: GradingReport, path: Path) -> None:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
     cases = [f"{i} cases" for i in report.exercises]
-    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases]]
+    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases, "newest_file", "late"]]
     for s in report.students:
         points = [_number_text(s.results[i].points) for i in report.exercises]
         percent = round(100 * s.total / s.max_points, 1) if s.max_points else 0.0
         passed = [s.results[i].cases_text() for i in report.exercises]
-        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent, *passed])
-    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
+        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent, *passed,
+                     s.newest_text(), _late_text(s.late)])  # fmt: skip
+    _write_rows(rows, path)
+
+
+def _write_rows(rows: list[list], path: Path) -> None:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
     write_atomically(path, buffer.getvalue())
+
+
+def _late_text(late: bool | None) -> str:
+    return "" if late is None else ("yes" if late else "no")
+
+
+# ---------------------------------------------------------------- learning management systems
+
+ROSTER_COLUMNS = ("folder", "name", "id", "sis_user_id", "sis_login_id", "section", "email")
+
+
+def load_roster(path: Path) -> dict[str, dict[str, str]]:
+    """A roster CSV: a header with ``folder`` (the submission's name) and any of ``name``, ``id``,
+    ``sis_user_id``, ``sis_login_id``, ``section``, ``email``; folder → those fields ("" when
+    absent). Raises FileNotFoundError or ValueError (one line)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--roster: {path} does not exist")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.DictReader(handle))
+            header = rows[0].keys() if rows else []
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(f"--roster: {path} is not a readable CSV file ({error})") from None
+    unknown = set(header) - set(ROSTER_COLUMNS)
+    if "folder" not in header or unknown:
+        raise ValueError(f"--roster: {path} needs a header with 'folder' and only columns among "
+                         f"{', '.join(ROSTER_COLUMNS)}" + (f" (unknown: {', '.join(sorted(unknown))})" if unknown else ""))  # fmt: skip
+    roster: dict[str, dict[str, str]] = {}
+    for row in rows:
+        folder = (row.get("folder") or "").strip()
+        if folder in roster:
+            raise ValueError(f"--roster: {path} names the folder {folder!r} twice")
+        roster[folder] = {column: (row.get(column) or "").strip() for column in ROSTER_COLUMNS}
+    return roster
+
+
+def write_gradebook(report: GradingReport, path: Path, form: str, roster: dict[str, dict[str, str]]) -> list[str]:
+    """The CSV a learning management system imports: one row per student of the roster with a
+    submission, the assignment's points in a column named after it. ``form``: ``canvas`` (Student,
+    ID, SIS User ID, SIS Login ID, Section, then a Points Possible row) or ``moodle`` (Full name, ID
+    number, Email address, the points, Feedback: what the feedback file says in one line). Returns
+    the students graded but not in the roster (left out of the file)."""
+    assignment = report.config.assignment
+    students = [s for s in report.students if s.student in roster]
+    if form == "canvas":
+        rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
+                ["Points Possible", "", "", "", "", _number_text(_max_points(report))]]  # fmt: skip
+        for s in students:
+            who = roster[s.student]
+            rows.append([who["name"] or s.student, who["id"], who["sis_user_id"], who["sis_login_id"], who["section"],
+                         _number_text(s.total)])  # fmt: skip
+    else:
+        rows = [["Full name", "ID number", "Email address", assignment, "Feedback"]]
+        for s in students:
+            who = roster[s.student]
+            rows.append([who["name"] or s.student, who["id"], who["email"], _number_text(s.total), _one_line(s)])
+    _write_rows(rows, path)
+    return [s.student for s in report.students if s.student not in roster]
+
+
+def _max_points(report: GradingReport) -> float:
+    return sum(report.config.points_for(i) for i in report.exercises)
+
+
+def _one_line(student: StudentReport) -> str:
+    """The feedback in a gradebook cell: the exercises not passed, by id and status."""
+    missed = [f"{i} {r.status}" for i, r in student.results.items() if r.status != PASSED]
+    return "all exercises passed" if not missed else "not passed: " + "; ".join(missed)
+
+
+# ---------------------------------------------------------------- a term's work: one student again
+
+
+def read_report(path: Path, config: GradingConfig) -> GradingReport:
+    """The report ``write_json`` wrote (for ``--only``: one student graded again, the others kept).
+    Raises FileNotFoundError or ValueError (one line)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--only: there is no report to update ({path} does not exist)")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        students = [
+            StudentReport(
+                s["student"],
+                s["package"],
+                {i: ExerciseResult(**r) for i, r in s["results"].items()},
+                s.get("newest_time"),
+                s.get("late"),
+            )  # fmt: skip
+            for s in data["students"]
+        ]
+        return GradingReport(list(data["exercises"]), students, config, data["seconds"], data["sandbox"],
+                             [(e["entry"], e["why"]) for e in data.get("skipped", [])])  # fmt: skip
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f"--only: {path} is not a report this course wrote ({type(error).__name__}: {error})"
+        ) from None
+
+
+def same_exercises(old: GradingReport, exercises: list[str]) -> None:
+    """ValueError (one line) unless ``old`` grades ``exercises``."""
+    if old.exercises != exercises:
+        raise ValueError(f"--only: the report grades {', '.join(old.exercises)}, not {', '.join(exercises)}: "
+                         "grade the same exercises")  # fmt: skip
+
+
+def merged(old: GradingReport, new: GradingReport) -> GradingReport:
+    """``old`` with the students of ``new`` put in (replacing those of the same name, in name order)."""
+    same_exercises(old, new.exercises)
+    students = {s.student: s for s in old.students} | {s.student: s for s in new.students}
+    return GradingReport(new.exercises, [students[name] for name in sorted(students)], new.config, new.seconds,
+                         new.sandbox, old.skipped)  # fmt: skip
 
 
 _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]|#"})
@@ -1143,6 +1298,7 @@ def write_json(report: GradingReport, path: Path) -> None:
         "skipped": [{"entry": name, "why": why} for name, why in report.skipped],
         "students": [
             {"student": s.student, "package": s.package, "total": s.total, "max_points": s.max_points,
+             "newest_file": s.newest_text() or None, "newest_time": s.newest_file, "late": s.late,
              "results": {i: asdict(r) for i, r in s.results.items()}}
             for s in report.students
         ],
@@ -1155,7 +1311,10 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
         f"# Feedback for {markdown_text(student.student)}",
         "",
         f"**{_number_text(student.total)} / {_number_text(student.max_points)} points.** "
-        f"Graded: {markdown_text(student.package or 'no package found')}.",
+        f"Graded: {markdown_text(student.package or 'no package found')}"
+        + (f", newest file {student.newest_text()}" if student.newest_file is not None else "")
+        + (" (after the due time: late)" if student.late else "")
+        + ".",
         "",
         "| exercise | status | cases passed | points | what the check says |",
         "| --- | --- | --- | --- | --- |",
@@ -1182,9 +1341,15 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
     return "\n".join(lines)
 
 
-def write_feedback(report: GradingReport, folder: Path) -> list[Path]:
+def write_feedback(report: GradingReport, folder: Path, only: str | None = None) -> list[Path]:
+    """One file per student (``only``: that student's), in ``folder/<assignment>/`` when the
+    assignment is named, else in ``folder``."""
     written = []
+    if report.config.assignment:
+        folder = folder / report.config.assignment
     for student in report.students:
+        if only is not None and student.student != only:
+            continue
         path = folder / f"{student.student}.md"
         write_atomically(path, feedback_markdown(student, report))
         written.append(path)
