@@ -75,7 +75,7 @@ from .checks.status import ERROR, FAILED, PASSED, REFERENCE, STATUSES, SYMBOLS, 
 from .course import PACKAGE
 from .probe import child, worker
 from .probe.wire import MAGIC, MAX_RESULT_BYTES, MalformedResult, cut, read_payload
-from .probe.worker import HEAD_BYTES
+from .probe.worker import HEAD_BYTES, WHERE_BYTES
 
 MAX_MESSAGE = 2000  # characters of a message in the report
 _SAFE_NAME = re.compile(r"[\w -][\w .-]{0,99}")  # an assignment's name, used as a folder's
@@ -612,13 +612,32 @@ class JobOutcome:
     result: bytes  # the child's frame, as it wrote it: checked by read_payload
     printed_bytes: int
     printed_head: bytes
+    stopped_at: bytes = b""  # a child stopped at its time limit: its stack then (faulthandler's text)
+
+    def hanging_imports(self) -> list[tuple[str, int]]:
+        """The submission's files (relative to the package, with the line) whose import was under
+        way when the child was stopped: innermost first."""
+        return [(f, n) for f, n, function in self.stack() if function == "<module>"]
+
+    def stack(self) -> list[tuple[str, int, str]]:
+        """The frames of the stopped child in the submission's package: (file relative to the
+        package, line, function), innermost first."""
+        text = self.stopped_at.decode("utf-8", "replace")
+        return [(m[1], int(m[2]), m[3]) for m in _FRAME.finditer(text)]
+
+
+_FRAME = re.compile(rf'File "[^"\n]*/{PACKAGE}/([^"\n]+\.py)", line (\d+) in (\S+)')  # faulthandler's lines
+
+
+class NotRun(Exception):
+    """An exercise not run, for a reason the message gives (its room's import hangs)."""
 
 
 class _Worker:
     """The grader's end of one student's warm worker (:mod:`.probe.worker`), in the student's sandbox."""
 
     ANSWER_FIELDS = {"nonce": str, "returncode": int, "timed_out": bool, "seconds": float | int,
-                     "result_bytes": int, "printed_bytes": int, "head_bytes": int}  # fmt: skip
+                     "result_bytes": int, "printed_bytes": int, "head_bytes": int, "where_bytes": int}  # fmt: skip
 
     def __init__(self, session: sandbox.Session) -> None:
         self.session = session
@@ -642,8 +661,9 @@ class _Worker:
         header = self._header(self._line(deadline), nonce)
         result = self._bytes(header["result_bytes"], deadline)
         head = self._bytes(header["head_bytes"], deadline)
+        where = self._bytes(header["where_bytes"], deadline)
         return JobOutcome(header["returncode"], header["timed_out"], float(header["seconds"]), result,
-                          header["printed_bytes"], head)  # fmt: skip
+                          header["printed_bytes"], head, where)  # fmt: skip
 
     def close_and_say(self, why: str) -> str:
         """End the worker; ``why`` with the last line it printed, if any."""
@@ -665,7 +685,8 @@ class _Worker:
             raise WorkerLost("the grading worker's answer was malformed")
         if header["nonce"] != nonce:
             raise WorkerLost("the grading worker answered for another exercise: refused")
-        limits = {"result_bytes": RESULT_LIMIT, "head_bytes": HEAD_BYTES, "printed_bytes": 2**62}
+        limits = {"result_bytes": RESULT_LIMIT, "head_bytes": HEAD_BYTES, "where_bytes": WHERE_BYTES,
+                  "printed_bytes": 2**62}  # fmt: skip
         if any(not 0 <= header[k] <= limit for k, limit in limits.items()):
             raise WorkerLost("the grading worker's answer was larger than any result")
         return header
@@ -791,13 +812,19 @@ class _Jobs:
         Delivers one outcome per exercise, whatever happens."""
         folder = self.work / "students" / str(index)
         worker_ = None
+        hanging: dict[str, tuple[str, str, int]] = {}  # a file whose import never ended → (exercise, file, line)
         try:
             for ex in self.wanted:
                 if stop.is_set():
                     return
                 try:
                     worker_ = worker_ or self._start_worker(folder, copy, uid)
-                    outcome: JobOutcome | Exception = self._exercise(worker_, folder / "inbox", ex)
+                    outcome: JobOutcome | Exception = self._exercise(worker_, folder / "inbox", ex, hanging)
+                    if isinstance(outcome, JobOutcome) and outcome.timed_out:
+                        for file, line in outcome.hanging_imports():
+                            hanging.setdefault(file, (ex.id, file, line))
+                except NotRun as not_run:
+                    outcome = not_run
                 except WorkerLost as lost:
                     outcome, worker_ = lost, worker_ and worker_.close()
                 except Exception as error:  # noqa: BLE001 - costs this exercise, never the run
@@ -829,8 +856,14 @@ class _Jobs:
         )  # fmt: skip
         return _Worker(session)
 
-    def _exercise(self, worker_: _Worker, inbox: Path, ex: Exercise) -> JobOutcome:
-        """Show the worker this exercise's files, for the time of this exercise only."""
+    def _exercise(self, worker_: _Worker, inbox: Path, ex: Exercise, hanging: dict) -> JobOutcome:
+        """Show the worker this exercise's files, for the time of this exercise only; NotRun where
+        the import of its room (or of the package) already ran out of time for an earlier one."""
+        for room in (ex.file.split("/", 1)[1], "__init__.py"):
+            if room in hanging:
+                first, file, line = hanging[room]
+                raise NotRun(f"not run: importing {file} did not finish in {first} (stopped at line {line}); "
+                             "code at the top level of a room runs on import: fix that first")  # fmt: skip
         for name in JOB_FILES:
             os.link(self.exercise_dirs[ex.id].result() / name, inbox / name)
         try:
@@ -842,9 +875,11 @@ class _Jobs:
     def judged(self, ex: Exercise, outcome: JobOutcome | Exception) -> ExerciseResult:
         points = self.config.points_for(ex.id)
         if isinstance(outcome, Exception):
-            message = str(outcome) if isinstance(outcome, WorkerLost) else f"the grading job could not run: {outcome}"
+            status = TIMED_OUT if isinstance(outcome, NotRun) else ERROR
+            message = f"the grading job could not run: {outcome}"
+            message = str(outcome) if isinstance(outcome, WorkerLost | NotRun) else message
             total = self._count(ex)
-            return ExerciseResult(ERROR, message, 0.0, points, cases_total=total,
+            return ExerciseResult(status, message, 0.0, points, cases_total=total,
                                   hidden_total=total - self.visible.get(ex.id, total))  # fmt: skip
         status, message, passed, total, hidden_passed = self._verdict(ex, outcome)
         return ExerciseResult(status, message, self.config.score(ex.id, status, passed, total), points,
@@ -876,7 +911,8 @@ class _Jobs:
         """:func:`_verdict`, reached once per distinct outcome: the same data judged again gets the
         same verdict (every correct copy of a deterministic answer sends the very same bytes)."""
         over = outcome.printed_bytes > self.config.max_output_kb * 1024
-        key = (ex.id, outcome.timed_out, outcome.returncode, over, hashlib.sha256(outcome.result).digest())
+        key = (ex.id, outcome.timed_out, outcome.returncode, over, hashlib.sha256(outcome.result).digest(),
+               outcome.stopped_at)  # fmt: skip
         if key not in self.verdicts:
             self.verdicts[key] = _verdict(ex, self.cases[ex.id], self.visible[ex.id], outcome, self.config)
         return self.verdicts[key]
@@ -896,7 +932,7 @@ def _verdict(ex: Exercise, cases: list[Case], visible: int, outcome: JobOutcome,
     total = len(cases)
     if outcome.timed_out:
         limit = config.timeout_for(ex.id)
-        return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped", 0, total, 0
+        return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped{_where(outcome)}", 0, total, 0
     if outcome.printed_bytes > config.max_output_kb * 1024:
         why = f"printed more than {config.max_output_kb} KiB (the output limit): remove debug prints"
         return ERROR, why, 0, total, 0
@@ -931,6 +967,17 @@ def _verdict(ex: Exercise, cases: list[Case], visible: int, outcome: JobOutcome,
         if guard.get(kind) and status != PASSED:
             return ERROR, f"{guard[kind]}: {message}", passed, total, hidden_passed
     return (status if status in STATUSES else ERROR), message, passed, total, hidden_passed
+
+
+def _where(outcome: JobOutcome) -> str:
+    """Where a stopped child was in the submission: " at masks.py line 5 (while importing masks.py)"."""
+    stack = outcome.stack()
+    if not stack:
+        return ""
+    file, line, function = stack[0]
+    imports = outcome.hanging_imports()
+    inside = f" in {function}()" if function != "<module>" else ""
+    return f" at {file} line {line}{inside}" + (f" (while importing {imports[-1][0]})" if imports else "")
 
 
 def _why_no_result(outcome: JobOutcome, config: GradingConfig) -> str:
@@ -1124,6 +1171,9 @@ def _scrubbed(result: ExerciseResult, scrub: Callable[..., str]) -> ExerciseResu
 # ---------------------------------------------------------------- reports
 
 
+REPORT_MODE = 0o644  # reports and feedback: the instructor's to write, anyone's on the machine to read
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``path`` so that a reader sees the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -1133,6 +1183,7 @@ def write_atomically(path: Path, text: str) -> None:
         with handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), REPORT_MODE)  # a temporary file is private (0600); a report is not
             os.fsync(handle.fileno())
         os.replace(handle.name, path)
     except BaseException:
@@ -1284,15 +1335,17 @@ _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]|#"})
 
 
 def markdown_text(text: str) -> str:
-    """``text`` shown as itself in Markdown and in the HTML it becomes: HTML escaped, and the
-    characters that make links, code, emphasis, headings or table cells backslash-escaped; one line."""
-    return html.escape(" ".join(str(text).split()), quote=True).translate(_MARKDOWN_SPECIAL)
+    """``text`` shown as itself in Markdown and in the HTML it becomes: ``&``, ``<`` and ``>`` HTML
+    escaped (quotes are left as they are: outside an attribute they are plain text, and ``O'Neil``
+    stays readable in the file), and the characters that make links, code, emphasis, headings or
+    table cells backslash-escaped; one line."""
+    return html.escape(" ".join(str(text).split()), quote=False).translate(_MARKDOWN_SPECIAL)
 
 
 def write_json(report: GradingReport, path: Path) -> None:
     data = {
         "exercises": {i: {"title": get_exercise(i).title, "points": report.config.points_for(i)} for i in report.exercises},
-        "settings": asdict(report.config),
+        "settings": asdict(report.config) | {"exercises": report.exercises},  # those graded, --exercises too
         "sandbox": report.sandbox,
         "seconds": report.seconds,
         "skipped": [{"entry": name, "why": why} for name, why in report.skipped],

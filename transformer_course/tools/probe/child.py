@@ -60,10 +60,21 @@ def run_job(job_dir: str, submission: str, package: str, guard: dict | None, res
     except BaseException as error:  # noqa: BLE001 - the student's code: anything can come out
         payload["fatal"] = cut(str(error) if isinstance(error, _Fatal) else describe(error, "importing the exercise"))
     payload["guard"] = None if found is None else dict(found)
+    _flush_printed()
     data = frame(payload)
     while data:
         data = data[os.write(result_fd, data) :]
     os._exit(0)
+
+
+def _flush_printed() -> None:
+    """What the code printed and Python still buffers, written out before ``os._exit`` (which
+    flushes nothing): a student's debug prints reach the feedback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001, S110 - a stream the code replaced or closed: nothing to save
+            pass
 
 
 class _Fatal(Exception):
