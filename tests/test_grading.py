@@ -789,3 +789,57 @@ def test_debug_prints_reach_the_feedback_and_a_hanging_import_costs_one_timeout(
     assert oneil["results"]["ex06_1"]["output_head"].count("debug: size") == 5  # every case ran and printed
     for path in (out, out.with_suffix(".json"), tmp_path / "feedback" / "O'Neil.md"):
         assert path.stat().st_mode & 0o777 == 0o644
+
+
+# -- provenance: a fingerprint, and flags that are not penalties ----------------------------------------
+
+
+def test_provenance_flags_and_fingerprints(tmp_path: Path) -> None:
+    from transformer_course.tools.grading import _copy_all, provenance_flags
+
+    wanted = [grading.get_exercise(i) for i in ("ex06_1", "ex06_2", "ex03_1")]
+    copied = _submission(tmp_path / "subs" / "ada")  # the complete edition's answers, markers and all
+    (copied / PACKAGE / "masks.py.ex06_1.bak").write_text("# my old version\n")
+    flags = provenance_flags(copied / PACKAGE, wanted)
+    assert flags[0].startswith("solution markers (### BEGIN SOLUTION) in ") and "masks.py" in flags[0]
+    assert flags[1] == "backups left by restore: masks.py.ex06_1.bak"
+    assert flags[2:] == [f"{i}: the same code as the worked solution" for i in ("ex06_1", "ex06_2", "ex03_1")]
+    own = _submission(tmp_path / "subs" / "bob", _WRONG_AT_7)  # bob's own causal_mask, no markers left
+    for path in (own / PACKAGE).rglob("*.py"):
+        path.write_text("\n".join(line for line in path.read_text().splitlines() if "SOLUTION" not in line))
+    assert provenance_flags(own / PACKAGE, wanted) == [
+        "ex06_2: the same code as the worked solution", "ex03_1: the same code as the worked solution"]  # fmt: skip
+    reports, _ = _copy_all([tmp_path / "subs" / "ada", own], tmp_path / "subs", tmp_path / "copies", wanted,
+                           GradingConfig())  # fmt: skip
+    assert reports[0].fingerprint != reports[1].fingerprint and len(reports[0].fingerprint) == 64
+    assert reports[1].flags == provenance_flags(own / PACKAGE, wanted)
+    write_csv(GradingReport([], reports, GradingConfig(), 1.0), tmp_path / "r.csv")
+    with open(tmp_path / "r.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert rows[0]["fingerprint"] == reports[0].fingerprint and "backups left by restore" in rows[0]["flags"]
+
+
+def test_the_handout_records_no_path_of_the_machine() -> None:
+    from transformer_course.tools import edition
+
+    mark = edition.edition_mark()
+    assert str(ROOT) not in mark and str(Path.home()) not in mark and "built_from" not in mark
+    assert json.loads(mark)["exercises"]["ex06_1"] == "transformer_course.masks:causal_mask"
+    source = Path(edition.__file__).read_text()
+    assert "write_text(edition_mark()" in source and "built_from" not in source
+
+
+def test_restore_finds_the_complete_course_around_the_edition_without_a_recorded_path(tmp_path: Path) -> None:
+    from transformer_course.tools.edition import STUDENT_MARK, edition_mark, restore_exercise
+
+    clone = tmp_path / "clone"
+    (clone / PACKAGE).mkdir(parents=True)
+    shutil.copy(ROOT / PACKAGE / "masks.py", clone / PACKAGE / "masks.py")  # the worked answers
+    edition = clone / "student-edition"
+    (edition / PACKAGE).mkdir(parents=True)
+    (edition / STUDENT_MARK).write_text(edition_mark())
+    mine = (ROOT / PACKAGE / "masks.py").read_text().replace("### BEGIN SOLUTION", "### BEGIN SOLUTION\n    x = 1")
+    (edition / PACKAGE / "masks.py").write_text(mine)
+    edited, backup = restore_exercise(edition, "ex06_1")
+    assert backup.read_text() == mine and "x = 1" in edited.read_text()  # ex06_2's region is still mine
+    assert edited.read_text().count("x = 1") == mine.count("x = 1") - 1

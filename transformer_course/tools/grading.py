@@ -409,6 +409,8 @@ class StudentReport:
     results: dict[str, ExerciseResult]
     newest_file: float | None = None  # the modification time of the package's newest file (seconds)
     late: bool | None = None  # newest_file after the due time (None: no due time given, or no file)
+    fingerprint: str | None = None  # sha256 of the package's files as graded (names and contents)
+    flags: list[str] = field(default_factory=list)  # for the instructor to look at (see provenance_flags)
 
     def newest_text(self) -> str:
         """The newest file's time, ISO 8601 in this machine's time zone ("" when unknown)."""
@@ -563,6 +565,8 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
                 reports[-1].package = f"{folder.name}: {package.partition('/')[2] or '.'}"
             else:
                 reports[-1].package, reports[-1].newest_file = _copy_submission(folder, submissions_dir, copy, config)
+            reports[-1].fingerprint = fingerprint(copy)
+            reports[-1].flags = provenance_flags(copy / PACKAGE, wanted)
         except Refused as refused:
             message = f"not graded: {refused}"
             reports[-1].results = {
@@ -587,6 +591,43 @@ def _copy_submission(
     copy.chmod(0o755)
     newest = copy_package(folder, package, copy / PACKAGE, config)
     return str(package.relative_to(submissions_dir)), newest
+
+
+def provenance_flags(package: Path, wanted: list[Exercise]) -> list[str]:
+    """What an instructor may want to look at in a copied package (flags, never a penalty): the
+    solution markers of the complete edition, the backups ``restore`` leaves (``*.bak``), and the
+    exercises whose function is, line for line, the complete edition's worked solution."""
+    from .edition import BEGIN, END, _function_span
+
+    flags = []
+    files = sorted(p for p in package.rglob("*") if p.is_file())
+    marked = [p for p in files if p.suffix == ".py" and BEGIN in p.read_text(encoding="utf-8", errors="replace")]
+    if marked:
+        flags.append(f"solution markers ({BEGIN}) in {', '.join(p.relative_to(package).as_posix() for p in marked)}")
+    backups = [p.relative_to(package).as_posix() for p in files if p.name.endswith(".bak")]
+    if backups:
+        flags.append(f"backups left by restore: {', '.join(backups)}")
+
+    def body(source: str, qualname: str) -> list[str] | None:
+        try:
+            first, last = _function_span(source, qualname)
+        except (SyntaxError, ValueError):
+            return None
+        lines = (line.strip() for line in source.splitlines()[first : last + 1])
+        return [line for line in lines if line and line not in (BEGIN, END)]
+
+    course_package = course.package_dir()
+    for ex in wanted:
+        theirs, ours = package / ex.file.split("/", 1)[1], course_package / ex.file.split("/", 1)[1]
+        if not (theirs.is_file() and ours.is_file()):
+            continue
+        answer = ours.read_text(encoding="utf-8")
+        if BEGIN not in answer:  # grading from a student edition: no worked solution to compare with
+            continue
+        mine = body(theirs.read_text(encoding="utf-8", errors="replace"), ex.qualname)
+        if mine is not None and mine == body(answer, ex.qualname):
+            flags.append(f"{ex.id}: the same code as the worked solution")
+    return flags
 
 
 def fingerprint(folder: Path) -> str:
@@ -1204,13 +1245,14 @@ def spreadsheet_safe(cell: object) -> object:
 
 def write_csv(report: GradingReport, path: Path) -> None:
     cases = [f"{i} cases" for i in report.exercises]
-    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases, "newest_file", "late"]]
+    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases, "newest_file", "late",
+             "fingerprint", "flags"]]  # fmt: skip
     for s in report.students:
         points = [_number_text(s.results[i].points) for i in report.exercises]
         percent = round(100 * s.total / s.max_points, 1) if s.max_points else 0.0
         passed = [s.results[i].cases_text() for i in report.exercises]
         rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent, *passed,
-                     s.newest_text(), _late_text(s.late)])  # fmt: skip
+                     s.newest_text(), _late_text(s.late), s.fingerprint or "", "; ".join(s.flags)])  # fmt: skip
     _write_rows(rows, path)
 
 
@@ -1305,7 +1347,9 @@ def read_report(path: Path, config: GradingConfig) -> GradingReport:
                 {i: ExerciseResult(**r) for i, r in s["results"].items()},
                 s.get("newest_time"),
                 s.get("late"),
-            )  # fmt: skip
+                s.get("fingerprint"),
+                s.get("flags", []),
+            )
             for s in data["students"]
         ]
         return GradingReport(list(data["exercises"]), students, config, data["seconds"], data["sandbox"],
@@ -1352,6 +1396,7 @@ def write_json(report: GradingReport, path: Path) -> None:
         "students": [
             {"student": s.student, "package": s.package, "total": s.total, "max_points": s.max_points,
              "newest_file": s.newest_text() or None, "newest_time": s.newest_file, "late": s.late,
+             "fingerprint": s.fingerprint, "flags": s.flags,
              "results": {i: asdict(r) for i, r in s.results.items()}}
             for s in report.students
         ],
