@@ -309,7 +309,7 @@ def test_the_weights_file_sets_points_and_limits(tmp_path: Path) -> None:
                "ex03_3": ExerciseResult("failed", "x", 0, 3.5, cases_passed=1, cases_total=3)}  # fmt: skip
     report = GradingReport(["ex03_1", "ex03_3"], [StudentReport("ada", "ada/transformer_course", results)], config, 1.0)
     write_csv(report, tmp_path / "r.csv")
-    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4,4 of 4,1 of 3,,"
+    assert (tmp_path / "r.csv").read_text().splitlines()[1] == "ada,2,0,2,5.5,36.4,4 of 4,1 of 3,,,,"
     assert list(csv.reader(io.StringIO((tmp_path / "r.csv").read_text())))[0][0] == "student"
 
 

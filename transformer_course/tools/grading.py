@@ -40,6 +40,7 @@ Points per exercise, time and memory limits live in ``grading.toml`` at the root
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import html
 import importlib.util
@@ -597,7 +598,7 @@ def provenance_flags(package: Path, wanted: list[Exercise]) -> list[str]:
     """What an instructor may want to look at in a copied package (flags, never a penalty): the
     solution markers of the complete edition, the backups ``restore`` leaves (``*.bak``), and the
     exercises whose function is, line for line, the complete edition's worked solution."""
-    from .edition import BEGIN, END, _function_span
+    from .edition import BEGIN
 
     flags = []
     files = sorted(p for p in package.rglob("*") if p.is_file())
@@ -608,26 +609,43 @@ def provenance_flags(package: Path, wanted: list[Exercise]) -> list[str]:
     if backups:
         flags.append(f"backups left by restore: {', '.join(backups)}")
 
-    def body(source: str, qualname: str) -> list[str] | None:
-        try:
-            first, last = _function_span(source, qualname)
-        except (SyntaxError, ValueError):
-            return None
-        lines = (line.strip() for line in source.splitlines()[first : last + 1])
-        return [line for line in lines if line and line not in (BEGIN, END)]
-
     course_package = course.package_dir()
     for ex in wanted:
         theirs, ours = package / ex.file.split("/", 1)[1], course_package / ex.file.split("/", 1)[1]
-        if not (theirs.is_file() and ours.is_file()):
-            continue
-        answer = ours.read_text(encoding="utf-8")
-        if BEGIN not in answer:  # grading from a student edition: no worked solution to compare with
-            continue
-        mine = body(theirs.read_text(encoding="utf-8", errors="replace"), ex.qualname)
-        if mine is not None and mine == body(answer, ex.qualname):
+        answer = _worked_solution(str(ours), ex.qualname)
+        if answer is not None and _function_lines(str(theirs), ex.qualname) == answer:
             flags.append(f"{ex.id}: the same code as the worked solution")
     return flags
+
+
+@functools.lru_cache(maxsize=256)  # the course's own answers: read once per run, not once per student
+def _worked_solution(path: str, qualname: str) -> tuple[str, ...] | None:
+    """Function ``qualname`` of a file of the complete edition (None where the file holds no worked
+    solution: grading from a student edition), as :func:`_function_lines` gives it."""
+    from .edition import BEGIN
+
+    return _function_lines(path, qualname) if BEGIN in _source(path) else None
+
+
+def _function_lines(path: str, qualname: str) -> tuple[str, ...] | None:
+    """Function ``qualname`` of the file ``path`` line by line (stripped; blank lines and the
+    solution markers left out), or None where there is no such function."""
+    from .edition import BEGIN, END, _function_span
+
+    source = _source(path)
+    try:
+        first, last = _function_span(source, qualname)
+    except (SyntaxError, ValueError):
+        return None
+    lines = (line.strip() for line in source.splitlines()[first : last + 1])
+    return tuple(line for line in lines if line and line not in (BEGIN, END))
+
+
+def _source(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def fingerprint(folder: Path) -> str:
