@@ -155,8 +155,9 @@ def stub_package(package_dir: Path) -> list[Path]:
     return changed
 
 
-# What the student edition leaves out: the solutions and the machinery that proves the checks.
-EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", ".venv-oldest", "student-edition")
+# What the student edition leaves out: the solutions, the machinery that proves the checks, and the
+# instructor's own files (``instructor/``: the hidden cases that grading.toml may name).
+EXCLUDED = ("solutions", "tests/mutants", ".git", ".venv", ".venv-oldest", "student-edition", "instructor")
 # Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
 JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 STUDENT_MARK = ".student-edition.json"  # written at the root of every student edition
@@ -216,6 +217,14 @@ def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True) -
     return out_dir
 
 
+def edition_mark() -> str:
+    """What ``.student-edition.json`` holds: the exercises and their functions, and no path of the
+    machine the edition was built on (it is handed out)."""
+    from .checks.registry import EXERCISES
+
+    return json.dumps({"exercises": {i: ex.target for i, ex in sorted(EXERCISES.items())}}, indent=2) + "\n"
+
+
 def _write_edition(root: Path, out_dir: Path, check_leaks: bool) -> None:
     for rel in _course_files(root):
         (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -225,10 +234,7 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool) -> None:
     readme = out_dir / "README.md"
     if readme.exists():
         readme.write_text(_BANNER + readme.read_text(encoding="utf-8"), encoding="utf-8")
-    from .checks.registry import EXERCISES
-
-    mark = {"built_from": str(root), "exercises": {i: ex.target for i, ex in sorted(EXERCISES.items())}}
-    (out_dir / STUDENT_MARK).write_text(json.dumps(mark, indent=2) + "\n", encoding="utf-8")
+    (out_dir / STUDENT_MARK).write_text(edition_mark(), encoding="utf-8")
     leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
     if leaks:
         shown = "\n".join(f"  {where}: {line}" for where, line in leaks[:20])
@@ -376,16 +382,22 @@ def _function_span(source: str, qualname: str) -> tuple[int, int]:
 
 def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = None) -> tuple[Path, Path]:
     """Replace the student's version of one exercise function by the worked answer of the complete
-    course (default: the one the edition was built from). The student's file is kept as a backup.
+    course (default: the clone around the edition, as ``make student-edition`` makes it, else Colab's
+    ``~/transformer-course``; the edition records no path of the machine it was built on, since it
+    is handed out). The student's file is kept as a backup.
     Returns (edited file, backup)."""
     from .checks.runner import get_exercise
 
     edition = Path(edition).resolve()
     if not is_student_edition(edition):
         raise ValueError(f"{edition} is not a student edition (no {STUDENT_MARK}): restore works inside one")
-    if complete is None:
-        complete = Path(json.loads((edition / STUDENT_MARK).read_text(encoding="utf-8"))["built_from"])
     ex = get_exercise(exercise_id)
+    if complete is None:  # the clone it was built in (make student-edition), else Colab's clone
+        candidates = (edition.parent, Path.home() / "transformer-course")
+        found = [
+            c for c in candidates if (c / ex.file).is_file() and BEGIN in (c / ex.file).read_text(encoding="utf-8")
+        ]
+        complete = found[0] if found else edition.parent
     source_file, target_file = Path(complete) / ex.file, edition / ex.file
     if not source_file.is_file() or BEGIN not in source_file.read_text(encoding="utf-8"):
         raise FileNotFoundError(

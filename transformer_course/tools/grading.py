@@ -40,6 +40,7 @@ Points per exercise, time and memory limits live in ``grading.toml`` at the root
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import html
 import importlib.util
@@ -48,6 +49,7 @@ import json
 import math
 import os
 import queue
+import re
 import secrets
 import select
 import shutil
@@ -56,9 +58,11 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import torch
@@ -68,13 +72,15 @@ from .checks.case import Case
 from .checks.registry import Exercise
 from .checks.runner import build_cases, get_exercise, verdict
 from .checks.standins import job_source
-from .checks.status import ERROR, PASSED, REFERENCE, STATUSES, SYMBOLS, TIMED_OUT
+from .checks.status import ERROR, FAILED, PASSED, REFERENCE, STATUSES, SYMBOLS, TIMED_OUT
 from .course import PACKAGE
 from .probe import child, worker
 from .probe.wire import MAGIC, MAX_RESULT_BYTES, MalformedResult, cut, read_payload
-from .probe.worker import HEAD_BYTES
+from .probe.worker import HEAD_BYTES, WHERE_BYTES
 
 MAX_MESSAGE = 2000  # characters of a message in the report
+_SAFE_NAME = re.compile(r"[\w -][\w .-]{0,99}")  # an assignment's name, used as a folder's
+SCORINGS = ("all_or_nothing", "cases")  # grading.toml's scoring: full points for a pass, or per case passed
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 
 
@@ -92,9 +98,23 @@ class GradingConfig:
     max_submission_mb: int = 50
     max_files: int = 2000
     jobs: int = 1
+    scoring: str = "all_or_nothing"  # or "cases": points × cases passed / cases
+    hidden: bool = False  # also grade cases students never see (see load_hidden_cases)
+    hidden_cases: str | None = None  # the instructor's file of hidden cases (a path), with hidden = true
+    assignment: str | None = None  # its name: the feedback's folder, the LMS gradebook's column
 
     def points_for(self, exercise_id: str) -> float:
         return float(self.points.get(exercise_id, self.default_points))
+
+    def score(self, exercise_id: str, status: str, passed: int, total: int) -> float:
+        """The points earned: all of them for a pass; with ``scoring = "cases"`` the share of the
+        cases passed otherwise (none for an attempt on the reference answers)."""
+        points = self.points_for(exercise_id)
+        if status == PASSED:
+            return points
+        if self.scoring == "cases" and total and status != REFERENCE:
+            return points * min(passed, total) / total
+        return 0.0
 
     def timeout_for(self, exercise_id: str) -> float:
         return float(self.timeouts.get(exercise_id, self.timeout_s))
@@ -111,8 +131,17 @@ class GradingConfig:
         for name, (value, lowest) in limits.items():
             if value < lowest:
                 raise ValueError(f"grading setting {name} = {value} must be at least {lowest}")
+        if self.assignment is not None and not _SAFE_NAME.fullmatch(self.assignment):
+            raise ValueError(f"grading setting assignment = {self.assignment!r} must be a name (letters, digits, "
+                             "spaces, . _ -, not starting with . ), the feedback's folder")  # fmt: skip
+        if self.scoring not in SCORINGS:
+            raise ValueError(f"grading setting scoring = {self.scoring!r} must be one of {', '.join(SCORINGS)}")
         for exercise_id in [*self.points, *self.timeouts, *(self.exercises or [])]:
             get_exercise(exercise_id)  # a typo is an error, not a silent default
+        if self.hidden_cases is not None:
+            if not self.hidden:
+                raise ValueError("grading setting hidden_cases needs hidden = true")
+            load_hidden_cases(Path(self.hidden_cases))
         return self
 
 
@@ -146,10 +175,13 @@ def load_config(path: Path | None) -> GradingConfig:
         )
         for key, value in settings.items():
             if key not in {"default_points", "timeout_s", "memory_mb", "max_output_kb", "max_submission_mb",
-                           "max_files", "jobs"}:  # fmt: skip
+                           "max_files", "jobs", "scoring", "hidden", "hidden_cases", "assignment"}:  # fmt: skip
                 raise ValueError(f"unknown setting [grading] {key}")
-            kind = type(getattr(config, key))
-            setattr(config, key, _number(value, key) if kind is float else _integer(value, key))
+            if key == "hidden_cases":  # a path, relative to the grading.toml that names it
+                value = str((Path(path).parent / _text(value, key)).resolve())
+            kind = str if key == "assignment" else type(getattr(config, key))
+            convert = {float: _number, int: _integer, str: _text, bool: _flag, type(None): _text}[kind]
+            setattr(config, key, convert(value, key))
         return config.validate()
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
@@ -161,41 +193,142 @@ def _number(value: object, name: str) -> float:
     return float(value)
 
 
+def _flag(value: object, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _text(value: object, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be a string, got {value!r}")
+    return value
+
+
 def _integer(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     return value
 
 
+def load_hidden_cases(path: Path) -> dict[str, list[Callable[[], Iterable[Case]]]]:
+    """The instructor's hidden cases: exercise id → the case builders of the Python file ``path``
+    marked ``@hidden("exNN_k")`` (:func:`.checks.registry.hidden`). Raises FileNotFoundError, or
+    ValueError (one line) for a file that does not run or names an unknown exercise."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"the hidden cases file {path} does not exist")
+    spec = importlib.util.spec_from_file_location("_instructor_hidden_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - the instructor's file: say what is wrong in one line
+        raise ValueError(f"the hidden cases file {path} failed to run: {type(error).__name__}: {error}") from None
+    found: dict[str, list[Callable[[], Iterable[Case]]]] = {}
+    for builder in vars(module).values():
+        exercise_id = getattr(builder, "hidden_for", None)
+        if callable(builder) and isinstance(exercise_id, str):
+            try:
+                get_exercise(exercise_id)
+            except KeyError:
+                raise ValueError(f"the hidden cases file {path} names an unknown exercise {exercise_id!r}") from None
+            found.setdefault(exercise_id, []).append(builder)
+    return found
+
+
+NOT_SUBMITTED = {".venv", "site-packages", "__MACOSX"}  # folders of a submission that hold no answer of its
+
+
 def find_package(submission: Path) -> Path | None:
     """The submission's ``transformer_course`` package folder, or None.
 
     Accepts a whole edition (``alice/transformer_course/``), the package folder itself
-    (``alice/`` holding ``__init__.py`` and the modules), or either one nested up to three
-    levels down (an unpacked archive: ``alice/course-main/transformer_course/``).
+    (``alice/`` holding ``__init__.py`` and the modules), or an edition nested up to three levels
+    down (an unpacked archive: ``alice/course-main/transformer_course/``). Raises
+    :class:`Refused` naming both where the submission holds two copies of the package.
     """
-    if (submission / PACKAGE).is_dir():
-        return submission / PACKAGE
-    if (submission / "__init__.py").is_file():
-        return submission
-    found = [
+    top = [submission / PACKAGE] if (submission / PACKAGE).is_dir() else []
+    nested = [
         p.parent
         for depth in ("*/", "*/*/", "*/*/*/")
         for p in submission.glob(f"{depth}{PACKAGE}/__init__.py")
-        if not {".venv", "site-packages", "__MACOSX"} & set(p.parts)
+        if not NOT_SUBMITTED & set(p.relative_to(submission).parts)
     ]
-    return min(found, key=lambda p: len(p.parts)) if found else None
+    found = sorted(set(top + nested), key=lambda p: (len(p.parts), str(p)))
+    if len(found) > 1:
+        where = [str(p.relative_to(submission.parent)) for p in found]
+        raise Refused(f"the submission holds {len(found)} copies of the package ({' and '.join(where)}): hand in one")
+    if found:
+        return found[0]
+    return submission if (submission / "__init__.py").is_file() else None
+
+
+def unpack_archive(archive: Path, dest: Path, config: GradingConfig) -> Path:
+    """Unpack a student's ``.zip`` into ``dest/<its name>/`` and return that folder. Only regular files
+    and folders, within the same caps as a folder's package (``max_submission_mb``, ``max_files``, the
+    bytes counted as they are inflated); what holds no answer (a ``.venv``, ``__MACOSX``, caches) is
+    left out. Raises :class:`Refused` naming a link, a special file, a path leading outside the
+    archive, an entry given twice, a cap, or an archive that cannot be read."""
+    folder = dest / archive.stem
+    folder.mkdir(parents=True, mode=0o755)
+    budget = {"bytes": config.max_submission_mb * 2**20, "files": config.max_files}
+    name = archive.name
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            for info in zipped.infolist():
+                name = f"{archive.name}: {info.filename}"
+                parts = _archive_parts(info.filename, name)
+                if not parts or (NOT_SUBMITTED | SKIPPED) & set(parts):
+                    continue
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    raise Refused(f"{name} is a symbolic link; hand in plain files")
+                if stat.S_IFMT(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                    raise Refused(f"{name} is not a regular file or folder")
+                target = folder.joinpath(*parts)
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                budget["files"] -= 1
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zipped.open(info) as reader, open(target, "xb") as writer:
+                    while chunk := reader.read(1 << 20):
+                        budget["bytes"] -= len(chunk)
+                        if budget["bytes"] < 0 or budget["files"] < 0:
+                            raise Refused(f"{archive.name} unpacks to more than the caps ({config.max_submission_mb} "
+                                          f"MB, {config.max_files} files; at {info.filename})")  # fmt: skip
+                        writer.write(chunk)
+                    if budget["files"] < 0:
+                        raise Refused(f"{archive.name} holds more than {config.max_files} files (the cap)")
+                stamp = time.mktime((*info.date_time, 0, 0, -1))  # the archive's time of the file, not now
+                os.utime(target, (stamp, stamp))
+    except FileExistsError:
+        raise Refused(f"{name} is in the archive twice") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError, EOFError, OSError,
+            ValueError) as error:  # fmt: skip
+        raise Refused(f"{name} could not be unpacked: {error}") from None
+    _readable(folder)
+    return folder
+
+
+def _archive_parts(filename: str, name: str) -> list[str]:
+    """An archive entry's path as folder names, or Refused where it would lead outside the archive."""
+    path = filename.replace("\\", "/")
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if path.startswith("/") or (len(path) > 1 and path[1] == ":") or ".." in parts:
+        raise Refused(f"{name} leads outside the archive: refused")
+    return parts
 
 
 class Refused(Exception):
     """A submission that is not graded at all; the message names what was wrong."""
 
 
-def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig) -> None:
+def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig) -> float | None:
     """Copy ``package`` (inside the folder ``student``) to ``dest``, readable by every user (a job
     may run as another uid). Only regular files and folders, within the size caps; the package's
-    ``tools/`` (the course's machinery, which no room imports) and caches are left out. Raises
-    :class:`Refused` naming a link, a special file, a path leading outside ``student`` or a cap."""
+    ``tools/`` (the course's machinery, which no room imports) and caches are left out. Returns the
+    newest file's modification time (None for an empty package). Raises :class:`Refused` naming a
+    link, a special file, a path leading outside ``student`` or a cap."""
     if student.is_symlink():
         raise Refused(f"{student.name}/ is a symbolic link; hand in a folder")
     for parent in [package, *package.parents]:
@@ -209,6 +342,7 @@ def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig
     _copy_folder(package, dest, student.parent, budget, top=True)
     if budget["bytes"] < 0 or budget["files"] < 0:
         raise Refused(f"the package is larger than the caps ({config.max_submission_mb} MB, {config.max_files} files)")
+    return budget.get("newest")
 
 
 def _copy_folder(source: Path, dest: Path, base: Path, budget: dict, top: bool = False) -> None:
@@ -237,6 +371,7 @@ def _copy_file(source: Path, dest: Path, where: Path, budget: dict) -> None:
             raise Refused(f"{where} is not a regular file")
         budget["files"] -= 1
         budget["bytes"] -= info.st_size
+        budget["newest"] = max(budget.get("newest", 0.0), info.st_mtime)
         if budget["bytes"] < 0 or budget["files"] < 0:
             raise Refused(f"the package is larger than the caps (at {where})")
         with open(dest, "xb") as writer:
@@ -253,6 +388,19 @@ class ExerciseResult:
     seconds: float = 0.0
     output_bytes: int = 0
     output_head: str = ""
+    cases_passed: int = 0  # every case, the hidden ones included
+    cases_total: int = 0
+    hidden_passed: int = 0  # of them, the hidden cases (grading.toml's hidden = true)
+    hidden_total: int = 0
+
+    def cases_text(self) -> str:
+        """Like "3 of 5": text a spreadsheet keeps as it is (not a date, as 3/5 would become)."""
+        return f"{self.cases_passed} of {self.cases_total}"
+
+    def feedback_cases(self) -> str:
+        """The cases passed as a student may see them: the visible ones, then the hidden count."""
+        visible = f"{self.cases_passed - self.hidden_passed} of {self.cases_total - self.hidden_total}"
+        return f"{visible}; hidden: {self.hidden_passed} of {self.hidden_total}" if self.hidden_total else visible
 
 
 @dataclass
@@ -260,6 +408,16 @@ class StudentReport:
     student: str
     package: str | None  # the package folder that was graded, relative to the submissions folder
     results: dict[str, ExerciseResult]
+    newest_file: float | None = None  # the modification time of the package's newest file (seconds)
+    late: bool | None = None  # newest_file after the due time (None: no due time given, or no file)
+    fingerprint: str | None = None  # sha256 of the package's files as graded (names and contents)
+    flags: list[str] = field(default_factory=list)  # for the instructor to look at (see provenance_flags)
+
+    def newest_text(self) -> str:
+        """The newest file's time, ISO 8601 in this machine's time zone ("" when unknown)."""
+        if self.newest_file is None:
+            return ""
+        return datetime.fromtimestamp(self.newest_file).astimezone().isoformat(timespec="seconds")
 
     @property
     def total(self) -> float:
@@ -277,16 +435,40 @@ class GradingReport:
     config: GradingConfig
     seconds: float
     sandbox: str = ""  # what protected the jobs (the sandbox's one-line description)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # entries of the submissions folder left out, why
 
 
-def list_submissions(submissions_dir: Path) -> list[Path]:
+def list_submissions(submissions_dir: Path) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The submissions (folders, ``.zip`` archives, and links, to be refused by name) and every other
+    entry of ``submissions_dir``, with why it is left out."""
     if not submissions_dir.is_dir():
         raise FileNotFoundError(f"{submissions_dir} is not a folder of submissions")
-    found = sorted(p for p in submissions_dir.iterdir() if not p.name.startswith((".", "_")))
-    found = [p for p in found if p.is_dir() or p.is_symlink()]  # a link is listed, to be refused by name
+    entries = sorted(submissions_dir.iterdir())
+    folders = {p.name for p in entries if p.is_dir() and not p.is_symlink()}
+    found, skipped = [], []
+    for entry in entries:
+        if entry.name.startswith((".", "_")):
+            skipped.append((entry.name, "its name starts with '.' or '_' (hidden, or made by the system)"))
+        elif entry.is_symlink() or entry.is_dir():
+            found.append(entry)
+        elif not _is_archive(entry):
+            skipped.append((entry.name, "neither a folder nor a .zip archive"))
+        elif entry.stem in folders:
+            skipped.append((entry.name, f"the folder {entry.stem}/ is graded instead"))
+        else:
+            found.append(entry)
     if not found:
-        raise FileNotFoundError(f"{submissions_dir} holds no submission folders (one sub-folder per student)")
-    return found
+        raise FileNotFoundError(f"{submissions_dir} holds no submission folders (one sub-folder or .zip per student)")
+    return found, skipped
+
+
+def _is_archive(entry: Path) -> bool:
+    return entry.suffix.lower() == ".zip" and not entry.is_symlink() and entry.is_file()
+
+
+def student_name(entry: Path) -> str:
+    """The student a submission belongs to: the folder's name, or the archive's without ``.zip``."""
+    return entry.stem if _is_archive(entry) else entry.name
 
 
 def sandbox_support(mechanism: sandbox.Mechanism | None = None, require_sandbox: bool = False):
@@ -306,22 +488,27 @@ def grade(
     require_sandbox: bool = False,
     state_file: Path | None = None,
     resume: bool = False,
+    due: datetime | None = None,
+    only: str | None = None,
 ) -> GradingReport:
     """Grade every sub-folder of ``submissions_dir`` on ``exercises`` (default: the config's).
 
     ``progress`` prints a line on stderr as students finish (students done / total, exercises per
     second, time left). ``state_file``: each student's results are added to it as soon as the
     student is done; with ``resume`` the students it holds (same submission, same exercises and
-    settings) are not graded again. The caller removes it once the reports are written."""
-    from .checks.registry import EXERCISES
-    from .checks.runner import _load_all
+    settings) are not graded again. The caller removes it once the reports are written. ``due``:
+    each student is flagged late when the newest file of their package is newer. ``only``: grade
+    that student alone (FileNotFoundError when there is no such submission)."""
 
     start = time.perf_counter()
     config = (config or GradingConfig()).validate()
-    _load_all()
-    ids = list(exercises or config.exercises or sorted(EXERCISES))
+    ids = exercise_ids(config, exercises)
     wanted = [get_exercise(i) for i in ids]
-    folders = list_submissions(Path(submissions_dir))
+    folders, skipped = list_submissions(Path(submissions_dir))
+    if only is not None:
+        folders, skipped = [f for f in folders if student_name(f) == only], []
+        if not folders:
+            raise FileNotFoundError(f"--only: there is no submission {only!r} in {submissions_dir}")
     if importlib.util.find_spec("jupytext") is None:
         raise ValueError(
             "grade scrubs the worked solutions out of the feedback and needs jupytext: pip install jupytext"
@@ -333,6 +520,9 @@ def grade(
         with tempfile.TemporaryDirectory(prefix="transformer-course-grading-") as temporary:
             jobs = _Jobs(Path(temporary), support, config, Path(submissions_dir), wanted)
             reports, todo = _copy_all(folders, Path(submissions_dir), Path(temporary) / "copies", wanted, config)
+            for report in reports:
+                if due is not None and report.newest_file is not None:
+                    report.late = report.newest_file > due.timestamp()
             state = GradingState(state_file, ids, config) if state_file is not None else None
             todo = state.restore(reports, todo, resume) if state is not None else todo
             meter = Progress(len(todo), len(todo) * len(wanted), enabled=progress)
@@ -343,12 +533,22 @@ def grade(
                     state.record(reports[index], dict(todo)[index])
                 meter.advance(student_done=done)
             meter.finish()
+            jobs.count_refused(reports)
         scrub = scrubber.result()
     finally:
         background.shutdown(wait=False, cancel_futures=True)
     for report in reports:
         report.results = {i: _scrubbed(report.results[i], scrub) for i in ids}
-    return GradingReport(ids, reports, config, round(time.perf_counter() - start, 2), support.description)
+    return GradingReport(ids, reports, config, round(time.perf_counter() - start, 2), support.description, skipped)
+
+
+def exercise_ids(config: GradingConfig, exercises: Iterable[str] | None = None) -> list[str]:
+    """The exercises a run grades: those asked for, else the config's, else every one."""
+    from .checks.registry import EXERCISES
+    from .checks.runner import _load_all
+
+    _load_all()
+    return list(exercises or config.exercises or sorted(EXERCISES))
 
 
 def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: list[Exercise],
@@ -357,10 +557,17 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
     to grade: (index in the reports, the copy's folder)."""
     reports, todo = [], []
     for index, folder in enumerate(folders):
-        reports.append(StudentReport(folder.name, None, {}))
+        reports.append(StudentReport(student_name(folder), None, {}))
         copy = copies / str(index)
         try:
-            reports[-1].package = _copy_submission(folder, submissions_dir, copy, config)
+            if _is_archive(folder):
+                unpacked = unpack_archive(folder, copies.parent / "archives" / str(index), config)
+                package, reports[-1].newest_file = _copy_submission(unpacked, unpacked.parent, copy, config)
+                reports[-1].package = f"{folder.name}: {package.partition('/')[2] or '.'}"
+            else:
+                reports[-1].package, reports[-1].newest_file = _copy_submission(folder, submissions_dir, copy, config)
+            reports[-1].fingerprint = fingerprint(copy)
+            reports[-1].flags = provenance_flags(copy / PACKAGE, wanted)
         except Refused as refused:
             message = f"not graded: {refused}"
             reports[-1].results = {
@@ -371,8 +578,11 @@ def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: 
     return reports, todo
 
 
-def _copy_submission(folder: Path, submissions_dir: Path, copy: Path, config: GradingConfig) -> str:
-    """Copy one submission's package to ``copy``; return the package's path as the report shows it."""
+def _copy_submission(
+    folder: Path, submissions_dir: Path, copy: Path, config: GradingConfig
+) -> tuple[str, float | None]:
+    """Copy one submission's package to ``copy``; return the package's path as the report shows it,
+    and the time of its newest file."""
     if folder.is_symlink():
         raise Refused(f"{folder.name} is a symbolic link (to {os.readlink(folder)}); hand in a folder")
     package = find_package(folder)
@@ -380,8 +590,62 @@ def _copy_submission(folder: Path, submissions_dir: Path, copy: Path, config: Gr
         raise Refused(f"no {PACKAGE}/ package found in the submission {folder.name}/")
     copy.mkdir(parents=True, mode=0o755)
     copy.chmod(0o755)
-    copy_package(folder, package, copy / PACKAGE, config)
-    return str(package.relative_to(submissions_dir))
+    newest = copy_package(folder, package, copy / PACKAGE, config)
+    return str(package.relative_to(submissions_dir)), newest
+
+
+def provenance_flags(package: Path, wanted: list[Exercise]) -> list[str]:
+    """What an instructor may want to look at in a copied package (flags, never a penalty): the
+    solution markers of the complete edition, the backups ``restore`` leaves (``*.bak``), and the
+    exercises whose function is, line for line, the complete edition's worked solution."""
+    from .edition import BEGIN
+
+    flags = []
+    files = sorted(p for p in package.rglob("*") if p.is_file())
+    marked = [p for p in files if p.suffix == ".py" and BEGIN in p.read_text(encoding="utf-8", errors="replace")]
+    if marked:
+        flags.append(f"solution markers ({BEGIN}) in {', '.join(p.relative_to(package).as_posix() for p in marked)}")
+    backups = [p.relative_to(package).as_posix() for p in files if p.name.endswith(".bak")]
+    if backups:
+        flags.append(f"backups left by restore: {', '.join(backups)}")
+
+    course_package = course.package_dir()
+    for ex in wanted:
+        theirs, ours = package / ex.file.split("/", 1)[1], course_package / ex.file.split("/", 1)[1]
+        answer = _worked_solution(str(ours), ex.qualname)
+        if answer is not None and _function_lines(str(theirs), ex.qualname) == answer:
+            flags.append(f"{ex.id}: the same code as the worked solution")
+    return flags
+
+
+@functools.lru_cache(maxsize=256)  # the course's own answers: read once per run, not once per student
+def _worked_solution(path: str, qualname: str) -> tuple[str, ...] | None:
+    """Function ``qualname`` of a file of the complete edition (None where the file holds no worked
+    solution: grading from a student edition), as :func:`_function_lines` gives it."""
+    from .edition import BEGIN
+
+    return _function_lines(path, qualname) if BEGIN in _source(path) else None
+
+
+def _function_lines(path: str, qualname: str) -> tuple[str, ...] | None:
+    """Function ``qualname`` of the file ``path`` line by line (stripped; blank lines and the
+    solution markers left out), or None where there is no such function."""
+    from .edition import BEGIN, END, _function_span
+
+    source = _source(path)
+    try:
+        first, last = _function_span(source, qualname)
+    except (SyntaxError, ValueError):
+        return None
+    lines = (line.strip() for line in source.splitlines()[first : last + 1])
+    return tuple(line for line in lines if line and line not in (BEGIN, END))
+
+
+def _source(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def fingerprint(folder: Path) -> str:
@@ -407,13 +671,32 @@ class JobOutcome:
     result: bytes  # the child's frame, as it wrote it: checked by read_payload
     printed_bytes: int
     printed_head: bytes
+    stopped_at: bytes = b""  # a child stopped at its time limit: its stack then (faulthandler's text)
+
+    def hanging_imports(self) -> list[tuple[str, int]]:
+        """The submission's files (relative to the package, with the line) whose import was under
+        way when the child was stopped: innermost first."""
+        return [(f, n) for f, n, function in self.stack() if function == "<module>"]
+
+    def stack(self) -> list[tuple[str, int, str]]:
+        """The frames of the stopped child in the submission's package: (file relative to the
+        package, line, function), innermost first."""
+        text = self.stopped_at.decode("utf-8", "replace")
+        return [(m[1], int(m[2]), m[3]) for m in _FRAME.finditer(text)]
+
+
+_FRAME = re.compile(rf'File "[^"\n]*/{PACKAGE}/([^"\n]+\.py)", line (\d+) in (\S+)')  # faulthandler's lines
+
+
+class NotRun(Exception):
+    """An exercise not run, for a reason the message gives (its room's import hangs)."""
 
 
 class _Worker:
     """The grader's end of one student's warm worker (:mod:`.probe.worker`), in the student's sandbox."""
 
     ANSWER_FIELDS = {"nonce": str, "returncode": int, "timed_out": bool, "seconds": float | int,
-                     "result_bytes": int, "printed_bytes": int, "head_bytes": int}  # fmt: skip
+                     "result_bytes": int, "printed_bytes": int, "head_bytes": int, "where_bytes": int}  # fmt: skip
 
     def __init__(self, session: sandbox.Session) -> None:
         self.session = session
@@ -437,8 +720,9 @@ class _Worker:
         header = self._header(self._line(deadline), nonce)
         result = self._bytes(header["result_bytes"], deadline)
         head = self._bytes(header["head_bytes"], deadline)
+        where = self._bytes(header["where_bytes"], deadline)
         return JobOutcome(header["returncode"], header["timed_out"], float(header["seconds"]), result,
-                          header["printed_bytes"], head)  # fmt: skip
+                          header["printed_bytes"], head, where)  # fmt: skip
 
     def close_and_say(self, why: str) -> str:
         """End the worker; ``why`` with the last line it printed, if any."""
@@ -460,7 +744,8 @@ class _Worker:
             raise WorkerLost("the grading worker's answer was malformed")
         if header["nonce"] != nonce:
             raise WorkerLost("the grading worker answered for another exercise: refused")
-        limits = {"result_bytes": RESULT_LIMIT, "head_bytes": HEAD_BYTES, "printed_bytes": 2**62}
+        limits = {"result_bytes": RESULT_LIMIT, "head_bytes": HEAD_BYTES, "where_bytes": WHERE_BYTES,
+                  "printed_bytes": 2**62}  # fmt: skip
         if any(not 0 <= header[k] <= limit for k, limit in limits.items()):
             raise WorkerLost("the grading worker's answer was larger than any result")
         return header
@@ -515,8 +800,10 @@ class _Jobs:
         shutil.copytree(probe, self.probe_dir / child.NAME, ignore=lambda _, names: [n for n in names
                         if not n.endswith(".py")])  # fmt: skip
         _readable(self.probe_dir)
-        self.cases: dict[str, list[Case]] = {}
-        self.verdicts: dict[tuple, tuple[str, str]] = {}  # judged outcomes (see _verdict); main thread only
+        self.cases: dict[str, list[Case]] = {}  # the visible cases, then the hidden ones
+        self.visible: dict[str, int] = {}  # how many of them are visible
+        self.extra = load_hidden_cases(Path(config.hidden_cases)) if config.hidden_cases else {}
+        self.verdicts: dict[tuple, tuple] = {}  # judged outcomes (see _verdict); main thread only
         # Built in the background, in the order the workers ask for them, while the first workers start.
         self.preparing = ThreadPoolExecutor(max_workers=1)
         self.exercise_dirs = {ex.id: self.preparing.submit(self._prepare, ex) for ex in wanted}
@@ -528,13 +815,22 @@ class _Jobs:
         folder = self.work / "jobs" / ex.id
         folder.mkdir(parents=True)
         (folder / "standins.py").write_text(job_source(ex.needs), encoding="utf-8")
-        self.cases[ex.id] = build_cases(ex)
+        self._draw(ex)
         torch.save([case.probe for case in self.cases[ex.id]], folder / "cases.pt")
         targets = {i: EXERCISES[i].target for i in (ex.id, *ex.needs)}  # the rooms the job must look at, no more
         job = {"exercise": ex.id, "target": ex.target, "targets": targets}
         (folder / "job.json").write_text(json.dumps(job), encoding="utf-8")
         _readable(folder)
         return folder
+
+    def _draw(self, ex: Exercise) -> None:
+        """The exercise's cases: those a local check runs, then (``hidden = true``) the same builder
+        drawn again (another seed, larger inputs) and the instructor's own."""
+        visible = build_cases(ex)
+        hidden = []
+        if self.config.hidden:
+            hidden = build_cases(ex, hidden=True) + [case for more in self.extra.get(ex.id, []) for case in more()]
+        self.cases[ex.id], self.visible[ex.id] = visible + hidden, len(visible)
 
     def _guard(self, allowed: list[str]) -> dict:
         """Without a sandbox: what the child's audit hook refuses to read (the course, every
@@ -575,13 +871,19 @@ class _Jobs:
         Delivers one outcome per exercise, whatever happens."""
         folder = self.work / "students" / str(index)
         worker_ = None
+        hanging: dict[str, tuple[str, str, int]] = {}  # a file whose import never ended → (exercise, file, line)
         try:
             for ex in self.wanted:
                 if stop.is_set():
                     return
                 try:
                     worker_ = worker_ or self._start_worker(folder, copy, uid)
-                    outcome: JobOutcome | Exception = self._exercise(worker_, folder / "inbox", ex)
+                    outcome: JobOutcome | Exception = self._exercise(worker_, folder / "inbox", ex, hanging)
+                    if isinstance(outcome, JobOutcome) and outcome.timed_out:
+                        for file, line in outcome.hanging_imports():
+                            hanging.setdefault(file, (ex.id, file, line))
+                except NotRun as not_run:
+                    outcome = not_run
                 except WorkerLost as lost:
                     outcome, worker_ = lost, worker_ and worker_.close()
                 except Exception as error:  # noqa: BLE001 - costs this exercise, never the run
@@ -613,8 +915,14 @@ class _Jobs:
         )  # fmt: skip
         return _Worker(session)
 
-    def _exercise(self, worker_: _Worker, inbox: Path, ex: Exercise) -> JobOutcome:
-        """Show the worker this exercise's files, for the time of this exercise only."""
+    def _exercise(self, worker_: _Worker, inbox: Path, ex: Exercise, hanging: dict) -> JobOutcome:
+        """Show the worker this exercise's files, for the time of this exercise only; NotRun where
+        the import of its room (or of the package) already ran out of time for an earlier one."""
+        for room in (ex.file.split("/", 1)[1], "__init__.py"):
+            if room in hanging:
+                first, file, line = hanging[room]
+                raise NotRun(f"not run: importing {file} did not finish in {first} (stopped at line {line}); "
+                             "code at the top level of a room runs on import: fix that first")  # fmt: skip
         for name in JOB_FILES:
             os.link(self.exercise_dirs[ex.id].result() / name, inbox / name)
         try:
@@ -625,21 +933,47 @@ class _Jobs:
 
     def judged(self, ex: Exercise, outcome: JobOutcome | Exception) -> ExerciseResult:
         points = self.config.points_for(ex.id)
-        if isinstance(outcome, WorkerLost):
-            return ExerciseResult(ERROR, str(outcome), 0.0, points)
         if isinstance(outcome, Exception):
-            return ExerciseResult(ERROR, f"the grading job could not run: {outcome}", 0.0, points)
-        status, message = self._verdict(ex, outcome)
-        return ExerciseResult(status, message, points if status == PASSED else 0.0, points, round(outcome.seconds, 3),
-                              outcome.printed_bytes, outcome.printed_head.decode("utf-8", "replace"))  # fmt: skip
+            status = TIMED_OUT if isinstance(outcome, NotRun) else ERROR
+            message = f"the grading job could not run: {outcome}"
+            message = str(outcome) if isinstance(outcome, WorkerLost | NotRun) else message
+            total = self._count(ex)
+            return ExerciseResult(status, message, 0.0, points, cases_total=total,
+                                  hidden_total=total - self.visible.get(ex.id, total))  # fmt: skip
+        status, message, passed, total, hidden_passed = self._verdict(ex, outcome)
+        return ExerciseResult(status, message, self.config.score(ex.id, status, passed, total), points,
+                              round(outcome.seconds, 3), outcome.printed_bytes,
+                              outcome.printed_head.decode("utf-8", "replace"), passed, total, hidden_passed,
+                              total - self.visible[ex.id])  # fmt: skip
 
-    def _verdict(self, ex: Exercise, outcome: JobOutcome) -> tuple[str, str]:
+    def _count(self, ex: Exercise) -> int:
+        """How many cases the exercise has (0 if they could not be built)."""
+        future = self.exercise_dirs[ex.id]
+        try:
+            if not future.cancelled():
+                future.result()
+            elif ex.id not in self.cases:  # a run with nothing to grade: its preparations were cancelled
+                self._draw(ex)
+        except Exception:  # noqa: BLE001 - reported by the exercise's own result
+            return 0
+        return len(self.cases.get(ex.id, []))
+
+    def count_refused(self, reports: list[StudentReport]) -> None:
+        """A submission not graded at all passed none of the cases: say of how many."""
+        for report in reports:
+            for exercise_id, result in report.results.items():
+                if result.cases_total == 0 and result.seconds == 0 and result.status == ERROR:
+                    result.cases_total = self._count(get_exercise(exercise_id))
+                    result.hidden_total = result.cases_total - self.visible.get(exercise_id, result.cases_total)
+
+    def _verdict(self, ex: Exercise, outcome: JobOutcome) -> tuple[str, str, int, int, int]:
         """:func:`_verdict`, reached once per distinct outcome: the same data judged again gets the
         same verdict (every correct copy of a deterministic answer sends the very same bytes)."""
         over = outcome.printed_bytes > self.config.max_output_kb * 1024
-        key = (ex.id, outcome.timed_out, outcome.returncode, over, hashlib.sha256(outcome.result).digest())
+        key = (ex.id, outcome.timed_out, outcome.returncode, over, hashlib.sha256(outcome.result).digest(),
+               outcome.stopped_at)  # fmt: skip
         if key not in self.verdicts:
-            self.verdicts[key] = _verdict(ex, self.cases[ex.id], outcome, self.config)
+            self.verdicts[key] = _verdict(ex, self.cases[ex.id], self.visible[ex.id], outcome, self.config)
         return self.verdicts[key]
 
 
@@ -649,35 +983,60 @@ def _readable(folder: Path) -> None:
         path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def _verdict(ex: Exercise, cases: list[Case], outcome: JobOutcome, config: GradingConfig) -> tuple[str, str]:
-    """The status and message of one exercise, from how its child ended and what it sent back."""
-    limit = config.timeout_for(ex.id)
+def _verdict(ex: Exercise, cases: list[Case], visible: int, outcome: JobOutcome,
+             config: GradingConfig) -> tuple[str, str, int, int, int]:  # fmt: skip
+    """The status and message of one exercise, the cases passed (of how many), and how many of the
+    hidden ones passed (``cases[visible:]``), from how its child ended and what it sent back. A
+    hidden case's failure is counted, never described."""
+    total = len(cases)
     if outcome.timed_out:
-        return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped"
+        limit = config.timeout_for(ex.id)
+        return TIMED_OUT, f"still running after {limit:g} s (an infinite loop?): stopped{_where(outcome)}", 0, total, 0
     if outcome.printed_bytes > config.max_output_kb * 1024:
-        return ERROR, f"printed more than {config.max_output_kb} KiB (the output limit): remove debug prints"
+        why = f"printed more than {config.max_output_kb} KiB (the output limit): remove debug prints"
+        return ERROR, why, 0, total, 0
     try:
-        payload = read_payload(outcome.result, len(cases))
+        payload = read_payload(outcome.result, total)
     except MalformedResult as error:
-        if not outcome.result:
-            return ERROR, _why_no_result(outcome, config)
-        return ERROR, f"the result channel was written to by something else, or cut: {error}"
-    guard = payload["guard"] or {}
-    if payload["fatal"]:
-        status, message = ERROR, payload["fatal"]
-    else:
-        checked = verdict(ex, zip(cases, payload["cases"], strict=False), expected=len(cases))
-        status, message = checked.status, checked.message
+        why = f"the result channel was written to by something else, or cut: {error}"
+        return ERROR, why if outcome.result else _why_no_result(outcome, config), 0, total, 0
+    guard, results = payload["guard"] or {}, payload["cases"]
+    status, message, passed, hidden_passed = ERROR, payload["fatal"], 0, 0
+    if not payload["fatal"]:
+        shown = verdict(ex, zip(cases[:visible], results[:visible], strict=False), expected=visible)
+        status, message, passed = shown.status, shown.message, shown.cases_passed
+        if total > visible:
+            secret = verdict(ex, zip(cases[visible:], results[visible:], strict=False), expected=total - visible)
+            hidden_passed = secret.cases_passed
+            count = f"{hidden_passed} of {total - visible} hidden cases passed"
+            if status != PASSED:
+                message = f"{message} [{count}]"
+            elif secret.status != PASSED:
+                status = ERROR if secret.status == ERROR else FAILED
+                message = (f"the {visible} cases you can run pass, but only {count}: the same checks on other "
+                           "inputs (does the code depend on the sizes of the visible cases?)")  # fmt: skip
+            passed += hidden_passed
     if status != PASSED and payload["package_error"] and payload["package_error"] not in message:
         message = f"{message} [the package itself failed to import: {payload['package_error']}]"
     if any(word in message for word in ("MemoryError", "can't allocate memory", "out of memory")):
         status, message = ERROR, f"ran out of memory (the limit is {config.memory_mb} MB): {message}"
     if guard.get("reference"):
-        return REFERENCE, f"tried to use the reference answers ({guard['reference']}): {message}"
+        return REFERENCE, f"tried to use the reference answers ({guard['reference']}): {message}", 0, total, 0
     for kind in ("write", "process"):
         if guard.get(kind) and status != PASSED:
-            return ERROR, f"{guard[kind]}: {message}"
-    return (status if status in STATUSES else ERROR), message
+            return ERROR, f"{guard[kind]}: {message}", passed, total, hidden_passed
+    return (status if status in STATUSES else ERROR), message, passed, total, hidden_passed
+
+
+def _where(outcome: JobOutcome) -> str:
+    """Where a stopped child was in the submission: " at masks.py line 5 (while importing masks.py)"."""
+    stack = outcome.stack()
+    if not stack:
+        return ""
+    file, line, function = stack[0]
+    imports = outcome.hanging_imports()
+    inside = f" in {function}()" if function != "<module>" else ""
+    return f" at {file} line {line}{inside}" + (f" (while importing {imports[-1][0]})" if imports else "")
 
 
 def _why_no_result(outcome: JobOutcome, config: GradingConfig) -> str:
@@ -778,6 +1137,8 @@ class GradingState:
     def __init__(self, path: Path, exercises: list[str], config: GradingConfig) -> None:
         self.path = Path(path)
         settings = {k: v for k, v in asdict(config).items() if k != "jobs"}
+        if config.hidden_cases:  # the same file name with other cases is another run
+            settings["hidden_cases"] = hashlib.sha256(Path(config.hidden_cases).read_bytes()).hexdigest()
         self.run = hashlib.sha256(json.dumps([exercises, settings], sort_keys=True).encode()).hexdigest()
         self.exercises = exercises
 
@@ -869,6 +1230,9 @@ def _scrubbed(result: ExerciseResult, scrub: Callable[..., str]) -> ExerciseResu
 # ---------------------------------------------------------------- reports
 
 
+REPORT_MODE = 0o644  # reports and feedback: the instructor's to write, anyone's on the machine to read
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write ``path`` so that a reader sees the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -878,6 +1242,7 @@ def write_atomically(path: Path, text: str) -> None:
         with handle:
             handle.write(text)
             handle.flush()
+            os.fchmod(handle.fileno(), REPORT_MODE)  # a temporary file is private (0600); a report is not
             os.fsync(handle.fileno())
         os.replace(handle.name, path)
     except BaseException:
@@ -897,34 +1262,159 @@ def spreadsheet_safe(cell: object) -> object:
 
 
 def write_csv(report: GradingReport, path: Path) -> None:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    rows = [["student", *report.exercises, "total", "max_points", "percent"]]
+    cases = [f"{i} cases" for i in report.exercises]
+    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases, "newest_file", "late",
+             "fingerprint", "flags"]]  # fmt: skip
     for s in report.students:
         points = [_number_text(s.results[i].points) for i in report.exercises]
         percent = round(100 * s.total / s.max_points, 1) if s.max_points else 0.0
-        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent])
-    writer.writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
+        passed = [s.results[i].cases_text() for i in report.exercises]
+        rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent, *passed,
+                     s.newest_text(), _late_text(s.late), s.fingerprint or "", "; ".join(s.flags)])  # fmt: skip
+    _write_rows(rows, path)
+
+
+def _write_rows(rows: list[list], path: Path) -> None:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
     write_atomically(path, buffer.getvalue())
+
+
+def _late_text(late: bool | None) -> str:
+    return "" if late is None else ("yes" if late else "no")
+
+
+# ---------------------------------------------------------------- learning management systems
+
+ROSTER_COLUMNS = ("folder", "name", "id", "sis_user_id", "sis_login_id", "section", "email")
+
+
+def load_roster(path: Path) -> dict[str, dict[str, str]]:
+    """A roster CSV: a header with ``folder`` (the submission's name) and any of ``name``, ``id``,
+    ``sis_user_id``, ``sis_login_id``, ``section``, ``email``; folder → those fields ("" when
+    absent). Raises FileNotFoundError or ValueError (one line)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--roster: {path} does not exist")
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as handle:
+            rows = list(csv.DictReader(handle))
+            header = rows[0].keys() if rows else []
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(f"--roster: {path} is not a readable CSV file ({error})") from None
+    unknown = set(header) - set(ROSTER_COLUMNS)
+    if "folder" not in header or unknown:
+        raise ValueError(f"--roster: {path} needs a header with 'folder' and only columns among "
+                         f"{', '.join(ROSTER_COLUMNS)}" + (f" (unknown: {', '.join(sorted(unknown))})" if unknown else ""))  # fmt: skip
+    roster: dict[str, dict[str, str]] = {}
+    for row in rows:
+        folder = (row.get("folder") or "").strip()
+        if folder in roster:
+            raise ValueError(f"--roster: {path} names the folder {folder!r} twice")
+        roster[folder] = {column: (row.get(column) or "").strip() for column in ROSTER_COLUMNS}
+    return roster
+
+
+def write_gradebook(report: GradingReport, path: Path, form: str, roster: dict[str, dict[str, str]]) -> list[str]:
+    """The CSV a learning management system imports: one row per student of the roster with a
+    submission, the assignment's points in a column named after it. ``form``: ``canvas`` (Student,
+    ID, SIS User ID, SIS Login ID, Section, then a Points Possible row) or ``moodle`` (Full name, ID
+    number, Email address, the points, Feedback: what the feedback file says in one line). Returns
+    the students graded but not in the roster (left out of the file)."""
+    assignment = report.config.assignment
+    students = [s for s in report.students if s.student in roster]
+    if form == "canvas":
+        rows = [["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment],
+                ["Points Possible", "", "", "", "", _number_text(_max_points(report))]]  # fmt: skip
+        for s in students:
+            who = roster[s.student]
+            rows.append([who["name"] or s.student, who["id"], who["sis_user_id"], who["sis_login_id"], who["section"],
+                         _number_text(s.total)])  # fmt: skip
+    else:
+        rows = [["Full name", "ID number", "Email address", assignment, "Feedback"]]
+        for s in students:
+            who = roster[s.student]
+            rows.append([who["name"] or s.student, who["id"], who["email"], _number_text(s.total), _one_line(s)])
+    _write_rows(rows, path)
+    return [s.student for s in report.students if s.student not in roster]
+
+
+def _max_points(report: GradingReport) -> float:
+    return sum(report.config.points_for(i) for i in report.exercises)
+
+
+def _one_line(student: StudentReport) -> str:
+    """The feedback in a gradebook cell: the exercises not passed, by id and status."""
+    missed = [f"{i} {r.status}" for i, r in student.results.items() if r.status != PASSED]
+    return "all exercises passed" if not missed else "not passed: " + "; ".join(missed)
+
+
+# ---------------------------------------------------------------- a term's work: one student again
+
+
+def read_report(path: Path, config: GradingConfig) -> GradingReport:
+    """The report ``write_json`` wrote (for ``--only``: one student graded again, the others kept).
+    Raises FileNotFoundError or ValueError (one line)."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"--only: there is no report to update ({path} does not exist)")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        students = [
+            StudentReport(
+                s["student"],
+                s["package"],
+                {i: ExerciseResult(**r) for i, r in s["results"].items()},
+                s.get("newest_time"),
+                s.get("late"),
+                s.get("fingerprint"),
+                s.get("flags", []),
+            )
+            for s in data["students"]
+        ]
+        return GradingReport(list(data["exercises"]), students, config, data["seconds"], data["sandbox"],
+                             [(e["entry"], e["why"]) for e in data.get("skipped", [])])  # fmt: skip
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f"--only: {path} is not a report this course wrote ({type(error).__name__}: {error})"
+        ) from None
+
+
+def same_exercises(old: GradingReport, exercises: list[str]) -> None:
+    """ValueError (one line) unless ``old`` grades ``exercises``."""
+    if old.exercises != exercises:
+        raise ValueError(f"--only: the report grades {', '.join(old.exercises)}, not {', '.join(exercises)}: "
+                         "grade the same exercises")  # fmt: skip
+
+
+def merged(old: GradingReport, new: GradingReport) -> GradingReport:
+    """``old`` with the students of ``new`` put in (replacing those of the same name, in name order)."""
+    same_exercises(old, new.exercises)
+    students = {s.student: s for s in old.students} | {s.student: s for s in new.students}
+    return GradingReport(new.exercises, [students[name] for name in sorted(students)], new.config, new.seconds,
+                         new.sandbox, old.skipped)  # fmt: skip
 
 
 _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]|#"})
 
 
 def markdown_text(text: str) -> str:
-    """``text`` shown as itself in Markdown and in the HTML it becomes: HTML escaped, and the
-    characters that make links, code, emphasis, headings or table cells backslash-escaped; one line."""
-    return html.escape(" ".join(str(text).split()), quote=True).translate(_MARKDOWN_SPECIAL)
+    """``text`` shown as itself in Markdown and in the HTML it becomes: ``&``, ``<`` and ``>`` HTML
+    escaped (quotes are left as they are: outside an attribute they are plain text, and ``O'Neil``
+    stays readable in the file), and the characters that make links, code, emphasis, headings or
+    table cells backslash-escaped; one line."""
+    return html.escape(" ".join(str(text).split()), quote=False).translate(_MARKDOWN_SPECIAL)
 
 
 def write_json(report: GradingReport, path: Path) -> None:
     data = {
         "exercises": {i: {"title": get_exercise(i).title, "points": report.config.points_for(i)} for i in report.exercises},
-        "settings": asdict(report.config),
+        "settings": asdict(report.config) | {"exercises": report.exercises},  # those graded, --exercises too
         "sandbox": report.sandbox,
         "seconds": report.seconds,
+        "skipped": [{"entry": name, "why": why} for name, why in report.skipped],
         "students": [
             {"student": s.student, "package": s.package, "total": s.total, "max_points": s.max_points,
+             "newest_file": s.newest_text() or None, "newest_time": s.newest_file, "late": s.late,
+             "fingerprint": s.fingerprint, "flags": s.flags,
              "results": {i: asdict(r) for i, r in s.results.items()}}
             for s in report.students
         ],
@@ -937,16 +1427,20 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
         f"# Feedback for {markdown_text(student.student)}",
         "",
         f"**{_number_text(student.total)} / {_number_text(student.max_points)} points.** "
-        f"Graded: {markdown_text(student.package or 'no package found')}.",
+        f"Graded: {markdown_text(student.package or 'no package found')}"
+        + (f", newest file {student.newest_text()}" if student.newest_file is not None else "")
+        + (" (after the due time: late)" if student.late else "")
+        + ".",
         "",
-        "| exercise | status | points | what the check says |",
-        "| --- | --- | --- | --- |",
+        "| exercise | status | cases passed | points | what the check says |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for exercise_id, r in student.results.items():
         title = get_exercise(exercise_id).title
         status = f"{SYMBOLS.get(r.status, '')} {r.status}"
         lines.append(
-            f"| {exercise_id} {title} | {status} | {_number_text(r.points)} / {_number_text(r.max_points)} "
+            f"| {exercise_id} {title} | {status} | {r.feedback_cases()} | {_number_text(r.points)} / "
+            f"{_number_text(r.max_points)} "
             f"| {markdown_text(r.message)} |"
         )
     noisy = [(i, r) for i, r in student.results.items() if r.output_bytes]
@@ -963,9 +1457,15 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
     return "\n".join(lines)
 
 
-def write_feedback(report: GradingReport, folder: Path) -> list[Path]:
+def write_feedback(report: GradingReport, folder: Path, only: str | None = None) -> list[Path]:
+    """One file per student (``only``: that student's), in ``folder/<assignment>/`` when the
+    assignment is named, else in ``folder``."""
     written = []
+    if report.config.assignment:
+        folder = folder / report.config.assignment
     for student in report.students:
+        if only is not None and student.student != only:
+            continue
         path = folder / f"{student.student}.md"
         write_atomically(path, feedback_markdown(student, report))
         written.append(path)
@@ -982,6 +1482,11 @@ def summary_table(report: GradingReport) -> str:
         cells = " ".join(f"{_short_status(s.results[i].status):>7}" for i in report.exercises)
         rows.append(f"{name:{width}}  {cells}   {_number_text(s.total)}/{_number_text(s.max_points)}")
     return "\n".join(rows)
+
+
+def skipped_lines(report: GradingReport) -> list[str]:
+    """For the terminal: every entry of the submissions folder that was not graded, and why."""
+    return [f"skipped {_printable(name)}: {why}" for name, why in report.skipped]
 
 
 def _printable(name: str) -> str:

@@ -33,12 +33,13 @@ def _expect_bool(got: Tensor, case: str) -> None:
 
 
 @exercise("ex06_1", "transformer_course.masks:causal_mask", "easy")
-def causal_mask_cases() -> list[Case]:
+def causal_mask_cases(larger: bool = False) -> list[Case]:
     """causal mask (no peeking at the future)
 
     Hint: a (size, size) bool tensor created on `device`, True on and below the diagonal (see torch.tril).
     """
-    cases = [Case(f"causal_mask({size})", calls_case(call(size)), _judge_causal) for size in (5, 1, 2, 7)]
+    sizes = (12, 4, 6, 33) if larger else (5, 1, 2, 7)  # larger: the grader's hidden cases
+    cases = [Case(f"causal_mask({size})", calls_case(call(size)), _judge_causal) for size in sizes]
     # the first case is big enough for a precise diagnosis
     return cases + [Case("causal_mask(3, device='meta')", calls_case(call(3, device="meta")), _judge_device)]
 

@@ -157,7 +157,6 @@ def average_cases() -> Iterator[Case]:
     for n, dtype in ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16)):
         states = _states(n, seed=n, dtype=dtype)
         yield Case(f"{n} states of {dtype}", calls_case(call(states)), _judge_mean)
-    # The one case that must raise comes last: a grading child stops at the first error it sees.
     states = _states(3, seed=7)
     states[2]["extra.weight"] = torch.ones(2)
     yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)

@@ -27,8 +27,9 @@ class Exercise:
     title: str  # one line shown in tables
     difficulty: str  # "easy", "medium" or "hard"
     hint: str  # shown by the stub's NotImplementedError
-    cases: Callable[[], Iterable]  # cases() -> Iterable[Case]: what to run, how to judge it (see .case); a
-    # generator draws each case's random inputs only when it comes (a local check stops at the first failure)
+    cases: Callable[..., Iterable]  # cases() -> Iterable[Case]: what to run, how to judge it (see .case); a
+    # generator draws each case's random inputs only when it comes. A builder with a ``larger`` keyword
+    # gives, with larger=True, larger inputs for the grader's hidden cases (``hidden = true``)
     also: tuple[str, ...] = ()  # other functions of the same module that are part of this exercise
     # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
     needs: tuple[str, ...] = ()  # the exercises its code calls: written first; their stand-ins run
@@ -122,6 +123,18 @@ def exercise(
         return cases
 
     return register
+
+
+def hidden(exercise_id: str) -> Callable:
+    """Decorator for an instructor's file of hidden cases (named by ``hidden_cases`` in
+    ``grading.toml``, kept out of the student edition): ``cases() -> Iterable[Case]`` are graded
+    with exercise ``exercise_id``'s own, and the feedback says how many passed, never which."""
+
+    def mark(cases: Callable) -> Callable:
+        cases.hidden_for = exercise_id  # read by the grader when it loads the file; nothing global
+        return cases
+
+    return mark
 
 
 def writing_order(exercise_id: str) -> list[str]:

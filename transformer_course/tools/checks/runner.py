@@ -1,14 +1,16 @@
 """Running checks: one exercise (notebook check cells, pytest) or all of them (the CLI table).
 
 Locally a check's three parts run in this process: its cases are built, each is probed on the
-learner's function (with every *other* exercise replaced by its stand-in) and judged in turn,
-stopping at the first wrong answer. The grader serves the same :func:`verdict` with what a
+learner's function (with every *other* exercise replaced by its stand-in) and judged; every case
+runs, whatever the others did, and the first wrong answer is the message (with the count of cases
+passed, which partial credit reads). The grader serves the same :func:`verdict` with what a
 sandboxed child sent back instead (``tools/grading.py``).
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -32,6 +34,8 @@ class CheckResult:
     title: str
     status: str
     message: str
+    cases_passed: int = 0
+    cases_total: int = 0
 
     @property
     def passed(self) -> bool:
@@ -90,16 +94,23 @@ def _run_check(exercise_id: str, impl: Callable | None) -> CheckResult:
 
 
 def _probed(cases: Iterable[Case], isolated: Callable) -> Iterator[tuple[Case, dict]]:
-    """Each case with what its probe returned, one at a time (the check stops at the first failure);
-    the probe's own random numbers leave the stream the course's inputs come from alone."""
+    """Each case with what its probe returned, one at a time; the probe's own random numbers leave
+    the stream the course's inputs come from alone."""
     for case in cases:
         with torch.random.fork_rng(devices=[]):
             yield case, checked_case(run_case(isolated, case.probe))
 
 
-def build_cases(ex: Exercise) -> list[Case]:
-    """All the exercise's cases, as a local check draws them (the course's random inputs are seeded)."""
-    torch.manual_seed(0)
+HIDDEN_SEED = 1  # the seed of the grader's hidden cases (a local check draws with 0)
+
+
+def build_cases(ex: Exercise, hidden: bool = False) -> list[Case]:
+    """All the exercise's cases, as a local check draws them (the course's random inputs are seeded);
+    ``hidden``: the same builder drawn again with another seed, with larger inputs where it takes
+    ``larger`` (the grader's hidden cases)."""
+    torch.manual_seed(HIDDEN_SEED if hidden else 0)
+    if hidden and "larger" in inspect.signature(ex.cases).parameters:
+        return list(ex.cases(larger=True))
     return list(ex.cases())
 
 
@@ -111,24 +122,45 @@ def isolation(ex: Exercise) -> Isolation:
 
 
 def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None) -> CheckResult:
-    """Judge each case's result in turn; the first wrong answer decides. ``expected``: how many
-    cases there are, when the results come from elsewhere and may stop short."""
+    """Judge every case's result; the first wrong answer is the message, followed by how many cases
+    passed. ``expected``: how many cases there are, when the results come from elsewhere and may
+    stop short (a missing result is a failed case)."""
+    passed = total = 0
+    first: tuple[str, str] | None = None
     try:
-        count = 0
         for case, result in judged:
-            case.judge(case, Outcome(case, result))
-            count += 1
-        if expected is not None and count < expected:
-            raise MalformedResult(f"results for {count} of {expected} cases")
-    except NotImplementedError as error:
-        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error))
-    except CheckFailure as error:
-        return CheckResult(ex.id, ex.title, FAILED, str(error))
+            total += 1
+            failure = judge_case(ex, case, result)
+            passed += failure is None
+            first = first or failure
+    except NotImplementedError as error:  # building the cases reached a stub
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error), passed, total)
     except MalformedResult as error:
-        return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}")
+        return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}", passed, total)
+    if expected is not None and total < expected:
+        first = first or (ERROR, f"the probe's result is malformed: results for {total} of {expected} cases")
+        total = expected
+    if first is None:
+        return CheckResult(ex.id, ex.title, PASSED, f"{total} cases", passed, total)
+    status, message = first
+    if status != NOT_IMPLEMENTED:  # a stub's message is read back by the notebooks: left as it is
+        message = f"{message} ({passed} of {total} cases passed)"
+    return CheckResult(ex.id, ex.title, status, message, passed, total)
+
+
+def judge_case(ex: Exercise, case: Case, result: dict) -> tuple[str, str] | None:
+    """One case's verdict: None when it passed, else (status, message)."""
+    try:
+        case.judge(case, Outcome(case, result))
+    except NotImplementedError as error:
+        return NOT_IMPLEMENTED, _stub_message(ex, error)
+    except CheckFailure as error:
+        return FAILED, str(error)
+    except MalformedResult as error:
+        return ERROR, f"the probe's result is malformed: {error}"
     except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
-        return CheckResult(ex.id, ex.title, ERROR, f"the check failed on the result: {type(error).__name__}: {error}")
-    return CheckResult(ex.id, ex.title, PASSED, f"{count} cases")
+        return ERROR, f"the check failed on the result: {type(error).__name__}: {error}"
+    return None
 
 
 def _stub_message(ex: Exercise, error: NotImplementedError) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from datetime import datetime
 from pathlib import Path
 
 from ..course import course_root
@@ -17,11 +18,22 @@ def _grade(args: argparse.Namespace) -> int:
 
     config_path = args.config or (root / "grading.toml" if (root / "grading.toml").exists() else None)
     config = grading.load_config(config_path)
-    for name in ("timeout_s", "memory_mb", "jobs"):
+    for name in ("timeout_s", "memory_mb", "jobs", "assignment"):
         if getattr(args, name) is not None:
             setattr(config, name, getattr(args, name))
+    due = _due(args.due)
+    roster = None
+    if args.format != "csv":
+        if args.roster is None or config.assignment is None:
+            raise CLIError(f"--format {args.format} needs --roster (folder names → students) and the assignment's "
+                           "name (--assignment, or assignment in grading.toml's [grading])")  # fmt: skip
+        roster = grading.load_roster(args.roster)
     if config.jobs < 1 or not (math.isfinite(config.timeout_s) and config.timeout_s > 0) or config.memory_mb < 256:
         raise CLIError("--jobs must be ≥ 1, --timeout a number > 0 and --memory-mb ≥ 256")
+    try:
+        config.validate()  # what the flags changed, too (--assignment)
+    except ValueError as error:
+        raise CLIError(f"--assignment: {error}" if args.assignment else str(error)) from None
     out = args.out
     if out.suffix.lower() != ".csv" or out.is_dir():
         raise CLIError(f"--out must name a .csv file, got {out}")
@@ -37,37 +49,68 @@ def _grade(args: argparse.Namespace) -> int:
     state = grading.state_path(out)
     if args.resume and not state.is_file():
         raise CLIError(f"--resume: there is no interrupted run to resume ({state} does not exist)")
+    json_path = args.json or out.with_suffix(".json")
+    old = grading.read_report(json_path, config) if args.only is not None else None
+    if old is not None:
+        grading.same_exercises(old, grading.exercise_ids(config, args.exercises))
     try:
         report = grading.grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
-                       mechanism=support.mechanism, state_file=state, resume=args.resume)  # fmt: skip
+                               mechanism=support.mechanism, state_file=state, resume=args.resume, due=due,
+                               only=args.only)  # fmt: skip
     except KeyboardInterrupt:
         print(f"interrupted: the students still running were stopped; no report written. The students done are "
               f"kept in {state}: run the same command with --resume to go on from there")  # fmt: skip
         return 130
     except SandboxError as error:
         raise CLIError(str(error)) from None
-    json_path = args.json or out.with_suffix(".json")
     feedback_dir = args.feedback or out.parent / "feedback"
-    grading.write_csv(report, out)
+    if old is not None:
+        report = grading.merged(old, report)
+    if roster is None:
+        grading.write_csv(report, out)
+    else:
+        missing = grading.write_gradebook(report, out, args.format, roster)
+        if missing:
+            print(f"warning: not in the roster, so not in {out}: {', '.join(missing)}")
     grading.write_json(report, json_path)
-    grading.write_feedback(report, feedback_dir)
+    grading.write_feedback(report, feedback_dir, only=args.only)
     state.unlink(missing_ok=True)
     print(grading.summary_table(report))
+    for line in grading.skipped_lines(report):
+        print(line)
     print(
         f"graded {len(report.students)} submission(s) on {len(report.exercises)} exercise(s) in {report.seconds:.1f} s"
         f" ({support.mechanism if support.isolated else 'no sandbox'})"
     )
-    print(f"wrote {out}, {json_path} and {feedback_dir}/<student>.md")
+    folder = feedback_dir / config.assignment if config.assignment else feedback_dir
+    print(f"wrote {out}, {json_path} and {folder}/<student>.md")
     return 0
 
 
+def _due(text: str | None) -> datetime | None:
+    """--due as a time (a date alone is its end of day; no time zone: this machine's)."""
+    if text is None:
+        return None
+    try:
+        due = datetime.fromisoformat(text)
+    except ValueError:
+        raise CLIError(f"--due must be a date and time such as 2026-12-01T23:59, got {text!r}") from None
+    if len(text) == 10:  # 2026-12-01: the whole day
+        due = due.replace(hour=23, minute=59, second=59)
+    return due
+
+
 DESCRIPTION = (
-    "Each sub-folder of SUBMISSIONS_DIR is one student's edited student edition (or just their transformer_course/ "
-    "folder). Each is copied, then graded in a sandbox of its own (bubblewrap, else unshare) by a warm worker that "
-    "runs every exercise in a fresh child with a time limit, a memory cap and an output cap; the grade is decided "
-    "here, outside the student's code. Points and limits come from grading.toml. Each student done is noted in "
-    "REPORT.progress.jsonl next to --out; --resume goes on from there after an interruption."
+    "Each sub-folder (or .zip) of SUBMISSIONS_DIR is one student's edited student edition (or just their "
+    "transformer_course/ folder); every other entry is listed as skipped. Each is copied, then graded in a sandbox "
+    "of its own (bubblewrap, else unshare) by a warm worker that runs every exercise in a fresh child with a time "
+    "limit, a memory cap and an output cap; the grade is decided here, outside the student's code. Points and limits "
+    "come from grading.toml. Each student done is noted in REPORT.progress.jsonl next to --out; --resume goes on "
+    "from there after an interruption."
 )
+
+
+FORMATS = ("csv", "canvas", "moodle")  # what --out holds: our report, or a gradebook to import
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,4 +137,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     grade.add_argument("--require-sandbox", action="store_true",
                        help="refuse to grade when no sandbox works here (instead of warning)")  # fmt: skip
     grade.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    grade.add_argument("--format", choices=FORMATS, default="csv",
+                       help="what --out holds: our report (csv), or a gradebook to import into Canvas or Moodle "
+                            "(needs --roster and the assignment's name)")  # fmt: skip
+    grade.add_argument("--roster", type=Path, help="CSV mapping submission folders to students: a header with 'folder' "
+                       "and any of name, id, sis_user_id, sis_login_id, section, email")  # fmt: skip
+    grade.add_argument("--assignment", help="the assignment's name: the gradebook's column and the feedback's folder "
+                       "(feedback/<assignment>/); overrides grading.toml")  # fmt: skip
+    grade.add_argument("--due", metavar="TIME", help="due time, e.g. 2026-12-01T23:59: a submission whose newest file is "
+                       "newer is flagged late (a flag, not a penalty)")  # fmt: skip
+    grade.add_argument("--only", metavar="STUDENT", help="grade this student alone and update their row of the "
+                       "existing report (CSV, JSON and their feedback) instead of replacing the class")  # fmt: skip
     grade.set_defaults(run=_grade)

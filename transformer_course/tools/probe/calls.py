@@ -98,9 +98,13 @@ def custom_case(probe: str, **inputs: Any) -> dict:
 
 
 def run_case(impl: Callable, spec: dict) -> dict:
-    """Run one case on ``impl`` and return plain data (see the module's docstring)."""
+    """Run one case on ``impl`` and return plain data (see the module's docstring); an exception
+    of the learner's code is that case's error, never the end of the exercise."""
     if spec["probe"] != "calls":
-        return PROBES[spec["probe"]](impl, **spec["inputs"])
+        try:
+            return PROBES[spec["probe"]](impl, **spec["inputs"])
+        except Exception as error:  # noqa: BLE001 - the learner's classes build a custom probe's inputs
+            return {"calls": [_failed(error, "building the inputs")], "report": {}}
     result: dict = {"calls": [], "report": {}}
     with torch.no_grad() if spec["no_grad"] else contextlib.nullcontext():
         try:

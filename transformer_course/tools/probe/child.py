@@ -7,7 +7,7 @@ this one exercise): ``job.json`` (exercise, target, the rooms it may look at), `
 cases' probe parts: plain data, no answers) and ``standins.py`` (the stand-ins of the *other*
 exercises this one calls, never its own). ``SUBMISSION`` holds the student's ``transformer_course/``.
 
-The child imports the student's package, runs each case's probe (stopping at the first error) and
+The child imports the student's package, runs every case's probe (an error costs its case only) and
 writes one frame (:mod:`.wire`) to its own result descriptor, a fresh one per child. It decides
 nothing: the grader judges. Without a sandbox (the worker's settings then carry a ``guard``), an
 audit hook refuses what the sandbox would have hidden; that guard is a speed bump for honest
@@ -55,17 +55,26 @@ def run_job(job_dir: str, submission: str, package: str, guard: dict | None, res
         torch.manual_seed(0)
         for spec in cases:
             payload["cases"].append(run_case(isolated, spec))
-            if any(call["error"] for call in payload["cases"][-1]["calls"]):
-                break
     except SystemExit as exit_:
         payload["fatal"] = f"the code called sys.exit({exit_.code!r})"
     except BaseException as error:  # noqa: BLE001 - the student's code: anything can come out
         payload["fatal"] = cut(str(error) if isinstance(error, _Fatal) else describe(error, "importing the exercise"))
     payload["guard"] = None if found is None else dict(found)
+    _flush_printed()
     data = frame(payload)
     while data:
         data = data[os.write(result_fd, data) :]
     os._exit(0)
+
+
+def _flush_printed() -> None:
+    """What the code printed and Python still buffers, written out before ``os._exit`` (which
+    flushes nothing): a student's debug prints reach the feedback."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001, S110 - a stream the code replaced or closed: nothing to save
+            pass
 
 
 class _Fatal(Exception):

@@ -19,8 +19,9 @@ The protocol, on the worker's stdin and stdout (the child holds neither):
 * the worker says it is ready: ``{"ready": true}`` + newline;
 * a request: ``{"nonce": "<hex>", "timeout_s": 60.0}`` + newline;
 * the answer: a JSON header line ``{"nonce", "returncode", "timed_out", "seconds", "result_bytes",
-  "printed_bytes", "head_bytes"}``, then ``result_bytes`` bytes (the child's frame) and
-  ``head_bytes`` bytes (the start of what it printed).
+  "printed_bytes", "head_bytes", "where_bytes"}``, then ``result_bytes`` bytes (the child's frame),
+  ``head_bytes`` bytes (the start of what it printed) and ``where_bytes`` bytes (where a child that
+  ran out of time was: its Python stack, as :mod:`faulthandler` writes it, before it was killed).
 
 The grader accepts an answer only with the nonce it sent for that exercise, and judges the frame
 itself (:mod:`.wire`): a child can spoil its own exercise, never a later one.
@@ -29,6 +30,7 @@ itself (:mod:`.wire`): a child can spoil its own exercise, never a later one.
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import importlib
 import json
 import os
@@ -41,6 +43,8 @@ import time
 
 READY = b'{"ready": true}\n'
 HEAD_BYTES = 4096  # bytes of what a child printed that come back with its answer
+WHERE_BYTES = 4096  # bytes of the stack of a child stopped at its time limit
+WHERE_SIGNAL = signal.SIGUSR1  # asks a child that ran out of time where it is, before it is killed
 _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 4, 36
 # Parts of PyTorch that its modules import on first use (optimizers, some nn.Module methods): about a
 # second per child otherwise. The course's own code only; the student's is never imported here.
@@ -87,12 +91,13 @@ def _harden() -> None:
 
 def _serve(request: dict, inbox: str, submission: str, settings: dict, run_job) -> tuple:  # noqa: ANN001
     """Run one exercise in a fresh child; return (header, result bytes, head of the printed bytes)."""
-    result_fd, printed_fd = _private_file("result"), _private_file("printed")
+    result_fd, printed_fd, where_fd = _private_file("result"), _private_file("printed"), _private_file("where")
     start = time.monotonic()
     pid = os.fork()
-    if pid == 0:  # the child: only its own two descriptors, then the exercise
+    if pid == 0:  # the child: only its own three descriptors, then the exercise
         try:
-            _only_own_descriptors(result_fd, printed_fd)
+            _only_own_descriptors(result_fd, printed_fd, where_fd)
+            faulthandler.register(WHERE_SIGNAL, file=4, all_threads=False)  # its stack, when it runs out of time
             run_job(inbox, submission, settings["package"], settings["guard"], 3)
         finally:
             os._exit(70)  # run_job ends with os._exit; this is reached only if the course's code failed
@@ -103,22 +108,27 @@ def _serve(request: dict, inbox: str, submission: str, settings: dict, run_job) 
     result = _read(result_fd, settings["max_result_bytes"])  # a longer frame is cut: malformed, this exercise only
     printed = os.fstat(printed_fd).st_size
     head = _read(printed_fd, HEAD_BYTES)
-    os.close(result_fd)
-    os.close(printed_fd)
+    where = _read(where_fd, WHERE_BYTES) if timed_out else b""
+    for fd in (result_fd, printed_fd, where_fd):
+        os.close(fd)
     header = {"nonce": request["nonce"], "returncode": code, "timed_out": timed_out, "seconds": round(seconds, 3),
-              "result_bytes": len(result), "printed_bytes": printed, "head_bytes": len(head)}  # fmt: skip
-    return header, result, head
+              "result_bytes": len(result), "printed_bytes": printed, "head_bytes": len(head),
+              "where_bytes": len(where)}  # fmt: skip
+    return header, result, head + where
 
 
-def _only_own_descriptors(result_fd: int, printed_fd: int) -> None:
+def _only_own_descriptors(result_fd: int, printed_fd: int, where_fd: int) -> None:
     """In the child: stdin empty, stdout and stderr into ``printed_fd``, the result at descriptor 3,
-    every other descriptor (the worker's request and answer channels) closed."""
+    where it is when it runs out of time at 4, every other descriptor (the worker's request and
+    answer channels) closed."""
     os.setpgid(0, 0)  # its own process group, killed as one where there is no sandbox
     os.dup2(printed_fd, 1)
     os.dup2(printed_fd, 2)
     os.dup2(result_fd, 3)
+    os.dup2(where_fd, 4)
     os.set_inheritable(3, False)
-    os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+    os.set_inheritable(4, False)
+    os.closerange(5, os.sysconf("SC_OPEN_MAX"))
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -137,6 +147,11 @@ def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
     signal N, as a shell says it) and whether it ran out of time."""
     timed_out = not _exits_within(pid, timeout_s)
     if timed_out:
+        try:
+            os.kill(pid, WHERE_SIGNAL)  # its stack, written at once by faulthandler's handler
+            _exits_within(pid, 0.2)
+        except ProcessLookupError:
+            pass
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
