@@ -92,13 +92,17 @@ def quiet_stderr() -> Iterator[None]:
             os.close(saved)
 
 
+def _start_ns(event) -> int:
+    """When a profiler event began, in ns: ``start_ns`` where PyTorch has it, else (PyTorch 2.3)
+    ``start_us``, whose ties keep the profiler's order (sorted() is stable)."""
+    return event.start_ns() if hasattr(event, "start_ns") else 1000 * event.start_us()
+
+
 def profiler_peak_mib(fn: Callable[[], object]) -> float:
     """The peak of the CPU allocator's bytes while ``fn`` runs, from the profiler's memory events."""
     with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = sorted(
-        (e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=lambda e: e.start_ns()
-    )
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"), key=_start_ns)
     live = peak = 0
     for event in events:
         live += event.nbytes()  # negative for a free

@@ -227,11 +227,12 @@ with torch.no_grad():
     norm.weight.uniform_(0.5, 1.5)
 x = torch.randn(3, 8)
 formula = x / (x.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt() * norm.weight
-assert torch.allclose(norm(x), formula, atol=1e-6)
+equal = torch.allclose(norm(x), formula, atol=1e-6)
 if hasattr(torch.nn, "RMSNorm"):  # PyTorch >= 2.4
     theirs = torch.nn.RMSNorm(8, eps=1e-6)
     theirs.load_state_dict(norm.state_dict())
-    print("equal to torch.nn.RMSNorm:", torch.allclose(norm(x), theirs(x), atol=1e-6))
+    equal = equal and torch.allclose(norm(x), theirs(x), atol=1e-6)
+print("equal to the formula, and to torch.nn.RMSNorm where PyTorch has it (2.4 on):", equal)
 centred = x - x.mean(-1, keepdim=True)
 layer_norm = torch.nn.LayerNorm(8, eps=1e-6, elementwise_affine=False)
 print("on centred features, RMSNorm (g = 1) = LayerNorm:",
@@ -355,11 +356,10 @@ k, v = split_heads(grouped.w_k(x), 2), split_heads(grouped.w_v(x), 2)  # (B, 2, 
 print("q", tuple(q.shape), "k", tuple(k.shape), "v", tuple(v.shape))
 if tuple(int(n) for n in torch.__version__.split(".")[:2]) >= (2, 5):
     heads = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # (B, 8, T, 8)
-    reference = "F.scaled_dot_product_attention(..., enable_gqa=True)"
 else:  # older PyTorch: no enable_gqa; repeat the heads ourselves
     heads = F.scaled_dot_product_attention(q, repeat_kv(k, 4), repeat_kv(v, 4), is_causal=True)
-    reference = "F.scaled_dot_product_attention on repeat_kv's heads"
-print(f"equal to {reference}:", torch.allclose(ours, grouped.w_o(merge_heads(heads)), atol=1e-5))
+print("equal to PyTorch's fused attention on the shared heads (enable_gqa=True from 2.5, repeat_kv before):",
+      torch.allclose(ours, grouped.w_o(merge_heads(heads)), atol=1e-5))  # fmt: skip
 print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.weight.numel(),
       "instead of", 2 * 64 * 64)  # fmt: skip
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `make test-oldest`: the course on the oldest versions pyproject.toml declares, from nothing.
 # Creates .venv-oldest with the lowest Python that `requires-python` allows and the floors of the
-# dependencies (tests/oldest/constraints.txt), then runs the unit tests and two chapters there.
+# dependencies (tests/oldest/constraints.txt), then runs the unit tests and the chapters whose code
+# depends on the version of PyTorch there (03: attention's fused kernels, 07: training and its claims,
+# 10: torch.nn.RMSNorm and enable_gqa where they exist).
 # Downloads: PyTorch's oldest supported release exists on PyPI only as a CUDA build (~3 GB with its
 # NVIDIA packages); it runs on the CPU.
 set -euo pipefail
@@ -32,7 +34,7 @@ import sys, torch, numpy
 print(f"oldest environment: Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}")
 PY
 # the unit tests (not the browser, Jupyter-server, wheel or Colab tests: they test the tools around
-# the course, not the versions of PyTorch and Python), then two chapters through nbval
+# the course, not the versions of PyTorch and Python), then three chapters through nbval
 "$venv/bin/python" -m pytest tests -q -x -p no:cacheprovider \
   --ignore=tests/test_book.py --ignore=tests/test_lab_browser.py --ignore=tests/test_install.py \
   --ignore=tests/test_colab.py --ignore=tests/test_jupyter_roundtrip.py --ignore=tests/test_learner_environment.py \
@@ -42,4 +44,5 @@ PY
 # (deselected: PyTorch 2.3's CUDA build maps its CUDA libraries at import, beyond the 2 GB address
 # space that test gives a sandboxed job; the CPU build the course pins imports well within it)
 "$venv/bin/python" -m pytest -q -p no:cacheprovider chapters/03_attention.ipynb chapters/07_training.ipynb \
+  chapters/10_modern_language_models.ipynb \
   --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg

@@ -8,7 +8,8 @@ Importing the course changes nothing in Jupyter; a chapter asks for these explic
   exercise, the file to edit, a hint, and the exercises it needs that are not written yet either,
   in the order to write them. If your edit is saved but could not be loaded, it says so instead,
   and what to do;
-* the printing and plotting style the chapters are written with.
+* the printing and plotting style the chapters are written with;
+* tqdm's progress bars imported once, quietly (see :func:`import_progress_bars`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ast
 import sys
 import types
+import warnings
 from pathlib import Path
 
 from .checks.registry import EXERCISES, parse_stub_message, writing_order
@@ -39,6 +41,16 @@ def setup_chapter() -> None:
         show_exercise_stubs_briefly(shell)
     torch.set_printoptions(precision=3, sci_mode=False)
     plt.rcParams.update({"figure.dpi": 90, "axes.grid": False, "font.size": 10})
+    import_progress_bars()
+
+
+def import_progress_bars() -> None:
+    """Import ``tqdm.auto`` once with its warning silenced. Without ipywidgets it warns on import (then
+    falls back to a text bar, which is fine); PyTorch 2.3 imports it on a model's first optimizer step
+    (through ``torch._dynamo``), which would put the warning in that cell's output."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import tqdm.auto  # noqa: F401
 
 
 def _shell():  # noqa: ANN202 - IPython's InteractiveShell, or None outside IPython
