@@ -17,9 +17,19 @@ def _name(requirement: str) -> str:
     return re.split(r"[<>=!~\[; ]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
 
+def _dev_extras(project: dict) -> list[str]:
+    """The extras that dev pulls in by naming the project itself ("transformer-course[hub]")."""
+    return [e for r in project["optional-dependencies"]["dev"] if _name(r) == "transformer-course"
+            for e in re.search(r"\[(.*)\]", r).group(1).split(",")]  # fmt: skip
+
+
 def test_environment_yml_lists_the_same_dependencies_as_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {r.strip() for r in project["dependencies"] + project["optional-dependencies"]["dev"]}
+    extras = project["optional-dependencies"]
+    dev = [r for r in extras["dev"] if _name(r) != "transformer-course"] + [
+        r for e in _dev_extras(project) for r in extras[e]
+    ]
+    wanted = {r.strip() for r in project["dependencies"] + dev}
     lines = (ROOT / "environment.yml").read_text().splitlines()
     start = next(i for i, line in enumerate(lines) if line.strip() == "- pip:")
     listed = {line.strip()[2:] for line in lines[start + 1 :] if line.strip().startswith("- ")}
@@ -44,8 +54,7 @@ def test_make_test_runs_every_notebook_again_on_another_cpus_arithmetic() -> Non
 def test_the_oldest_environment_installs_exactly_the_declared_floors() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     # the dependencies, and the extras that dev pulls in ("transformer-course[hub]"): test-oldest installs dev
-    extras = [e for r in project["optional-dependencies"]["dev"] if _name(r) == "transformer-course"
-              for e in re.search(r"\[(.*)\]", r).group(1).split(",")]  # fmt: skip
+    extras = _dev_extras(project)
     floors = {}
     for requirement in [*project["dependencies"], *(r for e in extras for r in project["optional-dependencies"][e])]:
         found = re.match(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", requirement)
