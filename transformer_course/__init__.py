@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
     "max_output_length": "decoding",
     "load_pretrained": "tools.pretrained",
-    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
+    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
     "blocked_attention": "blocked", "repeat_kv": "multihead",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
     "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
@@ -122,7 +122,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     )
     from .recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
-    from .rotary import RotaryAttention, apply_rope
+    from .rotary import Rotary, RotaryAttention, apply_rope
     from .schedule import transformer_lr, transformer_scheduler
     from .step import train_step
     from .sublayer import residual

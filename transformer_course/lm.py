@@ -28,7 +28,7 @@ from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import EncoderLayer
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .model import xavier_init
-from .multihead import MultiHeadAttention
+from .multihead import MultiHeadAttention, affine
 from .positional import LearnedPositionalEmbedding, PositionalEncoding
 from .rmsnorm import RMSNorm
 from .rotary import RotaryAttention
@@ -171,17 +171,71 @@ class DecoderOnlyLM(nn.Module):
     def forward(self, tokens: Tensor, cache: list[KVCache] | None = None) -> Tensor:
         check_ndim(tokens, 2, "tokens", "(B, T) of token ids")
         check_token_ids(tokens, self.config.vocab_size, "tokens")
+        return self._logits(tokens, cache)
+
+    def _logits(self, tokens: Tensor, cache: list[KVCache] | None = None) -> Tensor:
+        """:meth:`forward` without reading the ids (:func:`generate` checked the prompt, and every
+        token after it is one the model chose)."""
         if cache is not None and len(cache) != len(self.layers):
             raise ValueError(f"cache must hold one KVCache per layer ({len(self.layers)}), got {len(cache)}")
         start, length = (len(cache[0]) if cache else 0), tokens.shape[1]  # positions cached, positions new
         if start + length > self.config.max_len:
             raise ValueError(f"the text would reach length {start + length} > max_len={self.config.max_len}")
+        if self._lean(tokens, cache):
+            return self._decode_step(tokens, cache)  # (B, 1, V)
         x = self.embed(tokens)  # (B, T, D)
         x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)  # (B, T, D)
         mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
         for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
             x = layer(x, mask, cache=layer_cache)  # (B, T, D)
         return self.output(self.norm(x))  # (B, T, V)
+
+    def _lean(self, tokens: Tensor, cache: list[KVCache] | None) -> bool:
+        """Whether a call is one step of a decoding loop through today's pre-LN, RMSNorm blocks:
+        one new position, a cache, no autograd and no dropout (:meth:`_decode_step` then computes
+        what the layers do, in fewer operations)."""
+        c = self.config
+        return (
+            cache is not None
+            and tokens.shape[1] == 1
+            and c.norm_first
+            and c.norm == "rmsnorm"
+            and not torch.is_grad_enabled()
+            and (c.dropout == 0 or not self.training)
+        )
+
+    def _decode_step(self, tokens: Tensor, cache: list[KVCache]) -> Tensor:
+        """:meth:`forward` for one new token with a cache, in fewer operations (the translator's
+        lean step, chapter 08, taken further): each RMSNorm's weight is folded into the matrix that
+        follows it (W^Q, W^K, W^V side by side; SwiGLU's W₁ and W₃ side by side), the residual
+        is added by the product that ends each sub-layer, and the attention turns q and k with one
+        table and never copies grouped keys and values
+        (:meth:`~transformer_course.multihead.MultiHeadAttention._step_heads`). The weights so
+        prepared are made at the first step of a decoding call and kept in each layer's cache.
+
+        Shape:
+            tokens: (B, 1) → logits (B, 1, V)
+        """
+        batch, c = tokens.shape[0], self.config
+        x = self.embed(tokens)  # (B, 1, D)
+        if c.positional != "rope":
+            x = self.positional(x, offset=len(cache[0]))  # (B, 1, D)
+        x = x.view(batch, c.d_model)  # (B, D)
+        for layer, layer_cache in zip(self.layers, cache, strict=True):
+            attention = layer.self_attn
+            h = layer.norm1.unweighted(x)  # (B, D), its weight folded into W^Q, W^K, W^V
+            heads = attention._step_heads(h, None, None, None, layer_cache, fold=layer.norm1.weight)  # (B, H·Dv)
+            w_out, b_out = layer_cache.projections[2:]  # W^O^T (H·Dv, D), b^O
+            x = torch.addmm(x, heads, w_out) if b_out is None else x + affine(heads, w_out, b_out)  # (B, D)
+            h = layer.norm2.unweighted(x)  # (B, D)
+            if isinstance(layer.ffn, SwiGLU):
+                x = layer.ffn.step(h, x, layer_cache.prepared, fold=layer.norm2.weight)  # (B, D)
+            else:
+                x = x + layer.ffn(h * layer.norm2.weight)  # (B, D)
+        prepared = cache[0].prepared  # the first layer's cache keeps the output layer's weights too
+        if "output" not in prepared:  # the final RMSNorm's weight folded into the output layer, transposed
+            prepared["output"] = (self.output.weight * self.norm.weight).t()  # (D, V)
+        return self.norm.unweighted(x).mm(prepared["output"]).view(batch, 1, c.vocab_size)  # (B, 1, V)
 
     def num_parameters(self) -> int:
         """Number of distinct parameters (the tied matrix counts once)."""
@@ -272,7 +326,7 @@ def generate(
         finished = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)  # (B,)
         every = _stop_check_every(prompt)  # on a GPU, asking whether all rows are done makes the CPU wait
         for step in range(max_new_tokens):
-            logits = model(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
+            logits = model._logits(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
             next_tokens, finished = pick(logits.float(), finished)  # (B,), (B,)
             tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
             new = next_tokens[:, None]  # (B, 1)
