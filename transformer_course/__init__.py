@@ -53,7 +53,7 @@ _EXPORTS: dict[str, str] = {
     "causal_mask": "masks", "padding_mask": "masks", "target_mask": "masks",
     "Decoder": "decoder", "DecoderLayer": "decoder", "TransformerConfig": "config", "Transformer": "model",
     "pick_device": "device",
-    "load_task": "data", "english_tokens": "datasets.numbers", "german_text": "datasets.numbers",
+    "load_task": "datasets", "english_tokens": "datasets.numbers", "german_text": "datasets.numbers",
     "german_tokens": "datasets.numbers", "number_to_english": "datasets.numbers", "number_to_german": "datasets.numbers",
     "label_smoothed_cross_entropy": "loss", "transformer_lr": "schedule", "transformer_scheduler": "schedule",
     "train_step": "step", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
@@ -100,7 +100,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         rope_halves_to_interleaved,
         split_conv1d,
     )
-    from .data import load_task
+    from .datasets import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
     from .decoding import beam_search, greedy_decode, max_output_length, sample

@@ -171,11 +171,6 @@ class DecoderOnlyLM(nn.Module):
     def forward(self, tokens: Tensor, cache: list[KVCache] | None = None) -> Tensor:
         check_ndim(tokens, 2, "tokens", "(B, T) of token ids")
         check_token_ids(tokens, self.config.vocab_size, "tokens")
-        return self._logits(tokens, cache)
-
-    def _logits(self, tokens: Tensor, cache: list[KVCache] | None = None) -> Tensor:
-        """:meth:`forward` without reading the ids (:func:`generate` checked the prompt, and every
-        token after it is one the model chose)."""
         if cache is not None and len(cache) != len(self.layers):
             raise ValueError(f"cache must hold one KVCache per layer ({len(self.layers)}), got {len(cache)}")
         start, length = (len(cache[0]) if cache else 0), tokens.shape[1]  # positions cached, positions new
@@ -326,7 +321,7 @@ def generate(
         finished = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)  # (B,)
         every = _stop_check_every(prompt)  # on a GPU, asking whether all rows are done makes the CPU wait
         for step in range(max_new_tokens):
-            logits = model._logits(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
+            logits = model(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
             next_tokens, finished = pick(logits.float(), finished)  # (B,), (B,)
             tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
             new = next_tokens[:, None]  # (B, 1)
