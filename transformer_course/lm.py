@@ -21,6 +21,7 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
+from . import _validate
 from ._validate import check_ndim, check_token_ids
 from .cache import KVCache
 from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, greedy_step
@@ -101,16 +102,22 @@ class DecoderOnlyConfig:
     @classmethod
     def modern(cls, vocab_size: int, **overrides) -> DecoderOnlyConfig:
         """Today's block (Llama's choices): pre-LN, RMSNorm, RoPE, SwiGLU with ⅔ · 4 · D hidden
-        features (the parameters of the ReLU network), no dropout; ``overrides`` set any field."""
+        features (the parameters of the ReLU network), no dropout; ``overrides`` set any field.
+        Another ``feed_forward`` gets 4 · D hidden features unless ``d_ff`` is given."""
         d_model = overrides.get("d_model", cls.d_model)
-        settings = dict(
-            norm_first=True, norm="rmsnorm", positional="rope", feed_forward="swiglu", dropout=0.0,
-            d_ff=swiglu_hidden_size(d_model),
-        )  # fmt: skip
+        settings = dict(norm_first=True, norm="rmsnorm", positional="rope", feed_forward="swiglu", dropout=0.0)
+        swiglu = overrides.get("feed_forward", "swiglu") == "swiglu"  # ⅔ · 4 · D for SwiGLU only, else 4 · D
+        settings["d_ff"] = swiglu_hidden_size(d_model) if swiglu else 4 * d_model
         return cls(vocab_size, **(settings | overrides))
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+class EmbeddingDropout(nn.Dropout):
+    """``model.positional`` of a RoPE model: the positions enter inside each attention
+    (:class:`~.rotary.Rotary`), so what stays in the place of chapter 02's sinusoids is their
+    dropout on the embeddings (``config.dropout``; none in :meth:`DecoderOnlyConfig.modern`)."""
 
 
 class DecoderOnlyLM(nn.Module):
@@ -135,7 +142,7 @@ class DecoderOnlyLM(nn.Module):
         self.embed = (TokenEmbedding if c.scale_embedding else UnscaledEmbedding)(c.vocab_size, c.d_model, c.pad_id)
         rope = c.positional == "rope"
         self.positional = (
-            nn.Dropout(c.dropout)
+            EmbeddingDropout(c.dropout)  # RoPE: the positions enter inside attention; the dropout stays here
             if rope
             else (LearnedPositionalEmbedding if c.positional == "learned" else PositionalEncoding)(
                 c.d_model, c.max_len, c.dropout
@@ -289,7 +296,8 @@ def generate(
     evaluation mode for the call (its mode is restored).
 
     Shape:
-        prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``)
+        prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``; a ``<pad>``
+        is refused, unless ``<pad>`` is ``<eos>``, where the id is a real token)
         → (B, T + n) with n ≤ max_new_tokens
     """
     config = model.config
@@ -303,6 +311,11 @@ def generate(
         raise ValueError(
             f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds max_len={config.max_len}"
         )
+    if config.pad_id != config.eos_id and _validate.reads_are_free(prompt) and (prompt == config.pad_id).any():
+        raise ValueError(
+            f"prompt contains <pad> (id {config.pad_id}): every row must be real tokens of one length; "
+            "generate prompts of different lengths separately (or cut them to the shortest)"
+        )  # where <pad> is <eos> (GPT-2, Llama) the id is a real token, and allowed
     if temperature != 0 or top_k is not None or top_p is not None:  # check the sampling arguments once
         _filtered(torch.zeros(1, 2), temperature if temperature != 0 else 1.0, top_k, top_p)  # greedy checks them too
 

@@ -33,7 +33,8 @@ def load_task(name: str) -> Task:
         from .numbers import numbers_task  # imported when asked for: importing the package imports nothing
 
         return numbers_task()
-    from ..data import TASKS, load_task as room_task
+    from ..data import TASKS
+    from ..data import load_task as room_task
 
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}")
