@@ -190,7 +190,7 @@ def test_every_choice_builds_its_parts(fields: dict) -> None:
         assert type(block.ffn) is feed_forward and type(block.norm1) is norm and type(block.norm2) is norm
         assert block.norm1.eps == model.config.layer_norm_eps
     assert type(model.norm) is (norm if fields["norm_first"] else nn.Identity)
-    assert type(model.positional) is (nn.Dropout if fields["positional"] == "rope" else PositionalEncoding)
+    assert type(model.positional) is (EmbeddingDropout if fields["positional"] == "rope" else PositionalEncoding)
 
 
 def test_an_encoder_layer_builds_the_attention_part_it_is_given() -> None:
