@@ -113,3 +113,17 @@ def test_out_through_a_symbolic_link_writes_its_target(tmp_path: Path, capsys) -
     link.symlink_to(target)
     assert main(["train", "--task", "copy", "--steps", "2", "--out", str(link), "--quiet"]) == 0
     assert link.is_symlink() and target.is_file() and target.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "limits, announced",
+    [
+        (["--max-seconds", "0.5"], "for 0.5 s\n"),  # a time limit only: no step count of 10**9
+        (["--steps", "3"], "for 3 steps\n"),
+        (["--steps", "3", "--max-seconds", "60"], "for 60 s or 3 steps, whichever ends first\n"),
+    ],
+)
+def test_the_announcement_names_the_limits_given(limits: list[str], announced: str, capsys) -> None:
+    assert main(["train", "--task", "copy", "--quiet", *limits]) == 0
+    first = capsys.readouterr().err.splitlines()[0] + "\n"
+    assert first.startswith("training copy on ") and first.endswith(announced), first

@@ -197,7 +197,7 @@ def test_the_cache_shrinks_by_h_over_hkv() -> None:
     assert [held[H] / held[kv] for kv in (H, 3, 2, 1)] == [1, 2, 3, 6]
 
 
-def test_the_lean_decoding_step_is_taken_only_with_one_key_head_per_query_head(monkeypatch) -> None:  # noqa: ANN001
+def test_the_lean_decoding_step_is_taken_with_grouped_heads_too(monkeypatch) -> None:  # noqa: ANN001
     calls = []
     lean = MultiHeadAttention._decode_step
 
@@ -210,7 +210,7 @@ def test_the_lean_decoding_step_is_taken_only_with_one_key_head_per_query_head(m
     for n_kv_heads in (2, H):
         with torch.no_grad():
             _decode_in_pieces(_mha(n_kv_heads), x, KVCache())
-    assert calls == [H] * 3, "three one-token steps, all from the module with one key head per query head"
+    assert calls == [2] * 3 + [H] * 3, "three one-token steps of each module, grouped (their group as rows) or not"
     calls.clear()
     torch.manual_seed(0)
     config = TransformerConfig(40, 40, d_model=D, n_heads=H, d_ff=32, n_encoder_layers=1, n_decoder_layers=1)

@@ -18,7 +18,15 @@ from torch import nn
 from transformer_course.batching import batch_stream
 from transformer_course.encoder import EncoderLayer
 from transformer_course.feedforward import PositionwiseFeedForward
-from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, causal_rows, generate, lm_examples
+from transformer_course.lm import (
+    DecoderOnlyConfig,
+    DecoderOnlyLM,
+    EmbeddingDropout,
+    WithoutSource,
+    causal_rows,
+    generate,
+    lm_examples,
+)
 from transformer_course.multihead import MultiHeadAttention
 from transformer_course.positional import PositionalEncoding
 from transformer_course.recipe import make_adamw, warmup_cosine_scheduler
@@ -182,7 +190,7 @@ def test_every_choice_builds_its_parts(fields: dict) -> None:
         assert type(block.ffn) is feed_forward and type(block.norm1) is norm and type(block.norm2) is norm
         assert block.norm1.eps == model.config.layer_norm_eps
     assert type(model.norm) is (norm if fields["norm_first"] else nn.Identity)
-    assert type(model.positional) is (nn.Dropout if fields["positional"] == "rope" else PositionalEncoding)
+    assert type(model.positional) is (EmbeddingDropout if fields["positional"] == "rope" else PositionalEncoding)
 
 
 def test_an_encoder_layer_builds_the_attention_part_it_is_given() -> None:
@@ -492,3 +500,28 @@ def test_a_bfloat16_autocast_forward_on_the_cpu_works(modern: bool) -> None:
         loss = F.cross_entropy(model(tokens).float().flatten(0, 1), tokens.roll(-1, 1).flatten())
     loss.backward()
     assert all(p.grad is not None and p.grad.isfinite().all() for p in model.parameters())
+
+
+def test_the_modern_config_gives_other_networks_four_times_d() -> None:
+    assert DecoderOnlyConfig.modern(V, d_model=96).d_ff == 256  # ⅔ · 4 · 96
+    assert DecoderOnlyConfig.modern(V, d_model=96, feed_forward="relu").d_ff == 384  # 4 · 96, not ⅔ of it
+    assert DecoderOnlyConfig.modern(V, d_model=96, feed_forward="gelu").d_ff == 384
+    assert DecoderOnlyConfig.modern(V, d_model=96, feed_forward="relu", d_ff=100).d_ff == 100
+
+
+def test_a_prompt_with_pad_is_refused_in_one_line_unless_pad_is_eos() -> None:
+    model = _model(_config())
+    prompt = torch.tensor([[BOS, 7, 8], [BOS, 7, PAD]])  # a shorter row padded: generate would read <pad> as text
+    with pytest.raises(ValueError, match=r"^prompt contains <pad> \(id 0\).*generate prompts of different lengths"):
+        generate(model, prompt, 2)
+    torch.manual_seed(0)
+    shared = DecoderOnlyLM(DecoderOnlyConfig(V, d_model=16, n_heads=2, d_ff=32, pad_id=EOS, bos_id=EOS)).eval()
+    out = generate(shared, torch.tensor([[EOS, 7, EOS, 8]]), 2)  # GPT-2's <|endoftext|>: a real token inside a text
+    assert out.shape[1] >= 4
+
+
+def test_a_rope_models_positional_part_is_the_dropout_on_its_embeddings() -> None:
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(DecoderOnlyConfig(V, d_model=16, n_heads=2, d_ff=32, positional="rope", dropout=0.25))
+    assert isinstance(model.positional, EmbeddingDropout) and model.positional.p == 0.25
+    assert not list(model.positional.parameters()) and not list(model.positional.buffers())

@@ -7,6 +7,8 @@ import math
 import pytest
 import torch
 
+from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM
+from transformer_course.tools.experiments import ExperimentResult, Run, VariantResult
 from transformer_course.tools.lm_experiments import (
     LONG_LOSS,
     VALID_LOSS,
@@ -15,6 +17,9 @@ from transformer_course.tools.lm_experiments import (
     LMVariant,
     lm_config,
     loss_by_position,
+    paired_beyond_chance,
+    paired_init,
+    paired_verdict,
     paper_scheduler,
     run_lm_experiment,
 )
@@ -71,3 +76,56 @@ def test_bad_variants_are_refused(data: LMData) -> None:
     with pytest.raises(ValueError, match="variants must be"):
         run_lm_experiment({"x": "rmsnorm"}, data)
     assert lm_config(data, LMSetting(), {"positional": "sinusoidal"}).positional == "sinusoidal"
+
+
+def _built(seed: int, **overrides) -> DecoderOnlyLM:
+    torch.manual_seed(seed)
+    config = DecoderOnlyConfig.modern(50, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, **overrides)
+    return paired_init(DecoderOnlyLM(config), seed)
+
+
+def test_paired_variants_share_every_tensor_whose_name_and_shape_agree() -> None:
+    swiglu, relu = _built(3), _built(3, feed_forward="relu", d_ff=48)  # the ReLU network built in another order
+    a, b = dict(swiglu.named_parameters()), dict(relu.named_parameters())
+    shared = [name for name in a if name in b and a[name].shape == b[name].shape]
+    assert any(".self_attn.w_q." in name for name in shared) and "embed.embedding.weight" in shared
+    for name in shared:
+        assert torch.equal(a[name], b[name]), name
+    other = _built(4)
+    assert not torch.equal(other.layers[0].self_attn.w_q.weight, swiglu.layers[0].self_attn.w_q.weight)
+    plain = []  # without paired_init, the second layer's attention differs: the networks drew other amounts
+    for overrides in ({}, dict(feed_forward="relu", d_ff=48)):
+        torch.manual_seed(3)
+        plain.append(DecoderOnlyLM(DecoderOnlyConfig.modern(50, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2,
+                                                            **overrides)))  # fmt: skip
+    assert not torch.equal(plain[0].layers[1].self_attn.w_q.weight, plain[1].layers[1].self_attn.w_q.weight)
+
+
+def test_paired_init_keeps_each_distribution() -> None:
+    model = _built(0)
+    w = model.layers[0].self_attn.w_q.weight  # (32, 32): Xavier-uniform, bound √(6/64)
+    assert w.abs().max() <= math.sqrt(6 / 64) and w.abs().max() > 0.9 * math.sqrt(6 / 64)
+    embedding = model.embed.embedding.weight  # N(0, 1/D), the padding row zero
+    assert embedding[model.config.pad_id].abs().sum() == 0
+    assert abs(embedding[1:].std().item() - 32**-0.5) < 0.02
+
+
+def _result(differences: list[float]) -> ExperimentResult:
+    result = ExperimentResult("paired", LMSetting(), None)
+    for name, values in (("a", [10.0 + d for d in differences]), ("b", [10.0] * len(differences))):
+        runs = [Run(seed, [], [], {VALID_LOSS: v}, 0.0) for seed, v in enumerate(values)]
+        result.variants[name] = VariantResult(name, runs)
+    return result
+
+
+def test_the_paired_verdict_needs_one_sign_and_states_the_chance() -> None:
+    same = _result([0.02, 0.05, 0.03])  # overlapping ranges would hide it; the pairs do not
+    assert paired_beyond_chance(same, VALID_LOSS, "a", "b")
+    sentence = paired_verdict(same, VALID_LOSS, "a", "b")
+    assert "*a* above *b* in all 3 seeds, by 0.020 to 0.050" in sentence and "1 time in 4" in sentence
+    below = paired_verdict(_result([-0.1, -0.2, -0.1, -0.3]), VALID_LOSS, "a", "b")
+    assert "*b* above *a* in all 4 seeds" in below and "1 time in 8" in below
+    mixed = _result([0.02, -0.01, 0.03])
+    assert not paired_beyond_chance(mixed, VALID_LOSS, "a", "b")
+    assert "do not share one sign" in paired_verdict(mixed, VALID_LOSS, "a", "b")
+    assert not paired_beyond_chance(_result([0.1, 0.2]), VALID_LOSS, "a", "b"), "two seeds: 1 in 2, never enough"

@@ -110,7 +110,15 @@ def test_the_shift_test_fails_without_rotated_keys() -> None:
     module, x = _rotary(), torch.randn(B, L, D)
     plain_out, _ = module(x, x, x, _causal(L))
     keys_as_they_are = module.kv_heads
-    module.kv_heads = lambda key, value, cache=None, rotate=None: keys_as_they_are(key, value, cache)
+
+    def keys_unturned(key, value, cache=None):  # noqa: ANN001, ANN202 - kv_heads' signature
+        rotary, module.rotary = module.rotary, None  # the keys are projected and stored, never turned
+        try:
+            return keys_as_they_are(key, value, cache)
+        finally:
+            module.rotary = rotary
+
+    module.kv_heads = keys_unturned
     cache = KVCache()
     before = torch.randn(B, 5, D)
     module(before, before, before, _causal(5), cache=cache)

@@ -56,7 +56,7 @@ _EXPORTS: dict[str, str] = {
     "causal_mask": "masks", "padding_mask": "masks", "target_mask": "masks",
     "Decoder": "decoder", "DecoderLayer": "decoder", "TransformerConfig": "config", "Transformer": "model",
     "pick_device": "device",
-    "load_task": "data", "english_tokens": "datasets.numbers", "german_text": "datasets.numbers",
+    "load_task": "datasets", "english_tokens": "datasets.numbers", "german_text": "datasets.numbers",
     "german_tokens": "datasets.numbers", "number_to_english": "datasets.numbers", "number_to_german": "datasets.numbers",
     "label_smoothed_cross_entropy": "loss", "transformer_lr": "schedule", "transformer_scheduler": "schedule",
     "train_step": "step", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
@@ -64,7 +64,7 @@ _EXPORTS: dict[str, str] = {
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
     "max_output_length": "decoding",
     "load_pretrained": "tools.pretrained",
-    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
+    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
     "blocked_attention": "blocked", "repeat_kv": "multihead",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
     "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
@@ -121,7 +121,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         rope_halves_to_interleaved,
         split_conv1d,
     )
-    from .data import load_task
+    from .datasets import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
     from .decoding import beam_search, greedy_decode, max_output_length, sample
@@ -144,7 +144,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .quantize import Int8Embedding, Int8Linear, quantize
     from .recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
-    from .rotary import RotaryAttention, apply_rope
+    from .rotary import Rotary, RotaryAttention, apply_rope
     from .schedule import transformer_lr, transformer_scheduler
     from .step import train_step
     from .sublayer import residual

@@ -93,6 +93,9 @@ class KVCache:
         self.projections: tuple[Tensor, Tensor | None, Tensor, Tensor | None] | None = None
         # cross-attention: the memory's padding mask as numbers to add to the scores, made at the first step
         self.additive_mask: Tensor | None = None
+        # what chapter 10's lean step makes once per decoding call besides: the rotation table of a
+        # rotary attention ("rotation"), the feed-forward network's fused weights ("feed_forward")
+        self.prepared: dict[str, object] = {}
 
     def __len__(self) -> int:
         """Number of key positions held."""

@@ -73,21 +73,21 @@ def copy_task(
     return Task(name, vocab, vocab, make(n_train, seed), make(n_eval, seed + 1), make(n_eval, seed + 2), _join_spaces)
 
 
-def _numbers_task() -> Task:
-    from .datasets.numbers import numbers_task  # a generator, not a room: found when first asked for
-
-    return numbers_task()
-
-
 TASKS: dict[str, Callable[[], Task]] = {
-    "numbers-en-de": _numbers_task,
     "copy": copy_task,
     "reverse": lambda: copy_task(reverse=True),
 }
+"""This room's toy tasks by name. The generators of :mod:`transformer_course.datasets` fill a
+:class:`Task` too and import this room, never the other way round: ``transformer_course.load_task``
+(:func:`transformer_course.datasets.load_task`) knows them all."""
 
 
 def load_task(name: str) -> Task:
-    """One of :data:`TASKS` by name (``"numbers-en-de"``, ``"copy"``, ``"reverse"``)."""
+    """One of this room's :data:`TASKS` by name (``"copy"``, ``"reverse"``); the number words,
+    ``"numbers-en-de"``, come from :func:`transformer_course.datasets.load_task`."""
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+        raise ValueError(
+            f"unknown task {name!r}; choose one of {', '.join(TASKS)} "
+            "(every task, numbers-en-de included: transformer_course.load_task)"
+        )
     return TASKS[name]()

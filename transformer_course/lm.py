@@ -21,6 +21,7 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
+from . import _validate
 from ._validate import check_ndim, check_token_ids
 from .cache import KVCache
 from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, greedy_step
@@ -28,7 +29,7 @@ from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import EncoderLayer
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .model import xavier_init
-from .multihead import MultiHeadAttention
+from .multihead import MultiHeadAttention, affine
 from .positional import LearnedPositionalEmbedding, PositionalEncoding
 from .rmsnorm import RMSNorm
 from .rotary import RotaryAttention
@@ -101,16 +102,22 @@ class DecoderOnlyConfig:
     @classmethod
     def modern(cls, vocab_size: int, **overrides) -> DecoderOnlyConfig:
         """Today's block (Llama's choices): pre-LN, RMSNorm, RoPE, SwiGLU with ⅔ · 4 · D hidden
-        features (the parameters of the ReLU network), no dropout; ``overrides`` set any field."""
+        features (the parameters of the ReLU network), no dropout; ``overrides`` set any field.
+        Another ``feed_forward`` gets 4 · D hidden features unless ``d_ff`` is given."""
         d_model = overrides.get("d_model", cls.d_model)
-        settings = dict(
-            norm_first=True, norm="rmsnorm", positional="rope", feed_forward="swiglu", dropout=0.0,
-            d_ff=swiglu_hidden_size(d_model),
-        )  # fmt: skip
+        settings = dict(norm_first=True, norm="rmsnorm", positional="rope", feed_forward="swiglu", dropout=0.0)
+        swiglu = overrides.get("feed_forward", "swiglu") == "swiglu"  # ⅔ · 4 · D for SwiGLU only, else 4 · D
+        settings["d_ff"] = swiglu_hidden_size(d_model) if swiglu else 4 * d_model
         return cls(vocab_size, **(settings | overrides))
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+class EmbeddingDropout(nn.Dropout):
+    """``model.positional`` of a RoPE model: the positions enter inside each attention
+    (:class:`~.rotary.Rotary`), so what stays in the place of chapter 02's sinusoids is their
+    dropout on the embeddings (``config.dropout``; none in :meth:`DecoderOnlyConfig.modern`)."""
 
 
 class DecoderOnlyLM(nn.Module):
@@ -135,7 +142,7 @@ class DecoderOnlyLM(nn.Module):
         self.embed = (TokenEmbedding if c.scale_embedding else UnscaledEmbedding)(c.vocab_size, c.d_model, c.pad_id)
         rope = c.positional == "rope"
         self.positional = (
-            nn.Dropout(c.dropout)
+            EmbeddingDropout(c.dropout)  # RoPE: the positions enter inside attention; the dropout stays here
             if rope
             else (LearnedPositionalEmbedding if c.positional == "learned" else PositionalEncoding)(
                 c.d_model, c.max_len, c.dropout
@@ -176,12 +183,61 @@ class DecoderOnlyLM(nn.Module):
         start, length = (len(cache[0]) if cache else 0), tokens.shape[1]  # positions cached, positions new
         if start + length > self.config.max_len:
             raise ValueError(f"the text would reach length {start + length} > max_len={self.config.max_len}")
+        if self._lean(tokens, cache):
+            return self._decode_step(tokens, cache)  # (B, 1, V)
         x = self.embed(tokens)  # (B, T, D)
         x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)  # (B, T, D)
         mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
         for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
             x = layer(x, mask, cache=layer_cache)  # (B, T, D)
         return self.output(self.norm(x))  # (B, T, V)
+
+    def _lean(self, tokens: Tensor, cache: list[KVCache] | None) -> bool:
+        """Whether a call is one step of a decoding loop through today's pre-LN, RMSNorm blocks:
+        one new position, a cache, no autograd and no dropout (:meth:`_decode_step` then computes
+        what the layers do, in fewer operations)."""
+        c = self.config
+        return (
+            cache is not None
+            and tokens.shape[1] == 1
+            and c.norm_first
+            and c.norm == "rmsnorm"
+            and not torch.is_grad_enabled()
+            and (c.dropout == 0 or not self.training)
+        )
+
+    def _decode_step(self, tokens: Tensor, cache: list[KVCache]) -> Tensor:
+        """:meth:`forward` for one new token with a cache, in fewer operations (the translator's
+        lean step, chapter 08, taken further): each RMSNorm's weight is folded into the matrix that
+        follows it (W^Q, W^K, W^V side by side; SwiGLU's W₁ and W₃ side by side), the residual
+        is added by the product that ends each sub-layer, and the attention turns q and k with one
+        table and never copies grouped keys and values
+        (:meth:`~transformer_course.multihead.MultiHeadAttention._step_heads`). The weights so
+        prepared are made at the first step of a decoding call and kept in each layer's cache.
+
+        Shape:
+            tokens: (B, 1) → logits (B, 1, V)
+        """
+        batch, c = tokens.shape[0], self.config
+        x = self.embed(tokens)  # (B, 1, D)
+        if c.positional != "rope":
+            x = self.positional(x, offset=len(cache[0]))  # (B, 1, D)
+        x = x.view(batch, c.d_model)  # (B, D)
+        for layer, layer_cache in zip(self.layers, cache, strict=True):
+            attention = layer.self_attn
+            h = layer.norm1.unweighted(x)  # (B, D), its weight folded into W^Q, W^K, W^V
+            heads = attention._step_heads(h, None, None, None, layer_cache, fold=layer.norm1.weight)  # (B, H·Dv)
+            w_out, b_out = layer_cache.projections[2:]  # W^O^T (H·Dv, D), b^O
+            x = torch.addmm(x, heads, w_out) if b_out is None else x + affine(heads, w_out, b_out)  # (B, D)
+            h = layer.norm2.unweighted(x)  # (B, D)
+            if isinstance(layer.ffn, SwiGLU):
+                x = layer.ffn.step(h, x, layer_cache.prepared, fold=layer.norm2.weight)  # (B, D)
+            else:
+                x = x + layer.ffn(h * layer.norm2.weight)  # (B, D)
+        prepared = cache[0].prepared  # the first layer's cache keeps the output layer's weights too
+        if "output" not in prepared:  # the final RMSNorm's weight folded into the output layer, transposed
+            prepared["output"] = (self.output.weight * self.norm.weight).t()  # (D, V)
+        return self.norm.unweighted(x).mm(prepared["output"]).view(batch, 1, c.vocab_size)  # (B, 1, V)
 
     def num_parameters(self) -> int:
         """Number of distinct parameters (the tied matrix counts once)."""
@@ -240,7 +296,8 @@ def generate(
     evaluation mode for the call (its mode is restored).
 
     Shape:
-        prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``)
+        prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``; a ``<pad>``
+        is refused, unless ``<pad>`` is ``<eos>``, where the id is a real token)
         → (B, T + n) with n ≤ max_new_tokens
     """
     config = model.config
@@ -254,6 +311,11 @@ def generate(
         raise ValueError(
             f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds max_len={config.max_len}"
         )
+    if config.pad_id != config.eos_id and _validate.reads_are_free(prompt) and (prompt == config.pad_id).any():
+        raise ValueError(
+            f"prompt contains <pad> (id {config.pad_id}): every row must be real tokens of one length; "
+            "generate prompts of different lengths separately (or cut them to the shortest)"
+        )  # where <pad> is <eos> (GPT-2, Llama) the id is a real token, and allowed
     if temperature != 0 or top_k is not None or top_p is not None:  # check the sampling arguments once
         _filtered(torch.zeros(1, 2), temperature if temperature != 0 else 1.0, top_k, top_p)  # greedy checks them too
 

@@ -8,7 +8,6 @@ features, attention runs on the (B, H, T, Dk) tensor, and the heads are merged b
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import torch
@@ -99,6 +98,11 @@ class MultiHeadAttention(nn.Module):
             divisor of H; each group of H/Hkv query heads shares one key head and one value head,
             so W^K and W^V have Hkv·Dk and Hkv·Dv outputs and a KV cache holds Hkv heads.
             None (the default) means H: the paper's multi-head attention.
+        rotary: a part that turns queries and keys by their positions after W^Q and W^K (chapter
+            10's :class:`~transformer_course.rotary.Rotary`), called as ``rotary(x, start)`` on
+            (B, heads, T, Dk) whose rows are positions start … start+T-1; None (the default): the
+            positions enter elsewhere (chapter 02's sinusoids), the paper's attention. It makes
+            the module self-attention only.
 
     Shape:
         query (B, T, D), key (B, S, D), value (B, S, D), mask bool broadcastable to
@@ -114,7 +118,8 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
-                 dropout: float = 0.0, bias: bool = True, n_kv_heads: int | None = None) -> None:  # fmt: skip
+                 dropout: float = 0.0, bias: bool = True, n_kv_heads: int | None = None,
+                 rotary: nn.Module | None = None) -> None:  # fmt: skip
         super().__init__()
         if d_model < 1 or n_heads < 1:
             raise ValueError(f"d_model and n_heads must be >= 1, got d_model={d_model}, n_heads={n_heads}")
@@ -135,7 +140,10 @@ class MultiHeadAttention(nn.Module):
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_k = d_k if d_k is not None else d_model // n_heads
         self.d_v = d_v if d_v is not None else d_model // n_heads
+        if rotary is not None and self.d_k % 2:
+            raise ValueError(f"rotary attention rotates pairs of features: d_k must be even, got {self.d_k}")
         self.dropout = dropout
+        self.rotary = rotary  # None: no submodule, the paper's state dict; a Rotary holds no weights either
         self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)  # W^Q of all heads, side by side
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)  # Hkv = H unless grouped (chapter 10)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_v, bias=bias)
@@ -156,11 +164,12 @@ class MultiHeadAttention(nn.Module):
         cache: KVCache | None = None,
         fast: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
-        self._check_inputs(query, key, value)
-        if cache is not None and fast and not need_weights and self._one_step(query):
+        self._check_inputs(query, key, value, cache)
+        if cache is not None and fast and not need_weights and self._one_step(query, mask):
             return self._decode_step(query, key, value, mask, cache), None  # chapter 08's lean step
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
+        q = self.positioned(q, cache)  # chapter 10's rotary attention turns q by its positions; else q itself
         k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
         dropout_p = self.dropout if self.training else 0.0
         if need_weights or not fast:
@@ -170,17 +179,27 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(merge_heads(heads)), weights  # (B, T, D), (B, H, T, S) or None
         ### END SOLUTION
 
-    def _one_step(self, query: Tensor) -> bool:
+    def positioned(self, q: Tensor, cache: KVCache | None = None) -> Tensor:
+        """The queries as attention compares them: turned by their positions (L … L+T-1 after the
+        L positions a ``cache`` holds) where the module has a ``rotary`` part (chapter 10), else
+        ``q`` itself (the paper's attention, and chapter 04's).
+
+        Shape:
+            q: (B, H, T, Dk) → (B, H, T, Dk)
+        """
+        return q if self.rotary is None else self.rotary(q, 0 if cache is None else len(cache))
+
+    def _one_step(self, query: Tensor, mask: Tensor | None) -> bool:
         """Whether a cached call is one step of a decoding loop: one new position, no autograd and
-        no dropout (the lean step below computes exactly what ``forward`` does then), and one key
-        head per query head (grouped heads take the general path). The lean step reads the
-        projections' float matrices: chapter 11's int8 layers are not ``nn.Linear`` and are called."""
+        no dropout (the lean step below computes exactly what ``forward`` does then), and a mask,
+        if any, shared by the heads (grouped heads fold their group into the query axis). The lean
+        step reads the projections' float matrices: chapter 11's int8 layers are not ``nn.Linear``."""
         return (
-            self.n_kv_heads == self.n_heads
+            query.shape[1] == 1
             and isinstance(self.w_q, nn.Linear)
-            and query.shape[1] == 1
             and not torch.is_grad_enabled()
             and (self.dropout == 0 or not self.training)
+            and (mask is None or mask.dim() < 3 or mask.shape[-3] == 1)
         )
 
     def _decode_step(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None, cache: KVCache) -> Tensor:
@@ -195,11 +214,34 @@ class MultiHeadAttention(nn.Module):
         Shape:
             query (B, 1, D) → (B, 1, D)
         """
-        batch, heads = query.shape[0], self.n_heads
+        batch = query.shape[0]
+        heads = self._step_heads(query.view(batch, self.d_model), key, value, mask, cache)  # (B, H·Dv)
+        w_out, b_out = cache.projections[2:]
+        return affine(heads, w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
+
+    def _step_heads(
+        self, x: Tensor, key: Tensor | None, value: Tensor | None, mask: Tensor | None, cache: KVCache,
+        fold: Tensor | None = None,
+    ) -> Tensor:  # fmt: skip
+        """The heads of :meth:`_decode_step`, concatenated, before W^O. ``fold`` (D,) multiplies the
+        input's features first, folded into the weights once per decoding call (chapter 10's
+        step passes the RMSNorm's weight there).
+
+        Self-attention: one product gives the query and each key/value head's key and value side by
+        side, stored with one copy. With a ``rotary`` part the product also gives q and k with the
+        features of each pair swapped, so that turning them at position L is one product with a
+        (cos | sin) row of a table made once per call and one sum, values untouched (cos 1, sin 0).
+        Grouped heads are never copied: the H/Hkv queries of a group become the rows of one query
+        head, (B, Hkv, H/Hkv, Dk), against its key head (B, Hkv, L, Dk); the one new token may see
+        every cached position, so the rows need no mask.
+
+        Shape:
+            x (B, D) → (B, H·Dv)
+        """
+        batch, heads = x.shape[0], self.n_heads
         if cache.projections is None:
-            cache.projections = self._fused_projections(with_keys_and_values=not cache.static)
-        w_in, b_in, w_out, b_out = cache.projections
-        x = query.view(batch, self.d_model)  # (B, D)
+            cache.projections = self._fused_projections(with_keys_and_values=not cache.static, fold=fold)
+        w_in, b_in = cache.projections[:2]
         if cache.static:  # cross-attention: only the query is new
             q = affine(x, w_in, b_in).view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
             keys, values = self.keys_and_values(key, value, cache)  # the memory's: (B, H, S, Dk), (B, H, S, Dv)
@@ -207,28 +249,73 @@ class MultiHeadAttention(nn.Module):
                 cache.additive_mask = additive_mask(mask, q.dtype)  # (B, 1, 1, S), made once per decoding call
             out = F.scaled_dot_product_attention(q, keys, values, attn_mask=cache.additive_mask)  # (B, H, 1, Dv)
         else:  # self-attention: each head's key and value come side by side, stored with one copy
-            both = heads * (self.d_k + self.d_v)
-            q, kv = affine(x, w_in, b_in).split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, H·(Dk+Dv))
-            keys, values = cache.append(kv.view(batch, heads, 1, self.d_k + self.d_v), self.d_k)  # (B, H, L, ·)
-            q = q.view(batch, heads, 1, self.d_k)  # (B, H, 1, Dk)
-            out = fast_attention(q, keys, values, mask)  # (B, H, 1, Dv)
-        return affine(out.reshape(batch, heads * self.d_v), w_out, b_out).view(batch, 1, self.d_model)  # (B, 1, D)
+            kv_heads, both = self.n_kv_heads, self.n_kv_heads * (self.d_k + self.d_v)
+            y = affine(x, w_in, b_in)  # (B, W) with W = H·Dk + Hkv·(Dk+Dv); (B, 2W) with a rotary part
+            if self.rotary is not None:
+                width = heads * self.d_k + both
+                y = (y.view(batch, 2, width) * self._rotation_row(len(cache), x, cache)).sum(dim=1)  # (B, W)
+            q, kv = y.split([heads * self.d_k, both], dim=1)  # (B, H·Dk), (B, Hkv·(Dk+Dv))
+            keys, values = cache.append(kv.view(batch, kv_heads, 1, self.d_k + self.d_v), self.d_k)  # (B, Hkv, L, ·)
+            q = q.view(batch, kv_heads, heads // kv_heads, self.d_k)  # (B, Hkv, H/Hkv, Dk): a group's queries as rows
+            out = fast_attention(q, keys, values, mask)  # (B, Hkv, H/Hkv, Dv)
+        return out.reshape(batch, heads * self.d_v)  # (B, H·Dv), heads in order
 
-    def _fused_projections(self, with_keys_and_values: bool) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
+    def _rotation_row(self, position: int, like: Tensor, cache: KVCache) -> Tensor:
+        """(cos | sin) of ``position`` for the fused product's two halves, from a table made once
+        per decoding call (grown, doubled, if the text outgrows it) and kept in the cache.
+
+        Shape:
+            → (2, W): row 0 multiplies the projections, row 1 their pair-swapped copies
+        """
+        table = cache.prepared.get("rotation")
+        if table is None or position >= table.shape[0]:
+            cos, sin = self.rotary.cos_sin(max(2 * (position + 1), 64), self.d_k, like.dtype, like.device)  # (N, Dk)
+            one, zero = (
+                torch.ones_like(cos[:, :1]).expand(-1, self.d_v),
+                torch.zeros_like(cos[:, :1]).expand(-1, self.d_v),
+            )
+            groups = self.n_kv_heads
+            main = torch.cat([cos.repeat(1, self.n_heads), torch.cat([cos, one], dim=1).repeat(1, groups)], dim=1)
+            swapped = torch.cat([sin.repeat(1, self.n_heads), torch.cat([sin, zero], dim=1).repeat(1, groups)], dim=1)
+            table = cache.prepared["rotation"] = torch.stack([main, swapped], dim=1)  # (N, 2, W)
+        return table[position]  # (2, W)
+
+    def _fused_projections(
+        self, with_keys_and_values: bool, fold: Tensor | None = None
+    ) -> tuple[Tensor, Tensor | None, Tensor, Tensor | None]:
         """(W_in^T, b_in, W^O^T, b^O) for :meth:`_decode_step`. W_in is W^Q alone (cross-attention)
-        or W^Q followed by each head's rows of W^K and W^V side by side (self-attention), so that
-        one product gives the query and each head's key and value next to each other."""
+        or W^Q followed by each key/value head's rows of W^K and W^V side by side (self-attention),
+        so that one product gives the query and each head's key and value next to each other.
+        With a ``rotary`` part, W_in is followed by the same rows with each pair of features
+        swapped (zero for the values): the second half of :meth:`_step_heads`'s rotation.
+        ``fold`` (D,) scales W_in's columns (what the input would have been multiplied by)."""
         weight, bias = self.w_q.weight, self.w_q.bias  # (H·Dk, D), (H·Dk,)
         if with_keys_and_values:
-            weight = torch.cat([weight, self._per_head(self.w_k.weight, self.w_v.weight)])  # (H·(2Dk+Dv), D)
+            weight = torch.cat([weight, self._per_head(self.w_k.weight, self.w_v.weight)])  # (H·Dk+Hkv·(Dk+Dv), D)
             if bias is not None:
                 bias = torch.cat([bias, self._per_head(self.w_k.bias, self.w_v.bias)])
+            if self.rotary is not None:  # pair-swapped q and k; zeros where the values are
+                weight = torch.cat([weight, self._pairs_swapped(weight)])  # (2W, D)
+                bias = None if bias is None else torch.cat([bias, self._pairs_swapped(bias)])
+        if fold is not None:
+            weight = weight * fold  # (·, D): column j times fold[j]
         return weight.t(), bias, self.w_o.weight.t(), self.w_o.bias
 
+    def _pairs_swapped(self, rows: Tensor) -> Tensor:
+        """Rows (W, …) of the fused projection with features 2i and 2i+1 of every query and key swapped
+        and the values' rows zeroed."""
+        rest = rows.shape[1:]
+        q, kv = rows.split([self.n_heads * self.d_k, rows.shape[0] - self.n_heads * self.d_k])
+        kv = kv.reshape(self.n_kv_heads, self.d_k + self.d_v, *rest)  # (Hkv, Dk+Dv, …)
+        k, v = kv.split([self.d_k, self.d_v], dim=1)
+        swap = lambda x: x.reshape(-1, 2, *rest).flip(1).reshape(x.shape)  # noqa: E731 - pairs (2i, 2i+1) → (2i+1, 2i)
+        kv = torch.cat([swap(k), torch.zeros_like(v)], dim=1).reshape(-1, *rest)
+        return torch.cat([swap(q), kv])  # (W, …)
+
     def _per_head(self, keys: Tensor, values: Tensor) -> Tensor:
-        """Rows of W^K (H·Dk, …) and W^V (H·Dv, …) regrouped head by head: (H·(Dk+Dv), …)."""
+        """Rows of W^K (Hkv·Dk, …) and W^V (Hkv·Dv, …) regrouped head by head: (Hkv·(Dk+Dv), …)."""
         rest = keys.shape[1:]
-        by_head = [keys.view(self.n_heads, self.d_k, *rest), values.view(self.n_heads, self.d_v, *rest)]
+        by_head = [keys.view(self.n_kv_heads, self.d_k, *rest), values.view(self.n_kv_heads, self.d_v, *rest)]
         return torch.cat(by_head, dim=1).reshape(-1, *rest)
 
     def keys_and_values(self, key: Tensor, value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor]:
@@ -247,11 +334,10 @@ class MultiHeadAttention(nn.Module):
         """
         return self.grouped(*self.kv_heads(key, value, cache))
 
-    def kv_heads(
-        self, key: Tensor, value: Tensor, cache: KVCache | None = None, rotate: Callable[[Tensor], Tensor] | None = None
-    ) -> tuple[Tensor, Tensor]:
-        """The Hkv key and value heads of every position (what a cache stores). ``rotate`` turns the
-        new keys by their positions before they are stored (rotary attention, chapter 10).
+    def kv_heads(self, key: Tensor, value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor]:
+        """The Hkv key and value heads of every position (what a cache stores). With a ``rotary``
+        part (chapter 10) each new key is turned by its own position before it is stored, so a
+        cached key is never turned again.
 
         Shape:
             key, value: (B, S, D) → (B, Hkv, S, Dk), (B, Hkv, S, Dv)
@@ -260,8 +346,7 @@ class MultiHeadAttention(nn.Module):
             return cache.keys, cache.values
         k = split_heads(self.w_k(key), self.n_kv_heads)  # (B, Hkv, S, Dk)
         v = split_heads(self.w_v(value), self.n_kv_heads)  # (B, Hkv, S, Dv)
-        if rotate is not None:
-            k = rotate(k)  # (B, Hkv, S, Dk), each new key turned by its own position
+        k = self.positioned(k, cache)  # (B, Hkv, S, Dk), turned by their positions where rotary
         return (k, v) if cache is None else cache.update(k, v)
 
     def grouped(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
@@ -271,7 +356,7 @@ class MultiHeadAttention(nn.Module):
             return keys, values
         return repeat_kv(keys, n_rep), repeat_kv(values, n_rep)
 
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None = None) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
             check_ndim(x, 3, name, "(B, length, d_model)")
             if x.shape[-1] != self.d_model:
@@ -282,6 +367,8 @@ class MultiHeadAttention(nn.Module):
             )
         if key.shape[1] != value.shape[1]:
             raise ValueError(f"key and value must have the same length S, got {key.shape[1]} and {value.shape[1]}")
+        if self.rotary is not None and (key.shape[1] != query.shape[1] or (cache is not None and cache.static)):
+            raise ValueError("rotary attention is self-attention: query, key and value are the same positions")
 
     @classmethod
     def from_torch(cls, torch_mha: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -20,28 +20,22 @@ idea with the features in another order, but their weights do not load into each
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from .attention import fast_attention, scaled_dot_product_attention
-from .multihead import MultiHeadAttention, merge_heads, split_heads
-
-if TYPE_CHECKING:
-    from .cache import KVCache
+from .multihead import MultiHeadAttention
 
 
-def rope_angles(positions: Tensor, d: int, base: float = 10000.0) -> Tensor:
-    """The angle of every (position, pair): ``positions[t] · base^(−2i/d)``.
+def rope_angles(positions: Tensor, d: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> Tensor:
+    """The angle of every (position, pair): ``positions[t] · base^(−2i/d)``, computed in ``dtype``.
 
     Shape:
-        positions: (T,) integers → (T, d/2) float32
+        positions: (T,) integers → (T, d/2) ``dtype`` (float32 unless float64 is asked for)
     """
     if d % 2:
         raise ValueError(f"rotary embeddings rotate pairs of features: d must be even, got {d}")
-    frequencies = base ** (-torch.arange(0, d, 2, dtype=torch.float32, device=positions.device) / d)  # (d/2,)
-    return positions.to(torch.float32)[:, None] * frequencies  # (T, d/2)
+    frequencies = base ** (-torch.arange(0, d, 2, dtype=dtype, device=positions.device) / d)  # (d/2,)
+    return positions.to(dtype)[:, None] * frequencies  # (T, d/2)
 
 
 def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
@@ -52,6 +46,9 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
         positions: integer tensor (T,), the position of each of the T rows (a cached decoding
             step passes the positions of its new tokens, not 0 … T-1).
         base: the wavelength scale (10000, as in the paper's sinusoids).
+
+    The angles and the rotation are computed in float32 (half-precision inputs included: an
+    angle of position 1000 needs more than float16's 11 bits), or in float64 for float64 inputs.
 
     Shape:
         x: (..., T, d), positions: (T,) → (..., T, d), the dtype of x
@@ -65,17 +62,62 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
             f"x must have shape (..., T, d) with T = len(positions) = {positions.shape[0]}, got {tuple(x.shape)}"
         )
     ### BEGIN SOLUTION
-    angles = rope_angles(positions, x.shape[-1], base)  # (T, d/2)
+    dtype = torch.float64 if x.dtype == torch.float64 else torch.float32  # float64 stays float64
+    angles = rope_angles(positions, x.shape[-1], base, dtype)  # (T, d/2)
     cos, sin = angles.cos(), angles.sin()  # (T, d/2)
-    even, odd = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d/2): features 2i and 2i+1
+    even, odd = x[..., 0::2].to(dtype), x[..., 1::2].to(dtype)  # (..., T, d/2): features 2i and 2i+1
     rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., T, d/2, 2)
     return rotated.flatten(-2).to(x.dtype)  # (..., T, d): pairs back in place
     ### END SOLUTION
 
 
+class Rotary(nn.Module):
+    """The position part of rotary attention: ``MultiHeadAttention(..., rotary=Rotary(base))``
+    turns its queries and keys, after W^Q and W^K, by :func:`apply_rope`. No weights.
+
+    Args:
+        base: the wavelength scale of :func:`apply_rope`.
+
+    Shape:
+        x: (B, heads, T, d), start: the position of its first row → (B, heads, T, d), rows at
+        positions start … start+T-1
+    """
+
+    def __init__(self, base: float = 10000.0) -> None:
+        super().__init__()
+        if not base > 1:
+            raise ValueError(f"base must be > 1, got {base}")
+        self.base = base
+
+    def forward(self, x: Tensor, start: int) -> Tensor:
+        positions = torch.arange(start, start + x.shape[-2], device=x.device)  # (T,): start … start+T-1
+        return apply_rope(x, positions, self.base)
+
+    def cos_sin(self, length: int, d: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
+        """The rotation of positions 0 … length-1 as ``x · cos + swap(x) · sin``, where ``swap``
+        exchanges features 2i and 2i+1: what :func:`apply_rope` computes, written for the lean
+        decoding step (one product per position, no strided reads).
+
+        Shape:
+            → cos (length, d), sin (length, d): cos θ on both features of pair i; −sin θ on
+            feature 2i, +sin θ on feature 2i+1; ``dtype``
+        """
+        compute = torch.float64 if dtype == torch.float64 else torch.float32  # apply_rope's precision
+        angles = rope_angles(torch.arange(length, device=device), d, self.base, compute)  # (length, d/2)
+        cos, sin = angles.cos(), angles.sin()  # (length, d/2)
+        cos = torch.stack([cos, cos], dim=-1).flatten(-2)  # (length, d)
+        sin = torch.stack([-sin, sin], dim=-1).flatten(-2)  # (length, d)
+        return cos.to(dtype), sin.to(dtype)
+
+    def extra_repr(self) -> str:
+        return f"base={self.base}"
+
+
 class RotaryAttention(MultiHeadAttention):
     """Self-attention whose queries and keys are rotated by their positions (:func:`apply_rope`)
-    after W^Q and W^K: the position enters every score, and nowhere else.
+    after W^Q and W^K: the position enters every score, and nowhere else. It is
+    :class:`~transformer_course.multihead.MultiHeadAttention` with a :class:`Rotary` part (the same
+    forward, the same state dict).
 
     Args: those of :class:`~transformer_course.multihead.MultiHeadAttention` (grouped heads
     included), then ``base``, the wavelength scale of :func:`apply_rope`.
@@ -92,38 +134,8 @@ class RotaryAttention(MultiHeadAttention):
     def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
                  dropout: float = 0.0, bias: bool = True, n_kv_heads: int | None = None,
                  base: float = 10000.0) -> None:  # fmt: skip
-        super().__init__(d_model, n_heads, d_k, d_v, dropout, bias, n_kv_heads)
-        if self.d_k % 2:
-            raise ValueError(f"rotary attention rotates pairs of features: d_k must be even, got {self.d_k}")
-        if not base > 1:
-            raise ValueError(f"base must be > 1, got {base}")
-        self.base = base
+        super().__init__(d_model, n_heads, d_k, d_v, dropout, bias, n_kv_heads, rotary=Rotary(base))
 
-    def forward(
-        self,
-        query: Tensor,
-        key: Tensor,
-        value: Tensor,
-        mask: Tensor | None = None,
-        need_weights: bool = False,
-        *,
-        cache: KVCache | None = None,
-        fast: bool = True,
-    ) -> tuple[Tensor, Tensor | None]:
-        self._check_inputs(query, key, value)
-        if key.shape[1] != query.shape[1] or (cache is not None and cache.static):
-            raise ValueError("rotary attention is self-attention: query, key and value are the same positions")
-        start = 0 if cache is None else len(cache)
-        positions = torch.arange(start, start + query.shape[1], device=query.device)  # (T,): L … L+T-1
-
-        def rotate(x: Tensor) -> Tensor:
-            return apply_rope(x, positions, self.base)
-
-        q = rotate(split_heads(self.w_q(query), self.n_heads))  # (B, H, T, Dk)
-        keys, values = self.grouped(*self.kv_heads(key, value, cache, rotate))  # (B, H, L+T, Dk), (B, H, L+T, Dv)
-        p = self.dropout if self.training else 0.0
-        if need_weights or not fast:  # chapter 03's path, which also returns the weights
-            out, weights = scaled_dot_product_attention(q, keys, values, mask, p)  # (B, H, T, Dv)
-        else:
-            out, weights = fast_attention(q, keys, values, mask, p), None
-        return self.w_o(merge_heads(out)), weights  # (B, T, D)
+    @property
+    def base(self) -> float:
+        return self.rotary.base

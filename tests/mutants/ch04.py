@@ -72,6 +72,13 @@ def _cache_not_passed(self, query, key, value, mask=None, need_weights=False, ca
     return self.w_o(merge_heads(heads)), weights
 
 
+def _queries_not_positioned(self, query, key, value, mask=None, need_weights=False, cache=None, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)  # never passed through self.positioned: rotary models
+    k, v = self.keys_and_values(key, value, cache)  # turn their keys but not their queries
+    heads, weights = _attend(self, q, k, v, mask, need_weights)
+    return self.w_o(merge_heads(heads)), weights
+
+
 def _query_as_key(self, query, key, value, mask=None, need_weights=False, **kwargs):
     q = split_heads(self.w_q(query), self.n_heads)
     k = split_heads(self.w_k(query), self.n_heads)  # cross-attention bug: keys from the query side
@@ -165,6 +172,7 @@ MUTANTS = {
     "ex04_3": [
         ("forgets W^O", _forgets_w_o),
         ("cache not passed to keys_and_values", _cache_not_passed),
+        ("queries not passed through self.positioned", _queries_not_positioned),
         ("cross-attention keys computed from the query", _query_as_key),
         ("mask polarity reversed", _reversed_polarity),
         ("heads split with view and no transpose", _heads_mixed),

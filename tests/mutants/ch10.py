@@ -71,6 +71,10 @@ def _rotates_backwards(x, positions, base=10000.0):
     return _rope_with(x, -positions, base, _interleaved)
 
 
+def _float64_in_float32(x, positions, base=10000.0):
+    return _rope_with(x, positions, base, _interleaved)  # every dtype through float32, float64 included
+
+
 def _base_ignored(x, positions, base=10000.0):
     return _rope_with(x, positions, 10000.0, _interleaved)
 
@@ -209,6 +213,7 @@ MUTANTS = {
         ("positions ignored (0 … T-1)", _positions_ignored),
         ("rotates by −θ", _rotates_backwards),
         ("base ignored", _base_ignored),
+        ("float64 computed in float32", _float64_in_float32),
         ("returns float32 for bfloat16 input", _float32_out),
         ("pairs rotated but put back as two halves", _pairs_concatenated_not_interleaved),
     ],

@@ -14,3 +14,28 @@ them, but the exercises never ask you to write them:
 The :class:`~transformer_course.data.Task` they fill, and the copy / reverse tasks, are in the
 room :mod:`transformer_course.data` (chapter 07). Importing this package imports nothing else.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..data import Task
+
+TASK_NAMES = ("numbers-en-de", "copy", "reverse")  # every chapter-07 task :func:`load_task` knows
+
+
+def load_task(name: str) -> Task:
+    """A chapter-07 task by name: the number words (``"numbers-en-de"``, made by
+    :func:`~transformer_course.datasets.numbers.numbers_task`) or the room's copy and reverse tasks
+    (:func:`transformer_course.data.load_task`). Exported as ``transformer_course.load_task``."""
+    if name == "numbers-en-de":
+        from .numbers import numbers_task  # imported when asked for: importing the package imports nothing
+
+        return numbers_task()
+    from ..data import TASKS
+    from ..data import load_task as room_task
+
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASK_NAMES)}")
+    return room_task(name)

@@ -6,7 +6,9 @@ chapter names its variants, each a change of :class:`~transformer_course.lm.Deco
 every variant is trained from several seeds on one CPU thread, and the result (the same
 :class:`~transformer_course.tools.experiments.ExperimentResult`: table, verdict, spread) states a
 difference only where the seeds' ranges do not overlap. Seed ``s`` gives every variant the same
-batches, and the same initial weights wherever their shapes agree.
+batches, and the same initial value of every tensor whose name and shape agree (:func:`paired_init`),
+so two variants of one seed form a pair: :func:`paired_verdict` states a difference where the n
+seeds' paired differences all have one sign (1 chance in 2^(n-1) with no real effect).
 
 What is measured, on sentences never trained on:
 
@@ -22,12 +24,13 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 from torch.optim.lr_scheduler import LambdaLR
 
 from ..batching import batch_stream, pad_sequences
@@ -125,6 +128,63 @@ def lm_config(data: LMData, setting: LMSetting, overrides: dict | None = None) -
     return DecoderOnlyConfig.modern(len(data.vocab), **(sizes | (overrides or {})))
 
 
+def paired_init(model: nn.Module, seed: int) -> nn.Module:
+    """Draw every weight matrix of ``model`` again from a generator seeded by ``(seed, its name)``,
+    so that two variants built from one seed share every tensor whose name and shape agree (the
+    attention of a SwiGLU and of a ReLU model, say), whatever else they build first.
+
+    Each keeps its module's distribution: a linear layer's Xavier-uniform (:func:`~transformer_course.model.xavier_init`),
+    an embedding's normal at the scale it was given (its padding row stays zero). Vectors (biases,
+    norm scales) start as constants already. Returns ``model``.
+    """
+    seen: set[int] = set()
+    with torch.no_grad():
+        for prefix, module in model.named_modules():
+            for name, weight in module.named_parameters(recurse=False):
+                if weight.dim() < 2 or id(weight) in seen:  # a tied matrix is drawn once, under its first name
+                    continue
+                seen.add(id(weight))
+                full = f"{prefix}.{name}" if prefix else name
+                generator = torch.Generator().manual_seed(zlib.crc32(f"{seed}:{full}".encode()))
+                if isinstance(module, nn.Linear):
+                    fan_out, fan_in = weight.shape
+                    bound = math.sqrt(6 / (fan_in + fan_out))  # Xavier-uniform
+                    new = (torch.rand(weight.shape, generator=generator) * 2 - 1) * bound
+                else:  # an embedding: a normal draw at the scale of its own initialisation
+                    rows = (weight != 0).any(dim=1)  # (V,): False for a padding row
+                    scale = weight[rows].float().pow(2).mean().sqrt()  # the RMS it was drawn with
+                    new = torch.randn(weight.shape, generator=generator) * scale
+                    new[~rows] = 0.0  # a padding row stays zero
+                weight.copy_(new)
+    return model
+
+
+def paired_verdict(result: ExperimentResult, metric: str, a: str, b: str) -> str:
+    """One sentence comparing ``a`` and ``b`` on ``metric`` seed by seed (the seeds' paired
+    differences, :meth:`~transformer_course.tools.experiments.ExperimentResult.paired_differences`:
+    both variants of a seed share their batches and every initial tensor they have in common). A
+    difference is stated only where all n differences have one sign; with no real effect, that
+    happens by chance 1 time in 2^(n-1) (either sign), which the sentence says."""
+    differences = result.paired_differences(metric, a, b)
+    n, chance = len(differences), 2 ** (len(differences) - 1)
+    low, high = min(differences), max(differences)
+    shown = ", ".join(f"{d:+.3f}" for d in differences)
+    if paired_beyond_chance(result, metric, a, b):
+        higher, lower = (a, b) if low > 0 else (b, a)
+        size = f"by {min(abs(low), abs(high)):.3f} to {max(abs(low), abs(high)):.3f}"
+        return (
+            f"**{metric}**: *{higher}* above *{lower}* in all {n} seeds, {size} ({a} − {b}: {shown}); "
+            f"with no real difference, {n} differences of one sign come 1 time in {chance}."
+        )
+    return f"**{metric}**: the {n} paired differences ({a} − {b}: {shown}) do not share one sign: no difference shown."
+
+
+def paired_beyond_chance(result: ExperimentResult, metric: str, a: str, b: str) -> bool:
+    """Whether every paired difference ``a − b`` on ``metric`` has one sign (at least 3 seeds)."""
+    differences = result.paired_differences(metric, a, b)
+    return len(differences) >= 3 and (all(d > 0 for d in differences) or all(d < 0 for d in differences))
+
+
 def paper_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int, d_model: int) -> LambdaLR:
     """Equation (3) of the paper scaled so that its peak (at ``warmup_steps``) is the optimizer's ``lr``."""
     return transformer_scheduler(
@@ -168,7 +228,7 @@ def lm_metrics(model: DecoderOnlyLM, data: LMData) -> dict[str, float]:
 def train_lm(variant: LMVariant, data: LMData, setting: LMSetting, seed: int) -> Run:
     """Build, train (AdamW, chapter 07's ``fit``) and measure one variant from one seed."""
     torch.manual_seed(seed)
-    model = DecoderOnlyLM(lm_config(data, setting, variant.overrides))
+    model = paired_init(DecoderOnlyLM(lm_config(data, setting, variant.overrides)), seed)  # pairs share weights
     optimizer = make_adamw(model, setting.lr, setting.weight_decay)
     if variant.schedule == "cosine":
         scheduler = warmup_cosine_scheduler(optimizer, setting.warmup_steps, setting.steps)

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 
 from ..course import PACKAGE
-from ..probe.calls import call, calls_case, module, new, ref
+from ..probe.calls import call, calls_case, fixture, module, new, ref
 from ._tools import CheckFailure, expect_close, expect_finite, expect_shape, expect_tensor, expect_tuple
 from .case import Case, Outcome
 from .registry import exercise
@@ -169,6 +169,9 @@ def _judge_forward(case: Case, got: Outcome) -> None:
     out, weights = _expect_forward(got.output(), case.given["n_heads"], query, key, kwargs["mask"],
                                    kwargs["need_weights"], label)  # fmt: skip
     expect_finite(expect_tensor(out, "output", label), "output", label)
+    unturned = case.given.get("unturned")  # the output with the queries left out of the position part
+    if unturned is not None and out.shape == unturned.shape and torch.allclose(out, unturned, atol=1e-5):
+        raise CheckFailure(f"{label}: the queries were not positioned: pass q through self.positioned(q, cache)")
     _expect_output(out, want, concat, label)
     if kwargs["need_weights"]:
         expect_close(weights, want_weights, "weights", label)
@@ -186,8 +189,8 @@ def _randomise_biases(module: nn.Module) -> None:
 def multihead_forward_cases() -> Iterator[Case]:
     """multi-head attention forward
 
-    Hint: project the query with w_q and split_heads it; get the keys and values from self.keys_and_values(key,
-    value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast
+    Hint: project the query with w_q, split_heads it and pass it through self.positioned(q, cache); get the keys
+    and values from self.keys_and_values(key, value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast
     path); merge_heads, then apply w_o.
     """
     from ...multihead import MultiHeadAttention  # the course's class: its weights and sizes describe the fixture
@@ -238,7 +241,24 @@ def multihead_forward_cases() -> Iterator[Case]:
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v})"
             yield from _forward_cases(mha, spec, (query, key, value), mask, wanted, setting, mask_name)
 
-    # 3. Dropout on the attention weights is active in training mode only.
+    # 3. A position part (chapter 10 passes a rotation): queries and keys go through it, values do not.
+    # The part multiplies the row at position p by p + 1; without biases that is the attention of the
+    # scaled inputs, x·(p+1) for queries and keys and x for values (row 0 of a cached call is position L).
+    d, h, b, t = 12, 3, 2, 5
+    mha = MultiHeadAttention(d, h, bias=False)
+    spec = module(mha, d, h, bias=False) | {"set": {"rotary": fixture("scale_by_position")}}
+    x = torch.randn(b, t, d)
+    scale = torch.arange(1.0, t + 1)[:, None]  # (T, 1): position p → p + 1
+    causal = torch.ones(t, t, dtype=torch.bool).tril()
+    with torch.no_grad():
+        wanted = _per_head_reference(mha, x * scale, x * scale, x, causal)
+        unturned = _per_head_reference(mha, x, x * scale, x, causal)[0]
+    setting = f"MultiHeadAttention({d}, {h}, bias=False) with a position part that scales the row at position p by p+1"
+    for case in _forward_cases(mha, spec, (x, x, x), causal, wanted, setting, "causal (T, T)"):
+        case.given["unturned"] = unturned
+        yield case
+
+    # 4. Dropout on the attention weights is active in training mode only.
     mha = MultiHeadAttention(12, 3, dropout=0.5).train()
     x = torch.randn(2, 5, 12)
     label = "MultiHeadAttention(12, 3, dropout=0.5) in training mode"

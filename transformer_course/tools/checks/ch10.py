@@ -152,8 +152,8 @@ def _rope_case(x: Tensor, positions: Tensor, base: float | None, label: str, wan
 def apply_rope_cases() -> Iterator[Case]:
     """rotary position embeddings: rotate pairs of features
 
-    Hint: angles = rope_angles(positions, d, base), (T, d/2); take the features 2i (x[..., 0::2]) and 2i+1
-    (x[..., 1::2]) in float32; new 2i = x2i·cos − x2i+1·sin, new 2i+1 = x2i·sin + x2i+1·cos; put each pair back in
+    Hint: angles = rope_angles(positions, d, base, dtype), (T, d/2), dtype float32 (float64 when x is float64);
+    take the features 2i (x[..., 0::2]) and 2i+1 (x[..., 1::2]) in that dtype; new 2i = x2i·cos − x2i+1·sin, new 2i+1 = x2i·sin + x2i+1·cos; put each pair back in
     place (stack on a last axis, then flatten the last two) and return x's dtype.
     """
     x, positions = torch.randn(2, 3, 5, 8), torch.tensor([0, 1, 2, 7, 40])
@@ -172,15 +172,24 @@ def apply_rope_cases() -> Iterator[Case]:
     yield _rope_case(x[..., 5:9, :].clone(), torch.arange(5, 9), None, label, full[..., 5:9, :])
     x = torch.randn(2, 2, 3, 8).to(torch.bfloat16)
     yield _rope_case(x, torch.tensor([0, 5, 9]), None, "x (2, 2, 3, 8) in bfloat16, positions [0, 5, 9]")
+    x = torch.randn(1, 2, 3, 8, dtype=torch.float64)
+    yield _rope_case(x, torch.tensor([1, 999, 1000]), None, "x (1, 2, 3, 8) in float64, positions [1, 999, 1000]")
 
 
 def _judge_rope(case: Case, got: Outcome) -> None:
     label, (x, positions), base = case.label, case.args(), case.given["base"]
     want = case.given["want"] if case.given["want"] is not None else _rotate(x, positions, base)
     out = expect_shape(got.output(), tuple(x.shape), "output", label)
-    expect_dtype(out, x.dtype, "output", label + " (compute in float32, then return x's dtype)")
+    expect_dtype(out, x.dtype, "output", label + " (compute in float32, or float64, then return x's dtype)")
     length = x.shape[-2]
-    tolerance = 3e-2 if x.dtype == torch.bfloat16 else 1e-5
+    tolerance = {torch.bfloat16: 3e-2, torch.float64: 1e-10}.get(x.dtype, 1e-5)
+    if (
+        x.dtype == torch.float64
+        and not torch.allclose(out, want, atol=tolerance)
+        and torch.allclose(out, want, atol=1e-4)
+    ):
+        raise CheckFailure(f"{label}: float64 computed in float32 (the angle of position 1000 is off by ~1e-6): "
+                           "compute the angles and the rotation in float64 when x is float64")  # fmt: skip
     mistakes = [
         (_rotate(x, positions, base, "half-split"), "pairs feature i with feature i + d/2 (half-split, as some "
          "libraries order them); this course pairs neighbours (2i, 2i+1): x[..., 0::2] with x[..., 1::2]"),
@@ -197,7 +206,7 @@ def _judge_rope(case: Case, got: Outcome) -> None:
     for wrong, what in mistakes:
         if _looks_like(out, wrong, want, tolerance):
             raise CheckFailure(f"{label}: {what}")
-    expect_close(out, want, "output", label, atol=tolerance, rtol=tolerance if tolerance > 1e-5 else 1e-4)
+    expect_close(out, want, "output", label, atol=tolerance, rtol=tolerance if tolerance != 1e-5 else 1e-4)
 
 
 # -- ex10_3: grouped key/value heads --------------------------------------------------------------

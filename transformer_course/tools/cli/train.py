@@ -32,14 +32,14 @@ PROFILE_VARIABLE = "TRANSFORMER_COURSE_PROFILE"  # chapter 09's profile: auto (d
 
 
 def _task_names() -> tuple[str, ...]:
-    from ...data import TASKS
+    from ...datasets import TASK_NAMES
     from ..sources import SENTENCE_TASKS
 
-    return (*TASKS, *SENTENCE_TASKS)
+    return (*TASK_NAMES, *SENTENCE_TASKS)
 
 
 def _task(name: str):
-    from ...data import load_task
+    from ...datasets import load_task
 
     if name not in _task_names():
         raise CLIError(f"--task: unknown task {name!r}; choose one of {', '.join(_task_names())}")
@@ -132,6 +132,15 @@ def _steps(args: argparse.Namespace, profile) -> int:
     return args.steps if args.steps is not None else (10**9 if args.max_seconds is not None else profile.steps)
 
 
+def _budget(args: argparse.Namespace, steps: int) -> str:
+    """What stops the run, as the announcement says it: the time limit, the steps, or both."""
+    if args.max_seconds is None:
+        return f"{steps} steps"
+    if args.steps is None:  # a time limit only: the step count is a formality (10**9)
+        return f"{args.max_seconds:g} s"
+    return f"{args.max_seconds:g} s or {steps} steps, whichever ends first"
+
+
 def _check_train_args(args: argparse.Namespace) -> None:
     if args.max_seconds is not None and not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
         raise CLIError(f"--max-seconds must be a number > 0, got {args.max_seconds}")
@@ -178,7 +187,7 @@ def _train(args: argparse.Namespace) -> int:
     if args.seed is not None:
         profile = replace(profile, seed=args.seed)
     steps = _steps(args, profile)
-    print(f"training {task.name} on {device} for {args.max_seconds or '∞'} s / {steps} steps", file=sys.stderr)
+    print(f"training {task.name} on {device} for {_budget(args, steps)}", file=sys.stderr)
     result = run_training(
         task, profile, device, steps=steps, max_seconds=args.max_seconds,
         out=None if args.out is None else str(args.out),
@@ -217,8 +226,8 @@ def _train_sentences(args: argparse.Namespace, source) -> int:
         processes = 1 if world is None else world.world_size
         steps = _steps(args, profile)
         if main:
-            print(f"training {task.name} on {device.type} × {processes} for {args.max_seconds or '∞'} s / "
-                  f"{steps} steps; {len(task.src_vocab)} subword tokens", file=sys.stderr)  # fmt: skip
+            print(f"training {task.name} on {device.type} × {processes} for {_budget(args, steps)}; "
+                  f"{len(task.src_vocab)} subword tokens", file=sys.stderr)  # fmt: skip
         result = run_training(
             task, profile, device, steps=steps, max_seconds=args.max_seconds,
             out=None if args.out is None else str(args.out), resume=None if args.resume is None else str(args.resume),

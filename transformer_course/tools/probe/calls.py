@@ -235,6 +235,16 @@ class Halve(nn.Dropout):
         return 0.5 * x
 
 
+class ScaleByPosition(nn.Module):
+    """A position part for attention with the interface of chapter 10's rotation, ``part(x, start)``
+    on (B, heads, T, d), simpler than it: the row at position p is multiplied by p + 1, so a check
+    sees whether the queries and the keys went through it, and at which positions."""
+
+    def forward(self, x: Tensor, start: int) -> Tensor:
+        scale = torch.arange(start + 1, start + 1 + x.shape[-2], dtype=x.dtype, device=x.device)  # (T,)
+        return x * scale[:, None]  # (B, heads, T, d)
+
+
 def positional_encoding(package: str, table: Tensor, dropout: float = 0.0, training: bool = False) -> nn.Module:
     """A learner's PositionalEncoding holding ``table``, built without calling its __init__ (so that
     the exercise on its forward does not depend on the one that writes the sinusoidal table)."""
@@ -273,6 +283,7 @@ class StandInModel(nn.Module):
 FIXTURES: dict[str, Callable[..., Any]] = {
     "halve": Halve,
     "positional_encoding": positional_encoding,
+    "scale_by_position": ScaleByPosition,
     "tanh_of": tanh_of,
 }
 
