@@ -151,6 +151,26 @@ def test_the_shipped_translator_decodes_the_same_tokens(numbers, precision: str)
     assert torch.equal(greedy_decode(quantized, src[:4], use_cache=False), greedy_decode(model, src[:4]))
 
 
+def test_int8_self_attention_takes_the_lean_step_with_one_stacked_int8_layer() -> None:
+    """The decoding step of chapter 08 stacks W^Q, W^K and W^V into one int8 layer (whole numbers and
+    scales row by row, head by head) and gives what the general path gives with the same int8 layers."""
+    from transformer_course.cache import KVCache
+    from transformer_course.multihead import MultiHeadAttention
+
+    torch.manual_seed(0)
+    attention = quantize(MultiHeadAttention(32, 4).eval(), "int8")
+    x = torch.randn(3, 5, 32)
+    lean, general = KVCache(), KVCache()
+    with torch.no_grad():
+        steps = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=lean)[0] for t in range(5)]
+        slow = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=general, fast=False)[0]
+                for t in range(5)]  # fmt: skip
+    stacked = lean.projections[0]
+    assert isinstance(stacked, Int8Linear) and stacked.weight.shape == (3 * 32, 32)
+    assert torch.equal(stacked.weight[:32], attention.w_q.weight)  # W^Q's whole numbers first, untouched
+    assert torch.allclose(torch.cat(steps, 1), torch.cat(slow, 1), atol=1e-5)
+
+
 @pytest.mark.parametrize("precision", ["bf16", "int8"])
 @pytest.mark.parametrize("tied", [True, False], ids=["tied output", "own output"])
 def test_a_decoder_only_model_generates(precision: str, tied: bool) -> None:

@@ -194,14 +194,15 @@ class DecoderOnlyLM(nn.Module):
 
     def _lean(self, tokens: Tensor, cache: list[KVCache] | None) -> bool:
         """Whether a call is one step of a decoding loop through today's pre-LN, RMSNorm blocks:
-        one new position, a cache, no autograd and no dropout (:meth:`_decode_step` then computes
-        what the layers do, in fewer operations)."""
+        one new position, a cache, no autograd and no dropout, float weights (:meth:`_decode_step`
+        then computes what the layers do, in fewer operations)."""
         c = self.config
         return (
             cache is not None
             and tokens.shape[1] == 1
             and c.norm_first
             and c.norm == "rmsnorm"
+            and isinstance(self.output, nn.Linear)  # chapter 11's int8 layers take the general path
             and not torch.is_grad_enabled()
             and (c.dropout == 0 or not self.training)
         )

@@ -21,8 +21,13 @@ if TYPE_CHECKING:
     from .cache import KVCache
 
 
-def affine(x: Tensor, weight_t: Tensor, bias: Tensor | None) -> Tensor:
-    """``x @ weight_t + bias`` in one operation. Shape: x (N, in), weight_t (in, out) → (N, out)"""
+def affine(x: Tensor, weight_t: Tensor | nn.Module, bias: Tensor | None) -> Tensor:
+    """``x @ weight_t + bias`` in one operation. Shape: x (N, in), weight_t (in, out) → (N, out)
+
+    ``weight_t`` may also be a layer of its own, bias included (chapter 11's int8 layers, which
+    multiply with a kernel of their own): then ``weight_t(x)``."""
+    if isinstance(weight_t, nn.Module):
+        return weight_t(x)
     return x.mm(weight_t) if bias is None else torch.addmm(bias, x, weight_t)
 
 
@@ -193,10 +198,11 @@ class MultiHeadAttention(nn.Module):
         """Whether a cached call is one step of a decoding loop: one new position, no autograd and
         no dropout (the lean step below computes exactly what ``forward`` does then), and a mask,
         if any, shared by the heads (grouped heads fold their group into the query axis). The lean
-        step reads the projections' float matrices: chapter 11's int8 layers are not ``nn.Linear``."""
+        step stacks the projections' rows; chapter 11's int8 layers (not ``nn.Linear``) are stacked
+        too, except with a rotary part (whose pair-swapped rows the step makes from float matrices)."""
         return (
             query.shape[1] == 1
-            and isinstance(self.w_q, nn.Linear)
+            and (isinstance(self.w_q, nn.Linear) or self.rotary is None)
             and not torch.is_grad_enabled()
             and (self.dropout == 0 or not self.training)
             and (mask is None or mask.dim() < 3 or mask.shape[-3] == 1)
@@ -288,12 +294,19 @@ class MultiHeadAttention(nn.Module):
         so that one product gives the query and each head's key and value next to each other.
         With a ``rotary`` part, W_in is followed by the same rows with each pair of features
         swapped (zero for the values): the second half of :meth:`_step_heads`'s rotation.
-        ``fold`` (D,) scales W_in's columns (what the input would have been multiplied by)."""
+        ``fold`` (D,) scales W_in's columns (what the input would have been multiplied by).
+
+        Chapter 11's int8 layers (not ``nn.Linear``) are stacked the same way, their whole numbers
+        and their scales row by row, into one int8 layer of their own class, which
+        :func:`affine` calls: (that layer, None, W^O's layer, None)."""
+        if not isinstance(self.w_q, nn.Linear):
+            if not with_keys_and_values:
+                return self.w_q, None, self.w_o, None
+            rows = [self._stacked(name) for name in ("weight", "scale", "bias")]  # int8, their scales, float
+            return type(self.w_q)(*rows), None, self.w_o, None
         weight, bias = self.w_q.weight, self.w_q.bias  # (H·Dk, D), (H·Dk,)
         if with_keys_and_values:
-            weight = torch.cat([weight, self._per_head(self.w_k.weight, self.w_v.weight)])  # (H·Dk+Hkv·(Dk+Dv), D)
-            if bias is not None:
-                bias = torch.cat([bias, self._per_head(self.w_k.bias, self.w_v.bias)])
+            weight, bias = self._stacked("weight"), self._stacked("bias")  # (H·Dk+Hkv·(Dk+Dv), D), (…,)
             if self.rotary is not None:  # pair-swapped q and k; zeros where the values are
                 weight = torch.cat([weight, self._pairs_swapped(weight)])  # (2W, D)
                 bias = None if bias is None else torch.cat([bias, self._pairs_swapped(bias)])
@@ -311,6 +324,14 @@ class MultiHeadAttention(nn.Module):
         swap = lambda x: x.reshape(-1, 2, *rest).flip(1).reshape(x.shape)  # noqa: E731 - pairs (2i, 2i+1) → (2i+1, 2i)
         kv = torch.cat([swap(k), torch.zeros_like(v)], dim=1).reshape(-1, *rest)
         return torch.cat([swap(q), kv])  # (W, …)
+
+    def _stacked(self, name: str) -> Tensor | None:
+        """W^Q's tensor ``name`` (its weight, bias, …) followed by W^K's and W^V's, head by head
+        (:meth:`_per_head`); None where the layers have none."""
+        rows = getattr(self.w_q, name)
+        if rows is None:
+            return None
+        return torch.cat([rows, self._per_head(getattr(self.w_k, name), getattr(self.w_v, name))])
 
     def _per_head(self, keys: Tensor, values: Tensor) -> Tensor:
         """Rows of W^K (Hkv·Dk, …) and W^V (Hkv·Dv, …) regrouped head by head: (Hkv·(Dk+Dv), …)."""
