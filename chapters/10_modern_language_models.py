@@ -439,12 +439,15 @@ for batch in (1, 32):
 
 # %%
 def step_time(batch: int) -> float:
-    """Seconds per generated token of the chapter's small modern model, one row or ``batch`` rows."""
+    """Seconds per cached step of a small modern model (D = 256, 4 blocks), for ``batch`` texts at once."""
     lm = DecoderOnlyLM(DecoderOnlyConfig.modern(1000, d_model=256, n_heads=8, n_kv_heads=2, n_layers=4)).eval()
-    prompt = torch.randint(3, 1000, (batch, 8))
-    generate(lm, prompt, 4)  # warm-up
-    start = time.perf_counter()
-    generate(lm, prompt, 32)
+    cache, token = lm.new_cache(), torch.randint(3, 1000, (batch, 1))  # every step feeds the same token
+    with torch.no_grad():
+        lm(torch.randint(3, 1000, (batch, 8)), cache)  # a prompt of 8 tokens in the cache
+        lm(token, cache)  # warm-up
+        start = time.perf_counter()
+        for _ in range(32):  # 32 steps, whatever the tokens would have been (no <eos> to stop early)
+            lm(token, cache)
     return (time.perf_counter() - start) / 32
 
 
@@ -804,9 +807,10 @@ plt.show()
 # - the ReLU network's mean validation loss is above SwiGLU's at equal parameters; whether all three
 #   paired differences share that sign differs between machines (the verdict above says it for
 #   this run), so we do not count SwiGLU's advantage as shown at our scale;
-# - LayerNorm and RMSNorm do not differ beyond the spread of the seeds: RMSNorm is chosen for
-#   its lower cost, not for better training, and at our scale the choice makes no visible
-#   difference.
+# - LayerNorm and RMSNorm end within a few hundredths of a nat of each other (the check asks for
+#   less than 0.05); the verdict above says which was lower in this run, and a difference of that
+#   size is not what RMSNorm was chosen for: it is chosen for its lower cost, not for better
+#   training.
 #
 # None of this says how the choices behave at a billion parameters; the papers cited below
 # measured that. What it shows is that each claim can be put to a test, and how small the
@@ -831,11 +835,9 @@ expect("ReLU: higher mean validation loss than SwiGLU at equal parameters",
        ablation.variants["ReLU, d_ff = 4·D, instead of SwiGLU"].mean(VALID_LOSS) > ablation.variants[today].mean(VALID_LOSS),
        f"{ablation.variants['ReLU, d_ff = 4·D, instead of SwiGLU'].mean(VALID_LOSS):.3f} vs "
        f"{ablation.variants[today].mean(VALID_LOSS):.3f}")  # fmt: skip
-norms = ("LayerNorm instead of RMSNorm", today)
-expect("LayerNorm and RMSNorm: no difference beyond the spread of the seeds",
-       not ablation.beyond_spread(VALID_LOSS, *norms) and not ablation.beyond_spread(VALID_LOSS, *norms[::-1]),
-       "{:.3f}–{:.3f} vs {:.3f}–{:.3f}".format(*ablation.variants[norms[0]].spread(VALID_LOSS),
-                                               *ablation.variants[norms[1]].spread(VALID_LOSS)))  # fmt: skip
+gap = ablation.variants["LayerNorm instead of RMSNorm"].mean(VALID_LOSS) - ablation.variants[today].mean(VALID_LOSS)
+expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each other", abs(gap) < 0.05,
+       f"LayerNorm − RMSNorm = {gap:+.3f}")  # fmt: skip
 
 # %% [markdown]
 # ## 9. Parameters and compute
