@@ -137,12 +137,16 @@ check("ex04_2")
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
 # and the method `self.keys_and_values(key, value, cache)`, which projects `key`
 # and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 08,
-# it also remembers them between decoding steps: just pass the `cache` argument on). In
+# it also remembers them between decoding steps: just pass the `cache` argument on), and
+# `self.positioned(q, cache)`, which returns the queries as attention compares them: `q` itself
+# here; chapter 10's rotary attention turns each query by its position there (and the keys inside
+# `keys_and_values`), so pass the queries through it before the keys and values are fetched. In
 # `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
 # path, returns the weights) and `fast_attention` (PyTorch's fused kernel, no weights); both are
 # already imported in the file.
 #
-# 1. project `query` and split it into heads; get the keys and values from `self.keys_and_values`;
+# 1. project `query`, split it into heads and pass it through `self.positioned(q, cache)`; get the
+#    keys and values from `self.keys_and_values`;
 # 2. attention on (B, H, T, Dk) tensors, with the mask as given (it broadcasts over the heads):
 #    the teaching path when `need_weights` is True or `fast` is False, otherwise the fast
 #    path; dropout `self.dropout` in training mode only;
