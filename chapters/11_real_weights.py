@@ -226,8 +226,9 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # %% [markdown]
 # ## 3. Every difference, and why it exists
 #
-# **Sinusoids in halves.** The paper interleaves its sinusoids: feature 2i holds sin(p ω_i) and
-# feature 2i+1 holds cos(p ω_i) (§3.5). Marian stores all the sines first, then all the cosines.
+# **Sinusoids in halves.** The paper interleaves its sinusoids: feature $2i$ holds $\sin(p\,\omega_i)$
+# and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$ (§3.5). Marian stores
+# all the sines first, then all the cosines.
 # The numbers are the same, in another order, and the order matters: the table is *added* to the
 # embeddings, so a model trained with one order reads nonsense positions from the other.
 # `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
@@ -243,7 +244,7 @@ print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
 print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
 
 # %% [markdown]
-# **The other choices of Marian.** Its feed-forward network uses swish, x·σ(x) (also called SiLU),
+# **The other choices of Marian.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called SiLU),
 # between its two layers, where the paper has ReLU (§3.3): a smooth activation that lets a little
 # negative signal through. Its output layer adds a bias of its own, `final_logits_bias`, one
 # number per target token, which our output `nn.Linear` has anyway (the tied matrix is its weight,
@@ -279,7 +280,7 @@ for label, *values in rows:
 # **Rotary pairs, and a reordering of rows.** Chapter 10's `apply_rope` rotates the features of
 # each head in pairs of neighbours, (2i, 2i+1). Llama's code in `transformers` rotates the pairs
 # (i, i + d/2): its `rotate_half` takes the second half of a head's features as the partners of
-# the first half, by the same angles θ_i = p · base^(−2i/d). The published weights were trained
+# the first half, by the same angles $\theta_i = p \cdot b^{-2i/d}$ ($b$ the base). The published weights were trained
 # with that pairing. We do not change our rotation; we move the features instead. Each row of W^Q
 # makes one feature of the queries, so reordering the rows of W^Q, and of W^K the same way,
 # reorders the features: in each head, row i goes to row 2i and row i + d/2 to row 2i + 1
@@ -427,7 +428,7 @@ for name, difference in differences.items():
 # %%
 steps = 8
 with torch.no_grad():
-    ours_marian = greedy_decode(opus, src, max_len=steps)  # (B, ≤ steps), without <bos>
+    ours_marian = greedy_decode(opus, src, max_len=steps)  # (B, ≤ steps): 8 new tokens are enough to compare
     their_marian = hf_opus.generate(input_ids=src, attention_mask=src != opus.config.pad_id, do_sample=False,
                                     num_beams=1, max_new_tokens=steps + 1, bad_words_ids=[[opus.config.pad_id]])
     prompt = ids[:, :5]

@@ -3,10 +3,7 @@ print the measured value in a bracket that the notebook tests replace, and fail 
 
 from __future__ import annotations
 
-import configparser
 import math
-import re
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +16,7 @@ from transformer_course.tools.claims import (
     expect_between,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+from .sanitize import sanitized
 
 
 def test_a_claim_that_holds_prints_the_claim_and_the_measured_value(capsys) -> None:
@@ -53,15 +50,6 @@ def test_a_claim_that_does_not_hold_stops_the_chapter_and_names_it(call) -> None
 
 
 def test_the_notebook_tests_compare_the_claim_but_not_the_measured_value() -> None:
-    config = configparser.ConfigParser()
-    config.read(ROOT / "nbval_sanitize.cfg")
-    rules = [(re.compile(config[s]["regex"]), config[s]["replace"]) for s in config.sections()]
-
-    def sanitized(text: str) -> str:
-        for pattern, replacement in rules:
-            text = pattern.sub(replacement, text)
-        return text
-
     here = "✓ exact match on the test split ≥ 97 % (measured: 99.72 %)"
     elsewhere = "✓ exact match on the test split ≥ 97 % (measured: 98.17 %)"
     assert sanitized(here) == sanitized(elsewhere)

@@ -4,7 +4,8 @@ JupyterLab starts with the course's settings (jupyter-config/settings) on a copy
 The browser opens chapter 01's .py file, which must open as a notebook; runs all cells in the
 real kernel (outputs cleared first); then checks that no cell printed an error or to stderr, that the output area shows
 the text stored in the committed notebook, that nbgrader's menu is absent, and that saving leaves
-both files of the pair byte-identical to the committed ones. Screenshot: test-artifacts/.
+both files of the pair identical to the committed ones (up to the values nbval_sanitize.cfg
+rewrites: a measured value differs from one machine to another). Screenshot: test-artifacts/.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from .browser import ROOT, chromium, free_port, screenshot
+from .sanitize import sanitized
 
 # In the student edition the chapter stops at the first exercise not yet written: not this test's case.
 pytestmark = pytest.mark.complete_edition
@@ -134,7 +136,8 @@ def test_chapter_runs_in_jupyterlab(lab) -> None:
         state = wait.until(lambda d: (s := d.execute_script(STATE)) and s["kernel"] == "idle" and s)
         assert state["executed"] == state["cells"] > 0
         assert not state["stderr"], f"error or stderr output: {state['stderr']}"
-        missing = [line for line in expected_lines() if line not in state["text"]]
+        shown = sanitized(state["text"])  # a measured value may differ on this machine, the claim may not
+        missing = [line for line in map(sanitized, expected_lines()) if line not in shown]
         assert not missing, f"outputs not shown: {missing}"
 
         driver.execute_async_script(SHOW_CHECK)
@@ -143,8 +146,10 @@ def test_chapter_runs_in_jupyterlab(lab) -> None:
 
         assert driver.execute_async_script(SAVE) == "saved"
     for suffix in (".py", ".ipynb"):
-        saved, committed = (root / f"{CHAPTER}{suffix}").read_bytes(), (ROOT / f"{CHAPTER}{suffix}").read_bytes()
-        assert saved == committed, f"running and saving changed {CHAPTER}{suffix}:\n{_diff(root, CHAPTER + suffix)}"
+        saved, committed = ((folder / f"{CHAPTER}{suffix}").read_text(encoding="utf-8") for folder in (root, ROOT))
+        assert sanitized(saved) == sanitized(committed), (
+            f"running and saving changed {CHAPTER}{suffix}:\n{_diff(root, CHAPTER + suffix)}"
+        )
 
 
 def _diff(root: Path, relative: str) -> str:

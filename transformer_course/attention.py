@@ -95,6 +95,20 @@ def scaled_dot_product_attention(
     ### END SOLUTION
 
 
+def mark_causal(mask: Tensor) -> Tensor:
+    """Mark ``mask``, a square causal mask (position t sees 0 … t, chapter 06's), so that
+    :func:`fast_attention` hands PyTorch ``is_causal=True`` instead of the mask. The mask stays the
+    same tensor with the same values: every other code, the teaching path included, reads it as
+    before. Returns ``mask``."""
+    mask.is_causal_mask = True  # an attribute of this one tensor: a copy or a slice is not marked
+    return mask
+
+
+def is_causal_mask(mask: Tensor | None) -> bool:
+    """Whether ``mask`` was marked by :func:`mark_causal`."""
+    return getattr(mask, "is_causal_mask", False)
+
+
 def fast_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False
 ) -> Tensor:
@@ -108,12 +122,17 @@ def fast_attention(
     in any dtype. On a CPU the fix is applied only when some row is empty (rare; the copy of
     ``q`` it needs costs more than asking). On a GPU it is applied always: asking
     (``empty.any()``) would make the CPU wait for the GPU, and the fix leaves the other rows
-    unchanged. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask.
+    unchanged. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask, and so
+    does a square causal mask marked by :func:`mark_causal` (chapter 10's language model marks the
+    one it makes): PyTorch then gets ``is_causal=True`` instead of the mask, which on a GPU lets it
+    take its flash kernel (a kernel that reads no mask).
 
     Shape:
         q: (..., T, Dk), k: (..., S, Dk), v: (..., S, Dv) → (..., T, Dv)
     """
     _check_qkv(q, k, v)
+    if is_causal_mask(mask) and q.shape[-2] == k.shape[-2]:  # chapter 10: the kernel needs no mask to read
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))
         if mask.dim() == 1:  # (S,): the same keys for every query; PyTorch's kernel wants a (T, S) mask

@@ -23,6 +23,7 @@ from torch import Tensor, nn
 
 from . import _validate
 from ._validate import check_ndim, check_token_ids
+from .attention import mark_causal
 from .cache import KVCache
 from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, greedy_step
 from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
@@ -188,6 +189,8 @@ class DecoderOnlyLM(nn.Module):
         x = self.embed(tokens)  # (B, T, D)
         x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)  # (B, T, D)
         mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
+        if mask is not None and start == 0:  # no cache: chapter 06's square mask, and PyTorch may be told so
+            mask = mark_causal(mask)
         for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
             x = layer(x, mask, cache=layer_cache)  # (B, T, D)
         return self.output(self.norm(x))  # (B, T, V)
