@@ -571,6 +571,13 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
        f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
 
 # %% [markdown]
+# PyTorch's own fused attention, `F.scaled_dot_product_attention`, is built on these ideas, and on
+# a GPU it can run FlashAttention itself, but only when no mask is handed to it as a tensor: its
+# flash kernel reads no mask, it is told `is_causal=True` and skips the blocks above the diagonal.
+# So `DecoderOnlyLM` marks its causal mask when it reads a whole text (`mark_causal`, in
+# `attention.py`), and `fast_attention` then passes `is_causal=True` and no mask. With a KV cache
+# the new rows see every earlier key, the mask is no longer square, and it is passed as a tensor.
+#
 # ## 7. Training a small German language model
 #
 # The data are the German sides of chapter 09's sentence pairs, as words and punctuation marks

@@ -8,6 +8,7 @@ import torch
 
 from benchmarks.reference import TorchTransformer, ours_with_the_same_weights
 from benchmarks.run import make_batch, make_config, same_function_error, saved_activation_bytes
+from transformer_course.lm import DecoderOnlyLM
 
 
 def test_ours_with_nn_transformers_weights_computes_the_same_function() -> None:
@@ -72,3 +73,19 @@ def test_the_bytes_a_generated_token_reads_shrink_with_the_precision() -> None:
     assert read["int8"]["weights"] < 0.4 * read["float32"]["weights"] and read["int8"]["kv"] == read["float32"]["kv"]
     d, layers = TINY["d_model"], TINY["decoder_layers"]
     assert read["float32"]["kv"] == layers * 2 * d * 4 * (3 + 6)  # self-attention: 3 positions on average; source 6
+
+
+def test_the_llama_style_reference_with_our_weights_computes_the_same_function() -> None:
+    from benchmarks.lm_training import explicit_mask, make_config, same_weights
+
+    torch.manual_seed(0)
+    ours = DecoderOnlyLM(make_config(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2)).eval()
+    reference = same_weights(ours).eval()
+    tokens = torch.randint(3, 1000, (2, 11))
+    with torch.no_grad():
+        fused, theirs = ours(tokens), reference(tokens)  # (B, T, V)
+        with explicit_mask():
+            masked = ours(tokens)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
+    assert (fused - theirs).abs().max() < 1e-4
+    assert (fused - masked).abs().max() < 1e-5
