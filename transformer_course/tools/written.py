@@ -237,17 +237,11 @@ def write_sheet(report: GradingReport, questions: dict[str, Question], answers: 
     for s in report.students:
         for q in questions.values():
             before = kept.get((s.student, q.id), {})
-            if s.student in answers:
-                answer = answers[s.student][q.id]
-                marks = (
-                    [before.get("points", ""), before.get("comment", "")]
-                    if before.get("answer") == answer
-                    else ["", ""]
-                )
-            elif before:
-                answer, marks = before.get("answer", ""), [before.get("points", ""), before.get("comment", "")]
-            else:
+            answer = answers[s.student][q.id] if s.student in answers else before.get("answer")
+            if answer is None:  # not graded now, not in the sheet before
                 continue
+            same = bool(before) and before.get("answer") == answer
+            marks = [before["points"], before["comment"]] if same else ["", ""]
             points = report.config.written_points_for(q.id)
             rows.append([s.student, q.id, q.short(), answer, _number_text(points), *marks])
     _write_rows(rows, path)
