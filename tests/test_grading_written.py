@@ -150,7 +150,7 @@ def graded(tmp_path: Path, capsys: pytest.CaptureFixture) -> Path:
     config_file.write_text("[written]\ndefault_points = 2\nex06_q3 = 3\n")
     out = tmp_path / "grades" / "report.csv"
     assert main(["grade", str(subs), "--out", str(out), "--exercises", "ex06_1", "--config", str(config_file),
-                 "--no-progress"]) == 0  # fmt: skip
+                 "--assignment", "hw", "--no-progress"]) == 0  # fmt: skip
     assert f"grade-written {out.parent / 'written.csv'} --report {out}" in capsys.readouterr().out
     return out
 
@@ -185,7 +185,7 @@ def test_grade_writes_a_sheet_and_grade_written_adds_its_points(graded: Path, ca
     before = {s["student"]: s for s in json.loads(out.with_suffix(".json").read_text())["students"]}
     assert before["ada"]["total"] == 0 and before["ada"]["max_points"] == 8  # ex06_1: 1, written: 2 + 2 + 3
     assert before["ada"]["written"]["ex06_q1"] == {"max_points": 2.0, "answered": True, "points": None, "comment": ""}
-    assert "| ex06_q1 | not graded yet |  |" in (out.parent / "feedback" / "ada.md").read_text()
+    assert "| ex06_q1 | not graded yet |  |" in (out.parent / "feedback" / "hw" / "ada.md").read_text()
 
     sheet = _sheet_with(out, MARKS)
     assert main(["grade-written", str(sheet), "--report", str(out)]) == 0
@@ -198,9 +198,14 @@ def test_grade_writes_a_sheet_and_grade_written_adds_its_points(graded: Path, ca
     assert students["ada"]["total"] == 3.5 and students["bob"]["max_points"] == 8
     assert students["bob"]["written"]["ex06_q2"] == {"max_points": 2.0, "answered": True, "points": 1.5,
                                                      "comment": "and why?"}  # fmt: skip
-    feedback = (out.parent / "feedback" / "ada.md").read_text()
+    feedback = (out.parent / "feedback" / "hw" / "ada.md").read_text()
     assert "**3.5 / 8 points.**" in feedback and "| ex06_q1 | 0.5 / 2 | a formula is no answer |" in feedback
     assert "| ex06_q2 | 0 / 2 | not answered |" in feedback
+    roster = out.parent / "roster.csv"
+    roster.write_text("folder,name\nada,Ada Lovelace\n")
+    assert main(["grade-written", str(sheet), "--report", str(out), "--format", "moodle", "--roster", str(roster)]) == 0
+    assert [row[:4] for row in csv.reader(out.read_text().splitlines())] == [
+        ["Full name", "ID number", "Email address", "hw"], ["Ada Lovelace", "", "", "3.5"]]  # fmt: skip
 
 
 def test_grading_again_keeps_the_marks_of_unchanged_answers(graded: Path, tmp_path: Path) -> None:
@@ -244,7 +249,7 @@ def test_grade_written_refuses_bad_rows_in_one_line_and_writes_nothing(
         lines.insert(2, first) if change == "twice" else None
         lines[0] = lines[0].replace("points,comment", "score,comment") if change == "header" else lines[0]
         sheet.write_text("\n".join(lines) + "\n")
-    reports = [graded, graded.with_suffix(".json"), graded.parent / "feedback" / "ada.md"]
+    reports = [graded, graded.with_suffix(".json"), graded.parent / "feedback" / "hw" / "ada.md"]
     before = [p.read_bytes() for p in reports]
     capsys.readouterr()
     assert main(["grade-written", str(sheet), "--report", str(graded)]) == 2

@@ -110,9 +110,9 @@ def check_question_ids(ids: Iterable[str]) -> None:
 
 def assignment_questions(config: GradingConfig, exercises: list[str]) -> dict[str, Question]:
     """The written questions graded: grading.toml's list, else those of the graded exercises' notebooks."""
+    if config.written_questions is not None:  # [] for none: solutions/ is not even read
+        return {q: course_questions()[q] for q in config.written_questions}
     known = course_questions()
-    if config.written_questions is not None:
-        return {q: known[q] for q in config.written_questions}
     notebooks = {exercise_id.split("_")[0] for exercise_id in exercises}
     return {q.id: q for q in known.values() if q.id.split("_")[0] in notebooks}
 
@@ -164,8 +164,8 @@ def find_notebooks(folder: Path, max_bytes: int) -> dict[str, Path]:
     found: dict[str, Path] = {}
     for path in sorted(folder.rglob(NOTEBOOK), key=lambda p: (len(p.parts), str(p))):
         parts = path.relative_to(folder).parts
-        if (NOT_SUBMITTED | SKIPPED) & set(parts) or any((folder.joinpath(*parts[:i])).is_symlink() for i in
-                                                          range(1, len(parts) + 1)):  # fmt: skip
+        linked = any(folder.joinpath(*parts[:i]).is_symlink() for i in range(1, len(parts) + 1))
+        if linked or (NOT_SUBMITTED | SKIPPED) & set(parts):
             continue
         if path.is_file() and path.stat().st_size <= max_bytes:
             found.setdefault(path.stem, path)

@@ -7,7 +7,6 @@ import math
 from datetime import datetime
 from pathlib import Path
 
-from .. import written
 from ..course import course_root
 from ..sandbox import MECHANISMS, SandboxError
 from . import CLIError
@@ -15,7 +14,7 @@ from . import CLIError
 
 def _grade(args: argparse.Namespace) -> int:
     root = course_root("grade")
-    from .. import grading
+    from .. import grading, written
 
     config_path = args.config or (root / "grading.toml" if (root / "grading.toml").exists() else None)
     config = grading.load_config(config_path)
@@ -109,9 +108,17 @@ def _grade_written(args: argparse.Namespace) -> int:
     json_path = args.json or report_csv.with_suffix(".json")
     report = grading.read_report(json_path, None, what="grade-written")
     rows = written.read_sheet(args.sheet)
+    roster = None
+    if args.format != "csv":
+        if args.roster is None or report.config.assignment is None:
+            raise CLIError(f"--format {args.format} needs --roster and a report graded with the assignment's name")
+        roster = grading.load_roster(args.roster)
     merged = written.merge_sheet(report, rows, args.sheet)  # everything checked before anything is written
     feedback_dir = args.feedback or report_csv.parent / "feedback"
-    grading.write_csv(report, report_csv)
+    if roster is None:
+        grading.write_csv(report, report_csv)
+    else:
+        grading.write_gradebook(report, report_csv, args.format, roster)
     grading.write_json(report, json_path)
     grading.write_feedback(report, feedback_dir)
     print(grading.summary_table(report))
@@ -141,7 +148,8 @@ DESCRIPTION = (
     "of its own (bubblewrap, else unshare) by a warm worker that runs every exercise in a fresh child with a time "
     "limit, a memory cap and an output cap; the grade is decided here, outside the student's code. Points and limits "
     "come from grading.toml. Each student done is noted in REPORT.progress.jsonl next to --out; --resume goes on "
-    "from there after an interruption."
+    "from there after an interruption. The answers to the written questions of the exercise notebooks (exNN_*.ipynb "
+    "anywhere in a submission) go to written.csv next to --out, for grade-written."
 )
 
 
@@ -196,4 +204,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     merge.add_argument("--json", type=Path, help="the JSON report (default: next to --report, .json)")
     merge.add_argument("--feedback", type=Path, help="the feedback folder (default: feedback/ next to --report)")
+    merge.add_argument("--format", choices=FORMATS, default="csv", help="what --report holds, as for grade")
+    merge.add_argument("--roster", type=Path, help="the roster, with --format canvas or moodle (as for grade)")
     merge.set_defaults(run=_grade_written)
