@@ -221,6 +221,11 @@ def test_grading_again_keeps_the_marks_of_unchanged_answers(graded: Path, tmp_pa
     }
     assert marks[("ada", "ex06_q3")] == ("Padding is ignored.", "3", "Right.")
     assert marks[("bob", "ex06_q2")] == ("Another answer.", "", "")
+    sheet = graded.parent / "written.csv"
+    sheet.write_text(sheet.read_text().replace("points,comment", "score,comment", 1))
+    report = graded.with_suffix(".json").read_bytes()
+    assert main(["grade", str(tmp_path / "subs"), "--out", str(graded), "--exercises", "ex06_1", "--no-progress"]) == 2
+    assert graded.with_suffix(".json").read_bytes() == report, "a sheet being filled in is refused before grading"
 
 
 @pytest.mark.parametrize(

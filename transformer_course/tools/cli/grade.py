@@ -54,6 +54,10 @@ def _grade(args: argparse.Namespace) -> int:
     if old is not None:
         grading.same_exercises(old, grading.exercise_ids(config, args.exercises))
     questions = written.assignment_questions(config, grading.exercise_ids(config, args.exercises))
+    if questions and (out.parent / "written.csv").is_file():
+        written.read_sheet(
+            out.parent / "written.csv"
+        )  # its marks are kept: refuse now, not after grading, if unreadable
     try:
         report = grading.grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
                                mechanism=support.mechanism, state_file=state, resume=args.resume, due=due,
