@@ -54,10 +54,9 @@ def _grade(args: argparse.Namespace) -> int:
     if old is not None:
         grading.same_exercises(old, grading.exercise_ids(config, args.exercises))
     questions = written.assignment_questions(config, grading.exercise_ids(config, args.exercises))
-    if questions and (out.parent / "written.csv").is_file():
-        written.read_sheet(
-            out.parent / "written.csv"
-        )  # its marks are kept: refuse now, not after grading, if unreadable
+    sheet = out.parent / "written.csv"
+    if questions and sheet.is_file():  # its marks are kept: an unreadable one is refused now, not after grading
+        written.read_sheet(sheet)
     try:
         report = grading.grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
                                mechanism=support.mechanism, state_file=state, resume=args.resume, due=due,
@@ -83,7 +82,7 @@ def _grade(args: argparse.Namespace) -> int:
     grading.write_json(report, json_path)
     grading.write_feedback(report, feedback_dir, only=args.only)
     if questions:
-        written.write_sheet(report, questions, answers, out.parent / "written.csv")
+        written.write_sheet(report, questions, answers, sheet)
     state.unlink(missing_ok=True)
     print(grading.summary_table(report))
     for line in grading.skipped_lines(report):
@@ -97,7 +96,6 @@ def _grade(args: argparse.Namespace) -> int:
     if questions:
         for line in problems:
             print(line)
-        sheet = out.parent / "written.csv"
         print(f"wrote {sheet} ({len(questions)} written question(s); answers side by side in {sheet.parent}/written/): "
               f"fill in points and comment, then: python -m transformer_course grade-written {sheet} --report {out}")  # fmt: skip
     return 0
