@@ -99,11 +99,13 @@ def test_reports_csv_json_and_feedback(graded: tuple[dict, Path, float]) -> None
     with open(base / "report.csv", newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert set(rows) == set(expected)
-    assert rows["correct"]["total"] == "2" and rows["correct"]["percent"] == "100.0"
+    # ex03's 4 written questions (1 point each) count in max_points, blank until grade-written merges their points
+    assert (rows["correct"]["total"], rows["correct"]["max_points"], rows["correct"]["percent"]) == ("2", "6", "33.3")
+    assert rows["correct"]["ex03_q1"] == "" and (base / "written.csv").is_file()
     assert rows["infinite_loop"]["ex03_1"] == "1" and rows["infinite_loop"]["ex03_3"] == "0"
     assert rows["imports_reference"]["total"] == "0"
     feedback = (base / "feedback" / "infinite_loop.md").read_text()
-    assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 2 points" in feedback
+    assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 6 points" in feedback
     assert "printed more than" in (base / "feedback" / "huge_output.md").read_text()
     assert json.loads((base / "report.json").read_text())["sandbox"] == SUPPORT.description
     submissions = base / "submissions"
@@ -709,7 +711,7 @@ def test_a_gradebook_for_canvas_late_flags_and_one_student_graded_again(
     with open(out, newline="") as handle:
         assert list(csv.reader(handle)) == [
             ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Homework 6"],
-            ["Points Possible", "", "", "", "", "1"],
+            ["Points Possible", "", "", "", "", "4"],  # ex06_1 and ex06's 3 written questions
             ["Ada Lovelace", "101", "S1", "ada1", "A", "1"],
             ["Bob Kahn", "102", "S2", "bob2", "B", "1"],
         ]

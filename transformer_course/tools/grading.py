@@ -102,6 +102,9 @@ class GradingConfig:
     hidden: bool = False  # also grade cases students never see (see load_hidden_cases)
     hidden_cases: str | None = None  # the instructor's file of hidden cases (a path), with hidden = true
     assignment: str | None = None  # its name: the feedback's folder, the LMS gradebook's column
+    written_questions: list[str] | None = None  # [written] questions; None: those of the graded exercises' notebooks
+    written_default_points: float = 1.0  # [written] default_points
+    written_points: dict[str, float] = field(default_factory=dict)  # [written] exNN_qK = points
 
     def points_for(self, exercise_id: str) -> float:
         return float(self.points.get(exercise_id, self.default_points))
@@ -116,13 +119,18 @@ class GradingConfig:
             return points * min(passed, total) / total
         return 0.0
 
+    def written_points_for(self, question_id: str) -> float:
+        return float(self.written_points.get(question_id, self.written_default_points))
+
     def timeout_for(self, exercise_id: str) -> float:
         return float(self.timeouts.get(exercise_id, self.timeout_s))
 
     def validate(self) -> GradingConfig:
         """Raise ValueError (one line) for a value no grading can use; return self."""
         numbers = {"default_points": self.default_points, "timeout_s": self.timeout_s, **self.points,
-                   **{f"timeout_s.{k}": v for k, v in self.timeouts.items()}}  # fmt: skip
+                   **{f"timeout_s.{k}": v for k, v in self.timeouts.items()},
+                   "written.default_points": self.written_default_points,
+                   **{f"written.{k}": v for k, v in self.written_points.items()}}  # fmt: skip
         for name, value in numbers.items():
             if not math.isfinite(value) or value < 0 or (name.startswith("timeout_s") and value == 0):
                 raise ValueError(f"grading setting {name} = {value} must be a finite number above 0")
@@ -142,6 +150,10 @@ class GradingConfig:
             if not self.hidden:
                 raise ValueError("grading setting hidden_cases needs hidden = true")
             load_hidden_cases(Path(self.hidden_cases))
+        if self.written_questions or self.written_points:
+            from .written import check_question_ids
+
+            check_question_ids([*(self.written_questions or []), *self.written_points])
         return self
 
 
@@ -160,9 +172,10 @@ def load_config(path: Path | None) -> GradingConfig:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{path} is not valid TOML: {error}") from None
-    unknown = set(data) - {"grading", "points", "timeout_s"}
+    unknown = set(data) - {"grading", "points", "timeout_s", "written"}
     if unknown:
-        raise ValueError(f"{path}: unknown section(s) {sorted(unknown)}; expected [grading], [points], [timeout_s]")
+        raise ValueError(f"{path}: unknown section(s) {sorted(unknown)}; expected [grading], [points], [timeout_s], "
+                         "[written]")  # fmt: skip
     settings = dict(data.get("grading", {}))
     exercises = settings.pop("exercises", "all")
     if exercises != "all" and not (isinstance(exercises, list) and all(isinstance(e, str) for e in exercises)):
@@ -182,9 +195,21 @@ def load_config(path: Path | None) -> GradingConfig:
             kind = str if key == "assignment" else type(getattr(config, key))
             convert = {float: _number, int: _integer, str: _text, bool: _flag, type(None): _text}[kind]
             setattr(config, key, convert(value, key))
+        _written_settings(dict(data.get("written", {})), config)
         return config.validate()
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None
+
+
+def _written_settings(table: dict, config: GradingConfig) -> None:
+    """``[written]``: questions = "auto" or a list of ids, default_points, and exNN_qK = points."""
+    questions = table.pop("questions", "auto")
+    if questions != "auto" and not (isinstance(questions, list) and all(isinstance(q, str) for q in questions)):
+        raise ValueError('[written] questions must be "auto" or a list of question ids such as "ex03_q1"')
+    config.written_questions = None if questions == "auto" else list(questions)
+    if "default_points" in table:
+        config.written_default_points = _number(table.pop("default_points"), "[written] default_points")
+    config.written_points = {k: _number(v, f"[written] {k}") for k, v in table.items()}  # ids: checked by validate
 
 
 def _number(value: object, name: str) -> float:
@@ -404,6 +429,16 @@ class ExerciseResult:
 
 
 @dataclass
+class WrittenResult:
+    """A written answer (:mod:`.written`): its points once the instructor's sheet is merged in."""
+
+    max_points: float
+    answered: bool
+    points: float | None = None  # None: not graded yet (``grade-written`` not run)
+    comment: str = ""
+
+
+@dataclass
 class StudentReport:
     student: str
     package: str | None  # the package folder that was graded, relative to the submissions folder
@@ -412,6 +447,7 @@ class StudentReport:
     late: bool | None = None  # newest_file after the due time (None: no due time given, or no file)
     fingerprint: str | None = None  # sha256 of the package's files as graded (names and contents)
     flags: list[str] = field(default_factory=list)  # for the instructor to look at (see provenance_flags)
+    written: dict[str, WrittenResult] = field(default_factory=dict)  # question id → its points (see .written)
 
     def newest_text(self) -> str:
         """The newest file's time, ISO 8601 in this machine's time zone ("" when unknown)."""
@@ -421,11 +457,11 @@ class StudentReport:
 
     @property
     def total(self) -> float:
-        return sum(r.points for r in self.results.values())
+        return sum(r.points for r in self.results.values()) + sum(w.points or 0.0 for w in self.written.values())
 
     @property
     def max_points(self) -> float:
-        return sum(r.max_points for r in self.results.values())
+        return sum(r.max_points for r in self.results.values()) + sum(w.max_points for w in self.written.values())
 
 
 @dataclass
@@ -436,6 +472,7 @@ class GradingReport:
     seconds: float
     sandbox: str = ""  # what protected the jobs (the sandbox's one-line description)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # entries of the submissions folder left out, why
+    written: dict[str, str] = field(default_factory=dict)  # written question id → its text (see .written)
 
 
 def list_submissions(submissions_dir: Path) -> tuple[list[Path], list[tuple[str, str]]]:
@@ -1263,10 +1300,11 @@ def spreadsheet_safe(cell: object) -> object:
 
 def write_csv(report: GradingReport, path: Path) -> None:
     cases = [f"{i} cases" for i in report.exercises]
-    rows = [["student", *report.exercises, "total", "max_points", "percent", *cases, "newest_file", "late",
-             "fingerprint", "flags"]]  # fmt: skip
+    rows = [["student", *report.exercises, *report.written, "total", "max_points", "percent", *cases, "newest_file",
+             "late", "fingerprint", "flags"]]  # fmt: skip
     for s in report.students:
         points = [_number_text(s.results[i].points) for i in report.exercises]
+        points += [_written_text(s.written.get(q)) for q in report.written]  # "" until graded
         percent = round(100 * s.total / s.max_points, 1) if s.max_points else 0.0
         passed = [s.results[i].cases_text() for i in report.exercises]
         rows.append([s.student, *points, _number_text(s.total), _number_text(s.max_points), percent, *passed,
@@ -1278,6 +1316,10 @@ def _write_rows(rows: list[list], path: Path) -> None:
     buffer = io.StringIO()
     csv.writer(buffer).writerows([spreadsheet_safe(cell) for cell in row] for row in rows)
     write_atomically(path, buffer.getvalue())
+
+
+def _written_text(result: WrittenResult | None) -> float | int | str:
+    return "" if result is None or result.points is None else _number_text(result.points)
 
 
 def _late_text(late: bool | None) -> str:
@@ -1339,7 +1381,9 @@ def write_gradebook(report: GradingReport, path: Path, form: str, roster: dict[s
 
 
 def _max_points(report: GradingReport) -> float:
-    return sum(report.config.points_for(i) for i in report.exercises)
+    return sum(report.config.points_for(i) for i in report.exercises) + sum(
+        report.config.written_points_for(q) for q in report.written
+    )
 
 
 def _one_line(student: StudentReport) -> str:
@@ -1351,11 +1395,12 @@ def _one_line(student: StudentReport) -> str:
 # ---------------------------------------------------------------- a term's work: one student again
 
 
-def read_report(path: Path, config: GradingConfig) -> GradingReport:
-    """The report ``write_json`` wrote (for ``--only``: one student graded again, the others kept).
-    Raises FileNotFoundError or ValueError (one line)."""
+def read_report(path: Path, config: GradingConfig | None, what: str = "--only") -> GradingReport:
+    """The report ``write_json`` wrote (for ``--only``: one student graded again, the others kept;
+    for ``grade-written``, with ``config`` None: the settings it was graded with). Raises
+    FileNotFoundError or ValueError (one line starting with ``what``)."""
     if not Path(path).is_file():
-        raise FileNotFoundError(f"--only: there is no report to update ({path} does not exist)")
+        raise FileNotFoundError(f"{what}: there is no report to update ({path} does not exist)")
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         students = [
@@ -1367,14 +1412,18 @@ def read_report(path: Path, config: GradingConfig) -> GradingReport:
                 s.get("late"),
                 s.get("fingerprint"),
                 s.get("flags", []),
+                {q: WrittenResult(**w) for q, w in s.get("written", {}).items()},
             )
             for s in data["students"]
         ]
+        if config is None:  # the settings the report was graded with
+            config = GradingConfig(**data["settings"] | {"exercises": None})
+        written = {q: w["question"] for q, w in data.get("written", {}).items()}
         return GradingReport(list(data["exercises"]), students, config, data["seconds"], data["sandbox"],
-                             [(e["entry"], e["why"]) for e in data.get("skipped", [])])  # fmt: skip
+                             [(e["entry"], e["why"]) for e in data.get("skipped", [])], written)  # fmt: skip
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(
-            f"--only: {path} is not a report this course wrote ({type(error).__name__}: {error})"
+            f"{what}: {path} is not a report this course wrote ({type(error).__name__}: {error})"
         ) from None
 
 
@@ -1390,7 +1439,7 @@ def merged(old: GradingReport, new: GradingReport) -> GradingReport:
     same_exercises(old, new.exercises)
     students = {s.student: s for s in old.students} | {s.student: s for s in new.students}
     return GradingReport(new.exercises, [students[name] for name in sorted(students)], new.config, new.seconds,
-                         new.sandbox, old.skipped)  # fmt: skip
+                         new.sandbox, old.skipped, new.written or old.written)  # fmt: skip
 
 
 _MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*[]|#"})
@@ -1411,11 +1460,14 @@ def write_json(report: GradingReport, path: Path) -> None:
         "sandbox": report.sandbox,
         "seconds": report.seconds,
         "skipped": [{"entry": name, "why": why} for name, why in report.skipped],
+        "written": {q: {"question": text, "points": report.config.written_points_for(q)}
+                    for q, text in report.written.items()},
         "students": [
             {"student": s.student, "package": s.package, "total": s.total, "max_points": s.max_points,
              "newest_file": s.newest_text() or None, "newest_time": s.newest_file, "late": s.late,
              "fingerprint": s.fingerprint, "flags": s.flags,
-             "results": {i: asdict(r) for i, r in s.results.items()}}
+             "results": {i: asdict(r) for i, r in s.results.items()},
+             "written": {q: asdict(w) for q, w in s.written.items()}}
             for s in report.students
         ],
     }  # fmt: skip
@@ -1443,6 +1495,14 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
             f"{_number_text(r.max_points)} "
             f"| {markdown_text(r.message)} |"
         )
+    if student.written:
+        lines += ["", "## Written answers", "", "| question | points | comment |", "| --- | --- | --- |"]
+        for question_id, w in student.written.items():
+            points = (
+                "not graded yet" if w.points is None else f"{_number_text(w.points)} / {_number_text(w.max_points)}"
+            )
+            comment = w.comment or ("" if w.answered else "not answered")
+            lines.append(f"| {question_id} | {points} | {markdown_text(comment)} |")
     noisy = [(i, r) for i, r in student.results.items() if r.output_bytes]
     if noisy:
         lines += ["", "## Output printed during the checks", ""]

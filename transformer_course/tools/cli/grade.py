@@ -14,7 +14,7 @@ from . import CLIError
 
 def _grade(args: argparse.Namespace) -> int:
     root = course_root("grade")
-    from .. import grading
+    from .. import grading, written
 
     config_path = args.config or (root / "grading.toml" if (root / "grading.toml").exists() else None)
     config = grading.load_config(config_path)
@@ -53,6 +53,10 @@ def _grade(args: argparse.Namespace) -> int:
     old = grading.read_report(json_path, config) if args.only is not None else None
     if old is not None:
         grading.same_exercises(old, grading.exercise_ids(config, args.exercises))
+    questions = written.assignment_questions(config, grading.exercise_ids(config, args.exercises))
+    sheet = out.parent / "written.csv"
+    if questions and sheet.is_file():  # its marks are kept: an unreadable one is refused now, not after grading
+        written.read_sheet(sheet)
     try:
         report = grading.grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
                                mechanism=support.mechanism, state_file=state, resume=args.resume, due=due,
@@ -64,6 +68,9 @@ def _grade(args: argparse.Namespace) -> int:
     except SandboxError as error:
         raise CLIError(str(error)) from None
     feedback_dir = args.feedback or out.parent / "feedback"
+    if questions:  # before the merge: students graded now get their answers, the others keep their points
+        answers, problems = written.collect(args.submissions_dir, questions, config, only=args.only)
+        written.attach(report, questions, answers)
     if old is not None:
         report = grading.merged(old, report)
     if roster is None:
@@ -74,6 +81,8 @@ def _grade(args: argparse.Namespace) -> int:
             print(f"warning: not in the roster, so not in {out}: {', '.join(missing)}")
     grading.write_json(report, json_path)
     grading.write_feedback(report, feedback_dir, only=args.only)
+    if questions:
+        written.write_sheet(report, questions, answers, sheet)
     state.unlink(missing_ok=True)
     print(grading.summary_table(report))
     for line in grading.skipped_lines(report):
@@ -84,6 +93,41 @@ def _grade(args: argparse.Namespace) -> int:
     )
     folder = feedback_dir / config.assignment if config.assignment else feedback_dir
     print(f"wrote {out}, {json_path} and {folder}/<student>.md")
+    if questions:
+        for line in problems:
+            print(line)
+        print(f"wrote {sheet} ({len(questions)} written question(s); answers side by side in {sheet.parent}/written/): "
+              f"fill in points and comment, then: python -m transformer_course grade-written {sheet} --report {out}")  # fmt: skip
+    return 0
+
+
+def _grade_written(args: argparse.Namespace) -> int:
+    from .. import grading, written
+
+    report_csv = args.report
+    if report_csv.suffix.lower() != ".csv":
+        raise CLIError(f"--report must name the .csv report of grade, got {report_csv}")
+    json_path = args.json or report_csv.with_suffix(".json")
+    report = grading.read_report(json_path, None, what="grade-written")
+    rows = written.read_sheet(args.sheet)
+    roster = None
+    if args.format != "csv":
+        if args.roster is None or report.config.assignment is None:
+            raise CLIError(f"--format {args.format} needs --roster and a report graded with the assignment's name")
+        roster = grading.load_roster(args.roster)
+    merged = written.merge_sheet(report, rows, args.sheet)  # everything checked before anything is written
+    feedback_dir = args.feedback or report_csv.parent / "feedback"
+    if roster is None:
+        grading.write_csv(report, report_csv)
+    else:
+        grading.write_gradebook(report, report_csv, args.format, roster)
+    grading.write_json(report, json_path)
+    grading.write_feedback(report, feedback_dir)
+    print(grading.summary_table(report))
+    folder = feedback_dir / report.config.assignment if report.config.assignment else feedback_dir
+    print(
+        f"merged {merged} written answer(s) from {args.sheet}: wrote {report_csv}, {json_path} and {folder}/<student>.md"
+    )
     return 0
 
 
@@ -106,7 +150,8 @@ DESCRIPTION = (
     "of its own (bubblewrap, else unshare) by a warm worker that runs every exercise in a fresh child with a time "
     "limit, a memory cap and an output cap; the grade is decided here, outside the student's code. Points and limits "
     "come from grading.toml. Each student done is noted in REPORT.progress.jsonl next to --out; --resume goes on "
-    "from there after an interruption."
+    "from there after an interruption. The answers to the written questions of the exercise notebooks (exNN_*.ipynb "
+    "anywhere in a submission) go to written.csv next to --out, for grade-written."
 )
 
 
@@ -149,3 +194,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     grade.add_argument("--only", metavar="STUDENT", help="grade this student alone and update their row of the "
                        "existing report (CSV, JSON and their feedback) instead of replacing the class")  # fmt: skip
     grade.set_defaults(run=_grade)
+
+    summary = "add the points and comments of a filled-in written.csv to the report and the feedback"
+    merge = subparsers.add_parser("grade-written", help=summary, description=summary + (
+        ". SHEET is the written.csv that grade wrote, with its points and comment columns filled in. Every row is "
+        "checked first (points from 0 to max_points, known students and questions); then --report, its JSON and "
+        "the feedback files are written again, the written points in each total."))  # fmt: skip
+    merge.add_argument("sheet", type=Path, metavar="SHEET")
+    merge.add_argument(
+        "--report", type=Path, default=Path("report.csv"), help="the CSV report of grade (default: report.csv)"
+    )
+    merge.add_argument("--json", type=Path, help="the JSON report (default: next to --report, .json)")
+    merge.add_argument("--feedback", type=Path, help="the feedback folder (default: feedback/ next to --report)")
+    merge.add_argument("--format", choices=FORMATS, default="csv", help="what --report holds, as for grade")
+    merge.add_argument("--roster", type=Path, help="the roster, with --format canvas or moodle (as for grade)")
+    merge.set_defaults(run=_grade_written)
