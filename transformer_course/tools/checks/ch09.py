@@ -16,7 +16,7 @@ from torch import Tensor
 from ..probe.calls import call, calls_case
 from ..probe.wire import MalformedResult, kind
 from ._tools import CheckFailure, expect_close, expect_equal
-from .case import Case, Outcome
+from .case import Case, Outcome, raised
 from .registry import exercise
 
 # -- ex09_1: packing length-sorted examples under a token budget ---------------------------------
@@ -110,7 +110,7 @@ def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
     if error is None:
         raise CheckFailure(f"{case.label}: {why}, got {got.calls[0]['output']!r}")
     if error["type"] != "ValueError":
-        raise CheckFailure(f"{case.label}: should raise ValueError, raised {error['type']}: {error['message']}")
+        raise CheckFailure(f"{case.label}: should raise ValueError, {raised(error, case.label)}")
 
 
 def _judge_too_long(case: Case, got: Outcome) -> None:
