@@ -82,6 +82,8 @@ def test_a_difference_no_pattern_explains_adds_no_sentence() -> None:
     assert pattern(noise, WANT, 1e-5, 1e-4) == ""
     assert pattern(WANT * 4 + 1e-2, WANT, 1e-5, 1e-4) == ""  # almost a ratio is no ratio
     assert pattern(torch.zeros(2, 3), torch.ones(2, 3)) == ""  # a constant want: no shift, a ratio of 0 says nothing
+    assert pattern(torch.tensor(3.4), torch.tensor(4.25)) == ""  # one value: any ratio would "hold"
+    assert pattern(torch.tensor([0.0, 3.0]), torch.tensor([3.0, 5.0])) == ""  # a shift seen at one value only
     ids = torch.tensor([[5, 6, 7, 8]])
     assert _message(expect_equal, torch.tensor([[5, 6, 9, 8]]), ids, "ids", "case") == (
         "case: ids differs at 1 position(s); at (0, 2) expected 7, got 9"

@@ -51,8 +51,9 @@ def expect_finite(got: Tensor, what: str, case: str, empty_rows: Tensor | None =
 
 
 def _close(got: Tensor, want: Tensor, atol: float, rtol: float) -> bool:
-    """Same shape, not empty, and every value within the tolerance (float64 tensors)."""
-    return got.shape == want.shape and got.numel() > 0 and bool(((got - want).abs() <= atol + rtol * want.abs()).all())
+    """Same shape, two values at least (one value matches anything it is divided by), and every
+    value within the tolerance (float64 tensors)."""
+    return got.shape == want.shape and got.numel() > 1 and bool(((got - want).abs() <= atol + rtol * want.abs()).all())
 
 
 def pattern(got: Tensor, want: Tensor, atol: float = 0.0, rtol: float = 0.0, names: dict | None = None) -> str:
@@ -83,8 +84,8 @@ def pattern(got: Tensor, want: Tensor, atol: float = 0.0, rtol: float = 0.0, nam
 
 def _ratio(got: Tensor, want: Tensor) -> float | None:
     """got / want where want is largest, to 6 significant digits; None where that says nothing
-    (want is empty or 0 there, the ratio is 0, 1 or not finite)."""
-    if not want.numel() or want.abs().max() == 0:
+    (want has fewer than two non-zero values, the ratio is 0, 1 or not finite)."""
+    if int((want.abs() > 0).sum()) < 2:  # a ratio seen at one value only says nothing
         return None
     largest = int(want.abs().argmax())
     ratio = float(f"{(got.flatten()[largest] / want.flatten()[largest]).item():.6g}")
