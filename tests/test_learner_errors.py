@@ -3,6 +3,8 @@ went in (issue 30, item 4): never a bare "raised TypeError: …"."""
 
 from __future__ import annotations
 
+import linecache
+
 import pytest
 import torch
 
@@ -25,13 +27,15 @@ def test_the_learners_file_line_source_and_inputs_are_named() -> None:
     result = run_check("ex01_1", encode)
     assert result.message.startswith(
         "case encode(['the', 'robot', 'paints', 'a', 'zebra'], add_bos=False, add_eos=False): raised KeyError: "
-        "'zebra' at test_learner_errors.py:16 (ids = [self.token_to_id[t] for t in tokens]); inputs: tokens list of 5"
+        f"'zebra' at test_learner_errors.py:{encode.__code__.co_firstlineno + 1} (ids = [self.token_to_id[t] for t in "
+        "tokens]); inputs: tokens list of 5"
     ), result.message
 
 
 def test_the_innermost_learner_frame_is_named_not_torchs_and_shapes_in_the_label_are_not_repeated() -> None:
     result = run_check("ex03_1", scores)
-    assert " at test_learner_errors.py:21 (return q @ k / 2.0  # k not" in result.message, result.message
+    line = scores.__code__.co_firstlineno + 1
+    assert f" at test_learner_errors.py:{line} (return q @ k / 2.0  # k not" in result.message, result.message
     assert "inputs:" not in result.message  # the label "q (2, 3, 4), k (2, 5, 4)" gives the shapes
 
 
@@ -42,6 +46,16 @@ def test_code_with_no_file_is_named_by_its_function_and_line() -> None:
     assert (
         result.message == "causal_mask(5): raised ValueError: no in your function my_mask, line 2 (0 of 5 cases passed)"
     )
+
+
+def test_a_notebook_cells_comprehension_is_named_by_its_function() -> None:
+    cell = "def encode_cell(self, tokens, add_bos=False, add_eos=False):\n    return [self.token_to_id[t] for t in tokens]\n"
+    name = "/tmp/ipykernel_0/cell.py"  # what ipykernel names a cell's code (no such file)
+    linecache.cache[name] = (len(cell), None, cell.splitlines(True), name)
+    namespace: dict = {"__name__": "__main__"}
+    exec(compile(cell, name, "exec"), namespace)  # noqa: S102
+    message = run_check("ex01_1", namespace["encode_cell"]).message
+    assert " in your function encode_cell, line 2 (return [self.token_to_id[t] for t in tokens]); " in message
 
 
 def test_tensor_inputs_give_their_shape_and_dtype_unless_the_label_does() -> None:

@@ -224,24 +224,26 @@ def _learner_line(error: BaseException, impl: Callable | None) -> str:
     inner = inspect.unwrap(impl) if impl is not None else None  # the learner's function under the isolation
     code = getattr(inner, "__code__", None)
     package = (getattr(inner, "__module__", None) or "").partition(".")[0]
-    found = None
+    found: list = []  # (code, line) of the learner's frames, outermost first
     try:
         for frame, line in traceback.walk_tb(error.__traceback__):
             module = frame.f_globals.get("__name__") or ""
             room = package not in ("", "__main__") and module.partition(".")[0] == package
             if frame.f_code is code or module == "__main__" or (room and not module.startswith(f"{package}.tools")):
-                found = frame.f_code, line
+                found.append((frame.f_code, line))
     except Exception:  # noqa: BLE001 - a traceback the learner's code made odd: no line then
         return ""
-    if found is None:
+    if not found:
         return ""
-    frame_code, line = found
+    frame_code, line = found[-1]
     filename = frame_code.co_filename
     source = linecache.getline(filename, line).strip()
     source = f" ({cut(source, 120)})" if source else ""
     if os.path.isfile(filename) and "ipykernel_" not in filename:
         return f"at {os.path.basename(filename)}:{line}{source}"
-    return f"in your function {frame_code.co_name}, line {line}{source}"  # a notebook cell, exec'd code
+    named = [c.co_name for c, _ in found if c.co_filename == filename and not c.co_name.startswith("<")]
+    name = named[-1] if named else frame_code.co_name  # a list comprehension's or a lambda's: its function's
+    return f"in your function {name}, line {line}{source}"  # a notebook cell, exec'd code
 
 
 def _inputs(impl: Callable, args: list, kwargs: dict) -> list[str]:
