@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from transformer_course.decoding import top_p_filter
 from transformer_course.tools.checks import EXERCISES, run_check
 from transformer_course.tools.checks.runner import _load_all
 from transformer_course.tools.edition import region_targets, stub_package
@@ -119,6 +121,36 @@ _NAMED_11 = {
                "_cross_attention_as_self": "cross-attention is mapped to self_attn",
                "_queries_and_keys_swapped": "self-attention's W^K"},
 }  # fmt: skip
+
+
+# the error cases issue 30 (item 6) adds, and the message each mutant must get
+_NAMED_30 = {
+    "ex08_2": {"_strict_at_the_boundary": "top_p=0.75 (tokens 1 and 3 reach top_p exactly: the rest go), row 0: "
+                                          "token 0 is outside the nucleus (kept tokens [1, 3])"},
+    "ex09_2": {"_accumulates_into_the_first_state": "2 states of torch.float32: the states passed in were changed "
+                                                    "(states[0], ['embed.weight', 'layer.bias'])",
+               "_integer_buffers_not_compared": "3 states whose integer buffer norm.num_batches differs (1008, 999, "
+                                                "1008): an integer buffer that differs cannot be averaged"},
+}  # fmt: skip
+
+
+@pytest.mark.complete_edition
+@pytest.mark.parametrize("exercise_id", sorted(_NAMED_30))
+def test_issue_30_error_cases_name_the_mistake(exercise_id: str) -> None:
+    mutants = {impl.__name__: impl for _, impl in MUTANTS[exercise_id]}
+    for name, words in _NAMED_30[exercise_id].items():
+        result = run_check(exercise_id, mutants[name])
+        assert result.status == "failed" and words in result.message, f"{name}: {result.line()}"
+
+
+@pytest.mark.complete_edition
+def test_the_top_p_boundary_case_is_exact_in_float32() -> None:
+    """ex08_2's boundary case: float32's softmax of the logs gives the probabilities back exactly, so the
+    mass before token 0 is exactly top_p and the rule (kept while the mass before is < top_p) decides."""
+    probs = torch.tensor([0.125, 0.5, 0.0625, 0.25, 0.0625])
+    assert torch.equal(probs.log().softmax(-1), probs)
+    kept = top_p_filter(probs.log(), 0.75) > float("-inf")
+    assert kept.tolist() == [False, True, False, True, False]
 
 
 @pytest.mark.complete_edition

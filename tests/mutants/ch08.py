@@ -70,6 +70,13 @@ def _ascending(logits, top_p):
     return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
+def _strict_at_the_boundary(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(-1)
+    drop_sorted = probs.cumsum(-1) - probs > top_p  # keeps a token whose tokens before it reach top_p exactly
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
+
+
 # ex08_3 — beam_step
 
 
@@ -114,6 +121,7 @@ MUTANTS = {
         ("returns the logits in sorted order", _not_scattered_back),
         ("cumulative sum of logits, not probabilities", _cumsum_of_logits),
         ("sorted ascending", _ascending),
+        ("keeps the token whose tokens before it reach top_p exactly", _strict_at_the_boundary),
     ],
     "ex08_3": [
         ("finished hypotheses extended by every token", lambda *a: _beam_step(*a, freeze=False)),

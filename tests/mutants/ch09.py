@@ -89,6 +89,19 @@ def _accepts_other_keys(states):
     return {key: _mean_of([state[key] for state in states if key in state]) for key in states[0]}
 
 
+def _accumulates_into_the_first_state(states):
+    total = states[0]  # the caller's tensors: += changes their model (a [1, 1, 1] weight becomes [2, 2, 2])
+    for state in states[1:]:
+        for key, tensor in state.items():
+            if tensor.is_floating_point():
+                total[key] += tensor
+    return {key: t / len(states) if t.is_floating_point() else t.clone() for key, t in total.items()}
+
+
+def _integer_buffers_not_compared(states):
+    return _average_keys_of(states, lambda ts: _mean_of(ts) if ts[0].is_floating_point() else ts[0].clone())
+
+
 # ex09_3 — bpe_merges
 
 
@@ -182,6 +195,8 @@ MUTANTS = {
         ("sums without dividing", _sum_not_mean),
         ("turns integer buffers into floats", _integers_into_floats),
         ("accepts states with other keys", _accepts_other_keys),
+        ("accumulates into states[0] in place", _accumulates_into_the_first_state),
+        ("keeps an integer buffer that differs between the states", _integer_buffers_not_compared),
     ],
     "ex09_3": [
         ("counts each pair once per word type, not weighted by frequency", _mutant(count=_once_per_word_type)),

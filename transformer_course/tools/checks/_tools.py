@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -37,41 +38,119 @@ def expect_dtype(got: Tensor, dtype: torch.dtype, what: str, case: str) -> None:
         raise CheckFailure(f"{case}: {what} should have dtype {dtype}, got {got.dtype}")
 
 
-def expect_finite(got: Tensor, what: str, case: str) -> None:
+def expect_finite(got: Tensor, what: str, case: str, empty_rows: Tensor | None = None) -> None:
+    """No NaN nor infinity; ``empty_rows`` (bool, ``got.shape[:-1]``): the rows whose every position
+    is masked, named when the non-finite values lie in those rows only."""
     if got.is_floating_point() and not torch.isfinite(got).all():
         n_nan = int(torch.isnan(got).sum())
         n_inf = int(torch.isinf(got).sum())
-        raise CheckFailure(f"{case}: {what} contains {n_nan} NaN and {n_inf} infinite values")
+        hint = ""
+        if empty_rows is not None and not (~torch.isfinite(got).all(-1) & ~empty_rows).any():
+            hint = "; rows with every position masked give NaN: use torch.finfo(dtype).min or handle empty rows"
+        raise CheckFailure(f"{case}: {what} contains {n_nan} NaN and {n_inf} infinite values{hint}")
 
 
-def expect_close(got: Any, want: Tensor, what: str, case: str, atol: float = 1e-5, rtol: float = 1e-4) -> None:
-    """Shape, finiteness, then values; on a mismatch name the worst index and both values."""
-    got = expect_shape(got, tuple(want.shape), what, case)
+def _close(got: Tensor, want: Tensor, atol: float, rtol: float) -> bool:
+    """Same shape, two values at least (one value matches anything it is divided by), and every
+    value within the tolerance (float64 tensors)."""
+    return got.shape == want.shape and got.numel() > 1 and bool(((got - want).abs() <= atol + rtol * want.abs()).all())
+
+
+def pattern(got: Tensor, want: Tensor, atol: float = 0.0, rtol: float = 0.0, names: dict | None = None) -> str:
+    """What relates a wrong ``got`` to ``want`` when it holds exactly (within the tolerance): the
+    result transposed, a constant ratio (a sign flip; ``names``: numbers the case knows, such as
+    ``{"sqrt(d_k)": 2.0}``, that the ratio may be), values shifted one position along a dimension.
+    ``""`` when none holds: a sentence is added only for what is certain, never guessed."""
+    got, want = got.detach().double(), want.detach().double()
+    if got.dim() >= 2 and _close(got.transpose(-1, -2), want, atol, rtol):
+        return "it is the expected result transposed (its last two dimensions swapped)"
+    ratio = _ratio(got, want)
+    if ratio is not None and _close(got / ratio, want, atol, rtol):
+        if ratio == -1.0:
+            return "every value is −1 × the expected one: a sign is flipped"
+        scale = f"every value is {ratio:.4g} × the expected one{_named(ratio, names or {})}"
+        return f"{scale}: is a scale multiplied instead of divided, or left out?"
+    for dim in range(got.dim()):
+        n = got.shape[dim]
+        if n < 2 or _close(want.narrow(dim, 1, n - 1), want.narrow(dim, 0, n - 1), atol, rtol):
+            continue  # want is the same at every position along dim: a shift would explain nothing
+        at = "[..., " if dim == got.dim() - 1 else "[" + ":, " * dim  # the index up to dim
+        if _close(got.narrow(dim, 1, n - 1), want.narrow(dim, 0, n - 1), atol, rtol):
+            return f"the values are shifted one position later along dimension {dim}: got{at}1:] equals the expected{at}:-1]"
+        if _close(got.narrow(dim, 0, n - 1), want.narrow(dim, 1, n - 1), atol, rtol):
+            return f"the values are shifted one position earlier along dimension {dim}: got{at}:-1] equals the expected{at}1:]"
+    return ""
+
+
+def _ratio(got: Tensor, want: Tensor) -> float | None:
+    """got / want where want is largest, to 6 significant digits; None where that says nothing
+    (want has fewer than two non-zero values, the ratio is 0, 1 or not finite)."""
+    if int((want.abs() > 0).sum()) < 2:  # a ratio seen at one value only says nothing
+        return None
+    largest = int(want.abs().argmax())
+    ratio = float(f"{(got.flatten()[largest] / want.flatten()[largest]).item():.6g}")
+    return None if ratio in (0.0, 1.0) or not math.isfinite(ratio) else ratio
+
+
+def _named(ratio: float, names: dict) -> str:
+    """ " (2 = sqrt(d_k))" or " (0.5 = 1/sqrt(d_k))" when the ratio is one of ``names``' numbers or its inverse."""
+    for name, value in names.items():
+        if math.isclose(ratio, value, rel_tol=1e-4):
+            return f" ({ratio:.4g} = {name})"
+        if math.isclose(ratio * value, 1.0, rel_tol=1e-4):
+            return f" ({ratio:.4g} = 1/{name})"
+    return ""
+
+
+def _with_pattern(message: str, got: Tensor, want: Tensor, atol: float = 0.0, rtol: float = 0.0,
+                  names: dict | None = None) -> str:  # fmt: skip
+    found = pattern(got, want, atol, rtol, names)
+    return f"{message}; {found}" if found else message
+
+
+def _expect_shape_of(got: Any, want: Tensor, what: str, case: str, atol: float = 0.0, rtol: float = 0.0) -> Tensor:
+    """:func:`expect_shape`, saying when a wrong shape is the expected result transposed."""
+    got = expect_tensor(got, what, case)
+    if got.shape != want.shape and got.dim() >= 2 and _close(got.transpose(-1, -2).double(), want.double(), atol, rtol):
+        raise CheckFailure(
+            f"{case}: {what} should have shape {tuple(want.shape)}, got {tuple(got.shape)}; "
+            "it is the expected result transposed (its last two dimensions swapped)"
+        )
+    return expect_shape(got, tuple(want.shape), what, case)
+
+
+def expect_close(got: Any, want: Tensor, what: str, case: str, atol: float = 1e-5, rtol: float = 1e-4,
+                 names: dict | None = None) -> None:  # fmt: skip
+    """Shape, finiteness, then values; on a mismatch name the worst index and both values, and the
+    :func:`pattern` that explains the difference, if one does (``names``: numbers a ratio may be)."""
+    got = _expect_shape_of(got, want, what, case, atol, rtol)
     expect_finite(got, what, case)
     got_f, want_f = got.detach().double(), want.detach().double()
     diff = (got_f - want_f).abs()
     bad = diff > atol + rtol * want_f.abs()
     if bad.any():
         worst = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
-        raise CheckFailure(
+        message = (
             f"{case}: {what} has {int(bad.sum())} wrong value(s) out of {bad.numel()}; "
             f"at index {worst} expected {want_f[worst].item():.6g}, got {got_f[worst].item():.6g} "
             f"(max abs difference {diff.max().item():.3g})"
         )
+        raise CheckFailure(_with_pattern(message, got_f, want_f, atol, rtol, names))
 
 
 def expect_equal(got: Any, want: Any, what: str, case: str) -> None:
     if isinstance(want, Tensor):
-        got = expect_shape(got, tuple(want.shape), what, case)
+        got = _expect_shape_of(got, want, what, case)
         if got.dtype != want.dtype:
             raise CheckFailure(f"{case}: {what} should have dtype {want.dtype}, got {got.dtype}")
         if not torch.equal(got, want):
             wrong = torch.nonzero(got != want)
             first = tuple(int(i) for i in wrong[0])
-            raise CheckFailure(
+            message = (
                 f"{case}: {what} differs at {len(wrong)} position(s); at {first} expected "
                 f"{want[first].item()}, got {got[first].item()}"
             )
+            raise CheckFailure(_with_pattern(message, got, want))
     elif got != want:
         raise CheckFailure(f"{case}: {what} should be {want!r}, got {got!r}")
 

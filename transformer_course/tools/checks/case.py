@@ -15,6 +15,7 @@ saying what is wrong.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,8 +83,7 @@ class Outcome:
         if error is not None and error["stub"]:
             raise NotImplementedError(error["message"])
         if error is not None:
-            where = "" if error["where"] == "calling the function" else f" while {error['where']}"
-            raise CheckFailure(f"{label}: raised {error['type']}{where}: {error['message']}")
+            raise CheckFailure(f"{label}: {raised(error, label)}")
         args = self.case.args(j) if "calls" in self.case.probe else []
         tensors = [k for k, arg in enumerate(args) if isinstance(arg, Tensor)]
         for number, position in enumerate(tensors, start=1):
@@ -91,3 +91,13 @@ class Outcome:
                 raise CheckFailure(
                     f"{label}: tensor argument #{number} was modified in place; return a new tensor instead"
                 )
+
+
+def raised(error: dict, label: str) -> str:
+    """A call's error as a message says it: "raised KeyError: 'zebra' at vocab.py:57 (ids = ...);
+    inputs: tokens list of 5", leaving out the inputs whose shape ``label`` already gives."""
+    where = "" if error["where"] == "calling the function" else f" while {error['where']}"
+    at = f" {error['at']}" if error["at"] else ""
+    shown = [text for text in error["inputs"] if (shape := re.search(r"\(.*\)", text)) is None or shape[0] not in label]
+    inputs = f"; inputs: {', '.join(shown)}" if shown else ""
+    return f"raised {error['type']}{where}: {error['message']}{at}{inputs}"

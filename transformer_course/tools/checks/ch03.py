@@ -45,7 +45,7 @@ def _judge_scores(case: Case, got: Outcome) -> None:
             raise CheckFailure(f"{label}: the scores are not scaled: divide by sqrt(d_k) = {math.sqrt(d_k):g}")
         if torch.allclose(scores, want / math.sqrt(d_k), atol=1e-5):
             raise CheckFailure(f"{label}: the scores are divided by d_k; divide by sqrt(d_k) instead")
-    expect_close(scores, want, "scores", label)
+    expect_close(scores, want, "scores", label, names={"sqrt(d_k)": math.sqrt(d_k), "d_k": d_k})
 
 
 @exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
@@ -122,9 +122,9 @@ def _judge_attention(case: Case, got: Outcome) -> None:
 
 
 def _judge_fully_masked(case: Case, got: Outcome) -> None:
-    label, (_, _, v, _) = case.label, case.args()
+    label, (_, _, v, mask) = case.label, case.args()
     out, weights = expect_tuple(got.output(), "output, weights", label)
-    expect_finite(expect_tensor(out, "output", label), "output", label)
+    expect_finite(expect_tensor(out, "output", label), "output", label, empty_rows=~mask.any(-1))  # rows (T,)
     expect_close(expect_tensor(weights, "weights", label)[0, 1], torch.full((3,), 1 / 3),
                  "weights of the fully masked row", label)  # fmt: skip
     expect_close(out[0, 1], v[0].mean(0), "output of the fully masked row (the mean of the values)", label)

@@ -110,6 +110,10 @@ def top_p_filter_cases() -> Iterator[Case]:
         logits = _distinct_logits(shape, top_ps)
         yield from [Case(f"logits {tuple(shape)}, top_p={top_p}", calls_case(call(logits, top_p)), _judge_nucleus)
                   for top_p in top_ps]  # fmt: skip
+    probs = [0.125, 0.5, 0.0625, 0.25, 0.0625]  # exact in binary: float32's softmax of their logs gives them back
+    label = f"logits (5,) of probabilities {probs}, top_p=0.75 (tokens 1 and 3 reach top_p exactly: the rest go)"
+    kept = [False, True, False, True, False]  # token 0: the mass before it, 0.75, is not < top_p
+    yield Case(label, calls_case(call(torch.tensor(probs).log(), 0.75)), _judge_nucleus, given={"kept": kept})
 
 
 def _judge_nucleus(case: Case, got: Outcome) -> None:
@@ -122,7 +126,7 @@ def _judge_nucleus(case: Case, got: Outcome) -> None:
     for r, (row, got_row) in enumerate(zip(rows, got_rows, strict=True)):
         probs = [math.exp(x) for x in row.tolist()]
         total = sum(probs)
-        kept = torch.tensor(_reference_nucleus([p / total for p in probs], top_p))
+        kept = torch.tensor(case.given.get("kept") or _reference_nucleus([p / total for p in probs], top_p))
         dropped = torch.softmax(got_row.double(), -1) <= 1e-12  # probability 0 after filtering
         if not kept.any() or dropped.all():
             raise CheckFailure(f"{label}, row {r}: every token was dropped; the most probable one must stay")

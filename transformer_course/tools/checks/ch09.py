@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import torch
 from torch import Tensor
 
-from ..probe.calls import call, calls_case
+from ..probe.calls import call, calls_case, ref
 from ..probe.wire import MalformedResult, kind
-from ._tools import CheckFailure, expect_close, expect_equal
-from .case import Case, Outcome
+from ._tools import CheckFailure, expect_close, expect_equal, same_tensor
+from .case import Case, Outcome, raised
 from .registry import exercise
 
 # -- ex09_1: packing length-sorted examples under a token budget ---------------------------------
@@ -108,9 +108,11 @@ def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
     if error is not None and error["stub"]:
         raise NotImplementedError(error["message"])
     if error is None:
-        raise CheckFailure(f"{case.label}: {why}, got {got.calls[0]['output']!r}")
+        output = got.calls[0]["output"]
+        shown = repr(output) if len(repr(output)) <= 200 else f"a {kind(output)}"  # not a dict of tensors in full
+        raise CheckFailure(f"{case.label}: {why}, got {shown}")
     if error["type"] != "ValueError":
-        raise CheckFailure(f"{case.label}: should raise ValueError, raised {error['type']}: {error['message']}")
+        raise CheckFailure(f"{case.label}: should raise ValueError, {raised(error, case.label)}")
 
 
 def _judge_too_long(case: Case, got: Outcome) -> None:
@@ -156,14 +158,19 @@ def average_cases() -> Iterator[Case]:
     """
     for n, dtype in ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16)):
         states = _states(n, seed=n, dtype=dtype)
-        yield Case(f"{n} states of {dtype}", calls_case(call(states)), _judge_mean)
+        probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
+        yield Case(f"{n} states of {dtype}", probe, _judge_mean, given={"states": states})
     states = _states(3, seed=7)
     states[2]["extra.weight"] = torch.ones(2)
     yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
+    states = _states(3, seed=8)
+    states[1]["norm.num_batches"] = torch.tensor(999)
+    label = "3 states whose integer buffer norm.num_batches differs (1008, 999, 1008)"
+    yield Case(label, calls_case(call(states)), _judge_buffers_differ)
 
 
 def _judge_mean(case: Case, got: Outcome) -> None:
-    label, (states,) = case.label, case.args()
+    label, states = case.label, case.given["states"]
     averaged = got.output()
     if not isinstance(averaged, dict):
         raise CheckFailure(f"{label}: return a dict of tensors, got {kind(averaged)}")
@@ -178,13 +185,30 @@ def _judge_mean(case: Case, got: Outcome) -> None:
             )
         if tensor.is_floating_point():
             tolerance = 1e-2 if tensor.dtype == torch.bfloat16 else 1e-6
-            expect_close(tensor, want, f"{key} (the mean of the {len(states)} states)", label, tolerance, tolerance)
+            what, names = f"{key} (the mean of the {len(states)} states)", {"the number of states": len(states)}
+            expect_close(tensor, want, what, label, tolerance, tolerance, names=names)
         else:
             expect_equal(tensor, want, key, label)
+    after = got.report("after")  # the states once the function has returned
+    if not (isinstance(after, list) and len(after) == len(states)):
+        raise CheckFailure(f"{label}: the list of states passed in was changed; leave it as it is")
+    for i, (before, now) in enumerate(zip(states, after, strict=True)):
+        now = now if isinstance(now, dict) else {}
+        changed = [key for key, tensor in before.items() if not same_tensor(now.get(key), tensor)]
+        if changed or list(now) != list(before):
+            raise CheckFailure(
+                f"{label}: the states passed in were changed (states[{i}], {changed or 'its keys'}): average into "
+                "new tensors (accumulating into states[0] in place changes the caller's model)"
+            )
 
 
 def _judge_refused(case: Case, got: Outcome) -> None:
     _expect_value_error(case, got, "these states cannot be averaged; raise ValueError saying why")
+
+
+def _judge_buffers_differ(case: Case, got: Outcome) -> None:
+    _expect_value_error(case, got, "an integer buffer that differs cannot be averaged nor picked from one state; "
+                                   "raise ValueError saying which")  # fmt: skip
 
 
 # -- ex09_3: byte-pair merges --------------------------------------------------------------------

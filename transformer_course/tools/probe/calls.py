@@ -18,13 +18,18 @@ is ``call(*args, **kwargs)``, optionally ``| train(flag)`` or ``| grad_of_sum(pa
 
 Each call gives back ``{"output", "requires_grad", "error", "changed", "grad"}``: the return
 value as plain data, whether it required grad, the exception it raised (type, message, and
-whether it is a stub's NotImplementedError), which positional arguments (tensors or lists) it
+whether it is a stub's NotImplementedError, the line of the learner's code it came from, and the
+tensor and list arguments the call was given), which positional arguments (tensors or lists) it
 changed in place, and the gradient asked for. A case stops at its first error.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
+import linecache
+import os
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -104,7 +109,7 @@ def run_case(impl: Callable, spec: dict) -> dict:
         try:
             return PROBES[spec["probe"]](impl, **spec["inputs"])
         except Exception as error:  # noqa: BLE001 - the learner's classes build a custom probe's inputs
-            return {"calls": [_failed(error, "building the inputs")], "report": {}}
+            return {"calls": [_failed(error, "building the inputs", impl)], "report": {}}
     result: dict = {"calls": [], "report": {}}
     with torch.no_grad() if spec["no_grad"] else contextlib.nullcontext():
         try:
@@ -112,7 +117,7 @@ def run_case(impl: Callable, spec: dict) -> dict:
             for name, value in spec["objects"].items():
                 objects[name] = build(value, objects)
         except Exception as error:  # noqa: BLE001 - the learner's classes build the inputs
-            result["calls"].append(_failed(error, "building the inputs"))
+            result["calls"].append(_failed(error, "building the inputs", impl))
             return result
         for one in spec["calls"]:
             result["calls"].append(_run_call(impl, one, objects))
@@ -155,10 +160,13 @@ def invoke(impl: Callable, args: list, kwargs: dict, originals: list, grad: Tens
     """Call ``impl``; report the output, the error, and which arguments changed (compared with
     ``originals``, the course's copies of the positional arguments)."""
     record = {"output": None, "requires_grad": None, "error": None, "changed": [], "grad": None}
+    inputs = _inputs(impl, args, kwargs)  # before the call, which may change them
     try:
         output = impl(*args, **kwargs)
     except Exception as error:  # noqa: BLE001 - the learner's bug, reported with its case
-        return record | _failed(error, "calling the function")
+        failed = _failed(error, "calling the function", impl)
+        failed["error"]["inputs"] = inputs
+        return record | failed
     record["changed"] = [i for i, (old, new) in enumerate(zip(originals, args, strict=False)) if _changed(old, new)]
     record["output"] = plain(output)
     if isinstance(output, Tensor):
@@ -184,7 +192,7 @@ def _run_call(impl: Callable, one: dict, objects: dict) -> dict:
             args[0].train(one["train"])
         target = None if one["grad"] is None else _read_path(objects, one["grad"])
     except Exception as error:  # noqa: BLE001
-        return _failed(error, "building the inputs")
+        return _failed(error, "building the inputs", impl)
     return invoke(impl, args, kwargs, one["args"], target)
 
 
@@ -197,14 +205,60 @@ def _changed(old: Any, new: Any) -> bool:
         return True
 
 
-def _failed(error: BaseException, where: str) -> dict:
+def _failed(error: BaseException, where: str, impl: Callable | None = None) -> dict:
     try:
         message = str(error)
     except Exception:  # noqa: BLE001 - an exception whose __str__ fails
         message = "(its message could not be read)"
     error_record = {"type": type(error).__name__, "message": cut(message, 2000),
-                    "stub": isinstance(error, NotImplementedError), "where": where}  # fmt: skip
+                    "stub": isinstance(error, NotImplementedError), "where": where,
+                    "at": cut(_learner_line(error, impl), 300), "inputs": []}  # fmt: skip
     return {"output": None, "requires_grad": None, "error": error_record, "changed": [], "grad": None}
+
+
+def _learner_line(error: BaseException, impl: Callable | None) -> str:
+    """Where in the learner's code ``error`` came from: the innermost frame of their package (not
+    its tools), of a notebook cell, or of the function the check was given, with its source line:
+    "at vocab.py:57 (ids = [...])", or "in your function my_attention, line 4" for code with no file.
+    Empty when no frame is the learner's."""
+    inner = inspect.unwrap(impl) if impl is not None else None  # the learner's function under the isolation
+    code = getattr(inner, "__code__", None)
+    package = (getattr(inner, "__module__", None) or "").partition(".")[0]
+    found: list = []  # (code, line) of the learner's frames, outermost first
+    try:
+        for frame, line in traceback.walk_tb(error.__traceback__):
+            module = frame.f_globals.get("__name__") or ""
+            room = package not in ("", "__main__") and module.partition(".")[0] == package
+            if frame.f_code is code or module == "__main__" or (room and not module.startswith(f"{package}.tools")):
+                found.append((frame.f_code, line))
+    except Exception:  # noqa: BLE001 - a traceback the learner's code made odd: no line then
+        return ""
+    if not found:
+        return ""
+    frame_code, line = found[-1]
+    filename = frame_code.co_filename
+    source = linecache.getline(filename, line).strip()
+    source = f" ({cut(source, 120)})" if source else ""
+    if os.path.isfile(filename) and "ipykernel_" not in filename:
+        return f"at {os.path.basename(filename)}:{line}{source}"
+    named = [c.co_name for c, _ in found if c.co_filename == filename and not c.co_name.startswith("<")]
+    name = named[-1] if named else frame_code.co_name  # a list comprehension's or a lambda's: its function's
+    return f"in your function {name}, line {line}{source}"  # a notebook cell, exec'd code
+
+
+def _inputs(impl: Callable, args: list, kwargs: dict) -> list[str]:
+    """The call's tensor and list arguments as a message names them: "q (2, 3, 4) float32", "tokens list of 5"."""
+    try:
+        named = inspect.signature(impl).bind(*args, **kwargs).arguments
+    except Exception:  # noqa: BLE001 - no signature, or arguments it does not take (its error says so)
+        return []
+    described = []
+    for name, value in named.items():
+        if isinstance(value, Tensor):
+            described.append(f"{name} {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')}")
+        elif type(value) in (list, tuple):
+            described.append(f"{name} {type(value).__name__} of {len(value)}")
+    return [cut(text, 200) for text in described[:8]]
 
 
 def _read_path(objects: dict, path: list) -> Any:

@@ -132,6 +132,7 @@ class Isolation:
                     self.use_standins(arg)
             return function(*args, **kwargs)
 
+        call.__wrapped__ = impl  # its signature, and the code an error's traceback is searched for
         return call
 
 

@@ -30,6 +30,7 @@ DTYPES = frozenset({
     torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
     torch.float16, torch.bfloat16, torch.float32, torch.float64,
 })  # fmt: skip
+ERROR_FIELDS = frozenset({"type", "message", "stub", "where", "at", "inputs"})  # a call's error (see probe.calls)
 _OPAQUE = "__opaque__"  # ("__opaque__", type name): an object that is not plain data
 
 
@@ -146,9 +147,11 @@ def checked_case(case: Any, budget: list[int] | None = None) -> dict:
         _expect(call["requires_grad"] in (None, True, False), "a call's requires_grad")
         _expect(isinstance(call["changed"], list) and all(type(i) is int for i in call["changed"]), "a call's changes")
         error = call["error"]
-        _expect(error is None or (isinstance(error, dict) and set(error) == {"type", "message", "stub", "where"}
-                                  and all(isinstance(error[k], str) for k in ("type", "message", "where"))
-                                  and isinstance(error["stub"], bool)), "a call's error")  # fmt: skip
+        _expect(error is None or (isinstance(error, dict) and set(error) == ERROR_FIELDS
+                                  and all(isinstance(error[k], str) for k in ("type", "message", "where", "at"))
+                                  and isinstance(error["stub"], bool) and isinstance(error["inputs"], list)
+                                  and all(isinstance(text, str) for text in error["inputs"])),
+                "a call's error")  # fmt: skip
     return case
 
 

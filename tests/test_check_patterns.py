@@ -1,0 +1,90 @@
+"""The patterns ``expect_close`` and ``expect_equal`` name when values differ (issue 30, item 2): each
+only when it holds exactly, never for a difference it does not explain."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_course.tools.checks._tools import CheckFailure, expect_close, expect_equal, expect_finite, pattern
+
+WANT = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0))  # (B, T, S)
+
+
+def _message(check, *args, **kwargs) -> str:
+    with pytest.raises(CheckFailure) as failure:
+        check(*args, **kwargs)
+    return str(failure.value)
+
+
+def test_a_constant_ratio_is_said_and_named_by_the_numbers_the_case_knows() -> None:
+    message = _message(expect_close, WANT * 4, WANT, "scores", "case", names={"sqrt(d_k)": 2.0, "d_k": 4.0})
+    assert message.startswith("case: scores has 24 wrong value(s) out of 24; at index")  # the existing message first
+    assert message.endswith(
+        "; every value is 4 × the expected one (4 = d_k): is a scale multiplied instead of divided, or left out?"
+    )
+    assert "(0.5 = 1/sqrt(d_k))" in _message(expect_close, WANT / 2, WANT, "scores", "case", names={"sqrt(d_k)": 2.0})
+    assert pattern(WANT * 3, WANT, 1e-5, 1e-4).startswith(
+        "every value is 3 × the expected one: "
+    )  # no name fits: the number alone
+
+
+def test_a_sign_flip() -> None:
+    assert _message(expect_close, -WANT, WANT, "x", "case").endswith(
+        "; every value is −1 × the expected one: a sign is flipped"
+    )
+
+
+def test_a_transposed_result_whether_its_shape_differs_or_not() -> None:
+    square = torch.randn(2, 4, 4)  # (B, T, T)
+    assert _message(expect_close, square.transpose(-1, -2), square, "x", "case").endswith(
+        "; it is the expected result transposed (its last two dimensions swapped)"
+    )
+    assert _message(expect_close, WANT.transpose(-1, -2), WANT, "x", "case") == (
+        "case: x should have shape (2, 3, 4), got (2, 4, 3); "
+        "it is the expected result transposed (its last two dimensions swapped)"
+    )
+
+
+def test_values_shifted_by_one_position() -> None:
+    later = torch.cat([torch.zeros(2, 3, 1), WANT[..., :-1]], dim=-1)  # got[..., 1:] == want[..., :-1]
+    assert pattern(later, WANT, 1e-5, 1e-4) == (
+        "the values are shifted one position later along dimension 2: got[..., 1:] equals the expected[..., :-1]"
+    )
+    earlier = torch.cat([WANT[:, 1:], torch.zeros(2, 1, 4)], dim=1)
+    assert pattern(earlier, WANT) == (
+        "the values are shifted one position earlier along dimension 1: got[:, :-1] equals the expected[:, 1:]"
+    )
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()  # a mask one diagonal off: an exact shift (expect_equal)
+    assert _message(expect_equal, torch.ones(4, 4, dtype=torch.bool).tril(1), causal, "mask", "case").endswith(
+        "; the values are shifted one position earlier along dimension 0: got[:-1] equals the expected[1:]"
+    )  # (and later along dimension 1: the first dimension that explains it is named)
+
+
+def test_nan_only_in_fully_masked_rows_is_said_and_nan_elsewhere_is_not() -> None:
+    out = torch.ones(1, 3, 4)  # (B, T, D)
+    out[0, 1] = float("nan")
+    empty = torch.tensor([False, True, False])  # (T,): row 1 has every position masked
+    assert _message(expect_finite, out, "output", "case", empty_rows=empty) == (
+        "case: output contains 4 NaN and 0 infinite values; rows with every position masked give NaN: "
+        "use torch.finfo(dtype).min or handle empty rows"
+    )
+    out[0, 2, 0] = float("nan")  # a row with positions left: not the empty-row mistake
+    assert _message(expect_finite, out, "output", "case", empty_rows=empty) == (
+        "case: output contains 5 NaN and 0 infinite values"
+    )
+
+
+def test_a_difference_no_pattern_explains_adds_no_sentence() -> None:
+    noise = WANT + 0.1 * torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(1))
+    message = _message(expect_close, noise, WANT, "x", "case")
+    assert message.endswith(")") and "; every" not in message and "shifted" not in message, message
+    assert pattern(noise, WANT, 1e-5, 1e-4) == ""
+    assert pattern(WANT * 4 + 1e-2, WANT, 1e-5, 1e-4) == ""  # almost a ratio is no ratio
+    assert pattern(torch.zeros(2, 3), torch.ones(2, 3)) == ""  # a constant want: no shift, a ratio of 0 says nothing
+    assert pattern(torch.tensor(3.4), torch.tensor(4.25)) == ""  # one value: any ratio would "hold"
+    assert pattern(torch.tensor([0.0, 3.0]), torch.tensor([3.0, 5.0])) == ""  # a shift seen at one value only
+    ids = torch.tensor([[5, 6, 7, 8]])
+    assert _message(expect_equal, torch.tensor([[5, 6, 9, 8]]), ids, "ids", "case") == (
+        "case: ids differs at 1 position(s); at (0, 2) expected 7, got 9"
+    )
