@@ -84,6 +84,7 @@ def test_every_exercise_is_in_the_table() -> None:
     assert set(LOCAL) == set(EXERCISES)
 
 
+@pytest.mark.complete_edition  # a learner's code may reach a builder: the course's own is compared
 @pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
 def test_the_local_cases_are_unchanged(exercise_id: str) -> None:
     assert _local_fingerprint(exercise_id) == LOCAL[exercise_id]
