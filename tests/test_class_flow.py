@@ -94,6 +94,10 @@ def _student(folder: Path, handout: Path, masks: str, notebook: str | None, when
     return folder
 
 
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
@@ -166,7 +170,10 @@ def test_a_class_from_handout_to_gradebook(tmp_path: Path, capsys: pytest.Captur
         assert [student["written"][q]["points"] for q in ("ex06_q1", "ex06_q2")] == [float(q1), float(q2)]
     assert report["students"][0]["written"]["ex06_q2"]["comment"] == "Say which axis B meets."
     ada = (grades / "feedback" / "Homework 6" / "ada.md").read_text()
-    assert "Say which axis B meets." in ada and "Written answers" in ada
+    assert "**7.5 / 8 points.**" in ada and "| ex06_q1 | 1 / 1 | Right. |" in ada
+    assert "| ex06_q2 | 1.5 / 2 | Say which axis B meets. |" in ada
+    bob = (grades / "feedback" / "Homework 6" / "bob.md").read_text()
+    assert "| ex06_q1 | 0.5 / 1 | Teacher forcing is not why. |" in bob and "| ex06_q2 | 0 / 2 | not answered |" in bob
 
     # The gradebook for Canvas, from the same report
     canvas = grades / "canvas.csv"
@@ -272,6 +279,15 @@ def _graded(grades: Path, printed: str) -> None:
 
     feedback = grades / "feedback" / "Homework 6"
     assert sorted(p.name for p in feedback.iterdir()) == [f"{n}.md" for n in students]
+    symbols = {"passed": "✓ passed", "failed": "✗ failed", "not implemented": "○ not implemented", "error": "! error"}
+    for name, student in students.items():  # the feedback's table: visible and hidden cases apart
+        text = (feedback / f"{name}.md").read_text()
+        assert f"**{_number(student['total'])} / 8 points.**" in text, name
+        for (status, points, _, _, hidden, hidden_total), shown in zip(counts[name], (5, 4), strict=True):
+            visible = shown if status in ("passed", "failed") else 0
+            cells = f"| {symbols[status]} | {visible} of {shown}; hidden: {hidden} of {hidden_total} |"
+            assert f"{cells} {_number(points)} / {2 if shown == 5 else 3} |" in text, (name, cells)
+        assert text.count("| not graded yet |") == 2
     cy = (feedback / "cy.md").read_text()
     assert "5 of 5; hidden: 3 of 5" in cy and "not graded yet" in cy
     assert "after the due time: late" in (feedback / "eve.md").read_text()
