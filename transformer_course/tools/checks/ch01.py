@@ -32,7 +32,7 @@ def _expected_ids(tokens: list[str], add_bos: bool, add_eos: bool) -> list[int]:
 
 
 @exercise("ex01_1", "transformer_course.vocab:Vocab.encode", "easy")
-def vocab_encode_cases() -> list[Case]:
+def vocab_encode_cases(larger: bool = False) -> list[Case]:
     """Vocab.encode: tokens → ids, with <unk>, <bos>, <eos>
 
     Hint: look each token up in self.token_to_id, falling back to self.unk_id; then put self.bos_id in front if
@@ -51,6 +51,8 @@ def vocab_encode_cases() -> list[Case]:
         (["<eos>", "robot", "<pad>"], False, False),  # special tokens written out are ordinary look-ups
         (("paints", "door"), True, False),  # a tuple is a sequence of tokens too
     ]
+    if larger:  # the grader's hidden cases: the same sentences, six times as long
+        cases = [(tokens * 6, add_bos, add_eos) for tokens, add_bos, add_eos in cases]
     return [
         Case(f"case encode({list(tokens)!r}, add_bos={add_bos}, add_eos={add_eos})",
              calls_case(call(new(_VOCAB, _WORDS), tokens, add_bos=add_bos, add_eos=add_eos)), _judge_ids)
@@ -94,17 +96,18 @@ def _explain_ids(got: list[int], want: list[int], tokens: list[str], add_bos: bo
 
 # (vocab size V, d_model D, shape of the batch of ids, padding_idx)
 _EMBED_CASES = [(11, 8, (2, 5), None), (13, 7, (3, 4), 0), (5, 1, (1, 1), None), (20, 12, (6,), 0)]
+_EMBED_CASES_LARGER = [(50, 32, (4, 16), None), (37, 24, (8, 12), 0), (9, 3, (2, 3), None), (64, 48, (40,), 0)]
 
 
 @exercise("ex01_2", "transformer_course.embeddings:TokenEmbedding.forward", "easy")
-def token_embedding_cases() -> Iterator[Case]:
+def token_embedding_cases(larger: bool = False) -> Iterator[Case]:
     """TokenEmbedding.forward: lookup × √d_model
 
     Hint: look the ids up with self.embedding(tokens) and multiply by math.sqrt(self.d_model) (paper §3.4).
     """
     from ...embeddings import TokenEmbedding
 
-    for vocab_size, d_model, shape, padding_idx in _EMBED_CASES:
+    for vocab_size, d_model, shape, padding_idx in _EMBED_CASES_LARGER if larger else _EMBED_CASES:
         embedding = TokenEmbedding(vocab_size, d_model, padding_idx=padding_idx)
         tokens = torch.randint(0, vocab_size, shape)
         tokens.view(-1)[0] = vocab_size - 1  # the last row is used too
@@ -144,7 +147,7 @@ def _judge_embedding(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex01_3", "transformer_course.embeddings:one_hot_lookup", "medium")
-def one_hot_lookup_cases() -> Iterator[Case]:
+def one_hot_lookup_cases(larger: bool = False) -> Iterator[Case]:
     """embedding lookup as one_hot(tokens) @ weight
 
     Hint: F.one_hot(tokens, num_classes=V) gives integer one-hot rows (..., V); convert them to weight.dtype and
@@ -157,6 +160,14 @@ def one_hot_lookup_cases() -> Iterator[Case]:
         ((2, 3, 4), 6, 3, torch.float64, True),  # extra leading axis, double precision
         ((3, 2), 8, 2, torch.float32, False),  # the last rows of the table are never looked up
     ]
+    if larger:  # the grader's hidden cases
+        sizes = [
+            ((4, 16), 40, 12, torch.float32, True),
+            ((2, 3), 7, 9, torch.float32, True),
+            ((33,), 25, 8, torch.float32, False),
+            ((3, 5, 6), 18, 7, torch.float64, True),
+            ((6, 4), 30, 5, torch.float32, False),
+        ]
     for shape, vocab_size, d_model, dtype, use_last_row in sizes:
         weight = torch.randn(vocab_size, d_model, dtype=dtype)
         high = vocab_size if use_last_row else vocab_size // 2

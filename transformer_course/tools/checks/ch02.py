@@ -63,10 +63,11 @@ _WRONG_TABLES = {
 
 # (max_len, d_model, absolute tolerance): odd sizes, a single position, a single column
 _TABLE_CASES = [(10, 8, 1e-5), (7, 5, 1e-5), (1, 4, 1e-6), (4, 1, 1e-5), (3, 2, 1e-5), (100, 64, 1e-4)]
+_TABLE_CASES_LARGER = [(40, 32, 1e-5), (23, 17, 1e-5), (2, 6, 1e-6), (9, 1, 1e-5), (11, 2, 1e-5), (200, 96, 1e-4)]
 
 
 @exercise("ex02_1", "transformer_course.positional:sinusoidal_positional_encoding", "easy")
-def sinusoidal_table_cases() -> list[Case]:
+def sinusoidal_table_cases(larger: bool = False) -> list[Case]:
     """the sinusoidal table PE (max_len, d_model)
 
     Hint: angle = pos / 10000^(2i/d_model) for pos in 0..max_len-1 and 2i = 0, 2, 4, …; put sin(angle) in the
@@ -75,7 +76,7 @@ def sinusoidal_table_cases() -> list[Case]:
     return [
         Case(f"case max_len={max_len}, d_model={d_model}", calls_case(call(max_len, d_model)), _judge_table,
              {"atol": atol})
-        for max_len, d_model, atol in _TABLE_CASES
+        for max_len, d_model, atol in (_TABLE_CASES_LARGER if larger else _TABLE_CASES)
     ]  # fmt: skip
 
 
@@ -113,16 +114,23 @@ _FORWARD_CASES = [
     (2, 7, 5, 7, torch.float64),  # T == max_len, odd d_model
     (2, 3, 4, 6, torch.float16),
 ]
+_FORWARD_CASES_LARGER = [
+    (1, 24, 32, 40, torch.float32),
+    (4, 17, 20, 30, torch.float32),
+    (3, 1, 12, 8, torch.float32),
+    (3, 19, 13, 19, torch.float64),
+    (4, 9, 16, 12, torch.float16),
+]
 
 
 @exercise("ex02_2", "transformer_course.positional:PositionalEncoding.forward", "medium")
-def positional_encoding_forward_cases() -> Iterator[Case]:
+def positional_encoding_forward_cases(larger: bool = False) -> Iterator[Case]:
     """PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first)
 
     Hint: x is (B, T, D): the length is x.shape[1], not x.size(0). Add the rows offset … offset+T-1 of self.pe
     (converted to x.dtype), then apply self.dropout; do not change x in place.
     """
-    for batch, length, d_model, max_len, dtype in _FORWARD_CASES:
+    for batch, length, d_model, max_len, dtype in _FORWARD_CASES_LARGER if larger else _FORWARD_CASES:
         table = torch.randn(max_len, d_model)  # any table will do; random rows are all different
         x = torch.randn(batch, length, d_model).to(dtype)
         label = f"case x of shape {(batch, length, d_model)} {dtype}, table ({max_len}, {d_model})"
@@ -132,7 +140,7 @@ def positional_encoding_forward_cases() -> Iterator[Case]:
     label = "case x of shape (4, 8, 16) in training mode with dropout p=0.5"
     probe = calls_case(call(_pe_module(table, dropout=0.5, training=True), x))
     yield Case(label, probe, _judge_dropout, {"table": table})
-    yield from _offset_cases()
+    yield from _offset_cases(larger)
 
 
 def _judge_forward(case: Case, got: Outcome) -> None:
@@ -168,9 +176,10 @@ def _judge_dropout(case: Case, got: Outcome) -> None:
     expect_close(out[~dropped], 2 * total[~dropped], "the entries that were not dropped", label)
 
 
-def _offset_cases() -> Iterator[Case]:
+def _offset_cases(larger: bool = False) -> Iterator[Case]:
     """With ``offset=L`` the T rows of x are the positions L … L+T-1 (incremental decoding)."""
-    for batch, length, d_model, max_len, offset in [(2, 3, 6, 12, 5), (3, 1, 4, 9, 8), (1, 4, 5, 10, 1)]:
+    sizes = [(4, 9, 16, 40, 23), (3, 1, 8, 30, 29), (2, 12, 11, 30, 7)] if larger else []
+    for batch, length, d_model, max_len, offset in sizes or [(2, 3, 6, 12, 5), (3, 1, 4, 9, 8), (1, 4, 5, 10, 1)]:
         table = torch.randn(max_len, d_model)  # the last case uses the table's last row
         x = torch.randn(batch, length, d_model)
         label = f"case x of shape {(batch, length, d_model)} with offset={offset}, table ({max_len}, {d_model})"
@@ -202,17 +211,18 @@ def _rotation_blocks(k: int, d_model: int) -> torch.Tensor:
 
 
 _SHIFT_CASES = [(1, 4), (3, 8), (0, 6), (-2, 4), (7, 2), (25, 16), (2, 64)]
+_SHIFT_CASES_LARGER = [(5, 12), (11, 32), (0, 10), (-7, 16), (30, 2), (60, 64), (3, 128)]
 
 
 @exercise("ex02_3", "transformer_course.positional:relative_position_map", "hard")
-def relative_position_map_cases() -> list[Case]:
+def relative_position_map_cases(larger: bool = False) -> list[Case]:
     """relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos]
 
     Hint: one 2×2 block per (sin, cos) pair with frequency w = 1/10000^(2i/d_model): [[cos wk, sin wk], [-sin
     wk, cos wk]] at rows and columns 2i, 2i+1; zeros elsewhere.
     """
     return [Case(f"case k={k}, d_model={d_model}", calls_case(call(k, d_model)), _judge_rotation)
-            for k, d_model in _SHIFT_CASES]  # fmt: skip
+            for k, d_model in (_SHIFT_CASES_LARGER if larger else _SHIFT_CASES)]  # fmt: skip
 
 
 def _judge_rotation(case: Case, got: Outcome) -> None:

@@ -19,6 +19,7 @@ from .registry import exercise
 
 # (batch shape, T, S, d_k, d_v): odd sizes so a wrong axis cannot broadcast by luck
 _SIZES = [((2,), 3, 5, 4, 6), ((2, 3), 5, 7, 12, 8), ((1,), 1, 1, 1, 1), ((3,), 6, 2, 64, 5)]
+_SIZES_LARGER = [((4,), 9, 13, 16, 20), ((2, 4), 11, 17, 24, 10), ((2,), 1, 3, 2, 3), ((5,), 14, 6, 96, 7)]
 
 
 def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[torch.Tensor, ...]:
@@ -26,12 +27,12 @@ def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[to
 
 
 @exercise("ex03_1", "transformer_course.attention:attention_scores", "easy")
-def attention_scores_cases() -> Iterator[Case]:
+def attention_scores_cases(larger: bool = False) -> Iterator[Case]:
     """attention scores Q·Kᵀ/√d_k
 
     Hint: transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.
     """
-    for batch, t, s, d_k, d_v in _SIZES:
+    for batch, t, s, d_k, d_v in _SIZES_LARGER if larger else _SIZES:
         q, k, _ = _qkv(batch, t, s, d_k, d_v)  # (*B, T, Dk), (*B, S, Dk)
         yield Case(f"q {tuple(q.shape)}, k {tuple(k.shape)}", calls_case(call(q, k)), _judge_scores)
 
@@ -49,15 +50,16 @@ def _judge_scores(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
-def apply_mask_cases() -> Iterator[Case]:
+def apply_mask_cases(larger: bool = False) -> Iterator[Case]:
     """masking scores (True = may attend)
 
     Hint: fill the positions where mask is False with torch.finfo(scores.dtype).min, without changing scores in
     place.
     """
     for dtype in (torch.float32, torch.float64, torch.float16):
-        scores = torch.randn(2, 3, 4, 5).to(dtype)
-        mask = torch.rand(2, 1, 4, 5) > 0.4
+        b, h, t, s = (4, 6, 9, 11) if larger else (2, 3, 4, 5)  # larger: the grader's hidden cases
+        scores = torch.randn(b, h, t, s).to(dtype)
+        mask = torch.rand(b, 1, t, s) > 0.4
         mask[0, 0, 1] = False  # one fully masked row
         label = f"scores {tuple(scores.shape)} {dtype}, mask {tuple(mask.shape)}"
         yield Case(label, calls_case(call(scores, mask)), _judge_masked)
@@ -85,13 +87,13 @@ def _judge_masked(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", needs=("ex03_1", "ex03_2"))
-def scaled_dot_product_attention_cases() -> Iterator[Case]:
+def scaled_dot_product_attention_cases(larger: bool = False) -> Iterator[Case]:
     """scaled dot-product attention
 
     Hint: scores = apply_mask(attention_scores(q, k), mask); weights = softmax over the last axis; return
     (weights @ v, weights).
     """
-    for batch, t, s, d_k, d_v in _SIZES:
+    for batch, t, s, d_k, d_v in _SIZES_LARGER if larger else _SIZES:
         q, k, v = _qkv(batch, t, s, d_k, d_v)
         full = torch.rand(*batch, t, s) > 0.3
         full[..., 0] = True  # every row keeps one key so the reference has no NaN

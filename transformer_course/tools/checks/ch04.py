@@ -21,6 +21,7 @@ from .registry import exercise
 
 # (B, T, D, H): odd sizes, one head, one token, so that a wrong axis cannot pass by luck
 _SPLIT_SIZES = [(2, 7, 12, 3), (2, 5, 12, 6), (3, 5, 6, 1), (1, 1, 4, 4), (2, 3, 10, 2)]
+_SPLIT_SIZES_LARGER = [(4, 19, 48, 8), (3, 13, 36, 12), (5, 9, 20, 1), (2, 1, 16, 16), (3, 11, 30, 5)]
 
 
 def _reference_split(x: Tensor, n_heads: int) -> Tensor:
@@ -29,12 +30,12 @@ def _reference_split(x: Tensor, n_heads: int) -> Tensor:
 
 
 @exercise("ex04_1", "transformer_course.multihead:split_heads", "easy")
-def split_heads_cases() -> Iterator[Case]:
+def split_heads_cases(larger: bool = False) -> Iterator[Case]:
     """split the features into heads
 
     Hint: view x as (B, T, H, Dh), then swap the T and H axes with transpose(1, 2).
     """
-    for b, t, d, h in _SPLIT_SIZES:
+    for b, t, d, h in _SPLIT_SIZES_LARGER if larger else _SPLIT_SIZES:
         x = torch.randn(b, t, d)
         yield Case(f"x {tuple(x.shape)}, n_heads={h}", calls_case(call(x, h)), _judge_split)
 
@@ -58,13 +59,13 @@ def _judge_split(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
-def merge_heads_cases() -> Iterator[Case]:
+def merge_heads_cases(larger: bool = False) -> Iterator[Case]:
     """merge the heads back (concat)
 
     Hint: transpose(1, 2) back to (B, T, H, Dh), then reshape to (B, T, H·Dh); view fails after a transpose,
     reshape copies when it must.
     """
-    for b, t, d, h in _SPLIT_SIZES:
+    for b, t, d, h in _SPLIT_SIZES_LARGER if larger else _SPLIT_SIZES:
         for contiguous in (True, False):
             if contiguous:
                 heads = torch.randn(b, h, t, d // h)
@@ -73,9 +74,10 @@ def merge_heads_cases() -> Iterator[Case]:
                 heads = torch.randn(b, t, h, d // h).transpose(1, 2)
                 label = f"heads {tuple(heads.shape)} (non-contiguous, as split_heads returns it)"
             yield Case(label, calls_case(call(heads)), _judge_merge)
-    x = torch.randn(2, 5, 12)
-    label = "merge_heads(split(x)) for x (2, 5, 12), 3 heads"
-    yield Case(label, calls_case(call(_reference_split(x, 3))), _judge_round_trip, {"x": x})
+    b, t, d, h = (3, 9, 40, 5) if larger else (2, 5, 12, 3)
+    x = torch.randn(b, t, d)
+    label = f"merge_heads(split(x)) for x {(b, t, d)}, {h} heads"
+    yield Case(label, calls_case(call(_reference_split(x, h))), _judge_round_trip, {"x": x})
 
 
 def _judge_merge(case: Case, got: Outcome) -> None:
@@ -186,7 +188,7 @@ def _randomise_biases(module: nn.Module) -> None:
 
 @exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard",
           needs=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
-def multihead_forward_cases() -> Iterator[Case]:
+def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     """multi-head attention forward
 
     Hint: project the query with w_q, split_heads it and pass it through self.positioned(q, cache); get the keys
@@ -196,7 +198,8 @@ def multihead_forward_cases() -> Iterator[Case]:
     from ...multihead import MultiHeadAttention  # the course's class: its weights and sizes describe the fixture
 
     # 1. Against nn.MultiheadAttention with the same weights (its masks: True = blocked).
-    for b, t, s, d, h in [(2, 7, 5, 12, 3), (2, 5, 5, 12, 3), (3, 4, 6, 8, 1), (1, 1, 1, 4, 2)]:
+    sizes = [(3, 11, 9, 32, 4), (2, 13, 13, 24, 6), (4, 6, 10, 16, 1), (2, 1, 1, 8, 8)] if larger else []
+    for b, t, s, d, h in sizes or [(2, 7, 5, 12, 3), (2, 5, 5, 12, 3), (3, 4, 6, 8, 1), (1, 1, 1, 4, 2)]:
         torch_mha = nn.MultiheadAttention(d, h, dropout=0.25, batch_first=True)
         _randomise_biases(torch_mha)
         torch_mha.eval()  # no dropout at evaluation: ours must switch it off too
@@ -229,7 +232,7 @@ def multihead_forward_cases() -> Iterator[Case]:
         mha = MultiHeadAttention(d, h, d_k=d_k, d_v=d_v)
         _randomise_biases(mha)
         spec = module(mha, d, h, d_k=d_k, d_v=d_v)
-        b, t, s = 2, 5, 7
+        b, t, s = (3, 9, 13) if larger else (2, 5, 7)
         query, key, value = torch.randn(b, t, d), torch.randn(b, s, d), torch.randn(b, s, d)
         padding = torch.ones(b, 1, 1, s, dtype=torch.bool)
         padding[1, ..., 4:] = False

@@ -37,10 +37,11 @@ def _randomise_norms(module: nn.Module) -> None:
 
 # (input shape, d_model, d_ff): odd sizes, a single position, extra leading axes
 _FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((6, 16), 16, 64)]
+_FFN_SIZES_LARGER = [((4, 13, 32), 32, 72), ((2, 1, 9), 9, 5), ((3, 5, 4, 16), 16, 48), ((21, 48), 48, 128)]
 
 
 @exercise("ex05_1", "transformer_course.feedforward:PositionwiseFeedForward.forward", "easy")
-def feed_forward_cases() -> Iterator[Case]:
+def feed_forward_cases(larger: bool = False) -> Iterator[Case]:
     """position-wise feed-forward network (eq. 2)
 
     Hint: linear1, then self.activation (ReLU unless the layer was built with another), then self.dropout,
@@ -48,7 +49,8 @@ def feed_forward_cases() -> Iterator[Case]:
     """
     from ...feedforward import PositionwiseFeedForward  # the course's class: its weights describe the fixture
 
-    for shape, d_model, d_ff in _FFN_SIZES:
+    sizes = _FFN_SIZES_LARGER if larger else _FFN_SIZES
+    for shape, d_model, d_ff in sizes:
         ffn = PositionwiseFeedForward(d_model, d_ff).eval()
         with torch.no_grad():
             ffn.linear1.bias.normal_()  # so that the ReLU cuts a visible part of the hidden layer
@@ -56,14 +58,14 @@ def feed_forward_cases() -> Iterator[Case]:
         label = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
         yield Case(label, calls_case(call(module(ffn, d_model, d_ff), x)), _judge_ffn, {"weights": _weights(ffn)})
     # chapter 11's checkpoints: another activation (Marian's swish) must be the one applied
-    shape, d_model, d_ff = _FFN_SIZES[0]
+    shape, d_model, d_ff = sizes[0]
     ffn = PositionwiseFeedForward(d_model, d_ff, 0.0, "swish").eval()
     x = torch.randn(*shape)
     label = f"x {tuple(x.shape)}, built with activation='swish'"
     spec = module(ffn, d_model, d_ff, 0.0, "swish")
     yield Case(label, calls_case(call(spec, x)), _judge_ffn, {"weights": _weights(ffn), "activation": "swish"})
     # where does dropout sit? replace it by a deterministic "halve" to see
-    shape, d_model, d_ff = _FFN_SIZES[0]
+    shape, d_model, d_ff = sizes[0]
     ffn = PositionwiseFeedForward(d_model, d_ff).eval()
     x = torch.randn(*shape)
     label = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
@@ -128,13 +130,13 @@ _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(
 
 
 @exercise("ex05_2", "transformer_course.sublayer:residual", "medium")
-def residual_cases() -> Iterator[Case]:
+def residual_cases(larger: bool = False) -> Iterator[Case]:
     """residual connection + LayerNorm (post-LN and pre-LN)
 
     Hint: post-LN (norm_first=False): norm(x + dropout(sublayer(x))); pre-LN (norm_first=True): x +
     dropout(sublayer(norm(x))).
     """
-    for shape in ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
+    for shape in ((4, 13, 32), (2, 1, 10), (3, 17, 24)) if larger else ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
         d_model = shape[-1]
         norm = nn.LayerNorm(d_model)
         _randomise_norms(norm)
@@ -167,10 +169,11 @@ def _judge_residual(case: Case, got: Outcome) -> None:
 
 # (d_model, n_heads, d_ff, batch, length, lengths of the real tokens per sequence)
 _ENCODER_SIZES = [(12, 3, 20, 2, 5, (3, 5)), (8, 2, 16, 1, 1, (1,)), (16, 4, 24, 3, 7, (7, 2, 5))]
+_ENCODER_SIZES_LARGER = [(32, 4, 48, 3, 11, (6, 11, 2)), (12, 3, 20, 2, 1, (1, 1)), (24, 6, 40, 4, 13, (13, 4, 9, 1))]
 
 
 @exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
-def encoder_layer_cases() -> Iterator[Case]:
+def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
 
     Hint: x = self.connection(x, <self-attention of x on itself with mask and cache=cache>, self.norm1,
@@ -180,7 +183,7 @@ def encoder_layer_cases() -> Iterator[Case]:
     from ...encoder import EncoderLayer  # the course's class: its weights describe the fixture
 
     for norm_first in (False, True):
-        for d_model, n_heads, d_ff, batch, length, lengths in _ENCODER_SIZES:
+        for d_model, n_heads, d_ff, batch, length, lengths in _ENCODER_SIZES_LARGER if larger else _ENCODER_SIZES:
             reference = nn.TransformerEncoderLayer(
                 d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
             )
@@ -203,13 +206,13 @@ def encoder_layer_cases() -> Iterator[Case]:
                     spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
                     probe = calls_case(call(spec, x, mask), no_grad=True)
                     yield Case(label, probe, _judge_layer, {"want": want, "what": "encoder layer output"})
-    yield from _cached_layer_cases(EncoderLayer)
+    yield from _cached_layer_cases(EncoderLayer, larger)
 
 
-def _cached_layer_cases(layer_class: type) -> Iterator[Case]:
+def _cached_layer_cases(layer_class: type, larger: bool = False) -> Iterator[Case]:
     """Chapter 10 generates text with encoder layers under a causal mask, feeding a few new positions
     at a time: the layer hands its ``cache`` to the self-attention, which keeps the earlier keys."""
-    d_model, n_heads, d_ff, length, first = 12, 3, 20, 6, 4
+    d_model, n_heads, d_ff, length, first = (32, 4, 48, 11, 7) if larger else (12, 3, 20, 6, 4)
     for norm_first in (False, True):
         reference = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True,
                                                norm_first=norm_first)  # fmt: skip

@@ -81,7 +81,7 @@ _PADDING_CASES = [
 
 
 @exercise("ex06_2", "transformer_course.masks:padding_mask", "medium")
-def padding_mask_cases() -> list[Case]:
+def padding_mask_cases(larger: bool = False) -> list[Case]:
     """padding mask (B, 1, 1, S)
 
     Hint: True where tokens != pad_id, then insert two axes so the result is (B, 1, 1, S): it must broadcast
@@ -90,8 +90,22 @@ def padding_mask_cases() -> list[Case]:
     return [
         Case(f"tokens {tuple(torch.tensor(rows).shape)} = {rows}, pad_id={pad_id}",
              calls_case(call(torch.tensor(rows), pad_id)), _judge_padding)
-        for rows, pad_id in _PADDING_CASES
+        for rows, pad_id in (_larger_padding_cases() if larger else _PADDING_CASES)
     ]  # fmt: skip
+
+
+def _larger_padding_cases() -> list[tuple[list[list[int]], int]]:
+    """The grader's hidden cases: longer random batches padded at the end (the first row unpadded), a
+    square batch, a single token, a pad id that is not 0."""
+    cases = []
+    for batch, length, pad_id in ((6, 17, 0), (5, 5, 7), (1, 1, 0), (9, 9, 3)):
+        lengths = torch.randint(0, length + 1, (batch,))
+        lengths[0] = length
+        ids = torch.randint(1, 50, (batch, length))
+        ids[ids == pad_id] = pad_id + 1
+        ids[torch.arange(length) >= lengths[:, None]] = pad_id
+        cases.append((ids.tolist(), pad_id))
+    return cases
 
 
 def _judge_padding(case: Case, got: Outcome) -> None:
@@ -122,6 +136,11 @@ _DECODER_SIZES = [
     (8, 2, 16, 1, 1, 1, (1,), (1,)),
     (16, 4, 24, 3, 4, 6, (4, 2, 3), (6, 1, 4)),
 ]
+_DECODER_SIZES_LARGER = [
+    (24, 4, 40, 3, 11, 9, (11, 5, 8), (9, 3, 6)),
+    (12, 3, 20, 2, 1, 1, (1, 1), (1, 1)),
+    (32, 8, 48, 4, 6, 13, (6, 2, 4, 1), (13, 1, 7, 10)),
+]
 
 
 def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t: int, s: int):
@@ -134,7 +153,7 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
 
 
 @exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
-def decoder_layer_cases() -> Iterator[Case]:
+def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
     """decoder layer (masked self-attention, cross-attention, FFN)
 
     Hint: three self.connection() blocks (residual, unless the layer was built with another connection):
@@ -145,7 +164,9 @@ def decoder_layer_cases() -> Iterator[Case]:
     from ...decoder import DecoderLayer  # the course's class: its weights describe the fixture
 
     for norm_first in (False, True):
-        for d_model, n_heads, d_ff, batch, t, s, tgt_lengths, src_lengths in _DECODER_SIZES:
+        for d_model, n_heads, d_ff, batch, t, s, tgt_lengths, src_lengths in (
+            _DECODER_SIZES_LARGER if larger else _DECODER_SIZES
+        ):
             reference = nn.TransformerDecoderLayer(
                 d_model, n_heads, d_ff, dropout=0.0, batch_first=True, norm_first=norm_first
             )

@@ -29,14 +29,18 @@ def _paper_lr(step: int, d_model: int, warmup: int, scale: float) -> float:
 
 
 @exercise("ex07_1", "transformer_course.schedule:transformer_lr", "easy")
-def transformer_lr_cases() -> list[Case]:
+def transformer_lr_cases(larger: bool = False) -> list[Case]:
     """the warm-up / inverse-square-root learning rate
 
     Hint: scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).
     """
     cases = []
-    for d_model, warmup, scale in ((512, 4000, 1.0), (128, 300, 0.5), (64, 1, 2.0), (1, 10, 1.0)):
-        for step in sorted({1, 2, warmup // 2 or 1, warmup - 1 or 1, warmup, warmup + 1, 4 * warmup, 100_000}):
+    settings = ((512, 4000, 1.0), (128, 300, 0.5), (64, 1, 2.0), (1, 10, 1.0))
+    last = 100_000
+    if larger:  # the grader's hidden cases: other (larger) models, warm-ups and steps
+        settings, last = ((1024, 8000, 1.0), (256, 700, 0.5), (32, 3, 3.0), (2, 25, 1.0)), 1_000_000
+    for d_model, warmup, scale in settings:
+        for step in sorted({1, 2, warmup // 2 or 1, warmup - 1 or 1, warmup, warmup + 1, 4 * warmup, last}):
             label = f"step={step}, d_model={d_model}, warmup_steps={warmup}, scale={scale}"
             cases.append(Case(label, calls_case(call(step, d_model, warmup, scale)), _judge_lr))
     return cases
@@ -61,7 +65,7 @@ def _judge_lr(case: Case, got: Outcome) -> None:
 
 
 @exercise("ex07_2", "transformer_course.batching:teacher_forcing", "easy")
-def teacher_forcing_cases() -> list[Case]:
+def teacher_forcing_cases(larger: bool = False) -> list[Case]:
     """teacher forcing: shift the target by one
 
     Hint: the decoder input is every column but the last, the labels every column but the first: tgt[:, :-1] and
@@ -70,7 +74,7 @@ def teacher_forcing_cases() -> list[Case]:
     bos, eos, pad = 1, 2, 0
     rows = [[bos, 5, 6, 7, eos], [bos, 8, eos, pad, pad], [bos, eos, pad, pad, pad]]
     tensors = [torch.tensor(rows), torch.tensor([[bos, 9, eos]]), torch.tensor([[bos, eos]])]
-    tensors.append(torch.randint(3, 20, (4, 9)))
+    tensors.append(torch.randint(3, 20, (8, 33) if larger else (4, 9)))  # larger: the grader's hidden cases
     return [
         Case(f"tgt {tgt.tolist() if tgt.numel() <= 15 else tuple(tgt.shape)}", calls_case(call(tgt)), _judge_shift)
         for tgt in tensors
@@ -104,14 +108,16 @@ def _cross_entropy(logits: Tensor, target: Tensor, smoothing: float = 0.0, pad_i
 
 
 @exercise("ex07_3", "transformer_course.loss:label_smoothed_cross_entropy", "medium")
-def label_smoothed_cross_entropy_cases() -> Iterator[Case]:
+def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
     """label-smoothed cross-entropy that ignores padding
 
     Hint: per token: (1 - ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p); then average over the
     positions where target != pad_id only.
     """
-    for (b, t, v), smoothing, pad_id in (((2, 5, 7), 0.1, 0), ((3, 4, 11), 0.0, 0), ((1, 6, 5), 0.3, 3),
-                                         ((4, 1, 13), 0.1, 0)):  # fmt: skip
+    sizes = (((2, 5, 7), 0.1, 0), ((3, 4, 11), 0.0, 0), ((1, 6, 5), 0.3, 3), ((4, 1, 13), 0.1, 0))
+    if larger:  # the grader's hidden cases (still small: a loss over a few sentences)
+        sizes = (((4, 12, 30), 0.1, 0), ((6, 9, 50), 0.0, 0), ((2, 17, 9), 0.3, 3), ((8, 1, 40), 0.1, 0))
+    for (b, t, v), smoothing, pad_id in sizes:
         logits = torch.randn(b, t, v) * 2
         target = torch.randint(0, v, (b, t))
         target[target == pad_id] = (pad_id + 1) % v
@@ -170,18 +176,24 @@ def _reference_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm
     return loss.item()
 
 
-def _batch() -> dict:
-    """A batch as plain data; the probe makes the learner's Batch (a plain container) of it."""
+def _batch(larger: bool = False) -> dict:
+    """A batch as plain data; the probe makes the learner's Batch (a plain container) of it. ``larger``:
+    the grader's hidden cases, more and longer sentences (ids below the stand-in model's 9)."""
     tgt = torch.tensor([[1, 4, 5, 6, 2], [1, 7, 2, 0, 0], [1, 3, 8, 2, 0]])
-    return {"src": torch.tensor([[4, 5, 6], [7, 0, 0], [3, 8, 0]]), "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:],
-            "pad_id": 0}  # fmt: skip
+    src = torch.tensor([[4, 5, 6], [7, 0, 0], [3, 8, 0]])
+    if larger:
+        tgt = torch.tensor([[1, 4, 5, 6, 7, 8, 3, 2], [1, 7, 2, 0, 0, 0, 0, 0], [1, 3, 8, 5, 4, 2, 0, 0],
+                            [1, 6, 6, 6, 6, 6, 6, 2], [1, 2, 0, 0, 0, 0, 0, 0], [1, 8, 7, 6, 5, 4, 3, 2]])  # fmt: skip
+        src = torch.tensor([[4, 5, 6, 7, 8, 3], [7, 0, 0, 0, 0, 0], [3, 8, 5, 4, 0, 0], [6, 6, 6, 6, 6, 6],
+                            [5, 0, 0, 0, 0, 0], [8, 7, 6, 5, 4, 3]])  # fmt: skip
+    return {"src": src, "tgt_in": tgt[:, :-1], "tgt_out": tgt[:, 1:], "pad_id": 0}
 
 
 _STEPS = 3  # several steps: stale gradients or a missing scheduler step show up
 
 
 @exercise("ex07_4", "transformer_course.step:train_step", "hard", needs=("ex07_3",))
-def train_step_cases() -> Iterator[Case]:
+def train_step_cases(larger: bool = False) -> Iterator[Case]:
     """one training step
 
     Hint: model.train(); logits = model(batch.src, batch.tgt_in); loss against batch.tgt_out with your
@@ -201,9 +213,10 @@ def train_step_cases() -> Iterator[Case]:
         state = {key: value.detach().clone() for key, value in StandInModel().state_dict().items()}
         for steps in range(1, _STEPS + 1):  # step k: k steps from the same start, the last one judged
             probe = custom_case("train_steps", package=PACKAGE, state=state, optimizer=optimizer, options=options,
-                                scheduler=scheduler, smoothing=smoothing, max_norm=max_norm, batch=_batch(),
+                                scheduler=scheduler, smoothing=smoothing, max_norm=max_norm, batch=_batch(larger),
                                 steps=steps, bf16=bf16)  # fmt: skip
-            yield Case(f"{name}, step {steps}", probe, _judge_step)
+            size = ", a batch (6, 7)" if larger else ""  # the local batch is (3, 4)
+            yield Case(f"{name}{size}, step {steps}", probe, _judge_step)
 
 
 def _judge_step(case: Case, got: Outcome) -> None:

@@ -32,13 +32,16 @@ def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id
 
 
 @exercise("ex08_1", "transformer_course.decoding:greedy_step", "easy")
-def greedy_step_cases() -> Iterator[Case]:
+def greedy_step_cases(larger: bool = False) -> Iterator[Case]:
     """one greedy decoding step
 
     Hint: take argmax over the last axis; put pad_id in the rows that were already finished (masked_fill); a row
     is now finished if it was, or if its new token is eos_id.
     """
-    for batch, vocab, eos_id, pad_id in ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0)):
+    sizes = ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0))
+    if larger:  # the grader's hidden cases
+        sizes = ((12, 50, 2, 0), (8, 31, 5, 3), (1, 20, 1, 0), (16, 100, 2, 0))
+    for batch, vocab, eos_id, pad_id in sizes:
         logits = torch.randn(batch, vocab)
         logits[0, eos_id] = 10.0  # row 0 picks <eos> now
         finished = torch.zeros(batch, dtype=torch.bool)
@@ -98,7 +101,7 @@ def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tenso
 
 
 @exercise("ex08_2", "transformer_course.decoding:top_p_filter", "medium")
-def top_p_filter_cases() -> Iterator[Case]:
+def top_p_filter_cases(larger: bool = False) -> Iterator[Case]:
     """top-p (nucleus) filtering
 
     Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
@@ -106,7 +109,7 @@ def top_p_filter_cases() -> Iterator[Case]:
     and fill the dropped logits with -inf.
     """
     top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
-    for shape in ((4, 7), (2, 3, 10), (9,)):
+    for shape in ((8, 32), (3, 4, 48), (128,)) if larger else ((4, 7), (2, 3, 10), (9,)):
         logits = _distinct_logits(shape, top_ps)
         yield from [Case(f"logits {tuple(shape)}, top_p={top_p}", calls_case(call(logits, top_p)), _judge_nucleus)
                   for top_p in top_ps]  # fmt: skip
@@ -177,18 +180,20 @@ def _reference_beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, a
     )
 
 
-def _beam_cases() -> list[tuple[str, tuple, float]]:
+def _beam_cases(larger: bool = False) -> list[tuple[str, tuple, float]]:
+    """``larger``: the grader's hidden cases, more sentences, beams and words."""
     cases = []
     # 1. the first step: one real hypothesis (<bos>) per sentence, the other slots empty (-inf)
-    batch, beams, vocab = 2, 3, 6
+    batch, beams, vocab = (3, 5, 20) if larger else (2, 3, 6)
     scores = torch.full((batch, beams), float("-inf"))
     scores[:, 0] = 0.0
     log_probs = torch.randn(batch, beams, vocab).log_softmax(-1)
     zeros = torch.zeros(batch, beams, dtype=torch.long)
-    cases.append(("first step (slots 1, 2 empty = -inf)", (scores, log_probs, zeros.bool(), zeros, 2, 0), 0.6))
+    first = f"first step (slots 1, 2 empty = -inf), batch={batch}, beams={beams}, vocab={vocab}" if larger else ""
+    cases.append((first or "first step (slots 1, 2 empty = -inf)", (scores, log_probs, zeros.bool(), zeros, 2, 0), 0.6))
     # 2. a middle step, some hypotheses finished, random log-probabilities, several alphas
     for alpha, (eos_id, pad_id) in ((0.0, (2, 0)), (0.6, (2, 0)), (1.0, (4, 3))):
-        batch, beams, vocab = 3, 4, 7
+        batch, beams, vocab = (4, 6, 25) if larger else (3, 4, 7)
         scores = -torch.rand(batch, beams) * 6 - 1
         finished = torch.rand(batch, beams) < 0.4
         finished[0, 0] = True
@@ -208,7 +213,7 @@ def _beam_cases() -> list[tuple[str, tuple, float]]:
 
 
 @exercise("ex08_3", "transformer_course.decoding:beam_step", "hard")
-def beam_step_cases() -> list[Case]:
+def beam_step_cases(larger: bool = False) -> list[Case]:
     """one beam-search step (GNMT length penalty)
 
     Hint: give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a row of -inf
@@ -216,7 +221,7 @@ def beam_step_cases() -> list[Case]:
     candidates / gnmt_length_penalty(new lengths, alpha) with topk over the flattened K·V axis; origin = index
     // V, token = index % V; gather scores, finished, lengths.
     """
-    return [Case(label, calls_case(call(*args, alpha)), _judge_beam) for label, args, alpha in _beam_cases()]
+    return [Case(label, calls_case(call(*args, alpha)), _judge_beam) for label, args, alpha in _beam_cases(larger)]
 
 
 def _judge_beam(case: Case, got: Outcome) -> None:

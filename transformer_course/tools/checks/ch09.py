@@ -48,7 +48,7 @@ _PACK_CASES = (
 
 
 @exercise("ex09_1", "transformer_course.token_batches:pack", "easy")
-def pack_cases() -> Iterator[Case]:
+def pack_cases(larger: bool = False) -> Iterator[Case]:
     """greedy packing under a token budget
 
     Hint: walk order, keeping the current batch and its longest source and target; if the batch is not empty and
@@ -59,8 +59,8 @@ def pack_cases() -> Iterator[Case]:
         order = _sorted_order(src, tgt) if order is None else order
         probe = calls_case(call(order, src, tgt, max_tokens))
         yield Case(f"{label}: order {order}, src {src}, tgt {tgt}, max_tokens={max_tokens}", probe, _judge_pack)
-    rng = random.Random(2)
-    for n, max_tokens in ((40, 30), (200, 64), (500, 100)):
+    rng = random.Random(3 if larger else 2)  # larger: the grader's hidden cases
+    for n, max_tokens in ((80, 60), (400, 128), (1000, 200)) if larger else ((40, 30), (200, 64), (500, 100)):
         src = [rng.randint(1, 20) for _ in range(n)]
         tgt = [rng.randint(1, 25) for _ in range(n)]
         label = f"{n} random examples of 1 to 25 tokens, length-sorted, max_tokens={max_tokens}"
@@ -122,13 +122,14 @@ def _judge_too_long(case: Case, got: Outcome) -> None:
 # -- ex09_2: checkpoint averaging ----------------------------------------------------------------
 
 
-def _states(n: int, seed: int, dtype: torch.dtype = torch.float32) -> list[dict[str, Tensor]]:
+def _states(n: int, seed: int, dtype: torch.dtype = torch.float32, size: tuple[int, int] = (5, 4)):
     generator = torch.Generator().manual_seed(seed)
     steps = torch.tensor(1000 + seed)
+    vocab, d_model = size
     return [
         {
-            "embed.weight": torch.randn(5, 4, generator=generator).to(dtype),  # (V, D)
-            "layer.bias": torch.randn(4, generator=generator).to(dtype),  # (D,)
+            "embed.weight": torch.randn(vocab, d_model, generator=generator).to(dtype),  # (V, D)
+            "layer.bias": torch.randn(d_model, generator=generator).to(dtype),  # (D,)
             "norm.num_batches": steps.clone(),  # an integer buffer, the same in every state
         }
         for _ in range(n)
@@ -149,17 +150,22 @@ def _reference_mean(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
 
 
 @exercise("ex09_2", "transformer_course.averaging:average_state_dicts", "medium")
-def average_cases() -> Iterator[Case]:
+def average_cases(larger: bool = False) -> Iterator[Case]:
     """the mean of several state dicts
 
     Hint: check that every state has the keys of states[0] and, key by key, the same shapes and dtypes (ValueError
     otherwise); average floating-point tensors (stack them in float64, mean over the new axis, back to their
     dtype); keep other tensors only if they are equal in all states.
     """
-    for n, dtype in ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16)):
-        states = _states(n, seed=n, dtype=dtype)
+    counts = ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16))
+    if larger:  # the grader's hidden cases: more states, larger tensors, other seeds
+        counts = ((4, torch.float32), (6, torch.float32), (9, torch.float64), (7, torch.bfloat16))
+    for n, dtype in counts:
+        size = (50, 32) if larger else (5, 4)
+        states = _states(n, seed=n + 10 * larger, dtype=dtype, size=size)
         probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
-        yield Case(f"{n} states of {dtype}", probe, _judge_mean, given={"states": states})
+        shapes = f" (embed.weight {size})" if larger else ""
+        yield Case(f"{n} states of {dtype}{shapes}", probe, _judge_mean, given={"states": states})
     states = _states(3, seed=7)
     states[2]["extra.weight"] = torch.ones(2)
     yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
@@ -247,7 +253,7 @@ _SMALL_CASES = (
 
 
 @exercise("ex09_3", "transformer_course.subwords:bpe_merges", "hard")
-def bpe_merges_cases() -> Iterator[Case]:
+def bpe_merges_cases(larger: bool = False) -> Iterator[Case]:
     """byte-pair merges from word counts
 
     Hint: keep each word as a list of symbols; count neighbouring pairs (zip(symbols[:-1], symbols[1:])), adding the
@@ -257,13 +263,18 @@ def bpe_merges_cases() -> Iterator[Case]:
     """
     for label, words, n_merges in _SMALL_CASES:
         yield Case(f"{label}: words {words}, n_merges={n_merges}", calls_case(call(words, n_merges)), _judge_bpe)
-    rng = random.Random(9)
+    # larger: the grader's hidden cases, more and longer random words, more merges
+    rng = random.Random(10 if larger else 9)
+    n_words, longest, n_merges = (16, 12, 60) if larger else (6, 7, 30)
     for alphabet in ("ab", "abc▁", "xyzäb"):
-        words = {"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 7))): rng.randint(1, 4) for _ in range(6)}
-        yield Case(f"random words {words}, n_merges=30", calls_case(call(words, 30)), _judge_bpe)
-    words = _course_words(3000)
-    label = f"the {len(words)} words of chapter 09's first 3,000 training pairs, n_merges=60"
-    yield Case(label, calls_case(call(words, 60)), _judge_bpe)
+        words = {
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(1, longest))): rng.randint(1, 4)
+            for _ in range(n_words)
+        }
+        yield Case(f"random words {words}, n_merges={n_merges}", calls_case(call(words, n_merges)), _judge_bpe)
+    words, n_merges = _course_words(3000), 120 if larger else 60
+    label = f"the {len(words)} words of chapter 09's first 3,000 training pairs, n_merges={n_merges}"
+    yield Case(label, calls_case(call(words, n_merges)), _judge_bpe)
 
 
 def _judge_bpe(case: Case, got: Outcome) -> None:

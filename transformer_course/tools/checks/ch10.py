@@ -71,10 +71,12 @@ def _rms_mistakes(x: Tensor, weight: Tensor, eps: float) -> list[tuple[Tensor, s
 # large eps on small values (eps's place matters), extra leading axes, a single feature
 _RMS_CASES = [((2, 5, 12), 1e-6, 1.0, 3.0), ((1, 1, 7), 0.5, 0.3, 0.0), ((3, 4, 2, 8), 1e-2, 2.0, -1.0),
               ((6, 16), 1e-5, 1.0, 0.5), ((4, 1), 1e-3, 1.0, 0.0)]  # fmt: skip
+_RMS_CASES_LARGER = [((4, 13, 48), 1e-6, 1.0, 3.0), ((2, 1, 9), 0.5, 0.3, 0.0), ((3, 5, 4, 16), 1e-2, 2.0, -1.0),
+                     ((21, 64), 1e-5, 1.0, 0.5), ((9, 1), 1e-3, 1.0, 0.0)]  # fmt: skip
 
 
 @exercise("ex10_1", "transformer_course.rmsnorm:RMSNorm.forward", "easy")
-def rms_norm_cases() -> Iterator[Case]:
+def rms_norm_cases(larger: bool = False) -> Iterator[Case]:
     """RMSNorm: divide by the root mean square
 
     Hint: mean of x² over the last axis (keepdim=True), add self.eps, take the square root (torch.rsqrt gives its
@@ -82,7 +84,7 @@ def rms_norm_cases() -> Iterator[Case]:
     """
     from ...rmsnorm import RMSNorm  # the course's class: its weight describes the fixture
 
-    for shape, eps, scale, shift in _RMS_CASES:
+    for shape, eps, scale, shift in _RMS_CASES_LARGER if larger else _RMS_CASES:
         d = shape[-1]
         norm = RMSNorm(d, eps=eps)
         with torch.no_grad():
@@ -90,11 +92,12 @@ def rms_norm_cases() -> Iterator[Case]:
         x = scale * torch.randn(*shape) + shift
         label = f"x {tuple(x.shape)} (mean ≈ {shift:g}), RMSNorm({d}, eps={eps:g})"
         yield Case(label, calls_case(call(module(norm, d, eps=eps), x)), _judge_rms, {"weight": norm.weight.detach()})
-    norm = RMSNorm(6, eps=1e-6)
-    x = torch.randn(3, 6)
+    rows, d = (7, 32) if larger else (3, 6)
+    norm = RMSNorm(d, eps=1e-6)
+    x = torch.randn(rows, d)
     x[1] = 0.0  # a position whose features are all zero: eps keeps the division finite
-    label = "x (3, 6) whose row 1 is all zeros, RMSNorm(6, eps=1e-06)"
-    yield Case(label, calls_case(call(module(norm, 6, eps=1e-6), x)), _judge_rms, {"weight": norm.weight.detach()})
+    label = f"x ({rows}, {d}) whose row 1 is all zeros, RMSNorm({d}, eps=1e-06)"
+    yield Case(label, calls_case(call(module(norm, d, eps=1e-6), x)), _judge_rms, {"weight": norm.weight.detach()})
 
 
 def _judge_rms(case: Case, got: Outcome) -> None:
@@ -149,15 +152,19 @@ def _rope_case(x: Tensor, positions: Tensor, base: float | None, label: str, wan
 
 
 @exercise("ex10_2", "transformer_course.rotary:apply_rope", "medium")
-def apply_rope_cases() -> Iterator[Case]:
+def apply_rope_cases(larger: bool = False) -> Iterator[Case]:
     """rotary position embeddings: rotate pairs of features
 
     Hint: angles = rope_angles(positions, d, base, dtype), (T, d/2), dtype float32 (float64 when x is float64);
     take the features 2i (x[..., 0::2]) and 2i+1 (x[..., 1::2]) in that dtype; new 2i = x2i·cos − x2i+1·sin, new 2i+1 = x2i·sin + x2i+1·cos; put each pair back in
     place (stack on a last axis, then flatten the last two) and return x's dtype.
     """
-    x, positions = torch.randn(2, 3, 5, 8), torch.tensor([0, 1, 2, 7, 40])
-    yield _rope_case(x, positions, None, "x (B, H, T, d) = (2, 3, 5, 8), positions [0, 1, 2, 7, 40]")
+    if larger:  # the grader's hidden cases: more heads, positions and features
+        x, positions = torch.randn(3, 4, 17, 32), torch.arange(17) * 7
+        yield _rope_case(x, positions, None, "x (B, H, T, d) = (3, 4, 17, 32), positions 0, 7, … 112")
+    else:
+        x, positions = torch.randn(2, 3, 5, 8), torch.tensor([0, 1, 2, 7, 40])
+        yield _rope_case(x, positions, None, "x (B, H, T, d) = (2, 3, 5, 8), positions [0, 1, 2, 7, 40]")
     x = torch.randn(4, 6)
     yield _rope_case(x, torch.arange(4), None, "x (T, d) = (4, 6), positions 0 … 3: three pairs")
     x = torch.randn(1, 2, 4, 2)
@@ -166,10 +173,13 @@ def apply_rope_cases() -> Iterator[Case]:
     yield _rope_case(x, torch.arange(6) * 3, 100.0, "x (2, 6, 10), positions 0, 3, … 15, base=100")
     # a cached decoding step: the new keys sit at positions 5 … 8, and must be rotated as rows 5 … 8
     # of the whole sequence are (what a KV cache stores must not depend on how the sequence was fed)
-    x = torch.randn(1, 2, 9, 8)
-    full = _rotate(x, torch.arange(9), 10000.0)
-    label = "x (1, 2, 4, 8), positions 5 … 8 (a cached step): must equal rows 5 … 8 of rotating all 9 positions"
-    yield _rope_case(x[..., 5:9, :].clone(), torch.arange(5, 9), None, label, full[..., 5:9, :])
+    b, h, first, d = (2, 4, 16, 16) if larger else (1, 2, 5, 8)
+    x = torch.randn(b, h, first + 4, d)
+    full = _rotate(x, torch.arange(first + 4), 10000.0)
+    last = first + 3
+    label = (f"x ({b}, {h}, 4, {d}), positions {first} … {last} (a cached step): must equal rows {first} … {last} "
+             f"of rotating all {first + 4} positions")  # fmt: skip
+    yield _rope_case(x[..., first:, :].clone(), torch.arange(first, first + 4), None, label, full[..., first:, :])
     x = torch.randn(2, 2, 3, 8).to(torch.bfloat16)
     yield _rope_case(x, torch.tensor([0, 5, 9]), None, "x (2, 2, 3, 8) in bfloat16, positions [0, 5, 9]")
     x = torch.randn(1, 2, 3, 8, dtype=torch.float64)
@@ -219,17 +229,18 @@ def _grouped_reference(x: Tensor, n_rep: int) -> Tensor:
 
 # (B, Hkv, S, D, n_rep): grouped, one key/value head for all (multi-query), no grouping, one position
 _GROUPED_CASES = [(2, 2, 5, 4, 3), (1, 1, 3, 6, 4), (2, 4, 3, 2, 1), (3, 3, 1, 5, 2), (2, 2, 4, 8, 2)]
+_GROUPED_CASES_LARGER = [(3, 4, 13, 16, 3), (2, 1, 9, 32, 8), (2, 8, 7, 6, 1), (4, 3, 1, 12, 4), (3, 2, 11, 16, 4)]
 
 
 @exercise("ex10_3", "transformer_course.multihead:repeat_kv", "medium")
-def repeat_kv_cases() -> Iterator[Case]:
+def repeat_kv_cases(larger: bool = False) -> Iterator[Case]:
     """grouped key/value heads: one head per group of query heads
 
     Hint: query heads h·n_rep … h·n_rep + n_rep − 1 all read key/value head h: add an axis after the heads
     (x[:, :, None]), expand it to n_rep, and reshape (B, Hkv, n_rep, S, D) to (B, Hkv·n_rep, S, D) — grouped,
     not tiled as x.repeat(1, n_rep, 1, 1) would.
     """
-    for b, kv, s, d, n_rep in _GROUPED_CASES:
+    for b, kv, s, d, n_rep in _GROUPED_CASES_LARGER if larger else _GROUPED_CASES:
         x = torch.randn(b, kv, s, d)
         label = f"x (B, Hkv, S, D) = {tuple(x.shape)}, n_rep={n_rep}: {kv * n_rep} query heads"
         yield Case(label, calls_case(call(x, n_rep)), _judge_grouped, {"query": torch.randn(b, kv * n_rep, 3, d)})
@@ -267,10 +278,11 @@ def _silu(z: Tensor) -> Tensor:
 
 # (input shape, d_model, d_ff)
 _SWIGLU_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((6, 16), 16, 40)]
+_SWIGLU_SIZES_LARGER = [((4, 13, 32), 32, 72), ((2, 1, 9), 9, 5), ((3, 5, 4, 16), 16, 48), ((21, 48), 48, 128)]
 
 
 @exercise("ex10_4", "transformer_course.swiglu:SwiGLU.forward", "easy")
-def swiglu_cases() -> Iterator[Case]:
+def swiglu_cases(larger: bool = False) -> Iterator[Case]:
     """SwiGLU: a gated feed-forward network
 
     Hint: the gate is silu(self.w1(x)) (F.silu), the value self.w3(x); multiply them feature by feature, apply
@@ -278,12 +290,13 @@ def swiglu_cases() -> Iterator[Case]:
     """
     from ...swiglu import SwiGLU  # the course's class: its weights describe the fixture
 
-    for shape, d_model, d_ff in _SWIGLU_SIZES:
+    sizes = _SWIGLU_SIZES_LARGER if larger else _SWIGLU_SIZES
+    for shape, d_model, d_ff in sizes:
         net = SwiGLU(d_model, d_ff).eval()
         x = 2 * torch.randn(*shape)  # scores on both sides of 0, so that silu and ReLU differ
         label = f"x {tuple(x.shape)}, SwiGLU(d_model={d_model}, d_ff={d_ff})"
         yield Case(label, calls_case(call(module(net, d_model, d_ff), x)), _judge_swiglu, {"weights": _swiglu_w(net)})
-    shape, d_model, d_ff = _SWIGLU_SIZES[0]
+    shape, d_model, d_ff = sizes[0]
     net = SwiGLU(d_model, d_ff).eval()
     x = torch.randn(*shape)
     label = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
@@ -382,7 +395,7 @@ def _online_case(seen: list[Tensor], new: Tensor, values: Tensor, label: str) ->
 
 
 @exercise("ex10_5", "transformer_course.blocked:online_softmax_update", "hard")
-def online_softmax_cases() -> Iterator[Case]:
+def online_softmax_cases(larger: bool = False) -> Iterator[Case]:
     """the online softmax: fold one block of keys into running sums
 
     Hint: new_top = torch.maximum(top, the block's largest score per row, keepdim=True); rescale = exp(top −
@@ -390,12 +403,13 @@ def online_softmax_cases() -> Iterator[Case]:
     total = total·rescale + their sum over the block; acc = acc·rescale + weights @ values; return (new_top,
     total, acc), not normalised.
     """
-    values = torch.randn(2, 3, 10, 4)
-    scores = torch.randn(2, 3, 5, 10)  # (B, H, T, S)
-    label = "a block of 6 keys after one of 4 (B, H, T = 2, 3, 5; Dv = 4)"
-    yield _online_case([scores[..., :4]], scores[..., 4:], values, label)
-    label = "the first block (4 keys) from the empty state (top at float32's minimum, total and acc 0)"
-    yield _online_case([], scores[..., :4], values[..., :4, :], label)
+    (b, h, t, s, dv), cut = ((3, 4, 9, 24, 16), 10) if larger else ((2, 3, 5, 10, 4), 4)  # larger: hidden cases
+    values = torch.randn(b, h, s, dv)
+    scores = torch.randn(b, h, t, s)  # (B, H, T, S)
+    label = f"a block of {s - cut} keys after one of {cut} (B, H, T = {b}, {h}, {t}; Dv = {dv})"
+    yield _online_case([scores[..., :cut]], scores[..., cut:], values, label)
+    label = f"the first block ({cut} keys) from the empty state (top at float32's minimum, total and acc 0)"
+    yield _online_case([], scores[..., :cut], values[..., :cut, :], label)
     earlier, new = torch.randn(4, 3) - 3.0, torch.randn(4, 5) + 3.0
     label = "a block whose scores are larger than every earlier one (the maximum grows: old sums rescaled)"
     yield _online_case([earlier], new, torch.randn(8, 6), label)

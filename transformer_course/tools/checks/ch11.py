@@ -118,16 +118,18 @@ def _per_head_order(size: int, n_heads: int) -> list[int] | None:
 # (heads, features per head, trailing shape): several heads, a bias (no trailing axis), one head of
 # grouped keys, d = 2 (one pair: nothing moves), a 3-D weight, a square weight
 _ROPE_CASES = [(2, 4, (3,)), (3, 8, (5,)), (2, 6, ()), (1, 8, (6,)), (4, 2, (3,)), (2, 4, (2, 3)), (2, 8, (16,))]
+_ROPE_CASES_LARGER = [(4, 16, (24,)), (6, 32, (13,)), (8, 16, ()), (1, 64, (20,)), (12, 2, (5,)), (3, 8, (4, 5)),
+                      (4, 32, (128,))]  # fmt: skip
 
 
 @exercise("ex11_1", "transformer_course.convert:rope_halves_to_interleaved", "easy")
-def rope_layout_cases() -> Iterator[Case]:
+def rope_layout_cases(larger: bool = False) -> Iterator[Case]:
     """rotary embeddings: reorder W^Q's rows from Llama's halves to our pairs
 
     Hint: within each head of d = weight.shape[0] // n_heads rows, row i goes to row 2i and row i + d/2 to row
     2i + 1: reshape to (n_heads, 2, d/2, ...), swap the axes 1 and 2, reshape back to weight's shape.
     """
-    for heads, d, rest in _ROPE_CASES:
+    for heads, d, rest in _ROPE_CASES_LARGER if larger else _ROPE_CASES:
         weight = torch.randn(heads * d, *rest)
         what = "a bias" if not rest else f"W {tuple(weight.shape)}"
         label = f"{what}, n_heads={heads} (d = {d} rows per head)"
@@ -172,16 +174,17 @@ def _same_scores(out: Tensor, weight: Tensor, heads: int, base: float = 10000.0)
 # (in, out per part, parts): c_attn (q, k, v side by side), c_proj (square: a forgotten transpose
 # keeps the shape), the MLP's c_fc, in = parts·out (a split along the wrong axis keeps the shapes), two parts
 _CONV1D_CASES = [(4, 6, 3), (6, 6, 1), (5, 20, 1), (6, 2, 3), (3, 5, 2)]
+_CONV1D_CASES_LARGER = [(32, 48, 3), (24, 24, 1), (16, 64, 1), (24, 8, 3), (12, 20, 2)]
 
 
 @exercise("ex11_2", "transformer_course.convert:split_conv1d", "easy")
-def conv1d_cases() -> Iterator[Case]:
+def conv1d_cases(larger: bool = False) -> Iterator[Case]:
     """GPT-2's Conv1D: transpose the weight and split q, k, v
 
     Hint: each part has weight.shape[1] // parts outputs; split the weight along dimension 1 (the outputs) and the
     bias into blocks of that size (Tensor.split), and give nn.Linear each weight transposed, (out, in): w.t().contiguous().
     """
-    for fan_in, out, parts in _CONV1D_CASES:
+    for fan_in, out, parts in _CONV1D_CASES_LARGER if larger else _CONV1D_CASES:
         weight, bias = torch.randn(fan_in, parts * out), torch.randn(parts * out)
         label = f"Conv1D weight (in, parts·out) = {tuple(weight.shape)}, bias ({parts * out},), parts={parts}"
         yield Case(label, calls_case(call(weight, bias, parts)), _judge_conv1d)
@@ -361,6 +364,8 @@ def marian_names_cases() -> Iterator[Case]:
     norm2, the decoder's norm3) → final_layer_norm; the decoder's norm2 → encoder_attn_layer_norm. Each with
     .weight and .bias.
     """
+    # No larger hidden cases: the input is a flag (decoder or not) and the answer a table of names, the
+    # same at every size; the grader's hidden cases draw these two again (nothing random in them).
     from ...decoder import DecoderLayer  # the course's classes: the names their state_dict holds
     from ...encoder import EncoderLayer
 

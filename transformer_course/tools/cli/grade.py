@@ -120,7 +120,9 @@ def _grade_written(args: argparse.Namespace) -> int:
     if roster is None:
         grading.write_csv(report, report_csv)
     else:
-        grading.write_gradebook(report, report_csv, args.format, roster)
+        missing = grading.write_gradebook(report, report_csv, args.format, roster)
+        if missing:  # as grade warns
+            print(f"warning: not in the roster, so not in {report_csv}: {', '.join(missing)}")
     grading.write_json(report, json_path)
     grading.write_feedback(report, feedback_dir)
     print(grading.summary_table(report))
