@@ -134,7 +134,8 @@ def train_step(model: nn.Module, optimizer: torch.optim.Optimizer, tokens: Tenso
     loss = F.cross_entropy(logits.flatten(0, 1), tokens[:, 1:].flatten())
     loss.backward()
     optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    for parameter in model.parameters():  # the gradients dropped, not zeroed: the next backward writes them anew
+        parameter.grad = None
 
 
 def measure(rounds: int, steps: int, batch: int, length: int) -> dict[str, float]:

@@ -3,6 +3,8 @@ Marian's names and shapes, and the post-LN layer the judge of ex11_3 writes out.
 
 from __future__ import annotations
 
+import inspect
+
 import pytest
 import torch
 
@@ -22,10 +24,18 @@ def _config():
     return config
 
 
+def _layer(config, decoder: bool):
+    """One of Marian's layers; transformers ≥ 4.42 gives a decoder layer its index, 4.41 (the floor) does not."""
+    if not decoder:
+        return marian.MarianEncoderLayer(config)
+    takes_index = "layer_idx" in inspect.signature(marian.MarianDecoderLayer.__init__).parameters
+    return marian.MarianDecoderLayer(config, layer_idx=0) if takes_index else marian.MarianDecoderLayer(config)
+
+
 @pytest.mark.parametrize("decoder", [False, True])
 def test_the_table_of_marian_names_and_shapes_is_transformers(decoder: bool) -> None:
     torch.manual_seed(0)
-    layer = marian.MarianDecoderLayer(_config(), layer_idx=0) if decoder else marian.MarianEncoderLayer(_config())
+    layer = _layer(_config(), decoder)
     theirs = {name: tuple(p.shape) for name, p in layer.named_parameters()}
     assert set(theirs) == set(marian_names(decoder))
     assert all(_shapes(8, 12)[name] == shape for name, shape in theirs.items())
@@ -35,7 +45,7 @@ def test_the_table_of_marian_names_and_shapes_is_transformers(decoder: bool) -> 
 def test_the_judge_s_post_ln_layer_is_marian_s(decoder: bool) -> None:
     torch.manual_seed(0)
     config = _config()
-    layer = (marian.MarianDecoderLayer(config, layer_idx=0) if decoder else marian.MarianEncoderLayer(config)).eval()
+    layer = _layer(config, decoder).eval()
     with torch.no_grad():
         for p in layer.parameters():  # norms not at 1 and 0, so that a norm in the wrong place shows
             p.copy_(torch.randn_like(p) * 0.5 + (1.0 if p.dim() == 1 else 0.0))
