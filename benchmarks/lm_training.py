@@ -13,7 +13,7 @@ Three variants: ours as it trains (``DecoderOnlyLM.forward`` marks its causal ma
 ``is_causal=True`` and no mask), ours with the mask handed over as a tensor (the mark switched off),
 and the reference. One thread, CPU time of this process (``time.process_time``: the load of other
 programs does not count), a step = forward + backward + AdamW; the variants run interleaved, round
-after round, and medians are compared. Appends a table to ``benchmarks/results.md``.
+after round, each first in turn, and medians are compared. Appends a table to ``benchmarks/results.md``.
 """
 
 from __future__ import annotations
@@ -149,8 +149,10 @@ def measure(rounds: int, steps: int, batch: int, length: int) -> dict[str, float
     optimizers = {name: torch.optim.AdamW(m.parameters(), lr=1e-4) for name, m in models.items()}
     tokens = torch.randint(3, 1000, (batch, length + 1))
     times: dict[str, list[float]] = {name: [] for name in models}
-    for _ in range(rounds + 1):  # the first round warms up and is not counted
-        for name, model in models.items():
+    names = list(models)
+    for round_ in range(rounds + 1):  # the first round warms up and is not counted
+        for name in names[round_ % 3 :] + names[: round_ % 3]:  # each variant first in turn
+            model = models[name]
             with explicit_mask() if "explicit" in name else contextlib.nullcontext():
                 start = time.process_time()
                 for _ in range(steps):
