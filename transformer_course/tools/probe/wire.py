@@ -32,6 +32,10 @@ DTYPES = frozenset({
 })  # fmt: skip
 ERROR_FIELDS = frozenset({"type", "message", "stub", "where", "at", "inputs"})  # a call's error (see probe.calls)
 _OPAQUE = "__opaque__"  # ("__opaque__", type name): an object that is not plain data
+_META = "__meta__"  # ("__meta__", shape, dtype name): a tensor on the meta device (no values). Not the
+# tensor itself: torch.save writes a meta tensor's dtype as an object, which torch.load(weights_only=True)
+# refuses before PyTorch 2.4
+DTYPE_NAMES = {str(dtype).removeprefix("torch."): dtype for dtype in DTYPES}
 
 
 class MalformedResult(ValueError):
@@ -96,7 +100,7 @@ def _plain_tensor(value: torch.Tensor) -> Any:
         if tensor.dtype not in DTYPES or tensor.layout != torch.strided:
             return opaque(f"Tensor ({tensor.dtype}, {tensor.layout})")
         if tensor.device.type == "meta":
-            return tensor
+            return (_META, list(tensor.shape), str(tensor.dtype).removeprefix("torch."))
         return tensor.cpu().clone()  # its own storage: a view would carry the whole base tensor
 
 
@@ -183,11 +187,20 @@ def _checked(value: Any, depth: int, budget: list[int]) -> Any:
             raise MalformedResult("the result holds too many items")
     if type(value) is tuple and len(value) == 2 and value[0] == _OPAQUE and type(value[1]) is str:
         return Opaque(_checked(value[1], depth + 1, budget))
+    if type(value) is tuple and len(value) == 3 and value[0] == _META:
+        return _meta_tensor(value[1], value[2])
     if type(value) in (list, tuple):
         return type(value)(_checked(item, depth + 1, budget) for item in value)
     if type(value) is dict and all(type(key) is str for key in value):
         return {_checked(key, depth + 1, budget): _checked(item, depth + 1, budget) for key, item in value.items()}
     raise MalformedResult(f"a value of type {type(value).__name__} is not plain data")
+
+
+def _meta_tensor(shape: Any, dtype: Any) -> torch.Tensor:
+    """A meta tensor rebuilt from its description (it holds no values: nothing to count)."""
+    _expect(type(shape) is list and len(shape) <= 8 and all(type(n) is int and 0 <= n < 2**40 for n in shape)
+            and dtype in DTYPE_NAMES, "a meta tensor's shape and dtype")  # fmt: skip
+    return torch.empty(shape, dtype=DTYPE_NAMES[dtype], device="meta")
 
 
 def _checked_tensor(value: torch.Tensor, budget: list[int]) -> torch.Tensor:
