@@ -16,7 +16,7 @@ LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/j
 NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment assignment_list course_list)
 WEB_STAMP := $(VENV)/.installed-web
 
-.PHONY: lab lab-instructor book test test-other-cpu test-oldest test-oldest-unit test-gpu install lint notebooks exercises student-edition clean
+.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install lint notebooks exercises student-edition clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	# nbgrader's core, so tests/test_nbgrader_compat.py compares its clearing with ours; without its
 	# UI extras (ipywidgets would turn the tqdm.auto progress bars into widgets).
 	$(BIN)/python -m pip install --quiet --no-deps nbgrader==0.9.6 rapidfuzz sqlalchemy alembic mako
-	# nbgrader's UI is for instructors: off in this environment, on in `make lab-instructor`.
+	# nbgrader's UI off: it is not a grading route for this course (README, "Not with nbgrader").
 	$(BIN)/jupyter server extension disable --sys-prefix $(NBGRADER_SERVER_EXTENSIONS) >/dev/null 2>&1
 	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
 	touch $(STAMP)
@@ -40,10 +40,6 @@ install: $(STAMP)
 
 lab: $(STAMP)
 	$(LAB) chapters/01_embeddings.ipynb
-
-# JupyterLab with nbgrader's menu, sidebar and server extensions (jupyter-config/instructor/).
-lab-instructor: $(STAMP)
-	JUPYTER_CONFIG_PATH=$(CURDIR)/jupyter-config/instructor $(LAB)
 
 # The web edition from the committed notebooks (no re-execution), in _build/book/.
 book: $(WEB_STAMP)

@@ -1,10 +1,9 @@
-"""The learner's JupyterLab: settings shipped by `make lab`, nbgrader's UI for instructors only,
+"""The learner's JupyterLab: settings shipped by `make lab`, nbgrader's UI off,
 progress bars on stdout in notebooks, check marks that need no emoji font."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -26,15 +25,11 @@ def test_py_chapters_open_as_notebooks_in_make_lab() -> None:
     assert "--LabApp.app_settings_dir=$(CURDIR)/jupyter-config/settings" in (ROOT / "Makefile").read_text()
 
 
-def test_instructor_config_turns_on_what_the_makefile_turns_off() -> None:
-    makefile = (ROOT / "Makefile").read_text()
-    names = re.search(r"addprefix nbgrader\.server_extensions\.,([\w ]+)\)", makefile).group(1).split()
-    server = json.loads((CONFIG / "instructor" / "jupyter_server_config.json").read_text())
-    enabled = server["ServerApp"]["jpserver_extensions"]
-    assert enabled == {f"nbgrader.server_extensions.{name}": True for name in names}
-    page = json.loads((CONFIG / "instructor" / "labconfig" / "page_config.json").read_text())
-    assert page["disabledExtensions"] == {"@jupyter/nbgrader": False}
-    assert "labextension disable --level=sys_prefix @jupyter/nbgrader" in makefile
+def test_no_nbgrader_ui_is_offered() -> None:
+    """nbgrader is not a grading route for this course (README, "Not with nbgrader"): no target opens
+    its formgrader (which would write gradebook.db into the repository), no configuration turns it on."""
+    assert "lab-instructor" not in (ROOT / "Makefile").read_text() + (ROOT / "README.md").read_text()
+    assert not (CONFIG / "instructor").exists()
 
 
 def test_nbgrader_is_off_in_the_learners_environment(monkeypatch) -> None:
