@@ -101,7 +101,7 @@ def _serve(request: dict, inbox: str, submission: str, settings: dict, run_job) 
             run_job(inbox, submission, settings["package"], settings["guard"], 3)
         finally:
             os._exit(70)  # run_job ends with os._exit; this is reached only if the course's code failed
-    code, timed_out = _wait(pid, float(request["timeout_s"]))
+    code, timed_out = _wait(pid, float(request["timeout_s"]), where_fd)
     seconds = time.monotonic() - start
     _end_everything_but_me(pid, settings["isolated"])
     _empty(os.environ.get("TMPDIR", "/tmp"))
@@ -142,20 +142,35 @@ def _private_file(name: str) -> int:
         return os.dup(file.fileno())
 
 
-def _wait(pid: int, timeout_s: float) -> tuple[int, bool]:
-    """Wait for the child until ``timeout_s``; kill it then. Return its exit status (128 + N for a
-    signal N, as a shell says it) and whether it ran out of time."""
+def _wait(pid: int, timeout_s: float, where_fd: int) -> tuple[int, bool]:
+    """Wait for the child until ``timeout_s``; kill it then, once it has written where it is to
+    ``where_fd``. Return its exit status (128 + N for a signal N, as a shell says it) and whether it
+    ran out of time."""
     timed_out = not _exits_within(pid, timeout_s)
     if timed_out:
         try:
-            os.kill(pid, WHERE_SIGNAL)  # its stack, written at once by faulthandler's handler
-            _exits_within(pid, 0.2)
+            os.kill(pid, WHERE_SIGNAL)  # its stack, written by faulthandler's handler when it next runs
+            _stack_written(pid, where_fd)
         except ProcessLookupError:
             pass
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     return (code if code >= 0 else 128 - code), timed_out
+
+
+def _stack_written(pid: int, where_fd: int, limit_s: float = 3.0) -> None:
+    """Until the stopped child's stack has arrived whole in ``where_fd`` (its size the same for
+    50 ms), or it has exited, or ``limit_s``: on a loaded machine the child may wait a while for a
+    processor before its handler runs (a fixed 0.2 s lost the stack there)."""
+    deadline, size = time.monotonic() + limit_s, 0
+    while time.monotonic() < deadline:
+        if _exits_within(pid, 0.05):
+            return
+        now = os.fstat(where_fd).st_size
+        if now and now == size:
+            return
+        size = now
 
 
 def _exits_within(pid: int, timeout_s: float) -> bool:
