@@ -53,8 +53,10 @@ def grade_copies(copies: int, jobs: int, work: Path) -> tuple[float, dict]:
     for index in range(copies):
         shutil.copytree(ROOT / PACKAGE, work / "class" / f"student{index:03d}" / PACKAGE,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+    config = work / "grading.toml"  # every exercise; the code only (copies of the package hold no written answers)
+    config.write_text('[grading]\nexercises = "all"\n\n[written]\nquestions = []\n')
     command = [sys.executable, "-m", PACKAGE, "grade", str(work / "class"), "--out", str(work / "report.csv"),
-               "--jobs", str(jobs), "--no-progress"]  # fmt: skip
+               "--jobs", str(jobs), "--config", str(config), "--no-progress"]  # fmt: skip
     start = time.perf_counter()
     subprocess.run(command, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - start
