@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -48,6 +49,30 @@ def expect_finite(got: Tensor, what: str, case: str, empty_rows: Tensor | None =
         if empty_rows is not None and not (~torch.isfinite(got).all(-1) & ~empty_rows).any():
             hint = "; rows with every position masked give NaN: use torch.finfo(dtype).min or handle empty rows"
         raise CheckFailure(f"{case}: {what} contains {n_nan} NaN and {n_inf} infinite values{hint}")
+
+
+Mistakes = Iterable[tuple[Tensor | Callable[[], Tensor], str]]
+"""Known wrong answers of a case: (the wrong answer or a function computing it, such as the
+reference replayed with the mistake; what is wrong and how to fix it)."""
+
+
+def matches(got: Any, want: Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """``got`` is a tensor of ``want``'s shape whose every value is within the tolerance."""
+    if not isinstance(got, Tensor) or got.shape != want.shape:
+        return False
+    return bool(torch.allclose(got.detach().double(), want.detach().double(), atol=atol, rtol=rtol))
+
+
+def name_mistake(got: Any, want: Tensor, mistakes: Mistakes, case: str, atol: float = 1e-5,
+                 rtol: float = 1e-4) -> None:  # fmt: skip
+    """When ``got`` is not ``want`` but matches a known wrong answer that differs from ``want`` on
+    this case, raise saying which mistake it is and how to fix it; the first that matches is said."""
+    if matches(got, want, atol, rtol):
+        return
+    for wrong, what in mistakes:
+        wrong = wrong() if callable(wrong) else wrong
+        if matches(got, wrong, atol, rtol) and not matches(want, wrong, atol, rtol):
+            raise CheckFailure(f"{case}: {what}")
 
 
 def _close(got: Tensor, want: Tensor, atol: float, rtol: float) -> bool:
@@ -120,9 +145,11 @@ def _expect_shape_of(got: Any, want: Tensor, what: str, case: str, atol: float =
 
 
 def expect_close(got: Any, want: Tensor, what: str, case: str, atol: float = 1e-5, rtol: float = 1e-4,
-                 names: dict | None = None) -> None:  # fmt: skip
-    """Shape, finiteness, then values; on a mismatch name the worst index and both values, and the
-    :func:`pattern` that explains the difference, if one does (``names``: numbers a ratio may be)."""
+                 names: dict | None = None, mistakes: Mistakes = ()) -> None:  # fmt: skip
+    """The known ``mistakes`` first (:func:`name_mistake`), then shape, finiteness and values; on a
+    mismatch name the worst index and both values, and the :func:`pattern` that explains the
+    difference, if one does (``names``: numbers a ratio may be)."""
+    name_mistake(got, want, mistakes, case, atol, rtol)
     got = _expect_shape_of(got, want, what, case, atol, rtol)
     expect_finite(got, what, case)
     got_f, want_f = got.detach().double(), want.detach().double()
@@ -138,8 +165,9 @@ def expect_close(got: Any, want: Tensor, what: str, case: str, atol: float = 1e-
         raise CheckFailure(_with_pattern(message, got_f, want_f, atol, rtol, names))
 
 
-def expect_equal(got: Any, want: Any, what: str, case: str) -> None:
+def expect_equal(got: Any, want: Any, what: str, case: str, mistakes: Mistakes = ()) -> None:
     if isinstance(want, Tensor):
+        name_mistake(got, want, mistakes, case, 0.0, 0.0)
         got = _expect_shape_of(got, want, what, case)
         if got.dtype != want.dtype:
             raise CheckFailure(f"{case}: {what} should have dtype {want.dtype}, got {got.dtype}")

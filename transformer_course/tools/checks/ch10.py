@@ -18,19 +18,18 @@ from torch import Tensor, nn
 
 from ..probe.calls import call, calls_case, fixture, module
 from ..probe.wire import kind
-from ._tools import CheckFailure, expect_close, expect_dtype, expect_finite, expect_shape, expect_tensor
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_dtype,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    matches,
+)
 from .case import Case, Outcome
 from .registry import exercise
-
-
-def _close(a: object, b: Tensor, atol: float = 1e-5) -> bool:
-    return isinstance(a, Tensor) and a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=atol, rtol=1e-4)
-
-
-def _looks_like(got: object, wrong: Tensor, want: Tensor, atol: float = 1e-5) -> bool:
-    """``got`` matches a known wrong answer that differs from the right one on this input."""
-    return _close(got, wrong, atol) and not _close(want, wrong, atol)
-
 
 # -- ex10_1: RMSNorm ------------------------------------------------------------------------------
 
@@ -41,7 +40,7 @@ def _rms_reference(x: Tensor, weight: Tensor, eps: float) -> Tensor:
     return x / torch.sqrt((x * x).sum(-1, keepdim=True) / x.shape[-1] + eps) * weight
 
 
-def _rms_mistakes(x: Tensor, weight: Tensor, eps: float) -> list[tuple[Tensor, str]]:
+def _rms_mistakes(x: Tensor, weight: Tensor, eps: float) -> Mistakes:
     """The answers of typical mistakes on ``x`` (float64), each with what is wrong."""
     x, g = x.double(), weight.double()
     d = x.shape[-1]
@@ -108,10 +107,7 @@ def _judge_rms(case: Case, got: Outcome) -> None:
     if zero.any() and not torch.isfinite(out[zero]).all():
         raise CheckFailure(f"{label}: NaN on the all-zero row: add self.eps to the mean square before the square root")
     want = _rms_reference(x, weight, eps)
-    for wrong, what in _rms_mistakes(x, weight, eps):
-        if _looks_like(out, wrong, want):
-            raise CheckFailure(f"{label}: {what}")
-    expect_close(out, want, "output", label)
+    expect_close(out, want, "output", label, mistakes=_rms_mistakes(x, weight, eps))
     if hasattr(nn, "RMSNorm"):  # PyTorch's own RMSNorm (2.4 and later), with the same weight
         theirs = nn.RMSNorm(x.shape[-1], eps=eps)
         with torch.no_grad():
@@ -213,10 +209,8 @@ def _judge_rope(case: Case, got: Outcome) -> None:
          "new 2i, then every new 2i+1); put each pair back in place: stack the two on a new last axis, then "
          "flatten(-2)"),
     ]  # fmt: skip
-    for wrong, what in mistakes:
-        if _looks_like(out, wrong, want, tolerance):
-            raise CheckFailure(f"{label}: {what}")
-    expect_close(out, want, "output", label, atol=tolerance, rtol=tolerance if tolerance != 1e-5 else 1e-4)
+    rtol = tolerance if tolerance != 1e-5 else 1e-4
+    expect_close(out, want, "output", label, atol=tolerance, rtol=rtol, mistakes=mistakes)
 
 
 # -- ex10_3: grouped key/value heads --------------------------------------------------------------
@@ -251,15 +245,17 @@ def _judge_grouped(case: Case, got: Outcome) -> None:
     b, kv, s, d = x.shape
     want = _grouped_reference(x, n_rep)
     out = expect_tensor(got.output(), "output", label)
-    if kv > 1 and n_rep > 1 and _close(out, x.repeat(1, n_rep, 1, 1)):
-        raise CheckFailure(
-            f"{label}: the heads are tiled (x.repeat(1, n_rep, 1, 1) gives heads 0, 1, …, 0, 1, …): query heads "
-            f"0 … {n_rep - 1} must all read key/value head 0, the next {n_rep} head 1, … (expand a new axis after "
-            "the heads, then reshape)"
-        )
     if n_rep > 1 and out.dim() == 4 and tuple(out.shape) == (b, kv, s * n_rep, d):
         raise CheckFailure(f"{label}: the positions were repeated (axis 2); repeat the heads (axis 1)")
-    expect_close(out, want, "output", label, atol=0.0, rtol=0.0)
+    mistakes = [
+        (x.repeat(1, n_rep, 1, 1), f"the heads are tiled (x.repeat(1, n_rep, 1, 1) gives heads 0, 1, …, 0, 1, …): "
+         f"query heads 0 … {n_rep - 1} must all read key/value head 0, the next {n_rep} head 1, … (expand a new "
+         "axis after the heads, then reshape)"),
+        (x.repeat_interleave(n_rep, dim=-1), "the features were repeated (the last axis); repeat the heads (axis 1)"),
+        (x.repeat_interleave(n_rep, dim=0), "the batch was repeated (axis 0); repeat the heads (axis 1)"),
+        (x, "x is returned unchanged: each key/value head must appear n_rep times, once per query head it serves"),
+    ]  # fmt: skip
+    expect_close(out, want, "output", label, atol=0.0, rtol=0.0, mistakes=mistakes)
     query = case.given["query"]
     try:
         theirs = F.scaled_dot_product_attention(query, x, x, enable_gqa=True)  # PyTorch's own grouping
@@ -314,7 +310,7 @@ def _swiglu_w(net: nn.Module) -> tuple[Tensor, Tensor, Tensor]:
     return net.w1.weight.detach(), net.w3.weight.detach(), net.w2.weight.detach()
 
 
-def _swiglu_mistakes(x: Tensor, w1: Tensor, w3: Tensor, w2: Tensor, scale: float) -> list[tuple[Tensor, str]]:
+def _swiglu_mistakes(x: Tensor, w1: Tensor, w3: Tensor, w2: Tensor, scale: float) -> Mistakes:
     a, b = x @ w1.T, x @ w3.T  # (..., d_ff): the gate's and the value's projections
 
     def out(hidden: Tensor) -> Tensor:
@@ -343,7 +339,7 @@ def _judge_swiglu_dropout(case: Case, got: Outcome) -> None:
             f"{label}: {zeros:.0%} of the outputs are exactly 0: dropout is applied to the output; it goes on the "
             "hidden features, before self.w2"
         )
-    if _close(out, case.given["eval"]):
+    if matches(out, case.given["eval"]):
         raise CheckFailure(f"{label}: no dropout in training mode; apply self.dropout to the hidden features")
     expect_finite(out, "output", label)
 
@@ -353,11 +349,7 @@ def _judge_swiglu(case: Case, got: Outcome) -> None:
     scale = case.given.get("dropout", 1.0)
     x, w1, w3, w2 = x.double(), w1.double(), w3.double(), w2.double()
     want = (scale * _silu(x @ w1.T) * (x @ w3.T)) @ w2.T  # W2 (silu(W1 x) ⊙ W3 x), dropout as a scale
-    out = got.output()
-    for wrong, what in _swiglu_mistakes(x, w1, w3, w2, scale):
-        if _looks_like(out, wrong, want):
-            raise CheckFailure(f"{label}: {what}")
-    expect_close(out, want, "output", label)
+    expect_close(got.output(), want, "output", label, mistakes=_swiglu_mistakes(x, w1, w3, w2, scale))
 
 
 # -- ex10_5: the online softmax -------------------------------------------------------------------
@@ -434,50 +426,46 @@ def _expect_state(result: object, label: str) -> tuple[Tensor, Tensor, Tensor]:
 
 
 def _judge_online(case: Case, got: Outcome) -> None:
-    label, (top, total, acc, scores, values) = case.label, case.args()
+    label, inputs = case.label, tuple(t.double() for t in case.args())
     new_top, new_total, new_acc = _expect_state(got.output(), label)
     want_top, want_total, want_acc = case.given["want"]
     for what, value, want in (("top", new_top, want_top), ("total", new_total, want_total), ("acc", new_acc, want_acc)):
         expect_shape(value, tuple(want.shape), what, label)
-    _expect_running_maximum(label, top, scores, new_top, want_top)
-    _expect_rescaled(label, (top, total, acc, scores, values), (new_total, new_acc), (want_top, want_total, want_acc))
-    expect_close(new_total, want_total, "total (the sum of exp(score − top) over every key so far)", label)
-    expect_close(new_acc, want_acc, "acc (exp(score − top) · value summed over every key so far)", label)
+    top_mistakes, total_mistakes, acc_mistakes = _online_mistakes(inputs, case.given["want"])
+    expect_close(new_top, want_top, "top (the largest score of every key so far)", label, mistakes=top_mistakes)
+    expect_close(new_total, want_total, "total (the sum of exp(score − top) over every key so far)", label,
+                 mistakes=total_mistakes)  # fmt: skip
+    expect_close(new_acc, want_acc, "acc (exp(score − top) · value summed over every key so far)", label,
+                 mistakes=acc_mistakes)  # fmt: skip
 
 
-def _expect_running_maximum(label: str, top: Tensor, scores: Tensor, new_top: Tensor, want_top: Tensor) -> None:
-    block_top = scores.double().max(dim=-1, keepdim=True).values
-    if _looks_like(new_top, block_top, want_top):
-        raise CheckFailure(
-            f"{label}: top is the block's own maximum; keep the running maximum, torch.maximum(top, the block's): "
-            "an earlier block may hold larger scores (and exp(old top − new top) then overflows)"
-        )
-    if _looks_like(new_top, top.double(), want_top):
-        raise CheckFailure(
-            f"{label}: top is returned unchanged; return the new running maximum, and subtract it from the scores "
-            "before exp (exp of a raw score overflows float32 past ≈ 88)"
-        )
-    expect_close(new_top, want_top, "top (the largest score of every key so far)", label)
-
-
-def _expect_rescaled(label: str, inputs: tuple, got: tuple[Tensor, Tensor], want: tuple) -> None:
-    """Name the mistakes in folding the old sums (``inputs``: top, total, acc, scores, values)."""
-    top, total, acc, scores, values = (t.double() for t in inputs)
+def _online_mistakes(inputs: tuple, want: tuple) -> tuple[Mistakes, Mistakes, Mistakes]:
+    """The known wrong tops, totals and accs (``inputs``: top, total, acc, scores, values in float64)."""
+    top, total, acc, scores, values = inputs
     want_top, want_total, want_acc = want
     rescale, weights = torch.exp(top - want_top), torch.exp(scores - want_top)  # (..., T, 1), (..., T, Sb)
     block_total, block_acc = weights.sum(-1, keepdim=True), weights @ values
-    checks: list[tuple[Tensor, Tensor, Tensor, str]] = [
-        (got[0], total + block_total, want_total, "the old total is not rescaled: multiply it by exp(top − new_top) "
-         "when the maximum grows (it was summed under the old maximum)"),
-        (got[1], acc + block_acc, want_acc, "the old acc is not rescaled: multiply it by exp(top − new_top), as "
-         "the total"),
-        (got[0], total / rescale + block_total, want_total, "the rescaling is inverted: the old sums are multiplied "
-         "by exp(top − new_top) (≤ 1), not exp(new_top − top)"),
-        (got[1], want_acc / want_total, want_acc, "acc is normalised (divided by total); keep the plain weighted "
-         "sum: blocked_attention divides acc by total once, after the last block"),
-        (got[0], total * rescale + torch.exp(scores - top).sum(-1, keepdim=True), want_total,
-         "the block's weights use the old maximum; take exp(scores − new_top)"),
+    tops = [
+        (scores.max(dim=-1, keepdim=True).values, "top is the block's own maximum; keep the running maximum, "
+         "torch.maximum(top, the block's): an earlier block may hold larger scores (and exp(old top − new top) "
+         "then overflows)"),
+        (top, "top is returned unchanged; return the new running maximum, and subtract it from the scores before "
+         "exp (exp of a raw score overflows float32 past ≈ 88)"),
     ]  # fmt: skip
-    for value, wrong, right, what in checks:
-        if _looks_like(value, wrong, right):
-            raise CheckFailure(f"{label}: {what}")
+    totals = [
+        (total + block_total, "the old total is not rescaled: multiply it by exp(top − new_top) when the maximum "
+         "grows (it was summed under the old maximum)"),
+        (total / rescale + block_total, "the rescaling is inverted: the old sums are multiplied by exp(top − "
+         "new_top) (≤ 1), not exp(new_top − top)"),
+        (total * rescale + torch.exp(scores - top).sum(-1, keepdim=True), "the block's weights use the old "
+         "maximum; take exp(scores − new_top)"),
+        (block_total, "total holds the block's sum only; add the old total, rescaled by exp(top − new_top)"),
+    ]  # fmt: skip
+    accs = [
+        (acc + block_acc, "the old acc is not rescaled: multiply it by exp(top − new_top), as the total"),
+        (want_acc / want_total, "acc is normalised (divided by total); keep the plain weighted sum: "
+         "blocked_attention divides acc by total once, after the last block"),
+        (acc / rescale + block_acc, "the rescaling of acc is inverted: multiply it by exp(top − new_top) (≤ 1)"),
+        (block_acc, "acc holds the block's weighted values only; add the old acc, rescaled by exp(top − new_top)"),
+    ]  # fmt: skip
+    return tops, totals, accs
