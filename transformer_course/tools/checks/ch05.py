@@ -13,18 +13,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..probe.calls import call, calls_case, fixture, module, new, ref, tanh_of
-from ._tools import CheckFailure, expect_close, expect_shape
+from ._tools import CheckFailure, expect_close, expect_shape, matches
 from .case import Case, Outcome
 from .registry import exercise
-
-
-def _close(a: object, b: Tensor) -> bool:
-    return isinstance(a, Tensor) and a.shape == b.shape and torch.allclose(a.double(), b.double(), atol=1e-5)
-
-
-def _looks_like(got: object, wrong: Tensor, want: Tensor) -> bool:
-    """``got`` matches a known wrong answer that differs from the right one on this input."""
-    return _close(got, wrong) and not _close(want, wrong)
 
 
 def _randomise_norms(module: nn.Module) -> None:
@@ -79,37 +70,43 @@ def _weights(ffn: nn.Module) -> tuple[Tensor, ...]:
 
 def _judge_ffn(case: Case, got: Outcome) -> None:
     label, (_, x), (w1, b1, w2, b2) = case.label, case.args(), case.given["weights"]
-    out = got.output()
     activation = case.given.get("activation", "relu")
+    hidden = F.linear(x, w1, b1)
     if activation != "relu":
-        want = F.linear(F.silu(F.linear(x, w1, b1)), w2, b2)
-        if _looks_like(out, F.linear(F.relu(F.linear(x, w1, b1)), w2, b2), want):
-            raise CheckFailure(
-                f"{label}: a ReLU was applied, but this layer was built with activation={activation!r}: "
-                "call self.activation(...) instead of .relu()"
-            )
-        expect_close(out, want, "FFN output", label)
+        mistakes = [
+            (F.linear(F.relu(hidden), w2, b2), f"a ReLU was applied, but this layer was built with activation="
+             f"{activation!r}: call self.activation(...) instead of .relu()"),
+            (F.linear(hidden, w2, b2), "no activation between the two linear layers: call self.activation(...)"),
+        ]  # fmt: skip
+        expect_close(got.output(), F.linear(F.silu(hidden), w2, b2), "FFN output", label, mistakes=mistakes)
         return
-    want = F.linear(F.relu(F.linear(x, w1, b1)), w2, b2)
-    if _looks_like(out, F.linear(F.linear(x, w1, b1), w2, b2), want):
-        raise CheckFailure(f"{label}: the ReLU between the two linear layers is missing (equation 2: max(0, ·))")
-    if _looks_like(out, F.relu(want), want):
-        raise CheckFailure(f"{label}: a ReLU is applied after the second linear layer too; equation 2 has only one")
-    expect_close(out, want, "FFN output", label)
+    want = F.linear(F.relu(hidden), w2, b2)
+    mistakes = [
+        (F.linear(hidden, w2, b2), "the ReLU between the two linear layers is missing (equation 2: max(0, ·))"),
+        (F.relu(want), "a ReLU is applied after the second linear layer too; equation 2 has only one"),
+        (F.relu(F.linear(hidden, w2, b2)), "the ReLU is applied after the second linear layer; it goes between "
+         "the two (equation 2: max(0, x W1 + b1) W2 + b2)"),
+        (F.linear(F.relu(F.linear(x, w1)), w2), "the biases are left out: self.linear1(x) and self.linear2(·) "
+         "add b1 and b2"),
+        (F.linear(F.relu(hidden), w2, b2) + x, "x is added to the output: the residual connection is "
+         "residual()'s job (exercise 05.2), not the feed-forward network's"),
+    ]  # fmt: skip
+    expect_close(got.output(), want, "FFN output", label, mistakes=mistakes)
 
 
 def _judge_ffn_dropout(case: Case, got: Outcome) -> None:
     label, (_, x), (w1, b1, w2, b2) = case.label, case.args(), case.given["weights"]
-    out = got.output()
     hidden = F.relu(F.linear(x, w1, b1))
-    want = F.linear(0.5 * hidden, w2, b2)
-    if _looks_like(out, F.linear(hidden, w2, b2), want):
-        raise CheckFailure(f"{label}: self.dropout is never applied; apply it to the hidden layer, after the ReLU")
-    if _looks_like(out, 0.5 * F.linear(hidden, w2, b2), want):
-        raise CheckFailure(
-            f"{label}: dropout is applied to the output; apply it after the ReLU (residual() adds its own)"
-        )
-    expect_close(out, want, "FFN output", label)
+    mistakes = [
+        (F.linear(hidden, w2, b2), "self.dropout is never applied; apply it to the hidden layer, after the ReLU"),
+        (0.5 * F.linear(hidden, w2, b2), "dropout is applied to the output; apply it after the ReLU (residual() "
+         "adds its own)"),
+        (F.linear(F.relu(0.5 * F.linear(x, w1, b1)), w2, b2), "dropout is applied before the ReLU; apply it to the "
+         "hidden layer after the ReLU"),
+        (F.linear(F.relu(F.linear(0.5 * x, w1, b1)), w2, b2), "dropout is applied to the input x; apply it to the "
+         "hidden layer, after the ReLU"),
+    ]  # fmt: skip
+    expect_close(got.output(), F.linear(0.5 * hidden, w2, b2), "FFN output", label, mistakes=mistakes)
 
 
 def _residual_reference(
@@ -118,12 +115,13 @@ def _residual_reference(
     """Closed form, with dropout standing for a multiplication by ``dropout_scale``:
     post-LN LN(x + s·F(x)), pre-LN x + s·F(LN(x))."""
 
-    def layer_norm(t: Tensor) -> Tensor:
-        return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
-
     if norm_first:
-        return x + dropout_scale * sublayer(layer_norm(x))
-    return layer_norm(x + dropout_scale * sublayer(x))
+        return x + dropout_scale * sublayer(_layer_norm(x, norm))
+    return _layer_norm(x + dropout_scale * sublayer(x), norm)
+
+
+def _layer_norm(t: Tensor, norm: nn.LayerNorm) -> Tensor:
+    return F.layer_norm(t, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
 _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(norm(x)))"}
@@ -154,17 +152,27 @@ def residual_cases(larger: bool = False) -> Iterator[Case]:
 def _judge_residual(case: Case, got: Outcome) -> None:
     label, (x, _, _, _, norm_first) = case.label, case.args()
     sublayer, norm, order = case.given["sublayer"], case.given["norm"], case.given["order"]
-    out = got.output()
+    out = expect_shape(got.output(), tuple(x.shape), "output", label)
+    dropout = "apply dropout to the sub-layer's output only (not to the sum, not skipped)"
     with torch.no_grad():
         want = _residual_reference(x, sublayer, norm, norm_first)
-        swapped = _residual_reference(x, sublayer, norm, not norm_first)
-        no_dropout = _residual_reference(x, sublayer, norm, norm_first, dropout_scale=1.0)
-    expect_shape(out, tuple(x.shape), "output", label)
-    if _looks_like(out, swapped, want):
-        raise CheckFailure(f"{label}: this is the other order; {order} means {_ORDERS[norm_first]}")
-    if _looks_like(out, no_dropout, want):
-        raise CheckFailure(f"{label}: apply dropout to the sub-layer's output only (not to the sum, not skipped)")
-    expect_close(out, want, "output", label)
+        mistakes = [
+            (_residual_reference(x, sublayer, norm, not norm_first),
+             f"this is the other order; {order} means {_ORDERS[norm_first]}"),
+            (_residual_reference(x, sublayer, norm, norm_first, dropout_scale=1.0), dropout),
+            (0.5 * _residual_reference(x, sublayer, norm, norm_first, dropout_scale=1.0), dropout),
+            (want - x if norm_first else _layer_norm(0.5 * sublayer(x), norm), "x is not added back: the residual "
+             f"connection adds x to the sub-layer's output; {order} means {_ORDERS[norm_first]}"),
+            (_pre_ln_normed_sum(x, sublayer, norm) if norm_first else x + 0.5 * sublayer(x), "the norm is applied "
+             f"in the wrong place or left out; {order} means {_ORDERS[norm_first]}"),
+        ]  # fmt: skip
+    expect_close(out, want, "output", label, mistakes=mistakes)
+
+
+def _pre_ln_normed_sum(x: Tensor, sublayer: Callable, norm: nn.LayerNorm) -> Tensor:
+    """A pre-LN mistake: the normed x is also the residual, LN(x) + s·F(LN(x))."""
+    normed = _layer_norm(x, norm)
+    return normed + 0.5 * sublayer(normed)
 
 
 # (d_model, n_heads, d_ff, batch, length, lengths of the real tokens per sequence)
@@ -238,7 +246,7 @@ def _judge_cached_layer(case: Case, got: Outcome) -> None:
     want = case.given["want"]
     first, second = got.output(0), got.output(1)
     expect_close(first, want[:, : first.shape[1]], "output of the first call", case.label)
-    if not _close(second, want[:, first.shape[1] :]):
+    if not matches(second, want[:, first.shape[1] :]):
         raise CheckFailure(
             f"{case.label}: the second call's output is not the full sequence's last positions. "
             "Hand the layer's cache to the self-attention (self.self_attn(h, h, h, mask, cache=cache)), "
