@@ -13,7 +13,16 @@ import torch
 import torch.nn.functional as F
 
 from ..probe.calls import call, calls_case
-from ._tools import CheckFailure, expect_close, expect_finite, expect_shape, expect_tensor, expect_tuple
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    expect_tuple,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -39,14 +48,25 @@ def attention_scores_cases(larger: bool = False) -> Iterator[Case]:
 
 def _judge_scores(case: Case, got: Outcome) -> None:
     label, (q, k) = case.label, case.args()
-    scores, d_k = got.output(), q.shape[-1]
+    d_k = q.shape[-1]
     want = torch.einsum("...td,...sd->...ts", q, k) / math.sqrt(d_k)  # (*B, T, S)
-    if isinstance(scores, torch.Tensor) and scores.shape == want.shape and d_k > 1:
-        if torch.allclose(scores, want * math.sqrt(d_k), atol=1e-5):
-            raise CheckFailure(f"{label}: the scores are not scaled: divide by sqrt(d_k) = {math.sqrt(d_k):g}")
-        if torch.allclose(scores, want / math.sqrt(d_k), atol=1e-5):
-            raise CheckFailure(f"{label}: the scores are divided by d_k; divide by sqrt(d_k) instead")
-    expect_close(scores, want, "scores", label, names={"sqrt(d_k)": math.sqrt(d_k), "d_k": d_k})
+    expect_close(got.output(), want, "scores", label, names={"sqrt(d_k)": math.sqrt(d_k), "d_k": d_k},
+                 mistakes=_score_mistakes(q, k))  # fmt: skip
+
+
+def _score_mistakes(q: torch.Tensor, k: torch.Tensor) -> Mistakes:
+    d_k, raw = q.shape[-1], q @ k.transpose(-2, -1)
+    return [
+        (raw, f"the scores are not scaled: divide by sqrt(d_k) = {math.sqrt(d_k):g}"),
+        (raw / d_k, "the scores are divided by d_k; divide by sqrt(d_k) instead"),
+        (raw * math.sqrt(d_k), "the scores are multiplied by sqrt(d_k); divide by it"),
+        (raw / math.sqrt(q.shape[-2]), "the scores are divided by the square root of the number of queries "
+         "(q.shape[-2]); d_k is the last dimension, q.shape[-1]"),
+        (k @ q.transpose(-2, -1) / math.sqrt(d_k), "k @ q.transpose(-2, -1) gives the scores transposed, (S, T); "
+         "compute q @ k.transpose(-2, -1): one row per query"),
+        ((raw / math.sqrt(d_k)).softmax(-1), "the scores went through a softmax; attention_scores returns the raw "
+         "scaled scores (the softmax comes in exercise 03.3)"),
+    ]  # fmt: skip
 
 
 @exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
@@ -73,6 +93,7 @@ def _judge_masked(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: the result should keep dtype {dtype}, got {masked.dtype}")
     lowest = torch.finfo(dtype).min
     kept = mask.expand_as(scores)
+    name_mistake(masked, scores.masked_fill(~mask, lowest), _mask_mistakes(scores, mask), label, 0.0, 0.0)
     if not torch.equal(masked[kept], scores[kept]):
         if torch.equal(masked[~kept], scores[~kept]):
             raise CheckFailure(f"{label}: the mask polarity is reversed: True means *may attend* (keep the score)")
@@ -84,6 +105,26 @@ def _judge_masked(case: Case, got: Outcome) -> None:
         raise CheckFailure(
             f"{label}: masked positions should hold torch.finfo({dtype}).min = {lowest:.4g}, got {value:.4g}"
         )
+
+
+def _mask_mistakes(scores: torch.Tensor, mask: torch.Tensor) -> Mistakes:
+    lowest = torch.finfo(scores.dtype).min
+
+    def filled(value: float) -> torch.Tensor:  # float16 overflows to -inf, as a learner's fill would
+        return torch.where(mask, scores, torch.tensor(value).to(scores.dtype))
+
+    return [
+        (scores.masked_fill(mask, lowest), "the mask polarity is reversed: True means *may attend* (keep the score)"),
+        (scores.masked_fill(~mask, float("-inf")), "use torch.finfo(dtype).min, not -inf (a fully masked row would "
+         "give NaN)"),
+        (filled(-1e9), "the masked positions hold -1e9; fill them with "
+         "torch.finfo(scores.dtype).min, the lowest value of the scores' own dtype"),
+        (filled(torch.finfo(torch.float32).min), "the masked positions hold float32's lowest "
+         "value whatever the dtype; use torch.finfo(scores.dtype).min"),
+        (scores * mask, "the scores are multiplied by the mask: a blocked score becomes 0, which the softmax still "
+         "weights; fill it with torch.finfo(scores.dtype).min"),
+        (scores, "the scores are returned unchanged: fill the positions where mask is False"),
+    ]  # fmt: skip
 
 
 @exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", needs=("ex03_1", "ex03_2"))
@@ -112,7 +153,8 @@ def scaled_dot_product_attention_cases(larger: bool = False) -> Iterator[Case]:
 def _judge_attention(case: Case, got: Outcome) -> None:
     label, (q, k, v, mask) = case.label, case.args()
     out, weights = expect_tuple(got.output(), "output, weights", label)
-    expect_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), "output", label)
+    want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    expect_close(out, want, "output", label, mistakes=_attention_mistakes(q, k, v, mask))
     expect_shape(weights, (*q.shape[:-1], k.shape[-2]), "weights", label)
     expect_close(weights.sum(-1), torch.ones(q.shape[:-1]), "row sums of weights", label)
     if mask is not None and (weights[~mask.expand_as(weights)] > 1e-6).any():
@@ -121,6 +163,30 @@ def _judge_attention(case: Case, got: Outcome) -> None:
     s = k.shape[-2]
     eye = torch.eye(s).expand(*q.shape[:-2], s, s)
     expect_close(weights, F.scaled_dot_product_attention(q, k, eye, attn_mask=mask), "weights", label)
+
+
+def _replayed(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float = -0.5,
+              axis: int = -1, blocked: bool = False, after: bool = False) -> torch.Tensor:  # fmt: skip
+    """The output of attention with a mistake: scores times d_k**scale, a softmax over ``axis``, the
+    mask's True blocking (``blocked``) or applied to the weights (``after``)."""
+    scores = q @ k.transpose(-2, -1) * q.shape[-1] ** scale
+    if mask is not None and not after:
+        scores = scores.masked_fill(mask if blocked else ~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(axis)
+    return (weights * mask if mask is not None and after else weights) @ v
+
+
+def _attention_mistakes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> Mistakes:
+    return [
+        (lambda: _replayed(q, k, v, mask, axis=-2), "the softmax runs over the queries (dim=-2); each query's "
+         "weights over the keys sum to 1: softmax(dim=-1)"),
+        (lambda: _replayed(q, k, v, mask, scale=0.0), "the scores are not scaled: divide by sqrt(d_k)"),
+        (lambda: _replayed(q, k, v, mask, scale=-1.0), "the scores are divided by d_k; divide by sqrt(d_k)"),
+        (lambda: _replayed(q, k, v, None), "the mask is ignored: pass it to apply_mask before the softmax"),
+        (lambda: _replayed(q, k, v, mask, blocked=True), "the mask polarity is reversed: True means *may attend*"),
+        (lambda: _replayed(q, k, v, mask, after=True), "the mask is applied to the weights after the softmax (the "
+         "rows no longer sum to 1); mask the scores before the softmax"),
+    ]  # fmt: skip
 
 
 def _judge_fully_masked(case: Case, got: Outcome) -> None:

@@ -101,8 +101,6 @@ def _judge_ffn_dropout(case: Case, got: Outcome) -> None:
         (F.linear(hidden, w2, b2), "self.dropout is never applied; apply it to the hidden layer, after the ReLU"),
         (0.5 * F.linear(hidden, w2, b2), "dropout is applied to the output; apply it after the ReLU (residual() "
          "adds its own)"),
-        (F.linear(F.relu(0.5 * F.linear(x, w1, b1)), w2, b2), "dropout is applied before the ReLU; apply it to the "
-         "hidden layer after the ReLU"),
         (F.linear(F.relu(F.linear(0.5 * x, w1, b1)), w2, b2), "dropout is applied to the input x; apply it to the "
          "hidden layer, after the ReLU"),
     ]  # fmt: skip

@@ -10,7 +10,7 @@ Where a known mistake gives another answer on a case, the message names the mist
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
@@ -61,6 +61,8 @@ def _rms_mistakes(x: Tensor, weight: Tensor, eps: float) -> Mistakes:
         (x / (mean_square + eps) * g, "forgets the square root: divide by √(mean(x²) + eps)"),
         (x / torch.sqrt(mean_square) * g, "never adds eps: x / √(mean(x²) + eps) (without it a position whose "
          "features are all zero gives NaN)"),
+        (x / torch.sqrt(mean_square + eps) + g, "adds self.weight; the learned scale multiplies: x / √(mean(x²) + "
+         "eps) · self.weight"),
         (x / torch.sqrt((x * x).mean() + eps) * g, "takes the mean square over every axis; take it over the last "
          "one only (each position's D features, keepdim=True)"),
     ]  # fmt: skip
@@ -141,6 +143,15 @@ def _rotate(x: Tensor, positions: Tensor, base: float, pairs: str = "interleaved
     return (matrices @ x.double().unsqueeze(-1)).squeeze(-1)
 
 
+def _rope_variant(x: Tensor, positions: Tensor, base: float, rule: Callable) -> Tensor:
+    """Rotation with the pair rule ``rule(x2i, x2i+1, cos, sin) → (new 2i, new 2i+1)``, a known mistake's
+    in place of the right one; in float64, the pairs interleaved. Shape: (..., T, d) → (..., T, d)"""
+    d = x.shape[-1]
+    theta = positions.double()[:, None] * base ** (-2 * torch.arange(d // 2, dtype=torch.float64) / d)  # (T, d/2)
+    new = rule(x.double()[..., 0::2], x.double()[..., 1::2], theta.cos(), theta.sin())
+    return torch.stack(new, dim=-1).flatten(-2)
+
+
 def _rope_case(x: Tensor, positions: Tensor, base: float | None, label: str, want: Tensor | None = None) -> Case:
     kwargs = {} if base is None else {"base": base}
     given = {"want": want, "base": 10000.0 if base is None else base}
@@ -205,6 +216,13 @@ def _judge_rope(case: Case, got: Outcome) -> None:
         (_rotate(x, -positions, base), "rotates the wrong way (by −θ): new 2i = x2i·cos θ − x2i+1·sin θ, "
          "new 2i+1 = x2i·sin θ + x2i+1·cos θ"),
         (_rotate(x, positions, 10000.0), f"ignores base={base:g}: pass it on to rope_angles"),
+        (_rope_variant(x, positions, base, lambda a, b, c, s: (a * c - b * s, (a * c - b * s) * s + b * c)),
+         "the new 2i is used to compute the new 2i+1: compute both from the old pair, new 2i+1 = x2i·sin + "
+         "x2i+1·cos with the x2i from before the update"),
+        (_rope_variant(x, positions, base, lambda a, b, c, s: (a * s - b * c, a * c + b * s)), "sin and cos are "
+         "swapped: new 2i = x2i·cos − x2i+1·sin, new 2i+1 = x2i·sin + x2i+1·cos"),
+        (_rope_variant(x, positions, base, lambda a, b, c, s: (a * c - b * s, b)), "only the even features are "
+         "rotated: each pair changes both, new 2i+1 = x2i·sin + x2i+1·cos"),
         (torch.cat([want[..., 0::2], want[..., 1::2]], dim=-1), "puts the rotated pairs back as two halves (every "
          "new 2i, then every new 2i+1); put each pair back in place: stack the two on a new last axis, then "
          "flatten(-2)"),

@@ -1,0 +1,229 @@
+"""Known wrong answers, named (issue 30, item 9): plausible mistakes that are not the mutants of
+``tests/mutants``, each written as a learner would write it (a changed copy of the solution), run
+through its exercise's check, whose message must name the mistake. Left out of the student edition
+with the mutants (the mistakes are close to the solutions)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_course.tools.checks import run_check
+
+# -- chapter 03 -----------------------------------------------------------------------------------
+
+
+def _scores_times_sqrt(q, k):
+    return q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1])
+
+
+def _scores_over_sqrt_t(q, k):
+    return q @ k.transpose(-2, -1) / math.sqrt(q.size(1 if q.dim() == 3 else -2))
+
+
+def _scores_k_first(q, k):
+    return k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def _scores_softmaxed(q, k):
+    return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
+
+
+def _mask_multiplied(scores, mask):
+    return scores * mask
+
+
+def _mask_float32_lowest(scores, mask):
+    return scores.masked_fill(~mask, torch.finfo(torch.float32).min)
+
+
+def _mask_forgotten(scores, mask):
+    return scores.clone()
+
+
+def _attention(q, k, v, mask, scale, dim=-1, keep=True):
+    scores = q @ k.transpose(-2, -1) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask if keep else mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=dim)
+    return weights @ v, weights
+
+
+def _attention_unscaled(q, k, v, mask=None):
+    return _attention(q, k, v, mask, 1.0)
+
+
+def _attention_over_d_k(q, k, v, mask=None):
+    return _attention(q, k, v, mask, 1 / q.shape[-1])
+
+
+def _attention_mask_flipped(q, k, v, mask=None):
+    return _attention(q, k, v, mask, q.shape[-1] ** -0.5, keep=False)
+
+
+# -- chapter 05 -----------------------------------------------------------------------------------
+
+
+def _ffn_relu_last(self, x):
+    return self.linear2(self.dropout(self.linear1(x))).relu()
+
+
+def _ffn_plus_x(self, x):
+    return x + self.linear2(self.dropout(self.activation(self.linear1(x))))
+
+
+def _ffn_no_biases(self, x):
+    hidden = self.dropout(self.activation(F.linear(x, self.linear1.weight)))
+    return F.linear(hidden, self.linear2.weight)
+
+
+def _ffn_dropout_on_x(self, x):
+    return self.linear2(self.activation(self.linear1(self.dropout(x))))
+
+
+def _residual_from_the_normed_x(x, sublayer, norm, dropout, norm_first):
+    if norm_first:
+        x = norm(x)
+        return x + dropout(sublayer(x))
+    return norm(x + dropout(sublayer(x)))
+
+
+def _post_ln_without_norm(x, sublayer, norm, dropout, norm_first):
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return x + dropout(sublayer(x))
+
+
+def _dropout_after_the_norm(x, sublayer, norm, dropout, norm_first):
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return dropout(norm(x + sublayer(x)))
+
+
+# -- chapter 10 -----------------------------------------------------------------------------------
+
+
+def _rms_eps_squared(self, x):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps**2) * self.weight
+
+
+def _rms_no_root(self, x):
+    return x / (x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def _rms_weight_added(self, x):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) + self.weight
+
+
+def _rope(x, positions, base, rule):
+    d = x.shape[-1]
+    theta = positions.double()[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    cos, sin = theta.cos(), theta.sin()
+    even, odd = x.double()[..., 0::2], x.double()[..., 1::2]
+    return torch.stack(rule(even, odd, cos, sin), dim=-1).flatten(-2).to(x.dtype)
+
+
+def _rope_sequential(x, positions, base=10000.0):
+    def rule(even, odd, cos, sin):
+        even = even * cos - odd * sin  # overwrites x2i before the second line reads it
+        return even, even * sin + odd * cos
+
+    return _rope(x, positions, base, rule)
+
+
+def _rope_sin_cos_swapped(x, positions, base=10000.0):
+    return _rope(x, positions, base, lambda e, o, c, s: (e * s - o * c, e * c + o * s))
+
+
+def _rope_even_only(x, positions, base=10000.0):
+    return _rope(x, positions, base, lambda e, o, c, s: (e * c - o * s, o))
+
+
+def _features_repeated(x, n_rep):
+    return x.repeat_interleave(n_rep, dim=-1)
+
+
+def _batch_repeated(x, n_rep):
+    return x.repeat_interleave(n_rep, dim=0)
+
+
+def _n_rep_ignored(x, n_rep):
+    return x
+
+
+def _geglu(self, x):
+    return self.w2(self.dropout(F.gelu(self.w1(x)) * self.w3(x)))
+
+
+def _silu_of_the_product(self, x):
+    return self.w2(self.dropout(F.silu(self.w1(x) * self.w3(x))))
+
+
+def _value_forgotten(self, x):
+    return self.w2(self.dropout(F.silu(self.w1(x))))
+
+
+def _online(top, total, acc, scores, values, fold):
+    new_top = torch.maximum(top, scores.amax(dim=-1, keepdim=True))
+    rescale = torch.exp(top - new_top)
+    weights = torch.exp(scores - new_top)
+    return new_top, *fold(total, acc, rescale, weights.sum(-1, keepdim=True), weights @ values)
+
+
+def _old_total_dropped(top, total, acc, scores, values):
+    return _online(top, total, acc, scores, values, lambda t, a, r, bt, ba: (bt, a * r + ba))
+
+
+def _old_acc_dropped(top, total, acc, scores, values):
+    return _online(top, total, acc, scores, values, lambda t, a, r, bt, ba: (t * r + bt, ba))
+
+
+def _acc_rescale_inverted(top, total, acc, scores, values):
+    return _online(top, total, acc, scores, values, lambda t, a, r, bt, ba: (t * r + bt, a / r + ba))
+
+
+# exercise → (a learner's mistake, words its message must hold)
+OWN_MISTAKES = {
+    "ex03_1": [(_scores_times_sqrt, "multiplied by sqrt(d_k)"), (_scores_over_sqrt_t, "number of queries"),
+               (_scores_k_first, "k @ q.transpose"), (_scores_softmaxed, "went through a softmax")],
+    "ex03_2": [(_mask_multiplied, "multiplied by the mask"), (_mask_float32_lowest, "float32's lowest"),
+               (_mask_forgotten, "returned unchanged")],
+    "ex03_3": [(_attention_unscaled, "not scaled"), (_attention_over_d_k, "divided by d_k"),
+               (_attention_mask_flipped, "polarity is reversed")],
+    "ex05_1": [(_ffn_relu_last, "after the second linear layer"), (_ffn_plus_x, "x is added to the output"),
+               (_ffn_no_biases, "biases are left out"), (_ffn_dropout_on_x, "dropout is applied to the input")],
+    "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),
+               (_post_ln_without_norm, "the norm is applied in the wrong place"),
+               (_dropout_after_the_norm, "apply dropout to the sub-layer's output only")],
+    "ex10_1": [(_rms_eps_squared, "squares eps"), (_rms_no_root, "forgets the square root"),
+               (_rms_weight_added, "adds self.weight")],
+    "ex10_2": [(_rope_sequential, "the new 2i is used"), (_rope_sin_cos_swapped, "sin and cos are swapped"),
+               (_rope_even_only, "only the even features")],
+    "ex10_3": [(_features_repeated, "the features were repeated"), (_batch_repeated, "the batch was repeated"),
+               (_n_rep_ignored, "returned unchanged")],
+    "ex10_4": [(_geglu, "uses GELU"), (_silu_of_the_product, "silu of the product"),
+               (_value_forgotten, "forgets the value")],
+    "ex10_5": [(_old_total_dropped, "total holds the block's sum only"),
+               (_old_acc_dropped, "acc holds the block's weighted values only"),
+               (_acc_rescale_inverted, "the rescaling of acc is inverted")],
+}  # fmt: skip
+
+
+@pytest.mark.complete_edition
+@pytest.mark.parametrize("exercise_id", sorted(OWN_MISTAKES))
+def test_the_check_names_a_learners_own_mistake(exercise_id: str) -> None:
+    for impl, words in OWN_MISTAKES[exercise_id]:
+        result = run_check(exercise_id, impl)
+        assert result.status == "failed" and words in result.message, f"{impl.__name__}: {result.line()}"
+
+
+@pytest.mark.complete_edition
+def test_three_mistakes_per_exercise_none_of_them_a_mutant() -> None:
+    mutants = pytest.importorskip("tests.mutants").all_mutants()
+    for exercise_id, mistakes in OWN_MISTAKES.items():
+        assert len(mistakes) >= 3, exercise_id
+        names = {impl.__name__ for _, impl in mutants.get(exercise_id, [])}
+        assert not names & {impl.__name__ for impl, _ in mistakes}, exercise_id
