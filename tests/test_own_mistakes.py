@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from transformer_course.multihead import merge_heads, split_heads
 from transformer_course.tools.checks import run_check
 
 # -- chapter 03 -----------------------------------------------------------------------------------
@@ -62,6 +63,58 @@ def _attention_over_d_k(q, k, v, mask=None):
 
 def _attention_mask_flipped(q, k, v, mask=None):
     return _attention(q, k, v, mask, q.shape[-1] ** -0.5, keep=False)
+
+
+# -- chapter 04 -----------------------------------------------------------------------------------
+
+
+def _split_not_transposed(x, n_heads):
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads)
+
+
+def _split_wrong_axes(x, n_heads):
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads).transpose(-1, -2)
+
+
+def _split_positions_last(x, n_heads):
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads).permute(0, 2, 3, 1)
+
+
+def _merge_transposed_only(x):
+    return x.transpose(1, 2).contiguous()
+
+
+def _merge_summed(x):
+    return x.sum(dim=1)
+
+
+def _merge_averaged(x):
+    return x.mean(1)
+
+
+def _mha(self, query, key, value, mask, need_weights, scale=None, dim=-1, use_mask=True):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
+    scores = q @ k.transpose(-2, -1) * (self.d_k**-0.5 if scale is None else scale)
+    if mask is not None and use_mask:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=dim)
+    return self.w_o(merge_heads(weights @ v)), (weights if need_weights else None)
+
+
+def _mha_unscaled(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    return _mha(self, query, key, value, mask, need_weights, scale=1.0)
+
+
+def _mha_softmax_over_queries(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    return _mha(self, query, key, value, mask, need_weights, dim=2)
+
+
+def _mha_mask_forgotten(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    return _mha(self, query, key, value, mask, need_weights, use_mask=False)
 
 
 # -- chapter 05 -----------------------------------------------------------------------------------
@@ -193,6 +246,12 @@ OWN_MISTAKES = {
                (_mask_forgotten, "returned unchanged")],
     "ex03_3": [(_attention_unscaled, "not scaled"), (_attention_over_d_k, "divided by d_k"),
                (_attention_mask_flipped, "polarity is reversed")],
+    "ex04_1": [(_split_not_transposed, "not moved in front of the positions"),
+               (_split_wrong_axes, "the wrong axes are swapped"), (_split_positions_last, "features are swapped")],
+    "ex04_2": [(_merge_transposed_only, "the heads are not merged"), (_merge_summed, "the heads are summed"),
+               (_merge_averaged, "the heads are averaged")],
+    "ex04_3": [(_mha_unscaled, "the scores are not scaled"), (_mha_softmax_over_queries, "over the queries"),
+               (_mha_mask_forgotten, "the mask is ignored")],
     "ex05_1": [(_ffn_relu_last, "after the second linear layer"), (_ffn_plus_x, "x is added to the output"),
                (_ffn_no_biases, "biases are left out"), (_ffn_dropout_on_x, "dropout is applied to the input")],
     "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),

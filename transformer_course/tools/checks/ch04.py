@@ -9,13 +9,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from functools import partial
 
 import torch
 from torch import Tensor, nn
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, fixture, module, new, ref
-from ._tools import CheckFailure, expect_close, expect_finite, expect_shape, expect_tensor, expect_tuple
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    expect_tuple,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -42,20 +52,21 @@ def split_heads_cases(larger: bool = False) -> Iterator[Case]:
 
 def _judge_split(case: Case, got: Outcome) -> None:
     label, (x, h) = case.label, case.args()
-    (b, t, d), want = x.shape, _reference_split(x, h)
-    heads = expect_shape(got.output(), tuple(want.shape), "heads", label)
-    if h > 1 and t > 1:
-        if torch.equal(heads, x.reshape(b, h, t, d // h)):
-            raise CheckFailure(
-                f"{label}: x.view(B, H, T, Dh) without a transpose fills each head with pieces of "
-                "several tokens; view as (B, T, H, Dh), then transpose(1, 2)"
-            )
-        if torch.equal(heads, x.reshape(b, t, d // h, h).permute(0, 3, 1, 2)):
-            raise CheckFailure(
-                f"{label}: head i must get the contiguous block of features i·Dh … (i+1)·Dh - 1, "
-                "not every H-th feature: view as (B, T, H, Dh), not (B, T, Dh, H)"
-            )
-    expect_close(heads, want, "heads", label, atol=0.0, rtol=0.0)
+    b, t, d = x.shape
+    by_token = x.reshape(b, t, h, d // h)  # (B, T, H, Dh): the view before the transpose
+    mistakes = [
+        (x.reshape(b, h, t, d // h), "x.view(B, H, T, Dh) without a transpose fills each head with pieces of "
+         "several tokens; view as (B, T, H, Dh), then transpose(1, 2)"),
+        (x.reshape(b, t, d // h, h).permute(0, 3, 1, 2), "head i must get the contiguous block of features "
+         "i·Dh … (i+1)·Dh - 1, not every H-th feature: view as (B, T, H, Dh), not (B, T, Dh, H)"),
+        (by_token, "the heads are not moved in front of the positions: after the view (B, T, H, Dh), "
+         "transpose(1, 2) to (B, H, T, Dh)"),
+        (by_token.transpose(2, 3), "the wrong axes are swapped: transpose(1, 2) turns (B, T, H, Dh) into "
+         "(B, H, T, Dh); transpose(2, 3) or (-1, -2) swaps H and Dh"),
+        (by_token.permute(0, 2, 3, 1), "the positions and the features are swapped, (B, H, Dh, T): "
+         "transpose(1, 2) alone gives (B, H, T, Dh)"),
+    ]  # fmt: skip
+    expect_close(got.output(), _reference_split(x, h), "heads", label, atol=0.0, rtol=0.0, mistakes=mistakes)
 
 
 @exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
@@ -84,11 +95,20 @@ def _judge_merge(case: Case, got: Outcome) -> None:
     label, (heads,) = case.label, case.args()
     b, h, t, dh = heads.shape
     want = torch.cat(heads.unbind(dim=1), dim=-1)  # (B, T, H·Dh): Concat(head_1, …, head_h)
-    merged = expect_shape(got.output(), (b, t, h * dh), "merged", label)
-    if h > 1 and t > 1 and torch.equal(merged, heads.reshape(b, t, h * dh)):
-        raise CheckFailure(
-            f"{label}: reshaping (B, H, T, Dh) straight to (B, T, H·Dh) mixes tokens and heads; transpose(1, 2) first"
-        )
+    mistakes = [
+        (heads.reshape(b, t, h * dh), "reshaping (B, H, T, Dh) straight to (B, T, H·Dh) mixes tokens and heads; "
+         "transpose(1, 2) first"),
+        (heads.transpose(1, 2), "the heads are not merged: reshape (B, T, H, Dh) to (B, T, H·Dh) after the "
+         "transpose"),
+        (heads.permute(0, 2, 3, 1).reshape(b, t, h * dh), "the heads' features are interleaved: head i's Dh "
+         "features must stay one block; transpose(1, 2) (not permute(0, 2, 3, 1)), then reshape"),
+        (heads.sum(dim=1), "the heads are summed; concatenate them: transpose(1, 2), then reshape to (B, T, H·Dh)"),
+        (heads.mean(dim=1), "the heads are averaged; concatenate them: transpose(1, 2), then reshape to "
+         "(B, T, H·Dh)"),
+    ]  # fmt: skip
+    merged = got.output()
+    name_mistake(merged, want, mistakes, label, 0.0, 0.0)
+    expect_shape(merged, (b, t, h * dh), "merged", label)
     expect_close(merged, want, "merged", label, atol=0.0, rtol=0.0)
 
 
@@ -96,8 +116,11 @@ def _judge_round_trip(case: Case, got: Outcome) -> None:
     expect_close(got.output(), case.given["x"], "round trip", case.label, atol=0.0, rtol=0.0)
 
 
-def _per_head_reference(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None):
-    """Equations of §3.2.2 head by head, from the module's weights (no split/merge, no package code)."""
+def _per_head_reference(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
+                        scale: float | None = None, blocked: bool = False, axis: int = -1):  # fmt: skip
+    """Equations of §3.2.2 head by head, from the module's weights (no split/merge, no package code);
+    a known mistake replayed: the scores times ``scale`` (not 1/√d_k), the mask's True blocking
+    (``blocked``), the softmax over ``axis``."""
     b, t, _ = query.shape
     s, h, d_k, d_v = key.shape[1], mha.n_heads, mha.d_k, mha.d_v
 
@@ -110,11 +133,11 @@ def _per_head_reference(mha: nn.Module, query: Tensor, key: Tensor, value: Tenso
         q = project(mha.w_q, query, slice(i * d_k, (i + 1) * d_k))  # (B, T, Dk)
         k = project(mha.w_k, key, slice(i * d_k, (i + 1) * d_k))  # (B, S, Dk)
         v = project(mha.w_v, value, slice(i * d_v, (i + 1) * d_v))  # (B, S, Dv)
-        scores = q @ k.transpose(1, 2) / math.sqrt(d_k)  # (B, T, S)
+        scores = q @ k.transpose(1, 2) * (1 / math.sqrt(d_k) if scale is None else scale)  # (B, T, S)
         if mask is not None:
             keep = mask.expand(b, h, t, s)[:, i]  # (B, T, S)
-            scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
-        w = scores.softmax(dim=-1)
+            scores = scores.masked_fill(keep if blocked else ~keep, torch.finfo(scores.dtype).min)
+        w = scores.softmax(dim=axis)
         outputs.append(w @ v)
         weights.append(w)
     concat = torch.cat(outputs, dim=-1)  # (B, T, H·Dv)
@@ -123,9 +146,23 @@ def _per_head_reference(mha: nn.Module, query: Tensor, key: Tensor, value: Tenso
 
 
 def _expect_output(out: Tensor, want: Tensor, concat: Tensor, case: str) -> None:
-    if isinstance(out, Tensor) and out.shape == concat.shape and torch.allclose(out, concat, atol=1e-5):
-        raise CheckFailure(f"{case}: the output is the concatenated heads: apply the output projection W^O (self.w_o)")
-    expect_close(out, want, "output", case)
+    forgot = [(concat, "the output is the concatenated heads: apply the output projection W^O (self.w_o)")]
+    expect_close(out, want, "output", case, mistakes=forgot)
+
+
+def _attention_mistakes(replay: partial) -> Mistakes:
+    """The output of multi-head attention with a known mistake (``replay``: the per-head reference of the case)."""
+    d_model, d_k = replay.args[0].d_model, replay.args[0].d_k
+    return [
+        (lambda: replay(scale=1.0)[0], "the scores are not scaled: divide them by sqrt(d_k), the head size"),
+        (lambda: replay(scale=d_model**-0.5)[0], f"the scores are divided by sqrt(d_model) = {d_model**0.5:.4g}; "
+         f"divide by sqrt(d_k) = {d_k**0.5:.4g}, the head size"),
+        (lambda: replay(blocked=True)[0], "the mask's polarity is reversed: our masks mean True = may attend "
+         "(nn.MultiheadAttention's masks use the opposite polarity)"),
+        (lambda: replay(mask=None)[0], "the mask is ignored: pass it on to the attention, on both paths"),
+        (lambda: replay(axis=-2)[0], "the softmax runs over the queries; each query's weights over the keys sum "
+         "to 1: softmax(dim=-1)"),
+    ]  # fmt: skip
 
 
 def _expect_forward(result: object, n_heads: int, q: Tensor, k: Tensor, mask: Tensor | None, need: bool,
@@ -161,13 +198,16 @@ def _forward_cases(mha: nn.Module, spec: dict, inputs: tuple, mask: Tensor | Non
             f"need_weights={need}"
         )
         probe = calls_case(call(spec, query, key, value, mask=mask, need_weights=need), no_grad=True)
-        cases.append(Case(label, probe, _judge_forward, {"n_heads": mha.n_heads, "wanted": wanted}))
+        replay = partial(_per_head_reference, mha, query, key, value, mask=mask)
+        cases.append(Case(label, probe, _judge_forward, {"n_heads": mha.n_heads, "wanted": wanted, "replay": replay}))
     return cases
 
 
 def _judge_forward(case: Case, got: Outcome) -> None:
     label, (_, query, key, _), kwargs = case.label, case.args(), case.kwargs()
     want, want_weights, concat = case.given["wanted"]
+    out = expect_tuple(got.output(), "output, weights", label, start="forward must return")[0]
+    name_mistake(out, want, _attention_mistakes(case.given["replay"]), label)  # before the weights' own checks
     out, weights = _expect_forward(got.output(), case.given["n_heads"], query, key, kwargs["mask"],
                                    kwargs["need_weights"], label)  # fmt: skip
     expect_finite(expect_tensor(out, "output", label), "output", label)
@@ -259,6 +299,7 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     setting = f"MultiHeadAttention({d}, {h}, bias=False) with a position part that scales the row at position p by p+1"
     for case in _forward_cases(mha, spec, (x, x, x), causal, wanted, setting, "causal (T, T)"):
         case.given["unturned"] = unturned
+        case.given["replay"] = partial(_per_head_reference, mha, x * scale, x * scale, x, mask=causal)
         yield case
 
     # 4. Dropout on the attention weights is active in training mode only.
