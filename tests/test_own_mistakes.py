@@ -156,6 +156,34 @@ def _dropout_after_the_norm(x, sublayer, norm, dropout, norm_first):
     return dropout(norm(x + sublayer(x)))
 
 
+# -- chapter 06 -----------------------------------------------------------------------------------
+
+
+def _causal_one_ahead(size, device=None):
+    return torch.ones(size, size, dtype=torch.bool, device=device).tril(diagonal=1)
+
+
+def _causal_all_true(size, device=None):
+    return torch.ones(size, size, dtype=torch.bool, device=device)
+
+
+def _causal_diagonal_only(size, device=None):
+    return torch.eye(size, dtype=torch.bool, device=device)
+
+
+def _padding_both_sides(tokens, pad_id):
+    keep = tokens != pad_id
+    return keep[:, None, :, None] & keep[:, None, None, :]
+
+
+def _padding_axes_at_the_end(tokens, pad_id):
+    return (tokens != pad_id).unsqueeze(-1).unsqueeze(-1)
+
+
+def _padding_greater_than(tokens, pad_id):
+    return (tokens > pad_id)[:, None, None, :]
+
+
 # -- chapter 10 -----------------------------------------------------------------------------------
 
 
@@ -257,6 +285,10 @@ OWN_MISTAKES = {
     "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),
                (_post_ln_without_norm, "the norm is applied in the wrong place"),
                (_dropout_after_the_norm, "apply dropout to the sub-layer's output only")],
+    "ex06_1": [(_causal_one_ahead, "off by one"), (_causal_all_true, "every position may attend everywhere"),
+               (_causal_diagonal_only, "only the diagonal is True")],
+    "ex06_2": [(_padding_both_sides, "the padded queries are masked too"),
+               (_padding_axes_at_the_end, "inserted after S"), (_padding_greater_than, "compared with > pad_id")],
     "ex10_1": [(_rms_eps_squared, "squares eps"), (_rms_no_root, "forgets the square root"),
                (_rms_weight_added, "adds self.weight")],
     "ex10_2": [(_rope_sequential, "the new 2i is used"), (_rope_sin_cos_swapped, "sin and cos are swapped"),

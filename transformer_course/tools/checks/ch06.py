@@ -14,7 +14,7 @@ from torch import Tensor, nn
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, module, new, ref, train
-from ._tools import CheckFailure, expect_close, expect_equal, expect_shape, expect_tensor
+from ._tools import CheckFailure, expect_close, expect_equal, expect_shape, expect_tensor, name_mistake
 from .case import Case, Outcome
 from .ch05 import _judge_layer, _randomise_norms
 from .registry import exercise
@@ -50,18 +50,19 @@ def _judge_causal(case: Case, got: Outcome) -> None:
     expect_shape(mask, (size, size), "mask", label)
     _expect_bool(mask, label)
     want = _lower_triangle(size)
-    if size > 1 and torch.equal(mask, want.T):
-        raise CheckFailure(
-            f"{label}: the mask is transposed (upper triangle): row t is query t and may see columns 0…t, the past"
-        )
-    if size > 1 and torch.equal(mask, ~want):
-        raise CheckFailure(
-            f"{label}: the polarity is reversed (True = blocked is nn.MultiheadAttention's "
-            "convention); in this course True means *may attend*"
-        )
-    if torch.equal(mask, want & ~torch.eye(size, dtype=torch.bool)):
-        raise CheckFailure(f"{label}: the diagonal is False, but a position may attend to itself")
-    expect_equal(mask, want, "mask", label)
+    mistakes = [
+        (want.T, "the mask is transposed (upper triangle): row t is query t and may see columns 0…t, the past"),
+        (~want, "the polarity is reversed (True = blocked is nn.MultiheadAttention's convention); in this course "
+         "True means *may attend*"),
+        (want & ~torch.eye(size, dtype=torch.bool), "the diagonal is False, but a position may attend to itself"),
+        (torch.ones(size, size, dtype=torch.bool).tril(1), "the diagonal is off by one: query t may also see key "
+         "t+1, the future; keep torch.tril's diagonal=0"),
+        (torch.ones(size, size, dtype=torch.bool), "every position may attend everywhere: keep the lower triangle "
+         "only (torch.tril)"),
+        (torch.eye(size, dtype=torch.bool), "only the diagonal is True: query t may see every key up to t, "
+         "the whole lower triangle"),
+    ]  # fmt: skip
+    expect_equal(mask, want, "mask", label, mistakes=mistakes)
 
 
 def _judge_device(case: Case, got: Outcome) -> None:
@@ -120,14 +121,26 @@ def _judge_padding(case: Case, got: Outcome) -> None:
         )
     if wrong_shape and tuple(mask.shape) == (batch, 1, length, 1):
         raise CheckFailure(f"{label}: shape (B, 1, S, 1) masks query positions; mask the keys: (B, 1, 1, S)")
+    want = torch.tensor([[[[token != pad_id for token in row]]] for row in tokens.tolist()])  # (B, 1, 1, S)
+    keep = want[:, 0, 0]  # (B, S)
+    mistakes = [
+        (~want, "the polarity is reversed: True marks a real token (may attend), False marks padding"),
+        ((tokens != 0)[:, None, None, :], f"the pad id is taken as 0; compare the tokens with pad_id={pad_id}"),
+        ((tokens > pad_id)[:, None, None, :], "the tokens are compared with > pad_id: an id below pad_id is a real "
+         "token too; use tokens != pad_id"),
+    ]  # fmt: skip
+    shapes = [
+        (keep[:, None, :, None] & keep[:, None, None, :], "the padded queries are masked too, (B, 1, S, S); mask "
+         "the keys only: (B, 1, 1, S) broadcasts over the heads and the queries"),
+        (keep[:, :, None, None], "the two axes are inserted after S, (B, S, 1, 1); insert them after B: "
+         "(B, 1, 1, S)"),
+        (keep[:, None, :], "one axis is missing: (B, 1, S) lines B up with the heads of the (B, H, T, S) scores; "
+         "return (B, 1, 1, S)"),
+    ]  # fmt: skip
+    name_mistake(mask, want, shapes, label, 0.0, 0.0)
     expect_shape(mask, (batch, 1, 1, length), "mask", label)
     _expect_bool(mask, label)
-    want = torch.tensor([[[[token != pad_id for token in row]]] for row in tokens.tolist()])  # (B, 1, 1, S)
-    if torch.equal(mask, ~want):
-        raise CheckFailure(
-            f"{label}: the polarity is reversed: True marks a real token (may attend), False marks padding"
-        )
-    expect_equal(mask, want, "mask", label)
+    expect_equal(mask, want, "mask", label, mistakes=mistakes)
 
 
 # (d_model, n_heads, d_ff, batch, target length T, source length S, target lengths, source lengths)
