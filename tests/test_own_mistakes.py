@@ -5,12 +5,15 @@ with the mutants (the mistakes are close to the solutions)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
+from transformer_course.loss import label_smoothed_cross_entropy
 from transformer_course.multihead import merge_heads, split_heads
 from transformer_course.tools.checks import run_check
 
@@ -184,6 +187,77 @@ def _padding_greater_than(tokens, pad_id):
     return (tokens > pad_id)[:, None, None, :]
 
 
+# -- chapter 07 -----------------------------------------------------------------------------------
+
+
+def _train(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision, order):
+    model.train()
+    with precision.autocast(batch.src.device) if precision else contextlib.nullcontext():
+        logits = model(batch.src, batch.tgt_in)
+    loss = label_smoothed_cross_entropy(logits.float(), batch.tgt_out, smoothing, batch.pad_id)
+    parts = {
+        "zero": optimizer.zero_grad,
+        "backward": loss.backward,
+        "clip": lambda: max_grad_norm is None or nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm),
+        "step": optimizer.step,
+        "schedule": lambda: scheduler is None or scheduler.step(),
+    }
+    for part in order:
+        parts[part]()
+    return loss.detach()
+
+
+def _zero_grad_after_backward(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision=None):
+    order = ("backward", "zero", "clip", "step", "schedule")
+    return _train(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision, order)
+
+
+def _scheduler_first(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision=None):
+    order = ("zero", "backward", "clip", "schedule", "step")
+    return _train(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision, order)
+
+
+def _never_clipped(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision=None):
+    order = ("zero", "backward", "step", "schedule")
+    return _train(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision, order)
+
+
+# -- chapter 09 -----------------------------------------------------------------------------------
+
+
+def _pack(order, src_lengths, tgt_lengths, max_tokens, too_big):
+    batches, batch = [], []
+    for i in order:
+        if batch and too_big(batch, i):
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+    return batches + [batch] if batch else batches
+
+
+def _pack_old_longest(order, src_lengths, tgt_lengths, max_tokens):
+    def too_big(batch, i):  # the longest of the batch so far, the new example's length left out
+        longest = max(max(src_lengths[j], tgt_lengths[j]) for j in batch)
+        return (len(batch) + 1) * longest > max_tokens
+
+    return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
+
+
+def _pack_old_count(order, src_lengths, tgt_lengths, max_tokens):
+    def too_big(batch, i):  # the count before the new example
+        grown = [*batch, i]
+        return any(len(batch) * max(n[j] for j in grown) > max_tokens for n in (src_lengths, tgt_lengths))
+
+    return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
+
+
+def _pack_source_only(order, src_lengths, tgt_lengths, max_tokens):
+    def too_big(batch, i):
+        return (len(batch) + 1) * max(src_lengths[j] for j in [*batch, i]) > max_tokens
+
+    return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
+
+
 # -- chapter 10 -----------------------------------------------------------------------------------
 
 
@@ -289,6 +363,11 @@ OWN_MISTAKES = {
                (_causal_diagonal_only, "only the diagonal is True")],
     "ex06_2": [(_padding_both_sides, "the padded queries are masked too"),
                (_padding_axes_at_the_end, "inserted after S"), (_padding_greater_than, "compared with > pad_id")],
+    "ex07_4": [(_zero_grad_after_backward, "zero_grad() comes after loss.backward()"),
+               (_scheduler_first, "the scheduler is stepped before the optimizer"),
+               (_never_clipped, "the gradients are not clipped")],
+    "ex09_1": [(_pack_old_longest, "longest before the new example"),
+               (_pack_old_count, "count before the new example"), (_pack_source_only, "only the source side")],
     "ex10_1": [(_rms_eps_squared, "squares eps"), (_rms_no_root, "forgets the square root"),
                (_rms_weight_added, "adds self.weight")],
     "ex10_2": [(_rope_sequential, "the new 2i is used"), (_rope_sin_cos_swapped, "sin and cos are swapped"),
@@ -304,6 +383,7 @@ OWN_MISTAKES = {
 
 
 @pytest.mark.complete_edition
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")  # a learner's mistake
 @pytest.mark.parametrize("exercise_id", sorted(OWN_MISTAKES))
 def test_the_check_names_a_learners_own_mistake(exercise_id: str) -> None:
     for impl, words in OWN_MISTAKES[exercise_id]:

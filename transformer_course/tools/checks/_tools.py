@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -51,28 +51,37 @@ def expect_finite(got: Tensor, what: str, case: str, empty_rows: Tensor | None =
         raise CheckFailure(f"{case}: {what} contains {n_nan} NaN and {n_inf} infinite values{hint}")
 
 
-Mistakes = Iterable[tuple[Tensor | Callable[[], Tensor], str]]
+Mistakes = Iterable[tuple[Any, str]]
 """Known wrong answers of a case: (the wrong answer or a function computing it, such as the
 reference replayed with the mistake; what is wrong and how to fix it)."""
 
 
-def matches(got: Any, want: Tensor, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """``got`` is a tensor of ``want``'s shape whose every value is within the tolerance."""
+def matches(got: Any, want: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
+    """``got`` is a tensor of ``want``'s shape whose every value is within the tolerance, or equals
+    ``want`` when that is plain data (a list of batches, say)."""
+    if not isinstance(want, Tensor):
+        return not isinstance(got, Tensor) and bool(got == want)
     if not isinstance(got, Tensor) or got.shape != want.shape:
         return False
     return bool(torch.allclose(got.detach().double(), want.detach().double(), atol=atol, rtol=rtol))
 
 
-def name_mistake(got: Any, want: Tensor, mistakes: Mistakes, case: str, atol: float = 1e-5,
+def name_mistake(got: Any, want: Any, mistakes: Mistakes, case: str, atol: float = 1e-5,
                  rtol: float = 1e-4) -> None:  # fmt: skip
     """When ``got`` is not ``want`` but matches a known wrong answer that differs from ``want`` on
-    this case, raise saying which mistake it is and how to fix it; the first that matches is said."""
+    this case, raise saying which mistake it is and how to fix it; where several mistakes give this
+    answer on this case, each is said (the case cannot tell them apart)."""
     if matches(got, want, atol, rtol):
         return
+    found: list[str] = []
     for wrong, what in mistakes:
         wrong = wrong() if callable(wrong) else wrong
-        if matches(got, wrong, atol, rtol) and not matches(want, wrong, atol, rtol):
-            raise CheckFailure(f"{case}: {what}")
+        if what not in found and matches(got, wrong, atol, rtol) and not matches(want, wrong, atol, rtol):
+            found.append(what)
+    if len(found) == 1:
+        raise CheckFailure(f"{case}: {found[0]}")
+    if found:
+        raise CheckFailure(f"{case}: {len(found)} known mistakes give this answer on this case: " + "; or ".join(found))
 
 
 def _close(got: Tensor, want: Tensor, atol: float, rtol: float) -> bool:

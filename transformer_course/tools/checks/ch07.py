@@ -8,6 +8,7 @@ ignore_index=…)``, and a hand-written training step on a small stand-in model.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator
 
 import torch
@@ -162,17 +163,23 @@ def _judge_loss_gradient(case: Case, got: Outcome) -> None:
 # -- ex07_4: one training step ---------------------------------------------------------------
 
 
-def _reference_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, bf16=False) -> float:
+_ORDER = ("zero_grad", "backward", "clip", "step", "schedule")  # the parts of a step, in their order
+
+
+def _reference_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, bf16=False, order=_ORDER) -> float:
+    """One step; ``order``: its parts in the order they run (a known mistake's order, or one left out)."""
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):  # mixed precision on the CPU
         logits = model(batch["src"], batch["tgt_in"])  # (B, T, V), bfloat16 under autocast
     loss = _cross_entropy(logits.float(), batch["tgt_out"], smoothing, batch["pad_id"])
-    optimizer.zero_grad()
-    loss.backward()
-    if max_grad_norm is not None:
-        nn.utils.clip_grad_norm_(model.parameters(), max_norm=max_grad_norm)
-    optimizer.step()
-    if scheduler is not None:
-        scheduler.step()
+    parts = {
+        "zero_grad": optimizer.zero_grad,
+        "backward": loss.backward,
+        "clip": lambda: max_grad_norm is None or nn.utils.clip_grad_norm_(model.parameters(), max_norm=max_grad_norm),
+        "step": optimizer.step,
+        "schedule": lambda: scheduler is None or scheduler.step(),
+    }
+    for part in order:
+        parts[part]()
     return loss.item()
 
 
@@ -244,6 +251,7 @@ def _judge_step(case: Case, got: Outcome) -> None:
     if got.report("training") is not True:
         raise CheckFailure(f"{label}: the model is still in evaluation mode: call model.train()")
     if not math.isclose(loss.item(), want, rel_tol=1e-5, abs_tol=1e-6):
+        _expect_no_known_step_mistake(inputs, loss.item(), got.report("parameters"), label)
         shifted = math.isclose(loss.item(), unshifted.item(), rel_tol=1e-5)
         hint = " (it is the loss against batch.tgt_in: compare with batch.tgt_out)" if shifted else ""
         if bf16 and not shifted:
@@ -252,16 +260,79 @@ def _judge_step(case: Case, got: Outcome) -> None:
             )
         raise CheckFailure(f"{label}: the returned loss is {loss.item():.6g}, expected {want:.6g}{hint}")
     parameters = got.report("parameters")
-    for name, q in theirs.named_parameters():
-        p = parameters.get(name) if isinstance(parameters, dict) else None
-        if not (isinstance(p, Tensor) and p.shape == q.shape and torch.allclose(p, q, atol=1e-5, rtol=1e-4)):
-            reason = (
-                "were the old gradients cleared (optimizer.zero_grad())?"
-                if step > 1 and not inputs["scheduler"] and max_norm is None
-                else "clip after backward and before optimizer.step(); step the scheduler after the optimizer"
-            )
-            raise CheckFailure(f"{label}: parameter {name} differs from the reference after the step: {reason}")
+    name = _differing(parameters, theirs)
+    if name is not None:
+        _expect_no_known_step_mistake(inputs, loss.item(), parameters, label)
+        raise CheckFailure(
+            f"{label}: parameter {name} differs from the reference after the step: {_order_hint(inputs)}"
+        )
     if inputs["scheduler"] and got.report("scheduler_steps") != step:
         raise CheckFailure(
             f"{label}: the scheduler was stepped {got.report('scheduler_steps')} times after {step} steps"
         )
+
+
+def _differing(parameters: object, model: nn.Module) -> str | None:
+    """The first of ``model``'s parameters that ``parameters`` (name → tensor) lacks or holds with other values."""
+    for name, q in model.named_parameters():
+        p = parameters.get(name) if isinstance(parameters, dict) else None
+        if not (isinstance(p, Tensor) and p.shape == q.shape and torch.allclose(p, q, atol=1e-5, rtol=1e-4)):
+            return name
+    return None
+
+
+def _same_run(loss: float, parameters: object, run: tuple[float, nn.Module]) -> bool:
+    """The last loss and the parameters are those of ``run`` (a replay's loss and model)."""
+    return math.isclose(loss, run[0], rel_tol=1e-5, abs_tol=1e-6) and _differing(parameters, run[1]) is None
+
+
+def _order_hint(inputs: dict) -> str:
+    """What the order of a step must be, in this case's setting only (no clipping or scheduler it lacks)."""
+    hint = ["were the old gradients cleared (optimizer.zero_grad() before loss.backward())?"]
+    if inputs["max_norm"] is not None:
+        hint.append("clip after backward and before optimizer.step()")
+    if inputs["scheduler"]:
+        hint.append("step the scheduler after the optimizer")
+    return "; ".join(hint)
+
+
+# known mistakes of a training step, replayed: what changes in the reference, and what is wrong
+_STEP_MISTAKES = [
+    ({"order": ("backward", "zero_grad", "clip", "step", "schedule")}, "optimizer.zero_grad() comes after "
+     "loss.backward(): it clears the gradients before optimizer.step() can use them; call it before backward"),
+    ({"order": ("backward", "clip", "step", "schedule")}, "the old gradients are never cleared, so they add up from "
+     "step to step: call optimizer.zero_grad() before loss.backward()"),
+    ({"order": ("zero_grad", "backward", "step", "schedule")}, "the gradients are not clipped before "
+     "optimizer.step(): call clip_grad_norm_(model.parameters(), max_grad_norm) after backward and before the step"),
+    ({"order": ("zero_grad", "backward", "clip", "schedule", "step")}, "the scheduler is stepped before the "
+     "optimizer: the step then uses the next step's learning rate; call scheduler.step() after optimizer.step()"),
+    ({"order": ("zero_grad", "backward", "clip", "step")}, "the scheduler is never stepped: call scheduler.step() "
+     "after optimizer.step() when a scheduler is given"),
+    ({"smoothing": 0.0}, "the loss has no label smoothing: pass smoothing on to label_smoothed_cross_entropy"),
+    ({"pad_id": -100}, "the padding positions are counted in the loss: pass batch.pad_id on to "
+     "label_smoothed_cross_entropy"),
+]  # fmt: skip
+
+
+def _expect_no_known_step_mistake(inputs: dict, loss: float, parameters: object, label: str) -> None:
+    """Replay the steps with each known mistake; name the one whose loss and parameters the learner's match."""
+    right = _replay(inputs, {})
+    for change, what in _STEP_MISTAKES:
+        wrong = _replay(inputs, change)
+        if _same_run(loss, parameters, wrong) and not _same_run(right[0], dict(right[1].named_parameters()), wrong):
+            raise CheckFailure(f"{label}: {what}")
+
+
+def _replay(inputs: dict, change: dict) -> tuple[float, nn.Module]:
+    """The last loss and the model after the case's steps, with ``change`` made to the reference."""
+    with torch.random.fork_rng():
+        model, optimizer, scheduler = training_run(inputs["state"], inputs["optimizer"], inputs["options"],
+                                                   inputs["scheduler"])  # fmt: skip
+    batch = inputs["batch"] | {"pad_id": change.get("pad_id", inputs["batch"]["pad_id"])}
+    smoothing, order = change.get("smoothing", inputs["smoothing"]), change.get("order", _ORDER)
+    with warnings.catch_warnings():  # PyTorch warns of a scheduler stepped before the optimizer: a replayed mistake
+        warnings.simplefilter("ignore")
+        for _ in range(inputs["steps"]):
+            loss = _reference_step(model, batch, optimizer, scheduler, smoothing, inputs["max_norm"],
+                                   inputs.get("bf16", False), order)  # fmt: skip
+    return loss, model

@@ -8,30 +8,68 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
 
 from ..probe.calls import call, calls_case, ref
 from ..probe.wire import MalformedResult, kind
-from ._tools import CheckFailure, expect_close, expect_equal, same_tensor
+from ._tools import CheckFailure, Mistakes, expect_close, expect_equal, name_mistake, same_tensor
 from .case import Case, Outcome, raised
 from .registry import exercise
 
 # -- ex09_1: packing length-sorted examples under a token budget ---------------------------------
 
 
-def _reference_pack(order, src_lengths, tgt_lengths, max_tokens) -> list[list[int]]:
-    """Try each example in the open batch; keep it there if the padded sizes stay within the budget."""
+def _pack_with(order: list[int], src: list[int], tgt: list[int], fits: Callable) -> list[list[int]]:
+    """Try each example in the open batch; keep it there if ``fits(batch, i)``, else open a new batch."""
     packed: list[list[int]] = []
     for i in order:
-        trial = (packed[-1] if packed else []) + [i]
-        if packed and all(len(trial) * max(n[j] for j in trial) <= max_tokens for n in (src_lengths, tgt_lengths)):
-            packed[-1] = trial
+        if packed and fits(packed[-1], i):
+            packed[-1] = [*packed[-1], i]
         else:
             packed.append([i])
     return packed
+
+
+def _padded(batch: list[int], lengths: list[int]) -> int:
+    return len(batch) * max(lengths[j] for j in batch)
+
+
+def _reference_pack(order, src_lengths, tgt_lengths, max_tokens) -> list[list[int]]:
+    """The padded sizes, count × longest, of the batch with the example stay within the budget on both sides."""
+    sides = (src_lengths, tgt_lengths)
+    return _pack_with(order, *sides, lambda b, i: all(_padded([*b, i], n) <= max_tokens for n in sides))
+
+
+def _pack_mistakes(order: list[int], src: list[int], tgt: list[int], max_tokens: int) -> Mistakes:
+    """The batches of typical mistakes in the budget test, replayed."""
+    sides = (src, tgt)
+
+    def packed(fits: Callable) -> Callable[[], list[list[int]]]:
+        return lambda: _pack_with(order, src, tgt, fits)
+
+    return [
+        (packed(lambda b, i: all(sum(n[j] for j in [*b, i]) <= max_tokens for n in sides)), "the budget is tested "
+         "on the sum of the lengths, but the budget is count × longest, not the sum (every example is padded to "
+         "the batch's longest)"),
+        (packed(lambda b, i: all((len(b) + 1) * max(n[j] for j in b) <= max_tokens for n in sides)), "the budget "
+         "is tested with the batch's longest before the new example: take the new example's length into the "
+         "longest first, then test (count + 1) × longest"),
+        (packed(lambda b, i: all(len(b) * max(n[j] for j in [*b, i]) <= max_tokens for n in sides)), "the budget "
+         "is tested with the count before the new example: (count + 1) × the new longest must stay within "
+         "max_tokens"),
+        (packed(lambda b, i: all((len(b) + 1) * n[i] <= max_tokens for n in sides)), "the new example's length is "
+         "taken as the batch's longest: the longest is the maximum over every example in the batch (the order "
+         "need not be sorted by length on both sides)"),
+        (packed(lambda b, i: all(_padded([*b, i], n) < max_tokens for n in sides)), "a batch of exactly max_tokens "
+         "slots is within the budget: test ≤ max_tokens, not <"),
+        (packed(lambda b, i: _padded([*b, i], tgt) <= max_tokens), "only the target side is tested: the source's "
+         "padded size must stay within max_tokens too"),
+        (packed(lambda b, i: _padded([*b, i], src) <= max_tokens), "only the source side is tested: the target's "
+         "padded size must stay within max_tokens too"),
+    ]  # fmt: skip
 
 
 def _sorted_order(src_lengths: list[int], tgt_lengths: list[int]) -> list[int]:
@@ -82,13 +120,15 @@ def _judge_pack(case: Case, got: Outcome) -> None:
             f"{label}: the batches, one after the other, must be order itself (every example once, in order); "
             + (f"examples {missing} are missing (the last batch?)" if missing else f"got {batches}")
         )
+    want = _reference_pack(order, src, tgt, max_tokens)
+    name_mistake(batches, want, _pack_mistakes(order, src, tgt, max_tokens), label)
     for k, batch in enumerate(batches):
         for side, lengths in (("source", src), ("target", tgt)):
             padded = len(batch) * max(lengths[i] for i in batch)
             if padded > max_tokens and len(batch) > 1:
                 raise CheckFailure(
                     f"{label}: batch {k} {batch} pads to {len(batch)} × {max(lengths[i] for i in batch)} = {padded} "
-                    f"{side} slots, over max_tokens={max_tokens} (the budget is count × longest, not the sum)"
+                    f"{side} slots, over max_tokens={max_tokens}"
                 )
     for k, batch in enumerate(batches[:-1]):
         grown = [*batch, batches[k + 1][0]]
@@ -97,7 +137,7 @@ def _judge_pack(case: Case, got: Outcome) -> None:
                 f"{label}: batch {k} {batch} could also hold example {grown[-1]}: its padded size would still be "
                 f"≤ max_tokens={max_tokens} (a batch of exactly max_tokens slots is within the budget)"
             )
-    expect_equal(batches, _reference_pack(order, src, tgt, max_tokens), "the batches", label)
+    expect_equal(batches, want, "the batches", label)
 
 
 def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
