@@ -190,6 +190,50 @@ def _padding_greater_than(tokens, pad_id):
 # -- chapter 07 -----------------------------------------------------------------------------------
 
 
+def _lr_root_d_model(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+def _lr_decay_power(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**-0.5 * min(step**0.5, step * warmup_steps**-1.5)
+
+
+def _lr_warmup_power_positive(step, d_model, warmup_steps, scale=1.0):
+    return scale / math.sqrt(d_model) * min(1 / math.sqrt(step), step * warmup_steps**1.5)
+
+
+def _same_cut(tgt):
+    return tgt[:, :-1], tgt[:, :-1]
+
+
+def _both_from_one(tgt):
+    return tgt[:, 1:], tgt[:, 1:]
+
+
+def _shifted_by_two(tgt):
+    return tgt[:, :-2], tgt[:, 2:]
+
+
+def _per_token(logits, target, smoothing, target_weight=None):
+    log_p = logits.log_softmax(dim=-1)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    return (1 - smoothing if target_weight is None else target_weight) * nll - smoothing * log_p.mean(-1)
+
+
+def _loss_summed(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing)[target != pad_id].sum()
+
+
+def _loss_target_unweighted(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing, target_weight=1.0)[target != pad_id].mean()
+
+
+def _loss_sentence_means(logits, target, smoothing=0.1, pad_id=0):
+    keep = (target != pad_id).float()
+    per_sentence = (_per_token(logits, target, smoothing) * keep).sum(1) / keep.sum(1)
+    return per_sentence[keep.sum(1) > 0].mean()
+
+
 def _train(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision, order):
     model.train()
     with precision.autocast(batch.src.device) if precision else contextlib.nullcontext():
@@ -363,6 +407,11 @@ OWN_MISTAKES = {
                (_causal_diagonal_only, "only the diagonal is True")],
     "ex06_2": [(_padding_both_sides, "the padded queries are masked too"),
                (_padding_axes_at_the_end, "inserted after S"), (_padding_greater_than, "compared with > pad_id")],
+    "ex07_1": [(_lr_root_d_model, "d_model is raised to 0.5"), (_lr_decay_power, "the decay term is step^-0.5"),
+               (_lr_warmup_power_positive, "the power is negative")],
+    "ex07_2": [(_same_cut, "are the same"), (_both_from_one, "are the same"), (_shifted_by_two, "shifted by two")],
+    "ex07_3": [(_loss_summed, "summed over the tokens"), (_loss_target_unweighted, "not weighted by (1 − ε)"),
+               (_loss_sentence_means, "each sentence is averaged first")],
     "ex07_4": [(_zero_grad_after_backward, "zero_grad() comes after loss.backward()"),
                (_scheduler_first, "the scheduler is stepped before the optimizer"),
                (_never_clipped, "the gradients are not clipped")],

@@ -57,8 +57,14 @@ reference replayed with the mistake; what is wrong and how to fix it)."""
 
 
 def matches(got: Any, want: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """``got`` is a tensor of ``want``'s shape whose every value is within the tolerance, or equals
-    ``want`` when that is plain data (a list of batches, say)."""
+    """``got`` is a tensor of ``want``'s shape whose every value is within the tolerance, a number
+    within it of the float ``want``, a tuple whose each item matches, or equals ``want`` when that
+    is other plain data (a list of batches, say)."""
+    if isinstance(want, tuple):  # several outputs: each matches
+        same_length = isinstance(got, tuple) and len(got) == len(want)
+        return same_length and all(matches(g, w, atol, rtol) for g, w in zip(got, want, strict=False))
+    if isinstance(want, float):
+        return isinstance(got, int | float) and math.isclose(got, want, rel_tol=rtol, abs_tol=atol)
     if not isinstance(want, Tensor):
         return not isinstance(got, Tensor) and bool(got == want)
     if not isinstance(got, Tensor) or got.shape != want.shape:

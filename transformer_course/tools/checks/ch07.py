@@ -18,7 +18,16 @@ from torch import Tensor, nn
 from ..course import PACKAGE
 from ..probe.calls import StandInModel, call, calls_case, custom_case, grad_of_sum, leaf, ref, training_run
 from ..probe.wire import kind
-from ._tools import CheckFailure, expect_close, expect_equal, expect_finite, expect_shape, expect_tuple
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_equal,
+    expect_finite,
+    expect_shape,
+    expect_tuple,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -55,11 +64,27 @@ def _judge_lr(case: Case, got: Outcome) -> None:
     if not isinstance(lr, int | float) or isinstance(lr, bool):
         raise CheckFailure(f"{label}: return a float, got {kind(lr)}")
     want = _paper_lr(step, d_model, warmup, scale)
-    larger = scale * d_model**-0.5 * max(step**-0.5, step * warmup**-1.5)
-    if math.isclose(lr, larger, rel_tol=1e-6) and not math.isclose(lr, want, rel_tol=1e-6):
-        raise CheckFailure(f"{label}: got {lr:.6g}, the larger of the two terms; the schedule takes the smaller (min)")
+    name_mistake(float(lr), want, _lr_mistakes(step, d_model, warmup, scale, lr), label, 0.0, 1e-6)
     if not math.isclose(lr, want, rel_tol=1e-6):
         raise CheckFailure(f"{label}: expected {want:.6g}, got {lr:.6g}")
+
+
+def _lr_mistakes(step: int, d_model: int, warmup: int, scale: float, lr: float) -> Mistakes:
+    def lr_with(decay: float = -0.5, warm: float = -1.5, size: float = -0.5, factor: float = scale, at: int = step):
+        return factor * d_model**size * min(at**decay, at * warmup**warm)
+
+    return [
+        (scale * d_model**-0.5 * max(step**-0.5, step * warmup**-1.5), f"got {lr:.6g}, the larger of the two terms; "
+         "the schedule takes the smaller (min)"),
+        (lr_with(warm=-0.5), "the warm-up term is step · warmup_steps^-1.5, not warmup_steps^-0.5"),
+        (lr_with(warm=1.5), "the warm-up term is step · warmup_steps^-1.5: the power is negative"),
+        (lr_with(decay=0.5), "the decay term is step^-0.5 (1/√step): the power is negative"),
+        (lr_with(size=0.0), "the factor d_model^-0.5 is missing"),
+        (lr_with(size=0.5), "d_model is raised to 0.5; the factor is d_model^-0.5 (1/√d_model)"),
+        (lr_with(factor=1.0), f"scale={scale:g} is not applied: multiply the whole rate by it"),
+        (lr_with(at=max(step - 1, 1)), "the steps are counted from 0; the first step is step=1 (the schedule is "
+         "never called with 0)"),
+    ]  # fmt: skip
 
 
 # -- ex07_2: teacher forcing -------------------------------------------------------------------
@@ -86,14 +111,20 @@ def _judge_shift(case: Case, got: Outcome) -> None:
     label, (tgt,) = case.label, case.args()
     decoder_in, labels = expect_tuple(got.output(), "decoder_input, labels", label)
     b, t = tgt.shape[0], tgt.shape[1] - 1
+    same = "decoder input and labels are the same: the model would be asked to copy its input"
+    mistakes = [
+        ((tgt[:, 1:], tgt[:, :-1]), "the two are swapped: the decoder input starts with <bos>, the labels do not"),
+        ((tgt[:, :-1], tgt[:, :-1]), same),
+        ((tgt[:, 1:], tgt[:, 1:]), same),
+        ((tgt, tgt.roll(-1, dims=1)), "the labels are rolled, so the last one wraps around to <bos>; cut instead: "
+         "tgt[:, :-1] and tgt[:, 1:]"),
+        ((tgt[:-1], tgt[1:]), "the batch axis is shifted (tgt[:-1], tgt[1:]); shift the time axis: tgt[:, :-1], "
+         "tgt[:, 1:]"),
+        ((tgt[:, :-2], tgt[:, 2:]), "shifted by two positions; the labels are the decoder input one position later"),
+    ]  # fmt: skip
+    name_mistake((decoder_in, labels), (tgt[:, :-1], tgt[:, 1:]), mistakes, label, 0.0, 0.0)
     expect_shape(decoder_in, (b, t), "decoder input", label)
     expect_shape(labels, (b, t), "labels", label)
-    if torch.equal(decoder_in, tgt[:, 1:]) and torch.equal(labels, tgt[:, :-1]):
-        raise CheckFailure(f"{label}: the two are swapped: the decoder input starts with <bos>, the labels do not")
-    if t > 1 and torch.equal(decoder_in, labels):
-        raise CheckFailure(
-            f"{label}: decoder input and labels are the same: the model would be asked to copy its input"
-        )
     expect_equal(decoder_in, tgt[:, :-1], "decoder input", label)
     expect_equal(labels, tgt[:, 1:], "labels", label)
 
@@ -140,13 +171,34 @@ def _judge_loss(case: Case, got: Outcome) -> None:
     label, (logits, target, smoothing, pad_id) = case.label, case.args()
     loss = expect_shape(got.output(), (), "loss", label)
     want = _cross_entropy(logits, target, smoothing, pad_id)
-    mean_all = _cross_entropy(logits, target, smoothing)
-    padded = (target == pad_id).any()
-    if padded and torch.allclose(loss, mean_all, atol=1e-5) and not torch.allclose(mean_all, want, atol=1e-5):
-        raise CheckFailure(f"{label}: the padding positions are counted; average over target != pad_id only")
-    if smoothing and torch.allclose(loss, _cross_entropy(logits, target, pad_id=pad_id), atol=1e-5):
-        raise CheckFailure(f"{label}: no smoothing was applied (the result is the plain cross-entropy)")
-    expect_close(loss, want, "loss", label, atol=1e-5)
+    expect_close(loss, want, "loss", label, atol=1e-5, mistakes=_loss_mistakes(logits, target, smoothing, pad_id))
+
+
+def _loss_mistakes(logits: Tensor, target: Tensor, smoothing: float, pad_id: int) -> Mistakes:
+    log_p = logits.double().log_softmax(-1)  # (B, T, V)
+    nll, uniform = -log_p.gather(-1, target[..., None])[..., 0], -log_p.mean(-1)  # (B, T) each
+    keep, v = target != pad_id, logits.shape[-1]
+    per_token = (1 - smoothing) * nll + smoothing * uniform
+    sentences = keep.any(-1)
+    per_sentence = (per_token * keep).sum(-1)[sentences] / keep.sum(-1)[sentences]
+    return [
+        (_cross_entropy(logits, target, smoothing), "the padding positions are counted; average over target != "
+         "pad_id only"),
+        (_cross_entropy(logits, target, pad_id=pad_id), "no smoothing was applied (the result is the plain "
+         "cross-entropy)"),
+        ((per_token * keep).mean(), "the padding positions are zeroed but still counted in the mean: divide by "
+         "the number of real tokens"),
+        (((1 - smoothing) * nll + smoothing * (v * uniform - nll) / (v - 1))[keep].mean(), "ε is spread over the "
+         "V − 1 other tokens; this smoothing gives ε/V to every token, the target included (as F.cross_entropy's "
+         "label_smoothing does)"),
+        (per_token[keep].sum(), "the loss is summed over the tokens; average it over the real (non-padding) tokens"),
+        ((nll + smoothing * uniform)[keep].mean(), "the target's term is not weighted by (1 − ε): (1 − ε)·(−log "
+         "p[target]) + ε·mean(−log p)"),
+        (((1 - smoothing) * nll - smoothing * log_p.sum(-1))[keep].mean(), "ε multiplies the sum of −log p over "
+         "the vocabulary; take the mean over the vocabulary (ε/V for each token)"),
+        (per_sentence.mean(), "each sentence is averaged first; average over every real token of the batch at once "
+         "(a short sentence must not weigh more than a long one)"),
+    ]  # fmt: skip
 
 
 def _judge_loss_gradient(case: Case, got: Outcome) -> None:
