@@ -17,6 +17,57 @@ from transformer_course.loss import label_smoothed_cross_entropy
 from transformer_course.multihead import merge_heads, split_heads
 from transformer_course.tools.checks import run_check
 
+# -- chapter 01 -----------------------------------------------------------------------------------
+
+
+def _encode(self, tokens, add_bos, add_eos, unknown=None, bos_last=False):
+    ids = [self.token_to_id.get(t, self.unk_id if unknown is None else unknown) for t in tokens]
+    if add_bos:
+        ids = ids + [self.bos_id] if bos_last else [self.bos_id] + ids
+    return ids + [self.eos_id] if add_eos else ids
+
+
+def _unknown_minus_one(self, tokens, add_bos=False, add_eos=False):
+    return _encode(self, tokens, add_bos, add_eos, unknown=-1)
+
+
+def _unknown_past_the_end(self, tokens, add_bos=False, add_eos=False):
+    return _encode(self, tokens, add_bos, add_eos, unknown=len(self.token_to_id))
+
+
+def _bos_appended(self, tokens, add_bos=False, add_eos=False):
+    return _encode(self, tokens, add_bos, add_eos, bos_last=True)
+
+
+def _embedding_over_d_model(self, tokens):
+    return self.embedding(tokens) / self.d_model
+
+
+def _embedding_root_of_length(self, tokens):
+    return self.embedding(tokens) * math.sqrt(tokens.shape[-1])
+
+
+def _embedding_plus_root(self, tokens):
+    return self.embedding(tokens) + math.sqrt(self.d_model)
+
+
+def _lookup_transposed(tokens, weight):
+    one_hot = F.one_hot(tokens, weight.shape[0]).to(weight.dtype)
+    return weight.T @ one_hot.transpose(-1, -2)
+
+
+def _lookup_bag_of_words(tokens, weight):
+    return F.one_hot(tokens, weight.shape[0]).to(weight.dtype).sum(dim=-2) @ weight
+
+
+def _lookup_scaled(tokens, weight):
+    return F.one_hot(tokens, weight.shape[0]).to(weight.dtype) @ weight * math.sqrt(weight.shape[1])
+
+
+def _lookup_row_before(tokens, weight):
+    return F.one_hot(tokens - 1, weight.shape[0]).to(weight.dtype) @ weight
+
+
 # -- chapter 03 -----------------------------------------------------------------------------------
 
 
@@ -386,6 +437,12 @@ def _acc_rescale_inverted(top, total, acc, scores, values):
 
 # exercise → (a learner's mistake, words its message must hold)
 OWN_MISTAKES = {
+    "ex01_1": [(_unknown_minus_one, "unknown tokens become -1"), (_unknown_past_the_end, "one past the last id"),
+               (_bos_appended, "<bos> is put at the end")],
+    "ex01_2": [(_embedding_over_d_model, "divided by d_model"), (_embedding_root_of_length, "number of tokens"),
+               (_embedding_plus_root, "is added")],
+    "ex01_3": [(_lookup_transposed, "transposed"), (_lookup_bag_of_words, "a bag of words"),
+               (_lookup_scaled, "scaled by sqrt(D)"), (_lookup_row_before, "the row before")],
     "ex03_1": [(_scores_times_sqrt, "multiplied by sqrt(d_k)"), (_scores_over_sqrt_t, "number of queries"),
                (_scores_k_first, "k @ q.transpose"), (_scores_softmaxed, "went through a softmax")],
     "ex03_2": [(_mask_multiplied, "multiplied by the mask"), (_mask_float32_lowest, "float32's lowest"),

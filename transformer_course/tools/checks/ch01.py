@@ -11,11 +11,12 @@ from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, grad_of_sum, leaf, module, new, ref
 from ..probe.wire import kind
-from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape, same_tensor
+from ._tools import CheckFailure, Mistakes, expect_close, expect_dtype, expect_shape, name_mistake, same_tensor
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -73,7 +74,36 @@ def _judge_ids(case: Case, got: Outcome) -> None:
         kinds = sorted({kind(i) for i in ids})
         raise CheckFailure(f"{label}: every id should be a Python int, got {', '.join(kinds)}")
     if ids != want:
+        mistakes = _id_mistakes(list(tokens), add_bos, add_eos)
+        name_mistake(ids, want, mistakes, f"{label}: expected ids {want}, got {ids}")
         raise CheckFailure(f"{label}: {_explain_ids(ids, want, list(tokens), add_bos, add_eos)}")
+
+
+def _id_mistakes(tokens: list[str], add_bos: bool, add_eos: bool) -> Mistakes:
+    """The ids of typical mistakes in encode, replayed."""
+    table = {token: i for i, token in enumerate(_SPECIALS + _WORDS)}
+    unknown = [t for t in tokens if t not in table]
+
+    def ids(unk: int = 3, lower: bool = False) -> list[int]:
+        return [table.get(t.lower() if lower else t, unk) for t in tokens]
+
+    def wrapped(core: list[int], bos: int = 1, eos: int = 2) -> list[int]:
+        return [bos] * add_bos + core + [eos] * add_eos
+
+    to_unk = f"unknown tokens {unknown} must become <unk> = id 3 (self.unk_id)"
+    return [
+        (wrapped([table[t] for t in tokens if t in table]), f"{to_unk}, not be dropped"),
+        (wrapped(ids(0)), f"unknown tokens become <pad> = 0; {to_unk}"),
+        (wrapped(ids(-1)), f"unknown tokens become -1; {to_unk}"),
+        (wrapped(ids(len(table))), f"unknown tokens become {len(table)}, one past the last id; {to_unk}"),
+        (wrapped(ids(lower=True)), "the tokens are lower-cased: encode looks each token up as it is written"),
+        (wrapped(ids(), bos=2, eos=1), "<bos> and <eos> are swapped: <bos> = 1 goes first, "
+         "<eos> = 2 last"),
+        (ids() + [1] * add_bos + [2] * add_eos, "<bos> is put at the end; it goes in front of the ids"),
+        (ids(), "add_bos and add_eos are ignored: put <bos> = 1 in front when add_bos, <eos> = 2 at the end when "
+         "add_eos"),
+        ([1, *ids(), 2], "<bos> and <eos> are added whatever add_bos and add_eos say"),
+    ]  # fmt: skip
 
 
 def _explain_ids(got: list[int], want: list[int], tokens: list[str], add_bos: bool, add_eos: bool) -> str:
@@ -129,13 +159,19 @@ def _judge_embedding(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: the embedding weight was changed; scale the looked-up vectors, not the table")
     want = F.embedding(tokens, weight) * math.sqrt(d_model)  # (*shape, D)
     out = expect_shape(out, tuple(want.shape), "the output", label)
-    if d_model > 1 and torch.allclose(out, want / math.sqrt(d_model), atol=1e-6):
-        raise CheckFailure(f"{label}: the vectors are not scaled: multiply by sqrt(d_model) = {math.sqrt(d_model):.4g}")
-    if d_model > 1 and torch.allclose(out, want * math.sqrt(d_model), atol=1e-5):
-        raise CheckFailure(f"{label}: the vectors are multiplied by d_model; multiply by sqrt(d_model) instead")
-    if d_model > 1 and torch.allclose(out, want / d_model, atol=1e-6):
-        raise CheckFailure(f"{label}: the vectors are divided by sqrt(d_model); multiply by it instead")
-    expect_close(out, want, "the output", label)
+    looked_up, root = F.embedding(tokens, weight), math.sqrt(d_model)
+    mistakes = [
+        (looked_up, f"the vectors are not scaled: multiply by sqrt(d_model) = {root:.4g}"),
+        (looked_up * d_model, "the vectors are multiplied by d_model; multiply by sqrt(d_model) instead"),
+        (looked_up / root, "the vectors are divided by sqrt(d_model); multiply by it instead"),
+        (looked_up / d_model, "the vectors are divided by d_model; multiply by sqrt(d_model) instead"),
+        (looked_up * math.sqrt(vocab_size), f"the vectors are multiplied by sqrt(vocab_size) = "
+         f"{math.sqrt(vocab_size):.4g}; the scale is sqrt(d_model) = {root:.4g}"),
+        (looked_up * math.sqrt(tokens.shape[-1]), f"the vectors are multiplied by the square root of the number "
+         f"of tokens per row ({tokens.shape[-1]}); the scale is sqrt(d_model) = {root:.4g}"),
+        (looked_up + root, f"sqrt(d_model) = {root:.4g} is added; multiply the vectors by it"),
+    ]  # fmt: skip
+    expect_close(out, want, "the output", label, mistakes=mistakes)
     # The output must stay connected to the weight, or training would never update it.
     if not got.requires_grad() or got.grad() is None:
         raise CheckFailure(f"{label}: the output does not depend on the weight through autograd (no .data / no_grad)")
@@ -183,6 +219,7 @@ def _judge_one_hot(case: Case, got: Outcome) -> None:
     label, (tokens, _), weight = case.label, case.args(), case.given["weight"]
     out = got.output()
     want = F.embedding(tokens, weight)  # (*shape, D)
+    name_mistake(out, want, _lookup_mistakes(tokens, weight), label)
     out = expect_shape(out, tuple(want.shape), "the output", label)
     expect_dtype(out, weight.dtype, "the output (same dtype as weight)", label)
     expect_close(out, want, "the output", label)
@@ -190,3 +227,20 @@ def _judge_one_hot(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: the output is not connected to weight through autograd")
     counts = torch.bincount(tokens.flatten(), minlength=weight.shape[0]).to(weight.dtype)  # (V,)
     expect_close(got.grad(), counts[:, None].expand(-1, weight.shape[1]), "the gradient with respect to weight", label)
+
+
+def _lookup_mistakes(tokens: Tensor, weight: Tensor) -> Mistakes:
+    vocab_size, d_model = weight.shape
+    one_hot = F.one_hot(tokens, vocab_size).to(weight.dtype)  # (..., V)
+    return [
+        (weight[(tokens + 1) % vocab_size], "each token reads the row after its own: one_hot(tokens, V) puts the "
+         "1 at column id itself (no shift)"),
+        (weight[(tokens - 1) % vocab_size], "each token reads the row before its own: one_hot(tokens, V) puts the "
+         "1 at column id itself (no shift)"),
+        (F.embedding(tokens, weight).transpose(-1, -2), "the result is transposed, (…, D, N): multiply "
+         "one_hot (…, V) @ weight (V, D)"),
+        (one_hot.sum(dim=-2) @ weight, "the one-hot rows are summed first (a bag of words): multiply each row, "
+         "one_hot(tokens, V) @ weight"),
+        (F.embedding(tokens, weight) * math.sqrt(d_model), "the rows are scaled by sqrt(D): one_hot_lookup is the "
+         "plain lookup (TokenEmbedding scales, not this function)"),
+    ]  # fmt: skip
