@@ -68,6 +68,64 @@ def _lookup_row_before(tokens, weight):
     return F.one_hot(tokens - 1, weight.shape[0]).to(weight.dtype) @ weight
 
 
+# -- chapter 02 -----------------------------------------------------------------------------------
+
+
+def _sinusoids(max_len, d_model, exponent_sign=-1.0, sines_only=False):
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]
+    frequency = 10000.0 ** (exponent_sign * torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
+    angles = position * frequency  # (max_len, ceil(d/2))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = (torch.sin if sines_only else torch.cos)(angles)[:, : d_model // 2]
+    return table
+
+
+def _table_positive_exponent(max_len, d_model):
+    return _sinusoids(max_len, d_model, exponent_sign=1.0)
+
+
+def _table_sines_only(max_len, d_model):
+    return _sinusoids(max_len, d_model, sines_only=True)
+
+
+def _table_transposed(max_len, d_model):
+    return _sinusoids(max_len, d_model).T
+
+
+def _forward_table_only(self, x, offset=0):
+    return self.dropout(self.pe[offset : offset + x.size(1)].to(x.dtype).expand_as(x))
+
+
+def _forward_rescaled(self, x, offset=0):
+    return self.dropout(x * math.sqrt(x.size(-1)) + self.pe[offset : offset + x.size(1)].to(x.dtype))
+
+
+def _forward_subtracted(self, x, offset=0):
+    return self.dropout(x - self.pe[offset : offset + x.size(1)].to(x.dtype))
+
+
+def _rotation(k, d_model, angle, swap=False):
+    m = torch.zeros(d_model, d_model)
+    for two_i in range(0, d_model, 2):
+        c, s = math.cos(angle(k, two_i, d_model)), math.sin(angle(k, two_i, d_model))
+        c, s = (s, c) if swap else (c, s)
+        m[two_i : two_i + 2, two_i : two_i + 2] = torch.tensor([[c, s], [-s, c]])
+    return m
+
+
+def _rotation_swapped(k, d_model):
+    return _rotation(k, d_model, lambda k, j, d: k / 10000 ** (j / d), swap=True)
+
+
+def _rotation_k_ignored(k, d_model):
+    return _rotation(k, d_model, lambda k, j, d: 1 / 10000 ** (j / d))
+
+
+def _rotation_inverse_frequency(k, d_model):
+    return _rotation(k, d_model, lambda k, j, d: k * 10000 ** (j / d))
+
+
 # -- chapter 03 -----------------------------------------------------------------------------------
 
 
@@ -443,6 +501,12 @@ OWN_MISTAKES = {
                (_embedding_plus_root, "is added")],
     "ex01_3": [(_lookup_transposed, "transposed"), (_lookup_bag_of_words, "a bag of words"),
                (_lookup_scaled, "scaled by sqrt(D)"), (_lookup_row_before, "the row before")],
+    "ex02_1": [(_table_positive_exponent, "multiplied by 10000"), (_table_sines_only, "every column holds a sine"),
+               (_table_transposed, "the table is transposed")],
+    "ex02_2": [(_forward_table_only, "the positional table alone"), (_forward_rescaled, "x is multiplied by"),
+               (_forward_subtracted, "the table is subtracted")],
+    "ex02_3": [(_rotation_swapped, "cos and sin are swapped"), (_rotation_k_ignored, "k is ignored"),
+               (_rotation_inverse_frequency, "it is its inverse")],
     "ex03_1": [(_scores_times_sqrt, "multiplied by sqrt(d_k)"), (_scores_over_sqrt_t, "number of queries"),
                (_scores_k_first, "k @ q.transpose"), (_scores_softmaxed, "went through a softmax")],
     "ex03_2": [(_mask_multiplied, "multiplied by the mask"), (_mask_float32_lowest, "float32's lowest"),

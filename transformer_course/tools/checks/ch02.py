@@ -7,13 +7,13 @@ paper's formula, independently of the package; the rotation blocks likewise.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, fixture
-from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape
+from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape, name_mistake
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -35,9 +35,13 @@ def _reference_table(max_len: int, d_model: int, variant: str = "paper") -> torc
                 angle = pos / 10000.0 ** ((j // 2) / d_model)
             elif variant == "from 1":
                 angle = (pos + 1) * _frequency(j, d_model)
+            elif variant == "base 1000":
+                angle = pos / 1000.0 ** ((j - j % 2) / d_model)
+            elif variant == "positive exponent":  # pos · 10000^(2i/d_model)
+                angle = pos / _frequency(j, d_model)
             else:
                 angle = pos * _frequency(j, d_model)
-            use_sin = j % 2 == 0
+            use_sin = j % 2 == 0 or variant == "sines only"
             if variant == "swapped":
                 use_sin = not use_sin
             if variant == "halves":  # [sin of every frequency | cos of every frequency]
@@ -58,6 +62,10 @@ _WRONG_TABLES = {
     "i for 2i": "the exponent is 2i/d_model where 2i is the even column index (0, 2, 4, …), not the pair "
     "index i (0, 1, 2, …)",
     "from 1": "the positions start at 1; the first row is position 0 (sin 0 = 0, cos 0 = 1)",
+    "positive exponent": "the positions are multiplied by 10000^(2i/d_model); divide them by it: angle = pos / "
+    "10000^(2i/d_model)",
+    "base 1000": "the base is 1000; the paper's frequencies are 1/10000^(2i/d_model)",
+    "sines only": "every column holds a sine; the odd columns 2i+1 hold the cosine of the same angle",
 }
 
 
@@ -90,12 +98,11 @@ def _judge_table(case: Case, got: Outcome) -> None:
         odd = f"d_model is odd: {(d_model + 1) // 2} sine columns, {d_model // 2} cosine"
         raise CheckFailure(f"{failure} ({odd})") from failure
     want = _reference_table(max_len, d_model)
-    table = expect_shape(table, (max_len, d_model), "the table", label)
-    if not torch.allclose(table.double(), want, atol=atol):
-        for variant, explanation in _WRONG_TABLES.items():
-            if torch.allclose(table.double(), _reference_table(max_len, d_model, variant), atol=atol):
-                raise CheckFailure(f"{label}: {explanation}")
-    expect_close(table, want, "the table", label, atol=atol)
+    mistakes = [
+        (lambda v=variant: _reference_table(max_len, d_model, v), what) for variant, what in _WRONG_TABLES.items()
+    ]
+    mistakes.append((want.T, "the table is transposed: one row per position, (max_len, d_model)"))
+    expect_close(table, want, "the table", label, atol=atol, mistakes=mistakes)
     expect_dtype(table, torch.float32, "the table", label)
 
 
@@ -158,7 +165,19 @@ def _judge_forward(case: Case, got: Outcome) -> None:
         )
     expect_dtype(out, x.dtype, "the output (keep x's dtype: convert the table with .to(x.dtype))", label)
     tolerance = 1e-2 if x.dtype == torch.float16 else 1e-5
-    expect_close(out, want, "the output", label, atol=tolerance, rtol=tolerance)
+    rows = table[:length].double()[None]  # (1, T, D)
+    mistakes = [
+        (rows.expand_as(want), "the output is the positional table alone; return x + PE (then dropout)"),
+        (x.double() - rows, "the table is subtracted; add it: x + PE"),
+        (x.double() * math.sqrt(d_model) + rows, "x is multiplied by sqrt(d_model); TokenEmbedding scales the "
+         "embeddings already: add the table to x as it is"),
+        (x.double() + rows * math.sqrt(d_model), "the table is multiplied by sqrt(d_model); add its rows as they "
+         "are"),
+    ]  # fmt: skip
+    if length < len(table):  # rows 1 … T exist
+        mistakes.append((x.double() + table[1 : length + 1].double()[None], "the rows 1 … T of the table were "
+                         "added: position 0 is row 0, so add self.pe[:T]"))  # fmt: skip
+    expect_close(out, want, "the output", label, atol=tolerance, rtol=tolerance, mistakes=mistakes)
 
 
 def _judge_dropout(case: Case, got: Outcome) -> None:
@@ -199,11 +218,14 @@ def _judge_offset(case: Case, got: Outcome) -> None:
     expect_close(out, want, "the output", label)
 
 
-def _rotation_blocks(k: int, d_model: int) -> torch.Tensor:
-    """M_k written out from the angle-addition formulas, one 2×2 block per frequency."""
+def _rotation_blocks(k: int, d_model: int, frequency: Callable[[int, int], float] = _frequency,
+                     swap: bool = False) -> torch.Tensor:  # fmt: skip
+    """M_k written out from the angle-addition formulas, one 2×2 block per frequency; a known mistake
+    replayed: another ``frequency``, or cos and sin swapped in each block (``swap``)."""
     m = torch.zeros((d_model, d_model), dtype=torch.float64)
     for two_i in range(0, d_model, 2):
-        c, s = math.cos(k * _frequency(two_i, d_model)), math.sin(k * _frequency(two_i, d_model))
+        c, s = math.cos(k * frequency(two_i, d_model)), math.sin(k * frequency(two_i, d_model))
+        c, s = (s, c) if swap else (c, s)
         # sin(a + b) = sin a cos b + cos a sin b;  cos(a + b) = cos a cos b - sin a sin b
         m[two_i, two_i], m[two_i, two_i + 1] = c, s
         m[two_i + 1, two_i], m[two_i + 1, two_i + 1] = -s, c
@@ -229,8 +251,20 @@ def _judge_rotation(case: Case, got: Outcome) -> None:
     label, (k, d_model) = case.label, case.args()
     m = expect_shape(got.output(), (d_model, d_model), "M_k", label)
     want = _rotation_blocks(k, d_model)
-    if k != 0 and torch.allclose(m.double(), want.T, atol=1e-5):
-        raise CheckFailure(f"{label}: M_k turns the wrong way (this is M_(-k)); check the signs of the sin terms")
+    mistakes = [
+        (want.T, "M_k turns the wrong way (this is M_(-k)); check the signs of the sin terms"),
+        (torch.eye(d_model, dtype=torch.float64), "M_k is the identity: each 2×2 block turns by the angle k·w"),
+        (_rotation_blocks(k, d_model, swap=True), "cos and sin are swapped in each block: [[cos wk, sin wk], "
+         "[-sin wk, cos wk]]"),
+        (_rotation_blocks(1, d_model), f"k is ignored (this is M_1); each block turns by k·w with k={k}"),
+        (_rotation_blocks(k, d_model, lambda j, d: 1 / _frequency(j, d)), "the frequency is 10000^(2i/d_model); "
+         "it is its inverse, w = 1/10000^(2i/d_model)"),
+        (_rotation_blocks(k, d_model, lambda j, d: 1 / 10000.0 ** (j / 2 / d)), "the frequency uses the pair "
+         "index i; w = 1/10000^(2i/d_model) with 2i the even column index"),
+        (_rotation_blocks(k, d_model) * torch.eye(d_model, dtype=torch.float64), "the sin terms are missing: each "
+         "block is [[cos wk, sin wk], [-sin wk, cos wk]]"),
+    ]  # fmt: skip
+    name_mistake(m, want, mistakes, label)
     # the property itself, on an independently computed table: PE[pos + k] = M_k PE[pos]
     first, n = max(0, -k), 40
     table = _reference_table(first + n + abs(k), d_model)
