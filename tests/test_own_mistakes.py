@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from transformer_course.decoding import gnmt_length_penalty
 from transformer_course.loss import label_smoothed_cross_entropy
 from transformer_course.multihead import merge_heads, split_heads
 from transformer_course.tools.checks import run_check
@@ -375,6 +376,72 @@ def _never_clipped(model, batch, optimizer, scheduler, smoothing, max_grad_norm,
     return _train(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision, order)
 
 
+# -- chapter 08 -----------------------------------------------------------------------------------
+
+
+def _greedy_argmin(logits, finished, eos_id, pad_id):
+    tokens = logits.argmin(dim=-1).masked_fill(finished, pad_id)
+    return tokens, finished | (tokens == eos_id)
+
+
+def _greedy_eos_padded(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(dim=-1)
+    tokens = tokens.masked_fill(finished | (tokens == eos_id), pad_id)
+    return tokens, finished | (logits.argmax(dim=-1) == eos_id)
+
+
+def _greedy_finished_get_eos(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(dim=-1).masked_fill(finished, eos_id)
+    return tokens, finished | (tokens == eos_id)
+
+
+def _top_p(logits, top_p, fill=float("-inf"), invert=False):
+    probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+    drop = probs.cumsum(dim=-1) - probs >= top_p
+    drop = ~drop if invert else drop
+    return logits.masked_fill(drop.scatter(-1, order, drop), fill)
+
+
+def _top_p_zero_fill(logits, top_p):
+    return _top_p(logits, top_p, fill=0.0)
+
+
+def _top_p_lowest_fill(logits, top_p):
+    return _top_p(logits, top_p, fill=torch.finfo(logits.dtype).min)
+
+
+def _top_p_inverted(logits, top_p):
+    return _top_p(logits, top_p, invert=True)
+
+
+def _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, gather=None, multiply=False):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    candidates = scores[..., None] + torch.where(finished[..., None], frozen, log_probs)
+    new_lengths = lengths + (~finished).long()
+    penalty = gnmt_length_penalty(new_lengths, alpha)[..., None]
+    ranked = candidates * penalty if multiply else candidates / penalty
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_lengths = new_lengths.gather(1, origin) if gather is None else gather(new_lengths, origin)
+    return origin, tokens, new_scores, finished.gather(1, origin) | (tokens == eos_id), new_lengths
+
+
+def _beam_lengths_in_place(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, gather=lambda n, o: n)
+
+
+def _beam_finished_in_place(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    origin, tokens, new_scores, _, new_lengths = _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)
+    return origin, tokens, new_scores, finished | (tokens == eos_id), new_lengths
+
+
+def _beam_penalty_multiplied(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, multiply=True)
+
+
 # -- chapter 09 -----------------------------------------------------------------------------------
 
 
@@ -536,6 +603,13 @@ OWN_MISTAKES = {
     "ex07_4": [(_zero_grad_after_backward, "zero_grad() comes after loss.backward()"),
                (_scheduler_first, "the scheduler is stepped before the optimizer"),
                (_never_clipped, "the gradients are not clipped")],
+    "ex08_1": [(_greedy_argmin, "argmin"), (_greedy_eos_padded, "is replaced by pad_id"),
+               (_greedy_finished_get_eos, "the finished rows get eos_id")],
+    "ex08_2": [(_top_p_zero_fill, "set to 0"), (_top_p_lowest_fill, "the dtype's lowest value"),
+               (_top_p_inverted, "the nucleus is dropped")],
+    "ex08_3": [(_beam_lengths_in_place, "the new lengths are not reordered"),
+               (_beam_finished_in_place, "the finished flags are not reordered"),
+               (_beam_penalty_multiplied, "multiplied by the length penalty")],
     "ex09_1": [(_pack_old_longest, "longest before the new example"),
                (_pack_old_count, "count before the new example"), (_pack_source_only, "only the source side")],
     "ex10_1": [(_rms_eps_squared, "squares eps"), (_rms_no_root, "forgets the square root"),

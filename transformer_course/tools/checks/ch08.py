@@ -8,13 +8,22 @@ log-probabilities whose right answer can be worked out on paper.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
 
 from ..probe.calls import call, calls_case
-from ._tools import CheckFailure, expect_close, expect_dtype, expect_equal, expect_shape, expect_tuple
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_shape,
+    expect_tuple,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -61,6 +70,8 @@ def _judge_greedy(case: Case, got: Outcome) -> None:
     expect_dtype(tokens, torch.long, "next_tokens", label)
     expect_shape(done, (batch,), "finished", label)
     expect_dtype(done, torch.bool, "finished", label)
+    name_mistake((tokens, done), (want_tokens, want_done), _greedy_mistakes(logits, finished, eos_id, pad_id), label,
+                 0.0, 0.0)  # fmt: skip
     if batch > 2 and int(tokens[2]) != pad_id:
         raise CheckFailure(
             f"{label}: row 2 had already finished, so its next token must be pad_id={pad_id}, got {int(tokens[2])}: "
@@ -72,6 +83,25 @@ def _judge_greedy(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: row 0 just produced eos_id={eos_id}, so it must now be finished")
     expect_equal(tokens, want_tokens, "next_tokens", label)
     expect_equal(done, want_done, "finished", label)
+
+
+def _greedy_mistakes(logits: Tensor, finished: Tensor, eos_id: int, pad_id: int) -> Mistakes:
+    best, nothing = logits.argmax(-1), torch.zeros_like(finished)
+
+    def step(choice: Tensor, fill: int = pad_id, was: Tensor = finished) -> tuple[Tensor, Tensor]:
+        tokens = choice.masked_fill(finished, fill)
+        return tokens, was | (tokens == eos_id)
+
+    return [
+        (step(logits.argmin(-1)), "the least probable token is picked (argmin); take argmax over the last axis"),
+        (step(best, fill=eos_id), f"the finished rows get eos_id={eos_id}; give them pad_id={pad_id}"),
+        (step(best, was=nothing), "a row finished before this step is finished only if it produces eos_id again; "
+         "it stays finished: finished | (token == eos_id)"),
+        ((best.masked_fill(finished | (best == eos_id), pad_id), finished | (best == eos_id)), f"the new eos_id={eos_id} is replaced by pad_id; emit <eos> "
+         "itself, and pad only the rows finished before this step"),
+        ((best, finished | (best == eos_id)), f"the rows that had finished keep generating: put pad_id={pad_id} in "
+         "them (masked_fill with finished)"),
+    ]  # fmt: skip
 
 
 # -- ex08_2: top-p (nucleus) filtering ------------------------------------------------------------
@@ -123,6 +153,9 @@ def _judge_nucleus(case: Case, got: Outcome) -> None:
     label, (logits, top_p) = case.label, case.args()
     shape = tuple(logits.shape)
     filtered = expect_shape(got.output(), shape, "filtered logits", label)
+    if "kept" not in case.given:  # the boundary case's rows say which token is wrong
+        want = _nucleus_with(logits, top_p, lambda cum, p: cum - p >= top_p)
+        name_mistake(filtered, want, _nucleus_mistakes(logits, top_p), label, 0.0, 0.0)
     if torch.isnan(filtered).any():
         raise CheckFailure(f"{label}: the filtered logits contain NaN")
     rows, got_rows = logits.reshape(-1, shape[-1]), filtered.reshape(-1, shape[-1])
@@ -149,27 +182,66 @@ def _judge_nucleus(case: Case, got: Outcome) -> None:
         expect_close(got_row[kept], row[kept], f"kept logits of row {r}", label, atol=0.0, rtol=0.0)
 
 
+def _nucleus_with(logits: Tensor, top_p: float, drop: Callable, fill: float = float("-inf"),
+                  back: bool = True) -> Tensor:  # fmt: skip
+    """The filtered logits where ``drop(cumsum, probs)`` (in descending order) says which tokens go;
+    ``back``: the mask scattered back to the vocabulary order (else applied in the sorted order)."""
+    probs, order = logits.double().softmax(-1).sort(dim=-1, descending=True)
+    dropped = drop(probs.cumsum(-1), probs)
+    if back:
+        dropped = torch.zeros_like(dropped).scatter(-1, order, dropped)
+    return logits.masked_fill(dropped, fill)
+
+
+def _nucleus_mistakes(logits: Tensor, top_p: float) -> Mistakes:
+    def nucleus(drop: Callable = lambda cum, p: cum - p >= top_p, **kwargs) -> Callable[[], Tensor]:
+        return lambda: _nucleus_with(logits, top_p, drop, **kwargs)
+
+    return [
+        (nucleus(lambda cum, p: cum > top_p), "the token that crosses top_p is dropped; keep a token while the mass "
+         "of the tokens before it is < top_p (cumsum − probs < top_p)"),
+        (nucleus(back=False), "the mask is applied in the sorted order; scatter it back to the vocabulary order "
+         "first"),
+        (nucleus(lambda cum, p: cum - p < top_p), "the nucleus is dropped and the tail kept: fill -inf where the "
+         "mass before the token is >= top_p"),
+        (nucleus(fill=0.0), "the dropped logits are set to 0, which still has a probability; fill them with -inf"),
+        (nucleus(fill=torch.finfo(logits.dtype).min), "the dropped logits hold the dtype's lowest value; fill them "
+         "with -inf, so that their probability is exactly 0"),
+    ]  # fmt: skip
+
+
 # -- ex08_3: one beam-search step -----------------------------------------------------------------
 
 
-def _reference_beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
-    """Every candidate of every sentence in a list, ranked with the GNMT penalty, best K kept."""
+def _reference_beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, penalty=True, old=False,
+                         penalised=False, grow=False, freeze=True, keep=True, times=False):  # fmt: skip
+    """Every candidate of every sentence in a list, ranked with the GNMT penalty, best K kept. A
+    known mistake replayed: no ``penalty``, the penalty of the ``old`` lengths, ``penalised`` scores
+    returned, the finished hypotheses' lengths ``grow``n, not ``freeze``d (every token continues
+    them), not ``keep``ing their finished flag, the penalty multiplied (``times``)."""
+
+    def penalty_of(length: int, new: int) -> float:
+        value = ((5 + (length if old else new)) / 6) ** alpha if penalty else 1.0
+        return 1 / value if times else value
+
     batch, beams, vocab = tuple(log_probs.shape)
     out = {"origin": [], "tokens": [], "scores": [], "finished": [], "lengths": []}
     for b in range(batch):
         candidates = []  # (penalised score, raw score, origin, token, finished, length)
         for k in range(beams):
-            old, done, length = float(scores[b, k]), bool(finished[b, k]), int(lengths[b, k])
-            if done:  # one continuation: pad, same score, same length
-                candidates.append((old / ((5 + length) / 6) ** alpha, old, k, pad_id, True, length))
+            before, done, length = float(scores[b, k]), bool(finished[b, k]), int(lengths[b, k])
+            grown = length + (grow or not done)
+            if done and freeze:  # one continuation: pad, same score, same length
+                candidates.append((before / penalty_of(length, grown), before, k, pad_id, keep or pad_id == eos_id,
+                                   grown))  # fmt: skip
                 continue
             for v in range(vocab):
-                raw = old + float(log_probs[b, k, v])
-                penalised = raw / ((5 + length + 1) / 6) ** alpha
-                candidates.append((penalised, raw, k, v, v == eos_id, length + 1))
+                raw = before + float(log_probs[b, k, v])
+                candidates.append((raw / penalty_of(length, grown), raw, k, v, v == eos_id or (done and keep), grown))
         candidates.sort(key=lambda c: -c[0])
         best = candidates[:beams]
-        for key, i in (("origin", 2), ("tokens", 3), ("scores", 1), ("finished", 4), ("lengths", 5)):
+        for key, i in (("origin", 2), ("tokens", 3), ("scores", 0 if penalised else 1), ("finished", 4),
+                       ("lengths", 5)):  # fmt: skip
             out[key].append([c[i] for c in best])
     return (
         torch.tensor(out["origin"]),
@@ -232,6 +304,7 @@ def _judge_beam(case: Case, got: Outcome) -> None:
     shape = tuple(args[0].shape)
     for name, value in zip(names.split(", "), result, strict=True):
         expect_shape(value, shape, name, label)
+    name_mistake(tuple(result), want, _beam_mistakes(args, alpha), label)
     origin, tokens, scores, finished, lengths = result
     if origin.dtype.is_floating_point or tokens.dtype.is_floating_point:
         raise CheckFailure(f"{label}: origin and tokens must be integer tensors (use // and %, not /)")
@@ -253,3 +326,29 @@ def _judge_beam(case: Case, got: Outcome) -> None:
     expect_close(scores, want[2], "scores (summed log-probabilities, not divided by the penalty)", label)
     expect_equal(finished.bool(), want[3], "finished", label)
     expect_equal(lengths.long(), want[4], "lengths", label)
+
+
+def _beam_mistakes(args: list, alpha: float) -> Mistakes:
+    def step(**mistake: bool) -> Callable[[], tuple]:
+        return lambda: _reference_beam_step(*args, alpha, **mistake)
+
+    origin, tokens, scores, finished, lengths = _reference_beam_step(*args, alpha)
+    old_finished, old_lengths, eos_id = args[2], args[3], args[4]
+    return [
+        ((origin, tokens, scores, finished, old_lengths + (~old_finished).long()), "the new lengths are not "
+         "reordered: gather them by origin (slot j now continues hypothesis origin[j])"),
+        ((origin, tokens, scores, old_finished | (tokens == eos_id), lengths), "the finished flags are not "
+         "reordered: gather them by origin, then add token == eos_id"),
+        (step(times=True), "the candidates are multiplied by the length penalty; divide them by it before topk"),
+        (step(penalty=False), "the candidates are ranked by their raw scores: divide them by the GNMT length "
+         "penalty of their new lengths before topk"),
+        (step(old=True), "the penalty uses the lengths before this step; a candidate that continues is one token "
+         "longer (lengths + 1 where not finished)"),
+        (step(penalised=True), "the scores returned are divided by the penalty; return the summed log-probabilities "
+         "(rank by the penalised ones only)"),
+        (step(grow=True), "a finished hypothesis grows too; its length stays (it continues with pad_id at cost 0)"),
+        (step(freeze=False), "a finished hypothesis is continued by every token; give it the single continuation "
+         "pad_id at cost 0"),
+        (step(keep=False), "finished is only token == eos_id: a hypothesis finished before stays finished (gather "
+         "finished by origin)"),
+    ]  # fmt: skip
