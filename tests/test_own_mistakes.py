@@ -478,6 +478,30 @@ def _pack_source_only(order, src_lengths, tgt_lengths, max_tokens):
     return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
 
 
+def _average(states, combine):
+    for key in states[0]:
+        if any(set(state) != set(states[0]) for state in states):
+            raise ValueError("the states have different keys")
+        if not states[0][key].is_floating_point() and any(not torch.equal(s[key], states[0][key]) for s in states):
+            raise ValueError(f"the integer buffer {key} differs")
+    return {
+        key: combine([state[key].double() for state in states]).to(first.dtype) if first.is_floating_point() else first
+        for key, first in states[0].items()
+    }
+
+
+def _average_first_only(states):
+    return _average(states, lambda tensors: tensors[0].clone())
+
+
+def _average_last_only(states):
+    return _average(states, lambda tensors: tensors[-1].clone())
+
+
+def _average_over_n_minus_one(states):
+    return _average(states, lambda tensors: sum(tensors) / (len(tensors) - 1))
+
+
 # -- chapter 10 -----------------------------------------------------------------------------------
 
 
@@ -612,6 +636,8 @@ OWN_MISTAKES = {
                (_beam_penalty_multiplied, "multiplied by the length penalty")],
     "ex09_1": [(_pack_old_longest, "longest before the new example"),
                (_pack_old_count, "count before the new example"), (_pack_source_only, "only the source side")],
+    "ex09_2": [(_average_first_only, "the first state is returned"), (_average_last_only, "the last state"),
+               (_average_over_n_minus_one, "divided by n − 1")],
     "ex10_1": [(_rms_eps_squared, "squares eps"), (_rms_no_root, "forgets the square root"),
                (_rms_weight_added, "adds self.weight")],
     "ex10_2": [(_rope_sequential, "the new 2i is used"), (_rope_sin_cos_swapped, "sin and cos are swapped"),

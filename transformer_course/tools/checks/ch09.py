@@ -232,7 +232,8 @@ def _judge_mean(case: Case, got: Outcome) -> None:
         if tensor.is_floating_point():
             tolerance = 1e-2 if tensor.dtype == torch.bfloat16 else 1e-6
             what, names = f"{key} (the mean of the {len(states)} states)", {"the number of states": len(states)}
-            expect_close(tensor, want, what, label, tolerance, tolerance, names=names)
+            expect_close(tensor, want, what, label, tolerance, tolerance, names=names,
+                         mistakes=_mean_mistakes([state[key] for state in states]))  # fmt: skip
         else:
             expect_equal(tensor, want, key, label)
     after = got.report("after")  # the states once the function has returned
@@ -246,6 +247,21 @@ def _judge_mean(case: Case, got: Outcome) -> None:
                 f"{label}: the states passed in were changed (states[{i}], {changed or 'its keys'}): average into "
                 "new tensors (accumulating into states[0] in place changes the caller's model)"
             )
+
+
+def _mean_mistakes(tensors: list[Tensor]) -> Mistakes:
+    """The averages of typical mistakes over one key's ``tensors`` (one per state), in float64."""
+    stacked = torch.stack([t.double() for t in tensors])  # (n, ...)
+    n = len(tensors)
+    return [
+        (stacked.sum(0), f"the states are summed; divide the sum by the number of states, {n}"),
+        (stacked.sum(0) / (n - 1) if n > 1 else stacked[0], f"the sum is divided by n − 1 = {n - 1}; divide it by "
+         f"the number of states, n = {n}"),
+        (stacked[0], "the first state is returned as it is: average every state"),
+        (stacked[-1], "the last state is returned as it is: average every state"),
+        (stacked[:2].mean(0), "only the first two states are averaged: average every state"),
+        ((stacked[0] + stacked[-1]) / 2, "only the first and the last states are averaged: average every state"),
+    ]  # fmt: skip
 
 
 def _judge_refused(case: Case, got: Outcome) -> None:
