@@ -269,6 +269,27 @@ def _dropout_after_the_norm(x, sublayer, norm, dropout, norm_first):
     return dropout(norm(x + sublayer(x)))
 
 
+def _encoder(self, x, mask, cache, blocks):
+    parts = {"attention": lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], "ffn": self.ffn}
+    norms = {"norm1": self.norm1, "norm2": self.norm2}
+    for part, norm, first in blocks:
+        x = self.connection(x, parts[part], norms[norm], self.dropout1, first)
+    return x
+
+
+def _encoder_norms_swapped(self, x, mask=None, cache=None):
+    return _encoder(self, x, mask, cache, [("attention", "norm2", self.norm_first), ("ffn", "norm1", self.norm_first)])
+
+
+def _encoder_attention_missing(self, x, mask=None, cache=None):
+    return _encoder(self, x, mask, cache, [("ffn", "norm2", self.norm_first)])
+
+
+def _encoder_flag_inverted(self, x, mask=None, cache=None):
+    inverted = not self.norm_first
+    return _encoder(self, x, mask, cache, [("attention", "norm1", inverted), ("ffn", "norm2", inverted)])
+
+
 # -- chapter 06 -----------------------------------------------------------------------------------
 
 
@@ -295,6 +316,30 @@ def _padding_axes_at_the_end(tokens, pad_id):
 
 def _padding_greater_than(tokens, pad_id):
     return (tokens > pad_id)[:, None, None, :]
+
+
+def _decoder(self, x, memory, tgt_mask, memory_mask, cache, norms, blocks=("self", "cross", "ffn")):
+    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+    parts = {
+        "self": lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0],
+        "cross": lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+        "ffn": self.ffn,
+    }
+    for part, norm in zip(blocks, norms, strict=True):
+        x = self.connection(x, parts[part], norm, self.dropout1, self.norm_first)
+    return x
+
+
+def _decoder_norm2_norm3_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1, self.norm3, self.norm2))
+
+
+def _decoder_one_norm(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1,) * 3)
+
+
+def _decoder_no_cross_attention(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1, self.norm3), ("self", "ffn"))
 
 
 # -- chapter 07 -----------------------------------------------------------------------------------
@@ -615,10 +660,16 @@ OWN_MISTAKES = {
     "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),
                (_post_ln_without_norm, "the norm is applied in the wrong place"),
                (_dropout_after_the_norm, "apply dropout to the sub-layer's output only")],
+    "ex05_3": [(_encoder_norms_swapped, "norm1 and norm2 are swapped"),
+               (_encoder_attention_missing, "the self-attention sub-layer is missing"),
+               (_encoder_flag_inverted, "this is the other order")],
     "ex06_1": [(_causal_one_ahead, "off by one"), (_causal_all_true, "every position may attend everywhere"),
                (_causal_diagonal_only, "only the diagonal is True")],
     "ex06_2": [(_padding_both_sides, "the padded queries are masked too"),
                (_padding_axes_at_the_end, "inserted after S"), (_padding_greater_than, "compared with > pad_id")],
+    "ex06_3": [(_decoder_norm2_norm3_swapped, "norm2 and norm3 are mixed up"),
+               (_decoder_one_norm, "norm1 is used for every sub-layer"),
+               (_decoder_no_cross_attention, "does not depend on memory")],
     "ex07_1": [(_lr_root_d_model, "d_model is raised to 0.5"), (_lr_decay_power, "the decay term is step^-0.5"),
                (_lr_warmup_power_positive, "the power is negative")],
     "ex07_2": [(_same_cut, "are the same"), (_both_from_one, "are the same"), (_shifted_by_two, "shifted by two")],

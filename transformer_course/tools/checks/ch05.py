@@ -7,13 +7,14 @@ and PyTorch's own ``nn.TransformerEncoderLayer`` (loaded into ours with ``from_t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..probe.calls import call, calls_case, fixture, module, new, ref, tanh_of
-from ._tools import CheckFailure, expect_close, expect_shape, matches
+from ._tools import CheckFailure, Mistakes, expect_close, expect_shape, matches
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -211,7 +212,9 @@ def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                     )
                     spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
                     probe = calls_case(call(spec, x, mask), no_grad=True)
-                    yield Case(label, probe, _judge_layer, {"want": want, "what": "encoder layer output"})
+                    mistakes = partial(_encoder_mistakes, reference, x, ~keep if use_mask else None, norm_first)
+                    given = {"want": want, "what": "encoder layer output", "mistakes": mistakes}
+                    yield Case(label, probe, _judge_layer, given)
     yield from _cached_layer_cases(EncoderLayer, larger)
 
 
@@ -253,4 +256,55 @@ def _judge_cached_layer(case: Case, got: Outcome) -> None:
 
 
 def _judge_layer(case: Case, got: Outcome) -> None:
-    expect_close(got.output(), case.given["want"], case.given["what"], case.label)
+    with torch.no_grad():
+        mistakes = case.given["mistakes"]()  # the wrong answers themselves are computed only on a mismatch
+        expect_close(got.output(), case.given["want"], case.given["what"], case.label, mistakes=mistakes)
+
+
+def _through_sublayers(x: Tensor, blocks: list, norm_first: bool) -> Tensor:
+    """``x`` through residual blocks (sub-layer, norm): pre-LN x + f(norm(x)), post-LN norm(x + f(x))."""
+    for sublayer, norm in blocks:
+        x = x + sublayer(norm(x)) if norm_first else norm(x + sublayer(x))
+    return x
+
+
+def _layer_mistakes(layer: nn.Module, x: Tensor, blocks: dict, norm_first: bool, wrong: list) -> Mistakes:
+    """Known mistakes of a PyTorch layer written out: ``wrong`` holds (the names of the blocks in
+    their order, norm_first, what is wrong); ``blocks``: name → (sub-layer, norm)."""
+    layer.train()  # dropout is 0; training mode keeps PyTorch's attention off its fast path
+
+    def run(names: list[str], first: bool) -> Callable[[], Tensor]:
+        return lambda: _through_sublayers(x, [blocks[name] for name in names], first)
+
+    return [(run(names, first), what) for names, first, what in wrong]
+
+
+def _feed_forward(layer: nn.Module) -> Callable[[Tensor], Tensor]:
+    return lambda h: layer.linear2(layer.activation(layer.linear1(h)))
+
+
+def _encoder_mistakes(layer: nn.Module, x: Tensor, padding: Tensor | None, norm_first: bool) -> Mistakes:
+    """Typical mistakes of an encoder layer, replayed with ``layer``'s (nn.TransformerEncoderLayer) parts."""
+
+    def attend(pad: Tensor | None) -> Callable[[Tensor], Tensor]:
+        return lambda h: layer.self_attn(h, h, h, key_padding_mask=pad, need_weights=False)[0]
+
+    ffn, n1, n2 = _feed_forward(layer), layer.norm1, layer.norm2
+    blocks = {"attention": (attend(padding), n1), "ffn": (ffn, n2), "unmasked": (attend(None), n1),
+              "attention, norm2": (attend(padding), n2), "ffn, norm1": (ffn, n1)}  # fmt: skip
+    order, ffn_first = _ORDERS[norm_first], "the feed-forward network comes before the self-attention; attend first"
+    wrong = [
+        (["attention", "ffn"], not norm_first, f"this is the other order; norm_first={norm_first} means {order}"),
+        (["unmasked", "ffn"], norm_first, "the mask is not passed on to the self-attention"),
+        (["attention"], norm_first, "the feed-forward sub-layer is missing: x = self.connection(x, self.ffn, "
+         "self.norm2, self.dropout2, self.norm_first)"),
+        (["ffn"], norm_first, "the self-attention sub-layer is missing: first self.connection(x, <self-attention>, "
+         "self.norm1, self.dropout1, self.norm_first)"),
+        (["attention", "ffn, norm1"], norm_first, "norm1 is used for both sub-layers; the feed-forward network has "
+         "its own norm2"),
+        (["attention, norm2", "ffn, norm1"], norm_first, "norm1 and norm2 are swapped: norm1 goes with the "
+         "self-attention, norm2 with the feed-forward network"),
+        (["ffn", "attention"], norm_first, ffn_first),
+        (["ffn, norm1", "attention, norm2"], norm_first, ffn_first),
+    ]  # fmt: skip
+    return _layer_mistakes(layer, x, blocks, norm_first, wrong)

@@ -7,16 +7,17 @@ comparisons, and PyTorch's own ``nn.TransformerDecoderLayer`` (loaded into ours 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 
 import torch
 from torch import Tensor, nn
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, module, new, ref, train
-from ._tools import CheckFailure, expect_close, expect_equal, expect_shape, expect_tensor, name_mistake
+from ._tools import CheckFailure, Mistakes, expect_close, expect_equal, expect_shape, expect_tensor, name_mistake
 from .case import Case, Outcome
-from .ch05 import _judge_layer, _randomise_norms
+from .ch05 import _ORDERS, _feed_forward, _judge_layer, _layer_mistakes, _randomise_norms
 from .registry import exercise
 
 
@@ -203,8 +204,50 @@ def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                     args = (tgt_mask, memory_mask) if use_masks else (None, None)
                     probe = calls_case(call(ref("layer"), x, memory, *args) | train(training), objects=layer,
                                        no_grad=True)  # fmt: skip
-                    yield Case(label, probe, _judge_layer, {"want": want, "what": "decoder layer output"})
+                    mistakes = partial(_decoder_mistakes, reference, (x, memory), theirs if use_masks else {},
+                                       norm_first)  # fmt: skip
+                    given = {"want": want, "what": "decoder layer output", "mistakes": mistakes}
+                    yield Case(label, probe, _judge_layer, given)
             yield _cache_case(layer, x, memory, sizes)
+
+
+def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: dict, norm_first: bool) -> Mistakes:
+    """Typical mistakes of a decoder layer, replayed with ``layer``'s (nn.TransformerDecoderLayer) parts;
+    ``masks``: PyTorch's (True = blocked)."""
+    x, memory = inputs
+
+    def attend(causal: bool = True) -> Callable[[Tensor], Tensor]:
+        tgt, padding = (masks.get("tgt_mask"), masks.get("tgt_key_padding_mask")) if causal else (None, None)
+        return lambda h: layer.self_attn(h, h, h, attn_mask=tgt, key_padding_mask=padding, need_weights=False)[0]
+
+    def cross(masked: bool = True) -> Callable[[Tensor], Tensor]:
+        padding = masks.get("memory_key_padding_mask") if masked else None
+        return lambda h: layer.multihead_attn(h, memory, memory, key_padding_mask=padding, need_weights=False)[0]
+
+    ffn, n1, n2, n3 = _feed_forward(layer), layer.norm1, layer.norm2, layer.norm3
+    blocks = {"self": (attend(), n1), "cross": (cross(), n2), "ffn": (ffn, n3), "self, unmasked": (attend(False), n1),
+              "cross, unmasked": (cross(False), n2), "cross, norm3": (cross(), n3), "ffn, norm2": (ffn, n2),
+              "cross, norm1": (cross(), n1), "ffn, norm1": (ffn, n1), "self, norm2": (attend(), n2)}  # fmt: skip
+    cross_first = "the cross-attention comes before the self-attention; attend to the decoder's own positions first"
+    wrong = [
+        (["self", "cross", "ffn"], not norm_first, f"this is the other order; norm_first={norm_first} means "
+         f"{_ORDERS[norm_first]} for each sub-layer"),
+        (["self, unmasked", "cross", "ffn"], norm_first, "tgt_mask is not passed on to the self-attention"),
+        (["self", "cross, unmasked", "ffn"], norm_first, "memory_mask is not passed on to the cross-attention"),
+        (["self", "cross, norm3", "ffn, norm2"], norm_first, "norm2 and norm3 are mixed up: norm2 goes with the "
+         "cross-attention, norm3 with the feed-forward network"),
+        (["self", "cross, norm1", "ffn, norm1"], norm_first, "norm1 is used for every sub-layer; the cross-attention "
+         "has its own norm2 and the feed-forward network norm3"),
+        (["cross", "ffn"], norm_first, "the masked self-attention sub-layer is missing: the decoder attends to "
+         "itself first, then to the memory"),
+        (["self", "ffn"], norm_first, "the cross-attention sub-layer is missing: the second block attends to the "
+         "memory"),
+        (["self", "cross"], norm_first, "the feed-forward sub-layer is missing: the third block is self.ffn with "
+         "self.norm3"),
+        (["cross", "self", "ffn"], norm_first, cross_first),
+        (["cross, norm1", "self, norm2", "ffn"], norm_first, cross_first),
+    ]  # fmt: skip
+    return _layer_mistakes(layer, x, blocks, norm_first, wrong)
 
 
 def _memory_is_used_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:
