@@ -547,6 +547,65 @@ def _average_over_n_minus_one(states):
     return _average(states, lambda tensors: sum(tensors) / (len(tensors) - 1))
 
 
+def _bpe_learner(words, n_merges, pick, merge):
+    symbols_of = {word: list(word) for word in words}
+    age = {c: ord(c) for word in words for c in word}
+    merges = []
+    for _ in range(n_merges):
+        counts = {}
+        for word, symbols in symbols_of.items():
+            for pair in zip(symbols[:-1], symbols[1:], strict=True):
+                counts[pair] = counts.get(pair, 0) + words[word]
+        if not counts:
+            break
+        best = pick(counts, age)
+        age.setdefault(best[0] + best[1], 0x110000 + len(merges))
+        merges.append(best)
+        symbols_of = {word: merge(symbols, best) for word, symbols in symbols_of.items()}
+    return merges
+
+
+def _merge_left(symbols, pair):
+    out, i = [], 0
+    while i < len(symbols):
+        if tuple(symbols[i : i + 2]) == pair:
+            out.append(pair[0] + pair[1])
+            i += 2
+        else:
+            out.append(symbols[i])
+            i += 1
+    return out
+
+
+def _merge_right(symbols, pair):
+    out, i = [], len(symbols) - 1
+    while i >= 0:
+        if i > 0 and (symbols[i - 1], symbols[i]) == pair:
+            out.insert(0, pair[0] + pair[1])
+            i -= 2
+        else:
+            out.insert(0, symbols[i])
+            i -= 1
+    return out
+
+
+def _older(counts, age):
+    return min(counts, key=lambda p: (-counts[p], age[p[0]], age[p[1]]))
+
+
+def _bpe_newer_ties(words, n_merges):
+    return _bpe_learner(words, n_merges, lambda c, age: min(c, key=lambda p: (-c[p], -age[p[0]], -age[p[1]])),
+                        _merge_left)  # fmt: skip
+
+
+def _bpe_last_seen_ties(words, n_merges):
+    return _bpe_learner(words, n_merges, lambda c, age: sorted(c.items(), key=lambda kv: kv[1])[-1][0], _merge_left)
+
+
+def _bpe_merged_from_the_right(words, n_merges):
+    return _bpe_learner(words, n_merges, _older, _merge_right)
+
+
 # -- chapter 10 -----------------------------------------------------------------------------------
 
 
@@ -689,6 +748,8 @@ OWN_MISTAKES = {
                (_pack_old_count, "count before the new example"), (_pack_source_only, "only the source side")],
     "ex09_2": [(_average_first_only, "the first state is returned"), (_average_last_only, "the last state"),
                (_average_over_n_minus_one, "divided by n − 1")],
+    "ex09_3": [(_bpe_newer_ties, "ties go to the newer symbols"), (_bpe_last_seen_ties, "the pair seen last"),
+               (_bpe_merged_from_the_right, "merged from the right")],
     "ex10_1": [(_rms_eps_squared, "squares eps"), (_rms_no_root, "forgets the square root"),
                (_rms_weight_added, "adds self.weight")],
     "ex10_2": [(_rope_sequential, "the new 2i is used"), (_rope_sin_cos_swapped, "sin and cos are swapped"),

@@ -256,9 +256,10 @@ def _judge_cached_layer(case: Case, got: Outcome) -> None:
 
 
 def _judge_layer(case: Case, got: Outcome) -> None:
+    out = got.output()
     with torch.no_grad():
         mistakes = case.given["mistakes"]()  # the wrong answers themselves are computed only on a mismatch
-        expect_close(got.output(), case.given["want"], case.given["what"], case.label, mistakes=mistakes)
+        expect_close(out, case.given["want"], case.given["what"], case.label, mistakes=mistakes)
 
 
 def _through_sublayers(x: Tensor, blocks: list, norm_first: bool) -> Tensor:

@@ -340,6 +340,8 @@ def _judge_bpe(case: Case, got: Outcome) -> None:
     if not isinstance(merges, list) or not all(isinstance(m, tuple) and len(m) == 2 for m in merges):
         raise CheckFailure(f"{label}: return a list of (left, right) tuples of str, got {kind(merges)}")
     want = _library_merges(words, n_merges)
+    if len(words) <= 200:  # the replays are plain Python: the small cases only
+        name_mistake(merges, want, _bpe_mistakes(words, n_merges), label)
     for i, (mine, theirs) in enumerate(zip(merges, want, strict=False)):
         if mine != theirs:
             raise CheckFailure(
@@ -351,3 +353,69 @@ def _judge_bpe(case: Case, got: Outcome) -> None:
             f"{label}: {len(want)} merges expected (n_merges, or fewer when no word has two symbols left), "
             f"got {len(merges)}"
         )
+
+
+def _bpe_replay(words: dict[str, int], n_merges: int, per_type: bool = False, overlapping: bool = True,
+                choose: Callable | None = None, merge: str = "every") -> list[tuple[str, str]]:  # fmt: skip
+    """Byte-pair merges with a known mistake: each word type counted once (``per_type``), the pairs of a run
+    of one symbol counted without overlap, another ``choose(counts, age)`` among ties, the pair merged at its
+    ``first`` place only or from the ``right``."""
+    segmented, age = {word: list(word) for word in words}, {c: ord(c) for word in words for c in word}
+    choose = choose or (lambda counts, age: min(counts, key=lambda p: (-counts[p], age[p[0]], age[p[1]])))
+    merges: list[tuple[str, str]] = []
+    while len(merges) < n_merges:
+        counts: dict[tuple[str, str], int] = {}
+        for word, symbols in segmented.items():
+            i = 0
+            while i < len(symbols) - 1:
+                pair = (symbols[i], symbols[i + 1])
+                counts[pair] = counts.get(pair, 0) + (1 if per_type else words[word])
+                run = i + 2 < len(symbols) and symbols[i] == symbols[i + 1] == symbols[i + 2]
+                i += 2 if run and not overlapping else 1
+        if not counts:
+            break
+        best = choose(counts, age)
+        age.setdefault(best[0] + best[1], 0x110000 + len(merges))
+        merges.append(best)
+        segmented = {word: _merged(symbols, best, merge) for word, symbols in segmented.items()}
+    return merges
+
+
+def _merged(symbols: list[str], pair: tuple[str, str], how: str) -> list[str]:
+    """``symbols`` with ``pair`` merged: at ``every`` place from the left, at the ``first`` only, or from the ``right``."""
+    if how == "right":  # from the left on the mirrored word, mirrored back
+        mirrored = _merged([s[::-1] for s in symbols[::-1]], (pair[1][::-1], pair[0][::-1]), "every")
+        return [s[::-1] for s in mirrored[::-1]]
+    out, i, merged = [], 0, False
+    while i < len(symbols):
+        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair and not (merged and how == "first"):
+            out, i, merged = [*out, pair[0] + pair[1]], i + 2, True
+        else:
+            out, i = [*out, symbols[i]], i + 1
+    return out
+
+
+def _bpe_mistakes(words: dict[str, int], n_merges: int) -> Mistakes:
+    def replay(**mistake: object) -> Callable[[], list[tuple[str, str]]]:
+        return lambda: _bpe_replay(words, n_merges, **mistake)
+
+    def ties(key: Callable) -> Callable:
+        return lambda counts, age: min(counts, key=lambda p: (-counts[p], key(p, age)))
+
+    return [
+        (replay(per_type=True), "each word type counts once; a pair counts the word's count, once for every place "
+         "it occurs"),
+        (replay(overlapping=False), "the pairs inside a run of one symbol are counted without overlap; 'aaa' holds "
+         "the pair (a, a) twice"),
+        (replay(choose=ties(lambda p, age: p)), "ties are broken alphabetically; break them by age: the pair whose "
+         "left (then right) symbol is older (characters by ord(), merged symbols in the order made)"),
+        (replay(choose=lambda counts, age: max(counts, key=counts.get)), "ties are broken by the pair seen first; "
+         "break them by age: the pair whose left (then right) symbol is older"),
+        (replay(choose=lambda counts, age: max(reversed(counts), key=counts.get)), "ties are broken by the pair "
+         "seen last; break them by age: the pair whose left (then right) symbol is older"),
+        (replay(choose=ties(lambda p, age: (-age[p[0]], -age[p[1]]))), "ties go to the newer symbols; they go to "
+         "the older: the pair whose left (then right) symbol was made first"),
+        (replay(merge="first"), "the pair is merged at its first place in a word only; merge it everywhere"),
+        (replay(merge="right"), "the pair is merged from the right; replace it from left to right ('aaa' with (a, a) "
+         "becomes 'aa' + 'a')"),
+    ]  # fmt: skip
