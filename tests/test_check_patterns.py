@@ -6,7 +6,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.tools.checks._tools import CheckFailure, expect_close, expect_equal, expect_finite, pattern
+from transformer_course.tools.checks._tools import (
+    CheckFailure,
+    expect_close,
+    expect_equal,
+    expect_finite,
+    matches,
+    name_mistake,
+    pattern,
+)
 
 WANT = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(0))  # (B, T, S)
 
@@ -88,3 +96,31 @@ def test_a_difference_no_pattern_explains_adds_no_sentence() -> None:
     assert _message(expect_equal, torch.tensor([[5, 6, 9, 8]]), ids, "ids", "case") == (
         "case: ids differs at 1 position(s); at (0, 2) expected 7, got 9"
     )
+
+
+def test_a_known_wrong_answer_is_named_and_only_where_it_differs_from_the_right_one() -> None:
+    """name_mistake (issue 30, item 1): the first known mistake that gives the learner's answer is said;
+    a mistake that gives the right answer on this case says nothing; a right answer raises nothing."""
+    mistakes = [(WANT * 2, "the scale is doubled"), (lambda: WANT.flip(-1), "the keys are reversed")]
+    assert _message(name_mistake, WANT.flip(-1), WANT, mistakes, "case") == "case: the keys are reversed"
+    assert _message(expect_close, WANT * 2, WANT, "x", "case", mistakes=mistakes) == "case: the scale is doubled"
+    name_mistake(WANT, WANT, mistakes, "case")  # the right answer
+    name_mistake(WANT + 1, WANT, [(WANT, "no mistake on this case")], "case")  # a wrong answer no mistake explains
+    same = [(WANT + 0, "a mistake this case cannot show"), (WANT + 1, "one it can")]
+    assert _message(name_mistake, WANT + 1, WANT, same, "case") == "case: one it can"
+
+
+def test_mistakes_that_give_the_same_answer_on_a_case_are_all_said() -> None:
+    both = [(WANT * 2, "the scale is doubled"), (WANT + WANT, "x is added twice"), (WANT * 2, "the scale is doubled")]
+    assert _message(name_mistake, WANT * 2, WANT, both, "case") == (
+        "case: 2 known mistakes give this answer on this case: the scale is doubled; or x is added twice"
+    )
+
+
+def test_known_wrong_answers_may_be_numbers_tuples_and_plain_data() -> None:
+    assert matches(0.5000001, 0.5, 0.0, 1e-6) and not matches(0.51, 0.5, 0.0, 1e-6)
+    assert matches((WANT, 3.0), (WANT.clone(), 3.0)) and not matches((WANT, 3.0), (WANT, 4.0))
+    assert not matches((WANT,), (WANT, WANT)) and not matches(WANT, (WANT,))
+    assert matches([[0, 1], [2]], [[0, 1], [2]]) and not matches([[0], [1, 2]], [[0, 1], [2]])
+    batches = [([[0, 1, 2]], "the budget is the sum")]
+    assert _message(name_mistake, [[0, 1, 2]], [[0, 1], [2]], batches, "case") == "case: the budget is the sum"
