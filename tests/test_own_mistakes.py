@@ -738,7 +738,7 @@ OWN_MISTAKES = {
                (_scheduler_first, "the scheduler is stepped before the optimizer"),
                (_never_clipped, "the gradients are not clipped")],
     "ex08_1": [(_greedy_argmin, "argmin"), (_greedy_eos_padded, "is replaced by pad_id"),
-               (_greedy_finished_get_eos, "the finished rows get eos_id")],
+               (_greedy_finished_get_eos, "its next token must be pad_id")],
     "ex08_2": [(_top_p_zero_fill, "set to 0"), (_top_p_lowest_fill, "the dtype's lowest value"),
                (_top_p_inverted, "the nucleus is dropped")],
     "ex08_3": [(_beam_lengths_in_place, "the new lengths are not reordered"),

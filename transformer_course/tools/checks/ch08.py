@@ -70,8 +70,6 @@ def _judge_greedy(case: Case, got: Outcome) -> None:
     expect_dtype(tokens, torch.long, "next_tokens", label)
     expect_shape(done, (batch,), "finished", label)
     expect_dtype(done, torch.bool, "finished", label)
-    name_mistake((tokens, done), (want_tokens, want_done), _greedy_mistakes(logits, finished, eos_id, pad_id), label,
-                 0.0, 0.0)  # fmt: skip
     if batch > 2 and int(tokens[2]) != pad_id:
         raise CheckFailure(
             f"{label}: row 2 had already finished, so its next token must be pad_id={pad_id}, got {int(tokens[2])}: "
@@ -81,6 +79,8 @@ def _judge_greedy(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: row 2 had finished before this step and must stay finished")
     if not bool(done[0]):
         raise CheckFailure(f"{label}: row 0 just produced eos_id={eos_id}, so it must now be finished")
+    name_mistake((tokens, done), (want_tokens, want_done), _greedy_mistakes(logits, finished, eos_id, pad_id), label,
+                 0.0, 0.0)  # fmt: skip
     expect_equal(tokens, want_tokens, "next_tokens", label)
     expect_equal(done, want_done, "finished", label)
 
