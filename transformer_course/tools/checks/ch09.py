@@ -362,23 +362,23 @@ def _bpe_replay(words: dict[str, int], n_merges: int, per_type: bool = False, ov
     ``first`` place only or from the ``right``."""
     segmented, age = {word: list(word) for word in words}, {c: ord(c) for word in words for c in word}
     choose = choose or (lambda counts, age: min(counts, key=lambda p: (-counts[p], age[p[0]], age[p[1]])))
-    merges: list[tuple[str, str]] = []
-    while len(merges) < n_merges:
-        counts: dict[tuple[str, str], int] = {}
+    made: list = []  # the merges so far
+    while len(made) < n_merges:
+        tally: dict = {}  # pair → count
         for word, symbols in segmented.items():
             i = 0
             while i < len(symbols) - 1:
                 pair = (symbols[i], symbols[i + 1])
-                counts[pair] = counts.get(pair, 0) + (1 if per_type else words[word])
+                tally[pair] = tally.get(pair, 0) + (1 if per_type else words[word])
                 run = i + 2 < len(symbols) and symbols[i] == symbols[i + 1] == symbols[i + 2]
                 i += 2 if run and not overlapping else 1
-        if not counts:
+        if not tally:
             break
-        best = choose(counts, age)
-        age.setdefault(best[0] + best[1], 0x110000 + len(merges))
-        merges.append(best)
+        best = choose(tally, age)
+        age.setdefault(best[0] + best[1], 0x110000 + len(made))
+        made.append(best)
         segmented = {word: _merged(symbols, best, merge) for word, symbols in segmented.items()}
-    return merges
+    return made
 
 
 def _merged(symbols: list[str], pair: tuple[str, str], how: str) -> list[str]:
