@@ -688,6 +688,78 @@ def _acc_rescale_inverted(top, total, acc, scores, values):
     return _online(top, total, acc, scores, values, lambda t, a, r, bt, ba: (t * r + bt, a / r + ba))
 
 
+# -- chapter 11 -----------------------------------------------------------------------------------
+
+
+def _rope_shape_kept(weight, n_heads):
+    d = weight.shape[0] // n_heads
+    halves = weight.reshape(n_heads, 2, d // 2, *weight.shape[1:])
+    return halves.transpose(1, 2).clone()  # (H, d/2, 2, ...), never reshaped back
+
+
+def _rope_heads_and_halves_swapped(weight, n_heads):
+    d = weight.shape[0] // n_heads
+    halves = weight.reshape(n_heads, 2, d // 2, *weight.shape[1:])
+    return halves.transpose(0, 1).reshape(weight.shape).clone()
+
+
+def _rope_columns_folded(weight, n_heads):
+    halves = weight.reshape(n_heads, 2, -1)  # the -1 takes the columns too
+    return halves.transpose(1, 2).reshape(weight.shape).clone()
+
+
+def _conv1d(weight, bias, parts, transpose, swap=False):
+    out = weight.shape[1] // parts
+    pairs = [(transpose(w), b.clone()) for w, b in zip(weight.split(out, dim=1), bias.split(out), strict=True)]
+    return [(b, w) for w, b in pairs] if swap else pairs
+
+
+def _conv1d_reshaped(weight, bias, parts):
+    return _conv1d(weight, bias, parts, lambda w: w.reshape(w.shape[1], w.shape[0]))
+
+
+def _conv1d_bias_first(weight, bias, parts):
+    return _conv1d(weight, bias, parts, lambda w: w.t().contiguous(), swap=True)
+
+
+def _conv1d_reshaped_into_parts(weight, bias, parts):
+    out = weight.shape[1] // parts
+    blocks = weight.reshape(parts, weight.shape[0], out)  # not the column blocks
+    return [(w.t().contiguous(), b.clone()) for w, b in zip(blocks, bias.split(out), strict=True)]
+
+
+def _marian(decoder, projections, cross="encoder_attn", up_down=("fc1", "fc2")):
+    modules = {"norm1": "self_attn_layer_norm", "ffn.linear1": up_down[0], "ffn.linear2": up_down[1]}
+    attentions = {"self_attn": "self_attn"}
+    if decoder:
+        attentions["cross_attn"] = cross
+        modules |= {"norm2": "encoder_attn_layer_norm", "norm3": "final_layer_norm"}
+    else:
+        modules["norm2"] = "final_layer_norm"
+    for ours, theirs in attentions.items():
+        modules |= {f"{ours}.{p}": f"{theirs}.{q}" for p, q in projections.items()}
+    return {f"{ours}.{t}": f"{theirs}.{t}" for ours, theirs in modules.items() for t in ("weight", "bias")}
+
+
+_QKVO = {"w_q": "q_proj", "w_k": "k_proj", "w_v": "v_proj", "w_o": "out_proj"}
+
+
+def _marian_o_proj(decoder):
+    return _marian(decoder, _QKVO | {"w_o": "o_proj"})  # Llama's name
+
+
+def _marian_cross_attn_kept(decoder):
+    return _marian(decoder, _QKVO, cross="cross_attn")
+
+
+def _marian_fc_swapped(decoder):
+    return _marian(decoder, _QKVO, up_down=("fc2", "fc1"))
+
+
+def _marian_keys_and_values_swapped(decoder):
+    return _marian(decoder, _QKVO | {"w_k": "v_proj", "w_v": "k_proj"})
+
+
 # exercise → (a learner's mistake, words its message must hold)
 OWN_MISTAKES = {
     "ex01_1": [(_unknown_minus_one, "unknown tokens become -1"), (_unknown_past_the_end, "one past the last id"),
@@ -761,6 +833,15 @@ OWN_MISTAKES = {
     "ex10_5": [(_old_total_dropped, "total holds the block's sum only"),
                (_old_acc_dropped, "acc holds the block's weighted values only"),
                (_acc_rescale_inverted, "the rescaling of acc is inverted")],
+    "ex11_1": [(_rope_shape_kept, "reshape it back to weight's shape"),
+               (_rope_heads_and_halves_swapped, "swaps the axes 0 and 1"),
+               (_rope_columns_folded, "folds the trailing axes into the rows")],
+    "ex11_2": [(_conv1d_reshaped, "is reshaped to (out, in), not transposed"),
+               (_conv1d_bias_first, "is (bias, weight)"),
+               (_conv1d_reshaped_into_parts, "weight.reshape(parts, in, out)")],
+    "ex11_3": [(_marian_o_proj, "o_proj is Llama's name"), (_marian_cross_attn_kept, "not cross_attn"),
+               (_marian_fc_swapped, "fc1 and fc2 are swapped"),
+               (_marian_keys_and_values_swapped, "the keys and values are swapped")],
 }  # fmt: skip
 
 

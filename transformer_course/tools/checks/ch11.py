@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..probe.calls import call, calls_case
 from ..probe.wire import kind
-from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape, same_tensor
+from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape, name_mistake
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -95,6 +95,28 @@ def _row_mistakes(weight: Tensor, n_heads: int) -> list[tuple[Tensor, str]]:
             "move row i + d/2 next to row i",
         ),
     ]
+    rest, right = tuple(weight.shape[1:]), _reordered(weight, _per_head_order(total, n_heads))
+    halves_first = [h * d + k * half + i for k in range(2) for h in range(n_heads) for i in range(half)]
+    if n_heads > 1:  # with one head, the rows in their order
+        mistakes.append(
+            (
+                _reordered(weight, halves_first),
+                "swaps the axes 0 and 1 (heads and halves) of (n_heads, 2, d/2, ...): the first halves of all heads "
+                "come first; swap the axes 1 and 2, so that row i of each head goes to 2i and row i + d/2 to 2i + 1",
+            )
+        )
+    mistakes += [
+        (
+            right.reshape(n_heads, half, 2, *rest),
+            f"the result keeps the shape {(n_heads, half, 2, *rest)} (n_heads, d/2, 2, ...): reshape it back to "
+            f"weight's shape {tuple(weight.shape)}",
+        ),
+        (
+            weight.reshape(n_heads, 2, -1).transpose(1, 2).reshape(weight.shape),
+            "reshape(n_heads, 2, -1) folds the trailing axes into the rows: single values are interleaved, not "
+            "rows; keep them apart: reshape(n_heads, 2, d // 2, *weight.shape[1:])",
+        ),
+    ]
     columns = _per_head_order(weight.shape[1], n_heads) if weight.dim() == 2 else None
     if columns is not None:
         mistakes.append(
@@ -138,11 +160,10 @@ def rope_layout_cases(larger: bool = False) -> Iterator[Case]:
 
 def _judge_rope_layout(case: Case, got: Outcome) -> None:
     label, (weight, heads) = case.label, case.args()
+    want = _reordered(weight, _per_head_order(weight.shape[0], heads))
+    name_mistake(got.output(), want, _row_mistakes(weight, heads), label, 0.0, 0.0)
     out = expect_shape(got.output(), tuple(weight.shape), "the reordered weight", label)
     expect_dtype(out, weight.dtype, "the reordered weight", label)
-    for wrong, what in _row_mistakes(weight, heads):
-        if same_tensor(out, wrong) and not _same_scores(wrong, weight, heads):
-            raise CheckFailure(f"{label}: {what}")
     d = weight.shape[0] // heads
     flat, out_flat = weight.reshape(weight.shape[0], -1), out.reshape(weight.shape[0], -1)
     for h in range(heads):  # every row of head h must be one of head h's rows, unchanged
@@ -217,9 +238,11 @@ def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) 
     """Name the mistake if pair ``i`` is what a known wrong answer gives."""
     (w, b), (weight, bias, parts) = pair, inputs
     width = weight.shape[1] // parts  # of one part
+    right, right_bias = weight[:, i * width : (i + 1) * width].T, bias[i * width : (i + 1) * width]
+    name_mistake(pair, (right, right_bias), [((right_bias, right), f"{what} is (bias, weight): nn.Linear's pair is "
+                                             "(weight, bias), the weight first")], label, 0.0, 0.0)  # fmt: skip
     if not isinstance(w, Tensor):
         raise CheckFailure(f"{label}: {what}'s weight should be a torch.Tensor, got {kind(w)}")
-    right = weight[:, i * width : (i + 1) * width].T
     if parts > 1 and tuple(w.shape) != tuple(right.shape) and weight.shape[1] in tuple(w.shape):
         raise CheckFailure(f"{label}: {what}'s weight {tuple(w.shape)} still has all {weight.shape[1]} outputs: it "
                            "was split along the wrong axis (dimension 0, the inputs); q, k and v are blocks of the "
@@ -230,6 +253,11 @@ def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) 
          "nn.Linear stores (out, in) and computes x @ W.T: give it w.t()"),
         (weight[:, i::parts].T, "takes every third column (weight[:, i::parts]): Conv1D's outputs sit in blocks "
          "side by side (all of q, then all of k, then all of v): split dimension 1 into consecutive blocks"),
+        (weight[:, i * width : (i + 1) * width].reshape(width, -1), "is reshaped to (out, in), not transposed: "
+         "reshape keeps the order of the values in memory and mixes the inputs; give it w.t()"),
+        (weight.reshape(parts, weight.shape[0], width)[i].T, "comes from weight.reshape(parts, in, out), which "
+         "does not cut the columns into blocks (it reads the values row by row): split dimension 1, "
+         "weight.split(out, dim=1)"),
     ]  # fmt: skip
     if rows is not None and parts > 1:
         block = weight[i * rows : (i + 1) * rows]
@@ -245,9 +273,7 @@ def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) 
                     f"holds part {j}, not part {i}: keep the order of the blocks (q, then k, then v)",
                 )
             )
-    for wrong, message in checks:
-        if same_tensor(w, wrong) and not same_tensor(wrong, right):
-            raise CheckFailure(f"{label}: {what}'s weight {message}")
+    name_mistake(w, right, [(wrong, f"{what}'s weight {message}") for wrong, message in checks], label, 0.0, 0.0)
     if isinstance(b, Tensor) and b.shape == bias.shape and parts > 1:
         raise CheckFailure(f"{label}: {what}'s bias is the whole bias ({tuple(bias.shape)}): split it too, "
                            "into the same blocks as the weight")  # fmt: skip
@@ -380,6 +406,9 @@ def _judge_marian(case: Case, got: Outcome) -> None:
     if not (isinstance(names, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in names.items())):
         raise CheckFailure(f"{label}: return a dict of our names → Marian's names (str → str), got {kind(names)}")
     ours, theirs = case.given["ours"], marian_names(decoder)
+    by_role = {role: name for name, role in theirs.items()}
+    want = {name: by_role[role] for name, role in our_roles(decoder).items()}
+    name_mistake(names, want, _marian_table(want), label)
     _marian_mistakes(label, decoder, names)
     missing = [name for name in ours if name not in names]
     if missing:
@@ -420,6 +449,28 @@ def _our_shape(name: str, d: int, d_ff: int) -> tuple[int, ...]:
     if name.startswith("ffn.linear2"):
         return (d, d_ff) if name.endswith("weight") else (d,)
     return (d, d) if name.endswith("weight") and not name.startswith("norm") else (d,)
+
+
+def _marian_table(want: dict[str, str]) -> list[tuple[dict[str, str], str]]:
+    """The whole answers of typical mistakes, each made from the right one ``want``, with what is wrong."""
+
+    def renamed(old: str, new: str) -> dict[str, str]:
+        return {k: v.replace(old, new) for k, v in want.items()}
+
+    def swapped(a: str, b: str) -> dict[str, str]:
+        return {k: v.replace(a, "\0").replace(b, a).replace("\0", b) for k, v in want.items()}
+
+    return [
+        (renamed("out_proj", "o_proj"), "Marian's output projection is out_proj (o_proj is Llama's name): "
+         "w_o → out_proj"),
+        (renamed("encoder_attn.", "cross_attn."), "Marian calls the decoder's cross-attention encoder_attn "
+         "(encoder_attn.q_proj, …), not cross_attn"),
+        (swapped("fc1", "fc2"), "fc1 and fc2 are swapped: ffn.linear1 (d_model → d_ff) is Marian's fc1, "
+         "ffn.linear2 its fc2"),
+        (swapped("q_proj", "k_proj"), "the queries and keys are swapped: self_attn.w_q is self-attention's W^Q "
+         "(q_proj), self_attn.w_k self-attention's W^K (k_proj); the same in cross_attn"),
+        (swapped("k_proj", "v_proj"), "the keys and values are swapped: w_k → k_proj, w_v → v_proj"),
+    ]  # fmt: skip
 
 
 def _marian_mistakes(label: str, decoder: bool, names: dict[str, str]) -> None:
