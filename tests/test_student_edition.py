@@ -3,10 +3,12 @@ that stop at the first unwritten exercise, a test suite that still runs, a way b
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,9 +19,12 @@ from transformer_course.tools.edition import (
     STUDENT_MARK,
     build_student_edition,
     find_leaks,
+    find_structure_leaks,
+    region_targets,
     restore_exercise,
     solution_regions,
     solution_snippets,
+    solution_structures,
 )
 
 pytestmark = pytest.mark.complete_edition
@@ -69,6 +74,65 @@ def test_the_leak_check_finds_a_planted_answer(edition: Path, tmp_path: Path) ->
     planted.write_text('{"cells": [{"cell_type": "code", "source": ["x = 1\\n", "    ' + line.replace('"', '\\"') + '"], '
                        '"outputs": []}]}')  # fmt: skip
     assert find_leaks(tmp_path, snippets), "a solution line inside a notebook cell must be found"
+
+
+@pytest.fixture(scope="module")
+def structures() -> dict[tuple[str, ...], str]:
+    return solution_structures(ROOT)
+
+
+def test_no_solution_structure_remains_anywhere(edition: Path, structures: dict) -> None:
+    """Issue 30, item 8: no run of statements repeats a solution under other names (as
+    RotaryAttention.forward once repeated ex04_3's solution line for line)."""
+    assert {origin.split()[0] for origin in structures.values()} >= {"ex04_3", "ex09_3", "ex10_5", "ex11_3"}
+    leaks = find_structure_leaks(edition, structures)
+    assert not leaks, "a solution's structure in the student edition:\n" + "\n".join(f"{w}: {o}" for w, o in leaks)
+
+
+def _renamed(code: str) -> str:
+    """``code`` with every name, attribute, argument and constant changed; its structure kept."""
+    tree = ast.parse(code)
+    for node in ast.walk(tree):
+        for field, value in ast.iter_fields(node):
+            if isinstance(value, str):
+                setattr(node, field, value + "_2")
+            elif isinstance(node, ast.Constant) and isinstance(value, int | float) and not isinstance(value, bool):
+                setattr(node, field, value * 3 + 1)
+    return ast.unparse(tree)
+
+
+def _solution(exercise_id: str) -> str:
+    ex = EXERCISES[exercise_id]
+    source = (ROOT / ex.file).read_text(encoding="utf-8")
+    begin, end = next((b, e) for b, e, target in region_targets(source, ex.module) if target == ex.target)
+    return textwrap.dedent("\n".join(source.splitlines()[begin + 1 : end]))
+
+
+_UNRELATED = """
+def tally(words, stop):
+    counts = {}
+    for word in words:
+        if word.lower() in stop:
+            continue
+        counts[word.lower()] = counts.get(word.lower(), 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    total = sum(n for _, n in ranked)
+    return [(w, n / total) for w, n in ranked[:10]]
+"""
+
+
+def test_the_structure_check_finds_a_renamed_solution_and_nothing_unrelated(tmp_path: Path, structures: dict) -> None:
+    covered = sorted({origin.split()[0] for origin in structures.values()})
+    planted = tmp_path / "transformer_course" / "notes.py"
+    planted.parent.mkdir()
+    for exercise_id in covered:
+        body = textwrap.indent(_renamed(_solution(exercise_id)), "    ")
+        planted.write_text(f"import torch\n\n\ndef helper(self, a, b):\n    c = a + b\n{body}\n" + _UNRELATED)
+        found = find_structure_leaks(tmp_path, structures)
+        assert found and {o.split()[0] for _, o in found} == {exercise_id}, (exercise_id, found)
+        assert all(where.startswith("transformer_course/notes.py:") for where, _ in found)
+    planted.write_text(_UNRELATED)
+    assert not find_structure_leaks(tmp_path, structures)
 
 
 def test_every_exercise_is_a_stub_naming_the_exercise_and_the_file(edition: Path) -> None:

@@ -10,7 +10,8 @@ The complete edition (this repository) holds the solutions between nbgrader's ma
   ``ClearSolutions`` does), and :func:`write_exercises` writes ``exercises/`` from ``solutions/``;
 * :func:`build_student_edition` writes a whole runnable copy of the course without solutions,
   and refuses to finish if any line of a solution region is still to be found in it
-  (:func:`solution_snippets`, :func:`find_leaks`);
+  (:func:`solution_snippets`, :func:`find_leaks`), or a run of statements that repeats a
+  solution's structure under other names (:func:`solution_structures`, :func:`find_structure_leaks`);
 * :func:`restore_exercise` puts one worked answer back into a student edition ("I give up on
   ex03_2"), copied from the complete edition.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -178,15 +180,15 @@ def _course_files(root: Path) -> list[Path]:
     except (OSError, subprocess.CalledProcessError):
         files = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
 
-    def keep(f: Path) -> bool:
-        posix = f.as_posix()
-        if any(posix == e or posix.startswith(e + "/") for e in EXCLUDED):
-            return False
-        if JUNK & set(f.parts) or f.suffix in {".pyc", ".pyo"} or any(p.endswith(".egg-info") for p in f.parts):
-            return False
-        return (root / f).is_file()
+    return [f for f in files if _shipped(f) and (root / f).is_file()]
 
-    return [f for f in files if keep(f)]
+
+def _shipped(f: Path) -> bool:
+    """The student edition holds file ``f`` (relative to the course) when the course does."""
+    posix = f.as_posix()
+    if any(posix == e or posix.startswith(e + "/") for e in EXCLUDED):
+        return False
+    return not (JUNK & set(f.parts) or f.suffix in {".pyc", ".pyo"} or any(p.endswith(".egg-info") for p in f.parts))
 
 
 _BANNER = """\
@@ -237,6 +239,9 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool) -> None:
         readme.write_text(_BANNER + readme.read_text(encoding="utf-8"), encoding="utf-8")
     (out_dir / STUDENT_MARK).write_text(edition_mark(), encoding="utf-8")
     leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
+    if check_leaks:
+        found = find_structure_leaks(out_dir, solution_structures(root))
+        leaks += [(where, f"the structure of {origin}'s solution under other names") for where, origin in found]
     if leaks:
         shown = "\n".join(f"  {where}: {line}" for where, line in leaks[:20])
         raise ValueError(f"solution text would remain in the student edition:\n{shown}")
@@ -353,6 +358,111 @@ def find_leaks(edition: Path, snippets: dict[str, str]) -> list[tuple[str, str]]
         for line, origin in snippets.items():
             if line in text:
                 leaks.append((f"{path.relative_to(edition)} (from {origin})", line))
+    return leaks
+
+
+# ---------------------------------------------------------------- no solution structure either
+
+STRUCTURE_WINDOW = 4  # consecutive statements: a repeat this long is a solution under other names
+_MIN_NODES = 20  # a shorter window (or a whole solution of fewer statements) proves nothing
+_UNTOLD = {"ctx", "kind", "type_comment"}  # fields that say nothing about the structure
+
+
+def statement_shapes(source: str) -> list[tuple[int, str, int]]:
+    """Each statement of ``source`` in reading order as (line, shape, nodes), the shape keeping the
+    node types and call structure with every name, attribute, argument and constant replaced by a
+    placeholder (``x = F.softmax(s / 2, dim=-1)`` and ``y = torch.exp(z / 3, axis=0)`` share one);
+    a compound statement's shape is its header, the statements of its body follow it. Trivial
+    statements (``pass``, a docstring, ``return x``, imports) are left out."""
+
+    def shape(node: object) -> tuple[str, int]:
+        if isinstance(node, ast.Constant):
+            return type(node.value).__name__, 1
+        if isinstance(node, list):
+            if node and isinstance(node[0], ast.stmt | ast.excepthandler | ast.match_case):
+                return "", 0  # a body: its statements come on their own
+            parts = [shape(item) for item in node]
+            return "[" + ",".join(p for p, _ in parts) + "]", sum(n for _, n in parts)
+        if not isinstance(node, ast.AST):
+            return ("_" if isinstance(node, str) else repr(node)), 0  # names become one placeholder
+        parts = [shape(getattr(node, field, None)) for field in node._fields if field not in _UNTOLD]
+        return f"{type(node).__name__}({','.join(p for p, _ in parts)})", 1 + sum(n for _, n in parts)
+
+    def statements(body: list) -> Iterator[ast.stmt]:
+        for stmt in body:
+            yield stmt
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.excepthandler | ast.match_case):
+                    yield from statements(child.body)
+            for field in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, field, None)
+                if isinstance(inner, list):
+                    yield from statements(inner)
+
+    trivial = ast.Pass | ast.Break | ast.Continue | ast.Import | ast.ImportFrom | ast.Global | ast.Nonlocal
+    found = []
+    for stmt in statements(ast.parse(source).body):
+        bare = isinstance(stmt, ast.Expr | ast.Return) and isinstance(stmt.value, ast.Constant | ast.Name | None)
+        if isinstance(stmt, trivial) or bare:
+            continue
+        found.append((stmt.lineno, *shape(stmt)))
+    return found
+
+
+def solution_structures(root: Path) -> dict[tuple[str, ...], str]:
+    """Windows of :data:`STRUCTURE_WINDOW` consecutive statement shapes of each exercise's solution
+    (a shorter solution: all its statements), telling ones only → "exercise (file:line)"."""
+    from .checks.registry import EXERCISES
+    from .checks.runner import _load_all
+
+    _load_all()
+    by_target = {target: ex.id for ex in EXERCISES.values() for target in ex.targets}
+    found: dict[tuple[str, ...], str] = {}
+    for path in room_files(root / PACKAGE):
+        source = path.read_text(encoding="utf-8")
+        if BEGIN not in source:
+            continue
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        shapes = statement_shapes(source)
+        for begin, end, target in region_targets(source, module):
+            inside = [(shape, nodes) for line, shape, nodes in shapes if begin < line - 1 < end]
+            size = min(STRUCTURE_WINDOW, len(inside))
+            for i in range(len(inside) - size + 1 if size > 1 else 0):  # one line: the line check's
+                window = inside[i : i + size]
+                if sum(nodes for _, nodes in window) >= _MIN_NODES:
+                    found.setdefault(tuple(shape for shape, _ in window), f"{by_target.get(target, target)} "
+                                     f"({path.relative_to(root)}:{begin + 1})")  # fmt: skip
+    return found
+
+
+def find_structure_leaks(tree: Path, structures: dict[tuple[str, ...], str]) -> list[tuple[str, str]]:
+    """("file:line", exercise) for every run of statements of a Python file the student edition
+    would ship from ``tree`` (an edition, or the course: outside its solution regions) that repeats
+    the structure of a solution (:func:`solution_structures`) under other names."""
+    tree = Path(tree)
+    sizes = sorted({len(window) for window in structures})
+    leaks = []
+    for folder, dirs, files in os.walk(tree):
+        here = Path(folder).relative_to(tree)
+        dirs[:] = sorted(d for d in dirs if _shipped(here / d))  # not into .venv, solutions/, …
+        for rel in (here / f for f in sorted(files) if f.endswith(".py") and _shipped(here / f)):
+            leaks += _repeats(rel, (tree / rel).read_text(encoding="utf-8"), structures, sizes)
+    return leaks
+
+
+def _repeats(rel: Path, source: str, structures: dict[tuple[str, ...], str], sizes: list[int]) -> list[tuple[str, str]]:
+    """The findings of :func:`find_structure_leaks` in one file: one per line where a repeat starts."""
+    try:
+        shapes = statement_shapes(source)
+    except SyntaxError:  # not Python a learner runs (a template, a fixture)
+        return []
+    regions = list(solution_regions(source)) if BEGIN in source else []
+    shapes = [s for s in shapes if not any(b < s[0] - 1 < e for b, e in regions)]
+    leaks = []
+    for i in range(len(shapes)):
+        origin = next(filter(None, (structures.get(tuple(s for _, s, _ in shapes[i : i + n])) for n in sizes)), None)
+        if origin:
+            leaks.append((f"{rel}:{shapes[i][0]}", origin))
     return leaks
 
 
