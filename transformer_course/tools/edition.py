@@ -241,10 +241,10 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool) -> None:
     leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
     if check_leaks:
         found = find_structure_leaks(out_dir, solution_structures(root))
-        leaks += [(where, f"the structure of {origin}'s solution under other names") for where, origin in found]
+        leaks += [(where, f"repeats the structure of {origin} under other names") for where, origin in found]
     if leaks:
         shown = "\n".join(f"  {where}: {line}" for where, line in leaks[:20])
-        raise ValueError(f"solution text would remain in the student edition:\n{shown}")
+        raise ValueError(f"solution text (or structure) would remain in the student edition:\n{shown}")
 
 
 # ---------------------------------------------------------------- no solution text anywhere
@@ -371,7 +371,7 @@ _UNTOLD = {"ctx", "kind", "type_comment"}  # fields that say nothing about the s
 def statement_shapes(source: str) -> list[tuple[int, str, int]]:
     """Each statement of ``source`` in reading order as (line, shape, nodes), the shape keeping the
     node types and call structure with every name, attribute, argument and constant replaced by a
-    placeholder (``x = F.softmax(s / 2, dim=-1)`` and ``y = torch.exp(z / 3, axis=0)`` share one);
+    placeholder (``x = F.softmax(s / 2, dim=-1)`` and ``y = torch.exp(z / 3, axis=-2)`` share one);
     a compound statement's shape is its header, the statements of its body follow it. Trivial
     statements (``pass``, a docstring, ``return x``, imports) are left out."""
 
