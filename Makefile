@@ -53,19 +53,19 @@ lint: $(STAMP)
 # A trained model differs from one CPU to another (another vector width, another matrix kernel: the
 # floats add up in another order, and training amplifies the last bits). So the cells that print a
 # result of training are not compared (NBVAL_IGNORE_OUTPUT) and are followed by checks of the
-# chapter's claims with margins (transformer_course/tools/claims.py). To prove that the notebooks
-# hold on any machine, `make test` runs every notebook a second time, at once on the other core, on
-# another CPU's arithmetic: ATen's kernels without vector instructions, MKL and oneDNN limited to
-# AVX2, one thread. Both runs must pass (scripts/run_tests.sh); `make test-other-cpu` runs the
-# second alone.
+# chapter's claims with margins (transformer_course/tools/claims.py). `make test` runs the unit tests
+# and every notebook (scripts/run_tests.sh: one pytest worker per core). To prove that the notebooks
+# hold on any machine, `make test-other-cpu` runs every notebook again on another CPU's arithmetic:
+# ATen's kernels without vector instructions, MKL and oneDNN limited to AVX2, one thread. CI runs
+# both (.ci/run).
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 OTHER_CPU := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2 DNNL_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 test: $(STAMP) $(WEB_STAMP) lint
-	NOTEBOOKS="$(NOTEBOOKS)" NBVAL="$(NBVAL)" OTHER_CPU="$(OTHER_CPU)" bash scripts/run_tests.sh
+	bash scripts/run_tests.sh $(wildcard chapters/*.ipynb) tests $(wildcard solutions/*.ipynb) $(NBVAL) --durations=20
 
 test-other-cpu: $(STAMP)
-	env $(OTHER_CPU) $(BIN)/python -m pytest $(NOTEBOOKS) $(NBVAL) -p no:cacheprovider
+	env $(OTHER_CPU) bash scripts/run_tests.sh $(NOTEBOOKS) $(NBVAL) -p no:cacheprovider
 
 # The oldest Python and PyTorch that pyproject.toml declares, in a fresh .venv-oldest (downloads ~3 GB:
 # PyTorch's oldest supported release is on PyPI as a CUDA build only; it runs on the CPU).

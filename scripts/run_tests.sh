@@ -1,26 +1,14 @@
 #!/usr/bin/env bash
-# `make test`: lint has passed; now the unit tests and every notebook through nbval, and at the same
-# time, on the other core, every notebook again on another CPU's arithmetic (see the Makefile). Both
-# runs must pass. Called by the Makefile, which sets NOTEBOOKS, NBVAL and OTHER_CPU.
-set -u
+# `make test` (after lint) and `make test-other-cpu`: pytest over the given paths with one worker
+# process per core (pytest-xdist; at least 2, at most 4). `--dist loadfile` keeps each file on one
+# worker, so a notebook's cells run in order in one kernel; files are handed out in the order given
+# (`--no-loadscope-reorder`): the chapters, which train, first, so that no long one starts last. Every worker uses one thread: the
+# workers then share the cores without oversubscribing them (OpenMP threads that wait for a busy
+# core waste it); no compared output depends on the thread count.
+# Usage: [PYTHON=.venv-oldest/bin/python] bash scripts/run_tests.sh PATH... [PYTEST OPTION...]
+set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p test-artifacts
-log=test-artifacts/other-cpu.log
-# shellcheck disable=SC2086
-env $OTHER_CPU .venv/bin/python -m pytest $NOTEBOOKS $NBVAL -p no:cacheprovider -q > "$log" 2>&1 &
-other=$!
-trap 'kill $other 2>/dev/null; exit 130' INT TERM
-# One thread for this run too: the two runs then share the two cores without oversubscribing them
-# (OpenMP threads that wait for a busy core waste it). No compared output depends on it.
-# shellcheck disable=SC2086
-OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 .venv/bin/python -m pytest tests $NOTEBOOKS $NBVAL --durations=20
-first=$?
-wait $other
-second=$?
-echo
-echo "=== the notebooks again, on another CPU's arithmetic ($OTHER_CPU); log: $log ==="
-if [ "$second" -ne 0 ]; then cat "$log"; else tail -n 1 "$log"; fi
-if [ "$first" -ne 0 ] || [ "$second" -ne 0 ]; then
-  echo "make test failed: unit tests and notebooks exit $first, notebooks on another CPU's arithmetic exit $second"
-  exit 1
-fi
+cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+workers=$(( cores < 2 ? 2 : (cores > 4 ? 4 : cores) ))
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+exec "${PYTHON:-.venv/bin/python}" -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@"

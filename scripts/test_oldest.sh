@@ -41,9 +41,10 @@ rm -rf "$venv"
 import sys, torch, numpy
 print(f"oldest environment: Python {sys.version.split()[0]}, torch {torch.__version__}, numpy {numpy.__version__}")
 PY
-# the unit tests (not the browser, Jupyter-server, wheel or Colab tests: they test the tools around
-# the course, not the versions of PyTorch and Python), then three chapters through nbval
-"$venv/bin/python" -m pytest tests -q -x -p no:cacheprovider \
+# the unit tests, one worker per core (not the browser, Jupyter-server, wheel or Colab tests: they
+# test the tools around the course, not the versions of PyTorch and Python), then three chapters
+# through nbval in one process at the default thread count, as a learner's kernel runs them
+PYTHON="$venv/bin/python" bash scripts/run_tests.sh tests -q -x -p no:cacheprovider \
   --ignore=tests/test_book.py --ignore=tests/test_lab_browser.py --ignore=tests/test_install.py \
   --ignore=tests/test_colab.py --ignore=tests/test_jupyter_roundtrip.py --ignore=tests/test_learner_environment.py \
   --ignore=tests/test_nbgrader_compat.py \

@@ -30,12 +30,16 @@ pytestmark = pytest.mark.complete_edition
 CHAPTER = "chapters/01_embeddings"
 TOKEN = "lab-browser-test"
 
+# Starts the run and returns: a whole chapter may take minutes on a busy machine, longer than one
+# WebDriver call may last (the client's 120 s); the test then polls until the run has ended.
 RUN_ALL = """
 const done = arguments[arguments.length - 1];
 const app = window.jupyterapp;
 app.commands.execute("notebook:clear-all-cell-outputs")  // what shows next comes from this run
-  .then(() => app.commands.execute("notebook:run-all-cells"))
-  .then(() => done("ran"), e => done("failed: " + e));
+  .then(() => { app.commands.execute("notebook:run-all-cells")
+                  .then(() => { window.ranAll = "ran"; }, e => { window.ranAll = "failed: " + e; });
+                done("started"); },
+        e => done("failed: " + e));
 """
 
 SAVE = """
@@ -132,7 +136,9 @@ def test_chapter_runs_in_jupyterlab(lab) -> None:
         assert state["notebook"], f"{CHAPTER}.py did not open as a notebook"
         assert "Nbgrader" not in state["menus"], "nbgrader's menu shows in the learner's JupyterLab"
 
-        assert driver.execute_async_script(RUN_ALL) == "ran"
+        assert driver.execute_async_script(RUN_ALL) == "started"
+        ran = WebDriverWait(driver, 900, poll_frequency=2).until(lambda d: d.execute_script("return window.ranAll"))
+        assert ran == "ran", ran
         state = wait.until(lambda d: (s := d.execute_script(STATE)) and s["kernel"] == "idle" and s)
         assert state["executed"] == state["cells"] > 0
         assert not state["stderr"], f"error or stderr output: {state['stderr']}"

@@ -43,12 +43,23 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_make_test_runs_every_notebook_again_on_another_cpus_arithmetic() -> None:
+def test_ci_runs_every_notebook_again_on_another_cpus_arithmetic() -> None:
     makefile = (ROOT / "Makefile").read_text()
     other_cpu = re.search(r"^OTHER_CPU := (.*)$", makefile, re.M).group(1).split()
     assert "ATEN_CPU_CAPABILITY=default" in other_cpu and "OMP_NUM_THREADS=1" in other_cpu
+    target = re.search(r"^test-other-cpu:.*\n\t(.*)$", makefile, re.M).group(1)
+    assert "env $(OTHER_CPU)" in target and "$(NOTEBOOKS)" in target and "scripts/run_tests.sh" in target
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ci.index("make test") < ci.index("make test-other-cpu") < ci.index("make test-oldest-unit")
+
+
+def test_make_test_runs_the_chapters_tests_and_solutions_on_one_worker_per_core() -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    target = re.search(r"^test:.*\n\t(.*)$", makefile, re.M).group(1)
+    assert target.startswith("bash scripts/run_tests.sh") and "$(NBVAL)" in target
+    assert target.index("chapters/") < target.index(" tests ") < target.index("solutions/")  # the trainers first
     runner = (ROOT / "scripts" / "run_tests.sh").read_text()
-    assert "env $OTHER_CPU" in runner and "$NOTEBOOKS" in runner and "bash scripts/run_tests.sh" in makefile
+    assert "--dist loadfile" in runner  # a notebook's cells in order, in one kernel
 
 
 def test_the_oldest_environment_installs_exactly_the_declared_floors() -> None:
