@@ -4,8 +4,8 @@
 # dependencies (tests/oldest/constraints.txt), then runs the unit tests and the chapters whose code
 # depends on the version of PyTorch there (03: attention's fused kernels, 07: training and its claims,
 # 10: torch.nn.RMSNorm and enable_gqa where they exist).
-# `--unit` (`make test-oldest-unit`, what CI runs after `make test`): the unit tests only, ~20 minutes
-# on a 2-core machine where the whole of it takes ~30 (the chapters are ~10 more).
+# `--unit` (`make test-oldest-unit`, what CI runs last): the unit tests only, ~13 minutes on a 2-core
+# machine with the install (the chapters are ~10 more).
 # Downloads: PyTorch's oldest supported release exists on PyPI only as a CUDA build (~3 GB with its
 # NVIDIA packages); it runs on the CPU.
 set -euo pipefail
