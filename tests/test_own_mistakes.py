@@ -18,6 +18,8 @@ from transformer_course.loss import label_smoothed_cross_entropy
 from transformer_course.multihead import merge_heads, split_heads
 from transformer_course.tools.checks import run_check
 
+from .mutants.ch09 import _replace_all  # a pair merged left to right, every place it occurs
+
 # -- chapter 01 -----------------------------------------------------------------------------------
 
 
@@ -565,18 +567,6 @@ def _bpe_learner(words, n_merges, pick, merge):
     return merges
 
 
-def _merge_left(symbols, pair):
-    out, i = [], 0
-    while i < len(symbols):
-        if tuple(symbols[i : i + 2]) == pair:
-            out.append(pair[0] + pair[1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
-
-
 def _merge_right(symbols, pair):
     out, i = [], len(symbols) - 1
     while i >= 0:
@@ -595,11 +585,11 @@ def _older(counts, age):
 
 def _bpe_newer_ties(words, n_merges):
     return _bpe_learner(words, n_merges, lambda c, age: min(c, key=lambda p: (-c[p], -age[p[0]], -age[p[1]])),
-                        _merge_left)  # fmt: skip
+                        _replace_all)  # fmt: skip
 
 
 def _bpe_last_seen_ties(words, n_merges):
-    return _bpe_learner(words, n_merges, lambda c, age: sorted(c.items(), key=lambda kv: kv[1])[-1][0], _merge_left)
+    return _bpe_learner(words, n_merges, lambda c, age: sorted(c.items(), key=lambda kv: kv[1])[-1][0], _replace_all)
 
 
 def _bpe_merged_from_the_right(words, n_merges):
