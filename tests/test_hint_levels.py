@@ -21,9 +21,7 @@ from transformer_course.tools.course import PACKAGE
 from transformer_course.tools.grading import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE = re.compile(
-    r"\w\(|\.[A-Za-z_]|@|\[|==|\*\*|//|torch|[a-z]+_[a-z]+"
-)  # calls, attributes, operators, names
+CODE = re.compile(r"\w\(|\.[A-Za-z_]|@|\[|==|\*\*|//|torch|[a-z]+_[a-z]+")  # calls, attributes, operators, names
 # ex03_3, ex08_3, ex10_5: the code each full hint spells out, which the lower levels must not show
 SOLUTION_TOKENS = {
     "ex03_3": ("softmax(", "masked_fill", "apply_mask", "attention_scores", "weights @ v"),
