@@ -14,8 +14,9 @@ import torch
 
 from transformer_course import attention
 from transformer_course.tools import edition
-from transformer_course.tools.checks import EXERCISES, check, get_exercise, run_check
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks import EXERCISES, CheckFailure, check, get_exercise, run_check
+from transformer_course.tools.checks._tools import split_fix
+from transformer_course.tools.checks.runner import _failure_text, _load_all
 from transformer_course.tools.cli import main
 from transformer_course.tools.course import PACKAGE
 from transformer_course.tools.grading import load_config
@@ -137,3 +138,18 @@ def test_grade_writes_the_feedback_at_the_configured_level(tmp_path: Path, capsy
         config.write_text("[grading]\nhints = 1\n")
         load_config(config)
     assert load_config(ROOT / "grading.toml").hints == "full"
+
+
+def test_a_failure_without_a_brief_is_cut_before_its_fix() -> None:
+    ex, label = get_exercise("ex03_3"), "q (2, 3, 4), mask (2, 3, 5)"
+    error = CheckFailure(f"{label}: weights are non-zero where mask is False (polarity: True = may attend); mask them")
+    assert _failure_text(ex, label, error, "full") == str(error)
+    assert _failure_text(ex, label, error, "none") == f"{label}: weights are non-zero where mask is False " + (
+        "(polarity: True = may attend)"
+    )
+    assert split_fix("a (b: c); d: e") == ("a (b: c)", "d: e") and split_fix("no fix here") == ("no fix here", "")
+
+    def raising(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        raise ValueError("no keys: none at all")
+
+    assert "raised ValueError: no keys: none at all" in run_check("ex03_1", raising, hints="none").message

@@ -14,18 +14,23 @@ from ..probe.wire import kind
 
 class CheckFailure(AssertionError):
     """A check found a wrong answer; the message says on which input and how. ``brief``: the message
-    without the fix (what a check at hint level "none" shows); by default the whole message."""
+    without the fix (what a check at hint level "none" shows); None: the message is "case: what: fix"
+    or "case: what; fix" (see :func:`split_fix`)."""
 
     def __init__(self, message: str, brief: str | None = None) -> None:
         super().__init__(message)
-        self.brief = message if brief is None else brief
+        self.brief = brief
 
 
 def split_fix(text: str) -> tuple[str, str]:
-    """(what is wrong, how to fix it): a mistake's text is written "what: fix" or "what; fix"; a
-    text with neither separator is all "what"."""
-    cuts = [i for i in (text.find(": "), text.find("; ")) if i >= 0]
-    return (text[: min(cuts)], text[min(cuts) + 2 :]) if cuts else (text, "")
+    """(what is wrong, how to fix it): a mistake's text is written "what: fix" or "what; fix" (the
+    first separator outside brackets); a text with neither is all "what"."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
+        if depth == 0 and text[i : i + 2] in (": ", "; "):
+            return text[:i], text[i + 2 :]
+    return text, ""
 
 
 def same_tensor(got: Any, want: Tensor) -> bool:
@@ -162,7 +167,7 @@ def _with_pattern(message: str, got: Tensor, want: Tensor, atol: float = 0.0, rt
     """The failure: ``message`` and the :func:`pattern` found, if any (its question left out of the brief)."""
     found = pattern(got, want, atol, rtol, names)
     if not found:
-        return CheckFailure(message)
+        return CheckFailure(message, brief=message)
     return CheckFailure(f"{message}; {found}", brief=f"{message}; {split_fix(found)[0]}")
 
 
@@ -170,10 +175,9 @@ def _expect_shape_of(got: Any, want: Tensor, what: str, case: str, atol: float =
     """:func:`expect_shape`, saying when a wrong shape is the expected result transposed."""
     got = expect_tensor(got, what, case)
     if got.shape != want.shape and got.dim() >= 2 and _close(got.transpose(-1, -2).double(), want.double(), atol, rtol):
-        raise CheckFailure(
-            f"{case}: {what} should have shape {tuple(want.shape)}, got {tuple(got.shape)}; "
-            "it is the expected result transposed (its last two dimensions swapped)"
-        )
+        message = f"{case}: {what} should have shape {tuple(want.shape)}, got {tuple(got.shape)}"
+        transposed = "; it is the expected result transposed (its last two dimensions swapped)"
+        raise CheckFailure(message + transposed, brief=message + transposed)
     return expect_shape(got, tuple(want.shape), what, case)
 
 

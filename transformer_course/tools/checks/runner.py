@@ -23,7 +23,7 @@ from ..edition import check_level
 from ..probe.calls import run_case
 from ..probe.isolation import Isolation
 from ..probe.wire import MalformedResult, checked_case
-from ._tools import CheckFailure
+from ._tools import CheckFailure, split_fix
 from .case import Case, Outcome
 from .registry import EXERCISES, Exercise, parse_stub_message
 from .status import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, SYMBOLS, TIMED_OUT
@@ -161,7 +161,7 @@ def judge_case(ex: Exercise, case: Case, result: dict, hints: str = "full") -> t
     except NotImplementedError as error:
         return NOT_IMPLEMENTED, _stub_message(ex, error, hints)
     except CheckFailure as error:
-        return FAILED, _failure_text(ex, error, hints)
+        return FAILED, _failure_text(ex, case.label, error, hints)
     except MalformedResult as error:
         return ERROR, f"the probe's result is malformed: {error}"
     except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
@@ -177,12 +177,18 @@ def _stub_message(ex: Exercise, error: NotImplementedError, hints: str = "full")
     return str(error) or f"{ex.qualname} raises NotImplementedError: edit {ex.file}"
 
 
-def _failure_text(ex: Exercise, error: CheckFailure, hints: str) -> str:
+def _failure_text(ex: Exercise, label: str, error: CheckFailure, hints: str) -> str:
     """A failure at level ``hints``: the whole message ("full"), what is wrong and the exercise's idea
-    ("nudge"), or what is wrong alone ("none")."""
+    ("nudge"), or what is wrong alone ("none"): the failure's brief, else its message cut before the
+    fix ("label: what: fix")."""
+    message = str(error)
     if hints == "full":
-        return str(error)
-    return error.brief if hints == "none" else f"{error.brief}; the idea: {ex.hint_at('nudge').rstrip('.')}"
+        return message
+    brief = error.brief
+    if brief is None:
+        prefix = f"{label}: "
+        brief = prefix + split_fix(message[len(prefix) :])[0] if message.startswith(prefix) else message
+    return brief if hints == "none" else f"{brief}; the idea: {ex.hint_at('nudge').rstrip('.')}"
 
 
 def check(exercise_id: str, hints: str | None = None) -> None:
