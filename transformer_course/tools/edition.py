@@ -232,7 +232,6 @@ def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True, h
     """Copy the course to ``out_dir`` with the package stubbed and no solution text (with
     ``check_leaks``, the default, refuse to finish if any solution line is found in it); the stubs'
     hints, and the default of ``check``'s there, are at level ``hints`` ("full", "nudge", "none")."""
-
     root, out_dir = root.resolve(), out_dir.resolve()
     if out_dir == root or root in out_dir.parents and out_dir.parts[len(root.parts)] != "student-edition":
         raise ValueError(f"OUT_DIR must be outside the course (or ./student-edition), got {out_dir}")

@@ -100,7 +100,6 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
 
 EXERCISES: dict[str, Exercise] = {}
 
-
 DIFFICULTIES = ("easy", "medium", "hard")
 
 
@@ -112,10 +111,11 @@ def exercise(
     ``target`` is the function the learner writes (``module:qualname``). The docstring of
     ``cases`` gives the rest: its first line is the exercise's title, and the text after ``Hint:``
     is the hint the stub shows; an optional ``Nudge:`` paragraph before it is the hint at level
-    "nudge" (the idea and the paper's section, no code). ``also`` names further functions of the same module (qualnames)
-    whose solution regions belong to this exercise (stubbed with it, e.g. a GPU variant); the check
-    tests ``target``. ``needs`` names the exercises the target's code calls: a learner writes them
-    first, and while this one is checked their stand-ins run (a grading job gets those stand-ins).
+    "nudge" (the idea and the paper's section, no code). ``also`` names further functions of the
+    same module (qualnames) whose solution regions belong to this exercise (stubbed with it, e.g. a
+    GPU variant); the check tests ``target``. ``needs`` names the exercises the target's code calls:
+    a learner writes them first, and while this one is checked their stand-ins run (a grading job
+    gets those stand-ins).
     """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
