@@ -99,7 +99,7 @@ def _judge_table(case: Case, got: Outcome) -> None:
         if d_model % 2 == 0:
             raise
         odd = f"d_model is odd: {(d_model + 1) // 2} sine columns, {d_model // 2} cosine"
-        raise CheckFailure(f"{failure} ({odd})") from failure
+        raise CheckFailure(f"{failure} ({odd})", brief=failure.brief and f"{failure.brief} ({odd})") from failure
     want = _reference_table(max_len, d_model)
     mistakes = [
         (lambda v=variant: _reference_table(max_len, d_model, v), what) for variant, what in _WRONG_TABLES.items()

@@ -155,7 +155,8 @@ def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
         shown = repr(output) if len(repr(output)) <= 200 else f"a {kind(output)}"  # not a dict of tensors in full
         raise CheckFailure(f"{case.label}: {why}, got {shown}")
     if error["type"] != "ValueError":
-        raise CheckFailure(f"{case.label}: should raise ValueError, {raised(error, case.label)}")
+        message = f"{case.label}: should raise ValueError, {raised(error, case.label)}"
+        raise CheckFailure(message, brief=message)  # what it raised is all "what", no fix
 
 
 def _judge_too_long(case: Case, got: Outcome) -> None:
