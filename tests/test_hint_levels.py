@@ -96,7 +96,7 @@ def test_check_shows_the_fix_at_full_only(monkeypatch: pytest.MonkeyPatch, capsy
     assert "the scores are not scaled: divide by sqrt(d_k) = 2" in shown["full"] and "More help" not in shown["full"]
     for level in ("nudge", "none"):
         assert "the scores are not scaled" in shown[level] and "divide" not in shown[level]
-        assert shown[level].endswith('More help: check("ex03_1", hints="full") shows the fix.\n')
+        assert shown[level].endswith('More help: check("ex03_1", hints="full") shows the whole hint and the fix.\n')
     assert "the idea: each query is compared with each key" in shown["nudge"] and "(paper §3.2.1)" in shown["nudge"]
     assert "the idea" not in shown["none"]
     with pytest.raises(ValueError, match="hints = 'all' must be one of full, nudge, none"):

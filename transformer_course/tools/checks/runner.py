@@ -204,7 +204,7 @@ def check(exercise_id: str, hints: str | None = None) -> None:
     result = run_check(exercise_id, hints=level)
     print(result.line())
     if level != "full" and not result.passed:
-        print(f'More help: check("{exercise_id}", hints="full") shows the fix.')
+        print(f'More help: check("{exercise_id}", hints="full") shows the whole hint and the fix.')
 
 
 def hint_level(hints: str | None = None) -> str:
