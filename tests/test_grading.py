@@ -833,7 +833,7 @@ def test_the_handout_records_no_path_of_the_machine() -> None:
     assert str(ROOT) not in mark and str(Path.home()) not in mark and "built_from" not in mark
     assert json.loads(mark)["exercises"]["ex06_1"] == "transformer_course.masks:causal_mask"
     source = Path(edition.__file__).read_text()
-    assert "write_text(edition_mark()" in source and "built_from" not in source
+    assert "write_text(edition_mark(" in source and "built_from" not in source
 
 
 def test_restore_finds_the_complete_course_around_the_edition_without_a_recorded_path(tmp_path: Path) -> None:

@@ -33,6 +33,15 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 CODE_STUB = "# YOUR CODE HERE"
 TEXT_STUB = "YOUR ANSWER HERE"
 
+HINT_LEVELS = ("full", "nudge", "none")  # how much a stub and a failing check say (grading.toml's hints)
+
+
+def check_level(level: str, name: str = "hints") -> str:
+    """``level`` if it is one of :data:`HINT_LEVELS`, else ValueError (one line naming ``name``)."""
+    if level not in HINT_LEVELS:
+        raise ValueError(f"{name} = {level!r} must be one of {', '.join(HINT_LEVELS)}")
+    return level
+
 
 def solution_regions(source: str) -> Iterator[tuple[int, int]]:
     """Yield (begin, end) line indices (0-based, inclusive) of each marked region."""
@@ -82,8 +91,9 @@ def region_targets(source: str, module: str) -> list[tuple[int, int, str]]:
     return targets
 
 
-def stub_source(source: str, module: str) -> str:
-    """Replace each solution region of a package file by a NotImplementedError stub."""
+def stub_source(source: str, module: str, hints: str = "full") -> str:
+    """Replace each solution region of a package file by a NotImplementedError stub whose hint is
+    at level ``hints`` (see ``HINT_LEVELS``)."""
     from .checks.registry import EXERCISES
     from .checks.runner import _load_all
 
@@ -94,7 +104,7 @@ def stub_source(source: str, module: str) -> str:
         if target not in by_target:
             raise ValueError(f"solution region in {target} (line {begin + 1}) belongs to no registered exercise")
         indent = lines[begin][: len(lines[begin]) - len(lines[begin].lstrip())]
-        message = by_target[target].stub_message(target)
+        message = by_target[target].stub_message(target, hints)
         lines[begin : end + 1] = [f"{indent}{CODE_STUB}", f"{indent}raise NotImplementedError({message!r})"]
     return "\n".join(lines) + "\n"
 
@@ -144,15 +154,15 @@ def room_files(package_dir: Path) -> list[Path]:
     return sorted(p for p in package_dir.rglob("*.py") if "tools" not in p.relative_to(package_dir).parts)
 
 
-def stub_package(package_dir: Path) -> list[Path]:
-    """Stub every room (in place) that holds solution regions; return those files."""
+def stub_package(package_dir: Path, hints: str = "full") -> list[Path]:
+    """Stub every room (in place) that holds solution regions, hints at level ``hints``; return those files."""
     changed = []
     for path in room_files(package_dir):
         source = path.read_text(encoding="utf-8")
         if BEGIN not in source:
             continue
         module = ".".join(path.relative_to(package_dir.parent).with_suffix("").parts)
-        path.write_text(stub_source(source, module), encoding="utf-8")
+        path.write_text(stub_source(source, module, hints), encoding="utf-8")
         changed.append(path)
     return changed
 
@@ -168,6 +178,15 @@ STUDENT_MARK = ".student-edition.json"  # written at the root of every student e
 
 def is_student_edition(root: Path) -> bool:
     return (Path(root) / STUDENT_MARK).is_file()
+
+
+def edition_hints(root: Path | None = None) -> str:
+    """The hint level the student edition at ``root`` (default: the running package's course) was
+    made with; "full" in the complete course or an edition made before hint levels."""
+    from .course import package_dir
+
+    mark = Path(root or package_dir().parent) / STUDENT_MARK
+    return json.loads(mark.read_text(encoding="utf-8")).get("hints", "full") if mark.is_file() else "full"
 
 
 def _course_files(root: Path) -> list[Path]:
@@ -202,9 +221,19 @@ _BANNER = """\
 """
 
 
-def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True) -> Path:
+def _banner(hints: str) -> str:
+    """The edition's README banner; below "full" hints it says how to ask for more."""
+    if hints == "full":
+        return _BANNER
+    more = (f'> Hints here are at level "{hints}"; `check("ex03_2", hints="full")` shows the whole hint and '
+            "the fix.\n\n")  # fmt: skip
+    return _BANNER[:-1] + more
+
+
+def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True, hints: str = "full") -> Path:
     """Copy the course to ``out_dir`` with the package stubbed and no solution text (with
-    ``check_leaks``, the default, refuse to finish if any solution line is found in it)."""
+    ``check_leaks``, the default, refuse to finish if any solution line is found in it); the stubs'
+    hints, and the default of ``check``'s there, are at level ``hints`` ("full", "nudge", "none")."""
     root, out_dir = root.resolve(), out_dir.resolve()
     if out_dir == root or root in out_dir.parents and out_dir.parts[len(root.parts)] != "student-edition":
         raise ValueError(f"OUT_DIR must be outside the course (or ./student-edition), got {out_dir}")
@@ -212,32 +241,34 @@ def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True) -
         raise ValueError(f"OUT_DIR {out_dir} exists and is not empty")
     if is_student_edition(root):
         raise ValueError(f"{root} is already a student edition: build it from the complete course")
+    check_level(hints)
     try:
-        _write_edition(root, out_dir, check_leaks)
+        _write_edition(root, out_dir, check_leaks, hints)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)  # never leave half an edition (with answers) behind
         raise
     return out_dir
 
 
-def edition_mark() -> str:
-    """What ``.student-edition.json`` holds: the exercises and their functions, and no path of the
-    machine the edition was built on (it is handed out)."""
+def edition_mark(hints: str = "full") -> str:
+    """What ``.student-edition.json`` holds: the exercises and their functions, the hint level, and no
+    path of the machine the edition was built on (it is handed out)."""
     from .checks.registry import EXERCISES
 
-    return json.dumps({"exercises": {i: ex.target for i, ex in sorted(EXERCISES.items())}}, indent=2) + "\n"
+    exercises = {i: ex.target for i, ex in sorted(EXERCISES.items())}
+    return json.dumps({"exercises": exercises, "hints": hints}, indent=2) + "\n"
 
 
-def _write_edition(root: Path, out_dir: Path, check_leaks: bool) -> None:
+def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "full") -> None:
     for rel in _course_files(root):
         (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, out_dir / rel)
-    stub_package(out_dir / PACKAGE)
+    stub_package(out_dir / PACKAGE, hints)
     write_exercises(root / "solutions", out_dir / "exercises")
     readme = out_dir / "README.md"
     if readme.exists():
-        readme.write_text(_BANNER + readme.read_text(encoding="utf-8"), encoding="utf-8")
-    (out_dir / STUDENT_MARK).write_text(edition_mark(), encoding="utf-8")
+        readme.write_text(_banner(hints) + readme.read_text(encoding="utf-8"), encoding="utf-8")
+    (out_dir / STUDENT_MARK).write_text(edition_mark(hints), encoding="utf-8")
     leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
     if check_leaks:
         found = find_structure_leaks(out_dir, solution_structures(root))

@@ -74,6 +74,7 @@ from .checks.runner import build_cases, get_exercise, verdict
 from .checks.standins import job_source
 from .checks.status import ERROR, FAILED, PASSED, REFERENCE, STATUSES, SYMBOLS, TIMED_OUT
 from .course import PACKAGE
+from .edition import check_level
 from .probe import child, worker
 from .probe.wire import MAGIC, MAX_RESULT_BYTES, MalformedResult, cut, read_payload
 from .probe.worker import HEAD_BYTES, WHERE_BYTES
@@ -102,6 +103,7 @@ class GradingConfig:
     hidden: bool = False  # also grade cases students never see (see load_hidden_cases)
     hidden_cases: str | None = None  # the instructor's file of hidden cases (a path), with hidden = true
     assignment: str | None = None  # its name: the feedback's folder, the LMS gradebook's column
+    hints: str = "full"  # how much of the fix the feedback says: "full", "nudge" or "none" (edition.HINT_LEVELS)
     written_questions: list[str] | None = None  # [written] questions; None: those of the graded exercises' notebooks
     written_default_points: float = 1.0  # [written] default_points
     written_points: dict[str, float] = field(default_factory=dict)  # [written] exNN_qK = points
@@ -144,6 +146,7 @@ class GradingConfig:
                              "spaces, . _ -, not starting with . ), the feedback's folder")  # fmt: skip
         if self.scoring not in SCORINGS:
             raise ValueError(f"grading setting scoring = {self.scoring!r} must be one of {', '.join(SCORINGS)}")
+        check_level(self.hints, "grading setting hints")
         for exercise_id in [*self.points, *self.timeouts, *(self.exercises or [])]:
             get_exercise(exercise_id)  # a typo is an error, not a silent default
         if self.hidden_cases is not None:
@@ -188,7 +191,7 @@ def load_config(path: Path | None) -> GradingConfig:
         )
         for key, value in settings.items():
             if key not in {"default_points", "timeout_s", "memory_mb", "max_output_kb", "max_submission_mb",
-                           "max_files", "jobs", "scoring", "hidden", "hidden_cases", "assignment"}:  # fmt: skip
+                           "max_files", "jobs", "scoring", "hidden", "hidden_cases", "assignment", "hints"}:  # fmt: skip
                 raise ValueError(f"unknown setting [grading] {key}")
             if key == "hidden_cases":  # a path, relative to the grading.toml that names it
                 value = str((Path(path).parent / _text(value, key)).resolve())
@@ -1040,7 +1043,7 @@ def _verdict(ex: Exercise, cases: list[Case], visible: int, outcome: JobOutcome,
     guard, results = payload["guard"] or {}, payload["cases"]
     status, message, passed, hidden_passed = ERROR, payload["fatal"], 0, 0
     if not payload["fatal"]:
-        shown = verdict(ex, zip(cases[:visible], results[:visible], strict=False), expected=visible)
+        shown = verdict(ex, zip(cases[:visible], results[:visible], strict=False), expected=visible, hints=config.hints)
         status, message, passed = shown.status, shown.message, shown.cases_passed
         if total > visible:
             secret = verdict(ex, zip(cases[visible:], results[visible:], strict=False), expected=total - visible)

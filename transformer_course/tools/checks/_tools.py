@@ -13,7 +13,24 @@ from ..probe.wire import kind
 
 
 class CheckFailure(AssertionError):
-    """A check found a wrong answer; the message says on which input and how."""
+    """A check found a wrong answer; the message says on which input and how. ``brief``: the message
+    without the fix (what a check at hint level "none" shows); None: the message is "case: what: fix"
+    or "case: what; fix" (see :func:`split_fix`)."""
+
+    def __init__(self, message: str, brief: str | None = None) -> None:
+        super().__init__(message)
+        self.brief = brief
+
+
+def split_fix(text: str) -> tuple[str, str]:
+    """(what is wrong, how to fix it): a mistake's text is written "what: fix" or "what; fix" (the
+    first separator outside brackets); a text with neither is all "what"."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += (char in "([{") - (char in ")]}")
+        if depth == 0 and text[i : i + 2] in (": ", "; "):
+            return text[:i], text[i + 2 :]
+    return text, ""
 
 
 def same_tensor(got: Any, want: Tensor) -> bool:
@@ -48,7 +65,8 @@ def expect_finite(got: Tensor, what: str, case: str, empty_rows: Tensor | None =
         hint = ""
         if empty_rows is not None and not (~torch.isfinite(got).all(-1) & ~empty_rows).any():
             hint = "; rows with every position masked give NaN: use torch.finfo(dtype).min or handle empty rows"
-        raise CheckFailure(f"{case}: {what} contains {n_nan} NaN and {n_inf} infinite values{hint}")
+        message = f"{case}: {what} contains {n_nan} NaN and {n_inf} infinite values"
+        raise CheckFailure(message + hint, brief=message + hint.split(":")[0])
 
 
 Mistakes = Iterable[tuple[Any, str]]
@@ -84,10 +102,12 @@ def name_mistake(got: Any, want: Any, mistakes: Mistakes, case: str, atol: float
         wrong = wrong() if callable(wrong) else wrong
         if what not in found and matches(got, wrong, atol, rtol) and not matches(want, wrong, atol, rtol):
             found.append(what)
+    whats = [split_fix(what)[0] for what in found]
     if len(found) == 1:
-        raise CheckFailure(f"{case}: {found[0]}")
+        raise CheckFailure(f"{case}: {found[0]}", brief=f"{case}: {whats[0]}")
     if found:
-        raise CheckFailure(f"{case}: {len(found)} known mistakes give this answer on this case: " + "; or ".join(found))
+        several = f"{case}: {len(found)} known mistakes give this answer on this case: "
+        raise CheckFailure(several + "; or ".join(found), brief=several + "; or ".join(whats))
 
 
 def _close(got: Tensor, want: Tensor, atol: float, rtol: float) -> bool:
@@ -143,19 +163,21 @@ def _named(ratio: float, names: dict) -> str:
 
 
 def _with_pattern(message: str, got: Tensor, want: Tensor, atol: float = 0.0, rtol: float = 0.0,
-                  names: dict | None = None) -> str:  # fmt: skip
+                  names: dict | None = None) -> CheckFailure:  # fmt: skip
+    """The failure: ``message`` and the :func:`pattern` found, if any (its question left out of the brief)."""
     found = pattern(got, want, atol, rtol, names)
-    return f"{message}; {found}" if found else message
+    if not found:
+        return CheckFailure(message, brief=message)
+    return CheckFailure(f"{message}; {found}", brief=f"{message}; {split_fix(found)[0]}")
 
 
 def _expect_shape_of(got: Any, want: Tensor, what: str, case: str, atol: float = 0.0, rtol: float = 0.0) -> Tensor:
     """:func:`expect_shape`, saying when a wrong shape is the expected result transposed."""
     got = expect_tensor(got, what, case)
     if got.shape != want.shape and got.dim() >= 2 and _close(got.transpose(-1, -2).double(), want.double(), atol, rtol):
-        raise CheckFailure(
-            f"{case}: {what} should have shape {tuple(want.shape)}, got {tuple(got.shape)}; "
-            "it is the expected result transposed (its last two dimensions swapped)"
-        )
+        message = f"{case}: {what} should have shape {tuple(want.shape)}, got {tuple(got.shape)}"
+        transposed = "; it is the expected result transposed (its last two dimensions swapped)"
+        raise CheckFailure(message + transposed, brief=message + transposed)
     return expect_shape(got, tuple(want.shape), what, case)
 
 
@@ -177,7 +199,7 @@ def expect_close(got: Any, want: Tensor, what: str, case: str, atol: float = 1e-
             f"at index {worst} expected {want_f[worst].item():.6g}, got {got_f[worst].item():.6g} "
             f"(max abs difference {diff.max().item():.3g})"
         )
-        raise CheckFailure(_with_pattern(message, got_f, want_f, atol, rtol, names))
+        raise _with_pattern(message, got_f, want_f, atol, rtol, names)
 
 
 def expect_equal(got: Any, want: Any, what: str, case: str, mistakes: Mistakes = ()) -> None:
@@ -193,7 +215,7 @@ def expect_equal(got: Any, want: Any, what: str, case: str, mistakes: Mistakes =
                 f"{case}: {what} differs at {len(wrong)} position(s); at {first} expected "
                 f"{want[first].item()}, got {got[first].item()}"
             )
-            raise CheckFailure(_with_pattern(message, got, want))
+            raise _with_pattern(message, got, want)
     elif got != want:
         raise CheckFailure(f"{case}: {what} should be {want!r}, got {got!r}")
 

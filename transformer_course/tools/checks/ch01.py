@@ -36,6 +36,9 @@ def _expected_ids(tokens: list[str], add_bos: bool, add_eos: bool) -> list[int]:
 def vocab_encode_cases(larger: bool = False) -> list[Case]:
     """Vocab.encode: tokens → ids, with <unk>, <bos>, <eos>
 
+    Nudge: a vocabulary maps each token to its id, with a reserved id for unknown tokens and optional markers at
+    the start and end of a sentence.
+
     Hint: look each token up in self.token_to_id, falling back to self.unk_id; then put self.bos_id in front if
     add_bos and self.eos_id at the end if add_eos.
     """
@@ -133,6 +136,8 @@ _EMBED_CASES_LARGER = [(50, 32, (4, 16), None), (37, 24, (8, 12), 0), (9, 3, (2,
 def token_embedding_cases(larger: bool = False) -> Iterator[Case]:
     """TokenEmbedding.forward: lookup × √d_model
 
+    Nudge: an embedding is a table lookup, scaled up by the square root of the model width (paper §3.4).
+
     Hint: look the ids up with self.embedding(tokens) and multiply by math.sqrt(self.d_model) (paper §3.4).
     """
     from ...embeddings import TokenEmbedding
@@ -185,6 +190,8 @@ def _judge_embedding(case: Case, got: Outcome) -> None:
 @exercise("ex01_3", "transformer_course.embeddings:one_hot_lookup", "medium")
 def one_hot_lookup_cases(larger: bool = False) -> Iterator[Case]:
     """embedding lookup as one_hot(tokens) @ weight
+
+    Nudge: looking a row up is the same as multiplying a one-hot vector by the table (paper §3.4).
 
     Hint: F.one_hot(tokens, num_classes=V) gives integer one-hot rows (..., V); convert them to weight.dtype and
     multiply by weight (V, D).

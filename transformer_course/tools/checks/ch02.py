@@ -78,6 +78,9 @@ _TABLE_CASES_LARGER = [(40, 32, 1e-5), (23, 17, 1e-5), (2, 6, 1e-6), (9, 1, 1e-5
 def sinusoidal_table_cases(larger: bool = False) -> list[Case]:
     """the sinusoidal table PE (max_len, d_model)
 
+    Nudge: each pair of features is a sine and a cosine of the position at its own wavelength, the wavelengths
+    forming a geometric progression (paper §3.5).
+
     Hint: angle = pos / 10000^(2i/d_model) for pos in 0..max_len-1 and 2i = 0, 2, 4, …; put sin(angle) in the
     even columns and cos(angle) in the odd ones. With an odd d_model there is one more sine than cosine.
     """
@@ -96,7 +99,7 @@ def _judge_table(case: Case, got: Outcome) -> None:
         if d_model % 2 == 0:
             raise
         odd = f"d_model is odd: {(d_model + 1) // 2} sine columns, {d_model // 2} cosine"
-        raise CheckFailure(f"{failure} ({odd})") from failure
+        raise CheckFailure(f"{failure} ({odd})", brief=failure.brief and f"{failure.brief} ({odd})") from failure
     want = _reference_table(max_len, d_model)
     mistakes = [
         (lambda v=variant: _reference_table(max_len, d_model, v), what) for variant, what in _WRONG_TABLES.items()
@@ -133,6 +136,9 @@ _FORWARD_CASES_LARGER = [
 @exercise("ex02_2", "transformer_course.positional:PositionalEncoding.forward", "medium")
 def positional_encoding_forward_cases(larger: bool = False) -> Iterator[Case]:
     """PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first)
+
+    Nudge: the encoding is added to the embeddings of the positions the sequence occupies, then dropout (paper
+    §3.5 and §5.4).
 
     Hint: x is (B, T, D): the length is x.shape[1], not x.size(0). Add the rows offset … offset+T-1 of self.pe
     (converted to x.dtype), then apply self.dropout; do not change x in place.
@@ -239,6 +245,9 @@ _SHIFT_CASES_LARGER = [(5, 12), (11, 32), (0, 10), (-7, 16), (30, 2), (60, 64), 
 @exercise("ex02_3", "transformer_course.positional:relative_position_map", "hard")
 def relative_position_map_cases(larger: bool = False) -> list[Case]:
     """relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos]
+
+    Nudge: a fixed offset in position rotates each sine/cosine pair by an angle that depends on its frequency
+    only (paper §3.5).
 
     Hint: one 2×2 block per (sin, cos) pair with frequency w = 1/10000^(2i/d_model): [[cos wk, sin wk], [-sin
     wk, cos wk]] at rows and columns 2i, 2i+1; zeros elsewhere.

@@ -39,6 +39,9 @@ def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[to
 def attention_scores_cases(larger: bool = False) -> Iterator[Case]:
     """attention scores Q·Kᵀ/√d_k
 
+    Nudge: each query is compared with each key by a dot product, scaled so that large key widths do not push
+    the softmax into its flat regions (paper §3.2.1).
+
     Hint: transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.
     """
     for batch, t, s, d_k, d_v in _SIZES_LARGER if larger else _SIZES:
@@ -72,6 +75,9 @@ def _score_mistakes(q: torch.Tensor, k: torch.Tensor) -> Mistakes:
 @exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
 def apply_mask_cases(larger: bool = False) -> Iterator[Case]:
     """masking scores (True = may attend)
+
+    Nudge: a blocked position must get a score so low that the softmax gives it no weight, while a fully blocked
+    row still stays finite (paper §3.2.3).
 
     Hint: fill the positions where mask is False with torch.finfo(scores.dtype).min, without changing scores in
     place.
@@ -130,6 +136,9 @@ def _mask_mistakes(scores: torch.Tensor, mask: torch.Tensor) -> Mistakes:
 @exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", needs=("ex03_1", "ex03_2"))
 def scaled_dot_product_attention_cases(larger: bool = False) -> Iterator[Case]:
     """scaled dot-product attention
+
+    Nudge: the weights are a softmax of the masked, scaled scores over the keys, and the output is the weighted
+    sum of the values (paper §3.2.1, equation 1).
 
     Hint: scores = apply_mask(attention_scores(q, k), mask); weights = softmax over the last axis; return
     (weights @ v, weights).

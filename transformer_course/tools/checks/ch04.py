@@ -43,6 +43,9 @@ def _reference_split(x: Tensor, n_heads: int) -> Tensor:
 def split_heads_cases(larger: bool = False) -> Iterator[Case]:
     """split the features into heads
 
+    Nudge: the model width is cut into equal slices, one per head, and the heads become their own axis (paper
+    §3.2.2).
+
     Hint: view x as (B, T, H, Dh), then swap the T and H axes with transpose(1, 2).
     """
     for b, t, d, h in _SPLIT_SIZES_LARGER if larger else _SPLIT_SIZES:
@@ -72,6 +75,9 @@ def _judge_split(case: Case, got: Outcome) -> None:
 @exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
 def merge_heads_cases(larger: bool = False) -> Iterator[Case]:
     """merge the heads back (concat)
+
+    Nudge: the inverse of splitting: the heads' outputs are concatenated back into the model width (paper
+    §3.2.2).
 
     Hint: transpose(1, 2) back to (B, T, H, Dh), then reshape to (B, T, H·Dh); view fails after a transpose,
     reshape copies when it must.
@@ -230,6 +236,9 @@ def _randomise_biases(module: nn.Module) -> None:
           needs=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
 def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     """multi-head attention forward
+
+    Nudge: project, split into heads, attend in every head at once, concatenate the heads and project again
+    (paper §3.2.2).
 
     Hint: project the query with w_q, split_heads it and pass it through self.positioned(q, cache); get the keys
     and values from self.keys_and_values(key, value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast

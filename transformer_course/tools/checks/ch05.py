@@ -36,6 +36,9 @@ _FFN_SIZES_LARGER = [((4, 13, 32), 32, 72), ((2, 1, 9), 9, 5), ((3, 5, 4, 16), 1
 def feed_forward_cases(larger: bool = False) -> Iterator[Case]:
     """position-wise feed-forward network (eq. 2)
 
+    Nudge: two linear maps with a nonlinearity between them, applied to each position separately and identically
+    (paper §3.3, equation 2).
+
     Hint: linear1, then self.activation (ReLU unless the layer was built with another), then self.dropout,
     then linear2 — the same network at every position.
     """
@@ -130,6 +133,9 @@ _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(
 def residual_cases(larger: bool = False) -> Iterator[Case]:
     """residual connection + LayerNorm (post-LN and pre-LN)
 
+    Nudge: each sub-layer's output is added to its input and normalised, either after the sum or (pre-LN) before
+    the sub-layer (paper §3.1 and §5.4).
+
     Hint: post-LN (norm_first=False): norm(x + dropout(sublayer(x))); pre-LN (norm_first=True): x +
     dropout(sublayer(norm(x))).
     """
@@ -182,6 +188,9 @@ _ENCODER_SIZES_LARGER = [(32, 4, 48, 3, 11, (6, 11, 2)), (12, 3, 20, 2, 1, (1, 1
 @exercise("ex05_3", "transformer_course.encoder:EncoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
 def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
     """encoder layer (self-attention + FFN, each in a residual)
+
+    Nudge: an encoder layer is self-attention then the feed-forward network, each wrapped in the residual
+    connection (paper §3.1).
 
     Hint: x = self.connection(x, <self-attention of x on itself with mask and cache=cache>, self.norm1,
     self.dropout1, self.norm_first) (self.connection is residual unless the layer was built with another); then

@@ -37,6 +37,9 @@ def _expect_bool(got: Tensor, case: str) -> None:
 def causal_mask_cases(larger: bool = False) -> list[Case]:
     """causal mask (no peeking at the future)
 
+    Nudge: a position may attend to itself and to the positions before it, never to later ones (paper §3.1 and
+    §3.2.3).
+
     Hint: a (size, size) bool tensor created on `device`, True on and below the diagonal (see torch.tril).
     """
     sizes = (12, 4, 6, 33) if larger else (5, 1, 2, 7)  # larger: the grader's hidden cases
@@ -85,6 +88,8 @@ _PADDING_CASES = [
 @exercise("ex06_2", "transformer_course.masks:padding_mask", "medium")
 def padding_mask_cases(larger: bool = False) -> list[Case]:
     """padding mask (B, 1, 1, S)
+
+    Nudge: keys that are padding must never be attended to, whatever the head or the query (paper §3.2.3).
 
     Hint: True where tokens != pad_id, then insert two axes so the result is (B, 1, 1, S): it must broadcast
     over heads and query positions, not over keys.
@@ -169,6 +174,9 @@ def _decoder_masks(tgt_lengths: tuple[int, ...], src_lengths: tuple[int, ...], t
 @exercise("ex06_3", "transformer_course.decoder:DecoderLayer.forward", "hard", needs=("ex04_3", "ex05_1", "ex05_2"))
 def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
     """decoder layer (masked self-attention, cross-attention, FFN)
+
+    Nudge: a decoder layer has three sub-layers: masked self-attention, attention over the encoder's output,
+    then the feed-forward network, each in the residual connection (paper §3.1).
 
     Hint: three self.connection() blocks (residual, unless the layer was built with another connection):
     self-attention of x with tgt_mask (and cache=self_cache); cross-attention with queries from x and

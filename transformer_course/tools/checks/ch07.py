@@ -42,6 +42,9 @@ def _paper_lr(step: int, d_model: int, warmup: int, scale: float) -> float:
 def transformer_lr_cases(larger: bool = False) -> list[Case]:
     """the warm-up / inverse-square-root learning rate
 
+    Nudge: the rate grows linearly during the warm-up steps, then decays with the inverse square root of the
+    step (paper §5.3, equation 3).
+
     Hint: scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).
     """
     cases = []
@@ -94,6 +97,9 @@ def _lr_mistakes(step: int, d_model: int, warmup: int, scale: float, lr: float) 
 def teacher_forcing_cases(larger: bool = False) -> list[Case]:
     """teacher forcing: shift the target by one
 
+    Nudge: the decoder reads the target shifted right and learns to predict the next token at every position
+    (paper §3.1).
+
     Hint: the decoder input is every column but the last, the labels every column but the first: tgt[:, :-1] and
     tgt[:, 1:].
     """
@@ -142,6 +148,9 @@ def _cross_entropy(logits: Tensor, target: Tensor, smoothing: float = 0.0, pad_i
 @exercise("ex07_3", "transformer_course.loss:label_smoothed_cross_entropy", "medium")
 def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
     """label-smoothed cross-entropy that ignores padding
+
+    Nudge: mix the one-hot target with a uniform distribution over the vocabulary, and leave padding out of the
+    average (paper §5.4).
 
     Hint: per token: (1 - ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p); then average over the
     positions where target != pad_id only.
@@ -254,6 +263,9 @@ _STEPS = 3  # several steps: stale gradients or a missing scheduler step show up
 @exercise("ex07_4", "transformer_course.step:train_step", "hard", needs=("ex07_3",))
 def train_step_cases(larger: bool = False) -> Iterator[Case]:
     """one training step
+
+    Nudge: one optimisation step: forward pass, loss, gradients from scratch, optional clipping, parameter
+    update, schedule (paper §5.3).
 
     Hint: model.train(); logits = model(batch.src, batch.tgt_in); loss against batch.tgt_out with your
     label_smoothed_cross_entropy; optimizer.zero_grad(); loss.backward(); clip_grad_norm_ (if max_grad_norm is

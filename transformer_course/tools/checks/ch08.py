@@ -44,6 +44,9 @@ def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id
 def greedy_step_cases(larger: bool = False) -> Iterator[Case]:
     """one greedy decoding step
 
+    Nudge: greedy decoding takes the most probable next token; sentences that already ended keep receiving
+    padding.
+
     Hint: take argmax over the last axis; put pad_id in the rows that were already finished (masked_fill); a row
     is now finished if it was, or if its new token is eos_id.
     """
@@ -133,6 +136,9 @@ def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tenso
 @exercise("ex08_2", "transformer_course.decoding:top_p_filter", "medium")
 def top_p_filter_cases(larger: bool = False) -> Iterator[Case]:
     """top-p (nucleus) filtering
+
+    Nudge: nucleus sampling keeps the smallest set of most probable tokens whose total probability reaches p
+    (Holtzman et al. 2020, §3.1).
 
     Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
     *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the vocabulary order
@@ -287,6 +293,9 @@ def _beam_cases(larger: bool = False) -> list[tuple[str, tuple, float]]:
 @exercise("ex08_3", "transformer_course.decoding:beam_step", "hard")
 def beam_step_cases(larger: bool = False) -> list[Case]:
     """one beam-search step (GNMT length penalty)
+
+    Nudge: every hypothesis is extended by every token, the candidates are ranked by their score divided by a
+    length penalty, and the best K survive (paper §6.1; Wu et al. 2016, §7).
 
     Hint: give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a row of -inf
     and a 0 at pad_id); candidates = scores[..., None] + step; new lengths grow only where not finished; rank

@@ -89,6 +89,9 @@ _PACK_CASES = (
 def pack_cases(larger: bool = False) -> Iterator[Case]:
     """greedy packing under a token budget
 
+    Nudge: batches are filled greedily so that the padded size of each batch, on either side, stays under the
+    token budget (paper §5.1).
+
     Hint: walk order, keeping the current batch and its longest source and target; if the batch is not empty and
     (count + 1) × the new longest exceeds max_tokens for the source or the target, close the batch and start a new
     one; an example with more than max_tokens tokens on either side is a ValueError; do not forget the last batch.
@@ -152,7 +155,8 @@ def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
         shown = repr(output) if len(repr(output)) <= 200 else f"a {kind(output)}"  # not a dict of tensors in full
         raise CheckFailure(f"{case.label}: {why}, got {shown}")
     if error["type"] != "ValueError":
-        raise CheckFailure(f"{case.label}: should raise ValueError, {raised(error, case.label)}")
+        message = f"{case.label}: should raise ValueError, {raised(error, case.label)}"
+        raise CheckFailure(message, brief=message)  # what it raised is all "what", no fix
 
 
 def _judge_too_long(case: Case, got: Outcome) -> None:
@@ -192,6 +196,9 @@ def _reference_mean(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
 @exercise("ex09_2", "transformer_course.averaging:average_state_dicts", "medium")
 def average_cases(larger: bool = False) -> Iterator[Case]:
     """the mean of several state dicts
+
+    Nudge: the averaged model takes, for every parameter, the mean of its values in the checkpoints (paper
+    §6.1).
 
     Hint: check that every state has the keys of states[0] and, key by key, the same shapes and dtypes (ValueError
     otherwise); average floating-point tensors (stack them in float64, mean over the new axis, back to their
@@ -311,6 +318,9 @@ _SMALL_CASES = (
 @exercise("ex09_3", "transformer_course.subwords:bpe_merges", "hard")
 def bpe_merges_cases(larger: bool = False) -> Iterator[Case]:
     """byte-pair merges from word counts
+
+    Nudge: byte-pair encoding repeatedly merges the most frequent pair of neighbouring symbols (Sennrich et al.
+    2016, §3.2).
 
     Hint: keep each word as a list of symbols; count neighbouring pairs (zip(symbols[:-1], symbols[1:])), adding the
     word's count for every occurrence; pick the most frequent pair, ties to the pair whose left (then right) symbol

@@ -80,6 +80,9 @@ _RMS_CASES_LARGER = [((4, 13, 48), 1e-6, 1.0, 3.0), ((2, 1, 9), 0.5, 0.3, 0.0), 
 def rms_norm_cases(larger: bool = False) -> Iterator[Case]:
     """RMSNorm: divide by the root mean square
 
+    Nudge: RMSNorm rescales by the root mean square of the features only, with a learned gain: no centring, no
+    bias (Zhang and Sennrich 2019, §4).
+
     Hint: mean of x² over the last axis (keepdim=True), add self.eps, take the square root (torch.rsqrt gives its
     inverse), multiply x by that and by self.weight; no mean subtracted, no shift.
     """
@@ -161,6 +164,9 @@ def _rope_case(x: Tensor, positions: Tensor, base: float | None, label: str, wan
 @exercise("ex10_2", "transformer_course.rotary:apply_rope", "medium")
 def apply_rope_cases(larger: bool = False) -> Iterator[Case]:
     """rotary position embeddings: rotate pairs of features
+
+    Nudge: rotary embeddings rotate each pair of features by an angle proportional to the position (Su et al.,
+    RoFormer, §3.2).
 
     Hint: angles = rope_angles(positions, d, base, dtype), (T, d/2), dtype float32 (float64 when x is float64);
     take the features 2i (x[..., 0::2]) and 2i+1 (x[..., 1::2]) in that dtype; new 2i = x2i·cos − x2i+1·sin, new 2i+1 = x2i·sin + x2i+1·cos; put each pair back in
@@ -248,6 +254,9 @@ _GROUPED_CASES_LARGER = [(3, 4, 13, 16, 3), (2, 1, 9, 32, 8), (2, 8, 7, 6, 1), (
 def repeat_kv_cases(larger: bool = False) -> Iterator[Case]:
     """grouped key/value heads: one head per group of query heads
 
+    Nudge: in grouped-query attention each key/value head serves a whole group of neighbouring query heads
+    (Ainslie et al. 2023, §2.2).
+
     Hint: query heads h·n_rep … h·n_rep + n_rep − 1 all read key/value head h: add an axis after the heads
     (x[:, :, None]), expand it to n_rep, and reshape (B, Hkv, n_rep, S, D) to (B, Hkv·n_rep, S, D) — grouped,
     not tiled as x.repeat(1, n_rep, 1, 1) would.
@@ -298,6 +307,9 @@ _SWIGLU_SIZES_LARGER = [((4, 13, 32), 32, 72), ((2, 1, 9), 9, 5), ((3, 5, 4, 16)
 @exercise("ex10_4", "transformer_course.swiglu:SwiGLU.forward", "easy")
 def swiglu_cases(larger: bool = False) -> Iterator[Case]:
     """SwiGLU: a gated feed-forward network
+
+    Nudge: a gated linear unit: one projection, through a Swish, gates another before the output projection
+    (Shazeer 2020, §2).
 
     Hint: the gate is silu(self.w1(x)) (F.silu), the value self.w3(x); multiply them feature by feature, apply
     self.dropout to that product, then self.w2.
@@ -407,6 +419,9 @@ def _online_case(seen: list[Tensor], new: Tensor, values: Tensor, label: str) ->
 @exercise("ex10_5", "transformer_course.blocked:online_softmax_update", "hard")
 def online_softmax_cases(larger: bool = False) -> Iterator[Case]:
     """the online softmax: fold one block of keys into running sums
+
+    Nudge: the online softmax keeps a running maximum and rescales the running sums whenever it grows (Milakov
+    and Gimelshein 2018, §3; FlashAttention, §3.1).
 
     Hint: new_top = torch.maximum(top, the block's largest score per row, keepdim=True); rescale = exp(top −
     new_top) brings the old total and acc to the new maximum; the block's weights are exp(scores − new_top);

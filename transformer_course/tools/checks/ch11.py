@@ -148,6 +148,9 @@ _ROPE_CASES_LARGER = [(4, 16, (24,)), (6, 32, (13,)), (8, 16, ()), (1, 64, (20,)
 def rope_layout_cases(larger: bool = False) -> Iterator[Case]:
     """rotary embeddings: reorder W^Q's rows from Llama's halves to our pairs
 
+    Nudge: Llama's rotary embeddings pair feature i with feature i + d/2 of each head; ours pair neighbouring
+    features, so the rows are reordered.
+
     Hint: within each head of d = weight.shape[0] // n_heads rows, row i goes to row 2i and row i + d/2 to row
     2i + 1: reshape to (n_heads, 2, d/2, ...), swap the axes 1 and 2, reshape back to weight's shape.
     """
@@ -201,6 +204,9 @@ _CONV1D_CASES_LARGER = [(32, 48, 3), (24, 24, 1), (16, 64, 1), (24, 8, 3), (12, 
 @exercise("ex11_2", "transformer_course.convert:split_conv1d", "easy")
 def conv1d_cases(larger: bool = False) -> Iterator[Case]:
     """GPT-2's Conv1D: transpose the weight and split q, k, v
+
+    Nudge: GPT-2 stores its projections transposed and fused: one matrix for the queries, keys and values
+    together.
 
     Hint: each part has weight.shape[1] // parts outputs; split the weight along dimension 1 (the outputs) and the
     bias into blocks of that size (Tensor.split), and give nn.Linear each weight transposed, (out, in): w.t().contiguous().
@@ -384,6 +390,8 @@ def post_ln_layer(x: Tensor, memory: Tensor | None, tensors: dict[str, Tensor], 
 @exercise("ex11_3", "transformer_course.convert:marian_layer_names", "medium")
 def marian_names_cases() -> Iterator[Case]:
     """Marian's names: map our layer's tensors to an OPUS-MT checkpoint's
+
+    Nudge: the same tensors under another checkpoint's naming scheme: match each of our sub-layers to Marian's.
 
     Hint: w_q/w_k/w_v/w_o → q_proj/k_proj/v_proj/out_proj (self_attn; the decoder's cross_attn is Marian's
     encoder_attn); ffn.linear1/2 → fc1/fc2; norm1 → self_attn_layer_norm; the norm after the network (the encoder's

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ..edition import HINT_LEVELS, check_level
 from ..probe.isolation import resolve
 
 
@@ -34,6 +35,7 @@ class Exercise:
     # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
     needs: tuple[str, ...] = ()  # the exercises its code calls: written first; their stand-ins run
     # when it is checked (see tools/probe/isolation.py; tests/test_isolation.py compares with the solutions)
+    nudge: str = ""  # the idea and the paper's section, no code: the hint at level "nudge" (see HINT_LEVELS)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -64,12 +66,19 @@ class Exercise:
         """The function now loaded still raises this exercise's stub: it is not written yet.
         (Read from the code that runs, not from the file: an edit that did not load yet does not count.)"""
         code = getattr(self.resolve(), "__code__", None)
-        return code is not None and any(self.stub_message() in c.co_consts for c in _code_objects(code))
+        stubs = {self.stub_message(hints=level) for level in HINT_LEVELS}
+        return code is not None and any(stubs & set(c.co_consts) for c in _code_objects(code))
 
-    def stub_message(self, target: str | None = None) -> str:
+    def hint_at(self, level: str) -> str:
+        """The hint at one of :data:`HINT_LEVELS`: "full" the way to the code, "nudge" the idea and
+        the paper's section, "none" only what to write."""
+        texts = {"full": self.hint, "nudge": self.nudge or self.hint_at("none")}
+        return texts.get(check_level(level), f"write {self.title} (its docstring says what it takes and returns).")
+
+    def stub_message(self, target: str | None = None, hints: str = "full") -> str:
         """What the student edition's stub raises (:func:`parse_stub_message` reads it back)."""
         qualname = (target or self.target).split(":")[1]
-        return f"{self.id} ({qualname}) is not implemented yet: edit {self.file}. Hint: {self.hint}"
+        return f"{self.id} ({qualname}) is not implemented yet: edit {self.file}. Hint: {self.hint_at(hints)}"
 
 
 _STUB = re.compile(r"(ex\d\d_\d+) \((\S+)\) is not implemented yet: edit (\S+?)\. Hint: (.*)", re.S)
@@ -101,10 +110,12 @@ def exercise(
 
     ``target`` is the function the learner writes (``module:qualname``). The docstring of
     ``cases`` gives the rest: its first line is the exercise's title, and the text after ``Hint:``
-    is the hint the stub shows. ``also`` names further functions of the same module (qualnames)
-    whose solution regions belong to this exercise (stubbed with it, e.g. a GPU variant); the check
-    tests ``target``. ``needs`` names the exercises the target's code calls: a learner writes them
-    first, and while this one is checked their stand-ins run (a grading job gets those stand-ins).
+    is the hint the stub shows; an optional ``Nudge:`` paragraph before it is the hint at level
+    "nudge" (the idea and the paper's section, no code). ``also`` names further functions of the
+    same module (qualnames) whose solution regions belong to this exercise (stubbed with it, e.g. a
+    GPU variant); the check tests ``target``. ``needs`` names the exercises the target's code calls:
+    a learner writes them first, and while this one is checked their stand-ins run (a grading job
+    gets those stand-ins).
     """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
@@ -117,9 +128,11 @@ def exercise(
         title, _, rest = doc.partition("\n")
         if not title or "Hint:" not in rest:
             raise ValueError(f"the check of {id} needs a docstring: a title line, then 'Hint: …'")
-        hint = " ".join(rest.split("Hint:", 1)[1].split())
+        before, hint = rest.split("Hint:", 1)
+        nudge = " ".join(before.partition("Nudge:")[2].split())
         also_targets = tuple(f"{module}:{q}" for q in also)
-        EXERCISES[id] = Exercise(id, target, title, difficulty, hint, cases, also_targets, tuple(needs))
+        EXERCISES[id] = Exercise(id, target, title, difficulty, " ".join(hint.split()), cases, also_targets,
+                                 tuple(needs), nudge)  # fmt: skip
         return cases
 
     return register

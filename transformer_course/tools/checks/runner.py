@@ -19,12 +19,13 @@ from pathlib import Path
 
 import torch
 
+from ..edition import check_level
 from ..probe.calls import run_case
 from ..probe.isolation import Isolation
 from ..probe.wire import MalformedResult, checked_case
-from ._tools import CheckFailure
+from ._tools import CheckFailure, split_fix
 from .case import Case, Outcome
-from .registry import EXERCISES, Exercise
+from .registry import EXERCISES, Exercise, parse_stub_message
 from .status import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, SYMBOLS, TIMED_OUT
 
 
@@ -56,8 +57,10 @@ def get_exercise(exercise_id: str) -> Exercise:
     return EXERCISES[exercise_id]
 
 
-def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | None = None) -> CheckResult:
-    """Check ``impl`` (default: the function now in the package) and never raise.
+def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | None = None,
+              hints: str | None = None) -> CheckResult:  # fmt: skip
+    """Check ``impl`` (default: the function now in the package) and never raise; ``hints``: how much
+    of the fix a failure says (one of ``HINT_LEVELS``, see :func:`verdict`; default: :func:`hint_level`).
 
     Only ``impl`` is tested: where it calls another exercise, the course's stand-in runs instead
     (see :mod:`.isolation`), so a mistake in one exercise fails that exercise's check alone.
@@ -66,11 +69,12 @@ def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | N
     in time the result is "timed out" (the thread is left behind: run checks that may hang
     in a process you can stop, as the CLI's ``check`` and the grader do).
     """
+    hints = hint_level(hints)
     if timeout is None:
-        return _run_check(exercise_id, impl)
+        return _run_check(exercise_id, impl, hints)
     ex = get_exercise(exercise_id)
     box: list[CheckResult] = []
-    thread = threading.Thread(target=lambda: box.append(_run_check(exercise_id, impl)), daemon=True)
+    thread = threading.Thread(target=lambda: box.append(_run_check(exercise_id, impl, hints)), daemon=True)
     thread.start()
     thread.join(timeout)
     if thread.is_alive() or not box:
@@ -78,15 +82,15 @@ def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | N
     return box[0]
 
 
-def _run_check(exercise_id: str, impl: Callable | None) -> CheckResult:
+def _run_check(exercise_id: str, impl: Callable | None, hints: str = "full") -> CheckResult:
     ex = get_exercise(exercise_id)
     try:
         impl = ex.resolve() if impl is None else impl
         isolated = isolation(ex).wrap(impl)  # other exercises run as the course's stand-ins
         torch.manual_seed(0)  # the course's inputs: the same random numbers whoever checks, locally or grading
-        return verdict(ex, _probed(ex.cases(), isolated))
+        return verdict(ex, _probed(ex.cases(), isolated), hints=hints)
     except NotImplementedError as error:  # the target itself is missing (a room being written)
-        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error))
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error, hints))
     except SystemExit as error:  # sys.exit() in the code under test must not end the notebook or the table
         return CheckResult(ex.id, ex.title, ERROR, f"the code called sys.exit({error.code!r})")
     except Exception as error:  # a room that does not import, a bug in the check itself
@@ -121,20 +125,22 @@ def isolation(ex: Exercise) -> Isolation:
     return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, STANDINS)
 
 
-def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None) -> CheckResult:
+def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None,
+            hints: str = "full") -> CheckResult:  # fmt: skip
     """Judge every case's result; the first wrong answer is the message, followed by how many cases
     passed. ``expected``: how many cases there are, when the results come from elsewhere and may
-    stop short (a missing result is a failed case)."""
+    stop short (a missing result is a failed case). ``hints``: "full" says the fix too, "nudge" what
+    is wrong and the exercise's idea, "none" only what is wrong (and a stub its level's hint)."""
     passed = total = 0
     first: tuple[str, str] | None = None
     try:
         for case, result in judged:
             total += 1
-            failure = judge_case(ex, case, result)
+            failure = judge_case(ex, case, result, hints)
             passed += failure is None
             first = first or failure
     except NotImplementedError as error:  # building the cases reached a stub
-        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error), passed, total)
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error, hints), passed, total)
     except MalformedResult as error:
         return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}", passed, total)
     if expected is not None and total < expected:
@@ -148,14 +154,14 @@ def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | N
     return CheckResult(ex.id, ex.title, status, message, passed, total)
 
 
-def judge_case(ex: Exercise, case: Case, result: dict) -> tuple[str, str] | None:
+def judge_case(ex: Exercise, case: Case, result: dict, hints: str = "full") -> tuple[str, str] | None:
     """One case's verdict: None when it passed, else (status, message)."""
     try:
         case.judge(case, Outcome(case, result))
     except NotImplementedError as error:
-        return NOT_IMPLEMENTED, _stub_message(ex, error)
+        return NOT_IMPLEMENTED, _stub_message(ex, error, hints)
     except CheckFailure as error:
-        return FAILED, str(error)
+        return FAILED, _failure_text(ex, case.label, error, hints)
     except MalformedResult as error:
         return ERROR, f"the probe's result is malformed: {error}"
     except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
@@ -163,22 +169,57 @@ def judge_case(ex: Exercise, case: Case, result: dict) -> tuple[str, str] | None
     return None
 
 
-def _stub_message(ex: Exercise, error: NotImplementedError) -> str:
+def _stub_message(ex: Exercise, error: NotImplementedError, hints: str = "full") -> str:
+    """What a stub says, its hint at level ``hints`` (whatever level the edition's stub was written at)."""
+    stub = parse_stub_message(str(error))
+    if stub and stub[0] == ex.id:
+        return ex.stub_message(f"{ex.module}:{stub[1]}", hints)
     return str(error) or f"{ex.qualname} raises NotImplementedError: edit {ex.file}"
 
 
-def check(exercise_id: str) -> None:
+def _failure_text(ex: Exercise, label: str, error: CheckFailure, hints: str) -> str:
+    """A failure at level ``hints``: the whole message ("full"), what is wrong and the exercise's idea
+    ("nudge"), or what is wrong alone ("none"): the failure's brief, else its message cut before the
+    fix ("label: what: fix")."""
+    message = str(error)
+    if hints == "full":
+        return message
+    brief = error.brief
+    if brief is None:
+        prefix = f"{label}: "
+        brief = prefix + split_fix(message[len(prefix) :])[0] if message.startswith(prefix) else message
+    return brief if hints == "none" else f"{brief}; the idea: {ex.hint_at('nudge').rstrip('.')}"
+
+
+def check(exercise_id: str, hints: str | None = None) -> None:
     """For a notebook's check cell: run the check and print one line saying what is wrong.
 
-    Returns nothing (so a notebook shows the line once); use :func:`run_check` for the result.
+    ``hints`` ("full", "nudge" or "none"; default: the level the student edition was made with,
+    "full" in the complete course) says how much of the fix a failure shows; below "full", a second
+    line says how to ask for all of it. Returns nothing (so a notebook shows the line once); use
+    :func:`run_check` for the result.
     """
+    level = hint_level(hints)
     _warn_if_checking_another_copy()
-    print(run_check(exercise_id).line())
+    result = run_check(exercise_id, hints=level)
+    print(result.line())
+    if level != "full" and not result.passed:
+        print(f'More help: check("{exercise_id}", hints="full") shows the whole hint and the fix.')
 
 
-def run_checks(ids: Iterable[str] | None = None, timeout: float | None = None) -> list[CheckResult]:
+def hint_level(hints: str | None = None) -> str:
+    """``hints`` checked, or by default the level the student edition was made with ("full" in the
+    complete course)."""
+    from ..edition import edition_hints
+
+    return check_level(edition_hints() if hints is None else hints)
+
+
+def run_checks(
+    ids: Iterable[str] | None = None, timeout: float | None = None, hints: str | None = None
+) -> list[CheckResult]:
     _load_all()
-    return [run_check(i, timeout=timeout) for i in (sorted(EXERCISES) if ids is None else ids)]
+    return [run_check(i, timeout=timeout, hints=hints) for i in (sorted(EXERCISES) if ids is None else ids)]
 
 
 def _load_chapter(exercise_id: str) -> None:

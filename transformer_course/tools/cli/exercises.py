@@ -7,13 +7,14 @@ import importlib.util
 from pathlib import Path
 
 from ..course import course_root
+from ..edition import HINT_LEVELS
 from . import CLIError
 
 
 def _check(args: argparse.Namespace) -> int:
     from ..checks import run_checks
 
-    results = run_checks(args.exercises or None, timeout=args.timeout or None)
+    results = run_checks(args.exercises or None, timeout=args.timeout or None, hints=args.hints)
     width = max(len(r.title) for r in results)
     print(f"{'exercise':8} {'title':{width}}  {'status':15}  first message")
     for r in results:
@@ -44,7 +45,7 @@ def _student_edition(args: argparse.Namespace) -> int:
     _needs_jupytext("student-edition")
     from ..edition import build_student_edition
 
-    print(f"student edition written to {build_student_edition(root, args.out_dir)}")
+    print(f"student edition written to {build_student_edition(root, args.out_dir, hints=args.hints)}")
     return 0
 
 
@@ -53,9 +54,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("exercises", nargs="*", help="exercise ids such as ex03_1 (default: all)")
     check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                        help="give up on a check after this long and report it as 'timed out' (0: no limit)")  # fmt: skip
+    check.add_argument("--hints", choices=HINT_LEVELS, default=None,
+                       help="how much of the fix a failure shows (default: the edition's level; full in the course)")  # fmt: skip
     check.set_defaults(run=_check)
     build = subparsers.add_parser("build-exercises", help="regenerate exercises/ from solutions/ (in a clone)")
     build.set_defaults(run=_build_exercises)
     edition = subparsers.add_parser("student-edition", help="write the student edition of the course (from a clone)")
     edition.add_argument("out_dir", type=Path)
+    edition.add_argument("--hints", choices=HINT_LEVELS, default="full",
+                         help="the stubs' hints: full (the way to the code, the default), nudge (the idea and the "
+                         "paper's section), none (only what to write); check's default there")  # fmt: skip
     edition.set_defaults(run=_student_edition)
