@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 
 import pytest
 import torch
@@ -780,7 +781,7 @@ OWN_MISTAKES = {
                (_ffn_no_biases, "biases are left out"), (_ffn_dropout_on_x, "dropout is applied to the input")],
     "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),
                (_post_ln_without_norm, "the norm is applied in the wrong place"),
-               (_dropout_after_the_norm, "apply dropout to the sub-layer's output only")],
+               (_dropout_after_the_norm, "apply it to the sub-layer's output only")],
     "ex05_3": [(_encoder_norms_swapped, "norm1 and norm2 are swapped"),
                (_encoder_attention_missing, "the self-attention sub-layer is missing"),
                (_encoder_flag_inverted, "this is the other order")],
@@ -829,7 +830,7 @@ OWN_MISTAKES = {
     "ex11_2": [(_conv1d_reshaped, "is reshaped to (out, in), not transposed"),
                (_conv1d_bias_first, "is (bias, weight)"),
                (_conv1d_reshaped_into_parts, "weight.reshape(parts, in, out)")],
-    "ex11_3": [(_marian_o_proj, "o_proj is Llama's name"), (_marian_cross_attn_kept, "not cross_attn"),
+    "ex11_3": [(_marian_o_proj, "o_proj is Llama's name"), (_marian_cross_attn_kept, "named cross_attn"),
                (_marian_fc_swapped, "fc1 and fc2 are swapped"),
                (_marian_keys_and_values_swapped, "the keys and values are swapped")],
 }  # fmt: skip
@@ -851,3 +852,23 @@ def test_three_mistakes_per_exercise_none_of_them_a_mutant() -> None:
         assert len(mistakes) >= 3, exercise_id
         names = {impl.__name__ for _, impl in mutants.get(exercise_id, [])}
         assert not names & {impl.__name__ for impl, _ in mistakes}, exercise_id
+
+
+# the first word of a fix ("use …", "return …"): at hint level "none" a message says what is wrong only
+_INSTRUCTION = re.compile(
+    r"(?:^|: |; )(use|return|apply|keep|call|put|fill|divide|multiply|take|scatter|compare|run|convert|add|"
+    r"swap|move|pass|make|set|do|compute)\b",
+    re.IGNORECASE,
+)
+
+
+@pytest.mark.complete_edition
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")  # a learner's mistake
+@pytest.mark.parametrize("exercise_id", sorted(OWN_MISTAKES))
+def test_at_hint_level_none_the_message_says_what_is_wrong_without_the_fix(exercise_id: str) -> None:
+    mutants = pytest.importorskip("tests.mutants").all_mutants().get(exercise_id, [])
+    for impl in [impl for impl, _ in OWN_MISTAKES[exercise_id]] + [impl for _, impl in mutants]:
+        full, none = (run_check(exercise_id, impl, hints=level).message for level in ("full", "none"))
+        assert len(none) <= len(full), (impl.__name__, none)
+        if " raised " not in none:  # what the learner's code raised is shown whole
+            assert not _INSTRUCTION.search(re.sub(r" \(\d+ of \d+ cases? passed\)$", "", none)), (impl.__name__, none)

@@ -51,9 +51,10 @@ def expect_shape(got: Any, shape: tuple[int, ...], what: str, case: str) -> Tens
     return got
 
 
-def expect_dtype(got: Tensor, dtype: torch.dtype, what: str, case: str) -> None:
+def expect_dtype(got: Tensor, dtype: torch.dtype, what: str, case: str, fix: str = "") -> None:
+    """``got`` has ``dtype``; else a failure naming both, and ``fix`` after them when given."""
     if got.dtype != dtype:
-        raise CheckFailure(f"{case}: {what} should have dtype {dtype}, got {got.dtype}")
+        raise CheckFailure(f"{case}: {what} should have dtype {dtype}, got {got.dtype}" + (f": {fix}" if fix else ""))
 
 
 def expect_finite(got: Tensor, what: str, case: str, empty_rows: Tensor | None = None) -> None:

@@ -95,7 +95,7 @@ def _id_mistakes(tokens: list[str], add_bos: bool, add_eos: bool) -> Mistakes:
 
     to_unk = f"unknown tokens {unknown} must become <unk> = id 3 (self.unk_id)"
     return [
-        (wrapped([table[t] for t in tokens if t in table]), f"{to_unk}, not be dropped"),
+        (wrapped([table[t] for t in tokens if t in table]), f"unknown tokens are dropped: {to_unk}"),
         (wrapped(ids(0)), f"unknown tokens become <pad> = 0; {to_unk}"),
         (wrapped(ids(-1)), f"unknown tokens become -1; {to_unk}"),
         (wrapped(ids(len(table))), f"unknown tokens become {len(table)}, one past the last id; {to_unk}"),
@@ -113,7 +113,7 @@ def _explain_ids(got: list[int], want: list[int], tokens: list[str], add_bos: bo
     message = f"expected ids {want}, got {got}"
     unknown = [t for t in tokens if t not in _SPECIALS + _WORDS]
     if unknown and len(got) < len(want):
-        return f"{message} (unknown tokens {unknown} must become <unk> = id 3, not be dropped)"
+        return f"{message} (unknown tokens {unknown} are dropped; they must become <unk> = id 3)"
     if unknown and 3 not in got:
         return f"{message} (unknown tokens {unknown} must become <unk> = id 3)"
     if add_bos and (not got or got[0] != 1):

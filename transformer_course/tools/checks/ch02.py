@@ -59,8 +59,8 @@ _WRONG_TABLES = {
     "(column 2i is a sine, column 2i+1 the cosine of the same frequency)",
     "column exponent": "the exponent uses the column index j; both columns 2i and 2i+1 use 2i/d_model "
     "(a sine and its cosine share one frequency)",
-    "i for 2i": "the exponent is 2i/d_model where 2i is the even column index (0, 2, 4, …), not the pair "
-    "index i (0, 1, 2, …)",
+    "i for 2i": "the exponent uses the pair index i (0, 1, 2, …): it is 2i/d_model, with 2i the even column "
+    "index (0, 2, 4, …)",
     "from 1": "the positions start at 1; the first row is position 0 (sin 0 = 0, cos 0 = 1)",
     "positive exponent": "the positions are multiplied by 10000^(2i/d_model); divide them by it: angle = pos / "
     "10000^(2i/d_model)",
@@ -169,7 +169,7 @@ def _judge_forward(case: Case, got: Outcome) -> None:
             f"{label}: every position of a sequence got the same positional vector; x is batch-first "
             f"(B, T, D), so the length is x.size(1) = {length} (x.size(0) = {batch} is the batch size)"
         )
-    expect_dtype(out, x.dtype, "the output (keep x's dtype: convert the table with .to(x.dtype))", label)
+    expect_dtype(out, x.dtype, "the output", label, fix="keep x's dtype (convert the table with .to(x.dtype))")
     tolerance = 1e-2 if x.dtype == torch.float16 else 1e-5
     rows = table[:length].double()[None]  # (1, T, D)
     mistakes = [

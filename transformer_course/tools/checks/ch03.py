@@ -105,12 +105,15 @@ def _judge_masked(case: Case, got: Outcome) -> None:
             raise CheckFailure(f"{label}: the mask polarity is reversed: True means *may attend* (keep the score)")
         raise CheckFailure(f"{label}: scores where mask is True must be left unchanged")
     if torch.isinf(masked).any():
-        raise CheckFailure(f"{label}: use torch.finfo(dtype).min, not -inf (a fully masked row would give NaN)")
+        raise CheckFailure(f"{label}: {_MINUS_INF}")
     if not (masked[~kept] == lowest).all():
         value = masked[~kept][0].item()
         raise CheckFailure(
             f"{label}: masked positions should hold torch.finfo({dtype}).min = {lowest:.4g}, got {value:.4g}"
         )
+
+
+_MINUS_INF = "the masked positions hold -inf (a fully masked row would give NaN): use torch.finfo(dtype).min"
 
 
 def _mask_mistakes(scores: torch.Tensor, mask: torch.Tensor) -> Mistakes:
@@ -121,8 +124,7 @@ def _mask_mistakes(scores: torch.Tensor, mask: torch.Tensor) -> Mistakes:
 
     return [
         (scores.masked_fill(mask, lowest), "the mask polarity is reversed: True means *may attend* (keep the score)"),
-        (scores.masked_fill(~mask, float("-inf")), "use torch.finfo(dtype).min, not -inf (a fully masked row would "
-         "give NaN)"),
+        (scores.masked_fill(~mask, float("-inf")), _MINUS_INF),
         (filled(-1e9), "the masked positions hold -1e9; fill them with "
          "torch.finfo(scores.dtype).min, the lowest value of the scores' own dtype"),
         (filled(torch.finfo(torch.float32).min), "the masked positions hold float32's lowest "

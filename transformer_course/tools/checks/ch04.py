@@ -60,8 +60,8 @@ def _judge_split(case: Case, got: Outcome) -> None:
     mistakes = [
         (x.reshape(b, h, t, d // h), "x.view(B, H, T, Dh) without a transpose fills each head with pieces of "
          "several tokens; view as (B, T, H, Dh), then transpose(1, 2)"),
-        (x.reshape(b, t, d // h, h).permute(0, 3, 1, 2), "head i must get the contiguous block of features "
-         "i·Dh … (i+1)·Dh - 1, not every H-th feature: view as (B, T, H, Dh), not (B, T, Dh, H)"),
+        (x.reshape(b, t, d // h, h).permute(0, 3, 1, 2), "head i gets every H-th feature, not the contiguous "
+         "block i·Dh … (i+1)·Dh - 1: view as (B, T, H, Dh), not (B, T, Dh, H)"),
         (by_token, "the heads are not moved in front of the positions: after the view (B, T, H, Dh), "
          "transpose(1, 2) to (B, H, T, Dh)"),
         (by_token.transpose(2, 3), "the wrong axes are swapped: transpose(1, 2) turns (B, T, H, Dh) into "
@@ -179,8 +179,8 @@ def _expect_forward(result: object, n_heads: int, q: Tensor, k: Tensor, mask: Te
         b, t, s = q.shape[0], q.shape[1], k.shape[1]
         if isinstance(weights, Tensor) and tuple(weights.shape) == (b, t, s) and n_heads > 1:
             raise CheckFailure(
-                f"{case}: need_weights=True must return one map per head, (B, H, T, S) = "
-                f"{(b, n_heads, t, s)}, not the average over heads {(b, t, s)}"
+                f"{case}: the weights are averaged over the heads, {(b, t, s)}: need_weights=True returns one "
+                f"map per head, (B, H, T, S) = {(b, n_heads, t, s)}"
             )
         expect_shape(weights, (b, n_heads, t, s), "weights", case)
         keep = None if mask is None else mask.expand_as(weights)

@@ -158,7 +158,7 @@ def _judge_residual(case: Case, got: Outcome) -> None:
     label, (x, _, _, _, norm_first) = case.label, case.args()
     sublayer, norm, order = case.given["sublayer"], case.given["norm"], case.given["order"]
     out = expect_shape(got.output(), tuple(x.shape), "output", label)
-    dropout = "apply dropout to the sub-layer's output only (not to the sum, not skipped)"
+    dropout = "dropout is applied in the wrong place or not at all: apply it to the sub-layer's output only"
     with torch.no_grad():
         want = _residual_reference(x, sublayer, norm, norm_first)
         mistakes = [

@@ -30,7 +30,7 @@ def _lower_triangle(size: int) -> Tensor:
 
 def _expect_bool(got: Tensor, case: str) -> None:
     if got.dtype != torch.bool:
-        raise CheckFailure(f"{case}: return a bool mask (True = may attend), got dtype {got.dtype}")
+        raise CheckFailure(f"{case}: the mask has dtype {got.dtype}: return a bool mask (True = may attend)")
 
 
 @exercise("ex06_1", "transformer_course.masks:causal_mask", "easy")

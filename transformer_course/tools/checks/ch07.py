@@ -214,7 +214,7 @@ def _judge_loss_gradient(case: Case, got: Outcome) -> None:
     label, (_, target, _, _) = case.label, case.args()
     loss, grad = got.output(), got.grad()
     if not isinstance(loss, Tensor) or not got.requires_grad() or not isinstance(grad, Tensor):
-        raise CheckFailure(f"{label}: the loss must be a tensor connected to the logits (do not call .item())")
+        raise CheckFailure(f"{label}: the loss is not a tensor connected to the logits: do not call .item()")
     expect_shape(grad, (*target.shape, grad.shape[-1]), "gradient", label)
     expect_finite(grad, "gradient", label)
     if grad[target == 0].abs().max() > 0:
@@ -306,21 +306,21 @@ def _judge_step(case: Case, got: Outcome) -> None:
     want = _reference_step(theirs, batch, optimizer, scheduler, smoothing, max_norm, bf16)
     if isinstance(loss, float):
         raise CheckFailure(
-            f"{label}: return the loss as a tensor (loss.detach()), not a float: .item() makes the CPU "
-            "wait for a GPU at every step; the training loop reads the losses when it logs them"
+            f"{label}: the loss is returned as a float: return it as a tensor (loss.detach()); .item() makes "
+            "the CPU wait for a GPU at every step, and the training loop reads the losses when it logs them"
         )
     loss = expect_shape(loss, (), "the returned loss", label)
     if got.requires_grad(step - 1):
-        raise CheckFailure(f"{label}: return loss.detach(): the returned loss still holds the graph of the step")
+        raise CheckFailure(f"{label}: the returned loss still holds the graph of the step: return loss.detach()")
     if got.report("training") is not True:
         raise CheckFailure(f"{label}: the model is still in evaluation mode: call model.train()")
     if not math.isclose(loss.item(), want, rel_tol=1e-5, abs_tol=1e-6):
         _expect_no_known_step_mistake(inputs, loss.item(), got.report("parameters"), label)
         shifted = math.isclose(loss.item(), unshifted.item(), rel_tol=1e-5)
-        hint = " (it is the loss against batch.tgt_in: compare with batch.tgt_out)" if shifted else ""
+        hint = ", the loss against batch.tgt_in: compare with batch.tgt_out" if shifted else ""
         if bf16 and not shifted:
             hint = (
-                " (run the forward pass under `with precision.autocast(batch.src.device):`, the loss on logits.float())"
+                ": run the forward pass under `with precision.autocast(batch.src.device):`, the loss on logits.float()"
             )
         raise CheckFailure(f"{label}: the returned loss is {loss.item():.6g}, expected {want:.6g}{hint}")
     parameters = got.report("parameters")

@@ -52,7 +52,7 @@ def _pack_mistakes(order: list[int], src: list[int], tgt: list[int], max_tokens:
 
     return [
         (packed(lambda b, i: all(sum(n[j] for j in [*b, i]) <= max_tokens for n in sides)), "the budget is tested "
-         "on the sum of the lengths, but the budget is count × longest, not the sum (every example is padded to "
+         "on the sum of the lengths: the budget is count × longest, not the sum (every example is padded to "
          "the batch's longest)"),
         (packed(lambda b, i: all((len(b) + 1) * max(n[j] for j in b) <= max_tokens for n in sides)), "the budget "
          "is tested with the batch's longest before the new example: take the new example's length into the "

@@ -471,8 +471,8 @@ def _marian_table(want: dict[str, str]) -> list[tuple[dict[str, str], str]]:
     return [
         (renamed("out_proj", "o_proj"), "Marian's output projection is out_proj (o_proj is Llama's name): "
          "w_o → out_proj"),
-        (renamed("encoder_attn.", "cross_attn."), "Marian calls the decoder's cross-attention encoder_attn "
-         "(encoder_attn.q_proj, …), not cross_attn"),
+        (renamed("encoder_attn.", "cross_attn."), "the decoder's cross-attention is named cross_attn: "
+         "Marian calls it encoder_attn (encoder_attn.q_proj, …)"),
         (swapped("fc1", "fc2"), "fc1 and fc2 are swapped: ffn.linear1 (d_model → d_ff) is Marian's fc1, "
          "ffn.linear2 its fc2"),
         (swapped("q_proj", "k_proj"), "the queries and keys are swapped: self_attn.w_q is self-attention's W^Q "
@@ -503,8 +503,8 @@ def _marian_mistakes(label: str, decoder: bool, names: dict[str, str]) -> None:
         raise CheckFailure(f"{label}: a decoder layer (decoder=True) also has cross_attn (Marian's encoder_attn) "
                            "and norm3")  # fmt: skip
     if get("norm1.weight") == "final_layer_norm.weight":
-        raise CheckFailure(f"{label}: norm1 is the norm after self-attention (self_attn_layer_norm), not "
-                           "final_layer_norm: these layers are post-LN, each norm follows its sub-layer")  # fmt: skip
+        raise CheckFailure(f"{label}: norm1 is mapped to final_layer_norm: it is the norm after self-attention "
+                           "(self_attn_layer_norm); these layers are post-LN, each norm follows its sub-layer")  # fmt: skip
     if "self_attn.w_q.weight" in names and "self_attn.w_q.bias" not in names:
         raise CheckFailure(f"{label}: only the weights are named: Marian's layers also have a bias each "
                            "(self_attn.w_q.bias → self_attn.q_proj.bias, norm1.bias → …)")  # fmt: skip

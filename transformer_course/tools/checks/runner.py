@@ -185,9 +185,10 @@ def _failure_text(ex: Exercise, label: str, error: CheckFailure, hints: str) -> 
     if hints == "full":
         return message
     brief = error.brief
-    if brief is None:
-        prefix = f"{label}: "
-        brief = prefix + split_fix(message[len(prefix) :])[0] if message.startswith(prefix) else message
+    if brief is None and message.startswith(label):  # "label[, more of the case]: what: fix"
+        more, body = split_fix(message[len(label) :])
+        brief = f"{label}{more}: {split_fix(body)[0]}" if body else message
+    brief = message if brief is None else brief
     return brief if hints == "none" else f"{brief}; the idea: {ex.hint_at('nudge').rstrip('.')}"
 
 
