@@ -396,6 +396,7 @@ def find_leaks(edition: Path, snippets: dict[str, str]) -> list[tuple[str, str]]
 
 STRUCTURE_WINDOW = 4  # consecutive statements: a repeat this long is a solution under other names
 _MIN_NODES = 20  # a shorter window (or a whole solution of fewer statements) proves nothing
+_MIN_NODES_ONE = 10  # a one-statement solution this large (``return x.masked_fill(~m, lowest)``) is telling
 _UNTOLD = {"ctx", "kind", "type_comment"}  # fields that say nothing about the structure
 
 
@@ -442,7 +443,8 @@ def statement_shapes(source: str) -> list[tuple[int, str, int]]:
 
 def solution_structures(root: Path) -> dict[tuple[str, ...], str]:
     """Windows of :data:`STRUCTURE_WINDOW` consecutive statement shapes of each exercise's solution
-    (a shorter solution: all its statements), telling ones only → "exercise (file:line)"."""
+    (a shorter solution: all its statements; a one-statement solution: that statement), telling ones
+    only → "exercise (file:line)"."""
     from .checks.registry import EXERCISES
     from .checks.runner import _load_all
 
@@ -458,9 +460,10 @@ def solution_structures(root: Path) -> dict[tuple[str, ...], str]:
         for begin, end, target in region_targets(source, module):
             inside = [(shape, nodes) for line, shape, nodes in shapes if begin < line - 1 < end]
             size = min(STRUCTURE_WINDOW, len(inside))
-            for i in range(len(inside) - size + 1 if size > 1 else 0):  # one line: the line check's
+            telling = _MIN_NODES if size > 1 else _MIN_NODES_ONE
+            for i in range(len(inside) - size + 1):
                 window = inside[i : i + size]
-                if sum(nodes for _, nodes in window) >= _MIN_NODES:
+                if sum(nodes for _, nodes in window) >= telling:
                     found.setdefault(tuple(shape for shape, _ in window), f"{by_target.get(target, target)} "
                                      f"({path.relative_to(root)}:{begin + 1})")  # fmt: skip
     return found

@@ -35,7 +35,12 @@ from .registry import exercise
 
 
 def _paper_lr(step: int, d_model: int, warmup: int, scale: float) -> float:
-    return scale * d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+    """The paper's rate (§5.3) from its peak at step = warmup: a straight line up to it, then the peak
+    times sqrt(warmup / step) (the two pieces of the formula's min, written independently of it)."""
+    peak = scale / math.sqrt(d_model * warmup)
+    if step <= warmup:
+        return peak * step / warmup
+    return peak * math.sqrt(warmup / step)
 
 
 @exercise("ex07_1", "transformer_course.schedule:transformer_lr", "easy")
