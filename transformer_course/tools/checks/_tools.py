@@ -129,8 +129,9 @@ def pattern(got: Tensor, want: Tensor, atol: float = 0.0, rtol: float = 0.0, nam
     if ratio is not None and _close(got / ratio, want, atol, rtol):
         if ratio == -1.0:
             return "every value is −1 × the expected one: a sign is flipped"
-        scale = f"every value is {ratio:.4g} × the expected one{_named(ratio, names or {})}"
-        return f"{scale}: is a scale multiplied instead of divided, or left out?"
+        named = _named(ratio, names or {})
+        scale = f"every value is {ratio:.4g} × the expected one{named}"
+        return f"{scale}: is a scale multiplied instead of divided, or left out?" if named else scale
     for dim in range(got.dim()):
         n = got.shape[dim]
         if n < 2 or _close(want.narrow(dim, 1, n - 1), want.narrow(dim, 0, n - 1), atol, rtol):

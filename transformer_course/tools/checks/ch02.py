@@ -13,7 +13,7 @@ import torch
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, fixture
-from ._tools import CheckFailure, expect_close, expect_dtype, expect_shape, name_mistake
+from ._tools import CheckFailure, Mistakes, expect_close, expect_dtype, expect_shape, name_mistake
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -256,6 +256,21 @@ def relative_position_map_cases(larger: bool = False) -> list[Case]:
             for k, d_model in (_SHIFT_CASES_LARGER if larger else _SHIFT_CASES)]  # fmt: skip
 
 
+def _layout_mistakes(want: torch.Tensor) -> Mistakes:
+    """M_k with its blocks laid out as halves, or with the signs of its sin terms wrong."""
+    d_model = want.shape[0]
+    halves = torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])  # feature 2i → i, 2i+1 → d/2 + i
+    plus, minus = want.clone(), want.clone()
+    plus[1::2, 0::2] *= -1  # [[cos, sin], [sin, cos]]
+    minus[0::2, 1::2] *= -1  # [[cos, -sin], [-sin, cos]]
+    return [
+        (want[halves][:, halves], "the blocks are laid out as halves (the sines in the first d_model/2 features): "
+         "PE interleaves them, so the pair of frequency w sits at rows and columns 2i, 2i+1"),
+        (plus, "both sin terms are +sin, so the block is not a rotation: [[cos wk, sin wk], [-sin wk, cos wk]]"),
+        (minus, "both sin terms are -sin, so the block is not a rotation: [[cos wk, sin wk], [-sin wk, cos wk]]"),
+    ]  # fmt: skip
+
+
 def _judge_rotation(case: Case, got: Outcome) -> None:
     label, (k, d_model) = case.label, case.args()
     m = expect_shape(got.output(), (d_model, d_model), "M_k", label)
@@ -273,7 +288,7 @@ def _judge_rotation(case: Case, got: Outcome) -> None:
         (_rotation_blocks(k, d_model) * torch.eye(d_model, dtype=torch.float64), "the sin terms are missing: each "
          "block is [[cos wk, sin wk], [-sin wk, cos wk]]"),
     ]  # fmt: skip
-    name_mistake(m, want, mistakes, label)
+    name_mistake(m, want, mistakes + _layout_mistakes(want), label)
     # the property itself, on an independently computed table: PE[pos + k] = M_k PE[pos]
     first, n = max(0, -k), 40
     table = _reference_table(first + n + abs(k), d_model)

@@ -21,6 +21,7 @@ from ._tools import (
     expect_shape,
     expect_tensor,
     expect_tuple,
+    matches,
     name_mistake,
 )
 from .case import Case, Outcome
@@ -65,6 +66,8 @@ def _score_mistakes(q: torch.Tensor, k: torch.Tensor) -> Mistakes:
         (raw * math.sqrt(d_k), "the scores are multiplied by sqrt(d_k); divide by it"),
         (raw / math.sqrt(q.shape[-2]), "the scores are divided by the square root of the number of queries "
          "(q.shape[-2]); d_k is the last dimension, q.shape[-1]"),
+        (raw / math.sqrt(k.shape[-2]), "the scores are divided by the square root of the number of keys "
+         "(k.shape[-2]); d_k is the last dimension, q.shape[-1]"),
         (k @ q.transpose(-2, -1) / math.sqrt(d_k), "k @ q.transpose(-2, -1) gives the scores transposed, (S, T); "
          "compute q @ k.transpose(-2, -1): one row per query"),
         ((raw / math.sqrt(d_k)).softmax(-1), "the scores went through a softmax; attention_scores returns the raw "
@@ -159,6 +162,10 @@ def scaled_dot_product_attention_cases(larger: bool = False) -> Iterator[Case]:
     mask = torch.tensor([[True, True, False], [False, False, False]])
     yield (Case("a fully masked query row (mask row all False)", calls_case(call(q, k, v, mask)),
                       _judge_fully_masked))  # fmt: skip
+    # dropout on the weights: with the identity as values, the output *is* the dropped weights
+    q, k, _ = _qkv((2,), 3, 6, 4, 6)
+    yield Case("dropout_p=0.5, v = the identity (2, 6, 6), mask None",
+               calls_case(call(q, k, torch.eye(6).expand(2, 6, 6), None, 0.5)), _judge_dropout)  # fmt: skip
 
 
 def _judge_attention(case: Case, got: Outcome) -> None:
@@ -198,6 +205,27 @@ def _attention_mistakes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask:
         (lambda: _replayed(q, k, v, mask, after=True), "the mask is applied to the weights after the softmax (the "
          "rows no longer sum to 1); mask the scores before the softmax"),
     ]  # fmt: skip
+
+
+def _judge_dropout(case: Case, got: Outcome) -> None:
+    label, (q, k, _, _, p) = case.label, case.args()
+    out, weights = expect_tuple(got.output(), "output, weights", label)
+    want = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)  # (B, T, S), before dropout
+    out = expect_shape(out, tuple(want.shape), "output", label)
+    weights = expect_shape(weights, tuple(want.shape), "weights", label)
+    kept = out != 0  # the output is the dropped weights: 0 where dropped, weight / (1 - p) where kept
+    if not matches(weights, want):
+        if matches(weights, want * kept / (1 - p)) or matches(weights, want * kept):
+            raise CheckFailure(f"{label}: the weights returned are after dropout: return them before dropout "
+                               "(each row sums to 1)")  # fmt: skip
+        expect_close(weights, want, "weights (before dropout)", label)
+    if matches(out, want):
+        raise CheckFailure(f"{label}: dropout_p is ignored: drop the weights with F.dropout(weights, p=dropout_p) "
+                           "before multiplying by v")  # fmt: skip
+    if matches(out, want * kept):
+        raise CheckFailure(f"{label}: the kept weights are not scaled by 1 / (1 - dropout_p): use F.dropout, which "
+                           "scales them")  # fmt: skip
+    expect_close(out, want * kept / (1 - p), "output (the kept weights / (1 - dropout_p), the rest 0)", label)
 
 
 def _judge_fully_masked(case: Case, got: Outcome) -> None:

@@ -66,6 +66,12 @@ def feed_forward_cases(larger: bool = False) -> Iterator[Case]:
     label = f"x {tuple(x.shape)} with self.dropout replaced by a module that halves its input"
     spec = module(ffn, d_model, d_ff) | {"set": {"dropout": fixture("halve")}}
     yield Case(label, calls_case(call(spec, x)), _judge_ffn_dropout, {"weights": _weights(ffn)})
+    # after swish, halving before or after the activation differs (after a ReLU it does not)
+    ffn = PositionwiseFeedForward(d_model, d_ff, 0.0, "swish").eval()
+    label = f"x {tuple(x.shape)}, activation='swish', self.dropout replaced by a module that halves its input"
+    spec = module(ffn, d_model, d_ff, 0.0, "swish") | {"set": {"dropout": fixture("halve")}}
+    given = {"weights": _weights(ffn), "activation": "swish"}
+    yield Case(label, calls_case(call(spec, x)), _judge_ffn_dropout, given)
 
 
 def _weights(ffn: nn.Module) -> tuple[Tensor, ...]:
@@ -100,13 +106,16 @@ def _judge_ffn(case: Case, got: Outcome) -> None:
 
 def _judge_ffn_dropout(case: Case, got: Outcome) -> None:
     label, (_, x), (w1, b1, w2, b2) = case.label, case.args(), case.given["weights"]
-    hidden = F.relu(F.linear(x, w1, b1))
+    act, after = (F.silu, "after the activation") if case.given.get("activation") else (F.relu, "after the ReLU")
+    hidden = act(F.linear(x, w1, b1))
     mistakes = [
-        (F.linear(hidden, w2, b2), "self.dropout is never applied; apply it to the hidden layer, after the ReLU"),
-        (0.5 * F.linear(hidden, w2, b2), "dropout is applied to the output; apply it after the ReLU (residual() "
+        (F.linear(hidden, w2, b2), f"self.dropout is never applied; apply it to the hidden layer, {after}"),
+        (0.5 * F.linear(hidden, w2, b2), f"dropout is applied to the output; apply it {after} (residual() "
          "adds its own)"),
-        (F.linear(F.relu(F.linear(0.5 * x, w1, b1)), w2, b2), "dropout is applied to the input x; apply it to the "
-         "hidden layer, after the ReLU"),
+        (F.linear(act(F.linear(0.5 * x, w1, b1)), w2, b2), "dropout is applied to the input x; apply it to the "
+         f"hidden layer, {after}"),
+        (F.linear(act(0.5 * F.linear(x, w1, b1)), w2, b2), "dropout is applied before the activation; apply it "
+         f"to the hidden layer, {after}"),
     ]  # fmt: skip
     expect_close(got.output(), F.linear(0.5 * hidden, w2, b2), "FFN output", label, mistakes=mistakes)
 

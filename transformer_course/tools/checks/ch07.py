@@ -84,7 +84,7 @@ def _lr_mistakes(step: int, d_model: int, warmup: int, scale: float, lr: float) 
     return [
         (scale * d_model**-0.5 * max(step**-0.5, step * warmup**-1.5), f"got {lr:.6g}, the larger of the two terms; "
          "the schedule takes the smaller (min)"),
-        (lr_with(warm=-0.5), "the warm-up term is step · warmup_steps^-1.5, not warmup_steps^-0.5"),
+        (lr_with(warm=-0.5), "the warm-up term uses warmup_steps^-0.5: it is step · warmup_steps^-1.5"),
         (lr_with(warm=1.5), "the warm-up term is step · warmup_steps^-1.5: the power is negative"),
         (lr_with(decay=0.5), "the decay term is step^-0.5 (1/√step): the power is negative"),
         (lr_with(size=0.0), "the factor d_model^-0.5 is missing"),
@@ -92,6 +92,8 @@ def _lr_mistakes(step: int, d_model: int, warmup: int, scale: float, lr: float) 
         (lr_with(factor=1.0), f"scale={scale:g} is not applied: multiply the whole rate by it"),
         (lr_with(at=max(step - 1, 1)), "the steps are counted from 0; the first step is step=1 (the schedule is "
          "never called with 0)"),
+        (lr_with(at=step + 1), "the rate is computed at step + 1: use step as it is given (the first step is "
+         "step=1)"),
     ]  # fmt: skip
 
 
@@ -132,6 +134,8 @@ def _judge_shift(case: Case, got: Outcome) -> None:
         ((tgt[:-1], tgt[1:]), "the batch axis is shifted (tgt[:-1], tgt[1:]); shift the time axis: tgt[:, :-1], "
          "tgt[:, 1:]"),
         ((tgt[:, :-2], tgt[:, 2:]), "shifted by two positions; the labels are the decoder input one position later"),
+        ((tgt[:, :-1], tgt[:, 1:].masked_fill(tgt[:, 1:] == 0, -100)), "the padded labels are set to -100 "
+         "(PyTorch's ignore_index): keep them <pad> = 0; the loss leaves the pad_id tokens out itself"),
     ]  # fmt: skip
     name_mistake((decoder_in, labels), (tgt[:, :-1], tgt[:, 1:]), mistakes, label, 0.0, 0.0)
     expect_shape(decoder_in, (b, t), "decoder input", label)

@@ -50,6 +50,15 @@ def _pack_mistakes(order: list[int], src: list[int], tgt: list[int], max_tokens:
     def packed(fits: Callable) -> Callable[[], list[list[int]]]:
         return lambda: _pack_with(order, src, tgt, fits)
 
+    def carried(lengths: list[int], b: list[int], i: int) -> bool:  # the longest of every example so far
+        return (len(b) + 1) * max(lengths[j] for j in order[: order.index(i) + 1]) <= max_tokens
+
+    def not_reset(whose: str) -> str:
+        return (
+            f"{whose} longest is not reset when a new batch starts (it keeps the longest of the earlier "
+            "batches): start each batch's longest at 0"
+        )
+
     return [
         (packed(lambda b, i: all(sum(n[j] for j in [*b, i]) <= max_tokens for n in sides)), "the budget is tested "
          "on the sum of the lengths: the budget is count × longest, not the sum (every example is padded to "
@@ -69,6 +78,9 @@ def _pack_mistakes(order: list[int], src: list[int], tgt: list[int], max_tokens:
          "padded size must stay within max_tokens too"),
         (packed(lambda b, i: _padded([*b, i], src) <= max_tokens), "only the source side is tested: the target's "
          "padded size must stay within max_tokens too"),
+        (packed(lambda b, i: carried(src, b, i) and carried(tgt, b, i)), not_reset("the batch's")),
+        (packed(lambda b, i: carried(src, b, i) and _padded([*b, i], tgt) <= max_tokens), not_reset("the source's")),
+        (packed(lambda b, i: _padded([*b, i], src) <= max_tokens and carried(tgt, b, i)), not_reset("the target's")),
     ]  # fmt: skip
 
 
@@ -135,10 +147,12 @@ def _judge_pack(case: Case, got: Outcome) -> None:
                 )
     for k, batch in enumerate(batches[:-1]):
         grown = [*batch, batches[k + 1][0]]
-        if all(len(grown) * max(lengths[i] for i in grown) <= max_tokens for lengths in (src, tgt)):
+        sizes = [len(grown) * max(lengths[i] for i in grown) for lengths in (src, tgt)]
+        if max(sizes) <= max_tokens:
+            exact = " (a batch of exactly max_tokens slots is within the budget)" if max(sizes) == max_tokens else ""
             raise CheckFailure(
                 f"{label}: batch {k} {batch} could also hold example {grown[-1]}: its padded size would still be "
-                f"≤ max_tokens={max_tokens} (a batch of exactly max_tokens slots is within the budget)"
+                f"{max(sizes)} ≤ max_tokens={max_tokens}{exact}"
             )
     expect_equal(batches, want, "the batches", label)
 
@@ -213,6 +227,11 @@ def average_cases(larger: bool = False) -> Iterator[Case]:
         probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
         shapes = f" (embed.weight {size})" if larger else ""
         yield Case(f"{n} states of {dtype}{shapes}", probe, _judge_mean, given={"states": states})
+    states = [{key: 30000 + 100 * t if t.is_floating_point() else t for key, t in s.items()} for s in _states(3, 9)]
+    states = [{key: t.half() if t.is_floating_point() else t for key, t in s.items()} for s in states]
+    probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
+    yield Case("3 states of torch.float16 near 30000 (their sum is past float16's largest, 65504)", probe,
+               _judge_mean, given={"states": states})  # fmt: skip
     states = _states(3, seed=7)
     states[2]["extra.weight"] = torch.ones(2)
     yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
@@ -237,7 +256,10 @@ def _judge_mean(case: Case, got: Outcome) -> None:
                 f"{tensor.dtype if isinstance(tensor, Tensor) else kind(tensor)}"
             )
         if tensor.is_floating_point():
-            tolerance = 1e-2 if tensor.dtype == torch.bfloat16 else 1e-6
+            if not tensor.isfinite().all():
+                raise CheckFailure(f"{label}: {key} holds inf or NaN though every state is finite: the sum overflowed "
+                                   f"{tensor.dtype}: add the states up in float64, then divide and convert back")  # fmt: skip
+            tolerance = {torch.bfloat16: 1e-2, torch.float16: 1e-3}.get(tensor.dtype, 1e-6)
             what, names = f"{key} (the mean of the {len(states)} states)", {"the number of states": len(states)}
             expect_close(tensor, want, what, label, tolerance, tolerance, names=names,
                          mistakes=_mean_mistakes([state[key] for state in states]))  # fmt: skip

@@ -208,8 +208,8 @@ def _judge_rope(case: Case, got: Outcome) -> None:
     tolerance = {torch.bfloat16: 3e-2, torch.float64: 1e-10}.get(x.dtype, 1e-5)
     if (
         x.dtype == torch.float64
-        and not torch.allclose(out, want, atol=tolerance)
-        and torch.allclose(out, want, atol=1e-4)
+        and not torch.allclose(out, want, rtol=tolerance, atol=tolerance)
+        and torch.allclose(out, want, rtol=1e-4, atol=1e-4)
     ):
         raise CheckFailure(f"{label}: float64 computed in float32 (the angle of position 1000 is off by ~1e-6): "
                            "compute the angles and the rotation in float64 when x is float64")  # fmt: skip
@@ -357,6 +357,10 @@ def _swiglu_mistakes(x: Tensor, w1: Tensor, w3: Tensor, w2: Tensor, scale: float
         (out(_silu(a) + b), "adds the gate to the value; a gated unit multiplies them feature by feature"),
         (out(_silu(a)), "forgets the value w3 x: multiply the gate silu(w1 x) by self.w3(x)"),
         (out(_silu(a) * b) / scale, "never applies self.dropout (on the hidden features, before self.w2)"),
+        ((_silu(scale * a) * b) @ w2.T, "applies self.dropout to the gate's input, before silu: apply it to the "
+         "hidden features silu(w1 x) · w3 x, before self.w2"),
+        ((_silu(scale * a) * scale * b) @ w2.T, "applies self.dropout to the input x: apply it to the hidden "
+         "features silu(w1 x) · w3 x, before self.w2"),
     ]  # fmt: skip
 
 
