@@ -232,6 +232,25 @@ def _mha_mask_forgotten(self, query, key, value, mask=None, need_weights=False, 
     return _mha(self, query, key, value, mask, need_weights, use_mask=False)
 
 
+def _mha_heads_not_moved_back(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    out, weights = _mha(self, query, key, value, mask, True)
+    heads = weights @ split_heads(self.w_v(value), self.n_heads)  # (B, H, T, Dv)
+    return self.w_o(heads.reshape(query.shape[0], query.shape[1], -1)), (weights if need_weights else None)
+
+
+def _mha_heads_doubled(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    out, weights = _mha(self, query, key, value, mask, need_weights)
+    return out + (out - self.w_o.bias), weights  # the merged heads counted twice before W^O's bias
+
+
+def _mha_masked_after_the_softmax(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+    weights = weights if mask is None else weights * mask  # the rows no longer sum to 1
+    return self.w_o(merge_heads(weights @ v)), (weights if need_weights else None)
+
+
 # -- chapter 05 -----------------------------------------------------------------------------------
 
 
@@ -383,6 +402,23 @@ def _loss_summed(logits, target, smoothing=0.1, pad_id=0):
 
 def _loss_target_unweighted(logits, target, smoothing=0.1, pad_id=0):
     return _per_token(logits, target, smoothing, target_weight=1.0)[target != pad_id].mean()
+
+
+def _loss_from_raw_logits(logits, target, smoothing=0.1, pad_id=0):
+    nll = -logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # the logit, not its log-probability
+    per_token = (1 - smoothing) * nll - smoothing * logits.log_softmax(dim=-1).mean(-1)
+    return per_token[target != pad_id].mean()
+
+
+def _loss_smoothing_on_probabilities(logits, target, smoothing=0.1, pad_id=0):
+    log_p = logits.log_softmax(dim=-1)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll - smoothing * log_p.exp().mean(-1)  # mean of p, not of −log p
+    return per_token[target != pad_id].mean()
+
+
+def _loss_ids_above_pad(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing)[target > pad_id].mean()  # drops the ids below pad_id too
 
 
 def _loss_sentence_means(logits, target, smoothing=0.1, pad_id=0):
@@ -775,7 +811,11 @@ OWN_MISTAKES = {
     "ex04_2": [(_merge_transposed_only, "the heads are not merged"), (_merge_summed, "the heads are summed"),
                (_merge_averaged, "the heads are averaged")],
     "ex04_3": [(_mha_unscaled, "the scores are not scaled"), (_mha_softmax_over_queries, "over the queries"),
-               (_mha_mask_forgotten, "the mask is ignored")],
+               (_mha_mask_forgotten, "the mask is ignored"),
+               (_mha_heads_not_moved_back, "the attention weights are right but the heads are merged without moving "
+                                           "the head axis back"),
+               (_mha_heads_doubled, "the attention weights are right but the output is wrong"),
+               (_mha_masked_after_the_softmax, "the attention weights already differ")],
     "ex05_1": [(_ffn_relu_last, "after the second linear layer"), (_ffn_plus_x, "x is added to the output"),
                (_ffn_no_biases, "biases are left out"), (_ffn_dropout_on_x, "dropout is applied to the input")],
     "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),
@@ -795,7 +835,10 @@ OWN_MISTAKES = {
                (_lr_warmup_power_positive, "the power is negative")],
     "ex07_2": [(_same_cut, "are the same"), (_both_from_one, "are the same"), (_shifted_by_two, "shifted by two")],
     "ex07_3": [(_loss_summed, "summed over the tokens"), (_loss_target_unweighted, "not weighted by (1 − ε)"),
-               (_loss_sentence_means, "each sentence is averaged first")],
+               (_loss_sentence_means, "each sentence is averaged first"),
+               (_loss_from_raw_logits, "the −log p[target] term is wrong"),
+               (_loss_smoothing_on_probabilities, "the smoothing term is wrong"),
+               (_loss_ids_above_pad, "the padding is not left out right")],
     "ex07_4": [(_zero_grad_after_backward, "zero_grad() comes after loss.backward()"),
                (_scheduler_first, "the scheduler is stepped before the optimizer"),
                (_never_clipped, "the gradients are not clipped")],

@@ -21,11 +21,11 @@ from ..probe.wire import kind
 from ._tools import (
     CheckFailure,
     Mistakes,
-    expect_close,
     expect_equal,
     expect_finite,
     expect_shape,
     expect_tuple,
+    matches,
     name_mistake,
 )
 from .case import Case, Outcome
@@ -168,7 +168,11 @@ def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
             target[1] = pad_id  # a sentence that is all padding (it must not count)
         label = (f"logits {tuple(logits.shape)}, smoothing={smoothing}, pad_id={pad_id}, "
                  f"{int((target == pad_id).sum())} padding positions")  # fmt: skip
-        yield Case(label, calls_case(call(logits, target, smoothing, pad_id)), _judge_loss)
+        # the loss's terms one at a time before the whole: the same tokens with the padding replaced by a
+        # real token and pad_id=-1 (no id), without then with smoothing (−log p[target], then the smoothing term)
+        unpadded = target.masked_fill(target == pad_id, (pad_id + 1) % v)
+        terms = [call(logits, unpadded, 0.0, -1), call(logits, unpadded, smoothing, -1)]
+        yield Case(label, calls_case(*terms, call(logits, target, smoothing, pad_id)), _judge_loss)
     # gradients flow, and the padding positions get none
     target = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
     probe = calls_case(call(ref("logits"), target, 0.1, 0) | grad_of_sum("logits"),
@@ -176,11 +180,32 @@ def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
     yield Case("gradient of the loss with respect to the logits", probe, _judge_loss_gradient)
 
 
+# the loss's terms in the order the case's calls check them: (what the call leaves out, the term it checks
+# and how to get it right)
+_TERMS = (
+    ("smoothing=0 and no padding (pad_id=-1), the plain cross-entropy", "the −log p[target] term is wrong",
+     "take log_softmax over the vocabulary (the last axis), pick each position's target entry (gather) and "
+     "average −log p[target] over the tokens"),
+    ("smoothing={smoothing} and no padding (pad_id=-1)", "the smoothing term is wrong",
+     "per token (1 − ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p)"),
+    ("the loss is right without padding", "the padding is not left out right",
+     "leave the positions where target == pad_id out of the sum and out of the count: the mean is over the real "
+     "tokens of the whole batch"),
+)  # fmt: skip
+
+
 def _judge_loss(case: Case, got: Outcome) -> None:
-    label, (logits, target, smoothing, pad_id) = case.label, case.args()
-    loss = expect_shape(got.output(), (), "loss", label)
-    want = _cross_entropy(logits, target, smoothing, pad_id)
-    expect_close(loss, want, "loss", label, atol=1e-5, mistakes=_loss_mistakes(logits, target, smoothing, pad_id))
+    """The terms first (calls 0 and 1: no padding, without then with smoothing), then the whole loss."""
+    label = case.label
+    for i, (where, what, fix) in enumerate(_TERMS):
+        logits, target, smoothing, pad_id = case.args(i)
+        loss = expect_shape(got.output(i), (), "loss", label)
+        want = _cross_entropy(logits, target, smoothing, pad_id)
+        expect_finite(loss, "loss", label)
+        name_mistake(loss, want, _loss_mistakes(logits, target, smoothing, pad_id), label, atol=1e-5)
+        if not matches(loss, want, atol=1e-5):
+            where = where.format(smoothing=smoothing)
+            raise CheckFailure(f"{label}: {what} ({where}: expected {want.item():.6g}, got {loss.item():.6g}): {fix}")
 
 
 def _loss_mistakes(logits: Tensor, target: Tensor, smoothing: float, pad_id: int) -> Mistakes:
