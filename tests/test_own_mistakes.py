@@ -311,6 +311,22 @@ def _encoder_flag_inverted(self, x, mask=None, cache=None):
     return _encoder(self, x, mask, cache, [("attention", "norm1", inverted), ("ffn", "norm2", inverted)])
 
 
+def _encoder_ffn_on_the_input(self, x, mask=None, cache=None):
+    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], self.norm1, self.dropout1,
+                        self.norm_first)  # fmt: skip
+    if self.norm_first:
+        return h + self.dropout2(self.ffn(self.norm2(h)))
+    return self.norm2(h + self.dropout2(self.ffn(x)))  # post-LN: the feed-forward network reads the layer's input
+
+
+def _encoder_pre_ln_ffn_on_the_input(self, x, mask=None, cache=None):
+    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], self.norm1, self.dropout1,
+                        self.norm_first)  # fmt: skip
+    if self.norm_first:
+        return h + self.dropout2(self.ffn(self.norm2(x)))  # reads x, not h: each block alone is right
+    return self.connection(h, self.ffn, self.norm2, self.dropout2, self.norm_first)
+
+
 # -- chapter 06 -----------------------------------------------------------------------------------
 
 
@@ -349,6 +365,15 @@ def _decoder(self, x, memory, tgt_mask, memory_mask, cache, norms, blocks=("self
     for part, norm in zip(blocks, norms, strict=True):
         x = self.connection(x, parts[part], norm, self.dropout1, self.norm_first)
     return x
+
+
+def _decoder_memory_normed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1,
+                        self.norm_first)  # fmt: skip
+    memory = self.norm2(memory)  # the memory is normalised like the queries
+    x = self.connection(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2,
+                        self.norm_first)  # fmt: skip
+    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 def _decoder_norm2_norm3_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
@@ -823,14 +848,17 @@ OWN_MISTAKES = {
                (_dropout_after_the_norm, "apply dropout to the sub-layer's output only")],
     "ex05_3": [(_encoder_norms_swapped, "norm1 and norm2 are swapped"),
                (_encoder_attention_missing, "the self-attention sub-layer is missing"),
-               (_encoder_flag_inverted, "this is the other order")],
+               (_encoder_flag_inverted, "this is the other order"),
+               (_encoder_ffn_on_the_input, "the feed-forward sub-layer is wrong"),
+               (_encoder_pre_ln_ffn_on_the_input, "each sub-layer is right alone")],
     "ex06_1": [(_causal_one_ahead, "off by one"), (_causal_all_true, "every position may attend everywhere"),
                (_causal_diagonal_only, "only the diagonal is True")],
     "ex06_2": [(_padding_both_sides, "the padded queries are masked too"),
                (_padding_axes_at_the_end, "inserted after S"), (_padding_greater_than, "compared with > pad_id")],
     "ex06_3": [(_decoder_norm2_norm3_swapped, "norm2 and norm3 are mixed up"),
                (_decoder_one_norm, "norm1 is used for every sub-layer"),
-               (_decoder_no_cross_attention, "does not depend on memory")],
+               (_decoder_no_cross_attention, "does not depend on memory"),
+               (_decoder_memory_normed, "the cross-attention sub-layer is wrong")],
     "ex07_1": [(_lr_root_d_model, "d_model is raised to 0.5"), (_lr_decay_power, "the decay term is step^-0.5"),
                (_lr_warmup_power_positive, "the power is negative")],
     "ex07_2": [(_same_cut, "are the same"), (_both_from_one, "are the same"), (_shifted_by_two, "shifted by two")],
