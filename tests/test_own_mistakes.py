@@ -922,3 +922,39 @@ def test_three_mistakes_per_exercise_none_of_them_a_mutant() -> None:
         assert len(mistakes) >= 3, exercise_id
         names = {impl.__name__ for _, impl in mutants.get(exercise_id, [])}
         assert not names & {impl.__name__ for impl, _ in mistakes}, exercise_id
+
+
+# -- correct answers written another way: the checks of intermediate results must pass them -------
+
+
+def _mha_einsum(self, query, key, value, mask=None, need_weights=False, cache=None, **kwargs):
+    q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
+    k, v = self.keys_and_values(key, value, cache)
+    scores = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = F.dropout(scores.softmax(dim=-1), self.dropout if self.training else 0.0)
+    heads = torch.einsum("bhts,bhsd->bthd", weights, v)  # the heads already behind the positions
+    return self.w_o(heads.reshape(*query.shape[:2], -1)), (weights if need_weights else None)
+
+
+def _loss_pytorch(logits, target, smoothing=0.1, pad_id=0):
+    return F.cross_entropy(logits.transpose(1, 2), target, label_smoothing=smoothing, ignore_index=pad_id)
+
+
+def _encoder_written_out(self, x, mask=None, cache=None):
+    def attend(h):
+        return self.self_attn(h, h, h, mask, cache=cache)[0]
+
+    for sublayer, norm, dropout in ((attend, self.norm1, self.dropout1), (self.ffn, self.norm2, self.dropout2)):
+        x = x + dropout(sublayer(norm(x))) if self.norm_first else norm(x + dropout(sublayer(x)))
+    return x
+
+
+ALTERNATIVES = {"ex04_3": _mha_einsum, "ex07_3": _loss_pytorch, "ex05_3": _encoder_written_out}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(ALTERNATIVES))
+def test_a_correct_answer_written_another_way_passes(exercise_id: str) -> None:
+    result = run_check(exercise_id, ALTERNATIVES[exercise_id])
+    assert result.passed, result.line()
