@@ -70,7 +70,6 @@ from transformer_course import (
     Vocab,
     causal_mask,
     padding_mask,
-    residual,
     target_mask,
     tokenize,
 )
@@ -415,9 +414,9 @@ def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=No
     def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
         return self.cross_attn(h, h, h, tgt_mask)[0]
 
-    x = residual(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
-    x = residual(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
-    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+    x = self.connection(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
+    x = self.connection(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
+    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 layer = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
@@ -447,9 +446,9 @@ def decoder_layer_mask_in_training_only(self, x, memory, tgt_mask=None, memory_m
     def cross_attention(h):
         return self.cross_attn(h, memory, memory, memory_mask)[0]
 
-    x = residual(x, self_attention, self.norm1, self.dropout1, self.norm_first)
-    x = residual(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
-    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+    x = self.connection(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+    x = self.connection(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
+    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 with mock.patch.object(DecoderLayer, "forward", decoder_layer_mask_in_training_only), torch.no_grad():

@@ -233,6 +233,25 @@ def _mha_mask_forgotten(self, query, key, value, mask=None, need_weights=False, 
     return _mha(self, query, key, value, mask, need_weights, use_mask=False)
 
 
+def _mha_heads_not_moved_back(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    out, weights = _mha(self, query, key, value, mask, True)
+    heads = weights @ split_heads(self.w_v(value), self.n_heads)  # (B, H, T, Dv)
+    return self.w_o(heads.reshape(query.shape[0], query.shape[1], -1)), (weights if need_weights else None)
+
+
+def _mha_heads_doubled(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    out, weights = _mha(self, query, key, value, mask, need_weights)
+    return out + (out - self.w_o.bias), weights  # the merged heads counted twice before W^O's bias
+
+
+def _mha_masked_after_the_softmax(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
+    weights = (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+    weights = weights if mask is None else weights * mask  # the rows no longer sum to 1
+    return self.w_o(merge_heads(weights @ v)), (weights if need_weights else None)
+
+
 # -- chapter 05 -----------------------------------------------------------------------------------
 
 
@@ -293,6 +312,22 @@ def _encoder_flag_inverted(self, x, mask=None, cache=None):
     return _encoder(self, x, mask, cache, [("attention", "norm1", inverted), ("ffn", "norm2", inverted)])
 
 
+def _encoder_ffn_on_the_input(self, x, mask=None, cache=None):
+    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], self.norm1, self.dropout1,
+                        self.norm_first)  # fmt: skip
+    if self.norm_first:
+        return h + self.dropout2(self.ffn(self.norm2(h)))
+    return self.norm2(h + self.dropout2(self.ffn(x)))  # post-LN: the feed-forward network reads the layer's input
+
+
+def _encoder_pre_ln_ffn_on_the_input(self, x, mask=None, cache=None):
+    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], self.norm1, self.dropout1,
+                        self.norm_first)  # fmt: skip
+    if self.norm_first:
+        return h + self.dropout2(self.ffn(self.norm2(x)))  # reads x, not h: each block alone is right
+    return self.connection(h, self.ffn, self.norm2, self.dropout2, self.norm_first)
+
+
 # -- chapter 06 -----------------------------------------------------------------------------------
 
 
@@ -331,6 +366,15 @@ def _decoder(self, x, memory, tgt_mask, memory_mask, cache, norms, blocks=("self
     for part, norm in zip(blocks, norms, strict=True):
         x = self.connection(x, parts[part], norm, self.dropout1, self.norm_first)
     return x
+
+
+def _decoder_memory_normed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1,
+                        self.norm_first)  # fmt: skip
+    memory = self.norm2(memory)  # the memory is normalised like the queries
+    x = self.connection(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2,
+                        self.norm_first)  # fmt: skip
+    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 def _decoder_norm2_norm3_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
@@ -384,6 +428,23 @@ def _loss_summed(logits, target, smoothing=0.1, pad_id=0):
 
 def _loss_target_unweighted(logits, target, smoothing=0.1, pad_id=0):
     return _per_token(logits, target, smoothing, target_weight=1.0)[target != pad_id].mean()
+
+
+def _loss_from_raw_logits(logits, target, smoothing=0.1, pad_id=0):
+    nll = -logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # the logit, not its log-probability
+    per_token = (1 - smoothing) * nll - smoothing * logits.log_softmax(dim=-1).mean(-1)
+    return per_token[target != pad_id].mean()
+
+
+def _loss_smoothing_on_probabilities(logits, target, smoothing=0.1, pad_id=0):
+    log_p = logits.log_softmax(dim=-1)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll - smoothing * log_p.exp().mean(-1)  # mean of p, not of −log p
+    return per_token[target != pad_id].mean()
+
+
+def _loss_ids_above_pad(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing)[target > pad_id].mean()  # drops the ids below pad_id too
 
 
 def _loss_sentence_means(logits, target, smoothing=0.1, pad_id=0):
@@ -776,7 +837,11 @@ OWN_MISTAKES = {
     "ex04_2": [(_merge_transposed_only, "the heads are not merged"), (_merge_summed, "the heads are summed"),
                (_merge_averaged, "the heads are averaged")],
     "ex04_3": [(_mha_unscaled, "the scores are not scaled"), (_mha_softmax_over_queries, "over the queries"),
-               (_mha_mask_forgotten, "the mask is ignored")],
+               (_mha_mask_forgotten, "the mask is ignored"),
+               (_mha_heads_not_moved_back, "the attention weights are right but the heads are merged without moving "
+                                           "the head axis back"),
+               (_mha_heads_doubled, "the attention weights are right but the output is wrong"),
+               (_mha_masked_after_the_softmax, "the attention weights already differ")],
     "ex05_1": [(_ffn_relu_last, "after the second linear layer"), (_ffn_plus_x, "x is added to the output"),
                (_ffn_no_biases, "biases are left out"), (_ffn_dropout_on_x, "dropout is applied to the input")],
     "ex05_2": [(_residual_from_the_normed_x, "the norm is applied in the wrong place"),
@@ -784,19 +849,25 @@ OWN_MISTAKES = {
                (_dropout_after_the_norm, "apply it to the sub-layer's output only")],
     "ex05_3": [(_encoder_norms_swapped, "norm1 and norm2 are swapped"),
                (_encoder_attention_missing, "the self-attention sub-layer is missing"),
-               (_encoder_flag_inverted, "this is the other order")],
+               (_encoder_flag_inverted, "this is the other order"),
+               (_encoder_ffn_on_the_input, "the feed-forward sub-layer is wrong"),
+               (_encoder_pre_ln_ffn_on_the_input, "each sub-layer is right alone")],
     "ex06_1": [(_causal_one_ahead, "off by one"), (_causal_all_true, "every position may attend everywhere"),
                (_causal_diagonal_only, "only the diagonal is True")],
     "ex06_2": [(_padding_both_sides, "the padded queries are masked too"),
                (_padding_axes_at_the_end, "inserted after S"), (_padding_greater_than, "compared with > pad_id")],
     "ex06_3": [(_decoder_norm2_norm3_swapped, "norm2 and norm3 are mixed up"),
                (_decoder_one_norm, "norm1 is used for every sub-layer"),
-               (_decoder_no_cross_attention, "does not depend on memory")],
+               (_decoder_no_cross_attention, "does not depend on memory"),
+               (_decoder_memory_normed, "the cross-attention sub-layer is wrong")],
     "ex07_1": [(_lr_root_d_model, "d_model is raised to 0.5"), (_lr_decay_power, "the decay term is step^-0.5"),
                (_lr_warmup_power_positive, "the power is negative")],
     "ex07_2": [(_same_cut, "are the same"), (_both_from_one, "are the same"), (_shifted_by_two, "shifted by two")],
     "ex07_3": [(_loss_summed, "summed over the tokens"), (_loss_target_unweighted, "not weighted by (1 − ε)"),
-               (_loss_sentence_means, "each sentence is averaged first")],
+               (_loss_sentence_means, "each sentence is averaged first"),
+               (_loss_from_raw_logits, "the −log p[target] term is wrong"),
+               (_loss_smoothing_on_probabilities, "the smoothing term is wrong"),
+               (_loss_ids_above_pad, "the padding is not left out right")],
     "ex07_4": [(_zero_grad_after_backward, "zero_grad() comes after loss.backward()"),
                (_scheduler_first, "the scheduler is stepped before the optimizer"),
                (_never_clipped, "the gradients are not clipped")],
@@ -872,3 +943,39 @@ def test_at_hint_level_none_the_message_says_what_is_wrong_without_the_fix(exerc
         assert len(none) <= len(full), (impl.__name__, none)
         if " raised " not in none:  # what the learner's code raised is shown whole
             assert not _INSTRUCTION.search(re.sub(r" \(\d+ of \d+ cases? passed\)$", "", none)), (impl.__name__, none)
+
+
+# -- correct answers written another way: the checks of intermediate results must pass them -------
+
+
+def _mha_einsum(self, query, key, value, mask=None, need_weights=False, cache=None, **kwargs):
+    q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
+    k, v = self.keys_and_values(key, value, cache)
+    scores = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = F.dropout(scores.softmax(dim=-1), self.dropout if self.training else 0.0)
+    heads = torch.einsum("bhts,bhsd->bthd", weights, v)  # the heads already behind the positions
+    return self.w_o(heads.reshape(*query.shape[:2], -1)), (weights if need_weights else None)
+
+
+def _loss_pytorch(logits, target, smoothing=0.1, pad_id=0):
+    return F.cross_entropy(logits.transpose(1, 2), target, label_smoothing=smoothing, ignore_index=pad_id)
+
+
+def _encoder_written_out(self, x, mask=None, cache=None):
+    def attend(h):
+        return self.self_attn(h, h, h, mask, cache=cache)[0]
+
+    for sublayer, norm, dropout in ((attend, self.norm1, self.dropout1), (self.ffn, self.norm2, self.dropout2)):
+        x = self.connection(x, sublayer, norm, dropout, self.norm_first)
+    return x
+
+
+ALTERNATIVES = {"ex04_3": _mha_einsum, "ex07_3": _loss_pytorch, "ex05_3": _encoder_written_out}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(ALTERNATIVES))
+def test_a_correct_answer_written_another_way_passes(exercise_id: str) -> None:
+    result = run_check(exercise_id, ALTERNATIVES[exercise_id])
+    assert result.passed, result.line()

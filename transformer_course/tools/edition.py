@@ -169,8 +169,8 @@ def stub_package(package_dir: Path, hints: str = "full") -> list[Path]:
 
 # What the student edition leaves out: the solutions, the machinery that proves the checks, and the
 # instructor's own files (``instructor/``: the hidden cases that grading.toml may name).
-EXCLUDED = ("solutions", "tests/mutants", "tests/test_own_mistakes.py", ".git", ".venv", ".venv-oldest",
-            "student-edition", "instructor")  # fmt: skip
+EXCLUDED = ("solutions", "tests/mutants", "tests/test_own_mistakes.py", "tests/unseen", "tests/test_unseen_mistakes.py",
+            ".git", ".venv", ".venv-oldest", "student-edition", "instructor")  # fmt: skip
 # Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
 JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 STUDENT_MARK = ".student-edition.json"  # written at the root of every student edition

@@ -84,7 +84,8 @@ class Outcome:
             raise NotImplementedError(error["message"])
         if error is not None:
             message = f"{label}: {raised(error, label)}"
-            raise CheckFailure(message, brief=message)  # what it raised is all "what", no fix
+            meaning = error_meaning(error["message"])
+            raise CheckFailure(f"{message}; {meaning}" if meaning else message, brief=message)  # brief: no fix
         args = self.case.args(j) if "calls" in self.case.probe else []
         tensors = [k for k, arg in enumerate(args) if isinstance(arg, Tensor)]
         for number, position in enumerate(tensors, start=1):
@@ -92,6 +93,28 @@ class Outcome:
                 raise CheckFailure(
                     f"{label}: tensor argument #{number} was modified in place; return a new tensor instead"
                 )
+
+
+# what PyTorch's common errors mean, and where to look: (a pattern of the error's message, "what: fix")
+_ERROR_MEANINGS = [
+    (r"same dtype|expected scalar type", "two tensors of different dtypes meet on this line (F.one_hot and "
+     "comparisons give int64 or bool tensors): convert one with .to(the other's dtype)"),
+    (r"shapes cannot be multiplied", "the inner sizes of this matrix product differ: the last axis of the left "
+     "operand must equal the second-to-last axis of the right one"),
+    (r"batch2 tensor|batch1 and batch2", "the operands of this batched matrix product do not line up: check which "
+     "operand is transposed, and that only its last two axes are swapped, transpose(-2, -1)"),
+    (r"must match the size of tensor b", "two operands on this line have shapes that do not broadcast: compare "
+     "their shapes axis by axis from the right"),
+    (r"view size is not compatible", "view needs memory laid out in order, which a transpose, permute or expand "
+     "breaks: use .reshape(...)"),
+    (r"[Dd]imension out of range|tuple index out of range", "an axis past the end of a tensor's shape: count "
+     "the axes this tensor has here"),
+]  # fmt: skip
+
+
+def error_meaning(message: str) -> str:
+    """What a common PyTorch error means ("what: fix"), or "" for any other."""
+    return next((meaning for pattern, meaning in _ERROR_MEANINGS if re.search(pattern, message)), "")
 
 
 def raised(error: dict, label: str) -> str:

@@ -199,7 +199,8 @@ def _attention_mistakes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask:
         (lambda: _replayed(q, k, v, mask, axis=-2), "the softmax runs over the queries (dim=-2); each query's "
          "weights over the keys sum to 1: softmax(dim=-1)"),
         (lambda: _replayed(q, k, v, mask, scale=0.0), "the scores are not scaled: divide by sqrt(d_k)"),
-        (lambda: _replayed(q, k, v, mask, scale=-1.0), "the scores are divided by d_k; divide by sqrt(d_k)"),
+        (lambda: _replayed(q, k, v, mask, scale=-1.0), "the scores are divided by d_k, as if scaled twice "
+         "(attention_scores already divides by sqrt(d_k)): divide by sqrt(d_k) once"),
         (lambda: _replayed(q, k, v, None), "the mask is ignored: pass it to apply_mask before the softmax"),
         (lambda: _replayed(q, k, v, mask, blocked=True), "the mask polarity is reversed: True means *may attend*"),
         (lambda: _replayed(q, k, v, mask, after=True), "the mask is applied to the weights after the softmax (the "

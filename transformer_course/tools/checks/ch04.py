@@ -24,6 +24,7 @@ from ._tools import (
     expect_shape,
     expect_tensor,
     expect_tuple,
+    matches,
     name_mistake,
 )
 from .case import Case, Outcome
@@ -108,12 +109,17 @@ def _judge_merge(case: Case, got: Outcome) -> None:
          "transpose"),
         (heads.permute(0, 2, 3, 1).reshape(b, t, h * dh), "the heads' features are interleaved: head i's Dh "
          "features must stay one block; transpose(1, 2) (not permute(0, 2, 3, 1)), then reshape"),
+        (heads.transpose(2, 3).reshape(b, t, h * dh), "the positions and the features are swapped (transpose(2, 3)) "
+         "before the reshape, so each row mixes positions: move the head axis behind the positions, transpose(1, 2)"),
         (heads.sum(dim=1), "the heads are summed; concatenate them: transpose(1, 2), then reshape to (B, T, H·Dh)"),
         (heads.mean(dim=1), "the heads are averaged; concatenate them: transpose(1, 2), then reshape to "
          "(B, T, H·Dh)"),
     ]  # fmt: skip
     merged = got.output()
     name_mistake(merged, want, mistakes, label, 0.0, 0.0)
+    if isinstance(merged, Tensor) and tuple(merged.shape) == (b, h, t * dh) and h != t:
+        raise CheckFailure(f"{label}: merged has shape {(b, h, t * dh)}, (B, H, T·Dh): the heads axis is kept and the "
+                           "positions merged, as if x.shape were read as (B, T, H, Dh): it is (B, H, T, Dh)")  # fmt: skip
     expect_shape(merged, (b, t, h * dh), "merged", label)
     expect_close(merged, want, "merged", label, atol=0.0, rtol=0.0)
 
@@ -123,37 +129,44 @@ def _judge_round_trip(case: Case, got: Outcome) -> None:
 
 
 def _per_head_reference(mha: nn.Module, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None,
-                        scale: float | None = None, blocked: bool = False, axis: int = -1):  # fmt: skip
+                        scale: float | None = None, blocked: bool = False, axis: int = -1, swap: bool = False,
+                        w_q: str = "w_q", w_k: str = "w_k", w_v: str = "w_v", merged: bool = True):  # fmt: skip
     """Equations of §3.2.2 head by head, from the module's weights (no split/merge, no package code);
     a known mistake replayed: the scores times ``scale`` (not 1/√d_k), the mask's True blocking
-    (``blocked``), the softmax over ``axis``."""
+    (``blocked``), the softmax over ``axis``, the scores k·qᵀ (``swap``), another projection for the
+    queries, keys or values (``w_q``, ``w_k``, ``w_v``: a name), the heads (B, H, T, Dv) reshaped to
+    (B, T, H·Dv) without moving the head axis back (``merged=False``)."""
     b, t, _ = query.shape
     s, h, d_k, d_v = key.shape[1], mha.n_heads, mha.d_k, mha.d_v
 
-    def project(linear: nn.Linear, x: Tensor, rows: slice) -> Tensor:
+    def project(name: str, x: Tensor, size: int, i: int) -> Tensor:
+        linear, rows = getattr(mha, name), slice(i * size, (i + 1) * size)
         bias = 0.0 if linear.bias is None else linear.bias[rows]
         return x @ linear.weight[rows].T + bias
 
     outputs, weights = [], []
     for i in range(h):
-        q = project(mha.w_q, query, slice(i * d_k, (i + 1) * d_k))  # (B, T, Dk)
-        k = project(mha.w_k, key, slice(i * d_k, (i + 1) * d_k))  # (B, S, Dk)
-        v = project(mha.w_v, value, slice(i * d_v, (i + 1) * d_v))  # (B, S, Dv)
-        scores = q @ k.transpose(1, 2) * (1 / math.sqrt(d_k) if scale is None else scale)  # (B, T, S)
+        q = project(w_q, query, d_k, i)  # (B, T, Dk)
+        k = project(w_k, key, d_k, i)  # (B, S, Dk)
+        v = project(w_v, value, d_v, i)  # (B, S, Dv)
+        scores = k @ q.transpose(1, 2) if swap else q @ k.transpose(1, 2)  # (B, T, S); swapped (B, S, T)
+        scores = scores * (1 / math.sqrt(d_k) if scale is None else scale)
         if mask is not None:
             keep = mask.expand(b, h, t, s)[:, i]  # (B, T, S)
             scores = scores.masked_fill(keep if blocked else ~keep, torch.finfo(scores.dtype).min)
         w = scores.softmax(dim=axis)
         outputs.append(w @ v)
         weights.append(w)
-    concat = torch.cat(outputs, dim=-1)  # (B, T, H·Dv)
+    concat = torch.cat(outputs, dim=-1) if merged else torch.stack(outputs, dim=1).reshape(b, t, h * d_v)
     out = concat @ mha.w_o.weight.T + (0.0 if mha.w_o.bias is None else mha.w_o.bias)
     return out, torch.stack(weights, dim=1), concat  # (B, T, D), (B, H, T, S), (B, T, H·Dv)
 
 
+_FORGOT_W_O = "the output is the concatenated heads: apply the output projection W^O (self.w_o)"
+
+
 def _expect_output(out: Tensor, want: Tensor, concat: Tensor, case: str) -> None:
-    forgot = [(concat, "the output is the concatenated heads: apply the output projection W^O (self.w_o)")]
-    expect_close(out, want, "output", case, mistakes=forgot)
+    expect_close(out, want, "output", case, mistakes=[(concat, _FORGOT_W_O)])
 
 
 def _attention_mistakes(replay: partial) -> Mistakes:
@@ -171,6 +184,52 @@ def _attention_mistakes(replay: partial) -> Mistakes:
     ]  # fmt: skip
 
 
+def _step_mistakes(replay: partial) -> Mistakes:
+    """The output with a known mistake in one step of the forward (``replay``: the per-head reference of
+    the case), each saying on which side of the softmax it lies: those that change the attention
+    weights, then those after them."""
+    mha, query, key = replay.args[0], replay.keywords["query"], replay.keywords["key"]
+    mistakes = [
+        (lambda: replay(w_q="w_k", w_k="w_q")[0], "w_q and w_k are swapped, so the attention weights are wrong: "
+         "q = self.w_q(query), k = self.w_k(key)"),
+        (lambda: replay(merged=False)[0], "the attention weights are right but the heads are merged without moving "
+         "the head axis back: transpose (B, H, T, Dv) to (B, T, H, Dv) before the reshape (use merge_heads)"),
+        (lambda: replay(value=key)[0], "the attention weights are right but the values are projected from the key "
+         "input: v = self.w_v(value)"),
+    ]  # fmt: skip
+    if query.shape[1] == key.shape[1]:  # k·qᵀ is (B, S, T): it has the shape of the scores when S = T only
+        mistakes.append((lambda: replay(swap=True)[0], "the scores are k·qᵀ, the transpose of q·kᵀ, so the attention "
+                         "weights are wrong: scores = q @ k.transpose(-2, -1) / sqrt(d_k)"))  # fmt: skip
+    if mha.d_k == mha.d_v:  # w_k gives values of the right size
+        mistakes.append((lambda: replay(w_v="w_k")[0], "the attention weights are right but the values are projected "
+                         "with w_k: v = self.w_v(value)"))  # fmt: skip
+    return mistakes
+
+
+def _locate(out: Tensor, weights: Tensor, wanted: tuple, case: str) -> None:
+    """Where a wrong output goes wrong: the attention weights the forward returned (an intermediate
+    result) against the reference per head; right weights put the mistake after the softmax (the
+    values, the merge, W^O), wrong ones before it (the scores, the mask, the softmax)."""
+    want, want_weights, concat = wanted
+    if matches(out, want):
+        return
+    if matches(weights, want_weights):
+        name_mistake(out, want, [(concat, _FORGOT_W_O)], case)
+        raise CheckFailure(
+            f"{case}: the attention weights are right but the output is wrong, so the mistake comes after the "
+            "softmax: check the dropout on the weights (only in training mode), the values (self.w_v(value) split "
+            "into heads), weights @ v, merge_heads and self.w_o"
+        )
+    diff = (weights.detach().double() - want_weights.double()).abs()
+    worst = tuple(int(i) for i in torch.nonzero(diff == diff.max())[0])
+    raise CheckFailure(
+        f"{case}: the attention weights already differ (at index {worst} (batch, head, query, key) expected "
+        f"{want_weights[worst].item():.6g}, got {weights[worst].item():.6g}), so the mistake comes before the "
+        "values: look at the scores q·kᵀ/√d_k (q: self.w_q(query) split into heads and positioned; k: from "
+        "self.keys_and_values), the mask and the softmax over the keys"
+    )
+
+
 def _expect_forward(result: object, n_heads: int, q: Tensor, k: Tensor, mask: Tensor | None, need: bool,
                     case: str) -> tuple:  # fmt: skip
     """The (output, weights) pair of one forward call, with weights per head when they were asked for."""
@@ -182,6 +241,10 @@ def _expect_forward(result: object, n_heads: int, q: Tensor, k: Tensor, mask: Te
                 f"{case}: the weights are averaged over the heads, {(b, t, s)}: need_weights=True returns one "
                 f"map per head, (B, H, T, S) = {(b, n_heads, t, s)}"
             )
+        if isinstance(weights, Tensor) and tuple(weights.shape) == (b, n_heads, t, t) and s != t:
+            raise CheckFailure(f"{case}: the weights are {(b, n_heads, t, t)}, over the {t} queries instead of the "
+                               f"{s} keys, so the keys come from the query: project the key input with w_k and the "
+                               "value input with w_v")  # fmt: skip
         expect_shape(weights, (b, n_heads, t, s), "weights", case)
         keep = None if mask is None else mask.expand_as(weights)
         if keep is not None and (weights[~keep & keep.any(-1, keepdim=True)] > 1e-6).any():
@@ -203,8 +266,10 @@ def _forward_cases(mha: nn.Module, spec: dict, inputs: tuple, mask: Tensor | Non
             f"{setting}, query {tuple(query.shape)}, key/value {tuple(key.shape)}, mask {mask_name}, "
             f"need_weights={need}"
         )
-        probe = calls_case(call(spec, query, key, value, mask=mask, need_weights=need), no_grad=True)
-        replay = partial(_per_head_reference, mha, query, key, value, mask=mask)
+        once = call(spec, query, key, value, mask=mask, need_weights=need)
+        twice = not mha.training and mha.dropout > 0  # a second call shows dropout left on at evaluation
+        probe = calls_case(*([once, once] if twice else [once]), no_grad=True)
+        replay = partial(_per_head_reference, mha, query=query, key=key, value=value, mask=mask)
         cases.append(Case(label, probe, _judge_forward, {"n_heads": mha.n_heads, "wanted": wanted, "replay": replay}))
     return cases
 
@@ -213,13 +278,21 @@ def _judge_forward(case: Case, got: Outcome) -> None:
     label, (_, query, key, _), kwargs = case.label, case.args(), case.kwargs()
     want, want_weights, concat = case.given["wanted"]
     out = expect_tuple(got.output(), "output, weights", label, start="forward must return")[0]
-    name_mistake(out, want, _attention_mistakes(case.given["replay"]), label)  # before the weights' own checks
+    again = got.output(1) if len(case.probe["calls"]) > 1 else None  # the same call once more (eval mode)
+    if isinstance(again, tuple) and again and isinstance(out, Tensor) and not matches(again[0], out, 0.0, 0.0):
+        raise CheckFailure(f"{label}: two identical calls in eval mode give different outputs, so dropout is "
+                           "applied at evaluation: drop the weights in training mode only (dropout_p = self.dropout "
+                           "if self.training else 0.0)")  # fmt: skip
+    replay = case.given["replay"]  # before the weights' own checks:
+    name_mistake(out, want, [*_attention_mistakes(replay), *_step_mistakes(replay)], label)
     out, weights = _expect_forward(got.output(), case.given["n_heads"], query, key, kwargs["mask"],
                                    kwargs["need_weights"], label)  # fmt: skip
     expect_finite(expect_tensor(out, "output", label), "output", label)
     unturned = case.given.get("unturned")  # the output with the queries left out of the position part
     if unturned is not None and out.shape == unturned.shape and torch.allclose(out, unturned, atol=1e-5):
         raise CheckFailure(f"{label}: the queries were not positioned: pass q through self.positioned(q, cache)")
+    if kwargs["need_weights"]:  # the weights first: they say on which side of the softmax the mistake is
+        _locate(out, weights, case.given["wanted"], label)
     _expect_output(out, want, concat, label)
     if kwargs["need_weights"]:
         expect_close(weights, want_weights, "weights", label)
@@ -308,7 +381,7 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     setting = f"MultiHeadAttention({d}, {h}, bias=False) with a position part that scales the row at position p by p+1"
     for case in _forward_cases(mha, spec, (x, x, x), causal, wanted, setting, "causal (T, T)"):
         case.given["unturned"] = unturned
-        case.given["replay"] = partial(_per_head_reference, mha, x * scale, x * scale, x, mask=causal)
+        case.given["replay"] = partial(_per_head_reference, mha, query=x * scale, key=x * scale, value=x, mask=causal)
         yield case
 
     # 4. Dropout on the attention weights is active in training mode only.

@@ -7,6 +7,7 @@ and PyTorch's own ``nn.TransformerEncoderLayer`` (loaded into ours with ``from_t
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from copy import deepcopy
 from functools import partial
 
 import torch
@@ -14,7 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..probe.calls import call, calls_case, fixture, module, new, ref, tanh_of
-from ._tools import CheckFailure, Mistakes, expect_close, expect_shape, matches
+from ._tools import CheckFailure, Mistakes, expect_close, expect_shape, matches, name_mistake
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -179,6 +180,10 @@ def _judge_residual(case: Case, got: Outcome) -> None:
              f"connection adds x to the sub-layer's output; {order} means {_ORDERS[norm_first]}"),
             (_pre_ln_normed_sum(x, sublayer, norm) if norm_first else x + 0.5 * sublayer(x), "the norm is applied "
              f"in the wrong place or left out; {order} means {_ORDERS[norm_first]}"),
+            (x + 0.5 * _layer_norm(sublayer(x), norm), "the norm is applied to the sub-layer's output: "
+             f"{order} means {_ORDERS[norm_first]}"),
+            (x + _layer_norm(0.5 * sublayer(x), norm), "the norm is applied to the sub-layer's output: "
+             f"{order} means {_ORDERS[norm_first]}"),
         ]  # fmt: skip
     expect_close(out, want, "output", label, mistakes=mistakes)
 
@@ -215,6 +220,7 @@ def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
             _randomise_norms(reference)
             ours = EncoderLayer.from_torch(reference)
             reference.train()  # dropout is 0; training mode keeps PyTorch off its fused fast path
+            alone = _alone(ours, reference, _ENCODER_SUBLAYERS)
             x = torch.randn(batch, length, d_model)
             keep = torch.arange(length) < torch.tensor(lengths)[:, None]  # (B, S) True = real token
             for use_mask in (False, True):
@@ -228,11 +234,27 @@ def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                         f"mask {'(B, 1, 1, S) padding' if use_mask else 'None'}, "
                         f"{'training' if training else 'eval'} mode"
                     )
-                    spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first)
-                    probe = calls_case(call(spec, x, mask), no_grad=True)
-                    mistakes = partial(_encoder_mistakes, reference, x, ~keep if use_mask else None, norm_first)
-                    given = {"want": want, "what": "encoder layer output", "mistakes": mistakes}
+                    args = (d_model, n_heads, d_ff)
+                    kwargs = {"dropout": 0.0, "norm_first": norm_first}
+                    spec = module(ours, *args, **kwargs)
+                    padding = ~keep if use_mask else None
+                    isolated = [(call(module(one.train(training), *args, **kwargs), x, mask), name,
+                                 partial(theirs, x, src_key_padding_mask=padding),
+                                 partial(_encoder_mistakes, theirs, x, padding, norm_first, only="unmasked"))
+                                for name, one, theirs in alone]  # fmt: skip
+                    probe = calls_case(call(spec, x, mask), *(item[0] for item in isolated), no_grad=True)
+                    mistakes = partial(_encoder_mistakes, reference, x, padding, norm_first)
+                    given = {"want": want, "what": "encoder layer output", "mistakes": mistakes,
+                             "alone": [item[1:] for item in isolated], "sublayers": _ENCODER_SUBLAYERS}  # fmt: skip
                     yield Case(label, probe, _judge_layer, given)
+    reference = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
+    _randomise_norms(reference)
+    ours = EncoderLayer.from_torch(reference).eval()
+    reference.train()  # dropout is 0; training mode keeps PyTorch's attention off its fast path
+    blocks = [(lambda h: reference.self_attn(h, h, h, need_weights=False)[0], reference.norm1),
+              (_feed_forward(reference), reference.norm2)]  # fmt: skip
+    spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=False)
+    yield connection_case(spec, (x,), blocks, "encoder layer output")
     yield from _cached_layer_cases(EncoderLayer, larger)
 
 
@@ -274,43 +296,135 @@ def _judge_cached_layer(case: Case, got: Outcome) -> None:
 
 
 def _judge_layer(case: Case, got: Outcome) -> None:
-    out = got.output()
+    out, want = got.output(), case.given["want"]
     with torch.no_grad():
         mistakes = case.given["mistakes"]()  # the wrong answers themselves are computed only on a mismatch
-        expect_close(out, case.given["want"], case.given["what"], case.label, mistakes=mistakes)
+        name_mistake(out, want, mistakes, case.label)
+        if isinstance(out, Tensor) and out.shape == want.shape and not matches(out, want):
+            _locate_sublayer(case, got)
+        expect_close(out, want, case.given["what"], case.label)
 
 
-def _through_sublayers(x: Tensor, blocks: list, norm_first: bool) -> Tensor:
-    """``x`` through residual blocks (sub-layer, norm): pre-LN x + f(norm(x)), post-LN norm(x + f(x))."""
+# sub-layer → (how it is written, the path of our output projection, the path of PyTorch's): zeroing the
+# output projections of the others leaves one sub-layer that acts (a zeroed one still has its norm in post-LN)
+_ENCODER_SUBLAYERS = {
+    "self-attention": ("self.self_attn(h, h, h, mask) attends from h, the sub-layer's input, to itself with the mask, "
+                       "wrapped by self.connection with self.norm1 and self.dropout1", "self_attn.w_o",
+                       "self_attn.out_proj"),
+    "feed-forward": ("self.ffn(h) on the sub-layer's input h, wrapped by self.connection with self.norm2 and "
+                     "self.dropout2, after the self-attention block", "ffn.linear2", "linear2"),
+}  # fmt: skip
+
+
+def _zeroed(layer: nn.Module, paths: list[str]) -> nn.Module:
+    """A copy of ``layer`` whose linear layers at ``paths`` output zeros."""
+    layer = deepcopy(layer)
+    with torch.no_grad():
+        for path in paths:
+            linear = layer.get_submodule(path)
+            linear.weight.zero_()
+            linear.bias.zero_()
+    return layer
+
+
+def _alone(ours: nn.Module, reference: nn.Module, sublayers: dict) -> list[tuple[str, nn.Module, nn.Module]]:
+    """Per sub-layer (``sublayers``: as :data:`_ENCODER_SUBLAYERS`): its name and copies of ``ours`` and of
+    PyTorch's ``reference`` in which every other sub-layer adds nothing (its output projection zeroed)."""
+    return [
+        (name, _zeroed(ours, [o for other, (_, o, _) in sublayers.items() if other != name]),
+         _zeroed(reference, [r for other, (_, _, r) in sublayers.items() if other != name]).train())
+        for name in sublayers
+    ]  # fmt: skip
+
+
+def _locate_sublayer(case: Case, got: Outcome) -> None:
+    """Where a wrong layer goes wrong: the case's next calls run the layer with one sub-layer acting, the
+    others zeroed (``given["alone"]``: their name, reference and known mistakes, in order); the sub-layers
+    wrong alone are named, or the first known mistake of theirs."""
+    label, sublayers = case.label, case.given["sublayers"]
+    wrong = []
+    for i, (name, reference, mistakes) in enumerate(case.given["alone"], start=1):
+        want = reference()
+        if not matches(got.output(i), want):
+            name_mistake(got.output(i), want, mistakes(), label)
+            wrong.append(name)
+    zeroed = "with the other sub-layers' outputs zeroed"
+    if len(wrong) == 1:
+        raise CheckFailure(f"{label}: the {wrong[0]} sub-layer is wrong ({zeroed}, the output still differs): "
+                           f"{sublayers[wrong[0]][0]}")  # fmt: skip
+    if wrong:
+        names = f"{', the '.join(wrong[:-1])} and the {wrong[-1]}"
+        raise CheckFailure(
+            f"{label}: the {names} sub-layers are each wrong {zeroed}: look first at what they share: the norms "
+            "(a zeroed sub-layer still applies its norm in post-LN), norm_first and self.connection"
+        )
+    raise CheckFailure(
+        f"{label}: each sub-layer is right alone ({zeroed}) but not together: each block takes the previous "
+        "block's output, in the order of the paper"
+    )
+
+
+def _through_sublayers(x: Tensor, blocks: list, norm_first: bool, shortcut: bool = True) -> Tensor:
+    """``x`` through residual blocks (sub-layer, norm): pre-LN x + f(norm(x)), post-LN norm(x + f(x));
+    without the ``shortcut``, f(norm(x)) and norm(f(x))."""
     for sublayer, norm in blocks:
-        x = x + sublayer(norm(x)) if norm_first else norm(x + sublayer(x))
+        kept = x if shortcut else 0
+        x = kept + sublayer(norm(x)) if norm_first else norm(kept + sublayer(x))
     return x
 
 
-def _layer_mistakes(layer: nn.Module, x: Tensor, blocks: dict, norm_first: bool, wrong: list) -> Mistakes:
+def connection_case(spec: dict, inputs: tuple, blocks: list, what: str) -> Case:
+    """The layer ``spec`` (post-LN, eval mode) built with a connection without the shortcut (chapter 05's
+    ``no_residual``): its output is ``blocks`` (PyTorch's sub-layers and norms, in order) without the
+    shortcuts only if every sub-layer is wrapped by ``self.connection``."""
+    with torch.no_grad():
+        want = _through_sublayers(inputs[0], blocks, False, shortcut=False)
+        usual = _through_sublayers(inputs[0], blocks, False)
+    spec = spec | {"set": {"connection": fixture("no_shortcut")}}
+    label = f"x {tuple(inputs[0].shape)}, post-LN, built with connection=no_residual (no shortcut), eval mode"
+    mistake = ("self.connection is not used (the layer calls residual itself): wrap each sub-layer with "
+               "self.connection(x, sublayer, norm, dropout, self.norm_first), so that a layer built with another "
+               "connection, such as chapter 05's no_residual, uses it")  # fmt: skip
+    given = {"want": want, "what": what, "mistakes": [(usual, mistake)]}
+    return Case(label, calls_case(call(spec, *inputs), no_grad=True), _judge_connection, given)
+
+
+def _judge_connection(case: Case, got: Outcome) -> None:
+    want = case.given["want"]
+    name_mistake(got.output(), want, case.given["mistakes"], case.label)
+    expect_close(got.output(), want, case.given["what"], case.label)
+
+
+def _layer_mistakes(layer: nn.Module, x: Tensor, blocks: dict, norm_first: bool, wrong: list,
+                    only: str | None = None) -> Mistakes:  # fmt: skip
     """Known mistakes of a PyTorch layer written out: ``wrong`` holds (the names of the blocks in
-    their order, norm_first, what is wrong); ``blocks``: name → (sub-layer, norm)."""
+    their order, norm_first, what is wrong); ``blocks``: name → (sub-layer, norm); ``only``: the
+    mistakes with a block whose name holds it ("unmasked")."""
     layer.train()  # dropout is 0; training mode keeps PyTorch's attention off its fast path
 
     def run(names: list[str], first: bool) -> Callable[[], Tensor]:
         return lambda: _through_sublayers(x, [blocks[name] for name in names], first)
 
-    return [(run(names, first), what) for names, first, what in wrong]
+    chosen = [(names, first, what) for names, first, what in wrong if only is None or any(only in n for n in names)]
+    return [(run(names, first), what) for names, first, what in chosen]
 
 
 def _feed_forward(layer: nn.Module) -> Callable[[Tensor], Tensor]:
     return lambda h: layer.linear2(layer.activation(layer.linear1(h)))
 
 
-def _encoder_mistakes(layer: nn.Module, x: Tensor, padding: Tensor | None, norm_first: bool) -> Mistakes:
-    """Typical mistakes of an encoder layer, replayed with ``layer``'s (nn.TransformerEncoderLayer) parts."""
+def _encoder_mistakes(layer: nn.Module, x: Tensor, padding: Tensor | None, norm_first: bool,
+                      only: str | None = None) -> Mistakes:  # fmt: skip
+    """Typical mistakes of an encoder layer, replayed with ``layer``'s (nn.TransformerEncoderLayer) parts
+    (``only``: as :func:`_layer_mistakes`)."""
 
     def attend(pad: Tensor | None) -> Callable[[Tensor], Tensor]:
         return lambda h: layer.self_attn(h, h, h, key_padding_mask=pad, need_weights=False)[0]
 
     ffn, n1, n2 = _feed_forward(layer), layer.norm1, layer.norm2
     blocks = {"attention": (attend(padding), n1), "ffn": (ffn, n2), "unmasked": (attend(None), n1),
-              "attention, norm2": (attend(padding), n2), "ffn, norm1": (ffn, n1)}  # fmt: skip
+              "attention, norm2": (attend(padding), n2), "ffn, norm1": (ffn, n1),
+              "attention, no norm": (attend(padding), nn.Identity()), "ffn, no norm": (ffn, nn.Identity())}  # fmt: skip
     order, ffn_first = _ORDERS[norm_first], "the feed-forward network comes before the self-attention; attend first"
     wrong = [
         (["attention", "ffn"], not norm_first, f"this is the other order; norm_first={norm_first} means {order}"),
@@ -325,5 +439,15 @@ def _encoder_mistakes(layer: nn.Module, x: Tensor, padding: Tensor | None, norm_
          "self-attention, norm2 with the feed-forward network"),
         (["ffn", "attention"], norm_first, ffn_first),
         (["ffn, norm1", "attention, norm2"], norm_first, ffn_first),
+        (["attention, no norm", "ffn"], norm_first, unnormed("self-attention", "norm1", norm_first)),
+        (["attention", "ffn, no norm"], norm_first, unnormed("feed-forward network", "norm2", norm_first)),
     ]  # fmt: skip
-    return _layer_mistakes(layer, x, blocks, norm_first, wrong)
+    return _layer_mistakes(layer, x, blocks, norm_first, wrong, only)
+
+
+def unnormed(part: str, norm: str, norm_first: bool) -> str:
+    """What is wrong when a sub-layer's norm is not applied: in pre-LN the sub-layer read x, not its argument."""
+    if norm_first:
+        return (f"the {part} reads x, not its argument h ({norm}(x) in pre-LN): inside the sub-layer's function, "
+                "use h")  # fmt: skip
+    return f"{norm} is not applied after the {part}: post-LN normalises the sum, {_ORDERS[False]}"

@@ -17,7 +17,16 @@ from ..course import PACKAGE
 from ..probe.calls import call, calls_case, module, new, ref, train
 from ._tools import CheckFailure, Mistakes, expect_close, expect_equal, expect_shape, expect_tensor, name_mistake
 from .case import Case, Outcome
-from .ch05 import _ORDERS, _feed_forward, _judge_layer, _layer_mistakes, _randomise_norms
+from .ch05 import (
+    _ORDERS,
+    _alone,
+    _feed_forward,
+    _judge_layer,
+    _layer_mistakes,
+    _randomise_norms,
+    connection_case,
+    unnormed,
+)
 from .registry import exercise
 
 
@@ -195,6 +204,9 @@ def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
             _randomise_norms(reference)
             ours = DecoderLayer.from_torch(reference).eval()
             reference.train()  # dropout is 0; training mode keeps PyTorch on its reference path
+            alone = _alone(ours, reference, _DECODER_SUBLAYERS)
+            constructor = ((d_model, n_heads, d_ff), {"dropout": 0.0, "norm_first": norm_first})
+            alone_layers = {name: module(one, *constructor[0], **constructor[1]) for name, one, _ in alone}
             x, memory = torch.randn(batch, t, d_model), torch.randn(batch, s, d_model)
             sizes = (
                 f"x {tuple(x.shape)}, memory {tuple(memory.shape)}, D={d_model}, H={n_heads}, norm_first={norm_first}"
@@ -210,18 +222,53 @@ def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                     masks = "causal+padding tgt_mask and padding memory_mask" if use_masks else "no masks"
                     label = f"{sizes}, {masks}, {'training' if training else 'eval'} mode"
                     args = (tgt_mask, memory_mask) if use_masks else (None, None)
-                    probe = calls_case(call(ref("layer"), x, memory, *args) | train(training), objects=layer,
-                                       no_grad=True)  # fmt: skip
-                    mistakes = partial(_decoder_mistakes, reference, (x, memory), theirs if use_masks else {},
-                                       norm_first)  # fmt: skip
-                    given = {"want": want, "what": "decoder layer output", "mistakes": mistakes}
+                    their_masks = theirs if use_masks else {}
+                    isolated = [call(ref(name), x, memory, *args) | train(training) for name in alone_layers]
+                    probe = calls_case(call(ref("layer"), x, memory, *args) | train(training), *isolated,
+                                       objects=layer | alone_layers, no_grad=True)  # fmt: skip
+                    mistakes = partial(_decoder_mistakes, reference, (x, memory), their_masks, norm_first)
+                    alone_given = [(name, partial(one, x, memory, **their_masks),
+                                    partial(_decoder_mistakes, one, (x, memory), their_masks, norm_first,
+                                            only="unmasked")) for name, _, one in alone]  # fmt: skip
+                    given = {"want": want, "what": "decoder layer output", "mistakes": mistakes,
+                             "alone": alone_given, "sublayers": _DECODER_SUBLAYERS}  # fmt: skip
                     yield Case(label, probe, _judge_layer, given)
             yield _cache_case(layer, x, memory, sizes)
+    yield _decoder_connection_case(DecoderLayer, d_model, n_heads, d_ff, x, memory)
 
 
-def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: dict, norm_first: bool) -> Mistakes:
+def _decoder_connection_case(layer_class: type, d_model: int, n_heads: int, d_ff: int, x: Tensor,
+                             memory: Tensor) -> Case:  # fmt: skip
+    """ch05's connection_case for the decoder layer: self-attention, cross-attention, feed-forward."""
+    reference = nn.TransformerDecoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
+    _randomise_norms(reference)
+    ours = layer_class.from_torch(reference).eval()
+    reference.train()  # dropout is 0; training mode keeps PyTorch's attention off its fast path
+    blocks = [(lambda h: reference.self_attn(h, h, h, need_weights=False)[0], reference.norm1),
+              (lambda h: reference.multihead_attn(h, memory, memory, need_weights=False)[0], reference.norm2),
+              (_feed_forward(reference), reference.norm3)]  # fmt: skip
+    spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=False)
+    return connection_case(spec, (x, memory), blocks, "decoder layer output")
+
+
+# sub-layer → (how it is written, the path of our output projection, the path of PyTorch's); see ch05's
+# _ENCODER_SUBLAYERS
+_DECODER_SUBLAYERS = {
+    "masked self-attention": ("self.self_attn(h, h, h, tgt_mask) attends from h, the sub-layer's input, to itself "
+                              "with tgt_mask, wrapped by self.connection with self.norm1 and self.dropout1",
+                              "self_attn.w_o", "self_attn.out_proj"),
+    "cross-attention": ("self.cross_attn(h, memory, memory, memory_mask) takes its queries from h, the sub-layer's "
+                        "input, and its keys and values from memory as it is, wrapped by self.connection with "
+                        "self.norm2 and self.dropout2", "cross_attn.w_o", "multihead_attn.out_proj"),
+    "feed-forward": ("self.ffn(h) on the sub-layer's input h, wrapped by self.connection with self.norm3 and "
+                     "self.dropout3, after the cross-attention block", "ffn.linear2", "linear2"),
+}  # fmt: skip
+
+
+def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: dict, norm_first: bool,
+                      only: str | None = None) -> Mistakes:  # fmt: skip
     """Typical mistakes of a decoder layer, replayed with ``layer``'s (nn.TransformerDecoderLayer) parts;
-    ``masks``: PyTorch's (True = blocked)."""
+    ``masks``: PyTorch's (True = blocked); ``only``: as ch05's ``_layer_mistakes``."""
     x, memory = inputs
 
     def attend(causal: bool = True) -> Callable[[Tensor], Tensor]:
@@ -235,7 +282,9 @@ def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: di
     ffn, n1, n2, n3 = _feed_forward(layer), layer.norm1, layer.norm2, layer.norm3
     blocks = {"self": (attend(), n1), "cross": (cross(), n2), "ffn": (ffn, n3), "self, unmasked": (attend(False), n1),
               "cross, unmasked": (cross(False), n2), "cross, norm3": (cross(), n3), "ffn, norm2": (ffn, n2),
-              "cross, norm1": (cross(), n1), "ffn, norm1": (ffn, n1), "self, norm2": (attend(), n2)}  # fmt: skip
+              "cross, norm1": (cross(), n1), "ffn, norm1": (ffn, n1), "self, norm2": (attend(), n2),
+              "self, no norm": (attend(), nn.Identity()), "cross, no norm": (cross(), nn.Identity()),
+              "ffn, no norm": (ffn, nn.Identity())}  # fmt: skip
     cross_first = "the cross-attention comes before the self-attention; attend to the decoder's own positions first"
     wrong = [
         (["self", "cross", "ffn"], not norm_first, f"this is the other order; norm_first={norm_first} means "
@@ -254,8 +303,11 @@ def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: di
          "self.norm3"),
         (["cross", "self", "ffn"], norm_first, cross_first),
         (["cross, norm1", "self, norm2", "ffn"], norm_first, cross_first),
+        (["self, no norm", "cross", "ffn"], norm_first, unnormed("masked self-attention", "norm1", norm_first)),
+        (["self", "cross, no norm", "ffn"], norm_first, unnormed("cross-attention", "norm2", norm_first)),
+        (["self", "cross", "ffn, no norm"], norm_first, unnormed("feed-forward network", "norm3", norm_first)),
     ]  # fmt: skip
-    return _layer_mistakes(layer, x, blocks, norm_first, wrong)
+    return _layer_mistakes(layer, x, blocks, norm_first, wrong, only)
 
 
 def _memory_is_used_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:

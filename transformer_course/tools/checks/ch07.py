@@ -21,11 +21,11 @@ from ..probe.wire import kind
 from ._tools import (
     CheckFailure,
     Mistakes,
-    expect_close,
     expect_equal,
     expect_finite,
     expect_shape,
     expect_tuple,
+    matches,
     name_mistake,
 )
 from .case import Case, Outcome
@@ -138,6 +138,12 @@ def _judge_shift(case: Case, got: Outcome) -> None:
          "(PyTorch's ignore_index): keep them <pad> = 0; the loss leaves the pad_id tokens out itself"),
     ]  # fmt: skip
     name_mistake((decoder_in, labels), (tgt[:, :-1], tgt[:, 1:]), mistakes, label, 0.0, 0.0)
+    uncut = [what for what, got in (("decoder input", decoder_in), ("labels", labels))
+             if isinstance(got, Tensor) and got.shape == tgt.shape]  # fmt: skip
+    if uncut:
+        cuts = {"decoder input": "the decoder input is tgt[:, :-1]", "labels": "the labels are tgt[:, 1:]"}
+        raise CheckFailure(f"{label}: the {' and the '.join(uncut)} {'is' if len(uncut) == 1 else 'are'} all of tgt, "
+                           f"{tuple(tgt.shape)}, uncut: {', '.join(cuts[what] for what in uncut)}")  # fmt: skip
     expect_shape(decoder_in, (b, t), "decoder input", label)
     expect_shape(labels, (b, t), "labels", label)
     expect_equal(decoder_in, tgt[:, :-1], "decoder input", label)
@@ -177,7 +183,11 @@ def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
             target[1] = pad_id  # a sentence that is all padding (it must not count)
         label = (f"logits {tuple(logits.shape)}, smoothing={smoothing}, pad_id={pad_id}, "
                  f"{int((target == pad_id).sum())} padding positions")  # fmt: skip
-        yield Case(label, calls_case(call(logits, target, smoothing, pad_id)), _judge_loss)
+        # the loss's terms one at a time before the whole: the same tokens with the padding replaced by a
+        # real token and pad_id=-1 (no id), without then with smoothing (−log p[target], then the smoothing term)
+        unpadded = target.masked_fill(target == pad_id, (pad_id + 1) % v)
+        terms = [call(logits, unpadded, 0.0, -1), call(logits, unpadded, smoothing, -1)]
+        yield Case(label, calls_case(*terms, call(logits, target, smoothing, pad_id)), _judge_loss)
     # gradients flow, and the padding positions get none
     target = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
     probe = calls_case(call(ref("logits"), target, 0.1, 0) | grad_of_sum("logits"),
@@ -185,11 +195,32 @@ def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
     yield Case("gradient of the loss with respect to the logits", probe, _judge_loss_gradient)
 
 
+# the loss's terms in the order the case's calls check them: (what the call leaves out, the term it checks
+# and how to get it right)
+_TERMS = (
+    ("smoothing=0 and no padding (pad_id=-1), the plain cross-entropy", "the −log p[target] term is wrong",
+     "take log_softmax over the vocabulary (the last axis), pick each position's target entry (gather) and "
+     "average −log p[target] over the tokens"),
+    ("smoothing={smoothing} and no padding (pad_id=-1)", "the smoothing term is wrong",
+     "per token (1 − ε)·(−log p[target]) + ε·mean over the vocabulary of (−log p)"),
+    ("the loss is right without padding", "the padding is not left out right",
+     "leave the positions where target == pad_id out of the sum and out of the count: the mean is over the real "
+     "tokens of the whole batch"),
+)  # fmt: skip
+
+
 def _judge_loss(case: Case, got: Outcome) -> None:
-    label, (logits, target, smoothing, pad_id) = case.label, case.args()
-    loss = expect_shape(got.output(), (), "loss", label)
-    want = _cross_entropy(logits, target, smoothing, pad_id)
-    expect_close(loss, want, "loss", label, atol=1e-5, mistakes=_loss_mistakes(logits, target, smoothing, pad_id))
+    """The terms first (calls 0 and 1: no padding, without then with smoothing), then the whole loss."""
+    label = case.label
+    for i, (where, what, fix) in enumerate(_TERMS):
+        logits, target, smoothing, pad_id = case.args(i)
+        loss = expect_shape(got.output(i), (), "loss", label)
+        want = _cross_entropy(logits, target, smoothing, pad_id)
+        expect_finite(loss, "loss", label)
+        name_mistake(loss, want, _loss_mistakes(logits, target, smoothing, pad_id), label, atol=1e-5)
+        if not matches(loss, want, atol=1e-5):
+            where = where.format(smoothing=smoothing)
+            raise CheckFailure(f"{label}: {what} ({where}: expected {want.item():.6g}, got {loss.item():.6g}): {fix}")
 
 
 def _loss_mistakes(logits: Tensor, target: Tensor, smoothing: float, pad_id: int) -> Mistakes:
@@ -199,7 +230,11 @@ def _loss_mistakes(logits: Tensor, target: Tensor, smoothing: float, pad_id: int
     per_token = (1 - smoothing) * nll + smoothing * uniform
     sentences = keep.any(-1)
     per_sentence = (per_token * keep).sum(-1)[sentences] / keep.sum(-1)[sentences]
+    over_time = logits.double().log_softmax(1)  # (B, T, V) normalised over the positions
+    per_token_time = -(1 - smoothing) * over_time.gather(-1, target[..., None])[..., 0] - smoothing * over_time.mean(-1)
     return [
+        (per_token_time[keep].mean(), "the log-softmax runs over the positions (dim=1): the probabilities are over "
+         "the vocabulary, log_softmax(dim=-1)"),
         (_cross_entropy(logits, target, smoothing), "the padding positions are counted; average over target != "
          "pad_id only"),
         (_cross_entropy(logits, target, pad_id=pad_id), "no smoothing was applied (the result is the plain "

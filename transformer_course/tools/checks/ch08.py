@@ -189,13 +189,16 @@ def _judge_nucleus(case: Case, got: Outcome) -> None:
 
 
 def _nucleus_with(logits: Tensor, top_p: float, drop: Callable, fill: float = float("-inf"),
-                  back: bool = True) -> Tensor:  # fmt: skip
-    """The filtered logits where ``drop(cumsum, probs)`` (in descending order) says which tokens go;
-    ``back``: the mask scattered back to the vocabulary order (else applied in the sorted order)."""
-    probs, order = logits.double().softmax(-1).sort(dim=-1, descending=True)
+                  back: str = "scatter", descending: bool = True) -> Tensor:  # fmt: skip
+    """The filtered logits where ``drop(cumsum, probs)`` (in ``descending`` order) says which tokens go;
+    ``back``: how the mask returns to the vocabulary order ("scatter"; "gather" with the sort's order, a
+    mistake; "" not at all, a mistake)."""
+    probs, order = logits.double().softmax(-1).sort(dim=-1, descending=descending)
     dropped = drop(probs.cumsum(-1), probs)
-    if back:
+    if back == "scatter":
         dropped = torch.zeros_like(dropped).scatter(-1, order, dropped)
+    elif back == "gather":
+        dropped = dropped.gather(-1, order)
     return logits.masked_fill(dropped, fill)
 
 
@@ -203,11 +206,22 @@ def _nucleus_mistakes(logits: Tensor, top_p: float) -> Mistakes:
     def nucleus(drop: Callable = lambda cum, p: cum - p >= top_p, **kwargs) -> Callable[[], Tensor]:
         return lambda: _nucleus_with(logits, top_p, drop, **kwargs)
 
+    def sorted_output() -> Tensor:  # the sorted logits filtered, never put back
+        ordered = logits.sort(dim=-1, descending=True).values
+        probs = ordered.double().softmax(-1)
+        return ordered.masked_fill(probs.cumsum(-1) - probs >= top_p, float("-inf"))
+
     return [
         (nucleus(lambda cum, p: cum > top_p), "the token that crosses top_p is dropped; keep a token while the mass "
          "of the tokens before it is < top_p (cumsum − probs < top_p)"),
-        (nucleus(back=False), "the mask is applied in the sorted order; scatter it back to the vocabulary order "
+        (nucleus(back=""), "the mask is applied in the sorted order; scatter it back to the vocabulary order "
          "first"),
+        (sorted_output, "the filtered logits are returned in the sorted order: fill the original logits, "
+         "with the mask scattered back to the vocabulary order"),
+        (nucleus(back="gather"), "the mask is put back with gather(-1, order), which applies the sort again instead "
+         "of undoing it: scatter(-1, order, mask) puts each entry back at its token"),
+        (nucleus(descending=False), "the probabilities are sorted in ascending order, so the least probable tokens "
+         "come first: the nucleus is the most probable ones, sort(descending=True)"),
         (nucleus(lambda cum, p: cum - p < top_p), "the nucleus is dropped and the tail kept: fill -inf where the "
          "mass before the token is >= top_p"),
         (nucleus(fill=0.0), "the dropped logits are set to 0, which still has a probability; fill them with -inf"),
@@ -317,12 +331,28 @@ def _judge_beam(case: Case, got: Outcome) -> None:
     origin, tokens, scores, finished, lengths = result
     if origin.dtype.is_floating_point or tokens.dtype.is_floating_point:
         raise CheckFailure(f"{label}: origin and tokens must be integer tensors (use // and %, not /)")
+    beams, vocab = args[1].shape[-2:]
+    flat = want[0] * vocab + want[1]  # (B, K): the chosen candidates' indices over beams × vocabulary
+    if (
+        beams < vocab
+        and torch.equal(tokens, flat % beams)
+        and torch.equal(origin, (flat // beams).clamp(max=beams - 1))
+    ):
+        raise CheckFailure(f"{label}: origin and token are split with the beam count (// K, % K): the flat index "
+                           "runs over K × V candidates, so origin = index // V and token = index % V")  # fmt: skip
     got_pairs = list(zip(origin.tolist(), tokens.tolist(), strict=True))
     want_pairs = list(zip(want[0].tolist(), want[1].tolist(), strict=True))
     for b, (g, w) in enumerate(zip(got_pairs, want_pairs, strict=True)):
         if g == w:
             continue
         pairs = list(zip(g[0], g[1], strict=True))
+        finished, pad_id = args[2][b].tolist(), args[5]
+        grown = next(((o, token) for o, token in pairs if finished[o] and token != pad_id), None)
+        if grown:
+            raise CheckFailure(
+                f"{label}: sentence {b} continues hypothesis {grown[0]}, which had finished, with token {grown[1]}: a "
+                f"finished hypothesis gets one continuation only, pad_id={pad_id} (log-probability 0)"
+            )
         if len(set(pairs)) < len(pairs) and bool(args[2][b].any()):
             raise CheckFailure(
                 f"{label}: sentence {b} keeps the same (origin, token) twice, {pairs}: a finished "

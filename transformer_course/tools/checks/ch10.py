@@ -65,6 +65,8 @@ def _rms_mistakes(x: Tensor, weight: Tensor, eps: float) -> Mistakes:
          "eps) · self.weight"),
         (x / torch.sqrt((x * x).mean() + eps) * g, "takes the mean square over every axis; take it over the last "
          "one only (each position's D features, keepdim=True)"),
+        *[(x / torch.sqrt((x * x).mean(axis, keepdim=True) + eps) * g, f"takes the mean square over axis {axis}, "
+           "not over the features: mean(dim=-1, keepdim=True)") for axis in range(x.dim() - 1) if x.shape[axis] > 1],
     ]  # fmt: skip
 
 
@@ -279,6 +281,8 @@ def _judge_grouped(case: Case, got: Outcome) -> None:
          f"query heads 0 … {n_rep - 1} must all read key/value head 0, the next {n_rep} head 1, … (expand a new "
          "axis after the heads, then reshape)"),
         (x.repeat_interleave(n_rep, dim=-1), "the features were repeated (the last axis); repeat the heads (axis 1)"),
+        (x.repeat_interleave(n_rep, dim=2).reshape(b, kv * n_rep, s, d), "the positions were repeated (axis 2), then "
+         "reshaped into heads, so each head mixes positions: repeat the heads (axis 1)"),
         (x.repeat_interleave(n_rep, dim=0), "the batch was repeated (axis 0); repeat the heads (axis 1)"),
         (x, "x is returned unchanged: each key/value head must appear n_rep times, once per query head it serves"),
     ]  # fmt: skip
@@ -486,6 +490,9 @@ def _online_mistakes(inputs: tuple, want: tuple) -> tuple[Mistakes, Mistakes, Mi
         (scores.max(dim=-1, keepdim=True).values, "top is the block's own maximum; keep the running maximum, "
          "torch.maximum(top, the block's): an earlier block may hold larger scores (and exp(old top − new top) "
          "then overflows)"),
+        *[(torch.maximum(top, scores.amax(dim=(axis, -1), keepdim=True)), f"the block's maximum is also taken over "
+           f"axis {axis}, not over the keys alone: each query row keeps its own maximum, amax(dim=-1, keepdim=True)")
+          for axis in range(-2, -scores.dim() - 1, -1) if scores.shape[axis] > 1],
         (top, "top is returned unchanged; return the new running maximum, and subtract it from the scores before "
          "exp (exp of a raw score overflows float32 past ≈ 88)"),
     ]  # fmt: skip

@@ -320,6 +320,16 @@ def tanh_of(linear: nn.Linear) -> Callable[[Tensor], Tensor]:
     return sublayer
 
 
+def no_shortcut() -> Callable[..., Tensor]:
+    """A layer's connection without the residual's shortcut (chapter 05's ablation): a layer that
+    wraps its sub-layers with ``self.connection`` uses it, one that calls ``residual`` itself does not."""
+
+    def connection(x: Tensor, sublayer: Callable, norm: nn.Module, dropout: nn.Module, norm_first: bool) -> Tensor:
+        return dropout(sublayer(norm(x))) if norm_first else norm(dropout(sublayer(x)))
+
+    return connection
+
+
 class StandInModel(nn.Module):
     """A small model with the Transformer's interface: ``model(src, tgt_in) → logits (B, T, V)``."""
 
@@ -336,6 +346,7 @@ class StandInModel(nn.Module):
 
 FIXTURES: dict[str, Callable[..., Any]] = {
     "halve": Halve,
+    "no_shortcut": no_shortcut,
     "positional_encoding": positional_encoding,
     "scale_by_position": ScaleByPosition,
     "tanh_of": tanh_of,
