@@ -104,7 +104,11 @@ _ERROR_MEANINGS = [
     (r"batch2 tensor|batch1 and batch2", "the operands of this batched matrix product do not line up: check which "
      "operand is transposed, and that only its last two axes are swapped, transpose(-2, -1)"),
     (r"must match the size of tensor b", "two operands on this line have shapes that do not broadcast: compare "
-     "their shapes axis by axis from the right"),
+     "their shapes axis by axis from the right (a sum or mean without keepdim=True drops its axis)"),
+    (r"Class values must be smaller than num_classes", "F.one_hot got a num_classes not above the largest id: "
+     "num_classes is the number of rows to pick from, the vocabulary size"),
+    (r"arg is an empty sequence", "min() or max() of an empty sequence: stop before nothing is left to choose "
+     "from"),
     (r"view size is not compatible", "view needs memory laid out in order, which a transpose, permute or expand "
      "breaks: use .reshape(...)"),
     (r"[Dd]imension out of range|tuple index out of range", "an axis past the end of a tensor's shape: count "

@@ -172,6 +172,11 @@ def _judge_attention(case: Case, got: Outcome) -> None:
     label, (q, k, v, mask) = case.label, case.args()
     out, weights = expect_tuple(got.output(), "output, weights", label)
     want = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    shapes = (tuple(want.shape), (*q.shape[:-1], k.shape[-2]))  # output, weights
+    if shapes[0] != shapes[1] and all(isinstance(t, torch.Tensor) for t in (out, weights)):
+        if (tuple(out.shape), tuple(weights.shape)) == shapes[::-1]:
+            raise CheckFailure(f"{label}: the weights and the output are returned in the other order: return "
+                               "(output, weights)")  # fmt: skip
     expect_close(out, want, "output", label, mistakes=_attention_mistakes(q, k, v, mask))
     expect_shape(weights, (*q.shape[:-1], k.shape[-2]), "weights", label)
     expect_close(weights.sum(-1), torch.ones(q.shape[:-1]), "row sums of weights", label)

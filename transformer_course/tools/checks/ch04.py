@@ -192,6 +192,10 @@ def _step_mistakes(replay: partial) -> Mistakes:
     mistakes = [
         (lambda: replay(w_q="w_k", w_k="w_q")[0], "w_q and w_k are swapped, so the attention weights are wrong: "
          "q = self.w_q(query), k = self.w_k(key)"),
+        (lambda: replay(w_q="w_k")[0], "the queries are projected with w_k, so the attention weights are wrong: "
+         "q = self.w_q(query)"),
+        (lambda: replay(w_k="w_q")[0], "the keys are projected with w_q, so the attention weights are wrong: "
+         "k = self.w_k(key)"),
         (lambda: replay(merged=False)[0], "the attention weights are right but the heads are merged without moving "
          "the head axis back: transpose (B, H, T, Dv) to (B, T, H, Dv) before the reshape (use merge_heads)"),
         (lambda: replay(value=key)[0], "the attention weights are right but the values are projected from the key "

@@ -275,16 +275,16 @@ def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: di
         tgt, padding = (masks.get("tgt_mask"), masks.get("tgt_key_padding_mask")) if causal else (None, None)
         return lambda h: layer.self_attn(h, h, h, attn_mask=tgt, key_padding_mask=padding, need_weights=False)[0]
 
-    def cross(masked: bool = True) -> Callable[[Tensor], Tensor]:
-        padding = masks.get("memory_key_padding_mask") if masked else None
-        return lambda h: layer.multihead_attn(h, memory, memory, key_padding_mask=padding, need_weights=False)[0]
+    def cross(masked: bool = True, attention: nn.Module | None = None) -> Callable[[Tensor], Tensor]:
+        padding, attention = masks.get("memory_key_padding_mask") if masked else None, attention or layer.multihead_attn
+        return lambda h: attention(h, memory, memory, key_padding_mask=padding, need_weights=False)[0]
 
     ffn, n1, n2, n3 = _feed_forward(layer), layer.norm1, layer.norm2, layer.norm3
     blocks = {"self": (attend(), n1), "cross": (cross(), n2), "ffn": (ffn, n3), "self, unmasked": (attend(False), n1),
               "cross, unmasked": (cross(False), n2), "cross, norm3": (cross(), n3), "ffn, norm2": (ffn, n2),
               "cross, norm1": (cross(), n1), "ffn, norm1": (ffn, n1), "self, norm2": (attend(), n2),
               "self, no norm": (attend(), nn.Identity()), "cross, no norm": (cross(), nn.Identity()),
-              "ffn, no norm": (ffn, nn.Identity())}  # fmt: skip
+              "ffn, no norm": (ffn, nn.Identity()), "cross, self_attn": (cross(attention=layer.self_attn), n2)}  # fmt: skip
     cross_first = "the cross-attention comes before the self-attention; attend to the decoder's own positions first"
     wrong = [
         (["self", "cross", "ffn"], not norm_first, f"this is the other order; norm_first={norm_first} means "
@@ -305,6 +305,8 @@ def _decoder_mistakes(layer: nn.Module, inputs: tuple[Tensor, Tensor], masks: di
         (["cross, norm1", "self, norm2", "ffn"], norm_first, cross_first),
         (["self, no norm", "cross", "ffn"], norm_first, unnormed("masked self-attention", "norm1", norm_first)),
         (["self", "cross, no norm", "ffn"], norm_first, unnormed("cross-attention", "norm2", norm_first)),
+        (["self", "cross, self_attn", "ffn"], norm_first, "the cross-attention runs self.self_attn, the "
+         "self-attention's weights: it has its own, self.cross_attn(h, memory, memory, memory_mask)"),
         (["self", "cross", "ffn, no norm"], norm_first, unnormed("feed-forward network", "norm3", norm_first)),
     ]  # fmt: skip
     return _layer_mistakes(layer, x, blocks, norm_first, wrong, only)

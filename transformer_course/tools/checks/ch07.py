@@ -85,6 +85,7 @@ def _lr_mistakes(step: int, d_model: int, warmup: int, scale: float, lr: float) 
         (scale * d_model**-0.5 * max(step**-0.5, step * warmup**-1.5), f"got {lr:.6g}, the larger of the two terms; "
          "the schedule takes the smaller (min)"),
         (lr_with(warm=-0.5), "the warm-up term uses warmup_steps^-0.5: it is step · warmup_steps^-1.5"),
+        (lr_with(warm=-1.0), "the warm-up term uses warmup_steps^-1: it is step · warmup_steps^-1.5"),
         (lr_with(warm=1.5), "the warm-up term is step · warmup_steps^-1.5: the power is negative"),
         (lr_with(decay=0.5), "the decay term is step^-0.5 (1/√step): the power is negative"),
         (lr_with(size=0.0), "the factor d_model^-0.5 is missing"),
@@ -138,6 +139,12 @@ def _judge_shift(case: Case, got: Outcome) -> None:
          "(PyTorch's ignore_index): keep them <pad> = 0; the loss leaves the pad_id tokens out itself"),
     ]  # fmt: skip
     name_mistake((decoder_in, labels), (tgt[:, :-1], tgt[:, 1:]), mistakes, label, 0.0, 0.0)
+    short = [what for what, got in (("decoder input", decoder_in), ("labels", labels))
+             if isinstance(got, Tensor) and got.dim() == 2 and got.shape[1] < tgt.shape[1] - 1]  # fmt: skip
+    if short:
+        raise CheckFailure(f"{label}: the {' and the '.join(short)} {'is' if len(short) == 1 else 'are'} more than "
+                           f"one column shorter than tgt ({tgt.shape[1]} columns): cut one column from each, the "
+                           "decoder input tgt[:, :-1], the labels tgt[:, 1:]")  # fmt: skip
     uncut = [what for what, got in (("decoder input", decoder_in), ("labels", labels))
              if isinstance(got, Tensor) and got.shape == tgt.shape]  # fmt: skip
     if uncut:
