@@ -153,3 +153,12 @@ def test_a_failure_without_a_brief_is_cut_before_its_fix() -> None:
         raise ValueError("no keys: none at all")
 
     assert "raised ValueError: no keys: none at all" in run_check("ex03_1", raising, hints="none").message
+
+
+def test_what_a_common_pytorch_error_means_is_a_fix_shown_at_full_only() -> None:
+    def transposed_wrong(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        return q @ k.transpose(0, 1)  # the batch axis swapped with the keys
+
+    full, none = (run_check("ex03_1", transposed_wrong, hints=level).message for level in ("full", "none"))
+    assert "raised RuntimeError" in full and "do not broadcast" in full, full
+    assert "raised RuntimeError" in none and "do not broadcast" not in none, none
