@@ -247,15 +247,20 @@ def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                     given = {"want": want, "what": "encoder layer output", "mistakes": mistakes,
                              "alone": [item[1:] for item in isolated], "sublayers": _ENCODER_SUBLAYERS}  # fmt: skip
                     yield Case(label, probe, _judge_layer, given)
+    yield _encoder_connection_case(EncoderLayer, d_model, n_heads, d_ff, x)  # the loop's last sizes and x
+    yield from _cached_layer_cases(EncoderLayer, larger)
+
+
+def _encoder_connection_case(layer_class: type, d_model: int, n_heads: int, d_ff: int, x: Tensor) -> Case:
+    """:func:`connection_case` for the encoder layer: self-attention, then feed-forward."""
     reference = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
     _randomise_norms(reference)
-    ours = EncoderLayer.from_torch(reference).eval()
+    ours = layer_class.from_torch(reference).eval()
     reference.train()  # dropout is 0; training mode keeps PyTorch's attention off its fast path
     blocks = [(lambda h: reference.self_attn(h, h, h, need_weights=False)[0], reference.norm1),
               (_feed_forward(reference), reference.norm2)]  # fmt: skip
     spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=False)
-    yield connection_case(spec, (x,), blocks, "encoder layer output")
-    yield from _cached_layer_cases(EncoderLayer, larger)
+    return connection_case(spec, (x,), blocks, "encoder layer output")
 
 
 def _cached_layer_cases(layer_class: type, larger: bool = False) -> Iterator[Case]:

@@ -234,12 +234,12 @@ def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                              "alone": alone_given, "sublayers": _DECODER_SUBLAYERS}  # fmt: skip
                     yield Case(label, probe, _judge_layer, given)
             yield _cache_case(layer, x, memory, sizes)
-    yield _decoder_connection_case(DecoderLayer, d_model, n_heads, d_ff, x, memory)
+    yield _decoder_connection_case(DecoderLayer, d_model, n_heads, d_ff, x, memory)  # the loop's last sizes, inputs
 
 
 def _decoder_connection_case(layer_class: type, d_model: int, n_heads: int, d_ff: int, x: Tensor,
                              memory: Tensor) -> Case:  # fmt: skip
-    """ch05's connection_case for the decoder layer: self-attention, cross-attention, feed-forward."""
+    """ch05's :func:`connection_case` for the decoder layer: self-attention, cross-attention, feed-forward."""
     reference = nn.TransformerDecoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True)
     _randomise_norms(reference)
     ours = layer_class.from_torch(reference).eval()

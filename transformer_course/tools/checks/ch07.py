@@ -139,18 +139,12 @@ def _judge_shift(case: Case, got: Outcome) -> None:
          "(PyTorch's ignore_index): keep them <pad> = 0; the loss leaves the pad_id tokens out itself"),
     ]  # fmt: skip
     name_mistake((decoder_in, labels), (tgt[:, :-1], tgt[:, 1:]), mistakes, label, 0.0, 0.0)
-    short = [what for what, got in (("decoder input", decoder_in), ("labels", labels))
-             if isinstance(got, Tensor) and got.dim() == 2 and got.shape[1] < tgt.shape[1] - 1]  # fmt: skip
-    if short:
-        raise CheckFailure(f"{label}: the {' and the '.join(short)} {'is' if len(short) == 1 else 'are'} more than "
-                           f"one column shorter than tgt ({tgt.shape[1]} columns): cut one column from each, the "
-                           "decoder input tgt[:, :-1], the labels tgt[:, 1:]")  # fmt: skip
-    uncut = [what for what, got in (("decoder input", decoder_in), ("labels", labels))
-             if isinstance(got, Tensor) and got.shape == tgt.shape]  # fmt: skip
-    if uncut:
-        cuts = {"decoder input": "the decoder input is tgt[:, :-1]", "labels": "the labels are tgt[:, 1:]"}
-        raise CheckFailure(f"{label}: the {' and the '.join(uncut)} {'is' if len(uncut) == 1 else 'are'} all of tgt, "
-                           f"{tuple(tgt.shape)}, uncut: {', '.join(cuts[what] for what in uncut)}")  # fmt: skip
+    widths = [f"the {what} {'has' if what == 'decoder input' else 'have'} {got.shape[1]}"
+              for what, got in (("decoder input", decoder_in), ("labels", labels))
+              if isinstance(got, Tensor) and got.dim() == 2 and got.shape[1] != t]  # fmt: skip
+    if widths:  # tgt uncut, or cut twice
+        raise CheckFailure(f"{label}: of tgt's {t + 1} columns, {' and '.join(widths)}: each drops exactly one, "
+                           "the decoder input tgt[:, :-1] (the last), the labels tgt[:, 1:] (the first)")  # fmt: skip
     expect_shape(decoder_in, (b, t), "decoder input", label)
     expect_shape(labels, (b, t), "labels", label)
     expect_equal(decoder_in, tgt[:, :-1], "decoder input", label)
