@@ -1,4 +1,4 @@
-"""Grouped-query attention (chapter 10: ``MultiHeadAttention(..., n_kv_heads=Hkv)``) against
+"""Grouped-query attention (chapter 10: ``GroupedQueryAttention(..., n_kv_heads=Hkv)``) against
 independent references: PyTorch's ``scaled_dot_product_attention(..., enable_gqa=True)`` and a loop
 over the heads in float64; ``n_kv_heads=None`` is chapter 04's module, bit for bit."""
 
@@ -10,19 +10,18 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course import Transformer, TransformerConfig
 from transformer_course.cache import KVCache
-from transformer_course.decoding import greedy_decode
-from transformer_course.multihead import MultiHeadAttention, repeat_kv
+from transformer_course.grouped import GroupedQueryAttention, repeat_kv
+from transformer_course.multihead import MultiHeadAttention
 
 # B=2, T=5 queries, S=7 keys, D=24, H=6 query heads: groups of 2 (Hkv=3), 3 (Hkv=2), 6 (Hkv=1)
 B, T, S, D, H = 2, 5, 7, 24, 6
 TORCH_HAS_GQA = tuple(int(part) for part in torch.__version__.split(".")[:2]) >= (2, 5)
 
 
-def _mha(n_kv_heads: int | None, seed: int = 0, **kwargs) -> MultiHeadAttention:
+def _mha(n_kv_heads: int | None, seed: int = 0, **kwargs) -> GroupedQueryAttention:
     torch.manual_seed(seed)
-    module = MultiHeadAttention(D, H, n_kv_heads=n_kv_heads, **kwargs).eval()
+    module = GroupedQueryAttention(D, H, n_kv_heads=n_kv_heads, **kwargs).eval()
     with torch.no_grad():  # non-zero biases, so a bias on the wrong heads shows
         for linear in (module.w_q, module.w_k, module.w_v, module.w_o):
             if linear.bias is not None:
@@ -56,13 +55,13 @@ def _per_head_loop(module: MultiHeadAttention, query, key, value, mask) -> torch
 # -- n_kv_heads=None is the paper's module ------------------------------------------------------------
 
 
-def _seeded(**kwargs) -> MultiHeadAttention:
+def _seeded(cls: type = GroupedQueryAttention, **kwargs) -> MultiHeadAttention:
     torch.manual_seed(0)
-    return MultiHeadAttention(D, H, **kwargs).eval()
+    return cls(D, H, **kwargs).eval()
 
 
 def test_n_kv_heads_none_is_chapter_04s_module_bit_for_bit() -> None:
-    plain, default, explicit = _seeded(), _seeded(n_kv_heads=None), _seeded(n_kv_heads=H)
+    plain, default, explicit = _seeded(MultiHeadAttention), _seeded(n_kv_heads=None), _seeded(n_kv_heads=H)
     keys = ["w_q.weight", "w_q.bias", "w_k.weight", "w_k.bias", "w_v.weight", "w_v.bias", "w_o.weight", "w_o.bias"]
     assert list(plain.state_dict()) == list(default.state_dict()) == list(explicit.state_dict()) == keys
     assert default.n_kv_heads == H and default.w_k.weight.shape == default.w_v.weight.shape == (D, D)
@@ -82,7 +81,7 @@ def test_n_kv_heads_none_is_chapter_04s_module_bit_for_bit() -> None:
 
 @pytest.mark.parametrize(("n_kv_heads", "d_k", "d_v"), [(3, None, None), (2, None, None), (1, None, None), (2, 6, 10)])
 def test_the_key_and_value_projections_have_n_kv_heads_heads(n_kv_heads: int, d_k: int | None, d_v: int | None):
-    module = MultiHeadAttention(D, H, d_k, d_v, n_kv_heads=n_kv_heads)
+    module = GroupedQueryAttention(D, H, d_k, d_v, n_kv_heads=n_kv_heads)
     d_k, d_v = d_k or D // H, d_v or D // H
     assert (module.w_q.in_features, module.w_q.out_features) == (D, H * d_k)
     assert (module.w_k.in_features, module.w_k.out_features) == (D, n_kv_heads * d_k)
@@ -96,7 +95,7 @@ def test_the_key_and_value_projections_have_n_kv_heads_heads(n_kv_heads: int, d_
 @pytest.mark.parametrize("n_kv_heads", [0, 4, 12, -2, 2.0, "2"])
 def test_n_kv_heads_must_divide_n_heads(n_kv_heads) -> None:  # noqa: ANN001
     with pytest.raises(ValueError, match="n_kv_heads must be a divisor of n_heads=6"):
-        MultiHeadAttention(D, H, n_kv_heads=n_kv_heads)
+        GroupedQueryAttention(D, H, n_kv_heads=n_kv_heads)
 
 
 def test_repeat_kv_gives_each_group_of_query_heads_its_own_head() -> None:
@@ -195,24 +194,3 @@ def test_the_cache_shrinks_by_h_over_hkv() -> None:
         held[n_kv_heads] = cache.keys.nbytes + cache.values.nbytes
         assert held[n_kv_heads] == 2 * B * n_kv_heads * 8 * (D // H) * 4  # keys and values, float32
     assert [held[H] / held[kv] for kv in (H, 3, 2, 1)] == [1, 2, 3, 6]
-
-
-def test_the_lean_decoding_step_is_taken_with_grouped_heads_too(monkeypatch) -> None:  # noqa: ANN001
-    calls = []
-    lean = MultiHeadAttention._decode_step
-
-    def spy(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-        calls.append(self.n_kv_heads)
-        return lean(self, *args, **kwargs)
-
-    monkeypatch.setattr(MultiHeadAttention, "_decode_step", spy)
-    x = torch.randn(B, 6, D)
-    for n_kv_heads in (2, H):
-        with torch.no_grad():
-            _decode_in_pieces(_mha(n_kv_heads), x, KVCache())
-    assert calls == [2] * 3 + [H] * 3, "three one-token steps of each module, grouped (their group as rows) or not"
-    calls.clear()
-    torch.manual_seed(0)
-    config = TransformerConfig(40, 40, d_model=D, n_heads=H, d_ff=32, n_encoder_layers=1, n_decoder_layers=1)
-    greedy_decode(Transformer(config).eval(), torch.randint(4, 40, (2, 5)), max_len=4)
-    assert calls and set(calls) == {H}, "the translation model still takes the lean step"

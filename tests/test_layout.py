@@ -27,9 +27,12 @@ ROOM_CHAPTERS = {
     "data": 7, "batching": 7, "loss": 7, "schedule": 7, "step": 7, "training": 7, "checkpoint": 7,
     "cache": 8, "decoding": 8, "evaluation": 8,
     "subwords": 9, "token_batches": 9, "sentence_training": 9, "distributed": 9, "averaging": 9,
-    "rmsnorm": 10, "rotary": 10, "swiglu": 10, "blocked": 10, "lm": 10, "recipe": 10,
+    "rmsnorm": 10, "grouped": 10, "rotary": 10, "swiglu": 10, "blocked": 10, "lm": 10, "recipe": 10,
     "convert": 11, "quantize": 11,
 }  # fmt: skip
+# The rooms whose decoding functions take path="engine" and then hand the call to the inference engine
+# (transformer_course/engine, the course's side): they import it inside the function, when asked for.
+ENGINE_DOORS = ("decoding", "lm")
 # The data generators (not rooms) that a room may use, and the first chapter that uses them.
 DATASETS_FROM_CHAPTER = 7
 
@@ -54,7 +57,7 @@ def _python(code: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.
 def test_every_room_is_known_and_the_tools_are_apart() -> None:
     rooms = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert rooms == set(ROOM_CHAPTERS), f"rooms without a chapter here: {sorted(rooms ^ set(ROOM_CHAPTERS))}"
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {"tools", "datasets"}
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {"tools", "datasets", "engine"}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "transformer_course/tools/" in readme and "every file is yours" in readme
     assert "transformer_course/datasets/" in readme
@@ -103,9 +106,33 @@ def test_a_room_imports_only_earlier_rooms_and_never_a_tool(room: str) -> None:
         if imported == "datasets":
             assert ROOM_CHAPTERS[room] >= DATASETS_FROM_CHAPTER, f"{room}.py imports the data generators"
             continue
+        if imported == "engine":
+            assert room in ENGINE_DOORS, f"{room}.py imports the inference engine: only {ENGINE_DOORS} hand it a call"
+            continue
         assert ROOM_CHAPTERS[imported] <= ROOM_CHAPTERS[room], (
             f"{room}.py (chapter {ROOM_CHAPTERS[room]:02}) imports {imported} (chapter {ROOM_CHAPTERS[imported]:02})"
         )
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    """The package modules a file imports at its top level (what importing it imports)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        (node.module or "").split(".")[0]
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level >= 1
+    }
+
+
+@pytest.mark.parametrize("room", ENGINE_DOORS)
+def test_a_room_reaches_the_engine_only_when_asked(room: str) -> None:
+    assert "engine" not in _module_level_imports(PACKAGE / f"{room}.py"), f"{room}.py imports the engine when it loads"
+
+
+def test_the_engine_imports_no_room_when_it_loads() -> None:
+    for path in (PACKAGE / "engine").glob("*.py"):
+        found = _module_level_imports(path)
+        assert found <= {"", "plan", "weights", "run", "read"}, f"engine/{path.name} imports {found} at its top level"
 
 
 def test_importing_the_package_runs_nothing() -> None:

@@ -256,7 +256,7 @@ def test_a_later_chapter_stops_at_its_own_first_exercise(edition: Path, tmp_path
 
 
 def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Path) -> None:
-    """``repeat_kv`` (ex10_3) lives in chapter 04's room but only grouped heads call it: with chapters
+    """``repeat_kv`` (ex10_3) lives in chapter 10's room and only grouped heads call it: with chapters
     03–04 written, the paper's multi-head attention runs (every path, a cache too) while the stub is
     still there; a layer with fewer key/value heads stops at ex10_3."""
     copy = tmp_path / "mine"
@@ -265,7 +265,7 @@ def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Pa
         restore_exercise(copy, exercise_id, complete=ROOT)
     code = (
         "import torch\n"
-        "from transformer_course import KVCache, MultiHeadAttention\n"
+        "from transformer_course import GroupedQueryAttention, KVCache, MultiHeadAttention\n"
         "x = torch.randn(2, 5, 12)\n"
         "mha = MultiHeadAttention(12, 4).eval()\n"
         "for need in (True, False):\n"
@@ -275,10 +275,10 @@ def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Pa
         "    for t in range(3):\n"
         "        mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache)\n"
         "try:\n"
-        "    MultiHeadAttention(12, 4, n_kv_heads=2)(x, x, x)\n"
+        "    GroupedQueryAttention(12, 4, n_kv_heads=2)(x, x, x)\n"
         "except NotImplementedError as error:\n"
         "    print(error)\n"
     )
     out = _run(["-c", code], copy)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert out.stdout.startswith("ex10_3 (repeat_kv) is not implemented yet: edit transformer_course/multihead.py")
+    assert out.stdout.startswith("ex10_3 (repeat_kv) is not implemented yet: edit transformer_course/grouped.py")

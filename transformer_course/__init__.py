@@ -17,14 +17,17 @@ ch.   rooms
 08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
 09    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
       averaging), ``distributed`` (DDP)
-10    ``rmsnorm``, ``rotary`` (RoPE), ``swiglu``, ``blocked`` (attention with an online softmax),
-      ``lm`` (a decoder-only language model, generation), ``recipe`` (AdamW, warm-up + cosine):
-      the pieces of today's language models (grouped key/value heads live in ``multihead``)
+10    ``rmsnorm``, ``grouped`` (grouped key/value heads), ``rotary`` (RoPE), ``swiglu``, ``blocked``
+      (attention with an online softmax), ``lm`` (a decoder-only language model, generation),
+      ``recipe`` (AdamW, warm-up + cosine): the pieces of today's language models
 11    ``convert`` (real checkpoints), ``quantize`` (bfloat16 and int8 weights)
 ====  ==================================================================================
 
 ``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
 sentences with German grammar, corpora from files or the Hugging Face Hub); see its docstring.
+
+``engine/`` is not a room either: it is the course's inference engine, which reads a trained model
+once into a decoding plan and runs it fast (``greedy_decode(..., path="engine")``).
 
 ``tools/`` is not a room: it holds the course's machinery (exercise checks, the student
 edition, grading, the command line, notebook helpers, the shipped model). You never need to
@@ -65,7 +68,7 @@ _EXPORTS: dict[str, str] = {
     "max_output_length": "decoding",
     "load_pretrained": "tools.pretrained",
     "RMSNorm": "rmsnorm", "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
-    "blocked_attention": "blocked", "repeat_kv": "multihead",
+    "blocked_attention": "blocked", "repeat_kv": "grouped", "GroupedQueryAttention": "grouped",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
     "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
     "UnscaledEmbedding": "embeddings",
@@ -130,11 +133,12 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .encoder import Encoder, EncoderLayer
     from .evaluation import evaluate
     from .feedforward import PositionwiseFeedForward
+    from .grouped import GroupedQueryAttention, repeat_kv
     from .lm import DecoderOnlyConfig, DecoderOnlyLM, generate
     from .loss import label_smoothed_cross_entropy
     from .masks import causal_mask, padding_mask, target_mask
     from .model import Transformer
-    from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
+    from .multihead import MultiHeadAttention, merge_heads, split_heads
     from .positional import (
         LearnedPositionalEmbedding,
         PositionalEncoding,

@@ -162,6 +162,17 @@ def beam_step(
 # but terminate early when possible".
 EXTRA_OUTPUT_TOKENS = 50
 
+# Who computes the next token's logits: your modules, step by step (chapter 08's way), or the
+# inference engine (transformer_course/engine), which reads the trained model once into a plan of its own.
+PATHS = ("modules", "engine")
+
+
+def check_path(path: str) -> None:
+    """One line naming the argument unless ``path`` is one of :data:`PATHS`."""
+    if path not in PATHS:
+        raise ValueError(f"path must be 'modules' (your modules, step by step) or 'engine', got {path!r}")
+
+
 # On an accelerator the loops ask "has every row finished?" only every this many steps: the
 # answer is read on the host, which makes the CPU wait for the GPU. On the CPU reading is free
 # and every step is checked (a step saved costs more than the question).
@@ -191,11 +202,11 @@ class _Plan:
 
     limits: Tensor | None  # (B,) each row's longest output; None when every row has the same one
     steps: int  # the most tokens any row may get
-    padded: bool  # whether the source has padding (otherwise cross-attention needs no mask)
 
 
-def _plan(model: nn.Module, src: Tensor, max_len: int | None) -> _Plan:
+def _plan(model: nn.Module, src: Tensor, max_len: int | None, path: str = "modules") -> _Plan:
     """Validate a loop's inputs and read what it needs from them, once (one host read)."""
+    check_path(path)
     check_ndim(src, 2, "src", "(B, S) of token ids")
     device = next(model.parameters()).device
     if src.device != device:
@@ -207,15 +218,12 @@ def _plan(model: nn.Module, src: Tensor, max_len: int | None) -> _Plan:
         if max_len > config.max_len:
             raise ValueError(f"max_len={max_len} is longer than the model's max_len={config.max_len}")
     if src.shape[0] == 0:
-        return _Plan(None, max_len or 0, False)
-    limits = max_output_length(model, src)  # (B,)
-    longest, shortest, real = torch.stack(
-        [limits.max(), limits.min(), (src != config.pad_id).sum(dim=1).min()]
-    ).tolist()  # the one host read, before the loop
-    padded = real < src.shape[1]
+        return _Plan(None, max_len or 0)
     if max_len is not None:
-        return _Plan(None, max_len, padded)
-    return _Plan(None if shortest == longest else limits, longest, padded)
+        return _Plan(None, max_len)
+    limits = max_output_length(model, src)  # (B,)
+    longest, shortest = torch.stack([limits.max(), limits.min()]).tolist()  # the one host read, before the loop
+    return _Plan(None if shortest == longest else limits, longest)
 
 
 def _cut(plan: _Plan, step: int, finished: Tensor) -> Tensor:
@@ -243,10 +251,11 @@ def _inference(model: nn.Module) -> Iterator[None]:
 
 
 class _Steps:
-    """The next-token logits of a decoding loop, step after step, for the rows it holds.
+    """The next-token logits of a decoding loop, step after step, for the rows it holds: your
+    modules at work (``path="modules"``).
 
     The source is encoded once. With the cache (``use_cache=True``) each step feeds
-    ``Transformer.decode_step`` the newest token only; without it the whole prefix goes through
+    ``Transformer.decode`` the newest token only; without it the whole prefix goes through
     ``decode`` again (the slow reference the tests compare with). ``<pad>`` and ``<bos>`` are
     never a valid next token: both get probability 0 through an additive bias made once.
     """
@@ -257,7 +266,6 @@ class _Steps:
         memory = model.encode(src, memory_mask)  # (B, S, D)
         self.memory = memory.repeat_interleave(repeat, dim=0)  # (B·K, S, D): row b·K + k is copy k of row b
         self.memory_mask = memory_mask.repeat_interleave(repeat, dim=0)  # (B·K, 1, 1, S)
-        self.step_mask = self.memory_mask if plan.padded else None  # no padding: nothing to hide
         self.cache = DecoderCache.for_model(model) if use_cache else None
         self.banned = _special_bias(model, memory.device)  # (V,)
 
@@ -265,14 +273,28 @@ class _Steps:
         """Logits (B, V) of the token after ``tokens`` (B, t), whose last column is ``newest`` (B, 1),
         float32, specials forbidden."""
         if self.cache is None:
-            return self.model.decode(tokens, self.memory, self.memory_mask)[:, -1].float() + self.banned  # (B, V)
-        # the cache: only the newest token goes in, and the ban is folded into the output layer's bias
-        return self.model.decode_step(newest, self.memory, self.step_mask, self.cache, self.banned).float()
+            logits = self.model.decode(tokens, self.memory, self.memory_mask)  # (B, t, V): the whole prefix again
+        else:
+            logits = self.model.decode(newest, self.memory, self.memory_mask, self.cache)  # (B, 1, V)
+        return logits[:, -1].float() + self.banned  # (B, V)
 
     def reorder(self, rows: Tensor) -> None:
         """Beam search: row i continues the earlier row ``rows[i]``."""
         if self.cache is not None:
             self.cache.reorder(rows)
+
+
+def _steps(model: nn.Module, src: Tensor, plan: _Plan, use_cache: bool, path: str, repeat: int = 1):
+    """The loop's source of next-token logits: your modules (``path="modules"``), or the inference
+    engine (``path="engine"``, which reads the model once into a plan of its own and always keeps
+    a cache)."""
+    if path == "modules":
+        return _Steps(model, src, plan, use_cache, repeat)
+    if not use_cache:
+        raise ValueError("use_cache=False is the modules' reference without a cache: pass path='modules' with it")
+    from .engine import translation_steps  # the course's engine, read only when asked for
+
+    return translation_steps(model, src, max(plan.steps, 1), repeat)
 
 
 def _special_bias(model: nn.Module, device: torch.device) -> Tensor:
@@ -297,15 +319,16 @@ def _generate(
     max_len: int | None,
     pick: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]],
     use_cache: bool,
+    path: str,
 ) -> Tensor:
     """The loop shared by greedy decoding and sampling; ``pick(logits, finished)`` chooses.
 
     Inside the loop nothing is read back to the host except the early stop (see
     :data:`STOP_CHECK_EVERY`); a row that reaches its own limit is finished (padding after it).
     """
-    plan = _plan(model, src, max_len)
+    plan = _plan(model, src, max_len, path)
     with _inference(model):
-        steps = _Steps(model, src, plan, use_cache)
+        steps = _steps(model, src, plan, use_cache, path)
         tokens = src.new_full((src.shape[0], 1), model.config.bos_id)  # (B, 1): every row starts with <bos>
         finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
         every = _stop_check_every(src)
@@ -320,7 +343,9 @@ def _generate(
         return tokens[:, 1:]  # (B, ≤ plan.steps) without <bos>
 
 
-def greedy_decode(model: nn.Module, src: Tensor, max_len: int | None = None, use_cache: bool = True) -> Tensor:
+def greedy_decode(
+    model: nn.Module, src: Tensor, max_len: int | None = None, use_cache: bool = True, *, path: str = "modules"
+) -> Tensor:
     """Translate a batch by always taking the most probable next token.
 
     The source is encoded once; each row stops at its ``<eos>`` (padding after it) and the loop
@@ -329,12 +354,17 @@ def greedy_decode(model: nn.Module, src: Tensor, max_len: int | None = None, use
     row's source length + 50, so that a sentence gets the same translation alone or in a batch.
     The model is put in evaluation mode for the call (its mode is restored afterwards).
 
+    ``path="modules"`` (the default) runs your modules step by step; ``path="engine"`` runs the
+    same model through the inference engine (:mod:`transformer_course.engine`): the same tokens,
+    faster.
+
     Shape:
         src: (B, S) source ids (padded with ``pad_id``) → (B, T) target ids without ``<bos>``,
         T ≤ the longest limit
     """
     config = model.config
-    return _generate(model, src, max_len, lambda lg, fin: greedy_step(lg, fin, config.eos_id, config.pad_id), use_cache)
+    pick = lambda lg, fin: greedy_step(lg, fin, config.eos_id, config.pad_id)  # noqa: E731
+    return _generate(model, src, max_len, pick, use_cache, path)
 
 
 def sample(
@@ -346,6 +376,8 @@ def sample(
     top_p: float | None = None,
     generator: torch.Generator | None = None,
     use_cache: bool = True,
+    *,
+    path: str = "modules",
 ) -> Tensor:
     """Translate a batch by drawing each next token at random from the model's distribution.
 
@@ -355,7 +387,7 @@ def sample(
     noise ``-log(-log U)`` to the log-probabilities and taking the arg-max picks token i with
     probability ``p_i`` exactly, so sampling is greedy decoding on noisy logits (and
     ``top_k=1`` is greedy decoding). Pass a ``generator`` (on the model's device) for
-    reproducible draws. ``max_len``: as in :func:`greedy_decode`.
+    reproducible draws. ``max_len`` and ``path``: as in :func:`greedy_decode`.
 
     Shape:
         src: (B, S) → (B, T) target ids without ``<bos>``, T ≤ the longest limit
@@ -367,7 +399,7 @@ def sample(
         noisy = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
         return greedy_step(noisy, finished, config.eos_id, config.pad_id)
 
-    return _generate(model, src, max_len, pick, use_cache)
+    return _generate(model, src, max_len, pick, use_cache, path)
 
 
 def sampling_distribution(
@@ -429,6 +461,8 @@ def beam_search(
     length_penalty: float = 0.6,
     n_best: int = 1,
     use_cache: bool = True,
+    *,
+    path: str = "modules",
 ) -> tuple[Tensor, Tensor]:
     """Translate a batch with beam search, all sentences and all beams at once.
 
@@ -437,7 +471,8 @@ def beam_search(
     its α; the paper used beam 4 and α = 0.6; α = 0 ranks by plain log-probability). A finished
     hypothesis stays in the beam, unchanged, competing with the unfinished ones; the search stops
     when every hypothesis of every sentence is finished or has reached its sentence's limit
-    (``max_len``, or by default §6.1's source length + 50: see :func:`greedy_decode`).
+    (``max_len``, or by default §6.1's source length + 50: see :func:`greedy_decode`). ``path``:
+    your modules (the default) or the inference engine, as in :func:`greedy_decode`.
 
     Returns:
         ``(tokens, scores)``, always with an axis for the ``n_best`` best hypotheses of each
@@ -450,10 +485,10 @@ def beam_search(
         raise ValueError(f"n_best must be an integer in [1, beam_size={beam_size}], got {n_best!r}")
     if length_penalty < 0:
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
-    plan = _plan(model, src, max_len)
+    plan = _plan(model, src, max_len, path)
     config, batch, beams = model.config, src.shape[0], beam_size
     with _inference(model):
-        steps = _Steps(model, src, plan, use_cache, repeat=beams)
+        steps = _steps(model, src, plan, use_cache, path, repeat=beams)
         tokens = src.new_full((batch * beams, 1), config.bos_id)  # (B·K, 1)
         scores = torch.full((batch, beams), float("-inf"), device=src.device)  # (B, K)
         scores[:, 0] = 0.0  # one real hypothesis (<bos>) per sentence; the other slots are empty

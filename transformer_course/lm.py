@@ -25,12 +25,12 @@ from . import _validate
 from ._validate import check_ndim, check_token_ids
 from .attention import mark_causal
 from .cache import KVCache
-from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, greedy_step
+from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, check_path, greedy_step
 from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import EncoderLayer
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
+from .grouped import GroupedQueryAttention
 from .model import xavier_init
-from .multihead import MultiHeadAttention, affine
 from .positional import LearnedPositionalEmbedding, PositionalEncoding
 from .rmsnorm import RMSNorm
 from .rotary import RotaryAttention
@@ -152,7 +152,7 @@ class DecoderOnlyLM(nn.Module):
         attention = (
             partial(RotaryAttention, bias=c.bias, n_kv_heads=c.n_kv_heads, base=c.rope_base)
             if rope
-            else partial(MultiHeadAttention, bias=c.bias, n_kv_heads=c.n_kv_heads)
+            else partial(GroupedQueryAttention, bias=c.bias, n_kv_heads=c.n_kv_heads)
         )
         norm = partial(RMSNorm, eps=c.layer_norm_eps) if c.norm == "rmsnorm" else None
         if c.feed_forward == "swiglu":
@@ -184,8 +184,6 @@ class DecoderOnlyLM(nn.Module):
         start, length = (len(cache[0]) if cache else 0), tokens.shape[1]  # positions cached, positions new
         if start + length > self.config.max_len:
             raise ValueError(f"the text would reach length {start + length} > max_len={self.config.max_len}")
-        if self._lean(tokens, cache):
-            return self._decode_step(tokens, cache)  # (B, 1, V)
         x = self.embed(tokens)  # (B, T, D)
         x = self.positional(x) if self.config.positional == "rope" else self.positional(x, offset=start)  # (B, T, D)
         mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
@@ -194,54 +192,6 @@ class DecoderOnlyLM(nn.Module):
         for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
             x = layer(x, mask, cache=layer_cache)  # (B, T, D)
         return self.output(self.norm(x))  # (B, T, V)
-
-    def _lean(self, tokens: Tensor, cache: list[KVCache] | None) -> bool:
-        """Whether a call is one step of a decoding loop through today's pre-LN, RMSNorm blocks:
-        one new position, a cache, no autograd and no dropout, float weights (:meth:`_decode_step`
-        then computes what the layers do, in fewer operations)."""
-        c = self.config
-        return (
-            cache is not None
-            and tokens.shape[1] == 1
-            and c.norm_first
-            and c.norm == "rmsnorm"
-            and isinstance(self.output, nn.Linear)  # chapter 11's int8 layers take the general path
-            and not torch.is_grad_enabled()
-            and (c.dropout == 0 or not self.training)
-        )
-
-    def _decode_step(self, tokens: Tensor, cache: list[KVCache]) -> Tensor:
-        """:meth:`forward` for one new token with a cache, in fewer operations (the translator's
-        lean step, chapter 08, taken further): each RMSNorm's weight is folded into the matrix that
-        follows it (W^Q, W^K, W^V side by side; SwiGLU's W₁ and W₃ side by side), the residual
-        is added by the product that ends each sub-layer, and the attention turns q and k with one
-        table and never copies grouped keys and values
-        (:meth:`~transformer_course.multihead.MultiHeadAttention._step_heads`). The weights so
-        prepared are made at the first step of a decoding call and kept in each layer's cache.
-
-        Shape:
-            tokens: (B, 1) → logits (B, 1, V)
-        """
-        batch, c = tokens.shape[0], self.config
-        x = self.embed(tokens)  # (B, 1, D)
-        if c.positional != "rope":
-            x = self.positional(x, offset=len(cache[0]))  # (B, 1, D)
-        x = x.view(batch, c.d_model)  # (B, D)
-        for layer, layer_cache in zip(self.layers, cache, strict=True):
-            attention = layer.self_attn
-            h = layer.norm1.unweighted(x)  # (B, D), its weight folded into W^Q, W^K, W^V
-            heads = attention._step_heads(h, None, None, None, layer_cache, fold=layer.norm1.weight)  # (B, H·Dv)
-            w_out, b_out = layer_cache.projections[2:]  # W^O^T (H·Dv, D), b^O
-            x = torch.addmm(x, heads, w_out) if b_out is None else x + affine(heads, w_out, b_out)  # (B, D)
-            h = layer.norm2.unweighted(x)  # (B, D)
-            if isinstance(layer.ffn, SwiGLU):
-                x = layer.ffn.step(h, x, layer_cache.prepared, fold=layer.norm2.weight)  # (B, D)
-            else:
-                x = x + layer.ffn(h * layer.norm2.weight)  # (B, D)
-        prepared = cache[0].prepared  # the first layer's cache keeps the output layer's weights too
-        if "output" not in prepared:  # the final RMSNorm's weight folded into the output layer, transposed
-            prepared["output"] = (self.output.weight * self.norm.weight).t()  # (D, V)
-        return self.norm.unweighted(x).mm(prepared["output"]).view(batch, 1, c.vocab_size)  # (B, 1, V)
 
     def num_parameters(self) -> int:
         """Number of distinct parameters (the tied matrix counts once)."""
@@ -287,6 +237,7 @@ def generate(
     top_k: int | None = None,
     top_p: float | None = None,
     generator: torch.Generator | None = None,
+    path: str = "modules",
 ) -> Tensor:
     """Continue each row of ``prompt`` by up to ``max_new_tokens`` tokens.
 
@@ -297,7 +248,8 @@ def generate(
     every row has. ``use_cache=True`` feeds only the newest token at each step and keeps the keys
     and values of the others; ``use_cache=False`` reads the whole text again at every step: the
     same tokens, slower. ``<pad>`` and ``<bos>`` are never generated (unless one is also ``<eos>``). The model is put in
-    evaluation mode for the call (its mode is restored).
+    evaluation mode for the call (its mode is restored). ``path="engine"`` runs the model through
+    the inference engine instead of your modules (chapter 08's ``greedy_decode`` says more).
 
     Shape:
         prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``; a ``<pad>``
@@ -305,6 +257,9 @@ def generate(
         → (B, T + n) with n ≤ max_new_tokens
     """
     config = model.config
+    check_path(path)
+    if path == "engine" and not use_cache:
+        raise ValueError("use_cache=False is the modules' reference without a cache: pass path='modules' with it")
     check_ndim(prompt, 2, "prompt", "(B, T) of token ids")
     check_token_ids(prompt, config.vocab_size, "prompt")
     if prompt.shape[1] < 1:
@@ -333,15 +288,28 @@ def generate(
         return greedy_step(logits, finished, config.eos_id, config.pad_id)
 
     with _inference(model):
-        cache = model.new_cache() if use_cache else None
+        next_logits = _next_logits(model, prompt.shape[0], prompt.shape[1] + max_new_tokens, use_cache, path)
         tokens, new = prompt, prompt  # (B, T): everything so far, and what the model has not read yet
         finished = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)  # (B,)
         every = _stop_check_every(prompt)  # on a GPU, asking whether all rows are done makes the CPU wait
         for step in range(max_new_tokens):
-            logits = model(new if use_cache else tokens, cache)[:, -1]  # (B, V): the next token's scores
+            logits = next_logits(new, tokens)  # (B, V): the next token's scores
             next_tokens, finished = pick(logits.float(), finished)  # (B,), (B,)
             tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
             new = next_tokens[:, None]  # (B, 1)
             if (step + 1) % every == 0 and finished.all():
                 break
         return tokens
+
+
+def _next_logits(model: DecoderOnlyLM, batch: int, capacity: int, use_cache: bool, path: str):
+    """``next_logits(new, tokens)``, the scores (B, V) of the token after ``tokens`` (B, t) whose last
+    columns, ``new``, the model has not read yet: your modules with a KV cache (or without: the
+    whole text again), or the inference engine."""
+    if path == "engine":
+        from .engine import language_model_steps  # the course's engine, read only when asked for
+
+        steps = language_model_steps(model, batch, capacity)
+        return lambda new, tokens: steps.next_logits(new)
+    cache = model.new_cache() if use_cache else None
+    return lambda new, tokens: model(new if use_cache else tokens, cache)[:, -1]

@@ -15,7 +15,6 @@ from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import Encoder, EncoderLayer
 from .feedforward import PositionwiseFeedForward
 from .masks import padding_mask, target_mask
-from .multihead import affine
 from .positional import PositionalEncoding
 from .sublayer import Connection, build_part, make_norm
 
@@ -146,44 +145,6 @@ class Transformer(nn.Module):
             src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
         x = self.positional(self.src_embed(src))  # (B, S, D)
         return self.encoder(x, src_mask)  # (B, S, D)
-
-    def decode_step(
-        self,
-        new_tokens: Tensor,
-        memory: Tensor,
-        memory_mask: Tensor | None,
-        cache: DecoderCache,
-        logit_bias: Tensor | None = None,
-    ) -> Tensor:
-        """One step of a decoding loop (chapter 08): logits (B, V) of the token after ``new_tokens``.
-
-        The loops of :mod:`~transformer_course.decoding` validate their inputs once, before the
-        first step, so this trusts them: no id or length is read here. Its self-attention gets no
-        mask: the loops feed padding only to a row that has finished, whose next tokens they
-        throw away, so no row whose choice counts ever sees padding (a row's first position is
-        ``<bos>``, never padding). ``memory_mask`` may be None when the source has no padding.
-        ``logit_bias`` (V,) is added to the logits (``-inf`` forbids a token): it is folded into the
-        output layer's bias at the first step, so it costs no operation after that.
-
-        Shape:
-            new_tokens: (B, 1), memory: (B, S, D) → logits (B, V)
-        """
-        offset = cache.length
-        cache.record(new_tokens, self.config.pad_id)  # the cache's length grows by the new token
-        x = self.positional(self.tgt_embed(new_tokens), offset=offset)  # (B, 1, D) at position offset
-        x = self.decoder(x, memory, None, memory_mask, cache=cache)  # (B, 1, D)
-        if not isinstance(self.output, nn.Linear):  # chapter 11's int8 output layer: called, bias added
-            logits = self.output(x.view(x.shape[0], -1))  # (B, V)
-            return logits if logit_bias is None else logits + logit_bias.to(logits.dtype)
-        if cache.output is None:  # W^T and b of the output layer, prepared once per decoding call
-            bias = self.output.bias
-            if logit_bias is not None:
-                logit_bias = logit_bias.to(self.output.weight.dtype)
-                bias = logit_bias if bias is None else bias + logit_bias  # (V,)
-            cache.output = self.output.weight.t(), bias
-        weight_t, bias = cache.output
-        x = x.view(x.shape[0], -1)  # (B, D)
-        return affine(x, weight_t, bias)  # (B, V)
 
     def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache | None) -> Tensor:
         offset = 0 if cache is None else cache.length

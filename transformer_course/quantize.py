@@ -100,7 +100,7 @@ class Int8Linear(nn.Module):
         super().__init__()
         self.weight, self.scale = _frozen(q), _frozen(scale)
         self.bias = None if bias is None else _frozen(bias.detach().float())
-        self.packed = _fbgemm_pack(self.weight, self.scale, self.bias)
+        self.packed = fbgemm_pack(self.weight, self.scale, self.bias)
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, rows: tuple[Tensor, Tensor] | None = None) -> Int8Linear:
@@ -153,7 +153,7 @@ def _int8_in_place(model: nn.Module) -> None:
                 setattr(parent, name, Int8Embedding(*rows(child.weight)))
 
 
-def _fbgemm_pack(q: Tensor, scale: Tensor, bias: Tensor | None):
+def fbgemm_pack(q: Tensor, scale: Tensor, bias: Tensor | None):
     """The fbgemm kernel's packed copy of ``q · scale`` (and the bias), or None where the kernel
     is missing or the weights are not on a CPU."""
     if q.device.type != "cpu" or "fbgemm" not in torch.backends.quantized.supported_engines:

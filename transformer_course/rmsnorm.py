@@ -44,14 +44,5 @@ class RMSNorm(nn.Module):
         return x * torch.rsqrt(mean_square + self.eps) * self.weight  # (..., D)
         ### END SOLUTION
 
-    def unweighted(self, x: Tensor) -> Tensor:
-        """``x / √(mean(x²) + ε)`` without the weight: chapter 10's lean decoding step folds the
-        weight into the matrix that comes next, once per decoding call.
-
-        Shape:
-            x: (..., D) → (..., D)
-        """
-        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (..., D)
-
     def extra_repr(self) -> str:
         return f"{self.weight.shape[0]}, eps={self.eps}"

@@ -22,10 +22,15 @@ score sums over the features in any order: chapter 11's ``rope_halves_to_interle
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 from torch import Tensor, nn
 
-from .multihead import MultiHeadAttention
+from .grouped import GroupedQueryAttention
+
+if TYPE_CHECKING:
+    from .cache import KVCache
 
 
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -74,8 +79,8 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
 
 
 class Rotary(nn.Module):
-    """The position part of rotary attention: ``MultiHeadAttention(..., rotary=Rotary(base))``
-    turns its queries and keys, after W^Q and W^K, by :func:`apply_rope`. No weights.
+    """The position part of :class:`RotaryAttention`: it turns queries and keys, after W^Q and
+    W^K, by :func:`apply_rope`. No weights.
 
     Args:
         base: the wavelength scale of :func:`apply_rope`.
@@ -95,34 +100,18 @@ class Rotary(nn.Module):
         positions = torch.arange(start, start + x.shape[-2], device=x.device)  # (T,): start … start+T-1
         return apply_rope(x, positions, self.base)
 
-    def cos_sin(self, length: int, d: int, dtype: torch.dtype, device: torch.device) -> tuple[Tensor, Tensor]:
-        """The rotation of positions 0 … length-1 as ``x · cos + swap(x) · sin``, where ``swap``
-        exchanges features 2i and 2i+1: what :func:`apply_rope` computes, written for the lean
-        decoding step (one product per position, no strided reads).
-
-        Shape:
-            → cos (length, d), sin (length, d): cos θ on both features of pair i; −sin θ on
-            feature 2i, +sin θ on feature 2i+1; ``dtype``
-        """
-        compute = torch.float64 if dtype == torch.float64 else torch.float32  # apply_rope's precision
-        angles = rope_angles(torch.arange(length, device=device), d, self.base, compute)  # (length, d/2)
-        cos, sin = angles.cos(), angles.sin()  # (length, d/2)
-        cos = torch.stack([cos, cos], dim=-1).flatten(-2)  # (length, d)
-        sin = torch.stack([-sin, sin], dim=-1).flatten(-2)  # (length, d)
-        return cos.to(dtype), sin.to(dtype)
-
     def extra_repr(self) -> str:
         return f"base={self.base}"
 
 
-class RotaryAttention(MultiHeadAttention):
+class RotaryAttention(GroupedQueryAttention):
     """Self-attention whose queries and keys are rotated by their positions (:func:`apply_rope`)
-    after W^Q and W^K: the position enters every score, and nowhere else. It is
-    :class:`~transformer_course.multihead.MultiHeadAttention` with a :class:`Rotary` part (the same
-    forward, the same state dict).
+    after W^Q and W^K: the position enters every score, and nowhere else. It is chapter 04's
+    :class:`~transformer_course.multihead.MultiHeadAttention` (with grouped key/value heads where
+    ``n_kv_heads`` < H) whose :meth:`positioned` turns what it is given; the state dict is the same.
 
-    Args: those of :class:`~transformer_course.multihead.MultiHeadAttention` (grouped heads
-    included), then ``base``, the wavelength scale of :func:`apply_rope`.
+    Args: those of :class:`~transformer_course.grouped.GroupedQueryAttention`, then ``base``, the
+    wavelength scale of :func:`apply_rope`.
 
     The rows of ``query`` are positions 0 … T-1, or with a ``cache`` holding L positions,
     L … L+T-1: each new key is rotated once, at its own position, *before* it is stored, so a
@@ -136,8 +125,25 @@ class RotaryAttention(MultiHeadAttention):
     def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
                  dropout: float = 0.0, bias: bool = True, n_kv_heads: int | None = None,
                  base: float = 10000.0) -> None:  # fmt: skip
-        super().__init__(d_model, n_heads, d_k, d_v, dropout, bias, n_kv_heads, rotary=Rotary(base))
+        super().__init__(d_model, n_heads, d_k, d_v, dropout, bias, n_kv_heads)
+        if self.d_k % 2:
+            raise ValueError(f"rotary attention rotates pairs of features: d_k must be even, got {self.d_k}")
+        self.rotary = Rotary(base)
 
     @property
     def base(self) -> float:
         return self.rotary.base
+
+    def positioned(self, q: Tensor, cache: KVCache | None = None) -> Tensor:
+        """``q`` (queries or keys) turned by their positions: 0 … T-1, or L … L+T-1 after the L
+        positions a ``cache`` holds.
+
+        Shape:
+            q: (B, heads, T, Dk) → (B, heads, T, Dk)
+        """
+        return self.rotary(q, 0 if cache is None else len(cache))
+
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None = None) -> None:
+        super()._check_inputs(query, key, value, cache)
+        if key.shape[1] != query.shape[1] or (cache is not None and cache.static):
+            raise ValueError("rotary attention is self-attention: query, key and value are the same positions")

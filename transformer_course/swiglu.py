@@ -12,7 +12,6 @@ No biases, as in the models that use it.
 
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -43,21 +42,6 @@ class SwiGLU(nn.Module):
         hidden = F.silu(self.w1(x)) * self.w3(x)  # (..., d_ff)
         return self.w2(self.dropout(hidden))  # (..., D)
         ### END SOLUTION
-
-    def step(self, x: Tensor, residual: Tensor, prepared: dict, fold: Tensor | None = None) -> Tensor:
-        """``residual + forward(x · fold)`` for chapter 10's lean decoding step (no dropout): W₁ and
-        W₃ in one product, the weights transposed (and ``fold``, the norm's weight, folded in)
-        once per decoding call and kept in ``prepared``; the residual is added by the last product.
-
-        Shape:
-            x, residual: (B, D) → (B, D)
-        """
-        if "feed_forward" not in prepared:
-            w13 = torch.cat([self.w1.weight, self.w3.weight])  # (2·d_ff, D)
-            prepared["feed_forward"] = (w13 if fold is None else w13 * fold).t(), self.w2.weight.t()
-        w13_t, w2_t = prepared["feed_forward"]  # (D, 2·d_ff), (d_ff, D)
-        gate, value = x.mm(w13_t).chunk(2, dim=1)  # (B, d_ff) each
-        return torch.addmm(residual, F.silu(gate) * value, w2_t)  # (B, D)
 
 
 def swiglu_hidden_size(d_model: int, multiple_of: int = 1) -> int:

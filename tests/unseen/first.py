@@ -337,8 +337,6 @@ def ex04_2_alt_cat(x):
 
 def _mha_prefix(self, query, key, value, mask, need_weights, cache, fast):
     self._check_inputs(query, key, value, cache)
-    if cache is not None and fast and not need_weights and self._one_step(query, mask):
-        return self._decode_step(query, key, value, mask, cache), None
     return None
 
 

@@ -389,8 +389,6 @@ def merge_alt(x):
 
 def mha_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
     self._check_inputs(query, key, value, cache)
-    if cache is not None and fast and not need_weights and self._one_step(query, mask):
-        return self._decode_step(query, key, value, mask, cache), None
     q = split_heads(self.w_q(query), self.n_heads)
     q = self.positioned(q, cache)
     k, v = self.keys_and_values(key, value, cache)
@@ -404,8 +402,6 @@ def mha_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, 
 
 def mha_kv_from_query(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
     self._check_inputs(query, key, value, cache)
-    if cache is not None and fast and not need_weights and self._one_step(query, mask):
-        return self._decode_step(query, key, value, mask, cache), None
     q = split_heads(self.w_q(query), self.n_heads)
     q = self.positioned(q, cache)
     k, v = self.keys_and_values(query, query, cache)
@@ -419,8 +415,6 @@ def mha_kv_from_query(self, query, key, value, mask=None, need_weights=False, *,
 
 def mha_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
     self._check_inputs(query, key, value, cache)
-    if cache is not None and fast and not need_weights and self._one_step(query, mask):
-        return self._decode_step(query, key, value, mask, cache), None
     q = split_heads(self.w_q(query), self.n_heads)
     q = self.positioned(q, cache)
     k, v = self.keys_and_values(key, value, cache)
@@ -434,8 +428,6 @@ def mha_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cache=
 
 def mha_alt(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
     self._check_inputs(query, key, value, cache)
-    if cache is not None and fast and not need_weights and self._one_step(query, mask):
-        return self._decode_step(query, key, value, mask, cache), None
     k, v = self.keys_and_values(key, value, cache)
     q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
     heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)

@@ -252,7 +252,7 @@ _GROUPED_CASES = [(2, 2, 5, 4, 3), (1, 1, 3, 6, 4), (2, 4, 3, 2, 1), (3, 3, 1, 5
 _GROUPED_CASES_LARGER = [(3, 4, 13, 16, 3), (2, 1, 9, 32, 8), (2, 8, 7, 6, 1), (4, 3, 1, 12, 4), (3, 2, 11, 16, 4)]
 
 
-@exercise("ex10_3", "transformer_course.multihead:repeat_kv", "medium")
+@exercise("ex10_3", "transformer_course.grouped:repeat_kv", "medium")
 def repeat_kv_cases(larger: bool = False) -> Iterator[Case]:
     """grouped key/value heads: one head per group of query heads
 

@@ -1,0 +1,104 @@
+"""A decoding step of the engine is small: its time goes into reading the weights, not into the
+number of operations around them.
+
+We count the ATen operations (every call that reaches PyTorch's dispatcher, with the
+``TorchDispatchMode`` of ``benchmarks/decoding.py``) of greedy decoding with ``path="engine"``:
+one generated token costs ``ops(T + 1 tokens) - ops(T tokens)`` (the encoder or the prompt, the
+set-up and the reads before the loop cancel out; what is left is one whole step: every layer, the
+embedding, the output layer, the choice of the token, the early-stop check). Divided by the number
+of layers (four, so that the work of a step outside the layers counts as it does in a real model
+only a little) it must stay at or below 45 for every family and precision. A step must also never copy
+the cached keys and values to every query head (grouped heads are read as they are stored).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from benchmarks.decoding import CountOps, step_ops
+from tests.test_engine import in_precision, language_model, translator
+from transformer_course.lm import generate
+
+TARGET = 45  # ATen operations per layer per generated token, at most
+LAYERS = 4
+COPIES = {"expand", "repeat", "repeat_interleave", "index_select", "index", "gather"}  # what repeat_kv would do
+
+
+def _no_early_stop(model: torch.nn.Module) -> torch.nn.Module:
+    with torch.no_grad():
+        model.output.bias[model.config.eos_id] = -1e4  # never stop early
+    return model
+
+
+@pytest.mark.parametrize("precision", ["float32", "bf16", "int8"])
+@pytest.mark.parametrize("padded", [False, True], ids=["no padding", "padded sources"])
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
+def test_a_translators_step_costs_at_most_45_operations_per_layer(norm_first: bool, padded: bool, precision: str):
+    model = in_precision(_no_early_stop(translator(norm_first, n_decoder_layers=LAYERS)), precision)
+    src = torch.randint(4, 120, (8, 12), generator=torch.Generator().manual_seed(1))  # (B, S)
+    if padded:
+        src[:4, 8:] = model.config.pad_id
+    for tokens in (10, 20):  # a step costs the same early and late
+        per_layer, step = step_ops(model, src, tokens)
+        assert per_layer <= TARGET, f"{per_layer} operations per layer per token: {step}"
+
+
+def _prompt() -> torch.Tensor:
+    return torch.randint(4, 150, (4, 5), generator=torch.Generator().manual_seed(1))  # (B, T)
+
+
+def _lm_step_ops(model: torch.nn.Module, tokens: int) -> tuple[float, Counter]:
+    generate(model, _prompt(), 1, path="engine")  # the plan is made once, before counting
+    counts = []
+    for n in (tokens, tokens + 1):
+        with CountOps() as counter:
+            out = generate(model, _prompt(), n, path="engine")
+        assert out.shape[1] == 5 + n, "no early stop: every row generates every token"
+        counts.append(counter.ops)
+    return (counts[1].total() - counts[0].total()) / model.config.n_layers, counts[1] - counts[0]
+
+
+def _language_model(family: str, precision: str) -> torch.nn.Module:
+    model = language_model(family, n_layers=LAYERS)
+    with torch.no_grad():  # <eos> gets the logit 0, below the largest of the others: never chosen
+        model.output.weight[model.config.eos_id] = 0.0
+    return in_precision(model, precision)
+
+
+@pytest.mark.parametrize("precision", ["float32", "bf16", "int8"])
+@pytest.mark.parametrize("family", ["2017", "modern", "grouped", "gpt-2", "untied"])
+def test_a_language_models_step_costs_at_most_45_operations_per_layer(family: str, precision: str) -> None:
+    model = _language_model(family, precision)
+    for tokens in (10, 20):
+        per_layer, step = _lm_step_ops(model, tokens)
+        assert per_layer <= TARGET, f"{per_layer} operations per layer per token: {step}"
+        assert not COPIES & set(step), f"a step copies: {step}"
+
+
+class Shapes(TorchDispatchMode):
+    """The shape of every tensor each ATen operation returns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: list[tuple[str, tuple]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - PyTorch's signature
+        out = func(*args, **(kwargs or {}))
+        for x in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(x, torch.Tensor):
+                self.made.append((func.overloadpacket.__name__, tuple(x.shape)))
+        return out
+
+
+def test_no_step_copies_the_grouped_keys_and_values_to_every_query_head() -> None:
+    model = _language_model("grouped", "float32")  # 4 query heads, 2 key/value heads
+    d_k, prompt = model.config.d_model // model.config.n_heads, _prompt()
+    with Shapes() as shapes:
+        generate(model, prompt, 12, path="engine")
+    repeated = {(4, 4, length, d_k) for length in range(6, 18)}  # (B, H, L, Dk) at the steps' lengths L
+    assert not [made for made in shapes.made if made[1] in repeated]
+    assert [made for made in shapes.made if made[1] == (4, 4, 5, d_k)], "the prompt's pass repeats them: seen"

@@ -1,0 +1,135 @@
+"""The engine's weight matrices: each read once from the model, in the layout its product reads fastest.
+
+A decoding step at batch 1 multiplies one row by every matrix of the model, so its time is the
+time to read the weights from memory. ``nn.Linear`` keeps W as (out, in) and multiplies by Wᵀ;
+on a CPU, PyTorch's matrix-vector product reads that layout at about two thirds of the speed it
+reads a contiguous (in, out) copy (``benchmarks/engines.py`` measures both). So a :class:`Dense`
+keeps Wᵀ contiguous. Several matrices that read the same input are stacked into one (W^Q, W^K,
+W^V; SwiGLU's W₁ and W₃): one product instead of three.
+
+An :class:`Int8Dense` keeps int8 weights with one scale per output row (chapter 11's
+``quantize``): on a CPU it calls fbgemm's kernel with the weights packed once (the input is
+rounded to 8 bits too, one scale per call, as ``Int8Linear`` does); on a GPU PyTorch's
+weight-only int8 product, which reads the int8 weights and never makes a float copy of them.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class Dense:
+    """``x @ Wᵀ + b``, with Wᵀ kept contiguous, (in, out), for float32 weights.
+
+    Args:
+        weight: W, (out, in), as ``nn.Linear`` holds it (copied, so the model stays as it was).
+        bias: b, (out,), or None.
+
+    Shape:
+        x: (N, in) → (N, out)
+    """
+
+    def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
+        # float32: a contiguous copy, the layout that reads fastest. Other dtypes keep nn.Linear's layout, so
+        # that the product is the kernel the modules call: bfloat16 rounds each result to 8 bits, and a
+        # kernel that adds in another order would round some of them the other way.
+        weight = weight.detach()
+        self.weight_t = weight.t().contiguous() if weight.dtype == torch.float32 else weight.clone().t()  # (in, out)
+        self.bias = None if bias is None else bias.detach().clone()  # (out,)
+
+    @property
+    def out_features(self) -> int:
+        return self.weight_t.shape[1]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes a product reads: the weights and the bias."""
+        return sum(t.numel() * t.element_size() for t in (self.weight_t, self.bias) if t is not None)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if self.bias is None:
+            return x.mm(self.weight_t)  # (N, out)
+        return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
+
+    def add_to(self, residual: Tensor, x: Tensor) -> Tensor:
+        """``residual + x @ Wᵀ + b``: the sum that ends a sub-layer. Without a bias, in float32, one
+        product adds the residual (``addmm``); otherwise the sum comes after the product, as the
+        modules compute it (in bfloat16 each step rounds, and the two paths must round alike).
+
+        Shape:
+            residual: (N, out), x: (N, in) → (N, out)
+        """
+        if self.bias is None and self.weight_t.dtype == torch.float32:
+            return torch.addmm(residual, x, self.weight_t)  # (N, out)
+        return self(x).add_(residual)
+
+
+class Int8Dense:
+    """``x @ (q · s)ᵀ + b`` with int8 weights ``q`` (out, in) and one scale per row ``s`` (out,).
+
+    On a CPU with fbgemm the weights are packed for its kernel once, here; elsewhere (a GPU) the
+    product is ``torch._weight_int8pack_mm``, which reads the int8 weights as they are.
+
+    Shape:
+        x: (N, in) → (N, out)
+    """
+
+    def __init__(self, q: Tensor, scale: Tensor, bias: Tensor | None) -> None:
+        from ..quantize import fbgemm_pack  # chapter 11's room: read when an int8 model is planned
+
+        self.q, self.scale = q.detach(), scale.detach().float()  # (out, in) int8, (out,)
+        self.bias = None if bias is None else bias.detach().float()  # (out,)
+        self.packed = fbgemm_pack(self.q, self.scale, self.bias)  # None where the kernel is missing
+
+    @property
+    def out_features(self) -> int:
+        return self.q.shape[0]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.bias) if t is not None)
+
+    def __call__(self, x: Tensor) -> Tensor:
+        if self.packed is not None:
+            return torch.ops.quantized.linear_dynamic(x, self.packed, True)  # (N, out), bias included
+        out = torch._weight_int8pack_mm(x, self.q, self.scale.to(x.dtype))  # (N, out)
+        return out if self.bias is None else out.add_(self.bias.to(x.dtype))
+
+    def add_to(self, residual: Tensor, x: Tensor) -> Tensor:
+        return self(x).add_(residual)
+
+
+def read_dense(linears: list, fold: tuple[Tensor, Tensor | None] | None = None) -> Dense | Int8Dense:
+    """One :class:`Dense` (or :class:`Int8Dense`) for several layers that read the same input: their
+    output rows stacked in the order given.
+
+    Args:
+        linears: ``nn.Linear`` or chapter 11's ``Int8Linear`` layers, (out_i, in) each.
+        fold: a pre-LN norm's (gain g, shift β or None) folded in: ``W (g ⊙ x̂ + β) + b`` is
+            ``(W diag(g)) x̂ + (W β + b)``, so the norm before it needs no weights of its own.
+    """
+    bias = _stacked_bias(linears)
+    if all(hasattr(layer, "scale") for layer in linears):  # int8 layers: stacking keeps each row's scale
+        if fold is not None:
+            raise ValueError("int8 weights are not folded: the norm keeps its gain")
+        q = torch.cat([layer.weight.detach() for layer in linears])  # (Σ out_i, in) int8
+        return Int8Dense(q, torch.cat([layer.scale.detach() for layer in linears]), bias)
+    weight = torch.cat([layer.weight.detach() for layer in linears])  # (Σ out_i, in)
+    if fold is not None:
+        gain, shift = fold
+        if shift is not None:  # W β joins the bias
+            bias = weight @ shift.to(weight.dtype) + (0 if bias is None else bias)
+        weight = weight * gain.to(weight.dtype)  # (Σ out_i, in): column j times g_j
+    return Dense(weight, bias)
+
+
+def _stacked_bias(linears: list) -> Tensor | None:
+    """The layers' biases stacked (zeros for a layer without one); None if none has one."""
+    if all(layer.bias is None for layer in linears):
+        return None
+    some = next(layer.bias for layer in linears if layer.bias is not None)
+    parts = [
+        layer.bias.detach() if layer.bias is not None else some.new_zeros(layer.weight.shape[0]) for layer in linears
+    ]
+    return torch.cat(parts)
