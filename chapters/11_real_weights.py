@@ -23,9 +23,9 @@
 # checkpoints, the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama),
 # and runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made
 # a few choices the paper did not; each choice is a setting of our model, and the rest is
-# renaming and reordering tensors. We prove the conversion right by comparing logits and
-# generated tokens with Hugging Face's `transformers`, and end with what sets the speed of
-# generation: the bytes each token reads.
+# renaming and reordering tensors. We turn text into the ids each checkpoint reads, prove the
+# conversion right by comparing logits and generated tokens with Hugging Face's `transformers`,
+# and end with what sets the speed of generation: the bytes each token reads.
 #
 # **Learning goals**
 #
@@ -35,7 +35,10 @@
 # - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings
 #   that are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed
 #   `Conv1D` weights;
-# - prove a conversion: equal logits within rounding, and identical greedy tokens;
+# - turn text into the ids a checkpoint expects and back: SentencePiece for Marian, byte-level BPE
+#   for GPT-2 and SmolLM2, and each one's special tokens;
+# - prove a conversion: equal logits within rounding, and identical greedy tokens, on models whose
+#   every tensor is random;
 # - estimate the bytes a generated token reads (weights and KV cache) in float32, bf16 and int8,
 #   and see why those bytes, not the arithmetic, set the time of a decoding step.
 #
@@ -60,14 +63,19 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
 # %%
+import itertools
+import json
 import math
+import tempfile
 import time
 import warnings
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from IPython.display import Markdown, display
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch import nn
 
 from transformer_course.convert import (
@@ -78,34 +86,30 @@ from transformer_course.convert import (
     rope_halves_to_interleaved,
     split_conv1d,
 )
+from transformer_course.datasets.sentences import generate_pairs
 from transformer_course.decoding import beam_search, greedy_decode
 from transformer_course.lm import generate
+from transformer_course.model import Transformer
 from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.quantize import quantize
 from transformer_course.rotary import apply_rope
 from transformer_course.tools.checks import run_check
-from transformer_course.tools.claims import expect, expect_at_most
+from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
 from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.hub import HubError, load_hub
+from transformer_course.tools.hub import HubError, load_hub, require_packages
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
-with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
-    warnings.filterwarnings("ignore", message="IProgress not found")
-    import transformers  # chapter 11 reads transformers' own models (pip install "transformer-course[hub]")
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
-
-transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
-print("transformers", transformers.__version__)
-
 # %% [markdown]
 # ## Where we are
 #
 # Every box of the map below now gets its numbers from a checkpoint someone else trained: the
-# embeddings and their positions, and every layer of both stacks. Nothing in the model changes;
-# only where its weights come from.
+# embeddings and their positions, and every layer of both stacks. The model is the one chapters
+# 06 and 10 built. This chapter adds six settings to its two configurations (three to each) and
+# two values to existing ones (a learned position table, GELU), so that it can take each family's
+# choices; the rest is where its weights come from.
 
 # %%
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 11: every box holds a real checkpoint's weights")
@@ -117,39 +121,62 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # | --- | --- | --- | --- | --- |
 # | our class | `Transformer` | `Transformer` | `DecoderOnlyLM` | `DecoderOnlyLM` (chapter 10) |
 # | layers | post-LN | post-LN | pre-LN | pre-LN, RMSNorm |
-# | positions | sinusoids (§3.5), pairs (2i, 2i+1) | sinusoids, sines then cosines | a learned table | rotary, pairs (i, i + d/2) |
+# | positions | sinusoids (§3.5): the formula pairs (2i, 2i+1), the authors' code puts sines then cosines | sinusoids, sines then cosines | a learned table | rotary |
 # | feed-forward | ReLU (§3.3) | swish | GELU (tanh form) | SwiGLU |
 # | embedding × √D (§3.4) | yes | yes | no | no |
-# | biases | everywhere | everywhere, and one on the logits | everywhere | none |
+# | biases | in the feed-forward network only (equation 2) | everywhere, and one on the logits | everywhere | none |
 # | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
-# | decoder's first token | `<bos>` | `<pad>` | — | — |
+# | decoder's first token | none named (the authors' code: a vector of zeros) | `<pad>`, a row of zeros | — | — |
 #
 # Marian is the 2017 translator almost to the letter: the OPUS-MT project trained more than a
-# thousand language pairs with it, on the public OPUS corpora, each about the size of the paper's
-# base model. GPT-2 is the decoder-only model of chapter 10 before the modern changes, with pre-LN
-# blocks and a learned position table. Llama is chapter 10's modern block. In this course each
-# difference is a field of `TransformerConfig` or `DecoderOnlyConfig`, and `transformer_course.convert`
-# reads a `transformers` model's configuration, sets those fields, and copies the tensors across
+# thousand language pairs with it, on the public OPUS corpora, most of them the size of the
+# paper's base model (D = 512, six layers in each stack; a few are bigger or smaller). GPT-2 is the
+# decoder-only model of chapter 10 before the modern changes, with pre-LN blocks and a learned
+# position table. Llama is chapter 10's modern block. In this course each difference is a field
+# of `TransformerConfig` or `DecoderOnlyConfig`, and `transformer_course.convert` reads a
+# `transformers` model's configuration, sets those fields, and copies the tensors across
 # (`from_marian`, `from_gpt2`, `from_llama`).
+#
+# The paper's column is the paper's model, not chapter 06's. Its attention projections are bare
+# matrices, W^Q, W^K, W^V and W^O; only the feed-forward network has biases, b₁ and b₂
+# (equation 2), and the authors' code, tensor2tensor, builds the projections without biases.
+# Chapter 06's `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
 # To look at real checkpoints without downloading them, we build the `transformers` models **with
 # the real shapes and random weights**: the layout of their tensors and their arithmetic are those
-# of the published ones, only the numbers differ (section 5 downloads the real numbers where a
+# of the published ones, only the numbers differ (section 6 downloads the real numbers where a
 # network is there). To keep this chapter within a few minutes on a laptop's processor, SmolLM2
-# gets 4 of its 30 layers and GPT-2 2 of its 12; every layer has the same names and shapes, so
-# nothing about the conversion depends on how many there are.
+# gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2 of the 6 in each stack; every layer
+# has the same names and shapes, so nothing about the conversion depends on how many there are.
 #
-# One more choice: `transformers` draws every random matrix with a standard deviation of 0.02,
-# which leaves an untrained model so flat that greedy decoding repeats one token forever, and two
-# implementations would agree on that too easily. We redraw each matrix with a standard deviation
-# of 1/√(its input size), the scale at which a signal keeps its size from layer to layer, so that
-# the random models choose varied tokens (section 4 compares them). Then the converters make our
-# three models from them.
+# One more choice, the random numbers. A freshly built `transformers` model draws every matrix
+# with a standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That
+# is a poor model to prove a conversion on. Its logits are so flat that greedy decoding repeats
+# one token forever. Worse, where every gain is 1 and every bias 0, a converter that swaps two
+# norms or two biases, or forgets one, loads exactly the numbers a right one loads: no comparison
+# can see the mistake. So we draw **every tensor** again: each matrix from N(0, 1/its input
+# size), the scale at which a signal keeps its size from layer to layer; each gain from
+# N(1, 0.2²); each bias, Marian's bias on the logits included, from N(0, 0.2²). Marian's `<pad>`
+# row stays zeros, as in the published checkpoints (section 3 says why). Then the converters make
+# our three models from them.
+#
+# These models are built by `transformers` itself, so the next cell needs it (and `sentencepiece`,
+# Marian's tokenizer): `pip install "transformer-course[hub]"`. Without them the chapter stops
+# there, in one line.
 
 # %%
+require_packages("Chapter 11 from here on (transformers' own models, beside ours)")
+with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import sentencepiece
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
+
+transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
+
 torch.manual_seed(0)
-opus_config = MarianConfig(  # Helsinki-NLP/opus-mt-en-de
-    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
+opus_config = MarianConfig(  # Helsinki-NLP/opus-mt-en-de, with 2 of the 6 layers in each stack
+    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=2, decoder_layers=2,
     encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
     activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
     eos_token_id=0, max_position_embeddings=512, share_encoder_decoder_embeddings=True,
@@ -163,12 +190,25 @@ gpt2_config = GPT2Config(n_layer=2)  # GPT-2 small (vocabulary 50257, D = 768, 1
 
 
 def redrawn(model: nn.Module) -> nn.Module:
-    """Every matrix drawn again from N(0, 1/fan_in) (fan_in: its second dimension), but Marian's
-    sinusoid tables, which are fixed."""
+    """Every tensor drawn again: a matrix from N(0, 1/fan_in), a norm's gain from N(1, 0.2²), a bias
+    from N(0, 0.2²), in the order of their names (the same numbers whatever order transformers builds
+    them in). Marian's sinusoid tables (fixed numbers) and its <pad> row (zeros) stay."""
+    generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
-        for name, parameter in model.named_parameters():
-            if parameter.dim() == 2 and "embed_positions" not in name:
-                parameter.normal_(0.0, 1.0 / math.sqrt(parameter.shape[1]))
+        for name, tensor in sorted(model.named_parameters(remove_duplicate=False)):
+            module_name, kind = name.rsplit(".", 1)
+            if "embed_positions" in module_name:
+                continue
+            if tensor.dim() == 2:  # GPT-2's Conv1D stores (in, out); nn.Linear (out, in), nn.Embedding (V, D)
+                conv1d = type(model.get_submodule(module_name)).__name__ == "Conv1D"
+                tensor.normal_(0.0, tensor.shape[0 if conv1d else 1] ** -0.5, generator=generator)
+            elif kind == "bias":
+                tensor.normal_(0.0, 0.2, generator=generator)
+            else:  # the gain of a LayerNorm or an RMSNorm
+                tensor.normal_(1.0, 0.2, generator=generator)
+        if isinstance(model, MarianMTModel):
+            model.final_logits_bias.normal_(0.0, 0.2, generator=generator)  # a buffer, not a parameter
+            model.model.shared.weight[model.config.pad_token_id] = 0.0
     return model.eval()
 
 
@@ -182,8 +222,6 @@ for name, hf, ours in (("Marian (opus-mt-en-de)", hf_opus, opus), ("Llama (SmolL
                        ("GPT-2", hf_gpt2, gpt2)):  # fmt: skip
     print(f"{name:24s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
           f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
-
-# %% [markdown]
 # ## 2. The same tensors under other names
 #
 # A checkpoint is a `state_dict`: a dictionary from a tensor's name to the tensor. Here are the
@@ -226,9 +264,10 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # %% [markdown]
 # ## 3. Every difference, and why it exists
 #
-# **Sinusoids in halves.** The paper interleaves its sinusoids: feature $2i$ holds $\sin(p\,\omega_i)$
-# and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$ (§3.5). Marian stores
-# all the sines first, then all the cosines.
+# **Sinusoids in halves.** The paper's formula interleaves its sinusoids: feature $2i$ holds
+# $\sin(p\,\omega_i)$ and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$
+# (§3.5). Its authors' code, tensor2tensor, puts all the sines first, then all the cosines, and
+# Marian does the same: the "halves" layout is the authors' own, not a quirk of Marian.
 # The numbers are the same, in another order, and the order matters: the table is *added* to the
 # embeddings, so a model trained with one order reads nonsense positions from the other.
 # `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
@@ -249,13 +288,18 @@ print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=
 # negative signal through. Its output layer adds a bias of its own, `final_logits_bias`, one
 # number per target token, which our output `nn.Linear` has anyway (the tied matrix is its weight,
 # the bias stays separate). Its decoder starts from the padding token rather than from a `<bos>`
-# of its own: the id 58100 is both, so `bos_id = pad_id` in our configuration. It scales the
-# embeddings by √D as the paper does (§3.4), so `scale_embedding=True`.
+# of its own: the id 58100 is both, so `bos_id = pad_id` in our configuration. The paper names no
+# first token for the decoder; its authors' code shifts the target right by one position and puts
+# a vector of zeros first. OPUS-MT's `<pad>` row is zeros too: Hugging Face's conversion of the
+# Marian checkpoints appended it, with a logit bias of 0. So the decoder's first input is the
+# position's sinusoid alone. Marian scales the embeddings by √D as the paper does (§3.4), so
+# `scale_embedding=True`.
 #
-# **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper's √D
-# balances learned embeddings against fixed sinusoids of size about 1; GPT-2 learns its position
-# table at whatever scale its embeddings have, Llama adds no positions at all, and in both a norm
-# before each sub-layer sets the size at which its input is read. **GPT-2 keeps its
+# **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper
+# multiplies its embeddings by √D without saying why; a common reading is that it lifts embeddings
+# drawn small to the size of the sinusoids added to them, values between −1 and 1. GPT-2 learns
+# its position table at whatever scale its embeddings have, Llama adds no positions at all, and in
+# both a norm before each sub-layer sets the size at which its input is read. **GPT-2 keeps its
 # biases** and **learns its position table** (`positional="learned"`, 1024 rows: it can read no
 # longer text); **Llama has no biases** at all, and rotates its queries and keys instead.
 #
@@ -278,15 +322,24 @@ for label, *values in rows:
 
 # %% [markdown]
 # **Rotary pairs, and a reordering of rows.** Chapter 10's `apply_rope` rotates the features of
-# each head in pairs of neighbours, (2i, 2i+1). Llama's code in `transformers` rotates the pairs
-# (i, i + d/2): its `rotate_half` takes the second half of a head's features as the partners of
-# the first half, by the same angles $\theta_i = p \cdot b^{-2i/d}$ ($b$ the base). The published weights were trained
-# with that pairing. We do not change our rotation; we move the features instead. Each row of W^Q
-# makes one feature of the queries, so reordering the rows of W^Q, and of W^K the same way,
-# reorders the features: in each head, row i goes to row 2i and row i + d/2 to row 2i + 1
-# (`rope_halves_to_interleaved`, exercise ex11_1). A score is a sum over the features, q·k, and
-# is blind to their order as long as q and k are reordered alike; now our pair i holds exactly the
-# two features Llama's pair i held, and turns by the same angle. W^V and W^O stay as they are.
+# each head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do.
+# `transformers`' Llama rotates the pairs (i, i + d/2): its `rotate_half` takes the second half of
+# a head's features as the partners of the first half, by the same angles
+# $\theta_i = p \cdot b^{-2i/d}$ ($b$ the base). We call that layout "halves". Two roads lead to
+# weights in it. Meta trained Llama with neighbouring pairs, and Hugging Face's conversion script
+# permuted the rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row
+# i + d/2, so that `rotate_half` gives the scores Meta's code gave. Other models were trained in
+# the halves layout from the start: GPT-NeoX, and SmolLM2, whose configuration records
+# `rope_interleaved: false`. Either way, the Llama checkpoints on the Hub expect halves.
+#
+# We do not change our rotation; we move the features instead. Each row of W^Q makes one feature
+# of the queries, so reordering the rows of W^Q, and of W^K the same way, reorders the features:
+# in each head, row i goes to row 2i and row i + d/2 to row 2i + 1 (`rope_halves_to_interleaved`,
+# exercise ex11_1; for Meta's weights, the conversion script's permutation run backwards). A
+# score is a sum over the features, q·k, and is blind to their order as long as q and k are
+# reordered alike; now our pair i holds exactly the two features the halves layout's pair i held,
+# and turns by the same angle. W^V and W^O stay as they are, and so would a bias of W^V; a bias
+# of W^Q or W^K is reordered with its rows.
 
 # %%
 d_head = 8
@@ -295,12 +348,12 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_r
 moves = torch.zeros(d_head, d_head)
 moves[torch.arange(d_head), order] = 1.0
 left.imshow(moves, cmap="Greys")
-left.set(xlabel="row of Llama's W^Q (halves layout)", ylabel="row of ours (pairs 2i, 2i+1)",
+left.set(xlabel="row of W^Q in the halves layout", ylabel="row of ours (pairs 2i, 2i+1)",
          xticks=range(d_head), yticks=range(d_head), title="the permutation, one head (d = 8)")  # fmt: skip
 pair_halves = [i % (d_head // 2) for i in range(d_head)]  # feature i and i + d/2 form pair i
 pair_ours = [j // 2 for j in range(d_head)]  # features 2i and 2i+1 form pair i
 colours = plt.get_cmap("tab10")
-for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("Llama: (i, i + d/2)", pair_halves))):
+for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("halves: (i, i + d/2)", pair_halves))):
     for j, p in enumerate(pairs):
         right.add_patch(plt.Rectangle((j, y), 0.9, 0.8, color=colours(p)))
         right.text(j + 0.45, y + 0.4, f"{p}", ha="center", va="center", color="white")
@@ -308,13 +361,14 @@ for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("Llama: (i
 right.set(xlim=(-4.2, d_head), ylim=(-0.2, 2), xlabel="feature of one head", yticks=[],
           title="which pair (angle θ_i) each feature belongs to")  # fmt: skip
 right.set_xticks([j + 0.45 for j in range(d_head)], labels=range(d_head))
-fig.suptitle("Moving row i to 2i and row i + d/2 to 2i + 1 turns Llama's pairs into ours")
+fig.suptitle("Moving row i to 2i and row i + d/2 to 2i + 1 turns the halves layout's pairs into ours")
 plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# By hand, on one head: queries and keys made by Llama's rows and rotated with `rotate_half`, and
-# the same made by the reordered rows and rotated by our `apply_rope`, give the same scores.
+# By hand, on one head: queries and keys made by rows in the halves layout and rotated with
+# `rotate_half`, and the same made by the reordered rows and rotated by our `apply_rope`, give the
+# same scores.
 
 
 # %%
@@ -329,11 +383,11 @@ positions = torch.arange(6)
 angles = positions[:, None] * 10000.0 ** (-torch.arange(0, d_head, 2) / d_head)  # (T, d/2)
 cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()  # (T, d): halves layout
 q, k = x @ w_q.T, x @ w_k.T
-llama_scores = (q * cos + rotate_half(q) * sin) @ (k * cos + rotate_half(k) * sin).T  # (T, T)
+halves_scores = (q * cos + rotate_half(q) * sin) @ (k * cos + rotate_half(k) * sin).T  # (T, T)
 q_ours = apply_rope(x @ rope_halves_to_interleaved(w_q, 1).T, positions)
 k_ours = apply_rope(x @ rope_halves_to_interleaved(w_k, 1).T, positions)
-print("same scores:", torch.allclose(q_ours @ k_ours.T, llama_scores, atol=1e-5))
-print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply_rope(k, positions).T, llama_scores,
+print("same scores:", torch.allclose(q_ours @ k_ours.T, halves_scores, atol=1e-5))
+print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply_rope(k, positions).T, halves_scores,
                                                 atol=1e-5))  # fmt: skip
 
 # %% [markdown]
@@ -380,14 +434,129 @@ print(run_check("ex11_2", untransposed).line())
 print(run_check("ex11_1", all_heads_at_once).line())
 
 # %% [markdown]
-# ## 4. Proof: the same logits, the same tokens
+# ## 4. From text to ids
+#
+# A checkpoint comes with its **tokenizer**: the program that cuts a text into the pieces its model
+# was trained on and gives each piece the id of its row in the embedding. Another tokenizer, even
+# one with the same size of vocabulary, hands the model ids that mean other pieces. The three
+# families use two kinds, and we can build both here, small and offline, on the English and German
+# sentences of chapter 09.
+#
+# **Marian: SentencePiece, two models over one vocabulary.** SentencePiece cuts a text into
+# pieces, with "▁" marking the start of a word, as chapter 09's tokenizer does. An OPUS-MT
+# checkpoint holds two SentencePiece models, `source.spm` for the source language and
+# `target.spm` for the target, and one vocabulary, `vocab.json`, which maps every piece of both to
+# the row of the one shared embedding (§3.4). Its ids are not SentencePiece's own: in
+# opus-mt-en-de `</s>` is 0, `<unk>` is 1, the pieces follow, and `<pad>` is the last id, 58100. The
+# tokenizer appends `</s>` to every source sentence; it adds no start token, since the decoder
+# starts from `<pad>`. A translator into several languages (opus-mt-en-ROMANCE, for one) holds a
+# token per target language, `>>fr<<`, `>>es<<` …, and reads it as the first token of the source.
+#
+# Below, two SentencePiece models trained on the spot stand for the two files, and a vocabulary
+# built like OPUS-MT's, with two language tokens as a multilingual model has. We do each step by
+# hand, then check that `transformers`' own `MarianTokenizer`, given these three files, gives the
+# same ids.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 09's sentences, made on the spot
+folder = Path(tempfile.mkdtemp())
+for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de for _, de in pairs_en_de])):
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(texts), model_prefix=str(folder / side), vocab_size=400, model_type="unigram",
+        bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0, num_threads=1, minloglevel=2,
+    )  # fmt: skip
+source_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.model"))
+target_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.model"))
+pieces = sorted({spm.id_to_piece(i) for spm in (source_spm, target_spm) for i in range(1, spm.get_piece_size())})
+vocab = {token: i for i, token in enumerate(["</s>", "<unk>", ">>de<<", ">>fr<<", *pieces, "<pad>"])}  # as OPUS-MT's
+(folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+
+english, german = pairs_en_de[0]
+english_pieces = source_spm.encode(english, out_type=str)
+english_ids = [vocab.get(piece, vocab["<unk>"]) for piece in english_pieces] + [vocab["</s>"]]
+print(english)
+print("  pieces (source.spm):       ", english_pieces)
+print("  ids (vocab.json), </s> = 0:", english_ids)
+
+with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which only normalises punctuation
+    warnings.simplefilter("ignore")
+    marian_tokenizer = transformers.MarianTokenizer(source_spm=str(folder / "source.model"),
+                                                    target_spm=str(folder / "target.model"),
+                                                    vocab=str(folder / "vocab.json"))  # fmt: skip
+print("MarianTokenizer's ids:", marian_tokenizer(english).input_ids)
+print("with >>fr<< first:      ", marian_tokenizer(">>fr<< " + english).input_ids[:4], "…")
+batch = marian_tokenizer(["Hello.", english], padding=True)
+print(f"a batch, the shorter row padded with <pad> = {vocab['<pad>']} (the last id):")
+for row, mask in zip(batch.input_ids, batch.attention_mask, strict=True):
+    print("  ", row, "attention mask", mask)
+
+german_ids = [vocab.get(piece, vocab["<unk>"]) for piece in target_spm.encode(german, out_type=str)] + [vocab["</s>"]]
+german_back = marian_tokenizer.decode(german_ids, skip_special_tokens=True)
+print(german)
+print("  ids the decoder would generate:", german_ids)
+print("  back to text:", repr(german_back))
+
+# %% [markdown]
+# The pieces a SentencePiece model learns, and so the ids, can differ from one version of the
+# library to another; what the tokenizer does with them does not:
+
+# %%
+by_hand = marian_tokenizer(english).input_ids == english_ids
+expect("MarianTokenizer: the ids of the steps by hand", by_hand, f"{len(english_ids)} ids, </s> last")
+first = marian_tokenizer(">>fr<< " + english).input_ids[0]
+expect("a language token is read as the first id", first == vocab[">>fr<<"], f">>fr<< = {first}")
+short = batch.input_ids[0]  # "Hello.": its ids, </s>, then padding
+end = short.index(vocab["</s>"])
+expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 :]) == {len(vocab) - 1},
+       f"{len(short) - end - 1} × {len(vocab) - 1}")  # fmt: skip
+expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
+
+# %% [markdown]
+# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 09's byte-pair merges on
+# *bytes*, not on characters. Every text is first written as UTF-8 bytes, and each of the 256
+# bytes has a printable stand-in: `Ġ` is a space, `Ċ` a line break, and a character outside ASCII
+# becomes two to four stand-ins (ü is `Ã¼`). The 256 bytes are all in the vocabulary, so no text
+# ever needs `<unk>`: the vocabulary has none. The merges then join frequent byte sequences into
+# longer tokens, so that "Ġthe" is one id. GPT-2's tokenizer adds nothing to a text: no `<bos>`,
+# no `<eos>`; its one special token, `<|endoftext|>` (id 50256, the last), separates documents.
+# SmolLM2's is id 0, its `<bos>`, its `<eos>` and, in our conversion, its padding; its vocabulary
+# holds a few other special tokens besides. Decoding maps each stand-in back to its byte, and the
+# bytes back to the text, exactly.
+#
+# The same kind of tokenizer, trained on the spot with the `tokenizers` library that chapter 09
+# uses:
+
+# %%
+byte_bpe = Tokenizer(models.BPE())
+byte_bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # bytes, a space kept as Ġ
+byte_bpe.decoder = decoders.ByteLevel()
+trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<|endoftext|>"], show_progress=False,
+                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # all 256 bytes  # fmt: skip
+byte_bpe.train_from_iterator([en for en, _ in pairs_en_de], trainer)
+text = f"{english}\nThe dog sleeps über alles 🙂"
+encoding = byte_bpe.encode(text)
+print(repr(text))
+print("tokens:", encoding.tokens)
+print("ids:   ", encoding.ids)
+print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same text:", byte_bpe.decode(encoding.ids) == text)
+
+# %% [markdown]
+# In section 6 the real tokenizers do the same: `tokenizer(sentences).input_ids` gives the ids our
+# models read, and `tokenizer.decode(ids, skip_special_tokens=True)` turns the generated ids back
+# into text.
+
+# %% [markdown]
+# ## 5. Proof: the same logits, the same tokens
 #
 # A conversion is right when the two models compute the same function. We feed each pair the same
 # tokens and compare the logits, every one of them. They cannot be equal to the last bit: the
 # two implementations add the same products in other orders (and the order differs again from one
 # processor to another), so float32's rounding leaves small differences; the check below requires
-# them to stay under 10⁻⁵ of the largest logit. A wrong tensor changes logits by amounts of their
-# own size.
+# them to stay under 10⁻⁵ of the largest logit. That bound is for short inputs like these. The two
+# libraries also compute each rotary angle p·θ in float32, each rounding it in its own way, and
+# the rounding error of an angle grows with the position p: over thousands of positions, with a
+# large base, two right conversions can differ by more.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -413,17 +582,64 @@ for name, difference in differences.items():
     expect_at_most(f"{name}: largest |ours − transformers'| relative to the largest logit", difference, 1e-5)
 
 # %% [markdown]
-# Generation is the stricter test: a token chosen differently at one step changes every later
-# step. Greedy decoding with our `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against
-# `transformers`' `generate(do_sample=False, num_beams=1)`.
+# A wrong tensor changes the logits by amounts of their own size. Here is one a strict load
+# accepts: the norms after the self-attention and after the cross-attention of Marian's first
+# decoder layer, exchanged (both are (512,)). Because every gain and every bias was drawn at
+# random, the two norms differ, and so do the logits; with `transformers`' start, every gain 1 and
+# every bias 0, they would not. The course's tests run this and every other such mistake (two
+# biases exchanged, biases dropped, a forgotten bias on the logits, a bias left in the halves
+# layout, GPT-2's `c_attn` bias cut wrongly) and see each one fail the comparison.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+swapped = opus.state_dict()
+for t in ("weight", "bias"):
+    first, second = f"decoder.layers.0.norm1.{t}", f"decoder.layers.0.norm2.{t}"
+    swapped[first], swapped[second] = swapped[second], swapped[first]
+wrong = Transformer(opus.config).eval()
+wrong.load_state_dict(swapped, strict=True)  # no error: the names and shapes are all there
+with torch.no_grad():
+    their_logits = pairs["Marian"][1]
+    wrong_difference = (wrong(src, tgt) - their_logits).abs().max().item() / their_logits.abs().max().item()
+print(f"norm1 and norm2 exchanged: largest difference {wrong_difference:.2f} of the largest logit")
+del wrong, swapped
+
+# %%
+expect_at_least("two norms exchanged: largest |difference| relative to the largest logit", wrong_difference, 0.01)
+
+# %% [markdown]
+# Tokens are the stricter test: a token chosen differently at one step changes every later step.
+# First Marian, teacher-forced: the decoder reads the varied target `tgt` above, and at every
+# position each model chooses its most likely next token.
+
+# %%
+ours_next, their_next = (logits.argmax(-1) for logits in pairs["Marian"])  # (B, T): the choice after each prefix
+for row in range(len(tgt)):
+    print(f"sentence {row}, decoder reads", tgt[row].tolist())
+    print("   ours chooses         ", ours_next[row].tolist())
+    print("   transformers chooses ", their_next[row].tolist())
+
+# %%
+expect("Marian: the most likely token identical at every position", torch.equal(ours_next, their_next),
+       f"{ours_next.numel()} positions, {len(ours_next.unique())} distinct tokens")  # fmt: skip
+
+# %% [markdown]
+# Then generation: greedy decoding with our `greedy_decode` (Marian) and `generate` (GPT-2,
+# SmolLM2), against `transformers`' `generate(do_sample=False, num_beams=1)`.
 #
 # One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
 # both probability 0 (chapter 08). For Marian they are one token, 58100, and the published
 # checkpoints tell `transformers` the same in their generation settings (`bad_words_ids`), but a
-# model built from a bare configuration does not know it, so we pass it. GPT-2 and SmolLM2 have
-# one special token for everything, `<|endoftext|>`, which is also their `<eos>`: nothing is
-# forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
-# (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
+# model built from a bare configuration does not know it, so we pass it. GPT-2's one special token,
+# `<|endoftext|>`, is its `<bos>` and its `<eos>`; SmolLM2's id 0 is both too: generating it ends
+# the text, so nothing is forbidden there. And `transformers` puts Marian's `<eos>` at the last
+# allowed step (`forced_eos_token_id`), where ours stops without it, so we compare the tokens
+# before that step.
+#
+# Marian's greedy rows repeat one token. That is the random model, not the conversion: its output
+# layer is its embedding (tied), and the residual connections carry the embedding of the token the
+# decoder reads up to the output, so once it writes a token, that token scores high again. The
+# teacher-forced choices above, on a target it did not write, are varied.
 
 # %%
 steps = 8
@@ -438,10 +654,14 @@ with torch.no_grad():
         hf_tokens = hf.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, num_beams=1,
                                 max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)  # fmt: skip
         same_lm[name] = torch.equal(mine, hf_tokens)
-        print(f"{name:8s} ours   ", mine[0, 5:].tolist(), "\n         theirs ", hf_tokens[0, 5:].tolist())
+        for row in range(len(prompt)):
+            print(f"{name:8s} row {row} ours   ", mine[row, 5:].tolist())
+            print(f"{'':8s}       theirs ", hf_tokens[row, 5:].tolist())
 n = ours_marian.shape[1]
 same_marian = torch.equal(ours_marian, their_marian[:, 1 : n + 1])  # theirs starts with the decoder's <pad>
-print("Marian   ours   ", ours_marian[0].tolist(), "\n         theirs ", their_marian[0, 1 : n + 1].tolist())
+for row in range(len(src)):
+    print(f"Marian   row {row} ours   ", ours_marian[row].tolist())
+    print(f"{'':8s}       theirs ", their_marian[row, 1 : n + 1].tolist())
 
 # %%
 expect("Marian: greedy tokens identical to transformers' generate", same_marian, f"{n} tokens per sentence")
@@ -449,7 +669,7 @@ for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
 
 # %% [markdown]
-# ## 5. The real checkpoints
+# ## 6. The real checkpoints
 #
 # Everything so far ran on random numbers in the real shapes. With a network (Colab, a laptop),
 # the next two cells download the published weights with the course's loader
@@ -458,54 +678,114 @@ for name, same in same_lm.items():
 # (chapter 08), and SmolLM2-135M, which continues an English text with our `generate`. Without a
 # network each cell prints one line saying it skipped and why. (The first download is about
 # 300 MB for Marian and 270 MB for SmolLM2; later runs read the local cache.)
+#
+# `load_hub` loads every checkpoint in float32. Published LLM checkpoints are stored in bfloat16,
+# 2 bytes a number (SmolLM2's are), and recent versions of `transformers` load a checkpoint in the
+# precision it is stored in unless told otherwise. Our converted model computes in float32, so a
+# comparison with a bf16 `transformers` model would compare two different computations, and greedy
+# tokens would part ways after a few steps. In float32 both compute the same function, and the cell
+# after these two asserts that they generate the same tokens.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 sentences = ["The cat sat on the mat.", "Attention is all you need.",
              "Machine translation has improved a great deal in the last ten years."]  # fmt: skip
-real_opus = None
+identical = {}  # what each real checkpoint that ran showed: (ours and transformers' identical?, on what)
 try:
     tokenizer, real_hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
 except HubError as error:
     print(f"skipped the real translator: {error}")
 else:
     real_opus = from_marian(real_hf_opus)
-    batch = tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), ends with </s>
+    batch = tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
     with torch.no_grad():
         tokens, _ = beam_search(real_opus, batch, beam_size=4, use_cache=True)  # (B, 1, T)
-        greedy_ours = greedy_decode(real_opus, batch)
-        greedy_theirs = real_hf_opus.generate(input_ids=batch, attention_mask=batch != tokenizer.pad_token_id,
-                                              do_sample=False, num_beams=1)  # fmt: skip
+        greedy_ours = greedy_decode(real_opus, batch, max_len=64)  # 64 tokens at most; theirs one more, the
+        greedy_theirs = real_hf_opus.generate(  # <eos> that transformers forces at its last step (section 5)
+            input_ids=batch, attention_mask=batch != tokenizer.pad_token_id, do_sample=False, num_beams=1,
+            max_new_tokens=65)  # fmt: skip
     for english, german in zip(sentences, tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True), strict=True):
         print(f"{english}\n  → {german}")
     same = tokenizer.batch_decode(greedy_ours, skip_special_tokens=True) == tokenizer.batch_decode(
         greedy_theirs, skip_special_tokens=True)  # fmt: skip
+    identical["OPUS-MT en-de: greedy translations"] = (same, f"{len(sentences)} sentences")
     print("greedy translations identical to transformers':", same)
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-real_smol = None
 try:
     smol_tokenizer, real_hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
 except HubError as error:
     print(f"skipped the real language model: {error}")
 else:
     real_smol = from_llama(real_hf_smol)
-    text = "The Transformer is a neural network that"
-    prompt_ids = smol_tokenizer(text, return_tensors="pt").input_ids  # (1, T)
+    prompt_ids = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
     with torch.no_grad():
+        logit_gap = (real_smol(prompt_ids) - real_hf_smol(prompt_ids).logits).abs().max().item()
         continued = generate(real_smol, prompt_ids, max_new_tokens=30)
         theirs_ids = real_hf_smol.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
                                            max_new_tokens=30, pad_token_id=real_smol.config.pad_id)  # fmt: skip
-    print(smol_tokenizer.decode(continued[0]))
-    print("identical to transformers' greedy continuation:", torch.equal(continued, theirs_ids))
+    print(smol_tokenizer.decode(continued[0], skip_special_tokens=True))
+    print(f"largest logit difference on the prompt: {logit_gap:.1e}")
+    same = torch.equal(continued, theirs_ids)
+    identical["SmolLM2-135M: greedy continuation"] = (same, "30 new tokens")
+    print("identical to transformers' greedy continuation:", same)
 
 # %%
-expect("the real checkpoints: run, or skipped with one line", True,
-       "ran" if real_opus is not None or real_smol is not None else "skipped, no checkpoint and no network")  # fmt: skip
+for claim, (same, measured) in identical.items():
+    expect(f"{claim} identical to transformers' (both in float32)", same, measured)
+if not identical:
+    print("skipped: no real checkpoint loaded here (no network and no local copy); where one loads, this cell "
+          "asserts that ours and transformers' generate the same tokens")  # fmt: skip
 
 # %% [markdown]
-# ## 6. What sets the speed: bytes per token
+# **Your own checkpoint.** The recipe is the one these two cells follow:
+#
+# 1. the tokenizer and the model: `tokenizer, hf_model = load_hub(name, "causal-lm")` (or
+#    `"translation"`), which loads the model in float32, or `transformers`' own
+#    `AutoTokenizer.from_pretrained(name)` and `LlamaForCausalLM.from_pretrained(name,
+#    dtype=torch.float32)` (`torch_dtype=` before `transformers` 4.56);
+# 2. convert: `ours = from_llama(hf_model)` (`from_gpt2`, `from_marian`);
+# 3. compare the logits on a real sentence, `ours(ids)` against `hf_model(ids).logits`: within
+#    10⁻⁵ of the largest for a short text;
+# 4. generate with `generate(ours, ids, max_new_tokens=…)` (`greedy_decode` or `beam_search` for
+#    Marian), and decode with `tokenizer.decode(tokens[0], skip_special_tokens=True)`.
+#
+# What converts: the OPUS-MT translators (`Helsinki-NLP/opus-mt-*`, Marian with post-LN layers),
+# GPT-2 of every size, and the Llama family with plain rotary embeddings: SmolLM and SmolLM2,
+# TinyLlama, Llama 2 and Llama 3 (8B). What is refused, with one line saying why: a checkpoint whose
+# `rope_scaling` rescales the rotary frequencies (Llama 3.1 and 3.2, for their long contexts), a
+# head size other than D/H, biases in Llama's feed-forward network, GPT-2's scaled or upcast
+# attention variants, an activation our feed-forward network does not have, and a configuration
+# that names several `<eos>` ids (Llama 3's instruct models stop at any of three; our `generate`
+# stops at one: set the one you want). The loader also refuses a family of another kind, and the
+# converters a model without the language-model output layer (`LlamaModel`) or with another head.
+#
+# The memory: a float32 copy takes 4 bytes a parameter, and while converting, `transformers`'
+# model and ours are both in memory, twice that.
+
+# %%
+def parameters(model: nn.Module) -> int:
+    """Distinct parameters (a tied matrix once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+with torch.device("meta"):  # the full shapes, without allocating a single number
+    full = {
+        "opus-mt-en-de": MarianMTModel(MarianConfig.from_dict(opus_config.to_dict() | {"encoder_layers": 6,
+                                                                                       "decoder_layers": 6})),
+        "GPT-2 small": GPT2LMHeadModel(GPT2Config()),
+        "SmolLM2-135M": LlamaForCausalLM(LlamaConfig.from_dict(smol_config.to_dict() | {"num_hidden_layers": 30})),
+    }  # fmt: skip
+for name, model in full.items():
+    n = parameters(model)
+    print(f"{name:14s} {n / 1e6:6.1f} M parameters: {4 * n / 2**30:.2f} GiB in float32, "
+          f"{8 * n / 2**30:.2f} GiB while converting")  # fmt: skip
+print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
+
+
+# %% [markdown]
+# ## 7. What sets the speed: bytes per token
 #
 # A step of generation with a KV cache (chapter 08) feeds one new token. Each weight matrix of the
 # model then multiplies one vector: every weight is read from memory once and used for a single
@@ -589,7 +869,7 @@ expect_at_most("bf16 weights: bytes relative to float32", read["bf16"] / read["f
 expect_at_most("int8 weights: bytes relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# ## 7. Summary
+# ## 8. Summary
 #
 # - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish,
 #   a bias on the logits and `<pad>` as the decoder's first token; GPT-2 is a pre-LN decoder-only
@@ -598,8 +878,12 @@ expect_at_most("int8 weights: bytes relative to float32", read["int8"] / read["f
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
 #   cannot check: the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row i + d/2 →
 #   2i + 1) and GPT-2's transposed `Conv1D` blocks.
-# - Equal logits within rounding and identical greedy tokens prove the conversion; rounding, not
-#   equality to the last bit, is what two implementations can share.
+# - A checkpoint's tokenizer turns text into the ids it was trained on: two SentencePiece models
+#   over one vocabulary for Marian (`</s>` appended, `<pad>` the last id), byte-level BPE for
+#   GPT-2 and SmolLM2 (every byte has an id, so no `<unk>`).
+# - Equal logits within rounding and identical tokens prove the conversion, on models whose every
+#   tensor is random, and on real checkpoints loaded in float32; rounding, not equality to the last
+#   bit, is what two implementations can share.
 # - At batch 1 a generated token reads every weight once, plus the cache: the bytes per weight
 #   (4, 2, about 1) set the time wherever arithmetic is not the limit.
 #
@@ -625,23 +909,27 @@ expect_at_most("int8 weights: bytes relative to float32", read["int8"] / read["f
 #    A score is Σ_j q_j k_j over a head's features: permuting the features of both vectors alike
 #    leaves the sum unchanged. Permuting only one would pair each query feature with another key
 #    feature. The reordering is needed only because the rotation turns pairs of features, and it
-#    makes our pairs hold the features Llama's pairs held.
+#    makes our pairs hold the features the halves layout's pairs held.
 #    </details>
 # 3. A mapping of names loads with `load_state_dict(strict=True)`. Which mistakes can still be in
 #    it?
 #    <details><summary>Answer</summary>
 #
-#    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K,
-#    self- and cross-attention, a square matrix not transposed. Only the outputs show them, which
-#    is why we compare logits.
+#    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K or
+#    their biases, self- and cross-attention, a square matrix not transposed; a bias or a norm
+#    left in another order. Only the outputs show them, which is why we compare logits, and only
+#    if the exchanged tensors differ: a freshly built `transformers` model has every gain 1 and
+#    every bias 0, so the chapter draws every tensor at random before comparing.
 #    </details>
 # 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why
 #    not 0, and why is that no reason to doubt the conversion?
 #    <details><summary>Answer</summary>
 #
 #    Floating-point addition is not associative: the two libraries sum the same products in other
-#    orders (other kernels, other blocking), and each order rounds differently. A wrong tensor
-#    changes the logits by amounts of their own size, many orders of magnitude more.
+#    orders (other kernels, other blocking), and each order rounds differently. With rotary
+#    embeddings each library also rounds the angles p·θ in its own way, an error that grows with
+#    the position, so on long texts the gap can pass 10⁻⁵. A wrong tensor changes the logits by
+#    amounts of their own size, many orders of magnitude more.
 #    </details>
 # 5. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and
 #    how long does it take at 1 TB/s of memory bandwidth?

@@ -23,7 +23,7 @@
 #
 # Companion of [chapter 11](../chapters/11_real_weights.ipynb): the three pieces of bookkeeping
 # that let the course's own `Transformer` and `DecoderOnlyLM` run the weights of checkpoints people
-# use: the order of the rows of W^Q and W^K that Llama's rotary embeddings expect, the transposed
+# use: the order of the rows of W^Q and W^K that Hugging Face's Llama expects, the transposed
 # weights of GPT-2's `Conv1D`, and the names of a Marian (OPUS-MT) layer's tensors.
 #
 # **How the exercises work.** Each exercise is one function of the course package
@@ -86,18 +86,20 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex11_1 — Rotary embeddings: from Llama's halves to our pairs (easy)
+# ## ex11_1 — Rotary embeddings: from the halves layout to our pairs (easy)
 #
 # **File:** `transformer_course/convert.py`, function `rope_halves_to_interleaved(weight, n_heads)`.
 #
 # Our `apply_rope` (exercise ex10_2) rotates the features of each head in pairs of neighbours,
-# (2i, 2i+1), by the angle θᵢ = p · base^(−2i/d). Hugging Face's Llama rotates the pairs
-# (i, i + d/2) by the same angles: its `rotate_half` takes the second half of each head's features
-# as the partners of the first half. A checkpoint trained that way has learned W^Q and W^K for
-# that pairing. Reordering the **rows** of W^Q and W^K (each row makes one feature of the
-# queries or keys) turns one layout into the other: within each head of d rows, row i goes to
-# row 2i and row i + d/2 to row 2i + 1. The score q·k is a sum over the features, so moving the
-# same features the same way in q and k changes nothing but which features rotate together.
+# (2i, 2i+1), by the angle θᵢ = p · base^(−2i/d), as RoFormer and Meta's own Llama code do.
+# Hugging Face's Llama rotates the pairs (i, i + d/2) by the same angles: its `rotate_half` takes
+# the second half of each head's features as the partners of the first half (the "halves" layout).
+# So the Llama weights on the Hub expect halves: Meta's were converted by permuting the rows of W^Q
+# and W^K, and models trained in halves (SmolLM2, GPT-NeoX) were stored as they were. Reordering
+# the **rows** of W^Q and W^K (each row makes one feature of the queries or keys) turns one layout
+# into the other: within each head of d rows, row i goes to row 2i and row i + d/2 to row 2i + 1.
+# The score q·k is a sum over the features, so moving the same features the same way in q and k
+# changes nothing but which features rotate together.
 #
 # - **Shapes:** `weight` (H·d, ...) → the same shape, the rows in the new order (a new tensor);
 #   a bias (H·d,) is reordered the same way. With grouped key/value heads, W^K has its own

@@ -23,7 +23,7 @@
 #
 # Companion of [chapter 11](../chapters/11_real_weights.ipynb): the three pieces of bookkeeping
 # that let the course's own `Transformer` and `DecoderOnlyLM` run the weights of checkpoints people
-# use: the order of the rows of W^Q and W^K that Llama's rotary embeddings expect, the transposed
+# use: the order of the rows of W^Q and W^K that Hugging Face's Llama expects, the transposed
 # weights of GPT-2's `Conv1D`, and the names of a Marian (OPUS-MT) layer's tensors.
 #
 # **How the exercises work.** Each exercise is one function of the course package
@@ -86,18 +86,20 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex11_1 — Rotary embeddings: from Llama's halves to our pairs (easy)
+# ## ex11_1 — Rotary embeddings: from the halves layout to our pairs (easy)
 #
 # **File:** `transformer_course/convert.py`, function `rope_halves_to_interleaved(weight, n_heads)`.
 #
 # Our `apply_rope` (exercise ex10_2) rotates the features of each head in pairs of neighbours,
-# (2i, 2i+1), by the angle θᵢ = p · base^(−2i/d). Hugging Face's Llama rotates the pairs
-# (i, i + d/2) by the same angles: its `rotate_half` takes the second half of each head's features
-# as the partners of the first half. A checkpoint trained that way has learned W^Q and W^K for
-# that pairing. Reordering the **rows** of W^Q and W^K (each row makes one feature of the
-# queries or keys) turns one layout into the other: within each head of d rows, row i goes to
-# row 2i and row i + d/2 to row 2i + 1. The score q·k is a sum over the features, so moving the
-# same features the same way in q and k changes nothing but which features rotate together.
+# (2i, 2i+1), by the angle θᵢ = p · base^(−2i/d), as RoFormer and Meta's own Llama code do.
+# Hugging Face's Llama rotates the pairs (i, i + d/2) by the same angles: its `rotate_half` takes
+# the second half of each head's features as the partners of the first half (the "halves" layout).
+# So the Llama weights on the Hub expect halves: Meta's were converted by permuting the rows of W^Q
+# and W^K, and models trained in halves (SmolLM2, GPT-NeoX) were stored as they were. Reordering
+# the **rows** of W^Q and W^K (each row makes one feature of the queries or keys) turns one layout
+# into the other: within each head of d rows, row i goes to row 2i and row i + d/2 to row 2i + 1.
+# The score q·k is a sum over the features, so moving the same features the same way in q and k
+# changes nothing but which features rotate together.
 #
 # - **Shapes:** `weight` (H·d, ...) → the same shape, the rows in the new order (a new tensor);
 #   a bias (H·d,) is reordered the same way. With grouped key/value heads, W^K has its own
@@ -110,7 +112,7 @@ weight = torch.arange(8.0).view(8, 1)  # (H·d, 1) = two heads of d = 4 rows: ro
 ### BEGIN SOLUTION
 print(rope_halves_to_interleaved(weight, n_heads=2).flatten())  # head 0: 0, 2, 1, 3; head 1: 4, 6, 5, 7
 w_q, x = torch.randn(8, 8), torch.randn(8)
-halves_q = w_q @ x  # one query, two heads of d = 4, in Llama's layout
+halves_q = w_q @ x  # one query, two heads of d = 4, in the halves layout
 ours_q = rope_halves_to_interleaved(w_q, 2) @ x
 print(torch.equal(ours_q, halves_q.view(2, 2, 2).transpose(1, 2).reshape(8)))  # the same features, moved
 ### END SOLUTION
@@ -129,8 +131,8 @@ print(torch.equal(ours_q, halves_q.view(2, 2, 2).transpose(1, 2).reshape(8)))  #
 #
 # A score is Σⱼ qⱼ kⱼ over the d features of a head: any permutation of the features applied to both
 # q and k leaves the sum as it was. The rotation is what cares about the order: it turns feature
-# pairs, and the permutation makes our pair i hold exactly the two features Llama's pair i held,
-# with the same angle. The values are never rotated and the scores do not depend on their order,
+# pairs, and the permutation makes our pair i hold exactly the two features the halves layout's
+# pair i held, with the same angle. The values are never rotated and the scores do not depend on their order,
 # so W^V and W^O keep theirs (reordering W^V's rows would also require reordering W^O's columns).
 # Done over all H·d rows, the pairs would mix features of two different heads (row i with row
 # i + H·d/2): heads are split after W^Q, so the rotated pairs would no longer be the ones the
@@ -242,7 +244,10 @@ print(sorted(marian_layer_names(False)) == sorted(EncoderLayer(8, 2, 16).state_d
 # given to the encoder) and a shape that differs (fc1 for fc2 when d_ff ≠ D). It cannot catch two
 # tensors of the same shape given to each other's places: the three norms, W^Q and W^K, the
 # self- and the cross-attention. Those load silently and compute another function, which is why
-# the check (and chapter 11) compares the outputs of the loaded model with the original's.
+# the check (and chapter 11) compares the outputs of the loaded model with the original's. The
+# outputs show an exchange only where the two tensors differ: a freshly built `transformers` model
+# starts every norm's gain at 1 and every bias at 0, so a comparison on it would miss two norms
+# swapped; the check and chapter 11 draw every tensor at random.
 # ### END SOLUTION
 
 # %%

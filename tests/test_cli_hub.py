@@ -358,6 +358,21 @@ def test_load_hub_is_what_chapter_11_calls(llama_dir: Path) -> None:
         hub.load_hub(str(llama_dir), "speech")
 
 
+def test_a_checkpoint_stored_in_bf16_is_loaded_in_float32(llama_dir: Path, tmp_path: Path) -> None:
+    """LLM checkpoints are stored in bfloat16 (SmolLM2's are), and transformers 5 keeps the stored
+    precision unless told: load_hub asks for float32, the precision of the course's models."""
+    tokenizer, model = hub.load_hub(str(llama_dir), "causal-lm")
+    model.to(torch.bfloat16).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    _, reloaded = hub.load_hub(str(tmp_path), "causal-lm")
+    assert {p.dtype for p in reloaded.parameters()} == {torch.float32}
+    ids = torch.tensor([[1, 5, 9, 12]])
+    with torch.no_grad():
+        assert torch.allclose(hub.course_model("tiny", reloaded)(ids), reloaded(ids).logits, atol=1e-5)
+    assert hub._float32("4.41.0") == {"torch_dtype": torch.float32}  # the floor: dtype was torch_dtype until 4.56
+    assert hub._float32("5.0.0rc1") == {"dtype": torch.float32}
+
+
 def test_a_cached_checkpoint_is_read_without_the_network(
     marian_dir: Path, silent_hub: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
 ) -> None:

@@ -29,24 +29,39 @@ from transformer_course import (  # noqa: E402
 TOLERANCE = 1e-4
 
 
-def _llama(**overrides):
+def _every_tensor_drawn(model):
+    """``model`` with every tensor random, not only the matrices: transformers starts every norm's gain
+    at 1 and every bias (Marian's ``final_logits_bias`` too) at 0, where a converter that swaps two
+    norms, swaps two biases or drops one gives the same logits. Marian's sinusoid tables stay."""
+    with torch.no_grad():
+        for name, tensor in model.named_parameters():
+            if tensor.dim() == 1 and "embed_positions" not in name:
+                tensor.normal_(0.0, 0.5) if name.endswith("bias") else tensor.normal_(1.0, 0.5)
+        if hasattr(model, "final_logits_bias"):
+            model.final_logits_bias.normal_()
+    return model.eval()
+
+
+def _llama(drawn: bool = True, **overrides):
     settings = dict(
         vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=8,
         num_key_value_heads=2, rope_theta=5e5, tie_word_embeddings=False, max_position_embeddings=128,
         initializer_range=0.2, bos_token_id=1, eos_token_id=2,
     ) | overrides  # fmt: skip
     torch.manual_seed(0)
-    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**settings)).eval()
+    model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**settings))
+    return _every_tensor_drawn(model) if drawn else model.eval()
 
 
-def _gpt2(**overrides):
+def _gpt2(drawn: bool = True, **overrides):
     settings = dict(vocab_size=128, n_embd=64, n_head=4, n_layer=2, n_positions=96, bos_token_id=127,
                     eos_token_id=127, initializer_range=0.2) | overrides  # fmt: skip
     torch.manual_seed(0)
-    return transformers.GPT2LMHeadModel(transformers.GPT2Config(**settings)).eval()
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config(**settings))
+    return _every_tensor_drawn(model) if drawn else model.eval()
 
 
-def _marian(**overrides):
+def _marian(drawn: bool = True, **overrides):
     """A MarianMTModel as OPUS-MT's: swish, √D-scaled shared embeddings, the decoder starting from <pad>."""
     settings = dict(
         vocab_size=101, decoder_vocab_size=101, d_model=64, encoder_layers=2, decoder_layers=2,
@@ -55,10 +70,8 @@ def _marian(**overrides):
         eos_token_id=0, forced_eos_token_id=None, max_position_embeddings=128, init_std=0.2,
     ) | overrides  # fmt: skip
     torch.manual_seed(0)
-    model = transformers.MarianMTModel(transformers.MarianConfig(**settings)).eval()
-    with torch.no_grad():
-        model.final_logits_bias.normal_()  # zero in a new model: make it count
-    return model
+    model = transformers.MarianMTModel(transformers.MarianConfig(**settings))
+    return _every_tensor_drawn(model) if drawn else model.eval()
 
 
 def _ids(vocab: int, shape: tuple[int, int], low: int = 3, seed: int = 1) -> torch.Tensor:
@@ -175,6 +188,89 @@ def test_greedy_decode_gives_marians_greedy_tokens() -> None:
         _same_until_eos(greedy_decode(ours, src, max_len=15, use_cache=use_cache), expected, 0)
 
 
+# -- mistakes a strict load accepts: only the logits show them -------------------------------------
+
+
+def _swap(state: dict, a: str, b: str, parts: tuple[str, ...] = ("weight", "bias")) -> None:
+    """Exchange the tensors of two modules of the same shapes (their weights, and biases if any)."""
+    for t in parts:
+        if f"{a}.{t}" in state:
+            state[f"{a}.{t}"], state[f"{b}.{t}"] = state[f"{b}.{t}"], state[f"{a}.{t}"]
+
+
+def _drop_ffn_biases(state: dict, hf) -> None:  # noqa: ARG001
+    for name in [n for n in state if ".ffn.linear" in n and n.endswith("bias")]:
+        state[name] = torch.zeros_like(state[name])
+
+
+def _c_attn_bias_interleaved(state: dict, hf) -> None:
+    """q, k and v's biases taken as every third value of c_attn's, not as its three blocks."""
+    bias = hf.transformer.h[0].attn.c_attn.bias
+    for i, part in enumerate("qkv"):
+        state[f"layers.0.self_attn.w_{part}.bias"] = bias[i::3]
+
+
+def _rotary_biases_not_reordered(state: dict, hf) -> None:
+    """W^Q's and W^K's rows reordered for our rotary pairs, their biases left in the halves layout."""
+    attn = hf.model.layers[0].self_attn
+    state["layers.0.self_attn.w_q.bias"], state["layers.0.self_attn.w_k.bias"] = attn.q_proj.bias, attn.k_proj.bias
+
+
+# each mistake: the family, and what it does to the state the converter loads (our names)
+MISTAKES = {
+    "marian-decoder-norms-swapped": ("marian", lambda s, hf: _swap(s, "decoder.layers.0.norm2", "decoder.layers.0.norm3")),
+    "marian-encoder-norms-swapped": ("marian", lambda s, hf: _swap(s, "encoder.layers.1.norm1", "encoder.layers.1.norm2")),
+    "marian-q-k-biases-swapped": ("marian", lambda s, hf: _swap(s, "encoder.layers.0.self_attn.w_q", "encoder.layers.0.self_attn.w_k", ("bias",))),
+    "marian-ffn-biases-dropped": ("marian", _drop_ffn_biases),
+    "marian-final-logits-bias-forgotten": ("marian", lambda s, hf: s.update({"output.bias": torch.zeros_like(s["output.bias"])})),
+    "gpt2-norms-swapped": ("gpt2", lambda s, hf: _swap(s, "layers.1.norm1", "layers.1.norm2")),
+    "gpt2-ffn-biases-dropped": ("gpt2", _drop_ffn_biases),
+    "gpt2-c-attn-bias-split-wrongly": ("gpt2", _c_attn_bias_interleaved),
+    "llama-norms-swapped": ("llama", lambda s, hf: _swap(s, "layers.0.norm1", "layers.0.norm2")),
+    "llama-rotary-biases-not-reordered": ("llama", _rotary_biases_not_reordered),
+}  # fmt: skip
+
+
+def _relative_difference(family: str, hf, ours) -> float:
+    """Largest |ours − transformers'| over the logits of a few inputs, relative to the largest logit."""
+    if family == "marian":
+        src = _ids(101, (2, 8), low=1)
+        src[1, 5:] = 100
+        tgt = torch.cat([torch.full((2, 1), 100), _ids(101, (2, 6), low=1, seed=2)], dim=1)
+        mine = ours(src, tgt)
+        theirs = hf(input_ids=src, attention_mask=(src != 100).long(), decoder_input_ids=tgt).logits
+    else:
+        ids = _ids(128, (2, 12))
+        mine, theirs = ours(ids), hf(ids).logits
+    return (_max_diff(mine, theirs) / theirs.abs().max()).item()
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_each_mistake_a_strict_load_accepts_changes_the_logits(mistake: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With every tensor drawn, a swapped norm or bias, a dropped bias, a bias in the wrong order
+    changes the logits by far more than rounding; on transformers' own start (gains 1, biases 0)
+    the same mistake gives the same logits, which is why the models here draw every tensor."""
+    from transformer_course import convert
+
+    family, mutate = MISTAKES[mistake]
+    build, converter = {"marian": (_marian, from_marian), "gpt2": (_gpt2, from_gpt2),
+                        "llama": (lambda drawn: _llama(drawn, attention_bias=True), from_llama)}[family]  # fmt: skip
+    loaded = convert._loaded
+    differences = {}
+    for drawn in (True, False):
+        hf = build(drawn)
+
+        def load_with_the_mistake(model, state, hf=hf):  # noqa: ANN001, ANN202
+            mutate(state, hf)
+            return loaded(model, state)
+
+        monkeypatch.setattr(convert, "_loaded", load_with_the_mistake)
+        with torch.no_grad():
+            differences[drawn] = _relative_difference(family, hf, converter(hf))
+    assert differences[True] > 1e-2, f"{mistake}: the logits differ by only {differences[True]:.1e} of the largest"
+    assert differences[False] < 1e-5  # invisible where every gain is 1 and every bias 0
+
+
 def test_the_converters_name_what_they_were_given() -> None:
     with pytest.raises(ValueError, match="expected a loaded transformers LlamaForCausalLM, got GPT2LMHeadModel"):
         from_llama(_gpt2())
@@ -182,6 +278,44 @@ def test_the_converters_name_what_they_were_given() -> None:
         from_marian(torch.nn.Linear(2, 2))
     with pytest.raises(ValueError, match="rope scaling"):
         from_llama(_llama(rope_scaling={"type": "linear", "factor": 2.0}))
+
+
+@pytest.mark.parametrize(
+    ("build", "convert_with", "expected"),
+    [
+        (lambda: transformers.MarianModel(_marian().config), from_marian, "MarianMTModel, got MarianModel"),
+        (lambda: _llama().model, from_llama, "LlamaForCausalLM, got LlamaModel"),
+        (lambda: transformers.LlamaForSequenceClassification(_llama().config), from_llama,
+         "LlamaForCausalLM, got LlamaForSequenceClassification"),
+        (lambda: _gpt2().transformer, from_gpt2, "GPT2LMHeadModel, got GPT2Model"),
+    ],
+)  # fmt: skip
+def test_a_model_of_the_right_family_but_another_class_is_named_in_one_line(build, convert_with, expected: str) -> None:
+    """The model without its language-model head, or with a classification head: one line naming the class
+    to load, not an AttributeError from deep inside the converter."""
+    expected = f"expected a loaded transformers {expected}: load the checkpoint with"
+    with pytest.raises(ValueError, match=expected) as error:
+        convert_with(build())
+    assert "\n" not in str(error.value)
+
+
+def test_several_eos_ids_are_refused_in_one_line_and_one_is_read() -> None:
+    """Llama 3's instruct checkpoints end a text at any of three ids; our generate stops at one."""
+    with pytest.raises(ValueError, match=r"eos_token_id lists several ids \[2, 5\], and the course's generate stops"):
+        from_llama(_llama(eos_token_id=[2, 5]))
+    assert from_llama(_llama(eos_token_id=[2])).config.eos_id == 2
+    assert from_llama(_llama(eos_token_id=[2, 2])).config.eos_id == 2
+
+
+@pytest.mark.parametrize(("pad", "padding_idx"), [(None, None), (0, 0)])
+def test_the_embedding_keeps_a_padding_row_only_where_padding_is_its_own_id(pad, padding_idx) -> None:
+    """Without a padding token, pad = eos: <eos> must still learn (its row gets a gradient)."""
+    ours = from_llama(_llama(pad_token_id=pad))
+    assert ours.embed.embedding.padding_idx == padding_idx
+    ours.train()
+    ours(torch.tensor([[3, 2, 4, 0]])).sum().backward()
+    grad = ours.embed.embedding.weight.grad
+    assert grad[2].abs().sum() > 0 and (grad[0].abs().sum() > 0) == (padding_idx is None)
 
 
 def test_the_original_is_left_untouched_and_ours_owns_its_weights() -> None:

@@ -49,6 +49,17 @@ WRONG = [
     ("chapters/10_modern_language_models.py", "(the white region)"),
     ("chapters/10_modern_language_models.py", "falls to almost zero within a few hundred steps"),
     ("transformer_course/rotary.py", "their weights do not load into each other"),
+    # chapter 11's review (issue 39): Meta's Llama rotates neighbouring pairs; most OPUS-MT models, not
+    # all, are the base model's size; six settings are added; SmolLM2 has more special tokens than one;
+    # the paper gives no reason for √D; its attention projections have no biases
+    ("chapters/11_real_weights.py", "The published weights were trained with that pairing"),
+    ("chapters/11_real_weights.py", "each about the size of the paper's base model"),
+    ("chapters/11_real_weights.py", "Nothing in the model changes"),
+    ("chapters/11_real_weights.py", "GPT-2 and SmolLM2 have one special token for everything"),
+    ("chapters/11_real_weights.py", "The paper's √D balances learned embeddings"),
+    ("chapters/11_real_weights.py", "| biases | everywhere |"),
+    ("transformer_course/convert.py", "Its rotary embeddings pair feature i with feature i + d/2 of each head"),
+    ("solutions/ex11_real_weights.py", "A checkpoint trained that way has learned W^Q and W^K for that pairing"),
 ]
 
 STILL_THERE = [
@@ -61,6 +72,14 @@ STILL_THERE = [
     ("chapters/10_modern_language_models.py", "and recomputes the blocks in the backward pass"),
     ("chapters/10_modern_language_models.py", "the comparison measures early training at that rate"),
     ("chapters/10_modern_language_models.py", "still happens by chance for 1 comparison in 4"),
+    ("chapters/11_real_weights.py", "as RoFormer and Meta's own Llama code do"),
+    ("chapters/11_real_weights.py", "the conversion script's permutation run backwards"),
+    ("chapters/11_real_weights.py", "Published LLM checkpoints are stored in bfloat16"),
+    ("chapters/11_real_weights.py", "That bound is for short inputs like these"),
+    ("chapters/11_real_weights.py", "The paper names no first token for the decoder"),
+    ("chapters/11_real_weights.py", 'the "halves" layout is the authors\' own'),
+    ("chapters/11_real_weights.py", "a common reading is"),
+    ("transformer_course/convert.py", "as Meta's own Llama code and RoFormer do"),
 ]
 
 

@@ -12,9 +12,13 @@ and a few other choices:
   (``bos_id = pad_id``).
 - **Llama** (``LlamaForCausalLM``, SmolLM too) is chapter 10's modern :class:`~.lm.DecoderOnlyLM`
   without √D on the embedding and without biases, with an output layer of its own unless the
-  embedding is tied. Its rotary embeddings pair feature i with feature i + d/2 of each head
-  (``rotate_half``) where ours pair (2i, 2i+1): a fixed reordering of the rows of W^Q and W^K,
-  :func:`rope_halves_to_interleaved`, turns one into the other.
+  embedding is tied. Its rotary embeddings, as ``transformers`` computes them, pair feature i with
+  feature i + d/2 of each head (``rotate_half``, "halves") where ours pair (2i, 2i+1), as Meta's
+  own Llama code and RoFormer do. Meta's checkpoints were converted for ``transformers`` by
+  permuting the rows of W^Q and W^K so that ``rotate_half`` gives Meta's scores; models trained in
+  the halves layout (GPT-NeoX, SmolLM2) need no such step. Either way the weights on the Hub
+  expect halves, and :func:`rope_halves_to_interleaved` (that permutation run backwards) turns
+  them into ours.
 - **GPT-2** (``GPT2LMHeadModel``) is a pre-LN :class:`~.lm.DecoderOnlyLM` with learned positions,
   GELU (tanh approximation) and biases; its ``Conv1D`` layers store each weight transposed
   (``x @ W``, where ``nn.Linear`` computes ``x @ W.T``), and one ``c_attn`` holds W^Q, W^K and W^V
@@ -25,8 +29,6 @@ logits. None imports ``transformers``: they read the model's configuration and t
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import torch
 from torch import Tensor, nn
@@ -48,13 +50,14 @@ _ACTIVATIONS = {
 
 def rope_halves_to_interleaved(weight: Tensor, n_heads: int) -> Tensor:
     """Reorder the rows of W^Q or W^K (or their bias) from the "halves" layout of rotary embeddings
-    (Hugging Face's Llama: pair i = features i and i + d/2 of each head) to ours (pair i = features
-    2i and 2i+1).
+    (``transformers``' Llama: pair i = features i and i + d/2 of each head) to ours (pair i =
+    features 2i and 2i+1, as in Meta's Llama code and RoFormer).
 
     Within each head of d features, row i of the halves layout goes to row 2i, and row i + d/2 to
-    row 2i + 1. Queries and keys are both reordered the same way, so every score q·k, a sum over
-    the features, is unchanged: only which features form a rotating pair changes, and now it is
-    the pairs each layout rotates by the same angle.
+    row 2i + 1: the inverse of the permutation ``transformers``' conversion script applied to
+    Meta's weights. Queries and keys are both reordered the same way, so every score q·k, a sum
+    over the features, is unchanged: only which features form a rotating pair changes, and now it
+    is the pairs each layout rotates by the same angle.
 
     Shape:
         weight: (H·d, ...) → (H·d, ...), the same rows in another order (a new tensor)
@@ -253,10 +256,17 @@ def from_gpt2(hf_model: nn.Module) -> DecoderOnlyLM:
 
 
 def _config_of(hf_model: nn.Module, class_name: str, model_type: str):
-    """The model's configuration, after checking that it is the family the converter reads."""
+    """The model's configuration, after checking that it is the class the converter reads (a
+    ``MarianModel`` or ``LlamaModel`` lacks the output layer, a classification head has another)."""
     config = getattr(hf_model, "config", None)
+    classes = {cls.__name__ for cls in type(hf_model).__mro__}
     if not isinstance(hf_model, nn.Module) or getattr(config, "model_type", None) != model_type:
         raise ValueError(f"expected a loaded transformers {class_name}, got {type(hf_model).__name__}")
+    if class_name not in classes:
+        raise ValueError(
+            f"expected a loaded transformers {class_name}, got {type(hf_model).__name__}: "
+            f"load the checkpoint with {class_name}.from_pretrained, which has the language-model output layer"
+        )
     return config
 
 
@@ -269,16 +279,25 @@ def _activation(name: str) -> str:
 def _special_ids(config) -> dict[str, int]:
     """pad, bos and eos of a decoder-only checkpoint: with no padding token (GPT-2, Llama) the
     padding after a finished text is ``<eos>``, as ``transformers``' ``generate`` pads it."""
-
-    def first(value: int | Iterable[int] | None) -> int | None:
-        return next(iter(value), None) if isinstance(value, list | tuple) else value
-
-    eos = first(config.eos_token_id)
-    bos = first(config.bos_token_id)
-    pad = first(config.pad_token_id)
+    eos, bos, pad = (_one_id(config, name) for name in ("eos_token_id", "bos_token_id", "pad_token_id"))
     if eos is None:
         raise ValueError("the checkpoint names no eos_token_id: generation would never stop")
     return {"pad_id": eos if pad is None else pad, "bos_id": eos if bos is None else bos, "eos_id": eos}
+
+
+def _one_id(config, name: str) -> int | None:
+    """The configuration's ``name`` as one id; a list of several (Llama 3's instruct models end a
+    text at any of three) is refused: the course's models stop at one ``<eos>``."""
+    value = getattr(config, name, None)
+    if isinstance(value, list | tuple):
+        ids = sorted(set(value))
+        if len(ids) > 1:
+            raise ValueError(
+                f"{name} lists several ids {list(value)}, and the course's generate stops at one: "
+                f"set the one to use first, e.g. hf_model.config.{name} = {value[0]}"
+            )
+        value = ids[0] if ids else None
+    return value
 
 
 def _loaded(model: nn.Module, state: dict[str, Tensor]) -> nn.Module:

@@ -140,7 +140,8 @@ class DecoderOnlyLM(nn.Module):
         if not isinstance(config, DecoderOnlyConfig):
             raise ValueError(f"config must be a DecoderOnlyConfig, got {type(config).__name__}")
         self.config = c = config
-        self.embed = (TokenEmbedding if c.scale_embedding else UnscaledEmbedding)(c.vocab_size, c.d_model, c.pad_id)
+        padding = c.pad_id if c.pad_id != c.eos_id else None  # pad = eos (GPT-2, Llama): <eos> still learns
+        self.embed = (TokenEmbedding if c.scale_embedding else UnscaledEmbedding)(c.vocab_size, c.d_model, padding)
         rope = c.positional == "rope"
         self.positional = (
             EmbeddingDropout(c.dropout)  # RoPE: the positions enter inside attention; the dropout stays here

@@ -14,10 +14,12 @@ p by the angle p · base^(−2i/d), so the first pairs turn fast and the last on
     out[2i]   = x[2i] cos θ − x[2i+1] sin θ
     out[2i+1] = x[2i] sin θ + x[2i+1] cos θ,     θ = p · base^(−2i/d)
 
-(Some libraries pair feature i with feature i + d/2 instead, "half-split", as Hugging Face's Llama
-does; the two are the same rotations with the features in another order. A checkpoint of one layout
-runs in the other once the rows of W^Q and W^K are reordered the same way within each head, since a
-score sums over the features in any order: chapter 11's ``rope_halves_to_interleaved``.)
+(These are RoFormer's pairs and those of Meta's own Llama code. GPT-NeoX, and Hugging Face's Llama,
+pair feature i with feature i + d/2 instead, "halves" (``rotate_half``): the same rotations with the
+features in another order. Models trained that way (GPT-NeoX, SmolLM2) are stored that way, and Hugging
+Face's copies of Meta's Llama have the rows of W^Q and W^K permuted to suit ``rotate_half``. A checkpoint
+of one layout runs in the other once the rows of W^Q and W^K are reordered the same way within each
+head, since a score sums over the features in any order: chapter 11's ``rope_halves_to_interleaved``.)
 """
 
 from __future__ import annotations

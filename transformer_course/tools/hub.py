@@ -55,6 +55,30 @@ class HubError(ValueError):
     """A checkpoint that cannot be loaded; the message is one line naming it and the reason."""
 
 
+class MissingPackages(HubError):
+    """``transformers`` or ``sentencepiece`` is not installed. A notebook shows the message alone, one
+    line, in place of a traceback (IPython prints what ``_render_traceback_`` returns); the cell
+    fails, so "Run all" stops there."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+def require_packages(what: str) -> None:
+    """Raise :class:`MissingPackages` naming ``what`` (the part of a chapter that needs them) unless
+    ``transformers`` and ``sentencepiece`` can be imported."""
+    missing = [name for name in ("transformers", "sentencepiece") if not _importable(name)]
+    if missing:
+        raise MissingPackages(f"{what} needs {' and '.join(missing)}, not installed here: {PIP_HINT}")
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a finder that refuses it, or a module set to None in sys.modules
+        return False
+
+
 def probe_timeout() -> float:
     """Seconds the Hub has to answer the first request: ``HF_HUB_ETAG_TIMEOUT`` when set, else 3."""
     value = os.environ.get("HF_HUB_ETAG_TIMEOUT")
@@ -66,7 +90,8 @@ def probe_timeout() -> float:
 
 def load_hub(name: str, kind: str) -> tuple[object, nn.Module]:
     """(tokenizer, ``transformers`` model) of the checkpoint ``name``: a Hub id such as
-    ``"Helsinki-NLP/opus-mt-en-de"`` or a local folder.
+    ``"Helsinki-NLP/opus-mt-en-de"`` or a local folder. The model is loaded in float32, whatever
+    precision the checkpoint is stored in, so that it computes what the converted model computes.
 
     ``kind`` is ``"translation"`` (Marian) or ``"causal-lm"`` (Llama family, GPT-2); a checkpoint of
     another family is refused before its weights are downloaded. Raises :class:`HubError`.
@@ -181,7 +206,7 @@ def _load(name: str, kind: str, local_files_only: bool) -> tuple[object, nn.Modu
                 raise HubError(f"{name} is a {model_type} model, not {_KIND_NAMES[kind]}")
             tokenizer = transformers.AutoTokenizer.from_pretrained(name, **where)
             model_class = getattr(transformers, KINDS[kind][model_type])
-            model = model_class.from_pretrained(name, **where)
+            model = model_class.from_pretrained(name, **where, **_float32(transformers.__version__))
     except ImportError as error:  # transformers without sentencepiece (Marian), or a broken install
         raise HubError(f"loading {name} needs a package that is missing ({_first_line(error)}): {PIP_HINT}") from None
     except (KeyError, ValueError) as error:
@@ -189,6 +214,17 @@ def _load(name: str, kind: str, local_files_only: bool) -> tuple[object, nn.Modu
             raise
         raise HubError(f"could not load {name}: {_first_line(error)}") from None
     return tokenizer, model.eval()
+
+
+def _float32(version: str) -> dict[str, object]:
+    """``from_pretrained``'s argument that loads every tensor in float32, the precision of the
+    course's models. LLM checkpoints are usually stored in bfloat16 (SmolLM2 is), and transformers
+    5 loads a checkpoint in its stored precision unless told: ``dtype`` since 4.56, ``torch_dtype``
+    before."""
+    import torch
+
+    major, minor = (int(part) for part in version.split(".")[:2])
+    return {"dtype" if (major, minor) >= (4, 56) else "torch_dtype": torch.float32}
 
 
 @contextmanager
