@@ -1,6 +1,7 @@
-"""`make test-gpu`: the training chapters on a CUDA GPU, with the profile a Colab GPU gets.
+"""`make test-gpu`: the inference engine and the training chapters on a CUDA GPU, with the profile a
+Colab GPU gets.
 
-    python scripts/test_gpu.py                 # chapters 07, 08 and 09; fails without a CUDA GPU
+    python scripts/test_gpu.py                 # the engine's tests, chapters 07–10; fails without a CUDA GPU
     python scripts/test_gpu.py --record        # also appends the times to benchmarks/results.md
 
 On a GPU the chapters pick the larger profile and mixed precision by themselves (bfloat16 where the
@@ -15,6 +16,7 @@ shown (and recorded with ``--record``).
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -73,6 +75,11 @@ def main(argv: list[str]) -> int:
     out_dir = ROOT / "test-artifacts" / "gpu"
     out_dir.mkdir(parents=True, exist_ok=True)
     rows, failed = [], []
+    engine = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_engine_gpu.py"],
+                            cwd=ROOT)  # fmt: skip
+    if engine.returncode:
+        failed.append("tests/test_engine_gpu.py")
+    print(f"{'✓' if engine.returncode == 0 else '✗'} the inference engine on the GPU (tests/test_engine_gpu.py)")
     for chapter in CHAPTERS:
         try:
             seconds, throughput = run_chapter(ROOT / chapter, out_dir)

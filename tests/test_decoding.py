@@ -415,14 +415,13 @@ def test_the_attention_path_is_an_argument_not_a_switch() -> None:
     torch.testing.assert_close(fast, teaching, rtol=1e-5, atol=1e-6)
 
 
-# -- the lean step ----------------------------------------------------------------------------------
+# -- one position at a time ---------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("bias", "d_k", "d_v"), [(True, None, None), (False, None, None), (True, 5, 3)])
-def test_the_lean_one_position_step_equals_the_full_pass(bias: bool, d_k: int | None, d_v: int | None) -> None:
-    """Under no_grad a cached call of one position takes MultiHeadAttention's lean step (Q, K and V
-    from one product of weights fused per decoding call); it gives the full pass's numbers, with
-    and without biases, with d_k != d_v, with a padding mask, and leaves the state dict alone."""
+def test_a_cached_step_of_one_position_equals_the_full_pass(bias: bool, d_k: int | None, d_v: int | None) -> None:
+    """Chapter 08's cache, one position at a time, gives the full pass's numbers, with and without
+    biases, with d_k != d_v, with a padding mask, and leaves the state dict alone."""
     torch.manual_seed(0)
     attention = MultiHeadAttention(12, 3, d_k=d_k, d_v=d_v, bias=bias).eval()
     keys_before = set(attention.state_dict())
@@ -434,7 +433,6 @@ def test_the_lean_one_position_step_equals_the_full_pass(bias: bool, d_k: int | 
         self_cache, cross_cache = KVCache(), KVCache(static=True)
         got_self = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=self_cache)[0] for t in range(5)]
         got_cross = [attention(x[:, t : t + 1], memory, memory, memory_mask, cache=cross_cache)[0] for t in range(5)]
-    assert self_cache.projections is not None and cross_cache.projections is not None, "the lean step ran"
     torch.testing.assert_close(torch.cat(got_self, 1), want_self, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.cat(got_cross, 1), want_cross, rtol=1e-5, atol=1e-6)
     assert self_cache.keys.shape == (2, 3, 5, attention.d_k) and self_cache.values.shape == (2, 3, 5, attention.d_v)

@@ -5,10 +5,11 @@ We count the ATen operations (every call that reaches PyTorch's dispatcher, with
 ``TorchDispatchMode`` of ``benchmarks/decoding.py``) of greedy decoding with ``path="engine"``:
 one generated token costs ``ops(T + 1 tokens) - ops(T tokens)`` (the encoder or the prompt, the
 set-up and the reads before the loop cancel out; what is left is one whole step: every layer, the
-embedding, the output layer, the choice of the token, the early-stop check). Divided by the number
-of layers (four, so that the work of a step outside the layers counts as it does in a real model
-only a little) it must stay at or below 45 for every family and precision. A step must also never copy
-the cached keys and values to every query head (grouped heads are read as they are stored).
+embedding, the output layer, the choice of the token, the early-stop check). A layer's share is the
+difference between the steps of two models that differ by two layers, divided by two: it must stay
+at or below 45 for every family and precision, and what a step does outside its layers at or
+below 30. A step must also never copy the cached keys and values to every query head (grouped
+heads are read as they are stored).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from tests.test_engine import in_precision, language_model, translator
 from transformer_course.lm import generate
 
 TARGET = 45  # ATen operations per layer per generated token, at most
-LAYERS = 4
+OUTSIDE = 30  # ATen operations of a step outside its layers (embedding, output layer, the token's choice)
+LAYERS = 2  # the smaller of the two models; the other has LAYERS + 2
 COPIES = {"expand", "repeat", "repeat_interleave", "index_select", "index", "gather"}  # what repeat_kv would do
 
 
@@ -38,13 +40,23 @@ def _no_early_stop(model: torch.nn.Module) -> torch.nn.Module:
 @pytest.mark.parametrize("padded", [False, True], ids=["no padding", "padded sources"])
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_a_translators_step_costs_at_most_45_operations_per_layer(norm_first: bool, padded: bool, precision: str):
-    model = in_precision(_no_early_stop(translator(norm_first, n_decoder_layers=LAYERS)), precision)
     src = torch.randint(4, 120, (8, 12), generator=torch.Generator().manual_seed(1))  # (B, S)
     if padded:
-        src[:4, 8:] = model.config.pad_id
-    for tokens in (10, 20):  # a step costs the same early and late
-        per_layer, step = step_ops(model, src, tokens)
-        assert per_layer <= TARGET, f"{per_layer} operations per layer per token: {step}"
+        src[:4, 8:] = 0  # <pad>
+    steps = {}
+    for layers in (LAYERS, LAYERS + 2):
+        model = in_precision(_no_early_stop(translator(norm_first, n_decoder_layers=layers)), precision)
+        steps[layers] = [step_ops(model, src, tokens) for tokens in (10, 20)]  # a step costs the same early and late
+    _check(steps)
+
+
+def _check(steps: dict) -> None:
+    """Per layer and outside the layers, from the steps of the two models (total per layer, ops by name)."""
+    for (small, small_step), (large, large_step) in zip(steps[LAYERS], steps[LAYERS + 2], strict=True):
+        per_layer = (large * (LAYERS + 2) - small * LAYERS) / 2
+        outside = small * LAYERS - per_layer * LAYERS
+        assert per_layer <= TARGET, f"{per_layer} operations per layer per token: {large_step - small_step}"
+        assert outside <= OUTSIDE, f"{outside} operations per step outside the layers: {small_step}"
 
 
 def _prompt() -> torch.Tensor:
@@ -62,8 +74,8 @@ def _lm_step_ops(model: torch.nn.Module, tokens: int) -> tuple[float, Counter]:
     return (counts[1].total() - counts[0].total()) / model.config.n_layers, counts[1] - counts[0]
 
 
-def _language_model(family: str, precision: str) -> torch.nn.Module:
-    model = language_model(family, n_layers=LAYERS)
+def _language_model(family: str, precision: str, layers: int = LAYERS) -> torch.nn.Module:
+    model = language_model(family, n_layers=layers)
     with torch.no_grad():  # <eos> gets the logit 0, below the largest of the others: never chosen
         model.output.weight[model.config.eos_id] = 0.0
     return in_precision(model, precision)
@@ -72,11 +84,12 @@ def _language_model(family: str, precision: str) -> torch.nn.Module:
 @pytest.mark.parametrize("precision", ["float32", "bf16", "int8"])
 @pytest.mark.parametrize("family", ["2017", "modern", "grouped", "gpt-2", "untied"])
 def test_a_language_models_step_costs_at_most_45_operations_per_layer(family: str, precision: str) -> None:
-    model = _language_model(family, precision)
-    for tokens in (10, 20):
-        per_layer, step = _lm_step_ops(model, tokens)
-        assert per_layer <= TARGET, f"{per_layer} operations per layer per token: {step}"
-        assert not COPIES & set(step), f"a step copies: {step}"
+    steps = {}
+    for layers in (LAYERS, LAYERS + 2):
+        model = _language_model(family, precision, layers)
+        steps[layers] = [_lm_step_ops(model, tokens) for tokens in (10, 20)]
+        assert not any(COPIES & set(step) for _, step in steps[layers]), f"a step copies: {steps[layers]}"
+    _check(steps)
 
 
 class Shapes(TorchDispatchMode):

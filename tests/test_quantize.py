@@ -151,24 +151,19 @@ def test_the_shipped_translator_decodes_the_same_tokens(numbers, precision: str)
     assert torch.equal(greedy_decode(quantized, src[:4], use_cache=False), greedy_decode(model, src[:4]))
 
 
-def test_int8_self_attention_takes_the_lean_step_with_one_stacked_int8_layer() -> None:
-    """The decoding step of chapter 08 stacks W^Q, W^K and W^V into one int8 layer (whole numbers and
-    scales row by row, head by head) and gives what the general path gives with the same int8 layers."""
-    from transformer_course.cache import KVCache
-    from transformer_course.multihead import MultiHeadAttention
+def test_the_engine_stacks_an_int8_models_projections_into_one_int8_product() -> None:
+    """The engine's plan stacks W^Q, W^K and W^V of an int8 model into one int8 product (whole numbers
+    and scales row by row), packed once, and decodes the tokens the int8 modules decode."""
+    from transformer_course.engine.plan import plan_for
+    from transformer_course.engine.weights import Int8Dense
 
-    torch.manual_seed(0)
-    attention = quantize(MultiHeadAttention(32, 4).eval(), "int8")
-    x = torch.randn(3, 5, 32)
-    lean, general = KVCache(), KVCache()
-    with torch.no_grad():
-        steps = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=lean)[0] for t in range(5)]
-        slow = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=general, fast=False)[0]
-                for t in range(5)]  # fmt: skip
-    stacked = lean.projections[0]
-    assert isinstance(stacked, Int8Linear) and stacked.weight.shape == (3 * 32, 32)
-    assert torch.equal(stacked.weight[:32], attention.w_q.weight)  # W^Q's whole numbers first, untouched
-    assert torch.allclose(torch.cat(steps, 1), torch.cat(slow, 1), atol=1e-5)
+    model, src = _translator(), torch.randint(4, 60, (3, 7), generator=torch.Generator().manual_seed(1))
+    quantized = quantize(model, "int8")
+    qkv = plan_for(quantized).layers[0].self_attn.qkv
+    attention = quantized.decoder.layers[0].self_attn
+    assert isinstance(qkv, Int8Dense) and qkv.q.shape == (3 * attention.d_model, attention.d_model)
+    assert torch.equal(qkv.q[: attention.d_model], attention.w_q.weight)  # W^Q's whole numbers first, untouched
+    assert torch.equal(greedy_decode(quantized, src, path="engine"), greedy_decode(quantized, src))
 
 
 @pytest.mark.parametrize("precision", ["bf16", "int8"])

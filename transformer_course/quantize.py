@@ -21,9 +21,10 @@ quantization, in every PyTorch since 1.x): it rounds the *input* to 8 bits as we
 call (7 bits of range, ``reduce_range=True``, which the kernel needs on x86), multiplies whole
 numbers and rescales. Where that kernel is missing (a build without fbgemm, a GPU), the layer
 multiplies by ``q · s`` made float at each call: the same result without the input's rounding,
-correct but not faster. (``torch._weight_int8pack_mm``, weight-only int8, exists from PyTorch 2.3
-but on an AVX2 processor it was about 4× slower than float32, and in 2.3 its CPU kernel takes only
-bfloat16 inputs, so it is not used.) Measured in ``benchmarks/results.md`` (``benchmarks/hub.py``).
+correct but not faster. On a GPU it calls ``torch._weight_int8pack_mm``, weight-only int8: the
+int8 weights are read as they are and the input keeps its precision. (On a CPU that kernel was
+about 4× slower than float32 on an AVX2 processor, and in PyTorch 2.3 it takes only bfloat16
+inputs, so fbgemm stays the CPU's kernel.) Measured in ``benchmarks/results.md``.
 """
 
 from __future__ import annotations
@@ -109,9 +110,7 @@ class Int8Linear(nn.Module):
         return cls(q, scale, linear.bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.packed is not None and x.device.type == "cpu" and x.dtype == torch.float32:
-            return torch.ops.quantized.linear_dynamic(x.contiguous(), self.packed, True)  # (..., out)
-        return F.linear(x, dequantize_rows(self.weight, self.scale, x.dtype), _cast(self.bias, x.dtype))
+        return int8_linear(x, self.weight, self.scale, self.bias, self.packed)  # (..., out)
 
     def extra_repr(self) -> str:
         out, inp = self.weight.shape
@@ -132,6 +131,23 @@ class Int8Embedding(nn.Module):
 
     def forward(self, tokens: Tensor) -> Tensor:
         return F.embedding(tokens, self.weight).float() * self.scale[tokens, None]  # (..., D)
+
+
+def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | None, packed=None) -> Tensor:
+    """``x @ (q · s)ᵀ + b``: fbgemm's kernel with the ``packed`` weights on a CPU (the input rounded
+    to 8 bits too), PyTorch's weight-only int8 product on a GPU (``torch._weight_int8pack_mm``, which
+    reads the int8 weights as they are), elsewhere ``q · s`` made float at each call.
+
+    Shape:
+        x: (..., in), q: (out, in) int8, scale: (out,) → (..., out)
+    """
+    if packed is not None and x.device.type == "cpu" and x.dtype == torch.float32:
+        return torch.ops.quantized.linear_dynamic(x.contiguous(), packed, True)
+    if x.is_cuda and hasattr(torch, "_weight_int8pack_mm"):
+        rows = x.reshape(-1, x.shape[-1])  # (N, in)
+        out = torch._weight_int8pack_mm(rows, q, scale.to(x.dtype)).view(*x.shape[:-1], q.shape[0])
+        return out if bias is None else out + bias.to(x.dtype)
+    return F.linear(x, dequantize_rows(q, scale, x.dtype), _cast(bias, x.dtype))
 
 
 def _int8_in_place(model: nn.Module) -> None:

@@ -22,22 +22,25 @@ class Norm:
     """LayerNorm or RMSNorm over the last axis; ``weight`` and ``bias`` None where they were folded
     into the matrix that reads the norm's output (pre-LN, float32).
 
-    A folded RMSNorm computes ``x / √(Σx² + D·ε)``: RMSNorm's ``x / √(mean(x²) + ε)`` divided by
-    √D, which the matrix after it multiplies back (it holds ``√D · g`` for the gain g). That is
-    three operations (the norm of x, its hypotenuse with √(D·ε), the division) instead of five.
+    In float32 an RMSNorm computes ``x / √(Σx² + D·ε)``: RMSNorm's ``x / √(mean(x²) + ε)`` divided
+    by √D, which its weight (``√D · g`` for the gain g) or, folded, the matrix after it multiplies
+    back. That is three operations (the norm of x, its hypotenuse with √(D·ε), the division)
+    instead of five.
     """
 
-    kind: str  # "layer", "rms", or "rms_sum" (folded, float32)
+    kind: str  # "layer", "rms" (RMSNorm's own steps, bfloat16), or "rms_sum" (float32)
     weight: Tensor | None
     bias: Tensor | None
     eps: float
+    floor: Tensor | None = None  # "rms_sum": √(D·ε), (1,)
 
     def __call__(self, x: Tensor) -> Tensor:
         if self.kind == "layer":
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
         if self.kind == "rms_sum":
             root = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # √(Σx²), (N, 1)
-            return x / torch.hypot(root, torch.tensor((x.shape[-1] * self.eps) ** 0.5, dtype=x.dtype))
+            x = x / torch.hypot(root, self.floor)
+            return x if self.weight is None else x * self.weight
         x = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # RMSNorm's own steps: bf16 rounds alike
         return x if self.weight is None else x * self.weight
 

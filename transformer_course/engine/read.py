@@ -142,7 +142,12 @@ def _read_norm(norm: nn.Module, folded: bool) -> Norm:
         weight, bias = norm.weight, norm.bias
         return Norm("layer", None if folded else _copy(weight), None if folded else _copy(bias), norm.eps)
     if type(norm) is RMSNorm:
-        return Norm("rms_sum", None, None, norm.eps) if folded else Norm("rms", _copy(norm.weight), None, norm.eps)
+        if norm.weight.dtype != torch.float32:  # bfloat16: RMSNorm's own steps, which round as the module's do
+            return Norm("rms", _copy(norm.weight), None, norm.eps)
+        size = norm.weight.shape[0]
+        gain = None if folded else norm.weight.detach() * size**0.5  # √D · g (see Norm)
+        floor = torch.full((1,), (size * norm.eps) ** 0.5, device=norm.weight.device)  # √(D·ε)
+        return Norm("rms_sum", gain, None, norm.eps, floor)
     raise refuse("a norm", norm)
 
 

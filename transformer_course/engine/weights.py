@@ -76,8 +76,9 @@ class Int8Dense:
     """
 
     def __init__(self, q: Tensor, scale: Tensor, bias: Tensor | None) -> None:
-        from ..quantize import fbgemm_pack  # chapter 11's room: read when an int8 model is planned
+        from ..quantize import fbgemm_pack, int8_linear  # chapter 11's room: read when an int8 model is planned
 
+        self.product = int8_linear  # the modules' own int8 product: the two paths round alike
         self.q, self.scale = q.detach(), scale.detach().float()  # (out, in) int8, (out,)
         self.bias = None if bias is None else bias.detach().float()  # (out,)
         self.packed = fbgemm_pack(self.q, self.scale, self.bias)  # None where the kernel is missing
@@ -91,10 +92,7 @@ class Int8Dense:
         return sum(t.numel() * t.element_size() for t in (self.q, self.scale, self.bias) if t is not None)
 
     def __call__(self, x: Tensor) -> Tensor:
-        if self.packed is not None:
-            return torch.ops.quantized.linear_dynamic(x, self.packed, True)  # (N, out), bias included
-        out = torch._weight_int8pack_mm(x, self.q, self.scale.to(x.dtype))  # (N, out)
-        return out if self.bias is None else out.add_(self.bias.to(x.dtype))
+        return self.product(x, self.q, self.scale, self.bias, self.packed)  # (N, out)
 
     def add_to(self, residual: Tensor, x: Tensor) -> Tensor:
         return self(x).add_(residual)

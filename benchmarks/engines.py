@@ -1,0 +1,540 @@
+"""The course's inference engine against the engines people pick instead: CTranslate2 and llama.cpp.
+
+    pip install -e ".[benchmark]"            # ctranslate2, llama-cpp-python, gguf (not in `make test`)
+    python -m benchmarks.engines             # both shapes, every engine (about 15 minutes)
+    python -m benchmarks.engines --only smollm --rounds 3
+    python -m benchmarks.engines --quick     # tiny shapes, seconds (tests/test_benchmarks.py)
+
+The protocol:
+
+* **The same random weights in every engine.** A ``MarianMTModel`` of opus-mt-en-de's shape and a
+  ``LlamaForCausalLM`` of SmolLM2-135M's (30 layers, D 576, 9 query heads sharing 3 key/value
+  heads, vocabulary 49,152, tied embedding) are drawn here, no download. The course reads them with
+  ``from_marian`` / ``from_llama``; CTranslate2 converts the same ``transformers`` model with its own
+  converter; llama.cpp reads a GGUF file written here from the course's model (its "normal" rotary
+  mode turns the neighbouring pairs (2i, 2i+1) the course turns, so W^Q and W^K go in as they are).
+  ``<eos>`` is switched off (a logit bias of -1e4, or a zero output row) so every run makes N tokens.
+* **The tokens checked identical before timing**, in float32, against ``transformers``; in int8
+  each engine rounds in its own way, so the share of tokens that agree with float32 is shown.
+* **One thread, each engine in its own process**, started once; the parent asks each process in
+  turn for one run (interleaved rounds, the order rotating), and each reports its CPU time
+  (``time.process_time``: other programs' load does not count). Medians and minima.
+* **The machine named**, with the one-thread read bandwidth measured in the same run (a sum over
+  1 GiB of float32, the best of five), and for batch 1 the weight bytes a token reads divided by
+  the time it takes: the share of that bandwidth the engine reaches.
+
+Results go to the terminal and, with ``--record``, to ``benchmarks/results.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "CT2_INTER_THREADS": "1", "CT2_INTRA_THREADS": "1"}
+
+MARIAN = dict(
+    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
+    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+    activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
+    eos_token_id=0, max_position_embeddings=512,
+)  # fmt: skip
+SMOLLM = dict(
+    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
+    num_key_value_heads=3, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
+    max_position_embeddings=2048, bos_token_id=0, eos_token_id=0,
+)  # fmt: skip
+QUICK = {
+    "marian": MARIAN | dict(vocab_size=501, decoder_vocab_size=501, d_model=64, encoder_layers=2, decoder_layers=2,
+                            encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                            decoder_ffn_dim=128, pad_token_id=500, decoder_start_token_id=500),
+    "smollm": SMOLLM | dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2),
+}  # fmt: skip
+SRC_LEN, TGT_LEN = 24, 48  # the translator: source tokens, tokens made
+PROMPT_LEN, NEW_TOKENS = 16, 64  # the language model
+
+
+# -- the models, drawn once and saved where every engine's process reads them --------------------
+
+
+def draw_every_tensor(model: torch.nn.Module, seed: int = 0) -> None:
+    """Every tensor random (norm gains around 1, biases small), as chapter 11's proofs draw them."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in sorted(model.named_parameters()):
+            noise = torch.randn(p.shape, generator=generator)
+            if p.dim() > 1:
+                p.copy_(noise * (0.5 if "embed" in name else 1.0) / p.shape[-1] ** 0.5)
+            else:
+                p.copy_(("norm" in name and "weight" in name) + 0.1 * noise)
+
+
+def make_marian(shape: dict, folder: Path) -> None:
+    from transformers import MarianConfig, MarianMTModel
+
+    torch.manual_seed(0)
+    model = MarianMTModel(MarianConfig(**shape)).eval()
+    draw_every_tensor(model)
+    with torch.no_grad():
+        model.model.shared.weight[shape["pad_token_id"]] = 0.0  # the decoder starts from <pad>'s zero vector
+        model.final_logits_bias[0, shape["eos_token_id"]] = -1e4  # never <eos>: every run makes N tokens
+    model.generation_config.forced_eos_token_id = None
+    model.save_pretrained(folder)
+
+
+def make_smollm(shape: dict, folder: Path) -> None:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**shape)).eval()
+    draw_every_tensor(model)
+    with torch.no_grad():
+        model.model.embed_tokens.weight[shape["eos_token_id"]] = 0.0  # <eos>'s logit 0: never the largest
+    model.save_pretrained(folder)
+    write_gguf(model, folder / "model-f32.gguf")
+
+
+def write_gguf(model: torch.nn.Module, path: Path) -> None:
+    """The course's copy of ``model`` as a GGUF file for llama.cpp (no vocabulary: ids go in as they are)."""
+    import gguf
+
+    from transformer_course import from_llama
+
+    ours = from_llama(model)
+    c = ours.config
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_context_length(c.max_len)
+    writer.add_embedding_length(c.d_model)
+    writer.add_block_count(c.n_layers)
+    writer.add_feed_forward_length(c.d_ff)
+    writer.add_head_count(c.n_heads)
+    writer.add_head_count_kv(c.n_kv_heads)
+    writer.add_rope_freq_base(c.rope_base)
+    writer.add_rope_dimension_count(c.d_model // c.n_heads)
+    writer.add_layer_norm_rms_eps(c.layer_norm_eps)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("none")
+    writer.add_vocab_size(c.vocab_size)
+    writer.add_bos_token_id(c.bos_id)
+    writer.add_eos_token_id(c.eos_id)
+
+    def put(name: str, tensor: torch.Tensor) -> None:
+        writer.add_tensor(name, tensor.detach().float().contiguous().numpy())
+
+    put("token_embd.weight", ours.embed.embedding.weight)
+    for i, layer in enumerate(ours.layers):
+        a, f = layer.self_attn, layer.ffn
+        for name, tensor in {
+            "attn_norm": layer.norm1.weight, "attn_q": a.w_q.weight, "attn_k": a.w_k.weight,
+            "attn_v": a.w_v.weight, "attn_output": a.w_o.weight, "ffn_norm": layer.norm2.weight,
+            "ffn_gate": f.w1.weight, "ffn_up": f.w3.weight, "ffn_down": f.w2.weight,
+        }.items():  # fmt: skip
+            put(f"blk.{i}.{name}.weight", tensor)
+    put("output_norm.weight", ours.norm.weight)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def quantize_gguf(source: Path, target: Path) -> None:
+    import llama_cpp
+
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+    params.nthread = 1
+    if llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(), params) != 0:
+        raise RuntimeError("llama.cpp could not quantize the model to q8_0")
+
+
+# -- one engine in one process ---------------------------------------------------------------------
+
+
+def inputs(shape: dict, batch: int, length: int, seed: int = 1) -> torch.Tensor:
+    low, high = 3, shape["vocab_size"] - 2
+    return torch.randint(low, high, (batch, length), generator=torch.Generator().manual_seed(seed))
+
+
+class Runner:
+    """What a worker process runs: ``run()`` makes the tokens once; ``bytes_per_step`` the weights one step reads."""
+
+    bytes_per_step = 0
+
+    def run(self) -> list[list[int]]:
+        raise NotImplementedError
+
+
+class Ours(Runner):
+    def __init__(self, family: str, folder: Path, precision: str, setting: dict) -> None:
+        from transformer_course import from_llama, from_marian, quantize
+        from transformer_course.engine.plan import plan_for
+
+        hf = _load_hf(family, folder)
+        model = (from_marian if family == "marian" else from_llama)(hf)
+        del hf
+        self.model = model if precision == "float32" else quantize(model, precision)
+        self.setting, self.family = setting, family
+        self.bytes_per_step = plan_for(self.model).nbytes
+
+    def run(self) -> list[list[int]]:
+        from transformer_course import beam_search, generate, greedy_decode
+
+        s = self.setting
+        if self.family == "smollm":
+            return generate(self.model, s["prompt"], NEW_TOKENS, path="engine")[:, PROMPT_LEN:].tolist()
+        if s["beam"] == 1:
+            return greedy_decode(self.model, s["src"], max_len=TGT_LEN, path="engine").tolist()
+        return beam_search(self.model, s["src"], s["beam"], max_len=TGT_LEN, path="engine")[0][:, 0].tolist()
+
+
+class Transformers(Runner):
+    def __init__(self, family: str, folder: Path, precision: str, setting: dict) -> None:
+        self.model, self.setting, self.family = _load_hf(family, folder), setting, family
+
+    def run(self) -> list[list[int]]:
+        s, model = self.setting, self.model
+        with torch.no_grad():
+            if self.family == "smollm":
+                out = model.generate(s["prompt"], do_sample=False, max_new_tokens=NEW_TOKENS,
+                                     min_new_tokens=NEW_TOKENS, pad_token_id=0)  # fmt: skip
+                return out[:, PROMPT_LEN:].tolist()
+            pad = model.config.pad_token_id
+            out = model.generate(
+                input_ids=s["src"], attention_mask=s["src"] != pad, do_sample=False, num_beams=s["beam"],
+                max_new_tokens=TGT_LEN, min_new_tokens=TGT_LEN, suppress_tokens=[pad],
+            )  # fmt: skip
+            return out[:, 1:].tolist()
+
+
+class CTranslate2(Runner):
+    def __init__(self, family: str, folder: Path, precision: str, setting: dict) -> None:
+        import ctranslate2
+
+        compute = {"float32": "float32", "int8": "int8_float32"}[precision]
+        self.translator = ctranslate2.Translator(str(folder / "ct2"), device="cpu", compute_type=compute,
+                                                 inter_threads=1, intra_threads=1)  # fmt: skip
+        self.setting = setting
+
+    def run(self) -> list[list[int]]:
+        s = self.setting
+        source = [[f"t{i}" for i in row] + ["t0"] for row in s["src"][:, :-1].tolist()]  # ends with </s> (id 0)
+        results = self.translator.translate_batch(
+            source, beam_size=s["beam"], max_decoding_length=TGT_LEN, min_decoding_length=TGT_LEN,
+            max_batch_size=0, return_scores=False,
+        )  # fmt: skip
+        return [[int(token[1:]) for token in result.hypotheses[0]] for result in results]
+
+
+class LlamaCpp(Runner):
+    def __init__(self, family: str, folder: Path, precision: str, setting: dict) -> None:
+        import llama_cpp
+
+        name = {"float32": "model-f32.gguf", "int8": "model-q8_0.gguf"}[precision]
+        self.llm = llama_cpp.Llama(str(folder / name), n_threads=1, n_threads_batch=1, n_ctx=PROMPT_LEN + NEW_TOKENS,
+                                   n_batch=PROMPT_LEN, logits_all=False, verbose=False)  # fmt: skip
+        self.setting = setting
+
+    def run(self) -> list[list[int]]:
+        import numpy as np
+
+        prompt, vocab = self.setting["prompt"][0].tolist(), self.llm.n_vocab()
+        self.llm.reset()
+        self.llm.eval(prompt)
+        made = []
+        for _ in range(NEW_TOKENS):  # greedy: the largest of the last position's logits
+            logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(vocab,))
+            made.append(int(np.argmax(logits)))
+            self.llm.eval(made[-1:])
+        return [made]
+
+
+ENGINES = {"ours": Ours, "transformers": Transformers, "ctranslate2": CTranslate2, "llama.cpp": LlamaCpp}
+
+
+def _load_hf(family: str, folder: Path) -> torch.nn.Module:
+    from transformers import LlamaForCausalLM, MarianMTModel
+
+    cls = MarianMTModel if family == "marian" else LlamaForCausalLM
+    kwargs = {"dtype": torch.float32} if "dtype" in cls.from_pretrained.__code__.co_varnames else {}
+    model = cls.from_pretrained(folder, **kwargs).float().eval()
+    model.generation_config.forced_eos_token_id = None
+    return model
+
+
+def worker(spec: dict) -> None:
+    """A worker process: load one engine, then answer "run" with the tokens and the CPU seconds."""
+    torch.set_num_threads(1)
+    family, shape = spec["family"], spec["shape"]
+    setting = {"beam": spec["beam"]}
+    if family == "marian":
+        setting["src"] = inputs(shape, spec["batch"], SRC_LEN)
+    else:
+        setting["prompt"] = inputs(shape, spec["batch"], PROMPT_LEN)
+    runner = ENGINES[spec["engine"]](family, Path(spec["folder"]), spec["precision"], setting)
+    print(json.dumps({"ready": True, "bytes_per_step": runner.bytes_per_step}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "run":
+            break
+        start_cpu, start_wall = time.process_time(), time.perf_counter()
+        tokens = runner.run()
+        cpu, wall = time.process_time() - start_cpu, time.perf_counter() - start_wall
+        print(json.dumps({"cpu": cpu, "wall": wall, "tokens": tokens}), flush=True)
+
+
+class Process:
+    def __init__(self, spec: dict) -> None:
+        self.spec = spec
+        env = {**os.environ, **ONE_THREAD, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen([sys.executable, "-m", "benchmarks.engines", "--worker", json.dumps(spec)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)  # fmt: skip
+        self.ready = self._read()
+
+    def _read(self) -> dict:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"the {self.spec['engine']} process ended without answering")
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def run(self) -> dict:
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+# -- the measurements ------------------------------------------------------------------------------
+
+
+def read_bandwidth() -> float:
+    """One thread's read bandwidth in GB/s: a sum over 1 GiB of float32, the best of five."""
+    torch.set_num_threads(1)
+    x = torch.ones(2**28)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - start)
+    return x.numel() * 4 / best / 1e9
+
+
+def settings(family: str) -> list[dict]:
+    if family == "smollm":
+        return [dict(batch=1, beam=1)]
+    return [dict(batch=b, beam=k) for k in (1, 4) for b in (1, 16)]
+
+
+def engines(family: str) -> list[tuple[str, str]]:
+    other = "ctranslate2" if family == "marian" else "llama.cpp"
+    return [("ours", "float32"), (other, "float32"), ("transformers", "float32"), ("ours", "int8"), (other, "int8")]
+
+
+def measure(family: str, shape: dict, folder: Path, setting: dict, rounds: int) -> dict:
+    """Every engine for one setting, interleaved; their tokens checked; CPU seconds per round."""
+    procs = {
+        f"{engine} {precision}": Process(dict(engine=engine, precision=precision, family=family, shape=shape,
+                                              folder=str(folder), **setting))
+        for engine, precision in engines(family)
+    }  # fmt: skip
+    try:
+        first = {name: proc.run() for name, proc in procs.items()}
+        times: dict[str, list[float]] = {name: [r["cpu"]] for name, r in first.items()}
+        names = list(procs)
+        for r in range(rounds - 1):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                times[name].append(procs[name].run()["cpu"])
+        tokens = {name: r["tokens"] for name, r in first.items()}
+        nbytes = {name: proc.ready["bytes_per_step"] for name, proc in procs.items()}
+    finally:
+        for proc in procs.values():
+            proc.close()
+    return {"times": times, "tokens": tokens, "bytes": nbytes}
+
+
+def agreement(a: list[list[int]], b: list[list[int]]) -> float:
+    pairs = [(x, y) for row_a, row_b in zip(a, b, strict=True) for x, y in zip(row_a, row_b, strict=False)]
+    return sum(x == y for x, y in pairs) / max(len(pairs), 1)
+
+
+def report(family: str, setting: dict, result: dict, bandwidth: float) -> list[str]:
+    made = setting["batch"] * (TGT_LEN if family == "marian" else NEW_TOKENS)
+    times, tokens = result["times"], result["tokens"]
+    reference = tokens["transformers float32"]
+    what = "greedy" if setting["beam"] == 1 else f"beam {setting['beam']}"
+    lines = []
+    for name, seconds in times.items():
+        median, best = statistics.median(seconds), min(seconds)
+        precision = name.split()[-1]
+        base = tokens["ours float32"] if precision != "float32" else reference
+        same = agreement(tokens[name], base)
+        line = [family, what, str(setting["batch"]), name, f"{made / median:,.1f}", f"{made / best:,.1f}",
+                f"{same:.0%}" + (" of f32" if precision != "float32" else "")]  # fmt: skip
+        ours = f"ours {precision}"
+        ratio = statistics.median(times[ours]) / median if ours in times else float("nan")
+        line.append("–" if name.startswith("ours") else f"**{1 / ratio:.2f}**")
+        share = "–"
+        if name.startswith("ours") and setting["batch"] == 1 and result["bytes"][name]:
+            per_token = median / (TGT_LEN if family == "marian" else NEW_TOKENS)
+            share = f"{result['bytes'][name] / per_token / 1e9 / bandwidth:.0%}"
+        line.append(share)
+        lines.append("| " + " | ".join(line) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--only", choices=("marian", "smollm"))
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="tiny shapes, two rounds")
+    parser.add_argument("--record", action="store_true", help="append the table to benchmarks/results.md")
+    parser.add_argument("--gpu", action="store_true", help="the course's modules and engine on a CUDA GPU")
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(json.loads(args.worker))
+        return 0
+    shapes = QUICK if args.quick else {"marian": MARIAN, "smollm": SMOLLM}
+    shapes = {family: shape for family, shape in shapes.items() if not args.only or family == args.only}
+    rounds = 2 if args.quick else args.rounds
+    if args.gpu:
+        print(gpu(shapes, rounds))
+        return 0
+    bandwidth = read_bandwidth()
+    header = (
+        f"Machine: {platform.processor() or platform.machine()} ({_cpu_name()}), python {platform.python_version()}, "
+        f"torch {torch.__version__}; one thread per engine; one-thread read bandwidth {bandwidth:.1f} GB/s; "
+        f"{rounds} interleaved rounds, CPU time; load average at start {os.getloadavg()[0]:.2f}"
+    )
+    print(header)
+    rows = ["| shape | decoding | batch | engine | tokens/s (median) | tokens/s (best) | same tokens | vs ours | "
+            "bytes/s of bandwidth |", "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for family, shape in shapes.items():
+            folder = Path(tmp) / family
+            prepare(family, shape, folder)
+            for setting in settings(family):
+                result = measure(family, shape, folder, setting, rounds)
+                lines = report(family, setting, result, bandwidth)
+                print("\n".join(lines), flush=True)
+                rows += lines
+    text = header + "\n\n" + "\n".join(rows) + f"\n\nLoad average at end {os.getloadavg()[0]:.2f}.\n"
+    print(text)
+    if args.record:
+        with open(ROOT / "benchmarks" / "results.md", "a", encoding="utf-8") as f:
+            f.write(f"\n## Engines (`python -m benchmarks.engines`, {time.strftime('%Y-%m-%d')})\n\n{text}")
+    return 0
+
+
+def gpu(shapes: dict, rounds: int) -> str:
+    """On a CUDA GPU: the course's modules and its engine, float32, bfloat16 and int8, tokens per
+    second at batch 1 and 16 (wall clock, synchronised; medians of ``rounds``), with ``transformers``."""
+    from transformers import LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
+
+    from transformer_course import from_llama, from_marian, quantize
+
+    device = torch.device("cuda")
+    lines = [f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}", "",
+             "| shape | batch | model | precision | path | tokens/s | same tokens as the modules |",
+             "| --- | ---: | --- | --- | --- | ---: | ---: |"]  # fmt: skip
+    for family, shape in shapes.items():
+        torch.manual_seed(0)
+        if family == "marian":
+            hf = MarianMTModel(MarianConfig(**shape)).eval()
+        else:
+            hf = LlamaForCausalLM(LlamaConfig(**shape)).eval()
+        draw_every_tensor(hf)
+        if family == "marian":
+            with torch.no_grad():
+                hf.final_logits_bias[0, shape["eos_token_id"]] = -1e4
+        ours = (from_marian if family == "marian" else from_llama)(hf)
+        if family == "smollm":
+            with torch.no_grad():
+                ours.output.weight[ours.config.eos_id] = 0.0
+        for batch in (1, 16):
+            x = inputs(shape, batch, SRC_LEN if family == "marian" else PROMPT_LEN).to(device)
+            made = batch * (TGT_LEN if family == "marian" else NEW_TOKENS)
+            for precision in ("float32", "bf16", "int8"):
+                model = (ours if precision == "float32" else quantize(ours, precision)).to(device)
+                tokens = {}
+                for path in ("modules", "engine"):
+                    tokens[path] = _decode(family, model, x, path)
+                    seconds = []
+                    for _ in range(rounds):
+                        torch.cuda.synchronize()
+                        start = time.perf_counter()
+                        _decode(family, model, x, path)
+                        torch.cuda.synchronize()
+                        seconds.append(time.perf_counter() - start)
+                    same = agreement(tokens[path].tolist(), tokens["modules"].tolist())
+                    lines.append(f"| {family} | {batch} | ours | {precision} | {path} | "
+                                 f"{made / statistics.median(seconds):,.0f} | {same:.0%} |")  # fmt: skip
+                    print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
+def _decode(family: str, model: torch.nn.Module, x: torch.Tensor, path: str) -> torch.Tensor:
+    from transformer_course import generate, greedy_decode
+
+    if family == "marian":
+        return greedy_decode(model, x, max_len=TGT_LEN, path=path)
+    return generate(model, x, NEW_TOKENS, path=path)
+
+
+def prepare(family: str, shape: dict, folder: Path) -> None:
+    """Draw the model, save it for ``transformers``, convert it for CTranslate2 or write it for llama.cpp."""
+    folder.mkdir(parents=True)
+    if family == "marian":
+        make_marian(shape, folder)
+        convert_ct2(folder)
+    else:
+        make_smollm(shape, folder)
+        quantize_gguf(folder / "model-f32.gguf", folder / "model-q8_0.gguf")
+
+
+def convert_ct2(folder: Path) -> None:
+    """CTranslate2's own converter, given the saved model and a vocabulary named t0, t1, … (no tokenizer)."""
+    from ctranslate2.converters import TransformersConverter
+
+    class Vocabulary:  # what the converter reads of a tokenizer
+        def __init__(self, size: int) -> None:
+            self.size = size
+            self.eos_token, self.unk_token = "t0", "t1"
+
+        def get_vocab(self) -> dict[str, int]:
+            return {f"t{i}": i for i in range(self.size - 1)} | {"<pad>": self.size - 1}
+
+    class Converter(TransformersConverter):
+        def load_tokenizer(self, tokenizer_class, model_name_or_path, **kwargs):  # noqa: ANN001, ANN003, ANN201
+            return Vocabulary(_load_hf("marian", folder).config.vocab_size)
+
+    Converter(str(folder)).convert(str(folder / "ct2"), force=True)
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
