@@ -57,7 +57,11 @@ def _python(code: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.
 def test_every_room_is_known_and_the_tools_are_apart() -> None:
     rooms = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert rooms == set(ROOM_CHAPTERS), f"rooms without a chapter here: {sorted(rooms ^ set(ROOM_CHAPTERS))}"
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {"tools", "datasets", "engine"}
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
+        "tools",
+        "datasets",
+        "engine",
+    }
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "transformer_course/tools/" in readme and "every file is yours" in readme
     assert "transformer_course/datasets/" in readme
@@ -118,9 +122,7 @@ def _module_level_imports(path: Path) -> set[str]:
     """The package modules a file imports at its top level (what importing it imports)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     return {
-        (node.module or "").split(".")[0]
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.level >= 1
+        (node.module or "").split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.level >= 1
     }
 
 
