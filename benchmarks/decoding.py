@@ -29,10 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.decoding import beam_search, greedy_decode
+from transformer_course.tools.operations import CountOps
 
 SIZES = {  # name: (d_model, heads, d_ff, layers per stack)
     "small": (128, 4, 512, 2),
@@ -53,18 +53,6 @@ def make_model(size: str, device: torch.device, max_len: int) -> Transformer:
     with torch.no_grad():
         model.output.bias[config.eos_id] = -1e4  # never stop early: every run makes the same number of tokens
     return model
-
-
-class CountOps(TorchDispatchMode):
-    """Counts the ATen operations run inside its ``with`` block, by name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: Counter[str] = Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001 - PyTorch's signature
-        self.ops[func.overloadpacket.__name__] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def step_ops(model: Transformer, src: torch.Tensor, tokens: int, path: str = "engine") -> tuple[float, Counter[str]]:

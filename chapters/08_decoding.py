@@ -91,6 +91,7 @@ from transformer_course.tools.checks import run_check
 from transformer_course.tools.claims import expect, expect_at_least, expect_at_most, expect_between
 from transformer_course.tools.figures import architecture_map, plot_attention_heads
 from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.operations import CountOps
 from transformer_course.tools.plots import strata_table
 from transformer_course.tools.pretrained import load_pretrained
 
@@ -480,13 +481,7 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # `cache.cross_attn` to the two attentions; `MultiHeadAttention.keys_and_values` (chapter 04)
 # projects only the new positions and calls `cache.update(k, v)`, which appends them and returns
 # the keys and values of every position so far. For the cross-attention, the memory is projected at
-# the first step and then only read. Your code of chapters 02–06 is what runs when the cache gets
-# several positions at once. One position at a time without autograd, as the decoding loops feed
-# it, the attention takes a lean step of its own: such a small step spends its time on the number
-# of operations rather than on their size, so `MultiHeadAttention` then gets the query, key and
-# value from *one* matrix product, with $W^Q$, $W^K$ and $W^V$ side by side (put together once per
-# decoding call and kept in the cache; the module's weights stay as they are). The check below
-# compares the cached steps, lean ones included, with one full pass.
+# the first step and then only read. Your code of chapters 02–06 is what runs at every step.
 #
 # First, the proof that it changes nothing: the logits of step-by-step cached decoding equal those
 # of one full pass, to float32 precision.
@@ -990,6 +985,106 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # empty one. No search can repair that; a length penalty works around it, it does not remove it.
 
 # %% [markdown]
+# ## 10. From your modules to an inference engine
+#
+# Your modules say what the model computes, one idea per file. Run step by step, they are slow for
+# a reason that has nothing to do with those ideas. A decoding step feeds one token per sentence.
+# Each weight is then read from memory once and used for one multiply and one add. So a step's time
+# goes into two things: the **bytes** of weights it reads, and the **operations** it asks of PyTorch,
+# each with a fixed cost of a few microseconds, however small.
+#
+# Inference engines such as CTranslate2 and llama.cpp attack both. They *convert* a trained model
+# into a form of their own, once, and decode with that. The course has one:
+# `transformer_course/engine`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
+# chapter 10's `generate`. The engine reads the model's parameters into a *plan*:
+#
+# - each weight matrix in the layout its product reads fastest (on a CPU, $W^\top$ stored contiguous);
+# - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
+# - the keys and values of the source projected once per call, for every layer at once;
+# - caches allocated once for the longest output, instead of growing at every step;
+# - in pre-LN models, each norm's gain folded into the matrix after it.
+#
+# The plan is made the first time a model is decoded and kept until its parameters change. First,
+# what matters most: the same translations.
+
+# %%
+same = {  # section 6's translations of the test split, by your modules
+    "greedy": torch.equal(test_greedy, greedy_decode(model, test_src, path="engine")),
+    "beam 4": torch.equal(outputs["beam 4"], beam_search(model, test_src, 4, path="engine")[0][:, 0]),
+}
+print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
+assert all(same.values())
+
+# %% [markdown]
+# Now the operations. We count every call that reaches PyTorch's dispatcher while one more token is
+# decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer.
+
+
+# %%
+def operations_per_layer(path: str, n: int = 6) -> float:
+    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
+    counts = []
+    for tokens in (n, n + 1):
+        with CountOps() as count:
+            greedy_decode(timing_model, timing_src[:1], tokens, path=path)
+        counts.append(count.ops.total())
+    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
+
+
+greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # the plan is made once, before counting
+operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for path, count in operations.items():
+    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
+
+# %%
+expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
+expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
+
+# %% [markdown]
+# The bytes: a step reads every weight of the decoder and of the output layer once. At batch 1
+# that is all it reads, apart from the small caches, so the time of a step is about those bytes
+# divided by the speed of the memory. The layout decides how close a product gets to that speed.
+# Below, one matrix of the size of our model's output layer, multiplied by one vector in
+# `nn.Linear`'s layout $(V, D)$ and in the engine's $(D, V)$, then the time per token of both paths
+# on the random model above (one thread; the numbers are this machine's, in this run).
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
+weight_t = weight.t().contiguous()  # (in, out): the engine's
+vector = torch.randn(1, 2048)
+layout_seconds = {
+    "nn.Linear's (out, in)": min(seconds(lambda: torch.nn.functional.linear(vector, weight)) for _ in range(5)),
+    "the engine's (in, out)": min(seconds(lambda: vector.mm(weight_t)) for _ in range(5)),
+}
+for name, s in layout_seconds.items():
+    print(f"{name:24s} {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
+path_seconds = {
+    path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
+    for path in ("modules", "engine")
+}
+torch.set_num_threads(threads)
+for path, s in path_seconds.items():
+    print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
+print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
+
+# %%
+expect_at_least("the engine's speed relative to your modules' (batch 1)",
+                path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
+
+# %% [markdown]
+# On a real model's shapes the same engine is measured against CTranslate2 and llama.cpp, the
+# engines people use, with the same random weights in each (`benchmarks/engines.py`; the figures,
+# and the machine they were measured on, are in `benchmarks/results.md`). Nothing in it changes
+# what the model computes: your modules remain the definition, and the tests hold the engine to
+# the same tokens for every family of model the course builds.
+
+# %% [markdown]
 # ## Summary
 #
 # - Decoding turns next-token distributions into a translation: encode once, then choose, append
@@ -1004,6 +1099,9 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #   cross-attention keys and values of the memory. It gives the same logits as a full pass and
 #   computes each earlier position once instead of at every step (only the attention over the
 #   cached keys still grows with the prefix); positions must start at the cache length.
+# - A decoding step's time goes into the bytes of weights it reads and the operations it launches.
+#   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both,
+#   and gives the same tokens as your modules.
 # - BLEU, chrF and exact match put greedy and beam search level on the test split, with no
 #   errors. Probing 953 rare inputs that training left out finds no error either.
 # - Where a model does err, scoring the correct translation tells a search error (the model prefers

@@ -78,8 +78,9 @@ from transformer_course.cache import KVCache
 from transformer_course.datasets.sentences import detokenize
 from transformer_course.encoder import EncoderLayer
 from transformer_course.feedforward import PositionwiseFeedForward
+from transformer_course.grouped import GroupedQueryAttention, repeat_kv
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, causal_rows, generate
-from transformer_course.multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
+from transformer_course.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
 from transformer_course.rmsnorm import RMSNorm
@@ -343,14 +344,15 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # reading it at every step becomes what limits the speed of generation. Multi-query attention (Shazeer 2019) keeps one key head and one
 # value head for all query heads; grouped-query attention (Ainslie et al. 2023) keeps $H_{kv}$ of
 # them, each shared by a group of $H / H_{kv}$ query heads (Llama 2's 34B and 70B models and every
-# Llama 3 size have 8). `MultiHeadAttention(..., n_kv_heads=...)`
-# projects $H_{kv}$ key and value heads and `repeat_kv` hands each query head its group's; PyTorch's
+# Llama 3 size have 8). `GroupedQueryAttention(..., n_kv_heads=...)` (`transformer_course/grouped.py`) is
+# chapter 04's `MultiHeadAttention` with smaller $W^K$ and $W^V$: it projects $H_{kv}$ key and value
+# heads, and `repeat_kv` hands each query head its group's; PyTorch's
 # `F.scaled_dot_product_attention(..., enable_gqa=True)` (version 2.5 on) does the same sharing
 # internally.
 
 # %%
 torch.manual_seed(0)
-grouped = MultiHeadAttention(64, n_heads=8, n_kv_heads=2)
+grouped = GroupedQueryAttention(64, n_heads=8, n_kv_heads=2)
 x = torch.randn(2, 10, 64)  # (B, T, D)
 ours, _ = grouped(x, x, x, causal_rows(0, 10))  # (B, T, D)
 q = split_heads(grouped.w_q(x), 8)  # (B, 8, T, 8)
@@ -370,10 +372,9 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
 # 8,192 tokens, numbers in bf16 (2 bytes): the sizes of Llama 3 8B. With $H_{kv} = H$ the cache of
 # one text is 4 GiB; with 8 key/value heads, a quarter (what Llama 3 8B has), 1 GiB; with one,
 # 128 MiB. Below, the formula for that model, and our own small models' caches after reading 64
-# tokens: the bytes they hold, which the formula gives, and the bytes their buffers have allocated.
-# A cache grows by doubling its buffer when it is full (chapter 08), so that a step copies only its
-# new token; after a prompt of 64 tokens it has room for 128. A server that knows the longest text
-# it will serve allocates that much once instead.
+# tokens, measured on their tensors. (Chapter 08's cache concatenates each new position to the
+# others; the course's inference engine allocates the cache once, for the longest text it will
+# serve, as a server does.)
 
 
 # %%
@@ -383,24 +384,22 @@ def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_
 
 
 big = {f"H_kv = {h}": cache_bytes(32, h, 128, 8192, 2) / 2**30 for h in (32, 8, 1)}
-held, allocated = {}, {}
+held = {}
 for h in (8, 2, 1):
     small = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=128, n_heads=8, n_kv_heads=h, n_layers=2))
     cache = small.new_cache()
     with torch.no_grad():
         small(torch.randint(3, 100, (1, 64)), cache)
     held[f"H_kv = {h}"] = sum(c.nbytes() for c in cache) / 2**10  # the keys and values of 64 positions
-    allocated[f"H_kv = {h}"] = sum(c.nbytes(allocated=True) for c in cache) / 2**10  # the buffers behind them
     assert held[f"H_kv = {h}"] == cache_bytes(2, h, 16, 64, 4) / 2**10
-print("our models' caches (KiB), held:", held)
-print("                         allocated:", allocated)
-measured = allocated
+print("our models' caches (KiB):", held)
+measured = held
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
 left.bar_label(left.bar(list(big), list(big.values()), color=["C0", "C1", "C2"]), fmt="%.3g GiB")
 left.set(ylabel="GiB per text", title="32 layers, D = 4096, H = 32, 8,192 tokens, bf16 (computed)")
 right.bar_label(right.bar(list(measured), list(measured.values()), color=["C0", "C1", "C2"]), fmt="%.0f KiB")
-right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (allocated)")
+right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (measured)")
 fig.suptitle("The KV cache shrinks with the number of key/value heads", y=1.02)
 fig.tight_layout()
 plt.show()
@@ -435,20 +434,23 @@ for batch in (1, 32):
 # divide that by 4: the step reads less than half as many bytes and takes less than half the time,
 # which is what it was made for. On our CPU the same effect shows in a smaller way: adding texts to
 # a batch usually costs far less than running them one at a time, because a step of one text is
-# spent reading weights and launching operations, not computing.
+# spent reading weights and launching operations, not computing. (The timing uses the course's
+# inference engine, `path="engine"`, which chapter 08's last section introduces: your modules give
+# the same tokens, with more operations per step.)
 
 # %%
 def step_time(batch: int) -> float:
-    """Seconds per cached step of a small modern model (D = 256, 4 blocks), for ``batch`` texts at once."""
+    """Seconds per step of generation by the inference engine, for a small modern model (D = 256,
+    4 blocks) and ``batch`` texts at once."""
     lm = DecoderOnlyLM(DecoderOnlyConfig.modern(1000, d_model=256, n_heads=8, n_kv_heads=2, n_layers=4)).eval()
-    cache, token = lm.new_cache(), torch.randint(3, 1000, (batch, 1))  # every step feeds the same token
     with torch.no_grad():
-        lm(torch.randint(3, 1000, (batch, 8)), cache)  # a prompt of 8 tokens in the cache
-        lm(token, cache)  # warm-up
-        start = time.perf_counter()
-        for _ in range(32):  # 32 steps, whatever the tokens would have been (no <eos> to stop early)
-            lm(token, cache)
-    return (time.perf_counter() - start) / 32
+        lm.embed.embedding.weight[lm.config.eos_id] = 0.0  # <eos>'s logit 0: never chosen, every step runs
+    prompt = torch.randint(3, 1000, (batch, 8))  # a prompt of 8 tokens
+    generate(lm, prompt, 2, path="engine")  # warm-up (the engine reads the model once)
+    start = time.perf_counter()
+    out = generate(lm, prompt, 33, path="engine")
+    assert out.shape[1] == 8 + 33
+    return (time.perf_counter() - start) / 33
 
 
 torch.manual_seed(0)
@@ -705,28 +707,34 @@ expect("every greedy continuation ends with <eos> within 25 tokens", bool(ended.
 
 # %% [markdown]
 # The cache must not change a single token, greedy or sampled (the same random draws), and it
-# should be faster: each step then reads one position instead of the whole text.
+# should be faster: each step then reads one position instead of the whole text. The inference
+# engine (`path="engine"`, chapter 08's last section) reads the same trained weights and must give
+# the same tokens too.
 
 
 # %%
-def timed(use_cache: bool) -> tuple[torch.Tensor, float]:
+def timed(use_cache: bool, path: str = "modules") -> tuple[torch.Tensor, float]:
     sampler = torch.Generator(device=device).manual_seed(1)
     start = time.perf_counter()
     out = generate(model, torch.full((32, 1), data.vocab.bos_id, device=device), 40, use_cache=use_cache,
-                   temperature=0.8, top_p=0.9, generator=sampler)  # fmt: skip
+                   temperature=0.8, top_p=0.9, generator=sampler, path=path)  # fmt: skip
     return out, time.perf_counter() - start
 
 
 (with_cache, fast), (without_cache, slow) = timed(True), timed(False)
+engine_texts, engine_time = timed(True, path="engine")
 identical = torch.equal(with_cache, without_cache) and torch.equal(
     generate(model, prompts, 25, use_cache=False), greedy
 )
 print("greedy and sampled texts identical with and without the cache:", identical)
-assert identical
+same_in_engine = torch.equal(engine_texts, with_cache) and torch.equal(generate(model, prompts, 25, path="engine"), greedy)
+print("and identical from the inference engine:", same_in_engine)
+assert identical and same_in_engine
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time)")
+print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time), "
+      f"{engine_time:.2f} s by the engine")  # fmt: skip
 
 # %% [markdown]
 # Our texts are short (about 12 tokens), so the saving is modest; it grows with the length of the
