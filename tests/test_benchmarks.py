@@ -89,3 +89,28 @@ def test_the_llama_style_reference_with_our_weights_computes_the_same_function()
     assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in reference.parameters())
     assert (fused - theirs).abs().max() < 1e-4
     assert (fused - masked).abs().max() < 1e-5
+
+
+def test_the_engines_benchmark_runs_its_quick_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m benchmarks.engines --quick``: tiny shapes, every engine; needs the benchmark extra
+    (``pip install -e ".[benchmark]"``), which ``make test`` does not install."""
+    for package in ("transformers", "ctranslate2", "llama_cpp", "gguf"):
+        pytest.importorskip(package, reason=f"{package} is in the benchmark extra, not in make test")
+    from benchmarks.engines import main
+
+    assert main(["--quick"]) == 0
+    out = capsys.readouterr().out
+    assert "| marian | greedy | 1 | ours float32 |" in out and "| smollm | greedy | 1 | llama.cpp float32 |" in out
+
+
+def test_the_byte_count_of_a_plan_is_its_weights() -> None:
+    """What benchmarks/engines.py divides by the time: every decoder matrix and the output layer once."""
+    from transformer_course.engine.plan import plan_for
+    from transformer_course.lm import DecoderOnlyConfig
+
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, bias=False))
+    matrices = sum(p.numel() for p in model.parameters() if p.dim() == 2)  # the tied output once
+    norms = sum(p.numel() for name, p in model.named_parameters() if "norm" in name)
+    assert plan_for(model).nbytes == 4 * matrices  # the norms are folded into the matrices
+    assert norms > 0

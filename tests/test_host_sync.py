@@ -91,9 +91,10 @@ def test_on_the_cpu_token_ids_are_checked_once_per_forward() -> None:
 
 
 def test_greedy_decoding_reads_back_only_every_few_steps_on_an_accelerator(monkeypatch) -> None:
-    """Decoding validates its inputs once, before the loop (one read: the limits and whether the
-    source has padding); inside the loop the only read is "has every row finished?", asked every
-    ``STOP_CHECK_EVERY`` steps on an accelerator (every step on the CPU, where reading is free)."""
+    """Decoding validates its inputs once, before the loop: with ``max_len`` given it reads
+    nothing; without it one read gives the longest and shortest limits (§6.1's source length + 50).
+    Inside the loop the only read is "has every row finished?", asked every ``STOP_CHECK_EVERY``
+    steps on an accelerator (every step on the CPU, where reading is free)."""
     from transformer_course.decoding import STOP_CHECK_EVERY, greedy_decode
 
     model, batch = _model_and_batch(norm_first=False)
@@ -103,4 +104,8 @@ def test_greedy_decoding_reads_back_only_every_few_steps_on_an_accelerator(monke
     with CountReads() as counter:
         out = greedy_decode(model, batch.src, 2 * STOP_CHECK_EVERY)
     assert out.shape == (2, 2 * STOP_CHECK_EVERY)
+    assert counter.reads == ["__bool__", "__bool__"], counter.reads
+    with CountReads() as counter:
+        out = greedy_decode(model, batch.src)  # each row's limit: min(its length + 50, max_len = 16)
+    assert out.shape == (2, 16)
     assert counter.reads == ["tolist", "__bool__", "__bool__"], counter.reads

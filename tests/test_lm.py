@@ -18,6 +18,7 @@ from torch import nn
 from transformer_course.batching import batch_stream
 from transformer_course.encoder import EncoderLayer
 from transformer_course.feedforward import PositionwiseFeedForward
+from transformer_course.grouped import GroupedQueryAttention
 from transformer_course.lm import (
     DecoderOnlyConfig,
     DecoderOnlyLM,
@@ -162,7 +163,7 @@ def test_every_choice_runs_and_is_causal(fields: dict) -> None:
             assert (other[:, t] - logits[:, t]).abs().max() > 1e-3  # the changed position itself does change
 
 
-@pytest.mark.parametrize("grad", [False, True], ids=["no-grad (lean step)", "autograd"])
+@pytest.mark.parametrize("grad", [False, True], ids=["no-grad", "autograd"])
 @pytest.mark.parametrize("fields", CONFIGS, ids=_name)
 def test_a_cached_forward_equals_the_full_forward(fields: dict, grad: bool) -> None:
     """A prompt chunk, then one token at a time, then another chunk: the logits of the full text."""
@@ -182,7 +183,7 @@ def test_every_choice_builds_its_parts(fields: dict) -> None:
     model = _model(_config(**fields))
     kv = fields["n_kv_heads"] or H
     norm = RMSNorm if fields["norm"] == "rmsnorm" else nn.LayerNorm
-    attention = RotaryAttention if fields["positional"] == "rope" else MultiHeadAttention
+    attention = RotaryAttention if fields["positional"] == "rope" else GroupedQueryAttention
     feed_forward = SwiGLU if fields["feed_forward"] == "swiglu" else PositionwiseFeedForward
     for block in model.layers:
         assert type(block.self_attn) is attention and block.norm_first == fields["norm_first"]

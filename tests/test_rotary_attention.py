@@ -109,16 +109,16 @@ def test_the_shift_test_fails_without_rotated_keys() -> None:
     """Rotating only the queries makes the scores depend on where the query is: the test above sees it."""
     module, x = _rotary(), torch.randn(B, L, D)
     plain_out, _ = module(x, x, x, _causal(L))
-    keys_as_they_are = module.kv_heads
+    keys_as_they_are = module.keys_and_values
 
-    def keys_unturned(key, value, cache=None):  # noqa: ANN001, ANN202 - kv_heads' signature
-        rotary, module.rotary = module.rotary, None  # the keys are projected and stored, never turned
+    def keys_unturned(key, value, cache=None):  # noqa: ANN001, ANN202 - keys_and_values' signature
+        module.positioned = lambda k, cache=None: k  # the keys are projected and stored, never turned
         try:
             return keys_as_they_are(key, value, cache)
         finally:
-            module.rotary = rotary
+            del module.positioned  # the queries are turned as before
 
-    module.kv_heads = keys_unturned
+    module.keys_and_values = keys_unturned
     cache = KVCache()
     before = torch.randn(B, 5, D)
     module(before, before, before, _causal(5), cache=cache)

@@ -375,7 +375,7 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     # scaled inputs, x·(p+1) for queries and keys and x for values (row 0 of a cached call is position L).
     d, h, b, t = 12, 3, 2, 5
     mha = MultiHeadAttention(d, h, bias=False)
-    spec = module(mha, d, h, bias=False) | {"set": {"rotary": fixture("scale_by_position")}}
+    spec = module(mha, d, h, bias=False) | {"set": {"positioned": fixture("scale_by_position")}}
     x = torch.randn(b, t, d)
     scale = torch.arange(1.0, t + 1)[:, None]  # (T, 1): position p → p + 1
     causal = torch.ones(t, t, dtype=torch.bool).tril()

@@ -148,8 +148,8 @@ _ROPE_CASES_LARGER = [(4, 16, (24,)), (6, 32, (13,)), (8, 16, ()), (1, 64, (20,)
 def rope_layout_cases(larger: bool = False) -> Iterator[Case]:
     """rotary embeddings: reorder W^Q's rows from the halves layout to our pairs
 
-    Nudge: Hugging Face's Llama pairs feature i with feature i + d/2 of each head (rotate_half, the halves
-    layout); ours pair neighbouring features, as Meta's Llama code does, so the rows are reordered.
+    Nudge: Hugging Face's Llama pairs feature i with feature i + d/2 of each head (the halves layout);
+    ours pair neighbouring features, as Meta's Llama code does, so the rows are reordered.
 
     Hint: within each head of d = weight.shape[0] // n_heads rows, row i goes to row 2i and row i + d/2 to row
     2i + 1: reshape to (n_heads, 2, d/2, ...), swap the axes 1 and 2, reshape back to weight's shape.

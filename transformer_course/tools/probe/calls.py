@@ -289,14 +289,16 @@ class Halve(nn.Dropout):
         return 0.5 * x
 
 
-class ScaleByPosition(nn.Module):
-    """A position part for attention with the interface of chapter 10's rotation, ``part(x, start)``
-    on (B, heads, T, d), simpler than it: the row at position p is multiplied by p + 1, so a check
-    sees whether the queries and the keys went through it, and at which positions."""
+class ScaleByPosition:
+    """A position part for attention, set as a module's ``positioned(q, cache)`` (chapter 10's
+    rotation has that interface) and simpler than a rotation: the row at position p is multiplied
+    by p + 1, so a check sees whether the queries and the keys went through it, and at which
+    positions (after the ``len(cache)`` positions a cache holds)."""
 
-    def forward(self, x: Tensor, start: int) -> Tensor:
-        scale = torch.arange(start + 1, start + 1 + x.shape[-2], dtype=x.dtype, device=x.device)  # (T,)
-        return x * scale[:, None]  # (B, heads, T, d)
+    def __call__(self, q: Tensor, cache: Any = None) -> Tensor:
+        start = 0 if cache is None else len(cache)
+        scale = torch.arange(start + 1, start + 1 + q.shape[-2], dtype=q.dtype, device=q.device)  # (T,)
+        return q * scale[:, None]  # (B, heads, T, d)
 
 
 def positional_encoding(package: str, table: Tensor, dropout: float = 0.0, training: bool = False) -> nn.Module:
