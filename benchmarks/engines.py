@@ -17,7 +17,7 @@ The protocol:
 * **The tokens checked identical before timing**, in float32, against ``transformers``; in int8
   each engine rounds in its own way, so the share of tokens that agree with float32 is shown.
 * **One thread, each engine in its own process**, started once; the parent asks each process in
-  turn for one run (interleaved rounds, the order rotating), and each reports its CPU time
+  turn for one run (a warm-up run first, untimed; then interleaved rounds, the order rotating), and each reports its CPU time
   (``time.process_time``: other programs' load does not count). Medians and minima.
 * **The machine named**, with the one-thread read bandwidth measured in the same run (a sum over
   1 GiB of float32, the best of five), and for batch 1 the weight bytes a token reads divided by
@@ -354,10 +354,10 @@ def measure(family: str, shape: dict, folder: Path, setting: dict, rounds: int) 
         for engine, precision in engines(family)
     }  # fmt: skip
     try:
-        first = {name: proc.run() for name, proc in procs.items()}
-        times: dict[str, list[float]] = {name: [r["cpu"]] for name, r in first.items()}
+        first = {name: proc.run() for name, proc in procs.items()}  # a warm-up run, not timed: the tokens
+        times: dict[str, list[float]] = {name: [] for name in first}
         names = list(procs)
-        for r in range(rounds - 1):
+        for r in range(rounds):
             for name in names[r % len(names) :] + names[: r % len(names)]:
                 times[name].append(procs[name].run()["cpu"])
         tokens = {name: r["tokens"] for name, r in first.items()}

@@ -1,11 +1,20 @@
 """The engine's weight matrices: each read once from the model, in the layout its product reads fastest.
 
 A decoding step at batch 1 multiplies one row by every matrix of the model, so its time is the
-time to read the weights from memory. ``nn.Linear`` keeps W as (out, in) and multiplies by Wᵀ;
-on a CPU, PyTorch's matrix-vector product reads that layout at about two thirds of the speed it
-reads a contiguous (in, out) copy (``benchmarks/engines.py`` measures both). So a :class:`Dense`
-keeps Wᵀ contiguous. Several matrices that read the same input are stacked into one (W^Q, W^K,
-W^V; SwiGLU's W₁ and W₃): one product instead of three.
+time to read the weights from memory. How fast a product reads them depends on the kernel and
+the layout, and ``benchmarks/engines.py`` measures the choices on the shapes of real models. On a
+CPU, in float32:
+
+* **one row** (a step at batch 1): PyTorch's product on ``nn.Linear``'s (out, in) layout reads
+  the weights at about two thirds of the speed it reads a contiguous (in, out) copy, Wᵀ. So a
+  :class:`Dense` keeps Wᵀ contiguous;
+* **several rows** (a batch, beams, a prompt, the encoder): oneDNN's kernel on a copy of W in
+  its own blocked layout is two to three times faster than the product on Wᵀ, which packs the
+  weights again at every call. That copy is made the first time a product of several rows is
+  asked for (a decoding step at batch 1 never needs it).
+
+Several matrices that read the same input are stacked into one (W^Q, W^K, W^V; SwiGLU's W₁ and
+W₃): one product instead of three. On a GPU, and in bfloat16, the product is PyTorch's.
 
 An :class:`Int8Dense` keeps int8 weights with one scale per output row (chapter 11's
 ``quantize``): on a CPU it calls fbgemm's kernel with the weights packed once (the input is
@@ -19,8 +28,17 @@ import torch
 from torch import Tensor
 
 
+def blocked(weight: Tensor) -> Tensor | None:
+    """W (out, in) in oneDNN's blocked layout for products of several rows, or None where this
+    PyTorch has no oneDNN (the product then reads Wᵀ)."""
+    try:
+        return torch.ops.mkldnn._reorder_linear_weight(weight, 16)  # laid out for 16 rows; any number works
+    except (AttributeError, RuntimeError):
+        return None
+
+
 class Dense:
-    """``x @ Wᵀ + b``, with Wᵀ kept contiguous, (in, out), for float32 weights.
+    """``x @ Wᵀ + b``, read in the layout that is fastest for the device, dtype and number of rows.
 
     Args:
         weight: W, (out, in), as ``nn.Linear`` holds it (copied, so the model stays as it was).
@@ -31,12 +49,14 @@ class Dense:
     """
 
     def __init__(self, weight: Tensor, bias: Tensor | None) -> None:
-        # float32: a contiguous copy, the layout that reads fastest. Other dtypes keep nn.Linear's layout, so
+        weight = weight.detach()
+        self.bias = None if bias is None else bias.detach().clone()  # (out,)
+        # float32 on a CPU: the fast kernels above. Elsewhere nn.Linear's layout and PyTorch's product, so
         # that the product is the kernel the modules call: bfloat16 rounds each result to 8 bits, and a
         # kernel that adds in another order would round some of them the other way.
-        weight = weight.detach()
-        self.weight_t = weight.t().contiguous() if weight.dtype == torch.float32 else weight.clone().t()  # (in, out)
-        self.bias = None if bias is None else bias.detach().clone()  # (out,)
+        self.cpu_float32 = weight.dtype == torch.float32 and weight.device.type == "cpu"
+        self.weight_t = weight.t().contiguous() if self.cpu_float32 else weight.clone().t()  # (in, out)
+        self.weight_blocked: Tensor | None = None  # oneDNN's copy, made at the first product of several rows
 
     @property
     def out_features(self) -> int:
@@ -48,20 +68,25 @@ class Dense:
         return sum(t.numel() * t.element_size() for t in (self.weight_t, self.bias) if t is not None)
 
     def __call__(self, x: Tensor) -> Tensor:
+        if self.cpu_float32 and x.shape[0] > 1:  # several rows: oneDNN on its blocked copy
+            if self.weight_blocked is None:
+                self.weight_blocked = blocked(self.weight_t.t())
+            if self.weight_blocked is not None:
+                return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.weight_blocked, self.bias, "none", [], "")
         if self.bias is None:
             return x.mm(self.weight_t)  # (N, out)
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
 
     def add_to(self, residual: Tensor, x: Tensor) -> Tensor:
-        """``residual + x @ Wᵀ + b``: the sum that ends a sub-layer. Without a bias, in float32, one
-        product adds the residual (``addmm``); otherwise the sum comes after the product, as the
-        modules compute it (in bfloat16 each step rounds, and the two paths must round alike).
+        """``residual + x @ Wᵀ + b``: the sum that ends a sub-layer. For one row in float32 without a
+        bias, one product adds the residual (``addmm``); otherwise the sum comes after the product,
+        as the modules compute it (in bfloat16 each step rounds, and the two paths must round alike).
 
         Shape:
             residual: (N, out), x: (N, in) → (N, out)
         """
-        if self.bias is None and self.weight_t.dtype == torch.float32:
-            return torch.addmm(residual, x, self.weight_t)  # (N, out)
+        if self.cpu_float32 and self.bias is None and x.shape[0] == 1:
+            return torch.addmm(residual, x, self.weight_t)  # (1, out)
         return self(x).add_(residual)
 
 
