@@ -1031,7 +1031,7 @@ def operations_per_layer(path: str, n: int = 6) -> float:
     return (counts[1] - counts[0]) / timing_config.n_decoder_layers
 
 
-greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # the plan is made once, before counting
+greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
 operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
 
 # %%
