@@ -85,6 +85,7 @@ from transformer_course.decoding import (
     sampling_distribution,
     score_sequences,
 )
+from transformer_course.engine.weights import Dense
 from transformer_course.evaluation import strata_scores
 from transformer_course.masks import padding_mask
 from transformer_course.tools.checks import run_check
@@ -998,7 +999,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # `transformer_course/engine`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
 # chapter 10's `generate`. The engine reads the model's parameters into a *plan*:
 #
-# - each weight matrix in the layout its product reads fastest (on a CPU, $W^\top$ stored contiguous);
+# - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
+#   for one row, oneDNN's blocked layout for several);
 # - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
 # - the keys and values of the source projected once per call, for every layer at once;
 # - caches allocated once for the longest output, instead of growing at every step;
@@ -1045,25 +1047,34 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 
 # %% [markdown]
 # The bytes: a step reads every weight of the decoder and of the output layer once. At batch 1
-# that is all it reads, apart from the small caches, so the time of a step is about those bytes
-# divided by the speed of the memory. The layout decides how close a product gets to that speed.
-# Below, one matrix of the size of our model's output layer, multiplied by one vector in
-# `nn.Linear`'s layout $(V, D)$ and in the engine's $(D, V)$, then the time per token of both paths
-# on the random model above (one thread; the numbers are this machine's, in this run).
+# that is all it reads, apart from the small caches. So the time of a step is about those bytes
+# divided by the speed of the memory, and the layout of a matrix decides how close its product
+# gets to that speed. A product of several rows (a batch, the beams, the encoder's positions) uses
+# each weight several times, and there the kernel matters more than the layout.
+#
+# Below, one matrix the size of a large output layer, times 1 row and times 16 rows: in
+# `nn.Linear`'s layout $(V, D)$, as $W^\top$ stored contiguous $(D, V)$, and as the engine
+# multiplies it (`Dense`: $W^\top$ for one row; oneDNN's blocked copy of $W$ for several). Then
+# the time per token of both paths on the random model above. One thread; the numbers are this
+# machine's, in this run.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
-weight_t = weight.t().contiguous()  # (in, out): the engine's
-vector = torch.randn(1, 2048)
-layout_seconds = {
-    "nn.Linear's (out, in)": min(seconds(lambda: torch.nn.functional.linear(vector, weight)) for _ in range(5)),
-    "the engine's (in, out)": min(seconds(lambda: vector.mm(weight_t)) for _ in range(5)),
-}
-for name, s in layout_seconds.items():
-    print(f"{name:24s} {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
+weight_t = weight.t().contiguous()  # (in, out)
+engine_product = Dense(weight, None)  # the engine's matrix: the kernel it picks for the number of rows
+for rows in (1, 16):
+    x = torch.randn(rows, 2048)
+    engine_product(x)  # the blocked copy is made at the first product of several rows, not timed
+    layout_seconds = {
+        "nn.Linear's (out, in)": min(seconds(lambda x=x: torch.nn.functional.linear(x, weight)) for _ in range(5)),
+        "W^T, (in, out)": min(seconds(lambda x=x: x.mm(weight_t)) for _ in range(5)),
+        "the engine's": min(seconds(lambda x=x: engine_product(x)) for _ in range(5)),
+    }
+    for name, s in layout_seconds.items():
+        print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
 path_seconds = {
     path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
     for path in ("modules", "engine")

@@ -4,6 +4,7 @@ that import only earlier rooms, and a broken later room that cannot stop an earl
 from __future__ import annotations
 
 import ast
+import re
 import os
 import shutil
 import subprocess
@@ -185,3 +186,22 @@ def test_a_broken_later_room_does_not_stop_an_earlier_chapter(tmp_path: Path) ->
     assert " passed " in rows["ex01_1"] and " error " in rows["ex08_1"] and "SyntaxError" in rows["ex08_1"], (
         check.stdout
     )
+
+
+# The words of the inference engine's machinery (transformer_course/engine): none of them belongs in a
+# room of chapters 01–10, which hold each chapter's idea as the chapter draws it (chapter 11's rooms
+# convert and quantize real checkpoints: int8 is their subject).
+ENGINE_WORDS = ("fused", "fuse", "stacked", "folded", "fold", "prepared", "int8", "packed", "lean")
+
+
+@pytest.mark.parametrize("room", sorted(r for r, chapter in ROOM_CHAPTERS.items() if chapter <= 10))
+def test_a_room_of_chapters_01_to_10_holds_no_engine_machinery(room: str) -> None:
+    text = (PACKAGE / f"{room}.py").read_text(encoding="utf-8").lower()
+    found = sorted({word for word in ENGINE_WORDS if re.search(rf"\b{word}\b", text)})
+    assert not found, f"{room}.py names the engine's machinery ({', '.join(found)}): it belongs in engine/"
+
+
+def test_multi_head_attention_is_one_page() -> None:
+    """Chapter 04's room is multi-head attention (and the cache's two hooks), not decoding machinery."""
+    lines = len((PACKAGE / "multihead.py").read_text(encoding="utf-8").splitlines())
+    assert lines <= 200, f"multihead.py has {lines} lines (at most 200, docstrings included)"

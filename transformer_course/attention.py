@@ -6,8 +6,8 @@ Two paths give the same numbers:
 
 * the **teaching path** (:func:`scaled_dot_product_attention`) writes every step out and
   returns the attention weights, so they can be looked at and plotted;
-* the **fast path** (:func:`fast_attention`) calls PyTorch's fused
-  ``F.scaled_dot_product_attention``, which never materialises the weights.
+* the **fast path** (:func:`fast_attention`) calls PyTorch's
+  ``F.scaled_dot_product_attention``, one kernel that never materialises the weights.
 
 Masks are boolean with **True = may attend**, broadcastable to (B, H, T, S).
 """
@@ -112,7 +112,7 @@ def is_causal_mask(mask: Tensor | None) -> bool:
 def fast_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0, is_causal: bool = False
 ) -> Tensor:
-    """The same computation through PyTorch's fused kernel (no weights returned).
+    """The same computation through PyTorch's one-kernel attention (no weights returned).
 
     The boolean mask (True = may attend) is handed to ``F.scaled_dot_product_attention``,
     which uses the same polarity. Only a fully masked query row needs care: PyTorch's answer

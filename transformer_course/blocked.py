@@ -29,7 +29,7 @@ from ._validate import check_mask
 def online_softmax_update(
     top: Tensor, total: Tensor, acc: Tensor, scores: Tensor, values: Tensor
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """Fold one block of keys into the running maximum ``top``, sum ``total`` and weighted sum ``acc``.
+    """Take one block of keys into the running maximum ``top``, sum ``total`` and weighted sum ``acc``.
 
     Shape:
         top, total: (..., T, 1); acc: (..., T, Dv); scores: (..., T, Sb) (masked scores already at

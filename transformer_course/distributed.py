@@ -130,7 +130,7 @@ def launched_by_torchrun() -> bool:
 
 
 def join(device: torch.device | str) -> tuple[World | None, torch.device]:
-    """Join the process group ``torchrun`` prepared; returns (the world, this rank's device).
+    """Join the process group ``torchrun`` set up; returns (the world, this rank's device).
 
     Without torchrun (or with a single process) there is nothing to join: (None, ``device``).
     NCCL connects the GPUs (each rank takes GPU ``LOCAL_RANK``); gloo connects CPU processes.

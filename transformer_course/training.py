@@ -381,10 +381,10 @@ def _time_is_up(clock: _Clock, options: FitOptions, world: Replicas | None, step
 
 def _log(history: History, pending: list[Tensor], step: int, bar, world: Replicas | None = None) -> None:
     """Read the pending losses with one transfer, check them, and show the last one."""
-    stacked = torch.stack(pending)  # (steps,)
+    together = torch.stack(pending)  # (steps,)
     if world is not None:
-        stacked = world.add_up(stacked)  # the weighed parts of all ranks: the loss over all the step's tokens
-    losses = stacked.float().tolist()  # the one place the loop waits for a GPU
+        together = world.add_up(together)  # the weighed parts of all ranks: the loss over all the step's tokens
+    losses = together.float().tolist()  # the one place the loop waits for a GPU
     pending.clear()
     bad = next((loss for loss in losses if not math.isfinite(loss)), None)
     if bad is not None:
