@@ -487,6 +487,9 @@ def beam_search(
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
     plan = _plan(model, src, max_len, path)
     config, batch, beams = model.config, src.shape[0], beam_size
+    choose = beam_step
+    if path == "engine":  # the engine chooses among each hypothesis's K best tokens: the same survivors
+        from .engine.search import beam_step as choose
     with _inference(model):
         steps = _steps(model, src, plan, use_cache, path, repeat=beams)
         tokens = src.new_full((batch * beams, 1), config.bos_id)  # (B·K, 1)
@@ -499,7 +502,7 @@ def beam_search(
         newest = tokens  # (B·K, 1)
         for step in range(plan.steps):
             log_probs = steps.next_logits(tokens, newest).log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
-            origin, new, scores, finished, lengths = beam_step(
+            origin, new, scores, finished, lengths = choose(
                 scores, log_probs, finished, lengths, config.eos_id, config.pad_id, length_penalty
             )
             finished = _cut(plan, step, finished)  # (B, K)

@@ -227,7 +227,7 @@ class TranslationSteps:
         kv.length += 1
         if plan.final_norm is not None:
             x = plan.final_norm(x)
-        return plan.output(x).float() + self.banned  # (B, V)
+        return plan.output(x).float().add_(self.banned)  # (B, V)
 
     def reorder(self, rows: Tensor) -> None:
         self.kv.reorder(rows)

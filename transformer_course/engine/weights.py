@@ -72,7 +72,9 @@ class Dense:
             if self.weight_blocked is None:
                 self.weight_blocked = blocked(self.weight_t.t())
             if self.weight_blocked is not None:
-                return torch.ops.mkldnn._linear_pointwise(x.contiguous(), self.weight_blocked, self.bias, "none", [], "")
+                return torch.ops.mkldnn._linear_pointwise(
+                    x.contiguous(), self.weight_blocked, self.bias, "none", [], ""
+                )
         if self.bias is None:
             return x.mm(self.weight_t)  # (N, out)
         return torch.addmm(self.bias, x, self.weight_t)  # (N, out)
