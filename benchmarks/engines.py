@@ -4,6 +4,7 @@
     python -m benchmarks.engines             # both shapes, every engine (about 15 minutes)
     python -m benchmarks.engines --only smollm --rounds 3
     python -m benchmarks.engines --quick     # tiny shapes, seconds (tests/test_benchmarks.py)
+    python -m benchmarks.engines --kernels   # the engine's choices: every product in each kernel and layout
 
 The protocol:
 
@@ -42,7 +43,8 @@ from pathlib import Path
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "CT2_INTER_THREADS": "1", "CT2_INTRA_THREADS": "1"}
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "CT2_INTER_THREADS": "1",
+              "CT2_INTRA_THREADS": "1"}  # fmt: skip
 
 MARIAN = dict(
     vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
@@ -406,9 +408,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny shapes, two rounds")
     parser.add_argument("--record", action="store_true", help="append the table to benchmarks/results.md")
     parser.add_argument("--gpu", action="store_true", help="the course's modules and engine on a CUDA GPU")
+    parser.add_argument("--kernels", action="store_true", help="the engine's choices: each product, kernel and layout")
     args = parser.parse_args(argv)
     if args.worker:
         worker(json.loads(args.worker))
+        return 0
+    if args.kernels:
+        if any(os.environ.get(name) != value for name, value in ONE_THREAD.items()):  # NumPy's BLAS reads it at import
+            return subprocess.run([sys.executable, "-m", "benchmarks.engines", *(argv or sys.argv[1:])],
+                                  env={**os.environ, **ONE_THREAD}, cwd=ROOT).returncode  # fmt: skip
+        print(kernels(args.rounds))
         return 0
     shapes = QUICK if args.quick else {"marian": MARIAN, "smollm": SMOLLM}
     shapes = {family: shape for family, shape in shapes.items() if not args.only or family == args.only}
@@ -487,6 +496,78 @@ def gpu(shapes: dict, rounds: int) -> str:
                                  f"{made / statistics.median(seconds):,.0f} | {same:.0%} |")  # fmt: skip
                     print(lines[-1], flush=True)
     return "\n".join(lines)
+
+
+def layer_matrices(family: str) -> list[tuple[int, int]]:
+    """(in, out) of every matrix a decoding step of the real shape multiplies, in order (the output layer last)."""
+    if family == "marian":
+        d, ff = MARIAN["d_model"], MARIAN["decoder_ffn_dim"]  # W^QKV, W^O, cross W^Q and W^O, W1, W2
+        return [(d, 3 * d), (d, d), (d, d), (d, d), (d, ff), (ff, d)] * MARIAN["decoder_layers"] + [
+            (d, MARIAN["vocab_size"])
+        ]
+    d, ff, kv = SMOLLM["hidden_size"], SMOLLM["intermediate_size"], SMOLLM["num_key_value_heads"]
+    qkv = d + 2 * kv * d // SMOLLM["num_attention_heads"]  # W^Q, W^K, W^V stacked
+    return [(d, qkv), (d, d), (d, 2 * ff), (ff, d)] * SMOLLM["num_hidden_layers"] + [(d, SMOLLM["vocab_size"])]
+
+
+def kernels(rounds: int) -> str:
+    """The products of one decoding step of each real shape, in each kernel and layout the engine could
+    use, for 1, 4, 16 and 64 rows: what the choices in transformer_course/engine/weights.py rest on. One
+    thread, CPU time, every matrix a distinct tensor (the weights come from memory, as in decoding),
+    the kernels interleaved in each round; medians. GB/s = the weights' bytes / the time."""
+    import numpy as np
+
+    torch.set_num_threads(1)
+    lines = [f"Machine: {_cpu_name()}, torch {torch.__version__}, numpy {np.__version__}; one thread; "
+             f"one-thread read bandwidth {read_bandwidth():.1f} GB/s; {rounds} rounds, medians", "",
+             "| shape | rows | kernel and layout | ms per step | GB/s of weights |", "| --- | ---: | --- | ---: | ---: |"]  # fmt: skip
+    for family in ("marian", "smollm"):
+        shapes = layer_matrices(family)
+        weights = [torch.randn(o, i) / i**0.5 for i, o in shapes]  # (out, in): nn.Linear's layout
+        nbytes = {"float32": sum(w.numel() * 4 for w in weights), "int8": sum(w.numel() for w in weights)}
+        layouts = _layouts(weights)
+        for rows in (1, 4, 16, 64):
+            products = _products({i: torch.randn(rows, i) for i, _ in shapes}, **layouts)
+            times: dict[str, list[float]] = {name: [] for name in products}
+            for product in products.values():
+                product()  # warm-up
+            for _ in range(rounds):
+                for name, product in products.items():
+                    start = time.process_time()
+                    product()
+                    times[name].append(time.process_time() - start)
+            for name, seconds in times.items():
+                median = statistics.median(seconds)
+                read = nbytes["int8" if name.startswith("int8") else "float32"]
+                lines.append(f"| {family} | {rows} | {name} | {1000 * median:.1f} | {read / median / 1e9:.1f} |")
+                print(lines[-1], flush=True)
+    return "\n".join(lines)
+
+
+def _layouts(weights: list[torch.Tensor]) -> dict:
+    """The matrices (out, in) in each layout :func:`kernels` times, made once."""
+    from transformer_course.engine.weights import blocked
+    from transformer_course.quantize import fbgemm_pack, quantize_rows
+
+    int8 = [quantize_rows(w) for w in weights]
+    return {"weights": weights, "transposed": [w.t().contiguous() for w in weights],
+            "packed": [blocked(w) for w in weights], "int8": [(q, s, fbgemm_pack(q, s, None)) for q, s in int8]}  # fmt: skip
+
+
+def _products(x: dict, weights: list, transposed: list, packed: list, int8: list) -> dict:
+    """One step's products in each kernel and layout, for the rows ``x[in_features]``."""
+    from transformer_course.quantize import int8_linear
+
+    xn = {i: v.numpy() for i, v in x.items()}
+    linear, onednn = torch.nn.functional.linear, torch.ops.mkldnn._linear_pointwise
+    return {
+        "float32, MKL, nn.Linear's (out, in)": lambda: [linear(x[w.shape[1]], w) for w in weights],
+        "float32, MKL, W^T (in, out)": lambda: [x[w.shape[0]].mm(w) for w in transposed],
+        "float32, oneDNN, blocked": lambda: [onednn(x[w.shape[1]], b, None, "none", [], "")
+                                             for w, b in zip(weights, packed, strict=True)],
+        "float32, NumPy's BLAS, W^T (in, out)": lambda: [xn[w.shape[0]] @ w.numpy() for w in transposed],
+        "int8 (weights and input), fbgemm": lambda: [int8_linear(x[q.shape[1]], q, s, None, p) for q, s, p in int8],
+    }  # fmt: skip
 
 
 def _decode(family: str, model: torch.nn.Module, x: torch.Tensor, path: str) -> torch.Tensor:
