@@ -2,14 +2,15 @@
 
 A decoding step at batch 1 multiplies one row by every matrix of the model, so its time is the
 time to read the weights from memory. How fast a product reads them depends on the kernel and
-the layout, and ``benchmarks/engines.py`` measures the choices on the shapes of real models. On a
-CPU, in float32:
+the layout; ``python -m benchmarks.engines --kernels`` measures the choices on the shapes of real
+models. On a CPU, in float32:
 
 * **one row** (a step at batch 1): PyTorch's product on ``nn.Linear``'s (out, in) layout reads
   the weights at about two thirds of the speed it reads a contiguous (in, out) copy, Wᵀ. So a
-  :class:`Dense` keeps Wᵀ contiguous;
+  :class:`Dense` keeps Wᵀ contiguous. (The BLAS that NumPy ships reads that copy faster still,
+  but it runs its own threads, which PyTorch's thread setting does not reach: left out.);
 * **several rows** (a batch, beams, a prompt, the encoder): oneDNN's kernel on a copy of W in
-  its own blocked layout is two to three times faster than the product on Wᵀ, which packs the
+  its own blocked layout is 1.7 to 2.5 times as fast as the product on Wᵀ, which packs the
   weights again at every call. That copy is made the first time a product of several rows is
   asked for (a decoding step at batch 1 never needs it).
 
