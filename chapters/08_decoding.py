@@ -1028,7 +1028,7 @@ def operations_per_layer(path: str, n: int = 6) -> float:
     counts = []
     for tokens in (n, n + 1):
         with CountOps() as count:
-            greedy_decode(timing_model, timing_src[:1], tokens, path=path)
+            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
         counts.append(count.ops.total())
     return (counts[1] - counts[0]) / timing_config.n_decoder_layers
 

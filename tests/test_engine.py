@@ -199,21 +199,23 @@ def test_the_engine_loads_while_a_room_is_broken(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("vocab", [3, 50])
-def test_the_engines_beam_step_keeps_the_survivors_of_the_modules(vocab: int) -> None:
-    """From each hypothesis's K best tokens the engine chooses what chapter 08's beam_step chooses
-    from all K·V candidates: finished hypotheses, empty slots (-inf), and a vocabulary smaller than K."""
+def test_beam_step_on_a_shortlist_keeps_the_survivors_of_the_whole_vocabulary(vocab: int) -> None:
+    """Given each hypothesis's K best tokens, chapter 08's beam_step chooses what it chooses from all
+    K·V candidates: with finished hypotheses, empty slots (-inf) and a vocabulary smaller than K."""
     from transformer_course.decoding import beam_step
-    from transformer_course.engine.search import beam_step as engine_beam_step
+    from transformer_course.engine.search import on_a_shortlist
 
     generator = torch.Generator().manual_seed(vocab)
-    batch, beams = 3, 5
+    batch, beams, eos = 3, 5, 1
     for _ in range(20):
         scores = torch.randn(batch, beams, generator=generator) * 3
         scores[0, 3:] = float("-inf")  # empty slots
         log_probs = torch.randn(batch, beams, vocab, generator=generator).log_softmax(-1)
+        log_probs[1, 0, eos] = 0.0  # a hypothesis that surely ends
         finished = torch.rand(batch, beams, generator=generator) < 0.3
         lengths = torch.randint(1, 9, (batch, beams), generator=generator)
-        args = (scores, log_probs, finished, lengths, 1, 0, 0.6)
-        for want, got in zip(beam_step(*args), engine_beam_step(*args), strict=True):
-            finite = beam_step(*args)[2].isfinite()  # the tokens of an empty slot are arbitrary
-            assert torch.equal(want[finite], got[finite])
+        args = (scores, log_probs, finished, lengths, eos, 0, 0.6)
+        want, got = beam_step(*args), on_a_shortlist(beam_step)(*args)
+        real = want[2].isfinite()  # the tokens of an empty slot are arbitrary
+        for a, b in zip(want, got, strict=True):
+            assert torch.equal(a[real], b[real])

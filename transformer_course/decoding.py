@@ -283,6 +283,10 @@ class _Steps:
         if self.cache is not None:
             self.cache.reorder(rows)
 
+    def beam_step(self, step: Callable) -> Callable:
+        """The function that chooses beam search's survivors: your :func:`beam_step` as it is."""
+        return step
+
 
 def _steps(model: nn.Module, src: Tensor, plan: _Plan, use_cache: bool, path: str, repeat: int = 1):
     """The loop's source of next-token logits: your modules (``path="modules"``), or the inference
@@ -487,11 +491,9 @@ def beam_search(
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
     plan = _plan(model, src, max_len, path)
     config, batch, beams = model.config, src.shape[0], beam_size
-    choose = beam_step
-    if path == "engine":  # the engine chooses among each hypothesis's K best tokens: the same survivors
-        from .engine.search import beam_step as choose
     with _inference(model):
         steps = _steps(model, src, plan, use_cache, path, repeat=beams)
+        choose = steps.beam_step(beam_step)  # your beam_step (the engine may give it a shortlist of tokens)
         tokens = src.new_full((batch * beams, 1), config.bos_id)  # (B·K, 1)
         scores = torch.full((batch, beams), float("-inf"), device=src.device)  # (B, K)
         scores[:, 0] = 0.0  # one real hypothesis (<bos>) per sentence; the other slots are empty

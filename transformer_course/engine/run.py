@@ -232,6 +232,14 @@ class TranslationSteps:
     def reorder(self, rows: Tensor) -> None:
         self.kv.reorder(rows)
 
+    def beam_step(self, step):  # noqa: ANN001, ANN201 - chapter 08's beam_step in, the same signature out
+        """Your ``beam_step``, given each hypothesis's K best tokens (:mod:`~.search`). In bfloat16,
+        whose 8-bit logits often tie, it sees the whole vocabulary: a shortlist orders tied tokens
+        differently, and beam search would follow another of the tied paths than your modules do."""
+        from .search import on_a_shortlist
+
+        return step if self.plan.dtype == torch.bfloat16 else on_a_shortlist(step)
+
 
 class LanguageModelSteps:
     """The logits of a language model's next token: the prompt in one pass, then one token a step.

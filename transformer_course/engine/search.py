@@ -1,50 +1,40 @@
-"""Beam search's choice of survivors, as the engine makes it: from K candidates per hypothesis.
+"""Beam search on a shortlist: each hypothesis's K best tokens instead of the whole vocabulary.
 
-Chapter 08's :func:`~transformer_course.decoding.beam_step` extends each of the K hypotheses of a
-sentence by every token of the vocabulary and keeps the K best of the K·V candidates: several
-passes over a (B, K, V) tensor per step, which at opus-mt's V = 58,101 and 16 sentences take
-longer than the decoder itself. Only a hypothesis's K best tokens can be among the K survivors
-(its candidates share its score and its length penalty, so they rank as their log-probabilities
-do). So the engine takes those K first, one pass over the vocabulary, and chooses among the K·K:
-the same survivors, in the same order, as :func:`~transformer_course.decoding.beam_step` (up to
-ties between exactly equal scores).
+Chapter 08's :func:`~transformer_course.decoding.beam_step` looks at every token of the vocabulary
+for each of the K hypotheses of a sentence: several passes over a (B, K, V) tensor per step, which
+at opus-mt's V = 58,101 and 16 sentences take longer than the decoder itself. Only a hypothesis's K
+best tokens can be among the K survivors (its candidates share its score and its length penalty,
+so they rank as their log-probabilities do). So the engine hands ``beam_step`` a vocabulary of
+K + 1 columns per hypothesis, its K best tokens and ``<pad>``, and maps the columns it chose back
+to tokens: your ``beam_step`` still chooses, on a tensor V / (K + 1) times smaller, and chooses
+the same survivors (up to ties between exactly equal scores).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
+Step = Callable[..., tuple[Tensor, Tensor, Tensor, Tensor, Tensor]]
 
-def beam_step(
-    scores: Tensor,
-    log_probs: Tensor,
-    finished: Tensor,
-    lengths: Tensor,
-    eos_id: int,
-    pad_id: int,
-    alpha: float = 0.6,
-) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
-    """:func:`~transformer_course.decoding.beam_step`'s arguments and result.
 
-    Shape:
-        scores (B, K), log_probs (B, K, V), finished (B, K), lengths (B, K) → five (B, K) tensors
-    """
-    from ..decoding import gnmt_length_penalty
+def on_a_shortlist(beam_step: Step) -> Step:
+    """``beam_step`` (chapter 08's signature and result) run on each hypothesis's shortlist."""
 
-    batch, beams, vocab = log_probs.shape
-    best = min(beams, vocab)
-    top, tokens = log_probs.topk(best, dim=-1)  # (B, K, k): each hypothesis's k best tokens, best first
-    frozen = torch.full((best,), float("-inf"), device=top.device)  # a finished hypothesis: pad for free,
-    frozen[0] = 0.0  # and nothing else
-    top = torch.where(finished[..., None], frozen, top)  # (B, K, k)
-    tokens = tokens.masked_fill(finished[..., None], pad_id)  # (B, K, k)
-    candidates = scores[..., None] + top  # (B, K, k) summed log-probabilities
-    new_lengths = lengths + (~finished).long()  # (B, K): finished ones do not grow
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]  # (B, K, k)
-    flat = ranked.reshape(batch, beams * best).topk(beams, dim=-1).indices  # (B, K) in K·k
-    origin = flat // best  # (B, K): the hypothesis each survivor extends
-    chosen = tokens.reshape(batch, beams * best).gather(1, flat)  # (B, K)
-    new_scores = candidates.reshape(batch, beams * best).gather(1, flat)  # (B, K)
-    new_finished = finished.gather(1, origin) | (chosen == eos_id)  # (B, K)
-    return origin, chosen, new_scores, new_finished, new_lengths.gather(1, origin)
+    def step(scores: Tensor, log_probs: Tensor, finished: Tensor, lengths: Tensor, eos_id: int, pad_id: int,
+             alpha: float = 0.6) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
+        best = min(log_probs.shape[1:])  # k = K, or V when the vocabulary is smaller
+        top, tokens = log_probs.topk(best, dim=-1)  # (B, K, k): each hypothesis's k best, best first
+        column_of_pad = torch.full_like(top[..., :1], float("-inf"))  # a finished hypothesis's only way on
+        shortlist = torch.cat([top, column_of_pad], dim=-1)  # (B, K, k+1): a vocabulary of k+1 "tokens"
+        tokens = torch.cat([tokens, torch.full_like(tokens[..., :1], pad_id)], dim=-1)  # (B, K, k+1): their ids
+        # eos_id = -1: no column is <eos> (the real <eos> is found below, once the columns are tokens again)
+        origin, column, new_scores, new_finished, new_lengths = beam_step(
+            scores, shortlist, finished, lengths, -1, best, alpha
+        )
+        chosen = tokens.flatten(1).gather(1, origin * (best + 1) + column)  # (B, K): the columns as tokens
+        return origin, chosen, new_scores, new_finished | (chosen == eos_id), new_lengths
+
+    return step
