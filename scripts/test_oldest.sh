@@ -3,7 +3,8 @@
 # Creates .venv-oldest with the lowest Python that `requires-python` allows and the floors of the
 # dependencies (tests/oldest/constraints.txt), then runs the unit tests and the chapters whose code
 # depends on the version of PyTorch there (03: attention's fused kernels, 07: training and its claims,
-# 10: torch.nn.RMSNorm and enable_gqa where they exist).
+# 10: torch.nn.RMSNorm and enable_gqa where they exist), and chapter 11 with its exercises, whose
+# converters meet the oldest transformers the hub extra allows.
 # `--unit` (`make test-oldest-unit`, what CI runs last): the unit tests only, ~13 minutes on a 2-core
 # machine with the install (the chapters are ~10 more).
 # Downloads: PyTorch's oldest supported release exists on PyPI only as a CUDA build (~3 GB with its
@@ -57,5 +58,5 @@ if [ "$chapters" = no ]; then
   exit 0
 fi
 "$venv/bin/python" -m pytest -q -p no:cacheprovider chapters/03_attention.ipynb chapters/07_training.ipynb \
-  chapters/10_modern_language_models.ipynb \
+  chapters/10_modern_language_models.ipynb chapters/11_real_weights.ipynb solutions/ex11_real_weights.ipynb \
   --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
