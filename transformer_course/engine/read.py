@@ -17,7 +17,7 @@ import math
 import torch
 from torch import Tensor, nn
 
-from .plan import CrossAttention, Embedding, FeedForward, Layer, Norm, Plan, SelfAttention
+from .parts import CrossAttention, Embedding, FeedForward, Layer, Norm, Plan, SelfAttention
 from .weights import read_dense
 
 
@@ -33,15 +33,21 @@ def refuse(where: str, what: object) -> NotSupported:
 
 
 def read_model(model: nn.Module) -> Plan:
-    """The plan of a ``Transformer`` (chapter 06) or a ``DecoderOnlyLM`` (chapter 10)."""
-    from ..lm import DecoderOnlyLM
-    from ..model import Transformer
+    """The plan of a ``Transformer`` (chapter 06) or a ``DecoderOnlyLM`` (chapter 10).
 
-    if isinstance(model, Transformer):
+    The two are told apart by their parts, not by importing their classes: chapter 10's ``generate``
+    hands its calls to the engine, which must not import it back. Each part is then read by its
+    class, and a part of another class is refused.
+    """
+    if _has(model, "src_embed", "tgt_embed", "encoder", "decoder", "output"):
         return _read_translator(model)
-    if isinstance(model, DecoderOnlyLM):
+    if _has(model, "embed", "positional", "layers", "norm", "output"):
         return _read_language_model(model)
     raise refuse("the model", model)
+
+
+def _has(model: nn.Module, *parts: str) -> bool:
+    return all(isinstance(getattr(model, part, None), nn.Module) for part in parts)
 
 
 def _read_translator(model: nn.Module) -> Plan:

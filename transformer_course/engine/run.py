@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .plan import CrossAttention, FeedForward, Layer, Plan, SelfAttention
+from .parts import CrossAttention, FeedForward, Layer, Plan, SelfAttention
 
 ACTIVATIONS = {
     "relu": torch.relu_,
