@@ -88,7 +88,10 @@ def test_a_wrong_multi_head_attention_fails_ex04_3_and_nothing_else(tmp_path: Pa
     assert set(rows) == set(EXERCISES), run.stdout + run.stderr
     failed = sorted(i for i, line in rows.items() if " passed " not in line)
     assert failed == ["ex04_3"], run.stdout
-    assert "apply the output projection W^O" in rows["ex04_3"]
+    assert rows["ex04_3"].split() == ["ex04_3", "failed", "transformer_course/multihead.py"], run.stdout
+    run = subprocess.run([sys.executable, "-m", "transformer_course", "check", "ex04_3"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert "apply the output projection W^O" in run.stdout, run.stdout + run.stderr
 
 
 def _same(a, b) -> None:

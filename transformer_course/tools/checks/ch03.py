@@ -30,6 +30,7 @@ from .registry import exercise
 # (batch shape, T, S, d_k, d_v): odd sizes so a wrong axis cannot broadcast by luck
 _SIZES = [((2,), 3, 5, 4, 6), ((2, 3), 5, 7, 12, 8), ((1,), 1, 1, 1, 1), ((3,), 6, 2, 64, 5)]
 _SIZES_LARGER = [((4,), 9, 13, 16, 20), ((2, 4), 11, 17, 24, 10), ((2,), 1, 3, 2, 3), ((5,), 14, 6, 96, 7)]
+_UNBATCHED = {False: ((), 4, 6, 8, 3), True: ((), 10, 15, 32, 5)}  # 2-D q and k, as chapter 03 uses them
 
 
 def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[torch.Tensor, ...]:
@@ -45,7 +46,7 @@ def attention_scores_cases(larger: bool = False) -> Iterator[Case]:
 
     Hint: transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.
     """
-    for batch, t, s, d_k, d_v in _SIZES_LARGER if larger else _SIZES:
+    for batch, t, s, d_k, d_v in [*(_SIZES_LARGER if larger else _SIZES), _UNBATCHED[larger]]:
         q, k, _ = _qkv(batch, t, s, d_k, d_v)  # (*B, T, Dk), (*B, S, Dk)
         yield Case(f"q {tuple(q.shape)}, k {tuple(k.shape)}", calls_case(call(q, k)), _judge_scores)
 

@@ -12,16 +12,24 @@ from . import CLIError
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ..checks import run_checks
+    """Named exercises: each one's message. None: the overview, one line per exercise (its status and
+    the file to edit), so that no hint of an exercise not started yet is shown."""
+    from ..checks import get_exercise, run_checks
 
     results = run_checks(args.exercises or None, timeout=args.timeout or None, hints=args.hints)
-    width = max(len(r.title) for r in results)
-    print(f"{'exercise':8} {'title':{width}}  {'status':15}  first message")
-    for r in results:
-        message = (r.message.strip().splitlines() or [""])[0]
-        print(f"{r.id:8} {r.title:{width}}  {r.status:15}  {message}")
+    if args.exercises:
+        width = max(len(r.title) for r in results)
+        print(f"{'exercise':8} {'title':{width}}  {'status':15}  first message")
+        for r in results:
+            print(f"{r.id:8} {r.title:{width}}  {r.status:15}  {(r.message.strip().splitlines() or [''])[0]}")
+    else:
+        print(f"{'exercise':8} {'status':15}  file")
+        for r in results:
+            print(f"{r.id:8} {r.status:15}  {get_exercise(r.id).file}")
     counts = {status: sum(r.status == status for r in results) for status in dict.fromkeys(r.status for r in results)}
     print(", ".join(f"{n} {status}" for status, n in counts.items()))
+    if not args.exercises and not all(r.passed for r in results):
+        print("`python -m transformer_course check EXERCISE` says what is wrong in one of them (and how to start).")
     return 0 if all(r.passed for r in results) else 1
 
 
@@ -50,8 +58,9 @@ def _student_edition(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    check = subparsers.add_parser("check", help="run the exercise checks and print a table")
-    check.add_argument("exercises", nargs="*", help="exercise ids such as ex03_1 (default: all)")
+    check = subparsers.add_parser("check", help="run the exercise checks: each one's message, or (no id) a table")
+    check.add_argument("exercises", nargs="*",
+                       help="exercise ids such as ex03_1 (default: all, one line each: status and file)")  # fmt: skip
     check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                        help="give up on a check after this long and report it as 'timed out' (0: no limit)")  # fmt: skip
     check.add_argument("--hints", choices=HINT_LEVELS, default=None,
