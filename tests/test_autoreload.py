@@ -19,7 +19,7 @@ import jupytext
 import pytest
 
 from transformer_course.tools.checks import EXERCISES
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.registry import load_checks
 from transformer_course.tools.edition import build_student_edition, restore_exercise
 
 from .kernel import kernel
@@ -27,7 +27,7 @@ from .kernel import kernel
 pytestmark = pytest.mark.complete_edition  # it writes the worked answers into a student edition
 ROOT = Path(__file__).resolve().parent.parent
 STOP = "is not written yet — the chapter stops here"
-_load_all()
+load_checks()
 
 
 @pytest.fixture(scope="module")

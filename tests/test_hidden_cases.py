@@ -11,9 +11,10 @@ import re
 import pytest
 
 from transformer_course.tools.checks import EXERCISES
-from transformer_course.tools.checks.runner import _load_all, _probed, build_cases, isolation, verdict
+from transformer_course.tools.checks.registry import load_checks
+from transformer_course.tools.checks.runner import _probed, build_cases, isolation, verdict
 
-_load_all()
+load_checks()
 
 NO_SIZES = {"ex11_3"}  # its input is a flag (encoder or decoder) and its answer a table of names
 

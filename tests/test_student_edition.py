@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools.checks.registry import EXERCISES, parse_stub_message
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.registry import EXERCISES, load_checks, parse_stub_message
 from transformer_course.tools.edition import (
     STUDENT_MARK,
     build_student_edition,
@@ -29,7 +28,7 @@ from transformer_course.tools.edition import (
 
 pytestmark = pytest.mark.complete_edition
 ROOT = Path(__file__).resolve().parent.parent
-_load_all()
+load_checks()
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +58,7 @@ def test_no_solution_text_remains_anywhere(edition: Path) -> None:
     snippets = solution_snippets(ROOT)
     leaks = find_leaks(edition, snippets)
     assert not leaks, "solution text in the student edition:\n" + "\n".join(f"{w}: {line}" for w, line in leaks)
-    assert not (edition / "solutions").exists() and not (edition / "tests" / "mutants").exists()
+    assert not (edition / "solutions").exists() and not (edition / "tests" / "attempts").exists()
     assert not [p for p in edition.rglob("*") if p.suffix == ".pyc" or p.name == "__pycache__"]
     for path in [*edition.rglob("*.py"), *(edition / "exercises").glob("*.ipynb")]:
         regions = list(solution_regions(path.read_text(encoding="utf-8")))

@@ -20,8 +20,7 @@ import types
 import warnings
 from pathlib import Path
 
-from .checks.registry import EXERCISES, parse_stub_message, writing_order
-from .checks.runner import _load_all
+from .checks.registry import EXERCISES, load_checks, parse_stub_message, writing_order
 from .course import PACKAGE, package_dir
 
 RESTART = (
@@ -99,7 +98,7 @@ def stop_message(message: str, tb: types.TracebackType | None) -> list[str]:
             f"This cell runs it through {' → '.join(path)}: it is exercise {exercise_id} of chapter "
             f"{exercise_id[2:4]}{f' (statement in {where})' if where else ''}."
         )
-    _load_all()
+    load_checks()
     order = writing_order(exercise_id) if exercise_id in EXERCISES else [exercise_id]
     before = [EXERCISES[e] for e in order[:-1]]
     unwritten = [ex for ex in before if _not_written(ex)]

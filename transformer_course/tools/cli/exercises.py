@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 
 from ..course import course_root
-from ..edition import HINT_LEVELS
+from ..hints import HINT_LEVELS
 from . import CLIError
 
 
