@@ -141,8 +141,9 @@ check("ex02_1")
 # %% [markdown]
 # ## ex02_2 — Adding the table to a batch (medium)
 #
-# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
-# the end of the method, after the input checks.
+# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`.
+#
+# Write the end of the method, after the input checks.
 #
 # **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
 # longer sequence: chapter 08 feeds a translation one token at a time, and token number L sits at

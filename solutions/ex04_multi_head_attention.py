@@ -171,7 +171,9 @@ check("ex04_2")
 # ## ex04_3 — The forward pass of multi-head attention (hard)
 #
 # **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(query, key,
-# value, mask=None, need_weights=False, cache=None, fast=True)`. The input checks are written.
+# value, mask=None, need_weights=False, cache=None, fast=True)`.
+#
+# The input checks are written.
 #
 # What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),

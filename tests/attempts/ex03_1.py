@@ -49,6 +49,11 @@ def _scores_softmaxed(q, k):
     return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1)
 
 
+@wrong("own", "a batch axis taken for granted: fails on 2-D inputs", says="q (4, 8), k (6, 8)")
+def _scores_batched_only(q, k):
+    return torch.einsum("b...td,b...sd->b...ts", q, k) / math.sqrt(q.shape[-1])
+
+
 # -- tester set 'first'
 
 

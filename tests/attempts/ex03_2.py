@@ -49,6 +49,13 @@ def _mask_forgotten(scores, mask):
     return scores.clone()
 
 
+@wrong("own", says="a boolean index does not broadcast")
+def _mask_by_boolean_index(scores, mask):
+    masked = scores.clone()
+    masked[~mask] = torch.finfo(scores.dtype).min
+    return masked
+
+
 # -- tester set 'first'
 
 

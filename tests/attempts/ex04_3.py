@@ -188,6 +188,31 @@ def _mha_masked_after_the_softmax(self, query, key, value, mask=None, need_weigh
     return self.w_o(merge_heads(weights @ v)), (weights if need_weights else None)
 
 
+def _mha_steps(self, query, key, value, mask, need_weights, cache, late=False, always_weights=False):
+    """The forward, with the queries positioned after the cache took the new keys (``late``) or the
+    teaching path taken whatever need_weights says (``always_weights``)."""
+    q = split_heads(self.w_q(query), self.n_heads)
+    q = q if late else self.positioned(q, cache)
+    k, v = self.keys_and_values(key, value, cache)
+    q = self.positioned(q, cache) if late else q
+    dropout_p = self.dropout if self.training else 0.0
+    if need_weights or always_weights:
+        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
+    else:
+        heads, weights = fast_attention(q, k, v, mask, dropout_p), None
+    return self.w_o(merge_heads(heads)), weights
+
+
+@wrong("own", says="the queries were positioned after the cache took the new keys")
+def _mha_positioned_after_the_cache(self, query, key, value, mask=None, need_weights=False, *, cache=None, **kwargs):
+    return _mha_steps(self, query, key, value, mask, need_weights, cache, late=True)
+
+
+@wrong("own", says="weights were returned though need_weights=False")
+def _mha_always_the_teaching_path(self, query, key, value, mask=None, need_weights=False, *, cache=None, **kwargs):
+    return _mha_steps(self, query, key, value, mask, need_weights, cache, always_weights=True)
+
+
 @right("own")
 def _mha_einsum(self, query, key, value, mask=None, need_weights=False, cache=None, **kwargs):
     q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
@@ -316,7 +341,8 @@ def mha_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cache=
     return merge_heads(heads), weights
 
 
-@right("tester", by="second")
+# written as a right answer; wrong once a cache meets a position part (issue 38: ex04_3 checks the order)
+@wrong("tester", "keys and values taken before the queries are positioned", by="second")
 def mha_alt(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
     self._check_inputs(query, key, value, cache)
     k, v = self.keys_and_values(key, value, cache)

@@ -154,6 +154,16 @@ def _decoder_no_cross_attention(self, x, memory, tgt_mask=None, memory_mask=None
     return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1, self.norm3), ("self", "ffn"))
 
 
+@wrong("own", says="take the output with [0]")
+def _decoder_attention_tuple_kept(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache), self.norm1,
+                        self.dropout1, self.norm_first)  # fmt: skip
+    x = self.connection(x, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+                        self.norm2, self.dropout2, self.norm_first)  # fmt: skip
+    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
 # -- tester set 'first'
 
 

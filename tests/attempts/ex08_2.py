@@ -73,9 +73,14 @@ def _top_p_zero_fill(logits, top_p):
     return _top_p(logits, top_p, fill=0.0)
 
 
-@wrong("own", says="the dtype's lowest value")
+@right("own")  # the course's rule (ex03_2): a masked logit has probability 0, whatever fills it
 def _top_p_lowest_fill(logits, top_p):
     return _top_p(logits, top_p, fill=torch.finfo(logits.dtype).min)
+
+
+@right("own")  # log-probabilities of the nucleus: the same distribution for sampling
+def _top_p_log_probabilities(logits, top_p):
+    return _top_p(logits, top_p).log_softmax(dim=-1)
 
 
 @wrong("own", says="the nucleus is dropped")

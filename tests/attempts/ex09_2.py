@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import torch
+
+from transformer_course.averaging import average_state_dicts
 
 from . import right, wrong
 
@@ -102,6 +106,11 @@ def _average_last_only(states):
 @wrong("own", says="divided by n − 1")
 def _average_over_n_minus_one(states):
     return _average(states, lambda tensors: sum(tensors) / (len(tensors) - 1))
+
+
+@right("own")  # an OrderedDict, as state_dict() returns: the same pairs
+def _average_ordered(states):
+    return OrderedDict(average_state_dicts(states))
 
 
 # -- tester set 'first'

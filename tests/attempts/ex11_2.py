@@ -74,6 +74,12 @@ def _conv1d_reshaped_into_parts(weight, bias, parts):
     return [(w.t().contiguous(), b.clone()) for w, b in zip(blocks, bias.split(out), strict=True)]
 
 
+@wrong("own", says="the weight was split along the wrong axis")
+def _conv1d_split_along_the_inputs(weight, bias, parts):
+    out = weight.shape[1] // parts
+    return [(w.t().contiguous(), b.clone()) for w, b in zip(weight.split(out, dim=0), bias.split(out), strict=False)]
+
+
 # -- tester set 'first'
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from . import right, wrong
 
 # -- mutants
@@ -101,6 +103,11 @@ def _marian_fc_swapped(decoder):
 @wrong("own", says="the keys and values are swapped")
 def _marian_keys_and_values_swapped(decoder):
     return _marian(decoder, _QKVO | {"w_k": "v_proj", "w_v": "k_proj"})
+
+
+@right("own")  # a dict subclass, as state_dict() returns: the same pairs
+def _marian_ordered_dict(decoder):
+    return OrderedDict(_marian(decoder, _QKVO))
 
 
 # -- tester set 'first'
