@@ -45,9 +45,9 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex03_1 | `attention_scores(q, k)` | easy |
-# | ex03_2 | `apply_mask(scores, mask)` | medium |
-# | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` | medium |
+# | ex03_1 | `attention_scores(q, k)` in `attention.py` | easy |
+# | ex03_2 | `apply_mask(scores, mask)` in `attention.py` | medium |
+# | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` in `attention.py` | medium |
 
 # %% tags=["colab"]
 import sys
@@ -80,7 +80,7 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex03_1 — Attention scores (easy)
+# ## ex03_1 — Attention scores Q·Kᵀ/√d_k (easy)
 #
 # **File:** `transformer_course/attention.py`, function `attention_scores(q, k)`.
 #
@@ -123,7 +123,7 @@ print(torch.allclose(scores, torch.einsum("btd,bsd->bts", q, k) / 2))  # the sam
 check("ex03_1")
 
 # %% [markdown]
-# ## ex03_2 — Masking the scores (medium)
+# ## ex03_2 — Masking scores (True = may attend) (medium)
 #
 # **File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`.
 #
@@ -175,7 +175,8 @@ check("ex03_2")
 # %% [markdown]
 # ## ex03_3 — Scaled dot-product attention (medium)
 #
-# **File:** `transformer_course/attention.py`, function `scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)`.
+# **File:** `transformer_course/attention.py`, function `scaled_dot_product_attention(q, k, v,
+# mask=None, dropout_p=0.0)`.
 #
 # Equation (1) of the paper, step by step (input checks are already written):
 #
@@ -254,5 +255,5 @@ check("ex03_3")
 # ### END SOLUTION
 
 # %% [markdown]
-# When all three checks pass, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
+# When every check above passes, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
 # on your code. Next: [exercises 04](ex04_multi_head_attention.ipynb), multi-head attention.

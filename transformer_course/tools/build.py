@@ -116,7 +116,7 @@ def synced(notebook, chapter: str, exercises: list, root: Path, needed: list[str
             cells[-1:-1] = _skeleton(ex, root, nbformat)
             start = _heading_cell(cells, ex.id)
         cells[start].source = _heading_source(cells[start].source, ex, root)
-        end = next((i for i in range(start + 1, len(cells)) if cells[i].source.startswith("## ")), len(cells))
+        end = _section_end(cells, start)
         check_cell = f'check("{ex.id}")'
         if not any(c.cell_type == "code" and c.source.strip() == check_cell for c in cells[start:end]):
             cells.insert(end, nbformat.v4.new_code_cell(check_cell))
@@ -125,6 +125,12 @@ def synced(notebook, chapter: str, exercises: list, root: Path, needed: list[str
             if cell.cell_type == "markdown" and WORKED in cell.source and answer is not None:
                 cell.source = _worked(cell.source, answer)
     return notebook
+
+
+def _section_end(cells: list, start: int) -> int:
+    """Where the section that starts at ``start`` ends: the next heading, or the notebook's closing words."""
+    last = len(cells) - 1 if cells[-1].cell_type == "markdown" else len(cells)
+    return next((i for i in range(start + 1, last) if cells[i].source.startswith("## ")), max(last, start + 1))
 
 
 def _title(source: str, rows: list[str], needs: str) -> str:
@@ -203,8 +209,8 @@ def exports_source(source: str, exercises: Mapping) -> str:  # noqa: ANN001 - id
     """``transformer_course/__init__.py`` with every exercise's function (a room's top-level function)
     in ``_EXPORTS`` and the ``TYPE_CHECKING`` imports made from ``_EXPORTS``."""
     tree = ast.parse(source)
-    table = next(n for n in tree.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "_EXPORTS")
-    exports: dict[str, str] = ast.literal_eval(table.value)
+    table = _exports_node(tree)
+    exports = _exports_of(source)
     for ex in sorted(exercises.values(), key=lambda e: e.id):
         if "." not in ex.qualname:
             exports.setdefault(ex.qualname, ex.module.removeprefix(f"{PACKAGE}."))
@@ -212,6 +218,15 @@ def exports_source(source: str, exercises: Mapping) -> str:  # noqa: ANN001 - id
     block = next(n for n in tree.body if isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))
     rebuilt = [*lines[: table.lineno - 1], *_exports_table(exports), *lines[table.end_lineno : block.lineno - 1]]
     return "\n".join([*rebuilt, *_type_checking(exports), *lines[block.end_lineno :]])
+
+
+def _exports_node(tree: ast.Module) -> ast.AnnAssign:
+    return next(n for n in tree.body if isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "_EXPORTS")
+
+
+def _exports_of(source: str) -> dict[str, str]:
+    """The ``_EXPORTS`` table of the package's ``__init__.py`` source: name → room."""
+    return ast.literal_eval(_exports_node(ast.parse(source)).value)
 
 
 def _exports_table(exports: dict[str, str]) -> list[str]:
@@ -352,20 +367,27 @@ def _attempt_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN
 
 
 def _what_differs(old, new) -> str:  # noqa: ANN001 - jupytext notebooks
-    parts = []
-    if len(old.cells) != len(new.cells):
-        parts.append("sections or check cells")
-    if old.cells[0].source != new.cells[0].source:
-        parts.append("the table or the chapter's exercises")
-    heads = [c.source.split("\n")[0] for o, c in zip(old.cells, new.cells, strict=False) if o.source != c.source]
-    parts += [h.removeprefix("## ").split(" — ")[0] for h in heads if h.startswith("## ex")]
-    return ", ".join(dict.fromkeys(parts)) or "a generated part"
+    """Which made parts differ: the title cell's, or the sections of which exercises."""
+    title = ["the table or the chapter's exercises"] if old.cells[0].source != new.cells[0].source else []
+    before, after = _sections(old), _sections(new)
+    return ", ".join(title + [f"{i}'s section" for i in after if before.get(i) != after[i]]) or "a generated part"
+
+
+def _sections(notebook) -> dict[str, list[str]]:  # noqa: ANN001 - a jupytext notebook
+    """Exercise id → the sources of its section's cells (its heading to the next heading)."""
+    found: dict[str, list[str]] = {}
+    current = None
+    for cell in notebook.cells:
+        if cell.source.startswith("## "):
+            match = re.match(r"## (ex\d\d_\d+)\b", cell.source)
+            current = match.group(1) if match else None
+        if current is not None:
+            found.setdefault(current, []).append(cell.source)
+    return found
 
 
 def _placeholder(notebook, exercise_id: str) -> bool:  # noqa: ANN001 - a jupytext notebook
     start = _heading_cell(notebook.cells, exercise_id)
     if start is None:
         return False
-    end = next((i for i in range(start + 1, len(notebook.cells)) if notebook.cells[i].source.startswith("## ")),
-               len(notebook.cells))  # fmt: skip
-    return any(TODO in c.source for c in notebook.cells[start:end])
+    return any(TODO in c.source for c in notebook.cells[start : _section_end(notebook.cells, start)])

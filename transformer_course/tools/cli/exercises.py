@@ -39,13 +39,20 @@ def _needs_jupytext(command: str) -> None:
 
 
 def _build_exercises(args: argparse.Namespace) -> int:
+    """Bring what the registrations make up to date (notebooks' generated parts, exports, the lock,
+    exercises/), then say in one line each what is still missing; exit status 1 if anything is."""
     root = course_root("build-exercises")
     _needs_jupytext("build-exercises")
-    from ..edition import write_exercises
+    from ..build import build, problems
+    from ..checks.registry import load_checks
 
-    for path in write_exercises(root / "solutions", root / "exercises"):
+    exercises = load_checks()
+    for path in build(root, exercises):
         print(f"wrote {path.relative_to(root)}")
-    return 0
+    missing = problems(root, exercises)
+    for line in missing:
+        print(f"missing: {line}")
+    return 1 if missing else 0
 
 
 def _student_edition(args: argparse.Namespace) -> int:
@@ -66,7 +73,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check.add_argument("--hints", choices=HINT_LEVELS, default=None,
                        help="how much of the fix a failure shows (default: the edition's level; full in the course)")  # fmt: skip
     check.set_defaults(run=_check)
-    build = subparsers.add_parser("build-exercises", help="regenerate exercises/ from solutions/ (in a clone)")
+    build = subparsers.add_parser("build-exercises", help="make what the exercises' registrations make (notebooks' "
+                                  "parts, exports, the lock, exercises/) and list what is missing (in a clone)")  # fmt: skip
     build.set_defaults(run=_build_exercises)
     edition = subparsers.add_parser("student-edition", help="write the student edition of the course (from a clone)")
     edition.add_argument("out_dir", type=Path)
