@@ -48,6 +48,7 @@
 # | ex03_1 | `attention_scores(q, k)` in `attention.py` | easy |
 # | ex03_2 | `apply_mask(scores, mask)` in `attention.py` | medium |
 # | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` in `attention.py` | medium |
+# | ex03_4 | `band_mask(size, r, device)` in `attention.py` | easy |
 
 # %% tags=["colab"]
 import sys
@@ -179,6 +180,34 @@ check("ex03_3")
 # of Table 1 explains its lead on short sequences, and which its loss on long ones?
 #
 # YOUR ANSWER HERE
+
+# %% [markdown]
+# ## ex03_4 — Restricted self-attention's band mask (True within r positions) (easy)
+#
+# **File:** `transformer_course/attention.py`, function `band_mask(size, r, device=None)`.
+#
+# The last row of Table 1 (chapter 03, section 7): *restricted* self-attention, where each position
+# attends only to its neighbours. Return the mask of a window of `r` positions on either side:
+# query $t$ may attend to key $s$ when $|t - s| \le r$, itself included. In the course's
+# convention True means *may attend*, so the mask is True on the $2r + 1$ diagonals around the main
+# one and False elsewhere (the size check is written for you).
+#
+# - **Shapes:** → (size, size) bool, broadcastable to (B, H, T, T); made on `device`.
+# - **Watch for:** the polarity; `<=`, not `<` (r keys on each side); both sides, not only the past
+#   (that would be a causal window); the diagonal (a position attends to itself).
+
+# %%
+scores = torch.randn(6, 6)  # (T, T): self-attention over 6 positions
+# YOUR CODE HERE
+
+# %% [markdown]
+# *In your own words:* Table 1 gives restricted self-attention $O(r \cdot n \cdot d)$ operations
+# per layer and a maximum path length of $O(n/r)$. Where does each come from, in terms of this mask?
+#
+# YOUR ANSWER HERE
+
+# %%
+check("ex03_4")
 
 # %% [markdown]
 # When every check above passes, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs

@@ -54,7 +54,7 @@ _EXPORTS: dict[str, str] = {
     "LearnedPositionalEmbedding": "positional", "PositionalEncoding": "positional",
     "relative_position_map": "positional", "sinusoidal_positional_encoding": "positional",
     "apply_mask": "attention", "attention_scores": "attention", "fast_attention": "attention",
-    "scaled_dot_product_attention": "attention",
+    "scaled_dot_product_attention": "attention", "band_mask": "attention",
     "MultiHeadAttention": "multihead", "merge_heads": "multihead", "split_heads": "multihead",
     "PositionwiseFeedForward": "feedforward",
     "residual": "sublayer",
@@ -126,7 +126,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
-    from .attention import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
+    from .attention import apply_mask, attention_scores, band_mask, fast_attention, scaled_dot_product_attention
     from .averaging import average_state_dicts
     from .batching import teacher_forcing
     from .blocked import blocked_attention, online_softmax_update
