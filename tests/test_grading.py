@@ -97,13 +97,13 @@ def test_reports_csv_json_and_feedback(graded: tuple[dict, Path, float]) -> None
     with open(base / "report.csv", newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert set(rows) == set(expected)
-    # ex03's 4 written questions (1 point each) count in max_points, blank until grade-written merges their points
-    assert (rows["correct"]["total"], rows["correct"]["max_points"], rows["correct"]["percent"]) == ("2", "6", "33.3")
+    # ex03's 5 written questions (1 point each) count in max_points, blank until grade-written merges their points
+    assert (rows["correct"]["total"], rows["correct"]["max_points"], rows["correct"]["percent"]) == ("2", "7", "28.6")
     assert rows["correct"]["ex03_q1"] == "" and (base / "written.csv").is_file()
     assert rows["infinite_loop"]["ex03_1"] == "1" and rows["infinite_loop"]["ex03_3"] == "0"
     assert rows["imports_reference"]["total"] == "0"
     feedback = (base / "feedback" / "infinite_loop.md").read_text()
-    assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 6 points" in feedback
+    assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 7 points" in feedback
     assert "printed more than" in (base / "feedback" / "huge_output.md").read_text()
     assert json.loads((base / "report.json").read_text())["sandbox"] == SUPPORT.description
     submissions = base / "submissions"

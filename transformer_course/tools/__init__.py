@@ -7,6 +7,9 @@
 * ``regions.py``: the solution regions (nbgrader's markers) and the functions that hold them;
 * ``answers.py``: does a text contain a solution? (the edition's leak checks, the grader's scrubbing);
 * ``hints.py``: how much a stub and a failing check give away (the hint levels);
+* ``build.py``: ``make exercises``, what the exercises' registrations make (notebooks' parts, exports,
+  the lock) and the one-line report of a piece missing; ``lock.py``: the lock (each exercise's
+  cases, each chapter's exercises); ``needs.py``: which exercises a chapter runs, read from its code;
 * ``edition.py``: the student edition (stubs, cleared notebooks) made from the complete one;
 * ``grading/``: grading a class's submissions (configuration, collection, workers, resume state,
   reports); ``written.py`` and ``questions.py``: the written answers and their questions;
