@@ -142,7 +142,8 @@ check("ex08_1")
 # and one bad token derails the rest of a translation. Nucleus sampling (Holtzman et al. 2020)
 # keeps only the **smallest set of most probable tokens whose probabilities add up to at least
 # `top_p`** and gives all the others probability 0. Return the logits with every token outside
-# that set replaced by `-inf` (the argument check is already written):
+# that set masked, by the course's rule of ex03_2: probability 0 after the softmax (`-inf` or
+# `torch.finfo(logits.dtype).min`; the argument check is already written):
 #
 # 1. sort each row in descending order (keep the permutation);
 # 2. softmax of the sorted logits, then the running sum of the probabilities;
@@ -191,8 +192,8 @@ print(logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-in
 # `-inf` is NaN.
 #
 # `scatter(-1, order, drop_sorted)` writes the flag of sorted position j to vocabulary position
-# `order[j]`, undoing the sort. `-inf` is safe here (unlike in attention masks) because at least one
-# token is always kept, and it makes the probability exactly 0.
+# `order[j]`, undoing the sort. Either fill of the course's rule works here: at least one token is
+# always kept, so `-inf` cannot make a row of NaN, and `finfo.min` gives probability exactly 0 as well.
 # ### END SOLUTION
 
 # %%

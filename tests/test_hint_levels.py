@@ -163,3 +163,22 @@ def test_what_a_common_pytorch_error_means_is_a_fix_shown_at_full_only() -> None
     full, none = (run_check("ex03_1", transposed_wrong, hints=level).message for level in ("full", "none"))
     assert "raised RuntimeError" in full and "do not broadcast" in full, full
     assert "raised RuntimeError" in none and "do not broadcast" not in none, none
+
+
+def test_check_without_ids_prints_status_and_file_not_the_hints(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture) -> None:  # fmt: skip
+    """The overview a learner starts with gives no exercise away: one line per exercise, its status
+    and the file to edit; the stubs' hints (recipes at level "full") only for an exercise asked for."""
+    from transformer_course.tools import checks
+    from transformer_course.tools.checks.runner import CheckResult
+
+    stubbed = [CheckResult(i, ex.title, "not implemented", ex.stub_message()) for i, ex in sorted(EXERCISES.items())]
+    monkeypatch.setattr(checks, "run_checks", lambda ids=None, timeout=None, hints=None: [r for r in stubbed
+                        if ids is None or r.id in ids])  # fmt: skip
+    assert main(["check"]) == 1
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] and line.split()[0] in EXERCISES]
+    assert rows == [[i, "not", "implemented", ex.file] for i, ex in sorted(EXERCISES.items())], out
+    assert "Hint" not in out and "check EXERCISE" in out.splitlines()[-1]
+    main(["check", "ex03_3"])
+    assert get_exercise("ex03_3").hint in capsys.readouterr().out  # asked for by id: the whole message
