@@ -375,15 +375,9 @@ def _what_differs(old, new) -> str:  # noqa: ANN001 - jupytext notebooks
 
 def _sections(notebook) -> dict[str, list[str]]:  # noqa: ANN001 - a jupytext notebook
     """Exercise id → the sources of its section's cells (its heading to the next heading)."""
-    found: dict[str, list[str]] = {}
-    current = None
-    for cell in notebook.cells:
-        if cell.source.startswith("## "):
-            match = re.match(r"## (ex\d\d_\d+)\b", cell.source)
-            current = match.group(1) if match else None
-        if current is not None:
-            found.setdefault(current, []).append(cell.source)
-    return found
+    cells = notebook.cells
+    starts = {re.match(r"## (ex\d\d_\d+)\b", c.source): i for i, c in enumerate(cells)}
+    return {m.group(1): [c.source for c in cells[i : _section_end(cells, i)]] for m, i in starts.items() if m}
 
 
 def _placeholder(notebook, exercise_id: str) -> bool:  # noqa: ANN001 - a jupytext notebook

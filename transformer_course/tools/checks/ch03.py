@@ -266,7 +266,7 @@ def band_mask_cases(larger: bool = False) -> Iterator[Case]:
 
 def _band(size: int, low: int, high: int) -> torch.Tensor:
     """True where ``low <= t - s <= high`` (query t, key s): a band of diagonals."""
-    return torch.ones(size, size).tril(high).triu(low).bool()  # (T, T)
+    return torch.ones(size, size).tril(-low).triu(-high).bool()  # (T, T)
 
 
 def _judge_band(case: Case, got: Outcome) -> None:
