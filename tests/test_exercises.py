@@ -71,3 +71,19 @@ def test_the_top_p_boundary_case_is_exact_in_float32() -> None:
     assert torch.equal(probs.log().softmax(-1), probs)
     kept = top_p_filter(probs.log(), 0.75) > float("-inf")
     assert kept.tolist() == [False, True, False, True, False]
+
+
+def test_the_rule_for_masked_logits_is_said_once_and_followed() -> None:
+    """One rule for "masked" (probability 0 after the softmax), said in ex03_2's statement only; the
+    sampling filter's statement points to it, and its check takes either fill (tests/attempts/ex08_2.py)."""
+    rule = "The course's one rule for masked scores and logits"
+    said = [path.name for path in sorted((ROOT / "solutions").glob("*.py")) if rule in path.read_text()]
+    assert said == ["ex03_attention.py"]
+    assert "by the course's rule of ex03_2" in (ROOT / "solutions" / "ex08_decoding.py").read_text()
+
+
+def test_self_learners_are_told_the_hint_levels() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## For self-learners") : readme.index("## For instructors")]
+    assert "--hints nudge" in section and all(f"`{level}`" in section for level in ("full", "nudge", "none"))
+    assert "recommended for studying on your own" in section
