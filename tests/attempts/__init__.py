@@ -21,6 +21,7 @@ course's authors saw learners make), ``tester`` (written by someone who had not 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,4 @@ def source_of(attempt: Attempt) -> str:
     """The whole file of ``attempt``, importable as a module on its own (its marks made no-ops): what a
     test hands in as a learner's file."""
     text = (FOLDER / f"{attempt.exercise}.py").read_text(encoding="utf-8")
-    return text.replace(
-        "from . import right, wrong\n", "right = wrong = lambda *a, **k: lambda impl: impl  # noqa: E731\n"
-    )
+    return re.sub(r"^from \. import .*$", "right = wrong = lambda *a, **k: lambda impl: impl", text, flags=re.M)

@@ -21,7 +21,7 @@ import json
 import shutil
 from pathlib import Path
 
-from .answers import find_leaks, find_structure_leaks, solution_snippets, solution_structures
+from .answers import find_leaks, find_structure_leaks, solution_snippets, solution_structures, statement_shapes
 from .course import EXCLUDED, JUNK, PACKAGE, REPOSITORY_URL, course_files, room_files
 from .hints import HINT_LEVELS, STUDENT_MARK, check_level, edition_hints, is_student_edition
 from .regions import BEGIN, CODE_STUB, END, TEXT_STUB, clear_text, function_span, region_targets, solution_regions
@@ -30,7 +30,8 @@ __all__ = [  # what this module always offered, wherever it now lives
     "BEGIN", "CODE_STUB", "END", "EXCLUDED", "HINT_LEVELS", "JUNK", "STUDENT_MARK", "TEXT_STUB",
     "build_student_edition", "check_level", "clear_notebook", "clear_text", "edition_hints", "edition_mark",
     "find_leaks", "find_structure_leaks", "is_student_edition", "region_targets", "restore_exercise",
-    "solution_regions", "solution_snippets", "solution_structures", "stub_package", "stub_source", "write_exercises",
+    "room_files", "solution_regions", "solution_snippets", "solution_structures", "statement_shapes", "stub_package",
+    "stub_source", "write_exercises",
 ]  # fmt: skip
 
 

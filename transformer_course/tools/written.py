@@ -27,7 +27,7 @@ from .grading.collect import NOT_SUBMITTED, SKIPPED, Refused, is_archive, list_s
 from .grading.config import GradingConfig
 from .grading.reports import FORMULA_STARTS, markdown_text, number_text, write_atomically, write_rows
 from .grading.results import GradingReport, WrittenResult
-from .questions import Question, check_question_ids, course_questions  # noqa: F401 - written's names
+from .questions import QUESTION_ID, SHORT, Question, check_question_ids, course_questions, questions_in  # noqa: F401
 from .regions import TEXT_STUB
 
 NOTEBOOK = "ex[0-9][0-9]_*.ipynb"  # a submission's exercise notebooks

@@ -43,8 +43,11 @@ shared with ``grade-written``); scrubbing is the course's one answer to "does th
 solution?" (:mod:`..answers`).
 """
 
+from ..answers import MAX_MESSAGE
 from ..answers import SolutionText as Scrubber
 from .collect import (
+    NOT_SUBMITTED,
+    SKIPPED,
     Refused,
     copy_package,
     find_package,
@@ -54,8 +57,11 @@ from .collect import (
     student_name,
     unpack_archive,
 )
-from .config import GradingConfig, load_config, load_hidden_cases
+from .config import SCORINGS, GradingConfig, load_config, load_hidden_cases
 from .reports import (
+    FORMULA_STARTS,
+    REPORT_MODE,
+    ROSTER_COLUMNS,
     feedback_markdown,
     load_roster,
     markdown_text,
@@ -74,9 +80,11 @@ from .reports import (
 from .results import ExerciseResult, GradingReport, StudentReport, WrittenResult
 from .run import exercise_ids, grade, sandbox_support
 from .state import GradingState, Progress, state_path
-from .workers import JobOutcome, WorkerLost
+from .workers import GRACE_S, JOB_FILES, RESULT_LIMIT, STARTUP_S, JobOutcome, NotRun, WorkerLost
 
 __all__ = [
+    "FORMULA_STARTS", "GRACE_S", "JOB_FILES", "MAX_MESSAGE", "NOT_SUBMITTED", "REPORT_MODE", "RESULT_LIMIT",
+    "ROSTER_COLUMNS", "SCORINGS", "SKIPPED", "STARTUP_S", "NotRun",
     "ExerciseResult", "GradingConfig", "GradingReport", "GradingState", "JobOutcome", "Progress", "Refused",
     "Scrubber", "StudentReport", "WorkerLost", "WrittenResult", "copy_package", "exercise_ids", "feedback_markdown",
     "find_package", "fingerprint", "grade", "list_submissions", "load_config", "load_hidden_cases", "load_roster",
