@@ -111,20 +111,26 @@ def synced(notebook, chapter: str, exercises: list, root: Path, needed: list[str
         cells[0].source, [table_row(ex, root) for ex in exercises], needs_paragraph(chapter, needed)
     )
     for ex in exercises:
-        start = _heading_cell(cells, ex.id)
-        if start is None:
-            cells[-1:-1] = _skeleton(ex, root, nbformat)
-            start = _heading_cell(cells, ex.id)
-        cells[start].source = _heading_source(cells[start].source, ex, root)
-        end = _section_end(cells, start)
-        check_cell = f'check("{ex.id}")'
-        if not any(c.cell_type == "code" and c.source.strip() == check_cell for c in cells[start:end]):
-            cells.insert(end, nbformat.v4.new_code_cell(check_cell))
-        answer = region_text((root / ex.file).read_text(encoding="utf-8"), ex.target)
-        for cell in cells[start:end]:
-            if cell.cell_type == "markdown" and WORKED in cell.source and answer is not None:
-                cell.source = _worked(cell.source, answer)
+        _sync_section(cells, ex, root, nbformat)
     return notebook
+
+
+def _sync_section(cells: list, ex, root: Path, nbformat) -> None:  # noqa: ANN001
+    """The exercise's section (made if missing): its heading and "File:" line, a check cell, the
+    worked solution's code."""
+    start = _heading_cell(cells, ex.id)
+    if start is None:
+        cells[-1:-1] = _skeleton(ex, root, nbformat)
+        start = _heading_cell(cells, ex.id)
+    cells[start].source = _heading_source(cells[start].source, ex, root)
+    end = _section_end(cells, start)
+    check_cell = f'check("{ex.id}")'
+    if not any(c.cell_type == "code" and c.source.strip() == check_cell for c in cells[start:end]):
+        cells.insert(end, nbformat.v4.new_code_cell(check_cell))
+    answer = region_text((root / ex.file).read_text(encoding="utf-8"), ex.target)
+    for cell in cells[start:end]:
+        if cell.cell_type == "markdown" and WORKED in cell.source and answer is not None:
+            cell.source = _worked(cell.source, answer)
 
 
 def _section_end(cells: list, start: int) -> int:
