@@ -49,6 +49,11 @@
 # | ex01_1 | `Vocab.encode(tokens, add_bos, add_eos)` in `vocab.py` | easy |
 # | ex01_2 | `TokenEmbedding.forward(tokens)` in `embeddings.py` | easy |
 # | ex01_3 | `one_hot_lookup(tokens, weight)` in `embeddings.py` | medium |
+#
+# **Before you start:** chapter 01 also runs exercises of other chapters: ex02_1, ex02_2, ex03_1,
+# ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3, ex07_1,
+# ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all
+# those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -78,9 +83,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex01_1 — Encoding tokens as ids (easy)
+# ## ex01_1 — Vocab.encode: tokens → ids, with \<unk\>, \<bos\>, \<eos\> (easy)
 #
-# **File:** `transformer_course/vocab.py`, method `Vocab.encode(self, tokens, add_bos=False, add_eos=False)`.
+# **File:** `transformer_course/vocab.py`, method `Vocab.encode(self, tokens, add_bos=False,
+# add_eos=False)`.
 #
 # **Input:** a list of token strings, e.g. `["the", "robot", "paints"]` (already tokenized).
 # **Output:** a new Python `list` of `int` ids: one per token, plus `<bos>` in front when
@@ -105,7 +111,7 @@ torch.set_printoptions(precision=3, sci_mode=False)
 check("ex01_1")
 
 # %% [markdown]
-# ## ex01_2 — The scaled embedding lookup (easy)
+# ## ex01_2 — TokenEmbedding.forward: lookup × √d_model (easy)
 #
 # **File:** `transformer_course/embeddings.py`, method `TokenEmbedding.forward(self, tokens)`.
 #
@@ -132,7 +138,7 @@ check("ex01_1")
 check("ex01_2")
 
 # %% [markdown]
-# ## ex01_3 — The lookup as a matrix product (medium)
+# ## ex01_3 — Embedding lookup as one_hot(tokens) @ weight (medium)
 #
 # **File:** `transformer_course/embeddings.py`, function `one_hot_lookup(tokens, weight)`.
 #
@@ -177,5 +183,5 @@ check("ex01_3")
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# When all three checks pass, re-run [chapter 01](../chapters/01_embeddings.ipynb): it now runs on
+# When every check above passes, re-run [chapter 01](../chapters/01_embeddings.ipynb): it now runs on
 # your code. Next: [exercises 02](ex02_positional_encoding.ipynb), positional encoding.

@@ -47,9 +47,14 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex02_1 | `sinusoidal_positional_encoding(max_len, d_model)` | easy |
-# | ex02_2 | `PositionalEncoding.forward(x, offset)` | medium |
-# | ex02_3 | `relative_position_map(k, d_model)` | hard |
+# | ex02_1 | `sinusoidal_positional_encoding(max_len, d_model)` in `positional.py` | easy |
+# | ex02_2 | `PositionalEncoding.forward(x, offset)` in `positional.py` | medium |
+# | ex02_3 | `relative_position_map(k, d_model)` in `positional.py` | hard |
+#
+# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_1, ex01_2, ex03_1,
+# ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3, ex07_1,
+# ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all
+# those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -81,9 +86,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex02_1 — The sinusoidal table (easy)
+# ## ex02_1 — The sinusoidal table PE (max_len, d_model) (easy)
 #
-# **File:** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
+# **File:** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len,
+# d_model)`.
 #
 # **Output:** a `float32` tensor of shape (max_len, d_model) with the table of §3.5: for every
 # position $pos = 0, \dots, max\_len - 1$ and every even column $2i$,
@@ -112,10 +118,12 @@ torch.set_printoptions(precision=3, sci_mode=False)
 check("ex02_1")
 
 # %% [markdown]
-# ## ex02_2 — Adding the table to a batch (medium)
+# ## ex02_2 — PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first) (medium)
 #
-# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
-# the end of the method, after the input checks.
+# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x,
+# offset=0)`.
+#
+# Write the end of the method, after the input checks.
 #
 # **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
 # longer sequence: chapter 08 feeds a translation one token at a time, and token number L sits at
@@ -146,7 +154,7 @@ check("ex02_1")
 check("ex02_2")
 
 # %% [markdown]
-# ## ex02_3 — Moving k positions is a rotation (hard)
+# ## ex02_3 — Relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos] (hard)
 #
 # **File:** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
 #
@@ -194,5 +202,5 @@ check("ex02_3")
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# When all three checks pass, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
+# When every check above passes, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
 # runs on your code. Next: the exercises of chapter 03, attention.

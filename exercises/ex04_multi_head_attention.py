@@ -46,9 +46,13 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex04_1 | `split_heads(x, n_heads)` | easy |
-# | ex04_2 | `merge_heads(x)` | medium |
-# | ex04_3 | `MultiHeadAttention.forward(query, key, value, mask, need_weights)` | hard |
+# | ex04_1 | `split_heads(x, n_heads)` in `multihead.py` | easy |
+# | ex04_2 | `merge_heads(x)` in `multihead.py` | medium |
+# | ex04_3 | `MultiHeadAttention.forward(query, key, value, mask, need_weights, cache, fast)` in `multihead.py` | hard |
+#
+# **Before you start:** chapter 04 also runs exercises of other chapters: ex02_1, ex02_3, ex03_1,
+# ex03_2 and ex03_3. Until they are written it stops at the first of them, naming all those still to
+# write.
 
 # %% tags=["colab"]
 import sys
@@ -104,7 +108,7 @@ tiny = torch.tensor([[[0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15]]])  # (B, T, 
 check("ex04_1")
 
 # %% [markdown]
-# ## ex04_2 — Merge the heads (medium)
+# ## ex04_2 — Merge the heads back (concat) (medium)
 #
 # **File:** `transformer_course/multihead.py`, function `merge_heads(x)`.
 #
@@ -128,10 +132,12 @@ heads = torch.randn(2, 3, 7, 4)  # (B, H, T, Dh), as attention returns it
 check("ex04_2")
 
 # %% [markdown]
-# ## ex04_3 — The forward pass of multi-head attention (hard)
+# ## ex04_3 — Multi-head attention forward (hard)
 #
-# **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(query, key,
-# value, mask=None, need_weights=False, cache=None, fast=True)`. The input checks are written.
+# **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(self, query, key,
+# value, mask=None, need_weights=False, *, cache=None, fast=True)`.
+#
+# The input checks are written.
 #
 # What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
@@ -178,5 +184,5 @@ padding = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])  # (B, S), True =
 check("ex04_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 04](../chapters/04_multi_head_attention.ipynb) again: its
+# When every check above passes, run [chapter 04](../chapters/04_multi_head_attention.ipynb) again: its
 # comparison with `nn.MultiheadAttention` now runs on your code.

@@ -47,7 +47,12 @@
 # | --- | --- | --- |
 # | ex05_1 | `PositionwiseFeedForward.forward(x)` in `feedforward.py` | easy |
 # | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
-# | ex05_3 | `EncoderLayer.forward(x, mask)` in `encoder.py` | hard |
+# | ex05_3 | `EncoderLayer.forward(x, mask, cache)` in `encoder.py` | hard |
+#
+# **Before you start:** chapter 05 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex06_1, ex06_2, ex06_3, ex07_1, ex07_2,
+# ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all those
+# still to write.
 #
 # ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
 # them in order.
@@ -82,12 +87,13 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex05_1 — The position-wise feed-forward network (easy)
+# ## ex05_1 — Position-wise feed-forward network (eq. 2) (easy)
 #
 # **File:** `transformer_course/feedforward.py`, method `PositionwiseFeedForward.forward(self, x)`.
 #
 # Implement equation (2), $\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2$, with the layers the
-# constructor made: `self.linear1` ($W_1, b_1$, D → d_ff), `self.linear2` ($W_2, b_2$, d_ff → D)
+# constructor made: `self.linear1` ($W_1, b_1$, D → d_ff), `self.linear2` ($W_2, b_2$, d_ff → D),
+# `self.activation` (the ReLU, $\max(0, \cdot)$, unless the layer was built with another one)
 # and `self.dropout`, which goes on the hidden layer, **after the ReLU** (where
 # `nn.TransformerEncoderLayer` puts it).
 #
@@ -110,10 +116,10 @@ x = torch.randn(2, 3, 6)  # (B, T, D)
 check("ex05_1")
 
 # %% [markdown]
-# ## ex05_2 — Residual connection and layer normalisation (medium)
+# ## ex05_2 — Residual connection + LayerNorm (post-LN and pre-LN) (medium)
 #
-# **File:** `transformer_course/sublayer.py`, function
-# `residual(x, sublayer, norm, dropout, norm_first)`.
+# **File:** `transformer_course/sublayer.py`, function `residual(x, sublayer, norm, dropout,
+# norm_first)`.
 #
 # Wrap a sub-layer (a function from (B, T, D) to (B, T, D)) in a residual connection with layer
 # normalisation, in either order:
@@ -142,9 +148,10 @@ x = 3 * torch.randn(2, 3, 6) + 1  # (B, T, D), far from normalised
 check("ex05_2")
 
 # %% [markdown]
-# ## ex05_3 — The encoder layer (hard)
+# ## ex05_3 — Encoder layer (self-attention + FFN, each in a residual) (hard)
 #
-# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None)`.
+# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None,
+# cache=None)`.
 #
 # An encoder layer is two residual blocks (§3.1):
 #
@@ -203,5 +210,5 @@ check("ex05_3")
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# When all three checks pass, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
+# When every check above passes, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
 # your code. Next: [exercises 06](ex06_decoder_and_masks.ipynb), masks and the decoder.

@@ -48,6 +48,11 @@
 # | ex07_2 | `teacher_forcing(tgt)` in `batching.py` | easy |
 # | ex07_3 | `label_smoothed_cross_entropy(logits, target, smoothing, pad_id)` in `loss.py` | medium |
 # | ex07_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision)` in `step.py` | hard |
+#
+# **Before you start:** chapter 07 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
+# ex06_3 and ex08_1. Until they are written it stops at the first of them, naming all those still to
+# write.
 
 # %% tags=["colab"]
 import sys
@@ -77,9 +82,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown]
-# ## ex07_1 — The learning-rate schedule (easy)
+# ## ex07_1 — The warm-up / inverse-square-root learning rate (easy)
 #
-# **File:** `transformer_course/schedule.py`, function `transformer_lr(step, d_model, warmup_steps, scale=1.0)`.
+# **File:** `transformer_course/schedule.py`, function `transformer_lr(step, d_model, warmup_steps,
+# scale=1.0)`.
 #
 # Return the learning rate of equation (3) of the paper, multiplied by `scale`:
 #
@@ -101,7 +107,7 @@ d_model, warmup = 512, 4000
 check("ex07_1")
 
 # %% [markdown]
-# ## ex07_2 — Teacher forcing (easy)
+# ## ex07_2 — Teacher forcing: shift the target by one (easy)
 #
 # **File:** `transformer_course/batching.py`, function `teacher_forcing(tgt)`.
 #
@@ -127,7 +133,8 @@ check("ex07_2")
 # %% [markdown]
 # ## ex07_3 — Label-smoothed cross-entropy that ignores padding (medium)
 #
-# **File:** `transformer_course/loss.py`, function `label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)`.
+# **File:** `transformer_course/loss.py`, function `label_smoothed_cross_entropy(logits, target,
+# smoothing=0.1, pad_id=0)`.
 #
 # With smoothing ε the target distribution is $q = (1-\varepsilon)\,\text{one\_hot}(y) + \varepsilon/V$
 # (what `F.cross_entropy(..., label_smoothing=ε)` uses). The loss of one position is
@@ -154,7 +161,8 @@ check("ex07_3")
 # %% [markdown]
 # ## ex07_4 — One training step (hard)
 #
-# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer, scheduler=None, smoothing=0.1, max_grad_norm=1.0, precision=None)`.
+# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer,
+# scheduler=None, smoothing=0.1, max_grad_norm=1.0, precision=None)`.
 #
 # One update of the model on one batch, returning the loss as a detached 0-dimensional tensor:
 #
@@ -218,5 +226,5 @@ check("ex07_4")
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# When all four checks pass, run [chapter 07](../chapters/07_training.ipynb) again: it now trains
+# When every check above passes, run [chapter 07](../chapters/07_training.ipynb) again: it now trains
 # with your code. Next: [exercises 08](ex08_decoding.ipynb), decoding.

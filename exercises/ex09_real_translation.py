@@ -48,6 +48,11 @@
 # | ex09_1 | `pack(order, src_lengths, tgt_lengths, max_tokens)` in `token_batches.py` | easy |
 # | ex09_2 | `average_state_dicts(states)` in `averaging.py` | medium |
 # | ex09_3 | `bpe_merges(words, n_merges)` in `subwords.py` | hard |
+#
+# **Before you start:** chapter 09 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
+# ex06_3, ex07_1, ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of
+# them, naming all those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -79,10 +84,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex09_1 — Batches of a token budget (easy)
+# ## ex09_1 — Greedy packing under a token budget (easy)
 #
-# **File:** `transformer_course/token_batches.py`, function
-# `pack(order, src_lengths, tgt_lengths, max_tokens)`.
+# **File:** `transformer_course/token_batches.py`, function `pack(order, src_lengths, tgt_lengths,
+# max_tokens)`.
 #
 # `token_batches` shuffles the examples, sorts them by length and calls `pack` to cut that order into
 # batches; then it shuffles the batches. A batch of n examples is padded to a rectangle of
@@ -117,7 +122,7 @@ order = sorted(range(5), key=lambda i: tgt_lengths[i])  # [3, 0, 1, 4, 2]
 check("ex09_1")
 
 # %% [markdown]
-# ## ex09_2 — Averaging checkpoints (medium)
+# ## ex09_2 — The mean of several state dicts (medium)
 #
 # **File:** `transformer_course/averaging.py`, function `average_state_dicts(states)`.
 #
@@ -153,7 +158,7 @@ states = [{"w": torch.full((2,), float(k)), "steps": torch.tensor(10)} for k in 
 check("ex09_2")
 
 # %% [markdown]
-# ## ex09_3 — Byte-pair merges from scratch (hard)
+# ## ex09_3 — Byte-pair merges from word counts (hard)
 #
 # **File:** `transformer_course/subwords.py`, function `bpe_merges(words, n_merges)`.
 #
@@ -192,6 +197,6 @@ print(words)
 check("ex09_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 09](../chapters/09_real_translation.ipynb) again: its
+# When every check above passes, run [chapter 09](../chapters/09_real_translation.ipynb) again: its
 # token batches, averaged checkpoints and the merges it compares with the library's then come from
 # your code.

@@ -50,9 +50,14 @@
 # | --- | --- | --- |
 # | ex10_1 | `RMSNorm.forward(x)` in `rmsnorm.py` | easy |
 # | ex10_2 | `apply_rope(x, positions, base)` in `rotary.py` | medium |
-# | ex10_3 | `repeat_kv(x, n_rep)` in `multihead.py` | medium |
+# | ex10_3 | `repeat_kv(x, n_rep)` in `grouped.py` | medium |
 # | ex10_4 | `SwiGLU.forward(x)` in `swiglu.py` | easy |
 # | ex10_5 | `online_softmax_update(top, total, acc, scores, values)` in `blocked.py` | hard |
+#
+# **Before you start:** chapter 10 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex07_1, ex07_2,
+# ex07_3, ex07_4, ex08_1 and ex08_2. Until they are written it stops at the first of them, naming all
+# those still to write.
 #
 # The five are independent of each other; chapter 10 meets them in this order.
 
@@ -91,7 +96,7 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex10_1 — RMSNorm (easy)
+# ## ex10_1 — RMSNorm: divide by the root mean square (easy)
 #
 # **File:** `transformer_course/rmsnorm.py`, method `RMSNorm.forward(self, x)`.
 #
@@ -123,7 +128,7 @@ x = torch.tensor([[3.0, 4.0], [3.0, 5.0], [0.0, 0.0]])  # (T, D) = (3, 2): the l
 check("ex10_1")
 
 # %% [markdown]
-# ## ex10_2 — Rotary position embeddings (medium)
+# ## ex10_2 — Rotary position embeddings: rotate pairs of features (medium)
 #
 # **File:** `transformer_course/rotary.py`, function `apply_rope(x, positions, base=10000.0)`.
 #
@@ -162,9 +167,9 @@ pair = torch.tensor([1.0, 0.0])  # one pair of features, d = 2: θ = p radians
 check("ex10_2")
 
 # %% [markdown]
-# ## ex10_3 — Grouped key/value heads (medium)
+# ## ex10_3 — Grouped key/value heads: one head per group of query heads (medium)
 #
-# **File:** `transformer_course/multihead.py`, function `repeat_kv(x, n_rep)`.
+# **File:** `transformer_course/grouped.py`, function `repeat_kv(x, n_rep)`.
 #
 # With `MultiHeadAttention(..., n_kv_heads=Hkv)` the layer projects H query heads but only Hkv key
 # and value heads (grouped-query attention, Ainslie et al., 2023; Hkv = 1 is multi-query attention,
@@ -192,7 +197,7 @@ heads = torch.arange(2.0).view(1, 2, 1, 1)  # (B, Hkv, S, D) = (1, 2, 1, 1): hea
 check("ex10_3")
 
 # %% [markdown]
-# ## ex10_4 — The SwiGLU feed-forward network (easy)
+# ## ex10_4 — SwiGLU: a gated feed-forward network (easy)
 #
 # **File:** `transformer_course/swiglu.py`, method `SwiGLU.forward(self, x)`.
 #
@@ -224,10 +229,10 @@ z = torch.linspace(-4, 4, 9)
 check("ex10_4")
 
 # %% [markdown]
-# ## ex10_5 — The online softmax (hard)
+# ## ex10_5 — The online softmax: fold one block of keys into running sums (hard)
 #
-# **File:** `transformer_course/blocked.py`, function
-# `online_softmax_update(top, total, acc, scores, values)`.
+# **File:** `transformer_course/blocked.py`, function `online_softmax_update(top, total, acc, scores,
+# values)`.
 #
 # `blocked_attention` reads the keys in blocks and never holds a whole row of weights. For each
 # query row it keeps three running quantities over the keys seen so far, and your function folds one
@@ -270,5 +275,5 @@ values = torch.eye(5)  # (S, Dv): value j is the j-th unit vector, so acc / tota
 check("ex10_5")
 
 # %% [markdown]
-# When all five checks pass, run [chapter 10](../chapters/10_modern_language_models.ipynb) again:
+# When every check above passes, run [chapter 10](../chapters/10_modern_language_models.ipynb) again:
 # its modern layers, the language model it trains and its blocked attention then run on your code.

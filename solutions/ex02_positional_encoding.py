@@ -47,9 +47,14 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex02_1 | `sinusoidal_positional_encoding(max_len, d_model)` | easy |
-# | ex02_2 | `PositionalEncoding.forward(x, offset)` | medium |
-# | ex02_3 | `relative_position_map(k, d_model)` | hard |
+# | ex02_1 | `sinusoidal_positional_encoding(max_len, d_model)` in `positional.py` | easy |
+# | ex02_2 | `PositionalEncoding.forward(x, offset)` in `positional.py` | medium |
+# | ex02_3 | `relative_position_map(k, d_model)` in `positional.py` | hard |
+#
+# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_1, ex01_2, ex03_1,
+# ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3, ex07_1,
+# ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all
+# those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -81,9 +86,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex02_1 — The sinusoidal table (easy)
+# ## ex02_1 — The sinusoidal table PE (max_len, d_model) (easy)
 #
-# **File:** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len, d_model)`.
+# **File:** `transformer_course/positional.py`, function `sinusoidal_positional_encoding(max_len,
+# d_model)`.
 #
 # **Output:** a `float32` tensor of shape (max_len, d_model) with the table of §3.5: for every
 # position $pos = 0, \dots, max\_len - 1$ and every even column $2i$,
@@ -115,7 +121,7 @@ print(table.dtype, math.isclose(table[1, 2].item(), math.sin(1 / 10000 ** (2 / 5
 #
 # ```python
 # position = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)  # (max_len, 1)
-# two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(D/2),): 0, 2, 4, …
+# two_i = torch.arange(0, d_model, 2, dtype=torch.float32)  # (ceil(D/2),)
 # frequency = torch.exp(-math.log(10000.0) * two_i / d_model)  # 1 / 10000^(2i/D)
 # angle = position * frequency  # (max_len, ceil(D/2))
 # table = torch.zeros(max_len, d_model)
@@ -139,10 +145,12 @@ print(table.dtype, math.isclose(table[1, 2].item(), math.sin(1 / 10000 ** (2 / 5
 check("ex02_1")
 
 # %% [markdown]
-# ## ex02_2 — Adding the table to a batch (medium)
+# ## ex02_2 — PositionalEncoding.forward: x + PE[offset : offset+T] (batch-first) (medium)
 #
-# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x, offset=0)`:
-# the end of the method, after the input checks.
+# **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x,
+# offset=0)`.
+#
+# Write the end of the method, after the input checks.
 #
 # **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
 # longer sequence: chapter 08 feeds a translation one token at a time, and token number L sits at
@@ -196,7 +204,7 @@ print("with offset=5, rows 5–8:", torch.equal(positional(x, offset=5)[0], posi
 check("ex02_2")
 
 # %% [markdown]
-# ## ex02_3 — Moving k positions is a rotation (hard)
+# ## ex02_3 — Relative positions: the rotation M_k with PE[pos+k] = M_k PE[pos] (hard)
 #
 # **File:** `transformer_course/positional.py`, function `relative_position_map(k, d_model)`.
 #
@@ -234,12 +242,12 @@ print("M_-k undoes M_k:", torch.allclose(relative_position_map(-k, d_model) @ M,
 #
 # ```python
 # two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
-# angle = k * torch.exp(-math.log(10000.0) * two_i / d_model)  # (D/2,): ω_i k
+# angle = k * torch.exp(-math.log(10000.0) * two_i / d_model)  # (D/2,)
 # cos, sin = torch.cos(angle), torch.sin(angle)
 # m = torch.zeros(d_model, d_model, dtype=torch.float64)
-# m[0::2, 0::2] = torch.diag(cos)  # new sin = sin·cos(ωk) + cos·sin(ωk)
+# m[0::2, 0::2] = torch.diag(cos)  # new sin = sin·cos(wk) + cos·sin(wk)
 # m[0::2, 1::2] = torch.diag(sin)
-# m[1::2, 0::2] = torch.diag(-sin)  # new cos = cos·cos(ωk) - sin·sin(ωk)
+# m[1::2, 0::2] = torch.diag(-sin)  # new cos = cos·cos(wk) - sin·sin(wk)
 # m[1::2, 1::2] = torch.diag(cos)
 # return m.float()
 # ```
@@ -288,5 +296,5 @@ check("ex02_3")
 # ### END SOLUTION
 
 # %% [markdown]
-# When all three checks pass, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
+# When every check above passes, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
 # runs on your code. Next: the exercises of chapter 03, attention.

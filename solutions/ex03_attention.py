@@ -45,9 +45,10 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex03_1 | `attention_scores(q, k)` | easy |
-# | ex03_2 | `apply_mask(scores, mask)` | medium |
-# | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` | medium |
+# | ex03_1 | `attention_scores(q, k)` in `attention.py` | easy |
+# | ex03_2 | `apply_mask(scores, mask)` in `attention.py` | medium |
+# | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` in `attention.py` | medium |
+# | ex03_4 | `band_mask(size, r, device)` in `attention.py` | easy |
 
 # %% tags=["colab"]
 import sys
@@ -80,7 +81,7 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex03_1 — Attention scores (easy)
+# ## ex03_1 — Attention scores Q·Kᵀ/√d_k (easy)
 #
 # **File:** `transformer_course/attention.py`, function `attention_scores(q, k)`.
 #
@@ -123,13 +124,19 @@ print(torch.allclose(scores, torch.einsum("btd,bsd->bts", q, k) / 2))  # the sam
 check("ex03_1")
 
 # %% [markdown]
-# ## ex03_2 — Masking the scores (medium)
+# ## ex03_2 — Masking scores (True = may attend) (medium)
 #
 # **File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`.
 #
 # Return a copy of `scores` in which every position where `mask` is **False** holds the lowest
 # finite number of the dtype, `torch.finfo(scores.dtype).min`. Positions where the mask is True
 # keep their score. (The case `mask is None` and the shape check are already written for you.)
+#
+# **The course's one rule for masked scores and logits:** a masked position is one whose
+# probability after the softmax is exactly 0. The course fills it with `torch.finfo(dtype).min`,
+# which gives that 0 and keeps a row where every position is masked finite; `-inf` gives the 0 too
+# wherever one position stays (a sampling filter, exercise ex08_2), and a check accepts any fill
+# whose probability is 0 where a row keeps a position.
 #
 # - **Shapes:** `scores` (..., T, S); `mask` bool, broadcastable to it, e.g. (B, 1, S) for padding
 #   or (T, S) for a causal mask.
@@ -175,7 +182,8 @@ check("ex03_2")
 # %% [markdown]
 # ## ex03_3 — Scaled dot-product attention (medium)
 #
-# **File:** `transformer_course/attention.py`, function `scaled_dot_product_attention(q, k, v, mask=None, dropout_p=0.0)`.
+# **File:** `transformer_course/attention.py`, function `scaled_dot_product_attention(q, k, v,
+# mask=None, dropout_p=0.0)`.
 #
 # Equation (1) of the paper, step by step (input checks are already written):
 #
@@ -254,5 +262,52 @@ check("ex03_3")
 # ### END SOLUTION
 
 # %% [markdown]
-# When all three checks pass, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
+# ## ex03_4 — Restricted self-attention's band mask (True within r positions) (easy)
+#
+# **File:** `transformer_course/attention.py`, function `band_mask(size, r, device=None)`.
+#
+# The last row of Table 1 (chapter 03, section 7): *restricted* self-attention, where each position
+# attends only to its neighbours. Return the mask of a window of `r` positions on either side:
+# query $t$ may attend to key $s$ when $|t - s| \le r$, itself included. In the course's
+# convention True means *may attend*, so the mask is True on the $2r + 1$ diagonals around the main
+# one and False elsewhere (the size check is written for you).
+#
+# - **Shapes:** → (size, size) bool, broadcastable to (B, H, T, T); made on `device`.
+# - **Watch for:** the polarity; `<=`, not `<` (r keys on each side); both sides, not only the past
+#   (that would be a causal window); the diagonal (a position attends to itself).
+
+# %%
+scores = torch.randn(6, 6)  # (T, T): self-attention over 6 positions
+### BEGIN SOLUTION
+positions = torch.arange(6)
+window = (positions[:, None] - positions[None, :]).abs() <= 1  # r = 1: three keys per query
+print(window.int())
+print(apply_mask(scores, window).softmax(-1))  # each row shares its weight between three neighbours
+### END SOLUTION
+
+# %% [markdown]
+# *In your own words:* Table 1 gives restricted self-attention $O(r \cdot n \cdot d)$ operations
+# per layer and a maximum path length of $O(n/r)$. Where does each come from, in terms of this mask?
+#
+# ### BEGIN SOLUTION
+# **Worked solution.**
+#
+# ```python
+# positions = torch.arange(size, device=device)  # (T,)
+# return (positions[:, None] - positions[None, :]).abs() <= r  # (T, T): |t - s| <= r
+# ```
+#
+# Row $t$ of the table of differences holds $t - s$ for every key $s$, so `abs() <= r` keeps the
+# $2r + 1$ keys centred on $t$ (fewer near the ends). Only those scores matter: a layer that
+# computes just them does about $(2r + 1) \cdot n$ dot products of length $d$, $O(r \cdot n \cdot d)$
+# instead of $n^2 \cdot d$ (a dense mask like this one still computes every score; it only shows
+# which ones count). In one layer a position reaches its neighbours up to $r$ away; a signal from
+# the first position to the last needs $(n - 1)/r$ steps, one layer each: the path length $O(n/r)$.
+# ### END SOLUTION
+
+# %%
+check("ex03_4")
+
+# %% [markdown]
+# When every check above passes, run [chapter 03](../chapters/03_attention.ipynb) again: it now runs
 # on your code. Next: [exercises 04](ex04_multi_head_attention.ipynb), multi-head attention.

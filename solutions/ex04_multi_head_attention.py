@@ -46,9 +46,13 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex04_1 | `split_heads(x, n_heads)` | easy |
-# | ex04_2 | `merge_heads(x)` | medium |
-# | ex04_3 | `MultiHeadAttention.forward(query, key, value, mask, need_weights)` | hard |
+# | ex04_1 | `split_heads(x, n_heads)` in `multihead.py` | easy |
+# | ex04_2 | `merge_heads(x)` in `multihead.py` | medium |
+# | ex04_3 | `MultiHeadAttention.forward(query, key, value, mask, need_weights, cache, fast)` in `multihead.py` | hard |
+#
+# **Before you start:** chapter 04 also runs exercises of other chapters: ex02_1, ex02_3, ex03_1,
+# ex03_2 and ex03_3. Until they are written it stops at the first of them, naming all those still to
+# write.
 
 # %% tags=["colab"]
 import sys
@@ -125,7 +129,7 @@ for h in range(3):
 check("ex04_1")
 
 # %% [markdown]
-# ## ex04_2 — Merge the heads (medium)
+# ## ex04_2 — Merge the heads back (concat) (medium)
 #
 # **File:** `transformer_course/multihead.py`, function `merge_heads(x)`.
 #
@@ -168,10 +172,12 @@ print(merged.shape, torch.equal(merged, torch.cat(heads.unbind(dim=1), dim=-1)))
 check("ex04_2")
 
 # %% [markdown]
-# ## ex04_3 — The forward pass of multi-head attention (hard)
+# ## ex04_3 — Multi-head attention forward (hard)
 #
-# **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(query, key,
-# value, mask=None, need_weights=False, cache=None, fast=True)`. The input checks are written.
+# **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(self, query, key,
+# value, mask=None, need_weights=False, *, cache=None, fast=True)`.
+#
+# The input checks are written.
 #
 # What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
@@ -256,5 +262,5 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 check("ex04_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 04](../chapters/04_multi_head_attention.ipynb) again: its
+# When every check above passes, run [chapter 04](../chapters/04_multi_head_attention.ipynb) again: its
 # comparison with `nn.MultiheadAttention` now runs on your code.

@@ -47,7 +47,12 @@
 # | --- | --- | --- |
 # | ex05_1 | `PositionwiseFeedForward.forward(x)` in `feedforward.py` | easy |
 # | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
-# | ex05_3 | `EncoderLayer.forward(x, mask)` in `encoder.py` | hard |
+# | ex05_3 | `EncoderLayer.forward(x, mask, cache)` in `encoder.py` | hard |
+#
+# **Before you start:** chapter 05 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex06_1, ex06_2, ex06_3, ex07_1, ex07_2,
+# ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all those
+# still to write.
 #
 # ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
 # them in order.
@@ -82,12 +87,13 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex05_1 — The position-wise feed-forward network (easy)
+# ## ex05_1 — Position-wise feed-forward network (eq. 2) (easy)
 #
 # **File:** `transformer_course/feedforward.py`, method `PositionwiseFeedForward.forward(self, x)`.
 #
 # Implement equation (2), $\mathrm{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2$, with the layers the
-# constructor made: `self.linear1` ($W_1, b_1$, D → d_ff), `self.linear2` ($W_2, b_2$, d_ff → D)
+# constructor made: `self.linear1` ($W_1, b_1$, D → d_ff), `self.linear2` ($W_2, b_2$, d_ff → D),
+# `self.activation` (the ReLU, $\max(0, \cdot)$, unless the layer was built with another one)
 # and `self.dropout`, which goes on the hidden layer, **after the ReLU** (where
 # `nn.TransformerEncoderLayer` puts it).
 #
@@ -114,12 +120,12 @@ print(torch.allclose(out, torch.clamp(x @ w1.T + b1, min=0) @ w2.T + b2, atol=1e
 # **Worked solution.**
 #
 # ```python
-# hidden = self.dropout(self.linear1(x).relu())  # (B, T, d_ff)
+# hidden = self.dropout(self.activation(self.linear1(x)))  # (B, T, d_ff)
 # return self.linear2(hidden)  # (B, T, D)
 # ```
 #
 # `nn.Linear` multiplies the **last** axis by its weight matrix and treats every other axis as a
-# batch, and ReLU and dropout act element by element. So each position's vector goes through the
+# batch, and the activation and dropout act element by element. So each position's vector goes through the
 # same two matrices without ever meeting another position: output $t$ depends on input $t$ only.
 # Mixing positions is attention's job; the FFN transforms what attention gathered. Dropout sits on
 # the d_ff hidden units, which is what PyTorch's encoder layer does; the residual block
@@ -130,10 +136,10 @@ print(torch.allclose(out, torch.clamp(x @ w1.T + b1, min=0) @ w2.T + b2, atol=1e
 check("ex05_1")
 
 # %% [markdown]
-# ## ex05_2 — Residual connection and layer normalisation (medium)
+# ## ex05_2 — Residual connection + LayerNorm (post-LN and pre-LN) (medium)
 #
-# **File:** `transformer_course/sublayer.py`, function
-# `residual(x, sublayer, norm, dropout, norm_first)`.
+# **File:** `transformer_course/sublayer.py`, function `residual(x, sublayer, norm, dropout,
+# norm_first)`.
 #
 # Wrap a sub-layer (a function from (B, T, D) to (B, T, D)) in a residual connection with layer
 # normalisation, in either order:
@@ -183,9 +189,10 @@ print("pre-LN keeps the scale of x:", f"{x.std():.2f} → {pre.std():.2f}")
 check("ex05_2")
 
 # %% [markdown]
-# ## ex05_3 — The encoder layer (hard)
+# ## ex05_3 — Encoder layer (self-attention + FFN, each in a residual) (hard)
 #
-# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None)`.
+# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None,
+# cache=None)`.
 #
 # An encoder layer is two residual blocks (§3.1):
 #
@@ -230,16 +237,20 @@ with torch.no_grad():
 # **Worked solution.**
 #
 # ```python
-# x = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+# def attend(h: Tensor) -> Tensor:
+#     return self.self_attn(h, h, h, mask, cache=cache)[0]  # (B, S, D)
+#
+# x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
 # return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
 # ```
 #
 # *Self*-attention means the sequence attends to itself: every position asks a question (query)
 # and every position offers an answer (key, value), so one tensor supplies all three; the three
-# projections inside `MultiHeadAttention` turn it into different queries, keys and values. The
-# lambda receives the tensor that `residual` (the connection) hands to the sub-layer, which is `norm1(x)` in
-# pre-LN, so queries, keys and values are all normalised, as in PyTorch. `[0]` keeps the output
-# and drops the attention weights.
+# projections inside `MultiHeadAttention` turn it into different queries, keys and values.
+# `attend` receives the tensor that `residual` (the connection) hands to the sub-layer, which is
+# `norm1(x)` in pre-LN, so queries, keys and values are all normalised, as in PyTorch. `[0]` keeps
+# the output and drops the attention weights; the `cache` is chapter 10's (a decoder-only model
+# runs this layer one token at a time).
 #
 # Without the mask, real tokens would attend to `<pad>` positions, and the output for a sentence
 # would depend on how much padding its batch happened to need. Passing the mask in every mode
@@ -299,5 +310,5 @@ check("ex05_3")
 # ### END SOLUTION
 
 # %% [markdown]
-# When all three checks pass, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
+# When every check above passes, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on
 # your code. Next: [exercises 06](ex06_decoder_and_masks.ipynb), masks and the decoder.

@@ -49,6 +49,10 @@
 # | ex06_2 | `padding_mask(tokens, pad_id)` in `masks.py` | medium |
 # | ex06_3 | `DecoderLayer.forward(x, memory, tgt_mask, memory_mask, cache)` in `decoder.py` | hard |
 #
+# **Before you start:** chapter 06 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2 and ex05_3. Until they are
+# written it stops at the first of them, naming all those still to write.
+#
 # Every mask in this course is boolean with **True = may attend**, broadcastable to the
 # (B, H, T, S) attention scores. (`nn.MultiheadAttention` and `nn.Transformer*` use the opposite.)
 
@@ -81,7 +85,7 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex06_1 — The causal mask (easy)
+# ## ex06_1 — Causal mask (no peeking at the future) (easy)
 #
 # **File:** `transformer_course/masks.py`, function `causal_mask(size, device=None)`.
 #
@@ -124,7 +128,7 @@ print(torch.equal(mask, cols <= rows))  # the same mask from index comparisons
 check("ex06_1")
 
 # %% [markdown]
-# ## ex06_2 — The padding mask (medium)
+# ## ex06_2 — Padding mask (B, 1, 1, S) (medium)
 #
 # **File:** `transformer_course/masks.py`, function `padding_mask(tokens, pad_id)`.
 #
@@ -171,10 +175,10 @@ print("weight on padding:", weights[0, :, :, 3:].max().item())
 check("ex06_2")
 
 # %% [markdown]
-# ## ex06_3 — The decoder layer (hard)
+# ## ex06_3 — Decoder layer (masked self-attention, cross-attention, FFN) (hard)
 #
-# **File:** `transformer_course/decoder.py`, method
-# `DecoderLayer.forward(self, x, memory, tgt_mask=None, memory_mask=None, cache=None)`.
+# **File:** `transformer_course/decoder.py`, method `DecoderLayer.forward(self, x, memory,
+# tgt_mask=None, memory_mask=None, *, cache=None)`.
 #
 # A decoder layer is three residual blocks (§3.1), each wrapped as in the encoder layer:
 # `self.connection(x, sublayer, norm, dropout, self.norm_first)`, the layer's connection being your
@@ -265,5 +269,5 @@ print(
 check("ex06_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 06](../chapters/06_decoder_and_masks.ipynb) again: it now
+# When every check above passes, run [chapter 06](../chapters/06_decoder_and_masks.ipynb) again: it now
 # runs on your code, including the full Transformer. Next: chapter 07, training.

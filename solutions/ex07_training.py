@@ -48,6 +48,11 @@
 # | ex07_2 | `teacher_forcing(tgt)` in `batching.py` | easy |
 # | ex07_3 | `label_smoothed_cross_entropy(logits, target, smoothing, pad_id)` in `loss.py` | medium |
 # | ex07_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision)` in `step.py` | hard |
+#
+# **Before you start:** chapter 07 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
+# ex06_3 and ex08_1. Until they are written it stops at the first of them, naming all those still to
+# write.
 
 # %% tags=["colab"]
 import sys
@@ -77,9 +82,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown]
-# ## ex07_1 — The learning-rate schedule (easy)
+# ## ex07_1 — The warm-up / inverse-square-root learning rate (easy)
 #
-# **File:** `transformer_course/schedule.py`, function `transformer_lr(step, d_model, warmup_steps, scale=1.0)`.
+# **File:** `transformer_course/schedule.py`, function `transformer_lr(step, d_model, warmup_steps,
+# scale=1.0)`.
 #
 # Return the learning rate of equation (3) of the paper, multiplied by `scale`:
 #
@@ -118,7 +124,7 @@ print(f"peak = (d_model · warmup)^-0.5 = {(d_model * warmup) ** -0.5:.2e}")
 check("ex07_1")
 
 # %% [markdown]
-# ## ex07_2 — Teacher forcing (easy)
+# ## ex07_2 — Teacher forcing: shift the target by one (easy)
 #
 # **File:** `transformer_course/batching.py`, function `teacher_forcing(tgt)`.
 #
@@ -164,7 +170,8 @@ check("ex07_2")
 # %% [markdown]
 # ## ex07_3 — Label-smoothed cross-entropy that ignores padding (medium)
 #
-# **File:** `transformer_course/loss.py`, function `label_smoothed_cross_entropy(logits, target, smoothing=0.1, pad_id=0)`.
+# **File:** `transformer_course/loss.py`, function `label_smoothed_cross_entropy(logits, target,
+# smoothing=0.1, pad_id=0)`.
 #
 # With smoothing ε the target distribution is $q = (1-\varepsilon)\,\text{one\_hot}(y) + \varepsilon/V$
 # (what `F.cross_entropy(..., label_smoothing=ε)` uses). The loss of one position is
@@ -194,8 +201,8 @@ print(mine, F.cross_entropy(logits.reshape(-1, 6), target.reshape(-1), label_smo
 #
 # ```python
 # log_probs = logits.float().log_softmax(dim=-1)  # (B, T, V)
-# nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T)
-# uniform = -log_probs.mean(dim=-1)  # (B, T)
+# nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # (B, T): −log p(right token)
+# uniform = -log_probs.mean(dim=-1)  # (B, T): cross-entropy with the uniform distribution
 # per_token = (1.0 - smoothing) * nll + smoothing * uniform  # (B, T)
 # keep = target != pad_id  # (B, T)
 # return (per_token * keep).sum() / keep.sum().clamp(min=1)
@@ -214,7 +221,8 @@ check("ex07_3")
 # %% [markdown]
 # ## ex07_4 — One training step (hard)
 #
-# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer, scheduler=None, smoothing=0.1, max_grad_norm=1.0, precision=None)`.
+# **File:** `transformer_course/step.py`, function `train_step(model, batch, optimizer,
+# scheduler=None, smoothing=0.1, max_grad_norm=1.0, precision=None)`.
 #
 # One update of the model on one batch, returning the loss as a detached 0-dimensional tensor:
 #
@@ -273,13 +281,16 @@ for step in range(1, 41):
 #
 # ```python
 # model.train()
-# logits = model(batch.src, batch.tgt_in)  # (B, T, V)
-# loss = label_smoothed_cross_entropy(logits, batch.tgt_out, smoothing, batch.pad_id)
+# with precision.autocast(batch.src.device):  # AMP: matmuls in low precision
+#     logits = model(batch.src, batch.tgt_in)  # (B, T, V), in precision.dtype
+# loss = label_smoothed_cross_entropy(logits.float(), batch.tgt_out, smoothing, batch.pad_id)  # ()
 # optimizer.zero_grad(set_to_none=True)
-# loss.backward()
+# precision.scaler.scale(loss).backward()  # AMP: scale the loss up so float16 gradients do not vanish
 # if max_grad_norm is not None:
+#     precision.scaler.unscale_(optimizer)  # AMP: clip the true gradients, not the scaled ones
 #     nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-# optimizer.step()
+# precision.scaler.step(optimizer)  # AMP: skips the step if a gradient overflowed
+# precision.scaler.update()  # AMP
 # if scheduler is not None:
 #     scheduler.step()
 # return loss.detach()  # a tensor: reading it (.item()) would make the CPU wait for a GPU
@@ -325,5 +336,5 @@ check("ex07_4")
 # ### END SOLUTION
 
 # %% [markdown]
-# When all four checks pass, run [chapter 07](../chapters/07_training.ipynb) again: it now trains
+# When every check above passes, run [chapter 07](../chapters/07_training.ipynb) again: it now trains
 # with your code. Next: [exercises 08](ex08_decoding.ipynb), decoding.

@@ -45,9 +45,13 @@
 #
 # | exercise | function | level |
 # | --- | --- | --- |
-# | ex08_1 | `greedy_step(logits, finished, eos_id, pad_id)` | easy |
-# | ex08_2 | `top_p_filter(logits, top_p)` | medium |
-# | ex08_3 | `beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)` | hard |
+# | ex08_1 | `greedy_step(logits, finished, eos_id, pad_id)` in `decoding.py` | easy |
+# | ex08_2 | `top_p_filter(logits, top_p)` in `decoding.py` | medium |
+# | ex08_3 | `beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)` in `decoding.py` | hard |
+#
+# **Before you start:** chapter 08 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2 and
+# ex06_3. Until they are written it stops at the first of them, naming all those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -78,9 +82,10 @@ torch.set_printoptions(precision=3, sci_mode=False)
 PAD, BOS, EOS = 0, 1, 2  # the special ids of every vocabulary of the course
 
 # %% [markdown]
-# ## ex08_1 — One greedy step (easy)
+# ## ex08_1 — One greedy decoding step (easy)
 #
-# **File:** `transformer_course/decoding.py`, function `greedy_step(logits, finished, eos_id, pad_id)`.
+# **File:** `transformer_course/decoding.py`, function `greedy_step(logits, finished, eos_id,
+# pad_id)`.
 #
 # `greedy_decode` calls this once per generated position, for the whole batch at once. Return the
 # next token of every row and the updated `finished` flags:
@@ -137,7 +142,8 @@ check("ex08_1")
 # and one bad token derails the rest of a translation. Nucleus sampling (Holtzman et al. 2020)
 # keeps only the **smallest set of most probable tokens whose probabilities add up to at least
 # `top_p`** and gives all the others probability 0. Return the logits with every token outside
-# that set replaced by `-inf` (the argument check is already written):
+# that set masked, by the course's rule of ex03_2: probability 0 after the softmax (`-inf` or
+# `torch.finfo(logits.dtype).min`; the argument check is already written):
 #
 # 1. sort each row in descending order (keep the permutation);
 # 2. softmax of the sorted logits, then the running sum of the probabilities;
@@ -186,18 +192,18 @@ print(logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-in
 # `-inf` is NaN.
 #
 # `scatter(-1, order, drop_sorted)` writes the flag of sorted position j to vocabulary position
-# `order[j]`, undoing the sort. `-inf` is safe here (unlike in attention masks) because at least one
-# token is always kept, and it makes the probability exactly 0.
+# `order[j]`, undoing the sort. Either fill of the course's rule works here: at least one token is
+# always kept, so `-inf` cannot make a row of NaN, and `finfo.min` gives probability exactly 0 as well.
 # ### END SOLUTION
 
 # %%
 check("ex08_2")
 
 # %% [markdown]
-# ## ex08_3 — One beam-search step (hard)
+# ## ex08_3 — One beam-search step (GNMT length penalty) (hard)
 #
-# **File:** `transformer_course/decoding.py`, function
-# `beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)`.
+# **File:** `transformer_course/decoding.py`, function `beam_step(scores, log_probs, finished,
+# lengths, eos_id, pad_id, alpha=0.6)`.
 #
 # Beam search keeps K hypotheses per sentence. One step extends all of them at once and keeps the
 # K best of the K·V candidates, for B sentences in parallel. Return
@@ -280,5 +286,5 @@ print(best.values, best.indices // 4, best.indices % 4)  # ranked scores, origin
 check("ex08_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 08](../chapters/08_decoding.ipynb) again: the greedy,
+# When every check above passes, run [chapter 08](../chapters/08_decoding.ipynb) again: the greedy,
 # beam and sampling translations then come from your code.

@@ -48,6 +48,11 @@
 # | ex09_1 | `pack(order, src_lengths, tgt_lengths, max_tokens)` in `token_batches.py` | easy |
 # | ex09_2 | `average_state_dicts(states)` in `averaging.py` | medium |
 # | ex09_3 | `bpe_merges(words, n_merges)` in `subwords.py` | hard |
+#
+# **Before you start:** chapter 09 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
+# ex06_3, ex07_1, ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of
+# them, naming all those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -79,10 +84,10 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex09_1 — Batches of a token budget (easy)
+# ## ex09_1 — Greedy packing under a token budget (easy)
 #
-# **File:** `transformer_course/token_batches.py`, function
-# `pack(order, src_lengths, tgt_lengths, max_tokens)`.
+# **File:** `transformer_course/token_batches.py`, function `pack(order, src_lengths, tgt_lengths,
+# max_tokens)`.
 #
 # `token_batches` shuffles the examples, sorts them by length and calls `pack` to cut that order into
 # batches; then it shuffles the batches. A batch of n examples is padded to a rectangle of
@@ -124,12 +129,16 @@ print(batches + [batch])  # [[3, 0, 1], [4, 2]]: 3 × 3 = 9 slots, then 2 × 6 =
 # **Worked solution.**
 #
 # ```python
-# batches, batch = [], []
+# batches: list[list[int]] = []
+# batch: list[int] = []
 # longest_src = longest_tgt = 0
 # for i in order:
 #     s, t = src_lengths[i], tgt_lengths[i]
 #     if max(s, t) > max_tokens:
-#         raise ValueError(f"example {i} has {s} source and {t} target tokens, more than max_tokens={max_tokens}")
+#         raise ValueError(
+#             f"example {i} has {s} source and {t} target tokens, more than max_tokens={max_tokens}: "
+#             "raise max_tokens or drop long examples first"
+#         )
 #     grown = len(batch) + 1
 #     if batch and (grown * max(longest_src, s) > max_tokens or grown * max(longest_tgt, t) > max_tokens):
 #         batches.append(batch)
@@ -138,7 +147,6 @@ print(batches + [batch])  # [[3, 0, 1], [4, 2]]: 3 × 3 = 9 slots, then 2 × 6 =
 #     longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
 # if batch:
 #     batches.append(batch)  # the last batch, not full
-# return batches
 # ```
 #
 # With example 4 the batch would be four rows of four target slots: 16 slots, 8 of them padding,
@@ -152,7 +160,7 @@ print(batches + [batch])  # [[3, 0, 1], [4, 2]]: 3 × 3 = 9 slots, then 2 × 6 =
 check("ex09_1")
 
 # %% [markdown]
-# ## ex09_2 — Averaging checkpoints (medium)
+# ## ex09_2 — The mean of several state dicts (medium)
 #
 # **File:** `transformer_course/averaging.py`, function `average_state_dicts(states)`.
 #
@@ -192,21 +200,25 @@ print(mean_w, states[0]["steps"])  # tensor([3., 3.]) and the unchanged counter
 # keys = list(states[0])
 # for i, state in enumerate(states[1:], start=1):
 #     if list(state) != keys:
-#         raise ValueError(f"state {i} has other keys than state 0: not the same architecture")
+#         differ = sorted(set(state) ^ set(keys))
+#         raise ValueError(f"state {i} has other keys than state 0 (e.g. {differ[:3]}): not the same architecture")
 # averaged = {}
 # for key in keys:
 #     tensors = [state[key] for state in states]
 #     first = tensors[0]
-#     if any(t.shape != first.shape or t.dtype != first.dtype for t in tensors):
-#         raise ValueError(f"{key}: the states differ in shape or dtype")
+#     for i, tensor in enumerate(tensors[1:], start=1):
+#         if tensor.shape != first.shape or tensor.dtype != first.dtype:
+#             raise ValueError(
+#                 f"{key}: state {i} has {tuple(tensor.shape)} {tensor.dtype}, state 0 has "
+#                 f"{tuple(first.shape)} {first.dtype}"
+#             )
 #     if first.is_floating_point():
 #         total = torch.stack([t.detach().double() for t in tensors]).sum(dim=0)  # (*shape) in float64
 #         averaged[key] = (total / len(tensors)).to(first.dtype)
-#     elif any(not torch.equal(t, first) for t in tensors[1:]):
-#         raise ValueError(f"{key} is not floating point and differs between the states")
 #     else:
+#         if any(not torch.equal(t, first) for t in tensors[1:]):
+#             raise ValueError(f"{key} is not floating point and differs between the states: cannot average it")
 #         averaged[key] = first.clone()
-# return averaged
 # ```
 #
 # A network's hidden units can be put in any order: swap two rows of one layer's weights and the
@@ -220,7 +232,7 @@ print(mean_w, states[0]["steps"])  # tensor([3., 3.]) and the unchanged counter
 check("ex09_2")
 
 # %% [markdown]
-# ## ex09_3 — Byte-pair merges from scratch (hard)
+# ## ex09_3 — Byte-pair merges from word counts (hard)
 #
 # **File:** `transformer_course/subwords.py`, function `bpe_merges(words, n_merges)`.
 #
@@ -265,11 +277,11 @@ print(sorted(pairs.items(), key=lambda item: (-item[1], ord(item[0][0]), ord(ite
 # ```python
 # segmented = {word: list(word) for word in words}  # each word as its current symbols
 # age = {char: ord(char) for word in words for char in word}  # characters first, in code-point order
-# merges = []
+# merges: list[tuple[str, str]] = []
 # while len(merges) < n_merges:
-#     counts = {}
+#     counts: dict[tuple[str, str], int] = {}
 #     for word, symbols in segmented.items():
-#         for pair in zip(symbols[:-1], symbols[1:], strict=True):  # overlapping pairs
+#         for pair in zip(symbols[:-1], symbols[1:], strict=True):  # overlapping: "aaa" has ("a", "a") twice
 #             counts[pair] = counts.get(pair, 0) + words[word]
 #     if not counts:
 #         break
@@ -283,7 +295,6 @@ print(sorted(pairs.items(), key=lambda item: (-item[1], ord(item[0][0]), ord(ite
 #             if (symbols[i], symbols[i + 1]) == best:
 #                 symbols[i : i + 2] = [joined]
 #             i += 1
-# return merges
 # ```
 #
 # The vocabulary is there to make the *text* short: a merge saves one token for every time the
@@ -302,6 +313,6 @@ print(sorted(pairs.items(), key=lambda item: (-item[1], ord(item[0][0]), ord(ite
 check("ex09_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 09](../chapters/09_real_translation.ipynb) again: its
+# When every check above passes, run [chapter 09](../chapters/09_real_translation.ipynb) again: its
 # token batches, averaged checkpoints and the merges it compares with the library's then come from
 # your code.

@@ -50,9 +50,14 @@
 # | --- | --- | --- |
 # | ex10_1 | `RMSNorm.forward(x)` in `rmsnorm.py` | easy |
 # | ex10_2 | `apply_rope(x, positions, base)` in `rotary.py` | medium |
-# | ex10_3 | `repeat_kv(x, n_rep)` in `multihead.py` | medium |
+# | ex10_3 | `repeat_kv(x, n_rep)` in `grouped.py` | medium |
 # | ex10_4 | `SwiGLU.forward(x)` in `swiglu.py` | easy |
 # | ex10_5 | `online_softmax_update(top, total, acc, scores, values)` in `blocked.py` | hard |
+#
+# **Before you start:** chapter 10 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex07_1, ex07_2,
+# ex07_3, ex07_4, ex08_1 and ex08_2. Until they are written it stops at the first of them, naming all
+# those still to write.
 #
 # The five are independent of each other; chapter 10 meets them in this order.
 
@@ -91,7 +96,7 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex10_1 — RMSNorm (easy)
+# ## ex10_1 — RMSNorm: divide by the root mean square (easy)
 #
 # **File:** `transformer_course/rmsnorm.py`, method `RMSNorm.forward(self, x)`.
 #
@@ -144,7 +149,7 @@ print(torch.allclose(norm(x), x / rms), "— and LayerNorm:", nn.LayerNorm(2, ep
 check("ex10_1")
 
 # %% [markdown]
-# ## ex10_2 — Rotary position embeddings (medium)
+# ## ex10_2 — Rotary position embeddings: rotate pairs of features (medium)
 #
 # **File:** `transformer_course/rotary.py`, function `apply_rope(x, positions, base=10000.0)`.
 #
@@ -197,9 +202,10 @@ print(rope_angles(torch.arange(3), 8))  # (T, d/2): pair 0 turns 1 radian per po
 # **Worked solution.**
 #
 # ```python
-# angles = rope_angles(positions, x.shape[-1], base)  # (T, d/2)
+# dtype = torch.float64 if x.dtype == torch.float64 else torch.float32  # float64 stays float64
+# angles = rope_angles(positions, x.shape[-1], base, dtype)  # (T, d/2)
 # cos, sin = angles.cos(), angles.sin()  # (T, d/2)
-# even, odd = x[..., 0::2].float(), x[..., 1::2].float()  # (..., T, d/2): features 2i and 2i+1
+# even, odd = x[..., 0::2].to(dtype), x[..., 1::2].to(dtype)  # (..., T, d/2): features 2i and 2i+1
 # rotated = torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1)  # (..., T, d/2, 2)
 # return rotated.flatten(-2).to(x.dtype)  # (..., T, d): pairs back in place
 # ```
@@ -221,9 +227,9 @@ print(rope_angles(torch.arange(3), 8))  # (T, d/2): pair 0 turns 1 radian per po
 check("ex10_2")
 
 # %% [markdown]
-# ## ex10_3 — Grouped key/value heads (medium)
+# ## ex10_3 — Grouped key/value heads: one head per group of query heads (medium)
 #
-# **File:** `transformer_course/multihead.py`, function `repeat_kv(x, n_rep)`.
+# **File:** `transformer_course/grouped.py`, function `repeat_kv(x, n_rep)`.
 #
 # With `MultiHeadAttention(..., n_kv_heads=Hkv)` the layer projects H query heads but only Hkv key
 # and value heads (grouped-query attention, Ainslie et al., 2023; Hkv = 1 is multi-query attention,
@@ -271,7 +277,7 @@ print("repeat_interleave:", heads.repeat_interleave(3, dim=1).flatten().tolist()
 check("ex10_3")
 
 # %% [markdown]
-# ## ex10_4 — The SwiGLU feed-forward network (easy)
+# ## ex10_4 — SwiGLU: a gated feed-forward network (easy)
 #
 # **File:** `transformer_course/swiglu.py`, method `SwiGLU.forward(self, x)`.
 #
@@ -329,10 +335,10 @@ print(torch.allclose(gated(tokens), gated.w2(F.silu(gated.w1(tokens)) * gated.w3
 check("ex10_4")
 
 # %% [markdown]
-# ## ex10_5 — The online softmax (hard)
+# ## ex10_5 — The online softmax: fold one block of keys into running sums (hard)
 #
-# **File:** `transformer_course/blocked.py`, function
-# `online_softmax_update(top, total, acc, scores, values)`.
+# **File:** `transformer_course/blocked.py`, function `online_softmax_update(top, total, acc, scores,
+# values)`.
 #
 # `blocked_attention` reads the keys in blocks and never holds a whole row of weights. For each
 # query row it keeps three running quantities over the keys seen so far, and your function folds one
@@ -402,5 +408,5 @@ print(row.softmax(dim=-1))  # the same weights, from the whole row at once
 check("ex10_5")
 
 # %% [markdown]
-# When all five checks pass, run [chapter 10](../chapters/10_modern_language_models.ipynb) again:
+# When every check above passes, run [chapter 10](../chapters/10_modern_language_models.ipynb) again:
 # its modern layers, the language model it trains and its blocked attention then run on your code.

@@ -53,6 +53,11 @@
 # | ex11_2 | `split_conv1d(weight, bias, parts)` in `convert.py` | easy |
 # | ex11_3 | `marian_layer_names(decoder)` in `convert.py` | medium |
 #
+# **Before you start:** chapter 11 also runs exercises of other chapters: ex01_2, ex02_1, ex02_2,
+# ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3,
+# ex08_1, ex08_2, ex08_3, ex10_1, ex10_2, ex10_3 and ex10_4. Until they are written it stops at the
+# first of them, naming all those still to write.
+#
 # The three are independent of each other; `from_llama` calls the first, `from_gpt2` the second
 # and `from_marian` the third.
 
@@ -86,7 +91,7 @@ torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 
 # %% [markdown]
-# ## ex11_1 — Rotary embeddings: from the halves layout to our pairs (easy)
+# ## ex11_1 — Rotary embeddings: reorder W^Q's rows from the halves layout to our pairs (easy)
 #
 # **File:** `transformer_course/convert.py`, function `rope_halves_to_interleaved(weight, n_heads)`.
 #
@@ -143,7 +148,7 @@ print(torch.equal(ours_q, halves_q.view(2, 2, 2).transpose(1, 2).reshape(8)))  #
 check("ex11_1")
 
 # %% [markdown]
-# ## ex11_2 — GPT-2's Conv1D as nn.Linear (easy)
+# ## ex11_2 — GPT-2's Conv1D: transpose the weight and split q, k, v (easy)
 #
 # **File:** `transformer_course/convert.py`, function `split_conv1d(weight, bias, parts)`.
 #
@@ -191,7 +196,7 @@ print(torch.allclose(torch.cat([F.linear(x, w, b) for w, b in pairs], dim=-1), g
 check("ex11_2")
 
 # %% [markdown]
-# ## ex11_3 — Marian's names for our layer's tensors (medium)
+# ## ex11_3 — Marian's names: map our layer's tensors to an OPUS-MT checkpoint's (medium)
 #
 # **File:** `transformer_course/convert.py`, function `marian_layer_names(decoder)`.
 #
@@ -254,5 +259,5 @@ print(sorted(marian_layer_names(False)) == sorted(EncoderLayer(8, 2, 16).state_d
 check("ex11_3")
 
 # %% [markdown]
-# When all three checks pass, run [chapter 11](../chapters/11_real_weights.ipynb) again: its
+# When every check above passes, run [chapter 11](../chapters/11_real_weights.ipynb) again: its
 # converters then load Marian, GPT-2 and Llama weights through your code.

@@ -1,7 +1,7 @@
 """Shared test set-up: one pytest marker per exercise (``pytest -m ex03_1``), seeded torch.
 
 In the student edition (``.student-edition.json`` at the root), tests marked ``complete_edition``
-(they need the solutions or the mutants) are skipped, and a test that stops at an exercise the
+(they need the solutions or the wrong answers of tests/attempts) are skipped, and a test that stops at an exercise the
 student has not written yet is reported as skipped, naming the exercise, instead of failing.
 """
 
@@ -12,15 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.tools.checks.registry import EXERCISES, parse_stub_message
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.registry import EXERCISES, load_checks, parse_stub_message
 from transformer_course.tools.edition import is_student_edition
 
 STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _load_all()
+    load_checks()
     for exercise_id, ex in sorted(EXERCISES.items()):
         config.addinivalue_line("markers", f"{exercise_id}: exercise {exercise_id} — {ex.title}")
     config.addinivalue_line("markers", "complete_edition: needs the solutions (skipped in the student edition)")
@@ -28,7 +27,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if STUDENT_EDITION:
-        skip = pytest.mark.skip(reason="needs the complete edition (solutions, mutants)")
+        skip = pytest.mark.skip(reason="needs the complete edition (solutions, wrong answers)")
         for item in items:
             if "complete_edition" in item.keywords:
                 item.add_marker(skip)

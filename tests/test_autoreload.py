@@ -19,7 +19,7 @@ import jupytext
 import pytest
 
 from transformer_course.tools.checks import EXERCISES
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.registry import load_checks
 from transformer_course.tools.edition import build_student_edition, restore_exercise
 
 from .kernel import kernel
@@ -27,7 +27,7 @@ from .kernel import kernel
 pytestmark = pytest.mark.complete_edition  # it writes the worked answers into a student edition
 ROOT = Path(__file__).resolve().parent.parent
 STOP = "is not written yet — the chapter stops here"
-_load_all()
+load_checks()
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +177,17 @@ def test_an_exercise_notebook_checks_the_code_saved_after_it_ran(learner) -> Non
     assert "○ ex04_1" in before and "not implemented" in before, before
     write(course, "ex04_1")
     assert "✓ ex04_1" in lab.run(check)
+
+
+def test_a_chapter_that_stops_lists_every_unwritten_exercise_it_runs(learner) -> None:
+    """JupyterLab names the notebook (``__session__``): chapter 04's first stop lists the exercises of
+    chapters 02 and 03 it runs as well as its own, in one message, and no written one."""
+    course, lab = learner
+    write(course, "ex03_1")
+    lab.run(f"__session__ = {str(course / 'chapters' / '04_multi_head_attention.ipynb')!r}")
+    lab.run(cell(course, "chapters/04_multi_head_attention.py", "setup_chapter()"))
+    shown = lab.run("sinusoidal_positional_encoding(10, 8)")
+    assert f"ex02_1: sinusoidal_positional_encoding {STOP}" in shown, shown
+    assert "Chapter 04 also runs ex02_3, ex03_2, ex03_3, ex04_1, ex04_2 and ex04_3, not written yet." in shown, shown
+    listed = [line.split()[0] for line in shown.splitlines() if line.startswith("  ex")]
+    assert listed == ["ex02_1", "ex02_3", "ex03_2", "ex03_3", "ex04_1", "ex04_2", "ex04_3"], shown

@@ -1,5 +1,5 @@
-"""The exercise system: every check passes on the solutions, rejects typical wrong answers
-(mutants), and reports "not implemented" on the generated stubs — so no check is vacuous."""
+"""The exercise system: every check passes on the solutions and reports "not implemented" on the
+generated stubs; with the wrong answers each must fail (tests/test_attempts.py), no check is vacuous."""
 
 from __future__ import annotations
 
@@ -14,18 +14,12 @@ import torch
 
 from transformer_course.decoding import top_p_filter
 from transformer_course.tools.checks import EXERCISES, run_check
-from transformer_course.tools.checks.runner import _load_all
-from transformer_course.tools.edition import region_targets, stub_package
-
-try:
-    from .mutants import all_mutants
-except ImportError:  # the student edition leaves the mutants out (these tests are skipped there)
-    all_mutants = dict
+from transformer_course.tools.checks.registry import load_checks
+from transformer_course.tools.edition import stub_package
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "transformer_course"
-_load_all()
-MUTANTS = all_mutants()
+load_checks()
 
 
 def _marked(ids):
@@ -38,16 +32,6 @@ def test_check_passes_on_the_solution(exercise_id: str) -> None:
     assert result.passed, result.line()
 
 
-@pytest.mark.complete_edition
-@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
-def test_check_rejects_every_mutant(exercise_id: str) -> None:
-    mutants = MUTANTS.get(exercise_id, [])
-    assert mutants, f"{exercise_id} has no mutant in tests/mutants/: a check nobody tried to fool proves little"
-    for description, impl in mutants:
-        result = run_check(exercise_id, impl)
-        assert result.status == "failed", f"mutant '{description}' was not caught: {result.line()}"
-
-
 def test_each_chapter_has_three_exercises_from_easy_to_hard() -> None:
     chapters: dict[str, list[str]] = {}
     for ex in EXERCISES.values():
@@ -55,16 +39,6 @@ def test_each_chapter_has_three_exercises_from_easy_to_hard() -> None:
     for chapter, levels in chapters.items():
         assert len(levels) >= 3, f"chapter {chapter} has {len(levels)} exercises"
         assert levels[0] == "easy", f"chapter {chapter} should open with an easy exercise"
-
-
-@pytest.mark.complete_edition
-def test_every_solution_region_is_a_registered_exercise_and_back() -> None:
-    targets = []
-    for path in PACKAGE.rglob("*.py"):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        targets += [t for _, _, t in region_targets(path.read_text(), module)]
-    registered = sorted(target for ex in EXERCISES.values() for target in ex.targets)
-    assert sorted(targets) == registered
 
 
 @pytest.mark.complete_edition
@@ -89,54 +63,6 @@ def test_checks_report_not_implemented_on_the_stubs(tmp_path: Path) -> None:
         assert exercise_id in message or "not implemented yet" in message, message
 
 
-# the mistakes chapter 10's issue names, and the words of the message each must get
-_NAMED = {
-    "ex10_1": {"_layer_norm_instead": "that is LayerNorm", "_eps_outside_the_root": "adds eps after the square root"},
-    "ex10_2": {"_half_split_pairs": "half-split", "_positions_ignored": "ignores positions",
-               "_rotates_backwards": "rotates the wrong way"},
-    "ex10_3": {"_tiled": "the heads are tiled", "_positions_repeated": "the positions were repeated"},
-    "ex10_4": {"_gate_on_w3": "the gate is on the wrong projection", "_relu_gate": "uses ReLU"},
-    "ex10_5": {"_block_maximum_only": "keep the running maximum", "_no_rescaling": "the old total is not rescaled",
-               "_acc_not_rescaled": "the old acc is not rescaled"},
-}  # fmt: skip
-
-
-# the mistakes chapter 11's issue names, and the words of the message each must get
-_NAMED_11 = {
-    "ex11_1": {"_global_not_per_head": "as if the 2 heads were one", "_inverse_permutation": "inverse permutation",
-               "_pair_flipped": "rotates the other way"},
-    "ex11_2": {"_not_transposed": "is not transposed", "_split_inputs_axis": "split along the wrong axis",
-               "_reversed_order": "keep the order of the blocks"},
-    "ex11_3": {"_decoder_norms_in_the_encoder": "the encoder layer has no cross-attention",
-               "_norm2_norm3_swapped": "norm2 and norm3 are mixed up",
-               "_cross_attention_as_self": "cross-attention is mapped to self_attn",
-               "_queries_and_keys_swapped": "self-attention's W^K"},
-}  # fmt: skip
-
-
-# the error cases issue 30 (item 6) adds, and the message each mutant must get
-_NAMED_30 = {
-    "ex08_2": {"_strict_at_the_boundary": "top_p=0.75 (tokens 1 and 3 reach top_p exactly: the rest go), row 0: "
-                                          "token 0 is outside the nucleus (kept tokens [1, 3])"},
-    "ex09_2": {"_accumulates_into_the_first_state": "2 states of torch.float32: the states passed in were changed "
-                                                    "(states[0], ['embed.weight', 'layer.bias'])",
-               "_integer_buffers_not_compared": "3 states whose integer buffer norm.num_batches differs (1008, 999, "
-                                                "1008): an integer buffer that differs cannot be averaged"},
-}  # fmt: skip
-
-
-NAMED_MISTAKES = _NAMED | _NAMED_11 | _NAMED_30  # exercise → {mutant: words its message must hold}
-
-
-@pytest.mark.complete_edition
-@pytest.mark.parametrize("exercise_id", sorted(NAMED_MISTAKES))
-def test_checks_name_the_mistake(exercise_id: str) -> None:
-    mutants = {impl.__name__: impl for _, impl in MUTANTS[exercise_id]}
-    for name, words in NAMED_MISTAKES[exercise_id].items():
-        result = run_check(exercise_id, mutants[name])
-        assert result.status == "failed" and words in result.message, f"{name}: {result.line()}"
-
-
 @pytest.mark.complete_edition
 def test_the_top_p_boundary_case_is_exact_in_float32() -> None:
     """ex08_2's boundary case: float32's softmax of the logs gives the probabilities back exactly, so the
@@ -145,3 +71,19 @@ def test_the_top_p_boundary_case_is_exact_in_float32() -> None:
     assert torch.equal(probs.log().softmax(-1), probs)
     kept = top_p_filter(probs.log(), 0.75) > float("-inf")
     assert kept.tolist() == [False, True, False, True, False]
+
+
+def test_the_rule_for_masked_logits_is_said_once_and_followed() -> None:
+    """One rule for "masked" (probability 0 after the softmax), said in ex03_2's statement only; the
+    sampling filter's statement points to it, and its check takes either fill (tests/attempts/ex08_2.py)."""
+    rule = "The course's one rule for masked scores and logits"
+    said = [path.name for path in sorted((ROOT / "solutions").glob("*.py")) if rule in path.read_text()]
+    assert said == ["ex03_attention.py"]
+    assert "by the course's rule of ex03_2" in (ROOT / "solutions" / "ex08_decoding.py").read_text()
+
+
+def test_self_learners_are_told_the_hint_levels() -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## For self-learners") : readme.index("## For instructors")]
+    assert "--hints nudge" in section and all(f"`{level}`" in section for level in ("full", "nudge", "none"))
+    assert "recommended for studying on your own" in section

@@ -21,7 +21,7 @@ import pytest
 import torch
 
 from transformer_course.tools import course, grading, sandbox
-from transformer_course.tools.checks import run_check
+from transformer_course.tools.checks import get_exercise, run_check
 from transformer_course.tools.cli import main
 from transformer_course.tools.grading import (
     ExerciseResult,
@@ -31,8 +31,6 @@ from transformer_course.tools.grading import (
     Scrubber,
     StudentReport,
     WorkerLost,
-    _hidden_course_packages,
-    _Worker,
     copy_package,
     feedback_markdown,
     find_package,
@@ -42,10 +40,10 @@ from transformer_course.tools.grading import (
     write_atomically,
     write_csv,
 )
+from transformer_course.tools.grading.workers import Worker, hidden_course_packages
 from transformer_course.tools.probe.wire import MAGIC, MalformedResult, Opaque, frame, plain, read_payload
 
 from .adversarial import EXERCISES, PACKAGE, write_submissions
-from .mutants import all_mutants
 
 pytestmark = pytest.mark.complete_edition
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,13 +97,13 @@ def test_reports_csv_json_and_feedback(graded: tuple[dict, Path, float]) -> None
     with open(base / "report.csv", newline="") as handle:
         rows = {row["student"]: row for row in csv.DictReader(handle)}
     assert set(rows) == set(expected)
-    # ex03's 4 written questions (1 point each) count in max_points, blank until grade-written merges their points
-    assert (rows["correct"]["total"], rows["correct"]["max_points"], rows["correct"]["percent"]) == ("2", "6", "33.3")
+    # ex03's 5 written questions (1 point each) count in max_points, blank until grade-written merges their points
+    assert (rows["correct"]["total"], rows["correct"]["max_points"], rows["correct"]["percent"]) == ("2", "7", "28.6")
     assert rows["correct"]["ex03_q1"] == "" and (base / "written.csv").is_file()
     assert rows["infinite_loop"]["ex03_1"] == "1" and rows["infinite_loop"]["ex03_3"] == "0"
     assert rows["imports_reference"]["total"] == "0"
     feedback = (base / "feedback" / "infinite_loop.md").read_text()
-    assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 6 points" in feedback
+    assert "# Feedback for infinite_loop" in feedback and "timed out" in feedback and "1 / 7 points" in feedback
     assert "printed more than" in (base / "feedback" / "huge_output.md").read_text()
     assert json.loads((base / "report.json").read_text())["sandbox"] == SUPPORT.description
     submissions = base / "submissions"
@@ -121,14 +119,12 @@ _GRAFTED = {"ex02_2": ("_in_place", "_batch_size_as_length"), "ex04_3": ("_forge
             "ex10_2": ("_half_split_pairs", "_positions_ignored")}  # fmt: skip
 
 
-def _graft(package: Path, exercise_id: str, mutant) -> None:  # noqa: ANN001
-    """Make ``package``'s exercise the mutant: its module ends by rebinding the target to it."""
-    from transformer_course.tools.checks import get_exercise
+def _graft(package: Path, attempt) -> None:  # noqa: ANN001 - an Attempt (tests/attempts)
+    """Make ``package``'s exercise the wrong answer: its module ends by rebinding the target to it."""
+    from .attempts import source_of
 
-    target = get_exercise(exercise_id)
-    chapter = mutant.__module__.rsplit(".", 1)[1]
-    source = (ROOT / "tests" / "mutants" / f"{chapter}.py").read_text()
-    (package / "_mutant.py").write_text(f"{source}\nMUTANT = {mutant.__name__}\n")
+    target = get_exercise(attempt.exercise)
+    (package / "_mutant.py").write_text(f"{source_of(attempt)}\nMUTANT = {attempt.name}\n")
     owner, _, name = target.qualname.rpartition(".")
     binding = f"{owner}.{name} = _mutant" if owner else f"{name} = _mutant"
     with open(ROOT / target.file) as original, open(package.parent / target.file, "w") as grafted:
@@ -137,20 +133,22 @@ def _graft(package: Path, exercise_id: str, mutant) -> None:  # noqa: ANN001
 
 @pytest.mark.parametrize("exercise_id", sorted(_GRAFTED))
 def test_mutant_packages_get_the_local_checks_verdict(exercise_id: str, tmp_path: Path) -> None:
-    mutants = {impl.__name__: (description, impl) for description, impl in all_mutants()[exercise_id]}
+    from .attempts import attempts
+
+    mutants = {attempt.name: attempt for attempt in attempts(exercise_id)}
     shutil.copytree(ROOT / PACKAGE, tmp_path / "correct" / PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
     for name in _GRAFTED[exercise_id]:
         package = tmp_path / name.strip("_") / PACKAGE  # a folder named _x would be skipped, as __MACOSX is
         shutil.copytree(ROOT / PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__", "tools"))
-        _graft(package, exercise_id, mutants[name][1])
+        _graft(package, mutants[name])
     report = grade(tmp_path, GradingConfig(timeout_s=120, memory_mb=3072, jobs=2), [exercise_id], progress=False)
     results = {s.student: s.results[exercise_id] for s in report.students}
     assert results["correct"].status == "passed", results["correct"].message
     for name in _GRAFTED[exercise_id]:
-        local = run_check(exercise_id, mutants[name][1])
+        local = run_check(exercise_id, mutants[name].impl)
         assert local.status == "failed"
         got = results[name.strip("_")]
-        assert (got.status, got.message) == (local.status, local.message), mutants[name][0]
+        assert (got.status, got.message) == (local.status, local.message), mutants[name].what
 
 
 # -- bad input: one line, exit status 2 ----------------------------------------------------------
@@ -356,26 +354,26 @@ def test_the_instructors_package_in_site_packages_is_hidden_from_jobs(
         pytest.skip(SUPPORT.description)
     installed = min(p for p in Path(site.getsitepackages()[0]).iterdir() if p.name.endswith(".dist-info"))
     monkeypatch.setattr(course, "package_dir", lambda: installed)
-    hidden = _hidden_course_packages(tmp_path)
+    hidden = hidden_course_packages(tmp_path)
     code = f"import os; print(len(os.listdir({str(installed)!r})))"
     job = sandbox.run([sys.executable, "-I", "-c", code], visible=hidden, mechanism=SUPPORT.mechanism)
     assert job.stdout == b"0\n" and any(installed.iterdir()), job.stderr
     monkeypatch.setattr(course, "package_dir", lambda: Path("/usr/lib/python3/dist-packages/transformer_course"))
     monkeypatch.setattr(sandbox, "python_paths", lambda: ["/usr/lib/python3/dist-packages"])
     with pytest.raises(ValueError, match="cannot be hidden"):
-        _hidden_course_packages(tmp_path)
+        hidden_course_packages(tmp_path)
 
 
 # -- the warm worker's channel, a long run's state and progress, reports safe to open -------------------
 
 
-def _fake_worker(answer: str) -> _Worker:
+def _fake_worker(answer: str) -> Worker:
     """A worker that says it is ready, reads one request and sends ``answer`` (a JSON header, NONCE
     replaced by the request's nonce) back."""
     code = ("import json, sys; out = sys.stdout.buffer; out.write(b'{\"ready\": true}\\n'); out.flush(); "
             "nonce = json.loads(sys.stdin.buffer.readline())['nonce'].encode(); "
             f"out.write({answer.encode()!r}.replace(b'NONCE', nonce) + b'\\n'); out.flush(); sys.stdin.read()")  # fmt: skip
-    return _Worker(sandbox.start([sys.executable, "-I", "-S", "-c", code], mechanism=SUPPORT.mechanism))
+    return Worker(sandbox.start([sys.executable, "-I", "-S", "-c", code], mechanism=SUPPORT.mechanism))
 
 
 def test_the_grader_takes_only_the_answer_for_the_exercise_it_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -395,8 +393,8 @@ def test_the_grader_takes_only_the_answer_for_the_exercise_it_asked_for(monkeypa
         assert honest.run(timeout_s=30).returncode == 0  # the same answer with the right nonce is taken
     finally:
         honest.close()
-    monkeypatch.setattr(grading, "GRACE_S", 0.2)
-    silent = _Worker(sandbox.start([sys.executable, "-I", "-S", "-c", "import sys, time; sys.stdout.write("
+    monkeypatch.setattr(grading.workers, "GRACE_S", 0.2)
+    silent = Worker(sandbox.start([sys.executable, "-I", "-S", "-c", "import sys, time; sys.stdout.write("
                                     "'{\"ready\": true}\\n'); sys.stdout.flush(); time.sleep(60)"],
                                    mechanism=SUPPORT.mechanism))  # fmt: skip
     try:
@@ -421,13 +419,13 @@ def test_an_interrupted_run_resumes_without_regrading_finished_students(
     assert len(state.read_text().splitlines()) == 3  # the run's name, then one line per student done
     with open(tmp_path / "subs" / "bob" / PACKAGE / "attention.py", "a") as handle:
         handle.write("\n\nattention_scores = None  # handed in again, broken\n")
-    started, original = [], grading._Jobs._student
+    started, original = [], grading.workers.Jobs._student
 
-    def counted(self: grading._Jobs, index: int, *rest: object) -> None:
+    def counted(self: grading.workers.Jobs, index: int, *rest: object) -> None:
         started.append(index)
         original(self, index, *rest)
 
-    monkeypatch.setattr(grading._Jobs, "_student", counted)
+    monkeypatch.setattr(grading.workers.Jobs, "_student", counted)
     second = grade(tmp_path / "subs", config, ["ex03_1"], progress=True, state_file=state, resume=True)
     assert started == [1], "only bob, whose submission changed, is graded again"
     assert second.students[0].results["ex03_1"].status == "passed"
@@ -592,12 +590,12 @@ def test_hidden_cases_catch_an_answer_fitted_to_the_visible_ones(tmp_path: Path)
 
 
 def test_the_student_edition_leaves_the_instructors_folder_out(tmp_path: Path) -> None:
-    from transformer_course.tools.edition import _course_files
+    from transformer_course.tools.course import course_files
 
     for name in ("grading.toml", "instructor/hidden_cases.py", "transformer_course/masks.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
-    assert sorted(p.as_posix() for p in _course_files(tmp_path)) == ["grading.toml", "transformer_course/masks.py"]
+    assert sorted(p.as_posix() for p in course_files(tmp_path)) == ["grading.toml", "transformer_course/masks.py"]
 
 
 # -- collection: archives, what is left out, two copies ------------------------------------------------
@@ -802,9 +800,10 @@ def test_debug_prints_reach_the_feedback_and_a_hanging_import_costs_one_timeout(
 
 
 def test_provenance_flags_and_fingerprints(tmp_path: Path) -> None:
-    from transformer_course.tools.grading import _copy_all, provenance_flags
+    from transformer_course.tools.grading import provenance_flags
+    from transformer_course.tools.grading.run import _copy_all
 
-    wanted = [grading.get_exercise(i) for i in ("ex06_1", "ex06_2", "ex03_1")]
+    wanted = [get_exercise(i) for i in ("ex06_1", "ex06_2", "ex03_1")]
     copied = _submission(tmp_path / "subs" / "ada")  # the complete edition's answers, markers and all
     (copied / PACKAGE / "masks.py.ex06_1.bak").write_text("# my old version\n")
     flags = provenance_flags(copied / PACKAGE, wanted)

@@ -13,10 +13,11 @@ import pytest
 import torch
 
 from transformer_course import attention
-from transformer_course.tools import edition
+from transformer_course.tools import edition, hints
 from transformer_course.tools.checks import EXERCISES, CheckFailure, check, get_exercise, run_check
 from transformer_course.tools.checks._tools import split_fix
-from transformer_course.tools.checks.runner import _failure_text, _load_all
+from transformer_course.tools.checks.registry import load_checks
+from transformer_course.tools.checks.runner import _failure_text
 from transformer_course.tools.cli import main
 from transformer_course.tools.course import PACKAGE
 from transformer_course.tools.grading import load_config
@@ -37,7 +38,7 @@ def _unscaled(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
 
 
 def test_every_exercise_has_a_nudge_without_code() -> None:
-    _load_all()
+    load_checks()
     for ex in EXERCISES.values():
         assert ex.nudge, f"{ex.id}: no 'Nudge:' paragraph in its check's docstring"
         assert not CODE.search(ex.nudge), f"{ex.id}: the nudge shows code: {CODE.search(ex.nudge).group()!r}"
@@ -109,8 +110,8 @@ def test_check_defaults_to_the_editions_level_and_asks_for_more(monkeypatch: pyt
     def stub(*args: object) -> None:  # a stub written at level "none"
         raise NotImplementedError(ex.stub_message(hints="none"))
 
-    monkeypatch.setattr(edition, "edition_hints", lambda root=None: "none")
-    assert run_check("ex03_1", _unscaled).message.endswith("the scores are not scaled (1 of 4 cases passed)")
+    monkeypatch.setattr(hints, "edition_hints", lambda root=None: "none")
+    assert run_check("ex03_1", _unscaled).message.endswith("the scores are not scaled (1 of 5 cases passed)")
     assert run_check("ex03_3", stub).message == ex.stub_message(hints="none")
     assert run_check("ex03_3", stub, hints="full").message == ex.stub_message()  # the learner asked for more
     assert run_check("ex03_3", stub, hints="nudge").message == ex.stub_message(hints="nudge")
@@ -127,7 +128,7 @@ def test_grade_writes_the_feedback_at_the_configured_level(tmp_path: Path, capsy
     args = ["grade", str(tmp_path / "subs"), "--out", str(out), "--exercises", "ex03_1", "--no-progress"]
     assert main([*args, "--config", str(config)]) == 0
     message = json.loads(out.with_suffix(".json").read_text())["students"][0]["results"]["ex03_1"]["message"]
-    assert message.endswith("the scores are not scaled (1 of 4 cases passed)"), message
+    assert message.endswith("the scores are not scaled (1 of 5 cases passed)"), message
     feedback = (out.parent / "feedback" / "ada.md").read_text()
     assert "the scores are not scaled" in feedback and "divide" not in feedback
     config.write_text('[grading]\nhints = "some"\n')
@@ -162,3 +163,22 @@ def test_what_a_common_pytorch_error_means_is_a_fix_shown_at_full_only() -> None
     full, none = (run_check("ex03_1", transposed_wrong, hints=level).message for level in ("full", "none"))
     assert "raised RuntimeError" in full and "do not broadcast" in full, full
     assert "raised RuntimeError" in none and "do not broadcast" not in none, none
+
+
+def test_check_without_ids_prints_status_and_file_not_the_hints(monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture) -> None:  # fmt: skip
+    """The overview a learner starts with gives no exercise away: one line per exercise, its status
+    and the file to edit; the stubs' hints (recipes at level "full") only for an exercise asked for."""
+    from transformer_course.tools import checks
+    from transformer_course.tools.checks.runner import CheckResult
+
+    stubbed = [CheckResult(i, ex.title, "not implemented", ex.stub_message()) for i, ex in sorted(EXERCISES.items())]
+    monkeypatch.setattr(checks, "run_checks", lambda ids=None, timeout=None, hints=None: [r for r in stubbed
+                        if ids is None or r.id in ids])  # fmt: skip
+    assert main(["check"]) == 1
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] and line.split()[0] in EXERCISES]
+    assert rows == [[i, "not", "implemented", ex.file] for i, ex in sorted(EXERCISES.items())], out
+    assert "Hint" not in out and "check EXERCISE" in out.splitlines()[-1]
+    main(["check", "ex03_3"])
+    assert get_exercise("ex03_3").hint in capsys.readouterr().out  # asked for by id: the whole message

@@ -17,12 +17,11 @@ import torch
 from torch import nn
 
 from transformer_course.tools.checks import EXERCISES, run_check
-from transformer_course.tools.checks.registry import writing_order
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.registry import load_checks, writing_order
 from transformer_course.tools.checks.standins import STANDINS, job_source, standin_closure
 
 ROOT = Path(__file__).resolve().parent.parent
-_load_all()
+load_checks()
 
 
 def _poison(exercise_id: str):
@@ -88,7 +87,10 @@ def test_a_wrong_multi_head_attention_fails_ex04_3_and_nothing_else(tmp_path: Pa
     assert set(rows) == set(EXERCISES), run.stdout + run.stderr
     failed = sorted(i for i, line in rows.items() if " passed " not in line)
     assert failed == ["ex04_3"], run.stdout
-    assert "apply the output projection W^O" in rows["ex04_3"]
+    assert rows["ex04_3"].split() == ["ex04_3", "failed", "transformer_course/multihead.py"], run.stdout
+    run = subprocess.run([sys.executable, "-m", "transformer_course", "check", "ex04_3"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert "apply the output projection W^O" in run.stdout, run.stdout + run.stderr
 
 
 def _same(a, b) -> None:

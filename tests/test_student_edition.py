@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools.checks.registry import EXERCISES, parse_stub_message
-from transformer_course.tools.checks.runner import _load_all
+from transformer_course.tools.checks.registry import EXERCISES, load_checks, parse_stub_message
 from transformer_course.tools.edition import (
     STUDENT_MARK,
     build_student_edition,
@@ -29,7 +28,7 @@ from transformer_course.tools.edition import (
 
 pytestmark = pytest.mark.complete_edition
 ROOT = Path(__file__).resolve().parent.parent
-_load_all()
+load_checks()
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +58,7 @@ def test_no_solution_text_remains_anywhere(edition: Path) -> None:
     snippets = solution_snippets(ROOT)
     leaks = find_leaks(edition, snippets)
     assert not leaks, "solution text in the student edition:\n" + "\n".join(f"{w}: {line}" for w, line in leaks)
-    assert not (edition / "solutions").exists() and not (edition / "tests" / "mutants").exists()
+    assert not (edition / "solutions").exists() and not (edition / "tests" / "attempts").exists()
     assert not [p for p in edition.rglob("*") if p.suffix == ".pyc" or p.name == "__pycache__"]
     for path in [*edition.rglob("*.py"), *(edition / "exercises").glob("*.ipynb")]:
         regions = list(solution_regions(path.read_text(encoding="utf-8")))
@@ -166,6 +165,7 @@ def test_the_edition_test_suite_runs_and_names_what_is_missing(edition: Path) ->
             "-m",
             "ex03_1",
             "tests/test_exercises.py",
+            "tests/test_hidden_cases.py",
             f"tests/{probe.name}",
         ]
         out = _run(args, edition)
@@ -173,10 +173,24 @@ def test_the_edition_test_suite_runs_and_names_what_is_missing(edition: Path) ->
         probe.unlink()
     text = out.stdout + out.stderr
     summary = text.strip().splitlines()[-1]
-    assert "1 failed" in summary and "2 skipped" in summary and "error" not in summary, text[-3000:]
+    assert "1 failed" in summary and "3 skipped" in summary and "error" not in summary, text[-3000:]
     assert "ex03_1 (attention_scores) is not implemented yet: edit transformer_course/attention.py" in text
     assert "waits for ex03_1: write it in transformer_course/attention.py" in text, text[-3000:]
     assert "needs the complete edition" in text, text[-3000:]
+
+
+def test_pytest_m_works_there_for_every_exercise(edition: Path) -> None:
+    """``pytest -m exNN_M``, as the notebooks and the README offer it, collects the edition's whole
+    test suite without an error (nothing there imports what the edition leaves out) and runs each
+    exercise's check, which says the exercise is not written yet."""
+    args = ["-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider", "-m", " or ".join(sorted(EXERCISES)), "tests"]
+    env = {**os.environ, "PYTHONPATH": str(edition), "COLUMNS": "1000"}  # the summary's lines whole
+    out = subprocess.run([sys.executable, *args], cwd=edition, env=env, capture_output=True, text=True, timeout=900)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1 and f"{len(EXERCISES)} failed" in text and " error" not in text, text[-3000:]
+    for exercise_id in EXERCISES:
+        failed = f"FAILED tests/test_exercises.py::test_check_passes_on_the_solution[{exercise_id}] - "
+        assert f"{failed}AssertionError: ○ {exercise_id} " in text, (exercise_id, text[-3000:])
 
 
 def test_check_table_restore_and_timed_out(edition: Path, tmp_path: Path) -> None:

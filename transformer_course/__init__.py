@@ -50,31 +50,46 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "SPECIAL_TOKENS": "vocab", "Vocab": "vocab", "tokenize": "vocab",
     "TokenEmbedding": "embeddings", "one_hot_lookup": "embeddings", "tie_weights": "embeddings",
+    "UnscaledEmbedding": "embeddings",
     "LearnedPositionalEmbedding": "positional", "PositionalEncoding": "positional",
     "relative_position_map": "positional", "sinusoidal_positional_encoding": "positional",
     "apply_mask": "attention", "attention_scores": "attention", "fast_attention": "attention",
-    "scaled_dot_product_attention": "attention",
+    "scaled_dot_product_attention": "attention", "band_mask": "attention",
     "MultiHeadAttention": "multihead", "merge_heads": "multihead", "split_heads": "multihead",
-    "PositionwiseFeedForward": "feedforward", "residual": "sublayer", "Encoder": "encoder", "EncoderLayer": "encoder",
+    "PositionwiseFeedForward": "feedforward",
+    "residual": "sublayer",
+    "Encoder": "encoder", "EncoderLayer": "encoder",
     "causal_mask": "masks", "padding_mask": "masks", "target_mask": "masks",
-    "Decoder": "decoder", "DecoderLayer": "decoder", "TransformerConfig": "config", "Transformer": "model",
+    "Decoder": "decoder", "DecoderLayer": "decoder",
+    "TransformerConfig": "config",
+    "Transformer": "model",
     "pick_device": "device",
-    "load_task": "datasets", "english_tokens": "datasets.numbers", "german_text": "datasets.numbers",
-    "german_tokens": "datasets.numbers", "number_to_english": "datasets.numbers", "number_to_german": "datasets.numbers",
-    "label_smoothed_cross_entropy": "loss", "transformer_lr": "schedule", "transformer_scheduler": "schedule",
-    "train_step": "step", "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
+    "load_task": "datasets",
+    "english_tokens": "datasets.numbers", "german_text": "datasets.numbers", "german_tokens": "datasets.numbers",
+    "number_to_english": "datasets.numbers", "number_to_german": "datasets.numbers",
+    "label_smoothed_cross_entropy": "loss",
+    "transformer_lr": "schedule", "transformer_scheduler": "schedule",
+    "train_step": "step",
+    "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
     "DecoderCache": "cache", "KVCache": "cache",
-    "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "evaluate": "evaluation",
-    "max_output_length": "decoding",
+    "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "max_output_length": "decoding",
+    "greedy_step": "decoding", "top_p_filter": "decoding", "beam_step": "decoding",
+    "evaluate": "evaluation",
     "load_pretrained": "tools.pretrained",
-    "RMSNorm": "rmsnorm", "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary", "SwiGLU": "swiglu",
-    "blocked_attention": "blocked", "repeat_kv": "grouped", "GroupedQueryAttention": "grouped",
+    "RMSNorm": "rmsnorm",
+    "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary",
+    "SwiGLU": "swiglu",
+    "blocked_attention": "blocked", "online_softmax_update": "blocked",
+    "repeat_kv": "grouped", "GroupedQueryAttention": "grouped",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
     "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
-    "UnscaledEmbedding": "embeddings",
     "from_gpt2": "convert", "from_llama": "convert", "from_marian": "convert", "marian_layer_names": "convert",
     "rope_halves_to_interleaved": "convert", "split_conv1d": "convert",
     "quantize": "quantize", "Int8Linear": "quantize", "Int8Embedding": "quantize",
+    "teacher_forcing": "batching",
+    "pack": "token_batches",
+    "average_state_dicts": "averaging",
+    "bpe_merges": "subwords",
 }  # fmt: skip
 
 __all__ = sorted(_EXPORTS)
@@ -111,8 +126,10 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
-    from .attention import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
-    from .blocked import blocked_attention
+    from .attention import apply_mask, attention_scores, band_mask, fast_attention, scaled_dot_product_attention
+    from .averaging import average_state_dicts
+    from .batching import teacher_forcing
+    from .blocked import blocked_attention, online_softmax_update
     from .cache import DecoderCache, KVCache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
@@ -127,7 +144,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .datasets import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
-    from .decoding import beam_search, greedy_decode, max_output_length, sample
+    from .decoding import beam_search, beam_step, greedy_decode, greedy_step, max_output_length, sample, top_p_filter
     from .device import pick_device
     from .embeddings import TokenEmbedding, UnscaledEmbedding, one_hot_lookup, tie_weights
     from .encoder import Encoder, EncoderLayer
@@ -152,6 +169,8 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .schedule import transformer_lr, transformer_scheduler
     from .step import train_step
     from .sublayer import residual
+    from .subwords import bpe_merges
     from .swiglu import SwiGLU
+    from .token_batches import pack
     from .tools.pretrained import load_pretrained
     from .vocab import SPECIAL_TOKENS, Vocab, tokenize

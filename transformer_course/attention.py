@@ -142,3 +142,18 @@ def fast_attention(
             q = q.masked_fill(empty, 0.0)  # zero query → equal scores → uniform weights
             mask = mask | empty  # an empty row may attend everywhere; other rows are unchanged
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal)
+
+
+def band_mask(size: int, r: int, device: torch.device | str | None = None) -> Tensor:
+    """Restricted self-attention's mask (paper §4, Table 1's last row): position t may attend to the
+    positions at most ``r`` away on either side, itself included (True = may attend).
+
+    Shape:
+        → (size, size) bool, broadcastable to (B, H, T, T)
+    """
+    if size < 1 or r < 0:
+        raise ValueError(f"size must be >= 1 and r >= 0, got size={size}, r={r}")
+    ### BEGIN SOLUTION
+    positions = torch.arange(size, device=device)  # (T,)
+    return (positions[:, None] - positions[None, :]).abs() <= r  # (T, T): |t - s| <= r
+    ### END SOLUTION

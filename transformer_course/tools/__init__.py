@@ -1,12 +1,20 @@
 """The course's tools: everything that is not the learner's model.
 
 * ``checks/``: one check per exercise (its cases and judges), and what runs them (notebook check
-  cells, ``check``, pytest);
+  cells, ``check``, pytest); ``checks/registry.py`` is where an exercise is registered and found;
 * ``probe/``: what runs next to the learner's code: fixtures built with the learner's classes, calls,
   plain data back (locally in-process; when grading, copied into each sandboxed job);
+* ``regions.py``: the solution regions (nbgrader's markers) and the functions that hold them;
+* ``answers.py``: does a text contain a solution? (the edition's leak checks, the grader's scrubbing);
+* ``hints.py``: how much a stub and a failing check give away (the hint levels);
+* ``build.py``: ``make exercises``, what the exercises' registrations make (notebooks' parts, exports,
+  the lock) and the one-line report of a piece missing; ``lock.py``: the lock (each exercise's
+  cases, each chapter's exercises); ``needs.py``: which exercises a chapter runs, read from its code;
 * ``edition.py``: the student edition (stubs, cleared notebooks) made from the complete one;
-* ``grading.py``: grading a class's submissions (copies, one sandbox per job, the verdict outside);
-* ``sandbox.py``: one sandbox (bubblewrap, else unshare, else a stated fallback) per grading job;
+* ``grading/``: grading a class's submissions (configuration, collection, workers, resume state,
+  reports); ``written.py`` and ``questions.py``: the written answers and their questions;
+* ``sandbox.py`` (and ``sandbox_inside.py``): one sandbox (bubblewrap, else unshare, else a stated
+  fallback) per grading job;
 * ``cli/``: the command line (``python -m transformer_course …``);
 * ``notebook.py``: what a chapter's set-up cell switches on (reloading, the stop message);
 * ``colab.py``: on Colab, the learner's own student edition (what every notebook's first cell calls);

@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from .course import PACKAGE, REPOSITORY_URL
-from .edition import is_student_edition
+from .hints import is_student_edition
 
 EDITION = "/content/my-transformer"  # the learner's copy; TRANSFORMER_COURSE_EDITION overrides it
 SOURCE = "~/transformer-course"  # where the first cell clones the complete course

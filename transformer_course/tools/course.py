@@ -9,6 +9,7 @@ or says in one line how to get it.
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 PACKAGE = "transformer_course"  # the name of the learner's package, in every edition
@@ -44,3 +45,38 @@ def course_root(command: str) -> Path:
             f"pip install -e . && python -m {PACKAGE} {command} …"
         )
     return root
+
+
+# What the student edition leaves out: the solutions, the machinery that proves the checks, and the
+# instructor's own files (``instructor/``: the hidden cases that grading.toml may name).
+EXCLUDED = ("solutions", "tests/attempts", "tests/test_attempts.py", ".git", ".venv", ".venv-oldest", "student-edition",
+            "instructor")  # fmt: skip
+# Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
+JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
+
+
+def course_files(root: Path) -> list[Path]:
+    """The files of the course at ``root`` (relative) that a student edition ships: git's list where
+    there is one (ignored files left out), else every file."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=root, capture_output=True, text=True, check=True,
+        ).stdout.splitlines()  # fmt: skip
+        files = [Path(p) for p in listed]
+    except (OSError, subprocess.CalledProcessError):
+        files = [p.relative_to(root) for p in root.rglob("*") if p.is_file()]
+    return [f for f in files if shipped(f) and (root / f).is_file()]
+
+
+def shipped(f: Path) -> bool:
+    """The student edition holds file ``f`` (relative to the course) when the course does."""
+    posix = f.as_posix()
+    if any(posix == e or posix.startswith(e + "/") for e in EXCLUDED):
+        return False
+    return not (JUNK & set(f.parts) or f.suffix in {".pyc", ".pyo"} or any(p.endswith(".egg-info") for p in f.parts))
+
+
+def room_files(package_dir: Path) -> list[Path]:
+    """The learner's rooms: every ``.py`` file of the package outside ``tools/``."""
+    return sorted(p for p in package_dir.rglob("*.py") if "tools" not in p.relative_to(package_dir).parts)

@@ -5,9 +5,9 @@ Importing the course changes nothing in Jupyter; a chapter asks for these explic
 * your saved edits run: before each cell, IPython's ``autoreload`` reloads the course's files that
   changed, so re-running a cell after writing an exercise runs your new code (no restart);
 * a cell that reaches an exercise you have not written yet stops with one short message: the
-  exercise, the file to edit, a hint, and the exercises it needs that are not written yet either,
-  in the order to write them. If your edit is saved but could not be loaded, it says so instead,
-  and what to do;
+  exercise, the file to edit, a hint, and every exercise not written yet that it needs or that the
+  chapter runs (the course's lock records which), in the order to write them. If your edit is saved
+  but could not be loaded, it says so instead, and what to do;
 * the printing and plotting style the chapters are written with;
 * tqdm's progress bars imported once, quietly (see :func:`import_progress_bars`).
 """
@@ -15,14 +15,15 @@ Importing the course changes nothing in Jupyter; a chapter asks for these explic
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import types
 import warnings
 from pathlib import Path
 
-from .checks.registry import EXERCISES, parse_stub_message, writing_order
-from .checks.runner import _load_all
+from .checks.registry import EXERCISES, load_checks, parse_stub_message, writing_order
 from .course import PACKAGE, package_dir
+from .lock import chapter_exercises
 
 RESTART = (
     "restart the kernel and run the notebook again (JupyterLab: Kernel → Restart Kernel and Run All Cells; "
@@ -77,14 +78,24 @@ def show_exercise_stubs_briefly(shell) -> None:  # noqa: ANN001 - IPython's Inte
         if stub is None:
             shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
             return None
-        shell._showtraceback(etype, value, stop_message(str(value), tb))
+        shell._showtraceback(etype, value, stop_message(str(value), tb, running_chapter(shell)))
         return None
 
     shell.set_custom_exc((NotImplementedError,), handler)
 
 
-def stop_message(message: str, tb: types.TracebackType | None) -> list[str]:
-    """The lines shown when a cell stops at the stub that raised ``message`` (traceback ``tb``)."""
+def running_chapter(shell) -> str | None:  # noqa: ANN001 - IPython's InteractiveShell
+    """The chapter of the notebook that runs ("04" for chapters/04_….ipynb or exercises/ex04_….ipynb), as
+    JupyterLab (``__session__``) or VS Code (``__vsc_ipynb_file__``) names it; None where neither does."""
+    namespace = getattr(shell, "user_ns", {})
+    path = namespace.get("__session__") or namespace.get("__vsc_ipynb_file__") or ""
+    match = re.match(r"(?:ex)?(\d\d)_\w+\.ipynb$", Path(str(path)).name)
+    return match.group(1) if match else None
+
+
+def stop_message(message: str, tb: types.TracebackType | None, chapter: str | None = None) -> list[str]:
+    """The lines shown when a cell stops at the stub that raised ``message`` (traceback ``tb``) in a
+    notebook of ``chapter`` (None: unknown)."""
     exercise_id, function, file, hint = parse_stub_message(message)
     frames = _frames(tb)
     running = Path(frames[-1].f_code.co_filename) if frames else package_dir().parent / file
@@ -99,18 +110,23 @@ def stop_message(message: str, tb: types.TracebackType | None) -> list[str]:
             f"This cell runs it through {' → '.join(path)}: it is exercise {exercise_id} of chapter "
             f"{exercise_id[2:4]}{f' (statement in {where})' if where else ''}."
         )
-    _load_all()
-    order = writing_order(exercise_id) if exercise_id in EXERCISES else [exercise_id]
-    before = [EXERCISES[e] for e in order[:-1]]
-    unwritten = [ex for ex in before if _not_written(ex)]
+    load_checks()
+    if exercise_id not in EXERCISES:
+        return [*lines, f"Write it in {file} (hint: {hint})"]
+    needed = writing_order(exercise_id)[:-1]
+    runs = [i for i in chapter_exercises(chapter or "") if i in EXERCISES and i != exercise_id and i not in needed]
+    order = list(dict.fromkeys(e for i in sorted({*needed, *runs, exercise_id}) for e in writing_order(i)))
+    unwritten = [EXERCISES[i] for i in order if i != exercise_id and _not_written(EXERCISES[i])]
     if not unwritten:
         lines.append(f"Write it in {file} (hint: {hint})")
         checked = exercise_id
     else:
-        lines.append(f"It needs {_listed(unwritten)}, not written yet either. Write them in this order, then save:")
-        lines += [f"  {ex.id} {ex.qualname} in {ex.file}" for ex in unwritten]
-        lines.append(f"  {exercise_id} {function} in {file} (hint: {hint})")
-        checked = " ".join([ex.id for ex in unwritten] + [exercise_id])
+        lines.append(_still_to_write([ex for ex in unwritten if ex.id in needed],
+                                     [ex for ex in unwritten if ex.id not in needed], chapter))  # fmt: skip
+        lines += [f"  {i} {function} in {file} (hint: {hint})" if i == exercise_id else
+                  f"  {i} {EXERCISES[i].qualname} in {EXERCISES[i].file}"
+                  for i in order if i == exercise_id or EXERCISES[i] in unwritten]  # fmt: skip
+        checked = " ".join(i for i in order if i == exercise_id or EXERCISES[i] in unwritten)
     lines += [
         f"Check: `python -m {PACKAGE} check {checked}` or `pytest -m {exercise_id}`; then re-run this cell.",
         f"Stuck? `python -m {PACKAGE} restore {exercise_id}` puts the worked answer in.",
@@ -149,6 +165,14 @@ def _in_a_room(filename: str) -> bool:
 def _exercise_notebook(exercise_id: str) -> str | None:
     found = sorted((package_dir().parent / "exercises").glob(f"ex{exercise_id[2:4]}_*.ipynb"))
     return f"exercises/{found[0].name}" if found else None
+
+
+def _still_to_write(needed: list, runs: list, chapter: str | None) -> str:
+    """The sentence before the list: what this exercise needs, and what else the chapter runs."""
+    parts = [f"It needs {_listed(needed)}, not written yet either"] if needed else []
+    if runs:
+        parts.append(f"{'c' if parts else 'C'}hapter {chapter} also runs {_listed(runs)}, not written yet")
+    return "; ".join(parts) + ". Write them in this order, then save:"
 
 
 def _listed(exercises: list) -> str:

@@ -19,8 +19,8 @@ sets the deadlines and ends it with ``close()``, which kills everything it start
 Two tools can build this on an ordinary Linux machine, without Docker and without root:
 
 * ``bwrap`` (Debian package ``bubblewrap``), preferred: a small, widely audited tool made for this;
-* util-linux's ``unshare`` (installed everywhere), with the mounts done by this module's own
-  ``--inside`` step (``_inside`` below), for machines where bubblewrap is not installed.
+* util-linux's ``unshare`` (installed everywhere), with the mounts done by the course's own
+  inside step (:mod:`.sandbox_inside`), for machines where bubblewrap is not installed.
 
 An instructor installs bubblewrap with ``apt-get install bubblewrap`` (Debian, Ubuntu) or
 ``dnf install bubblewrap`` (Fedora); a learner without root needs nothing: ``unshare`` is there.
@@ -48,7 +48,6 @@ threat model grows.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -69,6 +68,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Literal, NamedTuple
+
+from .sandbox_inside import PIVOT_ROOT, PR_SET_PDEATHSIG, libc
 
 Mechanism = Literal["bwrap", "unshare", "none"]
 MECHANISMS: tuple[Mechanism, ...] = ("bwrap", "unshare", "none")
@@ -150,7 +151,7 @@ def _problem(mechanism: Mechanism) -> str | None:
     missing = [tool for tool in tools[mechanism] if shutil.which(tool) is None]
     if missing:
         return f"{' and '.join(missing)} not installed"
-    if mechanism == "unshare" and _PIVOT_ROOT is None:
+    if mechanism == "unshare" and PIVOT_ROOT is None:
         return f"unshare backend does not know pivot_root's number on {platform.machine()}"
     try:  # the only reliable test: run a tiny job the way run() will
         plan, limits = _plan([], python=False, tmp_mb=1), _Limits(10.0, 256, 8, 1, 4096)
@@ -582,7 +583,8 @@ def _unshare_command(spec: dict, *, as_root: bool) -> list[str]:
     # As root no user namespace is needed (and one would leave the job uid 0); otherwise map us to its root.
     command = [shutil.which("unshare") or "unshare"] + ([] if as_root else ["--user", "--map-root-user"])
     command += ["--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child"]
-    return command + [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--inside", json.dumps(spec)]
+    inside = Path(__file__).resolve().with_name("sandbox_inside.py")  # run by path: standard library only
+    return command + [sys.executable, "-I", "-S", str(inside), json.dumps(spec)]
 
 
 def _rlimits(limits: _Limits):
@@ -601,7 +603,7 @@ def _rlimits(limits: _Limits):
         for which, value in capped.items():
             resource.setrlimit(which, (value, value))
         if sys.platform == "linux":  # the launcher dies with the grader
-            _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
     return apply
 
@@ -742,146 +744,3 @@ def _check_job_can_use(view: Visible, uid: int) -> None:
             f"{view.host_path}: jobs run as uid {uid} when grading as root and cannot {action} it "
             f"(chown {uid} or chmod o+rX{'w' if view.writable else ''})"
         )
-
-
-# --------------------------------------------------------------------------------------------------
-# The unshare backend's inside step. It runs as the first process of the new namespaces (root in a new
-# user namespace, or real root), with only the standard library, and never imports anything later.
-
-_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
-_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
-_MNT_DETACH = 2
-# Flags the kernel may lock on a mount seen from a user namespace; a remount must repeat them.
-# (os.ST_* and the MS_* flags have the same values on Linux.)
-_KEEP_FLAGS = os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME | os.ST_RELATIME
-# glibc has no pivot_root(): the system call's number per architecture.
-_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}.get(platform.machine())
-_DEV_NODES = ("null", "zero", "full", "random", "urandom")
-
-
-@cache
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _sys(result: int, what: str) -> None:
-    if result != 0:
-        number = ctypes.get_errno()
-        raise OSError(number, f"{what}: {os.strerror(number)}")
-
-
-def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
-    def arg(text: str | None) -> bytes | None:
-        return None if text is None else os.fsencode(text)
-
-    result = _libc().mount(arg(source), arg(target), arg(fstype), ctypes.c_ulong(flags), arg(data))
-    _sys(result, f"mount {source or ''} on {target}")
-
-
-def _bind(source: str, target: str, *, readonly: bool, devices: bool = False) -> None:
-    """Bind ``source`` at ``target`` (created), then remount it read-only and nosuid (nodev unless devices)."""
-    if os.path.isdir(source):
-        os.makedirs(target, exist_ok=True)
-    else:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        open(target, "a").close()
-    _mount(source, target, None, _MS_BIND)  # not recursive: mounts below source stay hidden
-    flags = _MS_REMOUNT | _MS_BIND | _MS_NOSUID | (os.statvfs(target).f_flag & _KEEP_FLAGS)
-    flags |= (_MS_RDONLY if readonly else 0) | (0 if devices else _MS_NODEV)
-    _mount(None, target, None, flags)
-
-
-def _build_root(ops: list[list[str]], cwd: str) -> None:
-    """Build the sandbox's file system on a fresh tmpfs and make it the root, the old one detached."""
-    os.umask(0o022)
-    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing we mount may reach the host's namespace
-    # Open every source first: the new root is mounted over /tmp, which could hide some of them.
-    sources = {src: os.open(src, os.O_PATH | os.O_CLOEXEC) for kind, src, _ in ops if kind in ("ro", "rw")}
-    new_root = "/tmp"
-    _mount("tmpfs", new_root, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
-    for kind, src, dst in ops:
-        target = new_root + dst
-        if kind in ("ro", "rw"):  # /proc/self/fd/N is the opened source (the host's /proc is still here)
-            _bind(f"/proc/self/fd/{sources[src]}", target, readonly=kind == "ro")
-        elif kind == "symlink":
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            os.symlink(src, target)
-        elif kind == "tmpfs":
-            os.makedirs(target, exist_ok=True)
-            _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={src},mode=1777")
-        elif kind == "proc":
-            os.makedirs(target, exist_ok=True)
-            _mount("proc", target, "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        elif kind == "dev":  # a minimal /dev: a few harmless devices and the usual links
-            os.makedirs(target, exist_ok=True)
-            _mount("tmpfs", target, "tmpfs", _MS_NOSUID | _MS_NOEXEC, "size=64k,mode=0755")
-            for name in _DEV_NODES:
-                _bind(f"/dev/{name}", f"{target}/{name}", readonly=False, devices=True)
-            for name, link in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0")):
-                os.symlink(link, f"{target}/{name}")
-            os.symlink("/proc/self/fd/1", f"{target}/stdout")
-            os.symlink("/proc/self/fd/2", f"{target}/stderr")
-            _mount(None, target, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NOEXEC)
-    for fd in sources.values():
-        os.close(fd)
-    _mount(None, new_root, None, _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV)
-    # pivot_root, not chroot: with the old root detached there is nothing left to escape to, even for a
-    # job that makes its own user namespace (and so gets CAP_SYS_CHROOT back).
-    os.chdir(new_root)
-    _sys(_libc().syscall(_PIVOT_ROOT, b".", b"."), "pivot_root")
-    _sys(_libc().umount2(b".", _MNT_DETACH), "detach the old root")
-    os.chdir(cwd)
-
-
-def _drop_privileges(uid: int | None, nproc: int) -> None:
-    """Leave the job no way to undo the sandbox: no capabilities, no set-uid gains, a process limit."""
-    _sys(_libc().prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-    if uid is not None:  # real root: become an ordinary user, which clears every capability
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-        return
-    # Root of our own user namespace: an empty bounding set means the job's exec grants no capability.
-    cap = 0
-    while _libc().prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
-        cap += 1
-    if cap == 0 or ctypes.get_errno() != 22:  # EINVAL marks the end of the list; anything else is a failure
-        raise OSError(ctypes.get_errno(), "could not drop capabilities")
-
-
-def _inside(spec: dict) -> None:
-    """First process of the new namespaces: build the root, drop privileges, run the job, reap, exit."""
-    status = spec["status_fd"]
-    os.set_inheritable(status, False)  # the job must not inherit the grader's status pipe
-    # Our pid as the grader sees it (/proc is still the host's), in bwrap's format: the grader kills us
-    # by it on a timeout.
-    os.write(status, f'{{"child-pid": {os.readlink("/proc/self")}}}\n'.encode())
-    try:
-        _build_root(spec["ops"], spec["cwd"])
-        _drop_privileges(spec["uid"], spec["nproc"])
-    except OSError as error:
-        print(f"sandbox: {error}", file=sys.stderr, flush=True)
-        os._exit(125)
-    argv = spec["argv"]
-    job = os.fork()
-    if job == 0:
-        try:
-            os.setsid()
-            os.execvp(argv[0], argv)
-        except OSError as error:  # like a shell (and prlimit under bwrap): 127 not found, 126 not runnable
-            print(f"sandbox: cannot run {argv[0]}: {error.strerror}", file=sys.stderr, flush=True)
-            os._exit(127 if isinstance(error, FileNotFoundError) else 126)
-    while True:  # as pid 1 we also reap orphans, so they stop counting against the process limit
-        pid, wait_status = os.wait()
-        if pid == job:
-            break
-    code = os.waitstatus_to_exitcode(wait_status)
-    code = code if code >= 0 else 128 - code
-    os.write(status, f'{{"exit-code": {code}}}\n'.encode())
-    os._exit(code)  # the kernel now kills whatever is left in the pid namespace
-
-
-if __name__ == "__main__" and sys.argv[1:2] == ["--inside"]:
-    _inside(json.loads(sys.argv[2]))

@@ -1,10 +1,8 @@
 """Written answers: the "in your own words" questions of the exercise notebooks, in the grade.
 
-* **Questions** come from the one source, ``solutions/exNN_*.py``: a markdown cell holding a
-  solution region (which ``build-exercises`` turns into ``YOUR ANSWER HERE``) is a written
-  question. Its id is ``exNN_qK``: the K-th such cell (from 1) of the notebook ``exNN_*``; its text
-  is the cell's markdown before the region. The student's notebook, the sheet and ``grading.toml``'s
-  ``[written]`` table all use these ids.
+* **Questions** come from the one source, ``solutions/exNN_*.py`` (:mod:`.questions`): ids
+  ``exNN_qK``, which the student's notebook, the sheet and ``grading.toml``'s ``[written]`` table
+  all use.
 * **Answers**: ``grade`` finds each submission's ``exNN_*.ipynb`` (anywhere in its folder or zip)
   and takes, for each question, the text the student put in place of ``YOUR ANSWER HERE`` in the
   cell that starts with the question. Empty, or still ``YOUR ANSWER HERE``: not answered.
@@ -19,93 +17,21 @@
 from __future__ import annotations
 
 import csv
-import functools
 import json
 import math
 import re
 import tempfile
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-from . import course
-from .edition import TEXT_STUB, solution_regions
-from .grading import (
-    FORMULA_STARTS,
-    NOT_SUBMITTED,
-    SKIPPED,
-    GradingConfig,
-    GradingReport,
-    Refused,
-    WrittenResult,
-    _is_archive,
-    _number_text,
-    _write_rows,
-    list_submissions,
-    markdown_text,
-    student_name,
-    unpack_archive,
-    write_atomically,
-)
+from .grading.collect import NOT_SUBMITTED, SKIPPED, Refused, is_archive, list_submissions, student_name, unpack_archive
+from .grading.config import GradingConfig
+from .grading.reports import FORMULA_STARTS, markdown_text, number_text, write_atomically, write_rows
+from .grading.results import GradingReport, WrittenResult
+from .questions import QUESTION_ID, SHORT, Question, check_question_ids, course_questions, questions_in  # noqa: F401
+from .regions import TEXT_STUB
 
-QUESTION_ID = re.compile(r"(ex\d\d)_q([1-9]\d*)")  # ex03_q2: the 2nd written question of exercises/ex03_*.ipynb
 NOTEBOOK = "ex[0-9][0-9]_*.ipynb"  # a submission's exercise notebooks
 SHEET_COLUMNS = ("student", "question", "question_text", "answer", "max_points", "points", "comment")
-SHORT = 200  # characters of a question's text in the sheet
-
-
-@dataclass(frozen=True)
-class Question:
-    id: str  # "ex03_q2"
-    notebook: str  # "ex03_attention": the notebook's name without .ipynb
-    text: str  # the cell's markdown before its solution region (after the one before, in a cell of two)
-    until: str = ""  # the text of the next question in the same cell, where this answer ends ("": none)
-
-    def short(self) -> str:
-        """The question in one line: its last paragraph (the question itself), cut to SHORT."""
-        last = " ".join(self.text.strip().split("\n\n")[-1].split())
-        return last if len(last) <= SHORT else last[: SHORT - 1] + "…"
-
-
-def questions_in(cells: Iterable[tuple[str, str]], notebook: str) -> list[Question]:
-    """The written questions of a solution notebook's (cell type, source) pairs, in order."""
-    found: list[Question] = []
-    for kind, source in cells:
-        if kind != "markdown":
-            continue
-        lines, texts, after = source.split("\n"), [], 0  # after: the first line past the region before
-        for begin, end in solution_regions(source):
-            texts.append("\n".join(lines[after:begin]).strip())
-            after = end + 1
-        for k, text in enumerate(texts):
-            until = texts[k + 1] if k + 1 < len(texts) else ""
-            found.append(Question(f"{notebook[:4]}_q{len(found) + 1}", notebook, text, until))
-    return found
-
-
-@functools.lru_cache(maxsize=4)
-def course_questions(root: Path | None = None) -> dict[str, Question]:
-    """Every written question of the course (``solutions/*.py`` of ``root``, default: this course's)."""
-    import jupytext
-
-    root = root or course.find_course_root()
-    questions: dict[str, Question] = {}
-    if root is None or not (root / "solutions").is_dir():
-        return questions  # a student edition: no written question to grade
-    for path in sorted((root / "solutions").glob("ex[0-9][0-9]_*.py")):
-        cells = [(cell.cell_type, cell.source) for cell in jupytext.read(path).cells]
-        questions |= {q.id: q for q in questions_in(cells, path.stem)}
-    return questions
-
-
-def check_question_ids(ids: Iterable[str]) -> None:
-    """ValueError (one line) for an id of grading.toml's [written] that is no written question."""
-    known = course_questions()
-    for question_id in ids:
-        if question_id not in known:
-            same = [q for q in known if q.startswith(question_id[:5])]
-            raise ValueError(f"[written] {question_id}: no such written question in solutions/ of the complete course"
-                             + (f" (there: {', '.join(same)})" if same else ""))  # fmt: skip
 
 
 def assignment_questions(config: GradingConfig, exercises: list[str]) -> dict[str, Question]:
@@ -190,7 +116,7 @@ def collect(submissions_dir: Path, questions: dict[str, Question], config: Gradi
             try:
                 if entry.is_symlink():
                     raise Refused(f"{entry.name} is a symbolic link")
-                folder = unpack_archive(entry, Path(temporary) / str(index), config) if _is_archive(entry) else entry
+                folder = unpack_archive(entry, Path(temporary) / str(index), config) if is_archive(entry) else entry
                 notebooks = find_notebooks(folder, config.max_submission_mb * 2**20)
                 for name, asked in by_notebook.items():
                     if name in notebooks:
@@ -243,10 +169,10 @@ def write_sheet(report: GradingReport, questions: dict[str, Question], answers: 
             same = bool(before) and before.get("answer") == answer
             marks = [before["points"], before["comment"]] if same else ["", ""]
             points = report.config.written_points_for(q.id)
-            rows.append([s.student, q.id, q.short(), answer, _number_text(points), *marks])
-    _write_rows(rows, path)
+            rows.append([s.student, q.id, q.short(), answer, number_text(points), *marks])
+    write_rows(rows, path)
     for q in questions.values():
-        lines = [f"# {q.id} ({_number_text(report.config.written_points_for(q.id))} points)", "",
+        lines = [f"# {q.id} ({number_text(report.config.written_points_for(q.id))} points)", "",
                  *[f"> {line}" for line in q.text.splitlines()], "", "| student | answer |", "| --- | --- |"]  # fmt: skip
         lines += [
             f"| {markdown_text(r[0])} | {markdown_text(r[3]) or '*(not answered)*'} |" for r in rows[1:] if r[1] == q.id
@@ -298,7 +224,7 @@ def _points(text: str, result: WrittenResult, where: str) -> float:
     except ValueError:
         raise ValueError(f"{where}: {text!r} is not a number") from None
     if not math.isfinite(points) or points < 0:
-        raise ValueError(f"{where}: {text} must be a number from 0 to {_number_text(result.max_points)}")
+        raise ValueError(f"{where}: {text} must be a number from 0 to {number_text(result.max_points)}")
     if points > result.max_points:
-        raise ValueError(f"{where}: {text} is above the question's {_number_text(result.max_points)} points")
+        raise ValueError(f"{where}: {text} is above the question's {number_text(result.max_points)} points")
     return points

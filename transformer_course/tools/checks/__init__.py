@@ -9,8 +9,8 @@ judges (:mod:`.case`); the grader serves the same three, with the probe in a san
 
 from ._tools import CheckFailure
 from .case import Case
-from .registry import EXERCISES, Exercise, exercise, hidden
-from .runner import CheckResult, check, get_exercise, run_check, run_checks
+from .registry import EXERCISES, Exercise, exercise, get_exercise, hidden, load_checks
+from .runner import CheckResult, check, run_check, run_checks
 
 __all__ = ["EXERCISES", "Case", "CheckFailure", "CheckResult", "Exercise", "check", "exercise", "get_exercise",
-           "hidden", "run_check", "run_checks"]  # fmt: skip
+           "hidden", "load_checks", "run_check", "run_checks"]  # fmt: skip

@@ -51,6 +51,14 @@ def expect_shape(got: Any, shape: tuple[int, ...], what: str, case: str) -> Tens
     return got
 
 
+def expect_device(got: Any, device: str, what: str, case: str) -> Tensor:
+    """``got`` is a tensor on a device of type ``device`` ("meta": a case that asks for it)."""
+    got = expect_tensor(got, what, case)
+    if got.device.type != device:
+        raise CheckFailure(f"{case}: the {what} is on {got.device}: create it on the requested device")
+    return got
+
+
 def expect_dtype(got: Tensor, dtype: torch.dtype, what: str, case: str, fix: str = "") -> None:
     """``got`` has ``dtype``; else a failure naming both, and ``fix`` after them when given."""
     if got.dtype != dtype:

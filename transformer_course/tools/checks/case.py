@@ -113,6 +113,12 @@ _ERROR_MEANINGS = [
      "breaks: use .reshape(...)"),
     (r"[Dd]imension out of range|tuple index out of range", "an axis past the end of a tensor's shape: count "
      "the axes this tensor has here"),
+    (r"must be Tensor, not tuple|'tuple' object has no attribute|for [^:]*: '(Tensor' and 'tuple|tuple' and "
+     r"'Tensor)'", "a tuple was used where a tensor goes (attention returns (output, weights)): take the output "
+     "with [0]"),
+    (r"shape of the mask .* does not match the shape of the indexed tensor", "a boolean index does not broadcast "
+     "(it must have the indexed tensor's shape): masked_fill and torch.where broadcast the mask, "
+     "scores.masked_fill(~mask, value)"),
 ]  # fmt: skip
 
 

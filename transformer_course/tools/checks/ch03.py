@@ -17,6 +17,8 @@ from ._tools import (
     CheckFailure,
     Mistakes,
     expect_close,
+    expect_device,
+    expect_equal,
     expect_finite,
     expect_shape,
     expect_tensor,
@@ -30,6 +32,7 @@ from .registry import exercise
 # (batch shape, T, S, d_k, d_v): odd sizes so a wrong axis cannot broadcast by luck
 _SIZES = [((2,), 3, 5, 4, 6), ((2, 3), 5, 7, 12, 8), ((1,), 1, 1, 1, 1), ((3,), 6, 2, 64, 5)]
 _SIZES_LARGER = [((4,), 9, 13, 16, 20), ((2, 4), 11, 17, 24, 10), ((2,), 1, 3, 2, 3), ((5,), 14, 6, 96, 7)]
+_UNBATCHED = {False: ((), 4, 6, 8, 3), True: ((), 10, 15, 32, 5)}  # 2-D q and k, as chapter 03 uses them
 
 
 def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[torch.Tensor, ...]:
@@ -45,7 +48,7 @@ def attention_scores_cases(larger: bool = False) -> Iterator[Case]:
 
     Hint: transpose the last two axes of k, multiply, and divide by the square root of q's last dimension.
     """
-    for batch, t, s, d_k, d_v in _SIZES_LARGER if larger else _SIZES:
+    for batch, t, s, d_k, d_v in [*(_SIZES_LARGER if larger else _SIZES), _UNBATCHED[larger]]:
         q, k, _ = _qkv(batch, t, s, d_k, d_v)  # (*B, T, Dk), (*B, S, Dk)
         yield Case(f"q {tuple(q.shape)}, k {tuple(k.shape)}", calls_case(call(q, k)), _judge_scores)
 
@@ -241,3 +244,53 @@ def _judge_fully_masked(case: Case, got: Outcome) -> None:
     expect_close(expect_tensor(weights, "weights", label)[0, 1], torch.full((3,), 1 / 3),
                  "weights of the fully masked row", label)  # fmt: skip
     expect_close(out[0, 1], v[0].mean(0), "output of the fully masked row (the mean of the values)", label)
+
+
+_BANDS = [(7, 2), (5, 0), (4, 5), (1, 1), (9, 3)]  # (size, r): r = 0 keeps the diagonal, r >= size everything
+_BANDS_LARGER = [(16, 4), (12, 0), (6, 9), (2, 1), (33, 7)]
+
+
+@exercise("ex03_4", "transformer_course.attention:band_mask", "easy")
+def band_mask_cases(larger: bool = False) -> Iterator[Case]:
+    """restricted self-attention's band mask (True within r positions)
+
+    Nudge: restricted self-attention lets each position attend to a window of r neighbours on either side of it,
+    which makes a layer's cost linear in the length (paper §4, Table 1's last row).
+
+    Hint: with positions = torch.arange(size, device=device), query t may attend to key s when |t - s| <= r:
+    compare the (size, size) table of differences with r.
+    """
+    for size, r in _BANDS_LARGER if larger else _BANDS:
+        yield Case(f"band_mask({size}, r={r})", calls_case(call(size, r)), _judge_band)
+    yield Case("band_mask(4, r=1, device='meta')", calls_case(call(4, 1, device="meta")), _judge_band_device)
+
+
+def _band(size: int, low: int, high: int) -> torch.Tensor:
+    """True where ``low <= t - s <= high`` (query t, key s): a band of diagonals."""
+    return torch.ones(size, size).tril(-low).triu(-high).bool()  # (T, T)
+
+
+def _judge_band(case: Case, got: Outcome) -> None:
+    label, (size, r) = case.label, case.args()
+    mask = expect_shape(got.output(), (size, size), "mask", label)
+    if mask.dtype != torch.bool:
+        raise CheckFailure(f"{label}: the mask has dtype {mask.dtype}: return a bool mask (True = may attend)")
+    want = _band(size, -r, r)
+    mistakes = [
+        (~want, "the polarity is reversed: True means *may attend*, the positions within r"),
+        (_band(size, 1 - r, r - 1), f"the window is one too narrow, |t - s| < r: keep the keys up to r = {r} "
+         "positions away, |t - s| <= r"),
+        (_band(size, -r - 1, r + 1), f"the window is one too wide, |t - s| <= r + 1: keep the keys up to r = {r} "
+         "positions away"),
+        (_band(size, 0, r), "only the positions before t are in the window (a causal window): it reaches r "
+         "positions on both sides, |t - s| <= r"),
+        (_band(size, -r, 0), "only the positions after t are in the window: it reaches r positions on both sides, "
+         "|t - s| <= r"),
+        (want & ~torch.eye(size, dtype=torch.bool), "the diagonal is False, but a position may attend to itself: "
+         "|t - s| <= r includes t = s"),
+    ]  # fmt: skip
+    expect_equal(mask, want, "mask", label, mistakes=mistakes)
+
+
+def _judge_band_device(case: Case, got: Outcome) -> None:
+    expect_device(got.output(), "meta", "mask", case.label)

@@ -256,6 +256,9 @@ def _expect_forward(result: object, n_heads: int, q: Tensor, k: Tensor, mask: Te
                 f"{case}: weights are non-zero where mask is False; our masks mean True = may attend "
                 "(nn.MultiheadAttention's masks use the opposite polarity)"
             )
+    elif weights is not None:
+        raise CheckFailure(f"{case}: weights were returned though need_weights=False: return (output, None), with "
+                           "the fast path (fast_attention) when no weights are asked for")  # fmt: skip
     return out, weights
 
 
@@ -409,23 +412,31 @@ def _judge_dropout(case: Case, got: Outcome) -> None:
 
 def _cache_cases() -> Iterator[Case]:
     """Chapter 08's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
-    with a cache must attend to the keys and values of the first call too."""
+    with a cache must attend to the keys and values of the first call too. Again with a position
+    part (chapter 10's rotary attention meets the cache): the queries are positioned before the
+    cache takes the new keys, so that they sit after the positions it held."""
     from ...multihead import MultiHeadAttention
 
     mha = MultiHeadAttention(12, 3).eval()
     _randomise_biases(mha)
-    objects = {"mha": module(mha, 12, 3)}
+    plain = MultiHeadAttention(12, 3, bias=False).eval()  # without biases, the position part scales the inputs
+    objects = {"mha": module(mha, 12, 3), "cache": new(f"{PACKAGE}.cache:KVCache"),
+               "positioned": module(plain, 12, 3, bias=False) | {"set": {"positioned": fixture("scale_by_position")}},
+               "its_cache": new(f"{PACKAGE}.cache:KVCache")}  # fmt: skip
     first, new_positions = torch.randn(2, 3, 12), torch.randn(2, 2, 12)
+    everything = torch.cat([first, new_positions], dim=1)
+    scale = torch.arange(1.0, 6.0)[:, None]  # (5, 1): position p → p + 1
     with torch.no_grad():
-        everything = torch.cat([first, new_positions], dim=1)
         wanted = _per_head_reference(mha, new_positions, everything, everything, None)
-    label = "a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 08)"
-    probe = calls_case(
-        *(call(ref("mha"), x, x, x, mask=None, need_weights=False, cache=ref("cache")) for x in (first, new_positions)),
-        objects=objects | {"cache": new(f"{PACKAGE}.cache:KVCache")}, report={"positions": ["cache", "len"]},
-        no_grad=True,
-    )  # fmt: skip
-    yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3})
+        turned = _per_head_reference(plain, new_positions * scale[3:], everything * scale, everything, None)
+        late = _per_head_reference(plain, new_positions * (scale[3:] + 2), everything * scale, everything, None)[0]
+    label = ("a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 08), and the same "
+             "with a position part that scales the row at position p by p+1 (chapter 10)")  # fmt: skip
+    calls = [call(ref(name), x, x, x, mask=None, need_weights=False, cache=ref(kept))
+             for name, kept in (("mha", "cache"), ("positioned", "its_cache")) for x in (first, new_positions)]  # fmt: skip
+    probe = calls_case(*calls, objects=objects, report={"positions": ["cache", "len"]}, no_grad=True)
+    given = {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3, "turned": turned, "late": late}
+    yield Case(label, probe, _judge_cache, given)
     # two query positions: a cached call of one position without autograd takes the package's lean
     # decoding step (multihead.py), not the learner's forward
     memory, queries = torch.randn(2, 4, 12), torch.randn(2, 2, 12)
@@ -434,7 +445,7 @@ def _cache_cases() -> Iterator[Case]:
     label = "a cross-attention cache (static): the memory's keys and values are kept after the first call"
     probe = calls_case(
         *[call(ref("mha"), queries, memory, memory, mask=None, need_weights=False, cache=ref("cache"))] * 2,
-        objects=objects | {"cache": new(f"{PACKAGE}.cache:KVCache", static=True)},
+        objects={"mha": objects["mha"], "cache": new(f"{PACKAGE}.cache:KVCache", static=True)},
         report={"positions": ["cache", "len"]}, no_grad=True,
     )  # fmt: skip
     yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 4, "static": True, "n_heads": 3})
@@ -455,3 +466,16 @@ def _judge_cache(case: Case, got: Outcome) -> None:
         )
     want_out, _, concat = case.given["wanted"]
     _expect_output(out, want_out, concat, label)
+    if "turned" in case.given:
+        _judge_positioned_cache(case, got)
+
+
+def _judge_positioned_cache(case: Case, got: Outcome) -> None:
+    """Calls 3 and 4 of the self-attention cache case: the same steps with a position part."""
+    label, (want, _, concat) = case.label, case.given["turned"]
+    out, _ = _expect_forward(got.output(3), case.given["n_heads"], case.args(3)[1], case.args(3)[2], None, False, label)
+    if matches(out, case.given["late"]):
+        raise CheckFailure(f"{label}: the queries were positioned after the cache took the new keys, so they sit "
+                           "at the wrong positions: call self.positioned(q, cache) before self.keys_and_values(key, "
+                           "value, cache)")  # fmt: skip
+    expect_close(out, want, "output with the position part", label, mistakes=[(concat, _FORGOT_W_O)])

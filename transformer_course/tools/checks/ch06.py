@@ -15,7 +15,16 @@ from torch import Tensor, nn
 
 from ..course import PACKAGE
 from ..probe.calls import call, calls_case, module, new, ref, train
-from ._tools import CheckFailure, Mistakes, expect_close, expect_equal, expect_shape, expect_tensor, name_mistake
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_device,
+    expect_equal,
+    expect_shape,
+    expect_tensor,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .ch05 import (
     _ORDERS,
@@ -79,9 +88,7 @@ def _judge_causal(case: Case, got: Outcome) -> None:
 
 
 def _judge_device(case: Case, got: Outcome) -> None:
-    mask = expect_tensor(got.output(), "mask", case.label)
-    if mask.device.type != "meta":
-        raise CheckFailure(f"{case.label}: the mask should be created on the requested device, got {mask.device}")
+    expect_device(got.output(), "meta", "mask", case.label)
 
 
 # (tokens, pad_id): padding at the end, a sequence without padding, a fully padded sequence,

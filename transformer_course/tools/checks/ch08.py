@@ -142,7 +142,8 @@ def top_p_filter_cases(larger: bool = False) -> Iterator[Case]:
 
     Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
     *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the vocabulary order
-    and fill the dropped logits with -inf.
+    and mask the dropped logits (the course's rule, ex03_2: a masked logit has probability 0 after the softmax;
+    -inf or torch.finfo(logits.dtype).min).
     """
     top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
     for shape in ((8, 32), (3, 4, 48), (128,)) if larger else ((4, 7), (2, 3, 10), (9,)):
@@ -161,7 +162,8 @@ def _judge_nucleus(case: Case, got: Outcome) -> None:
     filtered = expect_shape(got.output(), shape, "filtered logits", label)
     if "kept" not in case.given:  # the boundary case's rows say which token is wrong
         want = _nucleus_with(logits, top_p, lambda cum, p: cum - p >= top_p)
-        name_mistake(filtered, want, _nucleus_mistakes(logits, top_p), label, 0.0, 0.0)
+        mistakes = [(lambda wrong=wrong: _sampled(wrong()), what) for wrong, what in _nucleus_mistakes(logits, top_p)]
+        name_mistake(_sampled(filtered), _sampled(want), mistakes, label, 1e-12, 1e-9)  # whatever the masked fill
     if torch.isnan(filtered).any():
         raise CheckFailure(f"{label}: the filtered logits contain NaN")
     rows, got_rows = logits.reshape(-1, shape[-1]), filtered.reshape(-1, shape[-1])
@@ -185,7 +187,14 @@ def _judge_nucleus(case: Case, got: Outcome) -> None:
                 f"{label}, row {r}: token {i} is outside the nucleus (kept tokens "
                 f"{torch.nonzero(kept).flatten().tolist()}) but still has a non-zero probability"
             )
-        expect_close(got_row[kept], row[kept], f"kept logits of row {r}", label, atol=0.0, rtol=0.0)
+        want = torch.softmax(row.double(), -1)[kept]  # what sampling uses: the kept tokens' distribution
+        expect_close(torch.softmax(got_row.double(), -1)[kept], want / want.sum(),
+                     f"probabilities of the kept tokens of row {r}", label, atol=1e-7, rtol=1e-5)  # fmt: skip
+
+
+def _sampled(logits: Tensor) -> Tensor:
+    """What sampling uses: the distribution of the (filtered) logits, in float64."""
+    return logits.double().softmax(-1)
 
 
 def _nucleus_with(logits: Tensor, top_p: float, drop: Callable, fill: float = float("-inf"),
@@ -224,9 +233,8 @@ def _nucleus_mistakes(logits: Tensor, top_p: float) -> Mistakes:
          "come first: the nucleus is the most probable ones, sort(descending=True)"),
         (nucleus(lambda cum, p: cum - p < top_p), "the nucleus is dropped and the tail kept: fill -inf where the "
          "mass before the token is >= top_p"),
-        (nucleus(fill=0.0), "the dropped logits are set to 0, which still has a probability; fill them with -inf"),
-        (nucleus(fill=torch.finfo(logits.dtype).min), "the dropped logits hold the dtype's lowest value; fill them "
-         "with -inf, so that their probability is exactly 0"),
+        (nucleus(fill=0.0), "the dropped logits are set to 0, which still has a probability: mask them as ex03_2 "
+         "does, so that their probability is 0 (torch.finfo(logits.dtype).min, or -inf)"),
     ]  # fmt: skip
 
 

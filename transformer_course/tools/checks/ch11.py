@@ -221,6 +221,10 @@ def _judge_conv1d(case: Case, got: Outcome) -> None:
     label, (weight, bias, parts) = case.label, case.args()
     fan_in, out = weight.shape[0], weight.shape[1] // parts
     result = got.output()
+    if isinstance(result, list | tuple) and len(result) != parts and parts > 1 and _all_outputs(result, weight):
+        raise CheckFailure(f"{label}: {len(result)} pair(s) instead of {parts}, whose weights still have all "
+                           f"{weight.shape[1]} outputs: the weight was split along the wrong axis (dimension 0, the "
+                           "inputs); q, k and v are blocks of the outputs: weight.split(out, dim=1)")  # fmt: skip
     if not (isinstance(result, list | tuple) and len(result) == parts):
         raise CheckFailure(f"{label}: return a list of {parts} (weight, bias) pairs, got {kind(result)}"
                            + (f" of length {len(result)}" if isinstance(result, list | tuple) else ""))  # fmt: skip
@@ -238,6 +242,12 @@ def _judge_conv1d(case: Case, got: Outcome) -> None:
         expect_close(F.linear(x, w.double(), b.double()), conv1d[:, columns],
                      f"F.linear(x, *{what}) (compared with columns {i * out} … {(i + 1) * out - 1} of x @ W + b)",
                      label)  # fmt: skip
+
+
+def _all_outputs(result: list | tuple, weight: Tensor) -> bool:
+    """Each pair's weight still has every output of the fused ``weight`` (in, parts·out) along one axis."""
+    weights = [pair[0] for pair in result if isinstance(pair, list | tuple) and len(pair) == 2]
+    return bool(weights) and all(isinstance(w, Tensor) and weight.shape[1] in tuple(w.shape) for w in weights)
 
 
 def _conv1d_mistakes(label: str, what: str, pair: tuple, inputs: tuple, i: int) -> None:

@@ -6,10 +6,13 @@ package function (nbgrader's markers). The student edition replaces that region 
 Each chapter's check module registers its exercises with :func:`exercise`, with the other
 exercises its function calls (``needs``): a chapter that stops at an exercise names those of them
 that are not written yet, in the order to write them (:func:`writing_order`).
+:func:`load_checks` imports every chapter's check module, :func:`get_exercise` finds one exercise
+(importing its chapter's module only).
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import re
 import types
@@ -17,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from ..edition import HINT_LEVELS, check_level
+from ..hints import HINT_LEVELS, check_level
 from ..probe.isolation import resolve
 
 
@@ -166,3 +169,32 @@ def writing_order(exercise_id: str) -> list[str]:
 
     visit(exercise_id, ())
     return order
+
+
+def get_exercise(exercise_id: str) -> Exercise:
+    """The exercise ``exercise_id``; KeyError (one line listing the known ones) for an unknown id."""
+    if exercise_id not in EXERCISES:
+        _load_chapter(exercise_id)
+    if exercise_id not in EXERCISES:
+        load_checks()
+    if exercise_id not in EXERCISES:
+        raise KeyError(f"unknown exercise {exercise_id!r}; known exercises: {', '.join(sorted(EXERCISES))}")
+    return EXERCISES[exercise_id]
+
+
+def load_checks() -> dict[str, Exercise]:
+    """Import every chapter's check module (each registers its exercises); return the exercises."""
+    importlib.import_module(f"{__package__}.chapters")
+    return EXERCISES
+
+
+def _load_chapter(exercise_id: str) -> None:
+    """Import only the check module of the exercise's chapter (``ex03_2`` → ``ch03``), so that a
+    broken module of another chapter cannot stop this check."""
+    match = re.fullmatch(r"ex(\d\d)_\d+", exercise_id)
+    if match:
+        try:
+            importlib.import_module(f"{__package__}.ch{match.group(1)}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__package__}.ch{match.group(1)}":
+                raise

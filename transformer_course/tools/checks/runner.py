@@ -4,14 +4,12 @@ Locally a check's three parts run in this process: its cases are built, each is 
 learner's function (with every *other* exercise replaced by its stand-in) and judged; every case
 runs, whatever the others did, and the first wrong answer is the message (with the count of cases
 passed, which partial credit reads). The grader serves the same :func:`verdict` with what a
-sandboxed child sent back instead (``tools/grading.py``).
+sandboxed child sent back instead (``tools/grading/workers.py``).
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -19,13 +17,13 @@ from pathlib import Path
 
 import torch
 
-from ..edition import check_level
+from ..hints import hint_level
 from ..probe.calls import run_case
 from ..probe.isolation import Isolation
 from ..probe.wire import MalformedResult, checked_case
 from ._tools import CheckFailure, split_fix
 from .case import Case, Outcome
-from .registry import EXERCISES, Exercise, parse_stub_message
+from .registry import EXERCISES, Exercise, get_exercise, load_checks, parse_stub_message
 from .status import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, SYMBOLS, TIMED_OUT
 
 
@@ -44,17 +42,6 @@ class CheckResult:
 
     def line(self) -> str:
         return f"{SYMBOLS.get(self.status, '?')} {self.id} {self.title}: {self.status} — {self.message}"
-
-
-def get_exercise(exercise_id: str) -> Exercise:
-    if exercise_id not in EXERCISES:
-        _load_chapter(exercise_id)
-    if exercise_id not in EXERCISES:
-        _load_all()
-    if exercise_id not in EXERCISES:
-        known = ", ".join(sorted(EXERCISES))
-        raise KeyError(f"unknown exercise {exercise_id!r}; known exercises: {known}")
-    return EXERCISES[exercise_id]
 
 
 def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | None = None,
@@ -208,36 +195,10 @@ def check(exercise_id: str, hints: str | None = None) -> None:
         print(f'More help: check("{exercise_id}", hints="full") shows the whole hint and the fix.')
 
 
-def hint_level(hints: str | None = None) -> str:
-    """``hints`` checked, or by default the level the student edition was made with ("full" in the
-    complete course)."""
-    from ..edition import edition_hints
-
-    return check_level(edition_hints() if hints is None else hints)
-
-
 def run_checks(
     ids: Iterable[str] | None = None, timeout: float | None = None, hints: str | None = None
 ) -> list[CheckResult]:
-    _load_all()
-    return [run_check(i, timeout=timeout, hints=hints) for i in (sorted(EXERCISES) if ids is None else ids)]
-
-
-def _load_chapter(exercise_id: str) -> None:
-    """Import only the check module of the exercise's chapter (``ex03_2`` → ``ch03``), so that a
-    broken module of another chapter cannot stop this check."""
-    match = re.fullmatch(r"ex(\d\d)_\d+", exercise_id)
-    if match:
-        try:
-            importlib.import_module(f"{__package__}.ch{match.group(1)}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__package__}.ch{match.group(1)}":
-                raise
-
-
-def _load_all() -> None:
-    """Import every chapter's check module so that its exercises are registered."""
-    from . import chapters  # noqa: F401
+    return [run_check(i, timeout=timeout, hints=hints) for i in (sorted(load_checks()) if ids is None else ids)]
 
 
 _warned = False

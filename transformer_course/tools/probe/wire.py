@@ -2,7 +2,8 @@
 
 The child turns whatever the learner's code returned into plain data (:func:`plain`): ``None``,
 ``bool``, ``int``, ``float``, ``str``, a plain ``torch.Tensor`` (detached, on the CPU, its own
-copy), and lists, tuples and dicts of those. Anything else travels as its type's name only
+copy), and lists, tuples and dicts of those (any mapping travels as a dict: an ``OrderedDict``, a
+``state_dict()``, is the dict it holds). Anything else travels as its type's name only
 (:class:`Opaque`), so a judge can say "should return a list, got AlwaysEqualList" without the
 object itself ever reaching the grader.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -87,7 +89,7 @@ def _plain(value: Any, depth: int) -> Any:
         return _plain_tensor(value)
     if depth < MAX_DEPTH and type(value) in (list, tuple):
         return type(value)(plain(item, depth + 1) for item in value)
-    if depth < MAX_DEPTH and type(value) is dict:
+    if depth < MAX_DEPTH and isinstance(value, Mapping):  # OrderedDict, defaultdict, …: the pairs they hold
         return {cut(str(key), 200): plain(item, depth + 1) for key, item in value.items()}
     return opaque(type(value).__name__)
 

@@ -1,6 +1,6 @@
 """A student's warm grading worker: one Python per student, one fresh child per exercise.
 
-The grader (``tools/grading.py``) starts it inside the student's sandbox as::
+The grader (``tools/grading/workers.py``) starts it inside the student's sandbox as::
 
     python -I -S -c BOOT COURSE SUBMISSION JOB
 

@@ -1,0 +1,80 @@
+"""Every exercise's attempts (``tests/attempts/exNN_k.py``) through its check: each wrong answer fails,
+named where it says which words; each tester's mistake (issue 30's measure: written by people who had
+not read the checks) is caught with more than which values differ; each right answer written another
+way passes. Left out of the student edition with the attempts (they are close to the solutions)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.checks.registry import load_checks
+
+from .attempts import Attempt, attempts
+
+EXERCISES = load_checks()
+
+# a message that only says which values differ: "output has 3 wrong value(s) out of 8; at index …",
+# "expected 0.25, got 0.5", "labels differs at 5 position(s)"
+_VALUES_ONLY = re.compile(
+    r"(has \d+ wrong value\(s\) out of \d+; at index .*|: expected [^:]*, got [^:]*|differs at \d+ position\(s\).*)$"
+)
+# the first word of a fix ("use …", "return …"): at hint level "none" a message says what is wrong only
+_INSTRUCTION = re.compile(
+    r"(?:^|: |; )(use|return|apply|keep|call|put|fill|divide|multiply|take|scatter|compare|run|convert|add|"
+    r"swap|move|pass|make|set|do|compute)\b",
+    re.IGNORECASE,
+)
+_COUNT = re.compile(r" \(\d+ of \d+ cases? passed\)$")
+pytestmark = [
+    pytest.mark.complete_edition,
+    pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before"),  # a learner's mistake
+    pytest.mark.filterwarnings("ignore::UserWarning"),  # a learner's mistake may make PyTorch warn
+]
+
+
+def _marked(ids):
+    return [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(ids)]
+
+
+def _of(exercise_id: str, *origins: str, right: bool = False) -> list[Attempt]:
+    return [a for a in attempts(exercise_id) if a.origin in origins and a.right == right]
+
+
+def _named(attempt: Attempt) -> str:
+    return f"{attempt.origin} {attempt.name} ({attempt.what})"
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_the_check_fails_every_wrong_answer_and_names_it(exercise_id: str) -> None:
+    for attempt in _of(exercise_id, "mutant", "own"):
+        result = run_check(exercise_id, attempt.impl)
+        assert result.status == "failed", f"{_named(attempt)} was not caught: {result.line()}"
+        assert attempt.says in result.message, f"{_named(attempt)}: {result.line()}"
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_a_testers_mistake_is_caught_and_explained(exercise_id: str) -> None:
+    for attempt in _of(exercise_id, "tester"):
+        result = run_check(exercise_id, attempt.impl, timeout=120)
+        assert result.status != "passed", f"{attempt.by} set, {_named(attempt)}: not caught"
+        message = _COUNT.sub("", result.message)
+        assert not _VALUES_ONLY.search(message), f"{attempt.by} set, {_named(attempt)}: {result.line()}"
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_a_right_answer_written_another_way_passes(exercise_id: str) -> None:
+    for attempt in _of(exercise_id, "mutant", "own", "tester", right=True):
+        result = run_check(exercise_id, attempt.impl, timeout=120)
+        assert result.passed, f"{_named(attempt)}: {result.line()}"
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_at_hint_level_none_the_message_says_what_is_wrong_without_the_fix(exercise_id: str) -> None:
+    for attempt in _of(exercise_id, "mutant", "own"):
+        full, none = (run_check(exercise_id, attempt.impl, hints=level).message for level in ("full", "none"))
+        assert len(none) <= len(full), (attempt.name, none)
+        if " raised " not in none:  # what the learner's code raised is shown whole
+            assert not _INSTRUCTION.search(_COUNT.sub("", none)), (attempt.name, none)

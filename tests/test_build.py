@@ -1,0 +1,156 @@
+"""The exercise is the unit: its registration is the one place its facts are written, and everything
+else is made from it by ``make exercises`` or found by its id. Every piece is there and up to date,
+and a piece removed is reported in one line naming the file to write or the command to run."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from transformer_course.tools import build, lock
+from transformer_course.tools.checks import EXERCISES, get_exercise
+from transformer_course.tools.checks.registry import load_checks
+
+pytestmark = pytest.mark.complete_edition  # the student edition has no solutions/ and no tests/attempts/
+ROOT = Path(__file__).resolve().parent.parent
+load_checks()
+
+
+def test_every_exercise_has_every_piece_up_to_date() -> None:
+    found = build.problems(ROOT, EXERCISES)
+    assert not found, "\n".join(found)
+
+
+def test_signatures_titles_and_rows_come_from_the_registration() -> None:
+    mha, mask = get_exercise("ex04_3"), get_exercise("ex03_2")
+    assert build.signature(mha, ROOT) == (
+        "MultiHeadAttention.forward(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True)"
+    )
+    assert build.table_row(mha, ROOT).startswith("| ex04_3 | `MultiHeadAttention.forward(query, key, value, mask,")
+    assert (
+        build.file_line(mask, ROOT)
+        == "**File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`."
+    )
+    assert build.heading(get_exercise("ex01_1")) == (
+        r"## ex01_1 — Vocab.encode: tokens → ids, with \<unk\>, \<bos\>, \<eos\> (easy)"
+    )
+
+
+def test_the_type_checking_imports_are_made_from_the_exports() -> None:
+    source = (ROOT / "transformer_course" / "__init__.py").read_text(encoding="utf-8")
+    block = source[source.index("if TYPE_CHECKING:") :]
+    assert block.strip() == "\n".join(build._type_checking(build._exports_of(source))).strip()
+    for ex in EXERCISES.values():  # every function a learner writes is a name of the package
+        if "." not in ex.qualname:
+            assert f'"{ex.qualname}": "{ex.module.split(".", 1)[1]}"' in source, ex.id
+
+
+# -- a piece removed: one line, naming the file to write or the command to run ---------------------
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of what the pieces live in: the package (its shipped models left out), the chapters' and
+    the solutions' sources, the attempts."""
+    base = tmp_path_factory.mktemp("course")
+    shutil.copytree(ROOT / "transformer_course", base / "transformer_course",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pt"))  # fmt: skip
+    shutil.copytree(
+        ROOT / "tests" / "attempts", base / "tests" / "attempts", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for folder in ("chapters", "solutions"):
+        (base / folder).mkdir()
+        for path in (ROOT / folder).glob("*.py"):
+            shutil.copy(path, base / folder / path.name)
+    return base
+
+
+def _edit(path: Path, change: Callable[[str], str]) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert change(text) != text, f"{path.name}: the piece to remove is not there"
+    path.write_text(change(text), encoding="utf-8")
+
+
+def _cut_cells(text: str, first: str, up_to: str) -> str:
+    """The notebook's text without the cells from the one that starts with ``first`` to the one before ``up_to``."""
+    start = text.index(f"# %% [markdown]\n# {first}")
+    return text[:start] + text[text.index(up_to, start) :]
+
+
+NOTEBOOK = "solutions/ex03_attention.py"
+PIECES = {  # the piece removed → (what to do to the copy, the words the one line must hold)
+    "the exercise's section": (NOTEBOOK, lambda t: _cut_cells(t, "## ex03_2", "# %% [markdown]\n# ## ex03_3"),
+                               "solutions/ex03_attention.py is out of date with the exercises (ex03_2's section): run "
+                               "`make exercises`"),
+    "its check cell": (NOTEBOOK, lambda t: t.replace('# %%\ncheck("ex03_2")\n\n', ""),
+                       "solutions/ex03_attention.py is out of date with the exercises (ex03_2's section)"),
+    "the worked solution's code": (NOTEBOOK, lambda t: t.replace("# return scores.masked_fill(~mask, torch.finfo("
+                                   "scores.dtype).min)\n", ""), "(ex03_2's section): run `make exercises`"),
+    "the table row": (NOTEBOOK, lambda t: re.sub(r"# \| ex03_2 .*\n", "", t),
+                      "(the table or the chapter's exercises): run `make exercises`"),
+    "the wrong answers": ("tests/attempts/ex03_2.py", None,
+                          "ex03_2 has no wrong answers: create tests/attempts/ex03_2.py"),
+    "the named mistakes": ("tests/attempts/ex03_2.py", lambda t: t.replace("says=", "what="),
+                           "tests/attempts/ex03_2.py names 0 mistake(s): mark at least 3 wrong answers"),
+    "the export": ("transformer_course/__init__.py", lambda t: t.replace('"apply_mask": "attention", ', ""),
+                   "transformer_course/__init__.py: its exports are out of date with the exercises: run `make exercises`"),
+    "the TYPE_CHECKING copy": ("transformer_course/__init__.py", lambda t: t.replace("apply_mask, attention_scores",
+                               "attention_scores"), "its exports are out of date with the exercises"),
+    "the answer's region": ("transformer_course/attention.py", lambda t: t.replace("    ### BEGIN SOLUTION\n    return "
+                            "scores.masked_fill", "    return scores.masked_fill", 1).replace("min)\n    ### END "
+                            "SOLUTION\n", "min)\n", 1), "ex03_2: transformer_course/attention.py has no solution "
+                            "region in apply_mask: put the answer between"),
+    "the lock's entry": ("transformer_course/tools/assets/exercises.lock.json",
+                         lambda t: re.sub(r'    "ex03_2": .*\n', "", t), "ex03_2 is not in the lock yet: run `make exercises`"),
+    "the exercise notebook": (NOTEBOOK, None, "chapter 03 has no exercise notebook: create solutions/ex03_<topic>.py"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("piece", sorted(PIECES))
+def test_a_piece_removed_is_reported_in_one_line(course: Path, tmp_path: Path, piece: str) -> None:
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    where, change, words = PIECES[piece]
+    if change is None:
+        (copy / where).unlink()
+    else:
+        _edit(copy / where, change)
+    found = build.problems(copy, EXERCISES, derived=lock.read(ROOT / lock.RELATIVE))
+    assert len(found) == 1 and "\n" not in found[0], found
+    assert words in found[0], found[0]
+
+
+def test_a_registration_removed_is_reported_first(course: Path) -> None:
+    others = {i: ex for i, ex in EXERCISES.items() if i != "ex03_2"}
+    found = build.problems(course, others, derived=lock.read(ROOT / lock.RELATIVE))
+    line = (ROOT / "transformer_course" / "attention.py").read_text().split("\n").index(
+        "    ### BEGIN SOLUTION", 60
+    ) + 1
+    assert found[0] == (f"transformer_course/attention.py line {line}: the solution region in apply_mask belongs to "
+                        "no exercise: register its check with @exercise in transformer_course/tools/checks/chNN.py, NN "
+                        "its chapter"), found  # fmt: skip
+    assert all("\n" not in line for line in found)
+
+
+def test_a_new_exercise_gets_a_section_to_write(course: Path, tmp_path: Path) -> None:
+    """An exercise registered without its notebook's section: the build writes the section (its
+    heading, "File:" line and check cell) with places marked TO WRITE, reported until written."""
+    import jupytext
+
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    notebook = copy / NOTEBOOK
+    _edit(notebook, lambda t: _cut_cells(t, "## ex03_2", "# %% [markdown]\n# ## ex03_3"))
+    new = build.synced(jupytext.read(notebook), "03", [e for i, e in sorted(EXERCISES.items()) if i[2:4] == "03"], copy,
+                       lock.read(ROOT / lock.RELATIVE)["chapters"]["03"])  # fmt: skip
+    text = jupytext.writes(new, "py:percent")
+    section = text[text.index("# ## ex03_2") : text.index('check("ex03_2")')]
+    assert "**File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`." in section
+    assert section.count(build.TODO) == 4 and "**Worked solution.**\n#\n# ```python\n# return scores" in section
+    notebook.write_text(text, encoding="utf-8")
+    found = build.problems(copy, EXERCISES, derived=lock.read(ROOT / lock.RELATIVE))
+    assert found == [f"{NOTEBOOK}: the section of ex03_2 still holds {build.TODO} placeholders: write them"]
