@@ -243,6 +243,7 @@ def test_a_submission_is_copied_without_links_or_tools_within_caps(tmp_path: Pat
     copy_package(ada, ada / PACKAGE, tmp_path / "copy", config)
     assert (tmp_path / "copy" / "attention.py").read_bytes() == (ROOT / PACKAGE / "attention.py").read_bytes()
     assert not (tmp_path / "copy" / "tools").exists()  # the course's machinery is not the student's to hand in
+    assert not (tmp_path / "copy" / "engine").exists()  # nor its inference engine
     assert oct((tmp_path / "copy" / "attention.py").stat().st_mode & 0o777) == "0o644"
     (ada / PACKAGE / "secret.py").symlink_to(ROOT / PACKAGE / "attention.py")
     with pytest.raises(Refused, match=r"ada/transformer_course/secret.py is a symbolic link"):

@@ -14,7 +14,6 @@ from torch import Tensor, nn
 from .parts import Plan
 from .read import read_model
 
-
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → (fingerprint, plan)
 
 

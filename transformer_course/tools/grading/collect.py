@@ -19,6 +19,7 @@ from ..regions import BEGIN
 from .config import GradingConfig
 
 SKIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+COURSE_SIDE = {"tools", "engine"}  # the package's folders that are the course's, not the learner's: never handed in
 
 
 NOT_SUBMITTED = {".venv", "site-packages", "__MACOSX"}  # folders of a submission that hold no answer of its
@@ -145,8 +146,8 @@ def _archive_parts(filename: str, name: str) -> list[str]:
 def copy_package(student: Path, package: Path, dest: Path, config: GradingConfig) -> float | None:
     """Copy ``package`` (inside the folder ``student``) to ``dest``, readable by every user (a job
     may run as another uid). Only regular files and folders, within the size caps; the package's
-    ``tools/`` (the course's machinery, which no room imports) and caches are left out. Returns the
-    newest file's modification time (None for an empty package). Raises :class:`Refused` naming a
+    ``tools/`` and ``engine/`` (the course's machinery and inference engine) and caches are left
+    out. Returns the newest file's modification time (None for an empty package). Raises :class:`Refused` naming a
     link, a special file, a path leading outside ``student`` or a cap."""
     if student.is_symlink():
         raise Refused(f"{student.name}/ is a symbolic link; hand in a folder")
@@ -170,7 +171,7 @@ def _copy_folder(source: Path, dest: Path, base: Path, budget: dict, top: bool =
     with os.scandir(source) as entries:
         for entry in sorted(entries, key=lambda e: e.name):
             where = Path(entry.path).relative_to(base)
-            if entry.name in SKIPPED or (top and entry.name == "tools"):
+            if entry.name in SKIPPED or (top and entry.name in COURSE_SIDE):
                 continue
             if entry.is_symlink():
                 raise Refused(f"{where} is a symbolic link (to {os.readlink(entry.path)}); hand in plain files")
