@@ -4,8 +4,8 @@ that import only earlier rooms, and a broken later room that cannot stop an earl
 from __future__ import annotations
 
 import ast
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
