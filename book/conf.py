@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,15 +88,37 @@ def _local_badge(app, doctree):
             image["uri"] = "/book/_static/colab-badge.svg"  # "/" = the source folder
 
 
+# A figure's description for screen readers: the last paragraph of the markdown cell right before
+# the figure's code cell, when it starts with "*The diagram in words:*" (or "*The figure in words:*").
+ALT_TEXT = re.compile(r"^\*The (?:diagram|figure) in words:\*\s*(.+)$", re.S)
+
+
+def _alt_text(markdown: str) -> str | None:
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown) if p.strip()]
+    found = ALT_TEXT.match(paragraphs[-1]) if paragraphs else None
+    return re.sub(r"[*`$\\]|\s+(?=\s)", "", found.group(1)).replace("\n", " ") if found else None
+
+
 def _for_readers(app, docname, source):
-    """Two tidy-ups of a notebook page (the downloadable .ipynb stays as committed): nbval's
-    "# NBVAL_..." marker lines are dropped; a text progress bar, stored with every update after a
-    carriage return, shows its last state only, as in a terminal or JupyterLab."""
+    """Tidy-ups of a notebook page (the downloadable .ipynb stays as committed): the Colab cell (tagged
+    ``colab``: it does nothing outside Colab) is removed, as if tagged ``remove-cell``; a figure after
+    a "*The diagram in words:*" paragraph gets that paragraph as its alt text; nbval's "# NBVAL_..."
+    marker lines are dropped; a text progress bar, stored with every update after a carriage return,
+    shows its last state only, as in a terminal or JupyterLab."""
     if not source[0].lstrip().startswith("{"):
         return
     notebook = json.loads(source[0])
     apply_carriage_returns = _course_module("pairs").apply_carriage_returns
+    previous = None
     for cell in notebook.get("cells", []):
+        metadata = cell.setdefault("metadata", {})
+        if "colab" in metadata.get("tags", []):
+            metadata["tags"] = [*metadata["tags"], "remove-cell"]
+        if cell.get("cell_type") == "code" and previous is not None and previous.get("cell_type") == "markdown":
+            alt = _alt_text("".join(previous["source"]))
+            if alt:
+                metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
+        previous = cell
         if cell.get("cell_type") == "code":  # nbval's markers are for the tests, not for readers
             lines = "".join(cell["source"]).splitlines(keepends=True)
             cell["source"] = "".join(line for line in lines if not line.startswith("# NBVAL_"))

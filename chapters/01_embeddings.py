@@ -18,9 +18,10 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/01_embeddings.ipynb)
 #
-# A Transformer never reads letters. Before the first layer does anything, a sentence has been
-# cut into pieces, each piece replaced by a whole number, and each number replaced by a vector of
-# `d_model` real numbers. This chapter builds that front door of the model.
+# A Transformer never reads letters. Before its first layer runs, a sentence is cut into pieces
+# called *tokens*. Each token becomes a whole number, its *id*. Each id becomes a vector of
+# $d_{model}$ real numbers, where $d_{model}$ is the width of the model (512 in the paper). This
+# chapter builds that front door of the model.
 #
 # **Learning goals**
 #
@@ -51,7 +52,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -73,46 +74,28 @@ torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
-# ## The map, and the letters we use
+# ## Where we are
 #
-# The whole course builds the model below, the encoder-decoder of the paper's Figure 1, drawn by
-# the course's own code. Every chapter opens with this map and colours the part it builds; the
-# label on each arrow is the shape of the tensor that travels along it. This chapter builds the
-# two ends: the embeddings at the bottom, and the output layer at the top that shares their matrix.
+# The whole course builds the model below: the encoder-decoder of the paper's Figure 1, drawn by
+# the course's own code. Every chapter opens with this map and colours the part it builds. This
+# chapter builds the two ends: the embeddings at the bottom, and the output layer at the top that
+# shares their matrix.
+#
+# The label on each arrow is the shape of the tensor that travels along it. The box at the top left
+# names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
+# each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
+# uses it, and the [notation page](../book/notation.md) lists them all.
 
 # %%
 architecture_map("embeddings")
 
 # %% [markdown]
-# Every chapter, every shape comment in the code (`# (B, S, D)`) and every docstring of the package
-# uses the same letters:
-#
-# | symbol | in code | meaning |
-# | --- | --- | --- |
-# | $B$ | `B` | batch size: sentences in one batch |
-# | $S$ | `S` | source length in tokens; in attention, the number of keys |
-# | $T$ | `T` | target length in tokens; in attention, the number of queries (a sequence of either kind, in a part that serves both) |
-# | $D = d_\text{model}$ | `D`, `d_model` | width of every token vector between sub-layers (512 in the paper) |
-# | $H = h$ | `H`, `n_heads` | attention heads per attention layer (8) |
-# | $d_k$, $d_v$ | `Dk`, `Dv`, `d_k`, `d_v` | size of one head's queries and keys, and of its values ($D/H = 64$) |
-# | $d_{ff}$ | `d_ff` | hidden width of the feed-forward network (2048) |
-# | $N$ | `n_encoder_layers`, `n_decoder_layers` | layers per stack (6) |
-# | $V_\text{src}$, $V_\text{tgt}$ | `V_src`, `V_tgt`, `src_vocab_size`, `tgt_vocab_size` | vocabulary sizes of the source and the target (equal when they share one vocabulary) |
-# | $Q$, $K$, $V$ | `q`, `k`, `v` | the queries, keys and values of attention (chapter 03); a plain $V$ never means a vocabulary |
-# | $P_{drop}$ | `dropout` | dropout rate (0.1) |
-# | $\varepsilon$ | `smoothing` | label smoothing (0.1, chapter 07) |
-# | $\tau$ | `temperature` | sampling temperature (chapter 08) |
-# | $k$ | `beam_size` | beam size (chapter 08); chapter 02 keeps the paper's $k$ for a position offset (§3.5), and top-k sampling its `top_k` |
-#
-# "§" always means a section of the paper ("§3.4"); the sections of a chapter are "section 4".
-
-# %% [markdown]
 # ## 1. From text to token ids
 #
-# The first decision is what counts as one *token*. The paper used byte-pair encoding, which
-# splits rare words into frequent fragments, with one vocabulary of about 37,000 fragments shared
-# by English and German (§5.1). We split on words and punctuation instead: less clever, but every
-# id stays readable. `tokenize` lower-cases a sentence and cuts it up:
+# The first decision is what counts as one token. The paper used *byte-pair encoding*, which splits
+# rare words into frequent fragments. Its vocabulary had about 37,000 fragments, shared by English
+# and German (§5.1). We split on words and punctuation instead. It is less clever, but every id
+# stays readable. `tokenize` lower-cases a sentence and cuts it up:
 
 # %%
 corpus = [
@@ -125,9 +108,9 @@ sentences = [tokenize(text) for text in corpus]
 print(sentences[0])
 
 # %% [markdown]
-# A `Vocab` numbers the distinct tokens: the most frequent ones get the smallest ids, and ties
-# are broken alphabetically, so shuffling the corpus gives the same vocabulary. The first four
-# ids are reserved for tokens that never occur in text but that every sequence model needs:
+# A `Vocab` numbers the distinct tokens. The most frequent ones get the smallest ids, and ties are
+# broken alphabetically, so shuffling the corpus gives the same vocabulary. The first four ids are
+# reserved for tokens that never occur in text but that every sequence model needs:
 #
 # | id | token | what it is for |
 # | --- | --- | --- |
@@ -143,7 +126,7 @@ print({i: token for i, token in enumerate(vocab.id_to_token)})
 
 # %% [markdown]
 # Encoding is a dictionary look-up with a fallback: a token the vocabulary has never seen becomes
-# `<unk>`. Let us write it by hand, then compare with `Vocab.encode`, which you will write
+# `<unk>`. Let us write it by hand, then compare with `Vocab.encode`. You will write `encode`
 # yourself in exercise `ex01_1`.
 
 # %%
@@ -156,13 +139,13 @@ print("ids:    ", ids)
 print("decoded:", vocab.decode(ids))
 
 # %% [markdown]
-# "green" was never seen, so it came back as `<unk>`: whatever it meant is gone for good, and a
+# "green" was never seen, so it came back as `<unk>`. Whatever it meant is gone for good, and a
 # translation model can only guess around the hole. This is the reason for sub-word vocabularies
 # like the paper's byte-pair encoding: an unseen word falls apart into known pieces instead of
 # collapsing into one "unknown" id.
 #
-# Vocabularies usually leave out words seen fewer than `min_freq` times, trading a smaller table
-# (fewer parameters, see section 4 below) for more `<unk>` in the data:
+# Vocabularies usually leave out the words seen fewer than `min_freq` times. That trades a smaller
+# table (fewer parameters, see section 4) for more `<unk>` in the data:
 
 # %%
 n_tokens = sum(len(s) for s in sentences)
@@ -172,8 +155,9 @@ for min_freq in (1, 2, 3):
     print(f"min_freq={min_freq}: {len(small):2} ids, {n_unknown:2} of {n_tokens} corpus tokens become <unk>")
 
 # %% [markdown]
-# Sentences have different lengths, but a batch is one tensor. We append `<pad>` until every row
-# is as long as the longest, which gives the (B, T) integer tensor that the model takes as input:
+# Sentences have different lengths, but a batch is one tensor. So we append `<pad>` until every row
+# is as long as the longest. This gives the integer tensor that the model takes as input. Its shape
+# is (B, T): B sentences in the batch, each T tokens long.
 
 # %%
 encoded = [vocab.encode(s, add_bos=True, add_eos=True) for s in sentences]
@@ -186,15 +170,18 @@ print(batch)
 # ## 2. An embedding lookup is a one-hot vector times a matrix
 #
 # "Learned embeddings convert the input tokens to vectors of dimension $d_{model}$" (§3.4). The
-# source embedding is a matrix $E \in \mathbb{R}^{V_\text{src} \times d_{model}}$ whose row $v$ is the
-# vector of token $v$. Write a sentence of $S$ tokens $t_1, \dots, t_S$ as a one-hot matrix
-# $X \in \{0, 1\}^{S \times V_\text{src}}$, with $X_{jv} = 1$ exactly when $t_j = v$. Each row of $X$
-# has a single 1, so each row of the product picks one row of $E$:
+# source embedding is a matrix $E$ with one row per token of the vocabulary. Write $V_\text{src}$
+# for the size of the source vocabulary; then $E$ has shape $V_\text{src} \times d_{model}$, and its
+# row $v$ is the vector of token $v$. In shape comments we write D for $d_{model}$.
+#
+# Take a sentence of $S$ tokens $t_1, \dots, t_S$. Write it as a *one-hot* matrix
+# $X \in \{0, 1\}^{S \times V_\text{src}}$: row $j$ is all zeros except for a 1 in column $t_j$. Each
+# row of $X$ has a single 1, so each row of the product $XE$ picks one row of $E$:
 #
 # $$\operatorname{embed}(t_1, \dots, t_S) = \underbrace{X}_{S \times V_\text{src}}\;\underbrace{E}_{V_\text{src} \times d_{model}} \in \mathbb{R}^{S \times d_{model}}.$$
 #
-# Below: the product by hand, plain indexing, the package's `one_hot_lookup` (exercise `ex01_3`)
-# and PyTorch's `nn.Embedding` with the same matrix all give the same numbers.
+# Below, four ways give the same numbers: the product by hand, plain indexing, the package's
+# `one_hot_lookup` (exercise `ex01_3`), and PyTorch's `nn.Embedding` with the same matrix.
 
 # %%
 d_model = 6
@@ -216,7 +203,7 @@ axes[0].set(title="X = one_hot(ids): one 1 per row", xlabel="vocabulary entry v"
 axes[0].set_xticks(range(len(vocab)), vocab.id_to_token, rotation=90, fontsize=7)
 axes[0].set_yticks(range(len(example)), example)
 axes[1].imshow(E, cmap="RdBu", aspect="auto", vmin=-2.5, vmax=2.5)
-axes[1].set(title="E (V × D):\npicked rows framed", xlabel="dimension")
+axes[1].set(title="E (V_src × D):\npicked rows framed", xlabel="dimension")
 axes[1].set_yticks(range(len(vocab)), vocab.id_to_token, fontsize=7)
 for row in token_ids.unique().tolist():  # frame the rows that the one-hot matrix picks
     axes[1].add_patch(plt.Rectangle((-0.5, row - 0.5), d_model, 1, fill=False, edgecolor="black", linewidth=2))
@@ -228,9 +215,9 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Why do libraries index instead of multiplying? Because $X$ is almost all zeros. With the
-# paper's vocabulary and width, the product spends $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds
-# to copy $S \cdot d_{model}$ numbers:
+# Why do libraries index instead of multiplying? Because $X$ is almost all zeros. With the paper's
+# vocabulary and width, the product spends $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds to
+# copy $S \cdot d_{model}$ numbers:
 
 # %%
 S, V_src, D = 50, 37_000, 512
@@ -238,8 +225,8 @@ print(f"one-hot product: {S * V_src * D:>13,} multiply-adds")
 print(f"row lookup:      {S * D:>13,} numbers copied")
 
 # %% [markdown]
-# The picture also explains how an embedding *learns*: the gradient of the loss reaches only the
-# rows that were picked. Rows of tokens absent from the batch get exactly zero gradient.
+# The picture also explains how an embedding *learns*. The gradient of the loss reaches only the
+# rows that were picked. The rows of tokens absent from the batch get exactly zero gradient.
 
 # %%
 embedding = nn.Embedding(len(vocab), d_model)
@@ -252,24 +239,21 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # ## 3. Why multiply by $\sqrt{d_{model}}$?
 #
 # §3.4 ends with one short instruction: in the embedding layers, the weights are multiplied by
-# $\sqrt{d_{model}}$. The paper gives no reason; a convincing one appears once we look at what
-# gets *added* to the embeddings: the positional encoding of §3.5 (chapter 02). Its entries are sines
-# and cosines, and each (sine, cosine) pair has squared length $\sin^2 + \cos^2 = 1$, so every
+# $\sqrt{d_{model}}$. The paper gives no reason. A convincing one appears once we look at what
+# gets *added* to the embeddings: the positional encoding of §3.5 (chapter 02). Its entries are
+# sines and cosines. Each (sine, cosine) pair has squared length $\sin^2 + \cos^2 = 1$, so every
 # positional vector has length exactly $\sqrt{d_{model}/2}$, whatever the position.
 #
-# The length of a token vector depends on how the table was initialised. `TokenEmbedding` draws
-# its entries from $\mathcal{N}(0, 1/d_{model})$, so a raw row has length about 1. Times
-# $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about
-# $\sqrt{d_{model}}$, the same order as the positional vector. Without the factor, the position
-# signal would be $\sqrt{d_{model}/2} = 16$ times longer than the token signal at
-# $d_{model} = 512$, and at the start of training the first layer would see mostly *where* a token
-# is, hardly *which* it is.
+# The length of a token vector depends on how the table was initialised. `TokenEmbedding` draws its
+# entries from $\mathcal{N}(0, 1/d_{model})$, so a raw row has length about 1. Times
+# $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$.
+# That is the same order as the positional vector. Without the factor, at $d_{model} = 512$, the
+# position signal would be $\sqrt{d_{model}/2} = 16$ times longer than the token signal. At the
+# start of training the first layer would see mostly *where* a token is, hardly *which* it is.
 #
-# The factor and the initialisation belong together: PyTorch's default `nn.Embedding` draws from
-# $\mathcal{N}(0, 1)$, and multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
+# So the factor and the initialisation belong together. PyTorch's default `nn.Embedding` draws from
+# $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
 # $\sqrt{d_{model}}$ times too long. What matters is the size of what reaches the first layer.
-# (How much does it matter once training starts? Section 5 trains with and without the factor,
-# from several seeds.)
 
 # %%
 widths = [16, 32, 64, 128, 256, 512, 1024]
@@ -311,14 +295,17 @@ plt.show()
 # %% [markdown]
 # ## 4. Weight tying: one matrix for input and output
 #
-# At the other end, the decoder turns its output vector $h \in \mathbb{R}^{d_{model}}$ into
-# one score per vocabulary entry with a linear layer, $\text{logits} = h W^\top$ with
-# $W \in \mathbb{R}^{V_\text{tgt} \times d_{model}}$, the same shape as the target embedding. Our toy
-# example has one vocabulary for both sides ($V_\text{src} = V_\text{tgt}$). §3.4 shares one matrix between
-# the two embedding layers and this pre-softmax layer (an idea the paper credits to Press and
-# Wolf). After tying, the vector a token is *read in* with is the direction that *predicts* it
-# on the way out. `tie_weights` makes the output layer use the embedding's `Parameter` itself, not
-# a copy:
+# At the other end, the decoder turns its output vector $h$ (of size $d_{model}$) into one score per
+# vocabulary entry. These scores, before the softmax turns them into probabilities, are called
+# *logits*. A linear layer computes them: $\text{logits} = h W^\top$. Its matrix $W$ has shape
+# $V_\text{tgt} \times d_{model}$, where $V_\text{tgt}$ is the size of the target vocabulary. That
+# is the shape of the target embedding.
+#
+# §3.4 shares one matrix between the two embedding layers and this pre-softmax layer, an idea the
+# paper credits to Press and Wolf. After tying, the vector a token is *read in* with is the
+# direction that *predicts* it on the way out. Our toy example has one vocabulary for both sides
+# ($V_\text{src} = V_\text{tgt}$). `tie_weights` makes the output layer use the embedding's
+# `Parameter` itself, not a copy:
 
 # %%
 V_tgt, d = len(vocab), 8
@@ -338,19 +325,19 @@ print("one Parameter object:   ", generator.weight is token_embedding.weight)
 print("one block of memory:    ", generator.weight.data_ptr() == token_embedding.weight.data_ptr())
 
 # %% [markdown]
-# At the paper's size the saving is large. With a shared English–German vocabulary, the encoder
-# input, the decoder input and the output layer can all use the same matrix:
+# At the paper's size the saving is large. With one vocabulary shared by English and German, the
+# encoder input, the decoder input and the output layer can all use the same matrix:
 
 # %%
 V_shared, D = 37_000, 512  # V_src = V_tgt: one vocabulary for both languages
-print(f"one V × D matrix:           {V_shared * D / 1e6:5.1f} M parameters")
+print(f"one V_shared × D matrix:    {V_shared * D / 1e6:5.1f} M parameters")
 print(f"three separate matrices:    {3 * V_shared * D / 1e6:5.1f} M")
 print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3)")
 
 # %% [markdown]
-# Tying also fits the scaling of section 3 above: with entries of size $1/\sqrt{d_{model}}$ in $E$ and unit-size
-# entries in $h$, the logits $h E^\top$ start with a standard deviation near 1. And a decoder
-# state that equals a token's own scaled embedding scores that very token highest:
+# Tying also fits the scaling of section 3. The entries of $E$ have size $1/\sqrt{d_{model}}$ and
+# those of $h$ have size 1, so the logits $h E^\top$ start with a standard deviation near 1. And a
+# decoder state that equals a token's own scaled embedding scores that very token highest:
 
 # %%
 d = 512
@@ -367,8 +354,8 @@ print(f"tokens whose own vector predicts them: {(own.argmax(dim=1) == torch.aran
 # %% [markdown]
 # > **Common mistake — forgetting `<unk>`, or forgetting $\sqrt{d_{model}}$.** Both bugs pass a
 # > quick test on the training sentences. Looking tokens up with `self.token_to_id[token]` works
-# > until the first unseen word, and then raises a `KeyError` in the middle of an evaluation.
-# > Returning `self.embedding(tokens)` without the factor gives the right shapes and trains, but
+# > until the first unseen word. Then it raises a `KeyError` in the middle of an evaluation.
+# > Returning `self.embedding(tokens)` without the factor gives the right shapes and trains. But it
 # > feeds the first layer vectors dominated by their position. The exercise checks catch both:
 
 
@@ -387,36 +374,32 @@ print(run_check("ex01_2", forward_without_scale).line())
 print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 
 # %% [markdown]
-# ## 5. An experiment: train with and without the factor
+# ## 5. A preview: does the factor change what a model learns?
 #
-# Section 3 is an argument about the *start* of training. Does the factor change what a model
-# learns? The cell below trains three small Transformers (the full model of chapter 06, $d_{model}
-# = 64$, one layer on each side) for 500 steps on the reverse task of chapter 07 (write a string of
-# letters backwards), identical but for the embeddings: the course's $\mathcal{N}(0, 1/d_{model})$
-# table times $\sqrt{d_{model}}$; the same table without the factor; and PyTorch's default
-# $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$. Each variant is trained from **three seeds**
-# (three different initial weights and batch orders), because one run is one draw: two runs of the
-# same model differ by several points, and a difference between two variants means something only
-# if it is larger than that. The table gives, for each variant, the mean share of held-out strings
-# reversed exactly and the lowest and highest seed; the figure draws the training losses (the band
-# spans the seeds) and one dot per seed. (It trains and decodes, so it uses every chapter of the
-# course; in the student edition it runs once you have written the exercises up to chapter 08.
-# About a minute on a 2-core CPU.)
+# Section 3 is an argument about the *start* of training. Does the factor still matter once the
+# model learns? Only training can tell, and training needs a whole model. So this section borrows
+# one: the full Transformer that you will build in chapter 06, trained the way chapter 07 trains
+# it. Here it is a measuring instrument; you do not need its inside yet.
 #
-# Each variant is the course's `Transformer` built with another token embedding: its `embedding`
-# argument is a class (or a function) that the model calls as `embedding(vocab_size, d_model,
-# padding_idx)` for its embedding tables. Without the factor, the embedding is section 4's mistake
-# made on purpose (`forward_without_scale`); the third keeps the factor and draws the table like
-# PyTorch's `nn.Embedding` (`init_std=1.0`).
+# The task is chapter 07's reverse task: read a string of letters, write it backwards. Three small
+# models ($d_{model} = 64$, one layer on each side) train for 500 steps. They differ only in their
+# token embeddings:
 #
-# The numbers are your computer's: another CPU adds floats in another order, and training turns
-# that into different models (chapter 07, section 6). So the cell prints them and states only what
-# lies beyond the spread of the seeds; the cell after it checks what this section claims.
+# - the course's table, drawn from $\mathcal{N}(0, 1/d_{model})$, times $\sqrt{d_{model}}$;
+# - the same table without the factor: section 4's mistake `forward_without_scale`, on purpose;
+# - PyTorch's default table, drawn from $\mathcal{N}(0, 1)$, times $\sqrt{d_{model}}$.
+#
+# Then each model reverses strings it never saw in training. The table gives the share it reverses
+# exactly; the figure draws the training losses. Each variant trains three times, from different
+# random starts (three seeds). [Chapter 07](07_training.ipynb)'s box "How this book tests a claim"
+# explains how the book compares such runs. The cell takes about a minute on a 2-core CPU. In the
+# student edition it runs once you have written the exercises up to chapter 08.
+#
+# The model's `embedding` argument says how to build its embedding tables: a class or a function,
+# called as `embedding(vocab_size, d_model, padding_idx)`.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from IPython.display import Markdown, display
-
 from transformer_course import Transformer
 from transformer_course.tools.experiments import run_experiment
 
@@ -435,10 +418,8 @@ scale_result = run_experiment("embedding-scale", variants={
     "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
 })  # fmt: skip
 course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
-display(Markdown("\n".join(f"- {scale_result.verdict('exact match %', a, b)}" for a, b in
-                             [(course, unscaled), (course, unit), (unscaled, unit)])))  # fmt: skip
 
-# %%
+# %% tags=["hide-output"]
 from transformer_course.tools.claims import expect, expect_above
 
 exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
@@ -449,33 +430,35 @@ expect("the factor does not make the model learn better beyond the spread of the
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
 
 # %% [markdown]
-# The outcome corrects section 3 more than it confirms it. **Without the factor the model learns
-# the task at least as well as with it**: the check above says that the course's factor never
-# beats the same model without it beyond the spread of the seeds (the first line of the verdict
-# says whether, on your computer, the model *without* it even did better beyond that spread). The
-# embeddings are learned, and the optimiser soon gives them whatever size helps; at $d_{model} = 64$
-# the starting imbalance is only $\sqrt{32} \approx 5.7$. What goes badly wrong, on every seed, is
-# the opposite mismatch: $\mathcal{N}(0, 1)$ times $\sqrt{d_{model}}$ makes token vectors 8 times
-# longer than the course's (about 11 times longer than the positional ones), and, through the tied
-# output layer of section 4, starts the logits 8 times too large (its loss curve begins far above
-# the others). That model reverses only a few strings. So the factor is not what makes training
-# work; what matters is that the starting sizes of the token vectors, the positional vectors and
-# the tied output layer agree, and the factor together with the $\mathcal{N}(0, 1/d_{model})$
-# initialisation is one way to get there. At the paper's width, where the imbalance would be 16
-# rather than 5.7, the factor may matter more: the exercises of chapter 01 ask you to try a wider
-# model.
+# **The finding: without the factor the model learns at least as well; with token vectors that
+# start too long, it fails.** The check above (folded in the web edition) holds both halves. The best run
+# without the factor does at least as well as the worst run with it. The $\mathcal{N}(0, 1)$ table
+# times $\sqrt{d_{model}}$ reverses far fewer strings than either, in every run.
+#
+# Why? The embeddings are learned, and the optimiser soon gives them whatever size helps. At
+# $d_{model} = 64$, the imbalance that the factor corrects is only $\sqrt{32} \approx 5.7$. The
+# third table errs the other way, and by more. Its token vectors start 8 times longer than the
+# course's, about 11 times longer than the positional vectors. Through the tied output layer of
+# section 4, its logits start 8 times too large as well.
+#
+# So the point of section 3 stands, made sharper. What a model needs at the start is that three
+# sizes agree: the token vectors, the positional vectors and the tied output layer. The factor,
+# together with the $\mathcal{N}(0, 1/d_{model})$ initialisation, is the paper's way to make them
+# agree.
 
 # %% [markdown]
 # ## Summary
 #
 # - A `Vocab` maps tokens to ids; ids 0–3 are `<pad>`, `<bos>`, `<eos>`, `<unk>`. Unseen tokens
 #   become `<unk>` and their meaning is lost, which is why the paper uses sub-word units (§5.1).
-# - An embedding is a $V_\text{src} \times d_{model}$ matrix; the lookup equals `one_hot(ids) @ E`, and only
-#   the rows that were looked up receive a gradient.
-# - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries initialised at
-#   $\mathcal{N}(0, 1/d_{model})$ this gives token vectors as long as the positional vectors added
-#   to them in chapter 02. The experiment of section 5 trained with and without the factor.
-# - Weight tying makes input embeddings and the output layer one `Parameter`, saving
+# - An embedding is a $V_\text{src} \times d_{model}$ matrix. The lookup equals `one_hot(ids) @ E`,
+#   and only the rows that were looked up receive a gradient.
+# - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
+#   $\mathcal{N}(0, 1/d_{model})$, token vectors are then as long as the positional vectors added to
+#   them in chapter 02.
+# - What matters is that these starting sizes agree. In section 5's preview, a model without the
+#   factor learnt at least as well, and one whose token vectors started 8 times too long failed.
+# - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #
 # Next, chapter 02 adds the position of each token.
@@ -499,7 +482,7 @@ expect("the factor does not make the model learn better beyond the spread of the
 #    <details><summary>Answer</summary>
 #
 #    Each one-hot row has a single 1, so the product copies exactly one row of $E$. Multiplying costs
-#    $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds, almost all with a zero; indexing copies the
+#    $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds, almost all with a zero. Indexing copies the
 #    $S \cdot d_{model}$ numbers and nothing else.
 #    </details>
 # 3. After one backward pass, which rows of the embedding matrix have a non-zero gradient?
@@ -518,7 +501,7 @@ expect("the factor does not make the model learn better beyond the spread of the
 #    $V_\text{src} = V_\text{tgt} = 37{,}000$ and $d_{model} = 512$?
 #    <details><summary>Answer</summary>
 #
-#    Two $V \times d_{model}$ matrices: $2 \cdot 37{,}000 \cdot 512 \approx 37.9$ M parameters, more
+#    Two $37{,}000 \times 512$ matrices: $2 \cdot 37{,}000 \cdot 512 \approx 37.9$ M parameters, more
 #    than half of the base model's 65 M.
 #    </details>
 #

@@ -26,15 +26,14 @@
 # - read equation (1) of the paper as a *soft lookup*: compare a query with every key, turn the
 #   similarities into weights, average the values with those weights;
 # - explain with an experiment why the scores are divided by $\sqrt{d_k}$;
-# - use boolean masks (True = may attend), and know why a blocked score is set to
-#   `torch.finfo(dtype).min` rather than `-inf` or `-1e9`;
-# - check our step-by-step *teaching path* against PyTorch's fused *fast path*.
-#
+# - use boolean masks, and know why a blocked score is set to `torch.finfo(dtype).min` rather than
+#   `-inf` or `-1e9`;
+# - check our step-by-step *teaching path* against PyTorch's fused *fast path*;
 # - say, with Table 1 of §4, what self-attention gains over a recurrent layer and what it pays.
 #
-# **In the paper:** §3.2 (attention as a mapping from a query and key-value pairs to an output),
-# §3.2.1 (scaled dot-product attention, equation (1) and footnote 4), the masking remark of §3.2.3,
-# and §4 (why self-attention, Table 1).
+# **In the paper:** §3.2 (attention maps a query and key-value pairs to an output), §3.2.1 (scaled
+# dot-product attention, equation (1) and footnote 4), the masking remark of §3.2.3, and §4 (why
+# self-attention, Table 1).
 
 # %% tags=["colab"]
 import sys
@@ -52,7 +51,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-input"]
 import math
 
 import matplotlib.pyplot as plt
@@ -68,10 +67,12 @@ torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
-# **Where we are.** Scaled dot-product attention is the computation inside each of the three
-# attention blocks of the model (chapter 04 wraps it into multi-head attention). The shapes of its
-# weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in
-# the decoder.
+# ## Where we are
+#
+# Scaled dot-product attention is the computation inside each of the three attention blocks of the
+# model. Chapter 04 wraps it into multi-head attention, with H heads. The shapes of its weights are
+# written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
+# The [notation page](../book/notation.md) lists the letters.
 
 # %%
 architecture_map("attention")
@@ -80,10 +81,10 @@ architecture_map("attention")
 # ## 1. Attention is a lookup that never has to choose
 #
 # A Python dictionary answers a query by finding the one key that matches exactly and returning its
-# value. Attention does the same with vectors, but softly: it scores the query against **every**
-# key, turns the scores into positive weights that add up to one, and returns the weighted average
-# of all the values. A key that fits the query well gets most of the weight; nothing is ever
-# picked outright, which is what makes the whole operation differentiable.
+# value. Attention does the same with vectors, but softly. It scores the query against **every**
+# key. It turns the scores into positive weights that add up to one. And it returns the weighted
+# average of all the values. A key that fits the query well gets most of the weight. Nothing is
+# ever picked outright, which is what makes the whole operation differentiable.
 #
 # The paper writes it for many queries at once, stacked as the rows of a matrix $Q$ (§3.2.1,
 # equation (1)):
@@ -99,10 +100,9 @@ architecture_map("attention")
 # | softmax over the last axis | (B, T, S) | the **weights**: each row sums to 1 |
 # | output | (B, T, Dv) | one weighted average of the values per query |
 #
-# To see it do something sensible, here is a toy sentence whose words we describe by hand with four
-# features, and three questions we ask of it. Nothing is learned yet: in a trained model, the
-# queries, keys and values come out of learned projections (chapter 04), but the mechanism is the
-# same.
+# To see it do something sensible, here is a toy sentence. We describe its words by hand with four
+# features, and ask it three questions. Nothing is learned yet. In a trained model the queries, keys
+# and values come out of learned projections (chapter 04), but the mechanism is the same.
 
 # %%
 # hand-made word features:     animal, action, place, small word
@@ -157,14 +157,30 @@ ax.set_ylabel("queries")
 plt.show()
 
 # %% [markdown]
-# "where?" splits its weight between *mat* and *on*: the preposition shares half of the place
-# feature, and softmax never forces a single winner. Every unrelated word still receives a little
-# weight (0.04): its score of 0 becomes $e^0 = 1$ before normalisation, never exactly 0.
+# One weight can be followed by hand. Each query is 6 times a unit vector, and each key holds its
+# word's four hand-made features. So "who?" and the key of *cat* have the dot product 6. Divided by
+# $\sqrt{d_k} = \sqrt{4} = 2$, that gives a score of 3. Every other word of the sentence scores 0.
+# The softmax turns each score $s$ into $e^s$ and divides by the sum of the row. One score of 3
+# against five scores of 0 gives
+#
+# $$\text{weight of } \textit{cat} = \frac{e^3}{e^3 + 5 \cdot e^0} = \frac{20.09}{25.09} \approx 0.80,
+# \qquad \text{weight of each other word} = \frac{1}{e^3 + 5} \approx 0.04.$$
+
+# %%
+row = attention_scores(queries[:1], keys[:1])[0, 0]  # (S,): the scores of "who?"
+print("scores of 'who?':", [f"{x:g}" for x in row.tolist()])
+print(f"e³ / (e³ + 5) = {math.exp(3) / (math.exp(3) + 5):.4f}   weight on 'cat': {weights[0, 0, 1]:.4f}")
+print(f" 1 / (e³ + 5) = {1 / (math.exp(3) + 5):.4f}   weight on 'the': {weights[0, 0, 0]:.4f}")
+
+# %% [markdown]
+# "where?" splits its weight between *mat* and *on*. The preposition has half of the place feature,
+# and softmax never forces a single winner. Every unrelated word still receives a little weight: a
+# score of 0 becomes $e^0 = 1$ before normalisation, never exactly 0.
 #
 # ## 2. Equation (1), one step at a time
 #
-# Let us redo that computation by hand on random tensors with a batch and odd sizes, then check that
-# the package's functions (`attention_scores`, `scaled_dot_product_attention`) agree.
+# Let us redo that computation by hand on random tensors, with a batch and odd sizes. Then we check
+# that the package's functions (`attention_scores`, `scaled_dot_product_attention`) agree.
 
 # %%
 B, T, S, d_k, d_v = 2, 3, 5, 4, 6
@@ -186,29 +202,31 @@ print("the package agrees with the hand computation")
 # %% [markdown]
 # Two details worth noticing:
 #
-# - `k.transpose(-2, -1)` swaps only the last two axes, so the same line works for inputs of shape
-#   (T, Dk), (B, T, Dk) or (B, H, T, Dk) (chapter 04 adds the head axis H).
+# - `k.transpose(-2, -1)` swaps only the last two axes. So the same line works for inputs of shape
+#   (T, Dk), (B, T, Dk) or (B, H, T, Dk); chapter 04 adds the head axis H.
 # - the softmax runs over the **last** axis, the keys. Over the other axis the *columns* would sum
 #   to one, and each query would no longer get a proper average.
 #
 # ## 3. Why divide by $\sqrt{d_k}$?
 #
-# The paper's argument (§3.2.1, footnote 4): if the entries of a query and a key are independent
-# with mean 0 and variance 1, their dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$ is a sum of
-# $d_k$ independent terms of variance 1, so its variance is $d_k$. Its typical size grows like
-# $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the variance back to 1, whatever the head size.
+# The paper's argument (§3.2.1, footnote 4) goes like this. Let the entries of a query and a key be
+# independent, with mean 0 and variance 1. Their dot product $q \cdot k = \sum_{i=1}^{d_k} q_i k_i$
+# is a sum of $d_k$ independent terms of variance 1, so its variance is $d_k$. Its typical size grows
+# like $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the variance back to 1, whatever the head size.
 #
-# Why would large scores hurt? Softmax is sensitive to *differences* between scores: spread them
-# out and the largest one takes nearly all the weight. The output then copies one value, and the
-# gradient through the softmax nearly vanishes, because the Jacobian of softmax,
-# $\mathrm{diag}(p) - pp^\top$, is zero when $p$ is one-hot. The paper does not measure this
-# itself: it cites an earlier comparison (its reference [3], Britz et al., 2017) in which additive
-# attention beat unscaled dot-product attention for large $d_k$, and says it *suspects* that the
-# large dot products are the cause, pushing the softmax into regions of tiny gradients. The
-# $1/\sqrt{d_k}$ factor is its remedy for that suspected cause.
+# Why would large scores hurt? Softmax is sensitive to *differences* between scores. Spread them out
+# and the largest one takes nearly all the weight. The output then copies one value, and the
+# gradient through the softmax nearly vanishes. (The matrix of the softmax's derivatives, its
+# Jacobian, is $\mathrm{diag}(p) - pp^\top$, and that is zero when $p$ is one-hot.) The paper does
+# not measure this itself. It cites an earlier comparison (its reference [3], Britz et al., 2017)
+# in which additive attention beat unscaled dot-product attention for large $d_k$. It *suspects*
+# that the large dot products are the cause, pushing the softmax into regions of tiny gradients.
+# The $1/\sqrt{d_k}$ factor is its remedy for that suspected cause.
 #
-# The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each
-# compared with 16 random keys, and look at the scores with and without the scaling.
+# The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each compared
+# with 16 random keys, and look at the scores with and without the scaling. The *entropy* of a row
+# of weights measures how spread out it is: $\log 16$ nats when all 16 weights are equal, 0 when one
+# key takes everything.
 
 # %%
 torch.manual_seed(0)
@@ -275,15 +293,16 @@ print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_g
 # %% [markdown]
 # Read the four panels from left to right:
 #
-# 1. the variance of plain dot products follows the dotted line $d_k$ exactly as footnote 4
-#    predicts; scaled scores stay at 1;
+# 1. the variance of plain dot products follows the dotted line $d_k$, as footnote 4 predicts;
+#    scaled scores stay at 1;
 # 2. unscaled, the largest weight in a row climbs towards 1: the row has become (almost) a hard
 #    choice of one key;
 # 3. the entropy of the row drops from nearly uniform towards 0;
-# 4. the gradient that reaches the scores shrinks as $d_k$ grows (the ratio is printed below: about
-#    5 to 6 times between $d_k = 1$ and $d_k = 1024$), so the projections that produce queries and
-#    keys would learn slowly. Scaled, all four curves are flat: the head size no longer changes how
-#    attention behaves at initialisation.
+# 4. the gradient that reaches the scores shrinks as $d_k$ grows (the line under the figure prints
+#    by how much). So the projections that produce queries and keys would learn slowly.
+#
+# Scaled, all four curves are flat: the head size no longer changes how attention behaves at
+# initialisation.
 #
 # ## 4. Masks: who may look at whom
 #
@@ -291,16 +310,17 @@ print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_g
 #
 # - **padding**: sentences in a batch have different lengths, and the short ones are filled with a
 #   `<pad>` token that carries no meaning;
-# - **the future**: when the decoder predicts word $t$ it must not see words $t+1, \dots$
-#   (§3.2.3: the illegal connections are masked out "by setting to $-\infty$" the inputs of the softmax).
+# - **the future**: when the decoder predicts word $t$, it must not see words $t+1, \dots$. §3.2.3
+#   masks out these illegal connections "by setting to $-\infty$" the inputs of the softmax.
 #
-# In this course a mask is a **boolean tensor, True = may attend**, the convention of
-# `torch.nn.functional.scaled_dot_product_attention`. It must *broadcast* to the scores
-# (B, T, S) or, with heads, (B, H, T, S): a padding mask of shape (B, 1, S) says the same thing for
-# every query, a causal mask of shape (T, S) the same thing for every sentence.
+# In this course a mask is a **boolean tensor, and True means "may attend"**. This is the
+# convention of PyTorch's `torch.nn.functional.scaled_dot_product_attention`. The mask must
+# *broadcast* to the scores, (B, T, S), or with heads (B, H, T, S): PyTorch repeats it along every
+# axis where it has size 1. So a padding mask of shape (B, 1, S) says the same thing for every
+# query. A causal mask of shape (T, S) says the same thing for every sentence.
 #
-# ⚠️ `torch.nn.MultiheadAttention` uses the **opposite** polarity: its `key_padding_mask` and
-# boolean `attn_mask` are True where attention is *blocked*. Chapter 04 converts explicitly.
+# ⚠️ `torch.nn.MultiheadAttention` uses the **opposite** polarity: its `key_padding_mask` and its
+# boolean `attn_mask` are True where attention is *blocked*. Chapter 04 converts between the two.
 #
 # `apply_mask` replaces each blocked score by the lowest finite number of the dtype, so that the
 # softmax gives it a weight of exactly zero. Back to our sentences: the second one is padded.
@@ -324,9 +344,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The second sentence has no place word, so "where?" finds no good key. Without the mask, half of its
-# weight lands on padding, an artefact of how long the batch happened to be. With the mask the
-# padded keys get weight 0 and the remaining weights are renormalised over the real words.
+# The second sentence has no place word, so "where?" finds no good key. Without the mask, half of
+# its weight lands on padding: an artefact of how long the batch happened to be. With the mask, the
+# padded keys get weight 0, and the remaining weights are renormalised over the real words.
 #
 # A **causal** mask is lower-triangular: query $t$ may look at keys $0 \dots t$. Here each word of
 # the first sentence attends over the words so far, using its own features as query and key.
@@ -351,9 +371,9 @@ plt.show()
 # and *on*); it cannot see *mat*, which comes later. The first word has a single key to look at, so
 # its weight is 1.
 #
-# > **Common mistake — the mask polarity reversed.** Code ported from `nn.MultiheadAttention`
-# > (True = blocked) into a function that expects True = may attend flips every mask. Shapes do not
-# > change, nothing crashes, and the model quietly attends to padding and to the future.
+# > **Common mistake — the mask polarity reversed.** Code ported from `nn.MultiheadAttention`, whose
+# > masks are True where attention is blocked, flips every mask here. Shapes do not change, nothing
+# > crashes, and the model quietly attends to padding and to the future.
 
 
 # %%
@@ -375,10 +395,10 @@ print(run_check("ex03_2").line())  # the package's apply_mask
 #
 # ## 5. A row with nothing to attend to
 #
-# What if *every* key of a query row is blocked? It happens more often than one would think: a
-# batch may contain an empty sequence, and with left padding a causal mask leaves the first padded
-# position nothing to look at. The output of such a row is never used, but it must not be NaN,
-# because NaN spreads.
+# What if *every* key of a query row is blocked? It happens more often than one would think. A
+# batch may contain an empty sequence. Or padding sits at the start of a sentence, and a causal mask
+# leaves the first padded position nothing to look at. The output of such a row is never used, but
+# it must not be NaN, because NaN spreads.
 #
 # Following §3.2.3 literally and filling with `-inf` gives softmax$(-\infty, \dots, -\infty)$ =
 # $0/0$ = NaN:
@@ -407,8 +427,8 @@ for dtype in (torch.float32, torch.float16, torch.bfloat16):
 
 # %% [markdown]
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
-# holds identical scores, softmax turns them into uniform weights, and the output is the plain mean
-# of the values: finite, harmless, and its gradients are finite too. In rows with at least one
+# holds identical scores, and softmax turns them into uniform weights. The output is the plain mean
+# of the values: finite and harmless, and its gradients are finite too. In rows with at least one
 # allowed key, $e^{\text{min} - \text{max}}$ underflows to exactly 0, just as $-\infty$ would.
 
 # %%
@@ -436,10 +456,10 @@ print(run_check("ex03_2", apply_mask_minus_inf).line())
 print(f"{8 * 8 * 4096 * 4096 * 4 / 2**30:.0f} GiB of float32 weights for one attention layer")
 
 # %% [markdown]
-# PyTorch's `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one fused
-# call that picks a kernel for the device (FlashAttention or a memory-efficient kernel on GPUs, a
-# blocked kernel on CPUs). These kernels walk over the keys in blocks and keep a running softmax,
-# so the full weight matrix never exists. The price: you do not get the weights back.
+# PyTorch's `torch.nn.functional.scaled_dot_product_attention` is the **fast path**. It is one fused
+# call that picks a kernel for the device: FlashAttention or a memory-efficient kernel on GPUs, a
+# blocked kernel on CPUs. These kernels walk over the keys in blocks and keep a running softmax, so
+# the full weight matrix never exists. The price: you do not get the weights back.
 #
 # The package wraps it as `fast_attention`, with the same mask convention. The two paths compute
 # the same function, so they must give the same numbers, with and without masks:
@@ -470,10 +490,10 @@ print(
 
 # %% [markdown]
 # One place where libraries disagree is the fully blocked row of section 5. Our teaching path
-# returns the mean of the values; PyTorch's fused function returns zeros (in the version used here;
-# older versions returned NaN); `nn.MultiheadAttention` returns NaN. `fast_attention` makes the fast
-# path agree with the teaching path: it zeroes the query of such a row and lets it see every key,
-# so all its scores are 0 and its weights uniform, in every dtype.
+# returns the mean of the values. PyTorch's fused function returns something else (the last cell
+# below prints what). `fast_attention` makes the fast path agree with the teaching path. It zeroes
+# the query of such a row and lets it see every key. So all its scores are 0 and its weights
+# uniform, in every dtype.
 
 # %%
 mask_empty = mask.clone()
@@ -505,10 +525,14 @@ for name, fn in (
 # %% [markdown]
 # ## 7. Why self-attention? (§4)
 #
-# The paper argues for its design in a section of its own. It compares three kinds of layer that
-# all turn a sequence of $n$ vectors of size $d$ into another such sequence: a self-attention
-# layer, a recurrent layer (an RNN, the standard translation model of the time) and a
-# convolutional layer. It counts three things:
+# The paper argues for its design in a section of its own. It compares three kinds of layer. Each
+# turns a sequence of $n$ vectors of size $D$ into another such sequence:
+#
+# - a self-attention layer;
+# - a recurrent layer (an RNN, the standard translation model of the time);
+# - a convolutional layer.
+#
+# It counts three things:
 #
 # - **computation per layer**: the total number of multiply-adds;
 # - **sequential operations**: how many steps must run one after the other, however many
@@ -516,60 +540,63 @@ for name, fn in (
 # - **maximum path length**: how many steps a signal needs to travel from one position to any
 #   other. The shorter the path, the easier it is to learn a dependency between distant words.
 #
-# Table 1 of the paper, in our notation ($n$ the sequence length, $d$ the vector size; the paper
-# writes $k$ for the kernel width, we write $w$, since $k$ is our beam size):
+# Here is Table 1 of the paper in our notation. $n$ is the sequence length and $D$ the vector size
+# (the paper writes $d$). The paper writes $k$ for the kernel width; we write $w$, since $k$ is our
+# beam size.
 #
 # | layer | computation per layer | sequential operations | maximum path length |
 # | --- | --- | --- | --- |
-# | self-attention | $O(n^2 \cdot d)$ | $O(1)$ | $O(1)$ |
-# | recurrent | $O(n \cdot d^2)$ | $O(n)$ | $O(n)$ |
-# | convolutional, width $w$ | $O(w \cdot n \cdot d^2)$ | $O(1)$ | $O(\log_w n)$ |
-# | self-attention over a window of $r$ neighbours | $O(r \cdot n \cdot d)$ | $O(1)$ | $O(n/r)$ |
+# | self-attention | $O(n^2 \cdot D)$ | $O(1)$ | $O(1)$ |
+# | recurrent | $O(n \cdot D^2)$ | $O(n)$ | $O(n)$ |
+# | convolutional, width $w$ | $O(w \cdot n \cdot D^2)$ | $O(1)$ | $O(\log_w n)$ |
+# | self-attention over a window of $r$ neighbours | $O(r \cdot n \cdot D)$ | $O(1)$ | $O(n/r)$ |
 #
 # Where do the entries come from? Self-attention compares every position with every other one:
-# $n^2$ dot products of length $d$, all independent of each other, so they can run at once, and
-# every position reaches every other in one step. A recurrent layer multiplies a $d \times d$ matrix
-# with its state once per position ($n \cdot d^2$), but step $t$ needs the state of step $t-1$: $n$
-# steps in a row, and a signal from the first word reaches the last one through all of them. (For
-# convolutions the paper's $O(\log_w n)$ assumes dilated convolutions; a stack of plain ones needs
-# $O(n/w)$ layers to connect the two ends.)
+# $n^2$ dot products of length $D$. They are independent of each other, so they can run at once,
+# and every position reaches every other in one step. A recurrent layer multiplies a $D \times D$
+# matrix with its state once per position ($n \cdot D^2$). But step $t$ needs the state of step
+# $t-1$. So it takes $n$ steps in a row, and a signal from the first word reaches the last one
+# through all of them. (For convolutions the paper's $O(\log_w n)$ assumes dilated convolutions. A
+# stack of plain ones needs $O(n/w)$ layers to connect the two ends.)
 #
-# Self-attention therefore costs less computation than recurrence when $n < d$, which is the usual
-# case for sentences (a few dozen word pieces against $d = 512$); for very long sequences the
-# $n^2$ term takes over, which is why the paper proposes the restricted variant of the last row
-# as a possible remedy. The first figure draws the path-length column:
+# So self-attention costs less computation than recurrence when $n < D$. That is the usual case for
+# sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
+# takes over. This is why the paper proposes the restricted variant of the last row as a possible
+# remedy. The first figure draws the path-length column:
 
 # %%
 plot_path_lengths()
 
 # %% [markdown]
-# Now the sequential-operations column, measured. Below, a recurrent layer written as the step
-# loop it is (a plain RNN, $h_t = \tanh(x_t W_{in} + h_{t-1} W_h)$) and a self-attention layer
-# with the same projections' cost ($xW^Q$, $xW^K$, $xW^V$, then equation (1)). Both map (B, n, d) to
-# (B, n, d). We time them on one CPU thread as $n$ grows (timings depend on the machine, so the
-# numbers in this cell are not compared by the tests; the trend is what matters).
+# Now the sequential-operations column, measured. Below are two layers that both map (B, n, D) to
+# (B, n, D). One is a recurrent layer, written as the step loop it is: a plain RNN,
+# $h_t = \tanh(x_t W_{in} + h_{t-1} W_h)$. The other is a self-attention layer: three projections
+# $xW^Q$, $xW^K$, $xW^V$, then equation (1). We time them on one CPU thread as $n$ grows. Timings
+# depend on the machine, so the tests do not compare this cell's numbers; the trend is what matters.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 import time
 
+from IPython.display import Markdown, display
+
 torch.manual_seed(0)
-d, batch = 64, 8
-W_in, W_h, W_q, W_k, W_v = (torch.randn(d, d) / math.sqrt(d) for _ in range(5))
+D, batch = 64, 8
+W_in, W_h, W_q, W_k, W_v = (torch.randn(D, D) / math.sqrt(D) for _ in range(5))
 
 
 def recurrent_layer(x: torch.Tensor) -> torch.Tensor:
-    """(B, n, d) → (B, n, d), one position after the other: step t waits for step t − 1."""
-    h = torch.zeros(x.shape[0], d)  # (B, d)
+    """(B, n, D) → (B, n, D), one position after the other: step t waits for step t − 1."""
+    h = torch.zeros(x.shape[0], D)  # (B, D)
     states = []
     for t in range(x.shape[1]):
-        h = torch.tanh(x[:, t] @ W_in + h @ W_h)  # (B, d)
+        h = torch.tanh(x[:, t] @ W_in + h @ W_h)  # (B, D)
         states.append(h)
-    return torch.stack(states, dim=1)  # (B, n, d)
+    return torch.stack(states, dim=1)  # (B, n, D)
 
 
 def self_attention_layer(x: torch.Tensor) -> torch.Tensor:
-    """(B, n, d) → (B, n, d), every position at once."""
+    """(B, n, D) → (B, n, D), every position at once."""
     return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)[0]
 
 
@@ -588,7 +615,7 @@ lengths = [8, 16, 32, 64, 128, 256, 512, 1024]
 seconds = {"recurrent (step loop)": [], "self-attention": []}
 with torch.no_grad():
     for n in lengths:
-        x = torch.randn(batch, n, d)
+        x = torch.randn(batch, n, D)
         seconds["recurrent (step loop)"].append(best_time(recurrent_layer, x))
         seconds["self-attention"].append(best_time(self_attention_layer, x))
 torch.set_num_threads(threads)
@@ -602,7 +629,7 @@ for name, values in seconds.items():
 left.plot(lengths, [seconds["self-attention"][-1] * 1e3 * (n / lengths[-1]) ** 2 for n in lengths], "k:",
           label="∝ n² (through the last point)")  # fmt: skip
 left.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="milliseconds per layer (batch of 8)",
-         title=f"One layer, d = {d}, one CPU thread")  # fmt: skip
+         title=f"One layer, D = {D}, one CPU thread")  # fmt: skip
 left.set_xscale("log", base=2)
 left.legend(fontsize=8)
 right.plot(lengths, [r / a for r, a in zip(*seconds.values(), strict=True)], "o-", color="tab:green")
@@ -610,29 +637,38 @@ right.axhline(1, color="grey", ls=":")
 right.set(xlabel="sequence length n", ylabel="recurrent time / self-attention time",
           title="How many times faster self-attention is")  # fmt: skip
 right.set_xscale("log", base=2)
-fig.suptitle("On one CPU thread self-attention wins for short sequences, the step loop for long ones", y=1.02)
+fig.suptitle("Self-attention does more arithmetic, yet the step loop pays for its n steps in a row", y=1.02)
 fig.tight_layout()
 plt.show()
+attention_faster = [n for n, r, a in zip(lengths, *seconds.values(), strict=True) if a < r]
+loop_faster = [n for n in lengths if n not in attention_faster]
+display(Markdown(
+    f"On the machine that ran this cell, self-attention was the faster layer at "
+    f"n = {', '.join(map(str, attention_faster)) or 'no length'}, and the step loop at "
+    f"n = {', '.join(map(str, loop_faster)) or 'no length'}."
+))  # fmt: skip
 
 # %% [markdown]
-# Read the two panels together, and count first. As timed here the recurrent step costs $2 d^2$
-# multiply-adds per token ($x_t W_{in}$ and $h_{t-1} W_h$); self-attention costs $3 d^2$ per token
-# for its projections plus $2 n d$ for the scores $QK^\top$ and the weighted sum of $V$: at every
-# length in the figure, attention does *more* arithmetic than the loop. Yet for short sequences it
-# is the faster layer. The reason is Table 1's second column, sequential operations: the loop makes
-# $n$ small matrix products, each waiting for the one before, and every one of them pays the fixed
-# cost of a call (Python, PyTorch's dispatch, a kernel that barely fills the vector units), while
-# attention makes a few large products that keep the arithmetic units busy. So the sequential
-# column *does* show, even on one thread. As $n$ grows, the attention curve bends up along the
-# dotted $n^2$ line, its extra arithmetic outweighs the loop's overhead, and the loop becomes the
-# faster layer; where the curves cross depends on the machine (the figure is timed on yours), but
-# it lies well above the sentence lengths of this course.
+# Read the two panels together, and count first. As timed here, the recurrent step costs $2 D^2$
+# multiply-adds per token ($x_t W_{in}$ and $h_{t-1} W_h$). Self-attention costs $3 D^2$ per token
+# for its projections, plus $2 n D$ for the scores $QK^\top$ and the weighted sum of $V$. So at every
+# length in the figure, attention does *more* arithmetic than the loop.
 #
-# On hardware with thousands of arithmetic units, a GPU, the same column matters far more: all of
+# Yet for short sequences attention can be the faster layer. The sentence under the figure says at
+# which lengths it was, on the machine that ran it. The reason is Table 1's second column,
+# sequential operations.
+# The loop makes $n$ small matrix products, each waiting for the one before. Every one of them pays
+# the fixed cost of a call: Python, PyTorch's dispatch, a kernel that barely fills the vector units.
+# Attention makes a few large products that keep the arithmetic units busy. So the sequential column
+# *does* show, even on one thread. As $n$ grows, the attention curve bends up along the dotted $n^2$
+# line, and its extra arithmetic outweighs the loop's overhead. Where the curves cross depends on
+# the machine.
+#
+# On hardware with thousands of arithmetic units, a GPU, the same column matters far more. All of
 # attention's scores are computed at once, while a recurrent layer's $n$ steps must still run in a
 # row. That, not the operation count, is what made the Transformer fast to train (§5.2: 12 hours
-# for the base model on 8 GPUs). The price of attention, $n^2$ time and memory, is why models of
-# long documents replace it with cheaper variants; the last row of Table 1 is one of them.
+# for the base model on 8 GPUs). The price of attention is $n^2$ time and memory. That is why
+# models of long documents replace it with cheaper variants; the last row of Table 1 is one of them.
 #
 # %% [markdown]
 # ## Summary
@@ -641,15 +677,15 @@ plt.show()
 #   with those weights: equation (1), `scaled_dot_product_attention(q, k, v, mask)`.
 # - The $1/\sqrt{d_k}$ factor keeps the score variance at 1 for any head size; without it softmax
 #   saturates and its gradient fades as $d_k$ grows.
-# - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); blocked scores become
-#   `torch.finfo(dtype).min`, which gives exact zeros in normal rows and a finite uniform average in
-#   a fully blocked row (`-inf` gives NaN, `-1e9` overflows in float16).
-# - `nn.MultiheadAttention` uses the opposite mask polarity.
+# - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); `nn.MultiheadAttention`
+#   uses the opposite polarity.
+# - Blocked scores become `torch.finfo(dtype).min`. That gives exact zeros in normal rows and a
+#   finite uniform average in a fully blocked row (`-inf` gives NaN, `-1e9` overflows in float16).
 # - The teaching path returns the weights; the fast path (`fast_attention`, built on
 #   `F.scaled_dot_product_attention`) does not, saves the (T, S) memory, and gives the same numbers.
 # - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
-#   steps, at a cost of $O(n^2 d)$ per layer; a recurrent layer costs $O(n d^2)$ but needs $n$ steps in
-#   a row, which the timing above makes visible.
+#   steps, at a cost of $O(n^2 D)$ per layer. A recurrent layer costs $O(n D^2)$ but needs $n$ steps
+#   in a row, which the timing above makes visible.
 #
 # Next, chapter 04 runs several attentions side by side: multi-head attention.
 #
@@ -671,7 +707,7 @@ plt.show()
 #    <details><summary>Answer</summary>
 #
 #    A dot product of $d_k$ independent unit-variance terms has variance $d_k$; dividing by
-#    $\sqrt{d_k}$ brings it back to 1. Otherwise large scores saturate the softmax and its gradient
+#    $\sqrt{d_k}$ brings it back to 1. Otherwise large scores saturate the softmax, and its gradient
 #    fades as $d_k$ grows (section 3).
 #    </details>
 # 3. What does `True` mean in this course's masks, and in `nn.MultiheadAttention`'s?
@@ -691,8 +727,9 @@ plt.show()
 #    what does it need fewer of in any case?
 #    <details><summary>Answer</summary>
 #
-#    When the sequence is shorter than the vector size ($n < d$: $n^2 d$ against $n d^2$). In any case
-#    it needs no sequential steps ($O(1)$ against $O(n)$) and connects any two positions in one step.
+#    When the sequence is shorter than the vector size ($n < D$: $n^2 D$ against $n D^2$). In any case
+#    it needs no sequential steps ($O(1)$ against $O(n)$), and it connects any two positions in one
+#    step.
 #    </details>
 #
 # ## Further reading

@@ -20,7 +20,7 @@
 #
 # One attention gives each query a single set of weights over the keys. Multi-head attention runs
 # several attentions side by side, each on its own learned projection of the inputs, and mixes
-# their results. This chapter builds it and checks it against PyTorch's own `nn.MultiheadAttention`.
+# their results. This chapter builds it and checks it against PyTorch's `nn.MultiheadAttention`.
 #
 # **Learning goals**
 #
@@ -29,10 +29,10 @@
 # - count the parameters with a formula and check the count on the module;
 # - use separate head sizes $d_k$ (queries, keys) and $d_v$ (values);
 # - read per-head attention maps;
-# - reproduce `nn.MultiheadAttention` to float32 precision, converting its mask polarity.
+# - reproduce `nn.MultiheadAttention` to float32 precision, converting its masks.
 #
 # **In the paper:** §3.2.2 (multi-head attention and its equation), §3.2.3 (where the Transformer
-# uses it), Table 3 rows (A) and (B) (what the number of heads and the key size do to quality).
+# uses it), and Table 3, rows (A) and (B): what the number of heads and the key size do to quality.
 
 # %% tags=["colab"]
 import sys
@@ -50,7 +50,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
@@ -64,6 +64,7 @@ from transformer_course import (
     split_heads,
 )
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.diagrams import multihead_shapes
 from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 
@@ -71,9 +72,12 @@ torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
-# **Where we are.** The model uses multi-head attention three times: self-attention in the encoder,
-# masked self-attention and cross-attention in the decoder. One module, built in this chapter,
-# serves all three.
+# ## Where we are
+#
+# The model uses multi-head attention three times: self-attention in the encoder, masked
+# self-attention and cross-attention in the decoder. One module, built in this chapter, serves all
+# three. Its new letter is H, the number of heads (the paper writes $h$); the
+# [notation page](../book/notation.md) lists the others.
 
 # %%
 architecture_map("multihead")
@@ -82,10 +86,10 @@ architecture_map("multihead")
 # ## 1. Why more than one head?
 #
 # A row of attention weights is one probability distribution over the keys, and the output is one
-# average. If a word needs two different things at once (say, its verb *and* the word just before
-# it), a single head has to blend them into one average, and the two pieces of information get
-# smeared together. The paper's remedy (§3.2.2) is to project queries, keys and values $h$ times
-# with different learned matrices, run attention on each projection in parallel, and combine:
+# average. Say a word needs two different things at once: its verb *and* the word just before it.
+# A single head has to blend them into one average, and the two pieces of information get smeared
+# together. The paper's remedy (§3.2.2) is to project queries, keys and values $h$ times with
+# different learned matrices, run attention on each projection in parallel, and combine:
 #
 # $$\mathrm{MultiHead}(Q, K, V) = \mathrm{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)\,W^O,
 # \qquad \mathrm{head}_i = \mathrm{Attention}(QW_i^Q,\; KW_i^K,\; VW_i^V)$$
@@ -94,15 +98,29 @@ architecture_map("multihead")
 # \times d_v}$ and $W^O \in \mathbb{R}^{h d_v \times d_\text{model}}$. Each head works in its own
 # small subspace, so each can specialise. The paper uses $h = 8$ heads of size
 # $d_k = d_v = d_\text{model}/h = 64$ for $d_\text{model} = 512$. Its Table 3, rows (A), varies $h$
-# at constant cost: a single head scores 0.9 BLEU below the best setting, and very many small heads
+# at constant cost. A single head scores 0.9 BLEU below the best setting, and very many small heads
 # lose quality again.
+#
+# The diagram below follows one call of the module from bottom to top, with the shape of every
+# tensor on the way. Sections 2 to 5 build it one step at a time. In code we write H for $h$, and Dk,
+# Dv for $d_k$, $d_v$.
+#
+# *The diagram in words:* The queries' input, of shape (B, T, D), and the input of the keys and
+# values, of shape (B, S, D), each go through one linear layer: $W^Q$, $W^K$ and $W^V$. Each layer
+# makes H·Dk features (H·Dv for the values), drawn as H coloured blocks, one per head. `split_heads`
+# turns the blocks into a head axis: (B, H, T, Dk). Attention runs on every head at once, with
+# weights of shape (B, H, T, S), and returns (B, H, T, Dv). `merge_heads` puts the heads side by
+# side again, (B, T, H·Dv). $W^O$ mixes them back to (B, T, D), the shape that came in.
+
+# %%
+multihead_shapes()
 #
 # ## 2. All heads with one matrix multiply
 #
-# Written as a loop, each head has its own three small matrices. Placing the $h$ matrices
-# $W_i^Q$ side by side gives one $d_\text{model} \times h d_k$ matrix, so *one* `nn.Linear`
-# computes the queries of every head at once; the heads are then just consecutive blocks of its
-# output features. Let us check that on random weights.
+# Written as a loop, each head has its own three small matrices. Place the $h$ matrices $W_i^Q$
+# side by side, and you get one $d_\text{model} \times h d_k$ matrix. So *one* `nn.Linear` computes
+# the queries of every head at once. The heads are then just consecutive blocks of its output
+# features. Let us check that on random weights.
 
 # %%
 B, T, D, H = 2, 7, 12, 3
@@ -127,8 +145,8 @@ print("head i's queries are features", [f"{i * d_k}…{(i + 1) * d_k - 1}" for i
 #    re-reads the same memory);
 # 2. `transpose(1, 2)` moves the head axis in front of the token axis.
 #
-# Small integers make it easy to follow where each number goes: token 0 holds 0…5, token 1 holds
-# 10…15, and with 3 heads each head gets two consecutive features of *each* token.
+# Small integers make it easy to follow where each number goes. Token 0 holds 0…5 and token 1 holds
+# 10…15. With 3 heads, each head gets two consecutive features of *each* token.
 
 # %%
 tiny = torch.tensor([[[0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15]]])  # (B, T, D) = (1, 2, 6)
@@ -160,8 +178,8 @@ plt.show()
 
 # %% [markdown]
 # > **Common mistake — `view` without `transpose`.** Since the target shape is (B, H, T, Dk), it is
-# > tempting to write `x.view(B, H, T, Dk)` directly. The shape is right, nothing crashes, but
-# > `view` only re-reads memory in order: the first head is filled with the first T·Dk numbers,
+# > tempting to write `x.view(B, H, T, Dk)` directly. The shape is right and nothing crashes. But
+# > `view` only re-reads memory in order. The first head is filled with the first T·Dk numbers,
 # > which are simply the first features of the first token(s). The rows of a head no longer line up
 # > with positions, and the heads no longer see the same tokens.
 
@@ -179,10 +197,10 @@ print(run_check("ex04_1", split_heads_buggy).line())
 print(run_check("ex04_1").line())  # the package's split_heads
 
 # %% [markdown]
-# Colours show which token each number came from. With the bug, head 0 sees only token 0: its row
+# Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
 # "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. Chapter 03's tests
-# never see this bug, because attention itself is correct; only a comparison with an independent
-# reference (here, cutting the features with `chunk` and stacking them) catches it.
+# never see this bug, because attention itself is correct. Only a comparison with an independent
+# reference catches it: here, cutting the features with `chunk` and stacking them.
 #
 # ## 4. Merging the heads and $W^O$
 #
@@ -206,10 +224,10 @@ assert torch.equal(merge_heads(heads), tiny)
 assert torch.equal(merge_heads(heads), torch.cat(heads.unbind(dim=1), dim=-1))  # Concat(head_1, …, head_h)
 
 # %% [markdown]
-# Why the extra matrix $W^O$? After concatenation, output features 0…Dv−1 come from head 1 only,
-# the next Dv from head 2 only, and so on: the heads have not talked to each other yet. $W^O$
-# mixes them, so every output feature can combine what all heads found (it also maps $h d_v$ back to
-# $d_\text{model}$ when the two differ). Below, changing what head 1 returns changes only its own
+# Why the extra matrix $W^O$? After concatenation, output features 0…Dv−1 come from head 1 only, the
+# next Dv from head 2 only, and so on. The heads have not talked to each other yet. $W^O$ mixes
+# them, so every output feature can combine what all heads found. (It also maps $h d_v$ back to
+# $d_\text{model}$ when the two differ.) Below, changing what head 1 returns changes only its own
 # block of the concatenation, but every feature after $W^O$.
 
 # %%
@@ -225,15 +243,16 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # %% [markdown]
 # ## 5. The module
 #
-# `MultiHeadAttention` puts the pieces together: three projections, `split_heads`, chapter 03's
-# attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. The same module does
-# self-attention (query, key and value are the same sequence) and cross-attention (queries from the
-# decoder, keys and values from the encoder output, §3.2.3), so the key length S may differ from T.
+# `MultiHeadAttention` puts the pieces of the diagram together: three projections, `split_heads`,
+# chapter 03's attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. The same module does
+# self-attention, where query, key and value are the same sequence. It also does cross-attention
+# (§3.2.3), where the queries come from the decoder and the keys and values from the encoder's
+# output. So the key length S may differ from T.
 #
-# The keys and values come from one small method, `keys_and_values(key, value, cache=None)`: it
+# The keys and values come from one small method, `keys_and_values(key, value, cache=None)`. It
 # projects them with $W^K$ and $W^V$ and splits the heads. Its `cache` argument serves chapter 08,
-# where a translation is written one token at a time and the keys and values of the earlier tokens
-# are kept instead of being computed again; until then it is `None` and changes nothing.
+# which writes a translation one token at a time and keeps the keys and values of the earlier
+# tokens. Until then it is `None` and changes nothing.
 
 # %%
 torch.manual_seed(0)
@@ -259,13 +278,13 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # %% [markdown]
 # With `need_weights=True` the module takes chapter 03's teaching path and returns one weight map
 # per head, (B, H, T, S). Otherwise it takes the fast path (`F.scaled_dot_product_attention`) and
-# returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads unless
+# returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads, unless
 # you pass `average_attn_weights=False`.)
 #
 # ## 6. Counting parameters
 #
-# Each projection is a weight matrix plus a bias (the paper's equations have no bias;
-# `nn.MultiheadAttention` has one, so ours does too by default):
+# Each projection is a weight matrix plus a bias. The paper's equations have no bias, but
+# `nn.MultiheadAttention` has one, so ours does too by default:
 #
 # | layer | weight | bias |
 # | --- | --- | --- |
@@ -274,8 +293,8 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # | $W^V$ | $d_\text{model} \cdot h d_v$ | $h d_v$ |
 # | $W^O$ | $h d_v \cdot d_\text{model}$ | $d_\text{model}$ |
 #
-# With the paper's choice $d_k = d_v = d_\text{model}/h$, every $h d_k$ equals $d_\text{model}$ and
-# the total is $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads. That is the
+# With the paper's choice $d_k = d_v = d_\text{model}/h$, every $h d_k$ equals $d_\text{model}$. The
+# total is then $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads. That is the
 # point of the end of §3.2.2: splitting into heads costs about the same as one head of full width.
 
 
@@ -306,7 +325,7 @@ for h in (1, 2, 8, 16):
 #
 # Nothing forces $d_k = d_v$, or $h d_k = d_\text{model}$. The size of queries and keys sets how
 # rich the *comparison* is; the size of values sets how much each head can *carry* back. The paper
-# keeps them equal but explores the key size in Table 3, row (B): a smaller $d_k$ hurts quality.
+# keeps them equal, but explores the key size in Table 3, row (B): a smaller $d_k$ hurts quality.
 # Our module accepts both sizes explicitly:
 
 # %%
@@ -320,17 +339,17 @@ assert count(mha_kv) == mha_parameters(12, 3, 4, 6)
 print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 
 # %% [markdown]
-# The weights do not depend on $d_v$ at all (they come from queries and keys), and the output is
+# The weights do not depend on $d_v$ at all: they come from queries and keys. And the output is
 # back at $d_\text{model} = 12$ thanks to $W^O$ (18 → 12).
 #
 # ## 8. Looking at each head
 #
 # Per-head attention maps show what each head does. Trained heads come later: chapter 07 shows the
-# heads of a model trained to reverse strings, chapter 08 every head of the shipped translator;
-# here we *build* four heads by hand so we know what the maps should look like. The input is
-# only the sinusoidal positional encoding of chapter 02, and chapter 02 showed that moving $k$
-# positions is a fixed linear map $M_k$ of the encoding (`relative_position_map`). So if a head's
-# query projection applies $M_k$ and its key projection does not, query $t$ matches key $t + k$ best:
+# heads of a model trained to reverse strings, and chapter 08 every head of the shipped translator.
+# Here we *build* four heads by hand, so we know what the maps should look like. The input is only
+# the sinusoidal positional encoding of chapter 02. Chapter 02 showed that moving $k$ positions is
+# a fixed linear map $M_k$ of the encoding (`relative_position_map`). So let a head's query
+# projection apply $M_k$ and its key projection not: then query $t$ matches key $t + k$ best.
 #
 # - head 0 uses $M_{-1}$: each position looks at the one before it;
 # - head 1 uses $M_0$ (the identity): each position looks at itself;
@@ -338,8 +357,8 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 # - head 3 has an all-zero query projection: every score is 0, so its weights are uniform and it
 #   averages the whole sequence.
 #
-# Each head uses the first 8 coordinates of the encoding (its 4 fastest frequencies), multiplied by
-# 20 to make the maps crisp.
+# Each head uses the first 8 coordinates of the encoding (its 4 fastest frequencies). They are
+# multiplied by 20 to make the maps crisp.
 
 # %%
 T, D, H = 10, 32, 4
@@ -365,24 +384,24 @@ plt.show()
 
 # %% [markdown]
 # At the edges, the "one back" head at position 0 and the "one ahead" head at position 9 have no
-# target and settle on the nearest position. A single head could not express "previous word" and
-# "next word" at the same time without averaging them; four heads do it in one layer, and $W^O$ then
-# combines their outputs.
+# target, so they settle on the nearest position. A single head could not express "previous word"
+# and "next word" at the same time without averaging them. Four heads do it in one layer, and $W^O$
+# then combines their outputs.
 #
-# Keep these four patterns in mind. Trained models find the same kinds of rule by themselves: a
-# diagonal one step off ("the previous token"), a head that spreads evenly, and, for a model that
-# reverses strings, an *anti*-diagonal (chapter 07, section 5); the translator of chapter 08 has
-# heads that jump across the sentence to the English word a German piece needs.
+# Keep these four patterns in mind. Trained models find the same kinds of rule by themselves. There
+# is a diagonal one step off ("the previous token") and a head that looks at everything evenly. A
+# model that reverses strings has an *anti*-diagonal (chapter 07, section 5). The translator of
+# chapter 08 has heads that jump across the sentence to the English word a German piece needs.
 #
 # ## 9. Equal to `nn.MultiheadAttention`
 #
 # PyTorch's module computes the same function, so with the same weights it must give the same
-# numbers. `MultiHeadAttention.from_torch` copies them. Two differences to take care of:
+# numbers. `MultiHeadAttention.from_torch` copies them. Two differences need care:
 #
 # - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
 #   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
-# - its masks mean the **opposite**: `key_padding_mask` (B, S) and boolean `attn_mask` (T, S)
-#   are True where attention is *blocked*. Ours are True where it is allowed, so we pass `~mask`.
+# - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
+#   *blocked*, the opposite of ours (chapter 03), so we pass it `~mask`.
 
 # %%
 torch.manual_seed(0)
@@ -416,8 +435,8 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 
 # %% [markdown]
 # Both of our paths reproduce PyTorch to float32 precision, with the padding and the causal mask
-# combined; passing a mask without flipping its polarity gives a different (and wrong) answer
-# without any error.
+# combined. A mask passed without flipping it gives a different (and wrong) answer, without any
+# error.
 #
 # ## Summary
 #
@@ -429,8 +448,7 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # - Parameters: $2 d_\text{model} h d_k + 2 d_\text{model} h d_v$ weights plus biases, i.e.
 #   $4d_\text{model}^2 + 4d_\text{model}$ when $d_k = d_v = d_\text{model}/h$, independent of $h$.
 # - `need_weights=True` returns one map per head, (B, H, T, S); otherwise the fast path runs.
-# - `MultiHeadAttention.from_torch` reproduces `nn.MultiheadAttention`; its masks are True =
-#   blocked, ours True = may attend.
+# - `MultiHeadAttention.from_torch` reproduces `nn.MultiheadAttention`, whose masks we flip.
 #
 # Chapter 05 wraps this module into an encoder layer with a feed-forward network, residual
 # connections and layer normalisation.
@@ -447,7 +465,7 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 #    <details><summary>Answer</summary>
 #
 #    `view(B, T, H, d_k)` cuts each token's features into heads; the transpose then puts the head axis
-#    in front. A direct `view` reads memory in order, so a head receives consecutive features of the
+#    in front. A direct `view` reads memory in order. So a head receives consecutive features of the
 #    first token(s) instead of its own slice of every token: right shape, wrong contents.
 #    </details>
 # 2. How many parameters does a multi-head attention layer have when $d_k = d_v = d_{model}/h$?
@@ -470,7 +488,7 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # 5. Why could one head not follow "the previous word" and "the next word" at the same time?
 #    <details><summary>Answer</summary>
 #
-#    One head gives each query one distribution over the keys and returns one average; splitting the
+#    One head gives each query one distribution over the keys and returns one average. Splitting the
 #    weight between two positions blends their values. Two heads keep them apart.
 #    </details>
 #

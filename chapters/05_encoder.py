@@ -19,17 +19,21 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/05_encoder.ipynb)
 #
 # Multi-head attention (chapter 04) lets every position gather information from the others. An
-# encoder layer adds three modest pieces around it: a small network applied to each position on
-# its own, a shortcut that adds each sub-layer's input to its output, and a normalisation that
-# keeps the numbers in range. Stack six of these layers and you have the paper's encoder.
+# encoder layer adds three modest pieces around it:
+#
+# - a small network, applied to each position on its own;
+# - a shortcut that adds each sub-layer's input to its output;
+# - a normalisation that keeps the numbers in range.
+#
+# Stack six of these layers and you have the paper's encoder.
 #
 # **Learning goals**
 #
 # - write the position-wise feed-forward network of equation (2) and see why it is "position-wise";
 # - derive layer normalisation by hand, match `nn.LayerNorm` exactly, and recognise the
 #   `std + eps` mistake;
-# - tell the paper's post-LN order from the pre-LN order, and measure how differently the
-#   gradients reach the layers of a deep stack;
+# - tell the paper's post-LN order from the pre-LN order, and measure how the gradients reach the
+#   layers of a deep stack in each;
 # - assemble the encoder layer and the stack, and prove them equal to `nn.TransformerEncoderLayer`.
 #
 # **In the paper:** §3.1 (the encoder stack: two sub-layers per layer, each in
@@ -52,7 +56,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -60,22 +64,24 @@ from torch import nn
 
 from transformer_course import Encoder, EncoderLayer, PositionwiseFeedForward, padding_mask, residual
 from transformer_course.tools.checks import run_check
+from transformer_course.tools.diagrams import post_ln_pre_ln
 from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's plots read better on a grid
 
 # %% [markdown]
-# **Where we are.** The encoder layer: self-attention and a feed-forward network, each followed by
-# "Add & Norm" (the residual connection and the layer normalisation), stacked $N$ times. The shape
-# never changes inside: (B, S, D) in, (B, S, D) out.
+# ## Where we are
+#
+# The encoder layer holds self-attention and a feed-forward network. Each is followed by "Add &
+# Norm": the residual connection and the layer normalisation. The layer is stacked $N$ times. The
+# shape never changes inside: (B, S, D) in, (B, S, D) out. The [notation page](../book/notation.md)
+# lists the letters.
 
 # %%
 architecture_map("encoder")
-
-# %%
-plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's plots read better on a grid
 
 # %% [markdown]
 # ## 1. The shape of an encoder layer
@@ -85,11 +91,11 @@ plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's pl
 # 1. multi-head self-attention: every position looks at every (non-padding) position;
 # 2. a position-wise feed-forward network: every position is transformed on its own.
 #
-# Each sub-layer is wrapped the same way: its input is added back to its output (a *residual
-# connection*) and the sum is normalised, $\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))$. In
-# training, dropout is applied to the sub-layer's output before the addition (§5.4). All
-# sub-layers read and write vectors of the same size $d_\text{model}$, so the addition is always
-# possible, and the shape of the data never changes inside the encoder: (B, S, D) in, (B, S, D) out.
+# Each sub-layer is wrapped the same way. Its input is added back to its output (a *residual
+# connection*), and the sum is normalised: $\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x))$. In
+# training, dropout is applied to the sub-layer's output before the addition (§5.4). All sub-layers
+# read and write vectors of the same size $d_\text{model}$. So the addition is always possible, and
+# the shape of the data never changes inside the encoder.
 #
 # Attention we know. This chapter builds the other parts one at a time.
 #
@@ -97,18 +103,18 @@ plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's pl
 #
 # $$\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2$$
 #
-# Two linear maps with a ReLU between them: $W_1$ widens each vector from $d_\text{model} = 512$ to
-# $d_{ff} = 2048$ features, the ReLU zeroes the negative ones, $W_2$ brings it back to 512. The same
-# weights serve every position of a sequence (each layer has its own). The package's
-# `PositionwiseFeedForward` holds $W_1, b_1$ in `linear1` and $W_2, b_2$ in `linear2`; let us
-# recompute its output by hand.
+# These are two linear maps with a ReLU between them. $W_1$ widens each vector from
+# $d_\text{model} = 512$ to $d_{ff} = 2048$ features; the ReLU zeroes the negative ones; $W_2$ brings
+# it back to 512. The same weights serve every position of a sequence (each layer has its own). The
+# package's `PositionwiseFeedForward` holds $W_1, b_1$ in `linear1` and $W_2, b_2$ in `linear2`.
+# Let us recompute its output by hand.
 #
 # One addition of ours: in training, `PositionwiseFeedForward` applies dropout to the hidden
-# features, after the ReLU. **The paper does not**: its §5.4 names dropout on each sub-layer's
+# features, after the ReLU. **The paper does not.** Its §5.4 names dropout on each sub-layer's
 # output and on the sums of embeddings and positional encodings, nothing inside the network. We
-# keep it because PyTorch's `nn.TransformerEncoderLayer` does the same (its feed-forward computes
-# `linear2(dropout(relu(linear1(x))))`), and section 6 proves our layer equal to PyTorch's. With
-# `.eval()`, or `dropout=0`, it disappears and equation (2) holds exactly.
+# keep it because PyTorch's `nn.TransformerEncoderLayer` does the same: its feed-forward computes
+# `linear2(dropout(relu(linear1(x))))`. Section 6 proves our layer equal to PyTorch's. With
+# `.eval()`, or `dropout=0`, the extra dropout disappears and equation (2) holds exactly.
 
 # %%
 B, S, D, D_FF = 2, 5, 12, 48  # odd sizes, so that a wrong axis cannot broadcast by luck
@@ -135,9 +141,9 @@ print(moved)
 
 # %% [markdown]
 # The paper puts it another way: the FFN is "two convolutions with kernel size 1". A 1-D convolution
-# with kernel size 1 slides a (D → D_FF) matrix along the sequence, one position at a time, which is
+# with kernel size 1 slides a (D → D_FF) matrix along the sequence, one position at a time. That is
 # exactly a linear layer applied per position. We can load the same weights into two `nn.Conv1d`
-# layers and compare (a convolution wants the features on axis 1, so we transpose):
+# layers and compare. (A convolution wants the features on axis 1, so we transpose.)
 
 # %%
 conv1, conv2 = nn.Conv1d(D, D_FF, kernel_size=1), nn.Conv1d(D_FF, D, kernel_size=1)
@@ -151,8 +157,9 @@ print("the same as two convolutions of kernel size 1:", torch.allclose(as_convol
 
 # %% [markdown]
 # Where do the parameters of a layer live? With the paper's sizes, the FFN holds
-# $2 \cdot 512 \cdot 2048 + 2048 + 512 \approx 2.1$M parameters, twice the $4 \cdot (512^2 + 512)
-# \approx 1.05$M of the attention sub-layer. Two thirds of an encoder layer is feed-forward network.
+# $2 \cdot 512 \cdot 2048 + 2048 + 512 \approx 2.1$M parameters. That is twice the
+# $4 \cdot (512^2 + 512) \approx 1.05$M of the attention sub-layer. Two thirds of an encoder layer is
+# feed-forward network.
 
 # %%
 paper_ffn = PositionwiseFeedForward(512, 2048)
@@ -164,25 +171,33 @@ print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} p
 # ## 3. Residual connections and layer normalisation
 #
 # A **residual connection** computes $x + \mathrm{Sublayer}(x)$ instead of $\mathrm{Sublayer}(x)$.
-# The sub-layer only has to learn a *correction* to its input, and in the backward pass the
-# "$x +$" gives the gradient a path to the input that skips the sub-layer. Whether that path stays
-# unchanged through a whole stack depends on where the normalisation sits: in pre-LN, where the
-# residual stream is never normalised, the gradient reaches the input of every layer through the
-# additions alone, however many layers are stacked; in the paper's post-LN, every residual sum
-# passes through a LayerNorm, whose Jacobian rescales the gradient at each layer (section 4 shows
-# what that does).
+# The sub-layer only has to learn a *correction* to its input. Through a stack of layers, these
+# additions form one running sum that carries each position's vector from layer to layer: the
+# **residual stream**. Each sub-layer reads from the stream and adds its correction to it.
 #
-# **Layer normalisation** rescales each vector on its own: over its $D$ features it subtracts the
-# mean and divides by the standard deviation, then applies a learned per-feature scale $\gamma$
+# In the backward pass, the "$x +$" gives the gradient a path to the input that skips the
+# sub-layer. Whether that path stays unchanged through a whole stack depends on where the
+# normalisation sits. *Post-LN*, the paper's order, normalises after each addition. *Pre-LN*
+# normalises only the copy handed to each sub-layer (section 4 compares the two). In pre-LN the
+# residual stream is never normalised. So the gradient reaches the input of every layer through
+# the additions alone, however many layers are stacked. But in the paper's post-LN, every residual
+# sum passes through a LayerNorm. Its Jacobian (the matrix of its derivatives) rescales the
+# gradient at each layer; section 4 shows what that does.
+#
+# **Layer normalisation** rescales each vector on its own. Over its $D$ features it subtracts the
+# mean and divides by the standard deviation. Then it applies a learned per-feature scale $\gamma$
 # and shift $\beta$:
 #
 # $$\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,\qquad
 # \mu = \frac1D \sum_i x_i,\quad \sigma^2 = \frac1D \sum_i (x_i - \mu)^2$$
 #
-# Unlike batch normalisation, nothing is shared across the batch or the positions, so it behaves
-# the same in training and at evaluation, and for a batch of one. Three details matter if you
-# write it yourself: the variance is the *biased* one (divide by $D$, not $D - 1$), $\epsilon$ sits
-# *inside* the square root, and $\gamma, \beta$ start at 1 and 0.
+# Unlike batch normalisation, nothing is shared across the batch or the positions. So it behaves the
+# same in training and at evaluation, and for a batch of one. Three details matter if you write it
+# yourself:
+#
+# - the variance is the *biased* one: divide by $D$, not $D - 1$;
+# - the small number $\epsilon$ sits *inside* the square root;
+# - $\gamma$ and $\beta$ start at 1 and 0.
 
 
 # %%
@@ -208,9 +223,9 @@ print(
 
 # %% [markdown]
 # > **The `std + eps` pitfall.** A hand-written LayerNorm often reads
-# > `(x - x.mean(-1)) / (x.std(-1) + eps)`. It looks the same and differs twice: `torch.std` divides
-# > by $D - 1$ (the unbiased estimate), and $\epsilon$ is added to the standard deviation instead of
-# > the variance. Copy weights from such a model into `nn.LayerNorm` (or the other way) and the
+# > `(x - x.mean(-1)) / (x.std(-1) + eps)`. It looks the same and differs twice. `torch.std` divides
+# > by $D - 1$ (the unbiased estimate). And $\epsilon$ is added to the standard deviation instead of
+# > the variance. Copy weights from such a model into `nn.LayerNorm` (or the other way), and the
 # > outputs no longer agree.
 
 
@@ -230,11 +245,12 @@ for d in (4, 12, 64, 512):
 
 # %% [markdown]
 # Two effects show. On ordinary inputs the unbiased standard deviation is larger by a factor
-# $\sqrt{D / (D-1)}$, so the variant shrinks every output: by 13% for $D = 4$, by 0.1% for
-# $D = 512$ (easy to miss in a big model, obvious in a small test). On a nearly constant vector the
-# placement of $\epsilon$ dominates: `nn.LayerNorm` divides by $\sqrt{10^{-8} + 10^{-5}} \approx
-# 0.003$ and returns small numbers, the variant divides by $10^{-4} + 10^{-5}$ and blows the noise up
-# to unit size. Both are legitimate *designs*, but they are different functions.
+# $\sqrt{D / (D-1)}$. So the variant shrinks every output: by 13% for $D = 4$, by 0.1% for
+# $D = 512$. That is easy to miss in a big model, and obvious in a small test. On a nearly constant
+# vector, the placement of $\epsilon$ dominates. `nn.LayerNorm` divides by
+# $\sqrt{10^{-8} + 10^{-5}} \approx 0.003$ and returns small numbers. The variant divides by
+# $10^{-4} + 10^{-5}$ and blows the noise up to unit size. Both are legitimate *designs*, but they
+# are different functions.
 #
 # ## 4. Post-LN and pre-LN: where the normalisation goes
 #
@@ -247,12 +263,22 @@ for d in (4, 12, 64, 512):
 #
 # $$x_{l+1} = x_l + \mathrm{Dropout}\big(\mathrm{Sublayer}(\mathrm{LN}(x_l))\big)$$
 #
-# The package's `residual(x, sublayer, norm, dropout, norm_first)` implements both;
+# The package's `residual(x, sublayer, norm, dropout, norm_first)` implements both.
 # `norm_first=True` is pre-LN, the name `nn.TransformerEncoderLayer` uses. The difference is one
 # line, but it changes what flows along the shortcut. In post-LN every shortcut passes through the
-# next LayerNorm, so the "straight path" from the loss to a low layer crosses all the norms above
-# it. In pre-LN the shortcuts join into one uninterrupted sum $x_0 + f_1 + f_2 + \dots$: the
-# residual stream is never normalised, only the copies handed to each sub-layer are.
+# next LayerNorm. So the "straight path" from the loss to a low layer crosses all the norms above
+# it. In pre-LN the shortcuts join into one uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The
+# residual stream is never normalised; only the copies handed to each sub-layer are.
+#
+# *The diagram in words:* Two panels show one sub-layer each, from the layer's input at the bottom
+# to its output at the top. In both, the input goes through the sub-layer and dropout, and a blue
+# shortcut, the residual stream, adds the input back at a plus sign. In post-LN, on the left, the sum then passes
+# through a LayerNorm before it moves on. In pre-LN, on the right, the LayerNorm sits before the
+# sub-layer, on the branch; the sum moves on without being normalised, and one final LayerNorm
+# follows the last layer.
+
+# %%
+post_ln_pre_ln()
 
 # %%
 sublayer = nn.Sequential(nn.Linear(D, D), nn.Tanh())
@@ -264,12 +290,13 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 
 # %% [markdown]
 # Post-LN hands the next layer normalised vectors; pre-LN passes the input's scale along and adds
-# to it. Over a deep stack this decides how the gradient is spread over the layers. The experiment
-# below builds a 12-layer encoder both ways with the same initialisation (Xavier-uniform for every
-# weight matrix, as `nn.Transformer` and our `Transformer` use), feeds a batch of random vectors,
-# puts a linear classifier on top with **random target classes**, and backpropagates the
-# cross-entropy once. No training happens: we only look at the gradient each layer receives at
-# initialisation, averaged over three random seeds.
+# to it. Over a deep stack this decides how the gradient is shared among the layers. The
+# experiment below builds a 12-layer encoder both ways, with the same initialisation: every weight
+# matrix is drawn by Xavier's uniform rule, as in `nn.Transformer` and our `Transformer`. It feeds a
+# batch of random vectors and puts a linear classifier on top, with **random target classes**. Then
+# it backpropagates the classification loss (the cross-entropy of chapter 07) once. No training
+# happens. We only look at the gradient each layer receives at initialisation, averaged over three
+# random initialisations.
 
 # %%
 N_LAYERS, D_EXP, HEADS_EXP, N_CLASSES = 12, 64, 4, 100
@@ -330,20 +357,20 @@ for name, (grads, stream) in results.items():
 # %% [markdown]
 # What the two panels show:
 #
-# - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1), and the
-#   gradient *grows towards the top* of the stack (by about a third over 12 layers here): the last
-#   layers, closest to the loss, receive the largest gradients. With a large learning rate from the
-#   first step, those layers take big, poorly informed steps. Xiong et al. (2020, "On Layer
-#   Normalization in the Transformer Architecture") analyse this effect and connect it to the
-#   **learning-rate warm-up** of the paper (4000 steps of rising learning rate, §5.3, chapter 07).
-#   A gradient ratio at initialisation only suggests that post-LN *needs* the warm-up; section 7
-#   trains the models to find out.
-# - **Pre-LN:** the residual stream grows with depth (each layer adds to it and nothing rescales
-#   it), and each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
-#   shrinks upwards (to about a third at layer 12 here): as the stream grows, every new layer's
-#   contribution is a smaller share of it. Nothing is concentrated at the top; Xiong et al. train
-#   pre-LN models without the warm-up stage (section 7 tries it too). The flip side is visible as
-#   well: the upper layers of a pre-LN stack move a large stream by comparatively little.
+# - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
+#   gradient *grows towards the top* of the stack (the lines under the figure print the ratio). So
+#   the last layers, closest to the loss, receive the largest gradients. With a large learning rate
+#   from the first step, those layers take big, poorly informed steps. Xiong et al. (2020, "On Layer
+#   Normalization in the Transformer Architecture") analyse this effect. They connect it to the
+#   paper's **learning-rate warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 07). A
+#   gradient ratio at initialisation only suggests that post-LN *needs* the warm-up; section 7 trains
+#   the models to find out.
+# - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
+#   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
+#   shrinks upwards: as the stream grows, every new layer's contribution is a smaller share of it.
+#   Nothing is concentrated at the top. Xiong et al. train pre-LN models without the warm-up stage,
+#   and section 7 tries it too. The flip side is visible as well: the upper layers of a pre-LN stack
+#   move a large stream by comparatively little.
 #
 # The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
 #
@@ -354,11 +381,12 @@ for name, (grads, stream) in results.items():
 # $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
 # \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
 #
-# (writing those two lines is exercise `ex05_3`; the layer calls `residual` through its attribute
-# `self.connection`, which is `residual` unless the layer is built with another: section 7 builds
-# one without the shortcuts). Self-attention gets the same tensor as queries, keys and values; `mask` is the padding mask of the
-# source, (B, 1, 1, S), with True = may attend (chapter 06 builds it; here we use the package's
-# `padding_mask`). `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case.
+# Writing those two lines is exercise `ex05_3`. The layer calls `residual` through its attribute
+# `self.connection`, which is `residual` unless the layer is built with another (section 7 builds
+# one without the shortcuts). Self-attention gets the same tensor as queries, keys and values.
+# `mask` is the padding mask of the source, (B, 1, 1, S), True where a key may be attended (chapter
+# 03). Chapter 06 builds it; here we use the package's `padding_mask`. `Encoder` applies N layers in
+# turn, plus a final LayerNorm in the pre-LN case.
 
 # %%
 H = 3
@@ -385,11 +413,10 @@ print(
 # ## 6. Proof: the same numbers as `nn.TransformerEncoderLayer`
 #
 # PyTorch ships the same layer. `EncoderLayer.from_torch` builds ours with the weights of a
-# `nn.TransformerEncoderLayer(batch_first=True)` (it splits PyTorch's packed $W^Q, W^K, W^V$ matrix
-# into our three projections). Two conventions differ and must be converted explicitly:
+# `nn.TransformerEncoderLayer(batch_first=True)`. It splits PyTorch's packed $W^Q, W^K, W^V$ matrix
+# into our three projections. Two conventions differ and must be converted explicitly:
 #
-# - PyTorch's `src_key_padding_mask` is True where a key is **blocked**, ours True where it **may
-#   be attended**: we pass `~keep` to PyTorch and our `padding_mask` to ours;
+# - PyTorch's `src_key_padding_mask` has the opposite polarity to ours, so it gets `~keep`;
 # - dropout must be 0 on both sides (or both in `eval()`), since random masks never match.
 #
 # We randomise the LayerNorm parameters first, so that a swapped or missing norm would show.
@@ -415,15 +442,15 @@ for norm_first in (False, True):
     print(f"norm_first={norm_first!s:5}  max |ours − PyTorch|: one layer {layer_diff:.1e}, six layers {stack_diff:.1e}")
 
 # %% [markdown]
-# The differences are at the level of float32 rounding (often exactly zero: both sides call the
-# same kernels in the same order). The test suite repeats this comparison with odd sizes, in both
-# orders, with and without masks (`tests/test_encoder_decoder.py`).
+# The differences are at the level of float32 rounding, often exactly zero: both sides call the same
+# kernels in the same order. The test suite repeats this comparison with odd sizes, in both orders,
+# with and without masks.
 #
 # > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
-# > ends up as `x + dropout(norm(sublayer(x)))`: the norm sits on the branch, so neither the sum
-# > (post-LN) nor the sub-layer's input (pre-LN) is normalised, and the residual stream grows
-# > without bound. Shapes are right and a single layer seems to work; the check of exercise ex05_2
-# > compares with both closed forms and rejects it.
+# > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
+# > So neither the sum (post-LN) nor the sub-layer's input (pre-LN) is normalised, and the residual
+# > stream grows without bound. Shapes are right and a single layer seems to work. The check of
+# > exercise ex05_2 compares with both closed forms and rejects it.
 
 
 # %%
@@ -448,32 +475,34 @@ print(
 )
 
 # %% [markdown]
-# ## 7. Experiments: does post-LN need the warm-up? What do the residuals do?
+# ## 7. A preview: does post-LN need the warm-up? What do the residuals do?
 #
-# Two claims of this chapter rest on arguments so far: post-LN needs a learning-rate warm-up
-# (section 4), and the residual connections are what lets the gradient reach the lower layers
-# (section 3). Here we train small models and look. Each model is the full Transformer of chapter 06
-# with 3 layers on each side, $d_{model} = 64$, trained for 400 steps on the reverse task of
-# chapter 07 with Adam, from **three seeds** each: one run is one draw, and two runs of the same
-# model can differ by many points, so a difference between two variants counts only when it lies
-# beyond the spread of the seeds. The cells print the share of held-out strings reversed exactly
-# (mean, lowest and highest seed) and draw the training losses (the band spans the seeds). The
-# numbers are your computer's: on another CPU the floats add up in another order and training
-# turns that into different models (chapter 07, section 6), so the cell after each experiment
-# checks what the prose claims, with margins. (They train and decode, so they use every chapter of
-# the course; in the student edition they run once you have written the exercises up to chapter
-# 08. Each takes one to two minutes on a 2-core CPU.)
+# Two claims of this chapter rest on arguments so far. Post-LN needs a learning-rate warm-up
+# (section 4). And the residual connections let the gradient reach the lower layers (section 3).
+# Only training can test them. As in chapters 01 and 02, this section borrows the full Transformer
+# that you will build in chapter 06, trained the way chapter 07 trains it. Here it is a measuring
+# instrument.
 #
-# **Warm-up.** Three runs with the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay
-# after it: post-LN with the paper's linear warm-up over the first 100 steps; post-LN starting at
-# the peak; and pre-LN starting at the peak. Gradient clipping is off, as in the paper. The model
-# is the same in all three; a `Variant` changes how it is trained (`warmup=False`) or its
-# configuration (`norm_first=True`).
+# Each model has 3 layers on each side and $d_{model} = 64$. It trains for 400 steps on chapter 07's
+# reverse task (read a string of letters, write it backwards), with chapter 07's Adam optimiser.
+# Each variant trains three times from different random starts, as in chapter 01. The tables give
+# the share of new strings reversed exactly, and the training loss at the end: the mean of the last
+# 50 steps. The figures draw the training losses. Each experiment takes one to two minutes on a
+# 2-core CPU. In the student edition they run once you have written the exercises up to chapter 08.
+#
+# **Warm-up.** A *warm-up* starts the learning rate near zero and raises it step by step to its
+# peak. The paper does this over its first 4000 steps (§5.3); here it takes the first 100. Three
+# variants share the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay after it:
+#
+# - post-LN with the warm-up;
+# - post-LN starting at the peak;
+# - pre-LN starting at the peak.
+#
+# The gradients are not clipped (chapter 07), as in the paper. The model is the same in all three.
+# A `Variant` changes how it is trained (`warmup=False`) or its configuration (`norm_first=True`).
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from IPython.display import Markdown, display
-
 from transformer_course import Transformer
 from transformer_course.tools.experiments import Variant, run_experiment
 
@@ -483,10 +512,8 @@ warmup_result = run_experiment("warm-up", variants={
     "pre-LN, no warm-up": Variant(norm_first=True, warmup=False),
 })  # fmt: skip
 post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
-display(Markdown("\n".join(f"- {warmup_result.verdict('exact match %', a, b)}" for a, b in
-                             [(post_warm, post_cold), (pre_cold, post_cold), (pre_cold, post_warm)])))  # fmt: skip
 
-# %%
+# %% tags=["hide-output"]
 from transformer_course.tools.claims import expect_above, expect_at_most
 from transformer_course.tools.experiments import FINAL_LOSS
 
@@ -499,23 +526,23 @@ expect_above("pre-LN without warm-up ends with a training loss lower than post-L
              loss[post_cold], loss[pre_cold], margin=0.5)  # fmt: skip
 
 # %% [markdown]
-# The claim holds, on every seed. Post-LN **without** warm-up does not diverge, it stalls: its
-# loss soon falls behind and ends far above the others' (the checks compare the mean loss of the
-# last 50 steps: every seed of one against every seed of the other), and it reverses (almost) none of the held-out strings. With the
-# warm-up the same model learns, and the pre-LN model learns without any warm-up, as Xiong et al.
-# predict. After only 400 steps their exact match still varies a lot from seed to seed (a model
-# whose loss is well down may still get few strings *entirely* right), which is why the checks
-# read the loss; whether pre-LN also beats post-LN *with* warm-up beyond the
-# spread of the seeds, at this size and length of training, the third line of the verdict says.
-# The gradient picture of section 4 is the likely reason: at full learning rate from the first
+# **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
+# without it.** The check above (folded in the web edition) holds each part in every run. Post-LN
+# without warm-up reverses at most 2 % of the new strings. Its final loss stays above the others' by
+# 0.5 or more: every run of one against every run of the other. The same model with the warm-up
+# learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
+# steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
+# why the check reads the loss.
+#
+# The gradient picture of section 4 is the likely reason. At full learning rate from the first
 # step, the top layers of a post-LN stack take large steps before the lower ones have learnt
-# anything useful. (Three seeds and one size: the exercises ask you what else you would vary before
-# trusting the result further.)
+# anything useful. (One size, one task: the exercises ask what else you would vary before trusting
+# the result further.)
 #
 # **Residual connections.** The same post-LN model, with and without the shortcuts. The variant
-# without them gets another `connection`: `no_residual` (in `sublayer.py`) is `residual` without
-# its `x +`, so post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every
-# attention and feed-forward sub-layer.
+# without them gets another `connection`: `no_residual` (in `sublayer.py`) is `residual` without its
+# `x +`. So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every attention and
+# feed-forward sub-layer.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -527,7 +554,7 @@ residual_result = run_experiment("residuals", variants={
 })  # fmt: skip
 with_shortcuts, without_shortcuts = residual_result.variants
 
-# %%
+# %% tags=["hide-output"]
 exact = {name: v.values("exact match %") for name, v in residual_result.variants.items()}
 loss = {name: v.values(FINAL_LOSS) for name, v in residual_result.variants.items()}
 expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
@@ -536,13 +563,13 @@ expect_above("with residual connections the training loss ends lower than withou
              loss[without_shortcuts], loss[with_shortcuts], margin=0.5)  # fmt: skip
 
 # %% [markdown]
-# Without the shortcuts the model barely learns, on every seed: its loss stays high and it reverses
-# (almost) none of the held-out strings, while the same model with them ends with a far lower loss
-# (the checks above). Every piece of information,
-# including which letter sits where, now has to pass through every attention and feed-forward
-# sub-layer, and the gradient reaches the lower layers only through all the sub-layers above.
-# With the shortcuts, each sub-layer only adds a correction and the identity path carries the
-# rest, both forwards and backwards.
+# **The finding: without its shortcuts the model barely learns.** The check above holds it in every
+# run. Without the shortcuts the model reverses at most 2 % of the new strings. With them, its
+# final loss ends lower by 0.5 or more. Without the shortcuts, every piece of information has to
+# pass through every attention and feed-forward sub-layer, including which letter sits where. And
+# the gradient reaches the lower layers only through all the sub-layers above. With the shortcuts,
+# each sub-layer only adds a correction, and the residual stream carries the rest, forwards and
+# backwards.
 
 # %% [markdown]
 # ## Summary
@@ -550,14 +577,15 @@ expect_above("with residual connections the training loss ends lower than withou
 # - The feed-forward network is equation (2), applied to each position separately (two
 #   convolutions of kernel size 1); it holds two thirds of an encoder layer's parameters.
 # - A residual block is `norm(x + dropout(sublayer(x)))` in the paper (post-LN) and
-#   `x + dropout(sublayer(norm(x)))` in pre-LN; LayerNorm uses the biased variance with $\epsilon$
-#   inside the square root.
+#   `x + dropout(sublayer(norm(x)))` in pre-LN. The shortcuts form the residual stream, which
+#   pre-LN never normalises.
+# - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
 # - At initialisation, post-LN concentrates the gradient on the top layers, pre-LN on the bottom
-#   ones, with a residual stream that grows with depth. Trained without warm-up, our 3-layer
-#   post-LN model stalled on every seed while pre-LN learnt; with the warm-up, post-LN learnt too.
-# - Without its residual connections the same model barely learnt at all, on every seed.
-# - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with the mask polarity
-#   converted explicitly.
+#   ones, with a residual stream that grows with depth.
+# - In section 7's preview, our 3-layer post-LN model stalled without warm-up in every run, while
+#   pre-LN learnt; with the warm-up, post-LN learnt too. Without its residual connections the same
+#   model barely learnt at all.
+# - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
 # **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) — the feed-forward
 # network (ex05_1), the residual block in both orders (ex05_2), and the encoder layer (ex05_3).
@@ -589,17 +617,17 @@ expect_above("with residual connections the training loss ends lower than withou
 # 4. What did the warm-up experiment show?
 #    <details><summary>Answer</summary>
 #
-#    With the same peak learning rate, the 3-layer post-LN model without warm-up stalled on every
-#    seed (its loss stayed high and it reversed almost no string), the same model with warm-up
-#    learnt, and the pre-LN model learnt without any warm-up; both differences lie far beyond the
-#    spread of the seeds.
+#    With the same peak learning rate, the 3-layer post-LN model without warm-up stalled in every
+#    run: its loss stayed high and it reversed almost no string. The same model with warm-up learnt,
+#    and the pre-LN model learnt without any warm-up.
 #    </details>
 # 5. What happened without the residual connections?
 #    <details><summary>Answer</summary>
 #
-#    The 3-layer model barely learnt, on every seed: its loss stayed high and it reversed almost no held-out string, where
-#    the same model with its shortcuts learnt. Each layer had to carry all information through its
-#    own sub-layers, and the gradient had no direct path to the lower layers.
+#    The 3-layer model barely learnt, in every run: its loss stayed high and it reversed almost no
+#    new string, where the same model with its shortcuts learnt. Each layer had to carry all
+#    information through its own sub-layers, and the gradient had no direct path to the lower
+#    layers.
 #    </details>
 #
 # ## Further reading

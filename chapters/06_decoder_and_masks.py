@@ -85,6 +85,7 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # **Where we are.** The decoder layer, with its masked self-attention and its cross-attention to the
 # encoder memory, then the whole model: every box of the map is in place by the end of this
 # chapter.
+# The [notation page](../book/notation.md) lists the letters.
 
 # %%
 architecture_map("decoder")

@@ -104,6 +104,7 @@ print(profile)
 # **Where we are.** Training touches the whole model, but what is new here sits at its two ends:
 # the shifted target that goes in at the bottom right (teacher forcing) and the loss computed from
 # the output at the top.
+# The [notation page](../book/notation.md) lists the letters.
 
 # %%
 architecture_map("training")

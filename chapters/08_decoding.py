@@ -124,6 +124,7 @@ def german(ids: torch.Tensor) -> str:
 # %% [markdown]
 # **Where we are.** Decoding works at the top of the map: take the distribution of the next token,
 # choose one, append it to the decoder's input (the dotted line) and run the decoder again.
+# The [notation page](../book/notation.md) lists the letters.
 
 # %%
 architecture_map("decoding")

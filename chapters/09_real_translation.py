@@ -106,6 +106,7 @@ print(profile)
 # both embeddings and the output layer) and the training (batches of a token budget, several
 # processes, averaged checkpoints). In the paper's notation the source and target vocabularies are
 # now one: $V_\text{src} = V_\text{tgt}$.
+# The [notation page](../book/notation.md) lists the letters.
 
 # %%
 architecture_map(["tokens", "embeddings", "training"])

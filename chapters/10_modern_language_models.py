@@ -138,7 +138,7 @@ print(profile)
 # feed-forward network. The map shows that model with the parts this chapter changes highlighted:
 # each norm (RMSNorm, before the sub-layer), the attention (rotary positions, grouped key/value
 # heads, a KV cache), the feed-forward network (SwiGLU), the training recipe and generation. The
-# letters are those of chapter 01; $T$ is now the length of the text, $V$ its vocabulary, and
+# letters are those of the [notation page](../book/notation.md); $T$ is now the length of the text, $V$ its vocabulary, and
 # $H_{kv}$ the number of key/value heads.
 
 # %%

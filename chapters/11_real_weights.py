@@ -112,6 +112,7 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # 06 and 10 built. This chapter adds six settings to its two configurations (three to each) and
 # two values to existing ones (a learned position table, GELU), so that it can take each family's
 # choices; the rest is where its weights come from.
+# The [notation page](../book/notation.md) lists the letters.
 
 # %%
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 11: every box holds a real checkpoint's weights")

@@ -225,7 +225,7 @@ def architecture_map(
     ``highlight`` names the part(s) to colour, among :data:`PARTS` ("tokens", "embeddings",
     "positional", "attention", "multihead", "encoder", "decoder", "training", "decoding").
     Letters: B batch, S source length, T target length, D = d_model, H heads, V_tgt the target
-    vocabulary, N layers (the notation table of chapter 01).
+    vocabulary, N layers (the notation page, book/notation.md).
 
     ``model="decoder-only"`` draws chapter 10's language model instead (one stack of pre-LN
     blocks, a causal mask, no encoder); its parts are :data:`DECODER_ONLY_PARTS` ("norm",

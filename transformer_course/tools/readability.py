@@ -8,8 +8,9 @@ committed notebook):
 
 * **words** of prose (headings, tables, math blocks, code blocks and HTML tags left out);
 * **sentences**: a list item or a table-free paragraph cut at ``.``, ``?``, ``!`` and ``:``
-  followed by a capital (abbreviations such as "e.g." and "et al." do not end one); the share over
-  30 words and the longest;
+  followed by a capital or ``§`` (abbreviations such as "e.g." and "et al." do not end one; the
+  mark may be inside a closing ``**``, ``*``, ``)`` or quote, as in a bold lead "**Where we are.**");
+  the share over 30 words and the longest;
 * **seed words**: the share of the prose's words in sentences about seeds, spreads or CPU paths
   (how the book tests a claim, which chapter 07 says once);
 * **machinery lines**: the share of the output lines a reader of the web edition sees that are
@@ -110,7 +111,8 @@ def sentences(block: str) -> list[str]:
     protected = block
     for i, abbreviation in enumerate(ABBREVIATIONS):
         protected = protected.replace(abbreviation, f"\x00{i}\x00")
-    parts = re.split(r"(?<=[.?!:])\s+(?=[A-Z(`$*\"“])", protected)
+    parts = re.split(r"(?<=[.?!:])([*_)\"”’]*)\s+(?=[A-Z(`$*\"“§])", protected)
+    parts = [a + b for a, b in zip(parts[::2], [*parts[1::2], ""], strict=True)]  # the closing marks stay
     restored = []
     for part in parts:
         for i, abbreviation in enumerate(ABBREVIATIONS):
