@@ -80,8 +80,9 @@ def top_p_filter(logits: Tensor, top_p: float) -> Tensor:
     A token is kept when the tokens more probable than it add up to less than ``top_p``, so the
     most probable token is always kept and ``top_p = 1`` keeps every token.
 
-    ``-inf`` rather than ``finfo.min``: a filtered token must get probability exactly 0, and
-    the kept set is never empty, so the softmax cannot turn into NaN.
+    A filtered token gets probability 0 after the softmax, the course's one rule for masked
+    logits (chapter 03, ex03_2). ``-inf`` gives it here: the kept set is never empty, so no row
+    turns into NaN.
 
     Shape:
         logits: (..., V) → (..., V), in the original token order
