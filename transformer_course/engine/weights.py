@@ -10,7 +10,7 @@ models. On a CPU, in float32:
   :class:`Dense` keeps Wᵀ contiguous. (The BLAS that NumPy ships reads that copy faster still,
   but it runs its own threads, which PyTorch's thread setting does not reach: left out.);
 * **several rows** (a batch, beams, a prompt, the encoder): oneDNN's kernel on a copy of W in
-  its own blocked layout is 1.7 to 2.5 times as fast as the product on Wᵀ, which packs the
+  its own blocked layout is 1.4 to 2.5 times as fast as the product on Wᵀ, which packs the
   weights again at every call. That copy is made the first time a product of several rows is
   asked for (a decoding step at batch 1 never needs it).
 
