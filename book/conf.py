@@ -88,14 +88,18 @@ def _local_badge(app, doctree):
 
 
 def _for_readers(app, docname, source):
-    """Two tidy-ups of a notebook page (the downloadable .ipynb stays as committed): nbval's
-    "# NBVAL_..." marker lines are dropped; a text progress bar, stored with every update after a
-    carriage return, shows its last state only, as in a terminal or JupyterLab."""
+    """Three tidy-ups of a notebook page (the downloadable .ipynb stays as committed): the Colab cell
+    is folded (its tag must stay ``colab`` alone, tests/test_links.py); nbval's "# NBVAL_..." marker
+    lines are dropped; a text progress bar, stored with every update after a carriage return, shows
+    its last state only, as in a terminal or JupyterLab."""
     if not source[0].lstrip().startswith("{"):
         return
     notebook = json.loads(source[0])
     apply_carriage_returns = _course_module("pairs").apply_carriage_returns
     for cell in notebook.get("cells", []):
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "colab" in tags and "hide-cell" not in tags:  # Colab's set-up means nothing on the web: folded
+            cell["metadata"]["tags"] = [*tags, "hide-cell"]
         if cell.get("cell_type") == "code":  # nbval's markers are for the tests, not for readers
             lines = "".join(cell["source"]).splitlines(keepends=True)
             cell["source"] = "".join(line for line in lines if not line.startswith("# NBVAL_"))
