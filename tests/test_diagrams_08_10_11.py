@@ -24,7 +24,7 @@ def _closed(fig) -> bool:
 def test_the_kv_cache_step_shows_q_k_v_the_append_and_the_memory_projected_once() -> None:
     fig = kv_cache_step(t=5, source_length=6)
     texts = _texts(fig)
-    for shown in ("$q_{4}$", "$k_{4}$", "$v_{4}$", "$k_{0}$", "1 appended now", "(B, H, 5, $d_k$)",
+    for shown in ("$q_{4}$", "$k_{4}$", "$v_{4}$", "$k_{0}$", "1 appended", "(B, H, 5, $d_k$)",
                   "scores all 5 cached keys", "at step 1 only", "read, never changed", "$k^{mem}_{5}$"):  # fmt: skip
         assert shown in texts, f"the diagram does not show {shown!r}"
     assert "$k_{5}$" not in texts, "positions count from 0: five positions are 0 … 4"
