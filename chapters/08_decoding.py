@@ -470,10 +470,10 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # A **key/value cache** (KV cache) keeps both, and each step feeds the decoder only the newest token.
 # The diagram shows one step in one layer.
 #
-# *The diagram below.* On the left, the newest token, the fifth, sits at position 4. It is projected
+# *The diagram below.* At the top, the newest token, the fifth, sits at position 4. It is projected
 # into a query q₄, a key k₄ and a value v₄. The key and the value are appended to the layer's cache,
 # which now holds five of each. The query q₄ scores all five keys, and the softmax weights average
-# the five values. On the right is the cross-attention. The encoder's memory of six
+# the five values. Below it is the cross-attention. The encoder's memory of six
 # positions was projected into keys and values once, at the first step. Every later step only reads
 # them: the step's cross-attention query scores all six.
 

@@ -590,10 +590,10 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # %% [markdown]
 # PyTorch's own fused attention, `F.scaled_dot_product_attention`, is built on these ideas. On a GPU
 # it can run FlashAttention itself, but only when no mask is handed to it as a tensor. Its flash
-# kernel reads no mask: it is told `is_causal=True` and skips the blocks above the diagonal. So
-# `DecoderOnlyLM` marks its causal mask when it reads a whole text (`mark_causal`, in
-# `attention.py`), and `fast_attention` then passes `is_causal=True` and no mask. With a KV cache the
-# new rows see every earlier key, the mask is no longer square, and it is passed as a tensor.
+# kernel reads no mask: it is told `is_causal=True` and skips the blocks above the diagonal. So a
+# model that reads a whole text should say `is_causal=True` rather than hand over its mask, and
+# `DecoderOnlyLM` does (`mark_causal` in `attention.py`). With a KV cache the new rows see every
+# earlier key, the mask is no longer square, and it is passed as a tensor.
 #
 # ## 7. Training a small German language model
 #
@@ -782,9 +782,9 @@ print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fas
 expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2f} s without it, {fast:.2f} s with it")
 
 # %% [markdown]
-# Our texts are short, about 12 tokens, and the cache saves time all the same (checked). The saving
-# grows with the length of the text: without a cache, step $t$ repeats the work on all $t$ positions
-# before it.
+# Our texts are short, one sentence each, and the cache saves time all the same (checked). The
+# saving grows with the length of the text: without a cache, step $t$ repeats the work on all $t$
+# positions before it.
 #
 # ## 8. Which of the changes shows at our scale?
 #
