@@ -20,29 +20,30 @@
 #
 # Chapter 07 trained a Transformer to turn English number words into German ones. Training only
 # ever asked it one question: *given the source and the correct target so far, how likely is each
-# next token?* A translator has no correct target to lean on. It has to choose a token, feed its
-# own choice back in, and choose again, until it decides to stop. How it chooses is called
-# **decoding**, and this chapter is about the choices and what they cost.
+# next token?* A translator has no correct target to lean on. It must choose a token, feed its own
+# choice back in, and choose again, until it decides to stop. How it chooses is called
+# **decoding**. This chapter is about the choices and what they cost.
 #
 # **Learning goals**
 #
-# - write the decoding loop: encode once, then extend the target one token at a time until `<eos>`,
-#   for a whole batch at once;
-# - see on a worked example why always taking the most probable token (greedy decoding) can miss
-#   the most probable translation, and how beam search with the GNMT length penalty does better;
-# - sample translations with a temperature, top-k and top-p, and see what that does to the
-#   distribution;
+# - write the decoding loop: encode once, then extend every target of a batch one token at a time
+#   until `<eos>`;
+# - see on a worked example why taking the most probable token at each step (greedy decoding) can
+#   miss the most probable translation, and how beam search does better;
+# - sample with a temperature, top-k and top-p, and see what each does to the distribution;
 # - make decoding fast with a key/value cache, prove that it changes nothing but the speed, and
 #   measure the speed-up;
-# - evaluate with corpus BLEU, chrF and exact match, for every kind of number; read every head of
-#   the three attentions of the trained model; and study the numbers it still gets wrong;
-# - tell a search error from a model error by scoring the correct translation, on a model that
-#   still makes mistakes, and know what each one asks you to change.
+# - score translations with BLEU, chrF and exact match, and read every head of the trained model's
+#   three attentions;
+# - tell a search error from a model error, and know what each one asks you to change.
 #
-# **In the paper:** §3 (the model is *auto-regressive*: it consumes the symbols it generated
-# before), §3.2.3 (the decoder's masked self-attention, which is what makes caching possible), §6.1
-# (beam search with a beam size of 4 and length penalty α = 0.6, a maximum output length of input
-# length + 50, stopping early when possible), and Table 2 (BLEU).
+# **In the paper:**
+#
+# - §3: the model is *auto-regressive*, it consumes the symbols it generated before;
+# - §3.2.3: the decoder's masked self-attention, which makes caching possible;
+# - §6.1: beam search with a beam size of 4 and a length penalty α = 0.6, outputs of at most the
+#   input's length + 50 tokens, stopping early when possible;
+# - Table 2: BLEU.
 
 # %% tags=["colab"]
 import sys
@@ -60,7 +61,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-cell"]
 import math
 import time
 
@@ -90,6 +91,7 @@ from transformer_course.evaluation import strata_scores
 from transformer_course.masks import padding_mask
 from transformer_course.tools.checks import run_check
 from transformer_course.tools.claims import expect, expect_at_least, expect_at_most, expect_between
+from transformer_course.tools.diagrams import beam_tree, kv_cache_step
 from transformer_course.tools.figures import architecture_map, plot_attention_heads
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.operations import CountOps
@@ -99,12 +101,13 @@ from transformer_course.tools.pretrained import load_pretrained
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
-checkpoint = load_pretrained()  # trained by chapter 07 and committed with the course
+# %%
+checkpoint = load_pretrained()  # trained by chapter 07's recipe and shipped with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
 config = model.config
-print(f"checkpoint after {checkpoint.step} training steps, {model.num_parameters():,} parameters")
-print(f"D={config.d_model}, H={config.n_heads}, layers {config.n_encoder_layers}+{config.n_decoder_layers}, "
-      f"vocabularies {len(src_vocab)} (English) and {len(tgt_vocab)} (German)")  # fmt: skip
+print(f"The shipped translator: {checkpoint.step:,} training steps, {model.num_parameters():,} parameters, "
+      f"D = {config.d_model}, H = {config.n_heads}, {config.n_encoder_layers} encoder and "
+      f"{config.n_decoder_layers} decoder layers, {len(src_vocab)} English and {len(tgt_vocab)} German tokens.")  # fmt: skip
 
 
 def encode_english(texts: list[str]) -> torch.Tensor:
@@ -120,10 +123,11 @@ def pieces(ids: torch.Tensor) -> list[str]:
 def german(ids: torch.Tensor) -> str:
     return german_text(pieces(ids))
 
-
 # %% [markdown]
-# **Where we are.** Decoding works at the top of the map: take the distribution of the next token,
-# choose one, append it to the decoder's input (the dotted line) and run the decoder again.
+# ## Where we are
+#
+# Decoding works at the top of the map. Take the distribution of the next token, choose one, append
+# it to the decoder's input (the dotted line) and run the decoder again.
 # The [notation page](../book/notation.md) lists the letters.
 
 # %%
@@ -132,15 +136,16 @@ architecture_map("decoding")
 # %% [markdown]
 # ## 1. The decoding loop
 #
-# The decoder is trained with *teacher forcing*: it reads `<bos> y₁ … yₙ` and predicts
+# The decoder is trained with *teacher forcing* (chapter 07): it reads `<bos> y₁ … yₙ` and predicts
 # `y₁ … yₙ <eos>` in one pass. At translation time we only have `<bos>`. The loop is:
 #
-# 1. encode the source once: the memory (B, S, D) does not change while we write;
+# 1. encode the source once: the encoder's output, the *memory* (B, S, D), does not change while we
+#    write;
 # 2. start every target with `<bos>`;
-# 3. run the decoder on the target so far and look at the logits of the **last** position: that is
+# 3. run the decoder on the target so far and take the logits of the **last** position: they give
 #    the distribution of the next token;
-# 4. choose a token, append it, and go back to 3, until the sentence chose `<eos>` (or a length
-#    limit is reached).
+# 4. choose a token, append it, and go back to 3, until the sentence chose `<eos>` or reached a
+#    length limit.
 #
 # Here is one sentence, step by step, with the three most probable next pieces at each step:
 
@@ -164,18 +169,20 @@ with torch.no_grad():
 print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_567)[1]))
 
 # %% [markdown]
-# The model puts about 0.93 on its choice at every step, close to the 0.9 that label smoothing
-# (chapter 07, ε = 0.1) trains it towards: it has learned the task well. Notice the order: English
-# says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the source
-# (section 7 shows where it looks).
+# The model puts just over 0.9 on its choice at every step. That is close to the 0.9 that label
+# smoothing (chapter 07, ε = 0.1) trains it towards: it has learned the task well. Notice the order.
+# English says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the
+# source (section 7 shows where it looks).
 #
-# `greedy_decode` is that loop, for a batch: rows finish at different steps, so a finished row
-# gets `<pad>` until the slowest row is done (exercise ex08_1 writes that step), and the output is
-# a padded rectangle without the `<bos>`. How long may a translation get? The paper's rule (§6.1):
-# the source's length + 50 tokens, stopping early when possible. `max_output_length(model, src)`
-# computes it for each row (its real source tokens + 50, at most the model's position table), and
-# it is what `greedy_decode`, `beam_search` and `sample` use unless given a smaller `max_len`. A row
-# that reaches its own limit stops there, so a sentence gets the same translation alone or in a batch.
+# `greedy_decode` is that loop, for a batch. Rows finish at different steps, so a finished row gets
+# `<pad>` until the slowest row is done (exercise ex08_1 writes that step). The output is a padded
+# rectangle without the `<bos>`.
+#
+# How long may a translation get? The paper's rule (§6.1) is the source's length + 50 tokens,
+# stopping early when possible. `max_output_length(model, src)` computes it for each row: its real
+# source tokens + 50, at most the model's position table. `greedy_decode`, `beam_search` and
+# `sample` use it unless given a smaller `max_len`. A row stops at its own limit, so a sentence gets
+# the same translation alone or in a batch.
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
@@ -192,18 +199,17 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # %% [markdown]
 # ## 2. Why greedy decoding can fail
 #
-# The probability of a translation is the product of the probabilities of its tokens (§3: the
-# model is auto-regressive, so $P(y \mid x) = \prod_t P(y_t \mid y_{<t}, x)$). Greedy decoding
-# maximises each factor on its own, which is not the same as maximising the product: a token that
-# looks best now can lead into a continuation where every option is poor.
+# The probability of a translation is the product of the probabilities of its tokens. The model is
+# auto-regressive (§3), so $P(y \mid x) = \prod_t P(y_t \mid y_{<t}, x)$. Greedy decoding maximises
+# each factor on its own, and that is not the same as maximising the product. A token that looks
+# best now can lead into a continuation where every option is poor.
 #
-# A worked example makes this concrete. Below is a pretend "translator" whose next-token
-# probabilities come from a small hand-written table, for the input "twenty-one". It has half
-# learned German: its first guess follows the English order and starts with *zwanzig* (0.45),
-# but after that nothing fits well. Starting with *ein* (0.40) leads to a confident
-# *ein-und-zwanzig*. The table model has the same interface as `Transformer` (`config`, `encode`,
-# `decode`), so the package's decoding functions run on it unchanged (without a cache).
-
+# A worked example makes this concrete. Below is a pretend "translator" of the input "twenty-one".
+# Its next-token probabilities come from a small hand-written table. It has half learned German:
+# its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
+# fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
+# the same interface as `Transformer` (`config`, `encode`, `decode`). So the package's decoding
+# functions run on it unchanged (without a cache).
 
 # %%
 class TableModel(nn.Module):
@@ -261,31 +267,31 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
     print(f"{name:7} {toy_text(hyp[0]):28} P = {probability:.3f}")
 
 # %% [markdown]
-# Greedy takes *zwanzig* (0.45 > 0.40), then the best it can find is *eins* (0.32) and `<eos>`
+# Greedy takes *zwanzig* (0.45 > 0.40). Then the best it can find is *eins* (0.32) and `<eos>`
 # (0.6): 0.45 × 0.32 × 0.6 ≈ 0.086. The translation that starts with the *second* choice is four
-# times as probable: 0.40 × 0.95 × 0.95 × 0.95 ≈ 0.343. No single step revealed that; the search
+# times as probable: 0.40 × 0.95 × 0.95 × 0.95 ≈ 0.343. No single step revealed that. The search
 # had to keep the runner-up alive for one more step.
 #
 # ## 3. Beam search, step by step
 #
-# Beam search keeps the $k$ best partial translations (the *beam*; $k$ is the beam size) instead of
-# one. At each step every hypothesis in the beam is extended by every token
-# ($k \cdot V_\text{tgt}$ candidates), and the $k$ best candidates
-# become the next beam. A hypothesis that has produced `<eos>` is *finished*: it is not extended any
-# more, but it stays in the beam, unchanged, and competes with the others; the search stops when the
-# whole beam is finished. With $k = 1$ this is exactly greedy decoding (a test in `tests/` checks it);
-# a large enough $k$ is exhaustive search (checked against brute force on a tiny model).
+# Beam search keeps the $k$ best partial translations instead of one. They form the *beam*, and $k$
+# is the beam size. At each step every hypothesis in the beam is extended by every token
+# ($k \cdot V_\text{tgt}$ candidates), and the $k$ best candidates become the next beam. A hypothesis
+# that has produced `<eos>` is *finished*. It is not extended any more, but it stays in the beam,
+# unchanged, and competes with the others. The search stops when the whole beam is finished. With
+# $k = 1$ this is exactly greedy decoding, and a large enough $k$ is exhaustive search (the course's
+# tests check both).
 #
 # **Which candidates are "best"?** Summed log-probabilities only go down with every token, so a raw
-# comparison favours translations that stop early. The paper (§6.1) uses the length penalty of
-# Wu et al. (2016), eq. 14, and ranks by
+# comparison favours translations that stop early. The paper (§6.1) ranks with the length penalty of
+# Google's translation system, GNMT (Wu et al. 2016, eq. 14):
 #
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
 # with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.)
 #
 # One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex08_3). Below
-# we run the loop by hand on the table model with $k = 2$, recording every candidate, and draw the
+# we run the loop by hand on the table model with $k = 2$, record every candidate, and draw the
 # search as a tree.
 
 # %%
@@ -322,53 +328,28 @@ with torch.no_grad():
 assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop agrees with beam_search"
 
 
+# %% [markdown]
+# *The tree below.* Each column is a step of the search. A filled dot on a thick line is a
+# hypothesis kept in the beam; a hollow dot on a dashed line is a candidate pruned. Each label gives
+# the piece and the summed log-probability $\log P$ of its whole hypothesis. A finished hypothesis is
+# carried into the next step unchanged, labelled "finished".
+
 # %%
-def draw_beam_tree(history: list[dict], tokens: list[str], ax: plt.Axes) -> None:
-    """Each column is a step; a dot is a candidate (filled = kept in the beam, hollow = pruned);
-    lines join a candidate to the hypothesis it extends; labels give the token and log P."""
-    slot_xy = {0: (0, 0.0)}  # beam slot → where its hypothesis is drawn
-    ax.scatter([0], [0], s=60, color="black")
-    ax.annotate("<bos>", (0, 0), textcoords="offset points", xytext=(-12, 8), fontsize=9)
-    for step, record in enumerate(history, start=1):
-        ordered = sorted(record["candidates"], key=lambda c: -c[2])
-        new_slot_xy = {}
-        for i, (slot, token, logp) in enumerate(ordered):
-            x, y = step, 1.2 * (len(ordered) - 1) / 2 - 1.2 * i
-            kept = (slot, token) in record["survivors"]
-            px, py = slot_xy[slot]
-            ax.plot([px, x], [py, y], zorder=1, color="tab:blue" if kept else "0.75", lw=1.8 if kept else 0.8,
-                    ls="-" if kept else "--")  # fmt: skip
-            ax.scatter([x], [y], s=45, zorder=2, color="tab:blue" if kept else "white",
-                       edgecolors="tab:blue" if kept else "0.6")  # fmt: skip
-            ax.annotate(f"{tokens[token]} ({logp:.2f})", (x, y), textcoords="offset points", xytext=(6, -3),
-                        fontsize=8, color="black" if kept else "0.55")  # fmt: skip
-            if kept:
-                new_slot_xy[record["survivors"].index((slot, token))] = (x, y)
-        slot_xy = new_slot_xy
-    ax.set_xlabel("step")
-    ax.set_yticks([])
-    ax.set_xticks(range(len(history) + 1))
-    ax.set_xlim(-0.3, len(history) + 0.9)
-
-
-fig, ax = plt.subplots(figsize=(10, 5))
-draw_beam_tree(history, toy.tokens, ax)
+fig, ax = plt.subplots(figsize=(11, 5.2))
+beam_tree(history, toy.tokens, ax=ax)  # drawn by tools/diagrams.py from the history recorded above
 ax.set_title("Beam search (k = 2) keeps the runner-up 'ein', which leads to the best translation")
 plt.show()
 
 # %% [markdown]
-# (Labels are the summed log-probabilities $\log P$ of each candidate. A finished hypothesis is
-# carried into the next step unchanged, shown as `<pad>` with the same score.)
-#
 # After step 1 the beam holds *zwanzig* (−0.80) and *ein* (−0.92). At step 2 the two best of all
-# extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94): beam search compared candidates
-# *across* the two hypotheses, and the weaker first word supplied the stronger continuation.
-# From there *ein und zwanzig `<eos>`* (log P = −1.07) beats everything greedy could reach, and
-# the finished *zwanzig eins `<eos>`* waits in the beam until the search ends.
+# extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94). Beam search compared candidates
+# *across* the two hypotheses, and the weaker first word supplied the stronger continuation. From
+# there *ein und zwanzig `<eos>`* (log P = −1.07) beats everything greedy could reach. The finished
+# *zwanzig eins `<eos>`* waits in the beam until the search ends.
 #
-# On the trained model, greedy and beam search almost always agree, because the model is
-# confident (section 6 counts). Here are the 4 best hypotheses of beam search ($k = 4$, α = 0.6, the
-# paper's settings) for one sentence, with their length-penalised scores:
+# On the trained model, greedy and beam search almost always agree, because the model is confident
+# (section 6 counts). Here are the 4 best hypotheses of beam search for one sentence, with the
+# paper's settings ($k = 4$, α = 0.6) and their length-penalised scores:
 
 # %%
 src = encode_english(["seven hundred and one thousand and eleven"])
@@ -379,20 +360,19 @@ for k in range(4):
 # %% [markdown]
 # ## 4. Sampling and temperature
 #
-# Decoding need not search for the most probable output at all: it can **sample**, drawing each
-# token at random from the model's distribution. For translation that is rarely what we want (there
-# is one right answer), but it is how language models write varied text, and it shows what the
-# model considers possible. Three knobs shape the distribution before drawing:
+# Decoding need not search for the most probable output at all. It can **sample**: draw each token
+# at random from the model's distribution. For translation that is rarely what we want, since there
+# is one right answer. But it is how language models write varied text, and it shows what the model
+# considers possible. Three knobs shape the distribution before drawing:
 #
 # - **temperature** $\tau$: divide the logits by $\tau$ before the softmax. $\tau < 1$ sharpens the
 #   distribution ($\tau \to 0$ is greedy), $\tau > 1$ flattens it ($\tau \to \infty$ is uniform);
 # - **top-k**: keep only the `top_k` most probable tokens;
-# - **top-p** (nucleus, Holtzman et al. 2020): keep the smallest set of most probable tokens whose
-#   probability adds up to at least p (exercise ex08_2).
+# - **top-p** (nucleus sampling, Holtzman et al. 2020): keep the smallest set of most probable tokens
+#   whose probability adds up to at least p (exercise ex08_2).
 #
 # The figure shows them on a real distribution of the model. Almost all of its steps are nearly
-# certain, so we pick the closest call: of the test numbers (chapter 07's stratified test split,
-# every kind of number), decoded greedily, the step
+# certain, so we pick the closest call. We decode chapter 07's test split greedily and take the step
 # where the second most probable piece gets the most probability.
 
 # %%
@@ -413,42 +393,57 @@ print(
     + " or ".join(f"'{tgt_vocab.id_to_token[i]}' ({p:.2f})" for p, i in zip(*top2, strict=True))
 )
 
+# %% [markdown]
+# In the panels that cut, grey bars show the distribution before the cut, and orange bars beside
+# them the one sampled from: the kept pieces share the whole probability again.
+
 # %%
 shown = first_logits.softmax(-1).topk(10).indices  # the 10 most probable pieces
 settings = [("τ = 0.5", dict(temperature=0.5)), ("τ = 1 (the model)", {}), ("τ = 2", dict(temperature=2.0)),
-            ("τ = 2, top-p 0.6", dict(temperature=2.0, top_p=0.6)),
+            ("τ = 2, top-p 0.45", dict(temperature=2.0, top_p=0.45)),
             ("τ = 2, top-k 3", dict(temperature=2.0, top_k=3))]  # fmt: skip
-fig, axes = plt.subplots(1, len(settings), figsize=(15, 3.2), sharey=True)
+fig, axes = plt.subplots(1, len(settings), figsize=(15, 3.4), sharey=True)
 for ax, (name, kwargs) in zip(axes, settings, strict=True):
     probs = sampling_distribution(first_logits, **kwargs)
-    ax.bar(range(len(shown)), probs[shown], color="tab:orange")
+    x = torch.arange(len(shown), dtype=torch.float)
+    if "top_p" in kwargs or "top_k" in kwargs:  # the same temperature before the cut, in grey, beside
+        before = sampling_distribution(first_logits, temperature=kwargs["temperature"])
+        ax.bar(x - 0.2, before[shown], width=0.4, color="0.75", label="before the cut")
+        name += f"\n{int((probs > 0).sum())} of {len(probs)} pieces kept"
+        x = x + 0.2
+    ax.bar(x, probs[shown], width=0.4 if x[0] % 1 else 0.6, color="tab:orange", label="sampled from")
     ax.set_xticks(range(len(shown)), [tgt_vocab.id_to_token[i] for i in shown], rotation=70)
-    ax.set_title(name)
+    ax.set_title(name, fontsize=10)
 axes[0].set_ylabel("probability of the next piece")
-fig.suptitle("Temperature flattens or sharpens the distribution; top-p and top-k cut its tail", y=1.04)
+axes[3].legend(fontsize=8)
+fig.suptitle("Temperature flattens or sharpens the distribution; top-p and top-k cut its tail", y=1.06)
 plt.show()
 
 # %% [markdown]
+# At τ = 2 the long tail of unlikely pieces holds most of the probability. Top-p keeps the most
+# probable pieces until their sum reaches p, and top-k keeps a fixed number; both then share the
+# whole probability among the pieces they kept.
+#
 # How does `sample` draw? With the **Gumbel-max trick**: add independent noise $-\log(-\log U)$,
 # $U \sim \text{Uniform}(0, 1)$, to the log-probabilities and take the arg-max. The winner is token
-# $i$ with probability exactly $p_i$, so sampling is greedy decoding on noisy logits, the same
+# $i$ with probability exactly $p_i$. So sampling is greedy decoding on noisy logits: the same
 # `greedy_step` does the bookkeeping, and `top_k=1` is greedy decoding exactly. A quick check of
-# the frequencies:
+# the frequencies, with the fourth panel's setting:
 
 # %%
-probs = sampling_distribution(first_logits, temperature=2.0, top_p=0.6)
-draws = sample_next_token(first_logits.expand(20_000, -1), temperature=2.0, top_p=0.6,
+probs = sampling_distribution(first_logits, temperature=2.0, top_p=0.45)
+draws = sample_next_token(first_logits.expand(20_000, -1), temperature=2.0, top_p=0.45,
                           generator=torch.Generator().manual_seed(0))  # fmt: skip
 frequency = torch.bincount(draws, minlength=len(probs)).float() / len(draws)
 print("probability:", probs[shown])
 print("frequency:  ", frequency[shown])
 
 # %% [markdown]
-# Sampled translations show what sampling does to a translator. Even at $\tau = 1$ many draws go wrong:
-# label smoothing (chapter 07) taught the model to keep about 7 % of its probability spread over
-# all the other pieces at every step, and over a dozen steps a draw from that tail is likely. A
-# higher temperature makes it worse; top-p 0.9 cuts the tail away and, for a model this confident,
-# gives back the greedy translation. A fixed `generator` makes the draws reproducible.
+# Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
+# go wrong. The model keeps about 7 % of its probability spread over all the other pieces at every
+# step (label smoothing taught it to, chapter 07). Over a dozen steps, a draw from that tail is
+# likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
+# confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
 
 # %%
 text = "four hundred and fifty-six thousand seven hundred and eighty-nine"
@@ -463,32 +458,44 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # %% [markdown]
 # ## 5. Making decoding fast: the key/value cache
 #
-# The loop of section 1 runs the decoder on the *whole* prefix at every step, so writing n tokens
-# costs 1 + 2 + … + n = O(n²) token-passes through the decoder. Most of that is repeated work. The
-# decoder's self-attention is masked (§3.2.3): position t never looks at later positions, so
-# everything computed for positions 0 … t−1 is the same at every later step. Only two things
+# The loop of section 1 runs the decoder on the *whole* prefix at every step. Writing n tokens then
+# costs 1 + 2 + … + n = O(n²) token-passes through the decoder, and most of that is repeated work.
+# The decoder's self-attention is masked (§3.2.3): position t never looks at later positions. So
+# everything computed for positions 0 … t−1 stays the same at every later step. Only two things
 # from earlier positions are ever used again, in each layer:
 #
 # - the **keys and values of the self-attention** for the earlier target positions;
-# - the **keys and values of the cross-attention**, projected from the encoder memory, which do not
+# - the **keys and values of the cross-attention**, projected from the encoder's memory. They do not
 #   change at all while decoding.
 #
-# A `DecoderCache` keeps both. With it, each step feeds the decoder only the new token: its query
-# attends over the stored keys/values plus its own, the memory is projected once, and the
-# positional encoding must be taken at the right position (`cache.length`), not at 0.
+# A **key/value cache** (KV cache) keeps both, and each step feeds the decoder only the newest token.
+# The diagram shows one step in one layer.
 #
-# The cache is plain data, passed in and handed on (`transformer_course/cache.py`):
-# `model.decode(new_tokens, memory, memory_mask, cache=cache)` gives each decoder layer its
-# `LayerCache`; your `DecoderLayer.forward` (chapter 06) passes `cache.self_attn` and
-# `cache.cross_attn` to the two attentions; `MultiHeadAttention.keys_and_values` (chapter 04)
-# projects only the new positions and calls `cache.update(k, v)`, which appends them and returns
-# the keys and values of every position so far. For the cross-attention, the memory is projected at
-# the first step and then only read. Your code of chapters 02–06 is what runs at every step.
-#
-# First, the proof that it changes nothing: the logits of step-by-step cached decoding equal those
-# of one full pass, to float32 precision.
+# *The diagram in words:* At the top, the newest token, the fifth, sits at position 4. It is projected
+# into a query q₄, a key k₄ and a value v₄. The key and the value are appended to the layer's cache,
+# which now holds five of each. The query q₄ scores all five keys, and the softmax weights average
+# the five values. Below it is the cross-attention. The encoder's memory of six
+# positions was projected into keys and values once, at the first step. Every later step only reads
+# them: the step's cross-attention query scores all six.
 
 # %%
+kv_cache_step(t=5, source_length=6)  # drawn by tools/diagrams.py
+
+# %% [markdown]
+# A `DecoderCache` holds one such cache per decoder layer. The newest token's positional encoding
+# must be taken at its own position, which is the cache's length, not 0. Your code of chapters 02–06
+# is what runs at every step (the comments of the next cell say which method does what).
+#
+# First, the proof that the cache changes nothing: the logits of step-by-step cached decoding equal
+# those of one full pass, to float32 precision.
+
+# %%
+# The cache is plain data, passed in and handed on (transformer_course/cache.py). model.decode(...,
+# cache=cache) gives each decoder layer its LayerCache; DecoderLayer.forward (chapter 06) passes
+# cache.self_attn and cache.cross_attn to its two attentions; MultiHeadAttention.keys_and_values
+# (chapter 04) projects only the new positions and calls cache.update(k, v), which appends them and
+# returns the keys and values of every position so far. The cross-attention's cache is filled at
+# the first step and then only read.
 src = encode_english(texts)
 tgt = greedy_decode(model, src)  # (B, T)
 tgt_in = torch.cat([torch.full((len(texts), 1), config.bos_id), tgt[:, :-1]], dim=1)  # (B, T) <bos> y…
@@ -500,17 +507,20 @@ with torch.no_grad():
     stepwise = torch.cat(
         [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], dim=1
     )  # (B, T, V): one token at a time
-expect_at_most("largest difference between the logits, cached against one pass", (stepwise - full).abs().max().item(), 1e-4)
 layer_cache = cache.layers[0]
-print("first layer's self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, L, Dk);",
-      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, Dk)")  # fmt: skip
+print("cached logits equal those of one pass (to 1e-4):", torch.allclose(stepwise, full, atol=1e-4, rtol=0))
+print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, T, d_k);",
+      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")  # fmt: skip
 assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)
 
+# %% tags=["hide-output"]
+expect_at_most("largest difference between the logits, cached against one pass", (stepwise - full).abs().max().item(), 1e-4)
+
 # %% [markdown]
-# Now the speed. The translations of this task are short (at most a dozen pieces), so we measure
-# on a model of the same size with random weights, whose `<eos>` is switched off so that it writes
-# exactly n tokens, for a batch of 32 sentences. (Timings vary from run to run and machine to
-# machine; the shape of the curves does not. `benchmarks/decoding.py` measures a larger model.)
+# Now the speed. The translations of this task are short, a dozen pieces at most. So we time a model
+# of the same size with random weights, whose `<eos>` is switched off so that it writes exactly n
+# tokens, for a batch of 32 sentences. The times are this machine's; `benchmarks/decoding.py` times
+# a larger model.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -558,27 +568,31 @@ ax2.set_ylabel("speed-up ×")
 ax2.set_title("The longer the output, the more the cache saves")
 plt.show()
 
+# %% tags=["hide-output"]
+expect("the cache's speed-up grows with the length of the output", speedup[-1] > speedup[0],
+       f"{speedup[0]:.1f}× at {lengths_to_time[0]} tokens, {speedup[-1]:.1f}× at {lengths_to_time[-1]}")  # fmt: skip
+expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup[-1], 2, "×")
+
 # %% [markdown]
-# For short outputs the cache saves little: a step of a small model is mostly fixed overhead (a few
-# dozen small matrix products and Python calls), whatever the length. Without a cache, step $t$ runs
-# every part of the decoder (projections, attention, feed-forward) over all $t$ positions, so $n$
+# The cache saves least on short outputs, and more with every token (checked above). A step of a
+# small model is mostly fixed overhead: a few dozen small matrix products and Python calls, whatever
+# the length. Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$
 # tokens cost $O(n^2)$ in every part. With the cache, the projections and the feed-forward network
-# run on the new position only, $O(n)$ in total; the new query still attends over all $t$ cached
-# keys, so the attention itself remains $O(n^2)$ over the whole output, but it is only a dot product
-# per cached key, small next to the rest at these lengths. That is why the gap widens with every
-# token, and why the cached curve looks almost linear here.
+# run on the new position only, $O(n)$ in total. The new query still attends over all $t$ cached
+# keys, so attention alone stays $O(n^2)$. But that is one dot product per cached key, small next to
+# the rest at these lengths. So the gap widens with every token.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
-# > decoder sees one token at a time, so `x.shape[1]` is always 1, and a positional encoding that
-# > indexes its table with `[:x.shape[1]]` puts *every* token at position 0. Nothing crashes, and
-# > here the translations even survive, because this model can also tell positions apart from what
-# > it has already written. The bug is silent, which is what makes it dangerous: on a longer
-# > sequence or a weaker model it changes the output. What catches it is an equivalence test,
-# > cached logits against a full pass
-# > (`tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder`),
-# > and the check of exercise ex02_2, which gives `PositionalEncoding.forward` an `offset`.
+# > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
+# > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
+# > Here the translations even survive, because this model can also tell positions apart from what
+# > it has already written. The bug is silent, and that is what makes it dangerous: on a longer
+# > sequence or a weaker model it changes the output. An equivalence test catches it, cached logits
+# > against a full pass, as above. So does the check of exercise ex02_2, which gives
+# > `PositionalEncoding.forward` an `offset`.
 
 # %%
+# tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder runs the comparison
 src = encode_english(texts)  # the sentences whose logits were compared above
 positional_forward = model.positional.forward
 model.positional.forward = lambda x, offset=0: positional_forward(x)  # the bug: the offset is dropped
@@ -605,12 +619,11 @@ print(f"average log-probability of the translation: {mean_log_prob(full):.3f} co
       f"{mean_log_prob(buggy_logits):.3f} with the bug")  # fmt: skip
 
 # %% [markdown]
-# > **Common mistake — generating after `<eos>`.** In a batch, the rows finish at different steps
-# > but all go through the model until the last one is done. Forgetting to replace the choice of a
-# > finished row by `<pad>` appends words after `<eos>`; a decoder that stops reading at `<eos>` hides
-# > them, but any code that measures lengths or counts tokens is wrong. The check of exercise ex08_1
-# > catches it:
-
+# > **Common mistake — generating after `<eos>`.** In a batch, the rows finish at different steps,
+# > but all go through the model until the last one is done. Forget to replace a finished row's
+# > choice by `<pad>`, and words are appended after its `<eos>`. A decoder that stops reading at
+# > `<eos>` hides them, but any code that measures lengths or counts tokens is wrong. The check of
+# > exercise ex08_1 catches it:
 
 # %%
 def greedy_step_that_keeps_going(logits, finished, eos_id, pad_id):
@@ -624,18 +637,18 @@ print(run_check("ex08_1").line())  # the package's greedy_step
 # %% [markdown]
 # ## 6. How good is it? BLEU, chrF and exact match on the test split
 #
-# Chapter 07's test split holds every kind of number: the strata 0–20, 21–99, 100–999, round
-# hundreds, round thousands, round hundred-thousands, "N thousand and k" and 1,000 numbers from the
-# full range. Outside the four "seen" strata (small or irregular numbers that must be in training,
-# chapter 07, section 1) no test number was a training number. We translate all of them with
-# greedy decoding and with beam search ($k = 4$, α = 0.6) and score them three ways:
+# Chapter 07's test split holds every kind of number, in strata: 0–20, 21–99, 100–999, round
+# hundreds, round thousands, round hundred-thousands, "N thousand and k", and 1,000 numbers from the
+# full range. Four strata are "seen": their small or irregular numbers must be in training (chapter
+# 07, section 1). In the other strata no test number was a training number. We translate them all
+# with greedy decoding and with beam search ($k = 4$, α = 0.6), and score them three ways:
 #
 # - **exact match**: the share of numbers translated exactly right, the measure that matters here;
-# - **corpus BLEU** (Papineni et al. 2002, the paper's Table 2), with sacrebleu, computed on the
-#   German *pieces* separated by spaces: a German number is one long word, and BLEU on whole words
-#   would only count exact matches;
-# - **chrF** (Popović 2015), a character n-gram F-score, on the written words: it gives partial
-#   credit to a translation with one wrong piece.
+# - **corpus BLEU** (Papineni et al. 2002, the paper's Table 2), with sacrebleu, on the German
+#   *pieces* separated by spaces. A German number is one long word, and BLEU on whole words would
+#   only count exact matches;
+# - **chrF** (Popović 2015), a character n-gram F-score on the written words. It gives partial credit
+#   to a translation with one wrong piece.
 
 # %%
 references = [t for _, t in task.test]  # German pieces
@@ -663,41 +676,41 @@ differ = sum(g != b for g, b in zip(decoded["greedy"], decoded["beam 4"], strict
 print(f"greedy and beam search differ on {differ} of {len(references)} numbers")
 
 # %% [markdown]
-# The overall score of a split says little about the rare kinds of number. Per stratum, for both
-# decoders (`strata_scores` scores translations already made; `evaluate_strata` would decode them
-# greedily itself):
+# The overall score of a split says little about the rare kinds of number. Here it is per stratum,
+# for both decoders:
 
 # %%
+# strata_scores scores translations already made (evaluate_strata would decode greedily itself)
 per_stratum = {name: strata_scores(task, "test", hyps) for name, hyps in decoded.items()}
 print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_stratum]))
 
 # %% [markdown]
-# The shipped model translates every stratum of the test split exactly, with either decoder. It
-# was trained (by `scripts/make_checkpoint.py`: chapter 07's recipe, run for 3,000 steps) on the
-# stratified splits, with the rare strata repeated. The first model this course shipped had been
-# trained on a random split and tested on one: its test score was 100% too, and yet it wrote
-# *sieben sieben sieben …* for "seven" and *einhunderthunderthundert…* for "one hundred". A random
-# test split contained no such numbers, so it could not show the failure; a test split with a
-# stratum for each kind of number shows it at once. Remember the "seen" column, though: the model
-# met every number of those four strata in training, so their score shows that it learnt them, not
-# that it would get a new one right.
+# The shipped model translates every stratum of the test split exactly, with either decoder. It was
+# trained on the stratified splits, with the rare strata repeated (`scripts/make_checkpoint.py` runs
+# chapter 07's recipe for 3,000 steps). A random test split would hide the failures that matter. The
+# course's first model was tested on one and scored 100 % too. Yet it wrote *sieben sieben sieben …*
+# for "seven" and *einhunderthunderthundert…* for "one hundred". A random split held no such
+# numbers, while a stratum for each kind of number shows such a failure at once. Remember the "seen"
+# column, though. The model met every number of those four strata in training, so their score shows
+# that it learnt them, not that it would get a new one right.
 #
-# Beam search has nothing to repair here: when the model puts almost all its probability on one
-# continuation, the best-first search and the greedy choice agree. The paper uses a beam of 4
-# (§6.1) but reports no comparison with greedy decoding, so it says nothing about how much the beam
-# adds; on real sentences, where a model is far less certain, the two differ more often.
+# Beam search has nothing to repair here. When the model puts almost all its probability on one
+# continuation, the search and the greedy choice agree. The paper uses a beam of 4 (§6.1) but
+# reports no comparison with greedy decoding, so it says nothing about what the beam adds. On real
+# sentences, where a model is far less certain, the two differ more often.
 
 # %% [markdown]
 # ## 7. What the model looks at: every head of every attention
 #
-# `attention_maps` runs the model once over a translation (teacher forcing on its own output) and
-# returns the weights of its three kinds of attention, per layer and head: `"encoder"` (B, H, S, S),
-# `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers. Chapter 04
-# built heads by hand, each following one rule; here are the heads this model learnt by itself.
+# `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
+# It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
+# (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
+# Chapter 04 built heads by hand, each following one rule. Here are the heads this model learnt by
+# itself.
 #
-# **Cross-attention** first: row $t$ is where the decoder looked in the English source when it wrote
+# **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
 # the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
-# "sixty-seven"), so a head that follows the source word by word must jump back and forth.
+# "sixty-seven"). So a head that follows the source word by word must jump back and forth.
 
 # %%
 text = "three hundred and forty-two thousand five hundred and sixty-seven"
@@ -713,10 +726,10 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
                      query_axis="German piece being written", key_axis="English source word")  # fmt: skip
 
 # %% [markdown]
-# Layer 1 is a mixture: some heads spread over several words, some land on a word other than the
-# one being translated (an offset rule of their own, like the heads of chapter 04). In layer 2 the
-# heads are nearly one-hot and mostly agree with each other: to write *zwei* they read "two", for
-# *vierzig* they go back to "forty", for *tausend* (three heads of four) on to "thousand"; for
+# Layer 1 is a mixture. Some heads spread over several words; some land on a word other than the one
+# being translated, an offset rule of their own like the heads of chapter 04. In layer 2 the heads
+# are nearly one-hot and mostly agree with each other. To write *zwei* they read "two"; for
+# *vierzig* they go back to "forty"; for *tausend*, three heads of four go on to "thousand". For
 # *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
 # by attention alone.
 #
@@ -737,16 +750,16 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
 
 # %% [markdown]
-# In the encoder, layer 2 groups the sentence: the words of "forty-two" look at "thousand", those of
-# "five hundred" at "hundred", those of "sixty-seven" at "sixty", as if marking the group each word
-# belongs to. In the decoder, heads return to the structure written so far: the last *tausend*, the
-# last *hundert*, or simply the previous piece. These readings come from one sentence; the next
+# In the encoder, layer 2 groups the sentence. The words of "forty-two" look at "thousand", those of
+# "five hundred" at "hundred", those of "sixty-seven" at "sixty": each word seems to mark the group
+# it belongs to. In the decoder, heads return to the structure written so far: the last *tausend*,
+# the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
 # figure checks the cross-attention heads over the whole test split.
 #
-# How sharp is each head? For every German piece of every test number, the *entropy* of a head's
-# row of cross-attention weights says how many source words it spreads over: 0 when it reads one
-# word, $\log 2 \approx 0.69$ for two words shared equally, $\log S$ for all $S$ words alike. One box
-# per head (drawn with seaborn) shows the distribution over every piece of every test number.
+# How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
+# many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
+# words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
+# piece of every test number.
 
 # %%
 test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
@@ -767,27 +780,28 @@ ax.set(ylabel="entropy of the weights (nats)",
 ax.legend(loc="upper right", fontsize=8)
 fig.tight_layout()
 plt.show()
+print("each head's entropy (nats): median and upper quartile")
 for layer in range(entropy.shape[0]):
-    medians = [f"{entropy[layer, :, h][is_real].median():.2f}" for h in range(entropy.shape[2])]
-    print(f"layer {layer + 1}: median entropy per head", medians)
+    quartiles = [entropy[layer, :, h][is_real].quantile(torch.tensor([0.5, 0.75])) for h in range(entropy.shape[2])]
+    print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
 
 # %% [markdown]
-# Layer 2 is the sharp one: the boxes of its heads 2–4 collapse onto 0 (one word per piece, almost
-# always) and head 1's reaches only 0.1. Layer 1 spreads more: its first head's median row is 0.21
-# and its middle half reaches 0.5, and its third head's reaches 0.25. Sharp is not the same as
-# right, though: in the sentence above, layer 1's sharp heads often read a word other than the one
-# being translated; only layer 2's heads read the word that the German piece renders. The dots
-# above the boxes are single pieces that a head shares between several words.
+# Layer 2 is the sharp one. All four of its medians are 0, one word per piece, and no upper quartile
+# passes 0.1. Layer 1 spreads more: its first head has a median of 0.21 and an upper quartile of
+# 0.53, and its third head an upper quartile of 0.26. Sharp is not the same as right, though. In the
+# sentence above, layer 1's sharp heads often read a word other than the one being translated; only
+# layer 2's heads read the word that the German piece renders. The dots above the boxes are single
+# pieces that a head shares between several words.
 #
 # ## 8. Error analysis: probing beyond the test split
 #
-# The test split holds 100 numbers of each held-out stratum. To look for rare mistakes that 100
-# numbers can miss, we probe the model with *every* number of two kinds that training left out:
-# the round thousands ("forty-seven thousand") and the thousands followed by a single digit
-# ("thirty thousand and four"). For each failure we also ask the model which it finds more
-# probable, its beam-search output or the correct translation. If it prefers the correct one, the
-# *search* failed and a better search could find it; if it prefers its own output, the *model* is
-# wrong and no search will help.
+# The test split holds 100 numbers of each held-out stratum, and 100 numbers can miss a rare
+# mistake. So we probe the model with *every* number of two kinds that training left out: the round
+# thousands ("forty-seven thousand") and the thousands followed by a single digit ("thirty thousand
+# and four"). For each failure we also ask the model which it finds more probable: its beam-search
+# output or the correct translation. If it prefers the correct one, the *search* failed, and a
+# better search could find it. If it prefers its own output, the *model* is wrong, and no search
+# will help.
 
 # %%
 train_numbers = set(task.info["numbers"]["train"])
@@ -823,44 +837,43 @@ if wrong:
               f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
 
 # %% [markdown]
-# The probe reaches the mistakes a test split of 100 numbers per stratum can miss, and on the
-# shipped model it finds none: all 953 numbers come out right. On a weaker model (section 9 loads
-# one), each failure is listed with the log-probability the model gives its own output and the
-# correct translation. When the correct translation is far
-# less probable to the model than its own output, the error is the *model's*: beam search, or any
-# better search, will not find what the model considers unlikely. The fix is in the data, as it was
-# for the course's first model, whose failures on short and round numbers went away once training
-# held enough of them (chapter 07, section 1). That is the usual lesson of error analysis: look at the errors, decide whether
-# the search or the model is to blame, and fix the model with data, not with cleverer decoding.
+# On the shipped model the probe finds no error: every one of its numbers comes out right. On a
+# weaker model (section 9 loads one), the cell lists each failure with two log-probabilities: the
+# one the model gives its own output, and the one it gives the correct translation. When the correct
+# translation is far less probable to the model than its own output, the error is the *model's*.
+# Beam search, or any better search, will not find what the model considers unlikely. The fix is in
+# the data. So it was for the course's first model: its failures on short and round numbers went
+# away once training held enough of them (chapter 07, section 1). That is the usual lesson of error
+# analysis. Look at the errors, decide whether the search or the model is to blame, and fix the
+# model with data, not with cleverer decoding.
 
 # %% [markdown]
 # ## 9. Search errors and model errors, side by side
 #
 # A model that makes no mistakes has nothing to teach about them. So we load a second checkpoint
-# that ships with the course: chapter 07's recipe, exactly as for the shipped model (same size,
-# data, repeats and seed), stopped after 350 steps instead of 3,000
-# (`python scripts/make_checkpoint.py --undertrained` re-creates it; `load_pretrained` checks its
-# SHA-256 as it does the shipped one's). It still gets a good share of the test numbers wrong.
+# that ships with the course. It is chapter 07's recipe, exactly as for the shipped model (same size,
+# data, repeats and seed), stopped after 350 steps instead of 3,000. It still gets a good share of
+# the test numbers wrong.
 #
-# Write $\hat Y$ for what a search returned for the input $X$, $Y^*$ for the correct translation,
-# and $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (section 3, α = 0.6).
-# Greedy decoding is beam search with $k = 1$, so it searches for the same score, only less
-# thoroughly. When $\hat Y \neq Y^*$, the error is
+# Write $\hat Y$ for what a search returned for the input $X$, and $Y^*$ for the correct translation.
+# Write $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (section 3, α = 0.6).
+# Greedy decoding is beam search with $k = 1$: it searches for the same score, only less thoroughly.
+# When $\hat Y \neq Y^*$, the error is
 #
-# - a **search error** if $s(Y^*) > s(\hat Y)$: the model prefers the correct translation, and the
-#   search did not find it. The model is not to blame; the search is: a wider beam, another length
+# - a **search error** if $s(Y^*) > s(\hat Y)$. The model prefers the correct translation, and the
+#   search did not find it. The search is to blame, not the model: a wider beam, another length
 #   penalty or a longer output limit can help, at the price of decoding time;
-# - a **model error** if $s(Y^*) < s(\hat Y)$: the model itself prefers the wrong translation, so a
-#   perfect search would return a wrong translation too (one that scores at least $s(\hat Y)$). No
-#   decoding setting helps; the model must change: more training steps, more (or better chosen)
-#   data, a bigger model.
+# - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
+#   perfect search would return a wrong translation too. No decoding setting helps. The model must
+#   change: more training steps, more (or better chosen) data, a bigger model.
 #
-# `score_sequences` gives both scores: it runs the model once with teacher forcing on a translation
-# we supply and adds up the log-probabilities of its tokens (with `length_penalty=0.6` it divides
-# by $lp(Y)$). We decode the test split with the under-trained model, greedily and with beam search
+# `score_sequences` gives both scores. It runs the model once with teacher forcing on a translation
+# we supply and adds up the log-probabilities of its tokens; with `length_penalty=0.6` it divides by
+# $lp(Y)$. We decode the test split with the under-trained model, greedily and with beam search
 # ($k = 4$, α = 0.6), and sort every wrong translation.
 
 # %%
+# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
 weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
 weak = weak_checkpoint.model.eval()
 assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
@@ -906,10 +919,10 @@ for name, found in kinds.items():
 print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors")
 
 # %% [markdown]
-# These counts come from one run of the model on this machine (another CPU may round a close call
-# the other way); what the chapter claims about them is checked here, on every machine:
+# The counts are this run's. The next cell checks what the chapter claims about them (chapter 07's
+# box says how the book tests a claim):
 
-# %%
+# %% tags=["hide-output"]
 wrong_after_beam = len(references) - kinds["beam 4"].count("right")
 expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")  # fmt: skip
 expect_at_least("greedy's wrong translations that are search errors", kinds["greedy"].count("search error"), 1)
@@ -925,7 +938,7 @@ expect_at_least("model errors among beam search's wrong translations",
 
 # %% [markdown]
 # The first test numbers where each case occurs: the input, the correct translation and the two
-# searches' outputs (German pieces), each with its log-probability $\log P(Y \mid X)$ and its score
+# searches' outputs (German pieces). Each has its log-probability $\log P(Y \mid X)$ and its score
 # $s(Y)$ under the under-trained model.
 
 # %%
@@ -953,7 +966,7 @@ for row, i in enumerate(shown.tolist()):
         kind = "" if name == "reference" else kinds[name][i]
         print(f"    {name:10} {shortened(words):44} {log_p[name][row]:7.2f} {score[name][i]:7.2f}  {kind}".rstrip())
 
-# %%
+# %% tags=["hide-output"]
 search_error, model_error = first["greedy: search error"], first["greedy: model error"]
 expect("the first search error: the model scores the reference above greedy's output",
        score["reference"][search_error] > score["greedy"][search_error],
@@ -965,26 +978,26 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # %% [markdown]
 # Read the two kinds against each other:
 #
-# - A **search error** is section 2's worked example on a real model: at some step greedy decoding
-#   took the piece that looked best there, and the rest of the translation could not recover (it may
-#   fail to stop, or write on after a complete number), although the model scores the correct
-#   translation higher. Beam search keeps the runner-ups alive: it repairs most of greedy's search
-#   errors and makes few of its own (both checked above). A search error does not promise that a
-#   better search finds the *correct* translation, though: it only says that the model likes
-#   something better than what was found. Beam search may find a translation that scores higher
-#   still and is wrong: a model error that the search error was hiding.
-# - A **model error** is where the model prefers its wrong translation to the correct one: a wider
+# - A **search error** is section 2's worked example on a real model. At some step greedy decoding
+#   took the piece that looked best there, and the rest of the translation could not recover: it may
+#   fail to stop, or write on after a complete number. Yet the model scores the correct translation
+#   higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
+#   makes few of its own (both checked above). A search error does not promise that a better search
+#   finds the *correct* translation, though. It only says that the model likes something better than
+#   what was found. Beam search may find a translation that scores higher still and is wrong: a model
+#   error that the search error was hiding.
+# - A **model error** is where the model prefers its wrong translation to the correct one. A wider
 #   beam only finds more of what the model wants. Almost every error left after beam search is of
-#   this kind (checked above), so on this model the next step is not a better search but more
-#   training. The shipped model is the same recipe run to 3,000 steps, and on the same test split
-#   it makes no errors at all (section 6).
+#   this kind (checked above). So on this model the next step is not a better search but more
+#   training. The shipped model is the same recipe run to 3,000 steps, and on the same test split it
+#   makes no errors at all (section 6).
 #
 # This is the sorting to do on any translator before tuning it: score the correct translation next
-# to the one the search found. If the model prefers the correct one, spend effort on the search
-# (beam size, length penalty); if it prefers its own, spend it on the model and its data. Real
-# translation models have plenty of model errors too: Stahlberg and Byrne (2019) searched exactly
-# and found that, for many sentences, the translation their model scores highest of all is the
-# empty one. No search can repair that; a length penalty works around it, it does not remove it.
+# to the one the search found. If the model prefers the correct one, spend effort on the search (beam
+# size, length penalty). If it prefers its own, spend it on the model and its data. Real translation
+# models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
+# for many sentences, the translation their model scores highest of all is the empty one. No search
+# can repair that. A length penalty works around it; it does not remove it.
 
 # %% [markdown]
 # ## 10. From your modules to an inference engine
@@ -992,8 +1005,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # Your modules say what the model computes, one idea per file. Run step by step, they are slow for
 # a reason that has nothing to do with those ideas. A decoding step feeds one token per sentence.
 # Each weight is then read from memory once and used for one multiply and one add. So a step's time
-# goes into two things: the **bytes** of weights it reads, and the **operations** it asks of PyTorch,
-# each with a fixed cost of a few microseconds, however small.
+# goes into two things. One is the **bytes** of weights it reads. The other is the **operations** it
+# asks of PyTorch, each with a fixed cost of a few microseconds, however small.
 #
 # Inference engines such as CTranslate2 and llama.cpp attack both. They *convert* a trained model
 # into a form of their own, once, and decode with that. The course has one:
@@ -1049,14 +1062,14 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # %% [markdown]
 # The bytes: a step reads every weight of the decoder and of the output layer once. At batch 1
 # that is all it reads, apart from the small caches. So the time of a step is about those bytes
-# divided by the speed of the memory, and the layout of a matrix decides how close its product
-# gets to that speed. A product of several rows (a batch, the beams, the encoder's positions) uses
+# divided by the speed of the memory. The layout of a matrix decides how close its product gets to
+# that speed. A product of several rows (a batch, the beams, the encoder's positions) uses
 # each weight several times, and there the kernel matters more than the layout.
 #
-# Below, one matrix the size of a large output layer, times 1 row and times 16 rows: in
-# `nn.Linear`'s layout $(V, D)$, as $W^\top$ stored contiguous $(D, V)$, and as the engine
-# multiplies it (`Dense`: $W^\top$ for one row; oneDNN's blocked copy of $W$ for several). Then
-# the time per token of both paths on the random model above. One thread; the numbers are this
+# Below, one matrix the size of a large output layer multiplies 1 row, then 16 rows. It is stored
+# three ways: in `nn.Linear`'s layout $(V, D)$, as $W^\top$ stored contiguous $(D, V)$, and as the
+# engine multiplies it (`Dense`). `Dense` uses $W^\top$ for one row and oneDNN's blocked copy of $W$
+# for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
 # machine's, in this run.
 
 # %%
@@ -1090,37 +1103,37 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
                 path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
 
 # %% [markdown]
-# On a real model's shapes the same engine is measured against CTranslate2 and llama.cpp, the
-# engines people use, with the same random weights in each (`benchmarks/engines.py`; the figures,
-# and the machine they were measured on, are in `benchmarks/results.md`). Nothing in it changes
-# what the model computes: your modules remain the definition, and the tests hold the engine to
-# the same tokens for every family of model the course builds.
+# On a real model's shapes, `benchmarks/engines.py` measures the same engine against CTranslate2 and
+# llama.cpp, the engines people use, with the same random weights in each. The figures, and the
+# machine they were measured on, are in `benchmarks/results.md`. Nothing in the engine changes what
+# the model computes. Your modules remain the definition, and the tests hold the engine to the same
+# tokens for every family of model the course builds.
 
 # %% [markdown]
 # ## Summary
 #
-# - Decoding turns next-token distributions into a translation: encode once, then choose, append
-#   and repeat until `<eos>`, for a batch at once, padding the rows that have finished.
-# - Greedy decoding maximises each step, not the whole translation; the worked example lost a
-#   translation four times as probable. Beam search keeps $k$ hypotheses, compares candidates across
-#   them, keeps finished hypotheses unchanged in the beam, and ranks with the GNMT length penalty
-#   ($k = 4$, α = 0.6 in the paper). $k = 1$ is greedy; a beam that holds everything is exhaustive.
-# - Sampling draws from the distribution; temperature sharpens or flattens it, top-k and top-p cut
+# - Decoding turns next-token distributions into a translation. Encode once, then choose, append and
+#   repeat until `<eos>`, for a batch at once, padding the rows that have finished.
+# - Greedy decoding maximises each step, not the whole translation. The worked example lost a
+#   translation four times as probable.
+# - Beam search keeps $k$ hypotheses and compares candidates across them. It keeps finished
+#   hypotheses unchanged in the beam and ranks with GNMT's length penalty ($k = 4$, α = 0.6 in the
+#   paper). $k = 1$ is greedy; a beam that holds everything is exhaustive search.
+# - Sampling draws from the distribution. Temperature sharpens or flattens it; top-k and top-p cut
 #   its tail. Gumbel noise plus arg-max is an exact sampler.
 # - A key/value cache stores the self-attention keys and values of earlier positions and the
-#   cross-attention keys and values of the memory. It gives the same logits as a full pass and
-#   computes each earlier position once instead of at every step (only the attention over the
-#   cached keys still grows with the prefix); positions must start at the cache length.
+#   cross-attention keys and values of the memory. It gives the same logits as a full pass, and it
+#   computes each earlier position once instead of at every step. Only the attention over the cached
+#   keys still grows with the prefix. Positions must start at the cache's length.
 # - A decoding step's time goes into the bytes of weights it reads and the operations it launches.
-#   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both,
-#   and gives the same tokens as your modules.
-# - BLEU, chrF and exact match put greedy and beam search level on the test split, with no
-#   errors. Probing 953 rare inputs that training left out finds no error either.
-# - Where a model does err, scoring the correct translation tells a search error (the model prefers
-#   the correct translation: a better search can help) from a model error (the model prefers its
-#   wrong output: only more training, data or capacity can). On the same recipe stopped early,
-#   beam search repairs most of greedy's search errors, and almost all the errors left are model
-#   errors.
+#   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both, and
+#   gives the same tokens as your modules.
+# - BLEU, chrF and exact match put greedy and beam search level on the test split, with no errors.
+#   Probing 953 rare inputs that training left out finds no error either.
+# - Where a model does err, score the correct translation. If the model prefers it, the error is a
+#   search error, and a better search can help. If the model prefers its wrong output, it is a model
+#   error, and only more training, data or capacity can help. On the same recipe stopped early, beam
+#   search repairs most of greedy's search errors, and almost all the errors left are model errors.
 #
 # **Exercises:** [exercises/ex08_decoding.ipynb](../exercises/ex08_decoding.ipynb) — one greedy
 # step (ex08_1), top-p filtering (ex08_2) and one beam-search step with the length penalty
@@ -1151,24 +1164,24 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # 4. What does the KV cache store, and what still grows with the length of the output?
 #    <details><summary>Answer</summary>
 #
-#    The self-attention keys and values of the earlier target positions and the cross-attention keys
-#    and values of the memory. The projections and the feed-forward network run on the new token
-#    only, but its query still attends over all cached keys, so the attention's work per step grows
-#    with the prefix.
+#    The self-attention keys and values of the earlier target positions, and the cross-attention
+#    keys and values of the memory. The projections and the feed-forward network run on the new
+#    token only. But its query still attends over all cached keys, so the attention's work per step
+#    grows with the prefix.
 #    </details>
 # 5. A translation is wrong. How do you tell a search error from a model error?
 #    <details><summary>Answer</summary>
 #
-#    Score the correct translation and the found one under the model: if the model gives the correct
-#    one the higher probability, the search missed it; otherwise the model is wrong and no search
-#    will help.
+#    Score the correct translation and the found one under the model. If the model gives the
+#    correct one the higher probability, the search missed it. Otherwise the model is wrong, and no
+#    search will help.
 #    </details>
 # 6. After beam search, almost all of a model's errors are model errors. What do you change?
 #    <details><summary>Answer</summary>
 #
 #    The model, not the search: train it longer, give it more (or better chosen) data, or make it
 #    bigger. A wider beam only finds more of what the model already prefers. Section 9's model is
-#    the shipped model's own run stopped early: the same recipe, trained to the end, makes no errors
+#    the shipped model's own run stopped early. The same recipe, trained to the end, makes no errors
 #    on the test split.
 #    </details>
 #

@@ -18,32 +18,35 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/10_modern_language_models.ipynb)
 #
-# The chat models of today descend from the model we built in chapters 01–09, and most of the
-# distance is covered by a handful of changes. GPT (2018) dropped the encoder and kept one stack
-# of blocks with a causal mask, trained to predict the next token of any text. The models of
-# 2019–2023 then replaced, one by one, the parts the paper chose in 2017: the normalisation, the
-# positions, the feed-forward network, the key/value heads, and the training schedule. LLaMA
-# (2023) put most of the replacements together (pre-normalisation with RMSNorm, rotary positions,
-# SwiGLU) while keeping one key/value head per query head; shared key/value heads came with
-# Llama 2's two largest models and every size of Llama 3. This chapter makes each change on our own
-# code, checks it numerically against a reference, trains a small German language model in a few
-# minutes, and tests with seeds which of the changes shows at our scale.
+# The chat models of today descend from the model we built in chapters 01–09, and a handful of
+# changes cover most of the distance. GPT (2018) dropped the encoder and kept one stack of blocks
+# with a causal mask, trained to predict the next token of any text. The models of 2019–2023 then
+# replaced, one by one, the parts the paper chose in 2017: the normalisation, the positions, the
+# feed-forward network, the key/value heads and the training schedule. LLaMA (2023) put most of the
+# replacements together: pre-normalisation with RMSNorm, rotary positions and SwiGLU. It kept one
+# key/value head per query head; shared key/value heads came with Llama 2's two largest models and
+# every size of Llama 3. This chapter makes each change on our own code and checks it against a
+# reference. Then it trains a small German language model and tests which of the changes shows at
+# our scale.
 #
 # **Learning goals**
 #
-# - see that a decoder-only language model is the encoder layer of chapter 05 with the causal mask
-#   of chapter 06, and generate text from it with and without a KV cache;
+# - see that a decoder-only language model is chapter 05's encoder layer under chapter 06's causal
+#   mask, and generate text from it with and without a KV cache;
 # - know what RMSNorm, rotary position embeddings (RoPE), grouped-query attention, SwiGLU and
 #   blocked attention with an online softmax change, and check each against a reference;
 # - train with today's recipe (AdamW with weight decay on the matrices, warm-up and cosine decay,
 #   bf16 on a GPU) and sample with temperature and top-p;
-# - compare the old and the new choices over several seeds, and conclude only from differences that
-#   every seed shows;
-#   estimate the compute of a training run with $C \approx 6 N D$.
+# - compare the old and the new choices in paired runs, and conclude only from differences that
+#   every pair shows;
+# - estimate the compute of a training run from its parameters and its tokens.
 #
-# **In the paper:** the 2017 choices that this chapter revisits are the post-LN residual block
-# (§3.1), the ReLU feed-forward network (§3.3), the sinusoidal positions added to the embeddings
-# (§3.5), and Adam with the warm-up / inverse-square-root schedule (§5.3, equation (3)).
+# **In the paper:** the 2017 choices that this chapter revisits.
+#
+# - §3.1: the post-LN residual block;
+# - §3.3: the ReLU feed-forward network;
+# - §3.5: the sinusoidal positions added to the embeddings;
+# - §5.3, equation (3): Adam with the warm-up and inverse-square-root schedule.
 
 # %% tags=["colab"]
 import sys
@@ -61,7 +64,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-cell"]
 import time
 from dataclasses import dataclass
 
@@ -89,6 +92,7 @@ from transformer_course.schedule import transformer_lr
 from transformer_course.step import MixedPrecision
 from transformer_course.swiglu import SwiGLU, swiglu_hidden_size
 from transformer_course.tools.claims import expect, expect_above, expect_at_most
+from transformer_course.tools.diagrams import grouped_query_heads
 from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.lm_experiments import (
     LONG_LOSS,
@@ -96,7 +100,7 @@ from transformer_course.tools.lm_experiments import (
     LMData,
     LMVariant,
     loss_by_position,
-    paired_verdict,
+    paired_beyond_chance,
     run_lm_experiment,
     token_losses,
 )
@@ -107,39 +111,16 @@ from transformer_course.training import FitOptions, fit
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
-device = pick_device()  # CUDA, then Apple's MPS, then the CPU
-
-
-@dataclass
-class LMProfile:
-    """The size and the training of this chapter's language model."""
-
-    d_model: int
-    n_heads: int
-    n_kv_heads: int
-    n_layers: int
-    n_train: int  # training sentences
-    batch_size: int
-    steps: int
-    lr: float = 3e-3
-    warmup_steps: int = 100
-
-
-CPU_PROFILE = LMProfile(d_model=128, n_heads=4, n_kv_heads=2, n_layers=2, n_train=20_000, batch_size=64, steps=1200)
-GPU_PROFILE = LMProfile(d_model=256, n_heads=8, n_kv_heads=2, n_layers=4, n_train=60_000, batch_size=128, steps=3000,
-                        lr=2e-3, warmup_steps=200)  # fmt: skip
-profile = GPU_PROFILE if device.type == "cuda" else CPU_PROFILE
-print("device:", device.type)
-print(profile)
-
 # %% [markdown]
-# **Where we are.** The model of chapters 01–09 had two stacks. A language model keeps one: no
-# source, no encoder, no cross-attention; every block is self-attention under a causal mask and a
-# feed-forward network. The map shows that model with the parts this chapter changes highlighted:
-# each norm (RMSNorm, before the sub-layer), the attention (rotary positions, grouped key/value
-# heads, a KV cache), the feed-forward network (SwiGLU), the training recipe and generation. The
-# letters are those of the [notation page](../book/notation.md); $T$ is now the length of the text, $V$ its vocabulary, and
-# $H_{kv}$ the number of key/value heads.
+# ## Where we are
+#
+# The model of chapters 01–09 had two stacks. A language model keeps one: no source, no encoder, no
+# cross-attention. Every block is self-attention under a causal mask, then a feed-forward network.
+# The map shows that model, with the parts this chapter changes highlighted. They are each norm
+# (RMSNorm, before the sub-layer), the attention (rotary positions, grouped key/value heads, a KV
+# cache), the feed-forward network (SwiGLU), the training recipe and generation. The letters are
+# those of the [notation page](../book/notation.md). $T$ is now the length of the text, $V$ its
+# vocabulary, and $H_{kv}$ the number of key/value heads.
 
 # %%
 architecture_map(["norm", "rope", "gqa", "swiglu", "training", "decoding"], model="decoder-only")
@@ -147,22 +128,20 @@ architecture_map(["norm", "rope", "gqa", "swiglu", "training", "decoding"], mode
 # %% [markdown]
 # ## 1. Decoder-only: an encoder layer with a causal mask is a GPT block
 #
-# The decoder of chapter 06 has three sub-layers; without a source, the middle one
-# (cross-attention) has nothing to read. What is left is self-attention and a feed-forward
-# network, which is exactly chapter 05's encoder layer. The only difference is the mask: the
-# encoder lets every position read every other, a language model lets position $t$ read positions
-# $0 \dots t$ only (chapter 06's causal mask), so that the output at $t$ can be trained to predict
-# the token at $t + 1$ without seeing it.
+# The decoder of chapter 06 has three sub-layers. Without a source, the middle one (cross-attention)
+# has nothing to read. What is left is self-attention and a feed-forward network: exactly chapter
+# 05's encoder layer. The only difference is the mask. The encoder lets every position read every
+# other; a language model lets position $t$ read positions $0 \dots t$ only (chapter 06's causal
+# mask). So the output at $t$ can be trained to predict the token at $t + 1$ without seeing it.
 #
-# `DecoderOnlyLM` (in `lm.py`) is built from the existing rooms: `TokenEmbedding`, positions,
-# $N$ `EncoderLayer`s called with a causal mask, and an output layer tied to the embedding. Its
-# `DecoderOnlyConfig` holds the choices of this chapter; left out, each is the paper's, and
-# `DecoderOnlyConfig.modern(...)` gives Llama's main choices (pre-LN with RMSNorm, RoPE, SwiGLU,
-# no dropout; Llama also drops every bias and the √D scale of the embedding, and its larger sizes
-# untie the output layer: `DecoderOnlyConfig` has a setting for each, which chapter 11 uses to run
-# real checkpoints). We check the claim of the title directly: one
-# block of the model is an `EncoderLayer`, and running it with the causal mask gives the model's
-# own hidden states.
+# `DecoderOnlyLM` (in `lm.py`) is built from the existing rooms: `TokenEmbedding`, positions, $N$
+# `EncoderLayer`s called with a causal mask, and an output layer tied to the embedding. Its
+# `DecoderOnlyConfig` holds the choices of this chapter; left out, each is the paper's.
+# `DecoderOnlyConfig.modern(...)` gives Llama's main choices: pre-LN with RMSNorm, RoPE, SwiGLU and
+# no dropout. (Llama also drops every bias and the √D scale of the embedding, and its larger sizes
+# untie the output layer. `DecoderOnlyConfig` has a setting for each, which chapter 11 uses to run
+# real checkpoints.) We check the claim of the title directly. One block of the model is an
+# `EncoderLayer`, and running the blocks with the causal mask gives the model's own logits.
 
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
@@ -188,12 +167,11 @@ print("positions 0–4 unchanged when token 5 changes:", same_before)
 assert same_before
 
 # %% [markdown]
-# > **Common mistake — the causal mask left out.** Run the blocks without the mask and position
-# > $t$ reads token $t + 1$, the very token it is trained to predict. Training then rewards copying
-# > a token the model can see, so a low training loss says nothing about prediction, and at
-# > generation time there is no next token to read. The test above catches it before any
-# > training: with the mask left out, changing token 5 changes the outputs at every position.
-
+# > **Common mistake — the causal mask left out.** Run the blocks without the mask, and position $t$
+# > reads token $t + 1$, the very token it is trained to predict. Training then rewards copying a
+# > token the model can see. A low training loss says nothing about prediction, and at generation
+# > time there is no next token to read. The test above catches it before any training: with the mask
+# > left out, changing token 5 changes the outputs at every position.
 
 # %%
 def without_mask(model: DecoderOnlyLM, tokens: torch.Tensor) -> torch.Tensor:
@@ -211,18 +189,17 @@ assert leak
 # %% [markdown]
 # ## 2. RMSNorm: LayerNorm without the mean
 #
-# The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN): subtract the mean
-# of the $D$ features, divide by their standard deviation, scale by $\gamma$ and shift by $\beta$.
-# GPT-2 moved the norm *before* each sub-layer (pre-LN, chapter 05). RMSNorm (Zhang & Sennrich
-# 2019) keeps only the division and the scale; T5 (2019) already normalised with a scale and no
-# mean or shift, Gopher (2021) used RMSNorm, and Llama made it the default of open models:
+# The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN). It subtracts the mean
+# of the $D$ features, divides by their standard deviation, scales by $\gamma$ and shifts by $\beta$.
+# GPT-2 moved the norm *before* each sub-layer (pre-LN, chapter 05). RMSNorm (Zhang & Sennrich 2019)
+# keeps only the division and the scale. T5 (2019) already normalised with a scale and no mean or
+# shift, Gopher (2021) used RMSNorm, and Llama made it the default of open models:
 #
 # $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \varepsilon}} \odot g.$$
 #
 # No mean to compute and no $\beta$: a little less work and fewer parameters, and in practice the
 # same training. On an input whose features already have mean zero, the two agree (up to
-# $\varepsilon$). PyTorch has had `torch.nn.RMSNorm` since version 2.4; where it exists, ours
-# must match it.
+# $\varepsilon$). Where PyTorch has `torch.nn.RMSNorm` (since version 2.4), ours must match it.
 
 # %%
 norm = RMSNorm(8, eps=1e-6)
@@ -244,33 +221,33 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 # %% [markdown]
 # ## 3. Rotary position embeddings
 #
-# Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot product of two
-# rows of that table depends only on the distance $p - q$, and the paper hoped this would let the
-# model attend by relative position. The caveat of chapter 02 was that attention does not take
-# that dot product: it compares $(x + PE_p) W^Q$ with $(y + PE_q) W^K$, and once $W^Q$ and
-# $W^K$ mix the features, the score is no longer a function of $p - q$ alone.
+# Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot product of two rows
+# of that table depends only on the distance $p - q$, and the paper hoped this would let the model
+# attend by relative position. Chapter 02's caveat was that attention does not take that dot
+# product. It compares $(x + PE_p) W^Q$ with $(y + PE_q) W^K$, and once $W^Q$ and $W^K$ mix the
+# features, the score is no longer a function of $p - q$ alone.
 #
 # Rotary embeddings (Su et al. 2021) put the position where the score is made. After the
-# projections, the features of a query or key are taken in pairs $(2i, 2i+1)$ and each pair is
-# rotated by the angle $p\,\omega_i$, with $\omega_i = 10000^{-2i/d_k}$ for $i = 0 \dots d_k/2 - 1$:
-# chapter 02's frequencies and its letter $\omega$ ($d_k$, the features of one head, takes the place
-# of $d_{model}$; the RoFormer paper writes $\theta_i$):
+# projections, the features of a query or key are taken in pairs $(2i, 2i+1)$. Each pair is rotated
+# by the angle $p\,\omega_i$, with $\omega_i = 10000^{-2i/d_k}$ for $i = 0 \dots d_k/2 - 1$. These
+# are chapter 02's frequencies and its letter $\omega$, with $d_k$, the features of one head, in the
+# place of $d_{model}$ (the RoFormer paper writes $\theta_i$):
 #
 # $$\begin{pmatrix} q'_{2i} \\ q'_{2i+1} \end{pmatrix} =
 # \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
 # \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix}.$$
 #
 # This is chapter 02's rotation $M_k$ again, acting on other vectors. Chapter 02 turned the rows of
-# the *table*, $PE_{pos+k} = M_k\,PE_{pos}$, before any projection; RoPE turns the projected queries
-# and keys themselves. (Chapter 02's matrix has the signs of its sines swapped because it stores a
-# pair as (sin, cos), the second coordinate of a point on the circle first; both matrices turn the
-# pair forward by the same angle.)
+# the *table*, $PE_{pos+k} = M_k\,PE_{pos}$, before any projection. RoPE turns the projected queries
+# and keys themselves. (Chapter 02's matrix has the signs of its sines swapped, because it stores a
+# pair as (sin, cos). Both matrices turn the pair forward by the same angle.)
 #
-# Write $R_m$ for the rotation of position $m$ (the block-diagonal matrix of all $d_k/2$ pairs). Rotations compose, $R_m^\top R_n = R_{n-m}$, so for a
-# query $q$ at position $m$ and a key $k$ at position $n$,
-# $(R_m q) \cdot (R_n k) = q^\top R_m^\top R_n\, k = q \cdot R_{n-m}\, k$: whatever $W^Q$ and $W^K$ are, the
-# score depends on the contents and on the distance only. We check it with random projections:
-# one query content and one key content, placed at every pair of positions 6 apart.
+# Write $R_m$ for the rotation of position $m$: the block-diagonal matrix of all $d_k/2$ pairs.
+# Rotations compose, $R_m^\top R_n = R_{n-m}$. So for a query $q$ at position $m$ and a key $k$ at
+# position $n$, $(R_m q) \cdot (R_n k) = q^\top R_m^\top R_n\, k = q \cdot R_{n-m}\, k$. Whatever
+# $W^Q$ and $W^K$ are, the score depends on the contents and on the distance only. We check it with
+# random projections: one query content and one key content, placed at every pair of positions 6
+# apart.
 
 # %%
 torch.manual_seed(0)
@@ -298,27 +275,26 @@ ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)  
 plt.show()
 
 # %% [markdown]
-# **Cached decoding rotates each key once, at its own position.** When a model generates, each
-# new token's key is computed, rotated by *its* position, and stored in the KV cache (chapter 08).
-# A later query is rotated by its own position and compared with the stored keys as they are: a
-# cached key is never rotated again. (Rotating the whole cache by the newest position would be a
-# bug: every distance would become 0.) `RotaryAttention` gives the same output whether it reads a
-# text at once or one token at a time with a cache, and the cache holds exactly
-# $R_t\, k_t$ for every position $t$.
+# **Cached decoding rotates each key once, at its own position.** When a model generates, each new
+# token's key is computed, rotated by *its* position, and stored in the KV cache (chapter 08). A
+# later query is rotated by its own position and compared with the stored keys as they are: a cached
+# key is never rotated again. Rotating the whole cache by the newest position would be a bug: every
+# distance would become 0. `RotaryAttention` gives the same output whether it reads a text at once
+# or one token at a time with a cache. And the cache holds exactly $R_t\, k_t$ for every position $t$.
 #
 # Only queries and keys are turned, never the values. The position has to enter the *score*, which
-# compares a query with a key; the values are what the weights average, and a value turned by its
-# own position would carry that absolute position into the output, the very thing RoPE avoids.
+# compares a query with a key. The values are what the weights average. A value turned by its own
+# position would carry that absolute position into the output, the very thing RoPE avoids.
 #
 # **Other layouts, longer texts.** Hugging Face's Llama pairs feature $i$ with feature $i + d_k/2$
-# instead of $(2i, 2i+1)$: the same rotations applied to the features in another order, so a fixed
-# reordering of the rows of $W^Q$ and $W^K$ turns one layout into the other (chapter 11 does it to
-# run real checkpoints). Models are trained on texts of a few thousand tokens and extended
-# afterwards. Position interpolation (Chen et al. 2023) slows every rotation down so that a long
-# text turns its pairs no further than the training texts did; Llama 3.1's `rope_scaling` slows
-# only the slow pairs (those whose wavelength exceeds the training length, by a factor of 8, with a
-# smooth transition) and keeps the fast ones that tell short distances apart, and then trains a
-# little more on long texts. Section 8 looks at the plain rotation past the lengths it was trained on.
+# instead of $(2i, 2i+1)$. These are the same rotations applied to the features in another order. So
+# a fixed reordering of the rows of $W^Q$ and $W^K$ turns one layout into the other (chapter 11 does
+# it to run real checkpoints). Models are trained on texts of a few thousand tokens and extended
+# afterwards. Position interpolation (Chen et al. 2023) slows every rotation down, so that a long
+# text turns its pairs no further than the training texts did. Llama 3.1's `rope_scaling` slows only
+# the slow pairs, those whose wavelength exceeds the training length, by a factor of 8 with a smooth
+# transition. It keeps the fast pairs that tell short distances apart, then trains a little more on
+# long texts. Section 8 looks at the plain rotation past the lengths it was trained on.
 
 # %%
 torch.manual_seed(0)
@@ -338,15 +314,27 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # %% [markdown]
 # ## 4. Grouped-query attention and the KV cache
 #
-# A model that generates keeps, for every layer, the keys and values of every position so far.
-# With the paper's $H$ heads of $d_k = D/H$ features, that is $2 \cdot N \cdot H \cdot d_k \cdot T$
-# numbers per text: for long texts and large batches it outgrows the weights themselves, and
-# reading it at every step becomes what limits the speed of generation. Multi-query attention (Shazeer 2019) keeps one key head and one
-# value head for all query heads; grouped-query attention (Ainslie et al. 2023) keeps $H_{kv}$ of
-# them, each shared by a group of $H / H_{kv}$ query heads (Llama 2's 34B and 70B models and every
-# Llama 3 size have 8). `GroupedQueryAttention(..., n_kv_heads=...)` (`transformer_course/grouped.py`) is
-# chapter 04's `MultiHeadAttention` with smaller $W^K$ and $W^V$: it projects $H_{kv}$ key and value
-# heads, and `repeat_kv` hands each query head its group's; PyTorch's
+# A model that generates keeps, for every layer, the keys and values of every position so far. With
+# the paper's $H$ heads of $d_k = D/H$ features, that is $2 \cdot N \cdot H \cdot d_k \cdot T$
+# numbers per text. For long texts and large batches it outgrows the weights themselves, and reading
+# it at every step becomes what limits the speed of generation. Multi-query attention (Shazeer 2019)
+# keeps one key head and one value head for all query heads. Grouped-query attention (Ainslie et al.
+# 2023) keeps $H_{kv}$ of them, each shared by a group of $H / H_{kv}$ query heads. Llama 2's 34B and
+# 70B models and every Llama 3 size have 8.
+#
+# *The diagram in words:* Three panels, each with eight query heads on top and the key/value heads
+# below. A line joins each query head to the key/value head it reads. In multi-head attention
+# ($H_{kv} = 8$) each query head has its own. In grouped-query attention with $H_{kv} = 2$, query
+# heads 1–4 read the first key/value head and heads 5–8 the second. In multi-query attention
+# ($H_{kv} = 1$) all eight read one. The cache holds only the key/value heads.
+
+# %%
+grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))  # drawn by tools/diagrams.py
+
+# %% [markdown]
+# `GroupedQueryAttention(..., n_kv_heads=...)` (`transformer_course/grouped.py`) is chapter 04's
+# `MultiHeadAttention` with smaller $W^K$ and $W^V$. It projects $H_{kv}$ key and value heads, and
+# `repeat_kv` hands each query head its group's. PyTorch's
 # `F.scaled_dot_product_attention(..., enable_gqa=True)` (version 2.5 on) does the same sharing
 # internally.
 
@@ -368,14 +356,11 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
       "instead of", 2 * 64 * 64)  # fmt: skip
 
 # %% [markdown]
-# The cache of a real model: 32 layers, $D = 4096$, $H = 32$ heads of 128 features, a text of
-# 8,192 tokens, numbers in bf16 (2 bytes): the sizes of Llama 3 8B. With $H_{kv} = H$ the cache of
-# one text is 4 GiB; with 8 key/value heads, a quarter (what Llama 3 8B has), 1 GiB; with one,
-# 128 MiB. Below, the formula for that model, and our own small models' caches after reading 64
-# tokens, measured on their tensors. (Chapter 08's cache concatenates each new position to the
-# others; the course's inference engine allocates the cache once, for the longest text it will
-# serve, as a server does.)
-
+# Now the cache of a real model, with the sizes of Llama 3 8B: 32 layers, $D = 4096$, $H = 32$ heads
+# of 128 features, a text of 8,192 tokens, numbers in bf16 (2 bytes). With $H_{kv} = H$ the cache of
+# one text is 4 GiB. With 8 key/value heads (what Llama 3 8B has) it is a quarter, 1 GiB, and with
+# one, 128 MiB. Below, the formula for that model, and our own small models' caches after reading 64
+# tokens, measured on their tensors.
 
 # %%
 def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_per_number: int) -> int:
@@ -384,7 +369,7 @@ def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_
 
 
 big = {f"H_kv = {h}": cache_bytes(32, h, 128, 8192, 2) / 2**30 for h in (32, 8, 1)}
-held = {}
+held = {}  # chapter 08's cache grows by concatenation; the inference engine allocates it once, as a server does
 for h in (8, 2, 1):
     small = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=128, n_heads=8, n_kv_heads=h, n_layers=2))
     cache = small.new_cache()
@@ -406,12 +391,12 @@ plt.show()
 
 # %% [markdown]
 # **What a generated token costs.** With a cache, a step of generation feeds one token per text. Each
-# weight is read from memory once per step and used for one multiply and one add per text in the
-# batch: $2N$ operations per text for $4N$ bytes of float32 weights (or $2N$ in bf16), and every
-# text's cache is read once too. A GPU does a few hundred operations in the time it reads a byte
-# (an H100: about 1,000 TFLOP/s in bf16 against 3.35 TB/s), so at batch 1 a step waits for memory,
-# and its time is about the bytes it reads divided by the memory's speed. Llama 3 8B in bf16, texts
-# of 8,192 tokens:
+# weight is read from memory once per step, and used for one multiply and one add per text in the
+# batch. That is two operations per weight and per text, for 4 bytes of float32 (2 in bf16), and
+# every text's cache is read once too. A GPU does a few hundred operations in the time it reads a
+# byte (an H100: about 1,000 TFLOP/s in bf16 against 3.35 TB/s). So at batch 1 a step waits for
+# memory, and its time is about the bytes it reads divided by the memory's speed. Llama 3 8B in bf16,
+# texts of 8,192 tokens:
 
 # %%
 weights_gb, flops_per_text = 8.0e9 * 2 / 1e9, 2 * 8.0e9  # bf16 weights (GB); multiply-adds of one text's token
@@ -426,17 +411,18 @@ for batch in (1, 32):
               f"{1000 * read / bandwidth_gb_s:32.1f}")  # fmt: skip
 
 # %% [markdown]
-# At batch 1 every design reads the 16 GB of weights and does about one operation per byte: far
-# below what the chip could do, so the step is bound by memory. A batch shares the weights: at
-# batch 32 the same read serves 32 texts. But each text brings its own cache, and with one
-# key/value head per query head ($H_{kv} = 32$) the caches of 32 long texts (137 GB) outweigh the
-# weights several times over and set the time of every step. Grouped-query attention's 8 heads
-# divide that by 4: the step reads less than half as many bytes and takes less than half the time,
-# which is what it was made for. On our CPU the same effect shows in a smaller way: adding texts to
-# a batch usually costs far less than running them one at a time, because a step of one text is
-# spent reading weights and launching operations, not computing. (The timing uses the course's
-# inference engine, `path="engine"`, which chapter 08's last section introduces: your modules give
-# the same tokens, with more operations per step.)
+# At batch 1 every design reads the 16 GB of weights and does about one operation per byte. That is
+# far below what the chip could do, so the step is bound by memory. A batch shares the weights: at
+# batch 32 the same read serves 32 texts. But each text brings its own cache. With one key/value
+# head per query head ($H_{kv} = 32$), the caches of 32 long texts (137 GB) outweigh the weights
+# several times over and set the time of every step. Grouped-query attention's 8 heads divide that
+# by 4. The step reads less than half as many bytes and takes less than half the time, which is what
+# it was made for.
+#
+# On our CPU the same effect shows in a smaller way. A step of one text is spent reading weights and
+# launching operations, not computing, so a text costs less in a batch than alone. We time steps of
+# generation by the course's inference engine (`path="engine"`, chapter 08's last section). Your
+# modules give the same tokens, with more operations per step.
 
 # %%
 def step_time(batch: int) -> float:
@@ -463,18 +449,21 @@ for batch, seconds in step_times.items():
 display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_times[16] / step_times[1]:.1f} times "
                  "as long as a step of one (a timing: it moves with whatever else the processor runs)."))  # fmt: skip
 
+# %% tags=["hide-output"]
+expect_at_most("a step of 16 texts, relative to a step of one (16 would be no saving)", step_times[16] / step_times[1], 10)
+
 # %% [markdown]
 # ## 5. SwiGLU: a gated feed-forward network
 #
 # The paper's feed-forward network is $W_2\,\max(0, W_1 x + b_1) + b_2$ with $d_{ff} = 4D$ (§3.3).
 # Shazeer (2020) tried *gated* variants, in which one projection, through a smooth activation,
-# scales another feature by feature; SwiGLU is the one PaLM and Llama use:
+# scales another feature by feature. SwiGLU is the one PaLM and Llama use:
 #
 # $$\mathrm{SwiGLU}(x) = W_2\big(\mathrm{silu}(W_1 x) \odot W_3 x\big), \qquad \mathrm{silu}(z) = z\,\sigma(z).$$
 #
 # It has three matrices instead of two. To compare at equal size, the hidden width shrinks to
 # $d_{ff} = \tfrac{2}{3} \cdot 4D$: then $3 \cdot D \cdot \tfrac{8}{3}D = 2 \cdot D \cdot 4D$. LLaMA 1 and
-# Llama 2 use that width rounded up to a multiple of 256 (11,008 for $D = 4096$); Llama 3 8B makes
+# Llama 2 use that width rounded up to a multiple of 256 (11,008 for $D = 4096$). Llama 3 8B makes
 # the network wider than the ReLU network it replaces, 14,336 $= 3.5\,D$.
 
 # %%
@@ -494,19 +483,45 @@ assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)),
 #
 # ## 6. Attention one block of keys at a time
 #
-# Chapter 03's attention builds the full $T \times S$ matrix of weights for every head. For a text
-# of 32,000 tokens that is a billion numbers per head (4 GB in float32), for each of a layer's
-# heads: more than the weights of most models. Yet each output row is only a weighted mean of the
-# values, and a softmax can be accumulated *online*: read the
-# keys in blocks, and keep for each query the largest score so far $m$, the sum $\ell$ of
-# $e^{s - m}$, and the sum $a$ of $e^{s - m}\,v$ (in the code of `blocked.py`: `top`, `total` and
-# `acc`). When a block brings a larger maximum $m'$, the old sums are multiplied by $e^{m - m'}$; at
-# the end $a / \ell$ is exactly $\mathrm{softmax}(s)\,V$. This online softmax is older than its
-# best-known use: Milakov & Gimelshein (2018) computed a softmax in one pass this way, and Rabe &
-# Staats (2021) applied it to attention, one block of keys at a time, which is what
-# `blocked_attention` (in `blocked.py`) does in plain PyTorch. FlashAttention (Dao et al. 2022)
-# made it fast on GPUs: its tiles stay in the fast on-chip memory, and for training it saves only
-# $m$ and $\ell$ of each query and recomputes the blocks in the backward pass.
+# Chapter 03's attention builds the full $T \times S$ matrix of weights for every head. For a text of
+# 32,000 tokens that is a billion numbers per head (4 GB in float32), for each of a layer's heads:
+# more than the weights of most models. Yet each output row is only a weighted mean of the values,
+# and a softmax can be accumulated *online*. Read the keys in blocks, and keep three running numbers
+# for each query: the largest score so far $m$, the sum $\ell$ of $e^{s - m}$, and the sum $a$ of
+# $e^{s - m}\,v$. When a block brings a larger maximum $m'$, the old sums are multiplied by
+# $e^{m - m'}$. At the end, $a / \ell$ is exactly $\mathrm{softmax}(s)\,V$.
+#
+# By hand first, for one query whose four scores $s = [1, 3, 2, 5]$ arrive in two blocks, $[1, 3]$
+# then $[2, 5]$. Each value is a single number here, $v = [10, 20, 30, 40]$, so $a$ is a number too.
+
+# %%
+s = torch.tensor([1.0, 3.0, 2.0, 5.0])  # one query's scores, read in two blocks
+v = torch.tensor([10.0, 20.0, 30.0, 40.0])  # one number per value
+m, ell, a = torch.tensor(float("-inf")), torch.tensor(0.0), torch.tensor(0.0)  # blocked.py's top, total, acc
+for block in (slice(0, 2), slice(2, 4)):
+    m_new = torch.maximum(m, s[block].max())  # the running maximum
+    rescale = torch.exp(m - m_new)  # e^(m - m'): 0 at the first block, where m = -inf
+    ell = ell * rescale + torch.exp(s[block] - m_new).sum()
+    a = a * rescale + (torch.exp(s[block] - m_new) * v[block]).sum()
+    print(f"block {s[block].tolist()}: m = {m_new:.0f}, old sums × {rescale:.4f}, ℓ = {ell:.4f}, a = {a:.4f}")
+    m = m_new
+weights = torch.exp(s - m) / ell  # (4,): every score's e^(s - m), over the same ℓ
+print("e^(s - m) / ℓ:          ", [f"{w:.4f}" for w in weights])
+print("softmax([1, 3, 2, 5]):  ", [f"{w:.4f}" for w in torch.softmax(s, 0)])
+print(f"a / ℓ = {a / ell:.4f}, softmax(s) · v = {torch.softmax(s, 0) @ v:.4f}")
+assert torch.allclose(weights, torch.softmax(s, 0)) and torch.isclose(a / ell, torch.softmax(s, 0) @ v)
+
+# %% [markdown]
+# After the first block, $m = 3$ and $\ell = e^{-2} + e^{0}$. The second block brings $m' = 5$. So
+# the old $\ell$ and $a$ are multiplied by $e^{3 - 5} = e^{-2}$ before the block's own terms are
+# added. Then every term of $\ell$ is $e^{s - 5}$, as if all four scores had been read at once, and
+# the weights are the softmax of $[1, 3, 2, 5]$.
+#
+# This online softmax is older than its best-known use. Milakov & Gimelshein (2018) computed a
+# softmax in one pass this way. Rabe & Staats (2021) applied it to attention, one block of keys at a
+# time, which is what `blocked_attention` (in `blocked.py`) does in plain PyTorch. FlashAttention
+# (Dao et al. 2022) made it fast on GPUs, where its tiles stay in the fast on-chip memory. For
+# training it saves only $m$ and $\ell$ of each query and recomputes the blocks in the backward pass.
 
 # %%
 torch.manual_seed(0)
@@ -518,11 +533,11 @@ assert torch.allclose(blocked, reference, atol=1e-5)
 
 # %% [markdown]
 # Does it save memory? `peak_memory_mib(fn)` (in `tools/memory.py`) measures the most memory the
-# tensors of one call hold at once (on a GPU, PyTorch's allocator counts it itself). One text of
-# 2,048 tokens and 4 heads: the full matrix of weights alone is $4 \cdot 2048^2 \cdot 4$ bytes $= 64$ MiB,
-# and the teaching path holds the scores and the weights at once. The blocked path holds the scores
-# of one block of 128 keys at a time. This is inference, under `torch.no_grad()`: nothing is kept
-# for a backward pass.
+# tensors of one call hold at once (on a GPU, PyTorch's allocator counts it itself). Take one text of
+# 2,048 tokens and 4 heads. The full matrix of weights alone is $4 \cdot 2048^2 \cdot 4$ bytes
+# $= 64$ MiB, and the teaching path holds the scores and the weights at once. The blocked path holds
+# the scores of one block of 128 keys at a time. This is inference, under `torch.no_grad()`: nothing
+# is kept for a backward pass.
 
 # %%
 torch.manual_seed(0)
@@ -539,7 +554,7 @@ with torch.no_grad():
 for name, mib in peaks.items():
     print(f"{name:28s} peak {mib:6.1f} MiB")
 
-# %%
+# %% tags=["hide-output"]
 expect("the teaching path's peak holds at least the 64 MiB of its weights",
        peaks["teaching path (chapter 03)"] >= 64, f"{peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
 expect("the blocked path's peak is less than a quarter of that",
@@ -548,9 +563,9 @@ expect("the blocked path's peak is less than a quarter of that",
 
 # %% [markdown]
 # Training is another matter. With autograd on, every block's scores and weights are kept for the
-# backward pass, so the loop holds all of them in the end, and a little more than the full matrix
+# backward pass. So the loop holds all of them in the end, and a little more than the full matrix
 # (each block's bookkeeping). A memory saving in training needs what FlashAttention does: keep only
-# $m$ and $\ell$ per query and recompute each block's scores during the backward pass. Half the
+# $m$ and $\ell$ per query, and recompute each block's scores during the backward pass. Half the
 # length, with gradients:
 
 # %%
@@ -567,26 +582,54 @@ training_peaks = {
 for name, mib in training_peaks.items():
     print(f"{name:28s} peak with autograd {mib:6.1f} MiB")
 
-# %%
+# %% tags=["hide-output"]
 expect("with autograd the blocked loop saves nothing: its peak is at least 90 % of the full matrix's",
        training_peaks["blocked, 128 keys a block"] >= 0.9 * training_peaks["teaching path (chapter 03)"],
        f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
 
 # %% [markdown]
-# PyTorch's own fused attention, `F.scaled_dot_product_attention`, is built on these ideas, and on
-# a GPU it can run FlashAttention itself, but only when no mask is handed to it as a tensor: its
-# flash kernel reads no mask, it is told `is_causal=True` and skips the blocks above the diagonal.
-# So `DecoderOnlyLM` marks its causal mask when it reads a whole text (`mark_causal`, in
-# `attention.py`), and `fast_attention` then passes `is_causal=True` and no mask. With a KV cache
-# the new rows see every earlier key, the mask is no longer square, and it is passed as a tensor.
+# PyTorch's own fused attention, `F.scaled_dot_product_attention`, is built on these ideas. On a GPU
+# it can run FlashAttention itself, but only when no mask is handed to it as a tensor. Its flash
+# kernel reads no mask: it is told `is_causal=True` and skips the blocks above the diagonal. So a
+# model that reads a whole text should say `is_causal=True` rather than hand over its mask, and
+# `DecoderOnlyLM` does (`mark_causal` in `attention.py`). With a KV cache the new rows see every
+# earlier key, the mask is no longer square, and it is passed as a tensor.
 #
 # ## 7. Training a small German language model
 #
-# The data are the German sides of chapter 09's sentence pairs, as words and punctuation marks
-# (a word vocabulary is enough for text made from a fixed lexicon). Each training text is one
-# sentence, `<bos> … <eos>`; the model learns to predict every next token. `lm_examples` (in
-# `lm.py`) turns the sentences into chapter 07's examples with an empty source, and `WithoutSource`
-# lets chapter 07's `fit` train the language model unchanged.
+# The data are the German sides of chapter 09's sentence pairs, as words and punctuation marks. A
+# word vocabulary is enough for text made from a fixed lexicon. Each training text is one sentence,
+# `<bos> … <eos>`, and the model learns to predict every next token. `lm_examples` (in `lm.py`) turns
+# the sentences into chapter 07's examples with an empty source. `WithoutSource` then lets chapter
+# 07's `fit` train the language model unchanged. The model's size and its training depend on where
+# the chapter runs, with a bigger profile on a GPU:
+
+# %%
+device = pick_device()  # CUDA, then Apple's MPS, then the CPU
+
+
+@dataclass
+class LMProfile:
+    """The size and the training of this chapter's language model."""
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    n_layers: int
+    n_train: int  # training sentences
+    batch_size: int
+    steps: int
+    lr: float = 3e-3
+    warmup_steps: int = 100
+
+
+CPU_PROFILE = LMProfile(d_model=128, n_heads=4, n_kv_heads=2, n_layers=2, n_train=20_000, batch_size=64, steps=1200)
+GPU_PROFILE = LMProfile(d_model=256, n_heads=8, n_kv_heads=2, n_layers=4, n_train=60_000, batch_size=128, steps=3000,
+                        lr=2e-3, warmup_steps=200)  # fmt: skip
+profile = GPU_PROFILE if device.type == "cuda" else CPU_PROFILE
+print(f"On the {device.type.upper()}: D = {profile.d_model}, {profile.n_heads} query heads and {profile.n_kv_heads} "
+      f"key/value heads, {profile.n_layers} blocks; {profile.steps:,} steps of {profile.batch_size} sentences drawn "
+      f"from {profile.n_train:,}, at a peak learning rate of {profile.lr:g} after {profile.warmup_steps} warm-up steps.")  # fmt: skip
 
 # %%
 data = LMData.german(n_train=profile.n_train)
@@ -595,41 +638,42 @@ print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentence
 print(detokenize(data.vocab.decode(data.valid[0])))
 
 # %% [markdown]
-# **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay
-# as $1/\sqrt{\text{step}}$ that never ends (§5.3). Language models since GPT-3 mostly use:
+# **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay as
+# $1/\sqrt{\text{step}}$ that never ends (§5.3). Language models since GPT-3 mostly use:
 #
-# - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update
-#   and applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$. It is
-#   applied to the matrices (and the embedding) only; biases and the gains of the norms are left
-#   alone, since pulling a gain towards 0 would switch its feature off. `make_adamw` (in
-#   `recipe.py`) also takes $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
-# - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule
-#   that knows how long the run is, and ends with small steps;
-# - **gradient clipping**: before each step, if the norm of all gradients together exceeds 1.0,
-#   they are scaled down to norm 1.0, so that one unlucky batch cannot throw the weights far
-#   (chapter 07's `fit` does it by default, `max_grad_norm=1.0`; GPT-3 and Llama clip at 1.0 too);
-# - **bf16 autocast** on GPUs that have it (chapter 07's `MixedPrecision`): the matrix products in
-#   16 bits with float32's range, the weights and the optimizer in float32.
+# - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update and
+#   applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$. It is
+#   applied to the matrices (and the embedding) only. Biases and the gains of the norms are left
+#   alone, since pulling a gain towards 0 would switch its feature off. `make_adamw` (in `recipe.py`)
+#   also takes $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
+# - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule that
+#   knows how long the run is, and ends with small steps;
+# - **gradient clipping**: before each step, if the norm of all gradients together exceeds 1.0, they
+#   are scaled down to norm 1.0. One unlucky batch then cannot throw the weights far. Chapter 07's
+#   `fit` does it by default (`max_grad_norm=1.0`), and GPT-3 and Llama clip at 1.0 too;
+# - **bf16 autocast** on GPUs that have it (chapter 07's `MixedPrecision`): the matrix products in 16
+#   bits with float32's range, the weights and the optimizer in float32.
 #
-# The two schedules, at the same peak:
+# The two schedules, at the same peak. Both warm up linearly over the same first steps, so their two
+# lines are one line there (the grey band):
 
 # %%
 steps = range(1, profile.steps + 1)
 peak = transformer_lr(profile.warmup_steps, profile.d_model, profile.warmup_steps)
-fig, ax = plt.subplots(figsize=(8, 3.2))
-ax.plot(steps, [profile.lr * warmup_cosine_lr(s, profile.warmup_steps, profile.steps) for s in steps],
-        label="linear warm-up, cosine decay (today)")  # fmt: skip
+fig, ax = plt.subplots(figsize=(8, 3.6))
+ax.axvspan(0, profile.warmup_steps, color="0.9", zorder=0, label=f"both: the same warm-up ({profile.warmup_steps} steps)")
+ax.plot(steps, [profile.lr * warmup_cosine_lr(s, profile.warmup_steps, profile.steps) for s in steps], lw=3.5,
+        alpha=0.6, label="linear warm-up, cosine decay (today)")  # fmt: skip
 ax.plot(steps, [profile.lr * transformer_lr(s, profile.d_model, profile.warmup_steps) / peak for s in steps],
-        label="equation (3), the paper, scaled to the same peak")  # fmt: skip
+        ls="--", lw=1.6, color="C1", label="equation (3), the paper, scaled to the same peak")  # fmt: skip
 ax.set(xlabel="training step", ylabel="learning rate",
        title="The cosine schedule ends low; the paper's is still above a quarter of its peak")  # fmt: skip
-ax.legend(loc="upper right")
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
 plt.show()
 
 # %% [markdown]
-# The model: today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no
-# dropout) with grouped key/value heads. On a CPU it trains in one to two minutes; on a GPU the
-# chapter picks a bigger profile and trains it in bf16.
+# The model is today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no dropout)
+# with grouped key/value heads. On a GPU it trains in bf16.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -658,12 +702,12 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# What does the loss mean? A model that knew only how often each word occurs (and nothing of the
-# words before it) would score the entropy of the word frequencies. The trained model must do far
-# better: the check below asks for at least one nat per token less, that is, a perplexity
-# (chapter 07) below $1/e \approx 0.37$ of the word frequencies'.
+# What does the loss mean? Take a model that knew only how often each word occurs, and nothing of the
+# words before it. It would score the entropy of the word frequencies. The trained model must do far
+# better. The check below asks for at least one nat per token less, that is, a perplexity (chapter
+# 07) below $1/e \approx 0.37$ of the word frequencies'.
 
-# %%
+# %% tags=["hide-output"]
 counts = torch.bincount(torch.tensor([i for _, ids in data.train for i in ids[1:]]), minlength=len(data.vocab))
 frequency = counts.float() / counts.sum()  # (V,)
 valid_targets = torch.tensor([i for ids in data.valid for i in ids[1:]])
@@ -673,12 +717,11 @@ expect_at_most(
 )
 
 # %% [markdown]
-# **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt, greedily
-# by default, or by sampling with a temperature and chapter 08's top-$k$ / top-$p$ filters; a row
+# **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt. It is
+# greedy by default, or samples with a temperature and chapter 08's top-$k$ / top-$p$ filters. A row
 # stops at `<eos>`. With `use_cache=True` each step feeds only the newest token and keeps every
-# layer's keys and values (the KV cache, one `KVCache` per layer); with `use_cache=False` it
-# reads the whole text again at every step.
-
+# layer's keys and values (the KV cache, one `KVCache` per layer). With `use_cache=False` it reads
+# the whole text again at every step.
 
 # %%
 def show(rows: torch.Tensor) -> None:
@@ -701,16 +744,15 @@ show(greedy)
 print("sampled (temperature 0.8, top-p 0.9), from <bos> alone:")
 show(sampled)
 
-# %%
+# %% tags=["hide-output"]
 ended = (greedy == data.vocab.eos_id).any(dim=1)  # (4,)
 expect("every greedy continuation ends with <eos> within 25 tokens", bool(ended.all()), f"{int(ended.sum())} of 4")
 
 # %% [markdown]
-# The cache must not change a single token, greedy or sampled (the same random draws), and it
-# should be faster: each step then reads one position instead of the whole text. The inference
-# engine (`path="engine"`, chapter 08's last section) reads the same trained weights and must give
-# the same tokens too.
-
+# The cache must not change a single token, greedy or sampled (the same random draws). And it should
+# be faster, since each step then reads one position instead of the whole text. The inference engine
+# (`path="engine"`, chapter 08's last section) reads the same trained weights and must give the same
+# tokens too.
 
 # %%
 def timed(use_cache: bool, path: str = "modules") -> tuple[torch.Tensor, float]:
@@ -736,28 +778,37 @@ assert identical and same_in_engine
 print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time), "
       f"{engine_time:.2f} s by the engine")  # fmt: skip
 
+# %% tags=["hide-output"]
+expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2f} s without it, {fast:.2f} s with it")
+
 # %% [markdown]
-# Our texts are short (about 12 tokens), so the saving is modest; it grows with the length of the
-# text, since without a cache step $t$ repeats the work on all $t$ positions before it.
+# Our texts are short, one sentence each, and the cache saves time all the same (checked). The
+# saving grows with the length of the text: without a cache, step $t$ repeats the work on all $t$
+# positions before it.
 #
 # ## 8. Which of the changes shows at our scale?
 #
 # Each change above has an argument, but an argument is not a measurement. We train small models
-# (D = 64, 2 blocks, 300 steps) from three seeds each: today's block, and four variants that each
-# undo one change: LayerNorm instead of RMSNorm, sinusoids added to the embeddings instead of RoPE,
-# the ReLU network with $d_{ff} = 4D$ instead of SwiGLU (the same number of parameters, up to the
-# biases), and the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of
-# the cosine. All use pre-LN and AdamW. Each is measured on held-out sentences (the validation
-# loss), and, as in chapter 02's experiment, on texts longer than any seen in training: four
-# held-out sentences in a row, scored at the positions past the longest training text (only words
+# (D = 64, 2 blocks, 300 steps): today's block, and four variants that each undo one change.
+#
+# - LayerNorm instead of RMSNorm;
+# - sinusoids added to the embeddings instead of RoPE;
+# - the ReLU network with $d_{ff} = 4D$ instead of SwiGLU, with the same number of parameters up to
+#   the biases;
+# - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
+#
+# All use pre-LN and AdamW. Each is measured on held-out sentences (the validation loss). As in
+# chapter 02's experiment, each is also measured on texts longer than any seen in training: four
+# held-out sentences in a row, scored at the positions past the longest training text. (Only words
 # inside a sentence are scored: no model here learned to predict a sentence's first word after
-# another's full stop). Seed $s$ gives every variant the same batches, and draws each parameter's
-# initial value from a generator seeded by $s$ and the parameter's name: the variants of one seed
-# start from the same tensors wherever a name and a shape agree (the attention of the ReLU variant
-# is the attention of today's block), so they differ only by their change, and we compare them
-# seed by seed. All variants train for 300 steps at one peak learning rate, the one chosen for
-# today's block: the comparison measures early training at that rate, and a variant that would
-# prefer another rate is handicapped by it. About two minutes on one CPU thread.
+# another's full stop.)
+#
+# The comparison is paired, as chapter 07's box on testing a claim describes. Each variant is trained
+# three times, and each time beside a run of today's block. The two runs of a pair share their
+# batches and every initial tensor they have in common, so their difference shows the change, not the
+# luck of the draw. All variants train at one peak learning rate, the one chosen for today's block.
+# So the comparison measures early training at that rate, and a variant that would prefer another
+# rate is handicapped by it.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -771,23 +822,31 @@ ablation = run_lm_experiment({
 }, data)  # fmt: skip
 
 # %% [markdown]
-# The comparisons, written from this run. For each seed we take the difference between the two
-# variants of that seed; a difference is stated only where all three differences have the same
-# sign, and their mean and range are given. With no real difference the three signs would each be
-# a coin toss, so "all three alike" still happens by chance for 1 comparison in 4, and among five
-# comparisons it is likely to happen at least once: read a single stated difference with that in
-# mind, and the checks below, which were set from many runs, for what holds.
+# The table gives today's block once, then each variant's three paired differences. The figure draws
+# them: one dot per pair, right of the dashed line where the variant ended with the higher loss. A
+# difference counts as shown only where all three pairs agree in sign. With no real difference, that
+# still happens by chance for 1 comparison in 4, so read a single difference with care. This run's
+# findings:
 
 # %%
 # NBVAL_IGNORE_OUTPUT
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
-verdicts = [paired_verdict(ablation, VALID_LOSS, name, today) for name in names]
-verdicts.append(paired_verdict(ablation, LONG_LOSS, "sinusoids instead of RoPE", today))
-display(Markdown("\n".join(f"- {verdict}" for verdict in verdicts)))
+
+
+def finding(name: str, metric: str = VALID_LOSS) -> str:
+    """One line on ``name`` against today's block, from the signs of the paired differences."""
+    if not paired_beyond_chance(ablation, metric, name, today):
+        return f"*{name}*, {metric}: no difference shown (the pairs disagree in sign)"
+    higher = ablation.paired_differences(metric, name, today)[0] > 0
+    return f"*{name}*, {metric}: {'higher' if higher else 'lower'} than today's block in all three pairs"
+
+
+display(Markdown("\n".join(f"- {finding(name)}" for name in names)
+                 + f"\n- {finding('sinusoids instead of RoPE', LONG_LOSS)}"))  # fmt: skip
 
 # %% [markdown]
-# Position by position on the long texts, for the two ways of giving positions (mean over the seeds;
-# the band from the lowest to the highest seed):
+# Position by position on the long texts, for the two ways of giving positions (the mean of the three
+# runs, and a band from the lowest to the highest):
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.4))
@@ -798,39 +857,34 @@ for color, name in (("C0", today), ("C2", "sinusoids instead of RoPE")):
     ax.fill_between(positions, curves.min(0).values, curves.max(0).values, color=color, alpha=0.2, lw=0)
 ax.axvspan(0, data.train_length - 1, color="0.9", zorder=0, label="positions seen in training")
 ax.set(xlabel="position in a text of four sentences", ylabel="loss (nats per token)",
-       title="Loss by position on texts of four sentences (band: lowest to highest seed)")  # fmt: skip
+       title="Loss by position on texts of four sentences (band: lowest to highest run)")  # fmt: skip
 ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# The sinusoids are worse already inside the training lengths (the grey band), so the gap on the
-# long texts does not isolate extrapolation: it is the in-sentence gap and possibly more, which
-# three seeds cannot separate. Far to the right, few texts are long enough to be averaged, hence
-# the noise.
+# The sinusoids are worse already inside the training lengths (the grey band). So the gap on the long
+# texts does not isolate extrapolation: it is the in-sentence gap and possibly more, which three runs
+# cannot separate. Far to the right, few texts are long enough to be averaged, hence the noise.
 #
-# What the checks below make sure of, on every machine this chapter runs on (they were set from
-# several runs on two kinds of CPU arithmetic):
+# What the checks below make sure of, on every machine the chapter runs on:
 #
-# - the paper's schedule ends with a higher validation loss than warm-up + cosine, for every seed
-#   (the cosine keeps a high rate longer and ends with small steps; this experiment does not
-#   separate the two);
-# - sinusoids added to the embeddings give a higher validation loss than RoPE for every seed;
-#   on the long texts their mean is higher too, but the seeds' ranges come close, so we do not count
-#   better extrapolation as shown;
-# - the ReLU network's mean validation loss is above SwiGLU's at equal parameters; whether all three
-#   paired differences share that sign differs between machines (the verdict above says it for
-#   this run), so we do not count SwiGLU's advantage as shown at our scale;
-# - LayerNorm and RMSNorm end within a few hundredths of a nat of each other (the check asks for
-#   less than 0.05); the verdict above says which was lower in this run, and a difference of that
-#   size is not what RMSNorm was chosen for: it is chosen for its lower cost, not for better
-#   training.
+# - the paper's schedule ends with a higher validation loss than warm-up and cosine, in every run.
+#   The cosine keeps a high rate longer and ends with small steps; this experiment does not separate
+#   the two;
+# - sinusoids added to the embeddings give a higher validation loss than RoPE, in every run. On the
+#   long texts their mean is higher too, but the runs' ranges come close, so we do not count better
+#   extrapolation as shown;
+# - the ReLU network's mean validation loss is above SwiGLU's at equal parameters. Whether all three
+#   pairs agree in sign differs between machines, so we do not count SwiGLU's advantage as shown at
+#   our scale;
+# - LayerNorm and RMSNorm end within 0.05 nats of each other. RMSNorm is chosen for its lower cost,
+#   not for better training.
 #
-# None of this says how the choices behave at a billion parameters; the papers cited below
-# measured that. What it shows is that each claim can be put to a test, and how small the
-# differences are next to the luck of a seed.
+# None of this says how the choices behave at a billion parameters; the papers cited below measured
+# that. What it shows is that each claim can be put to a test, and how small the differences are next
+# to the luck of the draw.
 
-
-# %%
+# %% tags=["hide-output"]
 def values(name: str, metric: str = VALID_LOSS) -> list[float]:
     return ablation.variants[name].values(metric)
 
@@ -855,18 +909,19 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 # %% [markdown]
 # ## 9. Parameters and compute
 #
-# Training a Transformer costs about $6N$ floating-point operations per token, for $N$ parameters:
-# $2N$ for the forward pass (a multiply and an add per weight), about twice that for the
-# backward pass (the gradients of the activations and of the weights). For $D$ training tokens:
+# Training a Transformer costs about 6 floating-point operations per parameter and per token. The
+# forward pass makes 2 (a multiply and an add per weight), and the backward pass about twice that
+# (the gradients of the activations and of the weights). So the compute of a training run is
 #
-# $$C \approx 6 \, N \, D.$$
+# $$C \approx 6 \times \text{parameters} \times \text{training tokens}.$$
 #
-# (Here $N$ counts parameters and $D$ training tokens, the letters of the scaling-law papers, not
-# blocks and $d_{model}$.) Attention adds a term that grows with the text length; for the lengths
-# of these models it is small next to $6N$. Our model next to three published ones, with the token
-# counts their papers report. $D$ counts the tokens *processed*, the work done; the published models
-# read (nearly) every token of their data once, so for them it is also the number of distinct
-# tokens, while our small corpus is read several times over:
+# The scaling-law papers write it $C \approx 6ND$, with $N$ parameters and $D$ tokens. This book
+# keeps $N$ for the number of blocks and $D$ for $d_{model}$, so we write the words. Attention adds a
+# term that grows with the text length, small next to the rest for the lengths of these models.
+# Below, our model next to three published ones, with the token counts their papers report. The
+# training tokens count the tokens *processed*, the work done. The published models read (nearly)
+# every token of their data once, so for them it is also the number of distinct tokens. Our small
+# corpus is read several times over.
 
 # %%
 distinct = sum(len(target) - 1 for _, target in data.train)  # every target token of the training sentences, once
@@ -877,59 +932,58 @@ runs = [
     ("Chinchilla 70B (2022)", 70e9, 1.4e12),
     ("GPT-3 175B (2020)", 175e9, 300e9),
 ]
-print(f"{'model':26s}{'parameters N':>14s}{'tokens D':>12s}{'tokens / N':>12s}{'C = 6ND (FLOPs)':>18s}")
+print(f"{'model':26s}{'parameters':>12s}{'training tokens':>17s}{'per parameter':>15s}{'C (FLOPs)':>12s}")
 for name, n, d in runs:
-    print(f"{name:26s}{n:14.3g}{d:12.3g}{d / n:12.1f}{6 * n * d:18.2e}")
+    print(f"{name:26s}{n:12.3g}{d:17.3g}{d / n:15.1f}{6 * n * d:12.2e}")
 print(f"ours: {distinct / 1e6:.2f} M distinct tokens, read {tokens_seen / distinct:.1f} times "
       f"({distinct / model.num_parameters():.1f} distinct tokens per parameter)")  # fmt: skip
 our_compute, gpt3_compute = (6 * n * d for _, n, d in (runs[0], runs[-1]))
 print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operations of ours")
 
 # %% [markdown]
-#
-# **What scaling laws say.** Kaplan et al. (2020) trained many language models of different sizes
-# on different amounts of data and found that the loss falls as a power law in each of $N$, $D$
-# and $C$ over several orders of magnitude, as long as neither of the other two limits it, and
-# that the shape of the model (depth against width) matters much less than its size. Hoffmann et
-# al. (2022, "Chinchilla") redid the analysis with learning-rate schedules fitted to each run's
-# length and found that for a fixed budget $C$, $N$ and $D$ should grow in equal proportion: about
-# 20 tokens per parameter, each read once (a token read a second time is worth less than a new
-# one; Muennighoff et al. 2023 measured how much less). Chinchilla (70B parameters, 1.4T tokens) beat the four times larger
-# Gopher trained with the same compute. Models meant to be used a great deal are now trained on
-# far more tokens than that (Llama 2 7B: about 290 per parameter), since a smaller model is cheaper
-# to run. These are the findings of those papers, on thousands of GPU hours; a sweep of tiny
-# models on one CPU would not test them, and we do not claim it does.
+# **What scaling laws say.** Kaplan et al. (2020) trained many language models of different sizes on
+# different amounts of data. The loss fell as a power law in the parameters, the tokens and the
+# compute, over several orders of magnitude, as long as neither of the other two limited it. The
+# shape of the model (depth against width) mattered much less than its size. Hoffmann et al. (2022,
+# "Chinchilla") redid the analysis with learning-rate schedules fitted to each run's length. For a
+# fixed compute budget, they found, parameters and tokens should grow in equal proportion: about 20
+# tokens per parameter, each read once. A token read a second time is worth less than a new one
+# (Muennighoff et al. 2023 measured how much less). Chinchilla (70B parameters, 1.4T tokens) beat the
+# four times larger Gopher, trained with the same compute. Models meant to be used a great deal are
+# now trained on far more tokens than that (Llama 2 7B: about 290 per parameter), since a smaller
+# model is cheaper to run. These are the findings of those papers, on thousands of GPU hours. A sweep
+# of tiny models on one CPU would not test them, and we do not claim it does.
 #
 # ## 10. From a language model to an assistant
 #
-# A model trained as above continues text; it does not answer questions or follow instructions
-# unless its data happened to. The chat models people use add two stages of training after this
-# one, with the same network. **Instruction tuning** (supervised fine-tuning) trains it, with the
-# same next-token loss, on examples of requests followed by good answers, written by people or by
-# other models; the loss is usually counted on the answers only. **Preference tuning** then uses
-# pairs of answers to one request, one preferred by a person (or a judge model): RLHF trains a
-# reward model on those pairs and optimises the language model against it (Ouyang et al. 2022),
-# and DPO (Rafailov et al. 2023) reaches a similar goal with a loss computed directly on the pairs.
-# A **chat template** fixes how a conversation is written as one text, with special tokens that
-# mark who speaks; the model only ever sees, and continues, that text, so it must be used exactly
-# as in training.
+# A model trained as above continues text. It does not answer questions or follow instructions
+# unless its data happened to. The chat models people use add two stages of training after this one,
+# with the same network. **Instruction tuning** (supervised fine-tuning) trains it, with the same
+# next-token loss, on examples of requests followed by good answers, written by people or by other
+# models. The loss is usually counted on the answers only. **Preference tuning** then uses pairs of
+# answers to one request, one of them preferred by a person or a judge model. RLHF trains a reward
+# model on those pairs and optimises the language model against it (Ouyang et al. 2022). DPO
+# (Rafailov et al. 2023) reaches a similar goal with a loss computed directly on the pairs. A **chat
+# template** fixes how a conversation is written as one text, with special tokens that mark who
+# speaks. The model only ever sees, and continues, that text, so the template must be used exactly as
+# in training.
 #
-# ## 11. Summary
+# ## Summary
 #
 # - A GPT is chapter 05's encoder layer under chapter 06's causal mask, with a tied output layer:
-#   `DecoderOnlyLM`; `generate` gives the same text with and without a KV cache.
-# - RMSNorm drops LayerNorm's mean and shift; RoPE rotates queries and keys so the score depends
-#   on the distance only, whatever $W^Q$ and $W^K$ are, and a cached key keeps the rotation of its
-#   own position; grouped-query attention shares key/value heads and shrinks the cache by
-#   $H / H_{kv}$; SwiGLU gates the feed-forward network at equal parameters; blocked attention
-#   gives the same result as the full matrix, and at inference holds a fraction of its memory.
+#   `DecoderOnlyLM`. `generate` gives the same text with and without a KV cache.
+# - RMSNorm drops LayerNorm's mean and shift. RoPE rotates queries and keys so that the score depends
+#   on the distance only, whatever $W^Q$ and $W^K$ are; a cached key keeps the rotation of its own
+#   position.
+# - Grouped-query attention shares key/value heads and shrinks the cache by $H / H_{kv}$. SwiGLU gates
+#   the feed-forward network at equal parameters.
+# - Blocked attention gives the same result as the full matrix with an online softmax, and at
+#   inference it holds a fraction of the memory.
 # - AdamW with decay on the matrices, warm-up and cosine decay, clipping, bf16 on GPUs: today's recipe.
-# - What the ablation of section 8 found in this run is written below from its own verdicts; the
-#   checks of section 8 hold on every machine.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-display(Markdown("**This run's ablation** (section 8):\n\n" + "\n".join(f"- {verdict}" for verdict in verdicts)))
+# - At our scale, on every machine (checked): warm-up and cosine beat the paper's schedule, and RoPE
+#   beats added sinusoids, in every run. SwiGLU's advantage is not shown, and LayerNorm and RMSNorm end
+#   within 0.05 nats of each other.
+# - Training costs about 6 operations per parameter and per token.
 
 # %% [markdown]
 # **Exercises:** [exercises/ex10_modern_language_models.ipynb](../exercises/ex10_modern_language_models.ipynb) —
@@ -943,7 +997,7 @@ display(Markdown("**This run's ablation** (section 8):\n\n" + "\n".join(f"- {ver
 #    a language model?
 #    <details><summary>Answer</summary>
 #
-#    Without a source there is nothing for cross-attention to read, so a block is self-attention
+#    Without a source there is nothing for cross-attention to read. So a block is self-attention
 #    and a feed-forward network, as in the encoder. The causal mask makes position $t$ read only
 #    positions $0 \dots t$, so that its output can be trained to predict token $t + 1$.
 #    </details>
@@ -951,9 +1005,9 @@ display(Markdown("**This run's ablation** (section 8):\n\n" + "\n".join(f"- {ver
 #    more than their distance? Why does it not with RoPE?
 #    <details><summary>Answer</summary>
 #
-#    The score is $((x + PE_p) W^Q) \cdot ((y + PE_q) W^K)$: the products of $PE_p$ with the
-#    contents and the matrix $W^Q {W^K}^\top$ between the two tables mix the features, and the
-#    result depends on $p$ and $q$ separately. RoPE rotates after the projections; rotations
+#    The score is $((x + PE_p) W^Q) \cdot ((y + PE_q) W^K)$. The products of $PE_p$ with the
+#    contents, and the matrix $W^Q {W^K}^\top$ between the two tables, mix the features. So the
+#    result depends on $p$ and $q$ separately. RoPE rotates after the projections. Rotations
 #    compose, $R_p^\top R_q = R_{q-p}$, so only the difference of the positions remains.
 #    </details>
 # 3. A model has 32 layers, 32 query heads of 128 features and 8 key/value heads. How many bytes
@@ -966,16 +1020,16 @@ display(Markdown("**This run's ablation** (section 8):\n\n" + "\n".join(f"- {ver
 # 4. Why is SwiGLU's hidden size $\tfrac{2}{3} \cdot 4D$ rather than $4D$?
 #    <details><summary>Answer</summary>
 #
-#    It has three $D \times d_{ff}$ matrices instead of two; with $d_{ff} = \tfrac{8}{3} D$ it has
-#    $3 \cdot \tfrac{8}{3} D^2 = 8 D^2$ weights, the same as the ReLU network's $2 \cdot 4D^2$, so a
+#    It has three $D \times d_{ff}$ matrices instead of two. With $d_{ff} = \tfrac{8}{3} D$ it has
+#    $3 \cdot \tfrac{8}{3} D^2 = 8 D^2$ weights, the same as the ReLU network's $2 \cdot 4D^2$. So a
 #    comparison measures the gate, not a bigger network.
 #    </details>
 # 5. Blocked attention reads the keys in blocks. When a block brings a larger maximum score, what
 #    has to happen to the running sums, and why?
 #    <details><summary>Answer</summary>
 #
-#    Both sums were accumulated as $e^{s - m}$ with the old maximum $m$; to express them with the
-#    new maximum $m'$ they are multiplied by $e^{m - m'}$. Then every term has the same reference,
+#    Both sums were accumulated as $e^{s - m}$ with the old maximum $m$. To express them with the
+#    new maximum $m'$, they are multiplied by $e^{m - m'}$. Then every term has the same reference,
 #    and $a / \ell$ at the end is the exact softmax-weighted mean.
 #    </details>
 # 6. About how many floating-point operations does training a 1-billion-parameter model on 20

@@ -20,31 +20,35 @@
 #
 # The models we built in chapters 01–10 are not toys that only resemble the real thing: with the
 # right numbers in them they *are* the real thing. This chapter takes three families of published
-# checkpoints, the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama),
-# and runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made
-# a few choices the paper did not; each choice is a setting of our model, and the rest is
-# renaming and reordering tensors. We turn text into the ids each checkpoint reads, prove the
-# conversion right by comparing logits and generated tokens with Hugging Face's `transformers`,
-# and end with what sets the speed of generation: the bytes each token reads.
+# checkpoints: the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama). It
+# runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made a few
+# choices the paper did not; each choice is a setting of our model, and the rest is renaming and
+# reordering tensors. We turn text into the ids each checkpoint reads. We prove the conversion right
+# by comparing logits and generated tokens with Hugging Face's `transformers`. And we end with what
+# sets the speed of generation: the bytes each token reads.
 #
 # **Learning goals**
 #
 # - place Marian, GPT-2 and Llama next to the 2017 model and chapter 10's language model, and name
-#   every choice in which they differ (sinusoid layout, activation, output bias, start token, √D,
-#   tied output, biases, position table, rotary pair layout);
-# - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings
-#   that are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed
-#   `Conv1D` weights;
+#   every choice in which they differ;
+# - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings that
+#   are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed `Conv1D`
+#   weights;
 # - turn text into the ids a checkpoint expects and back: SentencePiece for Marian, byte-level BPE
 #   for GPT-2 and SmolLM2, and each one's special tokens;
 # - prove a conversion: equal logits within rounding, and identical greedy tokens, on models whose
 #   every tensor is random;
-# - estimate the bytes a generated token reads (weights and KV cache) in float32, bf16 and int8,
-#   and see why those bytes, not the arithmetic, set the time of a decoding step.
+# - estimate the bytes a generated token reads in float32, bf16 and int8, and see why those bytes,
+#   not the arithmetic, set the time of a decoding step.
 #
-# **In the paper:** the encoder-decoder and its layers (§3.1), the projections of multi-head
-# attention (§3.2.2), the feed-forward network (§3.3), the shared embeddings scaled by √d_model
-# (§3.4) and the sinusoids (§3.5); the decoding of §6.1 (beam search).
+# **In the paper:**
+#
+# - §3.1: the encoder-decoder and its layers;
+# - §3.2.2: the projections of multi-head attention;
+# - §3.3: the feed-forward network;
+# - §3.4: the shared embeddings, scaled by √d_model;
+# - §3.5: the sinusoids;
+# - §6.1: the decoding (beam search).
 
 # %% tags=["colab"]
 import sys
@@ -62,7 +66,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
+# %% tags=["hide-cell"]
 import copy
 import itertools
 import json
@@ -108,9 +112,9 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # ## Where we are
 #
 # Every box of the map below now gets its numbers from a checkpoint someone else trained: the
-# embeddings and their positions, and every layer of both stacks. The model is the one chapters
-# 06 and 10 built. This chapter adds six settings to its two configurations (three to each) and
-# two values to existing ones (a learned position table, GELU), so that it can take each family's
+# embeddings and their positions, and every layer of both stacks. The model is the one chapters 06
+# and 10 built. This chapter adds six settings to its two configurations, three to each, and two
+# values to existing ones (a learned position table, GELU). With them it can take each family's
 # choices; the rest is where its weights come from.
 # The [notation page](../book/notation.md) lists the letters.
 
@@ -131,41 +135,45 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
 # | decoder's first token | none named (the authors' code: a vector of zeros) | `<pad>`, a row of zeros | — | — |
 #
-# Marian is the 2017 translator almost to the letter: the OPUS-MT project trained more than a
-# thousand language pairs with it, on the public OPUS corpora, most of them the size of the
-# paper's base model (D = 512, six layers in each stack; a few are bigger or smaller). GPT-2 is the
+# Marian is the 2017 translator almost to the letter. The OPUS-MT project trained more than a
+# thousand language pairs with it, on the public OPUS corpora. Most of them have the size of the
+# paper's base model (D = 512, six layers in each stack); a few are bigger or smaller. GPT-2 is the
 # decoder-only model of chapter 10 before the modern changes, with pre-LN blocks and a learned
-# position table. Llama is chapter 10's modern block. In this course each difference is a field
-# of `TransformerConfig` or `DecoderOnlyConfig`, and `transformer_course.convert` reads a
-# `transformers` model's configuration, sets those fields, and copies the tensors across
-# (`from_marian`, `from_gpt2`, `from_llama`).
+# position table. Llama is chapter 10's modern block. In this course each difference is a field of
+# `TransformerConfig` or `DecoderOnlyConfig`. `transformer_course.convert` reads a `transformers`
+# model's configuration, sets those fields, and copies the tensors across (`from_marian`,
+# `from_gpt2`, `from_llama`).
 #
 # The paper's column is the paper's model, not chapter 06's. Its attention projections are bare
-# matrices, W^Q, W^K, W^V and W^O; only the feed-forward network has biases, b₁ and b₂
-# (equation 2), and the authors' code, tensor2tensor, builds the projections without biases.
-# Chapter 06's `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
+# matrices, W^Q, W^K, W^V and W^O. Only the feed-forward network has biases, b₁ and b₂ (equation 2),
+# and the authors' code, tensor2tensor, builds the projections without biases. Chapter 06's
+# `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
 # To look at real checkpoints without downloading them, we build the `transformers` models **with
-# the real shapes and random weights**: the layout of their tensors and their arithmetic are those
-# of the published ones, only the numbers differ (section 6 downloads the real numbers where a
-# network is there). To keep this chapter within a few minutes on a laptop's processor, SmolLM2
-# gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2 of the 6 in each stack; every layer
-# has the same names and shapes, so nothing about the conversion depends on how many there are.
+# the real shapes and random weights**. The layout of their tensors and their arithmetic are those of
+# the published ones; only the numbers differ. Section 6 downloads the real numbers where a network
+# is there. To keep this chapter short on a laptop's processor, SmolLM2 gets 4 of its 30 layers,
+# GPT-2 2 of its 12, and Marian 2 of the 6 in each stack. Every layer has the same names and shapes,
+# so nothing about the conversion depends on how many there are.
 #
-# One more choice, the random numbers. A freshly built `transformers` model draws every matrix
-# with a standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That
-# is a poor model to prove a conversion on. Its logits are so flat that greedy decoding repeats
-# one token forever. Worse, where every gain is 1 and every bias 0, a converter that swaps two
-# norms or two biases, or forgets one, loads exactly the numbers a right one loads: no comparison
-# can see the mistake. So we draw **every tensor** again: each matrix from N(0, 1/its input
-# size), the scale at which a signal keeps its size from layer to layer; each gain from
-# N(1, 0.2²); each bias, Marian's bias on the logits included, from N(0, 0.2²). Marian's `<pad>`
-# row stays zeros, as in the published checkpoints (section 3 says why). Then the converters make
-# our three models from them.
+# One more choice, the random numbers. A freshly built `transformers` model draws every matrix with a
+# standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That is a poor
+# model to prove a conversion on. Its logits are so flat that greedy decoding repeats one token
+# forever. Worse, where every gain is 1 and every bias 0, a converter that swaps two norms or two
+# biases, or forgets one, loads exactly the numbers a right one loads. No comparison can see the
+# mistake. So we draw **every tensor** again:
 #
-# These models are built by `transformers` itself, so the next cell needs it (and `sentencepiece`,
-# Marian's tokenizer): `pip install "transformer-course[hub]"`. Without them the chapter stops
-# there, in one line.
+# - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
+#   layer;
+# - each gain from N(1, 0.2²);
+# - each bias, Marian's bias on the logits included, from N(0, 0.2²).
+#
+# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Then the
+# converters make our three models from them.
+#
+# These models are built by `transformers` itself, so the next cell needs it, and `sentencepiece`,
+# Marian's tokenizer: `pip install "transformer-course[hub]"`. Without them the chapter stops there,
+# in one line.
 
 # %%
 require_packages("Chapter 11 from here on (transformers' own models, beside ours)")
@@ -225,12 +233,14 @@ for name, hf, ours in (("Marian (opus-mt-en-de)", hf_opus, opus), ("Llama (SmolL
                        ("GPT-2", hf_gpt2, gpt2)):  # fmt: skip
     print(f"{name:24s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
           f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
+
+# %% [markdown]
 # ## 2. The same tensors under other names
 #
 # A checkpoint is a `state_dict`: a dictionary from a tensor's name to the tensor. Here are the
-# tensors of Marian that are not inside a layer, and those of its decoder's first layer, beside
-# the names our `Transformer` gives them. The converter builds exactly this table (for a layer,
-# `marian_layer_names`, exercise ex11_3), then loads it with `load_state_dict(strict=True)`, which
+# tensors of Marian that are not inside a layer, and those of its decoder's first layer, beside the
+# names our `Transformer` gives them. The converter builds exactly this table (for a layer,
+# `marian_layer_names`, exercise ex11_3). Then it loads it with `load_state_dict(strict=True)`, which
 # refuses a missing, a left-over or a misshapen tensor.
 
 # %%
@@ -254,8 +264,8 @@ print("not copied:", left)
 # %% [markdown]
 # Three of Marian's names are not copied. The two `embed_positions` are sinusoid tables, which our
 # `PositionalEncoding` computes itself (section 3 checks that they hold the same numbers).
-# `model.shared` is the one embedding matrix of both stacks and the output layer: Marian, like the
-# paper (§3.4), shares it, and so do we (`share_embeddings`, `tie_output`), so four of its names and
+# `model.shared` is the one embedding matrix of both stacks and of the output layer. Marian shares it,
+# like the paper (§3.4), and so do we (`share_embeddings`, `tie_output`). So four of its names and
 # three of ours point at a single tensor, copied once.
 
 # %%
@@ -270,9 +280,9 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # **Sinusoids in halves.** The paper's formula interleaves its sinusoids: feature $2i$ holds
 # $\sin(p\,\omega_i)$ and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$
 # (§3.5). Its authors' code, tensor2tensor, puts all the sines first, then all the cosines, and
-# Marian does the same: the "halves" layout is the authors' own, not a quirk of Marian.
-# The numbers are the same, in another order, and the order matters: the table is *added* to the
-# embeddings, so a model trained with one order reads nonsense positions from the other.
+# Marian does the same: the "halves" layout is the authors' own, not a quirk of Marian. The numbers
+# are the same, in another order, and the order matters. The table is *added* to the embeddings, so
+# a model trained with one order reads nonsense positions from the other.
 # `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
 
 # %%
@@ -286,25 +296,25 @@ print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
 print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
 
 # %% [markdown]
-# **The other choices of Marian.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called SiLU),
-# between its two layers, where the paper has ReLU (§3.3): a smooth activation that lets a little
-# negative signal through. Its output layer adds a bias of its own, `final_logits_bias`, one
-# number per target token, which our output `nn.Linear` has anyway (the tied matrix is its weight,
-# the bias stays separate). Its decoder starts from the padding token rather than from a `<bos>`
-# of its own: the id 58100 is both, so `bos_id = pad_id` in our configuration. The paper names no
-# first token for the decoder; its authors' code shifts the target right by one position and puts
-# a vector of zeros first. OPUS-MT's `<pad>` row is zeros too: Hugging Face's conversion of the
-# Marian checkpoints appended it, with a logit bias of 0. So the decoder's first input is the
-# position's sinusoid alone. Marian scales the embeddings by √D as the paper does (§3.4), so
-# `scale_embedding=True`.
+# **The other choices of Marian.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called
+# SiLU), between its two layers, where the paper has ReLU (§3.3). Swish is a smooth activation that
+# lets a little negative signal through. Marian's output layer adds a bias of its own,
+# `final_logits_bias`, one number per target token. Our output `nn.Linear` has one anyway: the tied
+# matrix is its weight, and the bias stays separate. Marian's decoder starts from the padding token
+# rather than from a `<bos>` of its own. The id 58100 is both, so `bos_id = pad_id` in our
+# configuration. The paper names no first token for the decoder. Its authors' code shifts the target
+# right by one position and puts a vector of zeros first. OPUS-MT's `<pad>` row is zeros too: Hugging
+# Face's conversion of the Marian checkpoints appended it, with a logit bias of 0. So the decoder's
+# first input is the position's sinusoid alone. Marian scales the embeddings by √D as the paper does
+# (§3.4), so `scale_embedding=True`.
 #
 # **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper
-# multiplies its embeddings by √D without saying why; a common reading is that it lifts embeddings
-# drawn small to the size of the sinusoids added to them, values between −1 and 1. GPT-2 learns
-# its position table at whatever scale its embeddings have, Llama adds no positions at all, and in
-# both a norm before each sub-layer sets the size at which its input is read. **GPT-2 keeps its
-# biases** and **learns its position table** (`positional="learned"`, 1024 rows: it can read no
-# longer text); **Llama has no biases** at all, and rotates its queries and keys instead.
+# multiplies its embeddings by √D, without saying why: a common reading is that it lifts embeddings
+# drawn small to the size of the sinusoids added to them. Those are values between −1 and 1. GPT-2 learns its
+# position table at whatever scale its embeddings have, and Llama adds no positions at all. In both,
+# a norm before each sub-layer sets the size at which its input is read. **GPT-2 keeps its biases**
+# and **learns its position table** (`positional="learned"`, 1024 rows: it can read no longer text).
+# **Llama has no biases** at all, and rotates its queries and keys instead.
 #
 # The converter has set each choice; this table reads them back from our three models:
 
@@ -324,25 +334,28 @@ for label, *values in rows:
     print(f"{label:30s}" + "".join(f"{str(v):>22s}" for v in values))
 
 # %% [markdown]
-# **Rotary pairs, and a reordering of rows.** Chapter 10's `apply_rope` rotates the features of
-# each head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do.
-# `transformers`' Llama rotates the pairs (i, i + d/2): its `rotate_half` takes the second half of
-# a head's features as the partners of the first half, by the same angles
-# $\theta_i = p \cdot b^{-2i/d}$ ($b$ the base). We call that layout "halves". Two roads lead to
-# weights in it. Meta trained Llama with neighbouring pairs, and Hugging Face's conversion script
-# permuted the rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row
-# i + d/2, so that `rotate_half` gives the scores Meta's code gave. Other models were trained in
-# the halves layout from the start: GPT-NeoX, and SmolLM2, whose configuration records
-# `rope_interleaved: false`. Either way, the Llama checkpoints on the Hub expect halves.
+# **Rotary pairs, and a reordering of rows.** Chapter 10's `apply_rope` rotates the features of each
+# head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
+# Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
+# features as the partners of the first half, by the same angles $\theta_i = p \cdot b^{-2i/d}$
+# ($b$ the base). We call that layout "halves". Two roads lead to weights in it:
 #
-# We do not change our rotation; we move the features instead. Each row of W^Q makes one feature
-# of the queries, so reordering the rows of W^Q, and of W^K the same way, reorders the features:
-# in each head, row i goes to row 2i and row i + d/2 to row 2i + 1 (`rope_halves_to_interleaved`,
-# exercise ex11_1; for Meta's weights, the conversion script's permutation run backwards). A
-# score is a sum over the features, q·k, and is blind to their order as long as q and k are
-# reordered alike; now our pair i holds exactly the two features the halves layout's pair i held,
-# and turns by the same angle. W^V and W^O stay as they are, and so would a bias of W^V; a bias
-# of W^Q or W^K is reordered with its rows.
+# - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
+#   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
+#   `rotate_half` gives the scores Meta's code gave.
+# - Other models were trained in the halves layout from the start: GPT-NeoX, and SmolLM2, whose
+#   configuration records `rope_interleaved: false`.
+#
+# Either way, the Llama checkpoints on the Hub expect halves.
+#
+# We do not change our rotation; we move the features instead. Each row of W^Q makes one feature of
+# the queries. So reordering the rows of W^Q, and of W^K the same way, reorders the features. In each
+# head, row i goes to row 2i, and row i + d/2 to row 2i + 1 (`rope_halves_to_interleaved`, exercise
+# ex11_1). For Meta's weights, this is the conversion script's permutation run backwards. A score is
+# a sum over the features, q·k, and is blind to their order as long as q and k are reordered alike.
+# Now our pair i holds exactly the two features the halves layout's pair i held, and turns by the
+# same angle. W^V and W^O stay as they are, and so would a bias of W^V. A bias of W^Q or W^K is
+# reordered with its rows.
 
 # %%
 d_head = 8
@@ -369,10 +382,9 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# By hand, on one head: queries and keys made by rows in the halves layout and rotated with
-# `rotate_half`, and the same made by the reordered rows and rotated by our `apply_rope`, give the
-# same scores.
-
+# By hand, on one head. Make queries and keys with rows in the halves layout and rotate them with
+# `rotate_half`. Make the same with the reordered rows and rotate them with our `apply_rope`. Both
+# give the same scores.
 
 # %%
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -394,11 +406,11 @@ print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply
                                                 atol=1e-5))  # fmt: skip
 
 # %% [markdown]
-# **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`,
-# which stores its weight as (in, out) and computes x W + b, where `nn.Linear` stores (out, in)
-# and computes x Wᵀ + b. And its attention computes the queries, keys and values with one layer,
-# `c_attn`, of 3·D outputs side by side. `split_conv1d` (exercise ex11_2) cuts the columns into
-# their blocks and transposes each:
+# **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
+# stores its weight as (in, out) and computes x W + b, where `nn.Linear` stores (out, in) and
+# computes x Wᵀ + b. And its attention computes the queries, keys and values with one layer,
+# `c_attn`, of 3·D outputs side by side. `split_conv1d` (exercise ex11_2) cuts the columns into their
+# blocks and transposes each:
 
 # %%
 c_attn = hf_gpt2.transformer.h[0].attn.c_attn
@@ -409,11 +421,11 @@ w_q_gpt2, b_q_gpt2 = split_conv1d(c_attn.weight, c_attn.bias, 3)[0]
 print("queries equal:", torch.allclose(F.linear(h, w_q_gpt2, b_q_gpt2), c_attn(h)[:, :768], atol=1e-5))
 
 # %% [markdown]
-# > **Common mistake — a square weight loaded the wrong way round.** GPT-2's `c_proj` is (D, D):
-# > loaded without the transpose, it has the right shape, `load_state_dict(strict=True)` accepts
-# > it, and every layer computes another linear map. The model still runs and produces text; only
-# > a comparison of its outputs with the original's shows the mistake. The check of ex11_2 names
-# > it, as the one of ex11_1 names a permutation done over all heads at once instead of per head.
+# > **Common mistake — a square weight loaded the wrong way round.** GPT-2's `c_proj` is (D, D).
+# > Loaded without the transpose, it has the right shape, and `load_state_dict(strict=True)` accepts
+# > it, but every layer computes another linear map. The model still runs and produces text; only a
+# > comparison of its outputs with the original's shows the mistake. The check of ex11_2 names it, as
+# > the one of ex11_1 names a permutation done over all heads at once instead of per head.
 
 # %%
 c_proj = hf_gpt2.transformer.h[0].attn.c_proj
@@ -439,26 +451,24 @@ print(run_check("ex11_1", all_heads_at_once).line())
 # %% [markdown]
 # ## 4. From text to ids
 #
-# A checkpoint comes with its **tokenizer**: the program that cuts a text into the pieces its model
-# was trained on and gives each piece the id of its row in the embedding. Another tokenizer, even
-# one with the same size of vocabulary, hands the model ids that mean other pieces. The three
-# families use two kinds, and we can build both here, small and offline, on the English and German
-# sentences of chapter 09.
+# A checkpoint comes with its **tokenizer**. It cuts a text into the pieces its model was trained on,
+# and gives each piece the id of its row in the embedding. Another tokenizer, even one with the same
+# size of vocabulary, hands the model ids that mean other pieces. The three families use two kinds,
+# and we can build both here, small and offline, on the English and German sentences of chapter 09.
 #
-# **Marian: SentencePiece, two models over one vocabulary.** SentencePiece cuts a text into
-# pieces, with "▁" marking the start of a word, as chapter 09's tokenizer does. An OPUS-MT
-# checkpoint holds two SentencePiece models, `source.spm` for the source language and
-# `target.spm` for the target, and one vocabulary, `vocab.json`, which maps every piece of both to
-# the row of the one shared embedding (§3.4). Its ids are not SentencePiece's own: in
-# opus-mt-en-de `</s>` is 0, `<unk>` is 1, the pieces follow, and `<pad>` is the last id, 58100. The
-# tokenizer appends `</s>` to every source sentence; it adds no start token, since the decoder
-# starts from `<pad>`. A translator into several languages (opus-mt-en-ROMANCE, for one) holds a
-# token per target language, `>>fr<<`, `>>es<<` …, and reads it as the first token of the source.
+# **Marian: SentencePiece, two models over one vocabulary.** SentencePiece cuts a text into pieces,
+# with "▁" marking the start of a word, as chapter 09's tokenizer does. An OPUS-MT checkpoint holds
+# two SentencePiece models: `source.spm` for the source language and `target.spm` for the target. It
+# holds one vocabulary, `vocab.json`, which maps every piece of both to the row of the one shared
+# embedding (§3.4). Its ids are not SentencePiece's own. In opus-mt-en-de `</s>` is 0, `<unk>` is 1,
+# the pieces follow, and `<pad>` is the last id, 58100. The tokenizer appends `</s>` to every source
+# sentence. It adds no start token, since the decoder starts from `<pad>`. A translator into several
+# languages (opus-mt-en-ROMANCE, for one) holds a token per target language, `>>fr<<`, `>>es<<` …,
+# and reads it as the first token of the source.
 #
-# Below, two SentencePiece models trained on the spot stand for the two files, and a vocabulary
-# built like OPUS-MT's, with two language tokens as a multilingual model has. We do each step by
-# hand, then check that `transformers`' own `MarianTokenizer`, given these three files, gives the
-# same ids.
+# Below, two SentencePiece models trained on the spot stand for the two files. A vocabulary is built
+# like OPUS-MT's, with two language tokens as a multilingual model has. We do each step by hand, then
+# check that `transformers`' own `MarianTokenizer`, given these three files, gives the same ids.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -501,10 +511,10 @@ print("  ids the decoder would generate:", german_ids)
 print("  back to text:", repr(german_back))
 
 # %% [markdown]
-# The pieces a SentencePiece model learns, and so the ids, can differ from one version of the
-# library to another; what the tokenizer does with them does not:
+# The pieces a SentencePiece model learns, and so the ids, can differ from one version of the library
+# to another. What the tokenizer does with them does not (checked).
 
-# %%
+# %% tags=["hide-output"]
 by_hand = marian_tokenizer(english).input_ids == english_ids
 expect("MarianTokenizer: the ids of the steps by hand", by_hand, f"{len(english_ids)} ids, </s> last")
 first = marian_tokenizer(">>fr<< " + english).input_ids[0]
@@ -517,15 +527,15 @@ expect("the German ids decoded back to the sentence", german_back == german, rep
 
 # %% [markdown]
 # **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 09's byte-pair merges on
-# *bytes*, not on characters. Every text is first written as UTF-8 bytes, and each of the 256
-# bytes has a printable stand-in: `Ġ` is a space, `Ċ` a line break, and a character outside ASCII
-# becomes two to four stand-ins (ü is `Ã¼`). The 256 bytes are all in the vocabulary, so no text
-# ever needs `<unk>`: the vocabulary has none. The merges then join frequent byte sequences into
-# longer tokens, so that "Ġthe" is one id. GPT-2's tokenizer adds nothing to a text: no `<bos>`,
-# no `<eos>`; its one special token, `<|endoftext|>` (id 50256, the last), separates documents.
-# SmolLM2's is id 0, its `<bos>`, its `<eos>` and, in our conversion, its padding; its vocabulary
-# holds a few other special tokens besides. Decoding maps each stand-in back to its byte, and the
-# bytes back to the text, exactly.
+# *bytes*, not on characters. Every text is first written as UTF-8 bytes, and each of the 256 bytes
+# has a printable stand-in. `Ġ` is a space, `Ċ` a line break, and a character outside ASCII becomes
+# two to four stand-ins (ü is `Ã¼`). The 256 bytes are all in the vocabulary, so no text ever needs
+# `<unk>`: the vocabulary has none. The merges then join frequent byte sequences into longer tokens,
+# so that "Ġthe" is one id. GPT-2's tokenizer adds nothing to a text: no `<bos>`, no `<eos>`. Its one
+# special token, `<|endoftext|>` (id 50256, the last), separates documents. SmolLM2's is id 0: its
+# `<bos>`, its `<eos>` and, in our conversion, its padding. Its vocabulary holds a few other special
+# tokens besides. Decoding maps each stand-in back to its byte, and the bytes back to the text,
+# exactly.
 #
 # The same kind of tokenizer, trained on the spot with the `tokenizers` library that chapter 09
 # uses:
@@ -553,13 +563,13 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # ## 5. Proof: the same logits, the same tokens
 #
 # A conversion is right when the two models compute the same function. We feed each pair the same
-# tokens and compare the logits, every one of them. They cannot be equal to the last bit: the
-# two implementations add the same products in other orders (and the order differs again from one
-# processor to another), so float32's rounding leaves small differences; the check below requires
+# tokens and compare the logits, every one of them. They cannot be equal to the last bit. The two
+# implementations add the same products in other orders (and the order differs again from one
+# processor to another), so float32's rounding leaves small differences. The check below requires
 # them to stay under 10⁻⁵ of the largest logit. That bound is for short inputs like these. The two
-# libraries also compute each rotary angle p·θ in float32, each rounding it in its own way, and
-# the rounding error of an angle grows with the position p: over thousands of positions, with a
-# large base, two right conversions can differ by more.
+# libraries also compute each rotary angle p·θ in float32, each rounding it in its own way. The
+# rounding error of an angle grows with the position p, so over thousands of positions, with a large
+# base, two right conversions can differ by more.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -580,18 +590,18 @@ for name, (ours_logits, their_logits) in pairs.items():
     differences[name] = (ours_logits - their_logits).abs().max().item() / their_logits.abs().max().item()
     print(f"{name:8s} logits {tuple(ours_logits.shape)}: largest difference {differences[name]:.1e} of the largest logit")
 
-# %%
+# %% tags=["hide-output"]
 for name, difference in differences.items():
     expect_at_most(f"{name}: largest |ours − transformers'| relative to the largest logit", difference, 1e-5)
 
 # %% [markdown]
-# A wrong tensor changes the logits by amounts of their own size. Here is one a strict load
-# accepts: the norms after the self-attention and after the cross-attention of Marian's first
-# decoder layer, exchanged (both are (512,)). Because every gain and every bias was drawn at
-# random, the two norms differ, and so do the logits; with `transformers`' start, every gain 1 and
-# every bias 0, they would not. The course's tests run this and every other such mistake (two
-# biases exchanged, biases dropped, a forgotten bias on the logits, a bias left in the halves
-# layout, GPT-2's `c_attn` bias cut wrongly) and see each one fail the comparison.
+# A wrong tensor changes the logits by amounts of their own size. Here is one that a strict load
+# accepts: the norms after the self-attention and after the cross-attention of Marian's first decoder
+# layer, exchanged (both are (512,)). Every gain and every bias was drawn at random, so the two norms
+# differ, and so do the logits. With `transformers`' start, every gain 1 and every bias 0, they would
+# not. The course's tests run this and every other such mistake, and see each one fail the
+# comparison. The others are two biases exchanged, biases dropped, a forgotten bias on the logits, a
+# bias left in the halves layout, and GPT-2's `c_attn` bias cut wrongly.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -607,7 +617,7 @@ with torch.no_grad():
 print(f"norm1 and norm2 exchanged: largest difference {wrong_difference:.2f} of the largest logit")
 del wrong, swapped
 
-# %%
+# %% tags=["hide-output"]
 expect_at_least("two norms exchanged: largest |difference| relative to the largest logit", wrong_difference, 0.01)
 
 # %% [markdown]
@@ -622,7 +632,7 @@ for row in range(len(tgt)):
     print("   ours chooses         ", ours_next[row].tolist())
     print("   transformers chooses ", their_next[row].tolist())
 
-# %%
+# %% tags=["hide-output"]
 expect("Marian: the most likely token identical at every position", torch.equal(ours_next, their_next),
        f"{ours_next.numel()} positions, {len(ours_next.unique())} distinct tokens")  # fmt: skip
 
@@ -631,17 +641,16 @@ expect("Marian: the most likely token identical at every position", torch.equal(
 # SmolLM2), against `transformers`' `generate(do_sample=False, num_beams=1)`.
 #
 # One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
-# both probability 0 (chapter 08). For Marian they are one token, 58100, and the published
-# checkpoints tell `transformers` the same in their generation settings (`bad_words_ids`), but a
-# model built from a bare configuration does not know it, so we pass it. GPT-2's one special token,
-# `<|endoftext|>`, is its `<bos>` and its `<eos>`; SmolLM2's id 0 is both too: generating it ends
-# the text, so nothing is forbidden there. And `transformers` puts Marian's `<eos>` at the last
-# allowed step (`forced_eos_token_id`), where ours stops without it, so we compare the tokens
-# before that step.
+# both probability 0 (chapter 08). For Marian they are one token, 58100. The published checkpoints
+# tell `transformers` the same in their generation settings (`bad_words_ids`). A model built from a
+# bare configuration does not know it, so we pass it. GPT-2's one special token, `<|endoftext|>`, is
+# its `<bos>` and its `<eos>`, and SmolLM2's id 0 is both too. Generating it ends the text, so nothing
+# is forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
+# (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
 #
-# Marian's greedy rows repeat one token. That is the random model, not the conversion: its output
+# Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
 # layer is its embedding (tied), and the residual connections carry the embedding of the token the
-# decoder reads up to the output, so once it writes a token, that token scores high again. The
+# decoder reads up to the output. So once it writes a token, that token scores high again. The
 # teacher-forced choices above, on a target it did not write, are varied.
 
 # %%
@@ -666,7 +675,7 @@ for row in range(len(src)):
     print(f"Marian   row {row} ours   ", ours_marian[row].tolist())
     print(f"{'':8s}       theirs ", their_marian[row, 1 : n + 1].tolist())
 
-# %%
+# %% tags=["hide-output"]
 expect("Marian: greedy tokens identical to transformers' generate", same_marian, f"{n} tokens per sentence")
 for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
@@ -674,20 +683,20 @@ for name, same in same_lm.items():
 # %% [markdown]
 # ## 6. The real checkpoints
 #
-# Everything so far ran on random numbers in the real shapes. With a network (Colab, a laptop),
-# the next two cells download the published weights with the course's loader
-# (`transformer_course.tools.hub.load_hub`: a bounded wait, then one clear error) and run them in
-# our model: OPUS-MT's English → German translator, decoded with our beam search and KV cache
-# (chapter 08), and SmolLM2-135M, which continues an English text with our `generate`. Without a
-# network each cell prints one line saying it skipped and why. (The first download is about
+# Everything so far ran on random numbers in the real shapes. With a network (Colab, a laptop), the
+# next two cells download the published weights and run them in our model. The first is OPUS-MT's
+# English → German translator, decoded with our beam search and KV cache (chapter 08). The second is
+# SmolLM2-135M, which continues an English text with our `generate`. The course's loader,
+# `transformer_course.tools.hub.load_hub`, waits a bounded time, then stops with one clear error.
+# Without a network each cell prints one line saying it skipped and why. (The first download is about
 # 300 MB for Marian and 270 MB for SmolLM2; later runs read the local cache.)
 #
-# `load_hub` loads every checkpoint in float32. Published LLM checkpoints are stored in bfloat16,
-# 2 bytes a number (SmolLM2's are), and recent versions of `transformers` load a checkpoint in the
-# precision it is stored in unless told otherwise. Our converted model computes in float32, so a
-# comparison with a bf16 `transformers` model would compare two different computations, and greedy
-# tokens would part ways after a few steps. In float32 both compute the same function, and the cell
-# after these two asserts that they generate the same tokens.
+# `load_hub` loads every checkpoint in float32. Published LLM checkpoints are stored in bfloat16, 2
+# bytes a number (SmolLM2's are). Recent versions of `transformers` load a checkpoint in the precision
+# it is stored in, unless told otherwise. Our converted model computes in float32. So a comparison
+# with a bf16 `transformers` model would compare two different computations, and greedy tokens would
+# part ways after a few steps. In float32 both compute the same function, and the cell after these two
+# asserts that they generate the same tokens.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -734,7 +743,7 @@ else:
     identical["SmolLM2-135M: greedy continuation"] = (same, "30 new tokens")
     print("identical to transformers' greedy continuation:", same)
 
-# %%
+# %% tags=["hide-output"]
 for claim, (same, measured) in identical.items():
     expect(f"{claim} identical to transformers' (both in float32)", same, measured)
 if not identical:
@@ -745,27 +754,31 @@ if not identical:
 # **Your own checkpoint.** The recipe is the one these two cells follow:
 #
 # 1. the tokenizer and the model: `tokenizer, hf_model = load_hub(name, "causal-lm")` (or
-#    `"translation"`), which loads the model in float32, or `transformers`' own
+#    `"translation"`), which loads the model in float32. Or `transformers`' own
 #    `AutoTokenizer.from_pretrained(name)` and `LlamaForCausalLM.from_pretrained(name,
-#    dtype=torch.float32)` (`torch_dtype=` before `transformers` 4.56);
+#    dtype=torch.float32)` (`torch_dtype=` in older versions);
 # 2. convert: `ours = from_llama(hf_model)` (`from_gpt2`, `from_marian`);
-# 3. compare the logits on a real sentence, `ours(ids)` against `hf_model(ids).logits`: within
-#    10⁻⁵ of the largest for a short text;
+# 3. compare the logits on a real sentence, `ours(ids)` against `hf_model(ids).logits`: within 10⁻⁵
+#    of the largest for a short text;
 # 4. generate with `generate(ours, ids, max_new_tokens=…)` (`greedy_decode` or `beam_search` for
 #    Marian), and decode with `tokenizer.decode(tokens[0], skip_special_tokens=True)`.
 #
 # What converts: the OPUS-MT translators (`Helsinki-NLP/opus-mt-*`, Marian with post-LN layers),
-# GPT-2 of every size, and the Llama family with plain rotary embeddings: SmolLM and SmolLM2,
-# TinyLlama, Llama 2 and Llama 3 (8B). What is refused, with one line saying why: a checkpoint whose
-# `rope_scaling` rescales the rotary frequencies (Llama 3.1 and 3.2, for their long contexts), a
-# head size other than D/H, biases in Llama's feed-forward network, GPT-2's scaled or upcast
-# attention variants, an activation our feed-forward network does not have, and a configuration
-# that names several `<eos>` ids (Llama 3's instruct models stop at any of three; our `generate`
-# stops at one: set the one you want). The loader also refuses a family of another kind, and the
-# converters a model without the language-model output layer (`LlamaModel`) or with another head.
+# GPT-2 of every size, and the Llama family with plain rotary embeddings. That is SmolLM and SmolLM2,
+# TinyLlama, Llama 2 and Llama 3 (8B). What is refused, with one line saying why:
 #
-# The memory: a float32 copy takes 4 bytes a parameter, and while converting, `transformers`'
-# model and ours are both in memory, twice that.
+# - a checkpoint whose `rope_scaling` rescales the rotary frequencies (Llama 3.1 and 3.2, for their
+#   long contexts);
+# - a head size other than D/H, and biases in Llama's feed-forward network;
+# - GPT-2's scaled or upcast attention variants, and an activation our feed-forward network does not
+#   have;
+# - a configuration that names several `<eos>` ids. Llama 3's instruct models stop at any of three,
+#   and our `generate` stops at one: set the one you want;
+# - a family of another kind (the loader), and a model without the language-model output layer
+#   (`LlamaModel`) or with another head (the converters).
+#
+# The memory: a float32 copy takes 4 bytes a parameter. While converting, `transformers`' model and
+# ours are both in memory, twice that.
 
 # %%
 def parameters(model: nn.Module) -> int:
@@ -793,11 +806,11 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 # A step of generation with a KV cache (chapter 08) feeds one new token. Each weight matrix then
 # multiplies one vector: every weight is read from memory once and used for a single multiply and
 # add. The keys and values of the earlier tokens are read from the cache. A processor does far more
-# arithmetic per second than it reads bytes, so at batch 1 the time of a step is about the bytes it
-# reads divided by the speed of the memory. Fewer bytes per weight, fewer bytes per token:
-# `quantize(model, "bf16")` stores every number in 2 bytes; `quantize(model, "int8")` stores each
-# weight matrix as 8-bit whole numbers with one float32 scale per row (the norms, the biases and the
-# cache stay float32).
+# arithmetic per second than it reads bytes. So at batch 1, the time of a step is about the bytes it
+# reads divided by the speed of the memory. Fewer bytes per weight make fewer bytes per token.
+# `quantize(model, "bf16")` stores every number in 2 bytes. `quantize(model, "int8")` stores each
+# weight matrix as 8-bit whole numbers with one float32 scale per row; the norms, the biases and the
+# cache stay float32.
 #
 # The bytes of one generated token of the real SmolLM2-135M (30 layers) follow from the shapes
 # alone. We count them with 1,000 earlier tokens in the cache and with 8,192, the longest text
@@ -826,19 +839,19 @@ for context in (1000, 8192):
               f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")  # fmt: skip
 
 # %% [markdown]
-# With float32 or bf16 the cache of 1,000 tokens is small next to the weights, thanks to the 3
-# key/value heads of grouped-query attention (chapter 10). With int8 weights and a float32 cache it
-# is already about a quarter of the bytes, and at 8,192 tokens it is the larger part: a long text
-# makes the cache, not the weights, the thing to shrink.
+# With float32 or bf16, the cache of 1,000 tokens is small next to the weights, thanks to the 3
+# key/value heads of grouped-query attention (chapter 10). With int8 weights and a float32 cache, it
+# is already about a quarter of the bytes. At 8,192 tokens it is the larger part: a long text makes
+# the cache, not the weights, the thing to shrink.
 #
 # What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
-# kernel, which rounds each layer's *input* to 8 bits as well, with one scale per call (dynamic
+# kernel. That kernel rounds each layer's *input* to 8 bits as well, with one scale per call (dynamic
 # quantization), multiplies whole numbers and rescales. On a GPU it calls PyTorch's weight-only
 # product (`torch._weight_int8pack_mm`): the int8 weights are read as they are, and the input keeps
-# its precision. The two round differently, so below we measure both against float32 on our
-# 4-layer SmolLM2: the largest logit error relative to the largest logit, and how many greedy tokens
-# agree. "Weights only" multiplies by the int8 weights made float again, which is what the
-# weight-only kernel computes.
+# its precision. The two round differently. So below we measure both against float32 on our 4-layer
+# SmolLM2: the largest logit error relative to the largest logit, and how many greedy tokens agree.
+# "Weights only" multiplies by the int8 weights made float again, which is what the weight-only
+# kernel computes.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -866,17 +879,17 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# (These are random weights. On the course's trained translators int8 changes no test score by
-# more than half a point: `benchmarks/results.md`.)
+# (These are random weights. On the course's trained translators, int8 changes no test score by more
+# than half a point: `benchmarks/results.md`.)
 #
 # Now the time. We decode with the course's inference engine (`path="engine"`, chapter 08's last
-# section), which runs float32, bf16 and int8 through the same lean step and reads each weight once
-# per token: the bytes below are those of its plan. (In memory an int8 model holds two int8 copies
-# of each matrix on a CPU, the state dict's and the one fbgemm packs for its kernel, and the
-# engine's plan holds its own copy of the model; a step reads one.) The timings are this machine's,
-# and they move with whatever else it runs: a processor without bfloat16 instructions converts
-# every number before it multiplies, so bf16 can be slower than float32 there, and int8 gains only
-# as much as its kernel reads bytes as fast as float32's product does.
+# section). It runs float32, bf16 and int8 through the same lean step, and reads each weight once per
+# token: the bytes below are those of its plan. In memory, an int8 model on a CPU holds two int8
+# copies of each matrix: the state dict's, and the one fbgemm packs for its kernel. The engine's plan
+# holds its own copy of the model too; a step reads one. The timings are this machine's, and they move
+# with whatever else it runs. A processor without bfloat16 instructions converts every number before
+# it multiplies, so bf16 can be slower than float32 there. And int8 gains only as much as its kernel
+# reads bytes as fast as float32's product does.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -910,20 +923,21 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# ## 8. Summary
+# ## Summary
 #
-# - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish,
-#   a bias on the logits and `<pad>` as the decoder's first token; GPT-2 is a pre-LN decoder-only
-#   model with learned positions, GELU and biases; Llama is chapter 10's block without biases or
-#   √D. Each choice is a field of `TransformerConfig` or `DecoderOnlyConfig`.
+# - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish, a
+#   bias on the logits and `<pad>` as the decoder's first token.
+# - GPT-2 is a pre-LN decoder-only model with learned positions, GELU and biases. Llama is chapter
+#   10's block without biases or √D. Each choice is a field of `TransformerConfig` or
+#   `DecoderOnlyConfig`.
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
-#   cannot check: the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row i + d/2 →
-#   2i + 1) and GPT-2's transposed `Conv1D` blocks.
-# - A checkpoint's tokenizer turns text into the ids it was trained on: two SentencePiece models
-#   over one vocabulary for Marian (`</s>` appended, `<pad>` the last id), byte-level BPE for
-#   GPT-2 and SmolLM2 (every byte has an id, so no `<unk>`).
-# - Equal logits within rounding and identical tokens prove the conversion, on models whose every
-#   tensor is random, and on real checkpoints loaded in float32; rounding, not equality to the last
+#   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row
+#   i + d/2 → 2i + 1); the other is GPT-2's transposed `Conv1D` blocks.
+# - A checkpoint's tokenizer turns text into the ids it was trained on. Marian has two
+#   SentencePiece models over one vocabulary (`</s>` appended, `<pad>` the last id). GPT-2 and
+#   SmolLM2 have byte-level BPE (every byte has an id, so no `<unk>`).
+# - Equal logits within rounding and identical tokens prove the conversion: on models whose every
+#   tensor is random, and on real checkpoints loaded in float32. Rounding, not equality to the last
 #   bit, is what two implementations can share.
 # - At batch 1 a generated token reads every weight once, plus the cache: the bytes per weight
 #   (4, 2, about 1) set the time wherever arithmetic is not the limit.
@@ -939,9 +953,9 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #    <details><summary>Answer</summary>
 #
 #    The table is added to the embeddings, feature by feature. The trained weights expect the sine
-#    of frequency i in the features Marian put it in; in the other order those features receive
-#    cosines and other frequencies, so every position looks like another one, and the attention
-#    that learned to read positions reads nonsense.
+#    of frequency i in the features Marian put it in. In the other order those features receive
+#    cosines and other frequencies, so every position looks like another one. The attention that
+#    learned to read positions then reads nonsense.
 #    </details>
 # 2. Why may the rows of W^Q and W^K be reordered without changing any attention score, and why
 #    must both be reordered the same way?
@@ -957,10 +971,10 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #    <details><summary>Answer</summary>
 #
 #    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K or
-#    their biases, self- and cross-attention, a square matrix not transposed; a bias or a norm
-#    left in another order. Only the outputs show them, which is why we compare logits, and only
-#    if the exchanged tensors differ: a freshly built `transformers` model has every gain 1 and
-#    every bias 0, so the chapter draws every tensor at random before comparing.
+#    their biases, self- and cross-attention, a square matrix not transposed. Also a bias or a norm
+#    left in another order. Only the outputs show them, which is why we compare logits. And only if
+#    the exchanged tensors differ: a freshly built `transformers` model has every gain 1 and every
+#    bias 0, so the chapter draws every tensor at random before comparing.
 #    </details>
 # 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why
 #    not 0, and why is that no reason to doubt the conversion?
@@ -968,18 +982,18 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #
 #    Floating-point addition is not associative: the two libraries sum the same products in other
 #    orders (other kernels, other blocking), and each order rounds differently. With rotary
-#    embeddings each library also rounds the angles p·θ in its own way, an error that grows with
-#    the position, so on long texts the gap can pass 10⁻⁵. A wrong tensor changes the logits by
-#    amounts of their own size, many orders of magnitude more.
+#    embeddings each library also rounds the angles p·θ in its own way. That error grows with the
+#    position, so on long texts the gap can pass 10⁻⁵. A wrong tensor changes the logits by amounts
+#    of their own size, many orders of magnitude more.
 #    </details>
 # 5. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and
 #    how long does it take at 1 TB/s of memory bandwidth?
 #    <details><summary>Answer</summary>
 #
 #    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
-#    batch 1, whatever the arithmetic speed. In int8, about half of that time, where the kernel
-#    reads the 8-bit weights as fast as the memory delivers them (a GPU's weight-only product does;
-#    on our CPU fbgemm's one-row product falls short of it).
+#    batch 1, whatever the arithmetic speed. In int8 it takes about half of that time, where the
+#    kernel reads the 8-bit weights as fast as the memory delivers them. A GPU's weight-only product
+#    does; on our CPU, fbgemm's one-row product falls short of it.
 #    </details>
 #
 # ## Further reading

@@ -19,8 +19,10 @@ from transformer_course.tools.lm_experiments import (
     loss_by_position,
     paired_beyond_chance,
     paired_init,
+    paired_table,
     paired_verdict,
     paper_scheduler,
+    plot_lm_experiment,
     run_lm_experiment,
 )
 
@@ -129,3 +131,22 @@ def test_the_paired_verdict_needs_one_sign_and_states_the_chance() -> None:
     assert not paired_beyond_chance(mixed, VALID_LOSS, "a", "b")
     assert "do not share one sign" in paired_verdict(mixed, VALID_LOSS, "a", "b")
     assert not paired_beyond_chance(_result([0.1, 0.2]), VALID_LOSS, "a", "b"), "two seeds: 1 in 2, never enough"
+
+
+def test_the_paired_table_and_figure_show_each_seeds_difference_from_the_baseline() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    result = ExperimentResult("paired", LMSetting(seeds=(0, 1, 2)), None)
+    for name, values in (("base", [3.0, 3.1, 3.2]), ("worse", [3.05, 3.2, 3.21])):
+        runs = [Run(seed, [4.0] * 30, [], {VALID_LOSS: v, LONG_LOSS: v + 1}, 0.0) for seed, v in enumerate(values)]
+        result.variants[name] = VariantResult(name, runs)
+    table = paired_table(result)
+    assert "base" in table.splitlines()[1] and "3.10 [3.00, 3.20]" in table
+    assert "worse" in table.splitlines()[-1] and "+0.050 +0.100 +0.010" in table.splitlines()[-1]
+    fig = plot_lm_experiment(result)
+    differences_panel = fig.axes[1]
+    dots = sorted(line.get_xdata()[0] for line in differences_panel.lines if line.get_marker() in "os^")
+    assert dots == pytest.approx([0.01, 0.05, 0.1]), "one dot per seed, variant − baseline"
+    assert any(list(line.get_xdata()) == [0.0, 0.0] for line in differences_panel.lines), "the line at 0"
+    assert [t.get_text() for t in differences_panel.get_yticklabels()] == ["worse"], "the baseline is not a row"

@@ -185,3 +185,209 @@ def post_ln_pre_ln():
 
 
 # -- chapters 08, 10, 11 -------------------------------------------------------------------------
+
+_Q, _K, _V = "#4c9a5b", "#d9822b", "#8e63b5"  # a query, a key, a value: the same colours in every diagram
+_OLD, _MEMORY, _INK = "#f3d9bf", "#c9dcef", "#333333"
+
+
+def _box(ax, x: float, y: float, w: float, h: float, text: str = "", face: str = "white", edge: str = _INK,
+         lw: float = 1.0, size: float = 9, **text_kwargs) -> None:  # fmt: skip
+    """A rectangle with its lower left corner at (x, y), and a text at its centre."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.1", facecolor=face,
+                                edgecolor=edge, lw=lw, zorder=2))  # fmt: skip
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, zorder=3, **text_kwargs)
+
+
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str = _INK, lw: float = 1.2,
+           style: str = "-|>", **kwargs) -> None:  # fmt: skip
+    from matplotlib.patches import FancyArrowPatch
+
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=11, color=color, lw=lw,
+                                 shrinkA=1, shrinkB=1, zorder=1, **kwargs))  # fmt: skip
+
+
+def kv_cache_step(t: int = 5, source_length: int = 6):
+    """One decoding step of one decoder layer with a key/value cache (chapter 08, section 5).
+
+    Top, the masked self-attention: the newest token, the ``t``-th, at position ``t - 1`` (positions
+    count from 0), is projected into q, k and v; k and v are appended to the layer's cache, which
+    then holds ``t`` keys and values; q scores every cached key, and the weights average the cached
+    values. Bottom, the cross-attention: the keys and values of the encoder's memory
+    (``source_length`` positions) were projected at the first step, and every later step only reads
+    them. Returns the figure (closed: a notebook shows it once).
+    """
+    import matplotlib.pyplot as plt
+
+    if t < 2 or source_length < 1:
+        raise ValueError(f"t must be at least 2 and source_length at least 1, got t={t}, source_length={source_length}")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 10.5), gridspec_kw={"height_ratios": [1.1, 1]})
+    cell, label, box = 0.9, 10, 11  # the width of one cached position; font sizes
+    x0 = 7.6  # where the cache's first position is drawn
+    x_end = x0 + t * cell
+    width = x_end + 3.6
+
+    # the masked self-attention: project the new token, append k and v, attend over every cached key
+    new = t - 1  # the newest token's position (positions count from 0)
+    _box(top, 0.1, 4.2, 2.7, 1.6, f"newest token\nembedded at\nposition {new}\n(B, 1, D)", face="#eef2f6", size=label)
+    rows = {"q": (8.2, _Q), "k": (5.0, _K), "v": (1.8, _V)}
+    for name, (y, color) in rows.items():
+        _arrow(top, (2.8, 5.0), (3.6, y + 0.4))
+        _box(top, 3.6, y, 1.3, 0.8, f"$W^{name.upper()}$", size=box)
+        _arrow(top, (4.9, y + 0.4), (5.6, y + 0.4))
+        _box(top, 5.6, y, 0.8, 0.8, f"${name}_{{{new}}}$", face=color, edge=color, size=box, color="white")
+    x_new = x0 + new * cell  # the position appended at this step
+    for name, y, face, letter in (("keys", 5.0, _K, "k"), ("values", 1.8, _V, "v")):
+        for j in range(t):
+            now = j == new
+            _box(top, x0 + j * cell, y, cell - 0.1, 0.8, f"${letter}_{{{j}}}$", face=face if now else _OLD,
+                 edge=face, lw=2.0 if now else 0.8, size=label, color="white" if now else _INK)  # fmt: skip
+        _arrow(top, (6.0, y), (x_new + 0.4, y), color=face, lw=1.6, connectionstyle="arc3,rad=0.22")
+        top.text(x0 - 0.2, y - 0.75, f"cached {name} (B, H, {t}, $d_k$):\n{t - 1} from earlier steps, 1 appended",
+                 fontsize=label, va="top")  # fmt: skip
+    for j in range(t):  # the new query scores every key, its own included
+        _arrow(top, (6.4, 8.6), (x0 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
+    top.text(6.6, 9.15, f"$q_{{{new}}}$ scores all {t} cached keys:\nnothing later exists for the mask to hide",
+             fontsize=label, va="bottom", color=_Q)  # fmt: skip
+    _arrow(top, (x_end + 0.3, 5.4), (x_end + 0.3, 2.65), color=_INK)
+    top.text(x_end + 0.45, 4.0, f"softmax:\n{t} weights\naverage\nthe values", fontsize=label, va="center")
+    _arrow(top, (x_end, 2.2), (x_end + 1.7, 2.2))
+    _box(top, x_end + 1.7, 1.6, 1.8, 1.2, "output\n(B, 1, D)", face="#eef2f6", size=label)
+    top.set_title(f"Masked self-attention: the cache grows by one position per step (here to {t} positions)",
+                  fontsize=11)  # fmt: skip
+    top.set_xlim(0, width)
+    top.set_ylim(-0.4, 10.6)
+
+    # the cross-attention: the memory's keys and values, projected once
+    ox = 2.0  # the panel's drawing starts here
+    x_last = ox + 0.4 + source_length * cell
+    pipe = x_last + 0.9  # the line from W^K, W^V down to the two rows
+    _box(bottom, ox, 8.6, 3.4, 1.2, f"encoder memory\n(B, S, D), S = {source_length}", face=_MEMORY, size=label)
+    _box(bottom, ox + 4.0, 8.75, 3.8, 0.9, "$W^K$, $W^V$: at step 1 only", size=label)
+    _arrow(bottom, (ox + 3.4, 9.2), (ox + 4.0, 9.2))
+    bottom.plot([pipe, pipe], [8.75, 2.2], color="#6f93b8", lw=1.4, zorder=1)
+    for name, y, letter in (("keys", 5.0, "k"), ("values", 1.8, "v")):
+        for j in range(source_length):
+            _box(bottom, ox + 0.4 + j * cell, y, cell - 0.1, 0.8, f"${letter}^{{mem}}_{{{j}}}$", face=_MEMORY,
+                 edge="#6f93b8", size=label)  # fmt: skip
+        _arrow(bottom, (pipe, y + 0.4), (x_last - 0.05, y + 0.4), color="#6f93b8", lw=1.4)
+        bottom.text(ox + 0.4, y - 0.15, f"memory {name} (B, H, S, $d_k$): read, never changed", fontsize=label,
+                    va="top")  # fmt: skip
+    _box(bottom, ox, 7.0, 1.2, 0.8, f"$q'_{{{new}}}$", face=_Q, edge=_Q, size=box, color="white")
+    bottom.text(ox + 1.4, 7.4, "the new position's query (from\nthe self-attention's output)", fontsize=label,
+                va="center")  # fmt: skip
+    for j in range(source_length):
+        _arrow(bottom, (ox + 0.6, 7.0), (ox + 0.4 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
+    _arrow(bottom, (x_last - 0.9, 4.3), (x_last - 0.9, 2.65), color=_INK)
+    bottom.text(x_last - 0.75, 3.45, "softmax weights average the values", fontsize=label, va="center")
+    bottom.set_title("Cross-attention: the memory's keys and values, projected once", fontsize=11)
+    bottom.set_xlim(0, width)
+    bottom.set_ylim(0.4, 10.2)
+    for ax in (top, bottom):
+        ax.set_axis_off()
+    fig.suptitle("One decoding step with a KV cache, in one decoder layer\n(every layer keeps its own cache)",
+                 fontsize=12)  # fmt: skip
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def grouped_query_heads(n_heads: int = 8, kv_heads: tuple[int, ...] = (8, 2, 1)):
+    """Which key/value head each query head reads (chapter 10, section 4): one panel per number of
+    key/value heads H_kv, from multi-head attention (H_kv = H) through grouped-query attention to
+    multi-query attention (H_kv = 1). Each group of H / H_kv query heads reads one key/value head,
+    and the KV cache holds H_kv heads instead of H. Returns the figure (closed)."""
+    import matplotlib.pyplot as plt
+
+    if any(n_heads % h for h in kv_heads) or not kv_heads:
+        raise ValueError(f"every number of key/value heads must divide n_heads={n_heads}, got {kv_heads}")
+    fig, axes = plt.subplots(1, len(kv_heads), figsize=(3.5 * len(kv_heads), 3.9))
+    axes = [axes] if len(kv_heads) == 1 else list(axes)
+    colours = plt.get_cmap("tab10")
+    for ax, h_kv in zip(axes, kv_heads, strict=True):
+        group = n_heads // h_kv
+        for i in range(n_heads):  # query heads, coloured by the key/value head they read
+            _box(ax, i * 1.0, 3.0, 0.8, 0.8, f"$q_{{{i + 1}}}$", face=colours(i // group), edge=colours(i // group),
+                 size=10, color="white")  # fmt: skip
+        for j in range(h_kv):  # each key/value head under the middle of its group
+            centre = (j * group + (group - 1) / 2) * 1.0 + 0.4
+            _box(ax, centre - 0.4, 0.2, 0.8, 1.1, f"$k_{{{j + 1}}}$\n$v_{{{j + 1}}}$", face="white",
+                 edge=colours(j), lw=2.0, size=10)  # fmt: skip
+            for i in range(j * group, (j + 1) * group):
+                _arrow(ax, (i * 1.0 + 0.4, 3.0), (centre, 1.3), color=colours(j), lw=1.0, style="-")
+        kind = {n_heads: "multi-head", 1: "multi-query"}.get(h_kv, "grouped-query")
+        ax.set_title(f"{kind}: $H$ = {n_heads}, $H_{{kv}}$ = {h_kv}", fontsize=11)
+        share = "one per query head" if h_kv == n_heads else f"each read by {group} query heads"
+        ax.text(n_heads / 2 - 0.1, -0.2, f"cache: {h_kv} key/value head{'s' if h_kv > 1 else ''}\n({share})",
+                ha="center", va="top", fontsize=10)  # fmt: skip
+        ax.text(-0.3, 3.4, "query\nheads", ha="right", va="center", fontsize=10)
+        ax.text(-0.3, 0.75, "key/value\nheads", ha="right", va="center", fontsize=10)
+        ax.set_xlim(-2.0, n_heads)
+        ax.set_ylim(-1.5, 4.1)
+        ax.set_axis_off()
+    fig.suptitle("Grouped-query attention: each group of $H / H_{kv}$ query heads reads one key/value head")
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
+
+
+def beam_tree(history: list[dict], tokens: list[str], carried: str = "<pad>", ax=None):
+    """A beam search drawn as a tree (chapter 08, section 3).
+
+    ``history`` has one record per step: ``"candidates"``, a list of (parent slot, token id, log P)
+    for every extension the search scored, and ``"survivors"``, the (parent slot, token id) pairs
+    kept in the beam, best first. Each column is a step; the candidates of one parent sit together,
+    best first, so that few lines cross; a filled dot is kept in the beam, a hollow one pruned.
+    Labels give the token and the summed log-probability; a finished hypothesis carried into the
+    next step unchanged (its token is ``carried``) is labelled "finished". Returns the figure
+    (closed when the function made it).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    own = ax is None
+    if own:
+        fig, ax = plt.subplots(figsize=(11, 5.2))
+    fig = ax.figure
+    kept_colour, pruned_colour = "tab:blue", "0.6"
+    slot_y = {0: 0.0}  # beam slot → the height at which its hypothesis is drawn
+    tallest = max(len(record["candidates"]) for record in history)
+    ax.scatter([0], [0], s=60, color="black", zorder=3)
+    ax.annotate("<bos>", (0, 0), textcoords="offset points", xytext=(-8, 9), fontsize=9, ha="center")
+    label_box = {"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.9}
+    for step, record in enumerate(history, start=1):
+        parents = sorted({c[0] for c in record["candidates"]}, key=lambda s: -slot_y[s])  # top parent first
+        ordered = [c for s in parents for c in sorted((c for c in record["candidates"] if c[0] == s),
+                                                      key=lambda c: -c[2])]  # fmt: skip
+        new_slot_y = {}
+        for i, (slot, token, logp) in enumerate(ordered):
+            x, y = step, (len(ordered) - 1) / 2 - i
+            kept = (slot, token) in record["survivors"]
+            colour = kept_colour if kept else pruned_colour
+            ax.plot([step - 1, x], [slot_y[slot], y], color=colour, lw=2.0 if kept else 0.8, ls="-" if kept else "--",
+                    zorder=1 if not kept else 2)  # fmt: skip
+            ax.scatter([x], [y], s=50, zorder=3, color=colour if kept else "white", edgecolors=colour)
+            label = "finished" if tokens[token] == carried else tokens[token]
+            ax.annotate(f"{label}  {logp:.2f}", (x, y), textcoords="offset points", xytext=(7, 0),
+                        va="center", fontsize=8.5 if kept else 7.5, color="black" if kept else "0.45",
+                        weight="bold" if kept else "normal", bbox=label_box, zorder=4)  # fmt: skip
+            if kept:
+                new_slot_y[record["survivors"].index((slot, token))] = y
+        slot_y = new_slot_y
+    ax.legend(handles=[Line2D([], [], color=kept_colour, marker="o", lw=2, label="kept in the beam"),
+                       Line2D([], [], color=pruned_colour, marker="o", markerfacecolor="white", ls="--",
+                              lw=0.8, label="pruned")],
+              loc="lower left", fontsize=8)  # fmt: skip
+    ax.set_xlabel("step (label: the piece and log P of the whole hypothesis)")
+    ax.set_yticks([])
+    ax.set_xticks(range(len(history) + 1))
+    ax.set_xlim(-0.3, len(history) + 0.95)
+    ax.set_ylim(-(tallest - 1) / 2 - 0.7, (tallest - 1) / 2 + 0.5)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    if own:
+        fig.tight_layout()
+        plt.close(fig)
+    return fig

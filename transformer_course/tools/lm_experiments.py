@@ -252,7 +252,8 @@ def run_lm_experiment(
     """Train every variant from every seed of ``setting`` (``overrides`` change it: ``steps=50``).
 
     Returns an :class:`~transformer_course.tools.experiments.ExperimentResult` (``task`` holds
-    ``data``); ``show`` prints its table and draws :func:`plot_lm_experiment`.
+    ``data``); ``show`` prints :func:`paired_table` and draws :func:`plot_lm_experiment`, both
+    against the first variant.
     """
     if not isinstance(variants, dict) or not variants or not all(isinstance(v, LMVariant) for v in variants.values()):
         raise ValueError(f"variants must be a non-empty dict {{name: LMVariant}}, got {variants!r}")
@@ -265,19 +266,56 @@ def run_lm_experiment(
     if show:
         import matplotlib.pyplot as plt
 
-        print(result.table())
+        print(paired_table(result))
         plot_lm_experiment(result)
         plt.show()
     return result
 
 
-def plot_lm_experiment(result: ExperimentResult):
-    """Training loss of every variant (mean over the seeds, band from the lowest to the highest
-    seed), then one panel per measurement with one dot per seed."""
-    import matplotlib.pyplot as plt
-
+def paired_table(result: ExperimentResult, baseline: str | None = None) -> str:
+    """The baseline's measurements (mean [lowest, highest] over the seeds), then every other
+    variant's paired differences from it, seed by seed (variant − baseline; above 0: a higher loss
+    than the baseline's). ``baseline`` defaults to the first variant."""
+    names = list(result.variants)
+    baseline = baseline or names[0]
     metrics = [VALID_LOSS, LONG_LOSS]
-    fig, (left, *right) = plt.subplots(1, 1 + len(metrics), figsize=(14, 4.4), layout="constrained")
+    seeds = result.setting.seeds
+    width = max(len(name) for name in names) + 2
+    column = max(max(len(m) for m in metrics), 8 * len(seeds)) + 2
+    rows = [f"{'':<{width}}" + "".join(f"{m:>{column}}" for m in metrics)]
+    levels = "".join(f"{_mean_range(result.variants[baseline].values(m)):>{column}}" for m in metrics)
+    rows.append(f"{baseline:<{width}}{levels}")
+    rows.append(f"above: mean [lowest, highest] of the {len(seeds)} seeds; below: variant − baseline, "
+                f"seed by seed ({', '.join(map(str, seeds))})")  # fmt: skip
+    for name in names:
+        if name != baseline:
+            cells = "".join(
+                f"{' '.join(f'{d:+.3f}' for d in result.paired_differences(m, name, baseline)):>{column}}"
+                for m in metrics
+            )
+            rows.append(f"{name:<{width}}{cells}")
+    return "\n".join(rows)
+
+
+def _mean_range(values: list[float]) -> str:
+    return f"{sum(values) / len(values):.2f} [{min(values):.2f}, {max(values):.2f}]"
+
+
+def plot_lm_experiment(result: ExperimentResult, baseline: str | None = None):
+    """Left, the training loss of every variant (mean over the seeds, band from the lowest to the
+    highest seed). Then one panel per measurement with the paired differences from ``baseline``
+    (the first variant by default): one dot per seed, variant − baseline, and a line at 0. A pair
+    shares its initial weights and its batches, so its difference is free of the seed's luck."""
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    names = list(result.variants)
+    baseline = baseline or names[0]
+    others = [name for name in names if name != baseline]
+    metrics = [VALID_LOSS, LONG_LOSS]
+    fig, (left, *right) = plt.subplots(
+        1, 1 + len(metrics), figsize=(14, 4.4), layout="constrained", gridspec_kw={"width_ratios": [1.1, 1, 1]}
+    )
     window = 20
     for i, variant in enumerate(result.variants.values()):
         curves = torch.stack([_smooth(run.losses, window) for run in variant.runs if run.losses])  # (seeds, steps)
@@ -288,15 +326,26 @@ def plot_lm_experiment(result: ExperimentResult):
              title="Training loss (band: lowest to highest seed)")  # fmt: skip
     left.legend(fontsize=8)
     left.grid(alpha=0.3)
-    names = list(result.variants)
+    markers = "os^Dv"
     for ax, metric in zip(right, metrics, strict=True):
-        for i, name in enumerate(names):
-            values = result.variants[name].values(metric)
-            ax.plot(values, [i] * len(values), "o", color=f"C{i}", markersize=6)
-            ax.plot([result.variants[name].mean(metric)], [i], "|", color="black", markersize=14)
-        ax.set_yticks(range(len(names)), names if ax is right[0] else [""] * len(names))
-        ax.invert_yaxis()
-        ax.set(xlabel="nats per token (dot: one seed, bar: mean)", title=metric)
+        for row, name in enumerate(others):
+            differences = result.paired_differences(metric, name, baseline)
+            colour = f"C{names.index(name)}"
+            for k, d in enumerate(differences):
+                ax.plot([d], [row], markers[k % len(markers)], color=colour, markersize=7)
+            ax.plot([sum(differences) / len(differences)], [row], "|", color="black", markersize=16)
+        ax.axvline(0.0, color="black", lw=1.0, ls="--")
+        ax.set_yticks(range(len(others)), others if ax is right[0] else [""] * len(others))
+        ax.set_ylim(len(others) - 0.5, -0.5)
+        ax.set(xlabel="variant − baseline, nats per token (bar: mean)", title=f"{metric}: right of 0 is worse")
         ax.grid(alpha=0.3, axis="x")
-    fig.suptitle(f"{result.question} ({len(result.setting.seeds)} seeds, {result.setting.steps} steps each)")
+    seed_marks = [
+        Line2D([], [], marker=markers[k % len(markers)], color="0.3", ls="", label=f"seed {seed}")
+        for k, seed in enumerate(result.setting.seeds)
+    ]
+    right[-1].legend(handles=seed_marks, fontsize=8, loc="lower right")
+    fig.suptitle(
+        f"{result.question} Each variant against {baseline}, seed by seed "
+        f"({len(result.setting.seeds)} seeds, {result.setting.steps} steps each)"
+    )
     return fig
