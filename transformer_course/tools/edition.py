@@ -30,6 +30,9 @@ from pathlib import Path
 from .course import PACKAGE, REPOSITORY_URL
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+# The tag of a chapter cell that prints the package's exercise code (chapter 06's model on one page):
+# the student edition drops its committed output, and the learner's run prints the learner's own code.
+SHOWS_SOLUTIONS = "shows-solutions"
 CODE_STUB = "# YOUR CODE HERE"
 TEXT_STUB = "YOUR ANSWER HERE"
 
@@ -131,6 +134,20 @@ def clear_notebook(notebook):
         elif cell.cell_type == "markdown":
             cell.source = clear_text(cell.source, TEXT_STUB)
     return notebook
+
+
+def drop_solution_outputs(path: Path) -> bool:
+    """Empty the outputs of the cells of notebook ``path`` tagged :data:`SHOWS_SOLUTIONS` (in place);
+    True if there were any."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    tagged = [c for c in notebook.cells if c.cell_type == "code" and SHOWS_SOLUTIONS in c.metadata.get("tags", [])]
+    for cell in tagged:
+        cell.outputs, cell.execution_count = [], None
+    if tagged:
+        nbformat.write(notebook, path)
+    return bool(tagged)
 
 
 def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
@@ -265,6 +282,8 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "f
         shutil.copy2(root / rel, out_dir / rel)
     stub_package(out_dir / PACKAGE, hints)
     write_exercises(root / "solutions", out_dir / "exercises")
+    for notebook in sorted((out_dir / "chapters").glob("*.ipynb")):
+        drop_solution_outputs(notebook)
     readme = out_dir / "README.md"
     if readme.exists():
         readme.write_text(_banner(hints) + readme.read_text(encoding="utf-8"), encoding="utf-8")
