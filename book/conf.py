@@ -87,15 +87,22 @@ def _local_badge(app, doctree):
             image["uri"] = "/book/_static/colab-badge.svg"  # "/" = the source folder
 
 
+COLAB_TAG = "colab"  # the first code cell: it sets the course up on Colab and does nothing elsewhere
+
+
 def _for_readers(app, docname, source):
-    """Two tidy-ups of a notebook page (the downloadable .ipynb stays as committed): nbval's
-    "# NBVAL_..." marker lines are dropped; a text progress bar, stored with every update after a
-    carriage return, shows its last state only, as in a terminal or JupyterLab."""
+    """Three tidy-ups of a notebook page (the downloadable .ipynb stays as committed): the Colab
+    cell is left out (the page's Colab button and the notebook's badge open the notebook there);
+    nbval's "# NBVAL_..." marker lines are dropped; a text progress bar, stored with every update
+    after a carriage return, shows its last state only, as in a terminal or JupyterLab."""
     if not source[0].lstrip().startswith("{"):
         return
     notebook = json.loads(source[0])
     apply_carriage_returns = _course_module("pairs").apply_carriage_returns
     for cell in notebook.get("cells", []):
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if COLAB_TAG in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
         if cell.get("cell_type") == "code":  # nbval's markers are for the tests, not for readers
             lines = "".join(cell["source"]).splitlines(keepends=True)
             cell["source"] = "".join(line for line in lines if not line.startswith("# NBVAL_"))
