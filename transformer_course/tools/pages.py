@@ -103,9 +103,10 @@ def functions_called(run: Callable[[], object], package: str = "transformer_cour
     return seen
 
 
-def run_settings(profile, device: object = "cpu", precision: object = None) -> str:
+def run_settings(profile, device: object = "cpu", precision: object = None, where: str = "On this machine") -> str:
     """One sentence: the model a training profile builds and how it trains it (a
-    :class:`~transformer_course.training.TrainingProfile` or chapter 09's ``SentenceProfile``)."""
+    :class:`~transformer_course.training.TrainingProfile` or chapter 09's ``SentenceProfile``).
+    ``precision``: None (float32), a :class:`~transformer_course.step.MixedPrecision` or its dtype."""
     p = profile
     layers = f"{p.n_layers} encoder and {p.n_layers} decoder layer{'s' if p.n_layers > 1 else ''}"
     model = f"d_model = {p.d_model}, {p.n_heads} heads, {layers}, d_ff = {p.d_ff}"
@@ -117,8 +118,9 @@ def run_settings(profile, device: object = "cpu", precision: object = None) -> s
         batches, words = f"{p.steps:,} steps of {p.batch_size} sentences", ""
     scale = "the paper's" if p.lr_scale == 1 else f"{p.lr_scale:g} × the paper's"
     clip = f", gradients clipped to norm {p.max_grad_norm:g}" if p.max_grad_norm else ""
-    arithmetic = "float32" if precision is None else f"mixed precision ({str(precision.dtype).removeprefix('torch.')})"
+    dtype = getattr(precision, "dtype", precision)
+    arithmetic = "float32" if dtype is None else f"mixed precision, {str(dtype).removeprefix('torch.')}"
     kind = getattr(device, "type", str(device))
-    return (f"On this machine ({kind}, {arithmetic}): a Transformer with {model}, trained for {batches}{words}; "
-            f"learning rate: {scale} schedule with {p.warmup_steps:,} warm-up steps, label smoothing "
-            f"{p.smoothing:g}{clip}, seed {p.seed}.")  # fmt: skip
+    return (f"{where} ({kind}, {arithmetic}): a Transformer with {model}, trained for {batches}{words}; "
+            f"learning rate: {scale} schedule with {p.warmup_steps:,} warm-up steps; label smoothing "
+            f"{p.smoothing:g}{clip}; seed {p.seed}.")  # fmt: skip
