@@ -292,8 +292,8 @@ ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size V (log scale)",
 fig.tight_layout()
 
 # %% [markdown]
-# Our sentences use about 1,700 distinct words. So beyond about 2,650 tokens BPE has nothing left
-# to merge: asking for 4,000 gives 2,654. Below ~600, the sentences get longer quickly. We take
+# Our sentences use about 1,700 distinct words. So beyond about 2,700 tokens BPE has nothing left
+# to merge: asking for 4,000 gives 2,698. Below ~600, the sentences get longer quickly. We take
 # V = 1,000 on the CPU: sentences of about 14 tokens, and 128,000 embedding parameters, about an
 # eighth of the model. A quarter of its tokens are seen fewer than 10 times. The paper's 37,000
 # tokens serve 4.5 million sentence pairs of WMT 2014 English–German. That corpus mixes European
