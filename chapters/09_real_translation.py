@@ -378,6 +378,8 @@ fig.tight_layout()
 # passes to over-fit. Every 50 steps a callback (chapter 07's `Evaluation`) keeps a copy of the
 # weights near the end, for checkpoint averaging (section 7). Every `profile.eval_every` steps it
 # also translates 300 validation sentences, so that we can see how the score grows with the steps.
+# As in chapter 07, a cell prints what the run gives. A folded check line under the next cell tests
+# what the text claims (chapter 07's box, "How this book tests a claim").
 
 # %%
 from transformer_course.step import MixedPrecision
