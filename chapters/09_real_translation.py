@@ -19,28 +19,31 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/09_real_translation.ipynb)
 #
 # Chapter 07 trained a translator of number words, a task with 31 English words, 32 German pieces
-# and one way to say each number. Real text is different: any word may turn up, German changes its
-# articles and endings with gender and case, and moves its verbs to the end of a clause. This
-# chapter takes the model of chapter 07, unchanged, to sentences with real grammar, with the tools
-# the paper uses for real corpora: subword tokens, batches of a token budget, shared embeddings and
-# checkpoint averaging. It ends with the same training on several processes, and on corpora from
-# the Hugging Face Hub or your own files.
+# and one way to say each number. Real text is different. Any word may turn up, German changes its
+# articles and endings with gender and case, and it moves its verbs to the end of a clause. This
+# chapter takes the model of chapter 07, unchanged, to sentences with real grammar. It brings in
+# the tools the paper uses for real corpora: subword tokens, batches of a token budget, shared
+# embeddings and checkpoint averaging. It ends with the same training on several processes, and on
+# corpora from the Hugging Face Hub or your own files.
 #
 # **Learning goals**
 #
-# - cut text into subword tokens with byte-pair encoding, learn one vocabulary for both languages,
-#   share one embedding matrix between encoder, decoder and output, and measure what the size of
-#   the vocabulary trades;
+# - cut text into subword tokens with byte-pair encoding, and follow its merges by hand;
+# - learn one vocabulary for both languages, share one embedding matrix between encoder, decoder
+#   and output, and measure what the size of the vocabulary trades;
 # - batch by a token budget instead of a number of sentences, and measure the padding it saves;
 # - train on sentences, average the last checkpoints, and score the written text with sacrebleu
-#   (BLEU, chrF, exact match); read the cross-attention of a trained model head by head;
+#   (BLEU, chrF, exact match); read the cross-attention of a trained model;
 # - run the training on several processes with `torchrun` and DistributedDataParallel, and see why
 #   the ranks' gradients must be weighted by their token counts.
 #
-# **In the paper:** §3.4 (one weight matrix for both embeddings and the output layer), §5.1 (byte-pair
-# encoding with a shared vocabulary of about 37,000 tokens; batches of about 25,000 source and 25,000
-# target tokens, grouped by length), §5.2 (eight GPUs), §6.1 (the average of the last 5
-# checkpoints; BLEU).
+# **In the paper:**
+#
+# - §3.4: one weight matrix for both embeddings and the output layer;
+# - §5.1: byte-pair encoding with a shared vocabulary of about 37,000 tokens; batches of about
+#   25,000 source and 25,000 target tokens, grouped by length;
+# - §5.2: eight GPUs;
+# - §6.1: the average of the last 5 checkpoints; BLEU.
 
 # %% tags=["colab"]
 import sys
@@ -58,54 +61,33 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
-# %%
-import tempfile
-from collections import Counter
-from pathlib import Path
-
+# %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
-import sacrebleu
-import seaborn as sns
 import torch
 
 from transformer_course import pick_device
-from transformer_course.averaging import average_state_dicts
-from transformer_course.batching import batch_indices, make_batch
-from transformer_course.datasets.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
 from transformer_course.datasets.sentences import sentence_splits, sentence_tokens
-from transformer_course.decoding import cross_attention_maps, greedy_decode
 from transformer_course.evaluation import evaluate, translate
-from transformer_course.loss import label_smoothed_cross_entropy
-from transformer_course.sentence_training import (
-    SENTENCE_GPU_PROFILE,
-    pick_sentence_profile,
-    shared_tokenizer,
-    training_examples,
-)
-from transformer_course.step import MixedPrecision
-from transformer_course.subwords import subword_task, tokenizer_summary
-from transformer_course.token_batches import padding_stats, shard, token_batches
-from transformer_course.tools.claims import expect_at_least, expect_at_most, expect_between
+from transformer_course.sentence_training import pick_sentence_profile, shared_tokenizer
 from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
-from transformer_course.tools.plots import plot_history
-from transformer_course.training import Evaluation, History, build_model, fit, prepare_training
-from transformer_course.vocab import Vocab
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 
 device = pick_device()  # CUDA, then Apple's MPS, then the CPU
-profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA
-print("device:", device.type)
-print(profile)
+profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA (section 5 prints it)
 
 # %% [markdown]
-# **Where we are.** The model is the one of the map, unchanged. What changes is at its two ends:
-# the tokens (subwords learned from the text, one vocabulary for both languages, one matrix for
-# both embeddings and the output layer) and the training (batches of a token budget, several
-# processes, averaged checkpoints). In the paper's notation the source and target vocabularies are
-# now one: $V_\text{src} = V_\text{tgt}$.
+# ## Where we are
+#
+# The model is the one of the map, unchanged. What changes is at its two ends:
+#
+# - the tokens: subwords learned from the text, one vocabulary for both languages, one matrix for
+#   both embeddings and the output layer;
+# - the training: batches of a token budget, several processes, averaged checkpoints.
+#
+# In the paper's notation the source and target vocabularies are now one: $V_\text{src} = V_\text{tgt}$.
 # The [notation page](../book/notation.md) lists the letters.
 
 # %%
@@ -116,28 +98,34 @@ architecture_map(["tokens", "embeddings", "training"])
 #
 # Corpora such as WMT live on servers that come and go (the Annotated Transformer's Multi30k
 # download died with its host), and training on them takes GPU hours. So, as in chapter 07, the
-# course makes its own data: `datasets/sentences.py` writes English sentences and their German
-# translations from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German
-# grammar, seeded, in any amount. The German is what a learner of German fights with: three genders
-# and their cases (*der Hund*, *den Hund*, *dem Hund*), adjective endings that depend on the article
-# (*der alte Mann*, *ein alter Mann*), the verb in second place (*Manchmal gibt die Schwester …*),
-# the verb at the end of a subordinate clause (*…, dass sie die Gläser sieht*), the perfect tense,
-# which puts the participle at the end (*hat … gefunden*), the genitive after its noun (*der Hund
-# des Mannes*), object pronouns that move forward (*gibt ihm den Ball*), and *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and
-# turns "must not" into *darf nicht*. The English has almost none of it, so the model must work out
-# case and gender from roles and nouns, and attention must reorder. (The generator is checked on
-# 60,000 pairs for the mistakes a reader found in an earlier version: "wanted to live" with no
-# place, "must … no X" as *muss kein X*, which means "need not", and clauses joined by *while* in
-# two tenses; `tests/test_sentences.py`.)
+# course makes its own data. `datasets/sentences.py` writes English sentences and their German
+# translations from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of
+# German grammar, seeded, in any amount. The German is what a learner of German fights with:
+#
+# - three genders and their cases: *der Hund*, *den Hund*, *dem Hund*;
+# - adjective endings that depend on the article: *der alte Mann*, *ein alter Mann*;
+# - the verb in second place: *Manchmal gibt die Schwester …*;
+# - the verb at the end of a subordinate clause: *…, dass sie die Gläser sieht*;
+# - the perfect tense, which puts the participle at the end: *hat … gefunden*;
+# - the genitive after its noun: *der Hund des Mannes*;
+# - object pronouns that move forward: *gibt ihm den Ball*;
+# - *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and turns "must not" into
+#   *darf nicht*.
+#
+# The English has almost none of it. So the model must work out case and gender from roles and
+# nouns, and attention must reorder.
 
 # %%
+# tests/test_sentences.py checks the generator on 60,000 pairs for the mistakes a reader found in an
+# earlier version: "wanted to live" with no place, "must … no X" as "muss kein X" (which means "need
+# not"), and clauses joined by "while" in two tenses.
 texts = sentence_splits(n_train=profile.n_train)  # {"train", "valid", "test"}: (English, German) pairs
 print({split: len(pairs) for split, pairs in texts.items()})
 for en, de in [texts["test"][i] for i in (1, 9, 11, 16, 8, 36)]:
     print(f"{en}\n    → {de}")
 
 # %% [markdown]
-# A sentence goes to training, validation or test by a hash of its German text, so no German
+# A sentence goes to training, validation or test by a hash of its German text. So no German
 # sentence of the test set is ever a training target, not even as the translation of another
 # English wording. The test set depends only on the seed: it stays the same when training grows.
 
@@ -164,6 +152,8 @@ print(f"English words per training sentence: {min(words)} to {max(words)}, mean 
 # saw:
 
 # %%
+from transformer_course.vocab import Vocab
+
 word_vocab = Vocab.build(sentence_tokens(text) for pair in texts["train"] for text in pair)
 unseen = "The astronaut gives the dog a Hundehütte."
 print(len(word_vocab), "words;", sentence_tokens(unseen), "→")
@@ -172,18 +162,43 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 # %% [markdown]
 # ### Byte-pair encoding
 #
-# Byte-pair encoding (Sennrich et al., 2016; the paper's §5.1 cites it with reference [3], which in
-# its list is Britz et al., 2017, a study that used it) learns subwords from the
-# training text. It starts with one token per character, counts how often each pair of neighbouring
-# tokens occurs, merges the most frequent pair into a new token, and repeats until the vocabulary has
-# the size we asked for. The merges are the tokenizer: a new text is cut into characters and the
-# merges are applied in the order they were learned.
+# Byte-pair encoding (BPE; Sennrich et al., 2016) learns subwords from the training text. (The
+# paper's §5.1 cites it with reference [3], which in its list is Britz et al., 2017, a study that
+# used it.) BPE starts with one token per character. It counts how often each pair of neighbouring
+# tokens occurs, merges the most frequent pair into a new token, and repeats until the vocabulary
+# has the size we asked for. The merges are the tokenizer: a new text is cut into characters, and
+# the merges are applied in the order they were learned.
 #
-# We use Hugging Face's `tokenizers` library (`subwords.py`). It is well kept and widely used, trains
-# offline from a list of strings in well under a second here (it is written in Rust), and a trained
-# tokenizer is one JSON string, which travels inside our checkpoints as plain data and which you can
-# open and read. `sentencepiece` would serve as well; its model file is a binary protocol buffer.
-# Each word start is marked with "▁", so decoding gives the text back exactly.
+# Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
+# times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word (the
+# convention of the tokenizer below). Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*,
+# *widest*), and so does *s t*. On a tie, the pair whose left symbol is older wins. Single letters
+# are older than merged symbols, and among themselves go by their code: *e* before *s*, every
+# letter before "▁". So *e s* comes first, then *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur
+# 7 times each. *l o* wins, and two more merges make *▁low* one token. `bpe_merges` (exercise
+# ex09_3, the end of this section) learns the merges; the cell shows each word after each merge.
+
+# %%
+import re
+
+from transformer_course.subwords import bpe_merges  # exercise ex09_3
+
+counts = {"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3}  # Sennrich et al. (2016), section 3.2
+merges = bpe_merges(counts, 8)
+symbols = {word: " ".join(word) for word in counts}  # each word as its symbols, space-separated
+width = {word: len(spaced) + 3 for word, spaced in symbols.items()}  # a column per word
+print((f"{'merge':14}" + "".join(f"{word} ×{n}".ljust(width[word]) for word, n in counts.items())).rstrip())
+for k, (left, right) in enumerate(merges, start=1):
+    pair = rf"(?<!\S){re.escape(left)} {re.escape(right)}(?!\S)"  # the two symbols, side by side
+    symbols = {word: re.sub(pair, left + right, spaced) for word, spaced in symbols.items()}
+    print((f"{k}. {left} + {right}".ljust(14) + "".join(symbols[word].ljust(width[word]) for word in counts)).rstrip())
+
+# %% [markdown]
+# We use Hugging Face's `tokenizers` library (`subwords.py`). It is well kept and widely used, and
+# it trains offline from a list of strings in well under a second here (it is written in Rust). A
+# trained tokenizer is one JSON string: it travels inside our checkpoints as plain data, and you
+# can open and read it. `sentencepiece` would serve as well; its model file is a binary protocol
+# buffer. Each word start is marked with "▁", so decoding gives the text back exactly.
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
 # same: `shared_tokenizer` trains on the English and the German training sentences.
@@ -199,17 +214,17 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
 # %% [markdown]
 # ### The merges, learned from scratch
 #
-# Nothing in BPE's training is hidden in the library. Cut the texts as the tokenizer does ("▁" at
-# word starts, punctuation apart) and count how often each piece occurs; then, merge after merge:
-# count the neighbouring pairs of symbols in every word, each weighted by the word's count, join the
-# most frequent pair everywhere, and count again. Where two pairs are equally frequent, `tokenizers`
-# takes the one whose symbols it made first (characters in code-point order, then merged symbols in
-# the order they were made); follow that rule and the merges agree one for one. `bpe_merges` in
-# `subwords.py` is that loop (exercise ex09_3); here it runs on our training sentences, next to the
-# tokenizer trained above.
+# Nothing in BPE's training is hidden in the library. Cut the texts as the tokenizer does: "▁" at
+# word starts, punctuation apart. Count how often each piece occurs. Then, merge after merge, count
+# the neighbouring pairs of symbols in every word, each weighted by the word's count; join the most
+# frequent pair everywhere, and count again. Where two pairs are equally frequent, `tokenizers`
+# takes the one whose symbols it made first: characters in code-point order, then merged symbols
+# in the order they were made. Follow that rule and the merges agree one for one. `bpe_merges` in
+# `subwords.py` is that loop (exercise ex09_3). Here it runs on our training sentences, next to
+# the tokenizer trained above.
 
 # %%
-from transformer_course.subwords import bpe_merges, pretokenized_words  # exercise ex09_3
+from transformer_course.subwords import pretokenized_words
 
 words = pretokenized_words(text for pair in texts["train"] for text in pair)  # piece → how often it occurs
 ours = bpe_merges(words, 50)
@@ -228,6 +243,8 @@ print(f"all {len(ours)} merges agree")
 # punctuation and pieces that both languages build words from.
 
 # %%
+from collections import Counter
+
 used = {"en": Counter(), "de": Counter()}  # how often each language uses each token
 for en, de in texts["train"][:20_000]:
     used["en"].update(tokenizer.tokens(en))
@@ -239,12 +256,14 @@ print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + use
 # %% [markdown]
 # ### What the vocabulary size trades
 #
-# A bigger vocabulary gives shorter sequences (less attention and feed-forward work per sentence,
-# shorter distances to attend over) but a bigger embedding matrix, and rarer tokens, each of which
-# the model sees fewer times during training. We train BPE at several sizes on part of the training
-# text and measure on the validation sentences.
+# A bigger vocabulary gives shorter sequences: less attention and feed-forward work per sentence,
+# and shorter distances to attend over. But it also gives a bigger embedding matrix, and rarer
+# tokens, each of which the model sees fewer times during training. We train BPE at several sizes
+# on part of the training text and measure on the validation sentences.
 
 # %%
+from transformer_course.subwords import subword_task, tokenizer_summary
+
 sample = texts["train"][:20_000]
 valid_texts = [text for pair in texts["valid"] for text in pair]
 rows = []
@@ -274,23 +293,26 @@ ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size V (log scale)",
 fig.tight_layout()
 
 # %% [markdown]
-# Our sentences use about 1,700 distinct words, so beyond about 2,650 tokens BPE has nothing left
-# to merge (asking for 4,000 gives 2,654); below ~600 the sentences get longer quickly. We take
-# V = 1,000 on the CPU: sentences of about 14 tokens, 128,000 embedding parameters (about an eighth
-# of the model), and a quarter of the tokens seen fewer than 10 times. The paper's 37,000 tokens serve 4.5 million sentence pairs of news;
-# a real corpus wants a larger V than our small grammar does.
+# Our sentences use about 1,700 distinct words. So beyond about 2,700 tokens BPE has nothing left
+# to merge: asking for 4,000 gives 2,698. Below ~600, the sentences get longer quickly. We take
+# V = 1,000 on the CPU: sentences of about 14 tokens, and 128,000 embedding parameters, about an
+# eighth of the model. A quarter of its tokens are seen fewer than 10 times. The paper's 37,000
+# tokens serve 4.5 million sentence pairs of WMT 2014 English–German. That corpus mixes European
+# Parliament proceedings, text crawled from the web and news commentary, and its test set is
+# newstest2014. Real text like that wants a larger V than our small grammar does.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #
-# With one vocabulary, token *i* means the same string on both sides, and the paper goes one step
+# With one vocabulary, token *i* means the same string on both sides. The paper goes one step
 # further: the source embedding, the target embedding and the output layer (the pre-softmax linear
-# transformation) are **one matrix**. Chapter 01 tied the output layer to the target embedding; with
-# `share_embeddings=True` the source embedding is that matrix too. A token shared by the two
+# transformation) are **one matrix**. Chapter 01 tied the output layer to the target embedding;
+# with `share_embeddings=True` the source embedding is that matrix too. A token shared by the two
 # languages (a comma, the period, a piece both build words from) then has one vector, trained by
-# both sides, and the model has
-# two V × D matrices fewer than with three separate ones.
+# both sides. And the model has one V × D matrix where chapter 07's had two.
 
 # %%
+from transformer_course.training import build_model
+
 task = subword_task(texts, tokenizer, name="sentences-en-de")  # the pairs in subword tokens
 shared = build_model(task, profile, share_embeddings=True)
 separate = build_model(task, profile)  # chapter 07's model: the output layer tied to the target embedding only
@@ -301,19 +323,23 @@ print(f"shared embeddings: {shared.num_parameters():,} parameters; separate sour
 # %% [markdown]
 # ## 4. Batches of a token budget (§5.1)
 #
-# A batch of 128 sentences is as long as its longest sentence; with sentences of 3 to 25 tokens,
+# A batch of 128 sentences is as long as its longest sentence. With sentences of 3 to 25 tokens,
 # most of the rectangle is padding, computed and thrown away. Chapter 07 sorted sentences into
-# buckets of similar length, which helps; the paper goes further: each batch holds "approximately
-# 25000 source tokens and 25000 target tokens". `token_batches` sorts the examples by length and
+# buckets of similar length, which helps. The paper goes further: each batch holds "approximately
+# 25000 source tokens and 25000 target tokens". `token_batches` sorts the examples by length. It
 # fills each batch until one more example would push *count × longest* over the budget
-# (`max_tokens`), for the source and the target (that step is `pack`, exercise ex09_1); then it
-# shuffles the batches. A batch holds many
-# short sentences or a few long ones, and the work per step is about the same every step.
+# (`max_tokens`), for the source and for the target; that step is `pack`, exercise ex09_1. Then it
+# shuffles the batches. A batch holds many short sentences or a few long ones, and the work per step
+# is about the same every step.
 #
-# Long pairs first: a real corpus holds some pages-long "sentences" that fit no budget;
+# Long pairs first: a real corpus holds some pages-long "sentences" that fit no budget.
 # `training_examples` leaves out pairs longer than `profile.max_sentence_tokens` (none here).
 
 # %%
+from transformer_course.batching import batch_indices
+from transformer_course.sentence_training import training_examples
+from transformer_course.token_batches import padding_stats, token_batches
+
 examples, left_out = training_examples(task, profile)
 src_lengths, tgt_lengths = [len(s) for s, _ in examples], [len(t) for _, t in examples]
 budget = token_batches(src_lengths, tgt_lengths, profile.max_tokens, seed=0)
@@ -341,42 +367,47 @@ ax.legend()
 fig.tight_layout()
 
 # %% [markdown]
-# Random batches waste over 40% of the work on padding; bucketing wastes much less; the token
-# budget wastes almost nothing and, unlike the other two, never makes a batch bigger than the
-# budget, so a budget that fits in memory once fits always.
+# Random batches waste over 40% of the work on padding, and bucketing wastes much less. The token
+# budget wastes almost nothing. And unlike the other two, it never makes a batch bigger than the
+# budget: a budget that fits in memory once fits always.
 #
 # ## 5. Training on sentences
 #
-# The model, the loss, the warm-up schedule and the loop are chapter 07's. New: subword tokens,
-# shared embeddings and token batches. The CPU profile trains chapter 07's model (d_model 128,
-# 2 + 2 layers) on batches of 1,024 tokens (about 60 sentences) for a fixed number of steps. It is
-# seeded, so a second run on the same computer gives the same numbers; another computer adds its
-# floats in another order and trains a slightly different model, so the cells below print the scores
-# and then check them against ranges that hold on every machine we tried. It trains without dropout
-# because it sees each training sentence only about 1.4 times, too few passes to over-fit. Every
-# 50 steps a callback (chapter 07's `Evaluation`) keeps a copy of the weights near the end, for
-# checkpoint averaging (section 7), and every `profile.eval_every` steps it translates 300
-# validation sentences, so that we can see how the score grows with the steps.
+# The model, the loss, the warm-up schedule and the loop are chapter 07's. New are the subword
+# tokens, the shared embeddings and the token batches. The settings are printed below. The CPU run
+# trains without dropout, because it sees each training sentence only about 1.4 times: too few
+# passes to over-fit. Every 50 steps a callback (chapter 07's `Evaluation`) keeps a copy of the
+# weights near the end, for checkpoint averaging (section 7). Every `profile.eval_every` steps it
+# also translates 300 validation sentences, so that we can see how the score grows with the steps.
+# As in chapter 07, a cell prints what the run gives. A folded check line under the next cell tests
+# what the text claims (chapter 07's box, "How this book tests a claim").
 
 # %%
+from transformer_course.step import MixedPrecision
+from transformer_course.tools.pages import run_settings
+from transformer_course.training import prepare_training
+
+print(run_settings(profile, device, MixedPrecision.for_device(device)))
 # chapter 07's prepare_training: seed → model → optimizer → scheduler → batches; a SentenceProfile
 # makes the model with shared embeddings and the batches of its token budget
 run = prepare_training(task, profile, device)
 model = run.model
-# what the chapter claims about this run, checked after it: bounds below what we measured over seeds
-# and two kinds of CPU arithmetic (see chapter 07, section 6). A GPU's longer run ends at a lower
-# learning rate, where averaging has less noise to remove: there we claim only that it does not hurt.
-# On the CPU the chapter states where its short run ends: a range, not only a floor (the GPU's longer
-# run may end anywhere above the floor). The second half of the run must still gain (section 5).
+# What the chapter claims about this run, checked after it: bounds below what we measured over seeds
+# and two kinds of CPU arithmetic (chapter 07's box, "How this book tests a claim"). A GPU's longer run
+# ends at a lower learning rate, where averaging has less noise to remove: there we claim only that it
+# does not hurt. On the CPU the chapter states where its short run ends: a range, not only a floor
+# (the GPU's longer run may end anywhere above the floor). The second half of the run must still gain.
 on_cpu = device.type == "cpu"
 CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
           "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
 keep_every, n_kept = 50, 5
 kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
-print(f"{model.num_parameters():,} parameters; {profile.steps} steps; weights kept at steps {kept_at}")
+print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+from transformer_course.training import Evaluation, History, fit
+
 history, snapshots = History(), {}
 
 
@@ -391,29 +422,33 @@ def keep_and_validate(m: torch.nn.Module) -> dict:
 
 history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options,
               evaluation=Evaluation(keep_and_validate, every=keep_every), history=history)  # fmt: skip
-print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
+print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+from transformer_course.tools.plots import plot_history
+
 fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
 # The green points are the share of 300 validation sentences translated exactly right, against the
-# steps. The curve has not flattened when the run stops: it ends here because a chapter must run
-# in minutes on a laptop, not because the model has learned all it can. What do more steps buy?
-# Try it from a terminal (the same recipe, longer; about a minute per 700 steps on a 2-core CPU):
+# steps. The curve has not flattened when the run stops. It ends here because a chapter must run in
+# minutes on a laptop, not because the model has learned all it can. What do more steps buy? Try it
+# from a terminal: the same recipe, longer, about a minute per 700 steps on a 2-core CPU.
 #
 # ```bash
 # python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt
 # python -m transformer_course evaluate sentences.pt
 # ```
 #
-# Each training sentence is then seen about five times; without dropout the model may begin to
+# Each training sentence is then seen about five times. Without dropout the model may begin to
 # memorise, and the validation score tells you when more steps stop helping. The check below claims
 # only what holds for this short run on any machine: the last stretch of training still pays.
 
-# %%
+# %% tags=["hide-output"]
+from transformer_course.tools.claims import expect_at_least, expect_at_most, expect_between
+
 exact = {e["step"]: e["exact_match"] for e in history.evals}
 halfway = max(step for step in exact if step <= profile.steps // 2)
 expect_at_least("validation exact match gained in the second half of training", exact[profile.steps] - exact[halfway],
@@ -423,16 +458,18 @@ expect_at_least("validation exact match gained in the second half of training", 
 # ## 6. Scoring the written text with sacrebleu
 #
 # For number words chapter 07 counted BLEU over German pieces, since a number is a single word.
-# For sentences, BLEU is computed on the **written text**, detokenized, and sacrebleu tokenizes it
-# with its own standard tokenizer ("13a"). That makes the score independent of how *our* model cut
-# its words: BLEU over subword pieces counts a word of three pieces as three words, so a system
-# with a smaller vocabulary would get a different score for the same translation. (Post, 2018,
+# For sentences, BLEU is computed on the **written text**, detokenized, and sacrebleu cuts it into
+# words with its own standard tokenizer ("13a"). That makes the score independent of how *our* model
+# cut its words. BLEU over subword pieces counts a word of three pieces as three words, so a system
+# with a smaller vocabulary would get a different score for the same translation. Post (2018),
 # *A Call for Clarity in Reporting BLEU Scores*, shows differences of up to 1.8 BLEU from
-# tokenization alone.) `evaluate(..., bleu_on="text")` does it; chrF compares character n-grams,
-# and exact match counts the sentences that are entirely right.
+# tokenization alone. `evaluate(..., bleu_on="text")` does it. chrF compares character n-grams, and
+# exact match counts the sentences that are entirely right.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+import sacrebleu
+
 scores = evaluate(model, task.test, task, bleu_on="text")
 print("test, 1,000 sentences:", scores)
 hypotheses = translate(model, [s for s, _ in task.test], task)  # evaluate's limit: source length + 50 (§6.1)
@@ -443,12 +480,7 @@ pieces = [" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in task.test]
 pieces_bleu = sacrebleu.corpus_bleu(*pieces, force=True)  # force: yes, these are tokens on purpose
 print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparable with other systems)")
 
-# %% [markdown]
-# These scores come from a model trained on *your* computer, so they differ a little from anyone
-# else's. What the chapter claims about them, and checks (the margins come from several seeds and
-# two kinds of CPU arithmetic; a broken mask or an unshifted target fails them by far):
-
-# %%
+# %% tags=["hide-output"]
 expect_between("test exact match", scores["exact_match"], *CLAIMS["exact_match"], "%")
 expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 
@@ -464,14 +496,16 @@ for i in wrong[:5]:
 #
 # The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
 # in training the weights move around the bottom of a valley, pushed one way and then another by
-# the batches; the mean of several of those points can lie nearer the middle than any one of them.
-# `average_state_dicts` takes the element-wise mean (exercise ex09_2; it works for any `state_dict`
-# of one architecture; `average_checkpoints` does the same for checkpoint files, and
-# `python -m transformer_course average` from the command line). We average the last 2,
-# 3 and 5 of our kept weights and score each on the test set.
+# the batches. The mean of several of those points can lie nearer the middle than any one of them.
+# `average_state_dicts` takes the element-wise mean (exercise ex09_2). It works for any
+# `state_dict` of one architecture; `average_checkpoints` does the same for checkpoint files, and so
+# does `python -m transformer_course average` from the command line. We average the last 2, 3 and 5
+# of our kept weights and score each on the test set.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+from transformer_course.averaging import average_state_dicts
+
 final = snapshots[kept_at[-1]]
 averaged_scores = {1: scores}
 for n in (2, 3, 5):
@@ -482,31 +516,35 @@ print("checkpoints averaged   exact match   BLEU    chrF")
 for n, s in averaged_scores.items():
     print(f"{n:>20}   {s['exact_match']:11.2f}   {s['bleu']:5.2f}   {s['chrf']:5.2f}")
 
-# %%
+# %% tags=["hide-output"]
 gain = averaged_scores[5]["exact_match"] - averaged_scores[1]["exact_match"]
 expect_at_least("exact match gained by averaging the last 5 kept weights", gain, CLAIMS["averaging_gain"], "points")
 
 # %% [markdown]
-# Averaging helped: the mean of the last kept weights translates more test sentences exactly than
-# the final weights alone (the table above; the check asks for a gain beyond what we saw vary
-# between runs), for the price of one pass over five state dicts. Our five snapshots lie 50 steps
-# apart at the end of a short run whose learning rate is still fairly high, so each one is a noisy
+# Averaging helped. The mean of the last kept weights translates more test sentences exactly than
+# the final weights alone (the table above). The folded check asks for a gain beyond what we saw
+# vary between runs. Its price is one pass over five state dicts. Our five snapshots lie 50 steps
+# apart at the end of a short run whose learning rate is still fairly high. So each one is a noisy
 # point around where the training is heading, and their mean removes much of that noise. The paper
 # averaged checkpoints written 10 minutes apart after 12 hours of training, where the weights move
-# much less between checkpoints; how much averaging gains there is not something this run can
-# tell. It is measured here on the test set, which is fine for a demonstration; to choose how many
-# checkpoints to average, use the validation set.
+# much less between checkpoints. How much averaging gains there, this run cannot tell. We measure it
+# on the test set, which is fine for a demonstration; to choose how many checkpoints to average, use
+# the validation set.
 #
 # ## 8. What the decoder reads: cross-attention on a real sentence
 #
-# Chapter 08 showed the cross-attention of the numbers model, head by head. Here are the four heads
-# of the last decoder layer on a real sentence whose verb moves: the first test sentence with a
-# *dass* clause that the model translates exactly (which sentence that is depends on the model your
-# run trained). In English the verb of the clause comes right after its subject; in German it comes
-# last.
+# Chapter 08 showed the cross-attention of the numbers model, head by head. Here is the last decoder
+# layer on a real sentence whose verb moves: the first test sentence with a *dass* clause that the
+# model translates exactly. In English the verb of the clause comes right after its subject; in
+# German it comes last. The map averages the layer's heads: rows are the German tokens being
+# written, columns the English tokens they read. The box marks the clause's last word.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+from IPython.display import Markdown, display
+
+from transformer_course.decoding import cross_attention_maps, greedy_decode
+
 example = next(i for i, (_, de) in enumerate(texts["test"]) if ", dass " in de and hyp_text[i] == ref_text[i])
 print(texts["test"][example][0])
 src = torch.tensor([task.src_vocab.encode(task.test[example][0])], device=device)  # (1, S)
@@ -515,41 +553,65 @@ maps = cross_attention_maps(model, src, hyp)  # (layers, 1, H, T, S)
 source_tokens = task.test[example][0]
 target_tokens = task.tgt_vocab.decode(hyp[0].tolist()) + ["<eos>"]
 print(tokenizer.decode(hyp[0].tolist()))
-fig, axes = plt.subplots(1, maps.shape[2], figsize=(4.1 * maps.shape[2], 4.4), sharey=True)
-for head, ax in enumerate(axes):
-    weights = maps[-1, 0, head, : len(target_tokens), : len(source_tokens)].cpu()  # (T, S)
-    sns.heatmap(weights, ax=ax, cmap="Blues", vmin=0, vmax=1, square=True, cbar=head == len(axes) - 1,
-                cbar_kws={"label": "attention weight"}, xticklabels=source_tokens, yticklabels=target_tokens)  # fmt: skip
-    ax.set_title(f"layer {maps.shape[0]}, head {head + 1}")
-    ax.set_xlabel("English source token")
-    ax.tick_params(axis="x", labelrotation=70, labelsize=8)
-    ax.tick_params(axis="y", labelrotation=0, labelsize=8)
-axes[0].set_ylabel("German token being written")
-fig.suptitle("Cross-attention of the last layer, head by head, on a verb-final 'dass' clause", y=1.02)
+weights = maps[-1, 0].mean(dim=0)[: len(target_tokens), : len(source_tokens)].cpu()  # (T, S): heads averaged
+
+
+def word_of(tokens: list[str], i: int) -> range:
+    """The positions of the word that token ``i`` belongs to (a word starts with "▁")."""
+    start = next(j for j in range(i, -1, -1) if tokens[j].startswith("▁"))
+    end = next((j for j in range(i + 1, len(tokens)) if tokens[j].startswith("▁") or not tokens[j].isalpha()),
+               len(tokens))  # fmt: skip
+    return range(start, end)
+
+
+verb = word_of(target_tokens, target_tokens.index(".") - 1)  # the last word before the period: the verb
+before = word_of(target_tokens, verb.start - 1)  # the German word before it
+read = {name: word_of(source_tokens, int(weights[rows].sum(dim=0).argmax()))  # the English word read most
+        for name, rows in (("verb", verb), ("before", before))}  # fmt: skip
+text = lambda tokens, span: "".join(tokens[i] for i in span).replace("▁", "")  # noqa: E731
+
+fig, ax = plt.subplots(figsize=(9, 7.5))
+image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+ax.set_xticks(range(len(source_tokens)), source_tokens, rotation=60, ha="right", fontsize=10)
+ax.set_yticks(range(len(target_tokens)), target_tokens, fontsize=10)
+ax.add_patch(plt.Rectangle((-0.5, verb.start - 0.5), len(source_tokens), len(verb), fill=False, ec="tab:red", lw=2))
+ax.set(xlabel="English source token (read)", ylabel="German token being written")
+ax.set_title(f"Writing '{text(target_tokens, verb)}', the clause's last word, the decoder reads "
+             f"'{text(source_tokens, read['verb'])}'", fontsize=11)  # fmt: skip
+fig.colorbar(image, ax=ax, shrink=0.7, label="attention weight (mean of the heads)")
 fig.tight_layout()
+plt.show()
+jump = read["before"].start - read["verb"].start
+display(Markdown(
+    f"**This run:** to write *{text(target_tokens, verb)}*, the decoder reads mostly "
+    f"*{text(source_tokens, read['verb'])}*. For the German word before it, *{text(target_tokens, before)}*, "
+    f"it read *{text(source_tokens, read['before'])}*: "
+    + (f"the verb sends it {jump} source tokens back to the left." if jump > 0 else "no jump back this time.")
+))  # fmt: skip
 
 # %% [markdown]
-# Read the maps from the top. Where German follows the English word for word, the heads walk down
-# the diagonal, each German token reading the English token it translates. Then look at the last
-# word of the *dass* clause, the verb: to write it, the heads jump back to the English verb, several
-# source tokens to the left, past everything German has moved in between; the period and `<eos>`
-# return to the end. That jump is the verb-final word order of a *dass* clause, learnt from
-# examples and carried out by attention alone. Look also at how the heads treat subwords: a word
-# cut into a stem and an ending on both sides is often read stem to stem and ending to ending. (Not
-# every head shows each of these, and which one does changes from run to run.)
+# Read the map from the top. Where German follows the English word for word, the weights walk down
+# the diagonal: each German token reads the English token it translates. Then comes the last word
+# of the *dass* clause, the verb, in the box. To write it, the decoder jumps back to the English
+# verb, several source tokens to the left, past everything German has moved in between. The line
+# under the map says what this run's model did. That jump is the verb-final word order of a *dass*
+# clause, learnt from examples and carried out by attention alone. Look also at the subwords: a
+# word cut into a stem and an ending on both sides is often read stem to stem and ending to ending.
 #
 # ## 9. Several processes: DistributedDataParallel
 #
 # The paper trained on 8 GPUs (§5.2). PyTorch's way is **DistributedDataParallel** (DDP):
 # `torchrun --nproc-per-node N` starts N copies of the training program, the *ranks*. Each holds a
-# whole replica of the model and takes its own share of the batches: every rank computes the same
-# list of token batches (same seed) and takes every N-th one, starting at its rank (`shard`,
-# which first tops the list up so that every rank gets as many batches). After the backward pass
-# the ranks add up their gradients (an *all-reduce*, over NCCL between GPUs or gloo between CPU
-# processes), every replica makes the same update, and the replicas stay equal. Only rank 0
+# whole replica of the model and takes its own share of the batches. Every rank computes the same
+# list of token batches (same seed) and takes every N-th one, starting at its rank. That is
+# `shard`, which first tops the list up so that every rank gets as many batches. After the backward
+# pass the ranks add up their gradients: an *all-reduce*, over NCCL between GPUs or gloo between
+# CPU processes. Every replica makes the same update, and the replicas stay equal. Only rank 0
 # evaluates and writes the checkpoint.
 
 # %%
+from transformer_course.token_batches import shard
+
 ranks = 2
 first_batches = [[i] for i in range(7)]  # stand-ins for one epoch's 7 batches
 for rank in range(ranks):
@@ -558,12 +620,15 @@ for rank in range(ranks):
 # %% [markdown]
 # > **Common mistake — averaging the ranks' losses.** DDP's default all-reduce takes the *mean* of
 # > the ranks' gradients. Each rank's loss is already a mean over its own tokens, so that is a mean
-# > of means: with token batches the ranks hold different numbers of tokens, and a token on a rank
-# > with few tokens counts more than a token on a busy rank. The step is then not the step one
-# > process would make on all the ranks' sentences together. Below, two "ranks" in one process: a
-# > batch of short sentences and a batch of long ones.
+# > of means. With token batches the ranks hold different numbers of tokens. A token on a rank with
+# > few tokens then counts more than a token on a busy rank. The step is not the step one process
+# > would make on all the ranks' sentences together. Below, two "ranks" in one process: a batch of
+# > short sentences and a batch of long ones.
 
 # %%
+from transformer_course.batching import make_batch
+from transformer_course.loss import label_smoothed_cross_entropy
+
 model.eval()  # no dropout (this profile has none anyway): the gradients are comparable
 by_length = sorted(examples, key=lambda pair: len(pair[1]))
 short, long = by_length[:40], by_length[-8:]  # two ranks' batches: 40 short sentences, 8 long ones
@@ -589,11 +654,11 @@ model.zero_grad()
 
 # %% [markdown]
 # `distributed.py` weights each rank's gradient by its share of the step's tokens, $n_r / n$, before
-# the ranks add them up: the sum of all token losses over the global token count, exactly what one
-# process computes. `World.before_step` finds the share with one small all-reduce of the token
-# counts, and a DDP *communication hook* (the function DDP calls to exchange each bucket of
-# gradients) applies it, so chapter 07's `train_step` and `fit` stay as they were; `fit` gets only a
-# `world` argument. `tests/test_distributed.py` runs two real processes and checks that they end
+# the ranks add them up. The result is the sum of all token losses over the global token count:
+# exactly what one process computes. `World.before_step` finds the share with one small all-reduce
+# of the token counts. A DDP *communication hook*, the function DDP calls to exchange each bucket
+# of gradients, applies it. So chapter 07's `train_step` and `fit` stay as they were; `fit` gets only
+# a `world` argument. The course's tests run two real processes. They check that the processes end
 # with the parameters of one process trained on the same global batches, and that without the
 # weighting they do not.
 #
@@ -607,20 +672,28 @@ model.zero_grad()
 # python -m transformer_course translate sentences.pt "The old man gives the child a ball."
 # ```
 #
-# The tokenizer travels inside the checkpoint (as plain data, read with `weights_only=True`), so
-# `translate` tokenizes your sentence as the model was trained and prints written German.
+# The tokenizer travels inside the checkpoint, as plain data read with `weights_only=True`. So
+# `translate` tokenizes your sentence as the model was trained, and prints written German.
 #
 # ## 10. Real corpora
 #
-# Where there is a network, the same command trains on a real corpus: `--dataset multi30k`
-# (29,000 image captions, the Annotated Transformer's corpus), `--dataset iwslt2017-en-de` (TED
-# talks) or `--dataset wmt14-en-de` (the paper's corpus; add `--max-pairs`), downloaded once from the
-# Hugging Face Hub with the optional `datasets` package (`pip install "transformer-course[datasets]"`)
-# and cached as plain text files with SHA-256 sums, so later runs need no network. Or your own
-# corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence per
-# line. Every failure is one line that says what to do. Here, a folder we write ourselves:
+# Where there is a network, the same command trains on a real corpus, downloaded once from the
+# Hugging Face Hub with the optional `datasets` package (`pip install "transformer-course[datasets]"`):
+#
+# - `--dataset multi30k`: 29,000 image captions, the Annotated Transformer's corpus;
+# - `--dataset iwslt2017-en-de`: TED talks;
+# - `--dataset wmt14-en-de`: the paper's corpus (add `--max-pairs`).
+#
+# They are cached as plain text files with SHA-256 sums, so later runs need no network. Or use your
+# own corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence
+# per line. Every failure is one line that says what to do. Here, a folder we write ourselves:
 
 # %%
+import tempfile
+from pathlib import Path
+
+from transformer_course.datasets.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
+
 folder = Path(tempfile.mkdtemp()) / "my_corpus"
 write_text_corpus(Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50]), folder)
 print(describe(load_text_corpus(folder)))
@@ -631,29 +704,31 @@ except CorpusError as error:
     print("CorpusError:", error)
 
 # %% [markdown]
-# On a GPU this chapter picks a bigger profile by itself (below): the paper's width, four layers
-# each side, sixteen times the token budget, and bfloat16 autocast (`MixedPrecision.for_device`)
-# on GPUs that have it.
+# On a GPU this chapter picks a bigger profile by itself: the paper's width, four layers each side
+# and sixteen times the token budget. On GPUs that have it, it runs in bfloat16 autocast
+# (`MixedPrecision.for_device`).
 
 # %%
-print(SENTENCE_GPU_PROFILE)
-print("mixed precision here:", MixedPrecision.for_device(device))
+from transformer_course.sentence_training import SENTENCE_GPU_PROFILE
+
+print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a recent GPU"))
 
 # %% [markdown]
 # ## Summary
 #
-# - Byte-pair encoding learns subword tokens from the text: frequent words stay whole, unseen words
-#   become pieces instead of `<unk>`. One vocabulary for both languages lets the source embedding,
-#   the target embedding and the output layer be one matrix (§3.4, §5.1). The vocabulary size trades
-#   sequence length against embedding size and rare tokens.
+# - Byte-pair encoding learns subword tokens from the text: frequent words stay whole, and unseen
+#   words become pieces instead of `<unk>`. One vocabulary for both languages lets the source
+#   embedding, the target embedding and the output layer be one matrix (§3.4, §5.1). The vocabulary
+#   size trades sequence length against embedding size and rare tokens.
 # - Batches of a token budget (§5.1) waste almost nothing on padding and keep every step the same
 #   size.
 # - Chapter 07's model, unchanged, learns much of German's word order and endings from examples in
-#   minutes on a CPU, though it still gets a good share of the test sentences wrong; BLEU is computed on the
-#   written text with sacrebleu's own tokenizer, so it does not depend on our tokens.
+#   a few minutes on a CPU. It still gets a good share of the test sentences wrong.
+# - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
+#   our tokens.
 # - Averaging the last checkpoints (§6.1) is free to try: measure it, as its effect depends on
 #   where in training the checkpoints lie.
-# - DistributedDataParallel runs the same loop on several processes; with token batches each rank's
+# - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
 # **Exercises:** [exercises/ex09_real_translation.ipynb](../exercises/ex09_real_translation.ipynb) —
@@ -683,34 +758,34 @@ print("mixed precision here:", MixedPrecision.for_device(device))
 # 2. What does a bigger vocabulary trade?
 #    <details><summary>Answer</summary>
 #
-#    Shorter sequences (fewer tokens per sentence, so less attention work, which grows with the square
-#    of the length) against a bigger embedding matrix and output layer, and rarer tokens, each seen
-#    less often in training.
+#    Shorter sequences: fewer tokens per sentence, so less attention work, which grows with the
+#    square of the length. Against that: a bigger embedding matrix and output layer, and rarer
+#    tokens, each seen less often in training.
 #    </details>
 # 3. Why may the source embedding, the target embedding and the output layer share one matrix
 #    here, when chapter 07 could share only the target embedding and the output?
 #    <details><summary>Answer</summary>
 #
-#    Sharing needs the same token ids on both sides. Chapter 07 had two vocabularies (English words,
-#    German pieces); here one BPE vocabulary is learned from both languages, so an id means the same
-#    piece in the encoder, the decoder and the output layer (§3.4).
+#    Sharing needs the same token ids on both sides. Chapter 07 had two vocabularies: English words
+#    and German pieces. Here one BPE vocabulary is learned from both languages, so an id means the
+#    same piece in the encoder, the decoder and the output layer (§3.4).
 #    </details>
 # 4. Why does a batch of a fixed number of sentences waste work, and what does a token budget fix?
 #    <details><summary>Answer</summary>
 #
-#    Every sentence is padded to the longest in its batch; with random sentences of very different
-#    lengths much of the batch is padding, and the number of real tokens (so the size of the gradient
-#    step) changes from batch to batch. Sorting by length and filling a token budget keeps padding
-#    small and the number of tokens per step almost constant (§5.1).
+#    Every sentence is padded to the longest in its batch. With random sentences of very different
+#    lengths, much of the batch is padding. And the number of real tokens, so the size of the
+#    gradient step, changes from batch to batch. Sorting by length and filling a token budget keeps
+#    padding small and the number of tokens per step almost constant (§5.1).
 #    </details>
 # 5. With token batches, why must each rank's loss be weighted by its share of the tokens before
 #    DDP averages the gradients?
 #    <details><summary>Answer</summary>
 #
-#    DDP takes the plain mean of the ranks' gradients. If one rank holds 60 % of the tokens and the
-#    other 40 %, the mean of their per-token averages is not the per-token average over all tokens;
-#    weighting each rank's loss by (its tokens ÷ all tokens) × world size makes the mean exact, and
-#    the run equal to one process on the whole batch.
+#    DDP takes the plain mean of the ranks' gradients. Say one rank holds 60 % of the tokens and the
+#    other 40 %: the mean of their per-token averages is not the per-token average over all tokens.
+#    Weight each rank's loss by (its tokens ÷ all tokens) × world size, and the mean is exact: the
+#    run equals one process on the whole batch.
 #    </details>
 #
 # ## Further reading

@@ -15,6 +15,7 @@ import pytest
 
 from transformer_course.tools.checks.registry import EXERCISES, load_checks, parse_stub_message
 from transformer_course.tools.edition import (
+    SHOWS_SOLUTIONS,
     STUDENT_MARK,
     build_student_edition,
     find_leaks,
@@ -63,6 +64,19 @@ def test_no_solution_text_remains_anywhere(edition: Path) -> None:
     for path in [*edition.rglob("*.py"), *(edition / "exercises").glob("*.ipynb")]:
         regions = list(solution_regions(path.read_text(encoding="utf-8")))
         assert not regions, f"{path.relative_to(edition)} still has a solution region"
+
+
+def test_a_cell_that_prints_exercise_code_loses_its_output(edition: Path) -> None:
+    """Chapter 06 prints the model's code from the package (its exercises' answers among it): the
+    course shows the output, the student edition drops it (the learner's run prints their own code)."""
+    import nbformat
+
+    def tagged(root: Path) -> list:
+        notebook = nbformat.read(root / "chapters" / "06_decoder_and_masks.ipynb", as_version=4)
+        return [c for c in notebook.cells if SHOWS_SOLUTIONS in c.metadata.get("tags", [])]
+
+    assert tagged(ROOT) and all(c.outputs for c in tagged(ROOT))
+    assert tagged(edition) and not any(c.outputs for c in tagged(edition))
 
 
 def test_the_leak_check_finds_a_planted_answer(edition: Path, tmp_path: Path) -> None:

@@ -27,8 +27,9 @@ from .hints import HINT_LEVELS, STUDENT_MARK, check_level, edition_hints, is_stu
 from .regions import BEGIN, CODE_STUB, END, TEXT_STUB, clear_text, function_span, region_targets, solution_regions
 
 __all__ = [  # what this module always offered, wherever it now lives
-    "BEGIN", "CODE_STUB", "END", "EXCLUDED", "HINT_LEVELS", "JUNK", "STUDENT_MARK", "TEXT_STUB",
-    "build_student_edition", "check_level", "clear_notebook", "clear_text", "edition_hints", "edition_mark",
+    "BEGIN", "CODE_STUB", "END", "EXCLUDED", "HINT_LEVELS", "JUNK", "SHOWS_SOLUTIONS", "STUDENT_MARK", "TEXT_STUB",
+    "build_student_edition", "check_level", "clear_notebook", "clear_text", "drop_solution_outputs", "edition_hints",
+    "edition_mark",
     "find_leaks", "find_structure_leaks", "is_student_edition", "region_targets", "restore_exercise",
     "room_files", "solution_regions", "solution_snippets", "solution_structures", "statement_shapes", "stub_package",
     "stub_source", "write_exercises",
@@ -63,6 +64,25 @@ def clear_notebook(notebook):
         elif cell.cell_type == "markdown":
             cell.source = clear_text(cell.source, TEXT_STUB)
     return notebook
+
+
+# The tag of a chapter cell that prints the package's exercise code (chapter 06's model on one page):
+# the student edition drops its committed output, and the learner's run prints the learner's own code.
+SHOWS_SOLUTIONS = "shows-solutions"
+
+
+def drop_solution_outputs(path: Path) -> bool:
+    """Empty the outputs of the cells of notebook ``path`` tagged :data:`SHOWS_SOLUTIONS` (in place);
+    True if there were any."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    tagged = [c for c in notebook.cells if c.cell_type == "code" and SHOWS_SOLUTIONS in c.metadata.get("tags", [])]
+    for cell in tagged:
+        cell.outputs, cell.execution_count = [], None
+    if tagged:
+        nbformat.write(notebook, path)
+    return bool(tagged)
 
 
 def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
@@ -149,6 +169,8 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "f
         shutil.copy2(root / rel, out_dir / rel)
     stub_package(out_dir / PACKAGE, hints)
     write_exercises(root / "solutions", out_dir / "exercises")
+    for notebook in sorted((out_dir / "chapters").glob("*.ipynb")):
+        drop_solution_outputs(notebook)
     readme = out_dir / "README.md"
     if readme.exists():
         readme.write_text(_banner(hints) + readme.read_text(encoding="utf-8"), encoding="utf-8")
