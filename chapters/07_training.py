@@ -245,7 +245,7 @@ fig.tight_layout()
 # the causal mask of chapter 06 keeps it from peeking further. One pass trains every position at
 # once. The diagram below shows it for *einundzwanzig*.
 #
-# *The diagram in words.* On the left are four columns, positions 0 to 3. Along the bottom, the
+# *The diagram in words:* On the left are four columns, positions 0 to 3. Along the bottom, the
 # decoder input reads `<bos>`, *ein*, *und*, *zwanzig*. Along the top, the labels read *ein*, *und*,
 # *zwanzig*, `<eos>`. Each column goes up through the decoder to its label. A dashed arrow shows that
 # each label is the next column's input. On the right is the causal mask over the four input
