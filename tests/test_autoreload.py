@@ -129,6 +129,9 @@ def test_chapter_07_stops_at_chapter_08s_greedy_decoder_and_says_so(learner) -> 
     write(course, *sorted(set(EXERCISES) - {"ex08_1"}))
     lab.run(cell(course, "chapters/07_training.py", "setup_chapter()"))
     shown = lab.run(
+        "from transformer_course.data import load_task\n"  # chapter 07 imports each where it first uses it
+        "from transformer_course.evaluation import evaluate\n"
+        "from transformer_course.training import pick_profile, prepare_training\n"
         "task = load_task('reverse')\n"
         "model = prepare_training(task, pick_profile('cpu', task.name)).model\n"
         "evaluate(model, task.test[:2], task)"

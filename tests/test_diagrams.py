@@ -14,10 +14,14 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from transformer_course.tools import diagrams  # noqa: E402
 
+# Each diagram that draws from its defaults (beam_tree draws a search it is given: tested with one in
+# tests/test_diagrams_08_10_11.py).
 DIAGRAMS = [
     function
     for name, function in inspect.getmembers(diagrams, inspect.isfunction)
-    if not name.startswith("_") and function.__module__ == diagrams.__name__
+    if not name.startswith("_")
+    and function.__module__ == diagrams.__name__
+    and all(p.default is not p.empty for p in inspect.signature(function).parameters.values())
 ]
 
 

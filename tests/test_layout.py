@@ -135,7 +135,9 @@ def test_a_room_reaches_the_engine_only_when_asked(room: str) -> None:
 def test_the_engine_imports_no_room_when_it_loads() -> None:
     for path in (PACKAGE / "engine").glob("*.py"):
         found = _module_level_imports(path)
-        assert found <= {"", "plan", "parts", "weights", "run", "read", "search"}, f"engine/{path.name} imports {found} at its top level"
+        assert found <= {"", "plan", "parts", "weights", "run", "read", "search"}, (
+            f"engine/{path.name} imports {found} at its top level"
+        )
 
 
 def test_importing_the_package_runs_nothing() -> None:

@@ -240,7 +240,7 @@ _Q, _K, _V = "#4c9a5b", "#d9822b", "#8e63b5"  # a query, a key, a value: the sam
 _OLD, _MEMORY, _INK = "#f3d9bf", "#c9dcef", "#333333"
 
 
-def _box(ax, x: float, y: float, w: float, h: float, text: str = "", face: str = "white", edge: str = _INK,
+def _cell(ax, x: float, y: float, w: float, h: float, text: str = "", face: str = "white", edge: str = _INK,
          lw: float = 1.0, size: float = 9, **text_kwargs) -> None:  # fmt: skip
     """A rectangle with its lower left corner at (x, y), and a text at its centre."""
     from matplotlib.patches import FancyBboxPatch
@@ -251,7 +251,7 @@ def _box(ax, x: float, y: float, w: float, h: float, text: str = "", face: str =
         ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, zorder=3, **text_kwargs)
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], color: str = _INK, lw: float = 1.2,
+def _link(ax, start: tuple[float, float], end: tuple[float, float], color: str = _INK, lw: float = 1.2,
            style: str = "-|>", **kwargs) -> None:  # fmt: skip
     from matplotlib.patches import FancyArrowPatch
 
@@ -281,30 +281,30 @@ def kv_cache_step(t: int = 5, source_length: int = 6):
 
     # the masked self-attention: project the new token, append k and v, attend over every cached key
     new = t - 1  # the newest token's position (positions count from 0)
-    _box(top, 0.1, 4.2, 2.7, 1.6, f"newest token\nembedded at\nposition {new}\n(B, 1, D)", face="#eef2f6", size=label)
+    _cell(top, 0.1, 4.2, 2.7, 1.6, f"newest token\nembedded at\nposition {new}\n(B, 1, D)", face="#eef2f6", size=label)
     rows = {"q": (8.2, _Q), "k": (5.0, _K), "v": (1.8, _V)}
     for name, (y, color) in rows.items():
-        _arrow(top, (2.8, 5.0), (3.6, y + 0.4))
-        _box(top, 3.6, y, 1.3, 0.8, f"$W^{name.upper()}$", size=box)
-        _arrow(top, (4.9, y + 0.4), (5.6, y + 0.4))
-        _box(top, 5.6, y, 0.8, 0.8, f"${name}_{{{new}}}$", face=color, edge=color, size=box, color="white")
+        _link(top, (2.8, 5.0), (3.6, y + 0.4))
+        _cell(top, 3.6, y, 1.3, 0.8, f"$W^{name.upper()}$", size=box)
+        _link(top, (4.9, y + 0.4), (5.6, y + 0.4))
+        _cell(top, 5.6, y, 0.8, 0.8, f"${name}_{{{new}}}$", face=color, edge=color, size=box, color="white")
     x_new = x0 + new * cell  # the position appended at this step
     for name, y, face, letter in (("keys", 5.0, _K, "k"), ("values", 1.8, _V, "v")):
         for j in range(t):
             now = j == new
-            _box(top, x0 + j * cell, y, cell - 0.1, 0.8, f"${letter}_{{{j}}}$", face=face if now else _OLD,
+            _cell(top, x0 + j * cell, y, cell - 0.1, 0.8, f"${letter}_{{{j}}}$", face=face if now else _OLD,
                  edge=face, lw=2.0 if now else 0.8, size=label, color="white" if now else _INK)  # fmt: skip
-        _arrow(top, (6.0, y), (x_new + 0.4, y), color=face, lw=1.6, connectionstyle="arc3,rad=0.22")
+        _link(top, (6.0, y), (x_new + 0.4, y), color=face, lw=1.6, connectionstyle="arc3,rad=0.22")
         top.text(x0 - 0.2, y - 0.75, f"cached {name} (B, H, {t}, $d_k$):\n{t - 1} from earlier steps, 1 appended",
                  fontsize=label, va="top")  # fmt: skip
     for j in range(t):  # the new query scores every key, its own included
-        _arrow(top, (6.4, 8.6), (x0 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
+        _link(top, (6.4, 8.6), (x0 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
     top.text(6.6, 9.15, f"$q_{{{new}}}$ scores all {t} cached keys:\nnothing later exists for the mask to hide",
              fontsize=label, va="bottom", color=_Q)  # fmt: skip
-    _arrow(top, (x_end + 0.3, 5.4), (x_end + 0.3, 2.65), color=_INK)
+    _link(top, (x_end + 0.3, 5.4), (x_end + 0.3, 2.65), color=_INK)
     top.text(x_end + 0.45, 4.0, f"softmax:\n{t} weights\naverage\nthe values", fontsize=label, va="center")
-    _arrow(top, (x_end, 2.2), (x_end + 1.7, 2.2))
-    _box(top, x_end + 1.7, 1.6, 1.8, 1.2, "output\n(B, 1, D)", face="#eef2f6", size=label)
+    _link(top, (x_end, 2.2), (x_end + 1.7, 2.2))
+    _cell(top, x_end + 1.7, 1.6, 1.8, 1.2, "output\n(B, 1, D)", face="#eef2f6", size=label)
     top.set_title(f"Masked self-attention: the cache grows by one position per step (here to {t} positions)",
                   fontsize=11)  # fmt: skip
     top.set_xlim(0, width)
@@ -314,23 +314,23 @@ def kv_cache_step(t: int = 5, source_length: int = 6):
     ox = 2.0  # the panel's drawing starts here
     x_last = ox + 0.4 + source_length * cell
     pipe = x_last + 0.9  # the line from W^K, W^V down to the two rows
-    _box(bottom, ox, 8.6, 3.4, 1.2, f"encoder memory\n(B, S, D), S = {source_length}", face=_MEMORY, size=label)
-    _box(bottom, ox + 4.0, 8.75, 3.8, 0.9, "$W^K$, $W^V$: at step 1 only", size=label)
-    _arrow(bottom, (ox + 3.4, 9.2), (ox + 4.0, 9.2))
+    _cell(bottom, ox, 8.6, 3.4, 1.2, f"encoder memory\n(B, S, D), S = {source_length}", face=_MEMORY, size=label)
+    _cell(bottom, ox + 4.0, 8.75, 3.8, 0.9, "$W^K$, $W^V$: at step 1 only", size=label)
+    _link(bottom, (ox + 3.4, 9.2), (ox + 4.0, 9.2))
     bottom.plot([pipe, pipe], [8.75, 2.2], color="#6f93b8", lw=1.4, zorder=1)
     for name, y, letter in (("keys", 5.0, "k"), ("values", 1.8, "v")):
         for j in range(source_length):
-            _box(bottom, ox + 0.4 + j * cell, y, cell - 0.1, 0.8, f"${letter}^{{mem}}_{{{j}}}$", face=_MEMORY,
+            _cell(bottom, ox + 0.4 + j * cell, y, cell - 0.1, 0.8, f"${letter}^{{mem}}_{{{j}}}$", face=_MEMORY,
                  edge="#6f93b8", size=label)  # fmt: skip
-        _arrow(bottom, (pipe, y + 0.4), (x_last - 0.05, y + 0.4), color="#6f93b8", lw=1.4)
+        _link(bottom, (pipe, y + 0.4), (x_last - 0.05, y + 0.4), color="#6f93b8", lw=1.4)
         bottom.text(ox + 0.4, y - 0.15, f"memory {name} (B, H, S, $d_k$): read, never changed", fontsize=label,
                     va="top")  # fmt: skip
-    _box(bottom, ox, 7.0, 1.2, 0.8, f"$q'_{{{new}}}$", face=_Q, edge=_Q, size=box, color="white")
+    _cell(bottom, ox, 7.0, 1.2, 0.8, f"$q'_{{{new}}}$", face=_Q, edge=_Q, size=box, color="white")
     bottom.text(ox + 1.4, 7.4, "the new position's query (from\nthe self-attention's output)", fontsize=label,
                 va="center")  # fmt: skip
     for j in range(source_length):
-        _arrow(bottom, (ox + 0.6, 7.0), (ox + 0.4 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
-    _arrow(bottom, (x_last - 0.9, 4.3), (x_last - 0.9, 2.65), color=_INK)
+        _link(bottom, (ox + 0.6, 7.0), (ox + 0.4 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
+    _link(bottom, (x_last - 0.9, 4.3), (x_last - 0.9, 2.65), color=_INK)
     bottom.text(x_last - 0.75, 3.45, "softmax weights average the values", fontsize=label, va="center")
     bottom.set_title("Cross-attention: the memory's keys and values, projected once", fontsize=11)
     bottom.set_xlim(0, width)
@@ -359,14 +359,14 @@ def grouped_query_heads(n_heads: int = 8, kv_heads: tuple[int, ...] = (8, 2, 1))
     for ax, h_kv in zip(axes, kv_heads, strict=True):
         group = n_heads // h_kv
         for i in range(n_heads):  # query heads, coloured by the key/value head they read
-            _box(ax, i * 1.0, 3.0, 0.8, 0.8, f"$q_{{{i + 1}}}$", face=colours(i // group), edge=colours(i // group),
+            _cell(ax, i * 1.0, 3.0, 0.8, 0.8, f"$q_{{{i + 1}}}$", face=colours(i // group), edge=colours(i // group),
                  size=10, color="white")  # fmt: skip
         for j in range(h_kv):  # each key/value head under the middle of its group
             centre = (j * group + (group - 1) / 2) * 1.0 + 0.4
-            _box(ax, centre - 0.4, 0.2, 0.8, 1.1, f"$k_{{{j + 1}}}$\n$v_{{{j + 1}}}$", face="white",
+            _cell(ax, centre - 0.4, 0.2, 0.8, 1.1, f"$k_{{{j + 1}}}$\n$v_{{{j + 1}}}$", face="white",
                  edge=colours(j), lw=2.0, size=10)  # fmt: skip
             for i in range(j * group, (j + 1) * group):
-                _arrow(ax, (i * 1.0 + 0.4, 3.0), (centre, 1.3), color=colours(j), lw=1.0, style="-")
+                _link(ax, (i * 1.0 + 0.4, 3.0), (centre, 1.3), color=colours(j), lw=1.0, style="-")
         kind = {n_heads: "multi-head", 1: "multi-query"}.get(h_kv, "grouped-query")
         ax.set_title(f"{kind}: $H$ = {n_heads}, $H_{{kv}}$ = {h_kv}", fontsize=11)
         share = "one per query head" if h_kv == n_heads else f"each read by {group} query heads"
