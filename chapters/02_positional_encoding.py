@@ -152,8 +152,8 @@ print(f"each one {wavelengths[1] / wavelengths[0]:.4f} times the previous")
 
 # %% [markdown]
 # *The figure in words:* On the left, the table for 100 positions and 64 columns is drawn as a
-# heatmap, red for +1 and blue for −1. Its first columns alternate colour from row to row, while its
-# last columns are one flat colour from top to bottom. On the right, four sine columns are drawn
+# heatmap, blue for +1 and red for −1. Its first columns change colour every few rows, while its
+# last columns keep one colour from top to bottom. On the right, four sine columns are drawn
 # against the position. The first oscillates quickly, each next one more slowly, and the last
 # barely rises over 100 positions.
 
@@ -275,11 +275,11 @@ plt.show()
 #
 # A rotation turned back is the rotation the other way: $M_p^\top = M_{-p}$. If $W$ commutes with
 # every $M_k$, then $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$, and the score depends only on
-# $q - p$. Learned weights need not commute with the rotations, and then the distance alone no
-# longer decides. So the model *can* learn to read relative positions from the sinusoids, but
-# nothing forces it to. Rotary embeddings (Su et al., 2021; see the further reading) close exactly
-# this gap. They rotate the queries and keys *after* the learned matrices, so that the score
-# depends on the distance whatever those matrices are.
+# $q - p$. Learned weights need not commute with the rotations, and then the score is in general
+# no longer a function of $p - q$ alone. So the model *can* learn to read relative positions from
+# the sinusoids, but nothing forces it to. Rotary embeddings (Su et al., 2021; see the further
+# reading) close exactly this gap. They rotate the queries and keys *after* the learned matrices,
+# so that the score depends on the distance whatever those matrices are.
 
 # %%
 d_model = 64
@@ -488,8 +488,8 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 #
 # Between 7 and 10 letters, still within the training lengths, the two kinds part. On average over
 # the runs, the learned table reverses fewer of these strings than the sinusoids; the check holds
-# that too. How far it falls behind varies from run to run, and its runs differ widely (the sentence
-# under the figure gives this run's range). Section 6 suggests a likely reason. A training string
+# that too. How far it falls behind varies from run to run: the sentence under the figure gives
+# this run's range at 8 letters. Section 6 suggests a likely reason. A training string
 # of 10 letters is as common as one of 3, so a late position occurs in fewer training strings than
 # an early one. Its row of the learned table gets fewer updates. The sinusoids give every position a
 # vector tied to the others by a rotation.
