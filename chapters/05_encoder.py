@@ -267,12 +267,13 @@ for d in (4, 12, 64, 512):
 #
 # The package's `residual(x, sublayer, norm, dropout, norm_first)` implements both.
 # `norm_first=True` is pre-LN, the name `nn.TransformerEncoderLayer` uses. The difference is one
-# line, but it changes what flows along the shortcut. In post-LN every shortcut passes through the
-# next LayerNorm. So the "straight path" from the loss to a low layer crosses all the norms above
-# it. Each of them multiplies the gradient by its Jacobian, the matrix of its derivatives. In
-# pre-LN the shortcuts join into one uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual
-# stream is never normalised; only the copies handed to each sub-layer are. So the gradient reaches
-# the input of every layer through the additions alone, however many layers are stacked.
+# line, but it changes what flows along the shortcut. In pre-LN the shortcuts join into one
+# uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual stream is never normalised; only the
+# copies handed to each sub-layer are. So the gradient reaches the input of every layer through the
+# additions alone, however many layers are stacked. But in the paper's post-LN, every residual sum
+# passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
+# norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
+# derivatives.
 #
 # *The diagram in words:* Two panels show one sub-layer each, from the layer's input at the bottom
 # to its output at the top. In both, the input goes through the sub-layer and dropout, and a blue
