@@ -82,8 +82,8 @@ plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's pl
 #
 # *The diagram in words:* The encoder stands on the left, the decoder on the right. The encoder's
 # layer is highlighted: multi-head self-attention, then "Add & Norm", then a feed-forward network,
-# then "Add & Norm" again, with a shortcut around each of the two sub-layers. A bracket marks the
-# layer as repeated N times. Every arrow inside it carries the shape (B, S, D); only inside the
+# then "Add & Norm" again, with a shortcut around each of the two sub-layers. A dashed frame,
+# labelled "N× encoder layer", marks it as repeated N times. Every arrow inside it carries the shape (B, S, D); only inside the
 # feed-forward network is the width d_ff. The stack's output, the memory, goes across to the
 # decoder's cross-attention.
 
@@ -489,7 +489,7 @@ print(
 # %% [markdown]
 # ## 7. A preview: does post-LN need the warm-up? What do the residuals do?
 #
-# Two claims of this chapter rest on arguments so far. Post-LN needs a learning-rate warm-up
+# Two claims of this chapter rest on arguments so far. Post-LN may need a learning-rate warm-up
 # (section 4). And the residual connections let the gradient reach the lower layers (section 3).
 # Only training can test them, with the full Transformer and the reverse task as the measuring
 # instrument of chapters 01 and 02.
@@ -567,8 +567,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 #
 # *The figure in words:* Two panels. The left one draws both variants' training loss over the 400
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
-# from the lowest run to the highest. On the right, one bar per variant for its mean exact match on new
-# strings, and one dot per run.
+# from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
+# new strings, and one dot per run.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
