@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/01_embeddings.ipynb)
 #
 # A Transformer never reads letters. Before its first layer runs, a sentence is cut into pieces
-# called *tokens*. Each token becomes a whole number, its *id*. Each id becomes a vector of
+# called *tokens*, and each token becomes a whole number, its *id*. Each id then becomes a vector of
 # $d_{model}$ real numbers, where $d_{model}$ is the width of the model (512 in the paper). This
 # chapter builds that front door of the model.
 #
@@ -84,7 +84,19 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # The label on each arrow is the shape of the tensor that travels along it. The box at the top left
 # names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
 # each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
-# uses it, and the [notation page](../book/notation.md) lists them all.
+# uses it, and the [notation page](../book/notation.md) lists them all. The example under the
+# inputs comes from the toy task of chapters 07 and 08. The English "twenty one" goes in. The
+# decoder reads its German translation, *ein und zwanzig*, shifted one place to the right behind
+# `<bos>`.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. On each side,
+# token ids enter at the bottom, become vectors in a token embedding multiplied by √D, and get a
+# positional encoding added. A stack of N encoder layers follows, each a self-attention and a
+# feed-forward network with "Add & Norm" after each. Each of the N decoder layers has masked
+# self-attention, cross-attention that reads the encoder's output, and a feed-forward network. At
+# the top of the decoder, a linear layer and a softmax give one probability per target token. This
+# chapter's boxes are highlighted: the two token embeddings, and the linear layer that shares
+# their matrix.
 
 # %%
 architecture_map("embeddings")
@@ -93,9 +105,9 @@ architecture_map("embeddings")
 # ## 1. From text to token ids
 #
 # The first decision is what counts as one token. The paper used *byte-pair encoding*, which splits
-# rare words into frequent fragments. Its vocabulary had about 37,000 fragments, shared by English
-# and German (§5.1). We split on words and punctuation instead. It is less clever, but every id
-# stays readable. `tokenize` lower-cases a sentence and cuts it up:
+# rare words into frequent fragments; its vocabulary of about 37,000 fragments was shared by English
+# and German (§5.1). We split on words and punctuation instead, which is less clever but keeps
+# every id readable. `tokenize` lower-cases a sentence and cuts it up:
 
 # %%
 corpus = [
@@ -114,7 +126,7 @@ print(sentences[0])
 #
 # | id | token | what it is for |
 # | --- | --- | --- |
-# | 0 | `<pad>` | fills up short sentences so that a batch is a rectangle; attention will ignore it (chapter 06) |
+# | 0 | `<pad>` | fills up short sentences so that a batch is a rectangle; attention will ignore it ([chapter 03](03_attention.ipynb), section 4) |
 # | 1 | `<bos>` | *begin of sequence*: the decoder's very first input, "start writing" |
 # | 2 | `<eos>` | *end of sequence*: the decoder writes it to say the translation is finished |
 # | 3 | `<unk>` | stands in for every token that is not in the vocabulary |
@@ -156,14 +168,14 @@ for min_freq in (1, 2, 3):
 
 # %% [markdown]
 # Sentences have different lengths, but a batch is one tensor. So we append `<pad>` until every row
-# is as long as the longest. This gives the integer tensor that the model takes as input. Its shape
-# is (B, T): B sentences in the batch, each T tokens long.
+# is as long as the longest. This gives the integer tensor that the model takes as input. For the
+# encoder's input its shape is (B, S): B sentences in the batch, each S tokens long.
 
 # %%
 encoded = [vocab.encode(s, add_bos=True, add_eos=True) for s in sentences]
 longest = max(len(e) for e in encoded)
-batch = torch.tensor([e + [vocab.pad_id] * (longest - len(e)) for e in encoded])  # (B, T)
-print("batch shape (B, T):", tuple(batch.shape))
+batch = torch.tensor([e + [vocab.pad_id] * (longest - len(e)) for e in encoded])  # (B, S)
+print("batch shape (B, S):", tuple(batch.shape))
 print(batch)
 
 # %% [markdown]
@@ -195,6 +207,13 @@ assert torch.equal(product, E[token_ids])  # multiplying by a one-hot row = pick
 assert torch.equal(one_hot_lookup(token_ids, E), product)
 assert torch.equal(nn.Embedding.from_pretrained(E)(token_ids), product)
 print("X:", tuple(X.shape), " E:", tuple(E.shape), " X @ E:", tuple(product.shape))
+
+# %% [markdown]
+# *The figure in words:* Three heatmaps stand side by side. The left one is the one-hot matrix X.
+# It has one row per word of "the blue robot paints the door" and one column per vocabulary entry,
+# with a single black cell in each row. The middle one is E, one row of colours per vocabulary entry,
+# with the rows the sentence uses framed. The right one is the product X @ E: the framed rows of E
+# again, in the order of the sentence.
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), gridspec_kw={"width_ratios": [len(vocab), d_model, d_model]})
@@ -239,21 +258,24 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # ## 3. Why multiply by $\sqrt{d_{model}}$?
 #
 # §3.4 ends with one short instruction: in the embedding layers, the weights are multiplied by
-# $\sqrt{d_{model}}$. The paper gives no reason. A convincing one appears once we look at what
-# gets *added* to the embeddings: the positional encoding of §3.5 (chapter 02). Its entries are
-# sines and cosines. Each (sine, cosine) pair has squared length $\sin^2 + \cos^2 = 1$, so every
-# positional vector has length exactly $\sqrt{d_{model}/2}$, whatever the position.
+# $\sqrt{d_{model}}$. The paper gives no reason. A plausible one appears once we look at what gets
+# *added* to the embeddings: the positional encoding of §3.5, which chapter 02 builds. Its entries
+# are sines and cosines, and every positional vector has length exactly $\sqrt{d_{model}/2}$,
+# whatever the position. Chapter 02 shows why; until then, take that length on trust.
 #
-# The length of a token vector depends on how the table was initialised. `TokenEmbedding` draws its
-# entries from $\mathcal{N}(0, 1/d_{model})$, so a raw row has length about 1. Times
-# $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$.
-# That is the same order as the positional vector. Without the factor, at $d_{model} = 512$, the
-# position signal would be $\sqrt{d_{model}/2} = 16$ times longer than the token signal. At the
-# start of training the first layer would see mostly *where* a token is, hardly *which* it is.
+# The length of a token vector depends on how the table was initialised. The paper does not say how
+# it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
+# draws every entry from $\mathcal{N}(0, 1/d_{model})$. A raw row then has length about 1. Times
+# $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$:
+# the same order as the positional vector. Without the factor, at $d_{model} = 512$, the position
+# signal would start $\sqrt{d_{model}/2} = 16$ times longer than the token signal. The first layer
+# would then see mostly *where* a token is, hardly *which* it is.
 #
 # So the factor and the initialisation belong together. PyTorch's default `nn.Embedding` draws from
 # $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
-# $\sqrt{d_{model}}$ times too long. What matters is the size of what reaches the first layer.
+# $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the
+# balance still matters once the model learns is a question for section 5, and its answer is more
+# modest.
 
 # %%
 widths = [16, 32, 64, 128, 256, 512, 1024]
@@ -269,6 +291,14 @@ for d in widths:
         f"positional vector {positional_norm[-1]:6.2f}"
     )
 print("average vector length\n" + "\n".join(lines))
+
+# %% [markdown]
+# *The figure in words:* On the left, the average length of three kinds of vector is drawn against
+# d_model, both axes logarithmic. The positional vectors and the scaled token vectors rise
+# together, in parallel, while the raw token rows stay near length 1. On the right are histograms
+# of the entries at d_model = 512. The raw entries form a narrow peak around 0. The scaled
+# entries form a bell curve of width about 1, the same order as the positional entries, which all
+# lie between −1 and 1.
 
 # %%
 d = 512
@@ -356,7 +386,8 @@ print(f"tokens whose own vector predicts them: {(own.argmax(dim=1) == torch.aran
 # > quick test on the training sentences. Looking tokens up with `self.token_to_id[token]` works
 # > until the first unseen word. Then it raises a `KeyError` in the middle of an evaluation.
 # > Returning `self.embedding(tokens)` without the factor gives the right shapes and trains. But it
-# > feeds the first layer vectors dominated by their position. The exercise checks catch both:
+# > is not the paper's model: its first layer starts with vectors dominated by their position. The
+# > exercise checks catch both:
 
 
 # %%
@@ -390,16 +421,21 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 # - PyTorch's default table, drawn from $\mathcal{N}(0, 1)$, times $\sqrt{d_{model}}$.
 #
 # Then each model reverses strings it never saw in training. The table gives the share it reverses
-# exactly; the figure draws the training losses. Each variant trains three times, from different
-# random starts (three seeds). [Chapter 07](07_training.ipynb)'s box "How this book tests a claim"
-# explains how the book compares such runs. The cell takes about a minute on a 2-core CPU. In the
-# student edition it runs once you have written the exercises up to chapter 08.
+# exactly, and the training loss at the end. Each variant trains three times, from different random
+# starts. [Chapter 07](07_training.ipynb)'s box "How this book tests a claim" explains how the book
+# compares such runs. The cell takes about a minute on a 2-core CPU.
 #
-# The model's `embedding` argument says how to build its embedding tables: a class or a function,
-# called as `embedding(vocab_size, d_model, padding_idx)`.
+# *The figure in words:* The left panel draws each variant's training loss over the 500 steps, on a
+# logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
+# lowest run to the highest. The right panel has one bar per variant for its mean exact match on new
+# strings, and one dot per run. The sentence under the figure compares the first two variants in
+# this run.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+# (in the student edition this cell runs once you have written the exercises up to chapter 08)
+from IPython.display import Markdown, display
+
 from transformer_course import Transformer
 from transformer_course.tools.experiments import run_experiment
 
@@ -408,7 +444,7 @@ class NoFactor(TokenEmbedding):
     forward = forward_without_scale  # the lookup alone, no × √d_model
 
 
-def unit_init(vocab_size, d_model, padding_idx):
+def unit_init(vocab_size, d_model, padding_idx):  # the model builds each embedding table with this call
     return TokenEmbedding(vocab_size, d_model, padding_idx, init_std=1.0)  # N(0, 1) entries, still × √d_model
 
 
@@ -418,33 +454,43 @@ scale_result = run_experiment("embedding-scale", variants={
     "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
 })  # fmt: skip
 course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
+display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, unscaled)}"))
 
 # %% tags=["hide-output"]
 from transformer_course.tools.claims import expect, expect_above
 
 exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
-expect_above("the course's embeddings beat N(0, 1) × √D on every seed", exact[course], exact[unit], margin=20)
-expect_above("no factor beats N(0, 1) × √D on every seed", exact[unscaled], exact[unit], margin=20)
-expect("the factor does not make the model learn better beyond the spread of the seeds",
+names = ("the course", "PyTorch's default")  # the course's table, and N(0, 1) × √D
+expect_above("exact match: the course's table beats PyTorch's default table × √D by over 20 points, every run",
+             exact[course], exact[unit], margin=20, unit="%", names=names)  # fmt: skip
+expect_above("exact match: no factor beats PyTorch's default table × √D by over 20 points, every run",
+             exact[unscaled], exact[unit], margin=20, unit="%", names=("no factor", names[1]))  # fmt: skip
+expect("exact match: the factor brings no gain beyond the spread of the seeds",
        not scale_result.beyond_spread("exact match %", course, unscaled),
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
 
 # %% [markdown]
-# **The finding: without the factor the model learns at least as well; with token vectors that
-# start too long, it fails.** The check above (folded in the web edition) holds both halves. The best run
-# without the factor does at least as well as the worst run with it. The $\mathcal{N}(0, 1)$ table
-# times $\sqrt{d_{model}}$ reverses far fewer strings than either, in every run.
+# **The finding: token vectors that start too long hurt; without the factor the model learns at
+# least as well as with it.** The check above (folded in the web edition) holds both halves. In
+# every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more than 20
+# points fewer strings than either other table. And the factor brings no gain beyond the spread of
+# the runs. Whether leaving it out even helps is a different question, and the sentence under the
+# figure answers it for this run only.
 #
-# Why? The embeddings are learned, and the optimiser soon gives them whatever size helps. At
-# $d_{model} = 64$, the imbalance that the factor corrects is only $\sqrt{32} \approx 5.7$. The
-# third table errs the other way, and by more. Its token vectors start 8 times longer than the
-# course's, about 11 times longer than the positional vectors. Through the tied output layer of
-# section 4, its logits start 8 times too large as well.
+# The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
+# helps. A token
+# signal that starts too short is cheap to repair. At $d_{model} = 64$ the imbalance that the factor
+# corrects is only $\sqrt{32} \approx 5.7$. A token signal that starts too long is worse. The third
+# table's token vectors start 8 times longer than the course's, about 11 times longer than the
+# positional vectors. Through the tied output layer of section 4, its logits start 8 times too
+# large as well.
 #
-# So the point of section 3 stands, made sharper. What a model needs at the start is that three
-# sizes agree: the token vectors, the positional vectors and the tied output layer. The factor,
-# together with the $\mathcal{N}(0, 1/d_{model})$ initialisation, is the paper's way to make them
-# agree.
+# So section 3's argument holds only in part. Balancing the token and position signals at the
+# start did not make this small model learn better. What the factor and the
+# $\mathcal{N}(0, 1/d_{model})$ initialisation achieve together is more modest: token vectors and
+# logits that do not start too large. The factor alone, on PyTorch's default table, does the
+# opposite. The paper's text gives only the factor; the initialisation that goes with it comes from
+# its authors' code (section 3).
 
 # %% [markdown]
 # ## Summary
@@ -456,8 +502,9 @@ expect("the factor does not make the model learn better beyond the spread of the
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
 #   $\mathcal{N}(0, 1/d_{model})$, token vectors are then as long as the positional vectors added to
 #   them in chapter 02.
-# - What matters is that these starting sizes agree. In section 5's preview, a model without the
-#   factor learnt at least as well, and one whose token vectors started 8 times too long failed.
+# - In section 5's preview, leaving the factor out did not hurt a small model: it learnt at least as
+#   well. Token vectors that started 8 times too long (PyTorch's $\mathcal{N}(0, 1)$ table times
+#   $\sqrt{d_{model}}$) failed in every run.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #

@@ -78,6 +78,12 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # The positional encoding is added to the token embeddings of chapter 01, on both sides of the
 # model, before the first layer. The [notation page](../book/notation.md) lists the letters on the
 # arrows.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. On each side,
+# token ids enter at the bottom and become vectors in a token embedding. The next box, highlighted
+# on both sides, adds the positional encoding; the shape stays (B, S, D) in the encoder and
+# (B, T, D) in the decoder. Above it rise the encoder's and the decoder's stacks of attention and
+# feed-forward layers, and at the top of the decoder a linear layer and a softmax.
 
 # %%
 architecture_map("positional")
@@ -144,6 +150,13 @@ wavelengths = [2 * math.pi * 10000 ** (2 * i / d_model) for i in range(d_model /
 print(f"d_model={d_model}: {d_model // 2} wavelengths from {wavelengths[0]:.2f} to {wavelengths[-1]:,.0f} positions")
 print(f"each one {wavelengths[1] / wavelengths[0]:.4f} times the previous")
 
+# %% [markdown]
+# *The figure in words:* On the left, the table for 100 positions and 64 columns is drawn as a
+# heatmap, blue for +1 and red for −1. Its first columns change colour every few rows, while its
+# last columns keep one colour from top to bottom. On the right, four sine columns are drawn
+# against the position. The first oscillates quickly, each next one more slowly, and the last
+# barely rises over 100 positions.
+
 # %%
 table = sinusoidal_positional_encoding(100, 64)  # (positions, D)
 fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.1, 1]})
@@ -160,13 +173,15 @@ plt.show()
 
 # %% [markdown]
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
-# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). That is why chapter 01 multiplies the
-# token embeddings by $\sqrt{d_{model}}$: both terms of the sum then have comparable size.
+# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01 took on
+# trust. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
+# comparable lengths. Chapter 01's experiment found that this balance matters less than not letting
+# the token vectors start too long.
 #
 # ## 3. Moving $k$ positions ahead is a rotation
 #
-# §3.5 gives the reason for choosing sinusoids. For any fixed offset $k$ (the paper's letter; in
-# chapter 08, $k$ will be a beam size), $PE_{pos+k}$ is a *linear function* of $PE_{pos}$. The
+# §3.5 gives the reason for choosing sinusoids. For any fixed offset $k$, $PE_{pos+k}$ is a *linear
+# function* of $PE_{pos}$. The
 # authors hoped this would make it easy for the model to attend by relative position. Where does the
 # linear function come from? Pair $i$ of row $pos$ is the point $(\sin \omega_i pos, \cos \omega_i
 # pos)$ on the unit circle, and the angle-addition formulas
@@ -195,14 +210,27 @@ table = sinusoidal_positional_encoding(60, d_model)  # (60, D)
 moved = table[:-k] @ M.T  # row vectors: (M PE[pos])ᵀ = PE[pos]ᵀ Mᵀ, for pos = 0 … 56
 error = (moved - table[k:]).abs().max().item()
 print(f"PE[pos + {k}] = M_{k} PE[pos] holds for all {len(moved)} positions (largest error below 1e-5: {error < 1e-5})")
-print("M_k is a rotation (M Mᵀ = I):", torch.allclose(M @ M.T, torch.eye(d_model), atol=1e-6))
+orthogonal = torch.allclose(M @ M.T, torch.eye(d_model), atol=1e-6)
+print("M_k is a rotation: orthogonal (M Mᵀ = I) and det M = +1:", orthogonal and bool(abs(torch.linalg.det(M) - 1) < 1e-5))
 print("M_2 M_3 = M_5:", torch.allclose(relative_position_map(2, 16) @ relative_position_map(3, 16),
                                       relative_position_map(5, 16), atol=1e-6))  # fmt: skip
 
+# %% [markdown]
+# *The figure in words:* On the left, M_3 for d_model = 16 is drawn as a heatmap with a colour
+# bar: 2 × 2 blocks sit along the diagonal and every other entry is 0. The first blocks hold
+# clearly positive and negative numbers; the last ones are nearly the identity, because their pairs
+# turn slowly. The middle and right panels draw pairs 1 and 2 of positions 0 to 19 as dots on the
+# unit circle. In each, two arrows go from position 1 to position 4 and from position 9 to position
+# 12. The two arrows of a panel turn by the same angle: larger for the faster pair 1, smaller for
+# pair 2.
+
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
-axes[0].imshow(M, cmap="RdBu", vmin=-1, vmax=1)
+image = axes[0].imshow(M, cmap="RdBu", vmin=-1, vmax=1)
+fig.colorbar(image, ax=axes[0], fraction=0.046)
 axes[0].set(title=f"M_{k} for d_model={d_model}:\n2×2 rotation blocks on the diagonal", xlabel="column", ylabel="row")
+axes[0].set_xticks(range(0, d_model, 2))
+axes[0].set_yticks(range(0, d_model, 2))
 positions = torch.arange(0, 20)
 circle = torch.linspace(0, 2 * math.pi, 200)
 for ax, pair, color in ((axes[1], 1, "tab:blue"), (axes[2], 2, "tab:orange")):
@@ -212,8 +240,12 @@ for ax, pair, color in ((axes[1], 1, "tab:blue"), (axes[2], 2, "tab:orange")):
     for p in (1, 9):  # the same turn of k positions, from two different starting points
         ax.annotate("", xy=(sin[p + k], cos[p + k]), xytext=(sin[p], cos[p]),
                     arrowprops={"arrowstyle": "->", "color": "black", "linewidth": 1.5})  # fmt: skip
-        ax.annotate(f"{p}", (sin[p], cos[p]), textcoords="offset points", xytext=(6, -10), fontsize=8)
+        for q in (p, p + k):  # label the start and the end of the arrow, just outside the circle
+            outward = (20 * sin[q].item(), 20 * cos[q].item())  # points, away from the centre
+            ax.annotate(f"pos {q}", (sin[q], cos[q]), textcoords="offset points", xytext=outward, fontsize=10,
+                        ha="center", va="center")  # fmt: skip
     omega = 10000 ** (-2 * pair / d_model)
+    ax.set(xlim=(-1.35, 1.35), ylim=(-1.35, 1.35))  # room for the labels outside the circle
     ax.set(xlabel=f"column {2 * pair} (sine)", ylabel=f"column {2 * pair + 1} (cosine)", aspect="equal",
            title=f"pair {pair}, ω = {omega:.3f}:\n+{k} positions = a turn of {omega * k:.2f} rad")  # fmt: skip
 fig.suptitle(f"Each (sin, cos) pair walks around a circle; +{k} positions is the same turn from anywhere")
@@ -233,15 +265,21 @@ plt.show()
 # a sentence as at its end. The similarity is largest ($d_{model}/2$) at distance 0. It falls, not
 # quite monotonically, as the distance grows.
 #
-# A caveat: this is the dot product of the raw encodings. Attention first multiplies its inputs by
-# learned matrices, $W^Q$ and $W^K$ (chapter 04), and its scores are made of
-# $(x_p W^Q) \cdot (x_q W^K)$. With these matrices in the middle (and the token embeddings added),
-# the product $PE_p W^Q (W^K)^\top PE_q^\top$ is in general no longer a function of $p - q$ alone.
-# A product of rotations survives only if the matrix between them commutes with the rotations, and
-# learned weights need not do that. So the model *can* learn to read relative positions from the
-# sinusoids, but nothing forces it to. Rotary embeddings (Su et al., 2021; see the further reading)
-# close exactly this gap. They rotate the queries and keys *after* the projections, so that the score
-# depends on the distance whatever $W^Q$ and $W^K$ are.
+# A caveat: this is the dot product of the raw encodings. A trained model does not compare them
+# raw. Chapters 03 and 04 show that its attention first multiplies its inputs by learned matrices.
+# The part of a score that comes from positions $p$ and $q$ then has the form $PE_p^\top W PE_q$,
+# for some learned $D \times D$ matrix $W$. Write each encoding as a rotation of the first one,
+# $PE_p = M_p PE_0$. Then
+#
+# $$PE_p^\top W PE_q = PE_0^\top \, M_p^\top W M_q \, PE_0 .$$
+#
+# A rotation turned back is the rotation the other way: $M_p^\top = M_{-p}$. If $W$ commutes with
+# every $M_k$, then $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$, and the score depends only on
+# $q - p$. Learned weights need not commute with the rotations, and then the score is in general
+# no longer a function of $p - q$ alone. So the model *can* learn to read relative positions from
+# the sinusoids, but nothing forces it to. Rotary embeddings (Su et al., 2021; see the further
+# reading) close exactly this gap. They rotate the queries and keys *after* the learned matrices,
+# so that the score depends on the distance whatever those matrices are.
 
 # %%
 d_model = 64
@@ -251,6 +289,13 @@ for offset in (1, 5, 40):
     diagonal = torch.diagonal(similarity, offset)
     same = torch.allclose(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-4)
     print(f"distance {offset:2}: similarity {diagonal[0].item():6.2f}, the same for all {len(diagonal)} pairs: {same}")
+
+# %% [markdown]
+# *The figure in words:* On the left, the dot products of 128 encodings with each other form a
+# heatmap: bright along the main diagonal, and constant along every line parallel to it. On the
+# right, the dot product of position 64 with its neighbours is drawn against the distance, from −64
+# to 63. The dots peak at distance 0, fall away on both sides with small ripples, and lie exactly on
+# the black curve of the formula Σ cos(ω_i · distance).
 
 # %%
 distances = torch.arange(-64, 64)
@@ -277,8 +322,10 @@ plt.show()
 # first token, row 1 at its second, and so on.
 #
 # Then comes *dropout*, which sets random features to zero during training so that the model cannot
-# rely on any single one. §5.4 applies it to the sums of embeddings and positional encodings, at a
-# rate $P_{drop} = 0.1$ for the base model. You write `forward` in exercise `ex02_2`.
+# rely on any single one. It multiplies the features it keeps by $1/(1 - P_{drop})$, so that their
+# expected value does not change; at evaluation it does nothing. §5.4 applies it to the sums of
+# embeddings and positional encodings, at a rate $P_{drop} = 0.1$ for the base model. You write
+# `forward` in exercise `ex02_2`.
 #
 # `forward(x, offset=L)` reads the rows L … L+T−1 instead: x is then the continuation of a longer
 # sequence, starting at position L. Chapter 08 needs this when it writes a translation one token at
@@ -349,6 +396,12 @@ sinusoidal = sinusoidal_positional_encoding(1000, 16)  # any length: it is a for
 error = (sinusoidal[:-500] @ relative_position_map(500, 16).T - sinusoidal[500:]).abs().max().item()
 print(f"sinusoids at positions 500–999 follow the same rotation rule: {error < 1e-3}")
 
+# %% [markdown]
+# *The figure in words:* A bar chart shows the gradient norm of each of the 64 rows of the learned
+# table after one backward pass. Positions 0 to 23, the lengths the batch contains, have blue bars.
+# Positions 24 to 63, right of a dashed line, have no bar at all: they were never seen, got no
+# gradient, and stay random.
+
 # %%
 fig, ax = plt.subplots(figsize=(8, 3))
 ax.bar(range(64), gradient_per_position, color=["tab:blue"] * 24 + ["tab:red"] * 40)
@@ -370,24 +423,38 @@ plt.show()
 # Both train for 700 steps, on strings of 3 to 10 letters only. Then each model reverses new strings
 # of every length from 3 to 16. The table counts the strings reversed exactly and the letters that
 # land in the right place. As in chapter 01, each variant trains three times from different random
-# starts. The cell takes about a minute on a 2-core CPU. In the student edition it runs once you
-# have written the exercises up to chapter 08.
+# starts. The cell takes about a minute on a 2-core CPU. The learned table is the package's
+# `LearnedPositionalEmbedding`: one `nn.Embedding` row per position, added like the sinusoids.
 #
-# The learned table is the package's `LearnedPositionalEmbedding`: one `nn.Embedding` row per
-# position, added like the sinusoids. It takes the same arguments `(d_model, max_len, dropout)` and
-# the same `offset` (chapter 08). So the class itself is the `positional` part we give the
-# `Transformer`.
+# *The figure in words:* The left panel draws both models' training loss over the 700 steps, on a
+# logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
+# lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
+# 16. Solid lines give the share of new strings reversed exactly, dashed lines the share of letters
+# put in the right place, each with a band from the lowest run to the highest. A grey background
+# marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
+# 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
+# the range of the runs at 8 letters.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+# (in the student edition this cell runs once you have written the exercises up to chapter 08)
+from IPython.display import Markdown, display
+
 from transformer_course import LearnedPositionalEmbedding, Transformer
 from transformer_course.tools.experiments import run_experiment
 
+# LearnedPositionalEmbedding takes PositionalEncoding's arguments (d_model, max_len, dropout): the class is the part
 positions_result = run_experiment("positions", variants={
     "sinusoidal (the paper)": Transformer,
     "learned (Table 3, row E)": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
 })  # fmt: skip
 sinusoidal, learned = positions_result.variants
+low_high = {name: positions_result.variants[name].spread("8 exact") for name in (sinusoidal, learned)}
+display(Markdown(
+    f"In this run, at 8 letters, the sinusoidal runs reversed {low_high[sinusoidal][0]:.0f} to "
+    f"{low_high[sinusoidal][1]:.0f} % of the strings, the learned runs {low_high[learned][0]:.0f} to "
+    f"{low_high[learned][1]:.0f} %."
+))  # fmt: skip
 
 # %% tags=["hide-output"]
 from transformer_course.tools.claims import expect
@@ -405,13 +472,27 @@ expect("every model puts ≥ 60 % of the letters in place on strings of 3 to 6 l
        min(letters_short) >= 60, f"lowest {min(letters_short):.1f} %")  # fmt: skip
 expect("and ≤ 40 % on strings of 12 letters or more (every seed, every length)",
        max(letters_long) <= 40, f"highest {max(letters_long):.1f} %")  # fmt: skip
+middle = {  # exact match on strings of 7 to 10 letters, the longer training lengths: mean over lengths and runs
+    name: sum(x for n in range(7, 11) for x in v.values(f"{n} exact")) / (4 * len(v.runs))
+    for name, v in positions_result.variants.items()
+}
+expect("from 7 to 10 letters, the learned table reverses fewer strings than the sinusoids, on average over the runs",
+       middle[learned] < middle[sinusoidal], f"sinusoidal {middle[sinusoidal]:.1f} %, learned {middle[learned]:.1f} %")  # fmt: skip
 
 # %% [markdown]
-# **The finding: within the training lengths both kinds of model reverse most strings; one letter
-# beyond, both collapse.** The check above (folded in the web edition) holds it for every run.
-# Every model reverses at least half of the strings of 3 to 6 letters. No model reverses more than
-# 5 % of the strings of 11 letters or more. The share of letters in the right place falls too: from
-# at least 60 % on strings of 3 to 6 letters to at most 40 % from 12 letters on (the right panel).
+# **The finding: on short strings both kinds of model do well, and beyond the training lengths
+# both collapse.** The check above (folded in the web edition) holds it for every run. Every model
+# reverses at least half of the strings of 3 to 6 letters. No model reverses more than 5 % of the
+# strings of 11 letters or more. The share of letters in the right place falls too. It is at least
+# 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on (the right panel).
+#
+# Between 7 and 10 letters, still within the training lengths, the two kinds part. On average over
+# the runs, the learned table reverses fewer of these strings than the sinusoids; the check holds
+# that too. How far it falls behind varies from run to run: the sentence under the figure gives
+# this run's range at 8 letters. Section 6 suggests a likely reason. A training string
+# of 10 letters is as common as one of 3, so a late position occurs in fewer training strings than
+# an early one. Its row of the learned table gets fewer updates. The sinusoids give every position a
+# vector tied to the others by a rotation.
 #
 # So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
 # it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
@@ -432,9 +513,10 @@ expect("and ≤ 40 % on strings of 12 letters or more (every seed, every length)
 #   every $pos$, and the dot product of two encodings depends only on their distance.
 # - Inputs are batch-first (B, T, D): the length is `x.size(1)`. The table is a non-persistent
 #   buffer; dropout acts on the sum (§5.4).
-# - Learned position vectors work as well within the training lengths (Table 3 (E)) but have
-#   nothing to offer beyond them. In section 7's preview the sinusoids did no better there: no model
-#   reversed more than 5 % of the strings longer than those it was trained on.
+# - The paper found learned position vectors as good as the sinusoids on its translation task
+#   (Table 3 (E)). In section 7's preview they fell behind on average from about 7 letters on, still
+#   within the training lengths, where late positions are rare. Beyond those lengths neither kind
+#   helped: no model reversed more than 5 % of the longer strings.
 #
 # Next, chapter 03 builds the attention that these vectors feed.
 #
@@ -475,8 +557,8 @@ expect("and ≤ 40 % on strings of 12 letters or more (every seed, every length)
 # 5. What did the experiment of section 7 find about inputs longer than any seen in training?
 #    <details><summary>Answer</summary>
 #
-#    Neither the sinusoids nor a learned table helped. Both kinds of model reversed most strings of
-#    the training lengths, and in every run neither got more than a handful of longer strings right.
+#    Neither the sinusoids nor a learned table helped. Both kinds of model reversed most short
+#    strings, and in every run neither got more than a handful of longer strings right.
 #    A formula that is defined at every position is not the same as a model that has learnt what to
 #    do there.
 #    </details>

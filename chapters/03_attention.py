@@ -73,6 +73,13 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # model. Chapter 04 wraps it into multi-head attention, with H heads. The shapes of its weights are
 # written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
 # The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack
+# of layers above its embeddings and positional encodings. The three attention blocks are
+# highlighted. In the encoder, self-attention has weights of shape (B, H, S, S) and a padding mask.
+# In the decoder, masked self-attention has weights (B, H, T, T) and a causal mask. Above it,
+# cross-attention takes its queries from the decoder and its keys and values from the encoder's
+# output, with weights (B, H, T, S).
 
 # %%
 architecture_map("attention")
@@ -136,6 +143,12 @@ for question, answer in zip(questions, answers[0], strict=True):
     best = answer.argmax().item()
     print(f"{question:10} → {VOCAB[best]:4} (weight {answer[best]:.2f})")
 
+
+# %% [markdown]
+# *The figure in words:* A heatmap has one row per question ("who?", "did what?", "where?") and one
+# column per word of "the cat sat on the mat", with each weight written in its cell. "who?" puts
+# most of its weight on *cat*, "did what?" on *sat*, and "where?" splits its weight between *mat*
+# and *on*. Every other cell holds a small weight, never exactly 0.
 
 # %%
 def show_weights(ax, w, rows, cols, title):
@@ -258,6 +271,13 @@ for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True)
             f"| {u['entropy']:8.2f} {s['entropy']:8.2f}"
         )
 
+# %% [markdown]
+# *The figure in words:* Four panels share the same horizontal axis, d_k from 1 to 1024 on a
+# logarithmic scale. Each has one curve for unscaled scores and one for scaled scores. Unscaled,
+# the variance of the scores climbs along the dotted line d_k, and the largest weight of a row
+# climbs towards 1. The entropy of a row falls towards 0, and the gradient at the scores shrinks.
+# Scaled, all four curves stay flat.
+
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
 panels = [
@@ -324,6 +344,12 @@ print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_g
 #
 # `apply_mask` replaces each blocked score by the lowest finite number of the dtype, so that the
 # softmax gives it a weight of exactly zero. Back to our sentences: the second one is padded.
+#
+# *The figure in words:* Two heatmaps show the weights of the second sentence, "a dog ran" and three
+# `<pad>`, for the three questions. Without a mask (left), "where?" finds no place word and spreads
+# its weight evenly over all six keys, so half of it lands on `<pad>`. With the padding mask
+# (right), the three `<pad>` columns hold exactly 0, and each row's weight is shared among the
+# three real words.
 
 # %%
 is_real = torch.tensor([[w != "<pad>" for w in s] for s in sentences])  # (B, S): True on real words
@@ -338,7 +364,7 @@ _, weights_unmasked = scaled_dot_product_attention(queries, keys, values)
 _, weights_masked = scaled_dot_product_attention(queries, keys, values, padding_mask)
 
 fig, axes = plt.subplots(1, 2, figsize=(11, 2.6))
-show_weights(axes[0], weights_unmasked[1], questions, sentences[1], "No mask: 'where?' drifts onto <pad>")
+show_weights(axes[0], weights_unmasked[1], questions, sentences[1], "No mask: 'where?' spreads evenly, half onto <pad>")
 show_weights(axes[1], weights_masked[1], questions, sentences[1], "Padding mask: <pad> gets exactly 0")
 plt.tight_layout()
 plt.show()
@@ -350,6 +376,11 @@ plt.show()
 #
 # A **causal** mask is lower-triangular: query $t$ may look at keys $0 \dots t$. Here each word of
 # the first sentence attends over the words so far, using its own features as query and key.
+#
+# *The figure in words:* On the left, the causal mask for "the cat sat on the mat" is a grid of
+# six rows and six columns. It is dark on and below the diagonal, where a word may attend. On the
+# right, the attention weights fill the same lower triangle, each written in its cell. Every cell
+# above the diagonal holds 0.00, and the first row puts all its weight on the first word.
 
 # %%
 words = sentences[0]
@@ -367,8 +398,8 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Row 4, the second *the*, shares its weight between itself and the two earlier small words (*the*
-# and *on*); it cannot see *mat*, which comes later. The first word has a single key to look at, so
+# The fifth row, the second *the*, shares its weight between itself and the two earlier small words
+# (*the* and *on*); it cannot see *mat*, which comes later. The first word has a single key to look at, so
 # its weight is 1.
 #
 # > **Common mistake — the mask polarity reversed.** Code ported from `nn.MultiheadAttention`, whose
@@ -383,7 +414,7 @@ def apply_mask_reversed(scores, mask):
 
 
 buggy_scores = apply_mask_reversed(attention_scores(queries, keys), padding_mask)
-buggy_answers = buggy_scores.softmax(-1) @ values  # (B, T, V)
+buggy_answers = buggy_scores.softmax(-1) @ values  # (B, T, 9): a distribution over the 9 words per question
 for question, answer in zip(questions, buggy_answers[1], strict=True):
     print(f"sentence 2, {question:10} → {VOCAB[answer.argmax()]}")
 print(run_check("ex03_2", apply_mask_reversed).line())
@@ -416,14 +447,23 @@ print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN =
 
 # %% [markdown]
 # Even a loss that ignores the broken row gets NaN gradients, and one optimiser step later every
-# weight of the model is NaN. The usual workaround, `-1e9`, has a different problem: it does not fit
-# in half precision, whose lowest finite number is about −65504.
+# weight of the model is NaN. The usual workaround, `-1e9`, does not escape this in half precision.
+# The lowest finite float16 number is about −65504, so −1e9 stored as float16 becomes −∞: the same
+# NaN as above. And PyTorch does not even let `masked_fill` write −1e9 into a float16 tensor; it
+# raises an overflow error. bfloat16 has the range of float32, so −1e9 fits there.
 
 # %%
+blocked_row = torch.tensor([False, False, False])  # a row with nothing to attend to
+print(f"{'dtype':15} {'finfo.min':>10} {'-1e9 stored as':>15} {'softmax of the row':>19}   masked_fill(…, -1e9)")
 for dtype in (torch.float32, torch.float16, torch.bfloat16):
-    print(
-        f"{str(dtype):15} finfo.min = {torch.finfo(dtype).min:.4g}   -1e9 stored as {torch.tensor(-1e9, dtype=dtype).item()}"
-    )
+    stored = torch.tensor([-1e9] * 3, dtype=dtype)  # the scores of the blocked row
+    try:
+        torch.zeros(3, dtype=dtype).masked_fill(~blocked_row, -1e9)
+        fill = "works"
+    except RuntimeError as error:
+        fill = "raises an overflow error" if "overflow" in str(error) else f"raises: {error}"
+    weight = stored.float().softmax(-1)[0].item()  # each of the three weights
+    print(f"{str(dtype):15} {torch.finfo(dtype).min:>10.4g} {stored[0].item():>15.4g} {weight:>19.3g}   {fill}")
 
 # %% [markdown]
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
@@ -541,8 +581,8 @@ for name, fn in (
 #   other. The shorter the path, the easier it is to learn a dependency between distant words.
 #
 # Here is Table 1 of the paper in our notation. $n$ is the sequence length and $D$ the vector size
-# (the paper writes $d$). The paper writes $k$ for the kernel width; we write $w$, since $k$ is our
-# beam size.
+# (the paper writes $d$). The paper writes $k$ for the kernel width; we write $w$, since $k$ here is
+# the tensor of keys.
 #
 # | layer | computation per layer | sequential operations | maximum path length |
 # | --- | --- | --- | --- |
@@ -553,7 +593,9 @@ for name, fn in (
 #
 # Where do the entries come from? Self-attention compares every position with every other one:
 # $n^2$ dot products of length $D$. They are independent of each other, so they can run at once,
-# and every position reaches every other in one step. A recurrent layer multiplies a $D \times D$
+# and every position reaches every other in one step. (The row counts only these comparisons. An
+# attention layer also projects each token to a query, a key and a value, $3D^2$ multiply-adds per
+# token; the layer timed below includes them.) A recurrent layer multiplies a $D \times D$
 # matrix with its state once per position ($n \cdot D^2$). But step $t$ needs the state of step
 # $t-1$. So it takes $n$ steps in a row, and a signal from the first word reaches the last one
 # through all of them. (For convolutions the paper's $O(\log_w n)$ assumes dilated convolutions. A
@@ -562,7 +604,14 @@ for name, fn in (
 # So self-attention costs less computation than recurrence when $n < D$. That is the usual case for
 # sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
 # takes over. This is why the paper proposes the restricted variant of the last row as a possible
-# remedy. The first figure draws the path-length column:
+# remedy. The first figure draws the path-length column.
+#
+# *The figure in words:* On the left, eight tokens stand in two rows. In the recurrent row, arrows
+# link each token to the next, so a signal from token 1 reaches token 8 in seven steps. In the
+# self-attention row, curved arrows go from every token straight to token 8, one hop each. On the
+# right, the longest path is drawn against the sequence length n, both axes logarithmic. The
+# recurrent layer's line grows like n, a plain convolution's too, only lower, and a dilated
+# convolution's grows like log n. Self-attention's line stays flat at 1.
 
 # %%
 plot_path_lengths()
@@ -573,6 +622,13 @@ plot_path_lengths()
 # $h_t = \tanh(x_t W_{in} + h_{t-1} W_h)$. The other is a self-attention layer: three projections
 # $xW^Q$, $xW^K$, $xW^V$, then equation (1). We time them on one CPU thread as $n$ grows. Timings
 # depend on the machine, so the tests do not compare this cell's numbers; the trend is what matters.
+#
+# *The figure in words:* On the left, the milliseconds per layer are drawn against the length n,
+# both axes logarithmic. One curve is the step loop's, one self-attention's, and a dotted line
+# grows like n². The loop's curve rises steadily with n; the attention curve rises more steeply and
+# bends up along the dotted line at the longest lengths. On the right, the ratio of the two times is
+# drawn against n, with a dotted line at 1: above it self-attention was faster. The sentence under
+# the figure says at which lengths that happened on the machine that ran it.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -680,7 +736,8 @@ display(Markdown(
 # - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); `nn.MultiheadAttention`
 #   uses the opposite polarity.
 # - Blocked scores become `torch.finfo(dtype).min`. That gives exact zeros in normal rows and a
-#   finite uniform average in a fully blocked row (`-inf` gives NaN, `-1e9` overflows in float16).
+#   finite uniform average in a fully blocked row. `-inf` gives NaN; so does `-1e9` in float16,
+#   where it becomes `-inf`, and `masked_fill` refuses to write it there.
 # - The teaching path returns the weights; the fast path (`fast_attention`, built on
 #   `F.scaled_dot_product_attention`) does not, saves the (T, S) memory, and gives the same numbers.
 # - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
@@ -719,9 +776,10 @@ display(Markdown(
 # 4. Why fill blocked scores with `torch.finfo(dtype).min` rather than `-inf` or `-1e9`?
 #    <details><summary>Answer</summary>
 #
-#    `-inf` turns a fully blocked row into $0/0$ = NaN (and NaN gradients); `-1e9` does not fit in
-#    float16. The dtype's own minimum gives exact zeros in normal rows and a finite uniform row when
-#    everything is blocked.
+#    `-inf` turns a fully blocked row into $0/0$ = NaN (and NaN gradients). `-1e9` does not fit in
+#    float16: stored there it becomes `-inf`, the same NaN, and `masked_fill` refuses it with an
+#    overflow error. The dtype's own minimum gives exact zeros in normal rows and a finite uniform
+#    row when everything is blocked.
 #    </details>
 # 5. By Table 1, when does a self-attention layer need less computation than a recurrent one, and
 #    what does it need fewer of in any case?

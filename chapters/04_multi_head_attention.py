@@ -76,8 +76,14 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 #
 # The model uses multi-head attention three times: self-attention in the encoder, masked
 # self-attention and cross-attention in the decoder. One module, built in this chapter, serves all
-# three. Its new letter is H, the number of heads (the paper writes $h$); the
-# [notation page](../book/notation.md) lists the others.
+# three. Its letter H, the number of heads (the paper writes $h$), already stood on chapter 03's
+# map; this chapter says what a head is. The [notation page](../book/notation.md) lists the others.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack
+# of layers above its embeddings and positional encodings. The three multi-head attention blocks
+# are highlighted. The encoder's self-attention has weights of shape (B, H, S, S). In the decoder,
+# masked self-attention has (B, H, T, T), and the cross-attention above it (B, H, T, S); its keys
+# and values come from the encoder's output.
 
 # %%
 architecture_map("multihead")
@@ -96,7 +102,9 @@ architecture_map("multihead")
 #
 # with $W_i^Q, W_i^K \in \mathbb{R}^{d_\text{model} \times d_k}$, $W_i^V \in \mathbb{R}^{d_\text{model}
 # \times d_v}$ and $W^O \in \mathbb{R}^{h d_v \times d_\text{model}}$. Each head works in its own
-# small subspace, so each can specialise. The paper uses $h = 8$ heads of size
+# small subspace, so each can specialise. The paper counts its heads from 1; the code and the
+# figures of this chapter count them from 0, so the paper's $\mathrm{head}_1$ is our head 0. The
+# paper uses $h = 8$ heads of size
 # $d_k = d_v = d_\text{model}/h = 64$ for $d_\text{model} = 512$. Its Table 3, rows (A), varies $h$
 # at constant cost. A single head scores 0.9 BLEU below the best setting, and very many small heads
 # lose quality again.
@@ -114,7 +122,8 @@ architecture_map("multihead")
 
 # %%
 multihead_shapes()
-#
+
+# %% [markdown]
 # ## 2. All heads with one matrix multiply
 #
 # Written as a loop, each head has its own three small matrices. Place the $h$ matrices $W_i^Q$
@@ -126,11 +135,11 @@ multihead_shapes()
 B, T, D, H = 2, 7, 12, 3
 d_k = D // H  # 4 features per head
 x = torch.randn(B, T, D)
-w_q = nn.Linear(D, H * d_k, bias=False)  # W_1^Q … W_H^Q side by side
+w_q = nn.Linear(D, H * d_k, bias=False)  # the H matrices W_i^Q side by side
 
 all_heads = w_q(x)  # (B, T, H·Dk): one matrix multiply
 for i in range(H):
-    W_i = w_q.weight[i * d_k : (i + 1) * d_k].T  # (D, Dk): the paper's W_i^Q
+    W_i = w_q.weight[i * d_k : (i + 1) * d_k].T  # (D, Dk): head i's W^Q (the paper's W_{i+1}^Q)
     assert torch.allclose(x @ W_i, all_heads[..., i * d_k : (i + 1) * d_k], atol=1e-6)
 print("head i's queries are features", [f"{i * d_k}…{(i + 1) * d_k - 1}" for i in range(H)], "of one projection")
 
@@ -157,6 +166,12 @@ for h in range(3):
 assert torch.equal(split_heads(tiny, 3), step2)
 
 
+# %% [markdown]
+# *The figure in words:* Three small panels, one per head, each show a block of two rows (token 0
+# and token 1) and two columns. Head 0 holds 0, 1 over 10, 11; head 1 holds 2, 3 over 12, 13; head
+# 2 holds 4, 5 over 14, 15. The colour of a cell says which token its number came from, so every
+# panel has one colour per row.
+
 # %%
 def draw_heads(ax_row, heads, title):
     """One small panel per head: its (T, Dk) block, with the original feature numbers written in."""
@@ -182,6 +197,10 @@ plt.show()
 # > `view` only re-reads memory in order. The first head is filled with the first T·Dk numbers,
 # > which are simply the first features of the first token(s). The rows of a head no longer line up
 # > with positions, and the heads no longer see the same tokens.
+#
+# *The figure in words:* The same three panels, filled by the bug. Head 0 holds 0, 1 over 2, 3: both
+# of its rows come from token 0. Head 1 holds 4, 5 over 10, 11, one row from each token. Head 2
+# holds 12, 13 over 14, 15: both rows come from token 1.
 
 
 # %%
@@ -200,8 +219,15 @@ print(run_check("ex04_1").line())  # the package's split_heads
 # Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
 # "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. Chapter 03's tests
 # never see this bug, because attention itself is correct. Only a comparison with an independent
-# reference catches it: here, cutting the features with `chunk` and stacking them.
-#
+# reference catches it. Here is one: cut every token's features into H pieces with `chunk`, and
+# stack the pieces along a new head axis.
+
+# %%
+reference = torch.stack(tiny.chunk(3, dim=-1), dim=1)  # (B, H, T, Dk): head h gets piece h of every token
+print("split_heads       == chunk and stack:", torch.equal(split_heads(tiny, 3), reference))
+print("split_heads_buggy == chunk and stack:", torch.equal(split_heads_buggy(tiny, 3), reference))
+
+# %% [markdown]
 # ## 4. Merging the heads and $W^O$
 #
 # After attention, each head returns (B, H, T, Dv). `merge_heads` undoes the split: transpose back
@@ -224,8 +250,8 @@ assert torch.equal(merge_heads(heads), tiny)
 assert torch.equal(merge_heads(heads), torch.cat(heads.unbind(dim=1), dim=-1))  # Concat(head_1, …, head_h)
 
 # %% [markdown]
-# Why the extra matrix $W^O$? After concatenation, output features 0…Dv−1 come from head 1 only, the
-# next Dv from head 2 only, and so on. The heads have not talked to each other yet. $W^O$ mixes
+# Why the extra matrix $W^O$? After concatenation, output features 0…Dv−1 come from head 0 only, the
+# next Dv from head 1 only, and so on. The heads have not talked to each other yet. $W^O$ mixes
 # them, so every output feature can combine what all heads found. (It also maps $h d_v$ back to
 # $d_\text{model}$ when the two differ.) Below, changing what head 1 returns changes only its own
 # block of the concatenation, but every feature after $W^O$.
@@ -249,10 +275,9 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # (§3.2.3), where the queries come from the decoder and the keys and values from the encoder's
 # output. So the key length S may differ from T.
 #
-# The keys and values come from one small method, `keys_and_values(key, value, cache=None)`. It
-# projects them with $W^K$ and $W^V$ and splits the heads. Its `cache` argument serves chapter 08,
-# which writes a translation one token at a time and keeps the keys and values of the earlier
-# tokens. Until then it is `None` and changes nothing.
+# The keys and values come from one small method, `keys_and_values`, which projects them with
+# $W^K$ and $W^V$ and splits the heads. (Its `cache` argument belongs to chapter 08; until then it
+# is `None`.)
 
 # %%
 torch.manual_seed(0)
@@ -294,8 +319,14 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # | $W^O$ | $h d_v \cdot d_\text{model}$ | $d_\text{model}$ |
 #
 # With the paper's choice $d_k = d_v = d_\text{model}/h$, every $h d_k$ equals $d_\text{model}$. The
-# total is then $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads. That is the
-# point of the end of §3.2.2: splitting into heads costs about the same as one head of full width.
+# total is then $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads.
+#
+# The end of §3.2.2 makes this point about *computational cost*: each head is smaller, so all $h$
+# heads together cost about as much as one head of full width. The cost follows the same count as
+# the parameters. The four projections take $4d_\text{model}^2$ multiply-adds per token, whatever
+# $h$. And for one query, the scores of $h$ heads of size $d_\text{model}/h$ over $n$ keys take
+# $n \cdot h \cdot d_\text{model}/h = n \cdot d_\text{model}$ multiply-adds, as for one head of
+# full width. The table below checks the parameter count.
 
 
 # %%
@@ -359,6 +390,12 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 #
 # Each head uses the first 8 coordinates of the encoding (its 4 fastest frequencies). They are
 # multiplied by 20 to make the maps crisp.
+#
+# *The figure in words:* Four heatmaps, one per head, show the weights of 10 query positions (rows)
+# over 10 key positions (columns). Head 0 has a dark diagonal one column left of the main diagonal,
+# head 1 the main diagonal, and head 2 a diagonal one column to the right. At the edges, where the
+# wanted key does not exist, the dark cell stays on the nearest position. Head 3 is one pale, even
+# colour: every weight is the same.
 
 # %%
 T, D, H = 10, 32, 4
@@ -388,9 +425,10 @@ plt.show()
 # and "next word" at the same time without averaging them. Four heads do it in one layer, and $W^O$
 # then combines their outputs.
 #
-# Keep these four patterns in mind. Trained models find the same kinds of rule by themselves. There
-# is a diagonal one step off ("the previous token") and a head that looks at everything evenly. A
-# model that reverses strings has an *anti*-diagonal (chapter 07, section 5). The translator of
+# Keep these four patterns in mind: trained models find rules of the same kinds by themselves.
+# Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
+# or the next token. Clark et al. (2019) found heads in BERT that spread their weight broadly over
+# the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 07, section 5). The translator of
 # chapter 08 has heads that jump across the sentence to the English word a German piece needs.
 #
 # ## 9. Equal to `nn.MultiheadAttention`

@@ -34,7 +34,7 @@
 #   `std + eps` mistake;
 # - tell the paper's post-LN order from the pre-LN order, and measure how the gradients reach the
 #   layers of a deep stack in each;
-# - assemble the encoder layer and the stack, and prove them equal to `nn.TransformerEncoderLayer`.
+# - assemble the encoder layer and the stack, and check them against `nn.TransformerEncoderLayer`.
 #
 # **In the paper:** §3.1 (the encoder stack: two sub-layers per layer, each in
 # `LayerNorm(x + Sublayer(x))`, $d_\text{model} = 512$), §3.3 (equation (2), $d_{ff} = 2048$),
@@ -79,6 +79,13 @@ plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's pl
 # Norm": the residual connection and the layer normalisation. The layer is stacked $N$ times. The
 # shape never changes inside: (B, S, D) in, (B, S, D) out. The [notation page](../book/notation.md)
 # lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. The encoder's
+# layer is highlighted: multi-head self-attention, then "Add & Norm", then a feed-forward network,
+# then "Add & Norm" again, with a shortcut around each of the two sub-layers. A dashed frame,
+# labelled "N× encoder layer", marks it as repeated N times. Every arrow inside it carries the shape (B, S, D); only inside the
+# feed-forward network is the width d_ff. The stack's output, the memory, goes across to the
+# decoder's cross-attention.
 
 # %%
 architecture_map("encoder")
@@ -113,7 +120,7 @@ architecture_map("encoder")
 # features, after the ReLU. **The paper does not.** Its §5.4 names dropout on each sub-layer's
 # output and on the sums of embeddings and positional encodings, nothing inside the network. We
 # keep it because PyTorch's `nn.TransformerEncoderLayer` does the same: its feed-forward computes
-# `linear2(dropout(relu(linear1(x))))`. Section 6 proves our layer equal to PyTorch's. With
+# `linear2(dropout(relu(linear1(x))))`. Section 6 checks our layer against PyTorch's. With
 # `.eval()`, or `dropout=0`, the extra dropout disappears and equation (2) holds exactly.
 
 # %%
@@ -177,12 +184,7 @@ print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} p
 #
 # In the backward pass, the "$x +$" gives the gradient a path to the input that skips the
 # sub-layer. Whether that path stays unchanged through a whole stack depends on where the
-# normalisation sits. *Post-LN*, the paper's order, normalises after each addition. *Pre-LN*
-# normalises only the copy handed to each sub-layer (section 4 compares the two). In pre-LN the
-# residual stream is never normalised. So the gradient reaches the input of every layer through
-# the additions alone, however many layers are stacked. But in the paper's post-LN, every residual
-# sum passes through a LayerNorm. Its Jacobian (the matrix of its derivatives) rescales the
-# gradient at each layer; section 4 shows what that does.
+# normalisation sits, which section 4 takes up once the normalisation is defined.
 #
 # **Layer normalisation** rescales each vector on its own. Over its $D$ features it subtracts the
 # mean and divides by the standard deviation. Then it applies a learned per-feature scale $\gamma$
@@ -265,10 +267,13 @@ for d in (4, 12, 64, 512):
 #
 # The package's `residual(x, sublayer, norm, dropout, norm_first)` implements both.
 # `norm_first=True` is pre-LN, the name `nn.TransformerEncoderLayer` uses. The difference is one
-# line, but it changes what flows along the shortcut. In post-LN every shortcut passes through the
-# next LayerNorm. So the "straight path" from the loss to a low layer crosses all the norms above
-# it. In pre-LN the shortcuts join into one uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The
-# residual stream is never normalised; only the copies handed to each sub-layer are.
+# line, but it changes what flows along the shortcut. In pre-LN the shortcuts join into one
+# uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual stream is never normalised; only the
+# copies handed to each sub-layer are. So the gradient reaches the input of every layer through the
+# additions alone, however many layers are stacked. But in the paper's post-LN, every residual sum
+# passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
+# norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
+# derivatives.
 #
 # *The diagram in words:* Two panels show one sub-layer each, from the layer's input at the bottom
 # to its output at the top. In both, the input goes through the sub-layer and dropout, and a blue
@@ -282,21 +287,29 @@ post_ln_pre_ln()
 
 # %%
 sublayer = nn.Sequential(nn.Linear(D, D), nn.Tanh())
+fresh_norm = nn.LayerNorm(D)  # γ = 1, β = 0, as at initialisation
 x = 3 * torch.randn(B, S, D) + 2
-post = residual(x, sublayer, norm, nn.Dropout(0.0), norm_first=False)
-pre = residual(x, sublayer, norm, nn.Dropout(0.0), norm_first=True)
-assert torch.allclose(post, norm(x + sublayer(x))) and torch.allclose(pre, x + sublayer(norm(x)))
+post = residual(x, sublayer, fresh_norm, nn.Dropout(0.0), norm_first=False)
+pre = residual(x, sublayer, fresh_norm, nn.Dropout(0.0), norm_first=True)
+assert torch.allclose(post, fresh_norm(x + sublayer(x))) and torch.allclose(pre, x + sublayer(fresh_norm(x)))
 print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  pre-LN output scale {pre.std():.2f}")
 
 # %% [markdown]
-# Post-LN hands the next layer normalised vectors; pre-LN passes the input's scale along and adds
-# to it. Over a deep stack this decides how the gradient is shared among the layers. The
+# Post-LN hands the next layer normalised vectors (with a fresh LayerNorm, as here, mean 0 and
+# standard deviation 1); pre-LN passes the input's scale along and adds to it. Over a deep stack
+# this decides how the gradient is shared among the layers. The
 # experiment below builds a 12-layer encoder both ways, with the same initialisation: every weight
 # matrix is drawn by Xavier's uniform rule, as in `nn.Transformer` and our `Transformer`. It feeds a
 # batch of random vectors and puts a linear classifier on top, with **random target classes**. Then
 # it backpropagates the classification loss (the cross-entropy of chapter 07) once. No training
 # happens. We only look at the gradient each layer receives at initialisation, averaged over three
 # random initialisations.
+#
+# *The figure in words:* Two panels have the layer number, 1 to 12, on the horizontal axis, with
+# one line for post-LN and one for pre-LN. On the left is the size of the gradient each layer
+# receives. The post-LN line rises gently from layer 1 to layer 12; the pre-LN line starts higher at
+# layer 1 and falls steadily towards the top. On the right is the size of the vectors after each
+# layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
 
 # %%
 N_LAYERS, D_EXP, HEADS_EXP, N_CLASSES = 12, 64, 4, 100
@@ -344,7 +357,7 @@ axes[1].set(
 for ax in axes:
     ax.legend()
     ax.set_xticks(list(depth))
-fig.suptitle("Post-LN sends the largest gradients to the top layers, pre-LN to the bottom ones", y=1.02)
+fig.suptitle("Post-LN's gradients grow mildly towards the top, pre-LN's are largest at the bottom", y=1.02)
 plt.tight_layout()
 plt.show()
 
@@ -358,13 +371,13 @@ for name, (grads, stream) in results.items():
 # What the two panels show:
 #
 # - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
-#   gradient *grows towards the top* of the stack (the lines under the figure print the ratio). So
-#   the last layers, closest to the loss, receive the largest gradients. With a large learning rate
-#   from the first step, those layers take big, poorly informed steps. Xiong et al. (2020, "On Layer
-#   Normalization in the Transformer Architecture") analyse this effect. They connect it to the
-#   paper's **learning-rate warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 07). A
-#   gradient ratio at initialisation only suggests that post-LN *needs* the warm-up; section 7 trains
-#   the models to find out.
+#   gradient *grows mildly towards the top* of the stack (the lines under the figure print the ratio
+#   of the top layer's to the bottom layer's). So the last layers, closest to the loss, receive
+#   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
+#   Transformer Architecture") analyse this effect. They connect it to the paper's **learning-rate
+#   warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 07). A mild ratio at
+#   initialisation proves nothing about training by itself; section 7 trains the models to find out
+#   whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
 #   shrinks upwards: as the stream grows, every new layer's contribution is a smaller share of it.
@@ -381,9 +394,8 @@ for name, (grads, stream) in results.items():
 # $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
 # \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
 #
-# Writing those two lines is exercise `ex05_3`. The layer calls `residual` through its attribute
-# `self.connection`, which is `residual` unless the layer is built with another (section 7 builds
-# one without the shortcuts). Self-attention gets the same tensor as queries, keys and values.
+# Writing those two lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
+# and values.
 # `mask` is the padding mask of the source, (B, 1, 1, S), True where a key may be attended (chapter
 # 03). Chapter 06 builds it; here we use the package's `padding_mask`. `Encoder` applies N layers in
 # turn, plus a final LayerNorm in the pre-LN case.
@@ -392,7 +404,7 @@ for name, (grads, stream) in results.items():
 H = 3
 tokens = torch.tensor([[7, 4, 9, 0, 0], [5, 8, 6, 3, 2]])  # (B, S); id 0 is padding
 mask = padding_mask(tokens, pad_id=0)  # (B, 1, 1, S)
-layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()
+layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()  # its forward calls self.connection: `residual`, unless built with another
 x = torch.randn(B, S, D)
 print("x", tuple(x.shape), "  mask", tuple(mask.shape), "  →  output", tuple(layer(x, mask).shape))
 
@@ -410,7 +422,7 @@ print(
 )
 
 # %% [markdown]
-# ## 6. Proof: the same numbers as `nn.TransformerEncoderLayer`
+# ## 6. A check: the same numbers as `nn.TransformerEncoderLayer`
 #
 # PyTorch ships the same layer. `EncoderLayer.from_torch` builds ours with the weights of a
 # `nn.TransformerEncoderLayer(batch_first=True)`. It splits PyTorch's packed $W^Q, W^K, W^V$ matrix
@@ -477,18 +489,14 @@ print(
 # %% [markdown]
 # ## 7. A preview: does post-LN need the warm-up? What do the residuals do?
 #
-# Two claims of this chapter rest on arguments so far. Post-LN needs a learning-rate warm-up
+# Two claims of this chapter rest on arguments so far. Post-LN may need a learning-rate warm-up
 # (section 4). And the residual connections let the gradient reach the lower layers (section 3).
-# Only training can test them. As in chapters 01 and 02, this section borrows the full Transformer
-# that you will build in chapter 06, trained the way chapter 07 trains it. Here it is a measuring
-# instrument.
+# Only training can test them, with the full Transformer and the reverse task as the measuring
+# instrument of chapters 01 and 02.
 #
-# Each model has 3 layers on each side and $d_{model} = 64$. It trains for 400 steps on chapter 07's
-# reverse task (read a string of letters, write it backwards), with chapter 07's Adam optimiser.
-# Each variant trains three times from different random starts, as in chapter 01. The tables give
-# the share of new strings reversed exactly, and the training loss at the end: the mean of the last
-# 50 steps. The figures draw the training losses. Each experiment takes one to two minutes on a
-# 2-core CPU. In the student edition they run once you have written the exercises up to chapter 08.
+# Each model has 3 layers on each side and $d_{model} = 64$, and trains for 400 steps with chapter
+# 07's Adam optimiser, three times per variant. The tables give the share of new strings reversed
+# exactly, and the training loss at the end: the mean of the last 50 steps.
 #
 # **Warm-up.** A *warm-up* starts the learning rate near zero and raises it step by step to its
 # peak. The paper does this over its first 4000 steps (§5.3); here it takes the first 100. Three
@@ -500,9 +508,16 @@ print(
 #
 # The gradients are not clipped (chapter 07), as in the paper. The model is the same in all three.
 # A `Variant` changes how it is trained (`warmup=False`) or its configuration (`norm_first=True`).
+#
+# *The figure in words:* Three panels. The left one draws each variant's training loss over the 400
+# steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
+# from the lowest run to the highest. In the middle, the two learning-rate schedules: one climbs over the
+# first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
+# per variant for its mean exact match on new strings, and one dot per run.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
+# (in the student edition this cell and the next experiment run once you have written the exercises up to chapter 08)
 from transformer_course import Transformer
 from transformer_course.tools.experiments import Variant, run_experiment
 
@@ -520,10 +535,10 @@ from transformer_course.tools.experiments import FINAL_LOSS
 exact = {name: v.values("exact match %") for name, v in warmup_result.variants.items()}
 loss = {name: v.values(FINAL_LOSS) for name, v in warmup_result.variants.items()}
 expect_at_most("post-LN without warm-up: held-out strings reversed exactly, best seed", max(exact[post_cold]), 2, "%")
-expect_above("post-LN with the warm-up ends with a training loss lower than without it by 0.5, on every seed",
-             loss[post_cold], loss[post_warm], margin=0.5)  # fmt: skip
-expect_above("pre-LN without warm-up ends with a training loss lower than post-LN without it by 0.5, on every seed",
-             loss[post_cold], loss[pre_cold], margin=0.5)  # fmt: skip
+expect_above("final training loss: post-LN with the warm-up below post-LN without it by over 0.5, every run",
+             loss[post_cold], loss[post_warm], margin=0.5, names=("post-LN, no warm-up", "post-LN, warm-up"))  # fmt: skip
+expect_above("final training loss: pre-LN without warm-up below post-LN without it by over 0.5, every run",
+             loss[post_cold], loss[pre_cold], margin=0.5, names=("post-LN, no warm-up", "pre-LN, no warm-up"))  # fmt: skip
 
 # %% [markdown]
 # **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
@@ -534,15 +549,26 @@ expect_above("pre-LN without warm-up ends with a training loss lower than post-L
 # steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
 # why the check reads the loss.
 #
-# The gradient picture of section 4 is the likely reason. At full learning rate from the first
+# Why? Xiong et al. trace it to the gradients of section 4. At full learning rate from the first
 # step, the top layers of a post-LN stack take large steps before the lower ones have learnt
-# anything useful. (One size, one task: the exercises ask what else you would vary before trusting
-# the result further.)
+# anything useful. Our mild gradient ratio at initialisation is consistent with that, but does not
+# prove it. (One size, one task: the exercises ask what else you would vary before trusting the
+# result further.)
 #
 # **Residual connections.** The same post-LN model, with and without the shortcuts. The variant
 # without them gets another `connection`: `no_residual` (in `sublayer.py`) is `residual` without its
 # `x +`. So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every attention and
 # feed-forward sub-layer.
+#
+# One setting differs from the warm-up experiment: here the gradients are clipped, as chapter 07
+# clips them (to a total norm of 1). So the line "with residual connections" is not the run "post-LN,
+# warm-up" above, and its numbers differ from that line's. Compare the two lines of this table with
+# each other, not with the table above.
+#
+# *The figure in words:* Two panels. The left one draws both variants' training loss over the 400
+# steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
+# from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
+# new strings, and one dot per run.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -559,8 +585,8 @@ exact = {name: v.values("exact match %") for name, v in residual_result.variants
 loss = {name: v.values(FINAL_LOSS) for name, v in residual_result.variants.items()}
 expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
                max(exact[without_shortcuts]), 2, "%")  # fmt: skip
-expect_above("with residual connections the training loss ends lower than without by 0.5, on every seed",
-             loss[without_shortcuts], loss[with_shortcuts], margin=0.5)  # fmt: skip
+expect_above("final training loss: with residual connections below without them by over 0.5, every run",
+             loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))  # fmt: skip
 
 # %% [markdown]
 # **The finding: without its shortcuts the model barely learns.** The check above holds it in every
@@ -580,8 +606,8 @@ expect_above("with residual connections the training loss ends lower than withou
 #   `x + dropout(sublayer(norm(x)))` in pre-LN. The shortcuts form the residual stream, which
 #   pre-LN never normalises.
 # - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
-# - At initialisation, post-LN concentrates the gradient on the top layers, pre-LN on the bottom
-#   ones, with a residual stream that grows with depth.
+# - At initialisation, in our 12-layer stack, post-LN's gradients grew mildly towards the top layers.
+#   Pre-LN's were largest at the bottom, and its residual stream grew with depth.
 # - In section 7's preview, our 3-layer post-LN model stalled without warm-up in every run, while
 #   pre-LN learnt; with the warm-up, post-LN learnt too. Without its residual connections the same
 #   model barely learnt at all.

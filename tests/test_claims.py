@@ -54,3 +54,15 @@ def test_the_notebook_tests_compare_the_claim_but_not_the_measured_value() -> No
     elsewhere = "✓ exact match on the test split ≥ 97 % (measured: 98.17 %)"
     assert sanitized(here) == sanitized(elsewhere)
     assert sanitized(here) != sanitized("✓ exact match on the test split ≥ 90 % (measured: 99.72 %)")
+
+
+def test_a_comparison_names_its_two_groups_and_the_notebook_tests_replace_them(capsys) -> None:
+    expect_above("the course beats the default", [50.33, 55.3], [0.7, 3.0], margin=20, unit="%",
+                 names=("the course", "PyTorch's default"))  # fmt: skip
+    line = capsys.readouterr().out.strip()
+    assert line == (
+        "✓ the course beats the default (measured: the course: lowest run 50.33 %; PyTorch's default: highest run 3 %)"
+    )
+    assert sanitized(line) == "✓ the course beats the default (measured: …)"
+    with pytest.raises(ValueError, match="no '\\)'"):
+        expect_above("a above b", [2], [1], names=("N(0, 1)", "b"))

@@ -1,6 +1,11 @@
-"""The drawn diagrams of chapters 01–05 (tools/diagrams.py) draw without error and label what they show."""
+"""The drawn diagrams of chapters 01–05 (tools/diagrams.py) draw without error and label what they show, and
+every figure of those chapters is described in words (the web edition's alt text)."""
 
 from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
 
 import matplotlib
 
@@ -38,3 +43,33 @@ def test_post_ln_pre_ln_puts_the_norm_on_each_side_of_the_sum() -> None:
         assert "LayerNorm" in texts and "residual\nstream" in texts
     fig.canvas.draw()
     assert fig not in [m.canvas.figure for m in Gcf.get_all_fig_managers()]
+
+
+CHAPTERS_01_05 = sorted((Path(__file__).resolve().parent.parent / "chapters").glob("0[1-5]_*.ipynb"))
+
+
+def _book_conf():
+    """book/conf.py, loaded alone: its ``_alt_text`` is what the web edition uses as a figure's alt text."""
+    path = Path(__file__).resolve().parent.parent / "book" / "conf.py"
+    spec = importlib.util.spec_from_file_location("_book_conf", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS_01_05, ids=lambda p: p.stem)
+def test_every_figure_of_chapters_01_05_is_described_in_words(notebook: Path) -> None:
+    """A figure's code cell follows a markdown cell that ends with "*The figure in words:*" (or "*The
+    diagram in words:*"): the reader who cannot see the figure reads it, and the web edition makes
+    it the image's alt text (book/conf.py)."""
+    alt_text = _book_conf()._alt_text
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    missing = []
+    for i, cell in enumerate(cells):
+        images = [o for o in cell.get("outputs", []) if "image/png" in o.get("data", {})]
+        if cell["cell_type"] != "code" or not images:
+            continue
+        before = cells[i - 1]
+        if before["cell_type"] != "markdown" or not alt_text("".join(before["source"])):
+            missing.append("".join(cell["source"]).splitlines()[0])
+    assert not missing, f"figures without a paragraph in words right before them: {missing}"
