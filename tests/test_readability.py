@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools.readability import LONG, measure, measure_outputs, n_words, prose_blocks, sentences
+from transformer_course.tools.readability import (
+    LONG,
+    measure,
+    measure_outputs,
+    measure_prose,
+    n_words,
+    prose_blocks,
+    sentences,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("*.py"))
@@ -65,3 +73,13 @@ def test_the_measure_cuts_sentences_and_folds_what_the_web_edition_folds(tmp_pat
     m.output_lines = m.machinery_lines = 0
     measure_outputs(notebook, m)
     assert (m.machinery_lines, m.output_lines) == (1, 2)  # the folded cell's lines are not seen
+
+
+def test_a_figure_described_in_words_is_counted_apart(tmp_path: Path) -> None:
+    source = tmp_path / "c.py"
+    source.write_text(
+        "# %% [markdown]\n# One two three.\n#\n# *The figure in words:* Four five six seven.\n", encoding="utf-8"
+    )
+    m = measure_prose(source)
+    assert (m.words, m.figure_words) == (3, 8)  # the lead "The figure in words" counted with it
+    assert len(m.sentences) == 3  # its sentences (the lead one of them) are still held short

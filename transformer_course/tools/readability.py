@@ -6,7 +6,10 @@
 What is measured, per chapter (the markdown cells of its jupytext source, and the outputs of its
 committed notebook):
 
-* **words** of prose (headings, tables, math blocks, code blocks and HTML tags left out);
+* **words** of prose (headings, tables, math blocks, code blocks and HTML tags left out); a
+  figure's description for a reader who cannot see it (the paragraph "*The figure in words:* …",
+  which is also the web edition's alt text) is counted apart, as **figure words**: it describes
+  the picture, it adds no material to the chapter;
 * **sentences**: a list item or a table-free paragraph cut at ``.``, ``?``, ``!`` and ``:``
   followed by a capital or ``§`` (abbreviations such as "e.g." and "et al." do not end one; the
   mark may be inside a closing ``**``, ``*``, ``)`` or quote, as in a bold lead "**Where we are.**");
@@ -32,6 +35,7 @@ HIDDEN_TAGS = {"hide-output", "remove-output", "hide-cell", "remove-cell"}
 LONG = 30  # words: a sentence over this is long
 ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "vs.", "cf.", "etc.", "Fig.", "No.")
 SEED_WORDS = re.compile(r"\b(seeds?|spread|ATEN_CPU_CAPABILITY|CPU paths?|another CPU|other CPUs?)\b", re.I)
+FIGURE_IN_WORDS = re.compile(r"^\*The (?:diagram|figure) in words:\*")
 MACHINERY = re.compile(
     r"^\s*(✓|✗|⚠)"  # a claim check or an exercise check line
     r"|^\s*(seeds?\b|beyond the spread|within the spread)"  # a seed verdict
@@ -48,6 +52,7 @@ class Measures:
     words: int = 0
     sentences: list[str] = field(default_factory=list)
     seed_words: int = 0
+    figure_words: int = 0
     output_lines: int = 0
     machinery_lines: int = 0
 
@@ -126,10 +131,14 @@ def measure_prose(path: Path) -> Measures:
     m = Measures(path.stem)
     for cell in markdown_cells(path.read_text(encoding="utf-8")):
         for block in prose_blocks(cell):
+            describes_figure = bool(FIGURE_IN_WORDS.match(block))
             for sentence in sentences(block):
                 words = n_words(sentence)
-                m.words += words
                 m.sentences.append(sentence)
+                if describes_figure:
+                    m.figure_words += words
+                    continue
+                m.words += words
                 if SEED_WORDS.search(sentence):
                     m.seed_words += words
     return m
@@ -160,11 +169,11 @@ def measure(chapter: Path) -> Measures:
 
 
 def table(chapters: list[Path]) -> str:
-    rows = ["| chapter | words | sentences | over 30 words | longest | seed words | machinery lines |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    rows = ["| chapter | words | figure words | sentences | over 30 words | longest | seed words | machinery lines |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]  # fmt: skip
     for path in chapters:
         m = measure(path)
-        rows.append(f"| {m.name} | {m.words:,} | {len(m.sentences)} | {m.long_share:.0%} | {m.longest} | "
+        rows.append(f"| {m.name} | {m.words:,} | {m.figure_words:,} | {len(m.sentences)} | {m.long_share:.0%} | {m.longest} | "
                     f"{m.seed_share:.1%} | {m.machinery_lines}/{m.output_lines} ({m.machinery_share:.0%}) |")  # fmt: skip
     return "\n".join(rows)
 
