@@ -73,7 +73,7 @@ test-oldest:
 	bash scripts/test_oldest.sh
 
 # The same environment and its unit tests, without the chapters: what CI runs last (.ci/run; the
-# chapters stay out to keep CI well inside its 90 minutes).
+# chapters stay out to keep CI well inside its 70 minutes).
 test-oldest-unit:
 	bash scripts/test_oldest.sh --unit
 
