@@ -42,16 +42,13 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.hub import OPUS_MT_EN_DE
+
 ROOT = Path(__file__).resolve().parent.parent
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "CT2_INTER_THREADS": "1",
               "CT2_INTRA_THREADS": "1"}  # fmt: skip
 
-MARIAN = dict(
-    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
-    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-    activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
-    eos_token_id=0, max_position_embeddings=512,
-)  # fmt: skip
+MARIAN = OPUS_MT_EN_DE  # opus-mt-en-de's shape
 SMOLLM = dict(
     vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
     num_key_value_heads=3, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
