@@ -89,6 +89,14 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # the encoder's output. Then it assembles the whole model: by the end, every box of the map is in
 # place.
 # The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. The whole
+# decoder layer is highlighted, in a dashed frame marked "N× decoder layer". From the bottom, it
+# holds masked multi-head self-attention, with weights (B, H, T, T) and a causal and padding mask,
+# then "Add & Norm". Cross-attention follows, with queries from below and keys and values from the
+# encoder's memory (B, S, D), then "Add & Norm". A feed-forward network and a last "Add & Norm"
+# close the layer. Above it, the highlighted linear layer, tied to the embedding, and the softmax
+# give logits of shape (B, T, V_tgt).
 
 # %%
 architecture_map("decoder")
@@ -140,6 +148,12 @@ for s_row, t_row in zip(src_words, tgt_words, strict=True):
 #
 # With our convention (True = may attend) this is the lower triangle, diagonal included: position
 # $t$ sees positions $0 \dots t$. `causal_mask(T)` is (T, T) and broadcasts over batch and heads.
+#
+# *The figure in words:* The causal mask of the second target, from `<bos>` *ein kleiner hund* to
+# the final period, is a grid of eight rows and eight columns. Rows are the query positions, columns
+# the key positions they attend to, both labelled with the tokens. The cells on and below the
+# diagonal are dark: there a token may attend. The cells above it are light, so each token sees
+# itself and the tokens before it, never a later one.
 
 # %%
 causal = causal_mask(T)  # (T, T)
@@ -168,6 +182,11 @@ plt.show()
 # (axis 2). The shape matters. Broadcasting lines shapes up from the right, so a (B, S) mask
 # against the (B, H, T, S) attention scores would put B on the *query* axis T. That gives wrong
 # values, or an error only if the sizes happen to differ.
+#
+# *The figure in words:* The source padding mask is drawn as three rows, one per sequence, and seven
+# columns, the source positions 0 to 6. Each cell holds its token. The real tokens, `<eos>`
+# included, sit in dark cells, where the mask is True. The `<pad>` cells are light, where it is
+# False. Sequence 0 ends with two of them, sequence 1 has none, and sequence 2 ends with four.
 
 # %%
 src_mask = padding_mask(src, vocab.pad_id)  # (B, 1, 1, S)
@@ -211,6 +230,13 @@ plt.show()
 #
 # The decoder's mask is the logical AND of the two: `target_mask(tgt, pad_id)`. Here it is for the
 # shortest pair, "hallo !", whose target is padded from position 3 on.
+#
+# *The figure in words:* Four masks of the shortest pair stand side by side, with the query
+# positions down and the key positions across. Its target is `<bos>`, *hallo*, *!* and five `<pad>`.
+# The causal mask is the dark lower triangle. The target padding mask is dark in the first three
+# columns only, the same in every row. Their AND, the decoder's self-attention mask, is that lower
+# triangle cut off after the third column. The cross-attention mask is dark over the three real
+# source tokens, *hello*, *!* and `<eos>`, and light over the four `<pad>`.
 
 # %%
 tgt_mask = target_mask(tgt_in, vocab.pad_id)  # (B, 1, T, T)
@@ -249,6 +275,13 @@ print(
 # **keys and values** come from the encoder's final output, called the *memory*, the same for every
 # decoder layer. Each target position thereby gathers the source information it needs. The weights
 # have shape (B, H, T, S): target positions down, source positions across.
+#
+# *The figure in words:* Two heatmaps show the cross-attention weights of head 0 in the first
+# decoder layer of an untrained model. The left one is sequence 0, the sleeping cat, and the right
+# one sequence 2, *hello !*. Rows are the target positions (queries), columns the source positions
+# (keys), and a darker blue is a larger weight. Over the real source tokens the weights are spread
+# unevenly, as the random projections happen to fall. Every column of a source `<pad>` is white: its
+# weight is exactly zero.
 
 # %%
 config = TransformerConfig(
@@ -781,6 +814,14 @@ for name, paper, at_37k, stated in (("base", 65e6, base_37k, base_stated), ("big
         f"{stated / 1e6:10.1f}M ({stated / paper - 1:+.1%})"
     )
 assert abs(base_stated / 65e6 - 1) < 0.02 and abs(big_stated / 213e6 - 1) < 0.02
+
+# %% [markdown]
+# *The figure in words:* A horizontal bar chart has one row per Table 3 entry with a printed size,
+# the base model at the top and the big model at the bottom. Each row has two bars, our count's
+# difference from the paper's in percent. The blue bar assumes a vocabulary of 37,000 tokens, the
+# orange one the stated 38,800, and a green band marks ±2%. In every base-family row both bars point
+# left: our count is lower than the paper's. Only in the big row do both bars point right. The
+# orange bars lie nearer 0 than the blue ones in the base rows, but further from it in the big row.
 
 # %%
 printed = [(name, o, p) for name, o, p in ROWS if p is not None]  # rows (A) have no size to compare with

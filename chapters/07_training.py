@@ -76,6 +76,13 @@ profile = pick_profile(device)  # the GPU profile on CUDA, the CPU profile elsew
 # Training touches the whole model, but what is new here sits at its two ends. At the bottom right
 # goes the shifted target (teacher forcing); at the top, the loss is computed from the output.
 # The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# layers above its embeddings and positional encodings. Three boxes are highlighted. At the bottom
+# right, the decoder reads the target ids shifted right, which start with `<bos>`. At the top, the
+# softmax gives probabilities of shape (B, T, V_tgt). The loss compares them with the labels, with
+# label smoothing. A dotted line on the right marks decoding: it appends the chosen token and runs
+# the decoder again.
 
 # %%
 architecture_map("training")
@@ -229,6 +236,13 @@ for bucket in (1, 50):
     share = padding_share(batch_indices(lengths, 128, seed=0, epoch=0, bucket=bucket))
     print(f"bucket={bucket:>2}: {share:.1%} of the batch cells are padding")
 
+# %% [markdown]
+# *The figure in words:* Two panels each show one batch of 16 sentences as a grid, one row per
+# sentence and one column per source position. Green cells hold real tokens, white cells padding. On
+# the left, a batch drawn without bucketing mixes lengths, so the shorter rows end in white cells.
+# On the right, a batch cut from a pool sorted by length holds sentences of nearly one length, with
+# little or no white.
+
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
 for ax, bucket in zip(axes, (1, 50), strict=True):
@@ -279,6 +293,12 @@ for row in range(2):
 # perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score" (§5.4).
 # Two details make it correct for translation: positions whose label is `<pad>` contribute
 # nothing, and the mean is over the real tokens only.
+#
+# *The figure in words:* A bar chart has the ids of the German vocabulary along the horizontal axis.
+# The vertical axis is the target probability, on a logarithmic scale from 0.001 to 1.5. Without
+# smoothing, in grey, the target is a single bar of height 1 on the piece *zwanzig*. With ε = 0.1,
+# in blue, that bar falls to just above 0.9. Every other id gets a short blue bar, all of one
+# height: 0.1 divided by the size of the vocabulary.
 
 # %%
 from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
@@ -320,6 +340,13 @@ assert torch.allclose(ours, reference)
 # `transformer_lr` is the formula (exercise ex07_1). `transformer_scheduler` wraps it as a PyTorch
 # `LambdaLR`; the optimizer is made with `lr=1.0`, so the factor *is* the rate. Our small model uses
 # a shorter warm-up and half the paper's scale.
+#
+# *The figure in words:* The learning rate for d_model = 128 is drawn against the step, from 1 to
+# 3,000. A thick grey curve is the decay alone, falling like one over the square root of the step.
+# Four coloured lines rise straight from 0, for warm-ups of 100, 300, 1,000 and 4,000 steps. Each
+# ends with a dot on the grey curve, at its own peak, except the warm-up of 4,000 steps, still
+# rising at the right edge. A dashed black line is this chapter's schedule. It warms up over the
+# steps its profile sets, then follows half of the grey curve.
 
 # %%
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
@@ -486,6 +513,12 @@ expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_
 # Compare the heads built by hand in chapter 04 (section 8), which each followed one fixed offset.
 # Here training has produced the *anti*-diagonal, "read the mirror position", from the positional
 # encodings of both sides.
+#
+# *The figure in words:* Four heatmaps stand side by side, one per head of the decoder's single
+# layer. In each, the rows are the letters the model writes, from top to bottom, ending with
+# `<eos>`. The columns are the letters of the input string, from left to right. Darker blue means
+# more weight, on a scale from 0 (white) to 1. The title names the pattern to look for: the weight
+# lies along the anti-diagonal, from the top right corner to the bottom left.
 
 # %%
 from transformer_course.decoding import attention_maps
@@ -565,6 +598,13 @@ history = fit(
 )  # fmt: skip
 print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
 print("validation exact match (%) at steps", ", ".join(f"{e['step']}: {e['exact_match']:.1f}" for e in history.evals))
+
+# %% [markdown]
+# *The figure in words:* Two panels share the training step as their horizontal axis. The left one
+# draws the label-smoothed loss on a logarithmic scale. A pale blue line gives the loss of every
+# batch, a darker one its running mean, and a dotted black line the lowest possible loss. The right
+# one draws the exact match on the validation numbers, in percent from 0 to 100, every 200 steps, as
+# green dots joined by a line.
 
 # %%
 from transformer_course.tools.plots import plot_history
@@ -698,6 +738,14 @@ for n in (21, 999_999, 88_008):
 #
 # Each setting is trained three times, as the box in section 5 says. (About a minute on a 2-core
 # CPU; the exercises of chapter 07 ask you to explain the result.)
+#
+# *The figure in words:* Three panels compare the two settings, blue for ε = 0 and orange for
+# ε = 0.1. The left one draws the training loss over the 800 steps, on a logarithmic scale. A line
+# shows the mean of the three runs, and a band reaches from the lowest run to the highest. The middle
+# one is a histogram of the confidence on held-out strings, the probability of the model's top
+# choice, with the share of the tokens on a logarithmic scale. The orange confidences lie lower on
+# average, as the folded check under the figure confirms. The right one has one bar per setting for
+# its mean exact match on new strings, and one dot per run.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -730,8 +778,8 @@ expect_above("confidence minus accuracy: lower with ε = 0.1 (less sure than rig
 # %% [markdown]
 # **The finding: with $\varepsilon = 0.1$ the model is less sure than it is right.** Without
 # smoothing, its mean confidence lies close to its token accuracy. With smoothing, confidence drops
-# well below accuracy, and the right panel shows its confidences piling up near 0.9, where the
-# smoothed target puts them. The folded checks above find both differences beyond the spread.
+# below accuracy: the middle panel's orange histogram sits lower, towards the 0.9 that the smoothed
+# target asks for. The folded checks above find both differences beyond the spread.
 #
 # Why check the signed gap, confidence minus accuracy, and not the calibration error? The
 # calibration error counts a gap in either direction. A run without smoothing that trains less well

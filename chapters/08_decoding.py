@@ -129,6 +129,14 @@ def german(ids: torch.Tensor) -> str:
 # Decoding works at the top of the map. Take the distribution of the next token, choose one, append
 # it to the decoder's input (the dotted line) and run the decoder again.
 # The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# layers above its embeddings and positional encodings. At the top of the decoder, a linear layer
+# gives the logits, and a softmax turns them into probabilities. Two arrows leave the softmax: one
+# to the loss of training, one to a box "next token", chosen greedily, by beam search or by
+# sampling. The softmax and that box are highlighted. A dotted line runs from the box down the right
+# edge to the decoder's input, the target shifted right. Its label says: append the chosen token and
+# run the decoder again.
 
 # %%
 architecture_map("decoding")
@@ -333,6 +341,14 @@ assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop
 # hypothesis kept in the beam; a hollow dot on a dashed line is a candidate pruned. Each label gives
 # the piece and the summed log-probability $\log P$ of its whole hypothesis. A finished hypothesis is
 # carried into the next step unchanged, labelled "finished".
+#
+# *The diagram in words:* The tree grows from `<bos>` on the left through steps 1 to 4. Kept
+# hypotheses are blue dots on thick lines, pruned candidates hollow grey dots on dashed lines. At
+# step 1, *zwanzig* (−0.80) and *ein* (−0.92) are kept, and *eins* and `<eos>` are pruned. At step 2
+# the two best extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94); the other four are
+# pruned. At step 3, *zwanzig eins `<eos>`* finishes (−2.45) and *ein und zwanzig* (−1.02) goes on.
+# At step 4 the finished one is carried over, and *ein und zwanzig `<eos>`* (−1.07) ends as the
+# best.
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 5.2))
@@ -396,6 +412,14 @@ print(
 # %% [markdown]
 # In the panels that cut, grey bars show the distribution before the cut, and orange bars beside
 # them the one sampled from: the kept pieces share the whole probability again.
+#
+# *The figure in words:* Five bar charts stand side by side and share the vertical axis, the
+# probability of the next piece. Each has the same ten pieces on its horizontal axis, the model's
+# most probable at this step, best first. Orange bars show the distribution that sampling draws
+# from. The first bar is tallest at τ = 0.5 and lowest at τ = 2, where the bars are flattest. The
+# fourth panel (τ = 2, top-p 0.45) and the fifth (τ = 2, top-k 3) add grey bars: the distribution at
+# τ = 2 before the cut. Only the kept pieces have orange bars, each taller than its grey one; top-k
+# keeps exactly three.
 
 # %%
 shown = first_logits.softmax(-1).topk(10).indices  # the 10 most probable pieces
@@ -521,6 +545,13 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # of the same size with random weights, whose `<eos>` is switched off so that it writes exactly n
 # tokens, for a batch of 32 sentences. The times are this machine's; `benchmarks/decoding.py` times
 # a larger model.
+#
+# *The figure in words:* Two line charts share the horizontal axis, the number of tokens generated:
+# 8, 16, 32 and 64, on a logarithmic scale. On the left, with a logarithmic vertical axis too, two
+# lines give the milliseconds for the batch of 32. One is decoding without a cache, the other with
+# the KV cache. On the right, a green line gives the speed-up, the first time divided by the second.
+# The speed-up is larger at 64 tokens than at 8, and at 64 it is at least two (both checked below).
+# The times themselves are this machine's.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -711,6 +742,13 @@ print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_str
 # **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
 # the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
 # "sixty-seven"). So a head that follows the source word by word must jump back and forth.
+#
+# *The figure in words:* Eight heatmaps stand in two rows, one row per layer and one column per
+# head. In each, the rows are the German pieces being written, one per step, ending with `<eos>`.
+# The columns are the eleven English source words, from "three" to "seven". A cell's shade is the
+# attention weight, from white at 0 to dark blue at 1. A row with one dark cell reads one English
+# word; a row of pale cells spreads over several. The title gives the chapter's reading: in layer 2
+# the heads mostly read the English word of the piece being written, out of order.
 
 # %%
 text = "three hundred and forty-two thousand five hundred and sixty-seven"
@@ -736,12 +774,26 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # **Encoder self-attention**: each English word gathers information from the other English words.
 # **Decoder self-attention**: each position looks back over the German pieces written so far (the
 # causal mask leaves the upper triangle empty).
+#
+# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
+# show the encoder's self-attention. Both axes list the eleven English words, from "three" to
+# "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
+# 0 to dark blue at 1. The title gives the chapter's reading: in layer 2, the words of a number
+# group look at one word of the group ("thousand", "hundred", "sixty").
 
 # %%
 plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
                      "Encoder self-attention: in layer 2 the words of a number group look at one word of the "
                      "group ('thousand', 'hundred', 'sixty')",
                      query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
+
+# %% [markdown]
+# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
+# show the decoder's self-attention. Both axes list the decoder's inputs: `<bos>`, then the German
+# pieces written so far. Each row is a position's query, each column a position it may read, shaded
+# from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
+# position reads a later one. The title gives the chapter's reading: heads look back at the last
+# "hundert" or "tausend", or at the piece just before.
 
 # %%
 plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
@@ -750,9 +802,10 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
 
 # %% [markdown]
-# In the encoder, layer 2 groups the sentence. The words of "forty-two" look at "thousand", those of
-# "five hundred" at "hundred", those of "sixty-seven" at "sixty": each word seems to mark the group
-# it belongs to. In the decoder, heads return to the structure written so far: the last *tausend*,
+# In the encoder, layer 2's second head groups the sentence most clearly. "forty" and "two" look at
+# "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
+# seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
+# read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
 # the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
 # figure checks the cross-attention heads over the whole test split.
 #
@@ -760,6 +813,12 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
 # words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
 # piece of every test number.
+#
+# *The figure in words:* A box plot has one box per cross-attention head, eight in all, from "layer
+# 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
+# for every German piece of every test number. Zero means that the piece read a single English word.
+# A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
+# pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
 
 # %%
 test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
@@ -786,11 +845,12 @@ for layer in range(entropy.shape[0]):
     print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
 
 # %% [markdown]
-# Layer 2 is the sharp one. All four of its medians are 0, one word per piece, and no upper quartile
-# passes 0.1. Layer 1 spreads more: its first head has a median of 0.21 and an upper quartile of
-# 0.53, and its third head an upper quartile of 0.26. Sharp is not the same as right, though. In the
-# sentence above, layer 1's sharp heads often read a word other than the one being translated; only
-# layer 2's heads read the word that the German piece renders. The dots above the boxes are single
+# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and no upper
+# quartile passes 0.1. Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
+# of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
+# Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
+# word other than the one being translated; only layer 2's heads read the word that the German piece
+# renders. The dots above the boxes are single
 # pieces that a head shares between several words.
 #
 # ## 8. Error analysis: probing beyond the test split

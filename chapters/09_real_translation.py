@@ -89,6 +89,13 @@ profile = pick_sentence_profile(device)  # a bigger model and token budget on CU
 #
 # In the paper's notation the source and target vocabularies are now one: $V_\text{src} = V_\text{tgt}$.
 # The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, with the same
+# boxes as in chapter 06. This chapter's boxes are highlighted, at both ends of the model. At the
+# bottom, the source token ids and the shifted target ids enter, and each goes through a token
+# embedding multiplied by √D. At the top of the decoder, the linear layer tied to the embedding and
+# the softmax give the logits. Above the softmax, the loss against the labels is highlighted too,
+# for the training; the "next token" box beside it stays plain.
 
 # %%
 architecture_map(["tokens", "embeddings", "training"])
@@ -278,6 +285,14 @@ for row in rows:
     print(f"{row['vocab_size']:5d}  {row['tokens_per_text']:10.1f}  {row['tokens_per_word']:14.2f}  "
           f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")  # fmt: skip
 
+# %% [markdown]
+# *The figure in words:* Both panels have the vocabulary size on a logarithmic horizontal axis, one
+# point per size asked for. On the left, a blue line gives the tokens per validation sentence, and
+# it falls as the vocabulary grows. A dashed orange line, read on a second axis at the right, gives
+# the embedding parameters, V times D: they grow in proportion to V. On the right, a red line gives
+# the share of tokens seen fewer than 10 times, on an axis from 0 to 100%. It is lowest at the
+# middle sizes and climbs steeply at the largest.
+
 # %%
 fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
 sizes = [row["vocab_size"] for row in rows]
@@ -355,6 +370,14 @@ for name, batches in schemes.items():
     stats = padding_stats(batches, src_lengths, tgt_lengths)
     print(f"{name:<38} {stats['waste']:6.1%} of the batch slots are padding")
 
+# %% [markdown]
+# *The figure in words:* Three histograms share one horizontal axis, the target slots of a batch:
+# its number of sentences times its longest target. Blue is for random batches, orange for bucketed
+# batches of the same mean size, green for the token budget. A dotted vertical line marks the
+# budget. The green bars stand in one tall, narrow peak just left of the line, and none lies to its
+# right. The orange bars spread wide on both sides of the line, and the blue ones lie mostly well to
+# its right.
+
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.4))
 for name, batches in schemes.items():
@@ -423,6 +446,13 @@ def keep_and_validate(m: torch.nn.Module) -> dict:
 history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options,
               evaluation=Evaluation(keep_and_validate, every=keep_every), history=history)  # fmt: skip
 print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
+
+# %% [markdown]
+# *The figure in words:* The left panel draws the training loss against the step, on a logarithmic
+# scale. A thin pale line gives the loss of each batch, and a darker line its running mean. The
+# right panel gives, at regular steps, the share of 300 validation sentences translated exactly, on
+# an axis from 0 to 100%. Its green points are joined by a line. A folded check further down asks
+# the second half of the run to gain on this axis.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -538,6 +568,12 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # model translates exactly. In English the verb of the clause comes right after its subject; in
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
 # written, columns the English tokens they read. The box marks the clause's last word.
+#
+# *The figure in words:* A heatmap has one row per German token the model writes and one column per
+# English source token, both cut into subwords. A darker blue is a larger weight, the mean of the
+# heads, on a colour bar from 0 to 1. A red box frames the rows of the clause's last word, the verb.
+# The title names that verb and the English word it reads most. The line under the map says, for
+# this run, which words these are and how far back the decoder jumps.
 
 # %%
 # NBVAL_IGNORE_OUTPUT

@@ -121,6 +121,14 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # cache), the feed-forward network (SwiGLU), the training recipe and generation. The letters are
 # those of the [notation page](../book/notation.md). $T$ is now the length of the text, $V$ its
 # vocabulary, and $H_{kv}$ the number of key/value heads.
+#
+# *The diagram in words:* One stack stands in the middle, with no encoder beside it. From the
+# bottom, the token ids enter the token embedding, and no positions are added there. A dashed frame
+# marks the block repeated N times. In it, an RMSNorm comes before the causal self-attention and
+# another before the SwiGLU feed-forward network, each sub-layer with a shortcut around it. Above
+# the stack come a final RMSNorm, the output layer tied to the embedding, and the softmax. At the
+# top, the loss against the next tokens is trained with AdamW and a cosine schedule, and generation
+# picks the next token.
 
 # %%
 architecture_map(["norm", "rope", "gqa", "swiglu", "training", "decoding"], model="decoder-only")
@@ -248,6 +256,11 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 # $W^Q$ and $W^K$ are, the score depends on the contents and on the distance only. We check it with
 # random projections: one query content and one key content, placed at every pair of positions 6
 # apart.
+#
+# *The figure in words:* Two lines give the score of one query content and one key content. The key
+# stands at position p, from 0 to 199 along the horizontal axis, and the query 6 positions later.
+# The blue line, with sinusoids added to the embeddings, swings up and down as p changes. The orange
+# line, with rotary embeddings, is flat: the score is the same at every position.
 
 # %%
 torch.manual_seed(0)
@@ -361,6 +374,12 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
 # one text is 4 GiB. With 8 key/value heads (what Llama 3 8B has) it is a quarter, 1 GiB, and with
 # one, 128 MiB. Below, the formula for that model, and our own small models' caches after reading 64
 # tokens, measured on their tensors.
+#
+# *The figure in words:* Two bar charts show the size of one text's KV cache for three numbers of
+# key/value heads. The left one is computed for Llama 3 8B's sizes: 4 GiB with 32 key/value heads,
+# 1 GiB with 8 and 0.125 GiB with 1. The right one is measured on our two-layer models after 64
+# tokens. It shows 128 KiB with 8 key/value heads, 32 KiB with 2 and 16 KiB with 1. In both, the
+# cache shrinks in proportion to the number of key/value heads.
 
 # %%
 def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_per_number: int) -> int:
@@ -656,6 +675,12 @@ print(detokenize(data.vocab.decode(data.valid[0])))
 #
 # The two schedules, at the same peak. Both warm up linearly over the same first steps, so their two
 # lines are one line there (the grey band):
+#
+# *The figure in words:* Two learning-rate schedules with the same peak are drawn against the
+# training step, over the whole run. A grey band covers the warm-up, where both rise along one
+# straight line from 0. After it, today's schedule, a thick blue line, stays near the peak, then
+# falls along a cosine to a tenth of the peak. The paper's equation (3), a dashed orange line, drops
+# fast at first, then ever more slowly. It ends above a quarter of its peak, so the two lines cross.
 
 # %%
 steps = range(1, profile.steps + 1)
@@ -674,6 +699,11 @@ plt.show()
 # %% [markdown]
 # The model is today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no dropout)
 # with grouped key/value heads. On a GPU it trains in bf16.
+#
+# *The figure in words:* One panel draws the language model's loss against the training step. A thin
+# blue line gives the cross-entropy of every batch, in nats per token. A dashed orange horizontal
+# line marks the loss on the held-out sentences at the end of training. The text under the figure
+# compares that level with a model that knows only the word frequencies.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -809,6 +839,14 @@ expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2
 # luck of the draw. All variants train at one peak learning rate, the one chosen for today's block.
 # So the comparison measures early training at that rate, and a variant that would prefer another
 # rate is handicapped by it.
+#
+# *The figure in words:* The left of three panels draws the training loss of the five models over
+# the 300 steps, each in its own colour. A line gives the mean of the three runs, and a band reaches
+# from the lowest run to the highest. The other two panels have one row per variant, with one mark
+# per pair of runs: a circle, a square or a triangle. Each mark is the variant's loss minus that of
+# today's block in its pair: on held-out sentences in the middle, past the training length on the
+# right. A dashed line marks 0, a mark right of it means a higher loss for the variant, and a short
+# black tick marks the mean.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -847,6 +885,13 @@ display(Markdown("\n".join(f"- {finding(name)}" for name in names)
 # %% [markdown]
 # Position by position on the long texts, for the two ways of giving positions (the mean of the three
 # runs, and a band from the lowest to the highest):
+#
+# *The figure in words:* The loss in nats per token is drawn against the position in a text of four
+# sentences. A blue line is today's block with RoPE, a green line the variant with sinusoids, each
+# with a band from its lowest run to its highest. A grey region on the left marks the positions seen
+# in training. To its right the texts are longer than any training text, and fewer texts reach each
+# position. Past the grey region, the green line lies higher on average, as a folded check below
+# confirms.
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.4))

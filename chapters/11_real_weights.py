@@ -117,6 +117,12 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # values to existing ones (a learned position table, GELU). With them it can take each family's
 # choices; the rest is where its weights come from.
 # The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. Nearly every box
+# is highlighted: the title says each holds a real checkpoint's weights. That covers both token
+# embeddings and positional encodings, every box of the encoder and decoder layers, the tied linear
+# layer and the softmax. Only the token ids at the bottom, and the loss and the next token at the
+# top, stay plain.
 
 # %%
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 11: every box holds a real checkpoint's weights")
@@ -356,6 +362,13 @@ for label, *values in rows:
 # Now our pair i holds exactly the two features the halves layout's pair i held, and turns by the
 # same angle. W^V and W^O stay as they are, and so would a bias of W^V. A bias of W^Q or W^K is
 # reordered with its rows.
+#
+# *The figure in words:* On the left, an 8 by 8 grid shows the permutation for one head of 8
+# features. Each row of ours has one black cell, at the row of the halves layout it comes from. Our
+# rows 0, 2, 4 and 6 take rows 0 to 3, and our rows 1, 3, 5 and 7 take rows 4 to 7. On the right,
+# two strips of eight coloured boxes give each feature's pair, one colour per pair. The top strip,
+# the halves layout, reads 0, 1, 2, 3, 0, 1, 2, 3; the bottom strip, ours, reads 0, 0, 1, 1, 2, 2,
+# 3, 3.
 
 # %%
 d_head = 8
@@ -890,6 +903,12 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # with whatever else it runs. A processor without bfloat16 instructions converts every number before
 # it multiplies, so bf16 can be slower than float32 there. And int8 gains only as much as its kernel
 # reads bytes as fast as float32's product does.
+#
+# *The figure in words:* A scatter plot has one labelled dot per precision: float32, bf16 and int8.
+# The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
+# axis the milliseconds per token, both from 0. The checks below bound the horizontal positions. The
+# bf16 dot reads at most half of float32's bytes, and the int8 dot less than a third. The heights
+# are this machine's timings, and the title names the precision that was fastest here.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
