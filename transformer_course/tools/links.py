@@ -5,7 +5,7 @@
 * each chapter's and exercise notebook's "Open in Colab" badge (title cell) and its first code
   cell, tagged ``colab`` (:func:`~.colab.first_cell`), in ``chapters/`` and ``solutions/`` (then
   ``exercises/`` is regenerated from ``solutions/``);
-* AUTHORING.md's template of both, and the ``git+URL`` / ``git clone URL`` mentions of the guides.
+* the ``git+URL`` / ``git clone URL`` mentions of the guides (README.md, AUTHORING.md).
 
 Code that needs the URL (the ``restore`` message, ``NeedsClone``, the web edition's buttons) reads
 the constant itself. Only the two cells of each notebook change: outputs and cell ids stay.
@@ -26,7 +26,6 @@ _GITHUB = re.compile(r"https://github\.com/([\w.-]+/[\w.-]+?)(?:\.git)?/?")
 _GIT_URL = re.compile(r"(git\+|git clone )https?://[^\s`'\")]+")
 COLAB_TAG = "colab"
 GUIDES = ("README.md", "AUTHORING.md")
-TEMPLATE_PATH = "chapters/NN_name.ipynb"  # the placeholder AUTHORING.md's template badge links to
 
 
 def colab_badge(path: str, url: str = REPOSITORY_URL) -> str:
@@ -91,15 +90,5 @@ def _sync_notebook(notebook, badge: str, cell_source: str) -> bool:  # noqa: ANN
 
 
 def _sync_guide(text: str, url: str) -> str:
-    """The guide with every ``git+URL`` / ``git clone URL`` pointing at ``url``, and (AUTHORING.md)
-    the template's badge and first cell as the notebooks have them."""
-    text = _GIT_URL.sub(lambda m: m.group(1) + url, text)
-    text = _BADGE.sub(lambda _: colab_badge(TEMPLATE_PATH, url), text)
-    block = re.compile(r"(?P<indent>[ ]*)```python\n(?:(?!```).)*?google\.colab(?:(?!```).)*?```", re.S)
-
-    def template(match: re.Match) -> str:
-        indent = match.group("indent")
-        lines = ["```python", *first_cell(url, chapter=True).splitlines(), "```"]
-        return "\n".join(indent + line if line else "" for line in lines)
-
-    return block.sub(template, text)
+    """The guide with every ``git+URL`` / ``git clone URL`` pointing at ``url``."""
+    return _GIT_URL.sub(lambda m: m.group(1) + url, text)

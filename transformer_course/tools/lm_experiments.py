@@ -317,10 +317,11 @@ def plot_lm_experiment(result: ExperimentResult, baseline: str | None = None):
         1, 1 + len(metrics), figsize=(14, 4.4), layout="constrained", gridspec_kw={"width_ratios": [1.1, 1, 1]}
     )
     window = 20
+    styles = ["-", "--", ":", "-."]  # curves that nearly coincide stay apart
     for i, variant in enumerate(result.variants.values()):
         curves = torch.stack([_smooth(run.losses, window) for run in variant.runs if run.losses])  # (seeds, steps)
         steps = range(window, window + curves.shape[1])
-        left.plot(steps, curves.mean(0), color=f"C{i}", label=variant.name, lw=1.2)
+        left.plot(steps, curves.mean(0), color=f"C{i}", ls=styles[i % len(styles)], label=variant.name, lw=1.4)
         left.fill_between(steps, curves.min(0).values, curves.max(0).values, color=f"C{i}", alpha=0.2, lw=0)
     left.set(xlabel="training step", ylabel=f"training loss (mean of {window} steps)",
              title="Training loss (band: lowest to highest seed)")  # fmt: skip
@@ -337,7 +338,7 @@ def plot_lm_experiment(result: ExperimentResult, baseline: str | None = None):
         ax.axvline(0.0, color="black", lw=1.0, ls="--")
         ax.set_yticks(range(len(others)), others if ax is right[0] else [""] * len(others))
         ax.set_ylim(len(others) - 0.5, -0.5)
-        ax.set(xlabel="variant − baseline, nats per token (bar: mean)", title=f"{metric}: right of 0 is worse")
+        ax.set(xlabel="variant − baseline, nats per token (black tick: mean)", title=f"{metric}: right of 0 is worse")
         ax.grid(alpha=0.3, axis="x")
     seed_marks = [
         Line2D([], [], marker=markers[k % len(markers)], color="0.3", ls="", label=f"seed {seed}")
