@@ -279,9 +279,9 @@ print(
 # *The figure in words:* Two heatmaps show the cross-attention weights of head 0 in the first
 # decoder layer of an untrained model. The left one is sequence 0, the sleeping cat, and the right
 # one sequence 2, *hello !*. Rows are the target positions (queries), columns the source positions
-# (keys), and a darker blue is a larger weight. Over the real source tokens the weights are spread
-# unevenly, as the random projections happen to fall. Every column of a source `<pad>` is white: its
-# weight is exactly zero.
+# (keys), and a darker blue is a larger weight, on one colour bar for both. Over the real source
+# tokens the weights are spread unevenly, as the random projections happen to fall. Every column
+# of a source `<pad>` is white: its weight is exactly zero.
 
 # %%
 config = TransformerConfig(
@@ -316,14 +316,15 @@ print(
     tuple(cross_weights.shape),
 )
 
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+top = cross_weights[[0, 2], 0].max().item()  # one colour scale for both panels
 for ax, b in zip(axes, (0, 2), strict=True):
-    ax.imshow(cross_weights[b, 0], cmap="Blues", vmin=0)
+    image = ax.imshow(cross_weights[b, 0], cmap="Blues", vmin=0, vmax=top)
     ax.set_xticks(range(S), src_words[b], rotation=60, fontsize=8)
     ax.set_yticks(range(T), tgt_words[b], fontsize=8)
     ax.set(title=f"sequence {b}, head 0", xlabel="source position (key)", ylabel="target position (query)")
-fig.suptitle("Cross-attention weights of an untrained model: spread over the real source words, zero on <pad>", y=1.02)
-plt.tight_layout()
+fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
+fig.suptitle("Cross-attention weights of an untrained model: spread over the real source words, zero on <pad>")
 plt.show()
 print("weight on padded source positions:", cross_weights.masked_select(~src_mask).abs().max().item())
 
@@ -719,9 +720,10 @@ for name, base_n, big_n in (
 # entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
 # each published number exactly. Table 3 prints sizes for the base and big models and for rows (B)
 # and (C), which change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$. Rows (A) trade heads against head
-# size at constant $h \cdot d_k = 512$; the paper prints no size for them (a dash below). Our count
-# does not move for them: it is the base model's. Rows (D) and (E) change dropout, label smoothing
-# and the positional encoding, not the layer sizes; we leave them out.
+# size at constant $H \cdot d_k = 512$ (the paper's $h$ is our $H$); the paper prints no size for
+# them (a dash below). Our count does not move for them: it is the base model's. Rows (D) and (E)
+# change dropout, label smoothing and the positional encoding, not the layer sizes; we leave them
+# out.
 
 # %%
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
@@ -764,7 +766,7 @@ for name, overrides, paper in ROWS:
 # tokens. All ten of them round to the published numbers for any $V$ from 40,852 to 41,080. The big
 # row alone implies about 35,700. The reason needs no vocabulary at all. The big model and row (C)
 # with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
-# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($h$ does not change the count). Their
+# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
 # difference is therefore the extra feed-forward weights alone:
 
 # %%

@@ -183,11 +183,12 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 # - **Some strata cannot be held out.** Below 100 the German forms are irregular (*null*, *elf*,
 #   *sechzehn*, *siebzig*, *dreißig*): a model that never saw "zero" cannot know it is *null*. And
 #   the 9 round hundreds and 9 round hundred-thousands are too few to spare. These four strata are
-#   in training *and* in the test split. Their test score shows that the model learnt them,
+#   in training *and* in the test split. Their test score shows whether the model learnt them,
 #   including where to stop, not that it can generalise: every table marks them "seen".
 # - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`). Each number below 21 appears
-#   60 times, each of 21–99 20 times, and so on. The model then meets short and round numbers often
-#   enough to learn where they end.
+#   60 times, each of 21–99 20 times, and so on. The model then meets short and round numbers more
+#   often. Whether that is enough to learn where each one ends, the per-stratum table of section 7
+#   shows; the nine round hundreds are the hardest.
 
 # %%
 from transformer_course.datasets.numbers import NUMBER_OVERSAMPLING, numbers_task
@@ -249,7 +250,8 @@ for ax, bucket in zip(axes, (1, 50), strict=True):
     indices = batch_indices(lengths, 16, seed=0, epoch=0, bucket=bucket)[0]
     batch = make_batch([examples[i] for i in indices], pad_id=0)
     ax.imshow(batch.src != 0, cmap="Greens", vmin=0, vmax=1.4, aspect="auto")
-    ax.set(title=f"source ids of one batch, bucket={bucket} (white = padding)", xlabel="position", ylabel="sentence")
+    how = "no bucketing (bucket=1)" if bucket == 1 else f"pools of {bucket} sorted (bucket={bucket})"
+    ax.set(title=f"one batch, {how}; white = padding", xlabel="position", ylabel="sentence")
 fig.tight_layout()
 
 # %% [markdown]
@@ -327,8 +329,9 @@ assert torch.allclose(ours, reference)
 # %% [markdown]
 # ## 4. The learning rate: warm up, then decay (§5.3)
 #
-# The paper trains with Adam (β₁ = 0.9, β₂ = 0.98, ε = 10⁻⁹) and a learning rate that changes at
-# every step (equation (3)):
+# The paper trains with Adam (β₁ = 0.9, β₂ = 0.98, and `eps` = 10⁻⁹, a small constant in Adam's
+# denominator, not the ε of label smoothing) and a learning rate that changes at every step
+# (equation (3)):
 #
 # $$ \text{lrate} = d_\text{model}^{-0.5}\cdot\min\left(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup\_steps}^{-1.5}\right) $$
 #
@@ -375,7 +378,7 @@ fig.tight_layout()
 # %%
 optimizer = make_optimizer(torch.nn.Linear(2, 2))
 scheduler = transformer_scheduler(optimizer, d_model=512, warmup_steps=4000)
-print("Adam's β₁, β₂ and ε:", *optimizer.defaults["betas"], optimizer.defaults["eps"])
+print("Adam's β₁, β₂ and eps:", *optimizer.defaults["betas"], optimizer.defaults["eps"])
 for _ in range(3999):
     optimizer.step()
     scheduler.step()
@@ -453,8 +456,8 @@ assert same
 #
 # Before spending minutes on the real task, check that the whole pipeline can learn something
 # simple. Reversing a random string of letters needs attention by position (the first output
-# letter is the last input letter) and nothing else. A small correct model learns it in a few
-# seconds; a bug in the masks, the shift or the loss shows up as a model that does not.
+# letter is the last input letter) and nothing else. A small correct model learns it in a short
+# run; a bug in the masks, the shift or the loss shows up as a model that does not.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -511,8 +514,10 @@ expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_
 # counted from the *end*, and its cross-attention shows it. Below, one held-out string and the four
 # heads of its single decoder layer: rows are the letters it writes, columns the letters it reads.
 # Compare the heads built by hand in chapter 04 (section 8), which each followed one fixed offset.
-# Here training has produced the *anti*-diagonal, "read the mirror position", from the positional
-# encodings of both sides.
+# Here the rule to find is "read the mirror position". A head that has found it puts its weight on
+# the *anti*-diagonal, and it can find it only from the positional encodings of both sides. Look for
+# it below: the check above tests the outputs, not the heads, so how many heads show it is this
+# run's outcome.
 #
 # *The figure in words:* Four heatmaps stand side by side, one per head of the decoder's single
 # layer. In each, the rows are the letters the model writes, from top to bottom, ending with
@@ -529,14 +534,14 @@ toy_ids = torch.tensor([toy.src_vocab.encode(toy_src)])  # (1, S)
 toy_out = torch.tensor([toy.tgt_vocab.encode(toy_tgt, add_eos=True)])  # (1, T): the letters, then <eos>
 toy_maps = attention_maps(toy_model, toy_ids, toy_out)["cross"]  # (layers, B, H, T, S)
 plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
-                     "Reverse task, cross-attention: every head reads the mirror position (the anti-diagonal)",
+                     "Reverse task, cross-attention: the mirror position is the anti-diagonal",
                      query_axis="letter written (output)", key_axis="letter read (input)")  # fmt: skip
 
 # %% [markdown]
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its
 # > output with the *same* target: each position only has to copy the token it is reading. The loss
-# > is low from the very first step, before any update: about 0.5 below, against about 3.8 for the
-# > shifted run above. The output layer shares its matrix with the target embedding (chapter 01),
+# > is low from the very first step, before any update: far below the first loss of the shifted run
+# > above (both cells print their first and last losses). The output layer shares its matrix with the target embedding (chapter 01),
 # > and the residual connections carry each input embedding up to the output. So an untrained
 # > decoder already gives the token it reads the highest score. A few hundred steps later the loss
 # > is near zero, and it looks like a great run. But at translation time the decoder reads its own
@@ -736,8 +741,8 @@ for n in (21, 999_999, 88_008):
 #   confidence (0 for a model whose 90%-sure predictions are right 90% of the time);
 # - the perplexity of the correct strings.
 #
-# Each setting is trained three times, as the box in section 5 says. (About a minute on a 2-core
-# CPU; the exercises of chapter 07 ask you to explain the result.)
+# Each setting is trained three times, as the box in section 5 says. (The exercises of chapter 07
+# ask you to explain the result.)
 #
 # *The figure in words:* Three panels compare the two settings, blue for ε = 0 and orange for
 # ε = 0.1. The left one draws the training loss over the 800 steps, on a logarithmic scale. A line
@@ -787,9 +792,9 @@ expect_above("confidence minus accuracy: lower with ε = 0.1 (less sure than rig
 # sign is what label smoothing changes.
 #
 # The other two claims of the paper are weaker here. **Perplexity** should rise: a model trained
-# towards 0.9 on the right token cannot give it probability 1. Pair by pair it usually does (the
-# folded lines print each pair's difference), but the ranges overlap, so this small task does not
-# settle it. **Accuracy**: the paper's gain came from a large model on real sentences, with real
+# towards 0.9 on the right token cannot give it probability 1. The folded lines print each pair's
+# difference; unless the verdict above finds it beyond the spread, this small task does not settle
+# it. **Accuracy**: the paper's gain came from a large model on real sentences, with real
 # ambiguity for the smoothing to help with. On a small, unambiguous task there is little to
 # regularise. Unless the folded verdict finds a difference in exact match, this experiment shows
 # none: smoothing mostly changes how sure the model sounds. That is also why chapter 08's sampled
@@ -868,8 +873,8 @@ for n in (777_000, 88_008):
 # - The training loop is forward, loss, backward, clip, step, schedule; `fit` is that loop with
 #   logging, evaluation and a progress bar.
 # - A toy task first. A low loss is no proof (the unshifted target); held-out exact match, BLEU and
-#   chrF are. The CPU run gets 95% or more of the unseen test numbers exactly right (a checked
-#   bound).
+#   chrF are. The CPU run gets 95% or more of the test split exactly right (a checked bound); the
+#   per-stratum table shows which strata training had seen.
 # - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
 #
 # **Exercises:** [exercises/ex07_training.ipynb](../exercises/ex07_training.ipynb) — the
@@ -925,9 +930,9 @@ for n in (777_000, 88_008):
 #    <details><summary>Answer</summary>
 #
 #    With $\varepsilon = 0.1$ the model is clearly less confident than it is accurate, and nearly
-#    calibrated without it: a difference beyond the spread. Perplexity rose in most pairs of runs,
-#    but not beyond the spread. Exact match showed no gain on a task this easy, unless your run's
-#    verdict says otherwise.
+#    calibrated without it: a difference beyond the spread. Perplexity is not settled: the folded
+#    lines print each pair's difference and the verdict for your run. Exact match showed no gain on
+#    a task this easy, unless your run's verdict says otherwise.
 #    </details>
 #
 # ## Further reading

@@ -294,6 +294,8 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 # comparison favours translations that stop early. The paper (§6.1) ranks with the length penalty of
 # Google's translation system, GNMT (Wu et al. 2016, eq. 14):
 #
+# For a source $X$ and a candidate translation $Y$ (section 2's $x$ and $y$):
+#
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
 # with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.)
@@ -392,7 +394,7 @@ for k in range(4):
 # where the second most probable piece gets the most probability.
 
 # %%
-task = numbers_task()  # the splits chapter 07 trained on; the test numbers were never seen in training
+task = numbers_task()  # the splits chapter 07 trained on; the four "seen" strata of the test split were trained on
 test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
 test_greedy = greedy_decode(model, test_src)  # (B, T)
 test_in = torch.cat([torch.full((len(task.test), 1), config.bos_id), test_greedy[:, :-1]], dim=1)  # <bos> y1 …
@@ -591,7 +593,7 @@ ax1.set_ylabel("milliseconds (batch of 32)")
 ax1.set_xscale("log", base=2)
 ax1.set_yscale("log")
 ax1.legend()
-ax1.set_title("Without a cache the cost grows ~ n²")
+ax1.set_title("Without a cache the cost grows faster than the length")
 ax2.plot(lengths_to_time, speedup, "o-", color="tab:green")
 ax2.set_xscale("log", base=2)
 ax2.set_xlabel("tokens generated")
@@ -605,13 +607,14 @@ expect("the cache's speed-up grows with the length of the output", speedup[-1] >
 expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup[-1], 2, "×")
 
 # %% [markdown]
-# The cache saves least on short outputs, and more with every token (checked above). A step of a
+# The cache saves least on short outputs and more on long ones (the check above compares 64 tokens
+# with 8). A step of a
 # small model is mostly fixed overhead: a few dozen small matrix products and Python calls, whatever
 # the length. Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$
 # tokens cost $O(n^2)$ in every part. With the cache, the projections and the feed-forward network
 # run on the new position only, $O(n)$ in total. The new query still attends over all $t$ cached
 # keys, so attention alone stays $O(n^2)$. But that is one dot product per cached key, small next to
-# the rest at these lengths. So the gap widens with every token.
+# the rest at these lengths. So the gap grows with the length.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
@@ -845,8 +848,8 @@ for layer in range(entropy.shape[0]):
     print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
 
 # %% [markdown]
-# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and no upper
-# quartile passes 0.1. Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
+# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and every
+# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
 # of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
 # Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
 # word other than the one being translated; only layer 2's heads read the word that the German piece
@@ -855,10 +858,10 @@ for layer in range(entropy.shape[0]):
 #
 # ## 8. Error analysis: probing beyond the test split
 #
-# The test split holds 100 numbers of each held-out stratum, and 100 numbers can miss a rare
-# mistake. So we probe the model with *every* number of two kinds that training left out: the round
-# thousands ("forty-seven thousand") and the thousands followed by a single digit ("thirty thousand
-# and four"). For each failure we also ask the model which it finds more probable: its beam-search
+# The test split holds only 100 numbers of each small held-out stratum, and 100 numbers can miss a
+# rare mistake. So we probe the model with every five-digit number of two kinds that training left
+# out: the round thousands ("forty-seven thousand") and the thousands followed by a single digit,
+# 10,001 to 99,009 ("thirty thousand and four"). For each failure we also ask the model which it finds more probable: its beam-search
 # output or the correct translation. If it prefers the correct one, the *search* failed, and a
 # better search could find it. If it prefers its own output, the *model* is wrong, and no search
 # will help.
@@ -1179,10 +1182,11 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # On the translator the engine comes out ahead in three settings of four. Where a step multiplies
 # several rows at once (16 sentences, or 4 beams), oneDNN's kernel on the engine's blocked copy of
 # each matrix does the work. With 64 rows a step (16 sentences, 4 beams each), the search's passes
-# over the whole vocabulary take about a third of the time, and CTranslate2 stays slightly ahead. On
-# the language model, one row a step, llama.cpp's own matrix-vector code reads the weights faster
-# than PyTorch's kernels do. Nothing in the engine changes what the model computes. Your modules remain the definition, and the tests hold the engine to the same tokens
-# for every family of model the course builds.
+# over the whole vocabulary take about a third of the time, and CTranslate2 comes out ahead:
+# slightly in float32, clearly in int8. On the language model, one row a step, llama.cpp's own
+# matrix-vector code reads the weights faster than PyTorch's kernels do. Nothing in the engine
+# changes what the model computes. Your modules remain the definition, and the tests hold the engine
+# to the same tokens for every family of model the course builds.
 
 # %% [markdown]
 # ## Summary

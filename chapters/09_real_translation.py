@@ -280,41 +280,44 @@ for size in (150, 300, 600, 1000, 2000, 4000):
     counts = Counter(i for pair in sample[:5000] for text in pair for i in bpe.encode(text))
     rare = sum(1 for i in range(4, len(bpe)) if counts[i] < 10) / (len(bpe) - 4)
     rows.append({**summary, "vocab_size": len(bpe), "rare": rare})
-print(" V     tokens/sentence   tokens/word   embedding parameters (D=128)   tokens seen < 10 times")
+print(f"size  tokens/sentence   tokens/word   embedding parameters (D={profile.d_model})   tokens seen < 10 times")
 for row in rows:
     print(f"{row['vocab_size']:5d}  {row['tokens_per_text']:10.1f}  {row['tokens_per_word']:14.2f}  "
           f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")  # fmt: skip
 
 # %% [markdown]
 # *The figure in words:* Both panels have the vocabulary size on a logarithmic horizontal axis, one
-# point per size asked for. On the left, a blue line gives the tokens per validation sentence, and
-# it falls as the vocabulary grows. A dashed orange line, read on a second axis at the right, gives
-# the embedding parameters, V times D: they grow in proportion to V. On the right, a red line gives
-# the share of tokens seen fewer than 10 times, on an axis from 0 to 100%. It is lowest at the
-# middle sizes and climbs steeply at the largest.
+# point per size asked for, each labelled with the size BPE reached. On the left, a blue line gives
+# the tokens per validation sentence, and it falls as the vocabulary grows. A dashed orange line,
+# read on a second axis at the right, gives the embedding parameters, the size times D: they grow in
+# proportion to the size. On the right, a red line gives the share of tokens seen fewer than 10 times, on
+# an axis from 0 to 100%. It is lowest at the middle sizes and climbs steeply at the largest.
 
 # %%
 fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
 sizes = [row["vocab_size"] for row in rows]
 ax_len.plot(sizes, [row["tokens_per_text"] for row in rows], "o-", label="tokens per sentence")
-ax_len.set(xscale="log", xlabel="vocabulary size V (log scale)", ylabel="tokens per validation sentence",
+ax_len.set(xscale="log", xlabel="vocabulary size (log scale)", ylabel="tokens per validation sentence",
            title="A bigger vocabulary makes sentences shorter …")  # fmt: skip
 ax_params = ax_len.twinx()
 ax_params.plot(sizes, [s * profile.d_model / 1e3 for s in sizes], "s--", color="tab:orange")
 ax_params.set_ylabel("embedding parameters (thousands)", color="tab:orange")
 ax_rare.plot(sizes, [100 * row["rare"] for row in rows], "o-", color="tab:red")
-ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size V (log scale)",
-            ylabel="% of tokens seen < 10 times", title="… but more of its tokens are rare")  # fmt: skip
+ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size (log scale)",
+            ylabel="% of tokens seen < 10 times", title="… and beyond the middle sizes more of its tokens are rare")  # fmt: skip
+for ax in (ax_len, ax_rare):
+    ax.set_xticks(sizes, [str(size) for size in sizes], minor=False)
+    ax.minorticks_off()  # the sizes themselves as ticks, no crowded 3×10², 4×10² …
 fig.tight_layout()
 
 # %% [markdown]
 # Our sentences use about 1,700 distinct words. So beyond about 2,700 tokens BPE has nothing left
-# to merge: asking for 4,000 gives 2,698. Below ~600, the sentences get longer quickly. We take
-# V = 1,000 on the CPU: sentences of about 14 tokens, and 128,000 embedding parameters, about an
+# to merge: asking for 4,000 gives 2,698. Below ~600, the sentences get longer quickly. We take a
+# vocabulary of 1,000 on the CPU: sentences of about 14 tokens, and 128,000 embedding parameters, about an
 # eighth of the model. A quarter of its tokens are seen fewer than 10 times. The paper's 37,000
 # tokens serve 4.5 million sentence pairs of WMT 2014 English–German. That corpus mixes European
 # Parliament proceedings, text crawled from the web and news commentary, and its test set is
-# newstest2014. Real text like that wants a larger V than our small grammar does.
+# newstest2014. Real text like that wants a larger vocabulary than our small grammar does.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #
@@ -323,7 +326,7 @@ fig.tight_layout()
 # transformation) are **one matrix**. Chapter 01 tied the output layer to the target embedding;
 # with `share_embeddings=True` the source embedding is that matrix too. A token shared by the two
 # languages (a comma, the period, a piece both build words from) then has one vector, trained by
-# both sides. And the model has one V × D matrix where chapter 07's had two.
+# both sides. And the model has one $V_\text{tgt} \times D$ matrix where chapter 07's had two.
 
 # %%
 from transformer_course.training import build_model
@@ -338,8 +341,8 @@ print(f"shared embeddings: {shared.num_parameters():,} parameters; separate sour
 # %% [markdown]
 # ## 4. Batches of a token budget (§5.1)
 #
-# A batch of 128 sentences is as long as its longest sentence. With sentences of 3 to 25 tokens,
-# most of the rectangle is padding, computed and thrown away. Chapter 07 sorted sentences into
+# A batch of 128 sentences is as long as its longest sentence. With sentences of 4 to 15 English
+# words (section 1), much of the rectangle is padding, computed and thrown away. Chapter 07 sorted sentences into
 # buckets of similar length, which helps. The paper goes further: each batch holds "approximately
 # 25000 source tokens and 25000 target tokens". `token_batches` sorts the examples by length. It
 # fills each batch until one more example would push *count × longest* over the budget
@@ -372,9 +375,9 @@ for name, batches in schemes.items():
 
 # %% [markdown]
 # *The figure in words:* Three histograms share one horizontal axis, the target slots of a batch:
-# its number of sentences times its longest target. Blue is for random batches, orange for bucketed
-# batches of the same mean size, green for the token budget. A dotted vertical line marks the
-# budget. The green bars stand in one tall, narrow peak just left of the line, and none lies to its
+# its number of sentences times its longest target. The number of batches is on a logarithmic
+# scale. Blue is for random batches, orange for bucketed batches of the same mean size, green for
+# the token budget. A dotted vertical line marks the budget. The green bars stand in one tall, narrow peak just left of the line, and none lies to its
 # right. The orange bars spread wide on both sides of the line, and the blue ones lie mostly well to
 # its right.
 
@@ -384,7 +387,7 @@ for name, batches in schemes.items():
     slots = [len(b) * max(tgt_lengths[i] for i in b) for b in batches]  # padded target slots per batch
     ax.hist(slots, bins=60, range=(0, 3 * profile.max_tokens), alpha=0.6, label=name)
 ax.axvline(profile.max_tokens, color="black", ls=":", label="the token budget")
-ax.set(xlabel="target slots per batch (sentences × longest)", ylabel="batches",
+ax.set(xlabel="target slots per batch (sentences × longest)", ylabel="batches (log scale)", yscale="log",
        title="A token budget keeps every batch the same size; fixed sentence counts do not")  # fmt: skip
 ax.legend()
 fig.tight_layout()
@@ -465,7 +468,7 @@ print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) f
 # The green points are the share of 300 validation sentences translated exactly right, against the
 # steps. The curve has not flattened when the run stops. It ends here because a chapter must run in
 # minutes on a laptop, not because the model has learned all it can. What do more steps buy? Try it
-# from a terminal: the same recipe, longer, about a minute per 700 steps on a 2-core CPU.
+# from a terminal: the same recipe, longer; the time grows in proportion to the steps.
 #
 # ```bash
 # python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt
@@ -551,9 +554,9 @@ gain = averaged_scores[5]["exact_match"] - averaged_scores[1]["exact_match"]
 expect_at_least("exact match gained by averaging the last 5 kept weights", gain, CLAIMS["averaging_gain"], "points")
 
 # %% [markdown]
-# Averaging helped. The mean of the last kept weights translates more test sentences exactly than
-# the final weights alone (the table above). The folded check asks for a gain beyond what we saw
-# vary between runs. Its price is one pass over five state dicts. Our five snapshots lie 50 steps
+# On the CPU run averaging helps: the mean of the last kept weights translates more test sentences
+# exactly than the final weights alone (the table above). The folded check asks for a gain beyond
+# what we saw vary between runs; on a GPU's longer run it asks only that averaging does not hurt. Its price is one pass over five state dicts. Our five snapshots lie 50 steps
 # apart at the end of a short run whose learning rate is still fairly high. So each one is a noisy
 # point around where the training is heading, and their mean removes much of that noise. The paper
 # averaged checkpoints written 10 minutes apart after 12 hours of training, where the weights move

@@ -119,8 +119,8 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # The map shows that model, with the parts this chapter changes highlighted. They are each norm
 # (RMSNorm, before the sub-layer), the attention (rotary positions, grouped key/value heads, a KV
 # cache), the feed-forward network (SwiGLU), the training recipe and generation. The letters are
-# those of the [notation page](../book/notation.md). $T$ is now the length of the text, $V$ its
-# vocabulary, and $H_{kv}$ the number of key/value heads.
+# those of the [notation page](../book/notation.md). $T$ is now the length of the text, and $H_{kv}$
+# the number of key/value heads.
 #
 # *The diagram in words:* One stack stands in the middle, with no encoder beside it. From the
 # bottom, the token ids enter the token embedding, and no positions are added there. A dashed frame
@@ -203,11 +203,11 @@ assert leak
 # keeps only the division and the scale. T5 (2019) already normalised with a scale and no mean or
 # shift, Gopher (2021) used RMSNorm, and Llama made it the default of open models:
 #
-# $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \varepsilon}} \odot g.$$
+# $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \epsilon}} \odot g.$$
 #
 # No mean to compute and no $\beta$: a little less work and fewer parameters, and in practice the
 # same training. On an input whose features already have mean zero, the two agree (up to
-# $\varepsilon$). Where PyTorch has `torch.nn.RMSNorm` (since version 2.4), ours must match it.
+# $\epsilon$). Where PyTorch has `torch.nn.RMSNorm` (since version 2.4), ours must match it.
 
 # %%
 norm = RMSNorm(8, eps=1e-6)
@@ -230,10 +230,10 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 # ## 3. Rotary position embeddings
 #
 # Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot product of two rows
-# of that table depends only on the distance $p - q$, and the paper hoped this would let the model
+# of that table depends only on the distance $n - m$, and the paper hoped this would let the model
 # attend by relative position. Chapter 02's caveat was that attention does not take that dot
-# product. It compares $(x + PE_p) W^Q$ with $(y + PE_q) W^K$, and once $W^Q$ and $W^K$ mix the
-# features, the score is no longer a function of $p - q$ alone.
+# product. It compares $(x + PE_m) W^Q$ with $(y + PE_n) W^K$, and once $W^Q$ and $W^K$ mix the
+# features, the score is no longer a function of $n - m$ alone.
 #
 # Rotary embeddings (Su et al. 2021) put the position where the score is made. After the
 # projections, the features of a query or key are taken in pairs $(2i, 2i+1)$. Each pair is rotated
@@ -404,6 +404,8 @@ left.bar_label(left.bar(list(big), list(big.values()), color=["C0", "C1", "C2"])
 left.set(ylabel="GiB per text", title="32 layers, D = 4096, H = 32, 8,192 tokens, bf16 (computed)")
 right.bar_label(right.bar(list(measured), list(measured.values()), color=["C0", "C1", "C2"]), fmt="%.0f KiB")
 right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (measured)")
+for ax in (left, right):
+    ax.margins(y=0.15)  # room above the tallest bar for its label
 fig.suptitle("The KV cache shrinks with the number of key/value heads", y=1.02)
 fig.tight_layout()
 plt.show()
@@ -481,9 +483,10 @@ expect_at_most("a step of 16 texts, relative to a step of one (16 would be no sa
 # $$\mathrm{SwiGLU}(x) = W_2\big(\mathrm{silu}(W_1 x) \odot W_3 x\big), \qquad \mathrm{silu}(z) = z\,\sigma(z).$$
 #
 # It has three matrices instead of two. To compare at equal size, the hidden width shrinks to
-# $d_{ff} = \tfrac{2}{3} \cdot 4D$: then $3 \cdot D \cdot \tfrac{8}{3}D = 2 \cdot D \cdot 4D$. LLaMA 1 and
-# Llama 2 use that width rounded up to a multiple of 256 (11,008 for $D = 4096$). Llama 3 8B makes
-# the network wider than the ReLU network it replaces, 14,336 $= 3.5\,D$.
+# $d_{ff} = \tfrac{2}{3} \cdot 4D$: then $3 \cdot D \cdot \tfrac{8}{3}D = 2 \cdot D \cdot 4D$. LLaMA
+# 1 and Llama 2 use that width rounded up to a multiple of 256 (11,008 for $D = 4096$). Llama 3 8B
+# goes beyond $\tfrac{8}{3}D$, to 14,336 $= 3.5\,D$: its SwiGLU network then has more weights than a
+# ReLU network with $d_{ff} = 4D$ ($10.5\,D^2$ against $8\,D^2$).
 
 # %%
 for d_model in (64, 512, 4096):
@@ -506,9 +509,9 @@ assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)),
 # 32,000 tokens that is a billion numbers per head (4 GB in float32), for each of a layer's heads:
 # more than the weights of most models. Yet each output row is only a weighted mean of the values,
 # and a softmax can be accumulated *online*. Read the keys in blocks, and keep three running numbers
-# for each query: the largest score so far $m$, the sum $\ell$ of $e^{s - m}$, and the sum $a$ of
-# $e^{s - m}\,v$. When a block brings a larger maximum $m'$, the old sums are multiplied by
-# $e^{m - m'}$. At the end, $a / \ell$ is exactly $\mathrm{softmax}(s)\,V$.
+# for each query: the largest score so far $\mu$, the sum $\ell$ of $e^{s - \mu}$, and the sum $a$ of
+# $e^{s - \mu}\,v$. When a block brings a larger maximum $\mu'$, the old sums are multiplied by
+# $e^{\mu - \mu'}$. At the end, $a / \ell$ is exactly $\mathrm{softmax}(s)\,V$.
 #
 # By hand first, for one query whose four scores $s = [1, 3, 2, 5]$ arrive in two blocks, $[1, 3]$
 # then $[2, 5]$. Each value is a single number here, $v = [10, 20, 30, 40]$, so $a$ is a number too.
@@ -516,22 +519,22 @@ assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)),
 # %%
 s = torch.tensor([1.0, 3.0, 2.0, 5.0])  # one query's scores, read in two blocks
 v = torch.tensor([10.0, 20.0, 30.0, 40.0])  # one number per value
-m, ell, a = torch.tensor(float("-inf")), torch.tensor(0.0), torch.tensor(0.0)  # blocked.py's top, total, acc
+top, ell, a = torch.tensor(float("-inf")), torch.tensor(0.0), torch.tensor(0.0)  # blocked.py's top, total, acc
 for block in (slice(0, 2), slice(2, 4)):
-    m_new = torch.maximum(m, s[block].max())  # the running maximum
-    rescale = torch.exp(m - m_new)  # e^(m - m'): 0 at the first block, where m = -inf
-    ell = ell * rescale + torch.exp(s[block] - m_new).sum()
-    a = a * rescale + (torch.exp(s[block] - m_new) * v[block]).sum()
-    print(f"block {s[block].tolist()}: m = {m_new:.0f}, old sums × {rescale:.4f}, ℓ = {ell:.4f}, a = {a:.4f}")
-    m = m_new
-weights = torch.exp(s - m) / ell  # (4,): every score's e^(s - m), over the same ℓ
-print("e^(s - m) / ℓ:          ", [f"{w:.4f}" for w in weights])
+    top_new = torch.maximum(top, s[block].max())  # the running maximum
+    rescale = torch.exp(top - top_new)  # e^(μ - μ'): 0 at the first block, where μ = -inf
+    ell = ell * rescale + torch.exp(s[block] - top_new).sum()
+    a = a * rescale + (torch.exp(s[block] - top_new) * v[block]).sum()
+    print(f"block {s[block].tolist()}: μ = {top_new:.0f}, old sums × {rescale:.4f}, ℓ = {ell:.4f}, a = {a:.4f}")
+    top = top_new
+weights = torch.exp(s - top) / ell  # (4,): every score's e^(s - μ), over the same ℓ
+print("e^(s - μ) / ℓ:          ", [f"{w:.4f}" for w in weights])
 print("softmax([1, 3, 2, 5]):  ", [f"{w:.4f}" for w in torch.softmax(s, 0)])
 print(f"a / ℓ = {a / ell:.4f}, softmax(s) · v = {torch.softmax(s, 0) @ v:.4f}")
 assert torch.allclose(weights, torch.softmax(s, 0)) and torch.isclose(a / ell, torch.softmax(s, 0) @ v)
 
 # %% [markdown]
-# After the first block, $m = 3$ and $\ell = e^{-2} + e^{0}$. The second block brings $m' = 5$. So
+# After the first block, $\mu = 3$ and $\ell = e^{-2} + e^{0}$. The second block brings $\mu' = 5$. So
 # the old $\ell$ and $a$ are multiplied by $e^{3 - 5} = e^{-2}$ before the block's own terms are
 # added. Then every term of $\ell$ is $e^{s - 5}$, as if all four scores had been read at once, and
 # the weights are the softmax of $[1, 3, 2, 5]$.
@@ -540,7 +543,7 @@ assert torch.allclose(weights, torch.softmax(s, 0)) and torch.isclose(a / ell, t
 # softmax in one pass this way. Rabe & Staats (2021) applied it to attention, one block of keys at a
 # time, which is what `blocked_attention` (in `blocked.py`) does in plain PyTorch. FlashAttention
 # (Dao et al. 2022) made it fast on GPUs, where its tiles stay in the fast on-chip memory. For
-# training it saves only $m$ and $\ell$ of each query and recomputes the blocks in the backward pass.
+# training it saves only $\mu$ and $\ell$ of each query and recomputes the blocks in the backward pass.
 
 # %%
 torch.manual_seed(0)
@@ -582,9 +585,9 @@ expect("the blocked path's peak is less than a quarter of that",
 
 # %% [markdown]
 # Training is another matter. With autograd on, every block's scores and weights are kept for the
-# backward pass. So the loop holds all of them in the end, and a little more than the full matrix
-# (each block's bookkeeping). A memory saving in training needs what FlashAttention does: keep only
-# $m$ and $\ell$ per query, and recompute each block's scores during the backward pass. Half the
+# backward pass. So the loop ends up holding all of them: as much as the full matrix, or more (each
+# block's bookkeeping). A memory saving in training needs what FlashAttention does: keep only
+# $\mu$ and $\ell$ per query, and recompute each block's scores during the backward pass. Half the
 # length, with gradients:
 
 # %%
@@ -734,8 +737,8 @@ plt.show()
 # %% [markdown]
 # What does the loss mean? Take a model that knew only how often each word occurs, and nothing of the
 # words before it. It would score the entropy of the word frequencies. The trained model must do far
-# better. The check below asks for at least one nat per token less, that is, a perplexity (chapter
-# 07) below $1/e \approx 0.37$ of the word frequencies'.
+# better. The check below asks for at least one nat per token less. Perplexity is $e$ raised to the
+# loss per token, so that is a perplexity below $1/e \approx 0.37$ of the word frequencies'.
 
 # %% tags=["hide-output"]
 counts = torch.bincount(torch.tensor([i for _, ids in data.train for i in ids[1:]]), minlength=len(data.vocab))
@@ -841,8 +844,8 @@ expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2
 # rate is handicapped by it.
 #
 # *The figure in words:* The left of three panels draws the training loss of the five models over
-# the 300 steps, each in its own colour. A line gives the mean of the three runs, and a band reaches
-# from the lowest run to the highest. The other two panels have one row per variant, with one mark
+# the 300 steps, each in its own colour and line style. A line gives the mean of the three runs, and
+# a band reaches from the lowest run to the highest. The other two panels have one row per variant, with one mark
 # per pair of runs: a circle, a square or a triangle. Each mark is the variant's loss minus that of
 # today's block in its pair: on held-out sentences in the middle, past the training length on the
 # right. A dashed line marks 0, a mark right of it means a higher loss for the variant, and a short
@@ -917,8 +920,8 @@ plt.show()
 #   The cosine keeps a high rate longer and ends with small steps; this experiment does not separate
 #   the two;
 # - sinusoids added to the embeddings give a higher validation loss than RoPE, in every run. On the
-#   long texts their mean is higher too, but the runs' ranges come close, so we do not count better
-#   extrapolation as shown;
+#   long texts their mean is higher too, but they are already worse inside the training lengths,
+#   so that gap does not show better extrapolation;
 # - the ReLU network's mean validation loss is above SwiGLU's at equal parameters. Whether all three
 #   pairs agree in sign differs between machines, so we do not count SwiGLU's advantage as shown at
 #   our scale;
@@ -1026,8 +1029,9 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #   inference it holds a fraction of the memory.
 # - AdamW with decay on the matrices, warm-up and cosine decay, clipping, bf16 on GPUs: today's recipe.
 # - At our scale, on every machine (checked): warm-up and cosine beat the paper's schedule, and RoPE
-#   beats added sinusoids, in every run. SwiGLU's advantage is not shown, and LayerNorm and RMSNorm end
-#   within 0.05 nats of each other.
+#   beats added sinusoids, in every run. SwiGLU's mean loss is below ReLU's, but not in every pair
+#   on every machine, so the book does not claim it; LayerNorm and RMSNorm end within 0.05 nats of
+#   each other.
 # - Training costs about 6 operations per parameter and per token.
 
 # %% [markdown]
@@ -1073,9 +1077,9 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #    has to happen to the running sums, and why?
 #    <details><summary>Answer</summary>
 #
-#    Both sums were accumulated as $e^{s - m}$ with the old maximum $m$. To express them with the
-#    new maximum $m'$, they are multiplied by $e^{m - m'}$. Then every term has the same reference,
-#    and $a / \ell$ at the end is the exact softmax-weighted mean.
+#    Both sums were accumulated as $e^{s - \mu}$ with the old maximum $\mu$. To express them with the
+#    new maximum $\mu'$, they are multiplied by $e^{\mu - \mu'}$. Then every term has the same
+#    reference, and $a / \ell$ at the end is the exact softmax-weighted mean.
 #    </details>
 # 6. About how many floating-point operations does training a 1-billion-parameter model on 20
 #    billion tokens take, and why 20 billion?

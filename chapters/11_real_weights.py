@@ -38,8 +38,8 @@
 #   for GPT-2 and SmolLM2, and each one's special tokens;
 # - prove a conversion: equal logits within rounding, and identical greedy tokens, on models whose
 #   every tensor is random;
-# - estimate the bytes a generated token reads in float32, bf16 and int8, and see why those bytes,
-#   not the arithmetic, set the time of a decoding step.
+# - estimate the bytes a generated token reads in float32, bf16 and int8, see why those bytes bound
+#   the time of a decoding step, and measure how close this processor's kernels come to that bound.
 #
 # **In the paper:**
 #
@@ -343,8 +343,8 @@ for label, *values in rows:
 # **Rotary pairs, and a reordering of rows.** Chapter 10's `apply_rope` rotates the features of each
 # head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
-# features as the partners of the first half, by the same angles $\theta_i = p \cdot b^{-2i/d}$
-# ($b$ the base). We call that layout "halves". Two roads lead to weights in it:
+# features as the partners of the first half, by the same angles $p\,\theta_i$, with
+# $\theta_i = b^{-2i/d}$ ($b$ the base). We call that layout "halves". Two roads lead to weights in it:
 #
 # - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
 #   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
@@ -785,8 +785,8 @@ if not identical:
 # - a head size other than D/H, and biases in Llama's feed-forward network;
 # - GPT-2's scaled or upcast attention variants, and an activation our feed-forward network does not
 #   have;
-# - a configuration that names several `<eos>` ids. Llama 3's instruct models stop at any of three,
-#   and our `generate` stops at one: set the one you want;
+# - a configuration that names several `<eos>` ids. Llama 3's instruct models stop at either of two
+#   (Llama 3.1's at any of three), and our `generate` stops at one: set the one you want;
 # - a family of another kind (the loader), and a model without the language-model output layer
 #   (`LlamaModel`) or with another head (the converters).
 #
@@ -854,8 +854,9 @@ for context in (1000, 8192):
 # %% [markdown]
 # With float32 or bf16, the cache of 1,000 tokens is small next to the weights, thanks to the 3
 # key/value heads of grouped-query attention (chapter 10). With int8 weights and a float32 cache, it
-# is already about a quarter of the bytes. At 8,192 tokens it is the larger part: a long text makes
-# the cache, not the weights, the thing to shrink.
+# is already about a quarter of the bytes. At 8,192 tokens it is about 40 % of the bytes in float32
+# or bf16, and about three quarters with int8 weights: for a long text, the cache is worth
+# shrinking as much as the weights.
 #
 # What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
 # kernel. That kernel rounds each layer's *input* to 8 bits as well, with one scale per call (dynamic
@@ -929,7 +930,8 @@ for precision in variants:
     ax.scatter(read[precision] / 2**20, 1000 * timings[precision], s=60)
     ax.annotate(precision, (read[precision] / 2**20, 1000 * timings[precision]), xytext=(6, 4),
                 textcoords="offset points")  # fmt: skip
-ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token", xlim=(0, None), ylim=(0, None),
+ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token",  # room for the labels:
+       xlim=(0, 1.25 * max(read.values()) / 2**20), ylim=(0, 1.2 * 1000 * max(timings.values())),
        title=f"{min(timings, key=timings.get)} was fastest on this CPU")  # fmt: skip
 plt.tight_layout()
 plt.show()
@@ -955,11 +957,13 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - A checkpoint's tokenizer turns text into the ids it was trained on. Marian has two
 #   SentencePiece models over one vocabulary (`</s>` appended, `<pad>` the last id). GPT-2 and
 #   SmolLM2 have byte-level BPE (every byte has an id, so no `<unk>`).
-# - Equal logits within rounding and identical tokens prove the conversion: on models whose every
-#   tensor is random, and on real checkpoints loaded in float32. Rounding, not equality to the last
+# - Equal logits within rounding and identical tokens prove the conversion on models whose every
+#   tensor is random; where the real checkpoints can be loaded in float32, section 6 asserts the
+#   same of them. Rounding, not equality to the last
 #   bit, is what two implementations can share.
 # - At batch 1 a generated token reads every weight once, plus the cache: the bytes per weight
-#   (4, 2, about 1) set the time wherever arithmetic is not the limit.
+#   (4, 2, about 1) set a floor on the time, which a kernel reaches only if it reads them at the
+#   memory's speed.
 #
 # **Exercises:** [exercises/ex11_real_weights.ipynb](../exercises/ex11_real_weights.ipynb) — the row
 # order of rotary embeddings (ex11_1), GPT-2's `Conv1D` as `nn.Linear` (ex11_2) and Marian's names

@@ -87,7 +87,7 @@ STILL_THERE = [
     ("chapters/04_multi_head_attention.py", "makes this point about *computational cost*"),
     ("chapters/05_encoder.py", "here the gradients are clipped, as chapter 07 clips them"),
     ("chapters/10_modern_language_models.py", "shared key/value heads came with Llama 2's two largest models"),
-    ("chapters/10_modern_language_models.py", "Llama 3 8B makes the network wider than the ReLU network it replaces"),
+    ("chapters/10_modern_language_models.py", "its SwiGLU network then has more weights than a ReLU network"),
     ("chapters/10_modern_language_models.py", "This is inference, under `torch.no_grad()`"),
     ("chapters/10_modern_language_models.py", "and recomputes the blocks in the backward pass"),
     ("chapters/10_modern_language_models.py", "the comparison measures early training at that rate"),

@@ -338,7 +338,7 @@ def plot_lm_experiment(result: ExperimentResult, baseline: str | None = None):
         ax.axvline(0.0, color="black", lw=1.0, ls="--")
         ax.set_yticks(range(len(others)), others if ax is right[0] else [""] * len(others))
         ax.set_ylim(len(others) - 0.5, -0.5)
-        ax.set(xlabel="variant − baseline, nats per token (black tick: mean)", title=f"{metric}: right of 0 is worse")
+        ax.set(xlabel="variant − baseline, nats/token (tick: mean)", title=f"{metric}: right of 0 is worse")
         ax.grid(alpha=0.3, axis="x")
     seed_marks = [
         Line2D([], [], marker=markers[k % len(markers)], color="0.3", ls="", label=f"seed {seed}")
