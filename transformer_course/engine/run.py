@@ -107,7 +107,7 @@ def self_attention(a: SelfAttention, h: Tensor, kv: KVBuffers, i: int, batch: in
         out = F.scaled_dot_product_attention(
             q, keys[:, :, : start + 1], values[:, :, : start + 1]
         )  # (B, Hkv, H/Hkv, Dv)
-        return out.view(batch, a.n_heads * a.d_v)  # (B, H·Dv)
+        return out.reshape(batch, a.n_heads * a.d_v)  # (B, H·Dv); a copy only where SDPA's layout needs one (torch 2.3)
     if start:
         raise ValueError("the engine feeds several positions only from an empty cache (a prompt)")
     k = k.reshape(batch, length, a.n_kv_heads, a.d_k).transpose(1, 2)  # (B, Hkv, T, Dk)
@@ -129,7 +129,7 @@ def cross_attention(a: CrossAttention, h: Tensor, keys: Tensor, values: Tensor, 
     batch = h.shape[0]
     q = a.q(h).view(batch, a.n_heads, 1, a.d_k)  # (B, H, 1, Dk)
     out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # (B, H, 1, Dv)
-    return out.view(batch, a.n_heads * a.d_v)
+    return out.reshape(batch, a.n_heads * a.d_v)  # (B, H·Dv)
 
 
 def feed_forward(f: FeedForward, h: Tensor) -> Tensor:
