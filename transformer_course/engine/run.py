@@ -105,8 +105,8 @@ def self_attention(a: SelfAttention, h: Tensor, kv: KVBuffers, i: int, batch: in
         values.narrow(2, start, 1).copy_(v.view(batch, a.n_kv_heads, 1, a.d_v))
         q = q.view(batch, a.n_kv_heads, group, a.d_k)  # (B, Hkv, H/Hkv, Dk): a group's queries as rows
         out = F.scaled_dot_product_attention(
-            q, keys[:, :, : start + 1], values[:, :, : start + 1]
-        )  # (B, Hkv, H/Hkv, Dv)
+            q, keys.narrow(2, 0, start + 1), values.narrow(2, 0, start + 1)
+        )  # (B, Hkv, H/Hkv, Dv); narrow: one operation (torch 2.3 counts a slice per ":")
         return out.reshape(batch, a.n_heads * a.d_v)  # (B, H·Dv); a copy only where SDPA's layout needs one (torch 2.3)
     if start:
         raise ValueError("the engine feeds several positions only from an empty cache (a prompt)")
