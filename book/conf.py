@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,6 +30,7 @@ def _course_module(name: str):
         f"_course_{name}", ROOT / "transformer_course" / "tools" / f"{name}.py"
     )
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # registered first, as an import does (dataclasses look it up)
     spec.loader.exec_module(module)
     return module
 
@@ -90,7 +92,7 @@ def _local_badge(app, doctree):
 
 # A figure's description for screen readers: the last paragraph of the markdown cell right before
 # the figure's code cell, when it starts with "*The diagram in words:*" (or "*The figure in words:*").
-ALT_TEXT = re.compile(r"^\*The (?:diagram|figure) in words:\*\s*(.+)$", re.S)
+ALT_TEXT = _course_module("readability").FIGURE_IN_WORDS  # the pattern the readability measure counts apart
 
 
 def _alt_text(markdown: str) -> str | None:

@@ -16,6 +16,8 @@ _HI_FILL, _HI_EDGE = "#ffd591", "#c46a00"
 _TEXT, _SHAPE = "#222222", "#4a4a4a"
 _STREAM = "#2f6db5"  # the residual stream
 _LABEL = {"boxstyle": "round,pad=0.2", "facecolor": "white", "alpha": 0.85, "edgecolor": "none"}  # text on colour
+_Q, _K, _V = "#4c9a5b", "#d9822b", "#8e63b5"  # a query, a key, a value: the same colours in every diagram
+_OLD, _MEMORY, _INK = "#f3d9bf", "#c9dcef", "#333333"
 _HEAD_COLOURS = ("#8ecae6", "#ffb703", "#90be6d", "#f28482", "#b8a1e3", "#f6bd60", "#84a59d", "#e5989b")
 
 
@@ -27,14 +29,21 @@ def _closed(fig):
     return fig
 
 
-def _box(ax, x: float, y: float, w: float, h: float, text: str, note: str = "", highlight: bool = False,
-         fontsize: float = 10) -> None:  # fmt: skip
-    """A rounded box centred at (x, y), its text and, below it in small type, a note."""
+def _cell(ax, x: float, y: float, w: float, h: float, text: str = "", face: str = "white", edge: str = _INK,
+          lw: float = 1.0, size: float = 9, corners: str = "round,pad=0.02,rounding_size=0.1", **text_kwargs) -> None:  # fmt: skip
+    """A box with its lower left corner at (x, y), and a text at its centre."""
     from matplotlib.patches import FancyBboxPatch
 
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.12",
-                                facecolor=_HI_FILL if highlight else _FILL, edgecolor=_HI_EDGE if highlight else _EDGE,
-                                linewidth=1.6 if highlight else 1.1, zorder=2))  # fmt: skip
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle=corners, facecolor=face, edgecolor=edge, lw=lw, zorder=2))
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, zorder=3, **text_kwargs)
+
+
+def _box(ax, x: float, y: float, w: float, h: float, text: str, note: str = "", highlight: bool = False,
+         fontsize: float = 10) -> None:  # fmt: skip
+    """A box of the map's colours centred at (x, y), its text and, below it in small type, a note."""
+    _cell(ax, x - w / 2, y - h / 2, w, h, face=_HI_FILL if highlight else _FILL, edge=_HI_EDGE if highlight else _EDGE,
+          lw=1.6 if highlight else 1.1, corners="round,pad=0.02,rounding_size=0.12")  # fmt: skip
     if note:
         ax.text(x, y + h * 0.17, text, ha="center", va="center", fontsize=fontsize, color=_TEXT, zorder=3)
         ax.text(x, y - h * 0.24, note, ha="center", va="center", fontsize=fontsize - 1.5, color=_SHAPE, zorder=3)
@@ -42,13 +51,14 @@ def _box(ax, x: float, y: float, w: float, h: float, text: str, note: str = "", 
         ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, color=_TEXT, zorder=3)
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], label: str = "", color: str = "#333333",
-           lw: float = 1.3, side: str = "right", connection: str = "arc3") -> None:  # fmt: skip
-    """An arrow from ``start`` to ``end``, with a label (a shape, an operation) beside its middle."""
+def _arrow(ax, start: tuple[float, float], end: tuple[float, float], label: str = "", color: str = _INK,
+           lw: float = 1.3, side: str = "right", style: str = "-|>", size: float = 12, **arrow_kwargs) -> None:  # fmt: skip
+    """An arrow (or, with ``style="-"``, a line) from ``start`` to ``end``, with a label (a shape, an
+    operation) beside its middle; ``arrow_kwargs`` go to matplotlib (``connectionstyle``, ``ls`` …)."""
     from matplotlib.patches import FancyArrowPatch
 
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=color, lw=lw,
-                                 connectionstyle=connection, shrinkA=0, shrinkB=0, zorder=1))  # fmt: skip
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=size, color=color, lw=lw,
+                                 **{"shrinkA": 0, "shrinkB": 0, "zorder": 1, **arrow_kwargs}))  # fmt: skip
     if label:
         x, y = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
         offset = 0.12 if side == "right" else -0.12
@@ -192,7 +202,6 @@ def teacher_forcing_diagram(pieces: Sequence[str] = ("ein", "und", "zwanzig"), b
     each label is the next column's input. On the right, the causal mask over the input positions
     (chapter 06): the row of position t is open for positions 0 … t only."""
     import matplotlib.pyplot as plt
-    from matplotlib.patches import FancyArrowPatch, Rectangle
 
     inputs, labels = [bos, *pieces], [*pieces, eos]
     n = len(inputs)
@@ -201,10 +210,9 @@ def teacher_forcing_diagram(pieces: Sequence[str] = ("ein", "und", "zwanzig"), b
     ax.axis("off")
 
     def token(x: float, y: float, text: str, fill: str, edge: str) -> None:
-        ax.add_patch(Rectangle((x - 0.45, y - 0.25), 0.9, 0.5, facecolor=fill, edgecolor=edge, lw=1.2, zorder=3))
-        ax.text(x, y, text, ha="center", va="center", fontsize=9.5, zorder=4)
+        _cell(ax, x - 0.45, y - 0.25, 0.9, 0.5, text, face=fill, edge=edge, lw=1.2, size=9.5, corners="square,pad=0")
 
-    ax.add_patch(Rectangle((-0.5, 1.1), n, 1.0, facecolor="#eef2f6", edgecolor="#8796a8", lw=1.2, zorder=2))
+    _cell(ax, -0.5, 1.1, n, 1.0, face=_FILL, edge=_EDGE, lw=1.2, corners="square,pad=0")
     ax.text((n - 1) / 2, 1.72, "decoder", ha="center", va="center", fontsize=11, zorder=4)
     ax.text((n - 1) / 2, 1.38, "masked self-attention · cross-attention · FFN", ha="center", va="center",
             fontsize=8.5, color="#5a5a5a", zorder=4)  # fmt: skip
@@ -212,11 +220,10 @@ def teacher_forcing_diagram(pieces: Sequence[str] = ("ein", "und", "zwanzig"), b
         token(t, 0.3, inputs[t], "#dbe9f6", "#3a78b5")
         token(t, 2.9, labels[t], "#ffe7c2", "#c46a00")
         for y0, y1 in ((0.55, 1.1), (2.1, 2.65)):
-            ax.add_artist(FancyArrowPatch((t, y0), (t, y1), arrowstyle="-|>", mutation_scale=10, color="#5a5a5a"))
+            _arrow(ax, (t, y0), (t, y1), color="#5a5a5a", lw=1.0, size=10)
         ax.text(t, -0.15, f"position {t}", ha="center", va="top", fontsize=8, color="#5a5a5a")
         if t + 1 < n:  # the label of position t is the input of position t + 1 (drawn behind the decoder)
-            ax.add_artist(FancyArrowPatch((t + 0.2, 2.65), (t + 0.8, 0.55), arrowstyle="-|>", mutation_scale=9,
-                                          color="#c46a00", ls=(0, (3, 2)), lw=1, zorder=1))  # fmt: skip
+            _arrow(ax, (t + 0.2, 2.65), (t + 0.8, 0.55), color=_HI_EDGE, lw=1.0, size=9, ls=(0, (3, 2)))
     ax.text(-0.6, 0.3, "decoder input", ha="right", va="center", fontsize=10, color="#3a78b5")
     ax.text(-0.6, 2.9, "labels", ha="right", va="center", fontsize=10, color="#c46a00")
     ax.text((n - 1) / 2, 3.4, "dashed: the same token, one position later", ha="center", va="center", fontsize=8.5,
@@ -235,28 +242,6 @@ def teacher_forcing_diagram(pieces: Sequence[str] = ("ein", "und", "zwanzig"), b
 
 
 # -- chapters 08, 10, 11 -------------------------------------------------------------------------
-
-_Q, _K, _V = "#4c9a5b", "#d9822b", "#8e63b5"  # a query, a key, a value: the same colours in every diagram
-_OLD, _MEMORY, _INK = "#f3d9bf", "#c9dcef", "#333333"
-
-
-def _cell(ax, x: float, y: float, w: float, h: float, text: str = "", face: str = "white", edge: str = _INK,
-         lw: float = 1.0, size: float = 9, **text_kwargs) -> None:  # fmt: skip
-    """A rectangle with its lower left corner at (x, y), and a text at its centre."""
-    from matplotlib.patches import FancyBboxPatch
-
-    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.1", facecolor=face,
-                                edgecolor=edge, lw=lw, zorder=2))  # fmt: skip
-    if text:
-        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, zorder=3, **text_kwargs)
-
-
-def _link(ax, start: tuple[float, float], end: tuple[float, float], color: str = _INK, lw: float = 1.2,
-           style: str = "-|>", **kwargs) -> None:  # fmt: skip
-    from matplotlib.patches import FancyArrowPatch
-
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=11, color=color, lw=lw,
-                                 shrinkA=1, shrinkB=1, zorder=1, **kwargs))  # fmt: skip
 
 
 def kv_cache_step(t: int = 5, source_length: int = 6):
@@ -284,9 +269,9 @@ def kv_cache_step(t: int = 5, source_length: int = 6):
     _cell(top, 0.1, 4.2, 2.7, 1.6, f"newest token\nembedded at\nposition {new}\n(B, 1, D)", face="#eef2f6", size=label)
     rows = {"q": (8.2, _Q), "k": (5.0, _K), "v": (1.8, _V)}
     for name, (y, color) in rows.items():
-        _link(top, (2.8, 5.0), (3.6, y + 0.4))
+        _arrow(top, (2.8, 5.0), (3.6, y + 0.4))
         _cell(top, 3.6, y, 1.3, 0.8, f"$W^{name.upper()}$", size=box)
-        _link(top, (4.9, y + 0.4), (5.6, y + 0.4))
+        _arrow(top, (4.9, y + 0.4), (5.6, y + 0.4))
         _cell(top, 5.6, y, 0.8, 0.8, f"${name}_{{{new}}}$", face=color, edge=color, size=box, color="white")
     x_new = x0 + new * cell  # the position appended at this step
     for name, y, face, letter in (("keys", 5.0, _K, "k"), ("values", 1.8, _V, "v")):
@@ -294,16 +279,16 @@ def kv_cache_step(t: int = 5, source_length: int = 6):
             now = j == new
             _cell(top, x0 + j * cell, y, cell - 0.1, 0.8, f"${letter}_{{{j}}}$", face=face if now else _OLD,
                  edge=face, lw=2.0 if now else 0.8, size=label, color="white" if now else _INK)  # fmt: skip
-        _link(top, (6.0, y), (x_new + 0.4, y), color=face, lw=1.6, connectionstyle="arc3,rad=0.22")
+        _arrow(top, (6.0, y), (x_new + 0.4, y), color=face, lw=1.6, connectionstyle="arc3,rad=0.22")
         top.text(x0 - 0.2, y - 0.75, f"cached {name} (B, H, {t}, $d_k$):\n{t - 1} from earlier steps, 1 appended",
                  fontsize=label, va="top")  # fmt: skip
     for j in range(t):  # the new query scores every key, its own included
-        _link(top, (6.4, 8.6), (x0 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
+        _arrow(top, (6.4, 8.6), (x0 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
     top.text(6.6, 9.15, f"$q_{{{new}}}$ scores all {t} cached keys:\nnothing later exists for the mask to hide",
              fontsize=label, va="bottom", color=_Q)  # fmt: skip
-    _link(top, (x_end + 0.3, 5.4), (x_end + 0.3, 2.65), color=_INK)
+    _arrow(top, (x_end + 0.3, 5.4), (x_end + 0.3, 2.65), color=_INK)
     top.text(x_end + 0.45, 4.0, f"softmax:\n{t} weights\naverage\nthe values", fontsize=label, va="center")
-    _link(top, (x_end, 2.2), (x_end + 1.7, 2.2))
+    _arrow(top, (x_end, 2.2), (x_end + 1.7, 2.2))
     _cell(top, x_end + 1.7, 1.6, 1.8, 1.2, "output\n(B, 1, D)", face="#eef2f6", size=label)
     top.set_title(f"Masked self-attention: the cache grows by one position per step (here to {t} positions)",
                   fontsize=11)  # fmt: skip
@@ -316,21 +301,21 @@ def kv_cache_step(t: int = 5, source_length: int = 6):
     pipe = x_last + 0.9  # the line from W^K, W^V down to the two rows
     _cell(bottom, ox, 8.6, 3.4, 1.2, f"encoder memory\n(B, S, D), S = {source_length}", face=_MEMORY, size=label)
     _cell(bottom, ox + 4.0, 8.75, 3.8, 0.9, "$W^K$, $W^V$: at step 1 only", size=label)
-    _link(bottom, (ox + 3.4, 9.2), (ox + 4.0, 9.2))
+    _arrow(bottom, (ox + 3.4, 9.2), (ox + 4.0, 9.2))
     bottom.plot([pipe, pipe], [8.75, 2.2], color="#6f93b8", lw=1.4, zorder=1)
     for name, y, letter in (("keys", 5.0, "k"), ("values", 1.8, "v")):
         for j in range(source_length):
             _cell(bottom, ox + 0.4 + j * cell, y, cell - 0.1, 0.8, f"${letter}^{{mem}}_{{{j}}}$", face=_MEMORY,
                  edge="#6f93b8", size=label)  # fmt: skip
-        _link(bottom, (pipe, y + 0.4), (x_last - 0.05, y + 0.4), color="#6f93b8", lw=1.4)
+        _arrow(bottom, (pipe, y + 0.4), (x_last - 0.05, y + 0.4), color="#6f93b8", lw=1.4)
         bottom.text(ox + 0.4, y - 0.15, f"memory {name} (B, H, S, $d_k$): read, never changed", fontsize=label,
                     va="top")  # fmt: skip
     _cell(bottom, ox, 7.0, 1.2, 0.8, f"$q'_{{{new}}}$", face=_Q, edge=_Q, size=box, color="white")
     bottom.text(ox + 1.4, 7.4, "the new position's query (from\nthe self-attention's output)", fontsize=label,
                 va="center")  # fmt: skip
     for j in range(source_length):
-        _link(bottom, (ox + 0.6, 7.0), (ox + 0.4 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
-    _link(bottom, (x_last - 0.9, 4.3), (x_last - 0.9, 2.65), color=_INK)
+        _arrow(bottom, (ox + 0.6, 7.0), (ox + 0.4 + j * cell + 0.4, 5.85), color=_Q, lw=0.9)
+    _arrow(bottom, (x_last - 0.9, 4.3), (x_last - 0.9, 2.65), color=_INK)
     bottom.text(x_last - 0.75, 3.45, "softmax weights average the values", fontsize=label, va="center")
     bottom.set_title("Cross-attention: the memory's keys and values, projected once", fontsize=11)
     bottom.set_xlim(0, width)
@@ -366,7 +351,7 @@ def grouped_query_heads(n_heads: int = 8, kv_heads: tuple[int, ...] = (8, 2, 1))
             _cell(ax, centre - 0.4, 0.2, 0.8, 1.1, f"$k_{{{j + 1}}}$\n$v_{{{j + 1}}}$", face="white",
                  edge=colours(j), lw=2.0, size=10)  # fmt: skip
             for i in range(j * group, (j + 1) * group):
-                _link(ax, (i * 1.0 + 0.4, 3.0), (centre, 1.3), color=colours(j), lw=1.0, style="-")
+                _arrow(ax, (i * 1.0 + 0.4, 3.0), (centre, 1.3), color=colours(j), lw=1.0, style="-")
         kind = {n_heads: "multi-head", 1: "multi-query"}.get(h_kv, "grouped-query")
         ax.set_title(f"{kind}: $H$ = {n_heads}, $H_{{kv}}$ = {h_kv}", fontsize=11)
         share = "one per query head" if h_kv == n_heads else f"each read by {group} query heads"

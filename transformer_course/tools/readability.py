@@ -35,7 +35,9 @@ HIDDEN_TAGS = {"hide-output", "remove-output", "hide-cell", "remove-cell"}
 LONG = 30  # words: a sentence over this is long
 ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "vs.", "cf.", "etc.", "Fig.", "No.")
 SEED_WORDS = re.compile(r"\b(seeds?|spread|ATEN_CPU_CAPABILITY|CPU paths?|another CPU|other CPUs?)\b", re.I)
-FIGURE_IN_WORDS = re.compile(r"^\*The (?:diagram|figure) in words:\*")
+# a paragraph describing a figure for a reader who cannot see it; group 1, its description (book/conf.py
+# makes that the image's alt text)
+FIGURE_IN_WORDS = re.compile(r"^\*The (?:diagram|figure) in words:\*\s*(.+)$", re.S)
 MACHINERY = re.compile(
     r"^\s*(✓|✗|⚠)"  # a claim check or an exercise check line
     r"|^\s*(seeds?\b|beyond the spread|within the spread)"  # a seed verdict
