@@ -491,7 +491,7 @@ def gpu(shapes: dict, rounds: int) -> str:
                     same = agreement(tokens[path].tolist(), tokens["modules"].tolist())
                     lines.append(f"| {family} | {batch} | ours | {precision} | {path} | "
                                  f"{made / statistics.median(seconds):,.0f} | {same:.0%} |")  # fmt: skip
-                    print(lines[-1], flush=True)
+                    print(lines[-1], file=sys.stderr, flush=True)  # progress; the table goes to stdout once
     return "\n".join(lines)
 
 
@@ -537,7 +537,7 @@ def kernels(rounds: int) -> str:
                 median = statistics.median(seconds)
                 read = nbytes["int8" if name.startswith("int8") else "float32"]
                 lines.append(f"| {family} | {rows} | {name} | {1000 * median:.1f} | {read / median / 1e9:.1f} |")
-                print(lines[-1], flush=True)
+                print(lines[-1], file=sys.stderr, flush=True)  # progress; the table goes to stdout once
     return "\n".join(lines)
 
 

@@ -53,6 +53,8 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
 # %% tags=["hide-input"]
+import math
+
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
@@ -62,7 +64,6 @@ from transformer_course import (
     TokenEmbedding,
     Vocab,
     one_hot_lookup,
-    sinusoidal_positional_encoding,
     tie_weights,
     tokenize,
 )
@@ -273,9 +274,9 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 #
 # So the factor and the initialisation belong together. PyTorch's default `nn.Embedding` draws from
 # $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
-# $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the
-# balance still matters once the model learns is a question for section 5, and its answer is more
-# modest.
+# $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the balance
+# still matters once the model learns is a question for training: [chapter
+# 13](13_testing_the_papers_choices.ipynb) puts it to a test, and its answer is more modest.
 
 # %%
 widths = [16, 32, 64, 128, 256, 512, 1024]
@@ -285,7 +286,7 @@ for d in widths:
     scaled = layer(torch.arange(1000))  # (V_src, D): every token once
     raw_norm.append(layer.weight.norm(dim=1).mean().item())
     scaled_norm.append(scaled.norm(dim=1).mean().item())
-    positional_norm.append(sinusoidal_positional_encoding(100, d).norm(dim=1).mean().item())
+    positional_norm.append(math.sqrt(d / 2))  # every positional vector's length (chapter 02 shows why)
     lines.append(
         f"d_model={d:5}: raw row {raw_norm[-1]:5.2f}   ×√d_model {scaled_norm[-1]:6.2f}   "
         f"positional vector {positional_norm[-1]:6.2f}"
@@ -297,8 +298,8 @@ print("average vector length\n" + "\n".join(lines))
 # d_model, both axes logarithmic. The positional vectors and the scaled token vectors rise
 # together, in parallel, while the raw token rows stay near length 1. On the right are histograms
 # of the entries at d_model = 512. The raw entries form a narrow peak around 0. The scaled
-# entries form a bell curve of width about 1, the same order as the positional entries, which all
-# lie between −1 and 1.
+# entries form a bell curve of width about 1. A green band marks −1 to 1, where every positional
+# entry lies: the same order as the scaled entries.
 
 # %%
 d = 512
@@ -314,10 +315,9 @@ left.set_title("Scaled token vectors grow like the positional ones")
 bins = torch.linspace(-3, 3, 61)
 right.hist(layer.weight.detach().flatten(), bins=bins, density=True, color="tab:red", alpha=0.6, label="raw")
 right.hist(layer(torch.arange(1000)).detach().flatten(), bins=bins, density=True, alpha=0.6, label="× √d_model")
-right.hist(sinusoidal_positional_encoding(1000, d).flatten(), bins=bins, density=True, color="tab:green",
-           alpha=0.5, label="positional")  # fmt: skip
+right.axvspan(-1, 1, color="tab:green", alpha=0.15, label="positional entries: in [−1, 1]")
 right.set(xlabel="entry value", ylabel="density", title=f"Entries at d_model={d}")
-right.legend()
+right.legend(loc="upper left")
 fig.suptitle("Without √d_model the position would drown the token: the raw entries are ~1/√d_model")
 fig.tight_layout()
 plt.show()
@@ -405,94 +405,6 @@ print(run_check("ex01_2", forward_without_scale).line())
 print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 
 # %% [markdown]
-# ## 5. A preview: does the factor change what a model learns?
-#
-# Section 3 is an argument about the *start* of training. Does the factor still matter once the
-# model learns? Only training can tell, and training needs a whole model. So this section borrows
-# one: the full Transformer that you will build in chapter 06, trained the way chapter 07 trains
-# it. Here it is a measuring instrument; you do not need its inside yet.
-#
-# The task is chapter 07's reverse task: read a string of letters, write it backwards. Three small
-# models ($d_{model} = 64$, one layer on each side) train for 500 steps. They differ only in their
-# token embeddings:
-#
-# - the course's table, drawn from $\mathcal{N}(0, 1/d_{model})$, times $\sqrt{d_{model}}$;
-# - the same table without the factor: section 4's mistake `forward_without_scale`, on purpose;
-# - PyTorch's default table, drawn from $\mathcal{N}(0, 1)$, times $\sqrt{d_{model}}$.
-#
-# Then each model reverses strings it never saw in training. The table gives the share it reverses
-# exactly, and the training loss at the end. Each variant trains three times, from different random
-# starts. [Chapter 07](07_training.ipynb)'s box "How this book tests a claim" explains how the book
-# compares such runs. The cell takes about a minute on a 2-core CPU.
-#
-# *The figure in words:* The left panel draws each variant's training loss over the 500 steps, on a
-# logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
-# lowest run to the highest. The right panel has one bar per variant for its mean exact match on new
-# strings, and one dot per run. The sentence under the figure compares the first two variants in
-# this run.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# (in the student edition this cell runs once you have written the exercises up to chapter 08)
-from IPython.display import Markdown, display
-
-from transformer_course import Transformer
-from transformer_course.tools.experiments import run_experiment
-
-
-class NoFactor(TokenEmbedding):
-    forward = forward_without_scale  # the lookup alone, no × √d_model
-
-
-def unit_init(vocab_size, d_model, padding_idx):  # the model builds each embedding table with this call
-    return TokenEmbedding(vocab_size, d_model, padding_idx, init_std=1.0)  # N(0, 1) entries, still × √d_model
-
-
-scale_result = run_experiment("embedding-scale", variants={
-    "× √D, N(0, 1/D) init (the course)": Transformer,
-    "no √D factor": lambda config: Transformer(config, embedding=NoFactor),
-    "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
-})  # fmt: skip
-course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
-display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, unscaled)}"))
-
-# %% tags=["hide-output"]
-from transformer_course.tools.claims import expect, expect_above
-
-exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
-names = ("the course", "PyTorch's default")  # the course's table, and N(0, 1) × √D
-expect_above("exact match: the course's table beats PyTorch's default table × √D by over 20 points, every run",
-             exact[course], exact[unit], margin=20, unit="%", names=names)  # fmt: skip
-expect_above("exact match: no factor beats PyTorch's default table × √D by over 20 points, every run",
-             exact[unscaled], exact[unit], margin=20, unit="%", names=("no factor", names[1]))  # fmt: skip
-expect("exact match: the factor brings no gain beyond the spread of the seeds",
-       not scale_result.beyond_spread("exact match %", course, unscaled),
-       f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
-
-# %% [markdown]
-# **The finding: token vectors that start too long hurt; without the factor the model learns at
-# least as well as with it.** The check above (folded in the web edition) holds both halves. In
-# every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more than 20
-# points fewer strings than either other table. And the factor brings no gain beyond the spread of
-# the runs. Whether leaving it out even helps is a different question, and the sentence under the
-# figure answers it for this run only.
-#
-# The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
-# helps. A token
-# signal that starts too short is cheap to repair. At $d_{model} = 64$ the imbalance that the factor
-# corrects is only $\sqrt{32} \approx 5.7$. A token signal that starts too long is worse. The third
-# table's token vectors start 8 times longer than the course's, about 11 times longer than the
-# positional vectors. Through the tied output layer of section 4, its logits start 8 times too
-# large as well.
-#
-# So section 3's argument holds only in part. Balancing the token and position signals at the
-# start did not make this small model learn better. What the factor and the
-# $\mathcal{N}(0, 1/d_{model})$ initialisation achieve together is more modest: token vectors and
-# logits that do not start too large. The factor alone, on PyTorch's default table, does the
-# opposite. The paper's text gives only the factor; the initialisation that goes with it comes from
-# its authors' code (section 3).
-
-# %% [markdown]
 # ## Summary
 #
 # - A `Vocab` maps tokens to ids; ids 0–3 are `<pad>`, `<bos>`, `<eos>`, `<unk>`. Unseen tokens
@@ -502,9 +414,6 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
 #   $\mathcal{N}(0, 1/d_{model})$, token vectors are then as long as the positional vectors added to
 #   them in chapter 02.
-# - In section 5's preview, leaving the factor out did not hurt a small model: it learnt at least as
-#   well. Token vectors that started 8 times too long (PyTorch's $\mathcal{N}(0, 1)$ table times
-#   $\sqrt{d_{model}}$) failed in every run.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #

@@ -56,13 +56,13 @@ import math
 
 import matplotlib.pyplot as plt
 import torch
+import torch.nn.functional as F
 
 from transformer_course import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
     TokenEmbedding,
     relative_position_map,
-    scaled_dot_product_attention,
     sinusoidal_positional_encoding,
 )
 from transformer_course.tools.checks import run_check
@@ -92,7 +92,7 @@ architecture_map("positional")
 # ## 1. Attention alone does not see order
 #
 # Take five token vectors and let them attend to each other. (Attention is the function that
-# chapter 03 builds; here we only use it.) Then shuffle the tokens and do it again. The outputs come
+# chapter 03 builds; here we use PyTorch's own, `F.scaled_dot_product_attention`.) Then shuffle the tokens and do it again. The outputs come
 # out shuffled in the same way and are otherwise *identical*: every token gets the same result
 # wherever it stands. In the paper's words, the model has "no recurrence and no convolution" (§3.5),
 # so order has to be put into the input.
@@ -100,16 +100,16 @@ architecture_map("positional")
 # %%
 x = torch.randn(1, 5, 8)  # (B, S, D): five token vectors
 shuffle = torch.tensor([3, 0, 4, 1, 2])
-out, _ = scaled_dot_product_attention(x, x, x)  # (B, S, D)
-out_shuffled, _ = scaled_dot_product_attention(x[:, shuffle], x[:, shuffle], x[:, shuffle])
+out = F.scaled_dot_product_attention(x, x, x)  # (B, S, D)
+out_shuffled = F.scaled_dot_product_attention(x[:, shuffle], x[:, shuffle], x[:, shuffle])
 print("without positions: attention(shuffled x) == shuffled attention(x)?",
       torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
 
 pe = sinusoidal_positional_encoding(5, 8)  # (S, D): one vector per position
 with_pos = x + pe
 with_pos_shuffled = x[:, shuffle] + pe  # same tokens, new places, same position vectors
-out, _ = scaled_dot_product_attention(with_pos, with_pos, with_pos)
-out_shuffled, _ = scaled_dot_product_attention(with_pos_shuffled, with_pos_shuffled, with_pos_shuffled)
+out = F.scaled_dot_product_attention(with_pos, with_pos, with_pos)
+out_shuffled = F.scaled_dot_product_attention(with_pos_shuffled, with_pos_shuffled, with_pos_shuffled)
 print("with positions:    attention(shuffled x) == shuffled attention(x)?",
       torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
 
@@ -175,8 +175,8 @@ plt.show()
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
 # sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01 took on
 # trust. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
-# comparable lengths. Chapter 01's experiment found that this balance matters less than not letting
-# the token vectors start too long.
+# comparable lengths. (Trained models, in [chapter 13](13_testing_the_papers_choices.ipynb), care
+# less about this balance than about token vectors that start too long.)
 #
 # ## 3. Moving $k$ positions ahead is a rotation
 #
@@ -373,13 +373,14 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # ## 6. Learned positions instead of sinusoids
 #
 # The obvious alternative is a second embedding table, one trainable vector per position
-# (`LearnedPositionalEmbedding`). The paper tried it and found practically the same quality
-# (Table 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). The authors
-# kept the sinusoids because they *may* let the model handle sentences longer than any it saw in
-# training (§3.5). The paper does not test it. A learned table cannot even promise that. It has no
-# vector beyond its `max_len`, and the rows of positions that never occurred in training get no
-# gradient, so they stay random. The sinusoids are at least defined everywhere. Whether a model can
-# *use* them beyond its training lengths is another question, which section 7 puts to a test.
+# (`LearnedPositionalEmbedding`). The paper tried it and found practically the same quality (Table
+# 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). The authors kept the
+# sinusoids because they *may* let the model handle sentences longer than any it saw in training
+# (§3.5). The paper does not test it. A learned table cannot even promise that. It has no vector
+# beyond its `max_len`, and the rows of positions that never occurred in training get no gradient,
+# so they stay random. The sinusoids are at least defined everywhere. Whether a model can *use* them
+# beyond its training lengths is another question, which [chapter
+# 13](13_testing_the_papers_choices.ipynb) puts to a test.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)
@@ -412,97 +413,6 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## 7. A preview: do the sinusoids carry a model beyond its training lengths?
-#
-# Section 6 left a question open: can a model use the sinusoids beyond the lengths it trained on?
-# Only training can tell. As in chapter 01, this section borrows the full Transformer that you will
-# build in chapter 06, trained the way chapter 07 trains it. Here it is a measuring instrument.
-#
-# Two small models ($d_{model} = 64$, one layer on each side) learn chapter 07's reverse task: read
-# a string of letters, write it backwards. One adds the sinusoidal table, the other a learned one.
-# Both train for 700 steps, on strings of 3 to 10 letters only. Then each model reverses new strings
-# of every length from 3 to 16. The table counts the strings reversed exactly and the letters that
-# land in the right place. As in chapter 01, each variant trains three times from different random
-# starts. The cell takes about a minute on a 2-core CPU. The learned table is the package's
-# `LearnedPositionalEmbedding`: one `nn.Embedding` row per position, added like the sinusoids.
-#
-# *The figure in words:* The left panel draws both models' training loss over the 700 steps, on a
-# logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
-# lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
-# 16. Solid lines give the share of new strings reversed exactly, dashed lines the share of letters
-# put in the right place, each with a band from the lowest run to the highest. A grey background
-# marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
-# 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
-# the range of the runs at 8 letters.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# (in the student edition this cell runs once you have written the exercises up to chapter 08)
-from IPython.display import Markdown, display
-
-from transformer_course import LearnedPositionalEmbedding, Transformer
-from transformer_course.tools.experiments import run_experiment
-
-# LearnedPositionalEmbedding takes PositionalEncoding's arguments (d_model, max_len, dropout): the class is the part
-positions_result = run_experiment("positions", variants={
-    "sinusoidal (the paper)": Transformer,
-    "learned (Table 3, row E)": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
-})  # fmt: skip
-sinusoidal, learned = positions_result.variants
-low_high = {name: positions_result.variants[name].spread("8 exact") for name in (sinusoidal, learned)}
-display(Markdown(
-    f"In this run, at 8 letters, the sinusoidal runs reversed {low_high[sinusoidal][0]:.0f} to "
-    f"{low_high[sinusoidal][1]:.0f} % of the strings, the learned runs {low_high[learned][0]:.0f} to "
-    f"{low_high[learned][1]:.0f} %."
-))  # fmt: skip
-
-# %% tags=["hide-output"]
-from transformer_course.tools.claims import expect
-
-variants = positions_result.variants.values()
-short = [sum(v.values(f"{n} exact")[i] for n in range(3, 7)) / 4 for v in variants for i in range(len(v.runs))]
-longer = [x for v in variants for n in range(11, 17) for x in v.values(f"{n} exact")]
-expect("every model reverses most strings of 3 to 6 letters (mean exact match ≥ 50 % on every seed)",
-       min(short) >= 50, f"lowest seed {min(short):.1f} %")  # fmt: skip
-expect("no model reverses more than 5 % of the strings of 11 letters or more (every seed, every length)",
-       max(longer) <= 5, f"highest {max(longer):.1f} %")  # fmt: skip
-letters_short = [x for v in variants for n in range(3, 7) for x in v.values(f"{n} letters")]
-letters_long = [x for v in variants for n in range(12, 17) for x in v.values(f"{n} letters")]
-expect("every model puts ≥ 60 % of the letters in place on strings of 3 to 6 letters (every seed, every length)",
-       min(letters_short) >= 60, f"lowest {min(letters_short):.1f} %")  # fmt: skip
-expect("and ≤ 40 % on strings of 12 letters or more (every seed, every length)",
-       max(letters_long) <= 40, f"highest {max(letters_long):.1f} %")  # fmt: skip
-middle = {  # exact match on strings of 7 to 10 letters, the longer training lengths: mean over lengths and runs
-    name: sum(x for n in range(7, 11) for x in v.values(f"{n} exact")) / (4 * len(v.runs))
-    for name, v in positions_result.variants.items()
-}
-expect("from 7 to 10 letters, the learned table reverses fewer strings than the sinusoids, on average over the runs",
-       middle[learned] < middle[sinusoidal], f"sinusoidal {middle[sinusoidal]:.1f} %, learned {middle[learned]:.1f} %")  # fmt: skip
-
-# %% [markdown]
-# **The finding: on short strings both kinds of model do well, and beyond the training lengths
-# both collapse.** The check above (folded in the web edition) holds it for every run. Every model
-# reverses at least half of the strings of 3 to 6 letters. No model reverses more than 5 % of the
-# strings of 11 letters or more. The share of letters in the right place falls too. It is at least
-# 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on (the right panel).
-#
-# Between 7 and 10 letters, still within the training lengths, the two kinds part. On average over
-# the runs, the learned table reverses fewer of these strings than the sinusoids; the check holds
-# that too. How far it falls behind varies from run to run: the sentence under the figure gives
-# this run's range at 8 letters. Section 6 suggests a likely reason. A training string
-# of 10 letters is as common as one of 3, so a late position occurs in fewer training strings than
-# an early one. Its row of the learned table gets fewer updates. The sinusoids give every position a
-# vector tied to the others by a rotation.
-#
-# So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
-# it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
-# the known positions by the rotations of section 3. But the model never learnt what to do with
-# those vectors. Its weights were fitted to strings of up to 10 letters. Its decoder has never had
-# to write an 11th letter, or to stop after one. A position code that is defined everywhere is not
-# a model that generalises everywhere. Later encodings were designed for exactly this (see the
-# further reading).
-
-# %% [markdown]
 # ## Summary
 #
 # - Attention by itself is blind to order; the Transformer adds a position vector to each token
@@ -514,9 +424,8 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # - Inputs are batch-first (B, T, D): the length is `x.size(1)`. The table is a non-persistent
 #   buffer; dropout acts on the sum (§5.4).
 # - The paper found learned position vectors as good as the sinusoids on its translation task
-#   (Table 3 (E)). In section 7's preview they fell behind on average from about 7 letters on, still
-#   within the training lengths, where late positions are rare. Beyond those lengths neither kind
-#   helped: no model reversed more than 5 % of the longer strings.
+#   (Table 3 (E)). A learned table's rows for positions never seen in training get no gradient;
+#   chapter 13 tests both kinds on strings longer than any seen in training.
 #
 # Next, chapter 03 builds the attention that these vectors feed.
 #
@@ -554,13 +463,11 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 #    `x.size(0)` is 1, so every position gets the vector of position 0: the model sees no word order,
 #    and nothing crashes.
 #    </details>
-# 5. What did the experiment of section 7 find about inputs longer than any seen in training?
+# 5. Why do a learned table's rows for positions beyond the training lengths stay random?
 #    <details><summary>Answer</summary>
 #
-#    Neither the sinusoids nor a learned table helped. Both kinds of model reversed most short
-#    strings, and in every run neither got more than a handful of longer strings right.
-#    A formula that is defined at every position is not the same as a model that has learnt what to
-#    do there.
+#    A row receives a gradient only when its position occurs in a batch (section 6). Positions that
+#    no training sentence reaches are never looked up, so their rows keep their random start.
 #    </details>
 #
 # ## Further reading

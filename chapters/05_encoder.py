@@ -62,7 +62,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from transformer_course import Encoder, EncoderLayer, PositionwiseFeedForward, padding_mask, residual
+from transformer_course import Encoder, EncoderLayer, PositionwiseFeedForward, residual
 from transformer_course.tools.checks import run_check
 from transformer_course.tools.diagrams import post_ln_pre_ln
 from transformer_course.tools.figures import architecture_map
@@ -376,13 +376,13 @@ for name, (grads, stream) in results.items():
 #   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
 #   Transformer Architecture") analyse this effect. They connect it to the paper's **learning-rate
 #   warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 07). A mild ratio at
-#   initialisation proves nothing about training by itself; section 7 trains the models to find out
-#   whether post-LN *needs* the warm-up.
+#   initialisation proves nothing about training by itself; [chapter 13](13_testing_the_papers_choices.ipynb) trains
+#   the models to find out whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
 #   shrinks upwards: as the stream grows, every new layer's contribution is a smaller share of it.
 #   Nothing is concentrated at the top. Xiong et al. train pre-LN models without the warm-up stage,
-#   and section 7 tries it too. The flip side is visible as well: the upper layers of a pre-LN stack
+#   and chapter 13 tries it too. The flip side is visible as well: the upper layers of a pre-LN stack
 #   move a large stream by comparatively little.
 #
 # The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
@@ -397,13 +397,13 @@ for name, (grads, stream) in results.items():
 # Writing those two lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
 # and values.
 # `mask` is the padding mask of the source, (B, 1, 1, S), True where a key may be attended (chapter
-# 03). Chapter 06 builds it; here we use the package's `padding_mask`. `Encoder` applies N layers in
+# 03). Chapter 06 builds it as `padding_mask`; here it is one line. `Encoder` applies N layers in
 # turn, plus a final LayerNorm in the pre-LN case.
 
 # %%
 H = 3
 tokens = torch.tensor([[7, 4, 9, 0, 0], [5, 8, 6, 3, 2]])  # (B, S); id 0 is padding
-mask = padding_mask(tokens, pad_id=0)  # (B, 1, 1, S)
+mask = (tokens != 0)[:, None, None, :]  # (B, 1, 1, S): True = a real token, may be attended to
 layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()  # its forward calls self.connection: `residual`, unless built with another
 x = torch.randn(B, S, D)
 print("x", tuple(x.shape), "  mask", tuple(mask.shape), "  →  output", tuple(layer(x, mask).shape))
@@ -446,9 +446,9 @@ for norm_first in (False, True):
     stack_theirs = nn.TransformerEncoder(theirs, num_layers=6, enable_nested_tensor=False)  # deep copies of `theirs`
     stack_ours = Encoder([EncoderLayer.from_torch(la) for la in stack_theirs.layers]).eval()
     with torch.no_grad():
-        layer_diff = (ours(x, padding_mask(tokens, 0)) - theirs(x, src_key_padding_mask=~keep)).abs().max().item()
+        layer_diff = (ours(x, keep[:, None, None, :]) - theirs(x, src_key_padding_mask=~keep)).abs().max().item()
         stack_diff = (
-            (stack_ours(x, padding_mask(tokens, 0)) - stack_theirs(x, src_key_padding_mask=~keep)).abs().max().item()
+            (stack_ours(x, keep[:, None, None, :]) - stack_theirs(x, src_key_padding_mask=~keep)).abs().max().item()
         )
     assert layer_diff < 1e-5 and stack_diff < 1e-5
     print(f"norm_first={norm_first!s:5}  max |ours − PyTorch|: one layer {layer_diff:.1e}, six layers {stack_diff:.1e}")
@@ -487,117 +487,6 @@ print(
 )
 
 # %% [markdown]
-# ## 7. A preview: does post-LN need the warm-up? What do the residuals do?
-#
-# Two claims of this chapter rest on arguments so far. Post-LN may need a learning-rate warm-up
-# (section 4). And the residual connections let the gradient reach the lower layers (section 3).
-# Only training can test them, with the full Transformer and the reverse task as the measuring
-# instrument of chapters 01 and 02.
-#
-# Each model has 3 layers on each side and $d_{model} = 64$, and trains for 400 steps with chapter
-# 07's Adam optimiser, three times per variant. The tables give the share of new strings reversed
-# exactly, and the training loss at the end: the mean of the last 50 steps.
-#
-# **Warm-up.** A *warm-up* starts the learning rate near zero and raises it step by step to its
-# peak. The paper does this over its first 4000 steps (§5.3); here it takes the first 100. Three
-# variants share the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay after it:
-#
-# - post-LN with the warm-up;
-# - post-LN starting at the peak;
-# - pre-LN starting at the peak.
-#
-# The gradients are not clipped (chapter 07), as in the paper. The model is the same in all three.
-# A `Variant` changes how it is trained (`warmup=False`) or its configuration (`norm_first=True`).
-#
-# *The figure in words:* Three panels. The left one draws each variant's training loss over the 400
-# steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
-# from the lowest run to the highest. In the middle, the two learning-rate schedules: one climbs over the
-# first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
-# per variant for its mean exact match on new strings, and one dot per run.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# (in the student edition this cell and the next experiment run once you have written the exercises up to chapter 08)
-from transformer_course import Transformer
-from transformer_course.tools.experiments import Variant, run_experiment
-
-warmup_result = run_experiment("warm-up", variants={
-    "post-LN, warm-up": Transformer,
-    "post-LN, no warm-up": Variant(warmup=False),
-    "pre-LN, no warm-up": Variant(norm_first=True, warmup=False),
-})  # fmt: skip
-post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
-
-# %% tags=["hide-output"]
-from transformer_course.tools.claims import expect_above, expect_at_most
-from transformer_course.tools.experiments import FINAL_LOSS
-
-exact = {name: v.values("exact match %") for name, v in warmup_result.variants.items()}
-loss = {name: v.values(FINAL_LOSS) for name, v in warmup_result.variants.items()}
-expect_at_most("post-LN without warm-up: held-out strings reversed exactly, best seed", max(exact[post_cold]), 2, "%")
-expect_above("final training loss: post-LN with the warm-up below post-LN without it by over 0.5, every run",
-             loss[post_cold], loss[post_warm], margin=0.5, names=("post-LN, no warm-up", "post-LN, warm-up"))  # fmt: skip
-expect_above("final training loss: pre-LN without warm-up below post-LN without it by over 0.5, every run",
-             loss[post_cold], loss[pre_cold], margin=0.5, names=("post-LN, no warm-up", "pre-LN, no warm-up"))  # fmt: skip
-
-# %% [markdown]
-# **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
-# without it.** The check above (folded in the web edition) holds each part in every run. Post-LN
-# without warm-up reverses at most 2 % of the new strings. Its final loss stays above the others' by
-# 0.5 or more: every run of one against every run of the other. The same model with the warm-up
-# learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
-# steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
-# why the check reads the loss.
-#
-# Why? Xiong et al. trace it to the gradients of section 4. At full learning rate from the first
-# step, the top layers of a post-LN stack take large steps before the lower ones have learnt
-# anything useful. Our mild gradient ratio at initialisation is consistent with that, but does not
-# prove it. (One size, one task: the exercises ask what else you would vary before trusting the
-# result further.)
-#
-# **Residual connections.** The same post-LN model, with and without the shortcuts. The variant
-# without them gets another `connection`: `no_residual` (in `sublayer.py`) is `residual` without its
-# `x +`. So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every attention and
-# feed-forward sub-layer.
-#
-# One setting differs from the warm-up experiment: here the gradients are clipped, as chapter 07
-# clips them (to a total norm of 1). So the line "with residual connections" is not the run "post-LN,
-# warm-up" above, and its numbers differ from that line's. Compare the two lines of this table with
-# each other, not with the table above.
-#
-# *The figure in words:* Two panels. The left one draws both variants' training loss over the 400
-# steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
-# from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
-# new strings, and one dot per run.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-from transformer_course.sublayer import no_residual
-
-residual_result = run_experiment("residuals", variants={
-    "with residual connections": Transformer,
-    "without residual connections": lambda config: Transformer(config, connection=no_residual),
-})  # fmt: skip
-with_shortcuts, without_shortcuts = residual_result.variants
-
-# %% tags=["hide-output"]
-exact = {name: v.values("exact match %") for name, v in residual_result.variants.items()}
-loss = {name: v.values(FINAL_LOSS) for name, v in residual_result.variants.items()}
-expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
-               max(exact[without_shortcuts]), 2, "%")  # fmt: skip
-expect_above("final training loss: with residual connections below without them by over 0.5, every run",
-             loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))  # fmt: skip
-
-# %% [markdown]
-# **The finding: without its shortcuts the model barely learns.** The check above holds it in every
-# run. Without the shortcuts the model reverses at most 2 % of the new strings. With them, its
-# final loss ends lower by 0.5 or more. Without the shortcuts, every piece of information has to
-# pass through every attention and feed-forward sub-layer, including which letter sits where. And
-# the gradient reaches the lower layers only through all the sub-layers above. With the shortcuts,
-# each sub-layer only adds a correction, and the residual stream carries the rest, forwards and
-# backwards.
-
-# %% [markdown]
 # ## Summary
 #
 # - The feed-forward network is equation (2), applied to each position separately (two
@@ -608,9 +497,6 @@ expect_above("final training loss: with residual connections below without them 
 # - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
 # - At initialisation, in our 12-layer stack, post-LN's gradients grew mildly towards the top layers.
 #   Pre-LN's were largest at the bottom, and its residual stream grew with depth.
-# - In section 7's preview, our 3-layer post-LN model stalled without warm-up in every run, while
-#   pre-LN learnt; with the warm-up, post-LN learnt too. Without its residual connections the same
-#   model barely learnt at all.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
 # **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) — the feed-forward
@@ -640,20 +526,19 @@ expect_above("final training loss: with residual connections below without them 
 #    Post-LN: $\mathrm{LN}(x + \mathrm{Dropout}(f(x)))$, the paper's. Pre-LN:
 #    $x + \mathrm{Dropout}(f(\mathrm{LN}(x)))$, with a final LayerNorm after the stack.
 #    </details>
-# 4. What did the warm-up experiment show?
+# 4. In a pre-LN stack, what happens to the residual stream as layers are added, and why?
 #    <details><summary>Answer</summary>
 #
-#    With the same peak learning rate, the 3-layer post-LN model without warm-up stalled in every
-#    run: its loss stayed high and it reversed almost no string. The same model with warm-up learnt,
-#    and the pre-LN model learnt without any warm-up.
+#    It grows with depth. Each layer adds its sub-layers' outputs to it, and nothing rescales it:
+#    only the copies fed to the sub-layers are normalised. So a pre-LN stack ends with one final
+#    LayerNorm, which normalises the stream before it leaves.
 #    </details>
-# 5. What happened without the residual connections?
+# 5. Why does a residual connection help the gradient reach the lower layers?
 #    <details><summary>Answer</summary>
 #
-#    The 3-layer model barely learnt, in every run: its loss stayed high and it reversed almost no
-#    new string, where the same model with its shortcuts learnt. Each layer had to carry all
-#    information through its own sub-layers, and the gradient had no direct path to the lower
-#    layers.
+#    The derivative of $x + f(x)$ with respect to $x$ is the identity plus that of $f$. So part of
+#    the gradient passes each layer unchanged, whatever $f$ does. (Chapter 13 trains a model without
+#    the shortcuts and watches it fail.)
 #    </details>
 #
 # ## Further reading

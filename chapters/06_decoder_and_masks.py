@@ -21,8 +21,8 @@
 # The encoder reads the whole source sentence at once. The decoder writes the translation one
 # token at a time, yet it is *trained* on whole target sentences in one pass. Two masks make that
 # honest, and one extra attention sub-layer connects the decoder to the encoder. With them we can
-# assemble the complete model of the paper's Figure 1 and read all of its code on one page. An
-# optional appendix counts its parameters against Table 3.
+# assemble the complete model of the paper's Figure 1 and read all of its code on one page.
+# Chapter 12 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
 #
@@ -34,17 +34,14 @@
 #   matrix shared by source, target and output (§3.4), and prove the layer equal to
 #   `nn.TransformerDecoderLayer`;
 # - read the whole model on one page, from token ids to logits, and check that it is the code that
-#   runs;
-# - (optional appendix) count the parameters of the base and big models on the meta device and
-#   compare them, honestly, with Table 3.
+#   runs.
 #
 # **In the paper:**
 #
 # - §3.1: the decoder stack and its third sub-layer;
 # - §3.2.3: the three uses of attention, and masking in the decoder;
 # - §3.4: shared embeddings and $\sqrt{d_\text{model}}$;
-# - §5.1: the shared vocabulary of about 37,000 tokens;
-# - Table 3: model variations and their sizes.
+# - §5.1: the shared vocabulary of about 37,000 tokens.
 
 # %% tags=["colab"]
 import sys
@@ -601,9 +598,6 @@ assert not not_run, f"on the page but never run: {not_run}"
 # - The full model shares one ($V_\text{tgt}$, D) matrix between source embeddings, target
 #   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
 # - The whole model fits on one page, and that page is the code that runs.
-# - (Appendix) Counted on the meta device, base and big come to 63.1M and 214.3M with the paper's
-#   37,000 tokens. With a stated vocabulary of 38,800 tokens they come to 64.0M and 216.1M (Table 3:
-#   65M, 213M). No single vocabulary matches all of Table 3.
 #
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
 # the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
@@ -647,7 +641,7 @@ assert not not_run, f"on the page but never run: {not_run}"
 # ## Further reading
 #
 # - The paper: §3.1 and Figure 1 (the decoder), §3.2.3 (masking), §3.4 (one shared matrix), Table 3
-#   (model sizes; the appendix below).
+#   (model sizes; [chapter 12](12_counting_parameters.ipynb) counts them).
 # - Sutskever, Vinyals and Le (2014), *Sequence to Sequence Learning with Neural Networks*: the
 #   encoder-decoder for translation, with recurrent networks.
 # - Radford et al. (2018), *Improving Language Understanding by Generative Pre-Training*: a
@@ -655,200 +649,3 @@ assert not not_run, f"on the page but never run: {not_run}"
 # - Devlin et al. (2019), *BERT*: an encoder-only stack, trained by filling in masked words.
 # - PyTorch's documentation of `nn.Transformer` and `nn.MultiheadAttention`: their mask arguments and
 #   polarity.
-
-# %% [markdown]
-# ## Appendix (optional): counting parameters against Table 3
-#
-# This appendix is a detour for the curious: it checks our model's size against the paper's
-# Table 3, and finds that the table cannot be matched by any single vocabulary. Nothing later in
-# the course depends on it. The paper's two languages share one vocabulary (§5.1), so
-# $V_\text{src} = V_\text{tgt}$, and in this appendix we write plain $V$ for that one size (no
-# attention values appear here).
-#
-# The paper's base model has 65 million parameters, the big one 213 million (Table 3). Building
-# such a model to count it would allocate hundreds of megabytes. On PyTorch's **meta device**
-# tensors have a shape but no storage: the model is built in no time, and `num_parameters()` just
-# adds up shapes. A tied matrix is one `Parameter`, counted once.
-
-
-# %%
-from transformer_course.config import TABLE3_VOCAB_SIZE
-
-
-def count(config: TransformerConfig) -> int:
-    with torch.device("meta"):  # shapes only, no memory
-        return Transformer(config).num_parameters()
-
-
-base_37k, big_37k = count(TransformerConfig.paper_base(37_000)), count(TransformerConfig.paper_big(37_000))
-print(
-    f"vocabulary 37,000 (§5.1):  base {base_37k / 1e6:.1f}M (paper 65M, {base_37k / 65e6 - 1:+.1%}),  "
-    f"big {big_37k / 1e6:.1f}M (paper 213M, {big_37k / 213e6 - 1:+.1%})"
-)
-
-# %% [markdown]
-# Close, but the base model is 1.9M (2.9%) short. Where could the difference come from? The
-# vocabulary is the only size the paper gives loosely ("about 37000 tokens"), and the paper's own
-# code may count a little differently. Let us test the candidate explanations one by one.
-#
-# **Does the count include an output bias, or an untied output projection?** The bias is $V$
-# parameters: 0.06% of the model, far too small. An untied output matrix (or separate source and
-# target embeddings) would add a whole $V \times D$ matrix: 19M for base, far too many. Attention
-# projections without biases, as in the paper's equations, would remove another 0.06%. None of these
-# closes a gap of 1.9M, so the counting is not the issue; tying as §3.4 says is right.
-
-# %%
-V_PAPER, N_LAYERS = 37_000, 6
-separate_base = count(TransformerConfig(V_PAPER, V_PAPER, share_embeddings=False, tie_output=False))
-separate_big = count(
-    TransformerConfig(
-        V_PAPER, V_PAPER, share_embeddings=False, tie_output=False, d_model=1024, n_heads=16, d_ff=4096, dropout=0.3
-    )
-)
-print(f"{'variant (vocabulary 37,000)':40} {'base':>7} {'big':>8}    Table 3: 65M, 213M")
-for name, base_n, big_n in (
-    ("ours: one shared matrix + output bias", base_37k, big_37k),
-    ("without the output bias (− V)", base_37k - V_PAPER, big_37k - V_PAPER),
-    ("without attention biases (− 12·N·D)", base_37k - 12 * N_LAYERS * 512, big_37k - 12 * N_LAYERS * 1024),
-    ("output projection not tied (+ V·D)", base_37k + V_PAPER * 512, big_37k + V_PAPER * 1024),
-    ("nothing shared: three (V, D) matrices", separate_base, separate_big),
-):
-    print(f"{name:40} {base_n / 1e6:6.1f}M {big_n / 1e6:7.1f}M")
-
-# %% [markdown]
-# **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
-# entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
-# each published number exactly. Table 3 prints sizes for the base and big models and for rows (B)
-# and (C), which change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$. Rows (A) trade heads against head
-# size at constant $H \cdot d_k = 512$ (the paper's $h$ is our $H$); the paper prints no size for
-# them (a dash below). Our count does not move for them: it is the base model's. Rows (D) and (E)
-# change dropout, label smoothing and the positional encoding, not the layer sizes; we leave them
-# out.
-
-# %%
-ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
-    ("base", {}, 65),
-    ("(A) h=1, d_k=d_v=512", dict(n_heads=1, d_k=512, d_v=512), None),
-    ("(A) h=32, d_k=d_v=16", dict(n_heads=32, d_k=16, d_v=16), None),
-    ("(B) d_k=16", dict(d_k=16, d_v=64), 58),
-    ("(B) d_k=32", dict(d_k=32, d_v=64), 60),
-    ("(C) N=2", dict(n_encoder_layers=2, n_decoder_layers=2), 36),
-    ("(C) N=4", dict(n_encoder_layers=4, n_decoder_layers=4), 50),
-    ("(C) N=8", dict(n_encoder_layers=8, n_decoder_layers=8), 80),
-    ("(C) d_model=256, d_k=d_v=32", dict(d_model=256, d_k=32, d_v=32), 28),
-    ("(C) d_model=1024, d_k=d_v=128", dict(d_model=1024, d_k=128, d_v=128), 168),
-    ("(C) d_ff=1024", dict(d_ff=1024), 53),
-    ("(C) d_ff=4096", dict(d_ff=4096), 90),
-    ("big", "big", 213),
-]
-
-
-def row_config(overrides, vocab_size: int) -> TransformerConfig:
-    if overrides == "big":
-        return TransformerConfig.paper_big(vocab_size)
-    return TransformerConfig.paper_base(vocab_size, **overrides)
-
-
-counts = {}
-print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'V implied':>10}")
-for name, overrides, paper in ROWS:
-    config_37k = row_config(overrides, 37_000)
-    n = count(config_37k)
-    counts[name] = (n, config_37k.d_model)
-    if paper is None:  # rows (A): Table 3 prints no size
-        print(f"{name:31} {'—':>6} {n / 1e6:8.1f}M {'':6} {'—':>10}")
-        continue
-    implied = 37_000 + (paper * 1e6 - n) / (config_37k.d_model + 1)  # each token adds D + 1 parameters
-    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {implied:10,.0f}")
-
-# %% [markdown]
-# Every base-family row with a printed size implies a vocabulary between about 40,100 and 41,800
-# tokens. All ten of them round to the published numbers for any $V$ from 40,852 to 41,080. The big
-# row alone implies about 35,700. The reason needs no vocabulary at all. The big model and row (C)
-# with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
-# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
-# difference is therefore the extra feed-forward weights alone:
-
-# %%
-ffn_extra = counts["big"][0] - counts["(C) d_model=1024, d_k=d_v=128"][0]
-by_hand = 12 * (2 * 1024 * (4096 - 2048) + (4096 - 2048))  # 12 layers × (W₁, W₂ and b₁ grow)
-assert ffn_extra == by_hand
-print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
-
-# %% [markdown]
-# So no single vocabulary reproduces every row of Table 3. The table's big-model entry and its
-# $d_\text{model} = 1024$ entry disagree with each other by about 5M. The paper does not say why: a
-# different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We therefore
-# **state the vocabulary we compare with**: the one that fits the two headline models, base and
-# big, equally well. The counts are linear in $V$, so it is a one-line solve:
-
-
-# %%
-def linear_in_vocab(config_fn) -> tuple[float, float]:
-    """(parameters without the vocabulary, parameters per vocabulary entry) of a configuration."""
-    at_0, at_1000 = count(config_fn(1_000)), count(config_fn(2_000))
-    per_token = (at_1000 - at_0) / 1_000
-    return at_0 - 1_000 * per_token, per_token
-
-
-(base_fixed, base_per), (big_fixed, big_per) = (
-    linear_in_vocab(TransformerConfig.paper_base),
-    linear_in_vocab(TransformerConfig.paper_big),
-)
-# equal relative errors with opposite signs: (base(V) − 65M)/65M = (213M − big(V))/213M
-balanced = (2 - base_fixed / 65e6 - big_fixed / 213e6) / (base_per / 65e6 + big_per / 213e6)
-print(f"per token: base {base_per:.0f}, big {big_per:.0f} parameters;  balanced vocabulary V = {balanced:,.0f}")
-print(f"stated vocabulary (rounded to hundreds): {TABLE3_VOCAB_SIZE:,}")
-assert round(balanced, -2) == TABLE3_VOCAB_SIZE
-
-# %% [markdown]
-# With **a shared vocabulary of 38,800 tokens** (5% more than the paper's "about 37000"), our
-# counts are:
-
-# %%
-# tests/test_model.py pins the closed form of the count and both comparisons with Table 3
-base_stated = count(TransformerConfig.paper_base(TABLE3_VOCAB_SIZE))
-big_stated = count(TransformerConfig.paper_big(TABLE3_VOCAB_SIZE))
-print(f"{'model':6} {'Table 3':>8} {'V = 37,000':>18} {'V = 38,800 (stated)':>22}")
-for name, paper, at_37k, stated in (("base", 65e6, base_37k, base_stated), ("big", 213e6, big_37k, big_stated)):
-    print(
-        f"{name:6} {paper / 1e6:7.0f}M {at_37k / 1e6:8.1f}M ({at_37k / paper - 1:+.1%}) "
-        f"{stated / 1e6:10.1f}M ({stated / paper - 1:+.1%})"
-    )
-assert abs(base_stated / 65e6 - 1) < 0.02 and abs(big_stated / 213e6 - 1) < 0.02
-
-# %% [markdown]
-# *The figure in words:* A horizontal bar chart has one row per Table 3 entry with a printed size,
-# the base model at the top and the big model at the bottom. Each row has two bars, our count's
-# difference from the paper's in percent. The blue bar assumes a vocabulary of 37,000 tokens, the
-# orange one the stated 38,800, and a green band marks ±2%. In every base-family row both bars point
-# left: our count is lower than the paper's. Only in the big row do both bars point right. The
-# orange bars lie nearer 0 than the blue ones in the base rows, but further from it in the big row.
-
-# %%
-printed = [(name, o, p) for name, o, p in ROWS if p is not None]  # rows (A) have no size to compare with
-names = [name for name, _, _ in printed]
-fig, ax = plt.subplots(figsize=(10, 4.4))
-for k, (vocab_size, label) in enumerate(((37_000, "V = 37,000 (§5.1)"), (TABLE3_VOCAB_SIZE, "V = 38,800 (stated)"))):
-    diffs = [100 * (count(row_config(o, vocab_size)) / (p * 1e6) - 1) for _, o, p in printed]
-    ax.barh([i + 0.2 * (1 - 2 * k) for i in range(len(printed))], diffs, height=0.4, label=label)
-ax.axvspan(-2, 2, color="green", alpha=0.1, label="within ±2%")
-ax.axvline(0, color="black", lw=0.8)
-ax.set_yticks(range(len(printed)), names)
-ax.invert_yaxis()
-ax.set(
-    xlabel="our count relative to Table 3 (%)",
-    title="Our counts vs Table 3: base-family rows are low, big is high — no vocabulary fits all",
-)
-ax.legend(loc="lower left")
-plt.tight_layout()
-plt.show()
-
-# %% [markdown]
-# In short, three facts:
-#
-# - the architecture is counted exactly: the count agrees with the closed form
-#   $N(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D) + N(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D) + VD + V$;
-# - the paper's numbers are rounded to millions and are not consistent with one vocabulary;
-# - with the stated 38,800 tokens, base and big are within 1.5% of Table 3; with the paper's 37,000,
-#   base is 2.9% low.

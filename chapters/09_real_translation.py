@@ -103,19 +103,16 @@ architecture_map(["tokens", "embeddings", "training"])
 # %% [markdown]
 # ## 1. Sentences with real grammar, made on the spot
 #
-# Corpora such as WMT live on servers that come and go (the Annotated Transformer's Multi30k
-# download died with its host), and training on them takes GPU hours. So, as in chapter 07, the
-# course makes its own data. `datasets/sentences.py` writes English sentences and their German
-# translations from a lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of
-# German grammar, seeded, in any amount. The German is what a learner of German fights with:
+# Corpora such as WMT need downloads and GPU hours. So, as in chapter 07, the course makes its own
+# data. `datasets/sentences.py` writes English sentences and their German translations from a
+# lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar, seeded, in
+# any amount. The German is what a learner of German fights with:
 #
 # - three genders and their cases: *der Hund*, *den Hund*, *dem Hund*;
 # - adjective endings that depend on the article: *der alte Mann*, *ein alter Mann*;
 # - the verb in second place: *Manchmal gibt die Schwester …*;
 # - the verb at the end of a subordinate clause: *…, dass sie die Gläser sieht*;
 # - the perfect tense, which puts the participle at the end: *hat … gefunden*;
-# - the genitive after its noun: *der Hund des Mannes*;
-# - object pronouns that move forward: *gibt ihm den Ball*;
 # - *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and turns "must not" into
 #   *darf nicht*.
 #
@@ -148,11 +145,10 @@ print(f"English words per training sentence: {min(words)} to {max(words)}, mean 
 # Chapter 07's two vocabularies were written by hand. For real text we have to learn one, and the
 # choice of unit matters:
 #
-# - **words**: a vocabulary built from the training text misses every word it did not see (names,
-#   rare words, and in German every new compound: *Hundehütte*, *Regenschirmständer*), and each
-#   inflected form (*alt, alte, alten, alter, altes*) is a separate token learned separately;
-# - **characters**: nothing is ever unknown, but sentences get five times longer, and attention's
-#   cost grows with the square of the length;
+# - **words**: a vocabulary built from the training text misses every word it did not see (in
+#   German every new compound: *Hundehütte*), and each inflected form (*alt, alte, alten*) is a
+#   separate token;
+# - **characters**: nothing is ever unknown, but sentences get five times longer;
 # - **subwords**: frequent words stay whole, rare ones are cut into a few frequent pieces.
 #
 # The word vocabulary of our training text, and what it makes of a sentence with two words it never
@@ -169,11 +165,10 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 # %% [markdown]
 # ### Byte-pair encoding
 #
-# Byte-pair encoding (BPE; Sennrich et al., 2016) learns subwords from the training text. (The
-# paper's §5.1 cites it with reference [3], which in its list is Britz et al., 2017, a study that
-# used it.) BPE starts with one token per character. It counts how often each pair of neighbouring
-# tokens occurs, merges the most frequent pair into a new token, and repeats until the vocabulary
-# has the size we asked for. The merges are the tokenizer: a new text is cut into characters, and
+# Byte-pair encoding (BPE; Sennrich et al., 2016) learns subwords from the training text. BPE
+# starts with one token per character. It counts how often each pair of neighbouring tokens
+# occurs, merges the most frequent pair into a new token, and repeats until the vocabulary has the
+# size we asked for. The merges are the tokenizer: a new text is cut into characters, and
 # the merges are applied in the order they were learned.
 #
 # Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
@@ -201,11 +196,9 @@ for k, (left, right) in enumerate(merges, start=1):
     print((f"{k}. {left} + {right}".ljust(14) + "".join(symbols[word].ljust(width[word]) for word in counts)).rstrip())
 
 # %% [markdown]
-# We use Hugging Face's `tokenizers` library (`subwords.py`). It is well kept and widely used, and
-# it trains offline from a list of strings in well under a second here (it is written in Rust). A
-# trained tokenizer is one JSON string: it travels inside our checkpoints as plain data, and you
-# can open and read it. `sentencepiece` would serve as well; its model file is a binary protocol
-# buffer. Each word start is marked with "▁", so decoding gives the text back exactly.
+# We use Hugging Face's `tokenizers` library (`subwords.py`). It trains offline in well under a
+# second here. A trained tokenizer is one JSON string: it travels inside our checkpoints as plain
+# data. Each word start is marked with "▁", so decoding gives the text back exactly.
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
 # same: `shared_tokenizer` trains on the English and the German training sentences.
@@ -222,11 +215,9 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
 # ### The merges, learned from scratch
 #
 # Nothing in BPE's training is hidden in the library. Cut the texts as the tokenizer does: "▁" at
-# word starts, punctuation apart. Count how often each piece occurs. Then, merge after merge, count
-# the neighbouring pairs of symbols in every word, each weighted by the word's count; join the most
-# frequent pair everywhere, and count again. Where two pairs are equally frequent, `tokenizers`
-# takes the one whose symbols it made first: characters in code-point order, then merged symbols
-# in the order they were made. Follow that rule and the merges agree one for one. `bpe_merges` in
+# word starts, punctuation apart. Then, merge after merge, count the neighbouring pairs of symbols,
+# each weighted by the word's count, and join the most frequent pair everywhere. Break ties as the
+# hand-worked example did, and the merges agree one for one. `bpe_merges` in
 # `subwords.py` is that loop (exercise ex09_3). Here it runs on our training sentences, next to
 # the tokenizer trained above.
 
@@ -244,10 +235,9 @@ print(f"all {len(ours)} merges agree")
 
 # %% [markdown]
 # The unseen words come out as pieces the model knows (*▁Hund*, a piece of *Hütte*), never as
-# `<unk>`. Which tokens does each language use? Most are used by one language only. The data has
-# no names, and a loan word such as *Baby* is not spelled alike either: German capitalises its
-# nouns, so English `▁baby` and German `▁Baby` are different tokens. The shared ones are
-# punctuation and pieces that both languages build words from.
+# `<unk>`. Most tokens are used by one language only. German capitalises its nouns, so English
+# `▁baby` and German `▁Baby` are different tokens. The shared ones are punctuation and pieces that
+# both languages build words from.
 
 # %%
 from collections import Counter
@@ -312,12 +302,10 @@ fig.tight_layout()
 
 # %% [markdown]
 # Our sentences use about 1,700 distinct words. So beyond about 2,700 tokens BPE has nothing left
-# to merge: asking for 4,000 gives 2,698. Below ~600, the sentences get longer quickly. We take a
-# vocabulary of 1,000 on the CPU: sentences of about 14 tokens, and 128,000 embedding parameters, about an
-# eighth of the model. A quarter of its tokens are seen fewer than 10 times. The paper's 37,000
-# tokens serve 4.5 million sentence pairs of WMT 2014 English–German. That corpus mixes European
-# Parliament proceedings, text crawled from the web and news commentary, and its test set is
-# newstest2014. Real text like that wants a larger vocabulary than our small grammar does.
+# to merge: asking for 4,000 gives 2,698. We take a vocabulary of 1,000 on the CPU: sentences of
+# about 14 tokens, and 128,000 embedding parameters, about an eighth of the model. The paper's
+# 37,000 tokens serve 4.5 million sentence pairs of WMT 2014 English–German: parliament
+# proceedings, web text and news commentary. Real text like that wants a larger vocabulary.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #
@@ -325,8 +313,7 @@ fig.tight_layout()
 # further: the source embedding, the target embedding and the output layer (the pre-softmax linear
 # transformation) are **one matrix**. Chapter 01 tied the output layer to the target embedding;
 # with `share_embeddings=True` the source embedding is that matrix too. A token shared by the two
-# languages (a comma, the period, a piece both build words from) then has one vector, trained by
-# both sides. And the model has one $V_\text{tgt} \times D$ matrix where chapter 07's had two.
+# languages then has one vector, trained by both sides.
 
 # %%
 from transformer_course.training import build_model
@@ -341,17 +328,16 @@ print(f"shared embeddings: {shared.num_parameters():,} parameters; separate sour
 # %% [markdown]
 # ## 4. Batches of a token budget (§5.1)
 #
-# A batch of 128 sentences is as long as its longest sentence. With sentences of 4 to 15 English
-# words (section 1), much of the rectangle is padding, computed and thrown away. Chapter 07 sorted sentences into
-# buckets of similar length, which helps. The paper goes further: each batch holds "approximately
-# 25000 source tokens and 25000 target tokens". `token_batches` sorts the examples by length. It
-# fills each batch until one more example would push *count × longest* over the budget
-# (`max_tokens`), for the source and for the target; that step is `pack`, exercise ex09_1. Then it
-# shuffles the batches. A batch holds many short sentences or a few long ones, and the work per step
-# is about the same every step.
+# A batch of 128 sentences is as long as its longest sentence, so much of the rectangle is padding.
+# Chapter 07 sorted sentences into buckets of similar length, which helps. The paper goes further:
+# each batch holds "approximately 25000 source tokens and 25000 target tokens". `token_batches`
+# sorts the examples by length. It fills each batch until one more example would push *count ×
+# longest* over the budget (`max_tokens`), for the source and for the target; that step is `pack`,
+# exercise ex09_1. Then it shuffles the batches. A batch holds many short sentences or a few long
+# ones, and the work per step is about the same every step.
 #
-# Long pairs first: a real corpus holds some pages-long "sentences" that fit no budget.
-# `training_examples` leaves out pairs longer than `profile.max_sentence_tokens` (none here).
+# A real corpus holds some pages-long "sentences" that fit no budget: `training_examples` leaves
+# out pairs longer than `profile.max_sentence_tokens` (none here).
 
 # %%
 from transformer_course.batching import batch_indices
@@ -400,13 +386,11 @@ fig.tight_layout()
 # ## 5. Training on sentences
 #
 # The model, the loss, the warm-up schedule and the loop are chapter 07's. New are the subword
-# tokens, the shared embeddings and the token batches. The settings are printed below. The CPU run
+# tokens, the shared embeddings and the token batches. The CPU run
 # trains without dropout, because it sees each training sentence only about 1.4 times: too few
-# passes to over-fit. Every 50 steps a callback (chapter 07's `Evaluation`) keeps a copy of the
-# weights near the end, for checkpoint averaging (section 7). Every `profile.eval_every` steps it
-# also translates 300 validation sentences, so that we can see how the score grows with the steps.
-# As in chapter 07, a cell prints what the run gives. A folded check line under the next cell tests
-# what the text claims (chapter 07's box, "How this book tests a claim").
+# passes to over-fit. Near the end, a callback (chapter 07's `Evaluation`) keeps a copy of the
+# weights every 50 steps, for checkpoint averaging (section 7). Every `profile.eval_every` steps it
+# also translates 300 validation sentences.
 
 # %%
 from transformer_course.step import MixedPrecision
@@ -465,10 +449,8 @@ fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
-# The green points are the share of 300 validation sentences translated exactly right, against the
-# steps. The curve has not flattened when the run stops. It ends here because a chapter must run in
-# minutes on a laptop, not because the model has learned all it can. What do more steps buy? Try it
-# from a terminal: the same recipe, longer; the time grows in proportion to the steps.
+# The curve has not flattened when the run stops. It ends here because a chapter must run in
+# minutes on a laptop. What do more steps buy? Try it from a terminal: the same recipe, longer.
 #
 # ```bash
 # python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt
@@ -476,8 +458,7 @@ print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) f
 # ```
 #
 # Each training sentence is then seen about five times. Without dropout the model may begin to
-# memorise, and the validation score tells you when more steps stop helping. The check below claims
-# only what holds for this short run on any machine: the last stretch of training still pays.
+# memorise; the validation score tells you when more steps stop helping.
 
 # %% tags=["hide-output"]
 from transformer_course.tools.claims import expect_at_least, expect_at_most, expect_between
@@ -490,14 +471,13 @@ expect_at_least("validation exact match gained in the second half of training", 
 # %% [markdown]
 # ## 6. Scoring the written text with sacrebleu
 #
-# For number words chapter 07 counted BLEU over German pieces, since a number is a single word.
-# For sentences, BLEU is computed on the **written text**, detokenized, and sacrebleu cuts it into
-# words with its own standard tokenizer ("13a"). That makes the score independent of how *our* model
-# cut its words. BLEU over subword pieces counts a word of three pieces as three words, so a system
-# with a smaller vocabulary would get a different score for the same translation. Post (2018),
-# *A Call for Clarity in Reporting BLEU Scores*, shows differences of up to 1.8 BLEU from
-# tokenization alone. `evaluate(..., bleu_on="text")` does it. chrF compares character n-grams, and
-# exact match counts the sentences that are entirely right.
+# For number words chapter 07 counted BLEU over German pieces, since a number is a single word. For
+# sentences, BLEU is computed on the **written text**, detokenized, and sacrebleu cuts it into words
+# with its own standard tokenizer ("13a"). That makes the score independent of how *our* model cut
+# its words. BLEU over subword pieces counts a word of three pieces as three words, so a system with
+# a smaller vocabulary would get a different score for the same translation. `evaluate(...,
+# bleu_on="text")` scores the written text this way. chrF compares character n-grams, and exact
+# match counts the sentences that are entirely right.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -530,9 +510,8 @@ for i in wrong[:5]:
 # The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
 # in training the weights move around the bottom of a valley, pushed one way and then another by
 # the batches. The mean of several of those points can lie nearer the middle than any one of them.
-# `average_state_dicts` takes the element-wise mean (exercise ex09_2). It works for any
-# `state_dict` of one architecture; `average_checkpoints` does the same for checkpoint files, and so
-# does `python -m transformer_course average` from the command line. We average the last 2, 3 and 5
+# `average_state_dicts` takes the element-wise mean (exercise ex09_2); `average_checkpoints` does the
+# same for checkpoint files. We average the last 2, 3 and 5
 # of our kept weights and score each on the test set.
 
 # %%
@@ -556,13 +535,12 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # %% [markdown]
 # On the CPU run averaging helps: the mean of the last kept weights translates more test sentences
 # exactly than the final weights alone (the table above). The folded check asks for a gain beyond
-# what we saw vary between runs; on a GPU's longer run it asks only that averaging does not hurt. Its price is one pass over five state dicts. Our five snapshots lie 50 steps
-# apart at the end of a short run whose learning rate is still fairly high. So each one is a noisy
-# point around where the training is heading, and their mean removes much of that noise. The paper
-# averaged checkpoints written 10 minutes apart after 12 hours of training, where the weights move
-# much less between checkpoints. How much averaging gains there, this run cannot tell. We measure it
-# on the test set, which is fine for a demonstration; to choose how many checkpoints to average, use
-# the validation set.
+# what we saw vary between runs; on a GPU's longer run it asks only that averaging does not hurt.
+# Our five snapshots lie 50 steps apart at the end of a short run whose learning rate is still
+# fairly high. So each one is a noisy point around where the training is heading, and their mean
+# removes much of that noise. The paper averaged checkpoints 10 minutes apart after 12 hours of
+# training; what averaging gains there, this run cannot tell. To choose how many checkpoints to
+# average, use the validation set, not the test set as this demonstration does.
 #
 # ## 8. What the decoder reads: cross-attention on a real sentence
 #
@@ -634,8 +612,7 @@ display(Markdown(
 # of the *dass* clause, the verb, in the box. To write it, the decoder jumps back to the English
 # verb, several source tokens to the left, past everything German has moved in between. The line
 # under the map says what this run's model did. That jump is the verb-final word order of a *dass*
-# clause, learnt from examples and carried out by attention alone. Look also at the subwords: a
-# word cut into a stem and an ending on both sides is often read stem to stem and ending to ending.
+# clause, learnt from examples and carried out by attention alone.
 #
 # ## 9. Several processes: DistributedDataParallel
 #
@@ -697,9 +674,7 @@ model.zero_grad()
 # exactly what one process computes. `World.before_step` finds the share with one small all-reduce
 # of the token counts. A DDP *communication hook*, the function DDP calls to exchange each bucket
 # of gradients, applies it. So chapter 07's `train_step` and `fit` stay as they were; `fit` gets only
-# a `world` argument. The course's tests run two real processes. They check that the processes end
-# with the parameters of one process trained on the same global batches, and that without the
-# weighting they do not.
+# a `world` argument.
 #
 # From a terminal, the same command trains on one process or on several:
 #
@@ -725,7 +700,7 @@ model.zero_grad()
 #
 # They are cached as plain text files with SHA-256 sums, so later runs need no network. Or use your
 # own corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence
-# per line. Every failure is one line that says what to do. Here, a folder we write ourselves:
+# per line. Here, a folder we write ourselves:
 
 # %%
 import tempfile
@@ -765,8 +740,7 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 #   a few minutes on a CPU. It still gets a good share of the test sentences wrong.
 # - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
 #   our tokens.
-# - Averaging the last checkpoints (§6.1) is free to try: measure it, as its effect depends on
-#   where in training the checkpoints lie.
+# - Averaging the last checkpoints (§6.1) is free to try: measure it.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
@@ -797,9 +771,8 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 # 2. What does a bigger vocabulary trade?
 #    <details><summary>Answer</summary>
 #
-#    Shorter sequences: fewer tokens per sentence, so less attention work, which grows with the
-#    square of the length. Against that: a bigger embedding matrix and output layer, and rarer
-#    tokens, each seen less often in training.
+#    Shorter sequences, so less work per sentence. Against that: a bigger embedding matrix and
+#    rarer tokens, each seen less often in training.
 #    </details>
 # 3. Why may the source embedding, the target embedding and the output layer share one matrix
 #    here, when chapter 07 could share only the target embedding and the output?
@@ -812,10 +785,9 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 # 4. Why does a batch of a fixed number of sentences waste work, and what does a token budget fix?
 #    <details><summary>Answer</summary>
 #
-#    Every sentence is padded to the longest in its batch. With random sentences of very different
-#    lengths, much of the batch is padding. And the number of real tokens, so the size of the
-#    gradient step, changes from batch to batch. Sorting by length and filling a token budget keeps
-#    padding small and the number of tokens per step almost constant (§5.1).
+#    Every sentence is padded to the longest in its batch, so much of the batch is padding, and the
+#    number of real tokens changes from batch to batch. Filling a token budget from sentences sorted
+#    by length keeps padding small and the tokens per step almost constant (§5.1).
 #    </details>
 # 5. With token batches, why must each rank's loss be weighted by its share of the tokens before
 #    DDP averages the gradients?

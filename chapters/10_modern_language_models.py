@@ -830,11 +830,11 @@ expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2
 #   the biases;
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
-# All use pre-LN and AdamW. Each is measured on held-out sentences (the validation loss). As in
-# chapter 02's experiment, each is also measured on texts longer than any seen in training: four
-# held-out sentences in a row, scored at the positions past the longest training text. (Only words
-# inside a sentence are scored: no model here learned to predict a sentence's first word after
-# another's full stop.)
+# All use pre-LN and AdamW. Each is measured on held-out sentences (the validation loss). Each is
+# also measured on texts longer than any seen in training (chapter 13 runs the same test for the
+# encoder-decoder): four held-out sentences in a row, scored at the positions past the longest training
+# text. (Only words inside a sentence are scored: no model here learned to predict a sentence's
+# first word after another's full stop.)
 #
 # The comparison is paired, as chapter 07's box on testing a claim describes. Each variant is trained
 # three times, and each time beside a run of today's block. The two runs of a pair share their

@@ -42,8 +42,8 @@
 #
 # Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
 # you commit your answer to the package. The `autoreload` lines below make the notebook pick up
-# your edits to the package without restarting the kernel. The last section asks you to read the
-# chapter's experiment and explain what it shows.
+# your edits to the package without restarting the kernel.
+# Chapter 13's exercises ask you to explain its experiments.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -51,10 +51,8 @@
 # | ex02_2 | `PositionalEncoding.forward(x, offset)` in `positional.py` | medium |
 # | ex02_3 | `relative_position_map(k, d_model)` in `positional.py` | hard |
 #
-# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_1, ex01_2, ex03_1,
-# ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3, ex07_1,
-# ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all
-# those still to write.
+# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_2. Until they are
+# written it stops at the first of them, naming all those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -184,22 +182,6 @@ check("ex02_2")
 
 # %%
 check("ex02_3")
-
-# %% [markdown]
-# ## The experiment: do sinusoidal positions extrapolate?
-#
-# Section 7 of [chapter 02](../chapters/02_positional_encoding.ipynb) trains the same small
-# Transformer twice on the reverse task, once with the sinusoidal table and once with learned
-# position vectors, on strings of 3 to 10 letters only, and tests both on longer strings. Read its
-# table and figure (or re-run its cell with `steps=1000` added to the `run_experiment` call; it
-# needs every exercise up to chapter 08).
-#
-# *In your own words:* what does the result say about the paper's hope (§3.5) that sinusoids "may
-# allow the model to extrapolate to sequence lengths longer than the ones encountered during
-# training"? Why does the learned table fail, and why is a formula that is defined at every
-# position not enough?
-#
-# YOUR ANSWER HERE
 
 # %% [markdown]
 # When every check above passes, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now

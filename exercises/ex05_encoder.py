@@ -49,9 +49,8 @@
 # | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
 # | ex05_3 | `EncoderLayer.forward(x, mask, cache)` in `encoder.py` | hard |
 #
-# **Before you start:** chapter 05 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
-# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex06_1, ex06_2, ex06_3, ex07_1, ex07_2,
-# ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all those
+# **Before you start:** chapter 05 also runs exercises of other chapters: ex03_1, ex03_2, ex03_3,
+# ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
 # still to write.
 #
 # ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
@@ -162,7 +161,7 @@ check("ex05_2")
 #
 # Wrap each sub-layer with `self.connection(x, sublayer, norm, dropout, self.norm_first)`: the
 # layer's connection is your `residual` from ex05_2, unless the layer was built with another one
-# (chapter 05's experiment builds layers without the shortcuts that way).
+# (chapter 13's experiment builds layers without the shortcuts that way).
 #
 # - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
 #   usually the padding mask (B, 1, 1, S) → (B, S, D).
@@ -187,27 +186,6 @@ mask = padding_mask(torch.tensor([[5, 6, 0, 0], [5, 6, 7, 8]]), pad_id=0)  # (B,
 
 # %%
 check("ex05_3")
-
-# %% [markdown]
-# ## The experiments: warm-up and residual connections
-#
-# Section 7 of [chapter 05](../chapters/05_encoder.ipynb) trains a 3-layer Transformer on the
-# reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
-# with and without its residual connections. Read its tables and figures. (To re-run one with other
-# settings, add them to the chapter's `run_experiment` call, for example `n_layers=6, seeds=(3, 4, 5)`;
-# it needs every exercise up to chapter 08.)
-#
-# *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
-# and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs
-# a warm-up", what would you vary, and why?
-#
-# YOUR ANSWER HERE
-#
-# *In your own words:* the variant without residual connections is built by wrapping each
-# sub-layer so that it returns $f(x) - x$. Why does that remove the shortcut exactly in post-LN,
-# and not in pre-LN? What does the result say about what the shortcuts do?
-#
-# YOUR ANSWER HERE
 
 # %% [markdown]
 # When every check above passes, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on

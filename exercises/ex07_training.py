@@ -211,20 +211,5 @@ scheduler = transformer_scheduler(optimizer, 32, warmup_steps=20)
 check("ex07_4")
 
 # %% [markdown]
-# ## The experiment: what label smoothing does
-#
-# Section 7 of [chapter 07](../chapters/07_training.ipynb) trains the same small model on the
-# reverse task with $\varepsilon = 0$ and $\varepsilon = 0.1$, and measures exact match, token
-# accuracy, mean confidence, calibration error and perplexity. Read its table and figure (or re-run
-# it, e.g. adding `steps=300` to the chapter's `run_experiment("label-smoothing", ...)` call for a less converged model).
-#
-# *In your own words:* the paper says label smoothing "hurts perplexity, as the model learns to be
-# more unsure, but improves accuracy and BLEU" (§5.4). Which half of that sentence did the
-# experiment confirm, and why might the other half not show on this task? What does the
-# calibration error say about the model trained with $\varepsilon = 0.1$?
-#
-# YOUR ANSWER HERE
-
-# %% [markdown]
 # When every check above passes, run [chapter 07](../chapters/07_training.ipynb) again: it now trains
 # with your code. Next: [exercises 08](ex08_decoding.ipynb), decoding.

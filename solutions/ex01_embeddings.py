@@ -41,19 +41,14 @@
 #
 # Each exercise also has a **try it** cell: a scratch space to experiment on small inputs before
 # you commit your answer to the package. The `autoreload` lines below make the notebook pick up
-# your edits to the package without restarting the kernel. The last section asks you to read the
-# chapter's experiment and explain what it shows.
+# your edits to the package without restarting the kernel.
+# Chapter 13's exercises ask you to explain its experiments.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
 # | ex01_1 | `Vocab.encode(tokens, add_bos, add_eos)` in `vocab.py` | easy |
 # | ex01_2 | `TokenEmbedding.forward(tokens)` in `embeddings.py` | easy |
 # | ex01_3 | `one_hot_lookup(tokens, weight)` in `embeddings.py` | medium |
-#
-# **Before you start:** chapter 01 also runs exercises of other chapters: ex02_1, ex02_2, ex03_1,
-# ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3, ex07_1,
-# ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all
-# those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -235,34 +230,6 @@ print(torch.equal(one_hot_lookup(tokens, weight.double()), weight.double()[token
 
 # %%
 check("ex01_3")
-
-# %% [markdown]
-# ## The experiment: does the $\sqrt{d_{model}}$ factor matter?
-#
-# Section 5 of [chapter 01](../chapters/01_embeddings.ipynb) trains three small Transformers on
-# the reverse task, identical but for the embedding: the course's $\mathcal{N}(0, 1/d_{model})$
-# table times $\sqrt{d_{model}}$, the same table without the factor, and PyTorch's default
-# $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$. Read its table and figure (or re-run its cell
-# with other sizes, adding for example `d_model=128` to the `run_experiment` call; it needs every
-# exercise up to chapter 08, since it trains and decodes).
-#
-# *In your own words:* what did removing the factor change, and why does the third variant, which
-# *keeps* the factor, not simply behave like the first?
-#
-# ### BEGIN SOLUTION
-# **Worked answer.** Removing the factor did not make the model worse: over three seeds, the model
-# without it reversed at least as many held-out strings as the course's model (the chapter's check
-# says the factor never wins beyond the spread of the seeds). Section 3's argument is about the first steps; the embeddings are learned, and Adam
-# soon scales them to whatever helps, which at $d_{model} = 64$ is a correction of only
-# $\sqrt{32} \approx 5.7$. The third variant keeps the factor but starts from $\mathcal{N}(0, 1)$, so
-# its token vectors are $\sqrt{64} = 8$ times longer than the course's and than the positional
-# vectors, and because the output layer shares the matrix, its first logits are 8 times too large:
-# the model starts extremely confident and wrong (its first loss is far above the others), and the
-# huge token vectors swamp the positions the reverse task depends on. It reversed only a few
-# strings, on every seed.
-# The lesson: the factor is only right together with the initialisation it was chosen for; the
-# scale of what reaches the first layer is what matters.
-# ### END SOLUTION
 
 # %% [markdown]
 # When every check above passes, re-run [chapter 01](../chapters/01_embeddings.ipynb): it now runs on

@@ -42,8 +42,8 @@
 #
 # Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
 # you commit your answer to the package. The `autoreload` lines below make the notebook pick up
-# your edits to the package without restarting the kernel. The last section asks you to read the
-# chapter's experiment and explain what it shows.
+# your edits to the package without restarting the kernel.
+# Chapter 13's exercises ask you to explain its experiments.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -51,10 +51,8 @@
 # | ex02_2 | `PositionalEncoding.forward(x, offset)` in `positional.py` | medium |
 # | ex02_3 | `relative_position_map(k, d_model)` in `positional.py` | hard |
 #
-# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_1, ex01_2, ex03_1,
-# ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3, ex07_1,
-# ex07_2, ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all
-# those still to write.
+# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_2. Until they are
+# written it stops at the first of them, naming all those still to write.
 
 # %% tags=["colab"]
 import sys
@@ -266,34 +264,6 @@ print("M_-k undoes M_k:", torch.allclose(relative_position_map(-k, d_model) @ M,
 
 # %%
 check("ex02_3")
-
-# %% [markdown]
-# ## The experiment: do sinusoidal positions extrapolate?
-#
-# Section 7 of [chapter 02](../chapters/02_positional_encoding.ipynb) trains the same small
-# Transformer twice on the reverse task, once with the sinusoidal table and once with learned
-# position vectors, on strings of 3 to 10 letters only, and tests both on longer strings. Read its
-# table and figure (or re-run its cell with `steps=1000` added to the `run_experiment` call; it
-# needs every exercise up to chapter 08).
-#
-# *In your own words:* what does the result say about the paper's hope (§3.5) that sinusoids "may
-# allow the model to extrapolate to sequence lengths longer than the ones encountered during
-# training"? Why does the learned table fail, and why is a formula that is defined at every
-# position not enough?
-#
-# ### BEGIN SOLUTION
-# **Worked answer.** It does not support it, at least for this small model: on strings of the
-# training lengths both models do well, and on every longer string both fail, the sinusoidal one
-# as completely as the learned one. The learned table has no trained vector for the positions
-# past those of the training strings (those rows never got a gradient and keep their random
-# start), so the model receives noise there. The sinusoidal table does give those positions well-defined vectors, related to the
-# others by the rotations of section 3, but the model never saw them: its attention patterns and
-# feed-forward networks were fitted to the vectors of the training positions only, and the
-# decoder has never been asked to write an 11th letter or to stop after it. A formula that is defined
-# everywhere is not the same as a model that has learnt what to do everywhere. Later work (relative
-# positions, rotary embeddings, ALiBi; see the chapter's further reading) was designed with
-# extrapolation in mind and measures it.
-# ### END SOLUTION
 
 # %% [markdown]
 # When every check above passes, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now

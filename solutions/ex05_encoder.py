@@ -49,9 +49,8 @@
 # | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
 # | ex05_3 | `EncoderLayer.forward(x, mask, cache)` in `encoder.py` | hard |
 #
-# **Before you start:** chapter 05 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
-# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex06_1, ex06_2, ex06_3, ex07_1, ex07_2,
-# ex07_3, ex07_4 and ex08_1. Until they are written it stops at the first of them, naming all those
+# **Before you start:** chapter 05 also runs exercises of other chapters: ex03_1, ex03_2, ex03_3,
+# ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
 # still to write.
 #
 # ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
@@ -203,7 +202,7 @@ check("ex05_2")
 #
 # Wrap each sub-layer with `self.connection(x, sublayer, norm, dropout, self.norm_first)`: the
 # layer's connection is your `residual` from ex05_2, unless the layer was built with another one
-# (chapter 05's experiment builds layers without the shortcuts that way).
+# (chapter 13's experiment builds layers without the shortcuts that way).
 #
 # - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
 #   usually the padding mask (B, 1, 1, S) → (B, S, D).
@@ -259,55 +258,6 @@ with torch.no_grad():
 
 # %%
 check("ex05_3")
-
-# %% [markdown]
-# ## The experiments: warm-up and residual connections
-#
-# Section 7 of [chapter 05](../chapters/05_encoder.ipynb) trains a 3-layer Transformer on the
-# reverse task in five ways: post-LN with and without warm-up, pre-LN without warm-up, and post-LN
-# with and without its residual connections. Read its tables and figures. (To re-run one with other
-# settings, add them to the chapter's `run_experiment` call, for example `n_layers=6, seeds=(3, 4, 5)`;
-# it needs every exercise up to chapter 08.)
-#
-# *In your own words:* the post-LN model without warm-up did not diverge. What did it do instead,
-# and what in section 4 of the chapter suggests why? Before you trust the conclusion "post-LN needs
-# a warm-up", what would you vary, and why?
-#
-# ### BEGIN SOLUTION
-# **Worked answer.** It stalled, on every seed: its loss dropped at first and then stayed well above
-# the other two runs for all the steps, and it reversed (almost) none of the held-out strings. The warm-up run
-# of the same model, with the same peak rate and the same decay, learnt; pre-LN learnt with no
-# warm-up at all. Section 4 showed that at initialisation a post-LN stack sends its largest
-# gradients to the top layers, which sit next to the loss: at full learning rate from the first
-# step, Adam moves those layers a lot before the lower ones have learnt anything they could build
-# on, and the model settles into a poor state it leaves only slowly. Pre-LN spreads the gradient the
-# other way and keeps an un-normalised identity path through the whole stack.
-#
-# Three seeds, one size and one learning rate are not enough to generalise from. Worth varying: more
-# seeds (how often does the stall happen?), the peak learning rate (at a low enough rate post-LN should
-# train without warm-up, at a high enough one pre-LN should fail too), the depth (the argument says
-# the effect grows with the number of layers), and the number of steps (does the stalled run
-# recover later?). Gradient clipping, off here as in the paper, is another: the course's training
-# profile clips at norm 1, which softens exactly this kind of early damage.
-# ### END SOLUTION
-#
-# *In your own words:* the variant without residual connections is built by wrapping each
-# sub-layer so that it returns $f(x) - x$. Why does that remove the shortcut exactly in post-LN,
-# and not in pre-LN? What does the result say about what the shortcuts do?
-#
-# ### BEGIN SOLUTION
-# **Worked answer.** A post-LN sub-layer computes $\mathrm{LN}(x + f(x))$; with $f(x) - x$ in place of
-# $f(x)$ that is $\mathrm{LN}(f(x))$, the layer with its shortcut removed and nothing else changed
-# (with dropout 0; dropout would act on $f(x) - x$ and break the cancellation). A pre-LN sub-layer
-# computes $x + f(\mathrm{LN}(x))$; the wrapper would give $x + f(\mathrm{LN}(x)) - \mathrm{LN}(x)$,
-# which still contains $x$. So the wrapper only works for post-LN, and the harness refuses the rest.
-#
-# Without the shortcuts the model barely learnt. A shortcut gives every layer an identity path:
-# forwards, the token and position information reaches the top without having to survive every
-# sub-layer; backwards, the gradient reaches the lower layers directly instead of only through the
-# Jacobians of all the layers above. A sub-layer then only has to learn a correction, which is far
-# easier to learn from a random start.
-# ### END SOLUTION
 
 # %% [markdown]
 # When every check above passes, run [chapter 05](../chapters/05_encoder.ipynb) again: it now runs on

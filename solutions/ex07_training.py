@@ -309,32 +309,5 @@ for step in range(1, 41):
 check("ex07_4")
 
 # %% [markdown]
-# ## The experiment: what label smoothing does
-#
-# Section 7 of [chapter 07](../chapters/07_training.ipynb) trains the same small model on the
-# reverse task with $\varepsilon = 0$ and $\varepsilon = 0.1$, and measures exact match, token
-# accuracy, mean confidence, calibration error and perplexity. Read its table and figure (or re-run
-# it, e.g. adding `steps=300` to the chapter's `run_experiment("label-smoothing", ...)` call for a less converged model).
-#
-# *In your own words:* the paper says label smoothing "hurts perplexity, as the model learns to be
-# more unsure, but improves accuracy and BLEU" (§5.4). Which half of that sentence did the
-# experiment confirm, and why might the other half not show on this task? What does the
-# calibration error say about the model trained with $\varepsilon = 0.1$?
-#
-# ### BEGIN SOLUTION
-# **Worked answer.** The first half only as a tendency: perplexity rose with smoothing in most seed
-# pairs (the model is trained towards giving the right token 0.9, not 1), but not beyond the spread
-# of the seeds. The second half did not show: exact
-# match and token accuracy did not differ beyond the spread of the seeds. The reverse task has
-# exactly one right answer for every input and the model masters it; label smoothing helps as a
-# regulariser when a large model could otherwise over-fit ambiguous, noisy data (real sentence
-# pairs), which this task does not have. The calibration error says that the smoothed model is
-# *under*-confident: its confidence lies several points below its accuracy, because its
-# confidences cluster near the 0.9 of the smoothed target. Without smoothing, confidence and
-# accuracy lie close together. (With `steps=300`, a less converged model, the picture can differ:
-# try it.)
-# ### END SOLUTION
-
-# %% [markdown]
 # When every check above passes, run [chapter 07](../chapters/07_training.ipynb) again: it now trains
 # with your code. Next: [exercises 08](ex08_decoding.ipynb), decoding.

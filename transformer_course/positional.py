@@ -106,7 +106,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """The alternative the paper compared in Table 3 row (E): one learned vector per position.
 
     It takes the arguments of :class:`PositionalEncoding`, so it can replace it as the Transformer's
-    ``positional`` part (chapter 02's experiment), ``offset`` included (cached decoding, chapter 08).
+    ``positional`` part (chapter 13's experiment), ``offset`` included (cached decoding, chapter 08).
     Unlike the sinusoids, the table has no vector for a position past ``max_len``, and positions it
     never saw in training keep their random initial vectors.
 

@@ -24,12 +24,12 @@ margins.
 =======================  =============================================================  =========
 experiment               what the chapter's variants change                             chapter
 =======================  =============================================================  =========
-``"embedding-scale"``    token vectors × √d_model (the paper), without the factor,      01
+``"embedding-scale"``    token vectors × √d_model (the paper), without the factor,      13
                          or PyTorch's N(0, 1) initialisation × √d_model
-``"positions"``          sinusoidal or learned positions, tested on longer inputs       02
-``"warm-up"``            post-LN with / without warm-up, pre-LN without warm-up         05
-``"residuals"``          with and without the residual connections                      05
-``"label-smoothing"``    ε = 0 or ε = 0.1: confidence, calibration and exact match      07
+``"positions"``          sinusoidal or learned positions, tested on longer inputs       13
+``"warm-up"``            post-LN with / without warm-up, pre-LN without warm-up         13
+``"residuals"``          with and without the residual connections                      13
+``"label-smoothing"``    ε = 0 or ε = 0.1: confidence, calibration and exact match      13
 =======================  =============================================================  =========
 """
 
@@ -357,7 +357,7 @@ class Experiment:
     question: str  # the figure's title: what the experiment asks (its answer depends on the run)
 
 
-# The variants live in the chapters (01, 02, 05, 07), built from the model's parts and Variant.
+# The variants live in chapter 13, built from the model's parts and Variant.
 EXPERIMENTS: dict[str, Experiment] = {
     "embedding-scale": Experiment(
         BASE, exact_match, "Does the factor √d_model matter? And the size of the initial embeddings?"

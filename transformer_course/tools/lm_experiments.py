@@ -1,6 +1,6 @@
 """Chapter 10's experiments: small decoder-only language models on the course's German sentences.
 
-The same spirit as :mod:`~transformer_course.tools.experiments` (chapters 01, 02, 05, 07): the
+The same spirit as :mod:`~transformer_course.tools.experiments` (chapter 13): the
 chapter names its variants, each a change of :class:`~transformer_course.lm.DecoderOnlyConfig`
 (``LMVariant(overrides={"norm": "layernorm"})``) or of the schedule (``LMVariant(schedule="paper")``);
 every variant is trained from several seeds on one CPU thread, and the result (the same

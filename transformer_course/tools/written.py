@@ -35,11 +35,17 @@ SHEET_COLUMNS = ("student", "question", "question_text", "answer", "max_points",
 
 
 def assignment_questions(config: GradingConfig, exercises: list[str]) -> dict[str, Question]:
-    """The written questions graded: grading.toml's list, else those of the graded exercises' notebooks."""
+    """The written questions graded: grading.toml's list, else those of the graded exercises' notebooks,
+    and, when every exercise is graded, those of the notebooks that hold questions only (chapter 13's)."""
     if config.written_questions is not None:  # [] for none: solutions/ is not even read
         return {q: course_questions()[q] for q in config.written_questions}
+    from .checks.registry import load_checks
+
     known = course_questions()
+    every = set(load_checks())
     notebooks = {exercise_id.split("_")[0] for exercise_id in exercises}
+    if every <= set(exercises):
+        notebooks |= {q.split("_")[0] for q in known} - {e.split("_")[0] for e in every}
     return {q.id: q for q in known.values() if q.id.split("_")[0] in notebooks}
 
 
