@@ -30,6 +30,7 @@ only every ``log_every`` steps, and only when training stops after a time limit.
 # No ``from __future__ import annotations`` here: DDP reads the hook's annotations and wants the
 # class dist.GradBucket itself, not the string "dist.GradBucket".
 import os
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -152,6 +153,14 @@ def join(device: torch.device | str) -> tuple[World | None, torch.device]:
 
 
 def leave(world: World | None) -> None:
-    """Close the process group of :func:`join` (nothing to do for one process)."""
+    """Close the process group of :func:`join` (nothing to do for one process).
+
+    The ranks first meet at a barrier, then each lets go of the GIL for a moment. Before PyTorch 2.8,
+    gloo's destructor waits for its worker threads while it holds the GIL, and a worker that is still
+    freeing the tensors of the last collectives needs the GIL too: a hang, seen on the floor (2.3)
+    about once in ten runs on a busy machine (pytorch/pytorch#56297, fixed by #154976).
+    """
     if world is not None and dist.is_initialized():
+        dist.barrier()
+        time.sleep(0.5)  # the GIL released: gloo's workers finish freeing what they hold
         dist.destroy_process_group()
