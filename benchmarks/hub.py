@@ -1,4 +1,4 @@
-"""Chapter 11: a real translator's shape, decoded by the course and by ``transformers``, in three precisions.
+"""Chapter 16: a real translator's shape, decoded by the course and by ``transformers``, in three precisions.
 
     python -m benchmarks.hub                  # opus-mt-en-de's shape, batch 1 and 16 (a few minutes)
     python -m benchmarks.hub --quick          # a tiny Marian model, seconds (tests/test_benchmarks.py)

@@ -33,17 +33,14 @@
 # - sample with a temperature, top-k and top-p, and see what each does to the distribution;
 # - make decoding fast with a key/value cache, prove that it changes nothing but the speed, and
 #   measure the speed-up;
-# - score translations with BLEU, chrF and exact match, and read every head of the trained model's
-#   three attentions;
-# - tell a search error from a model error, and know what each one asks you to change.
+# - see what an inference engine changes, and what it leaves alone.
 #
 # **In the paper:**
 #
 # - §3: the model is *auto-regressive*, it consumes the symbols it generated before;
 # - §3.2.3: the decoder's masked self-attention, which makes caching possible;
 # - §6.1: beam search with a beam size of 4 and a length penalty α = 0.6, outputs of at most the
-#   input's length + 50 tokens, stopping early when possible;
-# - Table 2: BLEU.
+#   input's length + 50 tokens, stopping early when possible.
 
 # %% tags=["colab"]
 import sys
@@ -66,8 +63,6 @@ import math
 import time
 
 import matplotlib.pyplot as plt
-import sacrebleu
-import seaborn as sns
 import torch
 from torch import nn
 
@@ -76,7 +71,6 @@ from transformer_course.batching import pad_sequences
 from transformer_course.cache import DecoderCache
 from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
 from transformer_course.decoding import (
-    attention_maps,
     beam_search,
     beam_step,
     greedy_decode,
@@ -87,15 +81,13 @@ from transformer_course.decoding import (
     score_sequences,
 )
 from transformer_course.engine.weights import Dense
-from transformer_course.evaluation import strata_scores
 from transformer_course.masks import padding_mask
 from transformer_course.tools.checks import run_check
-from transformer_course.tools.claims import expect, expect_at_least, expect_at_most, expect_between
+from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
 from transformer_course.tools.diagrams import beam_tree, kv_cache_step
-from transformer_course.tools.figures import architecture_map, plot_attention_heads
+from transformer_course.tools.figures import architecture_map
 from transformer_course.tools.notebook import setup_chapter
 from transformer_course.tools.operations import CountOps
-from transformer_course.tools.plots import strata_table
 from transformer_course.tools.pretrained import load_pretrained
 
 torch.manual_seed(0)
@@ -180,7 +172,7 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 # The model puts just over 0.9 on its choice at every step. That is close to the 0.9 that label
 # smoothing (chapter 07, ε = 0.1) trains it towards: it has learned the task well. Notice the order.
 # English says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the
-# source (section 7 shows where it looks).
+# source (chapter 14 shows where it looks).
 #
 # `greedy_decode` is that loop, for a batch. Rows finish at different steps, so a finished row gets
 # `<pad>` until the slowest row is done (exercise ex08_1 writes that step). The output is a padded
@@ -366,7 +358,7 @@ plt.show()
 # *zwanzig eins `<eos>`* waits in the beam until the search ends.
 #
 # On the trained model, greedy and beam search almost always agree, because the model is confident
-# (section 6 counts). Here are the 4 best hypotheses of beam search for one sentence, with the
+# (chapter 14 counts how often). Here are the 4 best hypotheses of beam search for one sentence, with the
 # paper's settings ($k = 4$, α = 0.6) and their length-penalised scores:
 
 # %%
@@ -669,401 +661,7 @@ print(run_check("ex08_1", greedy_step_that_keeps_going).line())
 print(run_check("ex08_1").line())  # the package's greedy_step
 
 # %% [markdown]
-# ## 6. How good is it? BLEU, chrF and exact match on the test split
-#
-# Chapter 07's test split holds every kind of number, in strata: 0–20, 21–99, 100–999, round
-# hundreds, round thousands, round hundred-thousands, "N thousand and k", and 1,000 numbers from the
-# full range. Four strata are "seen": their small or irregular numbers must be in training (chapter
-# 07, section 1). In the other strata no test number was a training number. We translate them all
-# with greedy decoding and with beam search ($k = 4$, α = 0.6), and score them three ways:
-#
-# - **exact match**: the share of numbers translated exactly right, the measure that matters here;
-# - **corpus BLEU** (Papineni et al. 2002, the paper's Table 2), with sacrebleu, on the German
-#   *pieces* separated by spaces. A German number is one long word, and BLEU on whole words would
-#   only count exact matches;
-# - **chrF** (Popović 2015), a character n-gram F-score on the written words. It gives partial credit
-#   to a translation with one wrong piece.
-
-# %%
-references = [t for _, t in task.test]  # German pieces
-outputs = {  # token ids (B, T), the whole split as one batch
-    "greedy": test_greedy,  # decoded in section 4
-    "beam 4": beam_search(model, test_src, beam_size=4, length_penalty=0.6)[0][:, 0],  # the best of each
-}
-decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
-
-
-def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
-    bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
-                                 tokenize="none")  # fmt: skip
-    chrf = sacrebleu.corpus_chrf([german_text(h) for h in hypotheses], [[german_text(r) for r in references]])
-    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
-    return {"exact match %": 100 * exact, "BLEU (pieces)": bleu.score, "chrF (words)": chrf.score}
-
-
-results = {name: scores_of(hyps) for name, hyps in decoded.items()}
-print(f"{len(references)} test numbers")
-print(f"{'':8}" + "".join(f"{metric:>16}" for metric in results["greedy"]))
-for name, row in results.items():
-    print(f"{name:8}" + "".join(f"{value:16.2f}" for value in row.values()))
-differ = sum(g != b for g, b in zip(decoded["greedy"], decoded["beam 4"], strict=True))
-print(f"greedy and beam search differ on {differ} of {len(references)} numbers")
-
-# %% [markdown]
-# The overall score of a split says little about the rare kinds of number. Here it is per stratum,
-# for both decoders:
-
-# %%
-# strata_scores scores translations already made (evaluate_strata would decode greedily itself)
-per_stratum = {name: strata_scores(task, "test", hyps) for name, hyps in decoded.items()}
-print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_stratum]))
-
-# %% [markdown]
-# The shipped model translates every stratum of the test split exactly, with either decoder. It was
-# trained on the stratified splits, with the rare strata repeated (`scripts/make_checkpoint.py` runs
-# chapter 07's recipe for 3,000 steps). A random test split would hide the failures that matter. The
-# course's first model was tested on one and scored 100 % too. Yet it wrote *sieben sieben sieben …*
-# for "seven" and *einhunderthunderthundert…* for "one hundred". A random split held no such
-# numbers, while a stratum for each kind of number shows such a failure at once. Remember the "seen"
-# column, though. The model met every number of those four strata in training, so their score shows
-# that it learnt them, not that it would get a new one right.
-#
-# Beam search has nothing to repair here. When the model puts almost all its probability on one
-# continuation, the search and the greedy choice agree. The paper uses a beam of 4 (§6.1) but
-# reports no comparison with greedy decoding, so it says nothing about what the beam adds. On real
-# sentences, where a model is far less certain, the two differ more often.
-
-# %% [markdown]
-# ## 7. What the model looks at: every head of every attention
-#
-# `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
-# It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
-# (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
-# Chapter 04 built heads by hand, each following one rule. Here are the heads this model learnt by
-# itself.
-#
-# **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
-# the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
-# "sixty-seven"). So a head that follows the source word by word must jump back and forth.
-#
-# *The figure in words:* Eight heatmaps stand in two rows, one row per layer and one column per
-# head. In each, the rows are the German pieces being written, one per step, ending with `<eos>`.
-# The columns are the eleven English source words, from "three" to "seven". A cell's shade is the
-# attention weight, from white at 0 to dark blue at 1. A row with one dark cell reads one English
-# word; a row of pale cells spreads over several. The title gives the chapter's reading: in layer 2
-# the heads mostly read the English word of the piece being written, out of order.
-
-# %%
-text = "three hundred and forty-two thousand five hundred and sixty-seven"
-src = encode_english([text])
-hyp = greedy_decode(model, src)  # (1, T)
-maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
-source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
-decoder_inputs = ["<bos>", *target_pieces[:-1]]  # what the decoder reads at each position
-print({kind: tuple(m.shape) for kind, m in maps.items()})
-plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
-                     "Cross-attention: in layer 2 the heads mostly read the English word of the piece being written, "
-                     "out of order ('two' before 'forty')",
-                     query_axis="German piece being written", key_axis="English source word")  # fmt: skip
-
-# %% [markdown]
-# Layer 1 is a mixture. Some heads spread over several words; some land on a word other than the one
-# being translated, an offset rule of their own like the heads of chapter 04. In layer 2 the heads
-# are nearly one-hot and mostly agree with each other. To write *zwei* they read "two"; for
-# *vierzig* they go back to "forty"; for *tausend*, three heads of four go on to "thousand". For
-# *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
-# by attention alone.
-#
-# **Encoder self-attention**: each English word gathers information from the other English words.
-# **Decoder self-attention**: each position looks back over the German pieces written so far (the
-# causal mask leaves the upper triangle empty).
-#
-# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
-# show the encoder's self-attention. Both axes list the eleven English words, from "three" to
-# "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
-# 0 to dark blue at 1. The title gives the chapter's reading: in layer 2, the words of a number
-# group look at one word of the group ("thousand", "hundred", "sixty").
-
-# %%
-plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
-                     "Encoder self-attention: in layer 2 the words of a number group look at one word of the "
-                     "group ('thousand', 'hundred', 'sixty')",
-                     query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
-
-# %% [markdown]
-# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
-# show the decoder's self-attention. Both axes list the decoder's inputs: `<bos>`, then the German
-# pieces written so far. Each row is a position's query, each column a position it may read, shaded
-# from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
-# position reads a later one. The title gives the chapter's reading: heads look back at the last
-# "hundert" or "tausend", or at the piece just before.
-
-# %%
-plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
-                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
-                     "just before",
-                     query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
-
-# %% [markdown]
-# In the encoder, layer 2's second head groups the sentence most clearly. "forty" and "two" look at
-# "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
-# seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
-# read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
-# the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
-# figure checks the cross-attention heads over the whole test split.
-#
-# How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
-# many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
-# words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
-# piece of every test number.
-#
-# *The figure in words:* A box plot has one box per cross-attention head, eight in all, from "layer
-# 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
-# for every German piece of every test number. Zero means that the piece read a single English word.
-# A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
-# pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
-
-# %%
-test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
-entropy = -(test_maps * test_maps.clamp_min(1e-12).log()).sum(-1)  # (N, B, H, T)
-test_in = torch.cat([torch.full_like(test_greedy[:, :1], config.bos_id), test_greedy[:, :-1]], dim=1)  # (B, T)
-is_real = test_in != config.pad_id  # (B, T): the positions that read a real token
-heads, values = [], []
-for layer in range(entropy.shape[0]):
-    for head in range(entropy.shape[2]):
-        row = entropy[layer, :, head][is_real]  # every real position of every test number
-        heads += [f"layer {layer + 1}\nhead {head + 1}"] * len(row)
-        values += row.tolist()
-fig, ax = plt.subplots(figsize=(11, 3.6))
-sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
-ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
-ax.set(ylabel="entropy of the weights (nats)",
-       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")  # fmt: skip
-ax.legend(loc="upper right", fontsize=8)
-fig.tight_layout()
-plt.show()
-print("each head's entropy (nats): median and upper quartile")
-for layer in range(entropy.shape[0]):
-    quartiles = [entropy[layer, :, h][is_real].quantile(torch.tensor([0.5, 0.75])) for h in range(entropy.shape[2])]
-    print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
-
-# %% [markdown]
-# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and every
-# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
-# of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
-# Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
-# word other than the one being translated; only layer 2's heads read the word that the German piece
-# renders. The dots above the boxes are single
-# pieces that a head shares between several words.
-#
-# ## 8. Error analysis: probing beyond the test split
-#
-# The test split holds only 100 numbers of each small held-out stratum, and 100 numbers can miss a
-# rare mistake. So we probe the model with every five-digit number of two kinds that training left
-# out: the round thousands ("forty-seven thousand") and the thousands followed by a single digit,
-# 10,001 to 99,009 ("thirty thousand and four"). For each failure we also ask the model which it finds more probable: its beam-search
-# output or the correct translation. If it prefers the correct one, the *search* failed, and a
-# better search could find it. If it prefers its own output, the *model* is wrong, and no search
-# will help.
-
-# %%
-train_numbers = set(task.info["numbers"]["train"])
-probe = [n for n in range(1000, 1_000_000, 1000) if n not in train_numbers]  # round thousands
-probe += [n for n in range(10_000, 100_000) if 0 < n % 1000 < 10 and n not in train_numbers]  # "… thousand and k"
-probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], src_vocab.pad_id)
-probe_refs = [number_pair(n)[1] for n in probe]
-probe_greedy = greedy_decode(model, probe_src)
-wrong = [i for i, row in enumerate(probe_greedy) if pieces(row) != probe_refs[i]]
-print(f"probe: {len(probe)} numbers not seen in training; greedy gets {len(wrong)} wrong")
-
-
-def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
-    if len(hypothesis) > len(reference) and hypothesis[: len(reference)] == reference:
-        return "does not stop"
-    for i, (h, r) in enumerate(zip(hypothesis, reference, strict=False)):
-        if h != r:
-            return f"piece {i + 1}: '{h}' for '{r}'"
-    return "stops too early"
-
-
-if wrong:
-    rows = torch.tensor(wrong)
-    probe_beam = beam_search(model, probe_src[rows], beam_size=4, length_penalty=0.6)[0][:, 0]  # (B, T)
-    beam_right = sum(pieces(row) == probe_refs[i] for row, i in zip(probe_beam, wrong, strict=True))
-    correct_ids = pad_sequences([tgt_vocab.encode(probe_refs[i], add_eos=True) for i in wrong], tgt_vocab.pad_id)
-    log_p_found = score_sequences(model, probe_src[rows], probe_beam)  # log P of beam search's output
-    log_p_right = score_sequences(model, probe_src[rows], correct_ids)  # log P of the correct translation
-    print(f"beam search (k = 4) repairs {beam_right}; search errors (the model prefers the correct "
-          f"translation to beam search's output): {int((log_p_right > log_p_found).sum())} of {len(wrong)}\n")  # fmt: skip
-    for j, i in enumerate(wrong[:12]):
-        print(f"{probe[i]:>7,}  {german(probe_greedy[i]):32} log P {log_p_found[j]:6.2f}, "
-              f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
-
-# %% [markdown]
-# On the shipped model the probe finds no error: every one of its numbers comes out right. On a
-# weaker model (section 9 loads one), the cell lists each failure with two log-probabilities: the
-# one the model gives its own output, and the one it gives the correct translation. When the correct
-# translation is far less probable to the model than its own output, the error is the *model's*.
-# Beam search, or any better search, will not find what the model considers unlikely. The fix is in
-# the data. So it was for the course's first model: its failures on short and round numbers went
-# away once training held enough of them (chapter 07, section 1). That is the usual lesson of error
-# analysis. Look at the errors, decide whether the search or the model is to blame, and fix the
-# model with data, not with cleverer decoding.
-
-# %% [markdown]
-# ## 9. Search errors and model errors, side by side
-#
-# A model that makes no mistakes has nothing to teach about them. So we load a second checkpoint
-# that ships with the course. It is chapter 07's recipe, exactly as for the shipped model (same size,
-# data, repeats and seed), stopped after 350 steps instead of 3,000. It still gets a good share of
-# the test numbers wrong.
-#
-# Write $\hat Y$ for what a search returned for the input $X$, and $Y^*$ for the correct translation.
-# Write $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (section 3, α = 0.6).
-# Greedy decoding is beam search with $k = 1$: it searches for the same score, only less thoroughly.
-# When $\hat Y \neq Y^*$, the error is
-#
-# - a **search error** if $s(Y^*) > s(\hat Y)$. The model prefers the correct translation, and the
-#   search did not find it. The search is to blame, not the model: a wider beam, another length
-#   penalty or a longer output limit can help, at the price of decoding time;
-# - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
-#   perfect search would return a wrong translation too. No decoding setting helps. The model must
-#   change: more training steps, more (or better chosen) data, a bigger model.
-#
-# `score_sequences` gives both scores. It runs the model once with teacher forcing on a translation
-# we supply and adds up the log-probabilities of its tokens; with `length_penalty=0.6` it divides by
-# $lp(Y)$. We decode the test split with the under-trained model, greedily and with beam search
-# ($k = 4$, α = 0.6), and sort every wrong translation.
-
-# %%
-# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
-weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
-weak = weak_checkpoint.model.eval()
-assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
-print(f"under-trained checkpoint after {weak_checkpoint.step} training steps (the shipped one: {checkpoint.step})")
-ALPHA = 0.6  # the length penalty beam search ranks by; the errors are judged by the same score
-reference_ids = pad_sequences([tgt_vocab.encode(t, add_eos=True) for t in references], tgt_vocab.pad_id)  # (B, T*)
-weak_outputs = {  # token ids (B, T) of what each search found
-    "greedy": greedy_decode(weak, test_src),  # §6.1's limit: source length + 50
-    "beam 4": beam_search(weak, test_src, beam_size=4, length_penalty=ALPHA)[0][:, 0],  # the best of each
-}
-candidates = {"reference": reference_ids, **weak_outputs}
-score = {name: score_sequences(weak, test_src, ids, ALPHA) for name, ids in candidates.items()}  # (B,) s(Y)
-weak_decoded = {name: [pieces(row) for row in ids] for name, ids in weak_outputs.items()}
-
-
-def error_kinds(found: list[list[str]], found_score: torch.Tensor, reference_score: torch.Tensor) -> list[str]:
-    """Per test number: "right", "search error" (the model scores the reference higher than what the
-    search found) or "model error" (the model scores the wrong translation it found higher)."""
-    kinds = []
-    for hypothesis, reference, s_found, s_reference in zip(
-        found, references, found_score.tolist(), reference_score.tolist(), strict=True
-    ):
-        if hypothesis == reference:
-            kinds.append("right")
-        else:
-            kinds.append("search error" if s_reference > s_found else "model error")
-    return kinds
-
-
-kinds = {name: error_kinds(weak_decoded[name], score[name], score["reference"]) for name in weak_outputs}
-disagree = [i for i, (g, b) in enumerate(zip(*weak_decoded.values(), strict=True)) if g != b]
-repaired = [i for i in disagree if kinds["greedy"][i] != "right" and kinds["beam 4"][i] == "right"]
-search_errors_repaired = sum(kinds["greedy"][i] == "search error" for i in repaired)
-
-# %% [markdown]
-# How many of the test numbers fall into each kind, for each search:
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'model errors':>13}")
-for name, found in kinds.items():
-    print(f"{name:>17} {found.count('right'):8} {found.count('search error'):14} {found.count('model error'):13}")
-print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors")
-
-# %% [markdown]
-# The counts are this run's. The next cell checks what the chapter claims about them (chapter 07's
-# box says how the book tests a claim):
-
-# %% tags=["hide-output"]
-wrong_after_beam = len(references) - kinds["beam 4"].count("right")
-expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")  # fmt: skip
-expect_at_least("greedy's wrong translations that are search errors", kinds["greedy"].count("search error"), 1)
-expect_at_least("greedy's wrong translations that are model errors", kinds["greedy"].count("model error"), 1)
-expect_at_least("test numbers where greedy and beam search disagree", len(disagree), 1)
-expect_at_least("greedy's errors that beam search repairs", len(repaired), 1)
-expect_at_least("greedy's search errors that beam search repairs",
-                100 * search_errors_repaired / kinds["greedy"].count("search error"), 75, "%")  # fmt: skip
-expect_at_most("beam search's search errors, as a share of greedy's",
-               100 * kinds["beam 4"].count("search error") / kinds["greedy"].count("search error"), 25, "%")  # fmt: skip
-expect_at_least("model errors among beam search's wrong translations",
-                100 * kinds["beam 4"].count("model error") / wrong_after_beam, 90, "%")  # fmt: skip
-
-# %% [markdown]
-# The first test numbers where each case occurs: the input, the correct translation and the two
-# searches' outputs (German pieces). Each has its log-probability $\log P(Y \mid X)$ and its score
-# $s(Y)$ under the under-trained model.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-first = {  # the first test number of each case (one number may stand for several)
-    "greedy: search error": kinds["greedy"].index("search error"),
-    "greedy: model error": kinds["greedy"].index("model error"),
-    "greedy and beam search disagree": disagree[0],
-    "beam search repairs greedy's error": repaired[0],
-}
-
-
-def shortened(words: list[str], width: int = 44) -> str:
-    text = " ".join(words)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-shown = torch.tensor(sorted(set(first.values())))  # (n,) the test numbers in the table
-log_p = {name: score_sequences(weak, test_src[shown], ids[shown]) for name, ids in candidates.items()}  # (n,)
-for row, i in enumerate(shown.tolist()):
-    print(f"'{' '.join(task.test[i][0])}' ({'; '.join(case for case, j in first.items() if j == i)})")
-    print(f"    {'':10} {'translation (German pieces)':44} {'log P':>7} {'s(Y)':>7}")
-    for name in candidates:
-        words = references[i] if name == "reference" else weak_decoded[name][i]
-        kind = "" if name == "reference" else kinds[name][i]
-        print(f"    {name:10} {shortened(words):44} {log_p[name][row]:7.2f} {score[name][i]:7.2f}  {kind}".rstrip())
-
-# %% tags=["hide-output"]
-search_error, model_error = first["greedy: search error"], first["greedy: model error"]
-expect("the first search error: the model scores the reference above greedy's output",
-       score["reference"][search_error] > score["greedy"][search_error],
-       f"{score['reference'][search_error]:.2f} > {score['greedy'][search_error]:.2f}")  # fmt: skip
-expect("the first model error: the model scores greedy's wrong output above the reference",
-       score["greedy"][model_error] > score["reference"][model_error],
-       f"{score['greedy'][model_error]:.2f} > {score['reference'][model_error]:.2f}")  # fmt: skip
-
-# %% [markdown]
-# Read the two kinds against each other:
-#
-# - A **search error** is section 2's worked example on a real model. At some step greedy decoding
-#   took the piece that looked best there, and the rest of the translation could not recover: it may
-#   fail to stop, or write on after a complete number. Yet the model scores the correct translation
-#   higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
-#   makes few of its own (both checked above). A search error does not promise that a better search
-#   finds the *correct* translation, though. It only says that the model likes something better than
-#   what was found. Beam search may find a translation that scores higher still and is wrong: a model
-#   error that the search error was hiding.
-# - A **model error** is where the model prefers its wrong translation to the correct one. A wider
-#   beam only finds more of what the model wants. Almost every error left after beam search is of
-#   this kind (checked above). So on this model the next step is not a better search but more
-#   training. The shipped model is the same recipe run to 3,000 steps, and on the same test split it
-#   makes no errors at all (section 6).
-#
-# This is the sorting to do on any translator before tuning it: score the correct translation next
-# to the one the search found. If the model prefers the correct one, spend effort on the search (beam
-# size, length penalty). If it prefers its own, spend it on the model and its data. Real translation
-# models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
-# for many sentences, the translation their model scores highest of all is the empty one. No search
-# can repair that. A length penalty works around it; it does not remove it.
-
-# %% [markdown]
-# ## 10. From your modules to an inference engine
+# ## 6. From your modules to an inference engine
 #
 # Your modules say what the model computes, one idea per file. Run step by step, they are slow for
 # a reason that has nothing to do with those ideas. A decoding step feeds one token per sentence.
@@ -1087,9 +685,9 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # what matters most: the same translations.
 
 # %%
-same = {  # section 6's translations of the test split, by your modules
+same = {  # the test split translated by your modules (left) and by the engine (right)
     "greedy": torch.equal(test_greedy, greedy_decode(model, test_src, path="engine")),
-    "beam 4": torch.equal(outputs["beam 4"], beam_search(model, test_src, 4, path="engine")[0][:, 0]),
+    "beam 4": torch.equal(beam_search(model, test_src, 4)[0], beam_search(model, test_src, 4, path="engine")[0]),
 }
 print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
 assert all(same.values())
@@ -1179,14 +777,12 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # | | beam 4, 16 sentences | CTranslate2 | 0.97 | 0.80 |
 # | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.58 | 0.58 |
 #
-# On the translator the engine comes out ahead in three settings of four. Where a step multiplies
-# several rows at once (16 sentences, or 4 beams), oneDNN's kernel on the engine's blocked copy of
-# each matrix does the work. With 64 rows a step (16 sentences, 4 beams each), the search's passes
-# over the whole vocabulary take about a third of the time, and CTranslate2 comes out ahead:
-# slightly in float32, clearly in int8. On the language model, one row a step, llama.cpp's own
-# matrix-vector code reads the weights faster than PyTorch's kernels do. Nothing in the engine
-# changes what the model computes. Your modules remain the definition, and the tests hold the engine
-# to the same tokens for every family of model the course builds.
+# The engine is ahead on the translator in three settings of four. With 64 rows a step (16
+# sentences of 4 beams), the search's passes over the vocabulary take about a third of the time, and
+# CTranslate2 is ahead. On the language model, llama.cpp's own matrix-vector code reads the weights
+# faster than PyTorch's kernels. The engine never changes what the model computes. Your modules
+# remain the definition, and the tests hold the engine to their tokens for every kind of model in
+# the course.
 
 # %% [markdown]
 # ## Summary
@@ -1207,12 +803,9 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # - A decoding step's time goes into the bytes of weights it reads and the operations it launches.
 #   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both, and
 #   gives the same tokens as your modules.
-# - BLEU, chrF and exact match put greedy and beam search level on the test split, with no errors.
-#   Probing 953 rare inputs that training left out finds no error either.
-# - Where a model does err, score the correct translation. If the model prefers it, the error is a
-#   search error, and a better search can help. If the model prefers its wrong output, it is a model
-#   error, and only more training, data or capacity can help. On the same recipe stopped early, beam
-#   search repairs most of greedy's search errors, and almost all the errors left are model errors.
+#
+# Chapter 14 asks how good these translations are: it scores them, reads every attention head, and
+# sorts the errors of an under-trained copy into search errors and model errors.
 #
 # **Exercises:** [exercises/ex08_decoding.ipynb](../exercises/ex08_decoding.ipynb) — one greedy
 # step (ex08_1), top-p filtering (ex08_2) and one beam-search step with the length penalty
@@ -1248,31 +841,18 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 #    token only. But its query still attends over all cached keys, so the attention's work per step
 #    grows with the prefix.
 #    </details>
-# 5. A translation is wrong. How do you tell a search error from a model error?
+# 5. What two costs of a decoding step does the inference engine cut, and what must it leave
+#    unchanged?
 #    <details><summary>Answer</summary>
 #
-#    Score the correct translation and the found one under the model. If the model gives the
-#    correct one the higher probability, the search missed it. Otherwise the model is wrong, and no
-#    search will help.
-#    </details>
-# 6. After beam search, almost all of a model's errors are model errors. What do you change?
-#    <details><summary>Answer</summary>
-#
-#    The model, not the search: train it longer, give it more (or better chosen) data, or make it
-#    bigger. A wider beam only finds more of what the model already prefers. Section 9's model is
-#    the shipped model's own run stopped early. The same recipe, trained to the end, makes no errors
-#    on the test split.
+#    The bytes of weights a step reads and the operations it launches. It must leave the tokens
+#    unchanged: they equal your modules', and the tests hold it to that.
 #    </details>
 #
 # ## Further reading
 #
 # - The paper: §3 (the auto-regressive model), §6.1 (beam size 4, length penalty 0.6, maximum output
-#   length), Table 2.
+#   length).
 # - Wu et al. (2016), *Google's Neural Machine Translation System*: the length penalty of section 3.
 # - Holtzman et al. (2020), *The Curious Case of Neural Text Degeneration*: nucleus (top-p)
 #   sampling.
-# - Stahlberg and Byrne (2019), *On NMT Search Errors and Model Errors: Cat Got Your Tongue?*:
-#   exact search shows how often the model itself prefers a bad translation.
-# - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: why sacreBLEU.
-# - Jain and Wallace (2019), *Attention is not Explanation*: a caution when reading attention maps
-#   as reasons.

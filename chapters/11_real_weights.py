@@ -23,9 +23,9 @@
 # checkpoints: the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama). It
 # runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made a few
 # choices the paper did not; each choice is a setting of our model, and the rest is renaming and
-# reordering tensors. We turn text into the ids each checkpoint reads. We prove the conversion right
-# by comparing logits and generated tokens with Hugging Face's `transformers`. And we end with what
-# sets the speed of generation: the bytes each token reads.
+# reordering tensors. We prove the conversion right by comparing logits and generated tokens with
+# Hugging Face's `transformers`, on models whose every number is random. Chapter 16 then feeds them
+# real text and the published weights, and asks what sets the speed of generation.
 #
 # **Learning goals**
 #
@@ -34,12 +34,8 @@
 # - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings that
 #   are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed `Conv1D`
 #   weights;
-# - turn text into the ids a checkpoint expects and back: SentencePiece for Marian, byte-level BPE
-#   for GPT-2 and SmolLM2, and each one's special tokens;
 # - prove a conversion: equal logits within rounding, and identical greedy tokens, on models whose
-#   every tensor is random;
-# - estimate the bytes a generated token reads in float32, bf16 and int8, see why those bytes bound
-#   the time of a decoding step, and measure how close this processor's kernels come to that bound.
+#   every tensor is random.
 #
 # **In the paper:**
 #
@@ -47,8 +43,7 @@
 # - §3.2.2: the projections of multi-head attention;
 # - §3.3: the feed-forward network;
 # - §3.4: the shared embeddings, scaled by √d_model;
-# - §3.5: the sinusoids;
-# - §6.1: the decoding (beam search).
+# - §3.5: the sinusoids.
 
 # %% tags=["colab"]
 import sys
@@ -67,20 +62,11 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
 # %% tags=["hide-cell"]
-import copy
-import itertools
-import json
-import math
-import tempfile
-import time
 import warnings
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
-from IPython.display import Markdown, display
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch import nn
 
 from transformer_course.convert import (
@@ -91,18 +77,15 @@ from transformer_course.convert import (
     rope_halves_to_interleaved,
     split_conv1d,
 )
-from transformer_course.datasets.sentences import generate_pairs
-from transformer_course.decoding import beam_search, greedy_decode
-from transformer_course.engine.plan import plan_for
+from transformer_course.decoding import greedy_decode
 from transformer_course.lm import generate
 from transformer_course.model import Transformer
 from transformer_course.positional import sinusoidal_positional_encoding
-from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
 from transformer_course.rotary import apply_rope
 from transformer_course.tools.checks import run_check
 from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
 from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.hub import HubError, load_hub, require_packages
+from transformer_course.tools.hub import require_packages
 from transformer_course.tools.notebook import setup_chapter
 
 torch.manual_seed(0)
@@ -157,7 +140,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 #
 # To look at real checkpoints without downloading them, we build the `transformers` models **with
 # the real shapes and random weights**. The layout of their tensors and their arithmetic are those of
-# the published ones; only the numbers differ. Section 6 downloads the real numbers where a network
+# the published ones; only the numbers differ. Chapter 16 downloads the real numbers where a network
 # is there. To keep this chapter short on a laptop's processor, SmolLM2 gets 4 of its 30 layers,
 # GPT-2 2 of its 12, and Marian 2 of the 6 in each stack. Every layer has the same names and shapes,
 # so nothing about the conversion depends on how many there are.
@@ -177,15 +160,14 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Then the
 # converters make our three models from them.
 #
-# These models are built by `transformers` itself, so the next cell needs it, and `sentencepiece`,
-# Marian's tokenizer: `pip install "transformer-course[hub]"`. Without them the chapter stops there,
-# in one line.
+# These models are built by `transformers` itself, so the next cell needs it:
+# `pip install "transformer-course[hub]"` (which also installs `sentencepiece`, Marian's tokenizer, for
+# chapter 16). Without them the chapter stops there, in one line.
 
 # %%
 require_packages("Chapter 11 from here on (transformers' own models, beside ours)")
 with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
     warnings.filterwarnings("ignore", message="IProgress not found")
-    import sentencepiece
     import transformers
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
 
@@ -462,118 +444,7 @@ print(run_check("ex11_2", untransposed).line())
 print(run_check("ex11_1", all_heads_at_once).line())
 
 # %% [markdown]
-# ## 4. From text to ids
-#
-# A checkpoint comes with its **tokenizer**. It cuts a text into the pieces its model was trained on,
-# and gives each piece the id of its row in the embedding. Another tokenizer, even one with the same
-# size of vocabulary, hands the model ids that mean other pieces. The three families use two kinds,
-# and we can build both here, small and offline, on the English and German sentences of chapter 09.
-#
-# **Marian: SentencePiece, two models over one vocabulary.** SentencePiece cuts a text into pieces,
-# with "▁" marking the start of a word, as chapter 09's tokenizer does. An OPUS-MT checkpoint holds
-# two SentencePiece models: `source.spm` for the source language and `target.spm` for the target. It
-# holds one vocabulary, `vocab.json`, which maps every piece of both to the row of the one shared
-# embedding (§3.4). Its ids are not SentencePiece's own. In opus-mt-en-de `</s>` is 0, `<unk>` is 1,
-# the pieces follow, and `<pad>` is the last id, 58100. The tokenizer appends `</s>` to every source
-# sentence. It adds no start token, since the decoder starts from `<pad>`. A translator into several
-# languages (opus-mt-en-ROMANCE, for one) holds a token per target language, `>>fr<<`, `>>es<<` …,
-# and reads it as the first token of the source.
-#
-# Below, two SentencePiece models trained on the spot stand for the two files. A vocabulary is built
-# like OPUS-MT's, with two language tokens as a multilingual model has. We do each step by hand, then
-# check that `transformers`' own `MarianTokenizer`, given these three files, gives the same ids.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 09's sentences, made on the spot
-folder = Path(tempfile.mkdtemp())
-for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de for _, de in pairs_en_de])):
-    sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_prefix=str(folder / side), vocab_size=400, model_type="unigram",
-        bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0, num_threads=1, minloglevel=2,
-    )  # fmt: skip
-source_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.model"))
-target_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.model"))
-pieces = sorted({spm.id_to_piece(i) for spm in (source_spm, target_spm) for i in range(1, spm.get_piece_size())})
-vocab = {token: i for i, token in enumerate(["</s>", "<unk>", ">>de<<", ">>fr<<", *pieces, "<pad>"])}  # as OPUS-MT's
-(folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
-
-english, german = pairs_en_de[0]
-english_pieces = source_spm.encode(english, out_type=str)
-english_ids = [vocab.get(piece, vocab["<unk>"]) for piece in english_pieces] + [vocab["</s>"]]
-print(english)
-print("  pieces (source.spm):       ", english_pieces)
-print("  ids (vocab.json), </s> = 0:", english_ids)
-
-with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which only normalises punctuation
-    warnings.simplefilter("ignore")
-    marian_tokenizer = transformers.MarianTokenizer(source_spm=str(folder / "source.model"),
-                                                    target_spm=str(folder / "target.model"),
-                                                    vocab=str(folder / "vocab.json"))  # fmt: skip
-print("MarianTokenizer's ids:", marian_tokenizer(english).input_ids)
-print("with >>fr<< first:      ", marian_tokenizer(">>fr<< " + english).input_ids[:4], "…")
-batch = marian_tokenizer(["Hello.", english], padding=True)
-print(f"a batch, the shorter row padded with <pad> = {vocab['<pad>']} (the last id):")
-for row, mask in zip(batch.input_ids, batch.attention_mask, strict=True):
-    print("  ", row, "attention mask", mask)
-
-german_ids = [vocab.get(piece, vocab["<unk>"]) for piece in target_spm.encode(german, out_type=str)] + [vocab["</s>"]]
-german_back = marian_tokenizer.decode(german_ids, skip_special_tokens=True)
-print(german)
-print("  ids the decoder would generate:", german_ids)
-print("  back to text:", repr(german_back))
-
-# %% [markdown]
-# The pieces a SentencePiece model learns, and so the ids, can differ from one version of the library
-# to another. What the tokenizer does with them does not (checked).
-
-# %% tags=["hide-output"]
-by_hand = marian_tokenizer(english).input_ids == english_ids
-expect("MarianTokenizer: the ids of the steps by hand", by_hand, f"{len(english_ids)} ids, </s> last")
-first = marian_tokenizer(">>fr<< " + english).input_ids[0]
-expect("a language token is read as the first id", first == vocab[">>fr<<"], f">>fr<< = {first}")
-short = batch.input_ids[0]  # "Hello.": its ids, </s>, then padding
-end = short.index(vocab["</s>"])
-expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 :]) == {len(vocab) - 1},
-       f"{len(short) - end - 1} × {len(vocab) - 1}")  # fmt: skip
-expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
-
-# %% [markdown]
-# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 09's byte-pair merges on
-# *bytes*, not on characters. Every text is first written as UTF-8 bytes, and each of the 256 bytes
-# has a printable stand-in. `Ġ` is a space, `Ċ` a line break, and a character outside ASCII becomes
-# two to four stand-ins (ü is `Ã¼`). The 256 bytes are all in the vocabulary, so no text ever needs
-# `<unk>`: the vocabulary has none. The merges then join frequent byte sequences into longer tokens,
-# so that "Ġthe" is one id. GPT-2's tokenizer adds nothing to a text: no `<bos>`, no `<eos>`. Its one
-# special token, `<|endoftext|>` (id 50256, the last), separates documents. SmolLM2's is id 0: its
-# `<bos>`, its `<eos>` and, in our conversion, its padding. Its vocabulary holds a few other special
-# tokens besides. Decoding maps each stand-in back to its byte, and the bytes back to the text,
-# exactly.
-#
-# The same kind of tokenizer, trained on the spot with the `tokenizers` library that chapter 09
-# uses:
-
-# %%
-byte_bpe = Tokenizer(models.BPE())
-byte_bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # bytes, a space kept as Ġ
-byte_bpe.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<|endoftext|>"], show_progress=False,
-                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # all 256 bytes  # fmt: skip
-byte_bpe.train_from_iterator([en for en, _ in pairs_en_de], trainer)
-text = f"{english}\nThe dog sleeps über alles 🙂"
-encoding = byte_bpe.encode(text)
-print(repr(text))
-print("tokens:", encoding.tokens)
-print("ids:   ", encoding.ids)
-print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same text:", byte_bpe.decode(encoding.ids) == text)
-
-# %% [markdown]
-# In section 6 the real tokenizers do the same: `tokenizer(sentences).input_ids` gives the ids our
-# models read, and `tokenizer.decode(ids, skip_special_tokens=True)` turns the generated ids back
-# into text.
-
-# %% [markdown]
-# ## 5. Proof: the same logits, the same tokens
+# ## 4. Proof: the same logits, the same tokens
 #
 # A conversion is right when the two models compute the same function. We feed each pair the same
 # tokens and compare the logits, every one of them. They cannot be equal to the last bit. The two
@@ -694,256 +565,6 @@ for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
 
 # %% [markdown]
-# ## 6. The real checkpoints
-#
-# Everything so far ran on random numbers in the real shapes. With a network (Colab, a laptop), the
-# next two cells download the published weights and run them in our model. The first is OPUS-MT's
-# English → German translator, decoded with our beam search and KV cache (chapter 08). The second is
-# SmolLM2-135M, which continues an English text with our `generate`. The course's loader,
-# `transformer_course.tools.hub.load_hub`, waits a bounded time, then stops with one clear error.
-# Without a network each cell prints one line saying it skipped and why. (The first download is about
-# 300 MB for Marian and 270 MB for SmolLM2; later runs read the local cache.)
-#
-# `load_hub` loads every checkpoint in float32. Published LLM checkpoints are stored in bfloat16, 2
-# bytes a number (SmolLM2's are). Recent versions of `transformers` load a checkpoint in the precision
-# it is stored in, unless told otherwise. Our converted model computes in float32. So a comparison
-# with a bf16 `transformers` model would compare two different computations, and greedy tokens would
-# part ways after a few steps. In float32 both compute the same function, and the cell after these two
-# asserts that they generate the same tokens.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-sentences = ["The cat sat on the mat.", "Attention is all you need.",
-             "Machine translation has improved a great deal in the last ten years."]  # fmt: skip
-identical = {}  # what each real checkpoint that ran showed: (ours and transformers' identical?, on what)
-try:
-    tokenizer, real_hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
-except HubError as error:
-    print(f"skipped the real translator: {error}")
-else:
-    real_opus = from_marian(real_hf_opus)
-    batch = tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
-    with torch.no_grad():
-        tokens, _ = beam_search(real_opus, batch, beam_size=4, use_cache=True)  # (B, 1, T)
-        greedy_ours = greedy_decode(real_opus, batch, max_len=64)  # 64 tokens at most; theirs one more, the
-        greedy_theirs = real_hf_opus.generate(  # <eos> that transformers forces at its last step (section 5)
-            input_ids=batch, attention_mask=batch != tokenizer.pad_token_id, do_sample=False, num_beams=1,
-            max_new_tokens=65)  # fmt: skip
-    for english, german in zip(sentences, tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True), strict=True):
-        print(f"{english}\n  → {german}")
-    same = tokenizer.batch_decode(greedy_ours, skip_special_tokens=True) == tokenizer.batch_decode(
-        greedy_theirs, skip_special_tokens=True)  # fmt: skip
-    identical["OPUS-MT en-de: greedy translations"] = (same, f"{len(sentences)} sentences")
-    print("greedy translations identical to transformers':", same)
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-try:
-    smol_tokenizer, real_hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
-except HubError as error:
-    print(f"skipped the real language model: {error}")
-else:
-    real_smol = from_llama(real_hf_smol)
-    prompt_ids = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
-    with torch.no_grad():
-        logit_gap = (real_smol(prompt_ids) - real_hf_smol(prompt_ids).logits).abs().max().item()
-        continued = generate(real_smol, prompt_ids, max_new_tokens=30)
-        theirs_ids = real_hf_smol.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
-                                           max_new_tokens=30, pad_token_id=real_smol.config.pad_id)  # fmt: skip
-    print(smol_tokenizer.decode(continued[0], skip_special_tokens=True))
-    print(f"largest logit difference on the prompt: {logit_gap:.1e}")
-    same = torch.equal(continued, theirs_ids)
-    identical["SmolLM2-135M: greedy continuation"] = (same, "30 new tokens")
-    print("identical to transformers' greedy continuation:", same)
-
-# %% tags=["hide-output"]
-for claim, (same, measured) in identical.items():
-    expect(f"{claim} identical to transformers' (both in float32)", same, measured)
-if not identical:
-    print("skipped: no real checkpoint loaded here (no network and no local copy); where one loads, this cell "
-          "asserts that ours and transformers' generate the same tokens")  # fmt: skip
-
-# %% [markdown]
-# **Your own checkpoint.** The recipe is the one these two cells follow:
-#
-# 1. the tokenizer and the model: `tokenizer, hf_model = load_hub(name, "causal-lm")` (or
-#    `"translation"`), which loads the model in float32. Or `transformers`' own
-#    `AutoTokenizer.from_pretrained(name)` and `LlamaForCausalLM.from_pretrained(name,
-#    dtype=torch.float32)` (`torch_dtype=` in older versions);
-# 2. convert: `ours = from_llama(hf_model)` (`from_gpt2`, `from_marian`);
-# 3. compare the logits on a real sentence, `ours(ids)` against `hf_model(ids).logits`: within 10⁻⁵
-#    of the largest for a short text;
-# 4. generate with `generate(ours, ids, max_new_tokens=…)` (`greedy_decode` or `beam_search` for
-#    Marian), and decode with `tokenizer.decode(tokens[0], skip_special_tokens=True)`.
-#
-# What converts: the OPUS-MT translators (`Helsinki-NLP/opus-mt-*`, Marian with post-LN layers),
-# GPT-2 of every size, and the Llama family with plain rotary embeddings. That is SmolLM and SmolLM2,
-# TinyLlama, Llama 2 and Llama 3 (8B). What is refused, with one line saying why:
-#
-# - a checkpoint whose `rope_scaling` rescales the rotary frequencies (Llama 3.1 and 3.2, for their
-#   long contexts);
-# - a head size other than D/H, and biases in Llama's feed-forward network;
-# - GPT-2's scaled or upcast attention variants, and an activation our feed-forward network does not
-#   have;
-# - a configuration that names several `<eos>` ids. Llama 3's instruct models stop at either of two
-#   (Llama 3.1's at any of three), and our `generate` stops at one: set the one you want;
-# - a family of another kind (the loader), and a model without the language-model output layer
-#   (`LlamaModel`) or with another head (the converters).
-#
-# The memory: a float32 copy takes 4 bytes a parameter. While converting, `transformers`' model and
-# ours are both in memory, twice that.
-
-# %%
-def parameters(model: nn.Module) -> int:
-    """Distinct parameters (a tied matrix once)."""
-    return sum(p.numel() for p in model.parameters())
-
-
-with torch.device("meta"):  # the full shapes, without allocating a single number
-    full = {
-        "opus-mt-en-de": MarianMTModel(MarianConfig.from_dict(opus_config.to_dict() | {"encoder_layers": 6,
-                                                                                       "decoder_layers": 6})),
-        "GPT-2 small": GPT2LMHeadModel(GPT2Config()),
-        "SmolLM2-135M": LlamaForCausalLM(LlamaConfig.from_dict(smol_config.to_dict() | {"num_hidden_layers": 30})),
-    }  # fmt: skip
-for name, model in full.items():
-    n = parameters(model)
-    print(f"{name:14s} {n / 1e6:6.1f} M parameters: {4 * n / 2**30:.2f} GiB in float32, "
-          f"{8 * n / 2**30:.2f} GiB while converting")  # fmt: skip
-print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
-
-
-# %% [markdown]
-# ## 7. What sets the speed: bytes per token
-#
-# A step of generation with a KV cache (chapter 08) feeds one new token. Each weight matrix then
-# multiplies one vector: every weight is read from memory once and used for a single multiply and
-# add. The keys and values of the earlier tokens are read from the cache. A processor does far more
-# arithmetic per second than it reads bytes. So at batch 1, the time of a step is about the bytes it
-# reads divided by the speed of the memory. Fewer bytes per weight make fewer bytes per token.
-# `quantize(model, "bf16")` stores every number in 2 bytes. `quantize(model, "int8")` stores each
-# weight matrix as 8-bit whole numbers with one float32 scale per row; the norms, the biases and the
-# cache stay float32.
-#
-# The bytes of one generated token of the real SmolLM2-135M (30 layers) follow from the shapes
-# alone. We count them with 1,000 earlier tokens in the cache and with 8,192, the longest text
-# SmolLM2 was trained on.
-
-# %%
-c = smol.config
-per_layer = sum(p.numel() for p in smol.layers[0].parameters())
-weights_full = smol.num_parameters() + (30 - c.n_layers) * per_layer  # the 30-layer model
-matrices_full = weights_full - 30 * 2 * c.d_model - c.d_model  # minus the norms' gains (float32 in int8)
-
-
-def kv_numbers(tokens: int) -> int:
-    """Keys and values of every layer for ``tokens`` earlier tokens: 3 key/value heads of 64 features."""
-    return 2 * 30 * c.n_kv_heads * (c.d_model // c.n_heads) * tokens
-
-
-print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights")
-for context in (1000, 8192):
-    cache = {"float32": 4 * kv_numbers(context), "bf16": 2 * kv_numbers(context), "int8": 4 * kv_numbers(context)}
-    weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full, "int8": matrices_full + 4 * (weights_full - matrices_full)}
-    print(f"with {context:5,} tokens in the cache:")
-    for precision in weights:
-        total = weights[precision] + cache[precision]
-        print(f"  {precision:8s} {total / 2**20:6.1f} MiB per token, of which the cache "
-              f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")  # fmt: skip
-
-# %% [markdown]
-# With float32 or bf16, the cache of 1,000 tokens is small next to the weights, thanks to the 3
-# key/value heads of grouped-query attention (chapter 10). With int8 weights and a float32 cache, it
-# is already about a quarter of the bytes. At 8,192 tokens it is about 40 % of the bytes in float32
-# or bf16, and about three quarters with int8 weights: for a long text, the cache is worth
-# shrinking as much as the weights.
-#
-# What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
-# kernel. That kernel rounds each layer's *input* to 8 bits as well, with one scale per call (dynamic
-# quantization), multiplies whole numbers and rescales. On a GPU it calls PyTorch's weight-only
-# product (`torch._weight_int8pack_mm`): the int8 weights are read as they are, and the input keeps
-# its precision. The two round differently. So below we measure both against float32 on our 4-layer
-# SmolLM2: the largest logit error relative to the largest logit, and how many greedy tokens agree.
-# "Weights only" multiplies by the int8 weights made float again, which is what the weight-only
-# kernel computes.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-int8_smol = quantize(smol, "int8")
-weights_only = copy.deepcopy(smol)
-with torch.no_grad():
-    for module in weights_only.modules():
-        if isinstance(module, nn.Linear):  # the int8 weights, made float again: what a weight-only kernel reads
-            module.weight.copy_(dequantize_rows(*quantize_rows(module.weight)))
-prompt = torch.randint(1, 49000, (4, 8), generator=torch.Generator().manual_seed(5))
-with torch.no_grad():
-    reference = smol(prompt)  # (B, T, V), float32
-    errors = {name: ((m(prompt).float() - reference).abs().max() / reference.abs().max()).item()
-              for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}  # fmt: skip
-float_tokens = generate(smol, prompt, 16, path="engine")[:, 8:]
-agreement = {name: (generate(m, prompt, 16, path="engine")[:, 8:] == float_tokens).float().mean().item()
-             for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}  # fmt: skip
-for name in errors:
-    print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
-          f"greedy tokens equal to float32's: {agreement[name]:.0%}")  # fmt: skip
-
-# %%
-expect_at_most("int8 weights only: largest logit error relative to the largest logit", errors["int8 weights only"], 0.1)
-expect_at_most("int8 weights and inputs: largest logit error relative to the largest logit",
-               errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
-
-# %% [markdown]
-# (These are random weights. On the course's trained translators, int8 changes no test score by more
-# than half a point: `benchmarks/results.md`.)
-#
-# Now the time. We decode with the course's inference engine (`path="engine"`, chapter 08's last
-# section). It runs float32, bf16 and int8 through the same lean step, and reads each weight once per
-# token: the bytes below are those of its plan. In memory, an int8 model on a CPU holds two int8
-# copies of each matrix: the state dict's, and the one fbgemm packs for its kernel. The engine's plan
-# holds its own copy of the model too; a step reads one. The timings are this machine's, and they move
-# with whatever else it runs. A processor without bfloat16 instructions converts every number before
-# it multiplies, so bf16 can be slower than float32 there. And int8 gains only as much as its kernel
-# reads bytes as fast as float32's product does.
-#
-# *The figure in words:* A scatter plot has one labelled dot per precision: float32, bf16 and int8.
-# The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
-# axis the milliseconds per token, both from 0. The checks below bound the horizontal positions. The
-# bf16 dot reads at most half of float32's bytes, and the int8 dot less than a third. The heights
-# are this machine's timings, and the title names the precision that was fastest here.
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
-prompt = torch.randint(1, 49000, (1, 8))
-timings, read = {}, {}
-for precision, model in variants.items():
-    generate(model, prompt, max_new_tokens=2, path="engine")  # warm-up: the engine reads the model once
-    best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
-        out = generate(model, prompt, max_new_tokens=16, path="engine")
-        best = min(best, (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
-    timings[precision], read[precision] = best, plan_for(model).nbytes
-    print(f"{precision:8s} {read[precision] / 2**20:6.1f} MiB read per token   {1000 * best:6.1f} ms per token")
-fig, ax = plt.subplots(figsize=(5, 3.4))
-for precision in variants:
-    ax.scatter(read[precision] / 2**20, 1000 * timings[precision], s=60)
-    ax.annotate(precision, (read[precision] / 2**20, 1000 * timings[precision]), xytext=(6, 4),
-                textcoords="offset points")  # fmt: skip
-ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token",  # room for the labels:
-       xlim=(0, 1.25 * max(read.values()) / 2**20), ylim=(0, 1.2 * 1000 * max(timings.values())),
-       title=f"{min(timings, key=timings.get)} was fastest on this CPU")  # fmt: skip
-plt.tight_layout()
-plt.show()
-fastest = min(timings, key=timings.get)
-display(Markdown(f"On this machine the fastest was **{fastest}**, at {1000 * timings[fastest]:.1f} ms per token "
-                 f"({timings['float32'] / timings[fastest]:.1f}× float32)."))  # fmt: skip
-
-# %%
-expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
-expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
-
-# %% [markdown]
 # ## Summary
 #
 # - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish, a
@@ -954,16 +575,9 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
 #   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row
 #   i + d/2 → 2i + 1); the other is GPT-2's transposed `Conv1D` blocks.
-# - A checkpoint's tokenizer turns text into the ids it was trained on. Marian has two
-#   SentencePiece models over one vocabulary (`</s>` appended, `<pad>` the last id). GPT-2 and
-#   SmolLM2 have byte-level BPE (every byte has an id, so no `<unk>`).
 # - Equal logits within rounding and identical tokens prove the conversion on models whose every
-#   tensor is random; where the real checkpoints can be loaded in float32, section 6 asserts the
-#   same of them. Rounding, not equality to the last
-#   bit, is what two implementations can share.
-# - At batch 1 a generated token reads every weight once, plus the cache: the bytes per weight
-#   (4, 2, about 1) set a floor on the time, which a kernel reaches only if it reads them at the
-#   memory's speed.
+#   tensor is random; where the real checkpoints can be loaded in float32, chapter 16 asserts the
+#   same of them. Rounding, not equality to the last bit, is what two implementations can share.
 #
 # **Exercises:** [exercises/ex11_real_weights.ipynb](../exercises/ex11_real_weights.ipynb) — the row
 # order of rotary embeddings (ex11_1), GPT-2's `Conv1D` as `nn.Linear` (ex11_2) and Marian's names
@@ -1009,20 +623,11 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #    position, so on long texts the gap can pass 10⁻⁵. A wrong tensor changes the logits by amounts
 #    of their own size, many orders of magnitude more.
 #    </details>
-# 5. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and
-#    how long does it take at 1 TB/s of memory bandwidth?
-#    <details><summary>Answer</summary>
-#
-#    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
-#    batch 1, whatever the arithmetic speed. In int8 it takes about half of that time, where the
-#    kernel reads the 8-bit weights as fast as the memory delivers them. A GPU's weight-only product
-#    does; on our CPU, fbgemm's one-row product falls short of it.
-#    </details>
 #
 # ## Further reading
 #
 # - The paper: §3.1 (the encoder-decoder), §3.2.2 (multi-head projections), §3.3 (the
-#   feed-forward network), §3.4 (shared embeddings × √d_model), §3.5 (sinusoids), §6.1 (beam search).
+#   feed-forward network), §3.4 (shared embeddings × √d_model), §3.5 (sinusoids).
 # - Junczys-Dowmunt et al. (2018), *Marian: Fast Neural Machine Translation in C++*; Tiedemann and
 #   Thottingal (2020), *OPUS-MT — Building open translation services for the World*.
 # - Radford et al. (2019), *Language Models are Unsupervised Multitask Learners* (GPT-2).
@@ -1031,5 +636,8 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - Su et al. (2021), *RoFormer* (rotary embeddings, pairs of neighbouring features).
 # - Ramachandran et al. (2017), *Searching for Activation Functions* (swish); Hendrycks and Gimpel
 #   (2016), *Gaussian Error Linear Units*.
-# - Dettmers et al. (2022), *LLM.int8()*; Wolf et al. (2020), *Transformers: State-of-the-Art Natural
-#   Language Processing* (the library this chapter compares with).
+# - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
+#   this chapter compares with).
+#
+# **Next:** [chapter 16](16_real_checkpoints.ipynb) turns text into the ids these models read, runs
+# the published checkpoints, and measures what sets the speed of generation.

@@ -54,10 +54,9 @@
 # | ex10_4 | `SwiGLU.forward(x)` in `swiglu.py` | easy |
 # | ex10_5 | `online_softmax_update(top, total, acc, scores, values)` in `blocked.py` | hard |
 #
-# **Before you start:** chapter 10 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
-# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex07_1, ex07_2,
-# ex07_3, ex07_4, ex08_1 and ex08_2. Until they are written it stops at the first of them, naming all
-# those still to write.
+# **Before you start:** chapter 10 also runs exercises of other chapters: ex01_2, ex02_1, ex02_2,
+# ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex08_1 and ex08_2. Until
+# they are written it stops at the first of them, naming all those still to write.
 #
 # The five are independent of each other; chapter 10 meets them in this order.
 
@@ -276,4 +275,5 @@ check("ex10_5")
 
 # %% [markdown]
 # When every check above passes, run [chapter 10](../chapters/10_modern_language_models.ipynb) again:
-# its modern layers, the language model it trains and its blocked attention then run on your code.
+# its modern layers and its blocked attention then run on your code, and so does the language model
+# that [chapter 15](../chapters/15_training_a_language_model.ipynb) trains.

@@ -13,7 +13,7 @@ so its bytes, and the hash that guards them, change with every run: commit the n
 
 ``--undertrained`` stops the same run (same profile, data, repeats and seed) after
 ``UNDERTRAINED.steps`` steps, on one thread, and writes ``numbers_en_de_undertrained.pt`` with its
-hash: a model that still makes mistakes, for chapter 08's search errors and model errors.
+hash: a model that still makes mistakes, for chapter 14's search errors and model errors.
 """
 
 from __future__ import annotations

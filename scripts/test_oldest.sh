@@ -3,8 +3,9 @@
 # Creates .venv-oldest with the lowest Python that `requires-python` allows and the floors of the
 # dependencies (tests/oldest/constraints.txt), then runs the unit tests and the chapters whose code
 # depends on the version of PyTorch there (03: attention's fused kernels, 07: training and its claims,
-# 10: torch.nn.RMSNorm and enable_gqa where they exist), and chapter 11 with its exercises, whose
-# converters meet the oldest transformers the hub extra allows.
+# 10 and 15: torch.nn.RMSNorm and enable_gqa where they exist, and the language model trained with
+# them), and chapters 11 and 16 with chapter 11's exercises, whose converters and tokenizers meet the
+# oldest transformers the hub extra allows.
 # `--unit` (`make test-oldest-unit`, what CI runs last): the unit tests only, ~13 minutes on a 2-core
 # machine with the install (the chapters are ~10 more).
 # Downloads: PyTorch's oldest supported release exists on PyPI only as a CUDA build (~3 GB with its
@@ -58,5 +59,6 @@ if [ "$chapters" = no ]; then
   exit 0
 fi
 "$venv/bin/python" -m pytest -q -p no:cacheprovider chapters/03_attention.ipynb chapters/07_training.ipynb \
-  chapters/10_modern_language_models.ipynb chapters/11_real_weights.ipynb solutions/ex11_real_weights.ipynb \
+  chapters/10_modern_language_models.ipynb chapters/11_real_weights.ipynb chapters/15_training_a_language_model.ipynb \
+  chapters/16_real_checkpoints.ipynb solutions/ex11_real_weights.ipynb \
   --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg

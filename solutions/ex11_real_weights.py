@@ -55,8 +55,8 @@
 #
 # **Before you start:** chapter 11 also runs exercises of other chapters: ex01_2, ex02_1, ex02_2,
 # ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2, ex06_3,
-# ex08_1, ex08_2, ex08_3, ex10_1, ex10_2, ex10_3 and ex10_4. Until they are written it stops at the
-# first of them, naming all those still to write.
+# ex08_1, ex08_2, ex10_1, ex10_2, ex10_3 and ex10_4. Until they are written it stops at the first of
+# them, naming all those still to write.
 #
 # The three are independent of each other; `from_llama` calls the first, `from_gpt2` the second
 # and `from_marian` the third.

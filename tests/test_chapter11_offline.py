@@ -1,5 +1,5 @@
-"""Chapter 11 without ``transformers`` and ``sentencepiece`` (the ``hub`` extra): it runs up to the
-first cell that needs them, which stops with one line saying what to install; no traceback."""
+"""Chapters 11 and 16 without ``transformers`` and ``sentencepiece`` (the ``hub`` extra): each runs up to
+the first cell that needs them, which stops with one line saying what to install; no traceback."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import jupytext
+import pytest
 
 from transformer_course.tools.hub import PIP_HINT, MissingPackages, require_packages
 
@@ -32,18 +33,24 @@ def test_require_packages_names_what_is_missing_in_one_line(monkeypatch) -> None
     assert hub._importable("torch") and not hub._importable("transformer_course_no_such_package")
 
 
-def test_the_chapter_stops_in_one_line_where_it_needs_transformers(tmp_path: Path) -> None:
-    cells = [c.source for c in jupytext.read(ROOT / "chapters" / "11_real_weights.py").cells if c.cell_type == "code"]
+@pytest.mark.parametrize(
+    ("source", "what"),
+    [
+        ("11_real_weights.py", "Chapter 11 from here on (transformers' own models, beside ours)"),
+        ("16_real_checkpoints.py", "Chapter 16 from here on (real tokenizers and checkpoints)"),
+    ],
+)
+def test_the_chapter_stops_in_one_line_where_it_needs_transformers(tmp_path: Path, source: str, what: str) -> None:
+    cells = [c.source for c in jupytext.read(ROOT / "chapters" / source).cells if c.cell_type == "code"]
     env = {**os.environ, "TQDM_DISABLE": "1", "MPLBACKEND": "agg"}
     with kernel(sys.executable, ROOT / "chapters", env, tmp_path) as running:
         running.run(HIDDEN)
-        for index, source in enumerate(cells):
-            shown = running.run(source)
-            if "require_packages(" in source:
+        for index, source_code in enumerate(cells):
+            shown = running.run(source_code)
+            if "require_packages(" in source_code:
                 break
             assert "Error" not in shown and "Traceback" not in shown, f"code cell {index}: {shown}"
     assert index >= 3, "the set-up cell and the map run first"  # colab cell, set-up, map, then the stop
     assert shown.strip().splitlines() == [
-        "Chapter 11 from here on (transformers' own models, beside ours) needs transformers and sentencepiece, "
-        f"not installed here: {PIP_HINT}"
+        f"{what} needs transformers and sentencepiece, not installed here: {PIP_HINT}"
     ], shown

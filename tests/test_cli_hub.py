@@ -223,7 +223,7 @@ def _one_line_error(status: int, out: str, err: str, *parts: str) -> None:
 
 
 def test_offline_fails_at_once_without_importing_transformers() -> None:
-    """The real environment variable, in a fresh interpreter, as chapter 11 calls it: no waiting,
+    """The real environment variable, in a fresh interpreter, as chapter 16 calls it: no waiting,
     and neither transformers nor torch (seconds to import) imported to find that out."""
     code = textwrap.dedent(f"""
         import sys, time

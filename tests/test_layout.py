@@ -29,7 +29,7 @@ ROOM_CHAPTERS = {
     "cache": 8, "decoding": 8, "evaluation": 8,
     "subwords": 9, "token_batches": 9, "sentence_training": 9, "distributed": 9, "averaging": 9,
     "rmsnorm": 10, "grouped": 10, "rotary": 10, "swiglu": 10, "blocked": 10, "lm": 10, "recipe": 10,
-    "convert": 11, "quantize": 11,
+    "convert": 11, "quantize": 16,
 }  # fmt: skip
 # The rooms whose decoding functions take path="engine" and then hand the call to the inference engine
 # (transformer_course/engine, the course's side): they import it inside the function, when asked for.
@@ -191,8 +191,8 @@ def test_a_broken_later_room_does_not_stop_an_earlier_chapter(tmp_path: Path) ->
 
 
 # The words of the inference engine's machinery (transformer_course/engine): none of them belongs in a
-# room of chapters 01–10, which hold each chapter's idea as the chapter draws it (chapter 11's rooms
-# convert and quantize real checkpoints: int8 is their subject).
+# room of chapters 01–10, which hold each chapter's idea as the chapter draws it (the rooms of chapters 11
+# and 16 convert and quantize real checkpoints: int8 is their subject).
 ENGINE_WORDS = ("fused", "fuse", "stacked", "folded", "fold", "prepared", "int8", "packed", "lean")
 
 

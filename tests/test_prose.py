@@ -32,7 +32,7 @@ WRONG = [
     ("chapters/09_real_translation.py", "(a name, *Baby*, a comma)"),
     ("chapters/09_real_translation.py", "learns real German grammar in minutes"),
     # the maps show heads that disagree
-    ("chapters/08_decoding.py", "in layer 2 every head reads"),
+    ("chapters/14_evaluating_the_translator.py", "in layer 2 every head reads"),
     # a run's result is one draw on one CPU
     ("chapters/07_training.py", "so that every run gives the same numbers"),
     ("chapters/09_real_translation.py", "so every run gives the same numbers"),
@@ -40,14 +40,14 @@ WRONG = [
     # Llama 3 8B's SwiGLU is 3.5·D wide; RMSNorm is older than Llama; blocked attention saves memory at
     # inference only; the cache's buffer holds more than its views; the shaded band is grey; tokens
     # processed are not distinct tokens; a run that was never made is not described
-    ("chapters/10_modern_language_models.py", "extrapolation are too close to the spread to count as shown"),
-    ("chapters/10_modern_language_models.py", "and the same initial weights wherever their shapes agree"),
+    ("chapters/15_training_a_language_model.py", "extrapolation are too close to the spread to count as shown"),
+    ("chapters/15_training_a_language_model.py", "and the same initial weights wherever their shapes agree"),
     ("chapters/10_modern_language_models.py", "Llama (2023) put the replacements together"),
     ("chapters/10_modern_language_models.py", "and Llama replaced LayerNorm by RMSNorm"),
     ("chapters/10_modern_language_models.py", "gives the same result as the full matrix in a fraction of its memory"),
     ("chapters/10_modern_language_models.py", "the bytes *measured* on the tensors"),
-    ("chapters/10_modern_language_models.py", "(the white region)"),
-    ("chapters/10_modern_language_models.py", "falls to almost zero within a few hundred steps"),
+    ("chapters/15_training_a_language_model.py", "(the white region)"),
+    ("chapters/15_training_a_language_model.py", "falls to almost zero within a few hundred steps"),
     ("transformer_course/rotary.py", "their weights do not load into each other"),
     # chapter 11's review (issue 39): Meta's Llama rotates neighbouring pairs; most OPUS-MT models, not
     # all, are the base model's size; six settings are added; SmolLM2 has more special tokens than one;
@@ -55,7 +55,7 @@ WRONG = [
     ("chapters/11_real_weights.py", "The published weights were trained with that pairing"),
     ("chapters/11_real_weights.py", "each about the size of the paper's base model"),
     ("chapters/11_real_weights.py", "Nothing in the model changes"),
-    ("chapters/11_real_weights.py", "GPT-2 and SmolLM2 have one special token for everything"),
+    ("chapters/16_real_checkpoints.py", "GPT-2 and SmolLM2 have one special token for everything"),
     ("chapters/11_real_weights.py", "The paper's √D balances learned embeddings"),
     ("chapters/11_real_weights.py", "| biases | everywhere |"),
     ("transformer_course/convert.py", "Its rotary embeddings pair feature i with feature i + d/2 of each head"),
@@ -96,11 +96,11 @@ STILL_THERE = [
     ("chapters/10_modern_language_models.py", "its SwiGLU network then has more weights than a ReLU network"),
     ("chapters/10_modern_language_models.py", "This is inference, under `torch.no_grad()`"),
     ("chapters/10_modern_language_models.py", "and recomputes the blocks in the backward pass"),
-    ("chapters/10_modern_language_models.py", "the comparison measures early training at that rate"),
-    ("chapters/10_modern_language_models.py", "still happens by chance for 1 comparison in 4"),
+    ("chapters/15_training_a_language_model.py", "the comparison measures early training at that rate"),
+    ("chapters/15_training_a_language_model.py", "still happens by chance for 1 comparison in 4"),
     ("chapters/11_real_weights.py", "as RoFormer and Meta's own Llama code do"),
     ("chapters/11_real_weights.py", "the conversion script's permutation run backwards"),
-    ("chapters/11_real_weights.py", "Published LLM checkpoints are stored in bfloat16"),
+    ("chapters/16_real_checkpoints.py", "Published LLM checkpoints are stored in bfloat16"),
     ("chapters/11_real_weights.py", "That bound is for short inputs like these"),
     ("chapters/11_real_weights.py", "The paper names no first token for the decoder"),
     ("chapters/11_real_weights.py", 'the "halves" layout is the authors\' own'),

@@ -1,4 +1,4 @@
-"""Chapter 11's quantize: bfloat16 and int8 copies that decode as the float32 model does."""
+"""Chapter 16's quantize: bfloat16 and int8 copies that decode as the float32 model does."""
 
 from __future__ import annotations
 

@@ -24,9 +24,6 @@ from transformer_course.tools.readability import (
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("*.py"))
-# Chapters that still hold two chapters' material (issue 37, item 3: a split not made yet); a strict
-# xfail, so that a chapter that comes under the limit must leave this list.
-TOO_LONG = {"08_decoding", "10_modern_language_models", "11_real_weights"}
 WORDS = 3200  # "about 3,000 words of prose"
 
 
@@ -48,12 +45,7 @@ def test_the_method_is_said_once_and_its_machinery_folded(chapter: Path) -> None
     )
 
 
-@pytest.mark.parametrize(
-    "chapter",
-    [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="two chapters' material")) if p.stem in TOO_LONG
-     else p for p in CHAPTERS],
-    ids=lambda p: p.stem,
-)  # fmt: skip
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_no_chapter_runs_past_about_3000_words(chapter: Path) -> None:
     assert measure(chapter).words <= WORDS, f"{measure(chapter).words} words of prose (about 3,000 at most)"
 

@@ -1,4 +1,4 @@
-"""Chapter 11 — smaller numbers: the same model with 16-bit or 8-bit weights.
+"""Chapter 16 — smaller numbers: the same model with 16-bit or 8-bit weights.
 
 A decoding step at batch 1 multiplies one vector by every weight matrix of the decoder and by the
 output layer: each weight is read once from memory and used for one multiply-add. Memory, not

@@ -3,7 +3,7 @@
 
 "twenty-one" → "einundzwanzig", "three hundred and forty-seven thousand …" →
 "dreihundertsiebenundvierzigtausend…". German says the units before the tens, so the model must
-reorder, and the cross-attention maps of chapter 08 show it.
+reorder, and the cross-attention maps of chapter 14 show it.
 
 Tokens
 ------

@@ -94,7 +94,7 @@ class Layer:
 class Embedding:
     """Token vectors (times √D in the paper's models) and the positions added to them.
 
-    ``table`` is (V, D) float, or int8 with one ``row_scale`` per token (chapter 11). ``positions``
+    ``table`` is (V, D) float, or int8 with one ``row_scale`` per token (chapter 16). ``positions``
     is the (max_len, D) table added at each position (sinusoids or learned vectors), or None where
     the positions enter inside attention (rotary).
     """

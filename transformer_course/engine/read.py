@@ -177,7 +177,7 @@ def _read_embedding(embedding: nn.Module, positional: nn.Module | None) -> Embed
 
     if type(embedding) not in (TokenEmbedding, UnscaledEmbedding):
         raise refuse("an embedding", embedding)
-    lookup = embedding.embedding  # nn.Embedding, or chapter 11's Int8Embedding (weight q, scale)
+    lookup = embedding.embedding  # nn.Embedding, or chapter 16's Int8Embedding (weight q, scale)
     scale = 1.0 if type(embedding) is UnscaledEmbedding else math.sqrt(embedding.d_model)
     row_scale = _copy(lookup.scale) if hasattr(lookup, "scale") else None
     if positional is None:

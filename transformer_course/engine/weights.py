@@ -17,7 +17,7 @@ models. On a CPU, in float32:
 Several matrices that read the same input are stacked into one (W^Q, W^K, W^V; SwiGLU's W₁ and
 W₃): one product instead of three. On a GPU, and in bfloat16, the product is PyTorch's.
 
-An :class:`Int8Dense` keeps int8 weights with one scale per output row (chapter 11's
+An :class:`Int8Dense` keeps int8 weights with one scale per output row (chapter 16's
 ``quantize``): on a CPU it calls fbgemm's kernel with the weights packed once (the input is
 rounded to 8 bits too, one scale per call, as ``Int8Linear`` does); on a GPU PyTorch's
 weight-only int8 product, which reads the int8 weights and never makes a float copy of them.
@@ -104,7 +104,7 @@ class Int8Dense:
     """
 
     def __init__(self, q: Tensor, scale: Tensor, bias: Tensor | None) -> None:
-        from ..quantize import fbgemm_pack, int8_linear  # chapter 11's room: read when an int8 model is planned
+        from ..quantize import fbgemm_pack, int8_linear  # chapter 16's room: read when an int8 model is planned
 
         self.product = int8_linear  # the modules' own int8 product: the two paths round alike
         self.q, self.scale = q.detach(), scale.detach().float()  # (out, in) int8, (out,)
@@ -131,7 +131,7 @@ def read_dense(linears: list, fold: tuple[Tensor, Tensor | None] | None = None) 
     output rows stacked in the order given.
 
     Args:
-        linears: ``nn.Linear`` or chapter 11's ``Int8Linear`` layers, (out_i, in) each.
+        linears: ``nn.Linear`` or chapter 16's ``Int8Linear`` layers, (out_i, in) each.
         fold: a pre-LN norm's (gain g, shift β or None) folded in: ``W (g ⊙ x̂ + β) + b`` is
             ``(W diag(g)) x̂ + (W β + b)``, so the norm before it needs no weights of its own.
     """

@@ -21,7 +21,7 @@
 * ``links.py``: the badges, first cells and guides written from ``REPOSITORY_URL`` (``sync-links``);
 * ``pairs.py``: notebook pairs (.py + .ipynb) written as JupyterLab saves them;
 * ``pretrained.py`` and ``assets/``: the models that ship with the course and their SHA-256;
-* ``hub.py``: chapter 11's real checkpoints from the Hugging Face Hub (``load_hub``: a bounded,
+* ``hub.py``: chapter 16's real checkpoints from the Hugging Face Hub (``load_hub``: a bounded,
   offline-safe download, one line naming the model when it fails; ``course_model``: converted);
 * ``runs.py``, ``plots.py``: a whole training run, and figures, built from the rooms;
 * ``figures.py``: the architecture map every chapter opens with, attention heads, path lengths;

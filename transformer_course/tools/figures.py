@@ -319,7 +319,7 @@ def architecture_map(
         name = "The Transformer (paper §3, Figure 1)" if model == "transformer" else "A decoder-only language model"
         parts = "; ".join(known[p] for p in known if p in chosen)
         title = f"{name}: {parts}" if parts else name
-        if model == "decoder-only" and len(parts) > 60:  # chapter 10 highlights six parts: on lines of their own
+        if model == "decoder-only" and len(parts) > 60:  # several parts: on lines of their own
             title = f"{name}:\n{textwrap.fill(parts, 80)}"
     ax.set_title(title, fontsize=10.5)
     if own:

@@ -1,9 +1,9 @@
-"""Chapter 11's real checkpoints from the Hugging Face Hub: loaded with a bounded, offline-safe
+"""Chapter 16's real checkpoints from the Hugging Face Hub: loaded with a bounded, offline-safe
 download, and one clear line when that is not possible.
 
 :func:`load_hub` returns a checkpoint's tokenizer and ``transformers`` model; :func:`course_model`
 converts the model into the course's own (:mod:`~transformer_course.convert`). The command line
-(``translate --hub``, ``generate --hub``) and chapter 11 both use them; a failure is a
+(``translate --hub``, ``generate --hub``) and chapter 16 both use them; a failure is a
 :class:`HubError`, whose message is one line naming the model and the reason::
 
     try:

@@ -1,4 +1,4 @@
-"""Chapter 10's experiments: small decoder-only language models on the course's German sentences.
+"""Chapter 15's experiments: small decoder-only language models on the course's German sentences.
 
 The same spirit as :mod:`~transformer_course.tools.experiments` (chapter 13): the
 chapter names its variants, each a change of :class:`~transformer_course.lm.DecoderOnlyConfig`

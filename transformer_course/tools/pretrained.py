@@ -5,7 +5,7 @@ records each file's hash next to it:
 
 - ``"numbers-en-de"``: trained to the end; ``translate`` and most of chapter 08 use it;
 - ``"numbers-en-de-undertrained"``: the same run stopped early (``--undertrained``), so that it
-  still makes mistakes: chapter 08 sorts them into search errors and model errors.
+  still makes mistakes: chapter 14 sorts them into search errors and model errors.
 
 :func:`load_pretrained` refuses a file whose hash differs (damaged, or replaced by something else),
 so chapter 08 and ``translate`` never run on a model nobody made on purpose.
