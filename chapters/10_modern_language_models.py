@@ -75,7 +75,7 @@ from transformer_course.encoder import EncoderLayer
 from transformer_course.feedforward import PositionwiseFeedForward
 from transformer_course.grouped import GroupedQueryAttention, repeat_kv
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, causal_rows, generate
-from transformer_course.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_course.multihead import merge_heads, split_heads
 from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.rmsnorm import RMSNorm
 from transformer_course.rotary import RotaryAttention, apply_rope

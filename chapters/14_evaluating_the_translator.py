@@ -88,8 +88,8 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 architecture_map(["multihead", "decoding"], title="Chapter 14: the attention read, the translations scored")
 
 # %% [markdown]
-# The shipped translator and chapter 07's test split, translated greedily once here. The helpers
-# turn English text into ids and target ids back into German pieces.
+# The shipped translator and chapter 07's test split, translated greedily once here. `pieces` turns
+# the target ids of one translation back into German pieces.
 
 # %%
 checkpoint = load_pretrained()  # trained by chapter 07's recipe and shipped with the course
@@ -101,18 +101,9 @@ test_greedy = greedy_decode(model, test_src)  # (B, T)
 print(f"The shipped translator ({checkpoint.step:,} training steps); {len(task.test)} test numbers.")
 
 
-def encode_english(texts: list[str]) -> torch.Tensor:
-    """English sentences → a padded batch of source ids (B, S)."""
-    return pad_sequences([src_vocab.encode(english_tokens(t)) for t in texts], src_vocab.pad_id)
-
-
 def pieces(ids: torch.Tensor) -> list[str]:
     """Target ids of one translation → German pieces, up to <eos>."""
     return tgt_vocab.decode(ids.tolist())
-
-
-def german(ids: torch.Tensor) -> str:
-    return german_text(pieces(ids))
 
 # %% [markdown]
 # ## 1. How good is it? Exact match, BLEU and chrF on the test split
@@ -217,7 +208,7 @@ print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_str
 
 # %%
 text = "three hundred and forty-two thousand five hundred and sixty-seven"
-src = encode_english([text])
+src = pad_sequences([src_vocab.encode(english_tokens(text))], src_vocab.pad_id)  # (1, S)
 hyp = greedy_decode(model, src)  # (1, T)
 maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
 source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
@@ -358,7 +349,7 @@ if wrong:
     print(f"beam search (k = 4) repairs {beam_right}; search errors (the model prefers the correct "
           f"translation to beam search's output): {int((log_p_right > log_p_found).sum())} of {len(wrong)}\n")  # fmt: skip
     for j, i in enumerate(wrong[:12]):
-        print(f"{probe[i]:>7,}  {german(probe_greedy[i]):32} log P {log_p_found[j]:6.2f}, "
+        print(f"{probe[i]:>7,}  {german_text(pieces(probe_greedy[i])):32} log P {log_p_found[j]:6.2f}, "
               f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
 
 # %% [markdown]

@@ -336,11 +336,6 @@ if not identical:
 # so nothing is downloaded or allocated.
 
 # %%
-def parameters(model: nn.Module) -> int:
-    """Distinct parameters (a tied matrix once)."""
-    return sum(p.numel() for p in model.parameters())
-
-
 # the published shapes, with the settings chapter 11's converters read from each checkpoint
 opus_config = TransformerConfig(  # Helsinki-NLP/opus-mt-en-de
     src_vocab_size=58101, tgt_vocab_size=58101, d_model=512, n_heads=8, d_ff=2048, share_embeddings=True,
@@ -358,7 +353,7 @@ with torch.device("meta"):  # the full shapes, without allocating a single numbe
     full = {"opus-mt-en-de": Transformer(opus_config), "GPT-2 small": DecoderOnlyLM(gpt2_config),
             "SmolLM2-135M": DecoderOnlyLM(smol_config)}  # fmt: skip
 for name, model in full.items():
-    n = parameters(model)
+    n = model.num_parameters()  # distinct parameters: a tied matrix once
     print(f"{name:14s} {n / 1e6:6.1f} M parameters: {4 * n / 2**30:.2f} GiB in float32, "
           f"{8 * n / 2**30:.2f} GiB while converting")  # fmt: skip
 print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
@@ -386,7 +381,7 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 
 # %%
 c = smol_config  # the real shape: 30 layers
-weights_full = parameters(full["SmolLM2-135M"])
+weights_full = full["SmolLM2-135M"].num_parameters()
 matrices_full = weights_full - c.n_layers * 2 * c.d_model - c.d_model  # minus the norms' gains (float32 in int8)
 
 
