@@ -206,7 +206,42 @@ def test_the_engine_loads_while_a_room_is_broken(tmp_path: Path) -> None:
     assert run.stdout.strip() == "[]", run.stdout
 
 
-@pytest.mark.parametrize("vocab", [3, 50])
+@pytest.mark.parametrize("precision", ["float32", "int8"])
+def test_beam_search_over_a_vocabulary_of_many_blocks_gives_the_same_tokens_on_both_paths(precision: str) -> None:
+    """With 1,500 target tokens the engine finds each hypothesis's best tokens block by block
+    (:func:`~transformer_course.engine.search.largest`), and 4 beams share each sentence's memory."""
+    torch.manual_seed(0)
+    config = TransformerConfig(120, 1500, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
+                               max_len=64, dropout=0.0, tie_output=False)  # fmt: skip
+    model, src = in_precision(redraw(Transformer(config), 0.5, 1.0), precision), _sources()
+    (modules, m_scores), (engine, e_scores) = (
+        beam_search(model, src, 4, 20, n_best=4, path=p) for p in ("modules", "engine")
+    )
+    _varied(modules[:, 0])
+    assert torch.equal(modules, engine)
+    assert torch.allclose(m_scores, e_scores, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize(("vocab", "k"), [(3, 3), (1023, 2), (1024, 3), (1025, 3), (5000, 1), (58101, 4)])
+def test_largest_finds_what_topk_finds(vocab: int, k: int) -> None:
+    """The k largest of each row, found block by block, equal ``topk``'s: values and indices, with
+    the best ones in the short last block, in one block together, or spread over blocks."""
+    from transformer_course.engine.search import largest
+
+    generator = torch.Generator().manual_seed(vocab)
+    x = torch.randn(6, 3, vocab, generator=generator)
+    x[0, 0, -1] = 10.0  # the best in the last, short block
+    middle = min(vocab // 2, vocab - k)
+    x[0, 1, middle : middle + k] = 20.0 + torch.arange(k)  # the best side by side (one block)
+    x[1, 2, :: max(1, vocab // k)] += 30.0  # each of the best in a block of its own
+    for rows in (x, x[:, 1]):  # (6, 3, V) and a non-contiguous (6, V)
+        values, indices = largest(rows, k)
+        want_values, want_indices = rows.topk(k, dim=-1)
+        assert torch.equal(values, want_values)
+        assert torch.equal(indices, want_indices)
+
+
+@pytest.mark.parametrize("vocab", [3, 50, 2000])
 def test_beam_step_on_a_shortlist_keeps_the_survivors_of_the_whole_vocabulary(vocab: int) -> None:
     """Given each hypothesis's K best tokens, chapter 08's beam_step chooses what it chooses from all
     K·V candidates: with finished hypotheses, empty slots (-inf) and a vocabulary smaller than K."""

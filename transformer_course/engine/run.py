@@ -11,7 +11,8 @@ What a step does, per layer, for B rows of one new token each (x: (B, D)):
   cache allocated once per call, (B, Hkv, capacity, d); the H/Hkv queries that share a key head
   are the rows of one small product against it (grouped heads are never copied);
 * cross-attention (translator): q alone; the keys and values of the encoder's output were
-  projected once, for every layer at once, when the call began;
+  projected once, for every layer at once, when the call began, and a sentence's beams read its
+  keys as the rows of one product (they are never copied for each beam);
 * the product that ends a sub-layer adds the residual (``addmm``); pre-LN norms carry no weights
   (folded into the next matrix, :mod:`~.read`).
 """
@@ -121,15 +122,17 @@ def self_attention(a: SelfAttention, h: Tensor, kv: KVBuffers, i: int, batch: in
 
 
 def cross_attention(a: CrossAttention, h: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
-    """A decoding step's attention over the encoder's output (its keys and values made once).
+    """A decoding step's attention over the encoder's output (its keys and values made once). The
+    R rows of one sentence (its beams) share its keys: their queries are the rows of one product
+    against them, as grouped heads share a key head.
 
     Shape:
-        h: (B, D), keys (B, H, S, Dk), values (B, H, S, Dv), mask: (B, 1, 1, S) additive → heads (B, H·Dv)
+        h: (B·R, D), keys (B, H, S, Dk), values (B, H, S, Dv), mask: (B, 1, 1, S) additive → heads (B·R, H·Dv)
     """
-    batch = h.shape[0]
-    q = a.q(h).view(batch, a.n_heads, 1, a.d_k)  # (B, H, 1, Dk)
-    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # (B, H, 1, Dv)
-    return out.reshape(batch, a.n_heads * a.d_v)  # (B, H·Dv)
+    rows, batch = h.shape[0], keys.shape[0]
+    q = a.q(h).view(batch, rows // batch, a.n_heads, a.d_k).transpose(1, 2)  # (B, H, R, Dk)
+    out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)  # (B, H, R, Dv)
+    return out.transpose(1, 2).reshape(rows, a.n_heads * a.d_v)  # (B·R, H·Dv)
 
 
 def feed_forward(f: FeedForward, h: Tensor) -> Tensor:
@@ -172,7 +175,7 @@ class TranslationSteps:
     """The logits of a translator's next token, step after step, for a batch of source sentences.
 
     The source is encoded once, and the keys and values of its encoding projected once for every
-    decoder layer; ``repeat`` copies each sentence's for its beams (beam search).
+    decoder layer; ``repeat`` rows follow each sentence (its beams), reading its keys and values.
 
     Shape:
         src: (B, S) ids → :meth:`next_logits` (B·repeat, V) float32 at each step
@@ -190,15 +193,14 @@ class TranslationSteps:
             x = encoder_layer(layer, x, batch, mask)
         if plan.encoder_norm is not None:
             x = plan.encoder_norm(x)
-        self.memory = self._memory_heads(x, batch, length, repeat)  # per layer: keys, values (B·K, H, S, ·)
-        self.mask = None if mask is None else mask.repeat_interleave(repeat, 0)  # (B·K, 1, 1, S)
+        self.memory = self._memory_heads(x, batch, length)  # per layer: keys, values (B, H, S, ·)
+        self.mask = mask
         self.kv = KVBuffers(plan, batch * repeat, capacity)
         self.banned = torch.zeros(plan.output.out_features, device=src.device)
         self.banned[[plan.pad_id, plan.bos_id]] = float("-inf")  # never a next token
 
-    def _memory_heads(self, memory: Tensor, batch: int, length: int, repeat: int) -> list[tuple[Tensor, Tensor]]:
-        """The keys (transposed) and values of the encoder's output for every decoder layer,
-        each sentence's repeated for its ``repeat`` rows."""
+    def _memory_heads(self, memory: Tensor, batch: int, length: int) -> list[tuple[Tensor, Tensor]]:
+        """The keys and values of the encoder's output for every decoder layer."""
         if not self.plan.layers:
             return []
         projected = self.plan.memory_kv(memory).view(batch, length, -1)  # (B, S, N·H·(Dk+Dv))
@@ -210,7 +212,7 @@ class TranslationSteps:
             start += a.n_heads * (a.d_k + a.d_v)
             k = k.reshape(batch, length, a.n_heads, a.d_k).transpose(1, 2)  # (B, H, S, Dk)
             v = v.reshape(batch, length, a.n_heads, a.d_v).transpose(1, 2)  # (B, H, S, Dv)
-            heads.append(tuple(t.repeat_interleave(repeat, 0).contiguous() for t in (k, v)))  # (B·K, H, S, ·)
+            heads.append((k.contiguous(), v.contiguous()))  # (B, H, S, ·)
         return heads
 
     def next_logits(self, tokens: Tensor, newest: Tensor) -> Tensor:

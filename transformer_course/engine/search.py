@@ -7,7 +7,8 @@ best tokens can be among the K survivors (its candidates share its score and its
 so they rank as their log-probabilities do). So the engine hands ``beam_step`` a vocabulary of
 K + 1 columns per hypothesis, its K best tokens and ``<pad>``, and maps the columns it chose back
 to tokens: your ``beam_step`` still chooses, on a tensor V / (K + 1) times smaller, and chooses
-the same survivors (up to ties between exactly equal scores).
+the same survivors (up to ties between exactly equal scores). Even the K best of each row are
+found without sorting the row (:func:`largest`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def on_a_shortlist(beam_step: Step) -> Step:
     def step(scores: Tensor, log_probs: Tensor, finished: Tensor, lengths: Tensor, eos_id: int, pad_id: int,
              alpha: float = 0.6) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
         best = min(log_probs.shape[1:])  # k = K, or V when the vocabulary is smaller
-        top, tokens = log_probs.topk(best, dim=-1)  # (B, K, k): each hypothesis's k best, best first
+        top, tokens = largest(log_probs, best)  # (B, K, k): each hypothesis's k best, best first
         column_of_pad = torch.full_like(top[..., :1], float("-inf"))  # a finished hypothesis's only way on
         shortlist = torch.cat([top, column_of_pad], dim=-1)  # (B, K, k+1): a vocabulary of k+1 "tokens"
         tokens = torch.cat([tokens, torch.full_like(tokens[..., :1], pad_id)], dim=-1)  # (B, K, k+1): their ids
@@ -38,3 +39,24 @@ def on_a_shortlist(beam_step: Step) -> Step:
         return origin, chosen, new_scores, new_finished | (chosen == eos_id), new_lengths
 
     return step
+
+
+def largest(x: Tensor, k: int, block: int = 256) -> tuple[Tensor, Tensor]:
+    """``x.topk(k, dim=-1)``, found block by block: a row's k largest values lie in the k blocks
+    whose maxima are largest (a block outside them has k larger values, one in each of them). So
+    a row costs one pass of ``amax`` and a ``topk`` of a few blocks, not a ``topk`` of V values:
+    at opus-mt's V = 58,101 and 64 rows, about a tenth of the time.
+
+    Shape:
+        x: (..., V) → values (..., k) largest first, their indices (..., k)
+    """
+    n = x.shape[-1] // block  # whole blocks; the last V - n·block values are candidates as they are
+    if n <= k:
+        return x.topk(k, dim=-1)
+    blocks = x[..., : n * block].unflatten(-1, (n, block))  # (..., n, block)
+    chosen = blocks.amax(dim=-1).topk(k, dim=-1).indices  # (..., k): the blocks with the largest maxima
+    columns = (chosen[..., None] * block + torch.arange(block, device=x.device)).flatten(-2)  # (..., k·block)
+    rest = torch.arange(n * block, x.shape[-1], device=x.device).expand(*x.shape[:-1], -1)  # (..., V - n·block)
+    columns = torch.cat([columns, rest], dim=-1)  # (..., C): every candidate's column
+    values, where = x.gather(-1, columns).topk(k, dim=-1)  # (..., k) among the C candidates
+    return values, columns.gather(-1, where)
