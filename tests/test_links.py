@@ -83,3 +83,13 @@ def test_a_new_url_reaches_every_badge_cell_and_guide(tmp_path: Path) -> None:
 def test_a_url_colab_cannot_open_is_refused_in_one_line() -> None:
     with pytest.raises(ValueError, match=r"^Colab opens notebooks from GitHub: .* got https://gitlab.com/x/y$"):
         colab_badge("chapters/01_embeddings.ipynb", "https://gitlab.com/x/y")
+
+
+def test_the_readme_lists_every_chapter_once_in_number_order() -> None:
+    """The README's table of chapters has one row per chapter notebook, linked, in number order
+    (a chapter split in two got its second row: chapter 15 once went missing)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| \[(\d\d) [^\]]+\]\(chapters/(\d\d)_\w+\.ipynb\)", readme, flags=re.MULTILINE)
+    chapters = sorted(p.stem[:2] for p in (ROOT / "chapters").glob("[0-9][0-9]_*.py"))
+    assert all(number == linked for number, linked in rows), rows
+    assert [number for number, _ in rows] == chapters
