@@ -37,10 +37,10 @@ def redraw(model: torch.nn.Module, gain: float, embedding_std: float, seed: int 
     return model.eval()
 
 
-def translator(norm_first: bool, **overrides) -> Transformer:
+def translator(norm_first: bool, tgt_vocab: int = 130, **overrides) -> Transformer:
     torch.manual_seed(0)
     settings = dict(n_encoder_layers=2, n_decoder_layers=2, max_len=64, dropout=0.0, tie_output=False) | overrides
-    config = TransformerConfig(120, 130, d_model=32, n_heads=4, d_ff=64, norm_first=norm_first, **settings)
+    config = TransformerConfig(120, tgt_vocab, d_model=32, n_heads=4, d_ff=64, norm_first=norm_first, **settings)
     return redraw(Transformer(config), *((1.0, 2.0) if norm_first else (0.5, 1.0)))
 
 
@@ -210,10 +210,7 @@ def test_the_engine_loads_while_a_room_is_broken(tmp_path: Path) -> None:
 def test_beam_search_over_a_vocabulary_of_many_blocks_gives_the_same_tokens_on_both_paths(precision: str) -> None:
     """With 1,500 target tokens the engine finds each hypothesis's best tokens block by block
     (:func:`~transformer_course.engine.search.largest`), and 4 beams share each sentence's memory."""
-    torch.manual_seed(0)
-    config = TransformerConfig(120, 1500, d_model=32, n_heads=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2,
-                               max_len=64, dropout=0.0, tie_output=False)  # fmt: skip
-    model, src = in_precision(redraw(Transformer(config), 0.5, 1.0), precision), _sources()
+    model, src = in_precision(translator(False, tgt_vocab=1500), precision), _sources()
     (modules, m_scores), (engine, e_scores) = (
         beam_search(model, src, 4, 20, n_best=4, path=p) for p in ("modules", "engine")
     )
