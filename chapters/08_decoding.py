@@ -766,20 +766,22 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # %% [markdown]
 # On a real model's shapes, `benchmarks/engines.py` measures the same engine against CTranslate2 and
 # llama.cpp, the engines people use, with the same random weights in each, one thread each. Here
-# is what it recorded in `benchmarks/results.md` (a 2-core AMD EPYC, 2026-11-28; a ratio above 1
+# is what it recorded in `benchmarks/results.md` (a 2-core AMD EPYC, 2026-11-29; a ratio above 1
 # means the course's engine was faster):
 #
 # | model's shape | decoding | engine compared | float32 | int8 |
 # | --- | --- | --- | ---: | ---: |
-# | opus-mt-en-de (a translator) | greedy, 1 sentence | CTranslate2 | 1.14 | 1.72 |
-# | | greedy, 16 sentences | CTranslate2 | 1.46 | 1.17 |
-# | | beam 4, 1 sentence | CTranslate2 | 1.57 | 1.53 |
-# | | beam 4, 16 sentences | CTranslate2 | 1.02 | 0.94 |
-# | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.65 | 0.65 |
+# | opus-mt-en-de (a translator) | greedy, 1 sentence | CTranslate2 | 1.19 | 1.74 |
+# | | greedy, 16 sentences | CTranslate2 | 1.48 | 1.17 |
+# | | beam 4, 1 sentence | CTranslate2 | 1.52 | 1.56 |
+# | | beam 4, 16 sentences | CTranslate2 | 1.07 | 1.01 |
+# | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.71 | 0.68 |
 #
-# On the translator the engine is ahead in every setting but one: int8 with 16 sentences of 4
-# beams. There a step has 64 rows, and the work outside the products weighs more: log-probabilities
-# over the whole vocabulary, and the cache reordered for the survivors. On the language model,
+# On the translator the engine is ahead in every setting but one, where the two are level: int8
+# with 16 sentences of 4 beams (1.01 here, 0.99 in another run). There a step has 64 rows, and the
+# work outside the products weighs more: log-probabilities over the whole vocabulary, and the cache
+# reordered for the survivors. The engine copies a row of the cache only when a hypothesis has a
+# second survivor; the first takes its parent's place. On the language model,
 # llama.cpp's own matrix-vector code reads the weights faster than PyTorch's kernels. The engine
 # never changes what the model computes. Your modules remain the definition, and the tests hold the
 # engine to their tokens for every kind of model in the course.

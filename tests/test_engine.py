@@ -259,3 +259,63 @@ def test_beam_step_on_a_shortlist_keeps_the_survivors_of_the_whole_vocabulary(vo
         real = want[2].isfinite()  # the tokens of an empty slot are arbitrary
         for a, b in zip(want, got, strict=True):
             assert torch.equal(a[real], b[real])
+
+
+def test_in_place_keeps_the_survivors_and_moves_only_a_hypothesis_s_second_survivors() -> None:
+    """The same survivors as beam_step's, in another order: a hypothesis's first survivor in its
+    own slot, so the rows that move are as many as the hypotheses no survivor continues."""
+    from transformer_course.decoding import beam_step
+    from transformer_course.engine.search import in_place
+
+    generator = torch.Generator().manual_seed(0)
+    batch, beams, vocab = 6, 5, 40
+    moves = 0
+    for _ in range(20):
+        scores = torch.randn(batch, beams, generator=generator) * 3
+        log_probs = (torch.randn(batch, beams, vocab, generator=generator) * 2).log_softmax(-1)
+        finished = torch.rand(batch, beams, generator=generator) < 0.3
+        lengths = torch.randint(1, 9, (batch, beams), generator=generator)
+        args = (scores, log_probs, finished, lengths, 1, 0, 0.6)
+        want, got = beam_step(*args), in_place(beam_step)(*args)
+        key = lambda out, b: sorted(zip(*(t[b].tolist() for t in out), strict=True))  # noqa: E731
+        for b in range(batch):  # the same (origin, token, score, finished, length) survivors
+            assert key(got, b) == key(want, b)
+        origin = got[0]
+        for b in range(batch):
+            parents = set(origin[b].tolist())
+            for parent in parents:  # its first survivor stays in its slot
+                assert origin[b, parent] == parent
+            moved = int((origin[b] != torch.arange(beams)).sum())
+            assert moved == beams - len(parents)
+            moves += moved
+    assert moves > 0  # the draws did make hypotheses with two survivors
+
+
+@pytest.mark.parametrize("sources_move", [False, True], ids=["sources-stay", "a-source-moves"])
+def test_the_cache_reorder_moves_each_row_to_its_place(sources_move: bool) -> None:
+    """Row i of every layer's keys and values becomes the earlier row rows[i], on both ways of
+    copying: straight (no source moves) and through a copy (a source is itself replaced)."""
+    from transformer_course.engine.run import KVBuffers
+
+    plan = plan_for(translator(False))
+    kv = KVBuffers(plan, batch=6, capacity=5)
+    kv.length = 3
+    for buffer in (kv.every_key, kv.every_value):
+        buffer.copy_(torch.randn(buffer.shape))
+    rows = torch.tensor([1, 0, 2, 2, 0, 5] if sources_move else [0, 0, 2, 2, 4, 4])
+    before = [t.clone() for t in kv.keys + kv.values]
+    kv.reorder(rows)
+    for old, new in zip(before, kv.keys + kv.values, strict=True):
+        assert torch.equal(new[:, :, :3], old[rows][:, :, :3])
+
+
+def test_the_forbidden_tokens_live_in_the_plan_s_bias_not_the_model_s() -> None:
+    """<pad> and <bos> are -inf in the translator plan's output bias, in every precision; the
+    model's own bias (and int8 model's) is left as it was."""
+    for model in (translator(False), quantize(translator(False), "int8")):
+        bias = model.output.bias.detach().clone()
+        plan = plan_for(model)
+        c = model.config
+        assert plan.output.bias[[c.pad_id, c.bos_id]].isneginf().all()
+        assert plan.output.bias.isfinite().sum() == c.tgt_vocab_size - 2
+        assert torch.equal(model.output.bias, bias)

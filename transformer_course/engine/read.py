@@ -60,7 +60,8 @@ def _read_translator(model: nn.Module) -> Plan:
         layers=decoder,
         embed=_read_embedding(model.tgt_embed, model.positional),
         final_norm=_read_final_norm(model.decoder.norm, folded=fold),
-        output=read_dense([model.output], fold=_fold(model.decoder.norm) if fold else None),
+        output=read_dense([model.output], fold=_fold(model.decoder.norm) if fold else None,
+                          forbidden=(c.pad_id, c.bos_id)),  # never a next token
         d_model=c.d_model, max_len=c.max_len, **_where(model), pad_id=c.pad_id, bos_id=c.bos_id, eos_id=c.eos_id,
         src_embed=_read_embedding(model.src_embed, model.positional),
         encoder=encoder,

@@ -34,7 +34,9 @@ ACTIVATIONS = {
 
 
 class KVBuffers:
-    """The keys and values of every layer, allocated once for ``capacity`` positions.
+    """The keys and values of every layer, allocated once for ``capacity`` positions: one tensor
+    of keys and one of values, a row of each per sequence (so that beam search moves a row in one
+    copy), seen layer by layer.
 
     Shape:
         keys[i] (B, Hkv, capacity, Dk), values[i] (B, Hkv, capacity, Dv) for layer i; positions
@@ -42,21 +44,33 @@ class KVBuffers:
     """
 
     def __init__(self, plan: Plan, batch: int, capacity: int) -> None:
-        def buffer(features: int) -> Tensor:
-            return torch.empty(batch, a.n_kv_heads, capacity, features, dtype=plan.dtype, device=plan.device)
+        shapes = {(layer.self_attn.n_kv_heads, layer.self_attn.d_k, layer.self_attn.d_v) for layer in plan.layers}
+        if len(shapes) > 1:
+            raise ValueError(f"the engine's cache wants one attention shape in every layer, got {sorted(shapes)}")
+        heads, d_k, d_v = shapes.pop() if shapes else (0, 0, 0)
 
-        self.keys, self.values = [], []
-        for layer in plan.layers:
-            a = layer.self_attn
-            self.keys.append(buffer(a.d_k))
-            self.values.append(buffer(a.d_v))
+        def rows(features: int) -> Tensor:  # (B, N, Hkv, capacity, features) for N layers
+            size = (batch, len(plan.layers), heads, capacity, features)
+            return torch.empty(size, dtype=plan.dtype, device=plan.device)
+
+        self.every_key, self.every_value = rows(d_k), rows(d_v)
+        self.keys, self.values = list(self.every_key.unbind(1)), list(self.every_value.unbind(1))  # views
         self.length = 0
 
     def reorder(self, rows: Tensor) -> None:
-        """Beam search: row i continues the earlier row ``rows[i]`` (only the filled positions move)."""
-        for buffer in self.keys + self.values:
-            filled = buffer.narrow(2, 0, self.length)  # (B, Hkv, L, ·)
-            filled.copy_(filled.index_select(0, rows))
+        """Beam search: row i continues the earlier row ``rows[i]``. Only the rows that continue
+        another row move, and only their filled positions."""
+        moved = (rows != torch.arange(len(rows), device=rows.device)).nonzero().squeeze(1)  # (M,)
+        if len(moved) == 0:
+            return
+        sources = rows[moved]  # (M,) the rows they continue
+        for buffer in (self.every_key, self.every_value):
+            filled = buffer.narrow(3, 0, self.length)  # (B, N, Hkv, L, ·)
+            if torch.isin(sources, moved).any():  # a source moves too: read every source first
+                filled.index_copy_(0, moved, filled.index_select(0, sources))
+            else:  # one copy per row, straight to its place (no rows in between: half the bytes)
+                for row, source in zip(moved.tolist(), sources.tolist(), strict=True):
+                    filled[row].copy_(filled[source])
 
 
 def rotation_table(base: float, d_k: int, capacity: int, device: torch.device) -> Tensor:
@@ -196,8 +210,6 @@ class TranslationSteps:
         self.memory = self._memory_heads(x, batch, length)  # per layer: keys, values (B, H, S, ·)
         self.mask = mask
         self.kv = KVBuffers(plan, batch * repeat, capacity)
-        self.banned = torch.zeros(plan.output.out_features, device=src.device)
-        self.banned[[plan.pad_id, plan.bos_id]] = float("-inf")  # never a next token
 
     def _memory_heads(self, memory: Tensor, batch: int, length: int) -> list[tuple[Tensor, Tensor]]:
         """The keys and values of the encoder's output for every decoder layer."""
@@ -229,7 +241,7 @@ class TranslationSteps:
         kv.length += 1
         if plan.final_norm is not None:
             x = plan.final_norm(x)
-        return plan.output(x).float().add_(self.banned)  # (B, V)
+        return plan.output(x).float()  # (B, V); the output layer's bias forbids <pad> and <bos>
 
     def reorder(self, rows: Tensor) -> None:
         self.kv.reorder(rows)
@@ -238,9 +250,9 @@ class TranslationSteps:
         """Your ``beam_step``, given each hypothesis's K best tokens (:mod:`~.search`). In bfloat16,
         whose 8-bit logits often tie, it sees the whole vocabulary: a shortlist orders tied tokens
         differently, and beam search would follow another of the tied paths than your modules do."""
-        from .search import on_a_shortlist
+        from .search import in_place, on_a_shortlist
 
-        return step if self.plan.dtype == torch.bfloat16 else on_a_shortlist(step)
+        return step if self.plan.dtype == torch.bfloat16 else in_place(on_a_shortlist(step))
 
 
 class LanguageModelSteps:

@@ -9,6 +9,9 @@ K + 1 columns per hypothesis, its K best tokens and ``<pad>``, and maps the colu
 to tokens: your ``beam_step`` still chooses, on a tensor V / (K + 1) times smaller, and chooses
 the same survivors (up to ties between exactly equal scores). Even the K best of each row are
 found without sorting the row (:func:`largest`).
+
+After the choice, :func:`in_place` orders the survivors so that the cache moves little: a
+hypothesis's first survivor stays in its slot, and only a second survivor's row is copied.
 """
 
 from __future__ import annotations
@@ -39,6 +42,38 @@ def on_a_shortlist(beam_step: Step) -> Step:
         return origin, chosen, new_scores, new_finished | (chosen == eos_id), new_lengths
 
     return step
+
+
+def in_place(beam_step: Step) -> Step:
+    """``beam_step`` (chapter 08's signature and result) with its survivors put where the cache
+    need not move: a hypothesis's first survivor takes its slot, and the other survivors of a
+    sentence take the slots of the hypotheses that had none. The survivors are the same; only
+    their order in the beam changes. A cache row then moves only for a second survivor of a
+    hypothesis (:meth:`~.run.KVBuffers.reorder` copies only the rows that move)."""
+
+    def step(*args, **kwargs) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:  # noqa: ANN002, ANN003
+        origin, *rest = beam_step(*args, **kwargs)  # each (B, K), best first
+        slot = slots(origin)  # (B, K): where each survivor goes
+        return tuple(torch.empty_like(t).scatter_(1, slot, t) for t in (origin, *rest))
+
+    return step
+
+
+def slots(origin: Tensor) -> Tensor:
+    """The slot of each survivor: its hypothesis's slot for the first survivor that continues it,
+    else the free slots (of hypotheses no survivor continues) in order.
+
+    Shape:
+        origin: (B, K), the hypothesis each survivor continues → (B, K), a permutation per row
+    """
+    beams = origin.shape[1]
+    same = origin[:, :, None] == origin[:, None, :]  # (B, K, K): survivors i and j continue one hypothesis
+    earlier = torch.ones(beams, beams, dtype=torch.bool, device=origin.device).tril(-1)  # (K, K): j < i
+    first = ~(same & earlier).any(dim=-1)  # (B, K): i is the first survivor of its hypothesis
+    continued = torch.zeros_like(first).scatter_(1, origin, True)  # (B, K): slots a survivor continues
+    free = continued.long().argsort(dim=1, stable=True)  # (B, K): the free slots first, in order
+    later = ((~first).long().cumsum(dim=1) - 1).clamp(min=0)  # (B, K): the n-th later survivor takes free slot n
+    return torch.where(first, origin, free.gather(1, later))
 
 
 def largest(x: Tensor, k: int, block: int = 256) -> tuple[Tensor, Tensor]:

@@ -126,7 +126,9 @@ class Int8Dense:
         return self(x).add_(residual)
 
 
-def read_dense(linears: list, fold: tuple[Tensor, Tensor | None] | None = None) -> Dense | Int8Dense:
+def read_dense(
+    linears: list, fold: tuple[Tensor, Tensor | None] | None = None, forbidden: tuple[int, ...] = ()
+) -> Dense | Int8Dense:
     """One :class:`Dense` (or :class:`Int8Dense`) for several layers that read the same input: their
     output rows stacked in the order given.
 
@@ -134,8 +136,16 @@ def read_dense(linears: list, fold: tuple[Tensor, Tensor | None] | None = None) 
         linears: ``nn.Linear`` or chapter 16's ``Int8Linear`` layers, (out_i, in) each.
         fold: a pre-LN norm's (gain g, shift β or None) folded in: ``W (g ⊙ x̂ + β) + b`` is
             ``(W diag(g)) x̂ + (W β + b)``, so the norm before it needs no weights of its own.
+        forbidden: outputs that are always ``-inf`` (a translator's ``<pad>`` and ``<bos>``, never
+            a next token): their bias is ``-inf``, which spares a pass over the logits each step.
     """
     bias = _stacked_bias(linears)
+    if forbidden:
+        if bias is None:
+            weight = linears[0].weight
+            dtype = weight.dtype if weight.dtype.is_floating_point else torch.float32  # int8 layers: a float bias
+            bias = torch.zeros(sum(layer.weight.shape[0] for layer in linears), dtype=dtype, device=weight.device)
+        bias[list(forbidden)] = float("-inf")  # a copy: _stacked_bias concatenates
     if all(hasattr(layer, "scale") for layer in linears):  # int8 layers: stacking keeps each row's scale
         if fold is not None:
             raise ValueError("int8 weights are not folded: the norm keeps its gain")
