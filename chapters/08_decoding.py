@@ -777,11 +777,11 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # | | beam 4, 16 sentences | CTranslate2 | 1.07 | 1.01 |
 # | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.71 | 0.68 |
 #
-# On the translator the engine is ahead in every setting but one, where the two are level: int8
-# with 16 sentences of 4 beams (1.01 here, 0.99 in another run). There a step has 64 rows, and the
-# work outside the products weighs more: log-probabilities over the whole vocabulary, and the cache
-# reordered for the survivors. The engine copies a row of the cache only when a hypothesis has a
-# second survivor; the first takes its parent's place. On the language model,
+# On the translator the engine is ahead in every setting but one. In int8 with 16 sentences of 4
+# beams the two are level (1.01 here, 0.99 in another run). There a step has 64 rows, and the work
+# outside the products weighs more: log-probabilities over the whole vocabulary, and the cache
+# reordered for the survivors. After each step, a hypothesis's first survivor keeps its parent's
+# row of the cache, and only its other survivors are copied. On the language model,
 # llama.cpp's own matrix-vector code reads the weights faster than PyTorch's kernels. The engine
 # never changes what the model computes. Your modules remain the definition, and the tests hold the
 # engine to their tokens for every kind of model in the course.

@@ -312,7 +312,7 @@ def test_the_cache_reorder_moves_each_row_to_its_place(sources_move: bool) -> No
 def test_the_forbidden_tokens_live_in_the_plan_s_bias_not_the_model_s() -> None:
     """<pad> and <bos> are -inf in the translator plan's output bias, in every precision; the
     model's own bias (and int8 model's) is left as it was."""
-    for model in (translator(False), quantize(translator(False), "int8")):
+    for model in (translator(False), in_precision(translator(False), "bf16"), quantize(translator(False), "int8")):
         bias = model.output.bias.detach().clone()
         plan = plan_for(model)
         c = model.config

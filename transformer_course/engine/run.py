@@ -36,7 +36,8 @@ ACTIVATIONS = {
 class KVBuffers:
     """The keys and values of every layer, allocated once for ``capacity`` positions: one tensor
     of keys and one of values, a row of each per sequence (so that beam search moves a row in one
-    copy), seen layer by layer.
+    copy), seen layer by layer. Every layer's attention has one shape (every model of the course
+    does; another is refused in one line).
 
     Shape:
         keys[i] (B, Hkv, capacity, Dk), values[i] (B, Hkv, capacity, Dv) for layer i; positions
@@ -58,19 +59,24 @@ class KVBuffers:
         self.length = 0
 
     def reorder(self, rows: Tensor) -> None:
-        """Beam search: row i continues the earlier row ``rows[i]``. Only the rows that continue
-        another row move, and only their filled positions."""
-        moved = (rows != torch.arange(len(rows), device=rows.device)).nonzero().squeeze(1)  # (M,)
-        if len(moved) == 0:
+        """Beam search: row i continues the earlier row ``rows[i]`` (only the filled positions move).
+        On a CPU only the rows that continue another row move; on a GPU every row is gathered, so
+        that the step never waits to read ``rows``."""
+        filled = [buffer.narrow(3, 0, self.length) for buffer in (self.every_key, self.every_value)]
+        # each (B, N, Hkv, L, ·)
+        if rows.device.type != "cpu":
+            for part in filled:
+                part.copy_(part.index_select(0, rows))
             return
+        moved = (rows != torch.arange(len(rows))).nonzero().squeeze(1)  # (M,)
         sources = rows[moved]  # (M,) the rows they continue
-        for buffer in (self.every_key, self.every_value):
-            filled = buffer.narrow(3, 0, self.length)  # (B, N, Hkv, L, ·)
-            if torch.isin(sources, moved).any():  # a source moves too: read every source first
-                filled.index_copy_(0, moved, filled.index_select(0, sources))
-            else:  # one copy per row, straight to its place (no rows in between: half the bytes)
-                for row, source in zip(moved.tolist(), sources.tolist(), strict=True):
-                    filled[row].copy_(filled[source])
+        if torch.isin(sources, moved).any():  # a source moves too: read every source first
+            for part in filled:
+                part.index_copy_(0, moved, part.index_select(0, sources))
+            return
+        for row, source in zip(moved.tolist(), sources.tolist(), strict=True):  # straight to its place
+            for part in filled:
+                part[row].copy_(part[source])
 
 
 def rotation_table(base: float, d_k: int, capacity: int, device: torch.device) -> Tensor:
