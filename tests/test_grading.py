@@ -43,6 +43,7 @@ from transformer_course.tools.grading import (
 from transformer_course.tools.grading.workers import Worker, hidden_course_packages
 from transformer_course.tools.probe.wire import MAGIC, MalformedResult, Opaque, frame, plain, read_payload
 
+from . import sandboxes
 from .adversarial import EXERCISES, PACKAGE, write_submissions
 
 pytestmark = pytest.mark.complete_edition
@@ -333,9 +334,7 @@ def test_the_package_is_found_in_every_usual_layout(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("mechanism", ["bwrap", "unshare"])
 def test_grading_runs_in_either_sandbox(mechanism: str, tmp_path: Path) -> None:
-    support = sandbox.probe(mechanism)
-    if not support.isolated:
-        pytest.skip(support.description)
+    support = sandboxes.needs(mechanism)
     expected = write_submissions(tmp_path / "all", ROOT, sandboxed=True)
     for name in ("correct", "wrong_shape"):
         shutil.move(tmp_path / "all" / name, tmp_path / "subs" / name)
@@ -351,8 +350,7 @@ def test_the_instructors_package_in_site_packages_is_hidden_from_jobs(
 ) -> None:
     """A non-editable install puts the course (answers included) in site-packages, which every job
     sees: the job is shown an empty folder there instead."""
-    if not SUPPORT.isolated:
-        pytest.skip(SUPPORT.description)
+    sandboxes.needs()
     installed = min(p for p in Path(site.getsitepackages()[0]).iterdir() if p.name.endswith(".dist-info"))
     monkeypatch.setattr(course, "package_dir", lambda: installed)
     hidden = hidden_course_packages(tmp_path)

@@ -20,15 +20,15 @@ import pytest
 
 from transformer_course.tools import sandbox
 
+from . import sandboxes
+
 REPO = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
 
 
 @pytest.fixture(params=["bwrap", "unshare"])
 def mechanism(request: pytest.FixtureRequest) -> str:
-    support = sandbox.probe(request.param)
-    if not support.isolated:
-        pytest.skip(support.description)
+    sandboxes.needs(request.param)
     return request.param
 
 

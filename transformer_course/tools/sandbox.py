@@ -93,6 +93,14 @@ class SandboxError(RuntimeError):
     """The job did not run: the sandbox could not be built, or isolation was required and is missing."""
 
 
+class _NotStarted(SandboxError):
+    """The launcher ran but built no sandbox; ``message`` is its own error, in one line."""
+
+    def __init__(self, mechanism: Mechanism, message: str) -> None:
+        super().__init__(f"{mechanism}: the job did not start: {message}")
+        self.message = message
+
+
 class Visible(NamedTuple):
     """A host path shown to the job at ``sandbox_path`` (default: the same path), read-only unless ``writable``."""
 
@@ -142,7 +150,7 @@ def _describe(mechanism: Mechanism) -> str:
 
 @cache
 def _problem(mechanism: Mechanism) -> str | None:
-    """Why ``mechanism`` cannot sandbox a job on this machine, or None when it can (tried for real)."""
+    """Why ``mechanism`` cannot sandbox a job on this machine, in one line, or None when it can (tried for real)."""
     if mechanism == "none":
         return None
     if sys.platform != "linux":
@@ -152,15 +160,31 @@ def _problem(mechanism: Mechanism) -> str | None:
     if missing:
         return f"{' and '.join(missing)} not installed"
     if mechanism == "unshare" and PIVOT_ROOT is None:
-        return f"unshare backend does not know pivot_root's number on {platform.machine()}"
+        return f"unshare: unknown architecture {platform.machine()} (pivot_root's number is not known)"
     try:  # the only reliable test: run a tiny job the way run() will
         plan, limits = _plan([], python=False, tmp_mb=1), _Limits(10.0, 256, 8, 1, 4096)
         result = _run(mechanism, ["true"], plan, limits, BASE_ENV, "/tmp")
+    except _NotStarted as error:
+        return f"{mechanism} refused: {error.message}"
     except (SandboxError, OSError) as error:
-        return f"{mechanism} cannot build a sandbox here ({str(error).splitlines()[0]})"
+        return f"{mechanism} refused: {one_line(str(error))}"
     if not result.ok:
-        return f"{mechanism} test job failed: {result.stderr.decode(errors='replace').strip()[:200]}"
+        return f"{mechanism} refused: {tool_message(result.stderr, result.returncode)}"
     return None
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """``text`` as one printable line of at most ``limit`` characters."""
+    line = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def tool_message(stderr: bytes, returncode: int) -> str:
+    """What a launcher said when it failed, in one line: its first line (a Python traceback's last)."""
+    lines = [line.strip() for line in stderr.decode(errors="replace").splitlines() if line.strip()]
+    if not lines:
+        return f"exit status {returncode}, no message"
+    return one_line(lines[-1] if lines[0].startswith("Traceback") else lines[0])
 
 
 def probe(mechanism: Mechanism | None = None) -> SandboxSupport:
@@ -359,8 +383,7 @@ def _run(
     # bwrap and _inside write {"exit-code": N} only when the sandbox was built and its first process ran
     # to the end; without it the sandbox failed to build, and the message is on stderr.
     if not result.timed_out and b'"exit-code"' not in status:
-        message = result.stderr.decode(errors="replace").strip().splitlines() or ["no message"]
-        raise SandboxError(f"{mechanism}: the job did not start: {message[-1]}")
+        raise _NotStarted(mechanism, tool_message(result.stderr, result.returncode))
     return result
 
 
@@ -572,11 +595,17 @@ def _bwrap_command(
             command += [f"--{op.kind}", op.dst]
     command += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", cwd, "--"]
     if job_uid is not None:
-        command += [shutil.which("setpriv") or "setpriv", f"--reuid={job_uid}", f"--regid={job_uid}", "--clear-groups"]
+        command += [_inside_path("setpriv"), f"--reuid={job_uid}", f"--regid={job_uid}", "--clear-groups"]
         command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs"]
     # RLIMIT_NPROC is set inside, after the user namespace exists, so that it counts this job's processes
     # only (as root, where there is none, it counts all of job_uid's).
-    return command + [shutil.which("prlimit") or "prlimit", f"--nproc={nproc}:{nproc}", "--", *argv]
+    return command + [_inside_path("prlimit"), f"--nproc={nproc}:{nproc}", "--", *argv]
+
+
+def _inside_path(tool: str) -> str:
+    """Where a helper that runs inside the sandbox really lives: a link on the PATH (~/.local/bin) is not shown there."""
+    found = shutil.which(tool)
+    return os.path.realpath(found) if found else tool
 
 
 def _unshare_command(spec: dict, *, as_root: bool) -> list[str]:

@@ -14,6 +14,7 @@ import os
 import platform
 import resource
 import sys
+import warnings  # noqa: F401 - os.execvp imports it lazily, after the new root has hidden the standard library
 from functools import cache
 
 PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_SET_NO_NEW_PRIVS = 1, 24, 38
@@ -152,4 +153,8 @@ def _inside(spec: dict) -> None:
 
 
 if __name__ == "__main__":
-    _inside(json.loads(sys.argv[1]))
+    try:
+        _inside(json.loads(sys.argv[1]))
+    except Exception as error:  # one line for the grader's probe and messages, never a traceback
+        print(f"sandbox: {type(error).__name__}: {error}", file=sys.stderr, flush=True)
+        os._exit(125)

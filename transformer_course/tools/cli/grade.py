@@ -59,7 +59,7 @@ def _grade(args: argparse.Namespace) -> int:
         written.read_sheet(sheet)
     try:
         report = grading.grade(args.submissions_dir, config, args.exercises or None, progress=not args.no_progress,
-                               mechanism=support.mechanism, state_file=state, resume=args.resume, due=due,
+                               mechanism=mechanism, state_file=state, resume=args.resume, due=due,
                                only=args.only)  # fmt: skip
     except KeyboardInterrupt:
         print(f"interrupted: the students still running were stopped; no report written. The students done are "
@@ -89,7 +89,7 @@ def _grade(args: argparse.Namespace) -> int:
         print(line)
     print(
         f"graded {len(report.students)} submission(s) on {len(report.exercises)} exercise(s) in {report.seconds:.1f} s"
-        f" ({support.mechanism if support.isolated else 'no sandbox'})"
+        f" ({report.sandbox})"
     )
     folder = feedback_dir / config.assignment if config.assignment else feedback_dir
     print(f"wrote {out}, {json_path} and {folder}/<student>.md")

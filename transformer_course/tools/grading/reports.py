@@ -258,6 +258,8 @@ def feedback_markdown(student: StudentReport, report: GradingReport) -> str:
         "",
         "Run the same checks yourself: `python -m transformer_course check` (or `pytest -m ex03_1` for one).",
         "",
+        f"What protected the grading: {markdown_text(report.sandbox)}.",
+        "",
     ]
     return "\n".join(lines)
 

@@ -88,7 +88,7 @@ def grade(
                     report.late = report.newest_file > due.timestamp()
             state = GradingState(state_file, ids, config) if state_file is not None else None
             todo = state.restore(reports, todo, resume) if state is not None else todo
-            meter = Progress(len(todo), len(todo) * len(wanted), enabled=progress)
+            meter = Progress(len(todo), len(todo) * len(wanted), enabled=progress, sandbox=support.description)
             for index, ex, outcome in jobs.run(todo):
                 reports[index].results[ex.id] = jobs.judged(ex, outcome)
                 done = len(reports[index].results) == len(wanted)

@@ -24,12 +24,17 @@ def state_path(report_csv: Path) -> Path:
 
 class Progress:
     """One line on stderr as each student is done (and at most every ``every_s`` seconds between):
-    students done / total, exercises per second, an estimate of the time left."""
+    students done / total, exercises per second, an estimate of the time left. The first line says
+    what protects the jobs (``sandbox``: the sandbox's one-line description), as the report does."""
 
-    def __init__(self, students: int, exercises: int, enabled: bool = True, every_s: float = 10.0) -> None:
+    def __init__(
+        self, students: int, exercises: int, enabled: bool = True, every_s: float = 10.0, sandbox: str = ""
+    ) -> None:
         self.students, self.exercises, self.enabled, self.every_s = students, exercises, enabled, every_s
         self.students_done = self.exercises_done = self.said = 0
         self.start = self.last = time.monotonic()
+        if enabled and sandbox:
+            print(f"grading {students} student(s): {sandbox}", file=sys.stderr, flush=True)
 
     def advance(self, student_done: bool) -> None:
         self.exercises_done += 1
