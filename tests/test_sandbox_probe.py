@@ -77,7 +77,11 @@ def _one_line(support: sandbox.SandboxSupport) -> str:
         ("refused", "missing", [f"bwrap refused: {BWRAP_SAYS}", "unshare not installed"]),
         ("missing", "refused", ["bwrap not installed", f"unshare refused: {UNSHARE_SAYS}"]),
         ("refused", "refused", [f"bwrap refused: {BWRAP_SAYS}", f"unshare refused: {UNSHARE_SAYS}"]),
-        ("silent", "silent", ["bwrap refused: exit status 1, no message", "unshare refused: exit status 1, no message"]),
+        (
+            "silent",
+            "silent",
+            ["bwrap refused: exit status 1, no message", "unshare refused: exit status 1, no message"],
+        ),
     ],
 )
 def test_where_nothing_works_the_probe_says_why_in_one_line(machine, bwrap: str, unshare: str, reasons: list) -> None:
