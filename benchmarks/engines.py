@@ -69,7 +69,7 @@ PROMPT_LEN, NEW_TOKENS = 16, 64  # the language model
 
 
 def draw_every_tensor(model: torch.nn.Module, seed: int = 0) -> None:
-    """Every tensor random (norm gains around 1, biases small), as chapter 11's proofs draw them."""
+    """Every tensor random (norm gains around 1, biases small), as chapter 15's proofs draw them."""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in sorted(model.named_parameters()):

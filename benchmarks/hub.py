@@ -180,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--clock", choices=("wall", "cpu"), default="cpu")
     parser.add_argument("--accuracy", action="store_true", help="score the shipped translators instead of timing")
-    parser.add_argument("--sentences", help="with --accuracy: a sentence translator's checkpoint (chapter 09)")
+    parser.add_argument("--sentences", help="with --accuracy: a sentence translator's checkpoint (chapter 12)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore", message=".*generation flags.*")

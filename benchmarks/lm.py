@@ -1,4 +1,4 @@
-"""Chapter 10's measurements: the memory of attention, the size of the KV cache, generation with it.
+"""Chapter 13's measurements: the memory of attention, the size of the KV cache, generation with it.
 
     python -m benchmarks.lm                          # all three parts (≈ 2 minutes on a 2-core CPU)
     python -m benchmarks.lm --part memory --lengths 2048 4096
@@ -280,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     about = machine()
     lines = [
-        f"## Chapter 10: attention memory, KV cache, generation (`python -m benchmarks.lm`, {time.strftime('%Y-%m-%d')})",
+        f"## Chapter 13: attention memory, KV cache, generation (`python -m benchmarks.lm`, {time.strftime('%Y-%m-%d')})",
         "",
     ]
     lines += [f"Machine: {about}", ""]

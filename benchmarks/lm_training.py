@@ -1,4 +1,4 @@
-"""Training speed of chapter 10's modern language model against a compact Llama-style reference.
+"""Training speed of chapter 13's modern language model against a compact Llama-style reference.
 
     python -m benchmarks.lm_training                  # D=256, H=8, Hkv=2, 4 layers, batch 16 × 128 tokens
     python -m benchmarks.lm_training --rounds 3 --no-append
@@ -165,7 +165,7 @@ def table(medians: dict[str, float], batch: int, length: int) -> str:
     reference = medians["Llama-style reference"]
     c = make_config()
     lines = [
-        f"## Chapter 10's model in training against a Llama-style reference (`python -m benchmarks.lm_training`, "
+        f"## Chapter 13's model in training against a Llama-style reference (`python -m benchmarks.lm_training`, "
         f"{time.strftime('%Y-%m-%d')})",
         "",
         f"D={c.d_model}, H={c.n_heads}, Hkv={c.n_kv_heads}, {c.n_layers} layers, SwiGLU d_ff={c.d_ff}, V={c.vocab_size}, "

@@ -416,7 +416,7 @@ def format_report(info: dict, results: dict, autocast: str) -> str:
         lines += [
             "",
             "torch: nn.Transformer re-runs the decoder on the whole prefix at every step (its only option); "
-            "ours-cache: our KV cache (chapter 08); ours-no-cache: ours re-running the prefix like torch.",
+            "ours-cache: our KV cache (chapter 09); ours-no-cache: ours re-running the prefix like torch.",
         ]
     lines += [
         "",

@@ -86,7 +86,7 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
 # each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
 # uses it, and the [notation page](../book/notation.md) lists them all. The example under the
-# inputs comes from the toy task of chapters 07 and 08. The English "twenty one" goes in. The
+# inputs comes from the toy task of chapters 08 and 08. The English "twenty one" goes in. The
 # decoder reads its German translation, *ein und zwanzig*, shifted one place to the right behind
 # `<bos>`.
 #
@@ -276,7 +276,7 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
 # $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the balance
 # still matters once the model learns is a question for training: [chapter
-# 13](13_testing_the_papers_choices.ipynb) puts it to a test, and its answer is more modest.
+# 13](11_testing_the_papers_choices.ipynb) puts it to a test, and its answer is more modest.
 
 # %%
 widths = [16, 32, 64, 128, 256, 512, 1024]

@@ -175,7 +175,7 @@ plt.show()
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
 # sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01 took on
 # trust. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
-# comparable lengths. (Trained models, in [chapter 13](13_testing_the_papers_choices.ipynb), care
+# comparable lengths. (Trained models, in [chapter 11](11_testing_the_papers_choices.ipynb), care
 # less about this balance than about token vectors that start too long.)
 #
 # ## 3. Moving $k$ positions ahead is a rotation
@@ -328,7 +328,7 @@ plt.show()
 # `forward` in exercise `ex02_2`.
 #
 # `forward(x, offset=L)` reads the rows L … L+T−1 instead: x is then the continuation of a longer
-# sequence, starting at position L. Chapter 08 needs this when it writes a translation one token at
+# sequence, starting at position L. Chapter 09 needs this when it writes a translation one token at
 # a time, each new token at the next position.
 #
 # The table is registered as a *buffer*. It follows `.to(device)` and `.to(dtype)` like a weight,
@@ -380,7 +380,7 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # beyond its `max_len`, and the rows of positions that never occurred in training get no gradient,
 # so they stay random. The sinusoids are at least defined everywhere. Whether a model can *use* them
 # beyond its training lengths is another question, which [chapter
-# 13](13_testing_the_papers_choices.ipynb) puts to a test.
+# 13](11_testing_the_papers_choices.ipynb) puts to a test.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)
@@ -425,7 +425,7 @@ plt.show()
 #   buffer; dropout acts on the sum (§5.4).
 # - The paper found learned position vectors as good as the sinusoids on its translation task
 #   (Table 3 (E)). A learned table's rows for positions never seen in training get no gradient;
-#   chapter 13 tests both kinds on strings longer than any seen in training.
+#   chapter 11 tests both kinds on strings longer than any seen in training.
 #
 # Next, chapter 03 builds the attention that these vectors feed.
 #

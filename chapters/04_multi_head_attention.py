@@ -276,7 +276,7 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # output. So the key length S may differ from T.
 #
 # The keys and values come from one small method, `keys_and_values`, which projects them with
-# $W^K$ and $W^V$ and splits the heads. (Its `cache` argument belongs to chapter 08; until then it
+# $W^K$ and $W^V$ and splits the heads. (Its `cache` argument belongs to chapter 09; until then it
 # is `None`.)
 
 # %%
@@ -375,8 +375,8 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 #
 # ## 8. Looking at each head
 #
-# Per-head attention maps show what each head does. Trained heads come later: chapter 07 shows the
-# heads of a model trained to reverse strings, and chapter 14 every head of the shipped translator.
+# Per-head attention maps show what each head does. Trained heads come later: chapter 08 shows the
+# heads of a model trained to reverse strings, and chapter 10 every head of the shipped translator.
 # Here we *build* four heads by hand, so we know what the maps should look like. The input is only
 # the sinusoidal positional encoding of chapter 02. Chapter 02 showed that moving $k$ positions is
 # a fixed linear map $M_k$ of the encoding (`relative_position_map`). So let a head's query
@@ -428,8 +428,8 @@ plt.show()
 # Keep these four patterns in mind: trained models find rules of the same kinds by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
 # or the next token. Clark et al. (2019) found heads in BERT that spread their weight broadly over
-# the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 07, section 5).
-# Chapter 14 shows that the trained translator has heads that jump across the sentence to the
+# the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).
+# Chapter 10 shows that the trained translator has heads that jump across the sentence to the
 # English word a German piece needs.
 #
 # ## 9. Equal to `nn.MultiheadAttention`

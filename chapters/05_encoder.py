@@ -301,7 +301,7 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # experiment below builds a 12-layer encoder both ways, with the same initialisation: every weight
 # matrix is drawn by Xavier's uniform rule, as in `nn.Transformer` and our `Transformer`. It feeds a
 # batch of random vectors and puts a linear classifier on top, with **random target classes**. Then
-# it backpropagates the classification loss (the cross-entropy of chapter 07) once. No training
+# it backpropagates the classification loss (the cross-entropy of chapter 08) once. No training
 # happens. We only look at the gradient each layer receives at initialisation, averaged over three
 # random initialisations.
 #
@@ -375,14 +375,14 @@ for name, (grads, stream) in results.items():
 #   of the top layer's to the bottom layer's). So the last layers, closest to the loss, receive
 #   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
 #   Transformer Architecture") analyse this effect. They connect it to the paper's **learning-rate
-#   warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 07). A mild ratio at
-#   initialisation proves nothing about training by itself; [chapter 13](13_testing_the_papers_choices.ipynb) trains
+#   warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 08). A mild ratio at
+#   initialisation proves nothing about training by itself; [chapter 11](11_testing_the_papers_choices.ipynb) trains
 #   the models to find out whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
 #   shrinks upwards: as the stream grows, every new layer's contribution is a smaller share of it.
 #   Nothing is concentrated at the top. Xiong et al. train pre-LN models without the warm-up stage,
-#   and chapter 13 tries it too. The flip side is visible as well: the upper layers of a pre-LN stack
+#   and chapter 11 tries it too. The flip side is visible as well: the upper layers of a pre-LN stack
 #   move a large stream by comparatively little.
 #
 # The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
@@ -537,7 +537,7 @@ print(
 #    <details><summary>Answer</summary>
 #
 #    The derivative of $x + f(x)$ with respect to $x$ is the identity plus that of $f$. So part of
-#    the gradient passes each layer unchanged, whatever $f$ does. (Chapter 13 trains a model without
+#    the gradient passes each layer unchanged, whatever $f$ does. (Chapter 11 trains a model without
 #    the shortcuts and watches it fail.)
 #    </details>
 #

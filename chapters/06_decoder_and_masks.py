@@ -22,7 +22,7 @@
 # token at a time, yet it is *trained* on whole target sentences in one pass. Two masks make that
 # honest, and one extra attention sub-layer connects the decoder to the encoder. With them we can
 # assemble the complete model of the paper's Figure 1 and read all of its code on one page.
-# Chapter 12 counts its parameters against the paper's Table 3.
+# Chapter 07 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
 #
@@ -104,7 +104,7 @@ architecture_map("decoder")
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
 # shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`. The
 # decoder's input is the target **shifted right**: it starts with `<bos>`. So at position $t$ the
-# decoder has seen the target tokens before $t$, and must predict token $t$ (chapter 07 builds the
+# decoder has seen the target tokens before $t$, and must predict token $t$ (chapter 08 builds the
 # training pairs). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
 
 # %%
@@ -260,7 +260,7 @@ print(
 
 # %% [markdown]
 # The padded *query* rows (below "!") still attend to the real tokens before them: they compute
-# something harmless that nobody uses (the loss ignores padded positions, chapter 07). What matters
+# something harmless that nobody uses (the loss ignores padded positions, chapter 08). What matters
 # is that no real query ever has a padded or future key, and no row is entirely False. (Even if one
 # were, our attention fills blocked scores with `torch.finfo(dtype).min`, giving a finite uniform
 # row rather than NaN, chapter 03.)
@@ -327,7 +327,7 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 
 # %% [markdown]
 # Untrained, the weights follow whatever the random projections happen to favour; training
-# (chapter 07) makes them meaningful, and chapter 08 plots them for a trained model. Padding gets
+# (chapter 08) makes them meaningful, and chapter 09 plots them for a trained model. Padding gets
 # exactly zero.
 #
 # ## 6. The decoder layer and the stack
@@ -345,7 +345,7 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # line: the decoder's own states `h` supply only the queries.
 # `Decoder` applies $N$ such layers, each attending to the same memory.
 #
-# `DecoderLayer.forward` also takes a `cache` (chapter 08 writes translations one token at a time
+# `DecoderLayer.forward` also takes a `cache` (chapter 09 writes translations one token at a time
 # and keeps the keys and values of the earlier tokens). It is plain data handed down: the layer
 # passes `cache.self_attn` to its self-attention and `cache.cross_attn` to its cross-attention, and
 # without a cache both are `None`.
@@ -482,7 +482,7 @@ from unittest import mock
 
 
 def decoder_layer_mask_in_training_only(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    # (`cache` is for chapter 08's fast decoding; unused here)
+    # (`cache` is for chapter 09's fast decoding; unused here)
     used = tgt_mask if self.training else None  # bug: no mask in eval()
 
     def self_attention(h):
@@ -527,7 +527,7 @@ print(run_check("ex06_2").line())  # the package's padding_mask
 # `_decode`. `_encode` embeds the source ids, adds the positions and runs the encoder layers. Each
 # encoder layer wraps self-attention and the feed-forward network in `residual`. `_decode` does the
 # same with the target and its causal mask, and each decoder layer adds cross-attention to the
-# memory. A linear layer turns the last states into logits. The `cache` arguments serve chapter 08,
+# memory. A linear layer turns the last states into logits. The `cache` arguments serve chapter 09,
 # which decodes one token at a time; here they are `None`.
 
 # %% tags=["shows-solutions"]
@@ -601,7 +601,7 @@ assert not not_run, f"on the page but never run: {not_run}"
 #
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
 # the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
-# solutions are in `solutions/`. Chapter 07 trains this model.
+# solutions are in `solutions/`. Chapter 08 trains this model.
 
 # %% [markdown]
 # ## Check yourself
@@ -641,7 +641,7 @@ assert not not_run, f"on the page but never run: {not_run}"
 # ## Further reading
 #
 # - The paper: §3.1 and Figure 1 (the decoder), §3.2.3 (masking), §3.4 (one shared matrix), Table 3
-#   (model sizes; [chapter 12](12_counting_parameters.ipynb) counts them).
+#   (model sizes; [chapter 07](07_counting_parameters.ipynb) counts them).
 # - Sutskever, Vinyals and Le (2014), *Sequence to Sequence Learning with Neural Networks*: the
 #   encoder-decoder for translation, with recurrent networks.
 # - Radford et al. (2018), *Improving Language Understanding by Generative Pre-Training*: a

@@ -18,7 +18,7 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
-# Chapter 11 put the weights of three published families into the course's own models: the OPUS-MT
+# Chapter 15 put the weights of three published families into the course's own models: the OPUS-MT
 # translators (Marian), GPT-2 and Llama (SmolLM2, a small Llama). It proved each conversion on
 # random numbers in the real shapes. This chapter does the rest of what a real model needs. It turns
 # text into the ids a checkpoint reads, and ids back into text. It downloads the published weights,
@@ -94,11 +94,11 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # %% [markdown]
 # ## Where we are
 #
-# Chapter 11 converted the weights of Marian, GPT-2 and Llama into our `Transformer` and
+# Chapter 15 converted the weights of Marian, GPT-2 and Llama into our `Transformer` and
 # `DecoderOnlyLM`. It proved them equal to the originals: the same logits within rounding, and the
 # same greedy tokens as `transformers`. Those weights were random numbers in the real shapes. Here
 # the numbers become the published ones, and the inputs become real text. The model is still the one
-# chapters 06 and 10 built, with chapter 11's settings. The
+# chapters 06 and 13 built, with chapter 15's settings. The
 # [notation page](../book/notation.md) lists the letters.
 #
 # *The diagram in words:* The encoder stands on the left, the decoder on the right. Nearly every box
@@ -116,10 +116,10 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # A checkpoint comes with its **tokenizer**. It cuts a text into the pieces its model was trained on,
 # and gives each piece the id of its row in the embedding. Another tokenizer, even one with the same
 # size of vocabulary, hands the model ids that mean other pieces. The three families use two kinds,
-# and we can build both here, small and offline, on the English and German sentences of chapter 09.
+# and we can build both here, small and offline, on the English and German sentences of chapter 12.
 #
 # **Marian: SentencePiece, two models over one vocabulary.** SentencePiece cuts a text into pieces,
-# with "▁" marking the start of a word, as chapter 09's tokenizer does. An OPUS-MT checkpoint holds
+# with "▁" marking the start of a word, as chapter 12's tokenizer does. An OPUS-MT checkpoint holds
 # two SentencePiece models: `source.spm` for the source language and `target.spm` for the target. It
 # holds one vocabulary, `vocab.json`, which maps every piece of both to the row of the one shared
 # embedding (§3.4). Its ids are not SentencePiece's own. In opus-mt-en-de `</s>` is 0, `<unk>` is 1,
@@ -146,7 +146,7 @@ transformers.logging.set_verbosity_error()  # no notices about the library's own
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 09's sentences, made on the spot
+pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 12's sentences, made on the spot
 folder = Path(tempfile.mkdtemp())
 for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de for _, de in pairs_en_de])):
     sentencepiece.SentencePieceTrainer.train(
@@ -200,7 +200,7 @@ expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 
 expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
 
 # %% [markdown]
-# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 09's byte-pair merges on
+# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 12's byte-pair merges on
 # *bytes*, not on characters. Every text is first written as UTF-8 bytes, and each of the 256 bytes
 # has a printable stand-in. `Ġ` is a space, `Ċ` a line break, and a character outside ASCII becomes
 # two to four stand-ins (ü is `Ã¼`). The 256 bytes are all in the vocabulary, so no text ever needs
@@ -211,7 +211,7 @@ expect("the German ids decoded back to the sentence", german_back == german, rep
 # tokens besides. Decoding maps each stand-in back to its byte, and the bytes back to the text,
 # exactly.
 #
-# The same kind of tokenizer, trained on the spot with the `tokenizers` library that chapter 09
+# The same kind of tokenizer, trained on the spot with the `tokenizers` library that chapter 12
 # uses:
 
 # %%
@@ -236,9 +236,9 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # %% [markdown]
 # ## 2. The real checkpoints
 #
-# Chapter 11 ran random numbers in the real shapes. With a network (Colab, a laptop), the next two
+# Chapter 15 ran random numbers in the real shapes. With a network (Colab, a laptop), the next two
 # cells download the published weights and run them in our model. The first is OPUS-MT's
-# English → German translator, decoded with our beam search and KV cache (chapter 08). The second is
+# English → German translator, decoded with our beam search and KV cache (chapter 09). The second is
 # SmolLM2-135M, which continues an English text with our `generate`. The course's loader,
 # `transformer_course.tools.hub.load_hub`, waits a bounded time, then stops with one clear error.
 # Without a network each cell prints one line saying it skipped and why. (The first download is about
@@ -266,7 +266,7 @@ else:
     with torch.no_grad():
         tokens, _ = beam_search(real_opus, batch, beam_size=4, use_cache=True)  # (B, 1, T)
         greedy_ours = greedy_decode(real_opus, batch, max_len=64)  # 64 tokens at most; theirs one more, the
-        greedy_theirs = real_hf_opus.generate(  # <eos> that transformers forces at its last step (ch. 11, §4)
+        greedy_theirs = real_hf_opus.generate(  # <eos> that transformers forces at its last step (ch. 15, §4)
             input_ids=batch, attention_mask=batch != tokenizer.pad_token_id, do_sample=False, num_beams=1,
             max_new_tokens=65)  # fmt: skip
     for english, german in zip(sentences, tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True), strict=True):
@@ -332,11 +332,11 @@ if not identical:
 #
 # The memory: a float32 copy takes 4 bytes a parameter. While converting, `transformers`' model and
 # ours are both in memory, twice that. The cell below builds our three models in their full,
-# published shapes on PyTorch's meta device (chapter 12). There a tensor has a shape but no numbers,
+# published shapes on PyTorch's meta device (chapter 07). There a tensor has a shape but no numbers,
 # so nothing is downloaded or allocated.
 
 # %%
-# the published shapes, with the settings chapter 11's converters read from each checkpoint
+# the published shapes, with the settings chapter 15's converters read from each checkpoint
 opus_config = TransformerConfig(  # Helsinki-NLP/opus-mt-en-de
     src_vocab_size=58101, tgt_vocab_size=58101, d_model=512, n_heads=8, d_ff=2048, share_embeddings=True,
     pad_id=58100, bos_id=58100, eos_id=0, activation="swish", sinusoid_layout="halves",
@@ -345,11 +345,11 @@ gpt2_config = DecoderOnlyConfig(  # GPT-2 small
     vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1024, norm_first=True,
     positional="learned", feed_forward="gelu_tanh", scale_embedding=False, pad_id=50256, bos_id=50256, eos_id=50256,
 )  # fmt: skip
-smol_config = DecoderOnlyConfig.modern(  # HuggingFaceTB/SmolLM2-135M: chapter 10's block, 9 query and 3 key/value heads
+smol_config = DecoderOnlyConfig.modern(  # HuggingFaceTB/SmolLM2-135M: chapter 13's block, 9 query and 3 key/value heads
     49152, d_model=576, n_heads=9, n_kv_heads=3, n_layers=30, d_ff=1536, max_len=8192, rope_base=100000.0,
     bias=False, scale_embedding=False, pad_id=0, bos_id=0, eos_id=0,
 )  # fmt: skip
-with torch.device("meta"):  # the full shapes, without allocating a single number (chapter 12)
+with torch.device("meta"):  # the full shapes, without allocating a single number (chapter 07)
     full = {"opus-mt-en-de": Transformer(opus_config), "GPT-2 small": DecoderOnlyLM(gpt2_config),
             "SmolLM2-135M": DecoderOnlyLM(smol_config)}  # fmt: skip
 for name, model in full.items():
@@ -362,7 +362,7 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
 #
-# A step of generation with a KV cache (chapter 08) feeds one new token. Each weight matrix then
+# A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
 # multiplies one vector: every weight is read from memory once and used for a single multiply and
 # add. The keys and values of the earlier tokens are read from the cache. A processor does far more
 # arithmetic per second than it reads bytes. So at batch 1, the time of a step is about the bytes it
@@ -402,18 +402,18 @@ for context in (1000, 8192):
 
 # %% [markdown]
 # With float32 or bf16, the cache of 1,000 tokens is small next to the weights, thanks to the 3
-# key/value heads of grouped-query attention (chapter 10). With int8 weights and a float32 cache, it
+# key/value heads of grouped-query attention (chapter 13). With int8 weights and a float32 cache, it
 # is already about a quarter of the bytes. At 8,192 tokens it is about 40 % of the bytes in float32
 # or bf16, and about three quarters with int8 weights: for a long text, the cache is worth
 # shrinking as much as the weights.
 #
-# To measure, we need a SmolLM2 that runs. As in chapter 11, it gets 4 of its 30 layers, and every
+# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, and every
 # tensor is drawn at random. Each matrix comes from N(0, 1/its input size), each gain from N(1, 0.2²).
 
 # %%
 smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
 generator = torch.Generator().manual_seed(0)
-with torch.no_grad():  # in the order of their names, as chapter 11 drew them
+with torch.no_grad():  # in the order of their names, as chapter 15 drew them
     for _name, tensor in sorted(smol.named_parameters()):
         if tensor.dim() == 2:  # a matrix (out, in), or the embedding (V, D): N(0, 1/its input size)
             tensor.normal_(0.0, tensor.shape[1] ** -0.5, generator=generator)
@@ -424,7 +424,7 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 
 # %% [markdown]
 # > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
-# > only 3 key/value heads (grouped-query attention, chapter 10). The cache holds keys and values
+# > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
 # > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. The
 # > engine's own cache settles it: below, the engine allocates one for 1,000 tokens of our 4-layer
 # > model, and we compare its bytes with both counts.
@@ -481,7 +481,7 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # (These are random weights. On the course's trained translators, int8 changes no test score by more
 # than half a point: `benchmarks/results.md`.)
 #
-# Now the time. We decode with the course's inference engine (`path="engine"`, chapter 08's last
+# Now the time. We decode with the course's inference engine (`path="engine"`, chapter 09's last
 # section). It runs float32, bf16 and int8 through the same lean step, and reads each weight once per
 # token: the bytes below are those of its plan. In memory, an int8 model on a CPU holds two int8
 # copies of each matrix: the state dict's, and the one fbgemm packs for its kernel. The engine's plan
@@ -544,7 +544,7 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - The cache holds the key/value heads only. It grows with the text: at 8,192 tokens it is about
 #   40 % of the bytes a token reads in float32 or bf16, and three quarters with int8 weights.
 #
-# **Exercises:** this chapter has no exercises of its own. Chapter 11's exercises cover the
+# **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the
 # conversion it relies on.
 #
 # ## Check yourself

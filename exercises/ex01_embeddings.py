@@ -42,7 +42,7 @@
 # Each exercise also has a **try it** cell: a scratch space to experiment on small inputs before
 # you commit your answer to the package. The `autoreload` lines below make the notebook pick up
 # your edits to the package without restarting the kernel.
-# Chapter 13's exercises ask you to explain its experiments.
+# Chapter 11's exercises ask you to explain its experiments.
 #
 # | exercise | function | level |
 # | --- | --- | --- |

@@ -43,7 +43,7 @@
 # Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
 # you commit your answer to the package. The `autoreload` lines below make the notebook pick up
 # your edits to the package without restarting the kernel.
-# Chapter 13's exercises ask you to explain its experiments.
+# Chapter 11's exercises ask you to explain its experiments.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -124,7 +124,7 @@ check("ex02_1")
 # Write the end of the method, after the input checks.
 #
 # **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
-# longer sequence: chapter 08 feeds a translation one token at a time, and token number L sits at
+# longer sequence: chapter 09 feeds a translation one token at a time, and token number L sits at
 # position L). **Output:** the same shape and dtype: `x + PE[offset : offset + T]`, then dropout
 # (§5.4 applies dropout to the sum of embeddings and positional encodings).
 #

@@ -142,10 +142,10 @@ check("ex04_2")
 # What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
 # and the method `self.keys_and_values(key, value, cache)`, which projects `key`
-# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 08,
+# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 09,
 # it also remembers them between decoding steps: just pass the `cache` argument on), and
 # `self.positioned(q, cache)`, which returns the queries as attention compares them: `q` itself
-# here; chapter 10's rotary attention turns each query by its position there (and the keys inside
+# here; chapter 13's rotary attention turns each query by its position there (and the keys inside
 # `keys_and_values`), so pass the queries through it before the keys and values are fetched. In
 # `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
 # path, returns the weights) and `fast_attention` (PyTorch's fused kernel, no weights); both are

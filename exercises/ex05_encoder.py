@@ -161,7 +161,7 @@ check("ex05_2")
 #
 # Wrap each sub-layer with `self.connection(x, sublayer, norm, dropout, self.norm_first)`: the
 # layer's connection is your `residual` from ex05_2, unless the layer was built with another one
-# (chapter 13's experiment builds layers without the shortcuts that way).
+# (chapter 11's experiment builds layers without the shortcuts that way).
 #
 # - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
 #   usually the padding mask (B, 1, 1, S) → (B, S, D).

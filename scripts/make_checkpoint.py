@@ -3,7 +3,7 @@
     python scripts/make_checkpoint.py --threads 1   # ~10 minutes on a 2-core laptop CPU
     python scripts/make_checkpoint.py --undertrained   # the same run stopped early: ~1 minute, one thread
 
-It trains the CPU profile of chapter 07 on English → German number words for longer than the
+It trains the CPU profile of chapter 08 on English → German number words for longer than the
 chapter does, with the rare kinds of number shown more often, evaluates it on the test split
 (overall and stratum by stratum), writes ``numbers_en_de.pt`` without optimizer state (a few MB)
 and records its SHA-256 in ``numbers_en_de.pt.sha256``, which ``load_pretrained()`` checks. The
@@ -13,7 +13,7 @@ so its bytes, and the hash that guards them, change with every run: commit the n
 
 ``--undertrained`` stops the same run (same profile, data, repeats and seed) after
 ``UNDERTRAINED.steps`` steps, on one thread, and writes ``numbers_en_de_undertrained.pt`` with its
-hash: a model that still makes mistakes, for chapter 14's search errors and model errors.
+hash: a model that still makes mistakes, for chapter 10's search errors and model errors.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """`make test-gpu`: the inference engine and the training chapters on a CUDA GPU, with the profile a
 Colab GPU gets.
 
-    python scripts/test_gpu.py                 # the engine's tests, chapters 07–10, 14 and 15; fails without a CUDA GPU
+    python scripts/test_gpu.py                 # the engine's tests, chapters 08–13, 10 and 14; fails without a CUDA GPU
     python scripts/test_gpu.py --record        # also appends the times to benchmarks/results.md
 
 On a GPU the chapters pick the larger profile and mixed precision by themselves (bfloat16 where the
@@ -28,12 +28,12 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = (
-    "chapters/07_training.py",
-    "chapters/08_decoding.py",
-    "chapters/09_real_translation.py",
-    "chapters/10_modern_language_models.py",
-    "chapters/14_evaluating_the_translator.py",
-    "chapters/15_training_a_language_model.py",
+    "chapters/08_training.py",
+    "chapters/09_decoding.py",
+    "chapters/12_real_translation.py",
+    "chapters/13_modern_language_models.py",
+    "chapters/10_evaluating_the_translator.py",
+    "chapters/14_training_a_language_model.py",
 )
 THROUGHPUT = re.compile(r"(\d+) s of training, ([\d.]+) steps/s")
 

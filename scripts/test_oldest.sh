@@ -4,7 +4,7 @@
 # dependencies (tests/oldest/constraints.txt), then runs the unit tests and the chapters whose code
 # depends on the version of PyTorch there (03: attention's fused kernels, 07: training and its claims,
 # 10 and 15: torch.nn.RMSNorm and enable_gqa where they exist, and the language model trained with
-# them), and chapters 11 and 16 with chapter 11's exercises, whose converters and tokenizers meet the
+# them), and chapters 15 and 16 with chapter 15's exercises, whose converters and tokenizers meet the
 # oldest transformers the hub extra allows.
 # `--unit` (`make test-oldest-unit`, what CI runs last): the unit tests only, ~13 minutes on a 2-core
 # machine with the install (the chapters are ~10 more).
@@ -58,7 +58,7 @@ if [ "$chapters" = no ]; then
   echo "the unit tests passed on the oldest versions; the chapters there: make test-oldest"
   exit 0
 fi
-"$venv/bin/python" -m pytest -q -p no:cacheprovider chapters/03_attention.ipynb chapters/07_training.ipynb \
-  chapters/10_modern_language_models.ipynb chapters/11_real_weights.ipynb chapters/15_training_a_language_model.ipynb \
-  chapters/16_real_checkpoints.ipynb solutions/ex11_real_weights.ipynb \
+"$venv/bin/python" -m pytest -q -p no:cacheprovider chapters/03_attention.ipynb chapters/08_training.ipynb \
+  chapters/13_modern_language_models.ipynb chapters/15_real_weights.ipynb chapters/14_training_a_language_model.ipynb \
+  chapters/16_real_checkpoints.ipynb solutions/ex15_real_weights.ipynb \
   --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg

@@ -135,7 +135,7 @@ check("ex03_1")
 # **The course's one rule for masked scores and logits:** a masked position is one whose
 # probability after the softmax is exactly 0. The course fills it with `torch.finfo(dtype).min`,
 # which gives that 0 and keeps a row where every position is masked finite; `-inf` gives the 0 too
-# wherever one position stays (a sampling filter, exercise ex08_2), and a check accepts any fill
+# wherever one position stays (a sampling filter, exercise ex09_2), and a check accepts any fill
 # whose probability is 0 where a row keeps a position.
 #
 # - **Shapes:** `scores` (..., T, S); `mask` bool, broadcastable to it, e.g. (B, 1, S) for padding

@@ -182,10 +182,10 @@ check("ex04_2")
 # What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
 # `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
 # and the method `self.keys_and_values(key, value, cache)`, which projects `key`
-# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 08,
+# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 09,
 # it also remembers them between decoding steps: just pass the `cache` argument on), and
 # `self.positioned(q, cache)`, which returns the queries as attention compares them: `q` itself
-# here; chapter 10's rotary attention turns each query by its position there (and the keys inside
+# here; chapter 13's rotary attention turns each query by its position there (and the keys inside
 # `keys_and_values`), so pass the queries through it before the keys and values are fetched. In
 # `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
 # path, returns the weights) and `fast_attention` (PyTorch's fused kernel, no weights); both are
@@ -232,7 +232,7 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 #
 # ```python
 # q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
-# q = self.positioned(q, cache)  # chapter 10's rotary attention turns q by its positions; else q itself
+# q = self.positioned(q, cache)  # chapter 13's rotary attention turns q by its positions; else q itself
 # k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
 # dropout_p = self.dropout if self.training else 0.0
 # if need_weights or not fast:
@@ -247,8 +247,8 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 # `query` (`self.keys_and_values(query, query, cache)`), the scores would be (T, T) and the product
 # with (S, Dv) values would fail when S ≠ T; in self-attention, where the three inputs are the same
 # tensor, the bug would go unnoticed, which is why the check uses cross-attention with T ≠ S. The
-# check also gives the method a cache, as chapter 08 will, and expects it to be passed on, and a
-# position part (a stand-in for chapter 10's rotation) that `self.positioned` applies: forgotten,
+# check also gives the method a cache, as chapter 09 will, and expects it to be passed on, and a
+# position part (a stand-in for chapter 13's rotation) that `self.positioned` applies: forgotten,
 # the queries would stay where they are while the keys move.
 #
 # A mask of shape (B, 1, 1, S) or (T, S) needs no change: its missing head axis broadcasts.

@@ -202,7 +202,7 @@ check("ex05_2")
 #
 # Wrap each sub-layer with `self.connection(x, sublayer, norm, dropout, self.norm_first)`: the
 # layer's connection is your `residual` from ex05_2, unless the layer was built with another one
-# (chapter 13's experiment builds layers without the shortcuts that way).
+# (chapter 11's experiment builds layers without the shortcuts that way).
 #
 # - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
 #   usually the padding mask (B, 1, 1, S) → (B, S, D).
@@ -248,7 +248,7 @@ with torch.no_grad():
 # projections inside `MultiHeadAttention` turn it into different queries, keys and values.
 # `attend` receives the tensor that `residual` (the connection) hands to the sub-layer, which is
 # `norm1(x)` in pre-LN, so queries, keys and values are all normalised, as in PyTorch. `[0]` keeps
-# the output and drops the attention weights; the `cache` is chapter 10's (a decoder-only model
+# the output and drops the attention weights; the `cache` is chapter 13's (a decoder-only model
 # runs this layer one token at a time).
 #
 # Without the mask, real tokens would attend to `<pad>` positions, and the output for a sentence

@@ -198,7 +198,7 @@ check("ex06_2")
 #   S = T); apply `tgt_mask` in every mode, not only in training; in pre-LN only the decoder side is
 #   normalised by `norm2`: the memory is used as it is (the encoder already normalised it).
 #
-# The line above the solution region unpacks `cache` (chapter 08: the keys and values kept between
+# The line above the solution region unpacks `cache` (chapter 09: the keys and values kept between
 # decoding steps) into `self_cache` and `cross_cache`, both `None` without a cache. Pass each to its
 # attention; the attentions do the rest.
 #
@@ -270,4 +270,4 @@ check("ex06_3")
 
 # %% [markdown]
 # When every check above passes, run [chapter 06](../chapters/06_decoder_and_masks.ipynb) again: it now
-# runs on your code, including the full Transformer. Next: chapter 07, training.
+# runs on your code, including the full Transformer. Next: chapter 08, training.

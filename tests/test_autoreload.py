@@ -124,21 +124,21 @@ def test_a_check_tests_one_exercise_after_a_full_reload(learner) -> None:
     assert "✗ ex03_3" in shown and "✓ ex04_3" in shown, shown
 
 
-def test_chapter_07_stops_at_chapter_08s_greedy_decoder_and_says_so(learner) -> None:
+def test_chapter_08_stops_at_chapter_09s_greedy_decoder_and_says_so(learner) -> None:
     course, lab = learner
-    write(course, *sorted(set(EXERCISES) - {"ex08_1"}))
-    lab.run(cell(course, "chapters/07_training.py", "setup_chapter()"))
+    write(course, *sorted(set(EXERCISES) - {"ex09_1"}))
+    lab.run(cell(course, "chapters/08_training.py", "setup_chapter()"))
     shown = lab.run(
-        "from transformer_course.data import load_task\n"  # chapter 07 imports each where it first uses it
+        "from transformer_course.data import load_task\n"  # chapter 08 imports each where it first uses it
         "from transformer_course.evaluation import evaluate\n"
         "from transformer_course.training import pick_profile, prepare_training\n"
         "task = load_task('reverse')\n"
         "model = prepare_training(task, pick_profile('cpu', task.name)).model\n"
         "evaluate(model, task.test[:2], task)"
     )
-    assert f"ex08_1: greedy_step {STOP}" in shown, shown
+    assert f"ex09_1: greedy_step {STOP}" in shown, shown
     assert "This cell runs it through evaluate → translate → greedy_decode" in shown, shown
-    assert "exercise ex08_1 of chapter 08 (statement in exercises/ex08_decoding.ipynb)" in shown, shown
+    assert "exercise ex09_1 of chapter 09 (statement in exercises/ex09_decoding.ipynb)" in shown, shown
 
 
 def test_an_edit_that_does_not_load_says_so_and_what_then_works(learner) -> None:

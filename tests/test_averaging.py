@@ -1,4 +1,4 @@
-"""Chapter 09 — checkpoint averaging (paper §6.1): the mean of the weights, by hand and from files."""
+"""Chapter 12 — checkpoint averaging (paper §6.1): the mean of the weights, by hand and from files."""
 
 from __future__ import annotations
 

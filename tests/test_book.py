@@ -204,5 +204,5 @@ def test_pages_workflow_installs_the_book_extra() -> None:
 def test_pages_are_tidied_for_readers(site: Path) -> None:
     pages = {p: p.read_text(encoding="utf-8") for p in site.glob("*/*.html")}
     assert not [p.name for p, html in pages.items() if "NBVAL_" in html], "nbval markers shown to readers"
-    training = pages[site / "chapters" / "07_training.html"]
+    training = pages[site / "chapters" / "08_training.html"]
     assert training.count("step/s") < 10, "the progress bar shows every update instead of its last state"

@@ -1,4 +1,4 @@
-"""Chapter 09 — byte-pair merges from scratch (``bpe_merges``, exercise ex09_3) against the
+"""Chapter 12 — byte-pair merges from scratch (``bpe_merges``, exercise ex12_3) against the
 ``tokenizers`` library's BPE trainer: the same merges, in the same order, ties included."""
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ def _library(words: dict[str, int]) -> list[tuple[str, str]]:
     ]
 
 
-def test_the_first_100_merges_of_chapter_09s_corpus_are_the_librarys() -> None:
+def test_the_first_100_merges_of_chapter_12s_corpus_are_the_librarys() -> None:
     texts = sentence_splits()["train"]  # the chapter's training pairs
-    tokenizer = shared_tokenizer(texts, vocab_size=1000)  # as chapter 09 trains it
+    tokenizer = shared_tokenizer(texts, vocab_size=1000)  # as chapter 12 trains it
     words = pretokenized_words(text for pair in texts for text in pair)
     assert bpe_merges(words, 100) == [tuple(m.split(" ")) for m in tokenizer.merges()[:100]]
 

@@ -1,4 +1,4 @@
-"""Chapter 10's language model reads a whole text with PyTorch's ``is_causal=True`` and no mask
+"""Chapter 13's language model reads a whole text with PyTorch's ``is_causal=True`` and no mask
 (on a GPU the flash kernel needs exactly that), with the outputs of the explicit causal mask."""
 
 from __future__ import annotations

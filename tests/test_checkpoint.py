@@ -160,7 +160,7 @@ def test_the_shipped_model_translates_and_its_hash_is_checked(tmp_path: Path) ->
 
 
 def test_the_undertrained_model_is_hashed_and_still_makes_mistakes(tmp_path: Path) -> None:
-    """Chapter 08's second model: the same recipe stopped early, its SHA-256 checked like the shipped one's."""
+    """Chapter 09's second model: the same recipe stopped early, its SHA-256 checked like the shipped one's."""
     checkpoint = load_pretrained("numbers-en-de-undertrained")
     assert sha256_of(UNDERTRAINED_PATH) == recorded_sha256(UNDERTRAINED_SHA256_PATH) != recorded_sha256()
     assert checkpoint.extra["task"] == "numbers-en-de" and checkpoint.step < load_pretrained().step

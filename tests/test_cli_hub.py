@@ -350,7 +350,7 @@ def test_without_transformers_the_line_says_what_to_install(monkeypatch: pytest.
     )
 
 
-def test_load_hub_is_what_chapter_11_calls(llama_dir: Path) -> None:
+def test_load_hub_is_what_chapter_15_calls(llama_dir: Path) -> None:
     tokenizer, hf_model = hub.load_hub(str(llama_dir), "causal-lm")
     assert type(hf_model).__name__ == "LlamaForCausalLM" and tokenizer.eos_token == "</s>"
     assert type(hub.course_model("tiny", hf_model)).__name__ == "DecoderOnlyLM"

@@ -1,4 +1,4 @@
-"""Chapter 09 on the command line: ``train --task sentences-en-de / --dataset / --data-dir``, the
+"""Chapter 12 on the command line: ``train --task sentences-en-de / --dataset / --data-dir``, the
 tokenizer inside the checkpoint, ``evaluate`` and ``translate`` on it, and one line per bad input.
 
 Every run uses the tiny profile (``TRANSFORMER_COURSE_PROFILE=tiny``) and small files the tests
@@ -139,7 +139,7 @@ def _files(folder: Path, de_test: str | bytes) -> None:
         (["--dataset", "multi30k"], {"HF_ENDPOINT": "https://hub.invalid"}, "cannot be reached (offline?)"),
         (["--task", "sentences-en-de", "--vocab-size", "3"], {}, "--vocab-size must be >= 5"),
         (["--task", "sentences-en-de", "--max-pairs", "0"], {}, "--max-pairs must be >= 1, got 0"),
-        (["--task", "numbers-en-de", "--max-pairs", "10"], {}, "--max-pairs and --vocab-size are for chapter 09"),
+        (["--task", "numbers-en-de", "--max-pairs", "10"], {}, "--max-pairs and --vocab-size are for chapter 12"),
         (["--task", "sentences-en-de"], {"TRANSFORMER_COURSE_PROFILE": "huge"}, "choose auto, cpu, gpu, tiny"),
         (["--task", "sentences-en-de", "--resume", str(PRETRAINED_PATH)], {}, "was trained on word tokens"),
     ],

@@ -1,4 +1,4 @@
-"""Chapter 11's converters against Hugging Face transformers' own models (random weights made here):
+"""Chapter 15's converters against Hugging Face transformers' own models (random weights made here):
 the same logits within 1e-4, the same greedy tokens, the weights loaded strictly, bad input refused."""
 
 from __future__ import annotations

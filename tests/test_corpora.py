@@ -1,4 +1,4 @@
-"""Chapter 09 corpora: text files the tests write, and the Hub path with a fake ``datasets`` (never a download)."""
+"""Chapter 12 corpora: text files the tests write, and the Hub path with a fake ``datasets`` (never a download)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 07 data: number words, tokens, splits, padding, bucketing, teacher forcing."""
+"""Chapter 08 data: number words, tokens, splits, padding, bucketing, teacher forcing."""
 
 from __future__ import annotations
 

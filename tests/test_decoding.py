@@ -1,4 +1,4 @@
-"""Decoding (chapter 08): the KV cache changes nothing but speed; greedy, beam search and
+"""Decoding (chapter 09): the KV cache changes nothing but speed; greedy, beam search and
 sampling agree with each other and with brute force where they must; bad arguments are refused."""
 
 from __future__ import annotations
@@ -420,7 +420,7 @@ def test_the_attention_path_is_an_argument_not_a_switch() -> None:
 
 @pytest.mark.parametrize(("bias", "d_k", "d_v"), [(True, None, None), (False, None, None), (True, 5, 3)])
 def test_a_cached_step_of_one_position_equals_the_full_pass(bias: bool, d_k: int | None, d_v: int | None) -> None:
-    """Chapter 08's cache, one position at a time, gives the full pass's numbers, with and without
+    """Chapter 09's cache, one position at a time, gives the full pass's numbers, with and without
     biases, with d_k != d_v, with a padding mask, and leaves the state dict alone."""
     torch.manual_seed(0)
     attention = MultiHeadAttention(12, 3, d_k=d_k, d_v=d_v, bias=bias).eval()

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from transformer_course.tools import diagrams  # noqa: E402
 
 # Each diagram that draws from its defaults (beam_tree draws a search it is given: tested with one in
-# tests/test_diagrams_08_10_11.py).
+# tests/test_diagrams_09_13_15.py).
 DIAGRAMS = [
     function
     for name, function in inspect.getmembers(diagrams, inspect.isfunction)

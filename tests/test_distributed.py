@@ -1,4 +1,4 @@
-"""Chapter 09 — several processes (DistributedDataParallel on gloo): the same update as one process
+"""Chapter 12 — several processes (DistributedDataParallel on gloo): the same update as one process
 on the same global batch, the token weighting that makes it so, and the command line under torchrun."""
 
 from __future__ import annotations
@@ -174,11 +174,11 @@ def test_the_token_share_needs_before_step() -> None:
         World().weigh(torch.tensor(1.0))
 
 
-def test_chapter_07_tasks_refuse_several_processes(monkeypatch, capsys) -> None:
+def test_chapter_08_tasks_refuse_several_processes(monkeypatch, capsys) -> None:
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert main(["train", "--task", "copy", "--steps", "1"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "several processes (torchrun) train chapter 09's text" in err, err
+    assert err.count("\n") == 1 and "several processes (torchrun) train chapter 12's text" in err, err
 
 
 def _torchrun() -> list[str]:

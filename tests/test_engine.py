@@ -240,7 +240,7 @@ def test_largest_finds_what_topk_finds(vocab: int, k: int) -> None:
 
 @pytest.mark.parametrize("vocab", [3, 50, 2000])
 def test_beam_step_on_a_shortlist_keeps_the_survivors_of_the_whole_vocabulary(vocab: int) -> None:
-    """Given each hypothesis's K best tokens, chapter 08's beam_step chooses what it chooses from all
+    """Given each hypothesis's K best tokens, chapter 09's beam_step chooses what it chooses from all
     K·V candidates: with finished hypotheses, empty slots (-inf) and a vocabulary smaller than K."""
     from transformer_course.decoding import beam_step
     from transformer_course.engine.search import on_a_shortlist

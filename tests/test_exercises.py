@@ -65,7 +65,7 @@ def test_checks_report_not_implemented_on_the_stubs(tmp_path: Path) -> None:
 
 @pytest.mark.complete_edition
 def test_the_top_p_boundary_case_is_exact_in_float32() -> None:
-    """ex08_2's boundary case: float32's softmax of the logs gives the probabilities back exactly, so the
+    """ex09_2's boundary case: float32's softmax of the logs gives the probabilities back exactly, so the
     mass before token 0 is exactly top_p and the rule (kept while the mass before is < top_p) decides."""
     probs = torch.tensor([0.125, 0.5, 0.0625, 0.25, 0.0625])
     assert torch.equal(probs.log().softmax(-1), probs)
@@ -75,11 +75,11 @@ def test_the_top_p_boundary_case_is_exact_in_float32() -> None:
 
 def test_the_rule_for_masked_logits_is_said_once_and_followed() -> None:
     """One rule for "masked" (probability 0 after the softmax), said in ex03_2's statement only; the
-    sampling filter's statement points to it, and its check takes either fill (tests/attempts/ex08_2.py)."""
+    sampling filter's statement points to it, and its check takes either fill (tests/attempts/ex09_2.py)."""
     rule = "The course's one rule for masked scores and logits"
     said = [path.name for path in sorted((ROOT / "solutions").glob("*.py")) if rule in path.read_text()]
     assert said == ["ex03_attention.py"]
-    assert "by the course's rule of ex03_2" in (ROOT / "solutions" / "ex08_decoding.py").read_text()
+    assert "by the course's rule of ex03_2" in (ROOT / "solutions" / "ex09_decoding.py").read_text()
 
 
 def test_self_learners_are_told_the_hint_levels() -> None:

@@ -1,4 +1,4 @@
-"""Grouped-query attention (chapter 10: ``GroupedQueryAttention(..., n_kv_heads=Hkv)``) against
+"""Grouped-query attention (chapter 13: ``GroupedQueryAttention(..., n_kv_heads=Hkv)``) against
 independent references: PyTorch's ``scaled_dot_product_attention(..., enable_gqa=True)`` and a loop
 over the heads in float64; ``n_kv_heads=None`` is chapter 04's module, bit for bit."""
 

@@ -50,8 +50,8 @@ def test_every_answer_cell_of_the_exercise_notebooks_is_a_question_with_a_stable
         assert ids == [f"{path.stem[:4]}_q{k}" for k in range(1, stubs + 1)], path.name
         unanswered = written.notebook_answers(path, [QUESTIONS[q] for q in ids])
         assert unanswered == dict.fromkeys(ids, ""), "the handout's cells count as not answered"
-    assert QUESTIONS["ex13_q4"].text.startswith("*In your own words:* the variant without residual connections")
-    assert QUESTIONS["ex13_q3"].until == QUESTIONS["ex13_q4"].text  # two questions in one cell
+    assert QUESTIONS["ex11_q4"].text.startswith("*In your own words:* the variant without residual connections")
+    assert QUESTIONS["ex11_q3"].until == QUESTIONS["ex11_q4"].text  # two questions in one cell
     assert QUESTIONS["ex03_q1"].short() == (
         "*In your own words:* why is the result (..., T, S) and not (..., S, T)? (A worked answer is in the "
         "complete edition.)"
@@ -83,7 +83,7 @@ def test_answers_are_read_from_the_cells_that_ask_the_questions(tmp_path: Path) 
     rewrapped = " ".join(q2.text.split()) + f"\n{TEXT_STUB}\nMy answer."  # the editor joined the question's lines
     assert written.answer_in(q2, rewrapped) == "My answer."
     assert written.answer_in(q2, q1.text + "\n\nanything") is None
-    q4, q5 = QUESTIONS["ex13_q3"], QUESTIONS["ex13_q4"]  # two questions in one cell
+    q4, q5 = QUESTIONS["ex11_q3"], QUESTIONS["ex11_q4"]  # two questions in one cell
     both = f"{q4.text}\n\nIt plateaued.\n\n{q5.text}\n\nThe shortcut carries x."
     assert (written.answer_in(q4, both), written.answer_in(q5, both)) == ("It plateaued.", "The shortcut carries x.")
     (tmp_path / "bad.ipynb").write_text("{not json")
@@ -123,9 +123,9 @@ def test_the_written_table_sets_questions_and_points(tmp_path: Path) -> None:
     assert [config.written_points_for(q) for q in ("ex06_q1", "ex06_q3")] == [2.0, 3.0]
     assert list(written.assignment_questions(config, ["ex06_1", "ex06_2"])) == ["ex06_q1", "ex06_q2", "ex06_q3"]
     assert written.assignment_questions(GradingConfig(written_questions=[]), ["ex06_1"]) == {}
-    # chapter 13's notebook asks questions only: graded with every exercise, not with a chapter's
+    # chapter 11's notebook asks questions only: graded with every exercise, not with a chapter's
     every = sorted(load_checks())
-    assert {"ex13_q1", "ex13_q5", "ex06_q1"} <= set(written.assignment_questions(config, every))
+    assert {"ex11_q1", "ex11_q5", "ex06_q1"} <= set(written.assignment_questions(config, every))
     assert not any(q.startswith("ex13") for q in written.assignment_questions(config, every[:-1]))
     config_file.write_text('[written]\nquestions = ["ex03_q2"]\n')
     assert list(written.assignment_questions(load_config(config_file), ["ex06_1"])) == ["ex03_q2"]

@@ -24,11 +24,11 @@ from transformer_course.tools.grading import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = re.compile(r"\w\(|\.[A-Za-z_]|@|\[|==|\*\*|//|torch|[a-z]+_[a-z]+")  # calls, attributes, operators, names
-# ex03_3, ex08_3, ex10_5: the code each full hint spells out, which the lower levels must not show
+# ex03_3, ex09_3, ex13_5: the code each full hint spells out, which the lower levels must not show
 SOLUTION_TOKENS = {
     "ex03_3": ("softmax(", "masked_fill", "apply_mask", "attention_scores", "weights @ v"),
-    "ex08_3": ("topk", "torch.where", "gnmt_length_penalty", "index // V", "scores[..., None]"),
-    "ex10_5": ("torch.maximum", "exp(", "new_top", "weights @ values", "total·rescale"),
+    "ex09_3": ("topk", "torch.where", "gnmt_length_penalty", "index // V", "scores[..., None]"),
+    "ex13_5": ("torch.maximum", "exp(", "new_top", "weights @ values", "total·rescale"),
 }
 
 

@@ -60,7 +60,7 @@ def test_the_package_comes_from_the_wheel(installed) -> None:
 def test_check_translate_train_and_evaluate_run(installed) -> None:
     python, work = installed
     course = [str(python), "-m", "transformer_course"]
-    check = _run([*course, "check", "ex03_1", "ex08_3"], work)
+    check = _run([*course, "check", "ex03_1", "ex09_3"], work)
     assert check.returncode == 0 and "2 passed" in check.stdout, check.stdout + check.stderr
     translate = _run([*course, "translate", "twenty-one"], work)
     assert translate.returncode == 0 and translate.stdout.strip() == "einundzwanzig", translate.stderr
@@ -70,7 +70,7 @@ def test_check_translate_train_and_evaluate_run(installed) -> None:
     assert evaluate.returncode == 0 and '"task": "copy"' in evaluate.stdout, evaluate.stderr
 
 
-def test_chapter_09_from_the_wheel(installed) -> None:
+def test_chapter_12_from_the_wheel(installed) -> None:
     """The sentence task, subword tokens and token batches work from a plain install; the wheel
     declares ``tokenizers`` (and offers ``datasets`` as an extra)."""
     python, work = installed
@@ -117,7 +117,7 @@ def test_every_chapter_imports_what_it_needs_from_the_wheel(installed) -> None:
 
 def test_a_whole_chapter_runs_from_the_wheel(installed) -> None:
     """Chapter 06 (masks, the decoder, the whole model and its check cells): one of the chapters that
-    train nothing, so this costs seconds (chapter 09 and every chapter's set-up are tested above)."""
+    train nothing, so this costs seconds (chapter 12 and every chapter's set-up are tested above)."""
     python, work = installed
     chapter = jupytext.read(ROOT / "chapters" / "06_decoder_and_masks.py")
     code = "\n\n".join(c.source for c in chapter.cells if c.cell_type == "code" and "google.colab" not in c.source)

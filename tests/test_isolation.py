@@ -135,7 +135,7 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
         _same(STANDINS["ex05_2"](x, linear, norm, drop, norm_first), residual(x, linear, norm, drop, norm_first))
     logits, target = torch.randn(3, 4, 9), torch.tensor([[3, 4, 0, 0], [5, 6, 7, 8], [0, 0, 0, 0]])
     for smoothing in (0.0, 0.1):
-        _same(STANDINS["ex07_3"](logits, target, smoothing, 0), label_smoothed_cross_entropy(logits, target, smoothing))
+        _same(STANDINS["ex08_3"](logits, target, smoothing, 0), label_smoothed_cross_entropy(logits, target, smoothing))
     assert set(STANDINS) <= set(EXERCISES)
 
 

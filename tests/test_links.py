@@ -87,7 +87,7 @@ def test_a_url_colab_cannot_open_is_refused_in_one_line() -> None:
 
 def test_the_readme_lists_every_chapter_once_in_number_order() -> None:
     """The README's table of chapters has one row per chapter notebook, linked, in number order
-    (a chapter split in two got its second row: chapter 15 once went missing)."""
+    (a chapter split in two got its second row: chapter 14 once went missing)."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     rows = re.findall(r"^\| \[(\d\d) [^\]]+\]\(chapters/(\d\d)_\w+\.ipynb\)", readme, flags=re.MULTILINE)
     chapters = sorted(p.stem[:2] for p in (ROOT / "chapters").glob("[0-9][0-9]_*.py"))

@@ -1,4 +1,4 @@
-"""Chapter 10's decoder-only language model against independent references: a stack of PyTorch's
+"""Chapter 13's decoder-only language model against independent references: a stack of PyTorch's
 own ``nn.TransformerEncoderLayer`` with a causal mask, the closed-form sinusoids, and brute-force
 generation (argmax over a full forward at every step)."""
 
@@ -436,7 +436,7 @@ def test_the_modern_config_is_llamas_block_with_the_relu_networks_parameters() -
     assert replace(config, n_kv_heads=2).n_kv_heads == 2
 
 
-# -- training through chapter 07's loop, and bfloat16 ---------------------------------------------------
+# -- training through chapter 08's loop, and bfloat16 ---------------------------------------------------
 
 
 def _counting_texts(n: int) -> list[list[str]]:

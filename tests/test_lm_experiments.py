@@ -1,4 +1,4 @@
-"""Chapter 15's experiment runner (tools/lm_experiments.py): the data, the metrics and the schedules."""
+"""Chapter 14's experiment runner (tools/lm_experiments.py): the data, the metrics and the schedules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 10's rooms against independent references: PyTorch's RMSNorm and fused attention,
+"""Chapter 13's rooms against independent references: PyTorch's RMSNorm and fused attention,
 closed-form rotations, and brute force."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every chapter keeps the book's reading targets (issue 37, items 2, 3 and 4), measured by
 ``transformer_course.tools.readability`` on the committed sources and notebooks: at most 15 % of
 sentences over 30 words and none over 60, at most 3 % of the prose about seeds and CPU paths (chapter
-07's box says it once), at most 10 % of the output lines a reader of the web edition sees being the
+08's box says it once), at most 10 % of the output lines a reader of the web edition sees being the
 course's machinery, and no chapter past about 3,000 words."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_sentences_are_short(chapter: Path) -> None:
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_the_method_is_said_once_and_its_machinery_folded(chapter: Path) -> None:
     m = measure(chapter)
-    assert m.seed_share <= 0.03, f"{m.seed_share:.1%} of the prose is about seeds or CPU paths (chapter 07 says it)"
+    assert m.seed_share <= 0.03, f"{m.seed_share:.1%} of the prose is about seeds or CPU paths (chapter 08 says it)"
     assert m.machinery_share <= 0.10, (
         f"{m.machinery_lines} of the {m.output_lines} output lines a reader sees are the course's machinery: "
         "tag the cells that print checks hide-output"
@@ -53,10 +53,10 @@ def test_no_chapter_runs_past_about_3000_words(chapter: Path) -> None:
 def test_no_chapter_runs_a_later_chapters_exercise() -> None:
     """Issue 37, item 3: a chapter's code uses only what it or an earlier chapter built (the lock lists
     the exercises each chapter's code reaches, read from the code by ``make exercises``). The one
-    exception, said in its prose: chapter 07 evaluates with chapter 08's one-step greedy decoder."""
+    exception, said in its prose: chapter 08 evaluates with chapter 09's one-step greedy decoder."""
     needs = lock.read(ROOT / lock.RELATIVE)["chapters"]
     later = {chapter: [i for i in ids if int(i[2:4]) > int(chapter)] for chapter, ids in needs.items()}
-    assert {chapter: ids for chapter, ids in later.items() if ids} == {"07": ["ex08_1"]}
+    assert {chapter: ids for chapter, ids in later.items() if ids} == {"07": ["ex09_1"]}
     assert set(needs) == {p.stem[:2] for p in CHAPTERS}, "every chapter is in the lock: run `make exercises`"
 
 

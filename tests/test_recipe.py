@@ -1,4 +1,4 @@
-"""The training recipe of chapter 15 (chapter 10's room): warm-up + cosine decay against closed-form values, and AdamW that
+"""The training recipe of chapter 14 (chapter 13's room): warm-up + cosine decay against closed-form values, and AdamW that
 decays the matrices only (one step on zero gradients shrinks each matrix by lr · weight_decay)."""
 
 from __future__ import annotations

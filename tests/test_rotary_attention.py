@@ -1,4 +1,4 @@
-"""Chapter 10's rotary self-attention (``RotaryAttention``) against a by-hand reference (2×2
+"""Chapter 13's rotary self-attention (``RotaryAttention``) against a by-hand reference (2×2
 rotations in float64, a loop over the heads), and its defining property: after any W^Q and W^K, what
 a query takes from a key depends on their distance, not on where the pair sits."""
 

@@ -1,4 +1,4 @@
-"""Chapter 09 — training on sentences: shared embeddings, the length filter, the profiles, BLEU on
+"""Chapter 12 — training on sentences: shared embeddings, the length filter, the profiles, BLEU on
 written text, and the tokenizer that travels inside a checkpoint (old checkpoints still load)."""
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def test_the_tokenizer_travels_in_the_checkpoint(task, tmp_path: Path) -> None:
 
 
 def test_checkpoints_without_a_tokenizer_still_load(tmp_path: Path) -> None:
-    assert load_checkpoint(PRETRAINED_PATH).tokenizer is None  # the shipped model, written before chapter 09
+    assert load_checkpoint(PRETRAINED_PATH).tokenizer is None  # the shipped model, written before chapter 12
     payload = torch.load(PRETRAINED_PATH, weights_only=True)
     assert "tokenizer" not in payload
     payload["tokenizer"] = ["not", "a", "dict"]

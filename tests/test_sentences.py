@@ -1,4 +1,4 @@
-"""Chapter 09 sentences: German declension and word order against hand-written sentences, and the splits.
+"""Chapter 12 sentences: German declension and word order against hand-written sentences, and the splits.
 
 The expected German below was written by hand from a grammar book's tables (der/ein/no-article
 declension, n-declension, two-way prepositions, sentence bracket), not produced by the code.

@@ -97,7 +97,7 @@ def structures() -> dict[tuple[str, ...], str]:
 def test_no_solution_structure_remains_anywhere(edition: Path, structures: dict) -> None:
     """Issue 30, item 8: no run of statements repeats a solution under other names (as
     RotaryAttention.forward once repeated ex04_3's solution line for line)."""
-    assert {origin.split()[0] for origin in structures.values()} >= {"ex04_3", "ex09_3", "ex10_5", "ex11_3"}
+    assert {origin.split()[0] for origin in structures.values()} >= {"ex04_3", "ex12_3", "ex13_5", "ex15_3"}
     leaks = find_structure_leaks(edition, structures)
     assert not leaks, "a solution's structure in the student edition:\n" + "\n".join(f"{w}: {o}" for w, o in leaks)
 
@@ -254,9 +254,9 @@ def test_a_chapter_stops_at_the_first_unwritten_exercise(edition: Path) -> None:
 @pytest.mark.parametrize(
     ("chapter", "stop", "room"),
     [
-        ("09_real_translation", "ex09_3: bpe_merges", "subwords.py"),  # its first exercise, in §2
-        ("10_modern_language_models", "ex10_1: RMSNorm.forward", "rmsnorm.py"),  # in §2
-        ("11_real_weights", "ex11_1: rope_halves_to_interleaved", "convert.py"),  # in §1, converting SmolLM2
+        ("12_real_translation", "ex12_3: bpe_merges", "subwords.py"),  # its first exercise, in §2
+        ("13_modern_language_models", "ex13_1: RMSNorm.forward", "rmsnorm.py"),  # in §2
+        ("15_real_weights", "ex15_1: rope_halves_to_interleaved", "convert.py"),  # in §1, converting SmolLM2
     ],
 )
 def test_a_later_chapter_stops_at_its_own_first_exercise(edition: Path, tmp_path: Path, chapter: str, stop: str,
@@ -284,9 +284,9 @@ def test_a_later_chapter_stops_at_its_own_first_exercise(edition: Path, tmp_path
 
 
 def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Path) -> None:
-    """``repeat_kv`` (ex10_3) lives in chapter 10's room and only grouped heads call it: with chapters
+    """``repeat_kv`` (ex13_3) lives in chapter 13's room and only grouped heads call it: with chapters
     03–04 written, the paper's multi-head attention runs (every path, a cache too) while the stub is
-    still there; a layer with fewer key/value heads stops at ex10_3."""
+    still there; a layer with fewer key/value heads stops at ex13_3."""
     copy = tmp_path / "mine"
     shutil.copytree(edition, copy)
     for exercise_id in sorted(i for i in EXERCISES if i.startswith(("ex03", "ex04"))):
@@ -309,4 +309,4 @@ def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Pa
     )
     out = _run(["-c", code], copy)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert out.stdout.startswith("ex10_3 (repeat_kv) is not implemented yet: edit transformer_course/grouped.py")
+    assert out.stdout.startswith("ex13_3 (repeat_kv) is not implemented yet: edit transformer_course/grouped.py")

@@ -1,4 +1,4 @@
-"""Chapter 09 subwords: special ids, round trips, determinism, plain-data saving, the Task bridge."""
+"""Chapter 12 subwords: special ids, round trips, determinism, plain-data saving, the Task bridge."""
 
 from __future__ import annotations
 

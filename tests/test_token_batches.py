@@ -1,4 +1,4 @@
-"""Chapter 09 token-count batches: the budget, the packing, determinism, ranks' shares, the stream."""
+"""Chapter 12 token-count batches: the budget, the packing, determinism, ranks' shares, the stream."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Chapter 07 training pieces: schedule, loss, one step, mixed precision, greedy decoding, the loop."""
+"""Chapter 08 training pieces: schedule, loss, one step, mixed precision, greedy decoding, the loop."""
 
 from __future__ import annotations
 
@@ -253,7 +253,7 @@ def test_the_assembly_is_written_once() -> None:
     """seed → model → optimizer → scheduler → batches is written in prepare_training only: the chapters,
     the command line's runs and the experiments call it."""
     root = Path(__file__).resolve().parents[1]
-    users = ["chapters/07_training.py", "chapters/09_real_translation.py", "transformer_course/tools/runs.py",
+    users = ["chapters/08_training.py", "chapters/12_real_translation.py", "transformer_course/tools/runs.py",
              "transformer_course/tools/experiments.py"]  # fmt: skip
     for name in users:
         text = (root / name).read_text(encoding="utf-8")
@@ -274,7 +274,7 @@ def test_fit_evaluates_every_few_steps_and_at_the_end() -> None:
 
 
 def test_an_evaluation_that_returns_nothing_records_nothing() -> None:
-    """A callback that keeps weights every step and measures only now and then (chapter 09)."""
+    """A callback that keeps weights every step and measures only now and then (chapter 12)."""
     run = prepare_training(copy_task(n_train=64, n_eval=8), _TINY_PROFILE)
     history, kept = History(), []
 
@@ -307,7 +307,7 @@ def test_greedy_decoding_stops_at_eos_and_pads_after() -> None:
 
 
 def test_there_is_one_greedy_decoder() -> None:
-    """Evaluation while training (chapter 07) decodes with chapter 08's greedy_decode, not a copy of it."""
+    """Evaluation while training (chapter 08) decodes with chapter 09's greedy_decode, not a copy of it."""
     from transformer_course import evaluation
 
     assert evaluation.greedy_decode is greedy_decode

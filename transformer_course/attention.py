@@ -123,7 +123,7 @@ def fast_attention(
     ``q`` it needs costs more than asking). On a GPU it is applied always: asking
     (``empty.any()``) would make the CPU wait for the GPU, and the fix leaves the other rows
     unchanged. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask, and so
-    does a square causal mask marked by :func:`mark_causal` (chapter 10's language model marks the
+    does a square causal mask marked by :func:`mark_causal` (chapter 13's language model marks the
     one it makes): PyTorch then gets ``is_causal=True`` instead of the mask, which on a GPU lets it
     take its flash kernel (a kernel that reads no mask).
 
@@ -131,7 +131,7 @@ def fast_attention(
         q: (..., T, Dk), k: (..., S, Dk), v: (..., S, Dv) → (..., T, Dv)
     """
     _check_qkv(q, k, v)
-    if is_causal_mask(mask) and q.shape[-2] == k.shape[-2]:  # chapter 10: the kernel needs no mask to read
+    if is_causal_mask(mask) and q.shape[-2] == k.shape[-2]:  # chapter 13: the kernel needs no mask to read
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
     if mask is not None:
         check_mask(mask, (*q.shape[:-1], k.shape[-2]))

@@ -1,4 +1,4 @@
-"""Chapter 09 — checkpoint averaging (paper §6.1): the mean of the last few checkpoints' weights.
+"""Chapter 12 — checkpoint averaging (paper §6.1): the mean of the last few checkpoints' weights.
 
 "For the base models, we used a single model obtained by averaging the last 5 checkpoints, which
 were written at 10-minute intervals." Late in training the weights wander around a minimum, pushed

@@ -1,4 +1,4 @@
-"""Chapter 07 — from token ids to training batches: padding, teacher forcing, length buckets.
+"""Chapter 08 — from token ids to training batches: padding, teacher forcing, length buckets.
 
 * :func:`pad_sequences` makes a rectangle of id lists of different lengths;
 * :func:`teacher_forcing` cuts a ``<bos> … <eos>`` target into the decoder's input and its labels;

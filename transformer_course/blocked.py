@@ -1,4 +1,4 @@
-"""Chapter 10 — attention one block of keys at a time, with an online softmax (the idea of
+"""Chapter 13 — attention one block of keys at a time, with an online softmax (the idea of
 FlashAttention, Dao et al. 2022).
 
 Chapter 03's attention builds the whole (T, S) matrix of weights: T·S numbers per head, which for

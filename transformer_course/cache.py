@@ -1,4 +1,4 @@
-"""Chapter 08 — a key/value cache for incremental decoding.
+"""Chapter 09 — a key/value cache for incremental decoding.
 
 Without a cache, choosing token t+1 runs the whole decoder again on all t tokens so far, although
 the keys and values of positions 0 … t-1 are the same as one step earlier: the causal mask makes

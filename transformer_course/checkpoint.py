@@ -1,9 +1,9 @@
-"""Chapter 07 — checkpoints: everything needed to use a trained model, or to go on training it.
+"""Chapter 08 — checkpoints: everything needed to use a trained model, or to go on training it.
 
 A checkpoint is one file written by ``torch.save`` holding plain data only (tensors, numbers,
 strings, lists and dicts): the model's configuration and weights, both vocabularies, the
 optimizer and scheduler states, the step, the random-number state and a free ``extra`` dict.
-A model trained on subword tokens (chapter 09) also carries its tokenizer, as plain data too, so
+A model trained on subword tokens (chapter 12) also carries its tokenizer, as plain data too, so
 that the file alone can turn text into ids and ids back into text.
 It is read back with ``torch.load(weights_only=True)``, which refuses to run code hidden in a
 file (a pickled object can execute anything when loaded), so opening a checkpoint from
@@ -26,7 +26,7 @@ from .model import Transformer
 from .vocab import Vocab
 
 FORMAT = "transformer-course-checkpoint"
-VERSION = 1  # the tokenizer (chapter 09) is an optional entry: files without one read as before
+VERSION = 1  # the tokenizer (chapter 12) is an optional entry: files without one read as before
 
 
 class SavesAsDict(Protocol):
@@ -50,7 +50,7 @@ class Checkpoint:
     scheduler_state: dict | None = None
     rng_state: dict | None = None
     extra: dict = field(default_factory=dict)
-    tokenizer: dict | None = None  # a subword tokenizer's to_dict() (chapter 09), None for word tokens
+    tokenizer: dict | None = None  # a subword tokenizer's to_dict() (chapter 12), None for word tokens
 
     def restore(
         self,
@@ -90,7 +90,7 @@ def save_checkpoint(
 ) -> Path:
     """Write a checkpoint to ``path`` (atomically: a crash never leaves half a file). Returns the path.
 
-    ``tokenizer`` (chapter 09): an object with ``to_dict()`` (plain data) and ``id_to_token``, the
+    ``tokenizer`` (chapter 12): an object with ``to_dict()`` (plain data) and ``id_to_token``, the
     same token list as both vocabularies, e.g. a :class:`~transformer_course.subwords.SubwordTokenizer`.
 
     A ``path`` that is a symbolic link is written through (its target gets the checkpoint); a path
@@ -169,7 +169,7 @@ def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") 
         src_vocab, tgt_vocab = Vocab.from_dict(payload["src_vocab"]), Vocab.from_dict(payload["tgt_vocab"])
     except (KeyError, TypeError, ValueError) as error:
         raise ValueError(f"{path} holds an invalid configuration or vocabulary: {error}") from None
-    tokenizer = payload.get("tokenizer")  # absent from checkpoints written before chapter 09: None
+    tokenizer = payload.get("tokenizer")  # absent from checkpoints written before chapter 12: None
     if tokenizer is not None and not isinstance(tokenizer, dict):
         raise ValueError(f"{path} holds an invalid tokenizer (expected a dict, got {type(tokenizer).__name__})")
     if (len(src_vocab), len(tgt_vocab)) != (config.src_vocab_size, config.tgt_vocab_size):

@@ -35,7 +35,7 @@ class TransformerConfig:
     bos_id: int = 1  # first decoder input
     eos_id: int = 2  # end of a sequence
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm
-    # Chapter 11: what real checkpoints choose otherwise (Marian's OPUS-MT translators); left out, the paper's
+    # Chapter 15: what real checkpoints choose otherwise (Marian's OPUS-MT translators); left out, the paper's
     activation: str = "relu"  # between the feed-forward network's two layers: relu, gelu, gelu_tanh or swish
     sinusoid_layout: str = "interleaved"  # sin/cos of pair i at features (2i, 2i+1), or "halves": sines, then cosines
     scale_embedding: bool = True  # embeddings × √d_model (§3.4)

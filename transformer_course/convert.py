@@ -1,4 +1,4 @@
-"""Chapter 11 — real weights: the checkpoints people use, run by the course's own model.
+"""Chapter 15 — real weights: the checkpoints people use, run by the course's own model.
 
 Three families of Hugging Face ``transformers`` models are the course's two models with other names
 and a few other choices:
@@ -10,7 +10,7 @@ and a few other choices:
   network uses swish (``activation="swish"``), its output layer adds a bias of its own
   (``final_logits_bias``: our output layer's bias) and its decoder starts from the padding id
   (``bos_id = pad_id``).
-- **Llama** (``LlamaForCausalLM``, SmolLM too) is chapter 10's modern :class:`~.lm.DecoderOnlyLM`
+- **Llama** (``LlamaForCausalLM``, SmolLM too) is chapter 13's modern :class:`~.lm.DecoderOnlyLM`
   without √D on the embedding and without biases, with an output layer of its own unless the
   embedding is tied. Its rotary embeddings, as ``transformers`` computes them, pair feature i with
   feature i + d/2 of each head (``rotate_half``, "halves") where ours pair (2i, 2i+1), as Meta's

@@ -1,4 +1,4 @@
-"""Chapter 07 — the data a training run reads: pairs of token lists, a :class:`Task`, and the
+"""Chapter 08 — the data a training run reads: pairs of token lists, a :class:`Task`, and the
 copy / reverse tasks.
 
 A :class:`Task` holds the training, validation and test pairs (source tokens, target tokens), the
@@ -8,8 +8,8 @@ seconds has a bug, and a model that can is worth training on real data.
 
 The data the later chapters translate is *made* by generators that are not rooms of the model
 (you do not build them): :mod:`transformer_course.datasets.numbers` (English → German number
-words, chapters 07–08), :mod:`transformer_course.datasets.sentences` (sentences with German
-grammar, chapter 09) and :mod:`transformer_course.datasets.corpora` (your own text files, or a
+words, chapters 08–09), :mod:`transformer_course.datasets.sentences` (sentences with German
+grammar, chapter 12) and :mod:`transformer_course.datasets.corpora` (your own text files, or a
 corpus from the Hugging Face Hub). :func:`load_task` finds the tasks by name.
 """
 

@@ -32,7 +32,7 @@ class DecoderLayer(nn.Module):
         tgt_mask: bool broadcastable to (B, H, T, T) (causal, usually),
         memory_mask: bool broadcastable to (B, H, T, S) (source padding) → (B, T, D)
 
-    ``cache`` (chapter 08) holds the keys and values of earlier decoding steps: its ``self_attn``
+    ``cache`` (chapter 09) holds the keys and values of earlier decoding steps: its ``self_attn``
     part goes to the self-attention, its ``cross_attn`` part to the cross-attention. Then ``x``
     holds only the new positions.
     """

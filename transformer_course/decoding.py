@@ -1,4 +1,4 @@
-"""Chapter 08 — turning a trained model into a translator: greedy decoding, beam search, sampling.
+"""Chapter 09 — turning a trained model into a translator: greedy decoding, beam search, sampling.
 
 The model gives a distribution over the next target token given the source and the target so
 far. Decoding chooses tokens one at a time, feeding each choice back in, until ``<eos>``:
@@ -163,7 +163,7 @@ def beam_step(
 # but terminate early when possible".
 EXTRA_OUTPUT_TOKENS = 50
 
-# Who computes the next token's logits: your modules, step by step (chapter 08's way), or the
+# Who computes the next token's logits: your modules, step by step (chapter 09's way), or the
 # inference engine (transformer_course/engine), which reads the trained model once into a plan of its own.
 PATHS = ("modules", "engine")
 

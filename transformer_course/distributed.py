@@ -1,4 +1,4 @@
-"""Chapter 09 — one model, several processes: DistributedDataParallel (DDP) with token batches.
+"""Chapter 12 — one model, several processes: DistributedDataParallel (DDP) with token batches.
 
 ``torchrun --nproc-per-node N …`` starts N copies of the same program. Each copy, a *rank*, holds
 a whole replica of the model and reads its own share of the batches (every N-th batch, see
@@ -20,7 +20,7 @@ losses over the global count ``n = Σ_r n_r``, and
 so each rank multiplies its gradient by its share of the step's tokens, ``n_r / n``, and the ranks
 add the results up. :meth:`World.before_step` finds the share (one small all-reduce of the token
 counts), and a DDP *communication hook*, the function DDP calls to exchange each bucket of
-gradients, applies it. The step function of chapter 07 stays as it is, and the update equals the one
+gradients, applies it. The step function of chapter 08 stays as it is, and the update equals the one
 a single process would make on all the ranks' batches together (``tests/test_distributed.py``).
 
 Nothing here reads a tensor's value back except :meth:`World.any`, which the training loop calls
@@ -48,7 +48,7 @@ _TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTE
 class World:
     """This process's place among the processes of a run: ``rank`` of ``world_size``.
 
-    The training loop of chapter 07 (:func:`~transformer_course.training.fit`) takes one as its
+    The training loop of chapter 08 (:func:`~transformer_course.training.fit`) takes one as its
     ``world`` argument and calls :meth:`before_step`, :meth:`weigh`, :meth:`add_up` and :meth:`any`.
     """
 

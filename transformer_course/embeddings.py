@@ -79,7 +79,7 @@ class TokenEmbedding(nn.Module):
 
 class UnscaledEmbedding(TokenEmbedding):
     """:class:`TokenEmbedding` without the √d_model: the lookup alone, as GPT-2 and Llama do it
-    (chapter 11). Their embeddings were trained at the scale the model reads them, so a factor of
+    (chapter 15). Their embeddings were trained at the scale the model reads them, so a factor of
     √d_model (24 for D = 576) would feed every layer vectors 24 times too long.
 
     Shape:

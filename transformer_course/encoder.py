@@ -36,12 +36,12 @@ class EncoderLayer(nn.Module):
             the shortcuts.
         attention: builds the self-attention ``self.self_attn``, called as
             ``attention(d_model, n_heads, d_k, d_v, dropout)``; default :class:`MultiHeadAttention`
-            (chapter 10 passes grouped or rotary attention).
+            (chapter 13 passes grouped or rotary attention).
 
     Shape:
         x: (B, S, D), mask: bool broadcastable to (B, H, S, S), True = may attend → (B, S, D)
 
-    ``forward(x, mask, cache=KVCache())``: chapter 10's decoder-only model, whose blocks are
+    ``forward(x, mask, cache=KVCache())``: chapter 13's decoder-only model, whose blocks are
     encoder layers with a causal mask, keeps each layer's keys and values between generation steps
     (``x`` then holds only the new positions).
     """
@@ -74,7 +74,7 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
         # self.connection is residual (sublayer.py) unless the layer was built with another connection;
-        # cache is None except in chapter 10's generation loop: hand it to self_attn
+        # cache is None except in chapter 13's generation loop: hand it to self_attn
         ### BEGIN SOLUTION
         def attend(h: Tensor) -> Tensor:
             return self.self_attn(h, h, h, mask, cache=cache)[0]  # (B, S, D)

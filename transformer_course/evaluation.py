@@ -1,15 +1,15 @@
-"""Chapter 08 — how good is a translator? Decode held-out sentences greedily and score them.
+"""Chapter 09 — how good is a translator? Decode held-out sentences greedily and score them.
 
-Chapter 07 uses these functions while it trains (they need chapter 08's greedy decoder, so a
-learner who builds the course in order writes ``greedy_step``, exercise ex08_1, before chapter
-07 can score its model).
+Chapter 08 uses these functions while it trains (they need chapter 09's greedy decoder, so a
+learner who builds the course in order writes ``greedy_step``, exercise ex09_1, before chapter
+08 can score its model).
 
 Scores, all in percent:
 
 * ``exact_match``: share of sentences whose text is exactly right (what matters for numbers);
 * ``bleu``: corpus BLEU (``sacrebleu``) over target *tokens* (a German number is one word, so
   word-level BLEU would have no 2-, 3- or 4-grams: we count the pieces); for real sentences
-  (chapter 09, ``bleu_on="text"``) over the written text, which sacrebleu tokenizes itself, so
+  (chapter 12, ``bleu_on="text"``) over the written text, which sacrebleu tokenizes itself, so
   that the score does not depend on how the model cut its words;
 * ``chrf``: character n-gram F-score of the written text (``task.detokenize``).
 """

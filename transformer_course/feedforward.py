@@ -34,7 +34,7 @@ class PositionwiseFeedForward(nn.Module):
     Args:
         d_model, d_ff: sizes D and the hidden size.
         dropout: dropout on the hidden features.
-        activation: a name of :data:`ACTIVATIONS`; the paper's ReLU by default (chapter 11's
+        activation: a name of :data:`ACTIVATIONS`; the paper's ReLU by default (chapter 15's
             real checkpoints use ``"swish"``, Marian, and ``"gelu_tanh"``, GPT-2).
         bias: whether the two layers have biases (b₁, b₂ of equation 2).
 

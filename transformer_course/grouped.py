@@ -1,7 +1,7 @@
-"""Chapter 10 — grouped-query attention (Ainslie et al. 2023; Llama 2 70B, Llama 3, Mistral).
+"""Chapter 13 — grouped-query attention (Ainslie et al. 2023; Llama 2 70B, Llama 3, Mistral).
 
 A decoding step reads the keys and values of every earlier position from the KV cache (chapter
-08), H heads of them per layer. Grouped-query attention keeps fewer key/value heads, Hkv, and lets
+09), H heads of them per layer. Grouped-query attention keeps fewer key/value heads, Hkv, and lets
 each group of H/Hkv query heads share one: W^K and W^V have Hkv·Dk and Hkv·Dv outputs, the cache
 holds Hkv heads, and H/Hkv times fewer bytes are read per step. Hkv = H is the paper's multi-head
 attention; Hkv = 1 is multi-query attention (Shazeer 2019).

@@ -1,4 +1,4 @@
-"""Chapter 10 — a decoder-only language model (GPT, 2018 → Llama), built from the course's rooms.
+"""Chapter 13 — a decoder-only language model (GPT, 2018 → Llama), built from the course's rooms.
 
 Take the encoder of chapter 05, give its self-attention the causal mask of chapter 06, and put
 the tied output layer of chapter 01 on top: that is a GPT. With no source sentence there is no
@@ -67,7 +67,7 @@ class DecoderOnlyConfig:
     pad_id: int = 0  # padding, ignored by the loss (may be eos_id: GPT-2 and Llama have no padding token)
     bos_id: int = 1  # first token of every text (may be eos_id: GPT-2's and SmolLM's one <|endoftext|>)
     eos_id: int = 2  # end of a text: generation stops there
-    # Chapter 11: what real checkpoints choose otherwise; left out, the course's
+    # Chapter 15: what real checkpoints choose otherwise; left out, the course's
     bias: bool = True  # biases in the attention projections and the two-layer network (GPT-2 yes, Llama no)
     scale_embedding: bool = True  # embeddings × √D (the paper); GPT-2 and Llama look them up unscaled
     tie_output: bool = True  # output layer = the embedding matrix (GPT-2, small Llamas); False: its own (Llama 3 8B)
@@ -212,7 +212,7 @@ def causal_rows(start: int, length: int, device: torch.device | str | None = Non
 class WithoutSource(nn.Module):
     """:func:`~transformer_course.training.fit` calls ``model(batch.src, batch.tgt_in)``; a language
     model has no source. This view of ``lm`` ignores ``src`` (the batches of :func:`lm_examples`
-    have an empty one), so chapter 07's loop trains it unchanged. It owns no weights of its own."""
+    have an empty one), so chapter 08's loop trains it unchanged. It owns no weights of its own."""
 
     def __init__(self, lm: nn.Module) -> None:
         super().__init__()
@@ -223,7 +223,7 @@ class WithoutSource(nn.Module):
 
 
 def lm_examples(texts: Sequence[Sequence[str]], vocab) -> list[tuple[list[int], list[int]]]:
-    """Token lists → examples for chapter 07's batches: no source, the text wrapped in
+    """Token lists → examples for chapter 08's batches: no source, the text wrapped in
     ``<bos> … <eos>`` (the batches then hold ``tgt_in = <bos> text`` and ``tgt_out = text <eos>``)."""
     return [([], vocab.encode(tokens, add_bos=True, add_eos=True)) for tokens in texts]
 
@@ -244,13 +244,13 @@ def generate(
 
     ``temperature=0`` (the default) is greedy: the most probable next token. A temperature > 0
     samples from the model's distribution divided by it, restricted to the ``top_k`` tokens
-    and/or the nucleus of mass ``top_p`` (chapter 08's filters); pass a ``generator`` for
+    and/or the nucleus of mass ``top_p`` (chapter 09's filters); pass a ``generator`` for
     reproducible draws. A row that produces ``<eos>`` gets padding after it; generation stops when
     every row has. ``use_cache=True`` feeds only the newest token at each step and keeps the keys
     and values of the others; ``use_cache=False`` reads the whole text again at every step: the
     same tokens, slower. ``<pad>`` and ``<bos>`` are never generated (unless one is also ``<eos>``). The model is put in
     evaluation mode for the call (its mode is restored). ``path="engine"`` runs the model through
-    the inference engine instead of your modules (chapter 08's ``greedy_decode`` says more).
+    the inference engine instead of your modules (chapter 09's ``greedy_decode`` says more).
 
     Shape:
         prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``; a ``<pad>``

@@ -1,4 +1,4 @@
-"""Chapter 07 — the training loss: cross-entropy with label smoothing (paper §5.4).
+"""Chapter 08 — the training loss: cross-entropy with label smoothing (paper §5.4).
 
 Label smoothing (ε = 0.1 in the paper): the target distribution puts 1 − ε on the right token
 and spreads ε over the vocabulary, so the model is never pushed towards infinite confidence.

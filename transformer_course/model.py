@@ -53,7 +53,7 @@ class Transformer(nn.Module):
         connection                                    # not built: a function like residual (sublayer.py)
 
     For example ``Transformer(config, positional=LearnedPositionalEmbedding)`` learns its position
-    vectors (chapter 02), ``Transformer(config, norm=RMSNorm)`` (chapter 10) normalises with RMSNorm, and
+    vectors (chapter 02), ``Transformer(config, norm=RMSNorm)`` (chapter 13) normalises with RMSNorm, and
     ``Transformer(config, connection=no_residual)`` has no shortcuts (chapter 05). Every
     ``nn.Linear``, a part's too, starts from Xavier's initialisation (:func:`xavier_init`), except
     in the positional part: built last, it keeps its own.
@@ -119,7 +119,7 @@ class Transformer(nn.Module):
         """Shifted target ids (B, T) and memory (B, S, D) → logits (B, T, V_tgt).
 
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
-        With a ``cache`` (chapter 08) ``tgt`` holds only the new token(s), at positions
+        With a ``cache`` (chapter 09) ``tgt`` holds only the new token(s), at positions
         ``cache.length`` onwards; the earlier ones are remembered by the cache.
         """
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)

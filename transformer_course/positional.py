@@ -73,10 +73,10 @@ class PositionalEncoding(nn.Module):
     Shape:
         x: (B, T, D) → (B, T, D)
 
-    ``forward(x, offset=L)`` treats x as the positions L … L+T-1 of a longer sequence: chapter 08
+    ``forward(x, offset=L)`` treats x as the positions L … L+T-1 of a longer sequence: chapter 09
     feeds the decoder one new token at a time, and token number L must get the vector of position L.
 
-    ``layout="halves"`` (chapter 11) keeps the same numbers in another order: the sines of every
+    ``layout="halves"`` (chapter 15) keeps the same numbers in another order: the sines of every
     frequency first, then the cosines (Marian's OPUS-MT translators). A model's weights are learned
     for one order, so a checkpoint must be run with the layout it was trained with.
     """
@@ -106,7 +106,7 @@ class LearnedPositionalEmbedding(nn.Module):
     """The alternative the paper compared in Table 3 row (E): one learned vector per position.
 
     It takes the arguments of :class:`PositionalEncoding`, so it can replace it as the Transformer's
-    ``positional`` part (chapter 13's experiment), ``offset`` included (cached decoding, chapter 08).
+    ``positional`` part (chapter 11's experiment), ``offset`` included (cached decoding, chapter 09).
     Unlike the sinusoids, the table has no vector for a position past ``max_len``, and positions it
     never saw in training keep their random initial vectors.
 

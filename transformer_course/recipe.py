@@ -1,6 +1,6 @@
-"""Chapter 10's room for chapter 15 — the training recipe of today's language models: AdamW, warm-up, cosine decay.
+"""Chapter 13's room for chapter 14 — the training recipe of today's language models: AdamW, warm-up, cosine decay.
 
-The paper (chapter 07) used Adam with β₂ = 0.98 and a rate that rises linearly for
+The paper (chapter 08) used Adam with β₂ = 0.98 and a rate that rises linearly for
 ``warmup_steps`` and then falls as 1/√step, forever. Language models since GPT-3 mostly use:
 
 * **AdamW** (Loshchilov & Hutter 2019): Adam with *decoupled* weight decay, each step shrinking
@@ -21,7 +21,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 
 def warmup_cosine_lr(step: int, warmup_steps: int, total_steps: int, min_ratio: float = 0.1) -> float:
-    """The fraction of the peak rate at ``step`` (counted from 1, as chapter 07's schedule):
+    """The fraction of the peak rate at ``step`` (counted from 1, as chapter 08's schedule):
     ``step / warmup_steps`` during the warm-up, then a half cosine from 1 down to ``min_ratio`` at
     ``total_steps``, and ``min_ratio`` after it."""
     if step < 1:

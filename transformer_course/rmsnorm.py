@@ -1,4 +1,4 @@
-"""Chapter 10 — RMSNorm: LayerNorm without the mean (Zhang & Sennrich 2019; Llama, Mistral, Gemma).
+"""Chapter 13 — RMSNorm: LayerNorm without the mean (Zhang & Sennrich 2019; Llama, Mistral, Gemma).
 
     RMSNorm(x) = x / √(mean(x²) + ε) · g
 

@@ -1,4 +1,4 @@
-"""Chapter 10 — rotary position embeddings, RoPE (Su et al. 2021, "RoFormer"; Llama and most LLMs).
+"""Chapter 13 — rotary position embeddings, RoPE (Su et al. 2021, "RoFormer"; Llama and most LLMs).
 
 Chapter 02 added a sinusoid table to the token embeddings, and its caveat was that the product
 PE(p)·PE(q) depends only on p − q, but the scores attention computes, (x W^Q)·(y W^K), no longer
@@ -19,7 +19,7 @@ pair feature i with feature i + d/2 instead, "halves" (``rotate_half``): the sam
 features in another order. Models trained that way (GPT-NeoX, SmolLM2) are stored that way, and Hugging
 Face's copies of Meta's Llama have the rows of W^Q and W^K permuted to suit ``rotate_half``. A checkpoint
 of one layout runs in the other once the rows of W^Q and W^K are reordered the same way within each
-head, since a score sums over the features in any order: chapter 11's ``rope_halves_to_interleaved``.)
+head, since a score sums over the features in any order: chapter 15's ``rope_halves_to_interleaved``.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chapter 07 — the learning-rate schedule and the optimizer of the paper (§5.3).
+"""Chapter 08 — the learning-rate schedule and the optimizer of the paper (§5.3).
 
 * **Adam** with β₁ = 0.9, β₂ = 0.98, ε = 1e-9;
 * the **learning rate** of equation (3): a linear warm-up for ``warmup_steps`` steps, then a decay

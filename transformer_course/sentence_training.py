@@ -1,6 +1,6 @@
-"""Chapter 09 — what changes when a translator trains on sentences instead of number words.
+"""Chapter 12 — what changes when a translator trains on sentences instead of number words.
 
-The loop, the loss, the schedule and the model are chapter 07's. Three settings are new, and
+The loop, the loss, the schedule and the model are chapter 08's. Three settings are new, and
 :class:`SentenceProfile` holds them next to the model's size:
 
 * the **vocabulary**: ``vocab_size`` subword tokens learned from the training text of *both*
@@ -54,7 +54,7 @@ class SentenceProfile(TrainingProfile):
         return token_batch_stream(examples, self.max_tokens, pad_id, seed, start_step, rank, world_size), left_out
 
 
-# The chapter's CPU run: chapter 07's model (d_model 128, 2 + 2 layers) on batches of ~60 sentences,
+# The chapter's CPU run: chapter 08's model (d_model 128, 2 + 2 layers) on batches of ~60 sentences,
 # without dropout: 1,400 steps see each training sentence about 1.4 times, too few to over-fit (measured
 # on 300 validation sentences: 86% exact match without dropout, 74% with 0.1; batches of 2,048 tokens
 # for as many tokens in all: 65%).
@@ -74,7 +74,7 @@ SENTENCE_TINY_PROFILE = SentenceProfile(
 
 
 def pick_sentence_profile(device: torch.device | str) -> SentenceProfile:
-    """The GPU profile on CUDA, the CPU profile elsewhere (as chapter 07's ``pick_profile``)."""
+    """The GPU profile on CUDA, the CPU profile elsewhere (as chapter 08's ``pick_profile``)."""
     return SENTENCE_GPU_PROFILE if torch.device(device).type == "cuda" else SENTENCE_CPU_PROFILE
 
 

@@ -1,4 +1,4 @@
-"""Chapter 07 — one training step: forward with teacher forcing, loss, backward, clip, update.
+"""Chapter 08 — one training step: forward with teacher forcing, loss, backward, clip, update.
 
 Gradient clipping is not in the paper; it makes short, aggressive runs safe. On a GPU the step
 can run in mixed precision (bfloat16, or float16 with a gradient scaler on older GPUs): the same

@@ -35,7 +35,7 @@ def no_residual(
     x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: nn.Module, dropout: nn.Dropout, norm_first: bool
 ) -> Tensor:
     """:func:`residual` without its shortcut ``x +``: post-LN gives LayerNorm(Dropout(Sublayer(x))),
-    pre-LN gives Dropout(Sublayer(LayerNorm(x))). Not a layer anyone should train: chapter 13 passes
+    pre-LN gives Dropout(Sublayer(LayerNorm(x))). Not a layer anyone should train: chapter 11 passes
     it as a layer's ``connection`` to see what the shortcuts do.
 
     Shape:

@@ -1,4 +1,4 @@
-"""Chapter 09 — subword tokens: one byte-pair vocabulary shared by English and German.
+"""Chapter 12 — subword tokens: one byte-pair vocabulary shared by English and German.
 
 Words make a poor vocabulary for real text: every new name, number or German compound is a
 new word, and a vocabulary big enough to hold them all is mostly rare words the model sees a
@@ -243,7 +243,7 @@ def tokenizer_summary(tokenizer: SubwordTokenizer, texts: Sequence[str]) -> dict
     }
 
 
-# -- byte-pair merges from scratch (exercise ex09_3) -------------------------------------------------
+# -- byte-pair merges from scratch (exercise ex12_3) -------------------------------------------------
 def pretokenized_words(texts: Iterable[str]) -> dict[str, int]:
     """How often each pre-token occurs in ``texts``, cut exactly as :func:`train_subwords` cuts them
     before BPE ("▁" at word starts, punctuation split off): the input of :func:`bpe_merges`.

@@ -1,4 +1,4 @@
-"""Chapter 10 — the SwiGLU feed-forward network (Shazeer 2020; PaLM, Llama).
+"""Chapter 13 — the SwiGLU feed-forward network (Shazeer 2020; PaLM, Llama).
 
     SwiGLU(x) = W₂ (silu(W₁ x) ⊙ W₃ x),   silu(z) = z · σ(z)
 

@@ -1,4 +1,4 @@
-"""Chapter 09 — batches by token count (paper §5.1), and each process's share of them.
+"""Chapter 12 — batches by token count (paper §5.1), and each process's share of them.
 
 A batch of a fixed number of sentences is a rectangle as long as its longest sentence: mix a
 4-token sentence with a 40-token one and 36 of the short one's slots are padding, computed and

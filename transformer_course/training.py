@@ -1,4 +1,4 @@
-"""Chapter 07 — the training loop: model sizes for each kind of machine, and the loop itself.
+"""Chapter 08 — the training loop: model sizes for each kind of machine, and the loop itself.
 
 The pieces it puts together live in their own rooms: the batches (:mod:`.batching`), the loss
 (:mod:`.loss`), the schedule (:mod:`.schedule`) and one update (:mod:`.step`). This file only
@@ -61,9 +61,9 @@ class TrainingProfile:
     def make_batches(
         self, task: Task, seed: int, start_step: int = 0, world: Replicas | None = None
     ) -> tuple[Iterator[Batch], int]:
-        """Chapter 07's batches: ``batch_size`` training sentences each, in an order drawn with
+        """Chapter 08's batches: ``batch_size`` training sentences each, in an order drawn with
         ``seed``, from batch ``start_step`` on. Returns (the stream, the pairs left out: none here;
-        chapter 09's :class:`~transformer_course.sentence_training.SentenceProfile` leaves out long ones)."""
+        chapter 12's :class:`~transformer_course.sentence_training.SentenceProfile` leaves out long ones)."""
         if world is not None:
             raise ValueError("several processes share token batches: train a chapter-09 task (e.g. sentences-en-de)")
         examples = encode_pairs(task.train, task.src_vocab, task.tgt_vocab)
@@ -94,11 +94,11 @@ def pick_profile(device: torch.device | str, task: str = "numbers-en-de") -> Tra
 def build_model(task: Task, profile: TrainingProfile, share_embeddings: bool = False) -> Transformer:
     """A :class:`Transformer` sized by ``profile`` for ``task``'s vocabularies (seeded).
 
-    ``share_embeddings=True`` (chapter 09, paper §3.4) gives source, target and output one matrix:
+    ``share_embeddings=True`` (chapter 12, paper §3.4) gives source, target and output one matrix:
     the task must use one vocabulary for both languages.
     """
     longest = max(max(len(s), len(t)) for s, t in task.train)
-    limit = getattr(profile, "max_sentence_tokens", None)  # chapter 09 leaves longer pairs out
+    limit = getattr(profile, "max_sentence_tokens", None)  # chapter 12 leaves longer pairs out
     longest = longest if limit is None else min(longest, limit)
     config = TransformerConfig(
         src_vocab_size=len(task.src_vocab),
@@ -138,7 +138,7 @@ class History:
 
 
 class Replicas(Protocol):
-    """What :func:`fit` asks of the processes of a distributed run (chapter 09: ``distributed.World``).
+    """What :func:`fit` asks of the processes of a distributed run (chapter 12: ``distributed.World``).
 
     One process needs none of it: ``fit(..., world=None)``, the default, never calls these.
     """
@@ -222,7 +222,7 @@ def fit(
     to time and at the end; each score is stored in ``history.evals`` with the step and the training
     seconds so far. ``history`` is continued when given (a run trained in several calls).
 
-    ``world`` (chapter 09) makes this one of several processes training ``model`` (wrapped in
+    ``world`` (chapter 12) makes this one of several processes training ``model`` (wrapped in
     DistributedDataParallel) together: each step's tokens weigh each rank's gradient, the logged
     loss is that of all ranks' tokens, the time limit is agreed every ``log_every`` steps, and only
     the main process shows progress and evaluates.
@@ -249,7 +249,7 @@ def fit(
         batch = next(batches).to(device)
         history.lrs.append(optimizer.param_groups[0]["lr"])
         if world is not None:
-            world.before_step(batch)  # chapter 09: this rank's share of the tokens weighs its gradient
+            world.before_step(batch)  # chapter 12: this rank's share of the tokens weighs its gradient
         loss = train_step(
             model, batch, optimizer, scheduler, options.smoothing, options.max_grad_norm, options.precision
         )  # 0-dim tensor, not read yet
@@ -288,7 +288,7 @@ class Training:
     optimizer: torch.optim.Optimizer
     scheduler: LambdaLR
     options: FitOptions  # the profile's smoothing and clipping, the device's precision
-    left_out: int = 0  # training pairs too long for the profile's batches (chapter 09)
+    left_out: int = 0  # training pairs too long for the profile's batches (chapter 12)
     start_step: int = 0  # where a resumed run goes on
 
 

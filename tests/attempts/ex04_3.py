@@ -38,7 +38,7 @@ def _forgets_w_o(self, query, key, value, mask=None, need_weights=False, **kwarg
 @wrong("mutant", "cache not passed to keys_and_values")
 def _cache_not_passed(self, query, key, value, mask=None, need_weights=False, cache=None):
     q = split_heads(self.w_q(query), self.n_heads)
-    k, v = self.keys_and_values(key, value)  # the cache (chapter 08) is never used
+    k, v = self.keys_and_values(key, value)  # the cache (chapter 09) is never used
     heads, weights = _attend(self, q, k, v, mask, need_weights)
     return self.w_o(merge_heads(heads)), weights
 

@@ -1,154 +1,160 @@
-"""ex08_1 (greedy_step): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
+"""ex08_1 (transformer_lr): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
 
 from __future__ import annotations
 
-import torch
+import math
 
 from . import right, wrong
 
 # -- mutants
 
 
-@wrong("mutant", "keeps generating after <eos>")
-def _keeps_generating_after_eos(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(-1)
-    return tokens, finished | (tokens == eos_id)
+@wrong("mutant", "max instead of min")
+def _max_instead_of_min(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**-0.5 * max(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("mutant", "finished rows become unfinished")
-def _forgets_finished_rows(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(-1).masked_fill(finished, pad_id)
-    return tokens, tokens == eos_id  # a finished row becomes unfinished again
+@wrong("mutant", "warmup_steps**-0.5 instead of **-1.5")
+def _warmup_power_wrong(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-0.5)
 
 
-@wrong("mutant", "pad and eos ids hard-coded to 0 and 2")
-def _hard_coded_ids(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(-1).masked_fill(finished, 0)
-    return tokens, finished | (tokens == 2)
+@wrong("mutant", "no d_model**-0.5 factor")
+def _no_d_model(step, d_model, warmup_steps, scale=1.0):
+    return scale * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("mutant", "updates finished in place")
-def _updates_finished_in_place(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(-1).masked_fill(finished, pad_id)
-    finished |= tokens == eos_id
-    return tokens, finished
+@wrong("mutant", "scale ignored")
+def _scale_ignored(step, d_model, warmup_steps, scale=1.0):
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("mutant", "argmax over the batch axis")
-def _softmax_then_argmax_over_batch(logits, finished, eos_id, pad_id):
-    tokens = logits.softmax(0).argmax(0)[: logits.shape[0]]
-    return tokens.masked_fill(finished, pad_id), finished | (tokens == eos_id)
+@wrong("mutant", "off by one step")
+def _counts_from_zero(step, d_model, warmup_steps, scale=1.0):
+    step = max(step - 1, 1)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
 # -- own mistakes and alternatives
 
 
-@wrong("own", says="argmin")
-def _greedy_argmin(logits, finished, eos_id, pad_id):
-    tokens = logits.argmin(dim=-1).masked_fill(finished, pad_id)
-    return tokens, finished | (tokens == eos_id)
+@wrong("own", says="d_model is raised to 0.5")
+def _lr_root_d_model(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("own", says="is replaced by pad_id")
-def _greedy_eos_padded(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(dim=-1)
-    tokens = tokens.masked_fill(finished | (tokens == eos_id), pad_id)
-    return tokens, finished | (logits.argmax(dim=-1) == eos_id)
+@wrong("own", says="the decay term is step^-0.5")
+def _lr_decay_power(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**-0.5 * min(step**0.5, step * warmup_steps**-1.5)
 
 
-@wrong("own", says="its next token must be pad_id")
-def _greedy_finished_get_eos(logits, finished, eos_id, pad_id):
-    tokens = logits.argmax(dim=-1).masked_fill(finished, eos_id)
-    return tokens, finished | (tokens == eos_id)
+@wrong("own", says="the power is negative")
+def _lr_warmup_power_positive(step, d_model, warmup_steps, scale=1.0):
+    return scale / math.sqrt(d_model) * min(1 / math.sqrt(step), step * warmup_steps**1.5)
 
 
 # -- tester set 'first'
 
 
-@wrong("tester", "finished = (next == eos) only: forgets rows already finished", by="first")
-def ex08_1_forgets_finished(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1).masked_fill(finished, pad_id)
-    return next_tokens, next_tokens == eos_id
+@wrong("tester", "warmup_steps**-0.5 instead of **-1.5", by="first")
+def ex08_1_warmup_half(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-0.5)
 
 
-@wrong("tester", "argmax over dim=0 (batch) instead of the vocabulary", by="first")
-def ex08_1_argmax_dim0(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=0).masked_fill(finished, pad_id)
-    return next_tokens, finished | (next_tokens == eos_id)
+@wrong("tester", "max instead of min", by="first")
+def ex08_1_max(step, d_model, warmup_steps, scale=1.0):
+    return scale * d_model**-0.5 * max(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("tester", "updates finished in place (finished |= ...)", by="first")
-def ex08_1_in_place(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1).masked_fill(finished, pad_id)
-    finished |= next_tokens == eos_id
-    return next_tokens, finished
+@wrong("tester", "forgot the scale factor", by="first")
+def ex08_1_no_scale(step, d_model, warmup_steps, scale=1.0):
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
 @right("tester", by="first")
-def ex08_1_alt_where(logits, finished, eos_id, pad_id):
-    best = torch.max(logits, dim=-1).indices
-    tokens = torch.where(finished, torch.full_like(best, pad_id), best)
-    return tokens, torch.logical_or(finished, tokens.eq(eos_id))
+def ex08_1_alt_piecewise(step, d_model, warmup_steps, scale=1.0):
+    if step < warmup_steps:
+        factor = step / warmup_steps**1.5
+    else:
+        factor = 1 / math.sqrt(step)
+    return scale * factor / math.sqrt(d_model)
 
 
-@wrong("tester", "finished rows get eos_id again instead of pad_id", by="first")
-def x08_1_finished_get_eos(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1).masked_fill(finished, eos_id)  # eos again instead of pad
-    return next_tokens, finished | (next_tokens == eos_id)
+@wrong("tester", "uses step + 1 (steps already count from 1)", by="first")
+def x07_1_step_plus_one(step, d_model, warmup_steps, scale=1.0):
+    step = step + 1  # "the paper counts from 1", applied to a step that already does
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
 # -- tester set 'second'
 
 
-@wrong("tester", "argmax over dim=0 (batch) instead of vocabulary", by="second")
-def greedy_argmax_dim0(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=0)
-    next_tokens = next_tokens.masked_fill(finished, pad_id)
-    return next_tokens, finished | (next_tokens == eos_id)
+def _lr_pre(step, d_model, warmup_steps):
+    if step < 1:
+        raise ValueError(f"step must be >= 1 (the paper counts steps from 1), got {step}")
+    if d_model < 1 or warmup_steps < 1:
+        raise ValueError(f"d_model and warmup_steps must be >= 1, got {d_model} and {warmup_steps}")
 
 
-@wrong("tester", "new finished = (token == eos) only: forgets rows already finished", by="second")
-def greedy_forgets_finished(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1)
-    next_tokens = next_tokens.masked_fill(finished, pad_id)
-    return next_tokens, next_tokens == eos_id
+@wrong("tester", "max instead of min", by="second")
+def lr_max(step, d_model, warmup_steps, scale=1.0):
+    _lr_pre(step, d_model, warmup_steps)
+    return scale * d_model**-0.5 * max(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("tester", "updates finished in place (|=) and returns it", by="second")
-def greedy_mutates_finished(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1)
-    next_tokens = next_tokens.masked_fill(finished, pad_id)
-    finished |= next_tokens == eos_id
-    return next_tokens, finished
+@wrong("tester", "warmup_steps**-0.5 instead of **-1.5", by="second")
+def lr_warmup_exp(step, d_model, warmup_steps, scale=1.0):
+    _lr_pre(step, d_model, warmup_steps)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-0.5)
+
+
+@wrong("tester", "scale argument ignored", by="second")
+def lr_scale_ignored(step, d_model, warmup_steps, scale=1.0):
+    _lr_pre(step, d_model, warmup_steps)
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
+
+
+@right("tester", by="second")
+def lr_alt(step, d_model, warmup_steps, scale=1.0):
+    _lr_pre(step, d_model, warmup_steps)
+    if step <= warmup_steps:
+        return scale * step / (math.sqrt(d_model) * warmup_steps**1.5)
+    return scale / math.sqrt(d_model * step)
 
 
 # -- tester set 'third'
 
 
-@wrong("tester", "finished = (next == eos): rows finished earlier become unfinished", by="third")
-def greedy_forget_finished(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1)
-    next_tokens = next_tokens.masked_fill(finished, pad_id)
-    return next_tokens, next_tokens == eos_id
+def _lr_guard(step, d_model, warmup_steps):
+    if step < 1:
+        raise ValueError(f"step must be >= 1 (the paper counts steps from 1), got {step}")
+    if d_model < 1 or warmup_steps < 1:
+        raise ValueError(f"d_model and warmup_steps must be >= 1, got {d_model} and {warmup_steps}")
 
 
-@wrong("tester", "updates finished in place (finished |= ...)", by="third")
-def greedy_inplace(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1)
-    next_tokens = next_tokens.masked_fill(finished, pad_id)
-    finished |= next_tokens == eos_id
-    return next_tokens, finished
+@wrong("tester", "max instead of min", by="third")
+def lr_max_third(step, d_model, warmup_steps, scale=1.0):
+    _lr_guard(step, d_model, warmup_steps)
+    return scale * d_model**-0.5 * max(step**-0.5, step * warmup_steps**-1.5)
 
 
-@wrong("tester", "argmax over dim=0 (the batch axis)", by="third")
-def greedy_dim0(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=0)
-    next_tokens = next_tokens.masked_fill(finished, pad_id)
-    return next_tokens, finished | (next_tokens == eos_id)
+@wrong("tester", "warm-up term step / warmup_steps (exponent -1 instead of -1.5)", by="third")
+def lr_exponent(step, d_model, warmup_steps, scale=1.0):
+    _lr_guard(step, d_model, warmup_steps)
+    return scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1)
+
+
+@wrong("tester", "scale argument ignored", by="third")
+def lr_no_scale(step, d_model, warmup_steps, scale=1.0):
+    _lr_guard(step, d_model, warmup_steps)
+    return d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5)
 
 
 @right("tester", by="third")
-def greedy_alt(logits, finished, eos_id, pad_id):
-    best = logits.max(dim=-1).indices
-    tokens = torch.where(finished, torch.full_like(best, pad_id), best)
-    return tokens, torch.logical_or(finished, tokens.eq(eos_id))
+def lr_alt_third(step, d_model, warmup_steps, scale=1.0):
+    _lr_guard(step, d_model, warmup_steps)
+    if step < warmup_steps:
+        value = step / (warmup_steps * math.sqrt(warmup_steps))
+    else:
+        value = 1.0 / math.sqrt(step)
+    return scale * value / math.sqrt(d_model)

@@ -1,259 +1,269 @@
-"""ex08_3 (beam_step): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
+"""ex08_3 (label_smoothed_cross_entropy): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-from transformer_course.decoding import gnmt_length_penalty
-from transformer_course.decoding import gnmt_length_penalty as _lp
-
-from . import wrong
+from . import right, wrong
 
 # -- mutants
 
 
-def _beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, *, freeze=True, grow_finished=False,
-               penalty=True, return_penalised=False, keep_finished=True, swap_div_mod=False, old_lengths=False):  # fmt: skip
-    batch, beams, vocab = log_probs.shape
-    step = log_probs
-    if freeze:
-        frozen = torch.full_like(log_probs, float("-inf"))
-        frozen[..., pad_id] = 0.0
-        step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + 1 if grow_finished else lengths + (~finished).long()
-    lp = gnmt_length_penalty(lengths if old_lengths else new_lengths, alpha) if penalty else torch.ones(1)
-    ranked = candidates / lp[..., None]
-    top = ranked.reshape(batch, -1).topk(beams, dim=-1)
-    flat = top.indices
-    origin, tokens = (flat % vocab, flat // vocab) if swap_div_mod else (flat // vocab, flat % vocab)
-    origin = origin.clamp(max=beams - 1)
-    new_scores = top.values if return_penalised else candidates.reshape(batch, -1).gather(1, flat)
-    was_finished = finished.gather(1, origin) if keep_finished else torch.zeros_like(finished)
-    return origin, tokens, new_scores, was_finished | (tokens == eos_id), new_lengths.gather(1, origin)
+@wrong("mutant", "padding counted in the mean")
+def _counts_padding(logits, target, smoothing=0.1, pad_id=0):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), label_smoothing=smoothing)
 
 
-@wrong("mutant", "best token inside each beam")
-def _best_token_per_beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
-    best, tokens = log_probs.max(-1)  # one candidate per hypothesis: greedy inside each beam
-    origin = torch.arange(scores.shape[1]).expand_as(scores)
-    return origin, tokens, scores + best, finished | (tokens == eos_id), lengths + 1
+@wrong("mutant", "no label smoothing")
+def _no_smoothing(logits, target, smoothing=0.1, pad_id=0):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=pad_id)
 
 
-_finished_hypotheses_extended_by_every_to = wrong("mutant", "finished hypotheses extended by every token")(
-    lambda *a: _beam_step(*a, freeze=False)
-)
-_finished_hypotheses_keep_growing_in_leng = wrong("mutant", "finished hypotheses keep growing in length")(
-    lambda *a: _beam_step(*a, grow_finished=True)
-)
-_no_length_penalty = wrong("mutant", "no length penalty")(lambda *a: _beam_step(*a, penalty=False))
-_returns_penalised_scores = wrong("mutant", "returns penalised scores")(
-    lambda *a: _beam_step(*a, return_penalised=True)
-)
-_finished_flag_not_carried_over = wrong("mutant", "finished flag not carried over")(
-    lambda *a: _beam_step(*a, keep_finished=False)
-)
-_origin_and_token_swapped_and = wrong("mutant", "origin and token swapped (% and //)")(
-    lambda *a: _beam_step(*a, swap_div_mod=True)
-)
-_penalty_with_the_old_lengths = wrong("mutant", "penalty with the old lengths")(
-    lambda *a: _beam_step(*a, old_lengths=True)
-)
+@wrong("mutant", "ε/(V−1) on the wrong tokens only")
+def _smooths_over_the_other_tokens(logits, target, smoothing=0.1, pad_id=0):
+    # ε/(V−1) on every wrong token instead of ε/V on every token
+    log_probs = logits.log_softmax(-1)
+    vocab = logits.shape[-1]
+    q = torch.full_like(log_probs, smoothing / (vocab - 1)).scatter(-1, target.unsqueeze(-1), 1 - smoothing)
+    per_token = -(q * log_probs).sum(-1)
+    keep = target != pad_id
+    return per_token[keep].mean()
+
+
+@wrong("mutant", "padding zeroed but still in the denominator")
+def _padding_zeroed_but_counted(logits, target, smoothing=0.1, pad_id=0):
+    log_probs = logits.log_softmax(-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll - smoothing * log_probs.mean(-1)
+    return (per_token * (target != pad_id)).mean()
+
+
+@wrong("mutant", "detached from the graph")
+def _returns_a_float(logits, target, smoothing=0.1, pad_id=0):
+    loss = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), target.reshape(-1), label_smoothing=smoothing, ignore_index=pad_id
+    )
+    return torch.tensor(loss.item())
 
 
 # -- own mistakes and alternatives
 
 
-def _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, gather=None, multiply=False):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    candidates = scores[..., None] + torch.where(finished[..., None], frozen, log_probs)
-    new_lengths = lengths + (~finished).long()
-    penalty = gnmt_length_penalty(new_lengths, alpha)[..., None]
-    ranked = candidates * penalty if multiply else candidates / penalty
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_lengths = new_lengths.gather(1, origin) if gather is None else gather(new_lengths, origin)
-    return origin, tokens, new_scores, finished.gather(1, origin) | (tokens == eos_id), new_lengths
+def _per_token(logits, target, smoothing, target_weight=None):
+    log_p = logits.log_softmax(dim=-1)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    return (1 - smoothing if target_weight is None else target_weight) * nll - smoothing * log_p.mean(-1)
 
 
-@wrong("own", says="the new lengths are not reordered")
-def _beam_lengths_in_place(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
-    return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, gather=lambda n, o: n)
+@wrong("own", says="summed over the tokens")
+def _loss_summed(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing)[target != pad_id].sum()
 
 
-@wrong("own", says="the finished flags are not reordered")
-def _beam_finished_in_place(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
-    origin, tokens, new_scores, _, new_lengths = _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)
-    return origin, tokens, new_scores, finished | (tokens == eos_id), new_lengths
+@wrong("own", says="not weighted by (1 − ε)")
+def _loss_target_unweighted(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing, target_weight=1.0)[target != pad_id].mean()
 
 
-@wrong("own", says="multiplied by the length penalty")
-def _beam_penalty_multiplied(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
-    return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, multiply=True)
+@wrong("own", says="the −log p[target] term is wrong")
+def _loss_from_raw_logits(logits, target, smoothing=0.1, pad_id=0):
+    nll = -logits.gather(-1, target.unsqueeze(-1)).squeeze(-1)  # the logit, not its log-probability
+    per_token = (1 - smoothing) * nll - smoothing * logits.log_softmax(dim=-1).mean(-1)
+    return per_token[target != pad_id].mean()
+
+
+@wrong("own", says="the smoothing term is wrong")
+def _loss_smoothing_on_probabilities(logits, target, smoothing=0.1, pad_id=0):
+    log_p = logits.log_softmax(dim=-1)
+    nll = -log_p.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll - smoothing * log_p.exp().mean(-1)  # mean of p, not of −log p
+    return per_token[target != pad_id].mean()
+
+
+@wrong("own", says="the padding is not left out right")
+def _loss_ids_above_pad(logits, target, smoothing=0.1, pad_id=0):
+    return _per_token(logits, target, smoothing)[target > pad_id].mean()  # drops the ids below pad_id too
+
+
+@wrong("own", says="each sentence is averaged first")
+def _loss_sentence_means(logits, target, smoothing=0.1, pad_id=0):
+    keep = (target != pad_id).float()
+    per_sentence = (_per_token(logits, target, smoothing) * keep).sum(1) / keep.sum(1)
+    return per_sentence[keep.sum(1) > 0].mean()
+
+
+@right("own")
+def _loss_pytorch(logits, target, smoothing=0.1, pad_id=0):
+    return F.cross_entropy(logits.transpose(1, 2), target, label_smoothing=smoothing, ignore_index=pad_id)
 
 
 # -- tester set 'first'
 
 
-@wrong("tester", "ranks candidates by raw score, no length penalty", by="first")
-def ex08_3_no_penalty(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    flat = candidates.reshape(batch, beams * vocab).topk(beams, dim=-1).indices  # raw scores ranked
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+@wrong("tester", "mean over all positions (padding counted in the denominator)", by="first")
+def ex08_3_mean_with_padding(logits, target, smoothing=0.1, pad_id=0):
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).mean()  # divides by every position, padding included
 
 
-@wrong("tester", "finished hypotheses extended like the others (no freezing)", by="first")
-def ex08_3_finished_extended(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    candidates = scores[..., None] + log_probs  # finished hypotheses extended like the others
-    new_lengths = lengths + 1
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+@wrong("tester", "ε spread over the V-1 wrong tokens (ε/(V-1)), not ε/V over all", by="first")
+def ex08_3_spread_over_others(logits, target, smoothing=0.1, pad_id=0):
+    log_probs = logits.float().log_softmax(dim=-1)
+    vocab = logits.shape[-1]
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = (-log_probs.sum(dim=-1) - nll) / (vocab - 1)  # eps spread over the V-1 wrong tokens
+    per_token = (1.0 - smoothing) * nll + smoothing * others
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
 
 
-@wrong("tester", "lengths not gathered by origin", by="first")
-def ex08_3_lengths_not_reordered(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths  # not gathered by origin
+@wrong("tester", "forgot the (1-ε) factor on the right token's NLL", by="first")
+def ex08_3_no_one_minus_eps(logits, target, smoothing=0.1, pad_id=0):
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
 
 
-@wrong("tester", "length penalty of the old lengths, not the new ones", by="first")
-def x08_3_penalty_old_lengths(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    ranked = candidates / _lp(lengths, alpha)[..., None]  # penalty of the old lengths
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+@right("tester", by="first")
+def ex08_3_alt_cross_entropy(logits, target, smoothing=0.1, pad_id=0):
+    vocab = logits.shape[-1]
+    total = F.cross_entropy(
+        logits.float().reshape(-1, vocab),
+        target.reshape(-1),
+        reduction="sum",
+        label_smoothing=smoothing,
+        ignore_index=pad_id,
+    )
+    return total / (target != pad_id).sum().clamp(min=1)
+
+
+@wrong("tester", "log_softmax over dim=1 (positions) instead of the vocabulary", by="first")
+def x07_3_log_softmax_time_axis(logits, target, smoothing=0.1, pad_id=0):
+    log_probs = logits.float().log_softmax(dim=1)  # over T, not V
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
 
 
 # -- tester set 'second'
 
 
-@wrong("tester", "ranks by raw scores: length penalty ignored", by="second")
-def beam_no_penalty(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    flat = candidates.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+def _ls_pre(logits, target, smoothing):
+    if logits.dim() != 3 or target.shape != logits.shape[:2]:
+        raise ValueError("logits must be (B, T, V) and target (B, T)")
+    if not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"smoothing must be in [0, 1], got {smoothing}")
 
 
-@wrong("tester", "lengths + 1 for every hypothesis, finished ones too", by="second")
-def beam_finished_grow(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + 1
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+@wrong("tester", "mean over all positions, padding included in the count", by="second")
+def ls_mean_includes_pad(logits, target, smoothing=0.1, pad_id=0):
+    _ls_pre(logits, target, smoothing)
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).mean()
 
 
-@wrong("tester", "origin/token from flat index with // beams, % beams instead of vocab", by="second")
-def beam_divmod_beams(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // beams, flat % beams
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    origin = origin.clamp(max=beams - 1)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+@wrong("tester", "smoothing spread over the V-1 wrong classes, not V", by="second")
+def ls_smooth_over_v_minus_1(logits, target, smoothing=0.1, pad_id=0):
+    _ls_pre(logits, target, smoothing)
+    log_probs = logits.float().log_softmax(dim=-1)
+    V = logits.shape[-1]
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = (-log_probs.sum(dim=-1) - nll) / (V - 1)
+    per_token = (1.0 - smoothing) * nll + smoothing * others
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
+
+
+@wrong("tester", "log_softmax over dim=1 (time) instead of the vocabulary", by="second")
+def ls_log_softmax_dim1(logits, target, smoothing=0.1, pad_id=0):
+    _ls_pre(logits, target, smoothing)
+    log_probs = logits.float().log_softmax(dim=1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
+
+
+@right("tester", by="second")
+def ls_alt(logits, target, smoothing=0.1, pad_id=0):
+    _ls_pre(logits, target, smoothing)
+    if not (target != pad_id).any():
+        return logits.float().sum() * 0.0
+    V = logits.shape[-1]
+    return F.cross_entropy(
+        logits.float().reshape(-1, V), target.reshape(-1), label_smoothing=smoothing, ignore_index=pad_id
+    )
 
 
 # -- tester set 'third'
 
 
-@wrong("tester", "ranks by the raw summed log-probability (length penalty forgotten)", by="third")
-def beam_no_penalty_third(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    flat = candidates.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+def _ls_guard(logits, target, smoothing):
+    if logits.dim() != 3 or target.shape != logits.shape[:2]:
+        raise ValueError(
+            f"logits must be (B, T, V) and target (B, T), got logits {tuple(logits.shape)} and target {tuple(target.shape)}"
+        )
+    if not 0.0 <= smoothing <= 1.0:
+        raise ValueError(f"smoothing must be in [0, 1], got {smoothing}")
 
 
-@wrong("tester", "returns the penalised score instead of the summed log-probability", by="third")
-def beam_penalised_scores(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = ranked.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
+@wrong("tester", "averaged over all positions, padding included", by="third")
+def ls_mean_all(logits, target, smoothing=0.1, pad_id=0):
+    _ls_guard(logits, target, smoothing)
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).mean()
 
 
-@wrong("tester", "lengths returned without following the origin (new_lengths not gathered)", by="third")
-def beam_lengths_not_gathered(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
-    batch, beams, vocab = log_probs.shape
-    frozen = torch.full_like(log_probs, float("-inf"))
-    frozen[..., pad_id] = 0.0
-    step = torch.where(finished[..., None], frozen, log_probs)
-    candidates = scores[..., None] + step
-    new_lengths = lengths + (~finished).long()
-    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
-    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
-    origin, tokens = flat // vocab, flat % vocab
-    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
-    new_finished = finished.gather(1, origin) | (tokens == eos_id)
-    return origin, tokens, new_scores, new_finished, new_lengths
+@wrong("tester", "smoothing mass eps/(V-1) spread over the wrong tokens only (not PyTorch's eps/V)", by="third")
+def ls_v_minus_1(logits, target, smoothing=0.1, pad_id=0):
+    _ls_guard(logits, target, smoothing)
+    vocab = logits.shape[-1]
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    others = -(log_probs.sum(dim=-1) - (-nll)) / (vocab - 1)
+    per_token = (1.0 - smoothing) * nll + smoothing * others
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
+
+
+@right("tester", by="third")
+def ls_no_clamp(logits, target, smoothing=0.1, pad_id=0):
+    _ls_guard(logits, target, smoothing)
+    log_probs = logits.float().log_softmax(dim=-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    uniform = -log_probs.mean(dim=-1)
+    per_token = (1.0 - smoothing) * nll + smoothing * uniform
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum()
+
+
+@right("tester", by="third")
+def ls_alt_third(logits, target, smoothing=0.1, pad_id=0):
+    _ls_guard(logits, target, smoothing)
+    vocab = logits.shape[-1]
+    log_probs = F.log_softmax(logits.float(), dim=-1)
+    dist = torch.full_like(log_probs, smoothing / vocab)
+    dist.scatter_add_(-1, target.unsqueeze(-1), torch.full_like(log_probs[..., :1], 1.0 - smoothing))
+    per_token = -(dist * log_probs).sum(dim=-1)
+    keep = (target != pad_id).float()
+    n = keep.sum()
+    return (per_token * keep).sum() / torch.clamp(n, min=1.0)

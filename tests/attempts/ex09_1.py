@@ -1,285 +1,154 @@
-"""ex09_1 (pack): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
+"""ex09_1 (greedy_step): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
 
 from __future__ import annotations
+
+import torch
 
 from . import right, wrong
 
 # -- mutants
 
 
-def _pack_with(fits):
-    """A greedy packing whose test "does one more example fit?" is ``fits(batch + [i], lengths, max_tokens)``."""
-
-    def pack(order, src_lengths, tgt_lengths, max_tokens):
-        batches, batch = [], []
-        for i in order:
-            if max(src_lengths[i], tgt_lengths[i]) > max_tokens:
-                raise ValueError(f"example {i} is longer than max_tokens")
-            if batch and not all(fits([*batch, i], lengths, max_tokens) for lengths in (src_lengths, tgt_lengths)):
-                batches.append(batch)
-                batch = []
-            batch.append(i)
-        if batch:
-            batches.append(batch)
-        return batches
-
-    return pack
+@wrong("mutant", "keeps generating after <eos>")
+def _keeps_generating_after_eos(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(-1)
+    return tokens, finished | (tokens == eos_id)
 
 
-_budget_on_the_sum = wrong("mutant", "budget on the sum of the lengths, not count × longest")(
-    _pack_with(lambda batch, lengths, budget: sum(lengths[i] for i in batch) <= budget)
-)
+@wrong("mutant", "finished rows become unfinished")
+def _forgets_finished_rows(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(-1).masked_fill(finished, pad_id)
+    return tokens, tokens == eos_id  # a finished row becomes unfinished again
 
 
-_off_by_one = wrong("mutant", "off by one: a batch of exactly max_tokens slots is split")(
-    _pack_with(lambda batch, lengths, budget: len(batch) * max(lengths[i] for i in batch) < budget)
-)
+@wrong("mutant", "pad and eos ids hard-coded to 0 and 2")
+def _hard_coded_ids(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(-1).masked_fill(finished, 0)
+    return tokens, finished | (tokens == 2)
 
 
-_last_length_not_longest = wrong("mutant", "the last example's length taken as the longest")(
-    _pack_with(lambda batch, lengths, budget: len(batch) * lengths[batch[-1]] <= budget)
-)
+@wrong("mutant", "updates finished in place")
+def _updates_finished_in_place(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(-1).masked_fill(finished, pad_id)
+    finished |= tokens == eos_id
+    return tokens, finished
 
 
-@wrong("mutant", "drops the last batch")
-def _drops_the_last_batch(order, src_lengths, tgt_lengths, max_tokens):
-    return _pack_with(lambda batch, lengths, budget: len(batch) * max(lengths[i] for i in batch) <= budget)(
-        order, src_lengths, tgt_lengths, max_tokens
-    )[:-1]
-
-
-@wrong("mutant", "only the target side is budgeted")
-def _target_side_only(order, src_lengths, tgt_lengths, max_tokens):
-    right = _pack_with(lambda batch, lengths, budget: len(batch) * max(lengths[i] for i in batch) <= budget)
-    return right(order, tgt_lengths, tgt_lengths, max_tokens)
-
-
-@wrong("mutant", "an example longer than the budget is kept")
-def _keeps_a_too_long_example(order, src_lengths, tgt_lengths, max_tokens):
-    longest = max(max(src_lengths), max(tgt_lengths))
-    right = _pack_with(lambda batch, lengths, budget: len(batch) * max(lengths[i] for i in batch) <= budget)
-    return right(order, src_lengths, tgt_lengths, max(max_tokens, longest))  # alone in its batch, over the budget
+@wrong("mutant", "argmax over the batch axis")
+def _softmax_then_argmax_over_batch(logits, finished, eos_id, pad_id):
+    tokens = logits.softmax(0).argmax(0)[: logits.shape[0]]
+    return tokens.masked_fill(finished, pad_id), finished | (tokens == eos_id)
 
 
 # -- own mistakes and alternatives
 
 
-def _pack(order, src_lengths, tgt_lengths, max_tokens, too_big):
-    batches, batch = [], []
-    for i in order:
-        if batch and too_big(batch, i):
-            batches.append(batch)
-            batch = []
-        batch.append(i)
-    return batches + [batch] if batch else batches
+@wrong("own", says="argmin")
+def _greedy_argmin(logits, finished, eos_id, pad_id):
+    tokens = logits.argmin(dim=-1).masked_fill(finished, pad_id)
+    return tokens, finished | (tokens == eos_id)
 
 
-@wrong("own", says="longest before the new example")
-def _pack_old_longest(order, src_lengths, tgt_lengths, max_tokens):
-    def too_big(batch, i):  # the longest of the batch so far, the new example's length left out
-        longest = max(max(src_lengths[j], tgt_lengths[j]) for j in batch)
-        return (len(batch) + 1) * longest > max_tokens
-
-    return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
+@wrong("own", says="is replaced by pad_id")
+def _greedy_eos_padded(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(dim=-1)
+    tokens = tokens.masked_fill(finished | (tokens == eos_id), pad_id)
+    return tokens, finished | (logits.argmax(dim=-1) == eos_id)
 
 
-@wrong("own", says="count before the new example")
-def _pack_old_count(order, src_lengths, tgt_lengths, max_tokens):
-    def too_big(batch, i):  # the count before the new example
-        grown = [*batch, i]
-        return any(len(batch) * max(n[j] for j in grown) > max_tokens for n in (src_lengths, tgt_lengths))
-
-    return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
-
-
-@wrong("own", says="only the source side")
-def _pack_source_only(order, src_lengths, tgt_lengths, max_tokens):
-    def too_big(batch, i):
-        return (len(batch) + 1) * max(src_lengths[j] for j in [*batch, i]) > max_tokens
-
-    return _pack(order, src_lengths, tgt_lengths, max_tokens, too_big)
+@wrong("own", says="its next token must be pad_id")
+def _greedy_finished_get_eos(logits, finished, eos_id, pad_id):
+    tokens = logits.argmax(dim=-1).masked_fill(finished, eos_id)
+    return tokens, finished | (tokens == eos_id)
 
 
 # -- tester set 'first'
 
 
-@wrong("tester", "forgets to append the last, partial batch", by="first")
-def ex09_1_forgets_last(order, src_lengths, tgt_lengths, max_tokens):
-    batches, batch = [], []
-    longest_src = longest_tgt = 0
-    for i in order:
-        s, t = src_lengths[i], tgt_lengths[i]
-        if max(s, t) > max_tokens:
-            raise ValueError(f"example {i} is longer than max_tokens={max_tokens}")
-        grown = len(batch) + 1
-        if batch and (grown * max(longest_src, s) > max_tokens or grown * max(longest_tgt, t) > max_tokens):
-            batches.append(batch)
-            batch, longest_src, longest_tgt = [], 0, 0
-        batch.append(i)
-        longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
-    return batches  # the last, partial batch is lost
+@wrong("tester", "finished = (next == eos) only: forgets rows already finished", by="first")
+def ex09_1_forgets_finished(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1).masked_fill(finished, pad_id)
+    return next_tokens, next_tokens == eos_id
 
 
-@wrong("tester", "budget treated as strict (a batch of exactly max_tokens is cut)", by="first")
-def ex09_1_strict_budget(order, src_lengths, tgt_lengths, max_tokens):
-    batches, batch = [], []
-    longest_src = longest_tgt = 0
-    for i in order:
-        s, t = src_lengths[i], tgt_lengths[i]
-        if max(s, t) > max_tokens:
-            raise ValueError(f"example {i} is longer than max_tokens={max_tokens}")
-        grown = len(batch) + 1
-        if batch and (grown * max(longest_src, s) >= max_tokens or grown * max(longest_tgt, t) >= max_tokens):
-            batches.append(batch)
-            batch, longest_src, longest_tgt = [], 0, 0
-        batch.append(i)
-        longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
-    if batch:
-        batches.append(batch)
-    return batches
+@wrong("tester", "argmax over dim=0 (batch) instead of the vocabulary", by="first")
+def ex09_1_argmax_dim0(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=0).masked_fill(finished, pad_id)
+    return next_tokens, finished | (next_tokens == eos_id)
 
 
-@wrong("tester", "only the source lengths count toward the budget", by="first")
-def ex09_1_source_only(order, src_lengths, tgt_lengths, max_tokens):
-    batches, batch = [], []
-    longest_src = 0
-    for i in order:
-        s = src_lengths[i]
-        if s > max_tokens:
-            raise ValueError(f"example {i} is longer than max_tokens={max_tokens}")
-        grown = len(batch) + 1
-        if batch and grown * max(longest_src, s) > max_tokens:
-            batches.append(batch)
-            batch, longest_src = [], 0
-        batch.append(i)
-        longest_src = max(longest_src, s)
-    if batch:
-        batches.append(batch)
-    return batches
+@wrong("tester", "updates finished in place (finished |= ...)", by="first")
+def ex09_1_in_place(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1).masked_fill(finished, pad_id)
+    finished |= next_tokens == eos_id
+    return next_tokens, finished
 
 
-@wrong("tester", "longest source length not reset when a batch is cut", by="first")
-def x09_1_src_longest_not_reset(order, src_lengths, tgt_lengths, max_tokens):
-    batches, batch = [], []
-    longest_src = longest_tgt = 0
-    for i in order:
-        s, t = src_lengths[i], tgt_lengths[i]
-        if max(s, t) > max_tokens:
-            raise ValueError(f"example {i} is longer than max_tokens={max_tokens}")
-        grown = len(batch) + 1
-        if batch and (grown * max(longest_src, s) > max_tokens or grown * max(longest_tgt, t) > max_tokens):
-            batches.append(batch)
-            batch, longest_tgt = [], 0  # longest_src not reset
-        batch.append(i)
-        longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
-    if batch:
-        batches.append(batch)
-    return batches
+@right("tester", by="first")
+def ex09_1_alt_where(logits, finished, eos_id, pad_id):
+    best = torch.max(logits, dim=-1).indices
+    tokens = torch.where(finished, torch.full_like(best, pad_id), best)
+    return tokens, torch.logical_or(finished, tokens.eq(eos_id))
+
+
+@wrong("tester", "finished rows get eos_id again instead of pad_id", by="first")
+def x08_1_finished_get_eos(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1).masked_fill(finished, eos_id)  # eos again instead of pad
+    return next_tokens, finished | (next_tokens == eos_id)
 
 
 # -- tester set 'second'
 
 
-def _pack_second(order, src_lengths, tgt_lengths, max_tokens, fits):
-    batches, batch = [], []
-    for i in order:
-        s, t = src_lengths[i], tgt_lengths[i]
-        if max(s, t) > max_tokens:
-            raise ValueError(f"example {i} has {s} source and {t} target tokens, more than max_tokens={max_tokens}")
-        if batch and not fits(batch + [i]):
-            batches.append(batch)
-            batch = []
-        batch.append(i)
-    if batch:
-        batches.append(batch)
-    return batches
+@wrong("tester", "argmax over dim=0 (batch) instead of vocabulary", by="second")
+def greedy_argmax_dim0(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=0)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)
+    return next_tokens, finished | (next_tokens == eos_id)
 
 
-@wrong("tester", "budget check strict (< max_tokens): exactly max_tokens splits", by="second")
-def pack_strict_budget(order, src_lengths, tgt_lengths, max_tokens):
-    def fits(b):
-        n = len(b)
-        return n * max(src_lengths[j] for j in b) < max_tokens and n * max(tgt_lengths[j] for j in b) < max_tokens
-
-    return _pack_second(order, src_lengths, tgt_lengths, max_tokens, fits)
+@wrong("tester", "new finished = (token == eos) only: forgets rows already finished", by="second")
+def greedy_forgets_finished(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)
+    return next_tokens, next_tokens == eos_id
 
 
-@wrong("tester", "only source lengths considered", by="second")
-def pack_source_only(order, src_lengths, tgt_lengths, max_tokens):
-    def fits(b):
-        return len(b) * max(src_lengths[j] for j in b) <= max_tokens
-
-    return _pack_second(order, src_lengths, tgt_lengths, max_tokens, fits)
-
-
-@wrong("tester", "counts summed lengths, not n x longest (padding ignored)", by="second")
-def pack_sum_not_padded(order, src_lengths, tgt_lengths, max_tokens):
-    def fits(b):
-        return sum(src_lengths[j] for j in b) <= max_tokens and sum(tgt_lengths[j] for j in b) <= max_tokens
-
-    return _pack_second(order, src_lengths, tgt_lengths, max_tokens, fits)
+@wrong("tester", "updates finished in place (|=) and returns it", by="second")
+def greedy_mutates_finished(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)
+    finished |= next_tokens == eos_id
+    return next_tokens, finished
 
 
 # -- tester set 'third'
 
 
-def _pack_core(order, src_lengths, tgt_lengths, max_tokens, *, strict=False, src_only=False, keep_last=True):
-    batches, batch = [], []
-    longest_src = longest_tgt = 0
-    for i in order:
-        s, t = src_lengths[i], tgt_lengths[i]
-        if max(s, t) > max_tokens:
-            raise ValueError(
-                f"example {i} has {s} source and {t} target tokens, more than max_tokens={max_tokens}: "
-                "raise max_tokens or drop long examples first"
-            )
-        grown = len(batch) + 1
-        too_src = grown * max(longest_src, s)
-        too_tgt = 0 if src_only else grown * max(longest_tgt, t)
-        over = (
-            (too_src >= max_tokens or too_tgt >= max_tokens)
-            if strict
-            else (too_src > max_tokens or too_tgt > max_tokens)
-        )
-        if batch and over:
-            batches.append(batch)
-            batch, longest_src, longest_tgt = [], 0, 0
-        batch.append(i)
-        longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
-    if batch and keep_last:
-        batches.append(batch)
-    return batches
+@wrong("tester", "finished = (next == eos): rows finished earlier become unfinished", by="third")
+def greedy_forget_finished(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)
+    return next_tokens, next_tokens == eos_id
 
 
-@wrong("tester", ">= instead of >: a batch of exactly max_tokens slots is cut", by="third")
-def pack_strict(order, src_lengths, tgt_lengths, max_tokens):
-    return _pack_core(order, src_lengths, tgt_lengths, max_tokens, strict=True)
+@wrong("tester", "updates finished in place (finished |= ...)", by="third")
+def greedy_inplace(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)
+    finished |= next_tokens == eos_id
+    return next_tokens, finished
 
 
-@wrong("tester", "only the source lengths are budgeted (targets ignored)", by="third")
-def pack_src_only(order, src_lengths, tgt_lengths, max_tokens):
-    return _pack_core(order, src_lengths, tgt_lengths, max_tokens, src_only=True)
-
-
-@wrong("tester", "the last, not full batch is never appended", by="third")
-def pack_drop_last(order, src_lengths, tgt_lengths, max_tokens):
-    return _pack_core(order, src_lengths, tgt_lengths, max_tokens, keep_last=False)
+@wrong("tester", "argmax over dim=0 (the batch axis)", by="third")
+def greedy_dim0(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=0)
+    next_tokens = next_tokens.masked_fill(finished, pad_id)
+    return next_tokens, finished | (next_tokens == eos_id)
 
 
 @right("tester", by="third")
-def pack_alt(order, src_lengths, tgt_lengths, max_tokens):
-    out = []
-    for i in order:
-        if src_lengths[i] > max_tokens or tgt_lengths[i] > max_tokens:
-            raise ValueError(f"example {i} is longer than max_tokens={max_tokens}")
-        if out:
-            cand = out[-1] + [i]
-            n = len(cand)
-            if (
-                n * max(src_lengths[j] for j in cand) <= max_tokens
-                and n * max(tgt_lengths[j] for j in cand) <= max_tokens
-            ):
-                out[-1] = cand
-                continue
-        out.append([i])
-    return out
+def greedy_alt(logits, finished, eos_id, pad_id):
+    best = logits.max(dim=-1).indices
+    tokens = torch.where(finished, torch.full_like(best, pad_id), best)
+    return tokens, torch.logical_or(finished, tokens.eq(eos_id))

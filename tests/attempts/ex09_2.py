@@ -1,349 +1,226 @@
-"""ex09_2 (average_state_dicts): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
+"""ex09_2 (top_p_filter): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import torch
-
-from transformer_course.averaging import average_state_dicts
 
 from . import right, wrong
 
 # -- mutants
 
 
-def _average_keys_of(states, pick):
-    keys = list(states[0])
-    for state in states[1:]:
-        if list(state) != keys:
-            raise ValueError("other keys")
-    averaged = {}
-    for key in keys:
-        tensors = [state[key] for state in states]
-        if any(t.shape != tensors[0].shape for t in tensors):
-            raise ValueError(f"{key}: other shapes")
-        averaged[key] = pick(tensors)
-    return averaged
+@wrong("mutant", "drops the token that crosses top_p")
+def _drops_the_token_that_crosses_top_p(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    drop_sorted = sorted_logits.softmax(-1).cumsum(-1) > top_p
+    drop_sorted[..., 0] = False
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
-def _mean_of(tensors):
-    if not tensors[0].is_floating_point():
-        if any(not torch.equal(t, tensors[0]) for t in tensors):
-            raise ValueError("integer buffer differs")
-        return tensors[0].clone()
-    return torch.stack([t.double() for t in tensors]).mean(0).to(tensors[0].dtype)
+@wrong("mutant", "accumulates in vocabulary order (no sort)")
+def _no_sorting(logits, top_p):
+    probs = logits.softmax(-1)
+    drop = probs.cumsum(-1) - probs >= top_p  # accumulates in vocabulary order
+    return logits.masked_fill(drop, float("-inf"))
 
 
-@wrong("mutant", "averages only the first two states")
-def _first_two_only(states):
-    return _average_keys_of(states[:2], _mean_of) if len(states) > 1 else _average_keys_of(states, _mean_of)
+@wrong("mutant", "returns the logits in sorted order")
+def _not_scattered_back(logits, top_p):
+    sorted_logits, _ = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(-1)
+    return sorted_logits.masked_fill(probs.cumsum(-1) - probs >= top_p, float("-inf"))  # sorted order
 
 
-@wrong("mutant", "sums without dividing")
-def _sum_not_mean(states):
-    return _average_keys_of(states, lambda ts: _mean_of(ts) * len(ts) if ts[0].is_floating_point() else _mean_of(ts))
+@wrong("mutant", "cumulative sum of logits, not probabilities")
+def _cumsum_of_logits(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    drop_sorted = sorted_logits.cumsum(-1) - sorted_logits >= top_p
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
-@wrong("mutant", "turns integer buffers into floats")
-def _integers_into_floats(states):
-    return _average_keys_of(states, lambda ts: torch.stack([t.double() for t in ts]).mean(0).to(torch.float32))
-
-
-@wrong("mutant", "accepts states with other keys")
-def _accepts_other_keys(states):
-    return {key: _mean_of([state[key] for state in states if key in state]) for key in states[0]}
+@wrong("mutant", "sorted ascending")
+def _ascending(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1)
+    probs = sorted_logits.softmax(-1)
+    drop_sorted = probs.cumsum(-1) - probs >= top_p
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
 @wrong(
     "mutant",
-    "accumulates into states[0] in place",
-    says="2 states of torch.float32: the states passed in were changed (states[0], ['embed.weight', 'layer.bias'])",
+    "keeps the token whose tokens before it reach top_p exactly",
+    says="top_p=0.75 (tokens 1 and 3 reach top_p exactly: the rest go), row 0: token 0 is outside the nucleus (kept tokens [1, 3])",
 )
-def _accumulates_into_the_first_state(states):
-    total = states[0]  # the caller's tensors: += changes their model (a [1, 1, 1] weight becomes [2, 2, 2])
-    for state in states[1:]:
-        for key, tensor in state.items():
-            if tensor.is_floating_point():
-                total[key] += tensor
-    return {key: t / len(states) if t.is_floating_point() else t.clone() for key, t in total.items()}
-
-
-@wrong(
-    "mutant",
-    "keeps an integer buffer that differs between the states",
-    says="3 states whose integer buffer norm.num_batches differs (1008, 999, 1008): an integer buffer that differs cannot be averaged",
-)
-def _integer_buffers_not_compared(states):
-    return _average_keys_of(states, lambda ts: _mean_of(ts) if ts[0].is_floating_point() else ts[0].clone())
+def _strict_at_the_boundary(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(-1)
+    drop_sorted = probs.cumsum(-1) - probs > top_p  # keeps a token whose tokens before it reach top_p exactly
+    return logits.masked_fill(drop_sorted.scatter(-1, order, drop_sorted), float("-inf"))
 
 
 # -- own mistakes and alternatives
 
 
-def _average(states, combine):
-    for key in states[0]:
-        if any(set(state) != set(states[0]) for state in states):
-            raise ValueError("the states have different keys")
-        if not states[0][key].is_floating_point() and any(not torch.equal(s[key], states[0][key]) for s in states):
-            raise ValueError(f"the integer buffer {key} differs")
-    return {
-        key: combine([state[key].double() for state in states]).to(first.dtype) if first.is_floating_point() else first
-        for key, first in states[0].items()
-    }
+def _top_p(logits, top_p, fill=float("-inf"), invert=False):
+    probs, order = logits.softmax(dim=-1).sort(dim=-1, descending=True)
+    drop = probs.cumsum(dim=-1) - probs >= top_p
+    drop = ~drop if invert else drop
+    return logits.masked_fill(drop.scatter(-1, order, drop), fill)
 
 
-@wrong("own", says="the first state is returned")
-def _average_first_only(states):
-    return _average(states, lambda tensors: tensors[0].clone())
+@wrong("own", says="set to 0")
+def _top_p_zero_fill(logits, top_p):
+    return _top_p(logits, top_p, fill=0.0)
 
 
-@wrong("own", says="the last state")
-def _average_last_only(states):
-    return _average(states, lambda tensors: tensors[-1].clone())
+@right("own")  # the course's rule (ex03_2): a masked logit has probability 0, whatever fills it
+def _top_p_lowest_fill(logits, top_p):
+    return _top_p(logits, top_p, fill=torch.finfo(logits.dtype).min)
 
 
-@wrong("own", says="divided by n − 1")
-def _average_over_n_minus_one(states):
-    return _average(states, lambda tensors: sum(tensors) / (len(tensors) - 1))
+@right("own")  # log-probabilities of the nucleus: the same distribution for sampling
+def _top_p_log_probabilities(logits, top_p):
+    return _top_p(logits, top_p).log_softmax(dim=-1)
 
 
-@right("own")  # an OrderedDict, as state_dict() returns: the same pairs
-def _average_ordered(states):
-    return OrderedDict(average_state_dicts(states))
+@wrong("own", says="the nucleus is dropped")
+def _top_p_inverted(logits, top_p):
+    return _top_p(logits, top_p, invert=True)
 
 
 # -- tester set 'first'
 
 
-@wrong("tester", "averages integer tensors too (turned to float32)", by="first")
-def ex09_2_averages_integers(states):
-    keys = list(states[0])
-    for i, state in enumerate(states[1:], start=1):
-        if list(state) != keys:
-            raise ValueError(f"state {i} has other keys than state 0")
-    averaged = {}
-    for key in keys:
-        tensors = [state[key] for state in states]
-        first = tensors[0]
-        for i, tensor in enumerate(tensors[1:], start=1):
-            if tensor.shape != first.shape or tensor.dtype != first.dtype:
-                raise ValueError(f"{key}: state {i} differs in shape or dtype")
-        averaged[key] = (
-            torch.stack([t.detach().double() for t in tensors])
-            .mean(dim=0)
-            .to(first.dtype if first.is_floating_point() else torch.float32)
-        )
-    return averaged
+@wrong("tester", "drop where cumsum (including the token) > top_p: drops the token that crosses", by="first")
+def ex09_2_no_shift(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    drop_sorted = probs.cumsum(dim=-1) > top_p  # includes the token itself
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
 
 
-@wrong("tester", "forgot to cast back: float tensors come back float64", by="first")
-def ex09_2_stays_float64(states):
-    keys = list(states[0])
-    for i, state in enumerate(states[1:], start=1):
-        if list(state) != keys:
-            raise ValueError(f"state {i} has other keys than state 0")
-    averaged = {}
-    for key in keys:
-        tensors = [state[key] for state in states]
-        first = tensors[0]
-        for i, tensor in enumerate(tensors[1:], start=1):
-            if tensor.shape != first.shape or tensor.dtype != first.dtype:
-                raise ValueError(f"{key}: state {i} differs in shape or dtype")
-        if first.is_floating_point():
-            total = torch.stack([t.detach().double() for t in tensors]).sum(dim=0)
-            averaged[key] = total / len(tensors)  # forgot .to(first.dtype)
-        else:
-            if any(not torch.equal(t, first) for t in tensors[1:]):
-                raise ValueError(f"{key} differs between the states")
-            averaged[key] = first.clone()
-    return averaged
+@wrong("tester", "returns the logits in sorted order (never unsorted)", by="first")
+def ex09_2_sorted_order(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    return sorted_logits.masked_fill(before >= top_p, float("-inf"))  # never put back in vocabulary order
 
 
-@wrong("tester", "no key/shape/dtype validation (raises KeyError/RuntimeError, or silently averages)", by="first")
-def ex09_2_no_validation(states):
-    averaged = {}
-    for key in states[0]:
-        tensors = [state[key] for state in states]  # KeyError / stack error instead of ValueError
-        first = tensors[0]
-        if first.is_floating_point():
-            averaged[key] = (torch.stack([t.detach().double() for t in tensors]).sum(dim=0) / len(tensors)).to(
-                first.dtype
-            )
-        else:
-            averaged[key] = first.clone()
-    return averaged
+@wrong("tester", "unsorts with gather(order) instead of scatter (wrong inverse permutation)", by="first")
+def ex09_2_gather_unsort(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    drop_sorted = before >= top_p
+    drop = drop_sorted.gather(-1, order)  # gather with the forward permutation instead of its inverse
+    return logits.masked_fill(drop, float("-inf"))
 
 
-@wrong("tester", "sums in the tensors' own dtype, in the given order (not float64)", by="first")
-def x09_2_own_dtype_sum(states):
-    keys = list(states[0])
-    for i, state in enumerate(states[1:], start=1):
-        if list(state) != keys:
-            raise ValueError(f"state {i} has other keys than state 0")
-    averaged = {}
-    for key in keys:
-        tensors = [state[key] for state in states]
-        first = tensors[0]
-        for i, tensor in enumerate(tensors[1:], start=1):
-            if tensor.shape != first.shape or tensor.dtype != first.dtype:
-                raise ValueError(f"{key}: state {i} differs in shape or dtype")
-        if first.is_floating_point():
-            total = tensors[0].detach().clone()
-            for t in tensors[1:]:
-                total += t.detach()  # summed in the tensors' own dtype, in the order given
-            averaged[key] = total / len(tensors)
-        else:
-            if any(not torch.equal(t, first) for t in tensors[1:]):
-                raise ValueError(f"{key} differs between the states")
-            averaged[key] = first.clone()
-    return averaged
+@right("tester", by="first")
+def ex09_2_alt_argsort(logits, top_p):
+    order = logits.argsort(dim=-1, descending=True)
+    probs = logits.softmax(dim=-1).gather(-1, order)
+    before = torch.cumsum(probs, dim=-1) - probs
+    inverse = order.argsort(dim=-1)
+    drop = (before >= top_p).gather(-1, inverse)
+    return torch.where(drop, torch.full_like(logits, float("-inf")), logits)
+
+
+@wrong("tester", "drop where before > top_p (strict) instead of >=", by="first")
+def x08_2_strict_greater(logits, top_p):
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    drop_sorted = before > top_p  # keeps the token whose predecessors reach exactly top_p
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
 
 
 # -- tester set 'second'
 
 
-def _avg_checks(states):
-    if not states:
-        raise ValueError("states is empty: nothing to average")
-    keys = list(states[0])
-    for i, state in enumerate(states[1:], start=1):
-        if list(state) != keys:
-            differ = sorted(set(state) ^ set(keys))
-            raise ValueError(f"state {i} has other keys than state 0 (e.g. {differ[:3]}): not the same architecture")
-    for key in keys:
-        first = states[0][key]
-        for i, state in enumerate(states[1:], start=1):
-            tensor = state[key]
-            if tensor.shape != first.shape or tensor.dtype != first.dtype:
-                raise ValueError(
-                    f"{key}: state {i} has {tuple(tensor.shape)} {tensor.dtype}, state 0 has "
-                    f"{tuple(first.shape)} {first.dtype}"
-                )
-    return keys
+def _topp_pre(top_p):
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
-@wrong("tester", "sums in the tensors' own dtype (no float64), e.g. float16 overflow/rounding", by="second")
-def avg_native_dtype(states):
-    keys = _avg_checks(states)
-    averaged = {}
-    for key in keys:
-        tensors = [s[key] for s in states]
-        first = tensors[0]
-        if first.is_floating_point():
-            averaged[key] = torch.stack([t.detach() for t in tensors]).sum(dim=0) / len(tensors)
-        else:
-            if any(not torch.equal(t, first) for t in tensors[1:]):
-                raise ValueError(f"{key} is not floating point and differs between the states: cannot average it")
-            averaged[key] = first.clone()
-    return averaged
+@wrong("tester", "drops where the inclusive cumsum >= top_p (drops the crossing token)", by="second")
+def topp_inclusive_cumsum(logits, top_p):
+    _topp_pre(top_p)
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    drop_sorted = probs.cumsum(dim=-1) >= top_p
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
 
 
-@wrong("tester", "averages every tensor, integers too, and returns float32", by="second")
-def avg_integers_too(states):
-    keys = _avg_checks(states)
-    return {key: torch.stack([s[key].detach().double() for s in states]).mean(dim=0).float() for key in keys}
+@wrong("tester", "sorted-order mask applied without scattering back to vocabulary order", by="second")
+def topp_no_unsort(logits, top_p):
+    _topp_pre(top_p)
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    drop = before >= top_p
+    return logits.masked_fill(drop, float("-inf"))
 
 
-@wrong("tester", "accumulates in place into state 0's tensors (mutates the input)", by="second")
-def avg_accumulates_into_first(states):
-    keys = _avg_checks(states)
-    averaged = {}
-    for key in keys:
-        first = states[0][key]
-        if first.is_floating_point():
-            total = first.detach()
-            for s in states[1:]:
-                total += s[key].detach()
-            total /= len(states)
-            averaged[key] = total
-        else:
-            if any(not torch.equal(s[key], first) for s in states[1:]):
-                raise ValueError(f"{key} is not floating point and differs between the states: cannot average it")
-            averaged[key] = first.clone()
-    return averaged
+@wrong("tester", "sorts ascending (keeps the least probable)", by="second")
+def topp_ascending(logits, top_p):
+    _topp_pre(top_p)
+    sorted_logits, order = logits.sort(dim=-1)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    drop_sorted = before >= top_p
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+@right("tester", by="second")
+def topp_alt(logits, top_p):
+    _topp_pre(top_p)
+    sorted_logits, order = torch.sort(logits, dim=-1, descending=True)
+    p = torch.softmax(sorted_logits, dim=-1)
+    keep_sorted = torch.cumsum(p, dim=-1) - p < top_p
+    keep = keep_sorted.gather(-1, order.argsort(dim=-1))
+    return torch.where(keep, logits, torch.full_like(logits, float("-inf")))
 
 
 # -- tester set 'third'
 
 
-def _avg_core(states, *, dtype_sum=True, average_ints=False, check_keys=True):
-    if not states:
-        raise ValueError("states is empty: nothing to average")
-    keys = list(states[0])
-    if check_keys:
-        for i, state in enumerate(states[1:], start=1):
-            if list(state) != keys:
-                differ = sorted(set(state) ^ set(keys))
-                raise ValueError(
-                    f"state {i} has other keys than state 0 (e.g. {differ[:3]}): not the same architecture"
-                )
-    averaged = {}
-    for key in keys:
-        tensors = [state[key] for state in states]
-        first = tensors[0]
-        for i, tensor in enumerate(tensors[1:], start=1):
-            if tensor.shape != first.shape or tensor.dtype != first.dtype:
-                raise ValueError(
-                    f"{key}: state {i} has {tuple(tensor.shape)} {tensor.dtype}, state 0 has "
-                    f"{tuple(first.shape)} {first.dtype}"
-                )
-        if average_ints:
-            averaged[key] = torch.stack([t.detach().double() for t in tensors]).mean(dim=0).float()
-            if first.is_floating_point():
-                averaged[key] = averaged[key].to(first.dtype)
-        elif first.is_floating_point():
-            if dtype_sum:
-                total = torch.stack([t.detach().double() for t in tensors]).sum(dim=0)
-                averaged[key] = (total / len(tensors)).to(first.dtype)
-            else:
-                total = tensors[0].detach().clone()
-                for t in tensors[1:]:
-                    total = total + t.detach()
-                averaged[key] = total / len(tensors)
-        else:
-            if any(not torch.equal(t, first) for t in tensors[1:]):
-                raise ValueError(f"{key} is not floating point and differs between the states: cannot average it")
-            averaged[key] = first.clone()
-    return averaged
+def _tp_guard(top_p):
+    if not 0.0 < top_p <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 
-@wrong("tester", "summed in the tensors' own dtype (float16 loses precision / depends on order)", by="third")
-def avg_low_precision(states):
-    return _avg_core(states, dtype_sum=False)
+@wrong("tester", "cumsum including the token itself: drops the token that crosses top_p", by="third")
+def topp_inclusive(logits, top_p):
+    _tp_guard(top_p)
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    drop_sorted = probs.cumsum(dim=-1) > top_p
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
 
 
-@wrong("tester", "every tensor averaged, integer buffers included (they come back float32)", by="third")
-def avg_ints(states):
-    return _avg_core(states, average_ints=True)
+@wrong("tester", "mask in sorted order applied to unsorted logits (never scattered back)", by="third")
+def topp_no_unsort_third(logits, top_p):
+    _tp_guard(top_p)
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    drop_sorted = before >= top_p
+    return logits.masked_fill(drop_sorted, float("-inf"))
 
 
-@wrong("tester", "keys of the other states never compared with state 0's", by="third")
-def avg_no_key_check(states):
-    return _avg_core(states, check_keys=False)
-
-
-@right("tester", by="third")
-def avg_alt(states):
-    if not states:
-        raise ValueError("states is empty: nothing to average")
-    ref = states[0]
-    for i, s in enumerate(states):
-        if set(s) != set(ref) or len(s) != len(ref):
-            raise ValueError(f"state {i} has other keys")
-    result = {}
-    for key, first in ref.items():
-        for i, s in enumerate(states):
-            if s[key].shape != first.shape or s[key].dtype != first.dtype:
-                raise ValueError(f"{key}: state {i} differs in shape or dtype")
-        if torch.is_floating_point(first):
-            acc = torch.zeros(first.shape, dtype=torch.float64)
-            for s in states:
-                acc += s[key].detach().to(torch.float64)
-            result[key] = (acc / len(states)).to(first.dtype)
-        else:
-            for s in states:
-                if not torch.equal(s[key], first):
-                    raise ValueError(f"{key}: not floating point and differs")
-            result[key] = first.clone()
-    return result
+@wrong("tester", "gather instead of scatter to undo the sort (inverse permutation)", by="third")
+def topp_gather(logits, top_p):
+    _tp_guard(top_p)
+    sorted_logits, order = logits.sort(dim=-1, descending=True)
+    probs = sorted_logits.softmax(dim=-1)
+    before = probs.cumsum(dim=-1) - probs
+    drop_sorted = before >= top_p
+    drop = drop_sorted.gather(-1, order)
+    return logits.masked_fill(drop, float("-inf"))

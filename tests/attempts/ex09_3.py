@@ -1,318 +1,259 @@
-"""ex09_3 (bpe_merges): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
+"""ex09_3 (beam_step): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
 
 from __future__ import annotations
 
-from transformer_course.subwords import _check_words
+import torch
+
+from transformer_course.decoding import gnmt_length_penalty
+from transformer_course.decoding import gnmt_length_penalty as _lp
 
 from . import wrong
 
 # -- mutants
 
 
-def _bpe(words, n_merges, count, choose, replace):
-    """Byte-pair merges with one step swapped: ``count(segmented, words)``, ``choose(counts, age)``,
-    ``replace(symbols, pair)``."""
-    segmented = {word: list(word) for word in words}
-    age = {char: ord(char) for word in words for char in word}
-    merges = []
-    while len(merges) < n_merges:
-        counts = count(segmented, words)
-        if not counts:
-            break
-        best = choose(counts, age)
-        age.setdefault(best[0] + best[1], 0x110000 + len(merges))
-        merges.append(best)
-        for word, symbols in segmented.items():
-            segmented[word] = replace(symbols, best)
-    return merges
+def _beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, *, freeze=True, grow_finished=False,
+               penalty=True, return_penalised=False, keep_finished=True, swap_div_mod=False, old_lengths=False):  # fmt: skip
+    batch, beams, vocab = log_probs.shape
+    step = log_probs
+    if freeze:
+        frozen = torch.full_like(log_probs, float("-inf"))
+        frozen[..., pad_id] = 0.0
+        step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + 1 if grow_finished else lengths + (~finished).long()
+    lp = gnmt_length_penalty(lengths if old_lengths else new_lengths, alpha) if penalty else torch.ones(1)
+    ranked = candidates / lp[..., None]
+    top = ranked.reshape(batch, -1).topk(beams, dim=-1)
+    flat = top.indices
+    origin, tokens = (flat % vocab, flat // vocab) if swap_div_mod else (flat // vocab, flat % vocab)
+    origin = origin.clamp(max=beams - 1)
+    new_scores = top.values if return_penalised else candidates.reshape(batch, -1).gather(1, flat)
+    was_finished = finished.gather(1, origin) if keep_finished else torch.zeros_like(finished)
+    return origin, tokens, new_scores, was_finished | (tokens == eos_id), new_lengths.gather(1, origin)
 
 
-def _weighted(segmented, words):
-    counts = {}
-    for word, symbols in segmented.items():
-        for pair in zip(symbols[:-1], symbols[1:], strict=True):
-            counts[pair] = counts.get(pair, 0) + words[word]
-    return counts
+@wrong("mutant", "best token inside each beam")
+def _best_token_per_beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    best, tokens = log_probs.max(-1)  # one candidate per hypothesis: greedy inside each beam
+    origin = torch.arange(scores.shape[1]).expand_as(scores)
+    return origin, tokens, scores + best, finished | (tokens == eos_id), lengths + 1
 
 
-def _once_per_word_type(segmented, words):
-    return _weighted(segmented, dict.fromkeys(words, 1))
-
-
-def _non_overlapping(segmented, words):
-    counts = {}
-    for word, symbols in segmented.items():
-        i = 0
-        while i < len(symbols) - 1:
-            pair = (symbols[i], symbols[i + 1])
-            counts[pair] = counts.get(pair, 0) + words[word]
-            i += 2 if i + 2 < len(symbols) and symbols[i + 2] == symbols[i + 1] == symbols[i] else 1
-    return counts
-
-
-def _older_first(counts, age):
-    return min(counts, key=lambda pair: (-counts[pair], age[pair[0]], age[pair[1]]))
-
-
-def _alphabetical_ties(counts, age):
-    return min(counts, key=lambda pair: (-counts[pair], pair))
-
-
-def _first_seen_ties(counts, age):
-    return max(counts, key=counts.get)
-
-
-def _replace_all(symbols, pair):
-    out, i = [], 0
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
-            out.append(pair[0] + pair[1])
-            i += 2
-        else:
-            out.append(symbols[i])
-            i += 1
-    return out
-
-
-def _replace_first(symbols, pair):
-    for i in range(len(symbols) - 1):
-        if (symbols[i], symbols[i + 1]) == pair:
-            return [*symbols[:i], pair[0] + pair[1], *symbols[i + 2 :]]
-    return symbols
-
-
-def _mutant(count=_weighted, choose=_older_first, replace=_replace_all):
-    return lambda words, n_merges: _bpe(words, n_merges, count, choose, replace)
-
-
-_counts_each_pair_once_per_word_type_not_ = wrong(
-    "mutant", "counts each pair once per word type, not weighted by frequency"
-)(_mutant(count=_once_per_word_type))
-_counts_aaa_as_holding_a_a_once = wrong("mutant", "counts 'aaa' as holding (a, a) once")(
-    _mutant(count=_non_overlapping)
+_finished_hypotheses_extended_by_every_to = wrong("mutant", "finished hypotheses extended by every token")(
+    lambda *a: _beam_step(*a, freeze=False)
 )
-_merges_only_the_first_occurrence_in_a_wo = wrong("mutant", "merges only the first occurrence in a word")(
-    _mutant(replace=_replace_first)
+_finished_hypotheses_keep_growing_in_leng = wrong("mutant", "finished hypotheses keep growing in length")(
+    lambda *a: _beam_step(*a, grow_finished=True)
 )
-_breaks_ties_alphabetically = wrong("mutant", "breaks ties alphabetically")(_mutant(choose=_alphabetical_ties))
-_breaks_ties_by_the_first_pair_counted = wrong("mutant", "breaks ties by the first pair counted")(
-    _mutant(choose=_first_seen_ties)
+_no_length_penalty = wrong("mutant", "no length penalty")(lambda *a: _beam_step(*a, penalty=False))
+_returns_penalised_scores = wrong("mutant", "returns penalised scores")(
+    lambda *a: _beam_step(*a, return_penalised=True)
+)
+_finished_flag_not_carried_over = wrong("mutant", "finished flag not carried over")(
+    lambda *a: _beam_step(*a, keep_finished=False)
+)
+_origin_and_token_swapped_and = wrong("mutant", "origin and token swapped (% and //)")(
+    lambda *a: _beam_step(*a, swap_div_mod=True)
+)
+_penalty_with_the_old_lengths = wrong("mutant", "penalty with the old lengths")(
+    lambda *a: _beam_step(*a, old_lengths=True)
 )
 
 
 # -- own mistakes and alternatives
 
 
-def _bpe_learner(words, n_merges, pick, merge):
-    symbols_of = {word: list(word) for word in words}
-    age = {c: ord(c) for word in words for c in word}
-    merges = []
-    for _ in range(n_merges):
-        counts = {}
-        for word, symbols in symbols_of.items():
-            for pair in zip(symbols[:-1], symbols[1:], strict=True):
-                counts[pair] = counts.get(pair, 0) + words[word]
-        if not counts:
-            break
-        best = pick(counts, age)
-        age.setdefault(best[0] + best[1], 0x110000 + len(merges))
-        merges.append(best)
-        symbols_of = {word: merge(symbols, best) for word, symbols in symbols_of.items()}
-    return merges
+def _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, gather=None, multiply=False):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    candidates = scores[..., None] + torch.where(finished[..., None], frozen, log_probs)
+    new_lengths = lengths + (~finished).long()
+    penalty = gnmt_length_penalty(new_lengths, alpha)[..., None]
+    ranked = candidates * penalty if multiply else candidates / penalty
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_lengths = new_lengths.gather(1, origin) if gather is None else gather(new_lengths, origin)
+    return origin, tokens, new_scores, finished.gather(1, origin) | (tokens == eos_id), new_lengths
 
 
-def _merge_right(symbols, pair):
-    out, i = [], len(symbols) - 1
-    while i >= 0:
-        if i > 0 and (symbols[i - 1], symbols[i]) == pair:
-            out.insert(0, pair[0] + pair[1])
-            i -= 2
-        else:
-            out.insert(0, symbols[i])
-            i -= 1
-    return out
+@wrong("own", says="the new lengths are not reordered")
+def _beam_lengths_in_place(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, gather=lambda n, o: n)
 
 
-def _older(counts, age):
-    return min(counts, key=lambda p: (-counts[p], age[p[0]], age[p[1]]))
+@wrong("own", says="the finished flags are not reordered")
+def _beam_finished_in_place(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    origin, tokens, new_scores, _, new_lengths = _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)
+    return origin, tokens, new_scores, finished | (tokens == eos_id), new_lengths
 
 
-@wrong("own", says="ties go to the newer symbols")
-def _bpe_newer_ties(words, n_merges):
-    return _bpe_learner(words, n_merges, lambda c, age: min(c, key=lambda p: (-c[p], -age[p[0]], -age[p[1]])),
-                        _replace_all)  # fmt: skip
-
-
-@wrong("own", says="the pair seen last")
-def _bpe_last_seen_ties(words, n_merges):
-    return _bpe_learner(words, n_merges, lambda c, age: sorted(c.items(), key=lambda kv: kv[1])[-1][0], _replace_all)
-
-
-@wrong("own", says="merged from the right")
-def _bpe_merged_from_the_right(words, n_merges):
-    return _bpe_learner(words, n_merges, _older, _merge_right)
+@wrong("own", says="multiplied by the length penalty")
+def _beam_penalty_multiplied(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, multiply=True)
 
 
 # -- tester set 'first'
 
 
-def _bpe_first(words, n_merges, weighted=True, tie=None, extra=0):
-    segmented = {word: list(word) for word in words}
-    age = {char: ord(char) for word in words for char in word}
-    merges = []
-    while len(merges) < n_merges + extra:
-        counts = {}
-        for word, symbols in segmented.items():
-            for pair in zip(symbols[:-1], symbols[1:], strict=True):
-                counts[pair] = counts.get(pair, 0) + (words[word] if weighted else 1)
-        if not counts:
-            break
-        if tie is None:
-            best = min(counts, key=lambda pair: (-counts[pair], age[pair[0]], age[pair[1]]))
-        else:
-            best = min(counts, key=lambda pair: (-counts[pair], pair))
-        joined = best[0] + best[1]
-        age.setdefault(joined, 0x110000 + len(merges))
-        merges.append(best)
-        for symbols in segmented.values():
-            i = 0
-            while i < len(symbols) - 1:
-                if (symbols[i], symbols[i + 1]) == best:
-                    symbols[i : i + 2] = [joined]
-                i += 1
-    return merges
+@wrong("tester", "ranks candidates by raw score, no length penalty", by="first")
+def ex09_3_no_penalty(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    flat = candidates.reshape(batch, beams * vocab).topk(beams, dim=-1).indices  # raw scores ranked
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
-@wrong("tester", "pairs counted once per word (ignores the word counts)", by="first")
-def ex09_3_unweighted(words, n_merges):
-    return _bpe_first(words, n_merges, weighted=False)
+@wrong("tester", "finished hypotheses extended like the others (no freezing)", by="first")
+def ex09_3_finished_extended(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    candidates = scores[..., None] + log_probs  # finished hypotheses extended like the others
+    new_lengths = lengths + 1
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
-@wrong("tester", "ties broken alphabetically, not by symbol age", by="first")
-def ex09_3_alphabetical_ties(words, n_merges):
-    return _bpe_first(words, n_merges, tie="alpha")
+@wrong("tester", "lengths not gathered by origin", by="first")
+def ex09_3_lengths_not_reordered(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths  # not gathered by origin
 
 
-@wrong("tester", "off by one: learns n_merges + 1 merges", by="first")
-def ex09_3_one_extra(words, n_merges):
-    return _bpe_first(words, n_merges, extra=1)  # while len(merges) <= n_merges
-
-
-@wrong("tester", "merges only the first occurrence of the pair in each word", by="first")
-def x09_3_first_occurrence_only(words, n_merges):
-    segmented = {word: list(word) for word in words}
-    age = {char: ord(char) for word in words for char in word}
-    merges = []
-    while len(merges) < n_merges:
-        counts = {}
-        for word, symbols in segmented.items():
-            for pair in zip(symbols[:-1], symbols[1:], strict=True):
-                counts[pair] = counts.get(pair, 0) + words[word]
-        if not counts:
-            break
-        best = min(counts, key=lambda pair: (-counts[pair], age[pair[0]], age[pair[1]]))
-        joined = best[0] + best[1]
-        age.setdefault(joined, 0x110000 + len(merges))
-        merges.append(best)
-        for symbols in segmented.values():
-            for i in range(len(symbols) - 1):
-                if (symbols[i], symbols[i + 1]) == best:
-                    symbols[i : i + 2] = [joined]
-                    break  # only the first occurrence in each word
-    return merges
+@wrong("tester", "length penalty of the old lengths, not the new ones", by="first")
+def x08_3_penalty_old_lengths(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    ranked = candidates / _lp(lengths, alpha)[..., None]  # penalty of the old lengths
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
 # -- tester set 'second'
 
 
-def _bpe_second(words, n_merges, choose, weighted=True, distinct=False):
-    _check_words(words, n_merges)
-    segmented = {word: list(word) for word in words}
-    age = {char: ord(char) for word in words for char in word}
-    merges = []
-    while len(merges) < n_merges:
-        counts = {}
-        for word, symbols in segmented.items():
-            pairs = list(zip(symbols[:-1], symbols[1:], strict=False))
-            if distinct:
-                pairs = list(dict.fromkeys(pairs))
-            for pair in pairs:
-                counts[pair] = counts.get(pair, 0) + (words[word] if weighted else 1)
-        if not counts:
-            break
-        best = choose(counts, age)
-        joined = best[0] + best[1]
-        age.setdefault(joined, 0x110000 + len(merges))
-        merges.append(best)
-        for symbols in segmented.values():
-            i = 0
-            while i < len(symbols) - 1:
-                if (symbols[i], symbols[i + 1]) == best:
-                    symbols[i : i + 2] = [joined]
-                i += 1
-    return merges
+@wrong("tester", "ranks by raw scores: length penalty ignored", by="second")
+def beam_no_penalty(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    flat = candidates.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
-def _by_age(counts, age):
-    return min(counts, key=lambda pair: (-counts[pair], age[pair[0]], age[pair[1]]))
+@wrong("tester", "lengths + 1 for every hypothesis, finished ones too", by="second")
+def beam_finished_grow(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + 1
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
-@wrong("tester", "ties broken alphabetically instead of by symbol age", by="second")
-def bpe_alphabetical_ties(words, n_merges):
-    return _bpe_second(words, n_merges, lambda counts, age: min(counts, key=lambda p: (-counts[p], p)))
-
-
-@wrong("tester", "pair counts not weighted by word counts", by="second")
-def bpe_unweighted(words, n_merges):
-    return _bpe_second(words, n_merges, _by_age, weighted=False)
-
-
-@wrong("tester", "each pair counted once per word ('aaa' has (a,a) once)", by="second")
-def bpe_distinct_pairs(words, n_merges):
-    return _bpe_second(words, n_merges, _by_age, distinct=True)
+@wrong("tester", "origin/token from flat index with // beams, % beams instead of vocab", by="second")
+def beam_divmod_beams(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // beams, flat % beams
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    origin = origin.clamp(max=beams - 1)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
 # -- tester set 'third'
 
 
-def _bpe_core(words, n_merges, *, weighted=True, tie_age=True, stop=True):
-    _check_words(words, n_merges)
-    segmented = {word: list(word) for word in words}
-    age = {char: ord(char) for word in words for char in word}
-    merges = []
-    while len(merges) < n_merges:
-        counts = {}
-        for word, symbols in segmented.items():
-            for pair in zip(symbols[:-1], symbols[1:], strict=False):
-                counts[pair] = counts.get(pair, 0) + (words[word] if weighted else 1)
-        if stop and not counts:
-            break
-        if tie_age:
-            best = min(counts, key=lambda pair: (-counts[pair], age[pair[0]], age[pair[1]]))
-        else:
-            best = max(counts, key=counts.get)
-        joined = best[0] + best[1]
-        age.setdefault(joined, 0x110000 + len(merges))
-        merges.append(best)
-        for symbols in segmented.values():
-            i = 0
-            while i < len(symbols) - 1:
-                if (symbols[i], symbols[i + 1]) == best:
-                    symbols[i : i + 2] = [joined]
-                i += 1
-    return merges
+@wrong("tester", "ranks by the raw summed log-probability (length penalty forgotten)", by="third")
+def beam_no_penalty_third(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    flat = candidates.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
-@wrong("tester", "pairs counted once per word, not weighted by the word's count", by="third")
-def bpe_unweighted_third(words, n_merges):
-    return _bpe_core(words, n_merges, weighted=False)
+@wrong("tester", "returns the penalised score instead of the summed log-probability", by="third")
+def beam_penalised_scores(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = ranked.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths.gather(1, origin)
 
 
-@wrong("tester", "ties broken by first-seen pair (max(counts, key=counts.get))", by="third")
-def bpe_first_seen(words, n_merges):
-    return _bpe_core(words, n_merges, tie_age=False)
-
-
-@wrong("tester", "no early stop when no pair is left (min of an empty dict)", by="third")
-def bpe_no_stop(words, n_merges):
-    return _bpe_core(words, n_merges, stop=False)
+@wrong("tester", "lengths returned without following the origin (new_lengths not gathered)", by="third")
+def beam_lengths_not_gathered(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    batch, beams, vocab = log_probs.shape
+    frozen = torch.full_like(log_probs, float("-inf"))
+    frozen[..., pad_id] = 0.0
+    step = torch.where(finished[..., None], frozen, log_probs)
+    candidates = scores[..., None] + step
+    new_lengths = lengths + (~finished).long()
+    ranked = candidates / gnmt_length_penalty(new_lengths, alpha)[..., None]
+    flat = ranked.reshape(batch, beams * vocab).topk(beams, dim=-1).indices
+    origin, tokens = flat // vocab, flat % vocab
+    new_scores = candidates.reshape(batch, beams * vocab).gather(1, flat)
+    new_finished = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, new_scores, new_finished, new_lengths

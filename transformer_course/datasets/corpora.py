@@ -1,4 +1,4 @@
-"""Chapter 09 — real parallel corpora: your own text files, or a Hugging Face dataset by name.
+"""Chapter 12 — real parallel corpora: your own text files, or a Hugging Face dataset by name.
 
 Two sources, one result (:class:`Corpus`: train / valid / test lists of (source, target) text):
 

@@ -1,9 +1,9 @@
-"""English → German number words (the task of chapters 07 and 08), made on the spot with
+"""English → German number words (the task of chapters 08 and 09), made on the spot with
 ``num2words``: no download, no dataset host, the same bytes every run.
 
 "twenty-one" → "einundzwanzig", "three hundred and forty-seven thousand …" →
 "dreihundertsiebenundvierzigtausend…". German says the units before the tens, so the model must
-reorder, and the cross-attention maps of chapter 14 show it.
+reorder, and the cross-attention maps of chapter 10 show it.
 
 Tokens
 ------
@@ -236,7 +236,7 @@ SEEN_STRATA: tuple[str, ...] = ("0-20", "21-99", "round hundreds", "round hundre
 # strata wins; 1 for the rest). Unrepeated, a number below 100 is one example in 60,000: the
 # shipped run shows it about 6 times, too few to learn where a one-piece translation ends
 # ("seven" → "sieben sieben sieben …"). The one-piece numbers 0-20 get the most: with ×20 the
-# 800-step run of chapter 07 still got 7 of the 21 wrong, with ×60 none. The ×4 on 100-999 and
+# 800-step run of chapter 08 still got 7 of the 21 wrong, with ×60 none. The ×4 on 100-999 and
 # on the round thousands helps the final "eins" of "einhunderteins": without it 101, 201, … 901
 # were wrong after 1,500 steps, with it right (after 800 steps they are wrong either way).
 NUMBER_OVERSAMPLING: dict[str, int] = {

@@ -1,6 +1,6 @@
-"""Chapter 09 — English → German sentences made on the spot, with real German grammar.
+"""Chapter 12 — English → German sentences made on the spot, with real German grammar.
 
-The numbers task of chapter 07 reorders digits; real sentences ask more of attention. This
+The numbers task of chapter 08 reorders digits; real sentences ask more of attention. This
 generator writes English sentences and their German translations from a lexicon written for it
 (107 nouns, 56 adjectives, 74 verbs and some 40 small words) and a handful of grammar rules,
 seeded, in any amount, with no download:

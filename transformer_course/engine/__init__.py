@@ -1,7 +1,7 @@
 """The inference engine: a trained model read once into a decoding plan, and run fast.
 
-The learner's modules (chapters 01–10) say what the model computes, one idea per file; running
-them step by step is how chapter 08 teaches decoding. Engines such as CTranslate2 and llama.cpp
+The learner's modules (chapters 01–13) say what the model computes, one idea per file; running
+them step by step is how chapter 09 teaches decoding. Engines such as CTranslate2 and llama.cpp
 do something else with a trained model: they *convert* it, reading its weights once into a form
 of their own that decodes fast. This package does that for the course's models:
 

@@ -1,8 +1,8 @@
 """Reading a model into a :class:`~.plan.Plan`, as CTranslate2 and llama.cpp convert a checkpoint.
 
 The engine runs the course's own parts: the translator of chapter 06 (``Transformer``) and the
-language model of chapter 10 (``DecoderOnlyLM``), with every choice of their configurations and
-the checkpoints chapter 11 converts (Marian, GPT-2, Llama), in float32, bfloat16 or int8
+language model of chapter 13 (``DecoderOnlyLM``), with every choice of their configurations and
+the checkpoints chapter 15 converts (Marian, GPT-2, Llama), in float32, bfloat16 or int8
 (``quantize``). A part it does not know (a learner's own ``positional=...``, a ``connection``
 other than ``residual``) is refused in one line that says to decode with ``path="modules"``.
 
@@ -33,9 +33,9 @@ def refuse(where: str, what: object) -> NotSupported:
 
 
 def read_model(model: nn.Module) -> Plan:
-    """The plan of a ``Transformer`` (chapter 06) or a ``DecoderOnlyLM`` (chapter 10).
+    """The plan of a ``Transformer`` (chapter 06) or a ``DecoderOnlyLM`` (chapter 13).
 
-    The two are told apart by their parts, not by importing their classes: chapter 10's ``generate``
+    The two are told apart by their parts, not by importing their classes: chapter 13's ``generate``
     hands its calls to the engine, which must not import it back. Each part is then read by its
     class, and a part of another class is refused.
     """

@@ -1,6 +1,6 @@
 """Running a plan: the encoder once, then one decoding step after another.
 
-The decoding loops of chapter 08 (``greedy_decode``, ``beam_search``, ``sample``) and chapter 10
+The decoding loops of chapter 09 (``greedy_decode``, ``beam_search``, ``sample``) and chapter 13
 (``generate``) choose the tokens; with ``path="engine"`` they ask a :class:`TranslationSteps` or
 a :class:`LanguageModelSteps` for the logits of the next token instead of the learner's modules.
 
@@ -252,7 +252,7 @@ class TranslationSteps:
     def reorder(self, rows: Tensor) -> None:
         self.kv.reorder(rows)
 
-    def beam_step(self, step):  # noqa: ANN001, ANN201 - chapter 08's beam_step in, the same signature out
+    def beam_step(self, step):  # noqa: ANN001, ANN201 - chapter 09's beam_step in, the same signature out
         """Your ``beam_step``, given each hypothesis's K best tokens (:mod:`~.search`). In bfloat16,
         whose 8-bit logits often tie, it sees the whole vocabulary: a shortlist orders tied tokens
         differently, and beam search would follow another of the tied paths than your modules do."""

@@ -1,6 +1,6 @@
 """Beam search on a shortlist: each hypothesis's K best tokens instead of the whole vocabulary.
 
-Chapter 08's :func:`~transformer_course.decoding.beam_step` looks at every token of the vocabulary
+Chapter 09's :func:`~transformer_course.decoding.beam_step` looks at every token of the vocabulary
 for each of the K hypotheses of a sentence: several passes over a (B, K, V) tensor per step, which
 at opus-mt's V = 58,101 and 16 sentences take longer than the decoder itself. Only a hypothesis's K
 best tokens can be among the K survivors (its candidates share its score and its length penalty,
@@ -25,7 +25,7 @@ Step = Callable[..., tuple[Tensor, Tensor, Tensor, Tensor, Tensor]]
 
 
 def on_a_shortlist(beam_step: Step) -> Step:
-    """``beam_step`` (chapter 08's signature and result) run on each hypothesis's shortlist."""
+    """``beam_step`` (chapter 09's signature and result) run on each hypothesis's shortlist."""
 
     def step(scores: Tensor, log_probs: Tensor, finished: Tensor, lengths: Tensor, eos_id: int, pad_id: int,
              alpha: float = 0.6) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
@@ -45,7 +45,7 @@ def on_a_shortlist(beam_step: Step) -> Step:
 
 
 def in_place(beam_step: Step) -> Step:
-    """``beam_step`` (chapter 08's signature and result) with its survivors put where the cache
+    """``beam_step`` (chapter 09's signature and result) with its survivors put where the cache
     need not move: a hypothesis's first survivor takes its slot, and the other survivors of a
     sentence take the slots of the hypotheses that had none. The survivors are the same; only
     their order in the beam changes. A cache row then moves only for a second survivor of a

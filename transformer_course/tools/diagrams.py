@@ -193,11 +193,11 @@ def post_ln_pre_ln():
     return _closed(fig)
 
 
-# -- chapters 06, 07, 09 -------------------------------------------------------------------------
+# -- chapters 06, 08, 12 -------------------------------------------------------------------------
 
 
 def teacher_forcing_diagram(pieces: Sequence[str] = ("ein", "und", "zwanzig"), bos: str = "<bos>", eos: str = "<eos>"):
-    """Chapter 07: teacher forcing. The target ``<bos> y1 … yn <eos>`` cut into the decoder input
+    """Chapter 08: teacher forcing. The target ``<bos> y1 … yn <eos>`` cut into the decoder input
     (``<bos> y1 … yn``, bottom) and the labels (``y1 … yn <eos>``, top), one column per position:
     each label is the next column's input. On the right, the causal mask over the input positions
     (chapter 06): the row of position t is open for positions 0 … t only."""
@@ -241,11 +241,11 @@ def teacher_forcing_diagram(pieces: Sequence[str] = ("ein", "und", "zwanzig"), b
     return fig
 
 
-# -- chapters 08, 10, 11 -------------------------------------------------------------------------
+# -- chapters 09, 13, 15 -------------------------------------------------------------------------
 
 
 def kv_cache_step(t: int = 5, source_length: int = 6):
-    """One decoding step of one decoder layer with a key/value cache (chapter 08, section 5).
+    """One decoding step of one decoder layer with a key/value cache (chapter 09, section 5).
 
     Top, the masked self-attention: the newest token, the ``t``-th, at position ``t - 1`` (positions
     count from 0), is projected into q, k and v; k and v are appended to the layer's cache, which
@@ -330,7 +330,7 @@ def kv_cache_step(t: int = 5, source_length: int = 6):
 
 
 def grouped_query_heads(n_heads: int = 8, kv_heads: tuple[int, ...] = (8, 2, 1)):
-    """Which key/value head each query head reads (chapter 10, section 4): one panel per number of
+    """Which key/value head each query head reads (chapter 13, section 4): one panel per number of
     key/value heads H_kv, from multi-head attention (H_kv = H) through grouped-query attention to
     multi-query attention (H_kv = 1). Each group of H / H_kv query heads reads one key/value head,
     and the KV cache holds H_kv heads instead of H. Returns the figure (closed)."""
@@ -369,7 +369,7 @@ def grouped_query_heads(n_heads: int = 8, kv_heads: tuple[int, ...] = (8, 2, 1))
 
 
 def beam_tree(history: list[dict], tokens: list[str], carried: str = "<pad>", ax=None):
-    """A beam search drawn as a tree (chapter 08, section 3).
+    """A beam search drawn as a tree (chapter 09, section 3).
 
     ``history`` has one record per step: ``"candidates"``, a list of (parent slot, token id, log P)
     for every extension the search scored, and ``"survivors"``, the (parent slot, token id) pairs

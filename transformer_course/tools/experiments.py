@@ -71,7 +71,7 @@ class Setting(TrainingProfile):
     seeds: tuple[int, ...] = (0, 1, 2)  # one training run per seed and variant
 
 
-# the debugging profile of chapter 07 (d_model 64, one layer each side, no dropout), no smoothing
+# the debugging profile of chapter 08 (d_model 64, one layer each side, no dropout), no smoothing
 BASE = Setting(**(TOY_PROFILE.to_dict() | {"steps": 500, "smoothing": 0.0}))
 
 
@@ -357,7 +357,7 @@ class Experiment:
     question: str  # the figure's title: what the experiment asks (its answer depends on the run)
 
 
-# The variants live in chapter 13, built from the model's parts and Variant.
+# The variants live in chapter 11, built from the model's parts and Variant.
 EXPERIMENTS: dict[str, Experiment] = {
     "embedding-scale": Experiment(
         BASE, exact_match, "Does the factor √d_model matter? And the size of the initial embeddings?"

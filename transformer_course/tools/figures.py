@@ -55,7 +55,7 @@ class _Box:
         return self.y + self.h
 
 
-# The parts of chapter 10's decoder-only map (``architecture_map(..., model="decoder-only")``).
+# The parts of chapter 13's decoder-only map (``architecture_map(..., model="decoder-only")``).
 DECODER_ONLY_PARTS: dict[str, str] = {
     "tokens": "text in, ids out",
     "embeddings": "the embedding and the output layer that shares its matrix",
@@ -153,7 +153,7 @@ def _layout() -> tuple[list[_Box], list[tuple]]:
 
 
 def _decoder_only_layout() -> tuple[list[_Box], list[tuple]]:
-    """Chapter 10's map: one stack of pre-LN blocks with a causal mask, no encoder, no cross-attention."""
+    """Chapter 13's map: one stack of pre-LN blocks with a causal mask, no encoder, no cross-attention."""
     x, w = 5.0, 3.9
     boxes: list[_Box] = []
     arrows: list[tuple] = []
@@ -227,7 +227,7 @@ def architecture_map(
     Letters: B batch, S source length, T target length, D = d_model, H heads, V_tgt the target
     vocabulary, N layers (the notation page, book/notation.md).
 
-    ``model="decoder-only"`` draws chapter 10's language model instead (one stack of pre-LN
+    ``model="decoder-only"`` draws chapter 13's language model instead (one stack of pre-LN
     blocks, a causal mask, no encoder); its parts are :data:`DECODER_ONLY_PARTS` ("norm",
     "rope", "gqa", "swiglu", …).
 

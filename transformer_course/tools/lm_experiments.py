@@ -1,6 +1,6 @@
-"""Chapter 15's experiments: small decoder-only language models on the course's German sentences.
+"""Chapter 14's experiments: small decoder-only language models on the course's German sentences.
 
-The same spirit as :mod:`~transformer_course.tools.experiments` (chapter 13): the
+The same spirit as :mod:`~transformer_course.tools.experiments` (chapter 11): the
 chapter names its variants, each a change of :class:`~transformer_course.lm.DecoderOnlyConfig`
 (``LMVariant(overrides={"norm": "layernorm"})``) or of the schedule (``LMVariant(schedule="paper")``);
 every variant is trained from several seeds on one CPU thread, and the result (the same
@@ -226,7 +226,7 @@ def lm_metrics(model: DecoderOnlyLM, data: LMData) -> dict[str, float]:
 
 
 def train_lm(variant: LMVariant, data: LMData, setting: LMSetting, seed: int) -> Run:
-    """Build, train (AdamW, chapter 07's ``fit``) and measure one variant from one seed."""
+    """Build, train (AdamW, chapter 08's ``fit``) and measure one variant from one seed."""
     torch.manual_seed(seed)
     model = paired_init(DecoderOnlyLM(lm_config(data, setting, variant.overrides)), seed)  # pairs share weights
     optimizer = make_adamw(model, setting.lr, setting.weight_decay)

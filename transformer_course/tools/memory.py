@@ -1,6 +1,6 @@
 """How much memory a computation needs at its peak: ``peak_memory_mib(fn)``.
 
-Chapter 10 compares attention that builds the whole (T, S) matrix of weights with attention that
+Chapter 13 compares attention that builds the whole (T, S) matrix of weights with attention that
 reads the keys one block at a time. What differs is the *peak*: the most memory held at once while
 the call runs, not what is left at the end.
 

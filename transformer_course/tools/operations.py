@@ -2,7 +2,7 @@
 
 Every call that reaches PyTorch's dispatcher (a matrix product, an addition, a view, a copy) is
 one ATen operation. A decoding step of one sentence does little arithmetic, so the number of its
-operations, each with a fixed cost of a few microseconds, weighs as much as their size. Chapter 08
+operations, each with a fixed cost of a few microseconds, weighs as much as their size. Chapter 09
 counts them for the learner's modules and for the inference engine; ``tests/test_engine_ops.py``
 holds the engine to at most 45 per layer.
 """

@@ -105,7 +105,7 @@ def functions_called(run: Callable[[], object], package: str = "transformer_cour
 
 def run_settings(profile, device: object = "cpu", precision: object = None, where: str = "On this machine") -> str:
     """One sentence: the model a training profile builds and how it trains it (a
-    :class:`~transformer_course.training.TrainingProfile` or chapter 09's ``SentenceProfile``).
+    :class:`~transformer_course.training.TrainingProfile` or chapter 12's ``SentenceProfile``).
     ``precision``: None (float32), a :class:`~transformer_course.step.MixedPrecision` or its dtype."""
     p = profile
     layers = f"{p.n_layers} encoder and {p.n_layers} decoder layer{'s' if p.n_layers > 1 else ''}"

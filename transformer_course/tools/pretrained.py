@@ -1,14 +1,14 @@
 """The trained models that ship with the course, and the SHA-256 check that guards them.
 
-Two checkpoints of chapter 07's recipe ship, both made by ``scripts/make_checkpoint.py``, which
+Two checkpoints of chapter 08's recipe ship, both made by ``scripts/make_checkpoint.py``, which
 records each file's hash next to it:
 
-- ``"numbers-en-de"``: trained to the end; ``translate`` and most of chapter 08 use it;
+- ``"numbers-en-de"``: trained to the end; ``translate`` and most of chapter 09 use it;
 - ``"numbers-en-de-undertrained"``: the same run stopped early (``--undertrained``), so that it
-  still makes mistakes: chapter 14 sorts them into search errors and model errors.
+  still makes mistakes: chapter 10 sorts them into search errors and model errors.
 
 :func:`load_pretrained` refuses a file whose hash differs (damaged, or replaced by something else),
-so chapter 08 and ``translate`` never run on a model nobody made on purpose.
+so chapter 09 and ``translate`` never run on a model nobody made on purpose.
 """
 
 from __future__ import annotations

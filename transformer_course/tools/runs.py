@@ -2,7 +2,7 @@
 build (or resume) the model, train it, score it on the test split, save it.
 
 The run is put together by :func:`~transformer_course.training.prepare_training` and trained by
-:func:`~transformer_course.training.fit`, as in chapters 07 and 09. A chapter-07 profile trains on
+:func:`~transformer_course.training.fit`, as in chapters 08 and 09. A chapter-07 profile trains on
 batches of a number of sentences; a chapter-09
 :class:`~transformer_course.sentence_training.SentenceProfile` on batches of a token budget, with
 shared embeddings, BLEU on the written text and the tokenizer saved in the checkpoint, and it may

@@ -18,7 +18,7 @@ from ..datasets.sentences import sentence_splits
 from ..sentence_training import SentenceProfile, shared_tokenizer
 from ..subwords import SubwordTokenizer, subword_task
 
-SENTENCE_TASKS = ("sentences-en-de",)  # the generated tasks of chapter 09
+SENTENCE_TASKS = ("sentences-en-de",)  # the generated tasks of chapter 12
 TextPairs = dict[str, list[tuple[str, str]]]
 
 

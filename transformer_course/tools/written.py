@@ -36,7 +36,7 @@ SHEET_COLUMNS = ("student", "question", "question_text", "answer", "max_points",
 
 def assignment_questions(config: GradingConfig, exercises: list[str]) -> dict[str, Question]:
     """The written questions graded: grading.toml's list, else those of the graded exercises' notebooks,
-    and, when every exercise is graded, those of the notebooks that hold questions only (chapter 13's)."""
+    and, when every exercise is graded, those of the notebooks that hold questions only (chapter 11's)."""
     if config.written_questions is not None:  # [] for none: solutions/ is not even read
         return {q: course_questions()[q] for q in config.written_questions}
     from .checks.registry import load_checks

@@ -373,7 +373,7 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v})"
             yield from _forward_cases(mha, spec, (query, key, value), mask, wanted, setting, mask_name)
 
-    # 3. A position part (chapter 10 passes a rotation): queries and keys go through it, values do not.
+    # 3. A position part (chapter 13 passes a rotation): queries and keys go through it, values do not.
     # The part multiplies the row at position p by p + 1; without biases that is the attention of the
     # scaled inputs, x·(p+1) for queries and keys and x for values (row 0 of a cached call is position L).
     d, h, b, t = 12, 3, 2, 5
@@ -411,9 +411,9 @@ def _judge_dropout(case: Case, got: Outcome) -> None:
 
 
 def _cache_cases() -> Iterator[Case]:
-    """Chapter 08's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
+    """Chapter 09's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
     with a cache must attend to the keys and values of the first call too. Again with a position
-    part (chapter 10's rotary attention meets the cache): the queries are positioned before the
+    part (chapter 13's rotary attention meets the cache): the queries are positioned before the
     cache takes the new keys, so that they sit after the positions it held."""
     from ...multihead import MultiHeadAttention
 
@@ -430,8 +430,8 @@ def _cache_cases() -> Iterator[Case]:
         wanted = _per_head_reference(mha, new_positions, everything, everything, None)
         turned = _per_head_reference(plain, new_positions * scale[3:], everything * scale, everything, None)
         late = _per_head_reference(plain, new_positions * (scale[3:] + 2), everything * scale, everything, None)[0]
-    label = ("a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 08), and the same "
-             "with a position part that scales the row at position p by p+1 (chapter 10)")  # fmt: skip
+    label = ("a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 09), and the same "
+             "with a position part that scales the row at position p by p+1 (chapter 13)")  # fmt: skip
     calls = [call(ref(name), x, x, x, mask=None, need_weights=False, cache=ref(kept))
              for name, kept in (("mha", "cache"), ("positioned", "its_cache")) for x in (first, new_positions)]  # fmt: skip
     probe = calls_case(*calls, objects=objects, report={"positions": ["cache", "len"]}, no_grad=True)

@@ -53,7 +53,7 @@ def feed_forward_cases(larger: bool = False) -> Iterator[Case]:
         x = torch.randn(*shape)
         label = f"x {tuple(x.shape)}, d_model={d_model}, d_ff={d_ff}"
         yield Case(label, calls_case(call(module(ffn, d_model, d_ff), x)), _judge_ffn, {"weights": _weights(ffn)})
-    # chapter 11's checkpoints: another activation (Marian's swish) must be the one applied
+    # chapter 15's checkpoints: another activation (Marian's swish) must be the one applied
     shape, d_model, d_ff = sizes[0]
     ffn = PositionwiseFeedForward(d_model, d_ff, 0.0, "swish").eval()
     x = torch.randn(*shape)
@@ -264,7 +264,7 @@ def _encoder_connection_case(layer_class: type, d_model: int, n_heads: int, d_ff
 
 
 def _cached_layer_cases(layer_class: type, larger: bool = False) -> Iterator[Case]:
-    """Chapter 10 generates text with encoder layers under a causal mask, feeding a few new positions
+    """Chapter 13 generates text with encoder layers under a causal mask, feeding a few new positions
     at a time: the layer hands its ``cache`` to the self-attention, which keeps the earlier keys."""
     d_model, n_heads, d_ff, length, first = (32, 4, 48, 11, 7) if larger else (12, 3, 20, 6, 4)
     for norm_first in (False, True):
@@ -284,7 +284,7 @@ def _cached_layer_cases(layer_class: type, larger: bool = False) -> Iterator[Cas
             objects=objects, no_grad=True,
         )  # fmt: skip
         label = (f"x {tuple(x.shape)} with a causal mask, fed as positions 0…{first - 1} then {first}…{length - 1} "
-                 f"with one KVCache (chapter 10's generation), norm_first={norm_first}")  # fmt: skip
+                 f"with one KVCache (chapter 13's generation), norm_first={norm_first}")  # fmt: skip
         yield Case(label, probe, _judge_cached_layer, {"want": want})
 
 

@@ -367,7 +367,7 @@ def _judge_no_future_leak(case: Case, got: Outcome) -> None:
 
 
 def _cache_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:
-    """Fed one position at a time with a cache (chapter 08), the layer gives what one causal pass gives."""
+    """Fed one position at a time with a cache (chapter 09), the layer gives what one causal pass gives."""
     t = x.shape[1]
     label = f"{sizes}, eval mode: one position at a time with a LayerCache, against one pass with a causal tgt_mask"
     whole = call(ref("layer"), x, memory, _lower_triangle(t), None) | train(False)

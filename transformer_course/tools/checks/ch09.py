@@ -1,453 +1,401 @@
-"""Checks for chapter 09 — token-budget batches, checkpoint averaging, byte-pair merges.
+"""Checks for chapter 09 — decoding.
 
-References are independent of the package: Hugging Face ``tokenizers``' own BPE trainer for the
-merges, plain Python loops for the batches and element-by-element sums in float64 for the means.
+References are independent of the package: plain Python loops over the rows and the
+candidates (sorting lists, summing probabilities one by one), and small hand-made tables of
+log-probabilities whose right answer can be worked out on paper.
 """
 
 from __future__ import annotations
 
-import json
-import random
+import math
 from collections.abc import Callable, Iterator
 
 import torch
 from torch import Tensor
 
-from ..probe.calls import call, calls_case, ref
-from ..probe.wire import MalformedResult, kind
-from ._tools import CheckFailure, Mistakes, expect_close, expect_equal, name_mistake, same_tensor
-from .case import Case, Outcome, raised
+from ..probe.calls import call, calls_case
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_shape,
+    expect_tuple,
+    name_mistake,
+)
+from .case import Case, Outcome
 from .registry import exercise
 
-# -- ex09_1: packing length-sorted examples under a token budget ---------------------------------
+# -- ex09_1: one greedy step ----------------------------------------------------------------------
 
 
-def _pack_with(order: list[int], src: list[int], tgt: list[int], fits: Callable) -> list[list[int]]:
-    """Try each example in the open batch; keep it there if ``fits(batch, i)``, else open a new batch."""
-    packed: list[list[int]] = []
+def _reference_greedy_step(logits: Tensor, finished: Tensor, eos_id: int, pad_id: int) -> tuple[Tensor, Tensor]:
+    tokens, done = [], []
+    for row, was_done in zip(logits.tolist(), finished.tolist(), strict=True):
+        best = max(range(len(row)), key=lambda v: row[v])
+        token = pad_id if was_done else best
+        tokens.append(token)
+        done.append(was_done or token == eos_id)
+    return torch.tensor(tokens), torch.tensor(done)
+
+
+@exercise("ex09_1", "transformer_course.decoding:greedy_step", "easy")
+def greedy_step_cases(larger: bool = False) -> Iterator[Case]:
+    """one greedy decoding step
+
+    Nudge: greedy decoding takes the most probable next token; sentences that already ended keep receiving
+    padding.
+
+    Hint: take argmax over the last axis; put pad_id in the rows that were already finished (masked_fill); a row
+    is now finished if it was, or if its new token is eos_id.
+    """
+    sizes = ((5, 7, 2, 0), (4, 9, 5, 3), (1, 3, 1, 0), (6, 11, 2, 0))
+    if larger:  # the grader's hidden cases
+        sizes = ((12, 50, 2, 0), (8, 31, 5, 3), (1, 20, 1, 0), (16, 100, 2, 0))
+    for batch, vocab, eos_id, pad_id in sizes:
+        logits = torch.randn(batch, vocab)
+        logits[0, eos_id] = 10.0  # row 0 picks <eos> now
+        finished = torch.zeros(batch, dtype=torch.bool)
+        if batch > 2:
+            finished[2] = True  # row 2 is already done...
+            logits[2, eos_id] = 10.0  # ...even though <eos> is again its most probable token
+        label = f"logits {tuple(logits.shape)}, finished {finished.tolist()}, eos_id={eos_id}, pad_id={pad_id}"
+        yield Case(label, calls_case(call(logits, finished, eos_id, pad_id)), _judge_greedy)
+
+
+def _judge_greedy(case: Case, got: Outcome) -> None:
+    label, (logits, finished, eos_id, pad_id) = case.label, case.args()
+    batch = logits.shape[0]
+    tokens, done = expect_tuple(got.output(), "next_tokens, finished", label)
+    want_tokens, want_done = _reference_greedy_step(logits, finished, eos_id, pad_id)
+    expect_shape(tokens, (batch,), "next_tokens", label)
+    expect_dtype(tokens, torch.long, "next_tokens", label)
+    expect_shape(done, (batch,), "finished", label)
+    expect_dtype(done, torch.bool, "finished", label)
+    if batch > 2 and int(tokens[2]) != pad_id:
+        raise CheckFailure(
+            f"{label}: row 2 had already finished, so its next token must be pad_id={pad_id}, got {int(tokens[2])}: "
+            "nothing is generated after <eos>"
+        )
+    if batch > 2 and not bool(done[2]):
+        raise CheckFailure(f"{label}: row 2 had finished before this step and must stay finished")
+    if int(tokens[0]) == eos_id and not bool(done[0]):  # said only where the row did produce <eos>
+        raise CheckFailure(f"{label}: row 0 just produced eos_id={eos_id}, so it must now be finished")
+    name_mistake((tokens, done), (want_tokens, want_done), _greedy_mistakes(logits, finished, eos_id, pad_id), label,
+                 0.0, 0.0)  # fmt: skip
+    expect_equal(tokens, want_tokens, "next_tokens", label)
+    expect_equal(done, want_done, "finished", label)
+
+
+def _greedy_mistakes(logits: Tensor, finished: Tensor, eos_id: int, pad_id: int) -> Mistakes:
+    best, nothing = logits.argmax(-1), torch.zeros_like(finished)
+
+    def step(choice: Tensor, fill: int = pad_id, was: Tensor = finished) -> tuple[Tensor, Tensor]:
+        tokens = choice.masked_fill(finished, fill)
+        return tokens, was | (tokens == eos_id)
+
+    return [
+        (step(logits.argmin(-1)), "the least probable token is picked (argmin); take argmax over the last axis"),
+        (step(best, fill=eos_id), f"the finished rows get eos_id={eos_id}; give them pad_id={pad_id}"),
+        (step(best, was=nothing), "a row finished before this step is finished only if it produces eos_id again; "
+         "it stays finished: finished | (token == eos_id)"),
+        ((best.masked_fill(finished | (best == eos_id), pad_id), finished | (best == eos_id)), f"the new eos_id={eos_id} is replaced by pad_id; emit <eos> "
+         "itself, and pad only the rows finished before this step"),
+        ((best, finished | (best == eos_id)), f"the rows that had finished keep generating: put pad_id={pad_id} in "
+         "them (masked_fill with finished)"),
+    ]  # fmt: skip
+
+
+# -- ex09_2: top-p (nucleus) filtering ------------------------------------------------------------
+
+
+def _reference_nucleus(probs: list[float], top_p: float) -> list[bool]:
+    """Keep the most probable tokens, one by one, until their mass reaches top_p."""
+    order = sorted(range(len(probs)), key=lambda i: -probs[i])
+    keep, mass = [False] * len(probs), 0.0
     for i in order:
-        if packed and fits(packed[-1], i):
-            packed[-1] = [*packed[-1], i]
-        else:
-            packed.append([i])
-    return packed
-
-
-def _padded(batch: list[int], lengths: list[int]) -> int:
-    return len(batch) * max(lengths[j] for j in batch)
-
-
-def _reference_pack(order, src_lengths, tgt_lengths, max_tokens) -> list[list[int]]:
-    """The padded sizes, count × longest, of the batch with the example stay within the budget on both sides."""
-    sides = (src_lengths, tgt_lengths)
-    return _pack_with(order, *sides, lambda b, i: all(_padded([*b, i], n) <= max_tokens for n in sides))
-
-
-def _pack_mistakes(order: list[int], src: list[int], tgt: list[int], max_tokens: int) -> Mistakes:
-    """The batches of typical mistakes in the budget test, replayed."""
-    sides = (src, tgt)
-
-    def packed(fits: Callable) -> Callable[[], list[list[int]]]:
-        return lambda: _pack_with(order, src, tgt, fits)
-
-    def carried(lengths: list[int], b: list[int], i: int) -> bool:  # the longest of every example so far
-        return (len(b) + 1) * max(lengths[j] for j in order[: order.index(i) + 1]) <= max_tokens
-
-    def not_reset(whose: str) -> str:
-        return (
-            f"{whose} longest is not reset when a new batch starts (it keeps the longest of the earlier "
-            "batches): start each batch's longest at 0"
-        )
-
-    return [
-        (packed(lambda b, i: all(sum(n[j] for j in [*b, i]) <= max_tokens for n in sides)), "the budget is tested "
-         "on the sum of the lengths: the budget is count × longest, not the sum (every example is padded to "
-         "the batch's longest)"),
-        (packed(lambda b, i: all((len(b) + 1) * max(n[j] for j in b) <= max_tokens for n in sides)), "the budget "
-         "is tested with the batch's longest before the new example: take the new example's length into the "
-         "longest first, then test (count + 1) × longest"),
-        (packed(lambda b, i: all(len(b) * max(n[j] for j in [*b, i]) <= max_tokens for n in sides)), "the budget "
-         "is tested with the count before the new example: (count + 1) × the new longest must stay within "
-         "max_tokens"),
-        (packed(lambda b, i: all((len(b) + 1) * n[i] <= max_tokens for n in sides)), "the new example's length is "
-         "taken as the batch's longest: the longest is the maximum over every example in the batch (the order "
-         "need not be sorted by length on both sides)"),
-        (packed(lambda b, i: all(_padded([*b, i], n) < max_tokens for n in sides)), "a batch of exactly max_tokens "
-         "slots is within the budget: test ≤ max_tokens, not <"),
-        (packed(lambda b, i: _padded([*b, i], tgt) <= max_tokens), "only the target side is tested: the source's "
-         "padded size must stay within max_tokens too"),
-        (packed(lambda b, i: _padded([*b, i], src) <= max_tokens), "only the source side is tested: the target's "
-         "padded size must stay within max_tokens too"),
-        (packed(lambda b, i: carried(src, b, i) and carried(tgt, b, i)), not_reset("the batch's")),
-        (packed(lambda b, i: carried(src, b, i) and _padded([*b, i], tgt) <= max_tokens), not_reset("the source's")),
-        (packed(lambda b, i: _padded([*b, i], src) <= max_tokens and carried(tgt, b, i)), not_reset("the target's")),
-    ]  # fmt: skip
-
-
-def _sorted_order(src_lengths: list[int], tgt_lengths: list[int]) -> list[int]:
-    return sorted(range(len(src_lengths)), key=lambda i: (tgt_lengths[i], src_lengths[i], i))
-
-
-_PACK_CASES = (
-    ("all 4 tokens long, exactly 3 fit in 12", [4] * 7, [4] * 7, 12, None),
-    ("lengths 2, 3, 5: padded 3 × 5 = 15, though only 10 real tokens", [2, 3, 5, 5], [2, 3, 5, 5], 12, None),
-    ("the source is the longer side", [9, 9, 9, 2, 2], [1, 1, 2, 2, 3], 20, None),
-    ("one example fills the budget alone", [3, 6, 2], [3, 6, 2], 6, None),
-    ("not sorted: the batch's longest may come first", [7, 2, 2, 2, 7, 1], [5, 1, 1, 1, 6, 1], 14, [4, 1, 2, 0, 3, 5]),
-)
-
-
-@exercise("ex09_1", "transformer_course.token_batches:pack", "easy")
-def pack_cases(larger: bool = False) -> Iterator[Case]:
-    """greedy packing under a token budget
-
-    Nudge: batches are filled greedily so that the padded size of each batch, on either side, stays under the
-    token budget (paper §5.1).
-
-    Hint: walk order, keeping the current batch and its longest source and target; if the batch is not empty and
-    (count + 1) × the new longest exceeds max_tokens for the source or the target, close the batch and start a new
-    one; an example with more than max_tokens tokens on either side is a ValueError; do not forget the last batch.
-    """
-    for label, src, tgt, max_tokens, order in _PACK_CASES:
-        order = _sorted_order(src, tgt) if order is None else order
-        probe = calls_case(call(order, src, tgt, max_tokens))
-        yield Case(f"{label}: order {order}, src {src}, tgt {tgt}, max_tokens={max_tokens}", probe, _judge_pack)
-    rng = random.Random(3 if larger else 2)  # larger: the grader's hidden cases
-    for n, max_tokens in ((80, 60), (400, 128), (1000, 200)) if larger else ((40, 30), (200, 64), (500, 100)):
-        src = [rng.randint(1, 20) for _ in range(n)]
-        tgt = [rng.randint(1, 25) for _ in range(n)]
-        label = f"{n} random examples of 1 to 25 tokens, length-sorted, max_tokens={max_tokens}"
-        yield Case(label, calls_case(call(_sorted_order(src, tgt), src, tgt, max_tokens)), _judge_pack)
-    src, tgt = [3, 4, 11, 2], [3, 5, 4, 2]
-    label = f"an example longer than the budget: src {src}, tgt {tgt}, max_tokens=10"  # last: it must raise
-    yield Case(label, calls_case(call([3, 0, 1, 2], src, tgt, 10)), _judge_too_long)
-
-
-def _judge_pack(case: Case, got: Outcome) -> None:
-    label, (order, src, tgt, max_tokens) = case.label, case.args()
-    batches = got.output()
-    if not isinstance(batches, list) or not all(isinstance(b, list) and b for b in batches):
-        raise CheckFailure(f"{label}: return a list of non-empty lists of example indices, got {kind(batches)}")
-    flat = [i for batch in batches for i in batch]
-    if flat != list(order):
-        missing = [i for i in order if i not in flat]
-        raise CheckFailure(
-            f"{label}: the batches, one after the other, must be order itself (every example once, in order); "
-            + (f"examples {missing} are missing (the last batch?)" if missing else f"got {batches}")
-        )
-    want = _reference_pack(order, src, tgt, max_tokens)
-    name_mistake(batches, want, _pack_mistakes(order, src, tgt, max_tokens), label)
-    for k, batch in enumerate(batches):
-        for side, lengths in (("source", src), ("target", tgt)):
-            padded = len(batch) * max(lengths[i] for i in batch)
-            if padded > max_tokens and len(batch) > 1:
-                raise CheckFailure(
-                    f"{label}: batch {k} {batch} pads to {len(batch)} × {max(lengths[i] for i in batch)} = {padded} "
-                    f"{side} slots, over max_tokens={max_tokens}"
-                )
-    for k, batch in enumerate(batches[:-1]):
-        grown = [*batch, batches[k + 1][0]]
-        sizes = [len(grown) * max(lengths[i] for i in grown) for lengths in (src, tgt)]
-        if max(sizes) <= max_tokens:
-            exact = " (a batch of exactly max_tokens slots is within the budget)" if max(sizes) == max_tokens else ""
-            raise CheckFailure(
-                f"{label}: batch {k} {batch} could also hold example {grown[-1]}: its padded size would still be "
-                f"{max(sizes)} ≤ max_tokens={max_tokens}{exact}"
-            )
-    expect_equal(batches, want, "the batches", label)
-
-
-def _expect_value_error(case: Case, got: Outcome, why: str) -> None:
-    """The case's one call must raise ``ValueError``; ``why`` says what the learner's code should see."""
-    if len(got.calls) != 1:
-        raise MalformedResult("call 1 of the case is missing")
-    error = got.calls[0]["error"]
-    if error is not None and error["stub"]:
-        raise NotImplementedError(error["message"])
-    if error is None:
-        output = got.calls[0]["output"]
-        shown = repr(output) if len(repr(output)) <= 200 else f"a {kind(output)}"  # not a dict of tensors in full
-        raise CheckFailure(f"{case.label}: {why}, got {shown}")
-    if error["type"] != "ValueError":
-        message = f"{case.label}: should raise ValueError, {raised(error, case.label)}"
-        raise CheckFailure(message, brief=message)  # what it raised is all "what", no fix
-
-
-def _judge_too_long(case: Case, got: Outcome) -> None:
-    _expect_value_error(case, got, "example 2 can never fit, so pack must raise ValueError (saying which example)")
-
-
-# -- ex09_2: checkpoint averaging ----------------------------------------------------------------
-
-
-def _states(n: int, seed: int, dtype: torch.dtype = torch.float32, size: tuple[int, int] = (5, 4)):
-    generator = torch.Generator().manual_seed(seed)
-    steps = torch.tensor(1000 + seed)
-    vocab, d_model = size
-    return [
-        {
-            "embed.weight": torch.randn(vocab, d_model, generator=generator).to(dtype),  # (V, D)
-            "layer.bias": torch.randn(d_model, generator=generator).to(dtype),  # (D,)
-            "norm.num_batches": steps.clone(),  # an integer buffer, the same in every state
-        }
-        for _ in range(n)
-    ]
-
-
-def _reference_mean(states: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-    mean = {}
-    for key, first in states[0].items():
-        if first.is_floating_point():
-            total = torch.zeros(first.shape, dtype=torch.float64)
-            for state in states:
-                total = total + state[key].double()
-            mean[key] = total / len(states)
-        else:
-            mean[key] = first
-    return mean
-
-
-@exercise("ex09_2", "transformer_course.averaging:average_state_dicts", "medium")
-def average_cases(larger: bool = False) -> Iterator[Case]:
-    """the mean of several state dicts
-
-    Nudge: the averaged model takes, for every parameter, the mean of its values in the checkpoints (paper
-    §6.1).
-
-    Hint: check that every state has the keys of states[0] and, key by key, the same shapes and dtypes (ValueError
-    otherwise); average floating-point tensors (stack them in float64, mean over the new axis, back to their
-    dtype); keep other tensors only if they are equal in all states.
-    """
-    counts = ((2, torch.float32), (3, torch.float32), (5, torch.float64), (4, torch.bfloat16))
-    if larger:  # the grader's hidden cases: more states, larger tensors, other seeds
-        counts = ((4, torch.float32), (6, torch.float32), (9, torch.float64), (7, torch.bfloat16))
-    for n, dtype in counts:
-        size = (50, 32) if larger else (5, 4)
-        states = _states(n, seed=n + 10 * larger, dtype=dtype, size=size)
-        probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
-        shapes = f" (embed.weight {size})" if larger else ""
-        yield Case(f"{n} states of {dtype}{shapes}", probe, _judge_mean, given={"states": states})
-    states = [{key: 30000 + 100 * t if t.is_floating_point() else t for key, t in s.items()} for s in _states(3, 9)]
-    states = [{key: t.half() if t.is_floating_point() else t for key, t in s.items()} for s in states]
-    probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
-    yield Case("3 states of torch.float16 near 30000 (their sum is past float16's largest, 65504)", probe,
-               _judge_mean, given={"states": states})  # fmt: skip
-    states = _states(3, seed=7)
-    states[2]["extra.weight"] = torch.ones(2)
-    yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
-    states = _states(3, seed=8)
-    states[1]["norm.num_batches"] = torch.tensor(999)
-    label = "3 states whose integer buffer norm.num_batches differs (1008, 999, 1008)"
-    yield Case(label, calls_case(call(states)), _judge_buffers_differ)
-
-
-def _judge_mean(case: Case, got: Outcome) -> None:
-    label, states = case.label, case.given["states"]
-    averaged = got.output()
-    if not isinstance(averaged, dict):
-        raise CheckFailure(f"{label}: return a dict of tensors, got {kind(averaged)}")
-    if list(averaged) != list(states[0]):
-        raise CheckFailure(f"{label}: the keys should be {list(states[0])}, got {list(averaged)}")
-    for key, want in _reference_mean(states).items():
-        tensor = averaged[key]
-        if not isinstance(tensor, Tensor) or tensor.dtype != states[0][key].dtype:
-            raise CheckFailure(
-                f"{label}: {key} should keep its dtype {states[0][key].dtype}, got "
-                f"{tensor.dtype if isinstance(tensor, Tensor) else kind(tensor)}"
-            )
-        if tensor.is_floating_point():
-            if not tensor.isfinite().all():
-                raise CheckFailure(f"{label}: {key} holds inf or NaN though every state is finite: the sum overflowed "
-                                   f"{tensor.dtype}: add the states up in float64, then divide and convert back")  # fmt: skip
-            tolerance = {torch.bfloat16: 1e-2, torch.float16: 1e-3}.get(tensor.dtype, 1e-6)
-            what, names = f"{key} (the mean of the {len(states)} states)", {"the number of states": len(states)}
-            expect_close(tensor, want, what, label, tolerance, tolerance, names=names,
-                         mistakes=_mean_mistakes([state[key] for state in states]))  # fmt: skip
-        else:
-            expect_equal(tensor, want, key, label)
-    after = got.report("after")  # the states once the function has returned
-    if not (isinstance(after, list) and len(after) == len(states)):
-        raise CheckFailure(f"{label}: the list of states passed in was changed; leave it as it is")
-    for i, (before, now) in enumerate(zip(states, after, strict=True)):
-        now = now if isinstance(now, dict) else {}
-        changed = [key for key, tensor in before.items() if not same_tensor(now.get(key), tensor)]
-        if changed or list(now) != list(before):
-            raise CheckFailure(
-                f"{label}: the states passed in were changed (states[{i}], {changed or 'its keys'}): average into "
-                "new tensors (accumulating into states[0] in place changes the caller's model)"
-            )
-
-
-def _mean_mistakes(tensors: list[Tensor]) -> Mistakes:
-    """The averages of typical mistakes over one key's ``tensors`` (one per state), in float64."""
-    stacked = torch.stack([t.double() for t in tensors])  # (n, ...)
-    n = len(tensors)
-    return [
-        (stacked.sum(0), f"the states are summed; divide the sum by the number of states, {n}"),
-        (stacked.sum(0) / (n - 1) if n > 1 else stacked[0], f"the sum is divided by n − 1 = {n - 1}; divide it by "
-         f"the number of states, n = {n}"),
-        (stacked[0], "the first state is returned as it is: average every state"),
-        (stacked[-1], "the last state is returned as it is: average every state"),
-        (stacked[:2].mean(0), "only the first two states are averaged: average every state"),
-        ((stacked[0] + stacked[-1]) / 2, "only the first and the last states are averaged: average every state"),
-    ]  # fmt: skip
-
-
-def _judge_refused(case: Case, got: Outcome) -> None:
-    _expect_value_error(case, got, "these states cannot be averaged; raise ValueError saying why")
-
-
-def _judge_buffers_differ(case: Case, got: Outcome) -> None:
-    _expect_value_error(case, got, "an integer buffer that differs cannot be averaged nor picked from one state; "
-                                   "raise ValueError saying which")  # fmt: skip
-
-
-# -- ex09_3: byte-pair merges --------------------------------------------------------------------
-
-
-def _library_merges(words: dict[str, int], n_merges: int) -> list[tuple[str, str]]:
-    """The first merges of ``tokenizers``' BPE trainer on these word counts (words split at spaces only)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    trainer = trainers.BpeTrainer(vocab_size=1_000_000, min_frequency=0, show_progress=False)
-    tok.train_from_iterator([" ".join([word] * count) for word, count in words.items()], trainer=trainer)
-    merges = json.loads(tok.to_str())["model"]["merges"]
-    return [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in merges][:n_merges]
-
-
-def _course_words(n_sentences: int) -> dict[str, int]:
-    """Word counts of the chapter's training sentences, English and German, cut as ``train_subwords`` cuts them."""
-    from ...datasets.sentences import sentence_splits
-    from ...subwords import pretokenized_words
-
-    pairs = sentence_splits(n_train=n_sentences, n_valid=10, n_test=10)["train"]
-    return pretokenized_words(text for pair in pairs for text in pair)
-
-
-_SMALL_CASES = (
-    ("Sennrich's example", {"low": 5, "lower": 2, "newest": 6, "widest": 3}, 10),
-    ("counts weigh more than word types", {"ab": 1, "xab": 1, "yab": 1, "cd": 10}, 2),
-    ("'aaa' holds the pair (a, a) twice", {"aaa": 2, "bc": 3}, 3),
-    ("every occurrence in a word is merged", {"abab": 3, "cd": 4}, 4),
-    ("ties between characters", {"ba": 1, "ab": 1, "ca": 1, "ac": 1}, 4),
-    ("ties between merged symbols: the older one first", {"zzq": 2, "zz": 2, "aaq": 2, "aa": 1, "zx": 1}, 4),
-    ("stops when nothing is left to merge", {"to": 3, "a": 9}, 5),
-)
-
-
-@exercise("ex09_3", "transformer_course.subwords:bpe_merges", "hard")
-def bpe_merges_cases(larger: bool = False) -> Iterator[Case]:
-    """byte-pair merges from word counts
-
-    Nudge: byte-pair encoding repeatedly merges the most frequent pair of neighbouring symbols (Sennrich et al.
-    2016, §3.2).
-
-    Hint: keep each word as a list of symbols; count neighbouring pairs (zip(symbols[:-1], symbols[1:])), adding the
-    word's count for every occurrence; pick the most frequent pair, ties to the pair whose left (then right) symbol
-    is older (characters by ord(), then merged symbols in the order made); replace it in every word from left to
-    right; repeat.
-    """
-    for label, words, n_merges in _SMALL_CASES:
-        yield Case(f"{label}: words {words}, n_merges={n_merges}", calls_case(call(words, n_merges)), _judge_bpe)
-    # larger: the grader's hidden cases, more and longer random words, more merges
-    rng = random.Random(10 if larger else 9)
-    n_words, longest, n_merges = (16, 12, 60) if larger else (6, 7, 30)
-    for alphabet in ("ab", "abc▁", "xyzäb"):
-        words = {
-            "".join(rng.choice(alphabet) for _ in range(rng.randint(1, longest))): rng.randint(1, 4)
-            for _ in range(n_words)
-        }
-        yield Case(f"random words {words}, n_merges={n_merges}", calls_case(call(words, n_merges)), _judge_bpe)
-    words, n_merges = _course_words(3000), 120 if larger else 60
-    label = f"the {len(words)} words of chapter 09's first 3,000 training pairs, n_merges={n_merges}"
-    yield Case(label, calls_case(call(words, n_merges)), _judge_bpe)
-
-
-def _judge_bpe(case: Case, got: Outcome) -> None:
-    words, n_merges = case.args()
-    label = case.label if len(case.label) < 120 else case.label.split(":")[0]
-    merges = got.output()
-    if not isinstance(merges, list) or not all(isinstance(m, tuple) and len(m) == 2 for m in merges):
-        raise CheckFailure(f"{label}: return a list of (left, right) tuples of str, got {kind(merges)}")
-    want = _library_merges(words, n_merges)
-    if len(words) <= 200:  # the replays are plain Python: the small cases only
-        name_mistake(merges, want, _bpe_mistakes(words, n_merges), label)
-    for i, (mine, theirs) in enumerate(zip(merges, want, strict=False)):
-        if mine != theirs:
-            raise CheckFailure(
-                f"{label}: merge {i} should be {theirs} (as tokenizers' BPE trainer learns it), got {mine}"
-                + (f"; the merges before it agree (the last ones: {want[max(i - 3, 0) : i]})" if i else "")
-            )
-    if len(merges) != len(want):
-        raise CheckFailure(
-            f"{label}: {len(want)} merges expected (n_merges, or fewer when no word has two symbols left), "
-            f"got {len(merges)}"
-        )
-
-
-def _bpe_replay(words: dict[str, int], n_merges: int, per_type: bool = False, overlapping: bool = True,
-                choose: Callable | None = None, merge: str = "every") -> list[tuple[str, str]]:  # fmt: skip
-    """Byte-pair merges with a known mistake: each word type counted once (``per_type``), the pairs of a run
-    of one symbol counted without overlap, another ``choose(counts, age)`` among ties, the pair merged at its
-    ``first`` place only or from the ``right``."""
-    segmented, age = {word: list(word) for word in words}, {c: ord(c) for word in words for c in word}
-    choose = choose or (lambda counts, age: min(counts, key=lambda p: (-counts[p], age[p[0]], age[p[1]])))
-    made: list = []  # the merges so far
-    while len(made) < n_merges:
-        tally: dict = {}  # pair → count
-        for word, symbols in segmented.items():
-            i = 0
-            while i < len(symbols) - 1:
-                pair = (symbols[i], symbols[i + 1])
-                tally[pair] = tally.get(pair, 0) + (1 if per_type else words[word])
-                run = i + 2 < len(symbols) and symbols[i] == symbols[i + 1] == symbols[i + 2]
-                i += 2 if run and not overlapping else 1
-        if not tally:
+        if mass >= top_p:
             break
-        best = choose(tally, age)
-        age.setdefault(best[0] + best[1], 0x110000 + len(made))
-        made.append(best)
-        segmented = {word: _merged(symbols, best, merge) for word, symbols in segmented.items()}
-    return made
+        keep[i] = True
+        mass += probs[i]
+    return keep
 
 
-def _merged(symbols: list[str], pair: tuple[str, str], how: str) -> list[str]:
-    """``symbols`` with ``pair`` merged: at ``every`` place from the left, at the ``first`` only, or from the ``right``."""
-    if how == "right":  # from the left on the mirrored word, mirrored back
-        mirrored = _merged([s[::-1] for s in symbols[::-1]], (pair[1][::-1], pair[0][::-1]), "every")
-        return [s[::-1] for s in mirrored[::-1]]
-    out, i, merged = [], 0, False
-    while i < len(symbols):
-        if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair and not (merged and how == "first"):
-            out, i, merged = [*out, pair[0] + pair[1]], i + 2, True
-        else:
-            out, i = [*out, symbols[i]], i + 1
-    return out
+def _distinct_logits(shape: tuple[int, ...], top_ps: tuple[float, ...]) -> Tensor:
+    """Random logits whose cumulative probabilities stay clear of every top_p (no ties, no edge)."""
+    while True:
+        logits = torch.randn(shape) * 1.5
+        probs = logits.double().softmax(-1).reshape(-1, shape[-1])
+        cumulative = probs.sort(dim=-1, descending=True).values.cumsum(-1)
+        gaps = min((cumulative - p).abs().min().item() for p in top_ps if p < 1)
+        if gaps > 1e-3 and probs.min().item() > 0:
+            return logits
 
 
-def _bpe_mistakes(words: dict[str, int], n_merges: int) -> Mistakes:
-    def replay(**mistake: object) -> Callable[[], list[tuple[str, str]]]:
-        return lambda: _bpe_replay(words, n_merges, **mistake)
+@exercise("ex09_2", "transformer_course.decoding:top_p_filter", "medium")
+def top_p_filter_cases(larger: bool = False) -> Iterator[Case]:
+    """top-p (nucleus) filtering
 
-    def ties(key: Callable) -> Callable:
-        return lambda counts, age: min(counts, key=lambda p: (-counts[p], key(p, age)))
+    Nudge: nucleus sampling keeps the smallest set of most probable tokens whose total probability reaches p
+    (Holtzman et al. 2020, §3.1).
+
+    Hint: sort the logits in descending order, take the softmax and its cumsum; drop a token when the tokens
+    *before* it already reach top_p (cumsum - probs >= top_p); scatter that mask back to the vocabulary order
+    and mask the dropped logits (the course's rule, ex03_2: a masked logit has probability 0 after the softmax;
+    -inf or torch.finfo(logits.dtype).min).
+    """
+    top_ps = (0.05, 0.3, 0.6, 0.9, 1.0)
+    for shape in ((8, 32), (3, 4, 48), (128,)) if larger else ((4, 7), (2, 3, 10), (9,)):
+        logits = _distinct_logits(shape, top_ps)
+        yield from [Case(f"logits {tuple(shape)}, top_p={top_p}", calls_case(call(logits, top_p)), _judge_nucleus)
+                  for top_p in top_ps]  # fmt: skip
+    probs = [0.125, 0.5, 0.0625, 0.25, 0.0625]  # exact in binary: float32's softmax of their logs gives them back
+    label = f"logits (5,) of probabilities {probs}, top_p=0.75 (tokens 1 and 3 reach top_p exactly: the rest go)"
+    kept = [False, True, False, True, False]  # token 0: the mass before it, 0.75, is not < top_p
+    yield Case(label, calls_case(call(torch.tensor(probs).log(), 0.75)), _judge_nucleus, given={"kept": kept})
+
+
+def _judge_nucleus(case: Case, got: Outcome) -> None:
+    label, (logits, top_p) = case.label, case.args()
+    shape = tuple(logits.shape)
+    filtered = expect_shape(got.output(), shape, "filtered logits", label)
+    if "kept" not in case.given:  # the boundary case's rows say which token is wrong
+        want = _nucleus_with(logits, top_p, lambda cum, p: cum - p >= top_p)
+        mistakes = [(lambda wrong=wrong: _sampled(wrong()), what) for wrong, what in _nucleus_mistakes(logits, top_p)]
+        name_mistake(_sampled(filtered), _sampled(want), mistakes, label, 1e-12, 1e-9)  # whatever the masked fill
+    if torch.isnan(filtered).any():
+        raise CheckFailure(f"{label}: the filtered logits contain NaN")
+    rows, got_rows = logits.reshape(-1, shape[-1]), filtered.reshape(-1, shape[-1])
+    for r, (row, got_row) in enumerate(zip(rows, got_rows, strict=True)):
+        probs = [math.exp(x) for x in row.tolist()]
+        total = sum(probs)
+        kept = torch.tensor(case.given.get("kept") or _reference_nucleus([p / total for p in probs], top_p))
+        dropped = torch.softmax(got_row.double(), -1) <= 1e-12  # probability 0 after filtering
+        if not kept.any() or dropped.all():
+            raise CheckFailure(f"{label}, row {r}: every token was dropped; the most probable one must stay")
+        if (dropped & kept).any():
+            i = int(torch.nonzero(dropped & kept)[0])
+            raise CheckFailure(
+                f"{label}, row {r}: token {i} is in the nucleus (kept tokens {torch.nonzero(kept).flatten().tolist()}) "
+                "but was dropped; keep a token while the mass of the tokens before it is < top_p "
+                "(the token that crosses top_p stays), and keep the vocabulary order"
+            )
+        if (~dropped & ~kept).any():
+            i = int(torch.nonzero(~dropped & ~kept)[0])
+            raise CheckFailure(
+                f"{label}, row {r}: token {i} is outside the nucleus (kept tokens "
+                f"{torch.nonzero(kept).flatten().tolist()}) but still has a non-zero probability"
+            )
+        want = torch.softmax(row.double(), -1)[kept]  # what sampling uses: the kept tokens' distribution
+        expect_close(torch.softmax(got_row.double(), -1)[kept], want / want.sum(),
+                     f"probabilities of the kept tokens of row {r}", label, atol=1e-7, rtol=1e-5)  # fmt: skip
+
+
+def _sampled(logits: Tensor) -> Tensor:
+    """What sampling uses: the distribution of the (filtered) logits, in float64."""
+    return logits.double().softmax(-1)
+
+
+def _nucleus_with(logits: Tensor, top_p: float, drop: Callable, fill: float = float("-inf"),
+                  back: str = "scatter", descending: bool = True) -> Tensor:  # fmt: skip
+    """The filtered logits where ``drop(cumsum, probs)`` (in ``descending`` order) says which tokens go;
+    ``back``: how the mask returns to the vocabulary order ("scatter"; "gather" with the sort's order, a
+    mistake; "" not at all, a mistake)."""
+    probs, order = logits.double().softmax(-1).sort(dim=-1, descending=descending)
+    dropped = drop(probs.cumsum(-1), probs)
+    if back == "scatter":
+        dropped = torch.zeros_like(dropped).scatter(-1, order, dropped)
+    elif back == "gather":
+        dropped = dropped.gather(-1, order)
+    return logits.masked_fill(dropped, fill)
+
+
+def _nucleus_mistakes(logits: Tensor, top_p: float) -> Mistakes:
+    def nucleus(drop: Callable = lambda cum, p: cum - p >= top_p, **kwargs) -> Callable[[], Tensor]:
+        return lambda: _nucleus_with(logits, top_p, drop, **kwargs)
+
+    def sorted_output() -> Tensor:  # the sorted logits filtered, never put back
+        ordered = logits.sort(dim=-1, descending=True).values
+        probs = ordered.double().softmax(-1)
+        return ordered.masked_fill(probs.cumsum(-1) - probs >= top_p, float("-inf"))
 
     return [
-        (replay(per_type=True), "each word type counts once; a pair counts the word's count, once for every place "
-         "it occurs"),
-        (replay(overlapping=False), "the pairs inside a run of one symbol are counted without overlap; 'aaa' holds "
-         "the pair (a, a) twice"),
-        (replay(choose=ties(lambda p, age: p)), "ties are broken alphabetically; break them by age: the pair whose "
-         "left (then right) symbol is older (characters by ord(), merged symbols in the order made)"),
-        (replay(choose=lambda counts, age: max(counts, key=counts.get)), "ties are broken by the pair seen first; "
-         "break them by age: the pair whose left (then right) symbol is older"),
-        (replay(choose=lambda counts, age: max(reversed(counts), key=counts.get)), "ties are broken by the pair "
-         "seen last; break them by age: the pair whose left (then right) symbol is older"),
-        (replay(choose=ties(lambda p, age: (-age[p[0]], -age[p[1]]))), "ties go to the newer symbols; they go to "
-         "the older: the pair whose left (then right) symbol was made first"),
-        (replay(merge="first"), "the pair is merged at its first place in a word only; merge it everywhere"),
-        (replay(merge="right"), "the pair is merged from the right; replace it from left to right ('aaa' with (a, a) "
-         "becomes 'aa' + 'a')"),
+        (nucleus(lambda cum, p: cum > top_p), "the token that crosses top_p is dropped; keep a token while the mass "
+         "of the tokens before it is < top_p (cumsum − probs < top_p)"),
+        (nucleus(back=""), "the mask is applied in the sorted order; scatter it back to the vocabulary order "
+         "first"),
+        (sorted_output, "the filtered logits are returned in the sorted order: fill the original logits, "
+         "with the mask scattered back to the vocabulary order"),
+        (nucleus(back="gather"), "the mask is put back with gather(-1, order), which applies the sort again instead "
+         "of undoing it: scatter(-1, order, mask) puts each entry back at its token"),
+        (nucleus(descending=False), "the probabilities are sorted in ascending order, so the least probable tokens "
+         "come first: the nucleus is the most probable ones, sort(descending=True)"),
+        (nucleus(lambda cum, p: cum - p < top_p), "the nucleus is dropped and the tail kept: fill -inf where the "
+         "mass before the token is >= top_p"),
+        (nucleus(fill=0.0), "the dropped logits are set to 0, which still has a probability: mask them as ex03_2 "
+         "does, so that their probability is 0 (torch.finfo(logits.dtype).min, or -inf)"),
+    ]  # fmt: skip
+
+
+# -- ex09_3: one beam-search step -----------------------------------------------------------------
+
+
+def _reference_beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, penalty=True, old=False,
+                         penalised=False, grow=False, freeze=True, keep=True, times=False):  # fmt: skip
+    """Every candidate of every sentence in a list, ranked with the GNMT penalty, best K kept. A
+    known mistake replayed: no ``penalty``, the penalty of the ``old`` lengths, ``penalised`` scores
+    returned, the finished hypotheses' lengths ``grow``n, not ``freeze``d (every token continues
+    them), not ``keep``ing their finished flag, the penalty multiplied (``times``)."""
+
+    def penalty_of(length: int, new: int) -> float:
+        value = ((5 + (length if old else new)) / 6) ** alpha if penalty else 1.0
+        return 1 / value if times else value
+
+    batch, beams, vocab = tuple(log_probs.shape)
+    out = {"origin": [], "tokens": [], "scores": [], "finished": [], "lengths": []}
+    for b in range(batch):
+        candidates = []  # (penalised score, raw score, origin, token, finished, length)
+        for k in range(beams):
+            before, done, length = float(scores[b, k]), bool(finished[b, k]), int(lengths[b, k])
+            grown = length + (grow or not done)
+            if done and freeze:  # one continuation: pad, same score, same length
+                candidates.append((before / penalty_of(length, grown), before, k, pad_id, keep or pad_id == eos_id,
+                                   grown))  # fmt: skip
+                continue
+            for v in range(vocab):
+                raw = before + float(log_probs[b, k, v])
+                candidates.append((raw / penalty_of(length, grown), raw, k, v, v == eos_id or (done and keep), grown))
+        candidates.sort(key=lambda c: -c[0])
+        best = candidates[:beams]
+        for key, i in (("origin", 2), ("tokens", 3), ("scores", 0 if penalised else 1), ("finished", 4),
+                       ("lengths", 5)):  # fmt: skip
+            out[key].append([c[i] for c in best])
+    return (
+        torch.tensor(out["origin"]),
+        torch.tensor(out["tokens"]),
+        torch.tensor(out["scores"], dtype=torch.float32),
+        torch.tensor(out["finished"]),
+        torch.tensor(out["lengths"]),
+    )
+
+
+def _beam_cases(larger: bool = False) -> list[tuple[str, tuple, float]]:
+    """``larger``: the grader's hidden cases, more sentences, beams and words."""
+    cases = []
+    # 1. the first step: one real hypothesis (<bos>) per sentence, the other slots empty (-inf)
+    batch, beams, vocab = (3, 5, 20) if larger else (2, 3, 6)
+    scores = torch.full((batch, beams), float("-inf"))
+    scores[:, 0] = 0.0
+    log_probs = torch.randn(batch, beams, vocab).log_softmax(-1)
+    zeros = torch.zeros(batch, beams, dtype=torch.long)
+    first = f"first step (slots 1, 2 empty = -inf), batch={batch}, beams={beams}, vocab={vocab}" if larger else ""
+    cases.append((first or "first step (slots 1, 2 empty = -inf)", (scores, log_probs, zeros.bool(), zeros, 2, 0), 0.6))
+    # 2. a middle step, some hypotheses finished, random log-probabilities, several alphas
+    for alpha, (eos_id, pad_id) in ((0.0, (2, 0)), (0.6, (2, 0)), (1.0, (4, 3))):
+        batch, beams, vocab = (4, 6, 25) if larger else (3, 4, 7)
+        scores = -torch.rand(batch, beams) * 6 - 1
+        finished = torch.rand(batch, beams) < 0.4
+        finished[0, 0] = True
+        finished[1] = False
+        lengths = torch.randint(2, 6, (batch, beams))
+        log_probs = (torch.randn(batch, beams, vocab) * 2).log_softmax(-1)
+        log_probs[1, 2, eos_id] = -0.01  # sentence 1 will finish a hypothesis now
+        case = f"a middle step, alpha={alpha}, eos_id={eos_id}, pad_id={pad_id}, finished {finished.tolist()}"
+        cases.append((case, (scores, log_probs, finished, lengths, eos_id, pad_id), alpha))
+    # 3. on paper: a short finished hypothesis against a longer one, where only the penalty decides
+    scores = torch.tensor([[-2.0, -2.2]])  # hypothesis 0 ended after 1 token, hypothesis 1 is 3 tokens long
+    finished, lengths = torch.tensor([[True, False]]), torch.tensor([[1, 3]])
+    log_probs = torch.tensor([[0.02, 0.02, 0.06, 0.9]]).log().expand(1, 2, 4).clone()
+    case = "a finished hypothesis of length 1 (score -2.0) against one of length 3 (score -2.2), alpha=1"
+    cases.append((case, (scores, log_probs, finished, lengths, 2, 0), 1.0))
+    return cases
+
+
+@exercise("ex09_3", "transformer_course.decoding:beam_step", "hard")
+def beam_step_cases(larger: bool = False) -> list[Case]:
+    """one beam-search step (GNMT length penalty)
+
+    Nudge: every hypothesis is extended by every token, the candidates are ranked by their score divided by a
+    length penalty, and the best K survive (paper §6.1; Wu et al. 2016, §7).
+
+    Hint: give a finished hypothesis the single continuation pad_id at cost 0 (torch.where with a row of -inf
+    and a 0 at pad_id); candidates = scores[..., None] + step; new lengths grow only where not finished; rank
+    candidates / gnmt_length_penalty(new lengths, alpha) with topk over the flattened K·V axis; origin = index
+    // V, token = index % V; gather scores, finished, lengths.
+    """
+    return [Case(label, calls_case(call(*args, alpha)), _judge_beam) for label, args, alpha in _beam_cases(larger)]
+
+
+def _judge_beam(case: Case, got: Outcome) -> None:
+    label, (*args, alpha) = case.label, case.args()
+    names = "origin, tokens, scores, finished, lengths"
+    result = expect_tuple(got.output(), names, label)
+    want = _reference_beam_step(*args, alpha)
+    shape = tuple(args[0].shape)
+    for name, value in zip(names.split(", "), result, strict=True):
+        expect_shape(value, shape, name, label)
+    name_mistake(tuple(result), want, _beam_mistakes(args, alpha), label)
+    origin, tokens, scores, finished, lengths = result
+    if origin.dtype.is_floating_point or tokens.dtype.is_floating_point:
+        raise CheckFailure(f"{label}: origin and tokens must be integer tensors (use // and %, not /)")
+    beams, vocab = args[1].shape[-2:]
+    flat = want[0] * vocab + want[1]  # (B, K): the chosen candidates' indices over beams × vocabulary
+    if (
+        beams < vocab
+        and torch.equal(tokens, flat % beams)
+        and torch.equal(origin, (flat // beams).clamp(max=beams - 1))
+    ):
+        raise CheckFailure(f"{label}: origin and token are split with the beam count (// K, % K): the flat index "
+                           "runs over K × V candidates, so origin = index // V and token = index % V")  # fmt: skip
+    got_pairs = list(zip(origin.tolist(), tokens.tolist(), strict=True))
+    want_pairs = list(zip(want[0].tolist(), want[1].tolist(), strict=True))
+    for b, (g, w) in enumerate(zip(got_pairs, want_pairs, strict=True)):
+        if g == w:
+            continue
+        pairs = list(zip(g[0], g[1], strict=True))
+        finished, pad_id = args[2][b].tolist(), args[5]
+        grown = next(((o, token) for o, token in pairs if finished[o] and token != pad_id), None)
+        if grown:
+            raise CheckFailure(
+                f"{label}: sentence {b} continues hypothesis {grown[0]}, which had finished, with token {grown[1]}: a "
+                f"finished hypothesis gets one continuation only, pad_id={pad_id} (log-probability 0)"
+            )
+        if len(set(pairs)) < len(pairs) and bool(args[2][b].any()):
+            raise CheckFailure(
+                f"{label}: sentence {b} keeps the same (origin, token) twice, {pairs}: a finished "
+                "hypothesis must have exactly one continuation (pad_id)"
+            )
+        raise CheckFailure(
+            f"{label}: sentence {b} keeps (origin, token) = {pairs}, expected "
+            f"{list(zip(w[0], w[1], strict=True))} (best first, ranked by score / length penalty)"
+        )
+    expect_close(scores, want[2], "scores (summed log-probabilities, not divided by the penalty)", label)
+    expect_equal(finished.bool(), want[3], "finished", label)
+    expect_equal(lengths.long(), want[4], "lengths", label)
+
+
+def _beam_mistakes(args: list, alpha: float) -> Mistakes:
+    def step(**mistake: bool) -> Callable[[], tuple]:
+        return lambda: _reference_beam_step(*args, alpha, **mistake)
+
+    origin, tokens, scores, finished, lengths = _reference_beam_step(*args, alpha)
+    old_finished, old_lengths, eos_id = args[2], args[3], args[4]
+    return [
+        ((origin, tokens, scores, finished, old_lengths + (~old_finished).long()), "the new lengths are not "
+         "reordered: gather them by origin (slot j now continues hypothesis origin[j])"),
+        ((origin, tokens, scores, old_finished | (tokens == eos_id), lengths), "the finished flags are not "
+         "reordered: gather them by origin, then add token == eos_id"),
+        (step(times=True), "the candidates are multiplied by the length penalty; divide them by it before topk"),
+        (step(penalty=False), "the candidates are ranked by their raw scores: divide them by the GNMT length "
+         "penalty of their new lengths before topk"),
+        (step(old=True), "the penalty uses the lengths before this step; a candidate that continues is one token "
+         "longer (lengths + 1 where not finished)"),
+        (step(penalised=True), "the scores returned are divided by the penalty; return the summed log-probabilities "
+         "(rank by the penalised ones only)"),
+        (step(grow=True), "a finished hypothesis grows too; its length stays (it continues with pad_id at cost 0)"),
+        (step(freeze=False), "a finished hypothesis is continued by every token; give it the single continuation "
+         "pad_id at cost 0"),
+        (step(keep=False), "finished is only token == eos_id: a hypothesis finished before stays finished (gather "
+         "finished by origin)"),
     ]  # fmt: skip

@@ -75,7 +75,7 @@ def multi_head_attention_forward(
         keys, values = cache.keys, cache.values
     else:
         keys, values = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
-        keys = self.positioned(keys, cache)  # turned before they are stored (chapter 10's rotary attention)
+        keys = self.positioned(keys, cache)  # turned before they are stored (chapter 13's rotary attention)
         keys, values = (keys, values) if cache is None else cache.update(keys, values)
     p = self.dropout if self.training else 0.0
     heads, weights = scaled_dot_product_attention(queries, keys, values, mask, p)  # (B, H, T, Dv)
@@ -100,7 +100,7 @@ def residual(
 
 
 def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = 0) -> Tensor:
-    """ex07_3, through PyTorch's own cross-entropy (a batch of padding only gives 0, not NaN)."""
+    """ex08_3, through PyTorch's own cross-entropy (a batch of padding only gives 0, not NaN)."""
     summed = F.cross_entropy(
         logits.float().flatten(0, 1), target.flatten(), ignore_index=pad_id, label_smoothing=smoothing, reduction="sum"
     )
@@ -117,7 +117,7 @@ STANDINS: dict[str, Callable] = {
     "ex04_3": multi_head_attention_forward,
     "ex05_1": feed_forward_forward,
     "ex05_2": residual,
-    "ex07_3": label_smoothed_cross_entropy,
+    "ex08_3": label_smoothed_cross_entropy,
 }
 
 

@@ -1,4 +1,4 @@
-"""``generate``: continue a prompt with a real decoder-only checkpoint (chapters 11 and 16).
+"""``generate``: continue a prompt with a real decoder-only checkpoint (chapters 15 and 16).
 
 python -m transformer_course generate --hub HuggingFaceTB/SmolLM2-135M "The capital of France is"
 python -m transformer_course generate --hub openai-community/gpt2 "Once upon a time" --temperature 0.8 --top-p 0.9 --seed 0
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         usage="%(prog)s --hub NAME PROMPT [--max-new-tokens N] [--temperature T] [--top-k K] [--top-p P] [--seed S]",
         help="continue a prompt with a real language model (Llama family, GPT-2)",
         description="Continue a prompt with a decoder-only checkpoint of the Hugging Face Hub (Llama family or "
-        "GPT-2), converted into the course's DecoderOnlyLM (chapters 11 and 16). Greedy unless --temperature > 0.",
+        "GPT-2), converted into the course's DecoderOnlyLM (chapters 15 and 16). Greedy unless --temperature > 0.",
     )
     parser.add_argument("prompt", metavar="PROMPT", help="the text to continue")
     parser.add_argument(

@@ -3,7 +3,7 @@
     python -m transformer_course train --task numbers-en-de --max-seconds 90 --out model.pt
     python -m transformer_course evaluate model.pt --task numbers-en-de
 
-Chapter 09's text, in subword tokens, the tokenizer saved in the checkpoint:
+Chapter 12's text, in subword tokens, the tokenizer saved in the checkpoint:
 
     python -m transformer_course train --task sentences-en-de --out model.pt     # generated here
     python -m transformer_course train --dataset multi30k --out model.pt         # Hugging Face, cached
@@ -12,7 +12,7 @@ Chapter 09's text, in subword tokens, the tokenizer saved in the checkpoint:
 
 Both end with one JSON line on stdout: ``{"task", "exact_match", "bleu", "chrf", "seconds", "steps"}``
 (scores in percent on the test split; seconds and steps of training), plus ``"world_size"`` (the
-number of processes) for chapter 09's text. Progress goes to stderr.
+number of processes) for chapter 12's text. Progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from . import CLIError
 
 DEVICES = ("auto", "cpu", "cuda", "mps")
-PROFILE_VARIABLE = "TRANSFORMER_COURSE_PROFILE"  # chapter 09's profile: auto (default), cpu, gpu or tiny (tests)
+PROFILE_VARIABLE = "TRANSFORMER_COURSE_PROFILE"  # chapter 12's profile: auto (default), cpu, gpu or tiny (tests)
 
 
 def _task_names() -> tuple[str, ...]:
@@ -61,7 +61,7 @@ def _source(args: argparse.Namespace):
 
 
 def _sentence_profile(device, vocab_size: int | None, seed: int | None):
-    """Chapter 09's profile for ``device``, or the one ``$TRANSFORMER_COURSE_PROFILE`` names."""
+    """Chapter 12's profile for ``device``, or the one ``$TRANSFORMER_COURSE_PROFILE`` names."""
     from ...sentence_training import (
         SENTENCE_CPU_PROFILE,
         SENTENCE_GPU_PROFILE,
@@ -173,11 +173,11 @@ def _train(args: argparse.Namespace) -> int:
     args.task = args.task or "numbers-en-de"
     if args.max_pairs is not None or args.vocab_size is not None:
         raise CLIError(
-            "--max-pairs and --vocab-size are for chapter 09's text (--task sentences-en-de, --dataset, --data-dir)"
+            "--max-pairs and --vocab-size are for chapter 12's text (--task sentences-en-de, --dataset, --data-dir)"
         )
     if launched_by_torchrun():
         raise CLIError(
-            f"several processes (torchrun) train chapter 09's text, not {args.task}: use --task sentences-en-de, --dataset or --data-dir"
+            f"several processes (torchrun) train chapter 12's text, not {args.task}: use --task sentences-en-de, --dataset or --data-dir"
         )
     task = _task(args.task)
     device = _device(args.device)
@@ -200,7 +200,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _train_sentences(args: argparse.Namespace, source) -> int:
-    """``train`` on chapter 09's text: subword tokens, token batches, one or several processes."""
+    """``train`` on chapter 12's text: subword tokens, token batches, one or several processes."""
     import torch
 
     from ...checkpoint import load_checkpoint
@@ -217,7 +217,7 @@ def _train_sentences(args: argparse.Namespace, source) -> int:
     if args.resume is not None:  # go on with the tokens the checkpoint was trained on
         saved = load_checkpoint(args.resume).tokenizer
         if saved is None:
-            raise CLIError(f"--resume: {args.resume} was trained on word tokens (chapter 07), not on {source.name}")
+            raise CLIError(f"--resume: {args.resume} was trained on word tokens (chapter 08), not on {source.name}")
         tokenizer = SubwordTokenizer.from_dict(saved)
     world, device = join(device)  # several processes under torchrun: each one is a rank
     try:
@@ -302,7 +302,7 @@ def _evaluate_sentences(args: argparse.Namespace, checkpoint, source) -> int:
 
 
 def _add_source_flags(parser: argparse.ArgumentParser, what: str) -> None:
-    """--task / --dataset / --data-dir: one of them names the text (chapter 07's tasks or chapter 09's)."""
+    """--task / --dataset / --data-dir: one of them names the text (chapter 08's tasks or chapter 12's)."""
     from ...datasets.corpora import HUB_DATASETS
 
     group = parser.add_mutually_exclusive_group()
@@ -315,7 +315,7 @@ def _add_source_flags(parser: argparse.ArgumentParser, what: str) -> None:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     train = subparsers.add_parser(
-        "train", help="train a translator (chapters 07, 09) and print its test scores as JSON"
+        "train", help="train a translator (chapters 08, 12) and print its test scores as JSON"
     )
     _add_source_flags(train, "default numbers-en-de")
     train.add_argument("--max-seconds", type=float, default=None, help="stop after this many seconds of training")
@@ -326,9 +326,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=int, default=None)
     train.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: PyTorch's choice)")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
-    train.add_argument("--max-pairs", type=int, default=None, help="chapter 09: at most this many pairs per split")
+    train.add_argument("--max-pairs", type=int, default=None, help="chapter 12: at most this many pairs per split")
     train.add_argument(
-        "--vocab-size", type=int, default=None, help="chapter 09: subword tokens (default: the profile's)"
+        "--vocab-size", type=int, default=None, help="chapter 12: subword tokens (default: the profile's)"
     )
     train.set_defaults(run=_train)
     evaluate = subparsers.add_parser("evaluate", help="score a checkpoint on a task's test split (JSON line)")

@@ -5,9 +5,9 @@ python -m transformer_course translate model.pt "twenty-one" "one thousand and o
 python -m transformer_course translate sentences.pt "The old man gives the child a ball."
 python -m transformer_course translate --hub Helsinki-NLP/opus-mt-en-de "The old man gives the child a ball."
 
-A checkpoint of number words (chapter 07) reads English number words; a checkpoint of subword
-tokens (chapter 09) reads any text, with the tokenizer saved in it, and prints written text.
-``--hub`` takes a real Marian translator (chapters 11 and 16): its tokenizer, and its weights converted
+A checkpoint of number words (chapter 08) reads English number words; a checkpoint of subword
+tokens (chapter 12) reads any text, with the tokenizer saved in it, and prints written text.
+``--hub`` takes a real Marian translator (chapters 15 and 16): its tokenizer, and its weights converted
 into the course's Transformer, which translates with the course's own decoding and cache.
 """
 
@@ -192,8 +192,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         usage="%(prog)s [CHECKPOINT.pt | --hub NAME] TEXT [TEXT ...] [--beam N] [--n-best N] [--alpha A] [--max-len N]",
         help="translate English to German with a trained model",
         description="Translate English to German: number words with a chapter-07 checkpoint, sentences with a "
-        "chapter-09 one (its tokenizer is inside). Without a checkpoint the committed one (trained in chapter 07) "
-        "is used. --hub NAME takes a real Marian translator from the Hugging Face Hub (chapters 11 and 16).",
+        "chapter-09 one (its tokenizer is inside). Without a checkpoint the committed one (trained in chapter 08) "
+        "is used. --hub NAME takes a real Marian translator from the Hugging Face Hub (chapters 15 and 16).",
     )
     parser.add_argument(
         "inputs", nargs="+", metavar="TEXT", help="sentences to translate, after an optional checkpoint file (.pt)"

@@ -290,7 +290,7 @@ class Halve(nn.Dropout):
 
 
 class ScaleByPosition:
-    """A position part for attention, set as a module's ``positioned(q, cache)`` (chapter 10's
+    """A position part for attention, set as a module's ``positioned(q, cache)`` (chapter 13's
     rotation has that interface) and simpler than a rotation: the row at position p is multiplied
     by p + 1, so a check sees whether the queries and the keys went through it, and at which
     positions (after the ``len(cache)`` positions a cache holds)."""
@@ -375,7 +375,7 @@ def training_run(state: dict, optimizer: str, options: dict, scheduler: bool):
 
 def train_steps(impl: Callable, package: str, state: dict, optimizer: str, options: dict, scheduler: bool,
                 smoothing: float, max_norm: float | None, batch: dict, steps: int, bf16: bool = False) -> dict:  # fmt: skip
-    """ex07_4: ``steps`` training steps of the learner's train_step on a StandInModel left in
+    """ex08_4: ``steps`` training steps of the learner's train_step on a StandInModel left in
     evaluation mode (with ``bf16``: the learner's ``MixedPrecision`` for bfloat16 autocast on the
     CPU); then the model's mode, its parameters and the scheduler's step count."""
     model, made, schedule = training_run(state, optimizer, options, scheduler)

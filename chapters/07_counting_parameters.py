@@ -1,0 +1,340 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 07 — Counting parameters: the paper's Table 3
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/07_counting_parameters.ipynb)
+#
+# The paper gives the size of each model it trained: 65 million parameters for the base model, 213
+# million for the big one (Table 3). This short chapter counts the parameters of the model you built
+# in chapter 06 and compares the counts with the table. It needs nothing after chapter 06. It finds
+# that no single vocabulary size reproduces every row of the table.
+#
+# **Learning goals**
+#
+# - build a model on PyTorch's meta device and count its parameters without allocating them;
+# - write the count as a formula that is linear in the vocabulary size;
+# - compare the counts with Table 3 honestly, and state the vocabulary you compare with.
+#
+# **In the paper:** Table 3 (model variations and their sizes), §3.4 (one shared matrix) and §5.1
+# (a shared vocabulary of about 37,000 tokens).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+import matplotlib.pyplot as plt
+import torch
+
+from transformer_course import Transformer, TransformerConfig
+from transformer_course.config import TABLE3_VOCAB_SIZE
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.notebook import setup_chapter
+
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# ## Where we are
+#
+# Chapter 06 assembled the whole model. Its size follows from a few numbers: the number of layers
+# $N$, the width $D$ (the paper's $d_\text{model}$), the feed-forward width $d_{ff}$ and the
+# vocabulary size. The paper's two languages share one vocabulary (§5.1), so
+# $V_\text{src} = V_\text{tgt}$. In this chapter we write plain $V$ for that one size. The
+# [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. The boxes with
+# weights are highlighted: both token embeddings, every box of the encoder and decoder layers, and
+# the linear layer at the top, tied to the embedding. The title says that each of them is counted.
+# The softmax above the linear layer is highlighted with the decoder, though it has no weights. The
+# positional encodings, the loss and the token ids stay plain.
+
+# %%
+architecture_map(["embeddings", "encoder", "decoder"], title="Chapter 07: every box with weights is counted")
+
+# %% [markdown]
+# ## 1. Counting without memory
+#
+# Building the base model to count it would allocate hundreds of megabytes. On PyTorch's **meta
+# device** a tensor has a shape but no storage. The model is built in no time, and
+# `num_parameters()` just adds up shapes. A tied matrix is one `Parameter`, counted once.
+
+# %%
+def count(config: TransformerConfig) -> int:
+    with torch.device("meta"):  # shapes only, no memory
+        return Transformer(config).num_parameters()
+
+
+base_37k, big_37k = count(TransformerConfig.paper_base(37_000)), count(TransformerConfig.paper_big(37_000))
+print(
+    f"vocabulary 37,000 (§5.1):  base {base_37k / 1e6:.1f}M (paper 65M, {base_37k / 65e6 - 1:+.1%}),  "
+    f"big {big_37k / 1e6:.1f}M (paper 213M, {big_37k / 213e6 - 1:+.1%})"
+)
+
+# %% [markdown]
+# > **Common mistake — counting a shared matrix three times.** `state_dict()` lists a tied matrix
+# > under each of its names: the source embedding, the target embedding and the output layer. A
+# > sum over `state_dict()` counts it once per name. `parameters()` yields each `Parameter` once,
+# > and `num_parameters()` sums those.
+
+# %%
+with torch.device("meta"):
+    base_model = Transformer(TransformerConfig.paper_base(37_000))
+by_name = sum(t.numel() for t in base_model.state_dict().values())  # the bug: the shared matrix three times
+print(f"summed over state_dict(): {by_name / 1e6:.1f}M;  each Parameter once: {base_model.num_parameters() / 1e6:.1f}M")
+extra = (by_name - base_model.num_parameters()) / (37_000 * 512)
+print(f"the difference, in (V, D) matrices: {extra:.0f}")
+
+# %% [markdown]
+# **The count as a formula.** An encoder layer holds four $D \times D$ projections with their
+# biases, the two feed-forward matrices with theirs, and two LayerNorms of $2D$ numbers each. A
+# decoder layer holds eight projections (self- and cross-attention) and three LayerNorms. Add the
+# shared $V \times D$ matrix and the output bias of $V$ numbers:
+#
+# $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
+#
+# The count is linear in $V$. The cell checks the formula against the meta-device count:
+
+
+# %%
+def closed_form(n_layers: int, d: int, d_ff: int, vocab_size: int) -> int:
+    encoder = n_layers * (4 * (d**2 + d) + 2 * d * d_ff + d_ff + d + 4 * d)  # attention, FFN, 2 LayerNorms
+    decoder = n_layers * (8 * (d**2 + d) + 2 * d * d_ff + d_ff + d + 6 * d)  # 2 attentions, FFN, 3 LayerNorms
+    return encoder + decoder + vocab_size * d + vocab_size  # the shared matrix and the output bias
+
+
+assert base_37k == closed_form(6, 512, 2048, 37_000) and big_37k == closed_form(6, 1024, 4096, 37_000)
+print("the meta-device count equals the closed form, for base and big")
+
+# %% [markdown]
+# ## 2. A gap of 2.9 %
+#
+# Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
+# Where could the difference come from? The vocabulary is the only size the paper gives loosely
+# ("about 37000 tokens"), and the paper's own code may count a little differently. Let us test the
+# candidate explanations one by one.
+#
+# **Does the count include an output bias, or an untied output projection?** The bias is $V$
+# parameters: 0.06% of the model, far too small. An untied output matrix (or separate source and
+# target embeddings) would add a whole $V \times D$ matrix: 19M for base, far too many. Attention
+# projections without biases, as in the paper's equations, would remove another 0.06%. None of these
+# closes a gap of 1.9M, so the counting is not the issue; tying as §3.4 says is right.
+
+# %%
+V_PAPER, N_LAYERS = 37_000, 6
+separate_base = count(TransformerConfig(V_PAPER, V_PAPER, share_embeddings=False, tie_output=False))
+separate_big = count(
+    TransformerConfig(
+        V_PAPER, V_PAPER, share_embeddings=False, tie_output=False, d_model=1024, n_heads=16, d_ff=4096, dropout=0.3
+    )
+)
+print(f"{'variant (vocabulary 37,000)':40} {'base':>7} {'big':>8}    Table 3: 65M, 213M")
+for name, base_n, big_n in (
+    ("ours: one shared matrix + output bias", base_37k, big_37k),
+    ("without the output bias (− V)", base_37k - V_PAPER, big_37k - V_PAPER),
+    ("without attention biases (− 12·N·D)", base_37k - 12 * N_LAYERS * 512, big_37k - 12 * N_LAYERS * 1024),
+    ("output projection not tied (+ V·D)", base_37k + V_PAPER * 512, big_37k + V_PAPER * 1024),
+    ("nothing shared: three (V, D) matrices", separate_base, separate_big),
+):
+    print(f"{name:40} {base_n / 1e6:6.1f}M {big_n / 1e6:7.1f}M")
+
+# %% [markdown]
+# ## 3. The vocabulary each row implies
+#
+# **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
+# entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
+# each published number exactly. Table 3 prints sizes for the base and big models and for rows (B)
+# and (C), which change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$. Rows (A) trade heads against head
+# size at constant $H \cdot d_k = 512$ (the paper's $h$ is our $H$); the paper prints no size for
+# them (a dash below). Our count does not move for them: it is the base model's. Rows (D) and (E)
+# change dropout, label smoothing and the positional encoding, not the layer sizes; we leave them
+# out.
+
+# %%
+ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
+    ("base", {}, 65),
+    ("(A) h=1, d_k=d_v=512", dict(n_heads=1, d_k=512, d_v=512), None),
+    ("(A) h=32, d_k=d_v=16", dict(n_heads=32, d_k=16, d_v=16), None),
+    ("(B) d_k=16", dict(d_k=16, d_v=64), 58),
+    ("(B) d_k=32", dict(d_k=32, d_v=64), 60),
+    ("(C) N=2", dict(n_encoder_layers=2, n_decoder_layers=2), 36),
+    ("(C) N=4", dict(n_encoder_layers=4, n_decoder_layers=4), 50),
+    ("(C) N=8", dict(n_encoder_layers=8, n_decoder_layers=8), 80),
+    ("(C) d_model=256, d_k=d_v=32", dict(d_model=256, d_k=32, d_v=32), 28),
+    ("(C) d_model=1024, d_k=d_v=128", dict(d_model=1024, d_k=128, d_v=128), 168),
+    ("(C) d_ff=1024", dict(d_ff=1024), 53),
+    ("(C) d_ff=4096", dict(d_ff=4096), 90),
+    ("big", "big", 213),
+]
+
+
+def row_config(overrides, vocab_size: int) -> TransformerConfig:
+    if overrides == "big":
+        return TransformerConfig.paper_big(vocab_size)
+    return TransformerConfig.paper_base(vocab_size, **overrides)
+
+
+counts = {}
+print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'V implied':>10}")
+for name, overrides, paper in ROWS:
+    config_37k = row_config(overrides, 37_000)
+    n = count(config_37k)
+    counts[name] = (n, config_37k.d_model)
+    if paper is None:  # rows (A): Table 3 prints no size
+        print(f"{name:31} {'—':>6} {n / 1e6:8.1f}M {'':6} {'—':>10}")
+        continue
+    implied = 37_000 + (paper * 1e6 - n) / (config_37k.d_model + 1)  # each token adds D + 1 parameters
+    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {implied:10,.0f}")
+
+# %% [markdown]
+# Every base-family row with a printed size implies a vocabulary between about 40,100 and 41,800
+# tokens. All ten of them round to the published numbers for any $V$ from 40,852 to 41,080. The big
+# row alone implies about 35,700. The reason needs no vocabulary at all. The big model and row (C)
+# with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
+# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
+# difference is therefore the extra feed-forward weights alone:
+
+# %%
+ffn_extra = counts["big"][0] - counts["(C) d_model=1024, d_k=d_v=128"][0]
+by_hand = 12 * (2 * 1024 * (4096 - 2048) + (4096 - 2048))  # 12 layers × (W₁, W₂ and b₁ grow)
+assert ffn_extra == by_hand
+print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
+
+# %% [markdown]
+# ## 4. The vocabulary we state
+#
+# So no single vocabulary reproduces every row of Table 3. The table's big-model entry and its
+# $d_\text{model} = 1024$ entry disagree with each other by about 5M. The paper does not say why: a
+# different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We therefore
+# **state the vocabulary we compare with**: the one that fits the two headline models, base and
+# big, equally well. The counts are linear in $V$, so it is a one-line solve:
+
+
+# %%
+def linear_in_vocab(config_fn) -> tuple[float, float]:
+    """(parameters without the vocabulary, parameters per vocabulary entry) of a configuration."""
+    at_1k, at_2k = count(config_fn(1_000)), count(config_fn(2_000))
+    per_token = (at_2k - at_1k) / 1_000
+    return at_1k - 1_000 * per_token, per_token
+
+
+(base_fixed, base_per), (big_fixed, big_per) = (
+    linear_in_vocab(TransformerConfig.paper_base),
+    linear_in_vocab(TransformerConfig.paper_big),
+)
+# equal relative errors with opposite signs: (base(V) − 65M)/65M = (213M − big(V))/213M
+balanced = (2 - base_fixed / 65e6 - big_fixed / 213e6) / (base_per / 65e6 + big_per / 213e6)
+print(f"per token: base {base_per:.0f}, big {big_per:.0f} parameters;  balanced vocabulary V = {balanced:,.0f}")
+print(f"stated vocabulary (rounded to hundreds): {TABLE3_VOCAB_SIZE:,}")
+assert round(balanced, -2) == TABLE3_VOCAB_SIZE
+
+# %% [markdown]
+# With **a shared vocabulary of 38,800 tokens** (5% more than the paper's "about 37000"), our
+# counts are:
+
+# %%
+# tests/test_model.py pins the closed form of the count and both comparisons with Table 3
+base_stated = count(TransformerConfig.paper_base(TABLE3_VOCAB_SIZE))
+big_stated = count(TransformerConfig.paper_big(TABLE3_VOCAB_SIZE))
+print(f"{'model':6} {'Table 3':>8} {'V = 37,000':>18} {'V = 38,800 (stated)':>22}")
+for name, paper, at_37k, stated in (("base", 65e6, base_37k, base_stated), ("big", 213e6, big_37k, big_stated)):
+    print(
+        f"{name:6} {paper / 1e6:7.0f}M {at_37k / 1e6:8.1f}M ({at_37k / paper - 1:+.1%}) "
+        f"{stated / 1e6:10.1f}M ({stated / paper - 1:+.1%})"
+    )
+assert abs(base_stated / 65e6 - 1) < 0.02 and abs(big_stated / 213e6 - 1) < 0.02
+
+# %% [markdown]
+# *The figure in words:* A horizontal bar chart has one row per Table 3 entry with a printed size,
+# the base model at the top and the big model at the bottom. Each row has two bars, our count's
+# difference from the paper's in percent. The blue bar assumes a vocabulary of 37,000 tokens, the
+# orange one the stated 38,800, and a green band marks ±2%. In every base-family row both bars point
+# left: our count is lower than the paper's. Only in the big row do both bars point right. The
+# orange bars lie nearer 0 than the blue ones in the base rows, but further from it in the big row.
+
+# %%
+printed = [(name, o, p) for name, o, p in ROWS if p is not None]  # rows (A) have no size to compare with
+names = [name for name, _, _ in printed]
+fig, ax = plt.subplots(figsize=(10, 4.4))
+for k, (vocab_size, label) in enumerate(((37_000, "V = 37,000 (§5.1)"), (TABLE3_VOCAB_SIZE, "V = 38,800 (stated)"))):
+    diffs = [100 * (count(row_config(o, vocab_size)) / (p * 1e6) - 1) for _, o, p in printed]
+    ax.barh([i + 0.2 * (1 - 2 * k) for i in range(len(printed))], diffs, height=0.4, label=label)
+ax.axvspan(-2, 2, color="green", alpha=0.1, label="within ±2%")
+ax.axvline(0, color="black", lw=0.8)
+ax.set_yticks(range(len(printed)), names)
+ax.invert_yaxis()
+ax.set(
+    xlabel="our count relative to Table 3 (%)",
+    title="Our counts vs Table 3: base-family rows are low, big is high — no vocabulary fits all",
+)
+ax.legend(loc="lower left")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ## Summary
+#
+# - The meta device builds a model from shapes alone, so counting the big model costs no memory.
+# - The architecture is counted exactly: the count equals the closed form of section 1, which is
+#   linear in $V$.
+# - The paper's numbers are rounded to millions. They are not consistent with one vocabulary.
+# - With the stated 38,800 tokens, base and big are within 1.5% of Table 3. With the paper's 37,000,
+#   base is 2.9% low.
+#
+# **Exercises:** this chapter has no exercises of its own. Chapter 11 tests some of the paper's other choices by
+# training small models.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why can a model on the meta device be counted but not run?
+#    <details><summary>Answer</summary>
+#
+#    Its tensors have shapes but no values. Counting parameters needs only the shapes; a forward pass
+#    needs the numbers.
+#    </details>
+# 2. How many parameters does one more token add to the base model, with one shared matrix and an
+#    output bias?
+#    <details><summary>Answer</summary>
+#
+#    $D + 1 = 513$: one row of the shared embedding matrix and one entry of the output bias.
+#    </details>
+# 3. Why can the big model and row (C) with $d_\text{model} = 1024$ not both fit one vocabulary?
+#    <details><summary>Answer</summary>
+#
+#    They have the same width, so the same embedding matrix for any $V$. They differ only in
+#    $d_{ff}$, and that difference is fixed by the architecture: about 50M. Table 3's entries differ by
+#    45M.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: Table 3 (model variations), §3.4 (one shared matrix), §5.1 (the vocabulary).
+# - PyTorch's documentation of the meta device: building modules without memory.
+# - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*: parameter counts without the
+#   embeddings, and why they are counted that way.

@@ -1,0 +1,860 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 09 — Decoding: from a trained model to a translator
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/09_decoding.ipynb)
+#
+# Chapter 08 trained a Transformer to turn English number words into German ones. Training only
+# ever asked it one question: *given the source and the correct target so far, how likely is each
+# next token?* A translator has no correct target to lean on. It must choose a token, feed its own
+# choice back in, and choose again, until it decides to stop. How it chooses is called
+# **decoding**. This chapter is about the choices and what they cost.
+#
+# **Learning goals**
+#
+# - write the decoding loop: encode once, then extend every target of a batch one token at a time
+#   until `<eos>`;
+# - see on a worked example why taking the most probable token at each step (greedy decoding) can
+#   miss the most probable translation, and how beam search does better;
+# - sample with a temperature, top-k and top-p, and see what each does to the distribution;
+# - make decoding fast with a key/value cache, prove that it changes nothing but the speed, and
+#   measure the speed-up;
+# - see what an inference engine changes, and what it leaves alone.
+#
+# **In the paper:**
+#
+# - §3: the model is *auto-regressive*, it consumes the symbols it generated before;
+# - §3.2.3: the decoder's masked self-attention, which makes caching possible;
+# - §6.1: beam search with a beam size of 4 and a length penalty α = 0.6, outputs of at most the
+#   input's length + 50 tokens, stopping early when possible.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+import math
+import time
+
+import matplotlib.pyplot as plt
+import torch
+from torch import nn
+
+from transformer_course import Transformer, TransformerConfig
+from transformer_course.batching import pad_sequences
+from transformer_course.cache import DecoderCache
+from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
+from transformer_course.decoding import (
+    beam_search,
+    beam_step,
+    greedy_decode,
+    max_output_length,
+    sample,
+    sample_next_token,
+    sampling_distribution,
+    score_sequences,
+)
+from transformer_course.engine.weights import Dense
+from transformer_course.masks import padding_mask
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
+from transformer_course.tools.diagrams import beam_tree, kv_cache_step
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.operations import CountOps
+from transformer_course.tools.pretrained import load_pretrained
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %%
+checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
+model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
+config = model.config
+print(f"The shipped translator: {checkpoint.step:,} training steps, {model.num_parameters():,} parameters, "
+      f"D = {config.d_model}, H = {config.n_heads}, {config.n_encoder_layers} encoder and "
+      f"{config.n_decoder_layers} decoder layers, {len(src_vocab)} English and {len(tgt_vocab)} German tokens.")  # fmt: skip
+
+
+def encode_english(texts: list[str]) -> torch.Tensor:
+    """English sentences → a padded batch of source ids (B, S)."""
+    return pad_sequences([src_vocab.encode(english_tokens(t)) for t in texts], src_vocab.pad_id)
+
+
+def pieces(ids: torch.Tensor) -> list[str]:
+    """Target ids of one translation → German pieces, up to <eos>."""
+    return tgt_vocab.decode(ids.tolist())
+
+
+def german(ids: torch.Tensor) -> str:
+    return german_text(pieces(ids))
+
+# %% [markdown]
+# ## Where we are
+#
+# Decoding works at the top of the map. Take the distribution of the next token, choose one, append
+# it to the decoder's input (the dotted line) and run the decoder again.
+# The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# layers above its embeddings and positional encodings. At the top of the decoder, a linear layer
+# gives the logits, and a softmax turns them into probabilities. Two arrows leave the softmax: one
+# to the loss of training, one to a box "next token", chosen greedily, by beam search or by
+# sampling. The softmax and that box are highlighted. A dotted line runs from the box down the right
+# edge to the decoder's input, the target shifted right. Its label says: append the chosen token and
+# run the decoder again.
+
+# %%
+architecture_map("decoding")
+
+# %% [markdown]
+# ## 1. The decoding loop
+#
+# The decoder is trained with *teacher forcing* (chapter 08): it reads `<bos> y₁ … yₙ` and predicts
+# `y₁ … yₙ <eos>` in one pass. At translation time we only have `<bos>`. The loop is:
+#
+# 1. encode the source once: the encoder's output, the *memory* (B, S, D), does not change while we
+#    write;
+# 2. start every target with `<bos>`;
+# 3. run the decoder on the target so far and take the logits of the **last** position: they give
+#    the distribution of the next token;
+# 4. choose a token, append it, and go back to 3, until the sentence chose `<eos>` or reached a
+#    length limit.
+#
+# Here is one sentence, step by step, with the three most probable next pieces at each step:
+
+# %%
+src = encode_english(["three hundred and forty-two thousand five hundred and sixty-seven"])  # (1, S)
+memory_mask = padding_mask(src, config.pad_id)  # (1, 1, 1, S)
+with torch.no_grad():
+    memory = model.encode(src, memory_mask)  # (1, S, D)
+    target = torch.tensor([[config.bos_id]])  # (1, 1): <bos>
+    for step in range(20):
+        logits = model.decode(target, memory, memory_mask)[:, -1]  # (1, V): the last position only
+        probs = logits.softmax(-1)[0]
+        top = probs.topk(3)
+        options = "   ".join(
+            f"{tgt_vocab.id_to_token[i]:>8} {p:.3f}" for p, i in zip(top.values, top.indices, strict=True)
+        )
+        print(f"step {step:2}: {options}")
+        target = torch.cat([target, top.indices[:1].view(1, 1)], dim=1)  # take the most probable
+        if target[0, -1] == config.eos_id:
+            break
+print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_567)[1]))
+
+# %% [markdown]
+# The model puts just over 0.9 on its choice at every step. That is close to the 0.9 that label
+# smoothing (chapter 08, ε = 0.1) trains it towards: it has learned the task well. Notice the order.
+# English says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the
+# source (chapter 10 shows where it looks).
+#
+# `greedy_decode` is that loop, for a batch. Rows finish at different steps, so a finished row gets
+# `<pad>` until the slowest row is done (exercise ex09_1 writes that step). The output is a padded
+# rectangle without the `<bos>`.
+#
+# How long may a translation get? The paper's rule (§6.1) is the source's length + 50 tokens,
+# stopping early when possible. `max_output_length(model, src)` computes it for each row: its real
+# source tokens + 50, at most the model's position table. `greedy_decode`, `beam_search` and
+# `sample` use it unless given a smaller `max_len`. A row stops at its own limit, so a sentence gets
+# the same translation alone or in a batch.
+
+# %%
+texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
+         "seventeen thousand and seventy"]  # fmt: skip
+out = greedy_decode(model, encode_english(texts))  # (B, T): each row at most its source length + 50 (§6.1)
+print("limits, source length + 50:", max_output_length(model, encode_english(texts)).tolist())
+print(out)
+numbers_of_texts = [21, 1001, 999_999, 17_070]
+for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
+    right = "✓" if pieces(row) == number_pair(n)[1] else f"✗ (expected {german_text(number_pair(n)[1])})"
+    print(f"{text:>68} → {german(row)} {right}")
+
+
+# %% [markdown]
+# ## 2. Why greedy decoding can fail
+#
+# The probability of a translation is the product of the probabilities of its tokens. The model is
+# auto-regressive (§3), so $P(y \mid x) = \prod_t P(y_t \mid y_{<t}, x)$. Greedy decoding maximises
+# each factor on its own, and that is not the same as maximising the product. A token that looks
+# best now can lead into a continuation where every option is poor.
+#
+# A worked example makes this concrete. Below is a pretend "translator" of the input "twenty-one".
+# Its next-token probabilities come from a small hand-written table. It has half learned German:
+# its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
+# fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
+# the same interface as `Transformer` (`config`, `encode`, `decode`). So the package's decoding
+# functions run on it unchanged (without a cache).
+
+# %%
+class TableModel(nn.Module):
+    """A pretend translator: next-token probabilities looked up in a table by the target so far."""
+
+    def __init__(self, words: list[str], table: dict[tuple[str, ...], dict[str, float]]) -> None:
+        super().__init__()
+        self.tokens = ["<pad>", "<bos>", "<eos>", "<unk>", *words]
+        self.table = table
+        self.config = TransformerConfig(len(self.tokens), len(self.tokens), d_model=4, n_heads=1, max_len=8)
+        self.anchor = nn.Parameter(torch.zeros(1))  # the decoding functions read the device from here
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.zeros(src.shape[0], src.shape[1], 4)  # (B, S, 4): the table ignores the source
+
+    def decode(self, tgt, memory, memory_mask=None, cache=None) -> torch.Tensor:
+        assert cache is None, "the table model has no cache"
+        logits = torch.full((*tgt.shape, len(self.tokens)), -30.0)  # (B, T, V): unlisted = impossible
+        for b, row in enumerate(tgt.tolist()):
+            for t in range(len(row)):
+                prefix = tuple(self.tokens[i] for i in row[1 : t + 1])  # the target so far, without <bos>
+                for word, p in self.table.get(prefix, {"<eos>": 1.0}).items():
+                    logits[b, t, self.tokens.index(word)] = math.log(p)
+        return logits
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        return self.decode(tgt, self.encode(src))
+
+
+toy = TableModel(
+    ["ein", "eins", "und", "zwanzig"],
+    {
+        (): {"zwanzig": 0.45, "ein": 0.40, "eins": 0.10, "<eos>": 0.05},
+        ("zwanzig",): {"eins": 0.32, "und": 0.28, "<eos>": 0.25, "ein": 0.15},
+        ("zwanzig", "eins"): {"<eos>": 0.6, "und": 0.4},
+        ("zwanzig", "und"): {"ein": 0.5, "eins": 0.5},
+        ("ein",): {"und": 0.95, "<eos>": 0.05},
+        ("ein", "und"): {"zwanzig": 0.95, "<eos>": 0.05},
+        ("ein", "und", "zwanzig"): {"<eos>": 0.95, "und": 0.05},
+    },
+)
+toy_src = torch.tensor([[4]])  # any source: the table ignores it
+
+
+def toy_text(ids: torch.Tensor) -> str:
+    words = [toy.tokens[i] for i in ids.tolist() if i not in (0, 1)]
+    return " ".join(words[: words.index("<eos>") + 1] if "<eos>" in words else words)
+
+
+# max_len=6: the toy's table knows translations of at most three pieces and <eos>, so 6 is plenty
+greedy_toy = greedy_decode(toy, toy_src, max_len=6, use_cache=False)
+beam_toy = beam_search(toy, toy_src, beam_size=2, max_len=6, length_penalty=0.0, use_cache=False)[0][:, 0]  # the best
+for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
+    probability = score_sequences(toy, toy_src, hyp).exp().item()
+    print(f"{name:7} {toy_text(hyp[0]):28} P = {probability:.3f}")
+
+# %% [markdown]
+# Greedy takes *zwanzig* (0.45 > 0.40). Then the best it can find is *eins* (0.32) and `<eos>`
+# (0.6): 0.45 × 0.32 × 0.6 ≈ 0.086. The translation that starts with the *second* choice is four
+# times as probable: 0.40 × 0.95 × 0.95 × 0.95 ≈ 0.343. No single step revealed that. The search
+# had to keep the runner-up alive for one more step.
+#
+# ## 3. Beam search, step by step
+#
+# Beam search keeps the $k$ best partial translations instead of one. They form the *beam*, and $k$
+# is the beam size. At each step every hypothesis in the beam is extended by every token
+# ($k \cdot V_\text{tgt}$ candidates), and the $k$ best candidates become the next beam. A hypothesis
+# that has produced `<eos>` is *finished*. It is not extended any more, but it stays in the beam,
+# unchanged, and competes with the others. The search stops when the whole beam is finished. With
+# $k = 1$ this is exactly greedy decoding, and a large enough $k$ is exhaustive search (the course's
+# tests check both).
+#
+# **Which candidates are "best"?** Summed log-probabilities only go down with every token, so a raw
+# comparison favours translations that stop early. The paper (§6.1) ranks with the length penalty of
+# Google's translation system, GNMT (Wu et al. 2016, eq. 14):
+#
+# For a source $X$ and a candidate translation $Y$ (section 2's $x$ and $y$):
+#
+# $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
+#
+# with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.)
+#
+# One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3). Below
+# we run the loop by hand on the table model with $k = 2$, record every candidate, and draw the
+# search as a tree.
+
+# %%
+beam_k, V_tgt = 2, len(toy.tokens)  # the beam size k, the vocabulary
+PAD_ID, EOS_ID = toy.config.pad_id, toy.config.eos_id
+scores = torch.tensor([[0.0, float("-inf")]])  # (B=1, k): one real hypothesis (<bos>), one empty slot
+finished, lengths = torch.zeros(1, beam_k, dtype=torch.bool), torch.zeros(1, beam_k, dtype=torch.long)
+beam_tokens = torch.full((beam_k, 1), toy.config.bos_id)  # (k, t)
+history = []  # per step: every candidate (parent slot, token, log P) and the survivors, best first
+with torch.no_grad():
+    memory = toy.encode(toy_src.expand(beam_k, -1))
+    for step in range(5):
+        log_probs = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
+        candidates = []
+        for slot in range(beam_k):
+            if finished[0, slot]:  # carried over unchanged
+                candidates.append((slot, PAD_ID, scores[0, slot].item()))
+            elif scores[0, slot] > float("-inf"):
+                candidates += [(slot, v, (scores[0, slot] + log_probs[0, slot, v]).item()) for v in range(V_tgt)
+                               if log_probs[0, slot, v] > -20]  # fmt: skip
+        origin, new, scores, finished, lengths = beam_step(
+            scores, log_probs, finished, lengths, EOS_ID, PAD_ID, alpha=0.0
+        )
+        history.append(
+            {"candidates": candidates, "survivors": list(zip(origin[0].tolist(), new[0].tolist(), strict=True))}
+        )
+        beam_tokens = torch.cat([beam_tokens[origin[0]], new.view(beam_k, 1)], dim=1)  # (k, t+1)
+        print(
+            f"step {step + 1}: "
+            + " | ".join(f"{toy_text(beam_tokens[slot, 1:]):22} {scores[0, slot]:6.3f}" for slot in range(beam_k))
+        )
+        if finished.all():
+            break
+assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop agrees with beam_search"
+
+
+# %% [markdown]
+# *The tree below.* Each column is a step of the search. A filled dot on a thick line is a
+# hypothesis kept in the beam; a hollow dot on a dashed line is a candidate pruned. Each label gives
+# the piece and the summed log-probability $\log P$ of its whole hypothesis. A finished hypothesis is
+# carried into the next step unchanged, labelled "finished".
+#
+# *The diagram in words:* The tree grows from `<bos>` on the left through steps 1 to 4. Kept
+# hypotheses are blue dots on thick lines, pruned candidates hollow grey dots on dashed lines. At
+# step 1, *zwanzig* (−0.80) and *ein* (−0.92) are kept, and *eins* and `<eos>` are pruned. At step 2
+# the two best extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94); the other four are
+# pruned. At step 3, *zwanzig eins `<eos>`* finishes (−2.45) and *ein und zwanzig* (−1.02) goes on.
+# At step 4 the finished one is carried over, and *ein und zwanzig `<eos>`* (−1.07) ends as the
+# best.
+
+# %%
+fig, ax = plt.subplots(figsize=(11, 5.2))
+beam_tree(history, toy.tokens, ax=ax)  # drawn by tools/diagrams.py from the history recorded above
+ax.set_title("Beam search (k = 2) keeps the runner-up 'ein', which leads to the best translation")
+plt.show()
+
+# %% [markdown]
+# After step 1 the beam holds *zwanzig* (−0.80) and *ein* (−0.92). At step 2 the two best of all
+# extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94). Beam search compared candidates
+# *across* the two hypotheses, and the weaker first word supplied the stronger continuation. From
+# there *ein und zwanzig `<eos>`* (log P = −1.07) beats everything greedy could reach. The finished
+# *zwanzig eins `<eos>`* waits in the beam until the search ends.
+#
+# On the trained model, greedy and beam search almost always agree, because the model is confident
+# (chapter 10 counts how often). Here are the 4 best hypotheses of beam search for one sentence, with the
+# paper's settings ($k = 4$, α = 0.6) and their length-penalised scores:
+
+# %%
+src = encode_english(["seven hundred and one thousand and eleven"])
+hyps, hyp_scores = beam_search(model, src, beam_size=4, length_penalty=0.6, n_best=4)  # (1, 4, T), (1, 4)
+for k in range(4):
+    print(f"{hyp_scores[0, k]:8.4f}  {' '.join(pieces(hyps[0, k]))}")
+
+# %% [markdown]
+# ## 4. Sampling and temperature
+#
+# Decoding need not search for the most probable output at all. It can **sample**: draw each token
+# at random from the model's distribution. For translation that is rarely what we want, since there
+# is one right answer. But it is how language models write varied text, and it shows what the model
+# considers possible. Three knobs shape the distribution before drawing:
+#
+# - **temperature** $\tau$: divide the logits by $\tau$ before the softmax. $\tau < 1$ sharpens the
+#   distribution ($\tau \to 0$ is greedy), $\tau > 1$ flattens it ($\tau \to \infty$ is uniform);
+# - **top-k**: keep only the `top_k` most probable tokens;
+# - **top-p** (nucleus sampling, Holtzman et al. 2020): keep the smallest set of most probable tokens
+#   whose probability adds up to at least p (exercise ex09_2).
+#
+# The figure shows them on a real distribution of the model. Almost all of its steps are nearly
+# certain, so we pick the closest call. We decode chapter 08's test split greedily and take the step
+# where the second most probable piece gets the most probability.
+
+# %%
+task = numbers_task()  # the splits chapter 08 trained on; the four "seen" strata of the test split were trained on
+test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
+test_greedy = greedy_decode(model, test_src)  # (B, T)
+test_in = torch.cat([torch.full((len(task.test), 1), config.bos_id), test_greedy[:, :-1]], dim=1)  # <bos> y1 …
+with torch.no_grad():
+    all_logits = model(test_src, test_in)  # (B, T, V_tgt): the distribution at every step
+all_logits[..., [config.pad_id, config.bos_id]] = float("-inf")  # never generated (see decoding.py)
+runner_up = all_logits.softmax(-1).topk(2).values[..., 1]  # (B, T): probability of the second choice
+runner_up = runner_up.masked_fill(test_in == config.pad_id, 0)  # only real steps
+row, step = divmod(int(runner_up.argmax()), runner_up.shape[1])
+first_logits = all_logits[row, step]  # (V,)
+top2 = first_logits.softmax(-1).topk(2)
+print(
+    f"'{' '.join(task.test[row][0])}', after '{' '.join(pieces(test_greedy[row, :step])) or '<bos>'}': "
+    + " or ".join(f"'{tgt_vocab.id_to_token[i]}' ({p:.2f})" for p, i in zip(*top2, strict=True))
+)
+
+# %% [markdown]
+# In the panels that cut, grey bars show the distribution before the cut, and orange bars beside
+# them the one sampled from: the kept pieces share the whole probability again.
+#
+# *The figure in words:* Five bar charts stand side by side and share the vertical axis, the
+# probability of the next piece. Each has the same ten pieces on its horizontal axis, the model's
+# most probable at this step, best first. Orange bars show the distribution that sampling draws
+# from. The first bar is tallest at τ = 0.5 and lowest at τ = 2, where the bars are flattest. The
+# fourth panel (τ = 2, top-p 0.45) and the fifth (τ = 2, top-k 3) add grey bars: the distribution at
+# τ = 2 before the cut. Only the kept pieces have orange bars, each taller than its grey one; top-k
+# keeps exactly three.
+
+# %%
+shown = first_logits.softmax(-1).topk(10).indices  # the 10 most probable pieces
+settings = [("τ = 0.5", dict(temperature=0.5)), ("τ = 1 (the model)", {}), ("τ = 2", dict(temperature=2.0)),
+            ("τ = 2, top-p 0.45", dict(temperature=2.0, top_p=0.45)),
+            ("τ = 2, top-k 3", dict(temperature=2.0, top_k=3))]  # fmt: skip
+fig, axes = plt.subplots(1, len(settings), figsize=(15, 3.4), sharey=True)
+for ax, (name, kwargs) in zip(axes, settings, strict=True):
+    probs = sampling_distribution(first_logits, **kwargs)
+    x = torch.arange(len(shown), dtype=torch.float)
+    if "top_p" in kwargs or "top_k" in kwargs:  # the same temperature before the cut, in grey, beside
+        before = sampling_distribution(first_logits, temperature=kwargs["temperature"])
+        ax.bar(x - 0.2, before[shown], width=0.4, color="0.75", label="before the cut")
+        name += f"\n{int((probs > 0).sum())} of {len(probs)} pieces kept"
+        x = x + 0.2
+    ax.bar(x, probs[shown], width=0.4 if x[0] % 1 else 0.6, color="tab:orange", label="sampled from")
+    ax.set_xticks(range(len(shown)), [tgt_vocab.id_to_token[i] for i in shown], rotation=70)
+    ax.set_title(name, fontsize=10)
+axes[0].set_ylabel("probability of the next piece")
+axes[3].legend(fontsize=8)
+fig.suptitle("Temperature flattens or sharpens the distribution; top-p and top-k cut its tail", y=1.06)
+plt.show()
+
+# %% [markdown]
+# At τ = 2 the long tail of unlikely pieces holds most of the probability. Top-p keeps the most
+# probable pieces until their sum reaches p, and top-k keeps a fixed number; both then share the
+# whole probability among the pieces they kept.
+#
+# How does `sample` draw? With the **Gumbel-max trick**: add independent noise $-\log(-\log U)$,
+# $U \sim \text{Uniform}(0, 1)$, to the log-probabilities and take the arg-max. The winner is token
+# $i$ with probability exactly $p_i$. So sampling is greedy decoding on noisy logits: the same
+# `greedy_step` does the bookkeeping, and `top_k=1` is greedy decoding exactly. A quick check of
+# the frequencies, with the fourth panel's setting:
+
+# %%
+probs = sampling_distribution(first_logits, temperature=2.0, top_p=0.45)
+draws = sample_next_token(first_logits.expand(20_000, -1), temperature=2.0, top_p=0.45,
+                          generator=torch.Generator().manual_seed(0))  # fmt: skip
+frequency = torch.bincount(draws, minlength=len(probs)).float() / len(draws)
+print("probability:", probs[shown])
+print("frequency:  ", frequency[shown])
+
+# %% [markdown]
+# Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
+# go wrong. The model keeps about 7 % of its probability spread over all the other pieces at every
+# step (label smoothing taught it to, chapter 08). Over a dozen steps, a draw from that tail is
+# likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
+# confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
+
+# %%
+text = "four hundred and fifty-six thousand seven hundred and eighty-nine"
+src = encode_english([text] * 3)
+for name, kwargs in (("τ = 1", {}), ("τ = 2", dict(temperature=2.0)), ("τ = 1, top-p 0.9", dict(top_p=0.9))):
+    drawn = sample(model, src, generator=torch.Generator().manual_seed(1), **kwargs)  # (3, T)
+    print(f"{name}:")
+    for row in drawn:
+        print("   ", german(row))
+print("expected:", german_text(number_pair(456_789)[1]))
+
+# %% [markdown]
+# ## 5. Making decoding fast: the key/value cache
+#
+# The loop of section 1 runs the decoder on the *whole* prefix at every step. Writing n tokens then
+# costs 1 + 2 + … + n = O(n²) token-passes through the decoder, and most of that is repeated work.
+# The decoder's self-attention is masked (§3.2.3): position t never looks at later positions. So
+# everything computed for positions 0 … t−1 stays the same at every later step. Only two things
+# from earlier positions are ever used again, in each layer:
+#
+# - the **keys and values of the self-attention** for the earlier target positions;
+# - the **keys and values of the cross-attention**, projected from the encoder's memory. They do not
+#   change at all while decoding.
+#
+# A **key/value cache** (KV cache) keeps both, and each step feeds the decoder only the newest token.
+# The diagram shows one step in one layer.
+#
+# *The diagram in words:* At the top, the newest token, the fifth, sits at position 4. It is projected
+# into a query q₄, a key k₄ and a value v₄. The key and the value are appended to the layer's cache,
+# which now holds five of each. The query q₄ scores all five keys, and the softmax weights average
+# the five values. Below it is the cross-attention. The encoder's memory of six
+# positions was projected into keys and values once, at the first step. Every later step only reads
+# them: the step's cross-attention query scores all six.
+
+# %%
+kv_cache_step(t=5, source_length=6)  # drawn by tools/diagrams.py
+
+# %% [markdown]
+# A `DecoderCache` holds one such cache per decoder layer. The newest token's positional encoding
+# must be taken at its own position, which is the cache's length, not 0. Your code of chapters 02–06
+# is what runs at every step (the comments of the next cell say which method does what).
+#
+# First, the proof that the cache changes nothing: the logits of step-by-step cached decoding equal
+# those of one full pass, to float32 precision.
+
+# %%
+# The cache is plain data, passed in and handed on (transformer_course/cache.py). model.decode(...,
+# cache=cache) gives each decoder layer its LayerCache; DecoderLayer.forward (chapter 06) passes
+# cache.self_attn and cache.cross_attn to its two attentions; MultiHeadAttention.keys_and_values
+# (chapter 04) projects only the new positions and calls cache.update(k, v), which appends them and
+# returns the keys and values of every position so far. The cross-attention's cache is filled at
+# the first step and then only read.
+src = encode_english(texts)
+tgt = greedy_decode(model, src)  # (B, T)
+tgt_in = torch.cat([torch.full((len(texts), 1), config.bos_id), tgt[:, :-1]], dim=1)  # (B, T) <bos> y…
+memory_mask = padding_mask(src, config.pad_id)
+with torch.no_grad():
+    memory = model.encode(src, memory_mask)
+    full = model.decode(tgt_in, memory, memory_mask)  # (B, T, V): one pass, no cache
+    cache = DecoderCache.for_model(model)
+    stepwise = torch.cat(
+        [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], dim=1
+    )  # (B, T, V): one token at a time
+layer_cache = cache.layers[0]
+print("cached logits equal those of one pass (to 1e-4):", torch.allclose(stepwise, full, atol=1e-4, rtol=0))
+print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, T, d_k);",
+      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")  # fmt: skip
+assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)
+
+# %% tags=["hide-output"]
+expect_at_most("largest difference between the logits, cached against one pass", (stepwise - full).abs().max().item(), 1e-4)
+
+# %% [markdown]
+# Now the speed. The translations of this task are short, a dozen pieces at most. So we time a model
+# of the same size with random weights, whose `<eos>` is switched off so that it writes exactly n
+# tokens, for a batch of 32 sentences. The times are this machine's; `benchmarks/decoding.py` times
+# a larger model.
+#
+# *The figure in words:* Two line charts share the horizontal axis, the number of tokens generated:
+# 8, 16, 32 and 64, on a logarithmic scale. On the left, with a logarithmic vertical axis too, two
+# lines give the milliseconds for the batch of 32. One is decoding without a cache, the other with
+# the KV cache. On the right, a green line gives the speed-up, the first time divided by the second.
+# The speed-up is larger at 64 tokens than at 8, and at 64 it is at least two (both checked below).
+# The times themselves are this machine's.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+lengths_to_time = [8, 16, 32, 64]
+timing_config = TransformerConfig(**{**config.to_dict(), "max_len": 128})
+torch.manual_seed(0)
+timing_model = Transformer(timing_config).eval()
+with torch.no_grad():
+    timing_model.output.bias[config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
+timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # one thread: steadier timings when other programs share the CPU
+# Here max_len is given: the timing wants exactly n tokens, fewer than §6.1's limit (12 + 50).
+greedy_decode(timing_model, timing_src, 4)  # warm-up
+
+
+def seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+timings = {"no cache": [], "KV cache": []}
+for n in lengths_to_time:  # max_len=n tokens exactly (the <eos> is off), below §6.1's limit
+    timings["no cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n, use_cache=False)))
+    timings["KV cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n)))
+torch.set_num_threads(threads)
+speedup = [a / b for a, b in zip(timings["no cache"], timings["KV cache"], strict=True)]
+for n, a, b, s in zip(lengths_to_time, timings["no cache"], timings["KV cache"], speedup, strict=True):
+    print(f"{n:3} tokens: no cache {a * 1000:7.1f} ms, KV cache {b * 1000:7.1f} ms, speed-up {s:4.1f}×")
+
+fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.5))
+for name, values in timings.items():
+    ax1.plot(lengths_to_time, [v * 1000 for v in values], "o-", label=name)
+ax1.set_xlabel("tokens generated")
+ax1.set_ylabel("milliseconds (batch of 32)")
+ax1.set_xscale("log", base=2)
+ax1.set_yscale("log")
+ax1.legend()
+ax1.set_title("Without a cache the cost grows faster than the length")
+ax2.plot(lengths_to_time, speedup, "o-", color="tab:green")
+ax2.set_xscale("log", base=2)
+ax2.set_xlabel("tokens generated")
+ax2.set_ylabel("speed-up ×")
+ax2.set_title("The longer the output, the more the cache saves")
+plt.show()
+
+# %% tags=["hide-output"]
+expect("the cache's speed-up grows with the length of the output", speedup[-1] > speedup[0],
+       f"{speedup[0]:.1f}× at {lengths_to_time[0]} tokens, {speedup[-1]:.1f}× at {lengths_to_time[-1]}")  # fmt: skip
+expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup[-1], 2, "×")
+
+# %% [markdown]
+# The cache saves least on short outputs and more on long ones (the check above compares 64 tokens
+# with 8). A step of a
+# small model is mostly fixed overhead: a few dozen small matrix products and Python calls, whatever
+# the length. Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$
+# tokens cost $O(n^2)$ in every part. With the cache, the projections and the feed-forward network
+# run on the new position only, $O(n)$ in total. The new query still attends over all $t$ cached
+# keys, so attention alone stays $O(n^2)$. But that is one dot product per cached key, small next to
+# the rest at these lengths. So the gap grows with the length.
+#
+# > **Common mistake — cached decoding with every new token at position 0.** With a cache the
+# > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
+# > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
+# > Here the translations even survive, because this model can also tell positions apart from what
+# > it has already written. The bug is silent, and that is what makes it dangerous: on a longer
+# > sequence or a weaker model it changes the output. An equivalence test catches it, cached logits
+# > against a full pass, as above. So does the check of exercise ex02_2, which gives
+# > `PositionalEncoding.forward` an `offset`.
+
+# %%
+# tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder runs the comparison
+src = encode_english(texts)  # the sentences whose logits were compared above
+positional_forward = model.positional.forward
+model.positional.forward = lambda x, offset=0: positional_forward(x)  # the bug: the offset is dropped
+try:
+    buggy = greedy_decode(model, src)
+    with torch.no_grad():
+        cache = DecoderCache.for_model(model)
+        buggy_logits = torch.cat(
+            [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], 1
+        )
+finally:
+    del model.positional.forward  # back to the class's method
+
+
+def mean_log_prob(logits: torch.Tensor) -> float:
+    """Average log-probability the logits give to the greedy translation `tgt` (real tokens only)."""
+    chosen = logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0]  # (B, T)
+    return chosen[tgt != config.pad_id].mean().item()
+
+
+print("same translations as without the bug:", torch.equal(buggy, tgt))
+print(f"largest difference from the full pass's logits: {(buggy_logits - full).abs().max().item():.2f}")
+print(f"average log-probability of the translation: {mean_log_prob(full):.3f} correct, "
+      f"{mean_log_prob(buggy_logits):.3f} with the bug")  # fmt: skip
+
+# %% [markdown]
+# > **Common mistake — generating after `<eos>`.** In a batch, the rows finish at different steps,
+# > but all go through the model until the last one is done. Forget to replace a finished row's
+# > choice by `<pad>`, and words are appended after its `<eos>`. A decoder that stops reading at
+# > `<eos>` hides them, but any code that measures lengths or counts tokens is wrong. The check of
+# > exercise ex09_1 catches it:
+
+# %%
+def greedy_step_that_keeps_going(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1)  # bug: finished rows are not given pad_id
+    return next_tokens, finished | (next_tokens == eos_id)
+
+
+print(run_check("ex09_1", greedy_step_that_keeps_going).line())
+print(run_check("ex09_1").line())  # the package's greedy_step
+
+# %% [markdown]
+# ## 6. From your modules to an inference engine
+#
+# Your modules say what the model computes, one idea per file. Run step by step, they are slow for
+# a reason that has nothing to do with those ideas. A decoding step feeds one token per sentence.
+# Each weight is then read from memory once and used for one multiply and one add. So a step's time
+# goes into two things. One is the **bytes** of weights it reads. The other is the **operations** it
+# asks of PyTorch, each with a fixed cost of a few microseconds, however small.
+#
+# Inference engines such as CTranslate2 and llama.cpp attack both. They *convert* a trained model
+# into a form of their own, once, and decode with that. The course has one:
+# `transformer_course/engine`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
+# chapter 13's `generate`. The engine reads the model's parameters into a *plan*:
+#
+# - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
+#   for one row, oneDNN's blocked layout for several);
+# - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
+# - the keys and values of the source projected once per call, for every layer at once;
+# - caches allocated once for the longest output, instead of growing at every step;
+# - in pre-LN models, each norm's gain folded into the matrix after it.
+#
+# The plan is made the first time a model is decoded and kept until its parameters change. First,
+# what matters most: the same translations.
+
+# %%
+same = {  # the test split translated by your modules (left) and by the engine (right)
+    "greedy": torch.equal(test_greedy, greedy_decode(model, test_src, path="engine")),
+    "beam 4": torch.equal(beam_search(model, test_src, 4)[0], beam_search(model, test_src, 4, path="engine")[0]),
+}
+print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
+assert all(same.values())
+
+# %% [markdown]
+# Now the operations. We count every call that reaches PyTorch's dispatcher while one more token is
+# decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer.
+
+
+# %%
+def operations_per_layer(path: str, n: int = 6) -> float:
+    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
+    counts = []
+    for tokens in (n, n + 1):
+        with CountOps() as count:
+            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
+        counts.append(count.ops.total())
+    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
+
+
+greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
+operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for path, count in operations.items():
+    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
+
+# %%
+expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
+expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
+
+# %% [markdown]
+# The bytes: a step reads every weight of the decoder and of the output layer once. At batch 1
+# that is all it reads, apart from the small caches. So the time of a step is about those bytes
+# divided by the speed of the memory. The layout of a matrix decides how close its product gets to
+# that speed. A product of several rows (a batch, the beams, the encoder's positions) uses
+# each weight several times, and there the kernel matters more than the layout.
+#
+# Below, one matrix the size of a large output layer multiplies 1 row, then 16 rows. It is stored
+# three ways: in `nn.Linear`'s layout $(V, D)$, as $W^\top$ stored contiguous $(D, V)$, and as the
+# engine multiplies it (`Dense`). `Dense` uses $W^\top$ for one row and oneDNN's blocked copy of $W$
+# for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
+# machine's, in this run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
+weight_t = weight.t().contiguous()  # (in, out)
+engine_product = Dense(weight, None)  # the engine's matrix: the kernel it picks for the number of rows
+for rows in (1, 16):
+    x = torch.randn(rows, 2048)
+    engine_product(x)  # the blocked copy is made at the first product of several rows, not timed
+    layout_seconds = {
+        "nn.Linear's (out, in)": min(seconds(lambda x=x: torch.nn.functional.linear(x, weight)) for _ in range(5)),
+        "W^T, (in, out)": min(seconds(lambda x=x: x.mm(weight_t)) for _ in range(5)),
+        "the engine's": min(seconds(lambda x=x: engine_product(x)) for _ in range(5)),
+    }
+    for name, s in layout_seconds.items():
+        print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
+path_seconds = {  # 32 tokens from each path, the best of 3 runs
+    path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
+    for path in ("modules", "engine")
+}
+torch.set_num_threads(threads)
+for path, s in path_seconds.items():
+    print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
+print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
+
+# %%
+expect_at_least("the engine's speed relative to your modules' (batch 1)",
+                path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
+
+# %% [markdown]
+# On a real model's shapes, `benchmarks/engines.py` measures the same engine against CTranslate2 and
+# llama.cpp, the engines people use, with the same random weights in each, one thread each. Here
+# is what it recorded in `benchmarks/results.md` (a 2-core AMD EPYC, 2026-11-29; a ratio above 1
+# means the course's engine was faster):
+#
+# | model's shape | decoding | engine compared | float32 | int8 |
+# | --- | --- | --- | ---: | ---: |
+# | opus-mt-en-de (a translator) | greedy, 1 sentence | CTranslate2 | 1.19 | 1.74 |
+# | | greedy, 16 sentences | CTranslate2 | 1.48 | 1.17 |
+# | | beam 4, 1 sentence | CTranslate2 | 1.52 | 1.56 |
+# | | beam 4, 16 sentences | CTranslate2 | 1.07 | 1.01 |
+# | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.71 | 0.68 |
+#
+# On the translator the engine is ahead in every setting but one. In int8 with 16 sentences of 4
+# beams the two are level (1.01 here, 0.99 in another run). There a step has 64 rows, and the work
+# outside the products weighs more: log-probabilities over the whole vocabulary, and the cache
+# reordered for the survivors. After each step, a hypothesis's first survivor keeps its parent's
+# row of the cache, and only its other survivors are copied. On the language model,
+# llama.cpp's own matrix-vector code reads the weights faster than PyTorch's kernels. The engine
+# never changes what the model computes. Your modules remain the definition, and the tests hold the
+# engine to their tokens for every kind of model in the course.
+
+# %% [markdown]
+# ## Summary
+#
+# - Decoding turns next-token distributions into a translation. Encode once, then choose, append and
+#   repeat until `<eos>`, for a batch at once, padding the rows that have finished.
+# - Greedy decoding maximises each step, not the whole translation. The worked example lost a
+#   translation four times as probable.
+# - Beam search keeps $k$ hypotheses and compares candidates across them. It keeps finished
+#   hypotheses unchanged in the beam and ranks with GNMT's length penalty ($k = 4$, α = 0.6 in the
+#   paper). $k = 1$ is greedy; a beam that holds everything is exhaustive search.
+# - Sampling draws from the distribution. Temperature sharpens or flattens it; top-k and top-p cut
+#   its tail. Gumbel noise plus arg-max is an exact sampler.
+# - A key/value cache stores the self-attention keys and values of earlier positions and the
+#   cross-attention keys and values of the memory. It gives the same logits as a full pass, and it
+#   computes each earlier position once instead of at every step. Only the attention over the cached
+#   keys still grows with the prefix. Positions must start at the cache's length.
+# - A decoding step's time goes into the bytes of weights it reads and the operations it launches.
+#   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both, and
+#   gives the same tokens as your modules.
+#
+# Chapter 10 asks how good these translations are: it scores them, reads every attention head, and
+# sorts the errors of an under-trained copy into search errors and model errors.
+#
+# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) — one greedy
+# step (ex09_1), top-p filtering (ex09_2) and one beam-search step with the length penalty
+# (ex09_3). Worked solutions are in `solutions/`. From the command line:
+# `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why can greedy decoding miss the most probable translation?
+#    <details><summary>Answer</summary>
+#
+#    It maximises each factor of $\prod_t P(y_t \mid y_{<t}, x)$ on its own; a token that looks best
+#    now can lead to a continuation where every option is poor (section 2's *zwanzig*).
+#    </details>
+# 2. Why does beam search need a length penalty?
+#    <details><summary>Answer</summary>
+#
+#    Every token multiplies the probability by a number below 1, so raw scores favour translations
+#    that stop early; dividing by $lp(Y)$ makes long and short hypotheses comparable.
+#    </details>
+# 3. What happens to sampling as $\tau \to 0$ and as $\tau \to \infty$?
+#    <details><summary>Answer</summary>
+#
+#    $\tau \to 0$ puts all probability on the top token (greedy decoding); $\tau \to \infty$ makes the
+#    distribution uniform.
+#    </details>
+# 4. What does the KV cache store, and what still grows with the length of the output?
+#    <details><summary>Answer</summary>
+#
+#    The self-attention keys and values of the earlier target positions, and the cross-attention
+#    keys and values of the memory. The projections and the feed-forward network run on the new
+#    token only. But its query still attends over all cached keys, so the attention's work per step
+#    grows with the prefix.
+#    </details>
+# 5. What two costs of a decoding step does the inference engine cut, and what must it leave
+#    unchanged?
+#    <details><summary>Answer</summary>
+#
+#    The bytes of weights a step reads and the operations it launches. It must leave the tokens
+#    unchanged: they equal your modules', and the tests hold it to that.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3 (the auto-regressive model), §6.1 (beam size 4, length penalty 0.6, maximum output
+#   length).
+# - Wu et al. (2016), *Google's Neural Machine Translation System*: the length penalty of section 3.
+# - Holtzman et al. (2020), *The Curious Case of Neural Text Degeneration*: nucleus (top-p)
+#   sampling.

@@ -1,0 +1,579 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 10 — How good is the translator? Scores, attention heads and errors
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/10_evaluating_the_translator.ipynb)
+#
+# Chapter 09 turned the trained model into a translator. This chapter asks how good it is, and why.
+# It scores the translations, reads what every attention head looks at, and sorts the errors of a
+# weaker model by their cause. It trains nothing. It loads two checkpoints that ship with the course
+# and uses chapter 09's decoders.
+#
+# **Learning goals**
+#
+# - score translations with exact match, BLEU and chrF, overall and per kind of number;
+# - read every head of the trained model's three attentions, and measure how sharp each head is;
+# - probe a model with inputs that training left out;
+# - tell a search error from a model error, and know what each one asks you to change.
+#
+# **In the paper:** Table 2 (BLEU), §6.1 (beam size 4 and length penalty α = 0.6), §3.2.3 (the
+# three uses of attention).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+import math
+
+import matplotlib.pyplot as plt
+import sacrebleu
+import seaborn as sns
+import torch
+
+from transformer_course.batching import pad_sequences
+from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
+from transformer_course.decoding import attention_maps, beam_search, greedy_decode, score_sequences
+from transformer_course.evaluation import strata_scores
+from transformer_course.tools.claims import expect, expect_at_least, expect_at_most, expect_between
+from transformer_course.tools.figures import architecture_map, plot_attention_heads
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.tools.plots import strata_table
+from transformer_course.tools.pretrained import load_pretrained
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# ## Where we are
+#
+# The model is built, trained and decoded. What is left is to look at its output from outside
+# (scores) and from inside (attention weights). The [notation page](../book/notation.md) lists the
+# letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# layers above its embeddings and positional encodings. Two parts are highlighted. The first is the
+# three attention blocks: the encoder's self-attention, the decoder's masked self-attention and the
+# cross-attention that reads the encoder's output. The second is the softmax at the top and the box
+# above it that chooses the next token. The title says what the chapter does with them: it reads the
+# attention and scores what the decoders produce.
+
+# %%
+architecture_map(["multihead", "decoding"], title="Chapter 10: the attention read, the translations scored")
+
+# %% [markdown]
+# The shipped translator and chapter 08's test split, translated greedily once here. `pieces` turns
+# the target ids of one translation back into German pieces.
+
+# %%
+checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
+model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
+config = model.config
+task = numbers_task()  # the splits chapter 08 trained on
+test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
+test_greedy = greedy_decode(model, test_src)  # (B, T)
+print(f"The shipped translator ({checkpoint.step:,} training steps); {len(task.test)} test numbers.")
+
+
+def pieces(ids: torch.Tensor) -> list[str]:
+    """Target ids of one translation → German pieces, up to <eos>."""
+    return tgt_vocab.decode(ids.tolist())
+
+# %% [markdown]
+# ## 1. How good is it? Exact match, BLEU and chrF on the test split
+#
+# Chapter 08's test split holds every kind of number, in strata: 0–20, 21–99, 100–999, round
+# hundreds, round thousands, round hundred-thousands, "N thousand and k", and 1,000 numbers from the
+# full range. Four strata are "seen": their small or irregular numbers must be in training (chapter
+# 07, section 1). In the other strata no test number was a training number. We translate them all
+# with greedy decoding and with beam search ($k = 4$, α = 0.6), and score them three ways:
+#
+# - **exact match**: the share of numbers translated exactly right, the measure that matters here;
+# - **corpus BLEU** (Papineni et al. 2002, the paper's Table 2), with sacrebleu, on the German
+#   *pieces* separated by spaces. A German number is one long word, and on whole words BLEU breaks
+#   down (the box below shows how);
+# - **chrF** (Popović 2015), a character n-gram F-score on the written words. It gives partial credit
+#   to a translation with one wrong piece.
+
+# %%
+references = [t for _, t in task.test]  # German pieces
+outputs = {  # token ids (B, T), the whole split as one batch
+    "greedy": test_greedy,  # decoded above
+    "beam 4": beam_search(model, test_src, beam_size=4, length_penalty=0.6)[0][:, 0],  # the best of each
+}
+decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
+
+
+def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
+    bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
+                                 tokenize="none")  # fmt: skip
+    chrf = sacrebleu.corpus_chrf([german_text(h) for h in hypotheses], [[german_text(r) for r in references]])
+    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
+    return {"exact match %": 100 * exact, "BLEU (pieces)": bleu.score, "chrF (words)": chrf.score}
+
+
+results = {name: scores_of(hyps) for name, hyps in decoded.items()}
+print(f"{len(references)} test numbers")
+print(f"{'':8}" + "".join(f"{metric:>16}" for metric in results["greedy"]))
+for name, row in results.items():
+    print(f"{name:8}" + "".join(f"{value:16.2f}" for value in row.values()))
+differ = sum(g != b for g, b in zip(decoded["greedy"], decoded["beam 4"], strict=True))
+print(f"greedy and beam search differ on {differ} of {len(references)} numbers")
+
+# %% [markdown]
+# > **Common mistake — BLEU on whole words.** BLEU counts the runs of one to four words that a
+# > translation shares with its reference. A German number is written as one word, and a one-word
+# > sentence has no run of four. Its four-word precision is then 0, and so is BLEU, even for a
+# > perfect translation. Here are the references scored against themselves:
+
+# %%
+written = [german_text(r) for r in references]  # one word per number: "dreihundertzweiundvierzig"
+spaced = [" ".join(r) for r in references]  # the pieces: "drei hundert zwei und vierzig"
+print(f"BLEU of the references against themselves, on written words: {sacrebleu.corpus_bleu(written, [written]).score:.1f}")
+print(f"the same on German pieces: {sacrebleu.corpus_bleu(spaced, [spaced], tokenize='none').score:.1f}")
+
+# %% [markdown]
+# A score of 0 for a perfect translator is not a bad model; it is the wrong unit. Before you trust a
+# metric, score the references against themselves.
+
+# %% [markdown]
+# The overall score of a split says little about the rare kinds of number. Here it is per stratum,
+# for both decoders:
+
+# %%
+# strata_scores scores translations already made (evaluate_strata would decode greedily itself)
+per_stratum = {name: strata_scores(task, "test", hyps) for name, hyps in decoded.items()}
+print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_stratum]))
+
+# %% [markdown]
+# The shipped model translates every stratum of the test split exactly, with either decoder. It was
+# trained on the stratified splits, with the rare strata repeated (`scripts/make_checkpoint.py` runs
+# chapter 08's recipe for 3,000 steps). A random test split would hide the failures that matter. The
+# course's first model was tested on one and scored 100 % too. Yet it wrote *sieben sieben sieben …*
+# for "seven" and *einhunderthunderthundert…* for "one hundred". A random split held no such
+# numbers, while a stratum for each kind of number shows such a failure at once. Remember the "seen"
+# column, though. The model met every number of those four strata in training, so their score shows
+# that it learnt them, not that it would get a new one right.
+#
+# Beam search has nothing to repair here. When the model puts almost all its probability on one
+# continuation, the search and the greedy choice agree. The paper uses a beam of 4 (§6.1) but
+# reports no comparison with greedy decoding, so it says nothing about what the beam adds. On real
+# sentences, where a model is far less certain, the two differ more often.
+
+# %% [markdown]
+# ## 2. What the model looks at: every head of every attention
+#
+# `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
+# It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
+# (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
+# Chapter 04 built heads by hand, each following one rule. Here are the heads this model learnt by
+# itself.
+#
+# **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
+# the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
+# "sixty-seven"). So a head that follows the source word by word must jump back and forth.
+#
+# *The figure in words:* Eight heatmaps stand in two rows, one row per layer and one column per
+# head. In each, the rows are the German pieces being written, one per step, ending with `<eos>`.
+# The columns are the eleven English source words, from "three" to "seven". A cell's shade is the
+# attention weight, from white at 0 to dark blue at 1. A row with one dark cell reads one English
+# word; a row of pale cells spreads over several. The title gives the chapter's reading: in layer 2
+# the heads mostly read the English word of the piece being written, out of order.
+
+# %%
+text = "three hundred and forty-two thousand five hundred and sixty-seven"
+src = pad_sequences([src_vocab.encode(english_tokens(text))], src_vocab.pad_id)  # (1, S)
+hyp = greedy_decode(model, src)  # (1, T)
+maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
+source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
+decoder_inputs = ["<bos>", *target_pieces[:-1]]  # what the decoder reads at each position
+print({kind: tuple(m.shape) for kind, m in maps.items()})
+plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
+                     "Cross-attention: in layer 2 the heads mostly read the English word of the piece being written, "
+                     "out of order ('two' before 'forty')",
+                     query_axis="German piece being written", key_axis="English source word")  # fmt: skip
+
+# %% [markdown]
+# Layer 1 is a mixture. Some heads spread over several words; some land on a word other than the one
+# being translated, an offset rule of their own like the heads of chapter 04. In layer 2 the heads
+# are nearly one-hot and mostly agree with each other. To write *zwei* they read "two"; for
+# *vierzig* they go back to "forty"; for *tausend*, three heads of four go on to "thousand". For
+# *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
+# by attention alone.
+#
+# **Encoder self-attention**: each English word gathers information from the other English words.
+# **Decoder self-attention**: each position looks back over the German pieces written so far (the
+# causal mask leaves the upper triangle empty).
+#
+# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
+# show the encoder's self-attention. Both axes list the eleven English words, from "three" to
+# "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
+# 0 to dark blue at 1. The title gives the chapter's reading: in layer 2, the words of a number
+# group look at one word of the group ("thousand", "hundred", "sixty").
+
+# %%
+plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
+                     "Encoder self-attention: in layer 2 the words of a number group look at one word of the "
+                     "group ('thousand', 'hundred', 'sixty')",
+                     query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
+
+# %% [markdown]
+# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
+# show the decoder's self-attention. Both axes list the decoder's inputs: `<bos>`, then the German
+# pieces written so far. Each row is a position's query, each column a position it may read, shaded
+# from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
+# position reads a later one. The title gives the chapter's reading: heads look back at the last
+# "hundert" or "tausend", or at the piece just before.
+
+# %%
+plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
+                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
+                     "just before",
+                     query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
+
+# %% [markdown]
+# In the encoder, layer 2's second head groups the sentence most clearly. "forty" and "two" look at
+# "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
+# seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
+# read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
+# the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
+# figure checks the cross-attention heads over the whole test split.
+#
+# How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
+# many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
+# words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
+# piece of every test number.
+#
+# *The figure in words:* A box plot has one box per cross-attention head, eight in all, from "layer
+# 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
+# for every German piece of every test number. Zero means that the piece read a single English word.
+# A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
+# pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
+
+# %%
+test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
+entropy = -(test_maps * test_maps.clamp_min(1e-12).log()).sum(-1)  # (N, B, H, T)
+test_in = torch.cat([torch.full_like(test_greedy[:, :1], config.bos_id), test_greedy[:, :-1]], dim=1)  # (B, T)
+is_real = test_in != config.pad_id  # (B, T): the positions that read a real token
+heads, values = [], []
+for layer in range(entropy.shape[0]):
+    for head in range(entropy.shape[2]):
+        row = entropy[layer, :, head][is_real]  # every real position of every test number
+        heads += [f"layer {layer + 1}\nhead {head + 1}"] * len(row)
+        values += row.tolist()
+fig, ax = plt.subplots(figsize=(11, 3.6))
+sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
+ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
+ax.set(ylabel="entropy of the weights (nats)",
+       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")  # fmt: skip
+ax.legend(loc="upper right", fontsize=8)
+fig.tight_layout()
+plt.show()
+print("each head's entropy (nats): median and upper quartile")
+for layer in range(entropy.shape[0]):
+    quartiles = [entropy[layer, :, h][is_real].quantile(torch.tensor([0.5, 0.75])) for h in range(entropy.shape[2])]
+    print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
+
+# %% [markdown]
+# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and every
+# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
+# of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
+# Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
+# word other than the one being translated; only layer 2's heads read the word that the German piece
+# renders. The dots above the boxes are single
+# pieces that a head shares between several words.
+#
+# ## 3. Error analysis: probing beyond the test split
+#
+# The test split holds only 100 numbers of each small held-out stratum, and 100 numbers can miss a
+# rare mistake. So we probe the model with every five-digit number of two kinds that training left
+# out: the round thousands ("forty-seven thousand") and the thousands followed by a single digit,
+# 10,001 to 99,009 ("thirty thousand and four"). For each failure we also ask the model which it finds more probable: its beam-search
+# output or the correct translation. If it prefers the correct one, the *search* failed, and a
+# better search could find it. If it prefers its own output, the *model* is wrong, and no search
+# will help.
+
+# %%
+train_numbers = set(task.info["numbers"]["train"])
+probe = [n for n in range(1000, 1_000_000, 1000) if n not in train_numbers]  # round thousands
+probe += [n for n in range(10_000, 100_000) if 0 < n % 1000 < 10 and n not in train_numbers]  # "… thousand and k"
+probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], src_vocab.pad_id)
+probe_refs = [number_pair(n)[1] for n in probe]
+probe_greedy = greedy_decode(model, probe_src)
+wrong = [i for i, row in enumerate(probe_greedy) if pieces(row) != probe_refs[i]]
+print(f"probe: {len(probe)} numbers not seen in training; greedy gets {len(wrong)} wrong")
+
+
+def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
+    if len(hypothesis) > len(reference) and hypothesis[: len(reference)] == reference:
+        return "does not stop"
+    for i, (h, r) in enumerate(zip(hypothesis, reference, strict=False)):
+        if h != r:
+            return f"piece {i + 1}: '{h}' for '{r}'"
+    return "stops too early"
+
+
+if wrong:
+    rows = torch.tensor(wrong)
+    probe_beam = beam_search(model, probe_src[rows], beam_size=4, length_penalty=0.6)[0][:, 0]  # (B, T)
+    beam_right = sum(pieces(row) == probe_refs[i] for row, i in zip(probe_beam, wrong, strict=True))
+    correct_ids = pad_sequences([tgt_vocab.encode(probe_refs[i], add_eos=True) for i in wrong], tgt_vocab.pad_id)
+    log_p_found = score_sequences(model, probe_src[rows], probe_beam)  # log P of beam search's output
+    log_p_right = score_sequences(model, probe_src[rows], correct_ids)  # log P of the correct translation
+    print(f"beam search (k = 4) repairs {beam_right}; search errors (the model prefers the correct "
+          f"translation to beam search's output): {int((log_p_right > log_p_found).sum())} of {len(wrong)}\n")  # fmt: skip
+    for j, i in enumerate(wrong[:12]):
+        print(f"{probe[i]:>7,}  {german_text(pieces(probe_greedy[i])):32} log P {log_p_found[j]:6.2f}, "
+              f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
+
+# %% [markdown]
+# On the shipped model the probe finds no error: every one of its numbers comes out right. Run on a
+# weaker model, such as the one section 4 loads, the cell would list each failure with two
+# log-probabilities: the one the model gives its own output, and the one it gives the correct
+# translation. When the correct
+# translation is far less probable to the model than its own output, the error is the *model's*.
+# Beam search, or any better search, will not find what the model considers unlikely. The fix is in
+# the data. So it was for the course's first model: its failures on short and round numbers went
+# away once training held enough of them (chapter 08, section 1). That is the usual lesson of error
+# analysis. Look at the errors, decide whether the search or the model is to blame, and fix the
+# model with data, not with cleverer decoding.
+
+# %% [markdown]
+# ## 4. Search errors and model errors, side by side
+#
+# A model that makes no mistakes has nothing to teach about them. So we load a second checkpoint
+# that ships with the course. It is chapter 08's recipe, exactly as for the shipped model (same size,
+# data, repeats and seed), stopped after 350 steps instead of 3,000. It still gets a good share of
+# the test numbers wrong.
+#
+# Write $\hat Y$ for what a search returned for the input $X$, and $Y^*$ for the correct translation.
+# Write $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (chapter 09, section 3, α = 0.6).
+# Greedy decoding is beam search with $k = 1$: it searches for the same score, only less thoroughly.
+# When $\hat Y \neq Y^*$, the error is
+#
+# - a **search error** if $s(Y^*) > s(\hat Y)$. The model prefers the correct translation, and the
+#   search did not find it. The search is to blame, not the model: a wider beam, another length
+#   penalty or a longer output limit can help, at the price of decoding time;
+# - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
+#   perfect search would return a wrong translation too. No decoding setting helps. The model must
+#   change: more training steps, more (or better chosen) data, a bigger model.
+#
+# `score_sequences` gives both scores. It runs the model once with teacher forcing on a translation
+# we supply and adds up the log-probabilities of its tokens; with `length_penalty=0.6` it divides by
+# $lp(Y)$. We decode the test split with the under-trained model, greedily and with beam search
+# ($k = 4$, α = 0.6), and sort every wrong translation.
+
+# %%
+# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
+weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
+weak = weak_checkpoint.model.eval()
+assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
+print(f"under-trained checkpoint after {weak_checkpoint.step} training steps (the shipped one: {checkpoint.step})")
+ALPHA = 0.6  # the length penalty beam search ranks by; the errors are judged by the same score
+reference_ids = pad_sequences([tgt_vocab.encode(t, add_eos=True) for t in references], tgt_vocab.pad_id)  # (B, T*)
+weak_outputs = {  # token ids (B, T) of what each search found
+    "greedy": greedy_decode(weak, test_src),  # §6.1's limit: source length + 50
+    "beam 4": beam_search(weak, test_src, beam_size=4, length_penalty=ALPHA)[0][:, 0],  # the best of each
+}
+candidates = {"reference": reference_ids, **weak_outputs}
+score = {name: score_sequences(weak, test_src, ids, ALPHA) for name, ids in candidates.items()}  # (B,) s(Y)
+weak_decoded = {name: [pieces(row) for row in ids] for name, ids in weak_outputs.items()}
+
+
+def error_kinds(found: list[list[str]], found_score: torch.Tensor, reference_score: torch.Tensor) -> list[str]:
+    """Per test number: "right", "search error" (the model scores the reference higher than what the
+    search found) or "model error" (the model scores the wrong translation it found higher)."""
+    kinds = []
+    for hypothesis, reference, s_found, s_reference in zip(
+        found, references, found_score.tolist(), reference_score.tolist(), strict=True
+    ):
+        if hypothesis == reference:
+            kinds.append("right")
+        else:
+            kinds.append("search error" if s_reference > s_found else "model error")
+    return kinds
+
+
+kinds = {name: error_kinds(weak_decoded[name], score[name], score["reference"]) for name in weak_outputs}
+disagree = [i for i, (g, b) in enumerate(zip(*weak_decoded.values(), strict=True)) if g != b]
+repaired = [i for i in disagree if kinds["greedy"][i] != "right" and kinds["beam 4"][i] == "right"]
+search_errors_repaired = sum(kinds["greedy"][i] == "search error" for i in repaired)
+
+# %% [markdown]
+# How many of the test numbers fall into each kind, for each search:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'model errors':>13}")
+for name, found in kinds.items():
+    print(f"{name:>17} {found.count('right'):8} {found.count('search error'):14} {found.count('model error'):13}")
+print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors")
+
+# %% [markdown]
+# The counts are this run's. The next cell checks what the chapter claims about them (chapter 08's
+# box says how the book tests a claim):
+
+# %% tags=["hide-output"]
+wrong_after_beam = len(references) - kinds["beam 4"].count("right")
+expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")  # fmt: skip
+expect_at_least("greedy's wrong translations that are search errors", kinds["greedy"].count("search error"), 1)
+expect_at_least("greedy's wrong translations that are model errors", kinds["greedy"].count("model error"), 1)
+expect_at_least("test numbers where greedy and beam search disagree", len(disagree), 1)
+expect_at_least("greedy's errors that beam search repairs", len(repaired), 1)
+expect_at_least("greedy's search errors that beam search repairs",
+                100 * search_errors_repaired / kinds["greedy"].count("search error"), 75, "%")  # fmt: skip
+expect_at_most("beam search's search errors, as a share of greedy's",
+               100 * kinds["beam 4"].count("search error") / kinds["greedy"].count("search error"), 25, "%")  # fmt: skip
+expect_at_least("model errors among beam search's wrong translations",
+                100 * kinds["beam 4"].count("model error") / wrong_after_beam, 90, "%")  # fmt: skip
+
+# %% [markdown]
+# The first test numbers where each case occurs: the input, the correct translation and the two
+# searches' outputs (German pieces). Each has its log-probability $\log P(Y \mid X)$ and its score
+# $s(Y)$ under the under-trained model.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+first = {  # the first test number of each case (one number may stand for several)
+    "greedy: search error": kinds["greedy"].index("search error"),
+    "greedy: model error": kinds["greedy"].index("model error"),
+    "greedy and beam search disagree": disagree[0],
+    "beam search repairs greedy's error": repaired[0],
+}
+
+
+def shortened(words: list[str], width: int = 44) -> str:
+    text = " ".join(words)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+shown = torch.tensor(sorted(set(first.values())))  # (n,) the test numbers in the table
+log_p = {name: score_sequences(weak, test_src[shown], ids[shown]) for name, ids in candidates.items()}  # (n,)
+for row, i in enumerate(shown.tolist()):
+    print(f"'{' '.join(task.test[i][0])}' ({'; '.join(case for case, j in first.items() if j == i)})")
+    print(f"    {'':10} {'translation (German pieces)':44} {'log P':>7} {'s(Y)':>7}")
+    for name in candidates:
+        words = references[i] if name == "reference" else weak_decoded[name][i]
+        kind = "" if name == "reference" else kinds[name][i]
+        print(f"    {name:10} {shortened(words):44} {log_p[name][row]:7.2f} {score[name][i]:7.2f}  {kind}".rstrip())
+
+# %% tags=["hide-output"]
+search_error, model_error = first["greedy: search error"], first["greedy: model error"]
+expect("the first search error: the model scores the reference above greedy's output",
+       score["reference"][search_error] > score["greedy"][search_error],
+       f"{score['reference'][search_error]:.2f} > {score['greedy'][search_error]:.2f}")  # fmt: skip
+expect("the first model error: the model scores greedy's wrong output above the reference",
+       score["greedy"][model_error] > score["reference"][model_error],
+       f"{score['greedy'][model_error]:.2f} > {score['reference'][model_error]:.2f}")  # fmt: skip
+
+# %% [markdown]
+# Read the two kinds against each other:
+#
+# - A **search error** is chapter 09's worked example (its section 2) on a real model. At some step
+#   greedy decoding took the piece that looked best there, and the rest of the translation could not
+#   recover: it may fail to stop, or write on after a complete number. Yet the model scores the correct translation
+#   higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
+#   makes few of its own (both checked above). A search error does not promise that a better search
+#   finds the *correct* translation, though. It only says that the model likes something better than
+#   what was found. Beam search may find a translation that scores higher still and is wrong: a model
+#   error that the search error was hiding.
+# - A **model error** is where the model prefers its wrong translation to the correct one. A wider
+#   beam only finds more of what the model wants. Almost every error left after beam search is of
+#   this kind (checked above). So on this model the next step is not a better search but more
+#   training. The shipped model is the same recipe run to 3,000 steps, and on the same test split it
+#   makes no errors at all (section 1).
+#
+# This is the sorting to do on any translator before tuning it: score the correct translation next
+# to the one the search found. If the model prefers the correct one, spend effort on the search (beam
+# size, length penalty). If it prefers its own, spend it on the model and its data. Real translation
+# models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
+# for many sentences, the translation their model scores highest of all is the empty one. No search
+# can repair that. A length penalty works around it; it does not remove it.
+
+# %% [markdown]
+# ## Summary
+#
+# - Exact match, BLEU and chrF put greedy and beam search level on the test split, with no errors,
+#   in every stratum. A stratum per kind of number shows failures that a random split hides.
+# - `attention_maps` returns every head of the three attentions. In the trained model, layer 2's
+#   cross-attention heads read one English word at a time, out of order where German needs it. The
+#   entropy of a head's weights measures how sharp it is; sharp is not the same as right.
+# - Probing every round thousand and every "N thousand and k" that training left out finds no error
+#   on the shipped model.
+# - Where a model does err, score the correct translation. If the model prefers it, the error is a
+#   search error, and a better search can help. If the model prefers its wrong output, it is a model
+#   error, and only more training, data or capacity can help. On the same recipe stopped early, beam
+#   search repairs most of greedy's search errors, and almost all the errors left are model errors.
+#
+# **Exercises:** this chapter has no exercises of its own. It uses chapter 09's decoders
+# ([exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb)).
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why does this chapter score BLEU on German *pieces* rather than on whole words?
+#    <details><summary>Answer</summary>
+#
+#    A German number is one long word, so a sentence has no run of four words. BLEU on whole words
+#    is then 0 for every translation, even a perfect one. On pieces it gives partial credit to a
+#    translation with one wrong piece.
+#    </details>
+# 2. A head's cross-attention weights have an entropy near 0 for every piece. What does that tell
+#    you, and what does it not?
+#    <details><summary>Answer</summary>
+#
+#    Each piece reads one source word. It does not say that the word is the right one: layer 1's
+#    sharp heads often read a word other than the one being translated.
+#    </details>
+# 3. A translation is wrong. How do you tell a search error from a model error?
+#    <details><summary>Answer</summary>
+#
+#    Score the correct translation and the found one under the model. If the model gives the
+#    correct one the higher probability, the search missed it. Otherwise the model is wrong, and no
+#    search will help.
+#    </details>
+# 4. After beam search, almost all of a model's errors are model errors. What do you change?
+#    <details><summary>Answer</summary>
+#
+#    The model, not the search: train it longer, give it more (or better chosen) data, or make it
+#    bigger. A wider beam only finds more of what the model already prefers. Section 4's model is
+#    the shipped model's own run stopped early. The same recipe, trained to the end, makes no errors
+#    on the test split.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: Table 2 (BLEU), §6.1 (beam search settings).
+# - Papineni et al. (2002), *BLEU: a Method for Automatic Evaluation of Machine Translation*.
+# - Popović (2015), *chrF: character n-gram F-score for automatic MT evaluation*.
+# - Stahlberg and Byrne (2019), *On NMT Search Errors and Model Errors: Cat Got Your Tongue?*:
+#   exact search shows how often the model itself prefers a bad translation.
+# - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: why sacreBLEU.
+# - Jain and Wallace (2019), *Attention is not Explanation*: a caution when reading attention maps
+#   as reasons.

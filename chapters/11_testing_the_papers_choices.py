@@ -1,0 +1,508 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 11 — Testing the paper's choices
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/11_testing_the_papers_choices.ipynb)
+#
+# Chapters 01 to 05 argued for four of the paper's choices: the $\sqrt{d_{model}}$ factor, the
+# sinusoidal positions, a post-LN stack with a learning-rate warm-up, and the residual connections.
+# The arguments were about shapes, lengths and gradients at the start of training. Chapter 08
+# quoted a fifth claim, about label smoothing. Only training can say whether a choice changes what a
+# model learns. You can now build, train and decode a whole Transformer (chapters 06 to 09), so this
+# chapter trains small ones and compares.
+#
+# **Learning goals**
+#
+# - test a design choice by training variants that differ in that choice alone;
+# - read a comparison over several runs: a mean, the lowest and highest run, and a check line;
+# - say what each of the five experiments shows, and what it does not.
+#
+# **In the paper:** §3.4 (the $\sqrt{d_{model}}$ factor), §3.5 (sinusoids, and the hope that they
+# extrapolate), §3.1 and §5.3 (residual connections, layer normalisation, the warm-up), §5.4
+# (label smoothing), Table 3 row (E) (learned positions).
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+from dataclasses import fields
+
+from IPython.display import Markdown, display
+
+from transformer_course import LearnedPositionalEmbedding, TokenEmbedding, Transformer
+from transformer_course.sublayer import no_residual
+from transformer_course.tools.claims import expect, expect_above, expect_at_most
+from transformer_course.tools.experiments import EXPERIMENTS, FINAL_LOSS, Variant, run_experiment
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.notebook import setup_chapter
+
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# ## Where we are
+#
+# Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
+# it backwards. The models are small: $d_{model} = 64$, one to three layers on each side. Each
+# trains for 400 to 800 steps, then reverses strings it never saw. The table printed with each
+# figure gives the share reversed exactly and, for most, the training loss at the end: the mean of
+# the last 50 steps. Each variant trains three times, from different random starts. [Chapter
+# 07](08_training.ipynb)'s box "How this book tests a claim" explains how the book compares such
+# runs. The chapter uses everything up to chapter 09: in the student edition it runs once you have
+# written those exercises.
+#
+# `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to
+# build the model from its configuration. It trains and evaluates each one three times.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. The boxes the
+# first four experiments change are highlighted. They are both token embeddings (the factor), both
+# positional encodings, and every box of the encoder and decoder layers. Their "Add & Norm" holds
+# the residual connections and the layer normalisation. The warm-up and label smoothing are how the
+# model is trained, not boxes. The linear layer and the softmax at the top are highlighted with the
+# decoder. The loss, the next token and the token ids stay plain.
+
+# %%
+architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 11: the paper's choices put to a test")
+
+# %% [markdown]
+# ## 1. Does the $\sqrt{d_{model}}$ factor change what a model learns?
+#
+# Chapter 01 multiplied each token vector by $\sqrt{d_{model}}$ (§3.4). Its argument was about the
+# *start* of training: with the course's initialisation, token vectors and position vectors then
+# have about the same length. Does the factor still matter once the model learns? Three models
+# differ only in their token embeddings:
+#
+# - the course's table, drawn from $\mathcal{N}(0, 1/d_{model})$, times $\sqrt{d_{model}}$;
+# - the same table without the factor: chapter 01's mistake `forward_without_scale`, on purpose;
+# - PyTorch's default table, drawn from $\mathcal{N}(0, 1)$, times $\sqrt{d_{model}}$.
+#
+# Each trains for 500 steps. A model's embedding is a constructor argument, so a variant is one
+# `lambda`. The cell takes about a minute on a 2-core CPU.
+#
+# *The figure in words:* The left panel draws each variant's training loss over the 500 steps, on a
+# logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
+# lowest run to the highest. The right panel has one bar per variant for its mean exact match on new
+# strings, and one dot per run. The sentence under the figure compares the first two variants in
+# this run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+def forward_without_scale(self, tokens):
+    return self.embedding(tokens)  # chapter 01's mistake, on purpose: no × √d_model
+
+
+class NoFactor(TokenEmbedding):
+    forward = forward_without_scale  # the lookup alone, no × √d_model
+
+
+def unit_init(vocab_size, d_model, padding_idx):  # the model builds each embedding table with this call
+    return TokenEmbedding(vocab_size, d_model, padding_idx, init_std=1.0)  # N(0, 1) entries, still × √d_model
+
+
+scale_result = run_experiment("embedding-scale", variants={
+    "× √D, N(0, 1/D) init (the course)": Transformer,
+    "no √D factor": lambda config: Transformer(config, embedding=NoFactor),
+    "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
+})  # fmt: skip
+course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
+display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, unscaled)}"))
+
+# %% tags=["hide-output"]
+exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
+names = ("the course", "PyTorch's default")  # the course's table, and N(0, 1) × √D
+expect_above("exact match: the course's table beats PyTorch's default table × √D by over 20 points, every run",
+             exact[course], exact[unit], margin=20, unit="%", names=names)  # fmt: skip
+expect_above("exact match: no factor beats PyTorch's default table × √D by over 20 points, every run",
+             exact[unscaled], exact[unit], margin=20, unit="%", names=("no factor", names[1]))  # fmt: skip
+expect("exact match: the factor brings no gain beyond the spread of the seeds",
+       not scale_result.beyond_spread("exact match %", course, unscaled),
+       f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
+
+# %% [markdown]
+# **The finding: token vectors that start too long hurt; without the factor the model learns at
+# least as well as with it.** The check above (folded in the web edition) holds both halves. In
+# every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more than 20
+# points fewer strings than either other table. And the factor brings no gain beyond the spread of
+# the runs. Whether leaving it out even helps is a different question, and the sentence under the
+# figure answers it for this run only.
+#
+# The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
+# helps. A token signal that starts too short is cheap to repair. Without the factor a token vector
+# starts with length about 1, and a positional vector has length
+# $\sqrt{d_{model}/2} = \sqrt{32} \approx 5.7$ (chapter 01, section 3): a small imbalance. A token
+# signal that starts too long is worse. The third table's token vectors start 8 times longer than
+# the course's, about 11 times longer than the positional vectors. Through the tied output layer
+# (chapter 01, section 4), its logits start 8 times too large as well.
+#
+# So chapter 01's argument holds only in part. Balancing the token and position signals at the
+# start did not make this small model learn better. What the factor and the
+# $\mathcal{N}(0, 1/d_{model})$ initialisation achieve together is more modest: token vectors and
+# logits that do not start too large. The factor alone, on PyTorch's default table, does the
+# opposite. The paper's text gives only the factor; the initialisation that goes with it comes from
+# its authors' code (chapter 01, section 3).
+
+# %% [markdown]
+# ## 2. Do the sinusoids carry a model beyond its training lengths?
+#
+# Chapter 02 hoped, with §3.5, that the sinusoids let a model handle sequences longer than any it
+# trained on. It also showed that a learned table only learns the positions it sees. Two models
+# test the hope. One adds the sinusoidal table, the other a learned one: the package's
+# `LearnedPositionalEmbedding`, one `nn.Embedding` row per position. Both train for 700 steps, on
+# strings of 3 to 10 letters only. Then each reverses new strings of every length from 3 to 16. The
+# table counts the strings reversed exactly and the letters that land in the right place. The cell
+# takes about a minute on a 2-core CPU.
+#
+# *The figure in words:* The left panel draws both models' training loss over the 700 steps, on a
+# logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
+# lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
+# 16. Solid lines give the share of new strings reversed exactly, dashed lines the share of letters
+# put in the right place, each with a band from the lowest run to the highest. A grey background
+# marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
+# 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
+# the range of the runs at 8 letters.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+# LearnedPositionalEmbedding takes PositionalEncoding's arguments (d_model, max_len, dropout): pass the class itself
+positions_result = run_experiment("positions", variants={
+    "sinusoidal (the paper)": Transformer,
+    "learned (Table 3, row E)": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
+})  # fmt: skip
+sinusoidal, learned = positions_result.variants
+low_high = {name: positions_result.variants[name].spread("8 exact") for name in (sinusoidal, learned)}
+display(Markdown(
+    f"In this run, at 8 letters, the sinusoidal runs reversed {low_high[sinusoidal][0]:.0f} to "
+    f"{low_high[sinusoidal][1]:.0f} % of the strings, the learned runs {low_high[learned][0]:.0f} to "
+    f"{low_high[learned][1]:.0f} %."
+))  # fmt: skip
+
+# %% tags=["hide-output"]
+variants = positions_result.variants.values()
+short = [sum(v.values(f"{n} exact")[i] for n in range(3, 7)) / 4 for v in variants for i in range(len(v.runs))]
+longer = [x for v in variants for n in range(11, 17) for x in v.values(f"{n} exact")]
+expect("every model reverses most strings of 3 to 6 letters (mean exact match ≥ 50 % on every seed)",
+       min(short) >= 50, f"lowest seed {min(short):.1f} %")  # fmt: skip
+expect("no model reverses more than 5 % of the strings of 11 letters or more (every seed, every length)",
+       max(longer) <= 5, f"highest {max(longer):.1f} %")  # fmt: skip
+letters_short = [x for v in variants for n in range(3, 7) for x in v.values(f"{n} letters")]
+letters_long = [x for v in variants for n in range(12, 17) for x in v.values(f"{n} letters")]
+expect("every model puts ≥ 60 % of the letters in place on strings of 3 to 6 letters (every seed, every length)",
+       min(letters_short) >= 60, f"lowest {min(letters_short):.1f} %")  # fmt: skip
+expect("and ≤ 40 % on strings of 12 letters or more (every seed, every length)",
+       max(letters_long) <= 40, f"highest {max(letters_long):.1f} %")  # fmt: skip
+middle = {  # exact match on strings of 7 to 10 letters, the longer training lengths: mean over lengths and runs
+    name: sum(x for n in range(7, 11) for x in v.values(f"{n} exact")) / (4 * len(v.runs))
+    for name, v in positions_result.variants.items()
+}
+expect("from 7 to 10 letters, the learned table reverses fewer strings than the sinusoids, on average over the runs",
+       middle[learned] < middle[sinusoidal], f"sinusoidal {middle[sinusoidal]:.1f} %, learned {middle[learned]:.1f} %")  # fmt: skip
+
+# %% [markdown]
+# **The finding: on short strings both kinds of model do well, and beyond the training lengths
+# both collapse.** The check above (folded in the web edition) holds it for every run. Every model
+# reverses at least half of the strings of 3 to 6 letters. No model reverses more than 5 % of the
+# strings of 11 letters or more. The share of letters in the right place falls too. It is at least
+# 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on (the right panel).
+#
+# Within the training lengths, the two kinds part as the strings get longer. From 7 to 10 letters,
+# on average over the runs, the learned table reverses fewer strings than the sinusoids; the check
+# holds that too. How far it falls behind varies from run to run: the sentence under the figure gives
+# this run's range at 8 letters. Chapter 02's section 6 suggests a likely reason. A training string
+# of 10 letters is as common as one of 3, so a late position occurs in fewer training strings than
+# an early one. Its row of the learned table gets fewer updates. The sinusoids give every position a
+# vector tied to the others by a rotation.
+#
+# So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
+# it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
+# the known positions by the rotations of chapter 02. But the model never learnt what to do with
+# those vectors. Its weights were fitted to strings of up to 10 letters. Its decoder has never had
+# to write an 11th letter, or to stop after one. A position code that is defined everywhere is not
+# a model that generalises everywhere. Later encodings were designed for exactly this (see the
+# further reading).
+
+# %% [markdown]
+# ## 3. Does post-LN need the warm-up?
+#
+# Chapter 05 measured the gradients of post-LN and pre-LN stacks at initialisation. It left a
+# claim untested: post-LN may need a learning-rate warm-up. The models of this section and the next
+# have 3 layers on each side and train for 400 steps with chapter 08's Adam optimiser.
+#
+# A *warm-up* starts the learning rate near zero and raises it step by step to its
+# peak. The paper does this over its first 4000 steps (§5.3); here it takes the first 100. Three
+# variants share the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay after it:
+#
+# - post-LN with the warm-up;
+# - post-LN starting at the peak;
+# - pre-LN starting at the peak.
+#
+# The gradients are not clipped (chapter 08), as in the paper. The model is the same in all three.
+# A `Variant` changes how it is trained (`warmup=False`) or its configuration (`norm_first=True`).
+#
+# *The figure in words:* Three panels. The left one draws each variant's training loss over the 400
+# steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
+# from the lowest run to the highest. In the middle, the two learning-rate schedules: one climbs over the
+# first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
+# per variant for its mean exact match on new strings, and one dot per run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+warmup_result = run_experiment("warm-up", variants={
+    "post-LN, warm-up": Transformer,
+    "post-LN, no warm-up": Variant(warmup=False),
+    "pre-LN, no warm-up": Variant(norm_first=True, warmup=False),
+})  # fmt: skip
+post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
+
+# %% tags=["hide-output"]
+exact = {name: v.values("exact match %") for name, v in warmup_result.variants.items()}
+loss = {name: v.values(FINAL_LOSS) for name, v in warmup_result.variants.items()}
+expect_at_most("post-LN without warm-up: held-out strings reversed exactly, best seed", max(exact[post_cold]), 2, "%")
+expect_above("final training loss: post-LN with the warm-up below post-LN without it by over 0.5, every run",
+             loss[post_cold], loss[post_warm], margin=0.5, names=("post-LN, no warm-up", "post-LN, warm-up"))  # fmt: skip
+expect_above("final training loss: pre-LN without warm-up below post-LN without it by over 0.5, every run",
+             loss[post_cold], loss[pre_cold], margin=0.5, names=("post-LN, no warm-up", "pre-LN, no warm-up"))  # fmt: skip
+
+# %% [markdown]
+# **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
+# without it.** The check above (folded in the web edition) holds each part in every run. Post-LN
+# without warm-up reverses at most 2 % of the new strings. Its final loss stays above the others' by
+# 0.5 or more: every run of one against every run of the other. The same model with the warm-up
+# learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
+# steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
+# why the check reads the loss.
+#
+# Why? Xiong et al. trace it to the gradients of chapter 05's section 4. At full learning rate from
+# the first step, the top layers of a post-LN stack take large steps before the lower ones have
+# learnt anything useful. Chapter 05's mild gradient ratio at initialisation is consistent with
+# that, but does not prove it. (One size, one task: [exercises
+# 13](../exercises/ex11_testing_the_papers_choices.ipynb) asks what else you would vary before
+# trusting the result further.)
+
+# %% [markdown]
+# ## 4. What do the residual connections do?
+#
+# Chapter 05 argued that the shortcuts let the gradient reach the lower layers. Here the same
+# post-LN model trains with and without them. The variant without them gets another `connection`:
+# `no_residual`, next to chapter 05's `residual` in `sublayer.py`, is `residual` without its `x +`.
+# So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every attention and
+# feed-forward sub-layer.
+#
+# > **Common mistake — comparing lines of two experiments.** The lines of one table share one
+# > setting; two tables need not. One setting differs from the warm-up experiment: here the
+# > gradients are clipped, as chapter 08 clips them (to a total norm of 1). So the line "with
+# > residual connections" is not the run "post-LN, warm-up" above. Compare the two lines of this
+# > table with each other, not with the table above. The cell below lists the settings that differ.
+
+# %%
+warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
+differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.name)) for f in fields(warmup_setting)
+          if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}  # fmt: skip
+print("settings that differ (warm-up experiment, residual experiment):", differ)
+
+# %% [markdown]
+# *The figure in words:* Two panels. The left one draws both variants' training loss over the 400
+# steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
+# from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
+# new strings, and one dot per run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+residual_result = run_experiment("residuals", variants={
+    "with residual connections": Transformer,
+    "without residual connections": lambda config: Transformer(config, connection=no_residual),
+})  # fmt: skip
+with_shortcuts, without_shortcuts = residual_result.variants
+
+# %% tags=["hide-output"]
+exact = {name: v.values("exact match %") for name, v in residual_result.variants.items()}
+loss = {name: v.values(FINAL_LOSS) for name, v in residual_result.variants.items()}
+expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
+               max(exact[without_shortcuts]), 2, "%")  # fmt: skip
+expect_above("final training loss: with residual connections below without them by over 0.5, every run",
+             loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))  # fmt: skip
+
+# %% [markdown]
+# **The finding: without its shortcuts the model barely learns.** The check above holds it in every
+# run. Without the shortcuts the model reverses at most 2 % of the new strings. With them, its
+# final loss ends lower by 0.5 or more. Without the shortcuts, every piece of information has to
+# pass through every attention and feed-forward sub-layer, including which letter sits where. And
+# the gradient reaches the lower layers only through all the sub-layers above. With the shortcuts,
+# each sub-layer only adds a correction, and the residual stream carries the rest, forwards and
+# backwards.
+
+# %% [markdown]
+# ## 5. What does label smoothing buy?
+#
+# Chapter 08 (section 3) quoted the paper: label smoothing "hurts perplexity, as the model learns to
+# be more unsure, but improves accuracy and BLEU score" (§5.4). The experiment below trains the same
+# small model on the reverse task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On
+# held-out strings it measures:
+#
+# - exact match (greedy decoding) and the accuracy of each next-token prediction;
+# - the model's *confidence*: the probability it gives its top choice, averaged over the tokens;
+# - the *calibration error*: how far confidence and accuracy lie apart, averaged over bins of
+#   confidence (0 for a model whose 90%-sure predictions are right 90% of the time);
+# - the perplexity of the correct strings.
+#
+# Each setting trains for 800 steps with one layer on each side.
+#
+# *The figure in words:* Three panels compare the two settings, blue for ε = 0 and orange for
+# ε = 0.1. The left one draws the training loss over the 800 steps, on a logarithmic scale. A line
+# shows the mean of the three runs, and a band reaches from the lowest run to the highest. The middle
+# one is a histogram of the confidence on held-out strings, the probability of the model's top
+# choice, with the share of the tokens on a logarithmic scale. The orange confidences lie lower on
+# average, as the folded check under the figure confirms. The right one has one bar per setting for
+# its mean exact match on new strings, and one dot per run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+smoothing_result = run_experiment("label-smoothing", variants={  # the same model, trained with two losses
+    "ε = 0": Variant(smoothing=0.0),
+    "ε = 0.1 (the paper)": Variant(smoothing=0.1),
+})  # fmt: skip
+sharp, smooth = smoothing_result.variants  # "ε = 0", "ε = 0.1 (the paper)"
+
+# %% tags=["hide-output"]
+# NBVAL_IGNORE_OUTPUT
+for metric in smoothing_result.metrics():
+    print(smoothing_result.verdict(metric, sharp, smooth).replace("*", ""))
+pairs = smoothing_result.paired_differences("perplexity", smooth, sharp)
+print("perplexity with ε = 0.1 minus without, run by run:", [round(d, 3) for d in pairs])
+
+# %% tags=["hide-output"]
+values = {metric: {name: v.values(metric) for name, v in smoothing_result.variants.items()}
+          for metric in smoothing_result.metrics()}  # fmt: skip
+expect_above("mean confidence: lower with ε = 0.1, beyond the spread of the seeds",
+             values["mean confidence %"][sharp], values["mean confidence %"][smooth])  # fmt: skip
+# confidence minus token accuracy, seed by seed: below 0 = less sure than right (under-confident)
+over = {name: [c - a for c, a in zip(values["mean confidence %"][name], values["token accuracy %"][name], strict=True)]
+        for name in (sharp, smooth)}  # fmt: skip
+expect_above("confidence minus accuracy: lower with ε = 0.1 (less sure than right), beyond the spread of the seeds",
+             over[sharp], over[smooth])  # fmt: skip
+
+# %% [markdown]
+# **The finding: with $\varepsilon = 0.1$ the model is less sure than it is right.** Without
+# smoothing, its mean confidence lies close to its token accuracy. With smoothing, confidence drops
+# below accuracy: the middle panel's orange histogram sits lower, towards the 0.9 that the smoothed
+# target asks for. The folded checks above find both differences beyond the spread.
+#
+# Why check the signed gap, confidence minus accuracy, and not the calibration error? The
+# calibration error counts a gap in either direction. A run without smoothing that trains less well
+# can be *over*-confident, and its calibration error can then be as large as a smoothed model's. The
+# sign is what label smoothing changes.
+#
+# The other two claims of the paper are weaker here. **Perplexity** should rise: a model trained
+# towards 0.9 on the right token cannot give it probability 1. The folded lines print each pair's
+# difference. If every pair rises but the ranges overlap, that is a consistent hint, not a
+# difference beyond the spread. **Accuracy**: the paper's gain came from a large model on real
+# sentences, with real ambiguity for the smoothing to help with. On a small, unambiguous task there
+# is little to regularise. Unless the folded verdict finds a difference in exact match, this
+# experiment shows none: smoothing mostly changes how sure the model sounds. That is also why
+# chapter 09's sampled translations went wrong so easily: at every step, label smoothing leaves a
+# noticeable share of the probability on the wrong pieces.
+
+# %% [markdown]
+# ## Summary
+#
+# - Leaving out the $\sqrt{d_{model}}$ factor did not hurt a small model: it learnt at least as
+#   well. Token vectors that started 8 times too long (PyTorch's $\mathcal{N}(0, 1)$ table times
+#   $\sqrt{d_{model}}$) failed in every run.
+# - Sinusoidal and learned positions both did well on short strings and both collapsed beyond the
+#   training lengths. A position code defined everywhere is not a model that generalises everywhere.
+# - Without warm-up, the 3-layer post-LN model stalled in every run, while pre-LN learnt. With the
+#   warm-up, post-LN learnt too.
+# - Without its residual connections the same model barely learnt at all.
+# - With label smoothing the model was less sure than it was right. The paper's other two claims,
+#   a higher perplexity and a better accuracy, did not show beyond the spread on this small task.
+# - Each finding holds for one small size and one task. It is a test of an argument, not a law.
+#
+# **Exercises:**
+# [exercises/ex11_testing_the_papers_choices.ipynb](../exercises/ex11_testing_the_papers_choices.ipynb)
+# has no functions to write: it asks you to explain each experiment in your own words (worked
+# answers in `solutions/`).
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why do the variants of an experiment differ in one choice only?
+#    <details><summary>Answer</summary>
+#
+#    So that a difference in the results can come from that choice alone.
+#    </details>
+# 2. The model without the $\sqrt{d_{model}}$ factor learnt at least as well. Why does that not
+#    make the factor wrong?
+#    <details><summary>Answer</summary>
+#
+#    The factor was chosen with an initialisation. With $\mathcal{N}(0, 1/d_{model})$ entries it keeps
+#    the token vectors and the logits from starting too large. Learned embeddings soon take whatever
+#    size helps, so a small imbalance at the start is cheap to repair.
+#    </details>
+# 3. Why does a learned position table fail beyond the training lengths?
+#    <details><summary>Answer</summary>
+#
+#    Its rows for those positions never received a gradient: they are still random.
+#    </details>
+# 4. What did the warm-up experiment show?
+#    <details><summary>Answer</summary>
+#
+#    With the same peak learning rate, the 3-layer post-LN model without warm-up stalled in every
+#    run: its loss stayed high and it reversed almost no string. The same model with warm-up learnt,
+#    and the pre-LN model learnt without any warm-up.
+#    </details>
+# 5. What happened without the residual connections?
+#    <details><summary>Answer</summary>
+#
+#    The 3-layer model barely learnt, in every run: its loss stayed high and it reversed almost no
+#    new string, where the same model with its shortcuts learnt. Each layer had to carry all
+#    information through its own sub-layers, and the gradient had no direct path to the lower
+#    layers.
+#    </details>
+# 6. What did the label-smoothing experiment show?
+#    <details><summary>Answer</summary>
+#
+#    With $\varepsilon = 0.1$ the model is clearly less confident than it is accurate, and nearly
+#    calibrated without it, in every run. Perplexity is not settled: the folded lines print each
+#    pair's difference and the verdict for your run. Exact match showed no gain on a task this easy,
+#    unless your run's verdict says otherwise.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.4, §3.5, §5.3, §5.4 and Table 3 (the authors' own variations of the base model).
+# - Müller, Kornblith and Hinton (2019), *When Does Label Smoothing Help?*: its effect on
+#   confidence and calibration.
+# - Guo et al. (2017), *On Calibration of Modern Neural Networks*: the calibration error measured
+#   in section 5.
+# - Xiong et al. (2020), *On Layer Normalization in the Transformer Architecture*: post-LN, pre-LN
+#   and why the former needs a warm-up.
+# - He et al. (2016), *Deep Residual Learning for Image Recognition*: residual connections.
+# - Press, Smith and Lewis (2022), *Train Short, Test Long* (ALiBi), and Su et al. (2021),
+#   *RoFormer* (rotary positions, chapter 13): position encodings designed to extrapolate.
+# - Narang et al. (2021), *Do Transformer Modifications Transfer Across Implementations and
+#   Applications?*: why one small experiment is not enough.

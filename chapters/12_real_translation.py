@@ -1,0 +1,815 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 12 — From number words to real sentences
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/12_real_translation.ipynb)
+#
+# Chapter 08 trained a translator of number words, a task with 31 English words, 32 German pieces
+# and one way to say each number. Real text is different. Any word may turn up, German changes its
+# articles and endings with gender and case, and it moves its verbs to the end of a clause. This
+# chapter takes the model of chapter 08, unchanged, to sentences with real grammar. It brings in
+# the tools the paper uses for real corpora: subword tokens, batches of a token budget, shared
+# embeddings and checkpoint averaging. It ends with the same training on several processes, and on
+# corpora from the Hugging Face Hub or your own files.
+#
+# **Learning goals**
+#
+# - cut text into subword tokens with byte-pair encoding, and follow its merges by hand;
+# - learn one vocabulary for both languages, share one embedding matrix between encoder, decoder
+#   and output, and measure what the size of the vocabulary trades;
+# - batch by a token budget instead of a number of sentences, and measure the padding it saves;
+# - train on sentences, average the last checkpoints, and score the written text with sacrebleu
+#   (BLEU, chrF, exact match); read the cross-attention of a trained model;
+# - run the training on several processes with `torchrun` and DistributedDataParallel, and see why
+#   the ranks' gradients must be weighted by their token counts.
+#
+# **In the paper:**
+#
+# - §3.4: one weight matrix for both embeddings and the output layer;
+# - §5.1: byte-pair encoding with a shared vocabulary of about 37,000 tokens; batches of about
+#   25,000 source and 25,000 target tokens, grouped by length;
+# - §5.2: eight GPUs;
+# - §6.1: the average of the last 5 checkpoints; BLEU.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+import matplotlib.pyplot as plt
+import torch
+
+from transformer_course import pick_device
+from transformer_course.datasets.sentences import sentence_splits, sentence_tokens
+from transformer_course.evaluation import evaluate, translate
+from transformer_course.sentence_training import pick_sentence_profile, shared_tokenizer
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.notebook import setup_chapter
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+device = pick_device()  # CUDA, then Apple's MPS, then the CPU
+profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA (section 5 prints it)
+
+# %% [markdown]
+# ## Where we are
+#
+# The model is the one of the map, unchanged. What changes is at its two ends:
+#
+# - the tokens: subwords learned from the text, one vocabulary for both languages, one matrix for
+#   both embeddings and the output layer;
+# - the training: batches of a token budget, several processes, averaged checkpoints.
+#
+# In the paper's notation the source and target vocabularies are now one: $V_\text{src} = V_\text{tgt}$.
+# The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right, with the same
+# boxes as in chapter 06. This chapter's boxes are highlighted, at both ends of the model. At the
+# bottom, the source token ids and the shifted target ids enter, and each goes through a token
+# embedding multiplied by √D. At the top of the decoder, the linear layer tied to the embedding and
+# the softmax give the logits. Above the softmax, the loss against the labels is highlighted too,
+# for the training; the "next token" box beside it stays plain.
+
+# %%
+architecture_map(["tokens", "embeddings", "training"])
+
+# %% [markdown]
+# ## 1. Sentences with real grammar, made on the spot
+#
+# Corpora such as WMT need downloads and GPU hours. So, as in chapter 08, the course makes its own
+# data. `datasets/sentences.py` writes English sentences and their German translations from a
+# lexicon of about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar, seeded, in
+# any amount. The German is what a learner of German fights with:
+#
+# - three genders and their cases: *der Hund*, *den Hund*, *dem Hund*;
+# - adjective endings that depend on the article: *der alte Mann*, *ein alter Mann*;
+# - the verb in second place: *Manchmal gibt die Schwester …*;
+# - the verb at the end of a subordinate clause: *…, dass sie die Gläser sieht*;
+# - the perfect tense, which puts the participle at the end: *hat … gefunden*;
+# - *nicht*, which follows the objects (*hat den Hund nicht gesehen*) and turns "must not" into
+#   *darf nicht*.
+#
+# The English has almost none of it. So the model must work out case and gender from roles and
+# nouns, and attention must reorder.
+
+# %%
+# tests/test_sentences.py checks the generator on 60,000 pairs for the mistakes a reader found in an
+# earlier version: "wanted to live" with no place, "must … no X" as "muss kein X" (which means "need
+# not"), and clauses joined by "while" in two tenses.
+texts = sentence_splits(n_train=profile.n_train)  # {"train", "valid", "test"}: (English, German) pairs
+print({split: len(pairs) for split, pairs in texts.items()})
+for en, de in [texts["test"][i] for i in (1, 9, 11, 16, 8, 36)]:
+    print(f"{en}\n    → {de}")
+
+# %% [markdown]
+# A sentence goes to training, validation or test by a hash of its German text. So no German
+# sentence of the test set is ever a training target, not even as the translation of another
+# English wording. The test set depends only on the seed: it stays the same when training grows.
+
+# %%
+train_german = {de for _, de in texts["train"]}
+assert not any(de in train_german for _, de in texts["test"])
+words = [len(en.split()) for en, _ in texts["train"]]
+print(f"English words per training sentence: {min(words)} to {max(words)}, mean {sum(words) / len(words):.1f}")
+
+# %% [markdown]
+# ## 2. Subword tokens
+#
+# Chapter 08's two vocabularies were written by hand. For real text we have to learn one, and the
+# choice of unit matters:
+#
+# - **words**: a vocabulary built from the training text misses every word it did not see (in
+#   German every new compound: *Hundehütte*), and each inflected form (*alt, alte, alten*) is a
+#   separate token;
+# - **characters**: nothing is ever unknown, but sentences get five times longer;
+# - **subwords**: frequent words stay whole, rare ones are cut into a few frequent pieces.
+#
+# The word vocabulary of our training text, and what it makes of a sentence with two words it never
+# saw:
+
+# %%
+from transformer_course.vocab import Vocab
+
+word_vocab = Vocab.build(sentence_tokens(text) for pair in texts["train"] for text in pair)
+unseen = "The astronaut gives the dog a Hundehütte."
+print(len(word_vocab), "words;", sentence_tokens(unseen), "→")
+print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unseen))])
+
+# %% [markdown]
+# ### Byte-pair encoding
+#
+# Byte-pair encoding (BPE; Sennrich et al., 2016) learns subwords from the training text. BPE
+# starts with one token per character. It counts how often each pair of neighbouring tokens
+# occurs, merges the most frequent pair into a new token, and repeats until the vocabulary has the
+# size we asked for. The merges are the tokenizer: a new text is cut into characters, and
+# the merges are applied in the order they were learned.
+#
+# Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
+# times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word (the
+# convention of the tokenizer below). Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*,
+# *widest*), and so does *s t*. On a tie, the pair whose left symbol is older wins. Single letters
+# are older than merged symbols, and among themselves go by their code: *e* before *s*, every
+# letter before "▁". So *e s* comes first, then *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur
+# 7 times each. *l o* wins, and two more merges make *▁low* one token. `bpe_merges` (exercise
+# ex12_3, the end of this section) learns the merges; the cell shows each word after each merge.
+
+# %%
+import re
+
+from transformer_course.subwords import bpe_merges  # exercise ex12_3
+
+counts = {"▁low": 5, "▁lower": 2, "▁newest": 6, "▁widest": 3}  # Sennrich et al. (2016), section 3.2
+merges = bpe_merges(counts, 8)
+symbols = {word: " ".join(word) for word in counts}  # each word as its symbols, space-separated
+width = {word: len(spaced) + 3 for word, spaced in symbols.items()}  # a column per word
+print((f"{'merge':14}" + "".join(f"{word} ×{n}".ljust(width[word]) for word, n in counts.items())).rstrip())
+for k, (left, right) in enumerate(merges, start=1):
+    pair = rf"(?<!\S){re.escape(left)} {re.escape(right)}(?!\S)"  # the two symbols, side by side
+    symbols = {word: re.sub(pair, left + right, spaced) for word, spaced in symbols.items()}
+    print((f"{k}. {left} + {right}".ljust(14) + "".join(symbols[word].ljust(width[word]) for word in counts)).rstrip())
+
+# %% [markdown]
+# We use Hugging Face's `tokenizers` library (`subwords.py`). It trains offline in well under a
+# second here. A trained tokenizer is one JSON string: it travels inside our checkpoints as plain
+# data. Each word start is marked with "▁", so decoding gives the text back exactly.
+#
+# The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
+# same: `shared_tokenizer` trains on the English and the German training sentences.
+
+# %%
+tokenizer = shared_tokenizer(texts["train"], vocab_size=profile.vocab_size)
+print(tokenizer, "— the first merges:", tokenizer.merges()[:10])
+for text in (texts["test"][16][0], texts["test"][16][1], unseen):
+    pieces = tokenizer.tokens(text)
+    assert tokenizer.decode(tokenizer.encode(text)) == text  # the text comes back
+    print(f"{len(pieces):2d} tokens: {' '.join(pieces)}")
+
+# %% [markdown]
+# ### The merges, learned from scratch
+#
+# Nothing in BPE's training is hidden in the library. Cut the texts as the tokenizer does: "▁" at
+# word starts, punctuation apart. Then, merge after merge, count the neighbouring pairs of symbols,
+# each weighted by the word's count, and join the most frequent pair everywhere. Break ties as the
+# hand-worked example did, and the merges agree one for one. `bpe_merges` in
+# `subwords.py` is that loop (exercise ex12_3). Here it runs on our training sentences, next to
+# the tokenizer trained above.
+
+# %%
+from transformer_course.subwords import pretokenized_words
+
+words = pretokenized_words(text for pair in texts["train"] for text in pair)  # piece → how often it occurs
+ours = bpe_merges(words, 50)
+library = [tuple(merge.split(" ")) for merge in tokenizer.merges()[:50]]
+print(f"{len(words):,} distinct pieces; the first merges, bpe_merges | tokenizers:")
+for k in range(8):
+    print(f"{k:3d}  {' + '.join(ours[k]):>11} | {' + '.join(library[k])}")
+assert ours == library, "bpe_merges and the library disagree"
+print(f"all {len(ours)} merges agree")
+
+# %% [markdown]
+# The unseen words come out as pieces the model knows (*▁Hund*, a piece of *Hütte*), never as
+# `<unk>`. Most tokens are used by one language only. German capitalises its nouns, so English
+# `▁baby` and German `▁Baby` are different tokens. The shared ones are punctuation and pieces that
+# both languages build words from.
+
+# %%
+from collections import Counter
+
+used = {"en": Counter(), "de": Counter()}  # how often each language uses each token
+for en, de in texts["train"][:20_000]:
+    used["en"].update(tokenizer.tokens(en))
+    used["de"].update(tokenizer.tokens(de))
+both = set(used["en"]) & set(used["de"])
+print(f"English only: {len(set(used['en']) - both)}, German only: {len(set(used['de']) - both)}, both: {len(both)}")
+print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + used["de"][t]))[:16])
+
+# %% [markdown]
+# ### What the vocabulary size trades
+#
+# A bigger vocabulary gives shorter sequences: less attention and feed-forward work per sentence,
+# and shorter distances to attend over. But it also gives a bigger embedding matrix, and rarer
+# tokens, each of which the model sees fewer times during training. We train BPE at several sizes
+# on part of the training text and measure on the validation sentences.
+
+# %%
+from transformer_course.subwords import subword_task, tokenizer_summary
+
+sample = texts["train"][:20_000]
+valid_texts = [text for pair in texts["valid"] for text in pair]
+rows = []
+for size in (150, 300, 600, 1000, 2000, 4000):
+    bpe = shared_tokenizer(sample, vocab_size=size)
+    summary = tokenizer_summary(bpe, valid_texts)
+    counts = Counter(i for pair in sample[:5000] for text in pair for i in bpe.encode(text))
+    rare = sum(1 for i in range(4, len(bpe)) if counts[i] < 10) / (len(bpe) - 4)
+    rows.append({**summary, "vocab_size": len(bpe), "rare": rare})
+print(f"size  tokens/sentence   tokens/word   embedding parameters (D={profile.d_model})   tokens seen < 10 times")
+for row in rows:
+    print(f"{row['vocab_size']:5d}  {row['tokens_per_text']:10.1f}  {row['tokens_per_word']:14.2f}  "
+          f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")  # fmt: skip
+
+# %% [markdown]
+# *The figure in words:* Both panels have the vocabulary size on a logarithmic horizontal axis, one
+# point per size asked for, each labelled with the size BPE reached. On the left, a blue line gives
+# the tokens per validation sentence, and it falls as the vocabulary grows. A dashed orange line,
+# read on a second axis at the right, gives the embedding parameters, the size times D: they grow in
+# proportion to the size. On the right, a red line gives the share of tokens seen fewer than 10 times, on
+# an axis from 0 to 100%. It is lowest at the middle sizes and climbs steeply at the largest.
+
+# %%
+fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
+sizes = [row["vocab_size"] for row in rows]
+ax_len.plot(sizes, [row["tokens_per_text"] for row in rows], "o-", label="tokens per sentence")
+ax_len.set(xscale="log", xlabel="vocabulary size (log scale)", ylabel="tokens per validation sentence",
+           title="A bigger vocabulary makes sentences shorter …")  # fmt: skip
+ax_params = ax_len.twinx()
+ax_params.plot(sizes, [s * profile.d_model / 1e3 for s in sizes], "s--", color="tab:orange")
+ax_params.set_ylabel("embedding parameters (thousands)", color="tab:orange")
+ax_rare.plot(sizes, [100 * row["rare"] for row in rows], "o-", color="tab:red")
+ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size (log scale)",
+            ylabel="% of tokens seen < 10 times", title="… and beyond the middle sizes more of its tokens are rare")  # fmt: skip
+for ax in (ax_len, ax_rare):
+    ax.set_xticks(sizes, [str(size) for size in sizes], minor=False)
+    ax.minorticks_off()  # the sizes themselves as ticks, no crowded 3×10², 4×10² …
+fig.tight_layout()
+
+# %% [markdown]
+# Our sentences use about 1,700 distinct words. So beyond about 2,700 tokens BPE has nothing left
+# to merge: asking for 4,000 gives 2,698. We take a vocabulary of 1,000 on the CPU: sentences of
+# about 14 tokens, and 128,000 embedding parameters, about an eighth of the model. The paper's
+# 37,000 tokens serve 4.5 million sentence pairs of WMT 2014 English–German: parliament
+# proceedings, web text and news commentary. Real text like that wants a larger vocabulary.
+#
+# ## 3. One embedding matrix for both languages (§3.4)
+#
+# With one vocabulary, token *i* means the same string on both sides. The paper goes one step
+# further: the source embedding, the target embedding and the output layer (the pre-softmax linear
+# transformation) are **one matrix**. Chapter 01 tied the output layer to the target embedding;
+# with `share_embeddings=True` the source embedding is that matrix too. A token shared by the two
+# languages then has one vector, trained by both sides.
+
+# %%
+from transformer_course.training import build_model
+
+task = subword_task(texts, tokenizer, name="sentences-en-de")  # the pairs in subword tokens
+shared = build_model(task, profile, share_embeddings=True)
+separate = build_model(task, profile)  # chapter 08's model: the output layer tied to the target embedding only
+assert shared.src_embed.weight is shared.tgt_embed.weight is shared.output.weight
+print(f"shared embeddings: {shared.num_parameters():,} parameters; separate source embedding: "
+      f"{separate.num_parameters():,} (+{separate.num_parameters() - shared.num_parameters():,} = V × D)")  # fmt: skip
+
+# %% [markdown]
+# ## 4. Batches of a token budget (§5.1)
+#
+# A batch of 128 sentences is as long as its longest sentence, so much of the rectangle is padding.
+# Chapter 08 sorted sentences into buckets of similar length, which helps. The paper goes further:
+# each batch holds "approximately 25000 source tokens and 25000 target tokens". `token_batches`
+# sorts the examples by length. It fills each batch until one more example would push *count ×
+# longest* over the budget (`max_tokens`), for the source and for the target; that step is `pack`,
+# exercise ex12_1. Then it shuffles the batches. A batch holds many short sentences or a few long
+# ones, and the work per step is about the same every step.
+#
+# A real corpus holds some pages-long "sentences" that fit no budget: `training_examples` leaves
+# out pairs longer than `profile.max_sentence_tokens` (none here).
+
+# %%
+from transformer_course.batching import batch_indices
+from transformer_course.sentence_training import training_examples
+from transformer_course.token_batches import padding_stats, token_batches
+
+examples, left_out = training_examples(task, profile)
+src_lengths, tgt_lengths = [len(s) for s, _ in examples], [len(t) for _, t in examples]
+budget = token_batches(src_lengths, tgt_lengths, profile.max_tokens, seed=0)
+size = round(len(examples) / len(budget))  # the same mean number of sentences per batch, for a fair comparison
+lengths = [s + t for s, t in zip(src_lengths, tgt_lengths, strict=True)]
+schemes = {
+    f"{size} random sentences": batch_indices(lengths, size, seed=0, epoch=0, bucket=1),
+    f"{size} sentences, bucketed (ch. 08)": batch_indices(lengths, size, seed=0, epoch=0, bucket=50),
+    f"token budget {profile.max_tokens} (§5.1)": budget,
+}
+print(f"{len(examples):,} training pairs ({left_out} left out), {len(budget)} token batches per epoch")
+for name, batches in schemes.items():
+    stats = padding_stats(batches, src_lengths, tgt_lengths)
+    print(f"{name:<38} {stats['waste']:6.1%} of the batch slots are padding")
+
+# %% [markdown]
+# *The figure in words:* Three histograms share one horizontal axis, the target slots of a batch:
+# its number of sentences times its longest target. The number of batches is on a logarithmic
+# scale. Blue is for random batches, orange for bucketed batches of the same mean size, green for
+# the token budget. A dotted vertical line marks the budget. The green bars stand in one tall, narrow peak just left of the line, and none lies to its
+# right. The orange bars spread wide on both sides of the line, and the blue ones lie mostly well to
+# its right.
+
+# %%
+fig, ax = plt.subplots(figsize=(9, 3.4))
+for name, batches in schemes.items():
+    slots = [len(b) * max(tgt_lengths[i] for i in b) for b in batches]  # padded target slots per batch
+    ax.hist(slots, bins=60, range=(0, 3 * profile.max_tokens), alpha=0.6, label=name)
+ax.axvline(profile.max_tokens, color="black", ls=":", label="the token budget")
+ax.set(xlabel="target slots per batch (sentences × longest)", ylabel="batches (log scale)", yscale="log",
+       title="A token budget keeps every batch the same size; fixed sentence counts do not")  # fmt: skip
+ax.legend()
+fig.tight_layout()
+
+# %% [markdown]
+# Random batches waste over 40% of the work on padding, and bucketing wastes much less. The token
+# budget wastes almost nothing. And unlike the other two, it never makes a batch bigger than the
+# budget: a budget that fits in memory once fits always.
+#
+# ## 5. Training on sentences
+#
+# The model, the loss, the warm-up schedule and the loop are chapter 08's. New are the subword
+# tokens, the shared embeddings and the token batches. The CPU run
+# trains without dropout, because it sees each training sentence only about 1.4 times: too few
+# passes to over-fit. Near the end, a callback (chapter 08's `Evaluation`) keeps a copy of the
+# weights every 50 steps, for checkpoint averaging (section 7). Every `profile.eval_every` steps it
+# also translates 300 validation sentences.
+
+# %%
+from transformer_course.step import MixedPrecision
+from transformer_course.tools.pages import run_settings
+from transformer_course.training import prepare_training
+
+print(run_settings(profile, device, MixedPrecision.for_device(device)))
+# chapter 08's prepare_training: seed → model → optimizer → scheduler → batches; a SentenceProfile
+# makes the model with shared embeddings and the batches of its token budget
+run = prepare_training(task, profile, device)
+model = run.model
+# What the chapter claims about this run, checked after it: bounds below what we measured over seeds
+# and two kinds of CPU arithmetic (chapter 08's box, "How this book tests a claim"). A GPU's longer run
+# ends at a lower learning rate, where averaging has less noise to remove: there we claim only that it
+# does not hurt. On the CPU the chapter states where its short run ends: a range, not only a floor
+# (the GPU's longer run may end anywhere above the floor). The second half of the run must still gain.
+on_cpu = device.type == "cpu"
+CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
+          "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
+keep_every, n_kept = 50, 5
+kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
+print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}")
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from transformer_course.training import Evaluation, History, fit
+
+history, snapshots = History(), {}
+
+
+def keep_and_validate(m: torch.nn.Module) -> dict:
+    """Every 50 steps: keep the weights of the steps in ``kept_at``; score the validation sentences
+    every ``profile.eval_every`` steps (an empty dict records nothing)."""
+    step = history.steps[-1]
+    if step in kept_at:
+        snapshots[step] = {name: value.detach().clone() for name, value in m.state_dict().items()}
+    return evaluate(m, task.valid[:300], task, bleu_on="text") if step % profile.eval_every == 0 else {}
+
+
+history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options,
+              evaluation=Evaluation(keep_and_validate, every=keep_every), history=history)  # fmt: skip
+print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
+
+# %% [markdown]
+# *The figure in words:* The left panel draws the training loss against the step, on a logarithmic
+# scale. A thin pale line gives the loss of each batch, and a darker line its running mean. The
+# right panel gives, at regular steps, the share of 300 validation sentences translated exactly, on
+# an axis from 0 to 100%. Its green points are joined by a line. A folded check further down asks
+# the second half of the run to gain on this axis.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from transformer_course.tools.plots import plot_history
+
+fig = plot_history(history, "sentences en→de")
+print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
+
+# %% [markdown]
+# The curve has not flattened when the run stops. It ends here because a chapter must run in
+# minutes on a laptop. What do more steps buy? Try it from a terminal: the same recipe, longer.
+#
+# ```bash
+# python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt
+# python -m transformer_course evaluate sentences.pt
+# ```
+#
+# Each training sentence is then seen about five times. Without dropout the model may begin to
+# memorise; the validation score tells you when more steps stop helping.
+
+# %% tags=["hide-output"]
+from transformer_course.tools.claims import expect_at_least, expect_at_most, expect_between
+
+exact = {e["step"]: e["exact_match"] for e in history.evals}
+halfway = max(step for step in exact if step <= profile.steps // 2)
+expect_at_least("validation exact match gained in the second half of training", exact[profile.steps] - exact[halfway],
+                CLAIMS["second_half_gain"], "points")  # fmt: skip
+
+# %% [markdown]
+# ## 6. Scoring the written text with sacrebleu
+#
+# For number words chapter 08 counted BLEU over German pieces, since a number is a single word. For
+# sentences, BLEU is computed on the **written text**, detokenized, and sacrebleu cuts it into words
+# with its own standard tokenizer ("13a"). That makes the score independent of how *our* model cut
+# its words. BLEU over subword pieces counts a word of three pieces as three words, so a system with
+# a smaller vocabulary would get a different score for the same translation. `evaluate(...,
+# bleu_on="text")` scores the written text this way. chrF compares character n-grams, and exact
+# match counts the sentences that are entirely right.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+import sacrebleu
+
+scores = evaluate(model, task.test, task, bleu_on="text")
+print("test, 1,000 sentences:", scores)
+hypotheses = translate(model, [s for s, _ in task.test], task)  # evaluate's limit: source length + 50 (§6.1)
+hyp_text = [task.detokenize(h) for h in hypotheses]
+ref_text = [task.detokenize(t) for _, t in task.test]
+assert round(sacrebleu.corpus_bleu(hyp_text, [ref_text]).score, 2) == scores["bleu"]  # by hand = the package
+pieces = [" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in task.test]]
+pieces_bleu = sacrebleu.corpus_bleu(*pieces, force=True)  # force: yes, these are tokens on purpose
+print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparable with other systems)")
+
+# %% tags=["hide-output"]
+expect_between("test exact match", scores["exact_match"], *CLAIMS["exact_match"], "%")
+expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+wrong = [i for i, (h, r) in enumerate(zip(hyp_text, ref_text, strict=True)) if h != r]
+print(f"{len(wrong)} of {len(ref_text)} test sentences are not exactly right, for example:")
+for i in wrong[:5]:
+    print(f"  {texts['test'][i][0]}\n    model:    {hyp_text[i]}\n    expected: {ref_text[i]}")
+
+# %% [markdown]
+# ## 7. Checkpoint averaging (§6.1)
+#
+# The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
+# in training the weights move around the bottom of a valley, pushed one way and then another by
+# the batches. The mean of several of those points can lie nearer the middle than any one of them.
+# `average_state_dicts` takes the element-wise mean (exercise ex12_2); `average_checkpoints` does the
+# same for checkpoint files. We average the last 2, 3 and 5
+# of our kept weights and score each on the test set.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from transformer_course.averaging import average_state_dicts
+
+final = snapshots[kept_at[-1]]
+averaged_scores = {1: scores}
+for n in (2, 3, 5):
+    model.load_state_dict(average_state_dicts([snapshots[step] for step in kept_at[-n:]]))
+    averaged_scores[n] = evaluate(model, task.test, task, bleu_on="text")
+model.load_state_dict(final)
+print("checkpoints averaged   exact match   BLEU    chrF")
+for n, s in averaged_scores.items():
+    print(f"{n:>20}   {s['exact_match']:11.2f}   {s['bleu']:5.2f}   {s['chrf']:5.2f}")
+
+# %% tags=["hide-output"]
+gain = averaged_scores[5]["exact_match"] - averaged_scores[1]["exact_match"]
+expect_at_least("exact match gained by averaging the last 5 kept weights", gain, CLAIMS["averaging_gain"], "points")
+
+# %% [markdown]
+# On the CPU run averaging helps: the mean of the last kept weights translates more test sentences
+# exactly than the final weights alone (the table above). The folded check asks for a gain beyond
+# what we saw vary between runs; on a GPU's longer run it asks only that averaging does not hurt.
+# Our five snapshots lie 50 steps apart at the end of a short run whose learning rate is still
+# fairly high. So each one is a noisy point around where the training is heading, and their mean
+# removes much of that noise. The paper averaged checkpoints 10 minutes apart after 12 hours of
+# training; what averaging gains there, this run cannot tell. To choose how many checkpoints to
+# average, use the validation set, not the test set as this demonstration does.
+#
+# ## 8. What the decoder reads: cross-attention on a real sentence
+#
+# Chapter 09 showed the cross-attention of the numbers model, head by head. Here is the last decoder
+# layer on a real sentence whose verb moves: the first test sentence with a *dass* clause that the
+# model translates exactly. In English the verb of the clause comes right after its subject; in
+# German it comes last. The map averages the layer's heads: rows are the German tokens being
+# written, columns the English tokens they read. The box marks the clause's last word.
+#
+# *The figure in words:* A heatmap has one row per German token the model writes and one column per
+# English source token, both cut into subwords. A darker blue is a larger weight, the mean of the
+# heads, on a colour bar from 0 to 1. A red box frames the rows of the clause's last word, the verb.
+# The title names that verb and the English word it reads most. The line under the map says, for
+# this run, which words these are and how far back the decoder jumps.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+from IPython.display import Markdown, display
+
+from transformer_course.decoding import cross_attention_maps, greedy_decode
+
+example = next(i for i, (_, de) in enumerate(texts["test"]) if ", dass " in de and hyp_text[i] == ref_text[i])
+print(texts["test"][example][0])
+src = torch.tensor([task.src_vocab.encode(task.test[example][0])], device=device)  # (1, S)
+hyp = greedy_decode(model, src)  # (1, T), at most the source length + 50 (§6.1)
+maps = cross_attention_maps(model, src, hyp)  # (layers, 1, H, T, S)
+source_tokens = task.test[example][0]
+target_tokens = task.tgt_vocab.decode(hyp[0].tolist()) + ["<eos>"]
+print(tokenizer.decode(hyp[0].tolist()))
+weights = maps[-1, 0].mean(dim=0)[: len(target_tokens), : len(source_tokens)].cpu()  # (T, S): heads averaged
+
+
+def word_of(tokens: list[str], i: int) -> range:
+    """The positions of the word that token ``i`` belongs to (a word starts with "▁")."""
+    start = next(j for j in range(i, -1, -1) if tokens[j].startswith("▁"))
+    end = next((j for j in range(i + 1, len(tokens)) if tokens[j].startswith("▁") or not tokens[j].isalpha()),
+               len(tokens))  # fmt: skip
+    return range(start, end)
+
+
+verb = word_of(target_tokens, target_tokens.index(".") - 1)  # the last word before the period: the verb
+before = word_of(target_tokens, verb.start - 1)  # the German word before it
+read = {name: word_of(source_tokens, int(weights[rows].sum(dim=0).argmax()))  # the English word read most
+        for name, rows in (("verb", verb), ("before", before))}  # fmt: skip
+text = lambda tokens, span: "".join(tokens[i] for i in span).replace("▁", "")  # noqa: E731
+
+fig, ax = plt.subplots(figsize=(9, 7.5))
+image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1)
+ax.set_xticks(range(len(source_tokens)), source_tokens, rotation=60, ha="right", fontsize=10)
+ax.set_yticks(range(len(target_tokens)), target_tokens, fontsize=10)
+ax.add_patch(plt.Rectangle((-0.5, verb.start - 0.5), len(source_tokens), len(verb), fill=False, ec="tab:red", lw=2))
+ax.set(xlabel="English source token (read)", ylabel="German token being written")
+ax.set_title(f"Writing '{text(target_tokens, verb)}', the clause's last word, the decoder reads "
+             f"'{text(source_tokens, read['verb'])}'", fontsize=11)  # fmt: skip
+fig.colorbar(image, ax=ax, shrink=0.7, label="attention weight (mean of the heads)")
+fig.tight_layout()
+plt.show()
+jump = read["before"].start - read["verb"].start
+display(Markdown(
+    f"**This run:** to write *{text(target_tokens, verb)}*, the decoder reads mostly "
+    f"*{text(source_tokens, read['verb'])}*. For the German word before it, *{text(target_tokens, before)}*, "
+    f"it read *{text(source_tokens, read['before'])}*: "
+    + (f"the verb sends it {jump} source tokens back to the left." if jump > 0 else "no jump back this time.")
+))  # fmt: skip
+
+# %% [markdown]
+# Read the map from the top. Where German follows the English word for word, the weights walk down
+# the diagonal: each German token reads the English token it translates. Then comes the last word
+# of the *dass* clause, the verb, in the box. To write it, the decoder jumps back to the English
+# verb, several source tokens to the left, past everything German has moved in between. The line
+# under the map says what this run's model did. That jump is the verb-final word order of a *dass*
+# clause, learnt from examples and carried out by attention alone.
+#
+# ## 9. Several processes: DistributedDataParallel
+#
+# The paper trained on 8 GPUs (§5.2). PyTorch's way is **DistributedDataParallel** (DDP):
+# `torchrun --nproc-per-node N` starts N copies of the training program, the *ranks*. Each holds a
+# whole replica of the model and takes its own share of the batches. Every rank computes the same
+# list of token batches (same seed) and takes every N-th one, starting at its rank. That is
+# `shard`, which first tops the list up so that every rank gets as many batches. After the backward
+# pass the ranks add up their gradients: an *all-reduce*, over NCCL between GPUs or gloo between
+# CPU processes. Every replica makes the same update, and the replicas stay equal. Only rank 0
+# evaluates and writes the checkpoint.
+
+# %%
+from transformer_course.token_batches import shard
+
+ranks = 2
+first_batches = [[i] for i in range(7)]  # stand-ins for one epoch's 7 batches
+for rank in range(ranks):
+    print(f"rank {rank} takes batches", [b[0] for b in shard(first_batches, rank, ranks)])
+
+# %% [markdown]
+# > **Common mistake — averaging the ranks' losses.** DDP's default all-reduce takes the *mean* of
+# > the ranks' gradients. Each rank's loss is already a mean over its own tokens, so that is a mean
+# > of means. With token batches the ranks hold different numbers of tokens. A token on a rank with
+# > few tokens then counts more than a token on a busy rank. The step is not the step one process
+# > would make on all the ranks' sentences together. Below, two "ranks" in one process: a batch of
+# > short sentences and a batch of long ones.
+
+# %%
+from transformer_course.batching import make_batch
+from transformer_course.loss import label_smoothed_cross_entropy
+
+model.eval()  # no dropout (this profile has none anyway): the gradients are comparable
+by_length = sorted(examples, key=lambda pair: len(pair[1]))
+short, long = by_length[:40], by_length[-8:]  # two ranks' batches: 40 short sentences, 8 long ones
+parts, together = [make_batch(short, 0), make_batch(long, 0)], make_batch(short + long, 0)  # together: one process
+
+
+def gradient(batch) -> torch.Tensor:
+    model.zero_grad()
+    logits = model(batch.src.to(device), batch.tgt_in.to(device))  # (B, T, V)
+    label_smoothed_cross_entropy(logits, batch.tgt_out.to(device), profile.smoothing).backward()
+    return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+
+truth = gradient(together)
+grads, counts = [gradient(b) for b in parts], [b.n_tokens for b in parts]
+mean_of_means = (grads[0] + grads[1]) / 2  # the bug: DDP's default average
+weighted = sum(g * n / sum(counts) for g, n in zip(grads, counts, strict=True))  # n_r / n, as distributed.py does
+relative = lambda g: ((g - truth).norm() / truth.norm()).item()
+print(f"target tokens per rank: {counts}")
+expect_at_least("mean of the ranks' gradients: relative distance to the one-process gradient", relative(mean_of_means), 0.05)
+expect_at_most("weighted by token counts: relative distance to the one-process gradient", relative(weighted), 1e-4)
+model.zero_grad()
+
+# %% [markdown]
+# `distributed.py` weights each rank's gradient by its share of the step's tokens, $n_r / n$, before
+# the ranks add them up. The result is the sum of all token losses over the global token count:
+# exactly what one process computes. `World.before_step` finds the share with one small all-reduce
+# of the token counts. A DDP *communication hook*, the function DDP calls to exchange each bucket
+# of gradients, applies it. So chapter 08's `train_step` and `fit` stay as they were; `fit` gets only
+# a `world` argument.
+#
+# From a terminal, the same command trains on one process or on several:
+#
+# ```bash
+# python -m transformer_course train --task sentences-en-de --out sentences.pt             # one process
+# torchrun --standalone --nproc-per-node 2 -m transformer_course train --task sentences-en-de --out sentences.pt
+# torchrun --standalone --nproc-per-node 8 -m transformer_course train --task sentences-en-de --out sentences.pt  # 8 GPUs
+# python -m transformer_course evaluate sentences.pt          # BLEU, chrF, exact match on the test split
+# python -m transformer_course translate sentences.pt "The old man gives the child a ball."
+# ```
+#
+# The tokenizer travels inside the checkpoint, as plain data read with `weights_only=True`. So
+# `translate` tokenizes your sentence as the model was trained, and prints written German.
+#
+# ## 10. Real corpora
+#
+# Where there is a network, the same command trains on a real corpus, downloaded once from the
+# Hugging Face Hub with the optional `datasets` package (`pip install "transformer-course[datasets]"`):
+#
+# - `--dataset multi30k`: 29,000 image captions, the Annotated Transformer's corpus;
+# - `--dataset iwslt2017-en-de`: TED talks;
+# - `--dataset wmt14-en-de`: the paper's corpus (add `--max-pairs`).
+#
+# They are cached as plain text files with SHA-256 sums, so later runs need no network. Or use your
+# own corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence
+# per line. Here, a folder we write ourselves:
+
+# %%
+import tempfile
+from pathlib import Path
+
+from transformer_course.datasets.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
+
+folder = Path(tempfile.mkdtemp()) / "my_corpus"
+write_text_corpus(Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50]), folder)
+print(describe(load_text_corpus(folder)))
+(folder / "test.de").write_text("Nur eine Zeile.\n", encoding="utf-8")  # now test.en and test.de disagree
+try:
+    load_text_corpus(folder)
+except CorpusError as error:
+    print("CorpusError:", error)
+
+# %% [markdown]
+# On a GPU this chapter picks a bigger profile by itself: the paper's width, four layers each side
+# and sixteen times the token budget. On GPUs that have it, it runs in bfloat16 autocast
+# (`MixedPrecision.for_device`).
+
+# %%
+from transformer_course.sentence_training import SENTENCE_GPU_PROFILE
+
+print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a recent GPU"))
+
+# %% [markdown]
+# ## Summary
+#
+# - Byte-pair encoding learns subword tokens from the text: frequent words stay whole, and unseen
+#   words become pieces instead of `<unk>`. One vocabulary for both languages lets the source
+#   embedding, the target embedding and the output layer be one matrix (§3.4, §5.1). The vocabulary
+#   size trades sequence length against embedding size and rare tokens.
+# - Batches of a token budget (§5.1) waste almost nothing on padding and keep every step the same
+#   size.
+# - Chapter 08's model, unchanged, learns much of German's word order and endings from examples in
+#   a few minutes on a CPU. It still gets a good share of the test sentences wrong.
+# - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
+#   our tokens.
+# - Averaging the last checkpoints (§6.1) is free to try: measure it.
+# - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
+#   gradient is weighted by its share of the tokens, and the result equals one process.
+#
+# **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb) —
+# the packing of length-sorted sentences under a token budget (ex12_1), the mean of several
+# checkpoints (ex12_2) and byte-pair merges from scratch that agree with the library's (ex12_3).
+# Worked solutions are in `solutions/`. From the command line:
+#
+# ```bash
+# python -m transformer_course check ex12_1 ex12_2 ex12_3
+# python -m transformer_course average averaged.pt run-900.pt run-950.pt run-1000.pt   # §6.1 on files
+# ```
+#
+# The rest of the chapter runs on the pieces you built in chapters 01–09; its other new rooms
+# (`sentences.py`, `distributed.py`, …) are there to read.
+
+# %% [markdown]
+# ## Check yourself
+#
+# 1. Why does a subword vocabulary never need `<unk>` for an English or German word, and what does
+#    a rare word cost instead?
+#    <details><summary>Answer</summary>
+#
+#    Byte-pair encoding starts from single characters and only merges frequent pairs, so any word
+#    made of known characters can be written as pieces. A rare word costs length: it becomes several
+#    tokens, so the sequence grows and the model must assemble its meaning from the pieces.
+#    </details>
+# 2. What does a bigger vocabulary trade?
+#    <details><summary>Answer</summary>
+#
+#    Shorter sequences, so less work per sentence. Against that: a bigger embedding matrix and
+#    rarer tokens, each seen less often in training.
+#    </details>
+# 3. Why may the source embedding, the target embedding and the output layer share one matrix
+#    here, when chapter 08 could share only the target embedding and the output?
+#    <details><summary>Answer</summary>
+#
+#    Sharing needs the same token ids on both sides. Chapter 08 had two vocabularies: English words
+#    and German pieces. Here one BPE vocabulary is learned from both languages, so an id means the
+#    same piece in the encoder, the decoder and the output layer (§3.4).
+#    </details>
+# 4. Why does a batch of a fixed number of sentences waste work, and what does a token budget fix?
+#    <details><summary>Answer</summary>
+#
+#    Every sentence is padded to the longest in its batch, so much of the batch is padding, and the
+#    number of real tokens changes from batch to batch. Filling a token budget from sentences sorted
+#    by length keeps padding small and the tokens per step almost constant (§5.1).
+#    </details>
+# 5. With token batches, why must each rank's loss be weighted by its share of the tokens before
+#    DDP averages the gradients?
+#    <details><summary>Answer</summary>
+#
+#    DDP takes the plain mean of the ranks' gradients. Say one rank holds 60 % of the tokens and the
+#    other 40 %: the mean of their per-token averages is not the per-token average over all tokens.
+#    Weight each rank's loss by (its tokens ÷ all tokens) × world size, and the mean is exact: the
+#    run equals one process on the whole batch.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.4 (shared weights), §5.1 (byte-pair encoding, batches by length, about 25,000
+#   tokens each side), §5.2 (eight GPUs), §6.1 (averaging the last checkpoints; BLEU).
+# - Sennrich, Haddow and Birch (2016), *Neural Machine Translation of Rare Words with Subword Units*:
+#   byte-pair encoding for translation.
+# - Kudo (2018), *Subword Regularization*, and Kudo and Richardson (2018), *SentencePiece*: the
+#   unigram model, the other common choice.
+# - Press and Wolf (2017), *Using the Output Embedding to Improve Language Models*: tying the
+#   embeddings and the output layer.
+# - Li et al. (2020), *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*: how
+#   DDP overlaps the all-reduce with the backward pass.
+# - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: scoring detokenised text with
+#   sacreBLEU.

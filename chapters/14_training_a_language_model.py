@@ -1,0 +1,595 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 14 — Training a modern language model
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/14_training_a_language_model.ipynb)
+#
+# Chapter 13 built the parts of a modern language model and checked each against a reference. It
+# trained nothing. This chapter trains one, on German sentences: chapter 13's modern block
+# (`DecoderOnlyConfig.modern`), with today's training recipe (section 1).
+# It samples text from the model, then tests which of chapter 13's changes shows at our scale. It
+# ends with what a training run costs, and with how a language model becomes an assistant.
+#
+# **Learning goals**
+#
+# - train a language model with today's recipe: AdamW with weight decay on the matrices, warm-up and
+#   cosine decay, bf16 on a GPU;
+# - sample with temperature and top-p, and check that the KV cache changes no token;
+# - compare the old and the new choices in paired runs, and conclude only from differences that
+#   every pair shows;
+# - estimate the compute of a training run from its parameters and its tokens;
+# - name the two stages of training that turn a language model into an assistant.
+#
+# **In the paper:** the 2017 choices that this chapter tests against today's.
+#
+# - §5.3, equation (3): Adam with the warm-up and inverse-square-root schedule;
+# - §3.1: the LayerNorm of each residual block;
+# - §3.3: the ReLU feed-forward network;
+# - §3.5: the sinusoidal positions added to the embeddings.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+import time
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import torch
+from IPython.display import Markdown, display
+
+from transformer_course import pick_device
+from transformer_course.batching import batch_stream
+from transformer_course.datasets.sentences import detokenize
+from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, generate
+from transformer_course.recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
+from transformer_course.schedule import transformer_lr
+from transformer_course.step import MixedPrecision
+from transformer_course.tools.claims import expect, expect_above, expect_at_most
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.lm_experiments import (
+    LONG_LOSS,
+    VALID_LOSS,
+    LMData,
+    LMVariant,
+    loss_by_position,
+    paired_beyond_chance,
+    run_lm_experiment,
+    token_losses,
+)
+from transformer_course.tools.notebook import setup_chapter
+from transformer_course.training import FitOptions, fit
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# ## Where we are
+#
+# Chapter 13 built the parts of a modern language model: one stack of blocks under a causal mask,
+# with RMSNorm, rotary positions, grouped key/value heads and SwiGLU. Here we train that model and
+# generate text from it. The map is chapter 13's, with the parts of this chapter highlighted: the
+# loss and its training, and generation. The letters are those of the
+# [notation page](../book/notation.md). $T$ is the length of a text, and $H_{kv}$ the number of
+# key/value heads.
+#
+# *The diagram in words:* One stack stands in the middle, with no encoder beside it. From the
+# bottom, the token ids enter the token embedding. A dashed frame marks the block repeated N times:
+# an RMSNorm before the causal self-attention, another before the SwiGLU feed-forward network, each
+# sub-layer with a shortcut around it. Above the stack come a final RMSNorm, the output layer tied
+# to the embedding, and the softmax. The softmax and the two boxes above it are highlighted. On the
+# left, the loss against the next tokens is trained with AdamW and a cosine schedule. On the right,
+# generation picks the next token and feeds it back to the token ids.
+
+# %%
+architecture_map(["training", "decoding"], model="decoder-only")
+
+# %% [markdown]
+# ## 1. Training a small German language model
+#
+# The data are the German sides of chapter 12's sentence pairs, as words and punctuation marks. A
+# word vocabulary is enough for text made from a fixed lexicon. Each training text is one sentence,
+# `<bos> … <eos>`, and the model learns to predict every next token. `lm_examples` (in `lm.py`) turns
+# the sentences into chapter 08's examples with an empty source. `WithoutSource` then lets chapter
+# 07's `fit` train the language model unchanged. The model's size and its training depend on where
+# the chapter runs, with a bigger profile on a GPU:
+
+# %%
+device = pick_device()  # CUDA, then Apple's MPS, then the CPU
+
+
+@dataclass
+class LMProfile:
+    """The size and the training of this chapter's language model."""
+
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    n_layers: int
+    n_train: int  # training sentences
+    batch_size: int
+    steps: int
+    lr: float = 3e-3
+    warmup_steps: int = 100
+
+
+CPU_PROFILE = LMProfile(d_model=128, n_heads=4, n_kv_heads=2, n_layers=2, n_train=20_000, batch_size=64, steps=1200)
+GPU_PROFILE = LMProfile(d_model=256, n_heads=8, n_kv_heads=2, n_layers=4, n_train=60_000, batch_size=128, steps=3000,
+                        lr=2e-3, warmup_steps=200)  # fmt: skip
+profile = GPU_PROFILE if device.type == "cuda" else CPU_PROFILE
+print(f"On the {device.type.upper()}: D = {profile.d_model}, {profile.n_heads} query heads and {profile.n_kv_heads} "
+      f"key/value heads, {profile.n_layers} blocks; {profile.steps:,} steps of {profile.batch_size} sentences drawn "
+      f"from {profile.n_train:,}, at a peak learning rate of {profile.lr:g} after {profile.warmup_steps} warm-up steps.")  # fmt: skip
+
+# %%
+data = LMData.german(n_train=profile.n_train)
+print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentences; "
+      f"{len(data.valid)} held-out sentences; the longest training text has {data.train_length} tokens")  # fmt: skip
+print(detokenize(data.vocab.decode(data.valid[0])))
+
+# %% [markdown]
+# **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay as
+# $1/\sqrt{\text{step}}$ that never ends (§5.3). Language models since GPT-3 mostly use:
+#
+# - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update and
+#   applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$. It is
+#   applied to the matrices (and the embedding) only. Biases and the gains of the norms are left
+#   alone, since pulling a gain towards 0 would switch its feature off. `make_adamw` (in `recipe.py`)
+#   also takes $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
+# - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule that
+#   knows how long the run is, and ends with small steps;
+# - **gradient clipping**: before each step, if the norm of all gradients together exceeds 1.0, they
+#   are scaled down to norm 1.0. One unlucky batch then cannot throw the weights far. Chapter 08's
+#   `fit` does it by default (`max_grad_norm=1.0`), and GPT-3 and Llama clip at 1.0 too;
+# - **bf16 autocast** on GPUs that have it (chapter 08's `MixedPrecision`): the matrix products in 16
+#   bits with float32's range, the weights and the optimizer in float32.
+#
+# The two schedules, at the same peak. Both warm up linearly over the same first steps, so their two
+# lines are one line there (the grey band):
+#
+# *The figure in words:* Two learning-rate schedules with the same peak are drawn against the
+# training step, over the whole run. A grey band covers the warm-up, where both rise along one
+# straight line from 0. After it, today's schedule, a thick blue line, stays near the peak, then
+# falls along a cosine to a tenth of the peak. The paper's equation (3), a dashed orange line, drops
+# fast at first, then ever more slowly. It ends above a quarter of its peak, so the two lines cross.
+
+# %%
+steps = range(1, profile.steps + 1)
+peak = transformer_lr(profile.warmup_steps, profile.d_model, profile.warmup_steps)
+fig, ax = plt.subplots(figsize=(8, 3.6))
+ax.axvspan(0, profile.warmup_steps, color="0.9", zorder=0, label=f"both: the same warm-up ({profile.warmup_steps} steps)")
+ax.plot(steps, [profile.lr * warmup_cosine_lr(s, profile.warmup_steps, profile.steps) for s in steps], lw=3.5,
+        alpha=0.6, label="linear warm-up, cosine decay (today)")  # fmt: skip
+ax.plot(steps, [profile.lr * transformer_lr(s, profile.d_model, profile.warmup_steps) / peak for s in steps],
+        ls="--", lw=1.6, color="C1", label="equation (3), the paper, scaled to the same peak")  # fmt: skip
+ax.set(xlabel="training step", ylabel="learning rate",
+       title="The cosine schedule ends low; the paper's is still above a quarter of its peak")  # fmt: skip
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
+plt.show()
+
+# %% [markdown]
+# > **Common mistake — weight decay on every parameter.** `torch.optim.AdamW(model.parameters(),
+# > weight_decay=0.1)` decays the gains of the norms too. Each step multiplies every weight by
+# > $1 - \text{lr} \cdot \lambda$, whatever the gradient says. A gain that drifts towards 0 switches
+# > its feature off. Below, the gains of a small model after 1,000 steps with zero gradients, under
+# > both optimizers. The check counts the one-dimensional parameters in a group that decays.
+
+# %%
+def decayed_vectors(optimizer: torch.optim.Optimizer) -> int:
+    """How many numbers of biases and norm gains (one dimension) the optimizer decays."""
+    return sum(p.numel() for group in optimizer.param_groups if group["weight_decay"] > 0
+               for p in group["params"] if p.dim() < 2)  # fmt: skip
+
+
+for label, make in (("AdamW(model.parameters())", lambda m: torch.optim.AdamW(m.parameters(), 3e-3, weight_decay=0.1)),
+                    ("make_adamw(model)", lambda m: make_adamw(m, lr=3e-3, weight_decay=0.1))):  # fmt: skip
+    small = DecoderOnlyLM(DecoderOnlyConfig.modern(50, d_model=32, n_heads=4, n_layers=2))
+    optimizer = make(small)
+    for _ in range(1000):
+        for p in small.parameters():
+            p.grad = torch.zeros_like(p)  # no signal from the loss: only the decay acts
+        optimizer.step()
+    print(f"{label:26s} decays {decayed_vectors(optimizer):3d} numbers of gains and biases; "
+          f"mean norm gain after 1,000 steps: {small.norm.weight.mean():.2f}")  # fmt: skip
+assert decayed_vectors(make_adamw(small)) == 0
+
+# %% [markdown]
+# The model is today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no dropout)
+# with grouped key/value heads. On a GPU it trains in bf16.
+#
+# *The figure in words:* One panel draws the language model's loss against the training step. A thin
+# blue line gives the cross-entropy of every batch, in nats per token. A dashed orange horizontal
+# line marks the loss on the held-out sentences at the end of training. The text under the figure
+# compares that level with a model that knows only the word frequencies.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+torch.manual_seed(0)
+config = DecoderOnlyConfig.modern(
+    len(data.vocab), d_model=profile.d_model, n_heads=profile.n_heads, n_kv_heads=profile.n_kv_heads,
+    n_layers=profile.n_layers, max_len=64,
+)  # fmt: skip
+model = DecoderOnlyLM(config).to(device)
+optimizer = make_adamw(model, lr=profile.lr, weight_decay=0.1)
+scheduler = warmup_cosine_scheduler(optimizer, profile.warmup_steps, profile.steps)
+batches = batch_stream(data.train, profile.batch_size, data.vocab.pad_id, seed=0)
+options = FitOptions(smoothing=0.0, precision=MixedPrecision.for_device(device), progress=False)
+history = fit(WithoutSource(model), batches, optimizer, scheduler, profile.steps, options=options)
+valid_loss = token_losses(model, data.valid, data.vocab.pad_id).nanmean().item()
+print(f"{model.num_parameters():,} parameters;", end=" ")
+print(f"{history.seconds:.0f} s of training, {len(history.steps) / history.seconds:.1f} steps/s")
+print(f"validation loss {valid_loss:.2f} nats per token (perplexity {torch.tensor(valid_loss).exp():.1f})")
+
+fig, ax = plt.subplots(figsize=(8, 3.2))
+ax.plot(history.steps, history.losses, lw=0.6, label="training loss (one batch)")
+ax.axhline(valid_loss, color="C1", ls="--", label="validation loss at the end")
+ax.set(xlabel="training step", ylabel="cross-entropy (nats per token)",
+       title="The language model's loss")  # fmt: skip
+ax.legend()
+plt.show()
+
+# %% [markdown]
+# What does the loss mean? Take a model that knew only how often each word occurs, and nothing of the
+# words before it. It would score the entropy of the word frequencies. The trained model must do far
+# better. The check below asks for at least one nat per token less. Perplexity is $e$ raised to the
+# loss per token, so that is a perplexity below $1/e \approx 0.37$ of the word frequencies'.
+
+# %% tags=["hide-output"]
+counts = torch.bincount(torch.tensor([i for _, ids in data.train for i in ids[1:]]), minlength=len(data.vocab))
+frequency = counts.float() / counts.sum()  # (V,)
+valid_targets = torch.tensor([i for ids in data.valid for i in ids[1:]])
+unigram = -frequency.clamp_min(1e-9)[valid_targets].log().mean().item()
+expect_at_most(
+    "validation loss, one nat per token below the word frequencies' (nats)", valid_loss, round(unigram - 1, 1)
+)
+
+# %% [markdown]
+# **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt. It is
+# greedy by default, or samples with a temperature and chapter 09's top-$k$ / top-$p$ filters. A row
+# stops at `<eos>`. With `use_cache=True` each step feeds only the newest token and keeps every
+# layer's keys and values (the KV cache, one `KVCache` per layer). With `use_cache=False` it reads
+# the whole text again at every step.
+
+# %%
+def show(rows: torch.Tensor) -> None:
+    for row in rows.tolist():
+        print("  ", detokenize(data.vocab.decode(row)))
+
+
+starts = [["Der", "Hund"], ["Die", "Katze"], ["Weil", "das"], ["Hat", "der"]]
+assert all(word in data.vocab for words in starts for word in words)  # no <unk> in a prompt
+prompts = torch.tensor([data.vocab.encode(words, add_bos=True) for words in starts], device=device)  # (4, 3)
+greedy = generate(model, prompts, 25)
+sampler = torch.Generator(device=device).manual_seed(0)
+sampled = generate(model, torch.full((6, 1), data.vocab.bos_id, device=device), 25, temperature=0.8, top_p=0.9,
+                   generator=sampler)  # fmt: skip
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print("greedy:")
+show(greedy)
+print("sampled (temperature 0.8, top-p 0.9), from <bos> alone:")
+show(sampled)
+
+# %% tags=["hide-output"]
+ended = (greedy == data.vocab.eos_id).any(dim=1)  # (4,)
+expect("every greedy continuation ends with <eos> within 25 tokens", bool(ended.all()), f"{int(ended.sum())} of 4")
+
+# %% [markdown]
+# The cache must not change a single token, greedy or sampled (the same random draws). And it should
+# be faster, since each step then reads one position instead of the whole text. The inference engine
+# (`path="engine"`, chapter 09's last section) reads the same trained weights and must give the same
+# tokens too.
+
+# %%
+def timed(use_cache: bool, path: str = "modules") -> tuple[torch.Tensor, float]:
+    sampler = torch.Generator(device=device).manual_seed(1)
+    start = time.perf_counter()
+    out = generate(model, torch.full((32, 1), data.vocab.bos_id, device=device), 40, use_cache=use_cache,
+                   temperature=0.8, top_p=0.9, generator=sampler, path=path)  # fmt: skip
+    return out, time.perf_counter() - start
+
+
+(with_cache, fast), (without_cache, slow) = timed(True), timed(False)
+engine_texts, engine_time = timed(True, path="engine")
+identical = torch.equal(with_cache, without_cache) and torch.equal(
+    generate(model, prompts, 25, use_cache=False), greedy
+)
+print("greedy and sampled texts identical with and without the cache:", identical)
+same_in_engine = torch.equal(engine_texts, with_cache) and torch.equal(generate(model, prompts, 25, path="engine"), greedy)
+print("and identical from the inference engine:", same_in_engine)
+assert identical and same_in_engine
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time), "
+      f"{engine_time:.2f} s by the engine")  # fmt: skip
+
+# %% tags=["hide-output"]
+expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2f} s without it, {fast:.2f} s with it")
+
+# %% [markdown]
+# Our texts are short, one sentence each, and the cache saves time all the same (checked). The
+# saving grows with the length of the text: without a cache, step $t$ repeats the work on all $t$
+# positions before it.
+#
+# ## 2. Which of the changes shows at our scale?
+#
+# Each change of chapter 13 has an argument, but an argument is not a measurement. We train small models
+# (D = 64, 2 blocks, 300 steps): today's block, and four variants that each undo one change.
+#
+# - LayerNorm instead of RMSNorm;
+# - sinusoids added to the embeddings instead of RoPE;
+# - the ReLU network with $d_{ff} = 4D$ instead of SwiGLU, with the same number of parameters up to
+#   the biases;
+# - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
+#
+# All use pre-LN and AdamW. Each is measured on held-out sentences (the validation loss). Each is
+# also measured on texts longer than any seen in training (chapter 11 runs the same test for the
+# encoder-decoder): four held-out sentences in a row, scored at the positions past the longest training
+# text. (Only words inside a sentence are scored: no model here learned to predict a sentence's
+# first word after another's full stop.)
+#
+# The comparison is paired, as chapter 08's box on testing a claim describes. Each variant is trained
+# three times, and each time beside a run of today's block. The two runs of a pair share their
+# batches and every initial tensor they have in common, so their difference shows the change, not the
+# luck of the draw. All variants train at one peak learning rate, the one chosen for today's block.
+# So the comparison measures early training at that rate, and a variant that would prefer another
+# rate is handicapped by it.
+#
+# *The figure in words:* The left of three panels draws the training loss of the five models over
+# the 300 steps, each in its own colour and line style. A line gives the mean of the three runs, and
+# a band reaches from the lowest run to the highest. The other two panels have one row per variant, with one mark
+# per pair of runs: a circle, a square or a triangle. Each mark is the variant's loss minus that of
+# today's block in its pair: on held-out sentences in the middle, past the training length on the
+# right. A dashed line marks 0, a mark right of it means a higher loss for the variant, and a short
+# black tick marks the mean.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+base = LMVariant()  # today's block, warm-up + cosine
+ablation = run_lm_experiment({
+    "today (RMSNorm, RoPE, SwiGLU, cosine)": base,
+    "LayerNorm instead of RMSNorm": LMVariant(overrides={"norm": "layernorm"}),
+    "sinusoids instead of RoPE": LMVariant(overrides={"positional": "sinusoidal"}),
+    "ReLU, d_ff = 4·D, instead of SwiGLU": LMVariant(overrides={"feed_forward": "relu", "d_ff": 4 * 64}),  # D = 64
+    "the paper's schedule": LMVariant(schedule="paper"),
+}, data)  # fmt: skip
+
+# %% [markdown]
+# The table gives today's block once, then each variant's three paired differences. The figure draws
+# them: one dot per pair, right of the dashed line where the variant ended with the higher loss. A
+# difference counts as shown only where all three pairs agree in sign. With no real difference, that
+# still happens by chance for 1 comparison in 4, so read a single difference with care. This run's
+# findings:
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
+
+
+def finding(name: str, metric: str = VALID_LOSS) -> str:
+    """One line on ``name`` against today's block, from the signs of the paired differences."""
+    if not paired_beyond_chance(ablation, metric, name, today):
+        return f"*{name}*, {metric}: no difference shown (the pairs disagree in sign)"
+    higher = ablation.paired_differences(metric, name, today)[0] > 0
+    return f"*{name}*, {metric}: {'higher' if higher else 'lower'} than today's block in all three pairs"
+
+
+display(Markdown("\n".join(f"- {finding(name)}" for name in names)
+                 + f"\n- {finding('sinusoids instead of RoPE', LONG_LOSS)}"))  # fmt: skip
+
+# %% [markdown]
+# Position by position on the long texts, for the two ways of giving positions (the mean of the three
+# runs, and a band from the lowest to the highest):
+#
+# *The figure in words:* The loss in nats per token is drawn against the position in a text of four
+# sentences. A blue line is today's block with RoPE, a green line the variant with sinusoids, each
+# with a band from its lowest run to its highest. A grey region on the left marks the positions seen
+# in training. To its right the texts are longer than any training text, and fewer texts reach each
+# position. Past the grey region, the green line lies higher on average, as a folded check below
+# confirms.
+
+# %%
+fig, ax = plt.subplots(figsize=(9, 3.4))
+for color, name in (("C0", today), ("C2", "sinusoids instead of RoPE")):
+    curves = torch.stack([loss_by_position(run.model, data) for run in ablation.variants[name].runs])  # (seeds, L-1)
+    positions = range(curves.shape[1])
+    ax.plot(positions, curves.mean(0), color=color, label=name)
+    ax.fill_between(positions, curves.min(0).values, curves.max(0).values, color=color, alpha=0.2, lw=0)
+ax.axvspan(0, data.train_length - 1, color="0.9", zorder=0, label="positions seen in training")
+ax.set(xlabel="position in a text of four sentences", ylabel="loss (nats per token)",
+       title="Loss by position on texts of four sentences (band: lowest to highest run)")  # fmt: skip
+ax.legend(fontsize=8)
+plt.show()
+
+# %% [markdown]
+# The sinusoids are worse already inside the training lengths (the grey band). So the gap on the long
+# texts does not isolate extrapolation: it is the in-sentence gap and possibly more, which three runs
+# cannot separate. Far to the right, few texts are long enough to be averaged, hence the noise.
+#
+# What the checks below make sure of, on every machine the chapter runs on:
+#
+# - the paper's schedule ends with a higher validation loss than warm-up and cosine, in every run.
+#   The cosine keeps a high rate longer and ends with small steps; this experiment does not separate
+#   the two;
+# - sinusoids added to the embeddings give a higher validation loss than RoPE, in every run. On the
+#   long texts their mean is higher too, but they are already worse inside the training lengths,
+#   so that gap does not show better extrapolation;
+# - the ReLU network's mean validation loss is above SwiGLU's at equal parameters. Whether all three
+#   pairs agree in sign differs between machines, so we do not count SwiGLU's advantage as shown at
+#   our scale;
+# - LayerNorm and RMSNorm end within 0.05 nats of each other. RMSNorm is chosen for its lower cost,
+#   not for better training.
+#
+# None of this says how the choices behave at a billion parameters; the papers cited below measured
+# that. What it shows is that each claim can be put to a test, and how small the differences are next
+# to the luck of the draw.
+
+# %% tags=["hide-output"]
+def values(name: str, metric: str = VALID_LOSS) -> list[float]:
+    return ablation.variants[name].values(metric)
+
+
+expect_above("the paper's schedule: higher validation loss than the cosine, every seed",
+             values("the paper's schedule"), values(today))  # fmt: skip
+expect_above(
+    "sinusoids: higher validation loss than RoPE, every seed", values("sinusoids instead of RoPE"), values(today)
+)
+expect("sinusoids: higher mean loss than RoPE past the training lengths",
+       ablation.variants["sinusoids instead of RoPE"].mean(LONG_LOSS) > ablation.variants[today].mean(LONG_LOSS),
+       f"{ablation.variants['sinusoids instead of RoPE'].mean(LONG_LOSS):.3f} vs "
+       f"{ablation.variants[today].mean(LONG_LOSS):.3f}")  # fmt: skip
+expect("ReLU: higher mean validation loss than SwiGLU at equal parameters",
+       ablation.variants["ReLU, d_ff = 4·D, instead of SwiGLU"].mean(VALID_LOSS) > ablation.variants[today].mean(VALID_LOSS),
+       f"{ablation.variants['ReLU, d_ff = 4·D, instead of SwiGLU'].mean(VALID_LOSS):.3f} vs "
+       f"{ablation.variants[today].mean(VALID_LOSS):.3f}")  # fmt: skip
+gap = ablation.variants["LayerNorm instead of RMSNorm"].mean(VALID_LOSS) - ablation.variants[today].mean(VALID_LOSS)
+expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each other", abs(gap) < 0.05,
+       f"LayerNorm − RMSNorm = {gap:+.3f}")  # fmt: skip
+
+# %% [markdown]
+# ## 3. Parameters and compute
+#
+# Training a Transformer costs about 6 floating-point operations per parameter and per token. The
+# forward pass makes 2 (a multiply and an add per weight), and the backward pass about twice that
+# (the gradients of the activations and of the weights). So the compute of a training run is
+#
+# $$C \approx 6 \times \text{parameters} \times \text{training tokens}.$$
+#
+# The scaling-law papers write it $C \approx 6ND$, with $N$ parameters and $D$ tokens. This book
+# keeps $N$ for the number of blocks and $D$ for $d_{model}$, so we write the words. Attention adds a
+# term that grows with the text length, small next to the rest for the lengths of these models.
+# Below, our model next to three published ones, with the token counts their papers report. The
+# training tokens count the tokens *processed*, the work done. The published models read (nearly)
+# every token of their data once, so for them it is also the number of distinct tokens. Our small
+# corpus is read several times over.
+
+# %%
+distinct = sum(len(target) - 1 for _, target in data.train)  # every target token of the training sentences, once
+tokens_seen = distinct / len(data.train) * profile.batch_size * profile.steps  # processed: batches × steps
+runs = [
+    ("our model (this chapter)", model.num_parameters(), tokens_seen),
+    ("Llama 2 7B (2023)", 7e9, 2.0e12),
+    ("Chinchilla 70B (2022)", 70e9, 1.4e12),
+    ("GPT-3 175B (2020)", 175e9, 300e9),
+]
+print(f"{'model':26s}{'parameters':>12s}{'training tokens':>17s}{'per parameter':>15s}{'C (FLOPs)':>12s}")
+for name, n, d in runs:
+    print(f"{name:26s}{n:12.3g}{d:17.3g}{d / n:15.1f}{6 * n * d:12.2e}")
+print(f"ours: {distinct / 1e6:.2f} M distinct tokens, read {tokens_seen / distinct:.1f} times "
+      f"({distinct / model.num_parameters():.1f} distinct tokens per parameter)")  # fmt: skip
+our_compute, gpt3_compute = (6 * n * d for _, n, d in (runs[0], runs[-1]))
+print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operations of ours")
+
+# %% [markdown]
+# **What scaling laws say.** Kaplan et al. (2020) trained many language models of different sizes on
+# different amounts of data. The loss fell as a power law in the parameters, the tokens and the
+# compute, over several orders of magnitude, as long as neither of the other two limited it. The
+# shape of the model (depth against width) mattered much less than its size. Hoffmann et al. (2022,
+# "Chinchilla") redid the analysis with learning-rate schedules fitted to each run's length. For a
+# fixed compute budget, they found, parameters and tokens should grow in equal proportion: about 20
+# tokens per parameter, each read once. A token read a second time is worth less than a new one
+# (Muennighoff et al. 2023 measured how much less). Chinchilla (70B parameters, 1.4T tokens) beat the
+# four times larger Gopher, trained with the same compute. Models meant to be used a great deal are
+# now trained on far more tokens than that (Llama 2 7B: about 290 per parameter), since a smaller
+# model is cheaper to run. These are the findings of those papers, on thousands of GPU hours. A sweep
+# of tiny models on one CPU would not test them, and we do not claim it does.
+#
+# ## 4. From a language model to an assistant
+#
+# A model trained as above continues text. It does not answer questions or follow instructions
+# unless its data happened to. The chat models people use add two stages of training after this one,
+# with the same network. **Instruction tuning** (supervised fine-tuning) trains it, with the same
+# next-token loss, on examples of requests followed by good answers, written by people or by other
+# models. The loss is usually counted on the answers only. **Preference tuning** then uses pairs of
+# answers to one request, one of them preferred by a person or a judge model. RLHF trains a reward
+# model on those pairs and optimises the language model against it (Ouyang et al. 2022). DPO
+# (Rafailov et al. 2023) reaches a similar goal with a loss computed directly on the pairs. A **chat
+# template** fixes how a conversation is written as one text, with special tokens that mark who
+# speaks. The model only ever sees, and continues, that text, so the template must be used exactly as
+# in training.
+#
+# ## Summary
+#
+# - Today's recipe: AdamW with weight decay on the matrices only, warm-up and cosine decay, gradient
+#   clipping, bf16 on GPUs.
+# - `generate` samples with a temperature and top-p. The KV cache and the inference engine give the
+#   same tokens as a full pass, and the cache saves time.
+# - At our scale, on every machine (checked): warm-up and cosine beat the paper's schedule, and RoPE
+#   beats added sinusoids, in every run. SwiGLU's mean loss is below ReLU's, but not in every pair
+#   on every machine, so the book does not claim it. LayerNorm and RMSNorm end within 0.05 nats of
+#   each other.
+# - Training costs about 6 operations per parameter and per token. Chinchilla's compute-optimal
+#   ratio is about 20 tokens per parameter.
+# - An assistant is the same network, trained further on requests with good answers, then on pairs
+#   of answers of which one is preferred.
+
+# %% [markdown]
+# **Exercises:** this chapter has no exercises of its own. The parts it trains are chapter 13's, and
+# so are their exercises: [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb).
+#
+# ## Check yourself
+#
+# 1. Why does `make_adamw` decay the matrices but not the gains of the norms?
+#    <details><summary>Answer</summary>
+#
+#    Decay shrinks every weight it acts on at each step, whatever the gradient says. A gain scales
+#    one feature: pulled towards 0, it switches that feature off. So the gains and the biases are
+#    left alone.
+#    </details>
+# 2. A variant ends 0.02 nats above today's block on average. When does this chapter count that as
+#    shown?
+#    <details><summary>Answer</summary>
+#
+#    Only when every pair of runs agrees in sign. The two runs of a pair share their batches and
+#    initial tensors, so their difference shows the change. With no real difference, three pairs
+#    still agree by chance for 1 comparison in 4.
+#    </details>
+# 3. About how many floating-point operations does training a 1-billion-parameter model on 20
+#    billion tokens take, and why 20 billion?
+#    <details><summary>Answer</summary>
+#
+#    $6 \cdot 10^9 \cdot 2 \cdot 10^{10} = 1.2 \cdot 10^{20}$. Twenty tokens per parameter is
+#    Chinchilla's compute-optimal ratio (Hoffmann et al. 2022).
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §5.3 (Adam and equation (3)); §3.1, §3.3 and §3.5 (the choices that section 2 tests).
+# - Loshchilov and Hutter (2019), *Decoupled Weight Decay Regularization* (AdamW).
+# - Brown et al. (2020), *Language Models are Few-Shot Learners* (GPT-3; warm-up and cosine decay).
+# - Touvron et al. (2023), *Llama 2: Open Foundation and Fine-Tuned Chat Models* (the recipe, and
+#   the token count of section 3).
+# - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*; Hoffmann et al. (2022),
+#   *Training Compute-Optimal Large Language Models* (Chinchilla).
+# - Muennighoff et al. (2023), *Scaling Data-Constrained Language Models* (tokens read more than once).
+# - Ouyang et al. (2022), *Training language models to follow instructions with human feedback*;
+#   Rafailov et al. (2023), *Direct Preference Optimization*.

@@ -1,0 +1,643 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Chapter 15 — Real weights: OPUS-MT, GPT-2 and Llama in the course's model
+#
+# [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/15_real_weights.ipynb)
+#
+# The models we built in chapters 01–13 are not toys that only resemble the real thing: with the
+# right numbers in them they *are* the real thing. This chapter takes three families of published
+# checkpoints: the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama). It
+# runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made a few
+# choices the paper did not; each choice is a setting of our model, and the rest is renaming and
+# reordering tensors. We prove the conversion right by comparing logits and generated tokens with
+# Hugging Face's `transformers`, on models whose every number is random. Chapter 16 then feeds them
+# real text and the published weights, and asks what sets the speed of generation.
+#
+# **Learning goals**
+#
+# - place Marian, GPT-2 and Llama next to the 2017 model and chapter 13's language model, and name
+#   every choice in which they differ;
+# - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings that
+#   are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed `Conv1D`
+#   weights;
+# - prove a conversion: equal logits within rounding, and identical greedy tokens, on models whose
+#   every tensor is random.
+#
+# **In the paper:**
+#
+# - §3.1: the encoder-decoder and its layers;
+# - §3.2.2: the projections of multi-head attention;
+# - §3.3: the feed-forward network;
+# - §3.4: the shared embeddings, scaled by √d_model;
+# - §3.5: the sinusoids.
+
+# %% tags=["colab"]
+import sys
+
+if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+    import os
+    import subprocess
+
+    course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
+    if not os.path.isdir(course):
+        url = "https://github.com/transformer-course/transformer-course"
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+    sys.path.insert(0, course)
+    from transformer_course.tools.colab import use_course
+
+    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+
+# %% tags=["hide-cell"]
+import warnings
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from transformer_course.convert import (
+    from_gpt2,
+    from_llama,
+    from_marian,
+    marian_layer_names,
+    rope_halves_to_interleaved,
+    split_conv1d,
+)
+from transformer_course.decoding import greedy_decode
+from transformer_course.lm import generate
+from transformer_course.model import Transformer
+from transformer_course.positional import sinusoidal_positional_encoding
+from transformer_course.rotary import apply_rope
+from transformer_course.tools.checks import run_check
+from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
+from transformer_course.tools.figures import architecture_map
+from transformer_course.tools.hub import require_packages
+from transformer_course.tools.notebook import setup_chapter
+
+torch.manual_seed(0)
+setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+
+# %% [markdown]
+# ## Where we are
+#
+# Every box of the map below now gets its numbers from a checkpoint someone else trained: the
+# embeddings and their positions, and every layer of both stacks. The model is the one chapters 06
+# and 10 built. This chapter adds six settings to its two configurations, three to each, and two
+# values to existing ones (a learned position table, GELU). With them it can take each family's
+# choices; the rest is where its weights come from.
+# The [notation page](../book/notation.md) lists the letters.
+#
+# *The diagram in words:* The encoder stands on the left, the decoder on the right. Nearly every box
+# is highlighted: the title says each holds a real checkpoint's weights. That covers both token
+# embeddings and positional encodings, every box of the encoder and decoder layers, the tied linear
+# layer and the softmax. Only the token ids at the bottom, and the loss and the next token at the
+# top, stay plain.
+
+# %%
+architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 15: every box holds a real checkpoint's weights")
+
+# %% [markdown]
+# ## 1. Three families, two models
+#
+# | | the paper (2017) | **Marian** (OPUS-MT, 2020) | **GPT-2** (2019) | **Llama** (2023), SmolLM2 |
+# | --- | --- | --- | --- | --- |
+# | our class | `Transformer` | `Transformer` | `DecoderOnlyLM` | `DecoderOnlyLM` (chapter 13) |
+# | layers | post-LN | post-LN | pre-LN | pre-LN, RMSNorm |
+# | positions | sinusoids (§3.5): the formula pairs (2i, 2i+1), the authors' code puts sines then cosines | sinusoids, sines then cosines | a learned table | rotary |
+# | feed-forward | ReLU (§3.3) | swish | GELU (tanh form) | SwiGLU |
+# | embedding × √D (§3.4) | yes | yes | no | no |
+# | biases | in the feed-forward network only (equation 2) | everywhere, and one on the logits | everywhere | none |
+# | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
+# | decoder's first token | none named (the authors' code: a vector of zeros) | `<pad>`, a row of zeros | — | — |
+#
+# Marian is the 2017 translator almost to the letter. The OPUS-MT project trained more than a
+# thousand language pairs with it, on the public OPUS corpora. Most of them have the size of the
+# paper's base model (D = 512, six layers in each stack); a few are bigger or smaller. GPT-2 is the
+# decoder-only model of chapter 13 before the modern changes, with pre-LN blocks and a learned
+# position table. Llama is chapter 13's modern block. In this course each difference is a field of
+# `TransformerConfig` or `DecoderOnlyConfig`. `transformer_course.convert` reads a `transformers`
+# model's configuration, sets those fields, and copies the tensors across (`from_marian`,
+# `from_gpt2`, `from_llama`).
+#
+# The paper's column is the paper's model, not chapter 06's. Its attention projections are bare
+# matrices, W^Q, W^K, W^V and W^O. Only the feed-forward network has biases, b₁ and b₂ (equation 2),
+# and the authors' code, tensor2tensor, builds the projections without biases. Chapter 06's
+# `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
+#
+# To look at real checkpoints without downloading them, we build the `transformers` models **with
+# the real shapes and random weights**. The layout of their tensors and their arithmetic are those of
+# the published ones; only the numbers differ. Chapter 16 downloads the real numbers where a network
+# is there. To keep this chapter short on a laptop's processor, SmolLM2 gets 4 of its 30 layers,
+# GPT-2 2 of its 12, and Marian 2 of the 6 in each stack. Every layer has the same names and shapes,
+# so nothing about the conversion depends on how many there are.
+#
+# One more choice, the random numbers. A freshly built `transformers` model draws every matrix with a
+# standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That is a poor
+# model to prove a conversion on. Its logits are so flat that greedy decoding repeats one token
+# forever. Worse, where every gain is 1 and every bias 0, a converter that swaps two norms or two
+# biases, or forgets one, loads exactly the numbers a right one loads. No comparison can see the
+# mistake. So we draw **every tensor** again:
+#
+# - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
+#   layer;
+# - each gain from N(1, 0.2²);
+# - each bias, Marian's bias on the logits included, from N(0, 0.2²).
+#
+# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Then the
+# converters make our three models from them.
+#
+# These models are built by `transformers` itself, so the next cell needs it:
+# `pip install "transformer-course[hub]"` (which also installs `sentencepiece`, Marian's tokenizer, for
+# chapter 16). Without them the chapter stops there, in one line.
+
+# %%
+require_packages("Chapter 15 from here on (transformers' own models, beside ours)")
+with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
+
+transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
+
+torch.manual_seed(0)
+opus_config = MarianConfig(  # Helsinki-NLP/opus-mt-en-de, with 2 of the 6 layers in each stack
+    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=2, decoder_layers=2,
+    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
+    activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
+    eos_token_id=0, max_position_embeddings=512, share_encoder_decoder_embeddings=True,
+)  # fmt: skip
+smol_config = LlamaConfig(  # HuggingFaceTB/SmolLM2-135M, with 4 of its 30 layers
+    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=9,
+    num_key_value_heads=3, rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
+    rms_norm_eps=1e-5, max_position_embeddings=8192,
+)  # fmt: skip
+gpt2_config = GPT2Config(n_layer=2)  # GPT-2 small (vocabulary 50257, D = 768, 12 heads), with 2 of its 12 layers
+
+
+def redrawn(model: nn.Module) -> nn.Module:
+    """Every tensor drawn again: a matrix from N(0, 1/fan_in), a norm's gain from N(1, 0.2²), a bias
+    from N(0, 0.2²), in the order of their names (the same numbers whatever order transformers builds
+    them in). Marian's sinusoid tables (fixed numbers) and its <pad> row (zeros) stay."""
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, tensor in sorted(model.named_parameters(remove_duplicate=False)):
+            module_name, kind = name.rsplit(".", 1)
+            if "embed_positions" in module_name:
+                continue
+            if tensor.dim() == 2:  # GPT-2's Conv1D stores (in, out); nn.Linear (out, in), nn.Embedding (V, D)
+                conv1d = type(model.get_submodule(module_name)).__name__ == "Conv1D"
+                tensor.normal_(0.0, tensor.shape[0 if conv1d else 1] ** -0.5, generator=generator)
+            elif kind == "bias":
+                tensor.normal_(0.0, 0.2, generator=generator)
+            else:  # the gain of a LayerNorm or an RMSNorm
+                tensor.normal_(1.0, 0.2, generator=generator)
+        if isinstance(model, MarianMTModel):
+            model.final_logits_bias.normal_(0.0, 0.2, generator=generator)  # a buffer, not a parameter
+            model.model.shared.weight[model.config.pad_token_id] = 0.0
+    return model.eval()
+
+
+hf_opus = redrawn(MarianMTModel(opus_config))
+hf_smol = redrawn(LlamaForCausalLM(smol_config))
+hf_gpt2 = redrawn(GPT2LMHeadModel(gpt2_config))
+smol = from_llama(hf_smol)  # ours: a DecoderOnlyLM with hf_smol's weights
+gpt2 = from_gpt2(hf_gpt2)  # ours: a DecoderOnlyLM
+opus = from_marian(hf_opus)  # ours: a Transformer
+for name, hf, ours in (("Marian (opus-mt-en-de)", hf_opus, opus), ("Llama (SmolLM2-135M)", hf_smol, smol),
+                       ("GPT-2", hf_gpt2, gpt2)):  # fmt: skip
+    print(f"{name:24s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
+          f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
+
+# %% [markdown]
+# ## 2. The same tensors under other names
+#
+# A checkpoint is a `state_dict`: a dictionary from a tensor's name to the tensor. Here are the
+# tensors of Marian that are not inside a layer, and those of its decoder's first layer, beside the
+# names our `Transformer` gives them. The converter builds exactly this table (for a layer,
+# `marian_layer_names`, exercise ex15_3). Then it loads it with `load_state_dict(strict=True)`, which
+# refuses a missing, a left-over or a misshapen tensor.
+
+# %%
+theirs = dict(hf_opus.state_dict())
+outside = {
+    "src_embed.embedding.weight": "model.encoder.embed_tokens.weight",
+    "tgt_embed.embedding.weight": "model.decoder.embed_tokens.weight",
+    "output.weight": "lm_head.weight",
+    "output.bias": "final_logits_bias",
+}
+print(f"{'ours':34s} {'Marian':46s} shape")
+for ours_name, their_name in outside.items():
+    print(f"{ours_name:34s} {their_name:46s} {tuple(theirs[their_name].shape)}")
+for ours_name, their_name in marian_layer_names(decoder=True).items():
+    if ours_name.endswith("weight"):
+        print(f"{'decoder.layers.0.' + ours_name:34s} {'model.decoder.layers.0.' + their_name:46s} "
+              f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")  # fmt: skip
+left = sorted(n for n in theirs if "layers." not in n and n not in outside.values())
+print("not copied:", left)
+
+# %% [markdown]
+# Three of Marian's names are not copied. The two `embed_positions` are sinusoid tables, which our
+# `PositionalEncoding` computes itself (section 3 checks that they hold the same numbers).
+# `model.shared` is the one embedding matrix of both stacks and of the output layer. Marian shares it,
+# like the paper (§3.4), and so do we (`share_embeddings`, `tie_output`). So four of its names and
+# three of ours point at a single tensor, copied once.
+
+# %%
+shared = opus.src_embed.embedding.weight
+print("source, target and output share one matrix in ours:",
+      shared is opus.tgt_embed.embedding.weight and shared is opus.output.weight)  # fmt: skip
+print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_head.weight)
+
+# %% [markdown]
+# ## 3. Every difference, and why it exists
+#
+# **Sinusoids in halves.** The paper's formula interleaves its sinusoids: feature $2i$ holds
+# $\sin(p\,\omega_i)$ and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$
+# (§3.5). Its authors' code, tensor2tensor, puts all the sines first, then all the cosines, and
+# Marian does the same: the "halves" layout is the authors' own, not a quirk of Marian. The numbers
+# are the same, in another order, and the order matters. The table is *added* to the embeddings, so
+# a model trained with one order reads nonsense positions from the other.
+# `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
+
+# %%
+pe_ours = opus.positional.pe  # (max_len, D), built by our PositionalEncoding with layout="halves"
+pe_theirs = hf_opus.model.encoder.embed_positions.weight  # Marian's table
+pe_paper = sinusoidal_positional_encoding(512, 512)  # chapter 02's table: sin and cos of pair i at 2i, 2i+1
+print("ours (layout='halves') is the paper's, its even features first, then its odd ones:",
+      torch.equal(pe_ours, torch.cat([pe_paper[:, 0::2], pe_paper[:, 1::2]], dim=1)))  # fmt: skip
+print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
+      torch.allclose(pe_ours, pe_theirs, atol=1e-4))  # fmt: skip
+print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
+
+# %% [markdown]
+# **The other choices of Marian.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called
+# SiLU), between its two layers, where the paper has ReLU (§3.3). Swish is a smooth activation that
+# lets a little negative signal through. Marian's output layer adds a bias of its own,
+# `final_logits_bias`, one number per target token. Our output `nn.Linear` has one anyway: the tied
+# matrix is its weight, and the bias stays separate. Marian's decoder starts from the padding token
+# rather than from a `<bos>` of its own. The id 58100 is both, so `bos_id = pad_id` in our
+# configuration. The paper names no first token for the decoder. Its authors' code shifts the target
+# right by one position and puts a vector of zeros first. OPUS-MT's `<pad>` row is zeros too: Hugging
+# Face's conversion of the Marian checkpoints appended it, with a logit bias of 0. So the decoder's
+# first input is the position's sinusoid alone. Marian scales the embeddings by √D as the paper does
+# (§3.4), so `scale_embedding=True`.
+#
+# **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper
+# multiplies its embeddings by √D, without saying why: a common reading is that it lifts embeddings
+# drawn small to the size of the sinusoids added to them. Those are values between −1 and 1. GPT-2 learns its
+# position table at whatever scale its embeddings have, and Llama adds no positions at all. In both,
+# a norm before each sub-layer sets the size at which its input is read. **GPT-2 keeps its biases**
+# and **learns its position table** (`positional="learned"`, 1024 rows: it can read no longer text).
+# **Llama has no biases** at all, and rotates its queries and keys instead.
+#
+# The converter has set each choice; this table reads them back from our three models:
+
+# %%
+rows = [
+    ("post-LN (norm_first=False)", not opus.config.norm_first, not gpt2.config.norm_first, not smol.config.norm_first),
+    ("activation / feed-forward", opus.config.activation, gpt2.config.feed_forward, smol.config.feed_forward),
+    ("positions", f"sinusoids, {opus.config.sinusoid_layout}", gpt2.config.positional, smol.config.positional),
+    ("embedding × √D", opus.config.scale_embedding, gpt2.config.scale_embedding, smol.config.scale_embedding),
+    ("biases", True, gpt2.config.bias, smol.config.bias),
+    ("output tied to the embedding", opus.config.tie_output, gpt2.config.tie_output, smol.config.tie_output),
+    ("pad, bos, eos ids",
+     *((m.config.pad_id, m.config.bos_id, m.config.eos_id) for m in (opus, gpt2, smol))),
+]  # fmt: skip
+print(f"{'':30s}{'Marian':>22s}{'GPT-2':>22s}{'SmolLM2':>22s}")
+for label, *values in rows:
+    print(f"{label:30s}" + "".join(f"{str(v):>22s}" for v in values))
+
+# %% [markdown]
+# **Rotary pairs, and a reordering of rows.** Chapter 13's `apply_rope` rotates the features of each
+# head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
+# Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
+# features as the partners of the first half, by the same angles $p\,\theta_i$, with
+# $\theta_i = b^{-2i/d}$ ($b$ the base). We call that layout "halves". Two roads lead to weights in it:
+#
+# - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
+#   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
+#   `rotate_half` gives the scores Meta's code gave.
+# - Other models were trained in the halves layout from the start: GPT-NeoX, and SmolLM2, whose
+#   configuration records `rope_interleaved: false`.
+#
+# Either way, the Llama checkpoints on the Hub expect halves.
+#
+# We do not change our rotation; we move the features instead. Each row of W^Q makes one feature of
+# the queries. So reordering the rows of W^Q, and of W^K the same way, reorders the features. In each
+# head, row i goes to row 2i, and row i + d/2 to row 2i + 1 (`rope_halves_to_interleaved`, exercise
+# ex15_1). For Meta's weights, this is the conversion script's permutation run backwards. A score is
+# a sum over the features, q·k, and is blind to their order as long as q and k are reordered alike.
+# Now our pair i holds exactly the two features the halves layout's pair i held, and turns by the
+# same angle. W^V and W^O stay as they are, and so would a bias of W^V. A bias of W^Q or W^K is
+# reordered with its rows.
+#
+# *The figure in words:* On the left, an 8 by 8 grid shows the permutation for one head of 8
+# features. Each row of ours has one black cell, at the row of the halves layout it comes from. Our
+# rows 0, 2, 4 and 6 take rows 0 to 3, and our rows 1, 3, 5 and 7 take rows 4 to 7. On the right,
+# two strips of eight coloured boxes give each feature's pair, one colour per pair. The top strip,
+# the halves layout, reads 0, 1, 2, 3, 0, 1, 2, 3; the bottom strip, ours, reads 0, 0, 1, 1, 2, 2,
+# 3, 3.
+
+# %%
+d_head = 8
+order = rope_halves_to_interleaved(torch.arange(d_head).view(d_head, 1), n_heads=1).flatten()  # new row j ← old row
+fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.6]})
+moves = torch.zeros(d_head, d_head)
+moves[torch.arange(d_head), order] = 1.0
+left.imshow(moves, cmap="Greys")
+left.set(xlabel="row of W^Q in the halves layout", ylabel="row of ours (pairs 2i, 2i+1)",
+         xticks=range(d_head), yticks=range(d_head), title="the permutation, one head (d = 8)")  # fmt: skip
+pair_halves = [i % (d_head // 2) for i in range(d_head)]  # feature i and i + d/2 form pair i
+pair_ours = [j // 2 for j in range(d_head)]  # features 2i and 2i+1 form pair i
+colours = plt.get_cmap("tab10")
+for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("halves: (i, i + d/2)", pair_halves))):
+    for j, p in enumerate(pairs):
+        right.add_patch(plt.Rectangle((j, y), 0.9, 0.8, color=colours(p)))
+        right.text(j + 0.45, y + 0.4, f"{p}", ha="center", va="center", color="white")
+    right.text(-0.2, y + 0.4, label, ha="right", va="center")
+right.set(xlim=(-4.2, d_head), ylim=(-0.2, 2), xlabel="feature of one head", yticks=[],
+          title="which pair (angle θ_i) each feature belongs to")  # fmt: skip
+right.set_xticks([j + 0.45 for j in range(d_head)], labels=range(d_head))
+fig.suptitle("Moving row i to 2i and row i + d/2 to 2i + 1 turns the halves layout's pairs into ours")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# By hand, on one head. Make queries and keys with rows in the halves layout and rotate them with
+# `rotate_half`. Make the same with the reordered rows and rotate them with our `apply_rope`. Both
+# give the same scores.
+
+# %%
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """transformers' Llama: the partner of feature i is feature i + d/2 (sign flipped for the first half)."""
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+w_q, w_k, x = torch.randn(d_head, 16), torch.randn(d_head, 16), torch.randn(6, 16)  # one head, 6 positions
+positions = torch.arange(6)
+angles = positions[:, None] * 10000.0 ** (-torch.arange(0, d_head, 2) / d_head)  # (T, d/2)
+cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()  # (T, d): halves layout
+q, k = x @ w_q.T, x @ w_k.T
+halves_scores = (q * cos + rotate_half(q) * sin) @ (k * cos + rotate_half(k) * sin).T  # (T, T)
+q_ours = apply_rope(x @ rope_halves_to_interleaved(w_q, 1).T, positions)
+k_ours = apply_rope(x @ rope_halves_to_interleaved(w_k, 1).T, positions)
+print("same scores:", torch.allclose(q_ours @ k_ours.T, halves_scores, atol=1e-5))
+print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply_rope(k, positions).T, halves_scores,
+                                                atol=1e-5))  # fmt: skip
+
+# %% [markdown]
+# **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
+# stores its weight as (in, out) and computes x W + b, where `nn.Linear` stores (out, in) and
+# computes x Wᵀ + b. And its attention computes the queries, keys and values with one layer,
+# `c_attn`, of 3·D outputs side by side. `split_conv1d` (exercise ex15_2) cuts the columns into their
+# blocks and transposes each:
+
+# %%
+c_attn = hf_gpt2.transformer.h[0].attn.c_attn
+print("GPT-2's c_attn:", tuple(c_attn.weight.shape), "→ ours:",
+      [tuple(w.shape) for w, _ in split_conv1d(c_attn.weight, c_attn.bias, 3)])  # fmt: skip
+h = torch.randn(3, 768)
+w_q_gpt2, b_q_gpt2 = split_conv1d(c_attn.weight, c_attn.bias, 3)[0]
+print("queries equal:", torch.allclose(F.linear(h, w_q_gpt2, b_q_gpt2), c_attn(h)[:, :768], atol=1e-5))
+
+# %% [markdown]
+# > **Common mistake — a square weight loaded the wrong way round.** GPT-2's `c_proj` is (D, D).
+# > Loaded without the transpose, it has the right shape, and `load_state_dict(strict=True)` accepts
+# > it, but every layer computes another linear map. The model still runs and produces text; only a
+# > comparison of its outputs with the original's shows the mistake. The check of ex15_2 names it, as
+# > the one of ex15_1 names a permutation done over all heads at once instead of per head.
+
+# %%
+c_proj = hf_gpt2.transformer.h[0].attn.c_proj
+linear = nn.Linear(768, 768)
+linear.load_state_dict({"weight": c_proj.weight, "bias": c_proj.bias})  # no error: the shapes agree
+print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), atol=1e-4))
+
+
+def untransposed(weight, bias, parts):
+    """The bug: Conv1D's blocks handed to nn.Linear as they are."""
+    width = weight.shape[1] // parts  # of one part
+    return list(zip(weight.split(width, dim=1), bias.split(width), strict=True))
+
+
+def all_heads_at_once(weight, n_heads):
+    """The bug: the halves of the whole weight, not of each head."""
+    return weight.reshape(2, weight.shape[0] // 2, *weight.shape[1:]).transpose(0, 1).reshape(weight.shape).clone()
+
+
+print(run_check("ex15_2", untransposed).line())
+print(run_check("ex15_1", all_heads_at_once).line())
+
+# %% [markdown]
+# ## 4. Proof: the same logits, the same tokens
+#
+# A conversion is right when the two models compute the same function. We feed each pair the same
+# tokens and compare the logits, every one of them. They cannot be equal to the last bit. The two
+# implementations add the same products in other orders (and the order differs again from one
+# processor to another), so float32's rounding leaves small differences. The check below requires
+# them to stay under 10⁻⁵ of the largest logit. That bound is for short inputs like these. The two
+# libraries also compute each rotary angle p·θ in float32, each rounding it in its own way. The
+# rounding error of an angle grows with the position p, so over thousands of positions, with a large
+# base, two right conversions can differ by more.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+torch.manual_seed(0)
+src = torch.randint(1, 58000, (2, 9))
+src[1, 6:] = opus.config.pad_id  # a shorter sentence, padded
+tgt = torch.cat([torch.full((2, 1), opus.config.bos_id), torch.randint(1, 58000, (2, 7))], dim=1)
+ids = torch.randint(1, 49000, (2, 12))
+with torch.no_grad():
+    pairs = {
+        "Marian": (opus(src, tgt), hf_opus(input_ids=src, attention_mask=src != opus.config.pad_id,
+                                           decoder_input_ids=tgt).logits),
+        "GPT-2": (gpt2(ids), hf_gpt2(ids).logits),
+        "SmolLM2": (smol(ids), hf_smol(ids).logits),
+    }  # fmt: skip
+differences = {}
+for name, (ours_logits, their_logits) in pairs.items():
+    differences[name] = (ours_logits - their_logits).abs().max().item() / their_logits.abs().max().item()
+    print(f"{name:8s} logits {tuple(ours_logits.shape)}: largest difference {differences[name]:.1e} of the largest logit")
+
+# %% tags=["hide-output"]
+for name, difference in differences.items():
+    expect_at_most(f"{name}: largest |ours − transformers'| relative to the largest logit", difference, 1e-5)
+
+# %% [markdown]
+# A wrong tensor changes the logits by amounts of their own size. Here is one that a strict load
+# accepts: the norms after the self-attention and after the cross-attention of Marian's first decoder
+# layer, exchanged (both are (512,)). Every gain and every bias was drawn at random, so the two norms
+# differ, and so do the logits. With `transformers`' start, every gain 1 and every bias 0, they would
+# not. The course's tests run this and every other such mistake, and see each one fail the
+# comparison. The others are two biases exchanged, biases dropped, a forgotten bias on the logits, a
+# bias left in the halves layout, and GPT-2's `c_attn` bias cut wrongly.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+swapped = opus.state_dict()
+for t in ("weight", "bias"):
+    first, second = f"decoder.layers.0.norm1.{t}", f"decoder.layers.0.norm2.{t}"
+    swapped[first], swapped[second] = swapped[second], swapped[first]
+wrong = Transformer(opus.config).eval()
+wrong.load_state_dict(swapped, strict=True)  # no error: the names and shapes are all there
+with torch.no_grad():
+    their_logits = pairs["Marian"][1]
+    wrong_difference = (wrong(src, tgt) - their_logits).abs().max().item() / their_logits.abs().max().item()
+print(f"norm1 and norm2 exchanged: largest difference {wrong_difference:.2f} of the largest logit")
+del wrong, swapped
+
+# %% tags=["hide-output"]
+expect_at_least("two norms exchanged: largest |difference| relative to the largest logit", wrong_difference, 0.01)
+
+# %% [markdown]
+# Tokens are the stricter test: a token chosen differently at one step changes every later step.
+# First Marian, teacher-forced: the decoder reads the varied target `tgt` above, and at every
+# position each model chooses its most likely next token.
+
+# %%
+ours_next, their_next = (logits.argmax(-1) for logits in pairs["Marian"])  # (B, T): the choice after each prefix
+for row in range(len(tgt)):
+    print(f"sentence {row}, decoder reads", tgt[row].tolist())
+    print("   ours chooses         ", ours_next[row].tolist())
+    print("   transformers chooses ", their_next[row].tolist())
+
+# %% tags=["hide-output"]
+expect("Marian: the most likely token identical at every position", torch.equal(ours_next, their_next),
+       f"{ours_next.numel()} positions, {len(ours_next.unique())} distinct tokens")  # fmt: skip
+
+# %% [markdown]
+# Then generation: greedy decoding with our `greedy_decode` (Marian) and `generate` (GPT-2,
+# SmolLM2), against `transformers`' `generate(do_sample=False, num_beams=1)`.
+#
+# One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
+# both probability 0 (chapter 09). For Marian they are one token, 58100. The published checkpoints
+# tell `transformers` the same in their generation settings (`bad_words_ids`). A model built from a
+# bare configuration does not know it, so we pass it. GPT-2's one special token, `<|endoftext|>`, is
+# its `<bos>` and its `<eos>`, and SmolLM2's id 0 is both too. Generating it ends the text, so nothing
+# is forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
+# (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
+#
+# Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
+# layer is its embedding (tied), and the residual connections carry the embedding of the token the
+# decoder reads up to the output. So once it writes a token, that token scores high again. The
+# teacher-forced choices above, on a target it did not write, are varied.
+
+# %%
+steps = 8
+with torch.no_grad():
+    ours_marian = greedy_decode(opus, src, max_len=steps)  # (B, ≤ steps): 8 new tokens are enough to compare
+    their_marian = hf_opus.generate(input_ids=src, attention_mask=src != opus.config.pad_id, do_sample=False,
+                                    num_beams=1, max_new_tokens=steps + 1, bad_words_ids=[[opus.config.pad_id]])
+    prompt = ids[:, :5]
+    same_lm = {}
+    for name, ours_lm, hf in (("GPT-2", gpt2, hf_gpt2), ("SmolLM2", smol, hf_smol)):
+        mine = generate(ours_lm, prompt, max_new_tokens=steps)
+        hf_tokens = hf.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, num_beams=1,
+                                max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)  # fmt: skip
+        same_lm[name] = torch.equal(mine, hf_tokens)
+        for row in range(len(prompt)):
+            print(f"{name:8s} row {row} ours   ", mine[row, 5:].tolist())
+            print(f"{'':8s}       theirs ", hf_tokens[row, 5:].tolist())
+n = ours_marian.shape[1]
+same_marian = torch.equal(ours_marian, their_marian[:, 1 : n + 1])  # theirs starts with the decoder's <pad>
+for row in range(len(src)):
+    print(f"Marian   row {row} ours   ", ours_marian[row].tolist())
+    print(f"{'':8s}       theirs ", their_marian[row, 1 : n + 1].tolist())
+
+# %% tags=["hide-output"]
+expect("Marian: greedy tokens identical to transformers' generate", same_marian, f"{n} tokens per sentence")
+for name, same in same_lm.items():
+    expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
+
+# %% [markdown]
+# ## Summary
+#
+# - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish, a
+#   bias on the logits and `<pad>` as the decoder's first token.
+# - GPT-2 is a pre-LN decoder-only model with learned positions, GELU and biases. Llama is chapter
+#   10's block without biases or √D. Each choice is a field of `TransformerConfig` or
+#   `DecoderOnlyConfig`.
+# - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
+#   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row
+#   i + d/2 → 2i + 1); the other is GPT-2's transposed `Conv1D` blocks.
+# - Equal logits within rounding and identical tokens prove the conversion on models whose every
+#   tensor is random; where the real checkpoints can be loaded in float32, chapter 16 asserts the
+#   same of them. Rounding, not equality to the last bit, is what two implementations can share.
+#
+# **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) — the row
+# order of rotary embeddings (ex15_1), GPT-2's `Conv1D` as `nn.Linear` (ex15_2) and Marian's names
+# for our layer's tensors (ex15_3).
+#
+# ## Check yourself
+#
+# 1. Marian's sinusoid table holds the same numbers as the paper's, in another order. Why can a
+#    model trained with one order not be run with the other?
+#    <details><summary>Answer</summary>
+#
+#    The table is added to the embeddings, feature by feature. The trained weights expect the sine
+#    of frequency i in the features Marian put it in. In the other order those features receive
+#    cosines and other frequencies, so every position looks like another one. The attention that
+#    learned to read positions then reads nonsense.
+#    </details>
+# 2. Why may the rows of W^Q and W^K be reordered without changing any attention score, and why
+#    must both be reordered the same way?
+#    <details><summary>Answer</summary>
+#
+#    A score is Σ_j q_j k_j over a head's features: permuting the features of both vectors alike
+#    leaves the sum unchanged. Permuting only one would pair each query feature with another key
+#    feature. The reordering is needed only because the rotation turns pairs of features, and it
+#    makes our pairs hold the features the halves layout's pairs held.
+#    </details>
+# 3. A mapping of names loads with `load_state_dict(strict=True)`. Which mistakes can still be in
+#    it?
+#    <details><summary>Answer</summary>
+#
+#    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K or
+#    their biases, self- and cross-attention, a square matrix not transposed. Also a bias or a norm
+#    left in another order. Only the outputs show them, which is why we compare logits. And only if
+#    the exchanged tensors differ: a freshly built `transformers` model has every gain 1 and every
+#    bias 0, so the chapter draws every tensor at random before comparing.
+#    </details>
+# 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why
+#    not 0, and why is that no reason to doubt the conversion?
+#    <details><summary>Answer</summary>
+#
+#    Floating-point addition is not associative: the two libraries sum the same products in other
+#    orders (other kernels, other blocking), and each order rounds differently. With rotary
+#    embeddings each library also rounds the angles p·θ in its own way. That error grows with the
+#    position, so on long texts the gap can pass 10⁻⁵. A wrong tensor changes the logits by amounts
+#    of their own size, many orders of magnitude more.
+#    </details>
+#
+# ## Further reading
+#
+# - The paper: §3.1 (the encoder-decoder), §3.2.2 (multi-head projections), §3.3 (the
+#   feed-forward network), §3.4 (shared embeddings × √d_model), §3.5 (sinusoids).
+# - Junczys-Dowmunt et al. (2018), *Marian: Fast Neural Machine Translation in C++*; Tiedemann and
+#   Thottingal (2020), *OPUS-MT — Building open translation services for the World*.
+# - Radford et al. (2019), *Language Models are Unsupervised Multitask Learners* (GPT-2).
+# - Touvron et al. (2023), *LLaMA: Open and Efficient Foundation Language Models*; Allal et al.
+#   (2025), *SmolLM2: When Smol Goes Big*.
+# - Su et al. (2021), *RoFormer* (rotary embeddings, pairs of neighbouring features).
+# - Ramachandran et al. (2017), *Searching for Activation Functions* (swish); Hendrycks and Gimpel
+#   (2016), *Gaussian Error Linear Units*.
+# - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
+#   this chapter compares with).
+#
+# **Next:** [chapter 16](16_real_checkpoints.ipynb) turns text into the ids these models read, runs
+# the published checkpoints, and measures what sets the speed of generation.
