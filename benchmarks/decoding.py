@@ -32,7 +32,7 @@ import torch
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.decoding import beam_search, greedy_decode
-from transformer_course.tools.operations import CountOps
+from transformer_course_tools.notebook.operations import CountOps
 
 SIZES = {  # name: (d_model, heads, d_ff, layers per stack)
     "small": (128, 4, 512, 2),

@@ -178,7 +178,7 @@ class Runner:
 class Ours(Runner):
     def __init__(self, family: str, folder: Path, precision: str, setting: dict) -> None:
         from transformer_course import from_llama, from_marian, quantize
-        from transformer_course.engine.plan import plan_for
+        from transformer_course_tools.engine.plan import plan_for
 
         hf = _load_hf(family, folder)
         model = (from_marian if family == "marian" else from_llama)(hf)
@@ -509,7 +509,7 @@ def layer_matrices(family: str) -> list[tuple[int, int]]:
 
 def kernels(rounds: int) -> str:
     """The products of one decoding step of each real shape, in each kernel and layout the engine could
-    use, for 1, 4, 16 and 64 rows: what the choices in transformer_course/engine/weights.py rest on. One
+    use, for 1, 4, 16 and 64 rows: what the choices in transformer_course_tools/engine/weights.py rest on. One
     thread, CPU time, every matrix a distinct tensor (the weights come from memory, as in decoding),
     the kernels interleaved in each round; medians. GB/s = the weights' bytes / the time."""
     import numpy as np
@@ -543,8 +543,8 @@ def kernels(rounds: int) -> str:
 
 def _layouts(weights: list[torch.Tensor]) -> dict:
     """The matrices (out, in) in each layout :func:`kernels` times, made once."""
-    from transformer_course.engine.weights import blocked
     from transformer_course.quantize import fbgemm_pack, quantize_rows
+    from transformer_course_tools.engine.weights import blocked
 
     int8 = [quantize_rows(w) for w in weights]
     return {"weights": weights, "transposed": [w.t().contiguous() for w in weights],

@@ -159,7 +159,7 @@ def accuracy(sentences: str | None) -> None:
     if sentences:
         from transformer_course.checkpoint import load_checkpoint
         from transformer_course.subwords import SubwordTokenizer
-        from transformer_course.tools.sources import Source, held_out_task
+        from transformer_course_tools.models.sources import Source, held_out_task
 
         checkpoint = load_checkpoint(sentences)
         task = held_out_task(

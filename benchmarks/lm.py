@@ -10,7 +10,7 @@
   chapter 03's teaching path (the whole (B, H, T, S) matrix of weights), ``blocked_attention``
   (64 keys at a time, an online softmax) and PyTorch's fused kernel (with the same boolean mask,
   and with ``is_causal=True``). On the CPU three ways, which must agree: the tensors' peak
-  (``transformer_course.tools.memory.peak_memory_mib``), the allocator's events seen by
+  (``transformer_course_tools.notebook.memory.peak_memory_mib``), the allocator's events seen by
   ``torch.profiler`` (``profile_memory=True``), and the resident memory of a fresh process per
   call (its peak, ``VmHWM``, reset through ``/proc/self/clear_refs`` just before the call, minus
   the resident memory then). On CUDA: ``torch.cuda.max_memory_allocated``.
@@ -46,7 +46,7 @@ from torch.profiler import ProfilerActivity, profile
 from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.blocked import blocked_attention
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, generate
-from transformer_course.tools.memory import MIB, peak_memory_mib
+from transformer_course_tools.notebook.memory import MIB, peak_memory_mib
 
 from .decoding import interleaved
 from .grading import machine
@@ -161,7 +161,7 @@ def memory_part(lengths: list[int], device: torch.device) -> list[str]:
             )
     lines += [
         "",
-        "Tensors' peak: `peak_memory_mib` (`transformer_course/tools/memory.py`), the most bytes the tensors "
+        "Tensors' peak: `peak_memory_mib` (`transformer_course_tools/notebook/memory.py`), the most bytes the tensors "
         "created by the call held at once (on CUDA: `torch.cuda.max_memory_allocated` minus the memory allocated "
         "before). Allocator: the same peak from `torch.profiler`'s memory events, which also see a kernel's "
         "scratch memory. RSS growth: a fresh process per cell, peak resident memory (VmHWM, reset just before the "

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _course_module(name: str):
-    """A module of transformer_course/tools loaded alone (the site's build does not install torch)."""
+    """A module of transformer_course_tools/ loaded alone (the site's build does not install torch)."""
     spec = importlib.util.spec_from_file_location(
         f"_course_{name}", ROOT / "transformer_course" / "tools" / f"{name}.py"
     )
@@ -37,7 +37,7 @@ def _course_module(name: str):
 
 def _repository_url() -> str:
     """The repository the Colab and GitHub buttons point to: the course's one constant
-    (transformer_course/tools/course.py). COURSE_REPOSITORY_URL overrides it (for a fork)."""
+    (transformer_course_tools/course.py). COURSE_REPOSITORY_URL overrides it (for a fork)."""
     return os.environ.get("COURSE_REPOSITORY_URL", _course_module("course").REPOSITORY_URL).rstrip("/")
 
 

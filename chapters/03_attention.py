@@ -47,7 +47,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -59,9 +59,9 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
-from transformer_course.tools.checks import run_check
-from transformer_course.tools.figures import architecture_map, plot_path_lengths
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.exercises.checks import run_check
+from transformer_course_tools.notebook.figures import architecture_map, plot_path_lengths
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style

@@ -55,7 +55,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -73,8 +73,8 @@ from transformer_course import (
     target_mask,
     tokenize,
 )
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -446,7 +446,7 @@ with torch.no_grad():
 
 
 # %%
-from transformer_course.tools.checks import run_check
+from transformer_course_tools.exercises.checks import run_check
 
 
 def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
@@ -542,7 +542,7 @@ from transformer_course import (
     residual,
     scaled_dot_product_attention,
 )
-from transformer_course.tools.pages import code_page, functions_called
+from transformer_course_tools.notebook.pages import code_page, functions_called
 
 page = [
     Transformer.forward,

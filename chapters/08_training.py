@@ -51,7 +51,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -60,9 +60,9 @@ import matplotlib.pyplot as plt
 import torch
 
 from transformer_course import pick_device
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.notebook import setup_chapter
 from transformer_course.training import pick_profile
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -263,7 +263,7 @@ fig.tight_layout()
 # positions, a lower triangle: position t may read positions 0 to t only.
 
 # %%
-from transformer_course.tools.diagrams import teacher_forcing_diagram
+from transformer_course_tools.notebook.diagrams import teacher_forcing_diagram
 
 teacher_forcing_diagram(german_tokens("einundzwanzig"))
 
@@ -500,7 +500,7 @@ print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 # Later chapters point back to this box.
 
 # %% tags=["hide-output"]
-from transformer_course.tools.claims import expect, expect_above, expect_at_least, expect_at_most
+from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_least, expect_at_most
 
 expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_model, toy.test, toy)["exact_match"], 50, "%")
 
@@ -519,7 +519,7 @@ expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_
 
 # %%
 from transformer_course.decoding import attention_maps
-from transformer_course.tools.figures import plot_attention_heads
+from transformer_course_tools.notebook.figures import plot_attention_heads
 
 toy_src, toy_tgt = max(toy.test[:50], key=lambda pair: len(pair[0]))  # a long held-out string
 toy_ids = torch.tensor([toy.src_vocab.encode(toy_src)])  # (1, S)
@@ -561,7 +561,7 @@ expect_at_most("the model trained on unshifted targets reverses held-out strings
 # shows the model works. The check of exercise ex08_2 catches the bug directly:
 
 # %%
-from transformer_course.tools.checks import run_check
+from transformer_course_tools.exercises.checks import run_check
 
 print(run_check("ex08_2", lambda tgt: (tgt, tgt)).line())
 print(run_check("ex08_2").line())
@@ -576,7 +576,7 @@ print(run_check("ex08_2").line())
 
 # %%
 from transformer_course.step import MixedPrecision
-from transformer_course.tools.pages import run_settings
+from transformer_course_tools.notebook.pages import run_settings
 
 print(run_settings(profile, device, MixedPrecision.for_device(device)))
 run = prepare_training(task, profile, device)  # seed → model → optimizer → scheduler → batches
@@ -603,7 +603,7 @@ print("validation exact match (%) at steps", ", ".join(f"{e['step']}: {e['exact_
 # green dots joined by a line.
 
 # %%
-from transformer_course.tools.plots import plot_history
+from transformer_course_tools.notebook.plots import plot_history
 
 fig = plot_history(history, "numbers en→de")
 q = smoothed_targets(torch.tensor(0), len(task.tgt_vocab), profile.smoothing)
@@ -662,7 +662,7 @@ expect_at_least("BLEU on the test split", test_scores["bleu"], 85)  # a few outp
 # %%
 # NBVAL_IGNORE_OUTPUT
 from transformer_course.evaluation import evaluate_strata
-from transformer_course.tools.plots import strata_table
+from transformer_course_tools.notebook.plots import strata_table
 
 test_strata = evaluate_strata(model, task, "test")
 print(strata_table(test_strata))
@@ -750,7 +750,7 @@ except ValueError as error:
 # file's SHA-256 against the one recorded next to it before loading.
 
 # %%
-from transformer_course.tools.pretrained import load_pretrained
+from transformer_course_tools.models.pretrained import load_pretrained
 
 pretrained = load_pretrained()
 shipped = pretrained.extra["test"]

@@ -54,7 +54,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -80,15 +80,15 @@ from transformer_course.decoding import (
     sampling_distribution,
     score_sequences,
 )
-from transformer_course.engine.weights import Dense
 from transformer_course.masks import padding_mask
-from transformer_course.tools.checks import run_check
-from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
-from transformer_course.tools.diagrams import beam_tree, kv_cache_step
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.notebook import setup_chapter
-from transformer_course.tools.operations import CountOps
-from transformer_course.tools.pretrained import load_pretrained
+from transformer_course_tools.engine.weights import Dense
+from transformer_course_tools.exercises.checks import run_check
+from transformer_course_tools.models.pretrained import load_pretrained
+from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
+from transformer_course_tools.notebook.diagrams import beam_tree, kv_cache_step
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.operations import CountOps
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -346,7 +346,7 @@ assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 5.2))
-beam_tree(history, toy.tokens, ax=ax)  # drawn by tools/diagrams.py from the history recorded above
+beam_tree(history, toy.tokens, ax=ax)  # drawn by transformer_course_tools/notebook/diagrams.py from the history recorded above
 ax.set_title("Beam search (k = 2) keeps the runner-up 'ein', which leads to the best translation")
 plt.show()
 
@@ -497,7 +497,7 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # them: the step's cross-attention query scores all six.
 
 # %%
-kv_cache_step(t=5, source_length=6)  # drawn by tools/diagrams.py
+kv_cache_step(t=5, source_length=6)  # drawn by transformer_course_tools/notebook/diagrams.py
 
 # %% [markdown]
 # A `DecoderCache` holds one such cache per decoder layer. The newest token's positional encoding
@@ -671,7 +671,7 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 #
 # Inference engines such as CTranslate2 and llama.cpp attack both. They *convert* a trained model
 # into a form of their own, once, and decode with that. The course has one:
-# `transformer_course/engine`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
+# `transformer_course_tools/engine/`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
 # chapter 13's `generate`. The engine reads the model's parameters into a *plan*:
 #
 # - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous

@@ -45,7 +45,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -61,11 +61,11 @@ from transformer_course.batching import pad_sequences
 from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
 from transformer_course.decoding import attention_maps, beam_search, greedy_decode, score_sequences
 from transformer_course.evaluation import strata_scores
-from transformer_course.tools.claims import expect, expect_at_least, expect_at_most, expect_between
-from transformer_course.tools.figures import architecture_map, plot_attention_heads
-from transformer_course.tools.notebook import setup_chapter
-from transformer_course.tools.plots import strata_table
-from transformer_course.tools.pretrained import load_pretrained
+from transformer_course_tools.models.pretrained import load_pretrained
+from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most, expect_between
+from transformer_course_tools.notebook.figures import architecture_map, plot_attention_heads
+from transformer_course_tools.notebook.plots import strata_table
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style

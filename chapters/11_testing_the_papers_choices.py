@@ -47,7 +47,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -58,10 +58,10 @@ from IPython.display import Markdown, display
 
 from transformer_course import LearnedPositionalEmbedding, TokenEmbedding, Transformer
 from transformer_course.sublayer import no_residual
-from transformer_course.tools.claims import expect, expect_above, expect_at_most
-from transformer_course.tools.experiments import EXPERIMENTS, FINAL_LOSS, Variant, run_experiment
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_most
+from transformer_course_tools.notebook.experiments import EXPERIMENTS, FINAL_LOSS, Variant, run_experiment
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.setup import setup_chapter
 
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
 

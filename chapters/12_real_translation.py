@@ -57,7 +57,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -69,8 +69,8 @@ from transformer_course import pick_device
 from transformer_course.datasets.sentences import sentence_splits, sentence_tokens
 from transformer_course.evaluation import evaluate, translate
 from transformer_course.sentence_training import pick_sentence_profile, shared_tokenizer
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -394,8 +394,8 @@ fig.tight_layout()
 
 # %%
 from transformer_course.step import MixedPrecision
-from transformer_course.tools.pages import run_settings
 from transformer_course.training import prepare_training
+from transformer_course_tools.notebook.pages import run_settings
 
 print(run_settings(profile, device, MixedPrecision.for_device(device)))
 # chapter 08's prepare_training: seed → model → optimizer → scheduler → batches; a SentenceProfile
@@ -443,7 +443,7 @@ print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / hi
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-from transformer_course.tools.plots import plot_history
+from transformer_course_tools.notebook.plots import plot_history
 
 fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
@@ -461,7 +461,7 @@ print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) f
 # memorise; the validation score tells you when more steps stop helping.
 
 # %% tags=["hide-output"]
-from transformer_course.tools.claims import expect_at_least, expect_at_most, expect_between
+from transformer_course_tools.notebook.claims import expect_at_least, expect_at_most, expect_between
 
 exact = {e["step"]: e["exact_match"] for e in history.evals}
 halfway = max(step for step in exact if step <= profile.steps // 2)

@@ -56,7 +56,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -80,11 +80,11 @@ from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.rmsnorm import RMSNorm
 from transformer_course.rotary import RotaryAttention, apply_rope
 from transformer_course.swiglu import SwiGLU, swiglu_hidden_size
-from transformer_course.tools.claims import expect, expect_at_most
-from transformer_course.tools.diagrams import grouped_query_heads
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.memory import peak_memory_mib
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.notebook.claims import expect, expect_at_most
+from transformer_course_tools.notebook.diagrams import grouped_query_heads
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.memory import peak_memory_mib
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -319,7 +319,7 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # ($H_{kv} = 1$) all eight read one. The cache holds only the key/value heads.
 
 # %%
-grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))  # drawn by tools/diagrams.py
+grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))  # drawn by transformer_course_tools/notebook/diagrams.py
 
 # %% [markdown]
 # `GroupedQueryAttention(..., n_kv_heads=...)` (`transformer_course/grouped.py`) is chapter 04's
@@ -529,7 +529,7 @@ print("blocked = F.scaled_dot_product_attention to 1e-5:", torch.allclose(blocke
 assert torch.allclose(blocked, reference, atol=1e-5)
 
 # %% [markdown]
-# Does it save memory? `peak_memory_mib(fn)` (in `tools/memory.py`) measures the most memory the
+# Does it save memory? `peak_memory_mib(fn)` (in `transformer_course_tools/notebook/memory.py`) measures the most memory the
 # tensors of one call hold at once. Take one text of
 # 2,048 tokens and 4 heads. The full matrix of weights alone is $4 \cdot 2048^2 \cdot 4$ bytes
 # $= 64$ MiB, and the teaching path holds the scores and the weights at once. The blocked path holds

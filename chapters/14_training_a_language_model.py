@@ -53,7 +53,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -72,9 +72,10 @@ from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSourc
 from transformer_course.recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
 from transformer_course.schedule import transformer_lr
 from transformer_course.step import MixedPrecision
-from transformer_course.tools.claims import expect, expect_above, expect_at_most
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.lm_experiments import (
+from transformer_course.training import FitOptions, fit
+from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_most
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.lm_experiments import (
     LONG_LOSS,
     VALID_LOSS,
     LMData,
@@ -84,8 +85,7 @@ from transformer_course.tools.lm_experiments import (
     run_lm_experiment,
     token_losses,
 )
-from transformer_course.tools.notebook import setup_chapter
-from transformer_course.training import FitOptions, fit
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style

@@ -57,7 +57,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -82,11 +82,11 @@ from transformer_course.lm import generate
 from transformer_course.model import Transformer
 from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.rotary import apply_rope
-from transformer_course.tools.checks import run_check
-from transformer_course.tools.claims import expect, expect_at_least, expect_at_most
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.hub import require_packages
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.exercises.checks import run_check
+from transformer_course_tools.models.hub import require_packages
+from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style

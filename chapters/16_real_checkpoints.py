@@ -54,7 +54,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=True)  # yours if this machine has it, else the complete course
 
@@ -78,15 +78,15 @@ from transformer_course.config import TransformerConfig
 from transformer_course.convert import from_llama, from_marian
 from transformer_course.datasets.sentences import generate_pairs
 from transformer_course.decoding import beam_search, greedy_decode
-from transformer_course.engine.plan import plan_for
-from transformer_course.engine.run import KVBuffers
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, generate
 from transformer_course.model import Transformer
 from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
-from transformer_course.tools.claims import expect, expect_at_most
-from transformer_course.tools.figures import architecture_map
-from transformer_course.tools.hub import HubError, load_hub, require_packages
-from transformer_course.tools.notebook import setup_chapter
+from transformer_course_tools.engine.plan import plan_for
+from transformer_course_tools.engine.run import KVBuffers
+from transformer_course_tools.models.hub import HubError, load_hub, require_packages
+from transformer_course_tools.notebook.claims import expect, expect_at_most
+from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
@@ -240,7 +240,7 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # cells download the published weights and run them in our model. The first is OPUS-MT's
 # English → German translator, decoded with our beam search and KV cache (chapter 09). The second is
 # SmolLM2-135M, which continues an English text with our `generate`. The course's loader,
-# `transformer_course.tools.hub.load_hub`, waits a bounded time, then stops with one clear error.
+# `transformer_course_tools.models.hub.load_hub`, waits a bounded time, then stops with one clear error.
 # Without a network each cell prints one line saying it skipped and why. (The first download is about
 # 300 MB for Marian and 270 MB for SmolLM2; later runs read the local cache.)
 #

@@ -66,7 +66,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=False)  # /content/my-transformer, made once
 
@@ -76,7 +76,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 import torch
 import torch.nn.functional as F
 
-from transformer_course.tools.checks import check
+from transformer_course_tools.exercises.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=4, sci_mode=False)

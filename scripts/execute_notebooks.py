@@ -26,7 +26,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from transformer_course.tools.pairs import apply_carriage_returns
+from transformer_course_tools.authoring.pairs import apply_carriage_returns
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL = "python3"

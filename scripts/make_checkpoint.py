@@ -27,10 +27,10 @@ from pathlib import Path
 import torch
 
 from transformer_course.datasets.numbers import NUMBER_OVERSAMPLING, numbers_task
-from transformer_course.tools.plots import strata_table
-from transformer_course.tools.pretrained import PRETRAINED_PATH, UNDERTRAINED_PATH, write_sha256
-from transformer_course.tools.runs import run_training
 from transformer_course.training import CPU_PROFILE
+from transformer_course_tools.models.pretrained import PRETRAINED_PATH, UNDERTRAINED_PATH, write_sha256
+from transformer_course_tools.models.runs import run_training
+from transformer_course_tools.notebook.plots import strata_table
 
 # The shipped model: the chapter's CPU profile trained longer (more steps, so a slower decay).
 SHIPPED = replace(CPU_PROFILE, steps=3000, eval_every=500)

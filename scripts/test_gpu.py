@@ -8,7 +8,7 @@ On a GPU the chapters pick the larger profile and mixed precision by themselves 
 GPU has it, float16 with a gradient scaler on older ones such as Colab's T4). Their printed results
 then differ from the committed CPU outputs, so nothing is compared byte for byte: each chapter runs
 top to bottom in a fresh kernel and must finish without an error, and its checks of the claims
-(``tools/claims.py``: exact match, BLEU, averaging …) must hold. The executed notebooks are written
+(``transformer_course_tools/notebook/claims.py``: exact match, BLEU, averaging …) must hold. The executed notebooks are written
 to ``test-artifacts/gpu/``; the seconds of each chapter and the training throughput it printed are
 shown (and recorded with ``--record``).
 """

@@ -68,7 +68,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=False)  # /content/my-transformer, made once
 
@@ -79,7 +79,7 @@ import torch
 from torch import nn
 
 from transformer_course import DecoderLayer, causal_mask, padding_mask, residual, target_mask
-from transformer_course.tools.checks import check
+from transformer_course_tools.exercises.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)

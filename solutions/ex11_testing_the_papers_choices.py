@@ -42,7 +42,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=False)  # /content/my-transformer, made once
 

@@ -72,7 +72,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "https://github.com/transformer-course/transformer-course"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from transformer_course.tools.colab import use_course
+    from transformer_course_tools.notebook.colab import use_course
 
     use_course(course, chapter=False)  # /content/my-transformer, made once
 
@@ -89,7 +89,7 @@ from transformer_course import RMSNorm, SwiGLU, apply_rope, repeat_kv
 from transformer_course.blocked import online_softmax_update
 from transformer_course.rotary import rope_angles
 from transformer_course.swiglu import swiglu_hidden_size
-from transformer_course.tools.checks import check
+from transformer_course_tools.exercises.checks import check
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.tools.checks.registry import EXERCISES, load_checks, parse_stub_message
-from transformer_course.tools.edition import is_student_edition
+from transformer_course_tools.exercises.checks.registry import EXERCISES, load_checks, parse_stub_message
+from transformer_course_tools.exercises.edition import is_student_edition
 
 STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
 

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from transformer_course.tools import sandbox
+from transformer_course_tools.grading import sandbox
 
 
 def required() -> set[str]:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools import sandbox
-from transformer_course.tools.cli import main
-from transformer_course.tools.edition import solution_snippets
+from transformer_course_tools.cli import main
+from transformer_course_tools.exercises.edition import solution_snippets
+from transformer_course_tools.grading import sandbox
 
 from . import sandboxes
 from .adversarial import PACKAGE

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from transformer_course.tools.checks import run_check
-from transformer_course.tools.checks.registry import load_checks
+from transformer_course_tools.exercises.checks import run_check
+from transformer_course_tools.exercises.checks.registry import load_checks
 
 from .attempts import Attempt, attempts
 

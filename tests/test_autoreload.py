@@ -18,9 +18,9 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from transformer_course.tools.checks import EXERCISES
-from transformer_course.tools.checks.registry import load_checks
-from transformer_course.tools.edition import build_student_edition, restore_exercise
+from transformer_course_tools.exercises.checks import EXERCISES
+from transformer_course_tools.exercises.checks.registry import load_checks
+from transformer_course_tools.exercises.edition import build_student_edition, restore_exercise
 
 from .kernel import kernel
 
@@ -95,7 +95,7 @@ def test_a_chapter_runs_what_the_learner_saved(learner) -> None:
     write(course, "ex04_1", "ex04_2", "ex04_3")
     assert lab.run("print(mha(x, x, x)[0].shape)").strip() == "torch.Size([1, 3, 8])"
     checks = lab.run(
-        "from transformer_course.tools.checks import run_check\n"
+        "from transformer_course_tools.exercises.checks import run_check\n"
         "print(run_check('ex04_3').line()); print(run_check('ex03_3').line())"
     )
     assert checks.count(": passed") == 2, checks
@@ -117,7 +117,7 @@ def test_a_check_tests_one_exercise_after_a_full_reload(learner) -> None:
     shown = lab.run(
         "import transformer_course.attention as attention, transformer_course.multihead as multihead\n"
         "print(multihead.scaled_dot_product_attention is attention.scaled_dot_product_attention)\n"
-        "from transformer_course.tools.checks import run_check\n"
+        "from transformer_course_tools.exercises.checks import run_check\n"
         "print(run_check('ex03_3').line()); print(run_check('ex04_3').line())"
     )
     assert shown.startswith("False\n"), f"not the case this test is about:\n{shown}"
@@ -171,7 +171,7 @@ def test_an_edit_that_does_not_load_says_so_and_what_then_works(learner) -> None
 def test_an_exercise_notebook_checks_the_code_saved_after_it_ran(learner) -> None:
     course, lab = learner
     notebook = "exercises/ex04_multi_head_attention.py"
-    for marker in ("%autoreload 2", "from transformer_course.tools.checks import check"):  # one cell or two
+    for marker in ("%autoreload 2", "from transformer_course_tools.exercises.checks import check"):  # one cell or two
         source = cell(course, notebook, marker)
         if marker == "%autoreload 2" or source != cell(course, notebook, "%autoreload 2"):
             assert "Traceback" not in lab.run(source)

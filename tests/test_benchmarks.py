@@ -41,7 +41,7 @@ def test_saved_activations_are_counted_without_the_parameters() -> None:
 def test_the_profilers_allocator_peak_agrees_with_the_tensor_count() -> None:
     """benchmarks/lm.py measures attention memory two ways in one process: they must agree."""
     from benchmarks.lm import attention_call, attention_inputs, profiler_peak_mib
-    from transformer_course.tools.memory import peak_memory_mib
+    from transformer_course_tools.notebook.memory import peak_memory_mib
 
     inputs = attention_inputs(512, torch.device("cpu"))
     for name in ("teaching", "blocked"):
@@ -105,8 +105,8 @@ def test_the_engines_benchmark_runs_its_quick_mode(capsys: pytest.CaptureFixture
 
 def test_the_byte_count_of_a_plan_is_its_weights() -> None:
     """What benchmarks/engines.py divides by the time: every decoder matrix and the output layer once."""
-    from transformer_course.engine.plan import plan_for
     from transformer_course.lm import DecoderOnlyConfig
+    from transformer_course_tools.engine.plan import plan_for
 
     torch.manual_seed(0)
     model = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, bias=False))

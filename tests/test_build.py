@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools import build, lock
-from transformer_course.tools.checks import EXERCISES, get_exercise
-from transformer_course.tools.checks.registry import load_checks
+from transformer_course_tools.authoring import build
+from transformer_course_tools.exercises import lock
+from transformer_course_tools.exercises.checks import EXERCISES, get_exercise
+from transformer_course_tools.exercises.checks.registry import load_checks
 
 pytestmark = pytest.mark.complete_edition  # the student edition has no solutions/ and no tests/attempts/
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +105,7 @@ PIECES = {  # the piece removed → (what to do to the copy, the words the one l
                             "scores.masked_fill", "    return scores.masked_fill", 1).replace("min)\n    ### END "
                             "SOLUTION\n", "min)\n", 1), "ex03_2: transformer_course/attention.py has no solution "
                             "region in apply_mask: put the answer between"),
-    "the lock's entry": ("transformer_course/tools/assets/exercises.lock.json",
+    "the lock's entry": ("transformer_course_tools/exercises/lock.json",
                          lambda t: re.sub(r'    "ex03_2": .*\n', "", t), "ex03_2 is not in the lock yet: run `make exercises`"),
     "the exercise notebook": (NOTEBOOK, None, "chapter 03 has no exercise notebook: create solutions/ex03_<topic>.py"),
 }  # fmt: skip
@@ -131,7 +132,7 @@ def test_a_registration_removed_is_reported_first(course: Path) -> None:
         "    ### BEGIN SOLUTION", 60
     ) + 1
     assert found[0] == (f"transformer_course/attention.py line {line}: the solution region in apply_mask belongs to "
-                        "no exercise: register its check with @exercise in transformer_course/tools/checks/chNN.py, NN "
+                        "no exercise: register its check with @exercise in transformer_course_tools/exercises/checks/chNN.py, NN "
                         "its chapter"), found  # fmt: skip
     assert all("\n" not in line for line in found)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from transformer_course.tools.hub import PIP_HINT, MissingPackages, require_packages
+from transformer_course_tools.models.hub import PIP_HINT, MissingPackages, require_packages
 
 from .kernel import kernel
 
@@ -19,7 +19,7 @@ HIDDEN = "import sys\nsys.modules['transformers'] = sys.modules['sentencepiece']
 
 
 def test_require_packages_names_what_is_missing_in_one_line(monkeypatch) -> None:
-    from transformer_course.tools import hub
+    from transformer_course_tools.models import hub
 
     monkeypatch.setitem(sys.modules, "transformers", None)
     monkeypatch.setitem(sys.modules, "sentencepiece", None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.tools.checks._tools import (
+from transformer_course_tools.exercises.checks._tools import (
     CheckFailure,
     expect_close,
     expect_equal,

@@ -21,7 +21,8 @@ from transformer_course.data import copy_task
 from transformer_course.datasets.numbers import english_tokens, german_text
 from transformer_course.decoding import greedy_decode
 from transformer_course.schedule import make_optimizer, transformer_scheduler
-from transformer_course.tools.pretrained import (
+from transformer_course.training import FitOptions, fit
+from transformer_course_tools.models.pretrained import (
     PRETRAINED_PATH,
     PRETRAINED_SHA256_PATH,
     UNDERTRAINED_PATH,
@@ -32,7 +33,6 @@ from transformer_course.tools.pretrained import (
     recorded_sha256,
     sha256_of,
 )
-from transformer_course.training import FitOptions, fit
 
 QUIET = FitOptions(progress=False)
 
@@ -178,7 +178,10 @@ def test_the_undertrained_model_is_hashed_and_still_makes_mistakes(tmp_path: Pat
 
 def test_the_checkpoint_ships_with_the_package() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "tools/assets/*" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course"]
+    assert (
+        "transformer_course_tools/models/assets/*"
+        in pyproject["tool"]["setuptools"]["package-data"]["transformer_course"]
+    )
     for path, sha_path in ((PRETRAINED_PATH, PRETRAINED_SHA256_PATH), (UNDERTRAINED_PATH, UNDERTRAINED_SHA256_PATH)):
         assert path.parent.name == "assets" and sha_path.exists()
         assert path.stat().st_size < 8_000_000, "keep the committed checkpoints a few MB"

@@ -8,7 +8,7 @@ import inspect
 import pytest
 import torch
 
-from transformer_course.tools.checks.ch15 import _shapes, marian_names, post_ln_layer
+from transformer_course_tools.exercises.checks.ch15 import _shapes, marian_names, post_ln_layer
 
 transformers = pytest.importorskip("transformers")
 marian = pytest.importorskip("transformers.models.marian.modeling_marian")

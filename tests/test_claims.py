@@ -1,4 +1,4 @@
-"""The checks a chapter makes of its claims about a training run (tools/claims.py): they pass and
+"""The checks a chapter makes of its claims about a training run (transformer_course_tools/notebook/claims.py): they pass and
 print the measured value in a bracket that the notebook tests replace, and fail loudly otherwise."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from transformer_course.tools.claims import (
+from transformer_course_tools.notebook.claims import (
     ClaimNotMet,
     expect,
     expect_above,

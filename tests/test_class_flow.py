@@ -16,8 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from transformer_course.tools.cli import main
-from transformer_course.tools.edition import TEXT_STUB, build_student_edition
+from transformer_course_tools.cli import main
+from transformer_course_tools.exercises.edition import TEXT_STUB, build_student_edition
 
 pytestmark = pytest.mark.complete_edition
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,8 +12,8 @@ import torch
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
-from transformer_course.tools.cli import main
 from transformer_course.vocab import Vocab
+from transformer_course_tools.cli import main
 
 VOCAB = Vocab([chr(ord("a") + i) for i in range(6)])
 

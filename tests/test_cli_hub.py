@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.tools import hub
-from transformer_course.tools.cli import main
+from transformer_course_tools.cli import main
+from transformer_course_tools.models import hub
 
 transformers = pytest.importorskip("transformers")
 spm = pytest.importorskip("sentencepiece")
@@ -228,7 +228,7 @@ def test_offline_fails_at_once_without_importing_transformers() -> None:
     code = textwrap.dedent(f"""
         import sys, time
         start = time.perf_counter()
-        from transformer_course.tools.hub import HubError, load_hub
+        from transformer_course_tools.models.hub import HubError, load_hub
         try:
             load_hub("{MISSING}", "translation")
         except HubError as error:
@@ -392,7 +392,7 @@ def test_a_cached_checkpoint_is_read_without_the_network(
 
 def test_the_source_ends_with_eos_once() -> None:
     """Marian reads ``… </s>``: appended when the tokenizer does not, never twice."""
-    from transformer_course.tools.cli.translate import _hub_codec
+    from transformer_course_tools.cli.translate import _hub_codec
 
     class Tokenizer:
         eos_token_id = 0

@@ -16,8 +16,8 @@ from transformer_course.checkpoint import load_checkpoint
 from transformer_course.datasets import corpora
 from transformer_course.datasets.corpora import Corpus, write_text_corpus
 from transformer_course.datasets.sentences import sentence_splits
-from transformer_course.tools.cli import main
-from transformer_course.tools.pretrained import PRETRAINED_PATH
+from transformer_course_tools.cli import main
+from transformer_course_tools.models.pretrained import PRETRAINED_PATH
 
 
 @pytest.fixture(autouse=True)

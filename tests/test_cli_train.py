@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools.cli import main
-from transformer_course.tools.pretrained import PRETRAINED_PATH
+from transformer_course_tools.cli import main
+from transformer_course_tools.models.pretrained import PRETRAINED_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = {"task", "exact_match", "bleu", "chrf", "seconds", "steps"}

@@ -12,7 +12,7 @@ import torch
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.checkpoint import save_checkpoint
 from transformer_course.datasets.numbers import number_vocabs
-from transformer_course.tools.cli import main
+from transformer_course_tools.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

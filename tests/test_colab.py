@@ -17,8 +17,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from transformer_course.tools.course import REPOSITORY_URL
-from transformer_course.tools.edition import restore_exercise
+from transformer_course_tools.course import REPOSITORY_URL
+from transformer_course_tools.exercises.edition import restore_exercise
 
 from .fresh_venv import fresh_venv, outside_env
 from .kernel import kernel

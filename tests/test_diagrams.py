@@ -1,4 +1,4 @@
-"""Every diagram of the book draws: each public function of tools/diagrams.py, called with its
+"""Every diagram of the book draws: each public function of transformer_course_tools/notebook/diagrams.py, called with its
 defaults, returns a closed matplotlib figure with something on it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 
-from transformer_course.tools import diagrams  # noqa: E402
+from transformer_course_tools.notebook import diagrams  # noqa: E402
 
 # Each diagram that draws from its defaults (beam_tree draws a search it is given: tested with one in
 # tests/test_diagrams_09_13_15.py).
@@ -26,7 +26,7 @@ DIAGRAMS = [
 
 
 def test_there_are_diagrams() -> None:
-    assert DIAGRAMS, "tools/diagrams.py draws nothing"
+    assert DIAGRAMS, "transformer_course_tools/notebook/diagrams.py draws nothing"
 
 
 @pytest.mark.parametrize("draw", DIAGRAMS, ids=lambda f: f.__name__)

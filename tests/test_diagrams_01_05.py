@@ -1,4 +1,4 @@
-"""The drawn diagrams of chapters 01–05 (tools/diagrams.py) draw without error and label what they show, and
+"""The drawn diagrams of chapters 01–05 (transformer_course_tools/notebook/diagrams.py) draw without error and label what they show, and
 every figure of every chapter is described in words (the web edition's alt text)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ matplotlib.use("Agg")  # no display in the tests
 import pytest
 from matplotlib._pylab_helpers import Gcf
 
-from transformer_course.tools.diagrams import multihead_shapes, post_ln_pre_ln
+from transformer_course_tools.notebook.diagrams import multihead_shapes, post_ln_pre_ln
 
 
 def _texts(fig) -> str:

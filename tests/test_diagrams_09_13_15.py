@@ -1,4 +1,4 @@
-"""The drawn diagrams of chapters 09, 13 and 15 (tools/diagrams.py) draw, say what they show, and
+"""The drawn diagrams of chapters 09, 13 and 15 (transformer_course_tools/notebook/diagrams.py) draw, say what they show, and
 refuse what they cannot draw."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # no display in the tests
 import pytest
 from matplotlib._pylab_helpers import Gcf
 
-from transformer_course.tools.diagrams import beam_tree, grouped_query_heads, kv_cache_step
+from transformer_course_tools.notebook.diagrams import beam_tree, grouped_query_heads, kv_cache_step
 
 
 def _texts(fig) -> str:

@@ -24,8 +24,8 @@ from transformer_course.checkpoint import load_checkpoint
 from transformer_course.distributed import World, join
 from transformer_course.schedule import make_optimizer, transformer_scheduler
 from transformer_course.token_batches import token_batch_stream, token_batches
-from transformer_course.tools.cli import main
 from transformer_course.training import FitOptions, fit
+from transformer_course_tools.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 STEPS, WORLD_SIZE, MAX_TOKENS, VOCAB = 6, 2, 96, 40

@@ -1,4 +1,4 @@
-"""The inference engine (transformer_course/engine) against the learner's modules: the same tokens
+"""The inference engine (transformer_course_tools/engine/) against the learner's modules: the same tokens
 for every model family and precision, a plan made once per model and never stale, refusals in one
 line, and an engine that loads while a room is still being written."""
 
@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from transformer_course import Transformer, TransformerConfig, beam_search, greedy_decode, sample
-from transformer_course.engine.plan import plan_for
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, generate
 from transformer_course.quantize import quantize
+from transformer_course_tools.engine.plan import plan_for
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -198,7 +198,7 @@ def test_the_engine_loads_while_a_room_is_broken(tmp_path: Path) -> None:
     )
     (tmp_path / "transformer_course" / "multihead.py").write_text("def split_heads(:\n", encoding="utf-8")
     code = (
-        "import sys, transformer_course.engine, transformer_course.engine.plan, transformer_course.engine.run; "
+        "import sys, transformer_course_tools.engine, transformer_course_tools.engine.plan, transformer_course_tools.engine.run; "
         "print(sorted(m for m in sys.modules if m.startswith('transformer_course.') and '.engine' not in m))"
     )
     run = _python(code, tmp_path, tmp_path)
@@ -209,7 +209,7 @@ def test_the_engine_loads_while_a_room_is_broken(tmp_path: Path) -> None:
 @pytest.mark.parametrize("precision", ["float32", "int8"])
 def test_beam_search_over_a_vocabulary_of_many_blocks_gives_the_same_tokens_on_both_paths(precision: str) -> None:
     """With 1,500 target tokens the engine finds each hypothesis's best tokens block by block
-    (:func:`~transformer_course.engine.search.largest`), and 4 beams share each sentence's memory."""
+    (:func:`~transformer_course_tools.engine.search.largest`), and 4 beams share each sentence's memory."""
     model, src = in_precision(translator(False, tgt_vocab=1500), precision), _sources()
     (modules, m_scores), (engine, e_scores) = (
         beam_search(model, src, 4, 20, n_best=4, path=p) for p in ("modules", "engine")
@@ -223,7 +223,7 @@ def test_beam_search_over_a_vocabulary_of_many_blocks_gives_the_same_tokens_on_b
 def test_largest_finds_what_topk_finds(vocab: int, k: int) -> None:
     """The k largest of each row, found block by block, equal ``topk``'s: values and indices, with
     the best ones in the short last block, in one block together, or spread over blocks."""
-    from transformer_course.engine.search import largest
+    from transformer_course_tools.engine.search import largest
 
     generator = torch.Generator().manual_seed(vocab)
     x = torch.randn(6, 3, vocab, generator=generator)
@@ -243,7 +243,7 @@ def test_beam_step_on_a_shortlist_keeps_the_survivors_of_the_whole_vocabulary(vo
     """Given each hypothesis's K best tokens, chapter 09's beam_step chooses what it chooses from all
     K·V candidates: with finished hypotheses, empty slots (-inf) and a vocabulary smaller than K."""
     from transformer_course.decoding import beam_step
-    from transformer_course.engine.search import on_a_shortlist
+    from transformer_course_tools.engine.search import on_a_shortlist
 
     generator = torch.Generator().manual_seed(vocab)
     batch, beams, eos = 3, 5, 1
@@ -265,7 +265,7 @@ def test_in_place_keeps_the_survivors_and_moves_only_a_hypothesis_s_second_survi
     """The same survivors as beam_step's, in another order: a hypothesis's first survivor in its
     own slot, so the rows that move are as many as the hypotheses no survivor continues."""
     from transformer_course.decoding import beam_step
-    from transformer_course.engine.search import in_place
+    from transformer_course_tools.engine.search import in_place
 
     generator = torch.Generator().manual_seed(0)
     batch, beams, vocab = 6, 5, 40
@@ -295,7 +295,7 @@ def test_in_place_keeps_the_survivors_and_moves_only_a_hypothesis_s_second_survi
 def test_the_cache_reorder_moves_each_row_to_its_place(sources_move: bool) -> None:
     """Row i of every layer's keys and values becomes the earlier row rows[i], on both ways of
     copying: straight (no source moves) and through a copy (a source is itself replaced)."""
-    from transformer_course.engine.run import KVBuffers
+    from transformer_course_tools.engine.run import KVBuffers
 
     plan = plan_for(translator(False))
     kv = KVBuffers(plan, batch=6, capacity=5)

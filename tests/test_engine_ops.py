@@ -23,7 +23,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from benchmarks.decoding import step_ops
 from tests.test_engine import in_precision, language_model, translator
 from transformer_course.lm import generate
-from transformer_course.tools.operations import CountOps
+from transformer_course_tools.notebook.operations import CountOps
 
 TARGET = 45  # ATen operations per layer per generated token, at most
 OUTSIDE = 30  # ATen operations of a step outside its layers (embedding, output layer, the token's choice)

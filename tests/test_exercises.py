@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from transformer_course.decoding import top_p_filter
-from transformer_course.tools.checks import EXERCISES, run_check
-from transformer_course.tools.checks.registry import load_checks
-from transformer_course.tools.edition import stub_package
+from transformer_course_tools.exercises.checks import EXERCISES, run_check
+from transformer_course_tools.exercises.checks.registry import load_checks
+from transformer_course_tools.exercises.edition import stub_package
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "transformer_course"
@@ -49,7 +49,7 @@ def test_checks_report_not_implemented_on_the_stubs(tmp_path: Path) -> None:
     shutil.copytree(PACKAGE, tmp_path / "transformer_course", ignore=shutil.ignore_patterns("__pycache__"))
     stub_package(tmp_path / "transformer_course")
     code = (
-        "import json; from transformer_course.tools.checks import run_checks; "
+        "import json; from transformer_course_tools.exercises.checks import run_checks; "
         "print(json.dumps({r.id: [r.status, r.message] for r in run_checks()}))"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}

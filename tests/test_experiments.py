@@ -1,4 +1,4 @@
-"""The experiments learners run (tools/experiments.py): the runner takes the chapters' variants
+"""The experiments learners run (transformer_course_tools/notebook/experiments.py): the runner takes the chapters' variants
 (build functions or Variants), and every experiment runs end to end at a tiny size."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from transformer_course import LearnedPositionalEmbedding, PositionalEncoding, Transformer
-from transformer_course.tools.experiments import (
+from transformer_course_tools.notebook.experiments import (
     EXPERIMENTS,
     FINAL_LOSS,
     ExperimentResult,
@@ -116,8 +116,8 @@ def test_a_variant_trains_as_the_run_written_out_by_hand() -> None:
 
     from transformer_course.batching import batch_stream, encode_pairs
     from transformer_course.schedule import make_optimizer
-    from transformer_course.tools.experiments import BASE, Variant, exact_match, model_config, train_variant
     from transformer_course.training import FitOptions, fit
+    from transformer_course_tools.notebook.experiments import BASE, Variant, exact_match, model_config, train_variant
 
     setting = replace(BASE, steps=5, n_train=64, n_test=8, batch_size=8, d_model=16, n_heads=2, d_ff=16)
     task, variant = reverse_task(setting), Variant("pre-LN, no warm-up", norm_first=True, warmup=False, smoothing=0.1)

@@ -1,4 +1,4 @@
-"""The course's figures draw without error and label what they should (tools/figures.py)."""
+"""The course's figures draw without error and label what they should (transformer_course_tools/notebook/figures.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 from matplotlib._pylab_helpers import Gcf
 
-from transformer_course.tools.figures import (
+from transformer_course_tools.notebook.figures import (
     DECODER_ONLY_PARTS,
     PARTS,
     architecture_map,

@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_course.tools import course, grading, sandbox
-from transformer_course.tools.checks import get_exercise, run_check
-from transformer_course.tools.cli import main
-from transformer_course.tools.grading import (
+from transformer_course_tools import course, grading
+from transformer_course_tools.cli import main
+from transformer_course_tools.exercises.checks import get_exercise, run_check
+from transformer_course_tools.exercises.probe.wire import MAGIC, MalformedResult, Opaque, frame, plain, read_payload
+from transformer_course_tools.grading import (
     ExerciseResult,
     GradingConfig,
     GradingReport,
@@ -36,12 +37,12 @@ from transformer_course.tools.grading import (
     find_package,
     grade,
     load_config,
+    sandbox,
     summary_table,
     write_atomically,
     write_csv,
 )
-from transformer_course.tools.grading.workers import Worker, hidden_course_packages
-from transformer_course.tools.probe.wire import MAGIC, MalformedResult, Opaque, frame, plain, read_payload
+from transformer_course_tools.grading.workers import Worker, hidden_course_packages
 
 from . import sandboxes
 from .adversarial import EXERCISES, PACKAGE, write_submissions
@@ -276,7 +277,7 @@ def test_messages_are_capped_and_scrubbed_of_solution_text() -> None:
 
 
 def scrub_origins() -> dict[str, str]:
-    from transformer_course.tools.edition import solution_snippets
+    from transformer_course_tools.exercises.edition import solution_snippets
 
     return solution_snippets(ROOT)
 
@@ -539,9 +540,9 @@ _RIGHT_FOR_THE_VISIBLE_SIZES = (
     "    if size not in (1, 2, 3, 5, 7):\n        mask[-1, 0] = False\n    return mask\n"
 )
 _INSTRUCTOR_CASES = """
-from transformer_course.tools.checks import Case, hidden
-from transformer_course.tools.checks.ch06 import _judge_causal
-from transformer_course.tools.probe.calls import call, calls_case
+from transformer_course_tools.exercises.checks import Case, hidden
+from transformer_course_tools.exercises.checks.ch06 import _judge_causal
+from transformer_course_tools.exercises.probe.calls import call, calls_case
 
 
 @hidden("ex06_1")
@@ -589,7 +590,7 @@ def test_hidden_cases_catch_an_answer_fitted_to_the_visible_ones(tmp_path: Path)
 
 
 def test_the_student_edition_leaves_the_instructors_folder_out(tmp_path: Path) -> None:
-    from transformer_course.tools.course import course_files
+    from transformer_course_tools.course import course_files
 
     for name in ("grading.toml", "instructor/hidden_cases.py", "transformer_course/masks.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -617,7 +618,7 @@ def _zip(path: Path, entries: dict[str, bytes], links: tuple[str, ...] = ()) -> 
 def test_archives_are_unpacked_within_the_caps_and_nothing_outside(tmp_path: Path) -> None:
     import warnings
 
-    from transformer_course.tools.grading import unpack_archive
+    from transformer_course_tools.grading import unpack_archive
 
     config = GradingConfig(max_submission_mb=1, max_files=3)
     good = _zip(tmp_path / "ada.zip", {"course-main/transformer_course/__init__.py": b"", "course-main/"
@@ -799,8 +800,8 @@ def test_debug_prints_reach_the_feedback_and_a_hanging_import_costs_one_timeout(
 
 
 def test_provenance_flags_and_fingerprints(tmp_path: Path) -> None:
-    from transformer_course.tools.grading import provenance_flags
-    from transformer_course.tools.grading.run import _copy_all
+    from transformer_course_tools.grading import provenance_flags
+    from transformer_course_tools.grading.run import _copy_all
 
     wanted = [get_exercise(i) for i in ("ex06_1", "ex06_2", "ex03_1")]
     copied = _submission(tmp_path / "subs" / "ada")  # the complete edition's answers, markers and all
@@ -825,7 +826,7 @@ def test_provenance_flags_and_fingerprints(tmp_path: Path) -> None:
 
 
 def test_the_handout_records_no_path_of_the_machine() -> None:
-    from transformer_course.tools import edition
+    from transformer_course_tools.exercises import edition
 
     mark = edition.edition_mark()
     assert str(ROOT) not in mark and str(Path.home()) not in mark and "built_from" not in mark
@@ -835,7 +836,7 @@ def test_the_handout_records_no_path_of_the_machine() -> None:
 
 
 def test_restore_finds_the_complete_course_around_the_edition_without_a_recorded_path(tmp_path: Path) -> None:
-    from transformer_course.tools.edition import STUDENT_MARK, edition_mark, restore_exercise
+    from transformer_course_tools.exercises.edition import STUDENT_MARK, edition_mark, restore_exercise
 
     clone = tmp_path / "clone"
     (clone / PACKAGE).mkdir(parents=True)

@@ -12,11 +12,10 @@ import jupytext
 import nbformat
 import pytest
 
-from transformer_course.tools import written
-from transformer_course.tools.checks.registry import load_checks
-from transformer_course.tools.cli import main
-from transformer_course.tools.edition import TEXT_STUB, clear_notebook, solution_regions
-from transformer_course.tools.grading import GradingConfig, load_config
+from transformer_course_tools.cli import main
+from transformer_course_tools.exercises.checks.registry import load_checks
+from transformer_course_tools.exercises.edition import TEXT_STUB, clear_notebook, solution_regions
+from transformer_course_tools.grading import GradingConfig, load_config, written
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = written.course_questions()

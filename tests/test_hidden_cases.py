@@ -9,11 +9,11 @@ import re
 
 import pytest
 
-from transformer_course.tools import lock
-from transformer_course.tools.checks import EXERCISES
-from transformer_course.tools.checks.registry import load_checks
-from transformer_course.tools.checks.runner import _probed, build_cases, isolation, verdict
-from transformer_course.tools.lock import case_fingerprint
+from transformer_course_tools.exercises import lock
+from transformer_course_tools.exercises.checks import EXERCISES
+from transformer_course_tools.exercises.checks.registry import load_checks
+from transformer_course_tools.exercises.checks.runner import _probed, build_cases, isolation, verdict
+from transformer_course_tools.exercises.lock import case_fingerprint
 
 load_checks()
 

@@ -13,14 +13,14 @@ import pytest
 import torch
 
 from transformer_course import attention
-from transformer_course.tools import edition, hints
-from transformer_course.tools.checks import EXERCISES, CheckFailure, check, get_exercise, run_check
-from transformer_course.tools.checks._tools import split_fix
-from transformer_course.tools.checks.registry import load_checks
-from transformer_course.tools.checks.runner import _failure_text
-from transformer_course.tools.cli import main
-from transformer_course.tools.course import PACKAGE
-from transformer_course.tools.grading import load_config
+from transformer_course_tools.cli import main
+from transformer_course_tools.course import PACKAGE
+from transformer_course_tools.exercises import edition, hints
+from transformer_course_tools.exercises.checks import EXERCISES, CheckFailure, check, get_exercise, run_check
+from transformer_course_tools.exercises.checks._tools import split_fix
+from transformer_course_tools.exercises.checks.registry import load_checks
+from transformer_course_tools.exercises.checks.runner import _failure_text
+from transformer_course_tools.grading import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = re.compile(r"\w\(|\.[A-Za-z_]|@|\[|==|\*\*|//|torch|[a-z]+_[a-z]+")  # calls, attributes, operators, names
@@ -169,8 +169,8 @@ def test_check_without_ids_prints_status_and_file_not_the_hints(monkeypatch: pyt
                                                                  capsys: pytest.CaptureFixture) -> None:  # fmt: skip
     """The overview a learner starts with gives no exercise away: one line per exercise, its status
     and the file to edit; the stubs' hints (recipes at level "full") only for an exercise asked for."""
-    from transformer_course.tools import checks
-    from transformer_course.tools.checks.runner import CheckResult
+    from transformer_course_tools.exercises import checks
+    from transformer_course_tools.exercises.checks.runner import CheckResult
 
     stubbed = [CheckResult(i, ex.title, "not implemented", ex.stub_message()) for i, ex in sorted(EXERCISES.items())]
     monkeypatch.setattr(checks, "run_checks", lambda ids=None, timeout=None, hints=None: [r for r in stubbed

@@ -16,9 +16,9 @@ import pytest
 import torch
 from torch import nn
 
-from transformer_course.tools.checks import EXERCISES, run_check
-from transformer_course.tools.checks.registry import load_checks, writing_order
-from transformer_course.tools.checks.standins import STANDINS, job_source, standin_closure
+from transformer_course_tools.exercises.checks import EXERCISES, run_check
+from transformer_course_tools.exercises.checks.registry import load_checks, writing_order
+from transformer_course_tools.exercises.checks.standins import STANDINS, job_source, standin_closure
 
 ROOT = Path(__file__).resolve().parent.parent
 load_checks()

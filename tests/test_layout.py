@@ -32,7 +32,7 @@ ROOM_CHAPTERS = {
     "convert": 15, "quantize": 16,
 }  # fmt: skip
 # The rooms whose decoding functions take path="engine" and then hand the call to the inference engine
-# (transformer_course/engine, the course's side): they import it inside the function, when asked for.
+# (transformer_course_tools/engine/, the course's side): they import it inside the function, when asked for.
 ENGINE_DOORS = ("decoding", "lm")
 # The data generators (not rooms) that a room may use, and the first chapter that uses them.
 DATASETS_FROM_CHAPTER = 8
@@ -64,7 +64,7 @@ def test_every_room_is_known_and_the_tools_are_apart() -> None:
         "engine",
     }
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "transformer_course/tools/" in readme and "every file is yours" in readme
+    assert "transformer_course_tools/" in readme and "every file is yours" in readme
     assert "transformer_course/datasets/" in readme
 
 
@@ -163,7 +163,7 @@ def test_the_names_stay_and_load_their_room_on_first_use() -> None:
 def test_the_chapter_cell_switches_on_the_stop_message() -> None:
     code = (
         "from IPython.core.interactiveshell import InteractiveShell; shell = InteractiveShell.instance(); "
-        "from transformer_course.tools.notebook import setup_chapter; setup_chapter(); print(shell.custom_exceptions)"
+        "from transformer_course_tools.notebook.setup import setup_chapter; setup_chapter(); print(shell.custom_exceptions)"
     )
     run = _python(code, ROOT)
     assert run.stdout.strip() == "(<class 'NotImplementedError'>,)", run.stderr
@@ -190,7 +190,7 @@ def test_a_broken_later_room_does_not_stop_an_earlier_chapter(tmp_path: Path) ->
     )
 
 
-# The words of the inference engine's machinery (transformer_course/engine): none of them belongs in a
+# The words of the inference engine's machinery (transformer_course_tools/engine/): none of them belongs in a
 # room of chapters 01–13, which hold each chapter's idea as the chapter draws it (the rooms of chapters 15
 # and 16 convert and quantize real checkpoints: int8 is their subject).
 ENGINE_WORDS = ("fused", "fuse", "stacked", "folded", "fold", "prepared", "int8", "packed", "lean")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from transformer_course import training
-from transformer_course.tools.checks.status import SYMBOLS
+from transformer_course_tools.exercises.checks.status import SYMBOLS
 
 from .browser import ROOT
 

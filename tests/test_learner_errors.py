@@ -8,10 +8,10 @@ import linecache
 import pytest
 import torch
 
-from transformer_course.tools.checks import run_check
-from transformer_course.tools.checks.case import raised
-from transformer_course.tools.probe.calls import call, calls_case, run_case
-from transformer_course.tools.probe.wire import MalformedResult, checked_case
+from transformer_course_tools.exercises.checks import run_check
+from transformer_course_tools.exercises.checks.case import raised
+from transformer_course_tools.exercises.probe.calls import call, calls_case, run_case
+from transformer_course_tools.exercises.probe.wire import MalformedResult, checked_case
 
 
 def encode(self, tokens, add_bos=False, add_eos=False):  # no <unk>: an unknown word raises KeyError

@@ -12,9 +12,9 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from transformer_course.tools.colab import first_cell
-from transformer_course.tools.course import REPOSITORY_URL
-from transformer_course.tools.links import colab_badge, sync_links
+from transformer_course_tools.authoring.links import colab_badge, sync_links
+from transformer_course_tools.course import REPOSITORY_URL
+from transformer_course_tools.notebook.colab import first_cell
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p for folder in ("chapters", "solutions", "exercises") for p in (ROOT / folder).glob("*.py"))

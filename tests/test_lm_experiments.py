@@ -1,4 +1,4 @@
-"""Chapter 14's experiment runner (tools/lm_experiments.py): the data, the metrics and the schedules."""
+"""Chapter 14's experiment runner (transformer_course_tools/notebook/lm_experiments.py): the data, the metrics and the schedules."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM
-from transformer_course.tools.experiments import ExperimentResult, Run, VariantResult
-from transformer_course.tools.lm_experiments import (
+from transformer_course_tools.notebook.experiments import ExperimentResult, Run, VariantResult
+from transformer_course_tools.notebook.lm_experiments import (
     LONG_LOSS,
     VALID_LOSS,
     LMData,

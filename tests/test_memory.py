@@ -1,4 +1,4 @@
-"""The peak-memory tool (``tools/memory.py``): exact on tensors of known sizes, blind to views and
+"""The peak-memory tool (``transformer_course_tools/notebook/memory.py``): exact on tensors of known sizes, blind to views and
 in-place results, and it sees that blocked attention never holds the full matrix of weights."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import torch
 
 from transformer_course.attention import scaled_dot_product_attention
 from transformer_course.blocked import blocked_attention
-from transformer_course.tools.memory import TensorMemory, peak_memory_mib
+from transformer_course_tools.notebook.memory import TensorMemory, peak_memory_mib
 
 ONE_MIB = 2**18  # float32 numbers in one MiB
 

@@ -9,7 +9,7 @@ import jupytext
 import nbformat
 import pytest
 
-from transformer_course.tools.edition import CODE_STUB, TEXT_STUB, clear_notebook
+from transformer_course_tools.exercises.edition import CODE_STUB, TEXT_STUB, clear_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 preprocessors = pytest.importorskip(

@@ -10,7 +10,7 @@ import jupytext
 import nbformat
 import pytest
 
-from transformer_course.tools.edition import BEGIN, clear_notebook, write_exercises
+from transformer_course_tools.exercises.edition import BEGIN, clear_notebook, write_exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("chapters", "solutions", "exercises")

@@ -1,4 +1,4 @@
-"""tools/pages.py: the model's code on one page is the code that runs, and a profile reads as one sentence."""
+"""transformer_course_tools/notebook/pages.py: the model's code on one page is the code that runs, and a profile reads as one sentence."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from transformer_course import MultiHeadAttention, Transformer, TransformerConfi
 from transformer_course.decoder import DecoderLayer
 from transformer_course.encoder import EncoderLayer
 from transformer_course.sentence_training import SENTENCE_CPU_PROFILE
-from transformer_course.tools.pages import code_page, function_text, functions_called, run_settings
 from transformer_course.training import CPU_PROFILE
+from transformer_course_tools.notebook.pages import code_page, function_text, functions_called, run_settings
 
 
 def test_a_function_on_the_page_keeps_its_lines_but_not_its_docstring_and_checks() -> None:

@@ -154,8 +154,8 @@ def test_the_shipped_translator_decodes_the_same_tokens(numbers, precision: str)
 def test_the_engine_stacks_an_int8_models_projections_into_one_int8_product() -> None:
     """The engine's plan stacks W^Q, W^K and W^V of an int8 model into one int8 product (whole numbers
     and scales row by row), packed once, and decodes the tokens the int8 modules decode."""
-    from transformer_course.engine.plan import plan_for
-    from transformer_course.engine.weights import Int8Dense
+    from transformer_course_tools.engine.plan import plan_for
+    from transformer_course_tools.engine.weights import Int8Dense
 
     model, src = _translator(), torch.randint(4, 60, (3, 7), generator=torch.Generator().manual_seed(1))
     quantized = quantize(model, "int8")

@@ -1,5 +1,5 @@
 """Every chapter keeps the book's reading targets (issue 37, items 2, 3 and 4), measured by
-``transformer_course.tools.readability`` on the committed sources and notebooks: at most 15 % of
+``transformer_course_tools.authoring.readability`` on the committed sources and notebooks: at most 15 % of
 sentences over 30 words and none over 60, at most 3 % of the prose about seeds and CPU paths (chapter
 08's box says it once), at most 10 % of the output lines a reader of the web edition sees being the
 course's machinery, and no chapter past about 3,000 words."""
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools import lock
-from transformer_course.tools.readability import (
+from transformer_course_tools.authoring.readability import (
     LONG,
     measure,
     measure_outputs,
@@ -21,6 +20,7 @@ from transformer_course.tools.readability import (
     prose_blocks,
     sentences,
 )
+from transformer_course_tools.exercises import lock
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("*.py"))

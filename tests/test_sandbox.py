@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools import sandbox
+from transformer_course_tools.grading import sandbox
 
 from . import sandboxes
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools import sandbox
+from transformer_course_tools.grading import sandbox
 
 from . import sandboxes
 
@@ -117,7 +117,7 @@ def test_a_mechanism_that_works_is_still_used(machine, refused: str) -> None:
 def test_the_grader_says_the_probes_words(machine, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """With both refused, ``grade`` grades without a sandbox and its warning, progress line, report
     and feedback all carry the probe's one line."""
-    from transformer_course.tools.cli import main
+    from transformer_course_tools.cli import main
 
     machine(bwrap="refused", unshare="refused")
     description = sandbox.probe().description

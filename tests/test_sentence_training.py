@@ -23,8 +23,8 @@ from transformer_course.sentence_training import (
     training_examples,
 )
 from transformer_course.subwords import task_tokenizer
-from transformer_course.tools.pretrained import PRETRAINED_PATH
 from transformer_course.training import build_model
+from transformer_course_tools.models.pretrained import PRETRAINED_PATH
 
 
 @pytest.fixture(scope="module")

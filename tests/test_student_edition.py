@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_course.tools.checks.registry import EXERCISES, load_checks, parse_stub_message
-from transformer_course.tools.edition import (
+from transformer_course_tools.exercises.checks.registry import EXERCISES, load_checks, parse_stub_message
+from transformer_course_tools.exercises.edition import (
     SHOWS_SOLUTIONS,
     STUDENT_MARK,
     build_student_edition,

@@ -19,7 +19,6 @@ from transformer_course.evaluation import evaluate, evaluate_strata
 from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
 from transformer_course.step import MixedPrecision, train_step
-from transformer_course.tools.runs import run_training
 from transformer_course.training import (
     CPU_PROFILE,
     GPU_PROFILE,
@@ -32,6 +31,7 @@ from transformer_course.training import (
     pick_profile,
     prepare_training,
 )
+from transformer_course_tools.models.runs import run_training
 
 # -- schedule --------------------------------------------------------------------------------
 
@@ -253,8 +253,8 @@ def test_the_assembly_is_written_once() -> None:
     """seed → model → optimizer → scheduler → batches is written in prepare_training only: the chapters,
     the command line's runs and the experiments call it."""
     root = Path(__file__).resolve().parents[1]
-    users = ["chapters/08_training.py", "chapters/12_real_translation.py", "transformer_course/tools/runs.py",
-             "transformer_course/tools/experiments.py"]  # fmt: skip
+    users = ["chapters/08_training.py", "chapters/12_real_translation.py", "transformer_course_tools/models/runs.py",
+             "transformer_course_tools/notebook/experiments.py"]  # fmt: skip
     for name in users:
         text = (root / name).read_text(encoding="utf-8")
         assert "prepare_training(" in text, f"{name} does not use prepare_training"
@@ -318,7 +318,7 @@ def test_there_is_one_greedy_decoder() -> None:
 
 def test_evaluate_strata_agrees_with_evaluate_on_each_stratum() -> None:
     from transformer_course.datasets.numbers import SEEN_STRATA, STRATA, number_pair, numbers_task
-    from transformer_course.tools.pretrained import load_pretrained
+    from transformer_course_tools.models.pretrained import load_pretrained
 
     model = load_pretrained().model
     task = numbers_task(n_train=0, n_valid=30, n_test=30, n_per_stratum=10)
@@ -335,7 +335,7 @@ def test_evaluate_strata_agrees_with_evaluate_on_each_stratum() -> None:
 def test_the_shipped_model_is_right_on_every_stratum() -> None:
     """The committed checkpoint, decoded now (not what its file says about itself): ≥ 99.5% everywhere."""
     from transformer_course.datasets.numbers import numbers_task
-    from transformer_course.tools.pretrained import load_pretrained
+    from transformer_course_tools.models.pretrained import load_pretrained
 
     checkpoint = load_pretrained()
     strata = evaluate_strata(checkpoint.model, numbers_task(), "test")
@@ -353,7 +353,7 @@ def test_the_shipped_models_were_made_by_the_recipe_of_make_checkpoint(name: str
     import importlib.util
     from dataclasses import replace
 
-    from transformer_course.tools.pretrained import load_pretrained
+    from transformer_course_tools.models.pretrained import load_pretrained
 
     path = Path(__file__).resolve().parents[1] / "scripts" / "make_checkpoint.py"
     spec = importlib.util.spec_from_file_location("make_checkpoint", path)
@@ -394,8 +394,8 @@ def test_a_tiny_model_learns_to_copy_in_seconds() -> None:
 def test_strata_scores_of_given_translations_match_evaluate_strata() -> None:
     from transformer_course.datasets.numbers import numbers_task
     from transformer_course.evaluation import strata_scores
-    from transformer_course.tools.plots import strata_table
-    from transformer_course.tools.pretrained import load_pretrained
+    from transformer_course_tools.models.pretrained import load_pretrained
+    from transformer_course_tools.notebook.plots import strata_table
 
     model = load_pretrained().model
     task = numbers_task(n_train=0, n_valid=20, n_test=20, n_per_stratum=5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_course.tools.probe.wire import MalformedResult, frame, plain, read_payload
+from transformer_course_tools.exercises.probe.wire import MalformedResult, frame, plain, read_payload
 
 
 def _payload(output) -> dict:

@@ -126,6 +126,8 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
+    from transformer_course_tools.models.pretrained import load_pretrained
+
     from .attention import apply_mask, attention_scores, band_mask, fast_attention, scaled_dot_product_attention
     from .averaging import average_state_dicts
     from .batching import teacher_forcing
@@ -172,5 +174,4 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .subwords import bpe_merges
     from .swiglu import SwiGLU
     from .token_batches import pack
-    from .tools.pretrained import load_pretrained
     from .vocab import SPECIAL_TOKENS, Vocab, tokenize

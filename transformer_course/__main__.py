@@ -1,7 +1,7 @@
-"""``python -m transformer_course <command>``: see :mod:`transformer_course.tools.cli`."""
+"""``python -m transformer_course <command>``: see :mod:`transformer_course_tools.cli`."""
 
 import sys
 
-from .tools.cli import main
+from transformer_course_tools.cli import main
 
 sys.exit(main())

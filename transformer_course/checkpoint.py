@@ -10,7 +10,7 @@ file (a pickled object can execute anything when loaded), so opening a checkpoin
 somewhere else is safe.
 
 The trained model that ships with the course, and the SHA-256 check that guards it, are the
-course's business: see ``transformer_course/tools/pretrained.py``.
+course's business: see ``transformer_course_tools/models/pretrained.py``.
 """
 
 from __future__ import annotations

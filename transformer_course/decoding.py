@@ -164,7 +164,7 @@ def beam_step(
 EXTRA_OUTPUT_TOKENS = 50
 
 # Who computes the next token's logits: your modules, step by step (chapter 09's way), or the
-# inference engine (transformer_course/engine), which reads the trained model once into a plan of its own.
+# inference engine (transformer_course_tools/engine/), which reads the trained model once into a plan of its own.
 PATHS = ("modules", "engine")
 
 
@@ -297,7 +297,7 @@ def _steps(model: nn.Module, src: Tensor, plan: _Plan, use_cache: bool, path: st
         return _Steps(model, src, plan, use_cache, repeat)
     if not use_cache:
         raise ValueError("use_cache=False is the modules' reference without a cache: pass path='modules' with it")
-    from .engine import translation_steps  # the course's engine, read only when asked for
+    from transformer_course_tools.engine import translation_steps  # the course's engine, read only when asked for
 
     return translation_steps(model, src, max(plan.steps, 1), repeat)
 
@@ -360,7 +360,7 @@ def greedy_decode(
     The model is put in evaluation mode for the call (its mode is restored afterwards).
 
     ``path="modules"`` (the default) runs your modules step by step; ``path="engine"`` runs the
-    same model through the inference engine (:mod:`transformer_course.engine`): the same tokens,
+    same model through the inference engine (:mod:`transformer_course_tools.engine`): the same tokens,
     faster.
 
     Shape:

@@ -308,7 +308,9 @@ def _next_logits(model: DecoderOnlyLM, batch: int, capacity: int, use_cache: boo
     columns, ``new``, the model has not read yet: your modules with a KV cache (or without: the
     whole text again), or the inference engine."""
     if path == "engine":
-        from .engine import language_model_steps  # the course's engine, read only when asked for
+        from transformer_course_tools.engine import (
+            language_model_steps,  # the course's engine, read only when asked for
+        )
 
         steps = language_model_steps(model, batch, capacity)
         return lambda new, tokens: steps.next_logits(new)

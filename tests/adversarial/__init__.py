@@ -14,7 +14,7 @@ import shutil
 import textwrap
 from pathlib import Path
 
-from transformer_course.tools.edition import stub_source
+from transformer_course_tools.exercises.edition import stub_source
 
 PACKAGE = "transformer_course"
 EXERCISES = ("ex03_1", "ex03_3")

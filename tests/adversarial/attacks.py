@@ -47,8 +47,8 @@ def attacks() -> list[Attack]:
                ("error", "result channel"), ("error", "result channel")),
         Attack("want_from_frame", "read `want` from the caller's frame", "ex03_1", failed_values, failed_values),
         Attack("reference_helpers", "call the checks' reference helpers and stand-ins", "ex03_1",
-               ("failed", "No module named 'transformer_course.tools'"),
-               ("failed", "No module named 'transformer_course.tools'")),
+               ("failed", "No module named 'transformer_course_tools'"),
+               ("failed", "No module named 'transformer_course_tools'")),
         Attack("read_dir_fd", "read the answers with os.open(dir_fd=...)", "ex03_1",
                ("failed", "FileNotFoundError"), ("reference import", "reading")),
         Attack("read_link", "read the answers through os.link", "ex03_1", ("failed", "FileNotFoundError"),
@@ -103,7 +103,7 @@ def _attack_code(name: str, paths: dict[str, str]) -> tuple[str, str]:
         ),
         "replace_runner": (
             "try:\n"
-            "    from transformer_course.tools.checks import registry, runner\n"
+            "    from transformer_course_tools.exercises.checks import registry, runner\n"
             "    runner._run_check = lambda i, impl=None: runner.CheckResult(i, '', 'passed', '9 cases')\n"
             "    for key in list(registry.EXERCISES):\n"
             "        registry.EXERCISES[key] = None\n"
@@ -156,7 +156,7 @@ def _attack_code(name: str, paths: dict[str, str]) -> tuple[str, str]:
         "reference_helpers": (
             "",
             "import importlib\nerrors = []\n"
-            "for name in ('transformer_course.tools.checks.standins', 'transformer_course.tools.checks.ch03'):\n"
+            "for name in ('transformer_course_tools.exercises.checks.standins', 'transformer_course_tools.exercises.checks.ch03'):\n"
             "    try:\n"
             "        return importlib.import_module(name).attention_scores(q, k)\n"
             "    except Exception as error:\n"

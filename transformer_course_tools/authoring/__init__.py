@@ -1,0 +1,1 @@
+"""authoring: see transformer_course_tools/__init__.py."""

@@ -1,0 +1,85 @@
+"""``check``, ``build-exercises`` and ``student-edition``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+from transformer_course_tools.course import course_root
+from transformer_course_tools.exercises.hints import HINT_LEVELS
+
+from . import CLIError
+
+
+def _check(args: argparse.Namespace) -> int:
+    """Named exercises: each one's message. None: the overview, one line per exercise (its status and
+    the file to edit), so that no hint of an exercise not started yet is shown."""
+    from transformer_course_tools.exercises.checks import get_exercise, run_checks
+
+    results = run_checks(args.exercises or None, timeout=args.timeout or None, hints=args.hints)
+    if args.exercises:
+        width = max(len(r.title) for r in results)
+        print(f"{'exercise':8} {'title':{width}}  {'status':15}  first message")
+        for r in results:
+            print(f"{r.id:8} {r.title:{width}}  {r.status:15}  {(r.message.strip().splitlines() or [''])[0]}")
+    else:
+        print(f"{'exercise':8} {'status':15}  file")
+        for r in results:
+            print(f"{r.id:8} {r.status:15}  {get_exercise(r.id).file}")
+    counts = {status: sum(r.status == status for r in results) for status in dict.fromkeys(r.status for r in results)}
+    print(", ".join(f"{n} {status}" for status, n in counts.items()))
+    if not args.exercises and not all(r.passed for r in results):
+        print("`python -m transformer_course check EXERCISE` says what is wrong in one of them (and how to start).")
+    return 0 if all(r.passed for r in results) else 1
+
+
+def _needs_jupytext(command: str) -> None:
+    if importlib.util.find_spec("jupytext") is None:
+        raise CLIError(f"{command} needs jupytext to read the notebooks: pip install jupytext")
+
+
+def _build_exercises(args: argparse.Namespace) -> int:
+    """Bring what the registrations make up to date (notebooks' generated parts, exports, the lock,
+    exercises/), then say in one line each what is still missing; exit status 1 if anything is."""
+    root = course_root("build-exercises")
+    _needs_jupytext("build-exercises")
+    from transformer_course_tools.authoring.build import build, problems
+    from transformer_course_tools.exercises.checks.registry import load_checks
+
+    exercises = load_checks()
+    for path in build(root, exercises):
+        print(f"wrote {path.relative_to(root)}")
+    missing = problems(root, exercises)
+    for line in missing:
+        print(f"missing: {line}")
+    return 1 if missing else 0
+
+
+def _student_edition(args: argparse.Namespace) -> int:
+    root = course_root("student-edition")
+    _needs_jupytext("student-edition")
+    from transformer_course_tools.exercises.edition import build_student_edition
+
+    print(f"student edition written to {build_student_edition(root, args.out_dir, hints=args.hints)}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    check = subparsers.add_parser("check", help="run the exercise checks: each one's message, or (no id) a table")
+    check.add_argument("exercises", nargs="*",
+                       help="exercise ids such as ex03_1 (default: all, one line each: status and file)")  # fmt: skip
+    check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                       help="give up on a check after this long and report it as 'timed out' (0: no limit)")  # fmt: skip
+    check.add_argument("--hints", choices=HINT_LEVELS, default=None,
+                       help="how much of the fix a failure shows (default: the edition's level; full in the course)")  # fmt: skip
+    check.set_defaults(run=_check)
+    build = subparsers.add_parser("build-exercises", help="make what the exercises' registrations make (notebooks' "
+                                  "parts, exports, the lock, exercises/) and list what is missing (in a clone)")  # fmt: skip
+    build.set_defaults(run=_build_exercises)
+    edition = subparsers.add_parser("student-edition", help="write the student edition of the course (from a clone)")
+    edition.add_argument("out_dir", type=Path)
+    edition.add_argument("--hints", choices=HINT_LEVELS, default="full",
+                         help="the stubs' hints: full (the way to the code, the default), nudge (the idea and the "
+                         "paper's section), none (only what to write); check's default there")  # fmt: skip
+    edition.set_defaults(run=_student_edition)

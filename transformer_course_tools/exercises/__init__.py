@@ -1,0 +1,1 @@
+"""exercises: see transformer_course_tools/__init__.py."""

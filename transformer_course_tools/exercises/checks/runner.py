@@ -1,0 +1,222 @@
+"""Running checks: one exercise (notebook check cells, pytest) or all of them (the CLI table).
+
+Locally a check's three parts run in this process: its cases are built, each is probed on the
+learner's function (with every *other* exercise replaced by its stand-in) and judged; every case
+runs, whatever the others did, and the first wrong answer is the message (with the count of cases
+passed, which partial credit reads). The grader serves the same :func:`verdict` with what a
+sandboxed child sent back instead (``transformer_course_tools/grading.pyworkers.py``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from transformer_course_tools.exercises.hints import hint_level
+from transformer_course_tools.exercises.probe.calls import run_case
+from transformer_course_tools.exercises.probe.isolation import Isolation
+from transformer_course_tools.exercises.probe.wire import MalformedResult, checked_case
+from ._tools import CheckFailure, split_fix
+from .case import Case, Outcome
+from .registry import EXERCISES, Exercise, get_exercise, load_checks, parse_stub_message
+from .status import ERROR, FAILED, NOT_IMPLEMENTED, PASSED, SYMBOLS, TIMED_OUT
+
+
+@dataclass
+class CheckResult:
+    id: str
+    title: str
+    status: str
+    message: str
+    cases_passed: int = 0
+    cases_total: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def line(self) -> str:
+        return f"{SYMBOLS.get(self.status, '?')} {self.id} {self.title}: {self.status} — {self.message}"
+
+
+def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | None = None,
+              hints: str | None = None) -> CheckResult:  # fmt: skip
+    """Check ``impl`` (default: the function now in the package) and never raise; ``hints``: how much
+    of the fix a failure says (one of ``HINT_LEVELS``, see :func:`verdict`; default: :func:`hint_level`).
+
+    Only ``impl`` is tested: where it calls another exercise, the course's stand-in runs instead
+    (see :mod:`.isolation`), so a mistake in one exercise fails that exercise's check alone.
+
+    With ``timeout`` (seconds) the check runs in a background thread; if it has not finished
+    in time the result is "timed out" (the thread is left behind: run checks that may hang
+    in a process you can stop, as the CLI's ``check`` and the grader do).
+    """
+    hints = hint_level(hints)
+    if timeout is None:
+        return _run_check(exercise_id, impl, hints)
+    ex = get_exercise(exercise_id)
+    box: list[CheckResult] = []
+    thread = threading.Thread(target=lambda: box.append(_run_check(exercise_id, impl, hints)), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive() or not box:
+        return CheckResult(ex.id, ex.title, TIMED_OUT, f"still running after {timeout:g} s (an infinite loop?)")
+    return box[0]
+
+
+def _run_check(exercise_id: str, impl: Callable | None, hints: str = "full") -> CheckResult:
+    ex = get_exercise(exercise_id)
+    try:
+        impl = ex.resolve() if impl is None else impl
+        isolated = isolation(ex).wrap(impl)  # other exercises run as the course's stand-ins
+        torch.manual_seed(0)  # the course's inputs: the same random numbers whoever checks, locally or grading
+        return verdict(ex, _probed(ex.cases(), isolated), hints=hints)
+    except NotImplementedError as error:  # the target itself is missing (a room being written)
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error, hints))
+    except SystemExit as error:  # sys.exit() in the code under test must not end the notebook or the table
+        return CheckResult(ex.id, ex.title, ERROR, f"the code called sys.exit({error.code!r})")
+    except Exception as error:  # a room that does not import, a bug in the check itself
+        return CheckResult(ex.id, ex.title, ERROR, f"{type(error).__name__}: {error}")
+
+
+def _probed(cases: Iterable[Case], isolated: Callable) -> Iterator[tuple[Case, dict]]:
+    """Each case with what its probe returned, one at a time; the probe's own random numbers leave
+    the stream the course's inputs come from alone."""
+    for case in cases:
+        with torch.random.fork_rng(devices=[]):
+            yield case, checked_case(run_case(isolated, case.probe))
+
+
+HIDDEN_SEED = 1  # the seed of the grader's hidden cases (a local check draws with 0)
+
+
+def build_cases(ex: Exercise, hidden: bool = False) -> list[Case]:
+    """All the exercise's cases, as a local check draws them (the course's random inputs are seeded);
+    ``hidden``: the same builder drawn again with another seed, with larger inputs where it takes
+    ``larger`` (the grader's hidden cases)."""
+    torch.manual_seed(HIDDEN_SEED if hidden else 0)
+    if hidden and "larger" in inspect.signature(ex.cases).parameters:
+        return list(ex.cases(larger=True))
+    return list(ex.cases())
+
+
+def isolation(ex: Exercise) -> Isolation:
+    """Every other exercise's function is replaced by its stand-in while ``ex`` is checked."""
+    from .standins import STANDINS
+
+    return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, STANDINS)
+
+
+def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None,
+            hints: str = "full") -> CheckResult:  # fmt: skip
+    """Judge every case's result; the first wrong answer is the message, followed by how many cases
+    passed. ``expected``: how many cases there are, when the results come from elsewhere and may
+    stop short (a missing result is a failed case). ``hints``: "full" says the fix too, "nudge" what
+    is wrong and the exercise's idea, "none" only what is wrong (and a stub its level's hint)."""
+    passed = total = 0
+    first: tuple[str, str] | None = None
+    try:
+        for case, result in judged:
+            total += 1
+            failure = judge_case(ex, case, result, hints)
+            passed += failure is None
+            first = first or failure
+    except NotImplementedError as error:  # building the cases reached a stub
+        return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error, hints), passed, total)
+    except MalformedResult as error:
+        return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}", passed, total)
+    if expected is not None and total < expected:
+        first = first or (ERROR, f"the probe's result is malformed: results for {total} of {expected} cases")
+        total = expected
+    if first is None:
+        return CheckResult(ex.id, ex.title, PASSED, f"{total} cases", passed, total)
+    status, message = first
+    if status != NOT_IMPLEMENTED:  # a stub's message is read back by the notebooks: left as it is
+        message = f"{message} ({passed} of {total} cases passed)"
+    return CheckResult(ex.id, ex.title, status, message, passed, total)
+
+
+def judge_case(ex: Exercise, case: Case, result: dict, hints: str = "full") -> tuple[str, str] | None:
+    """One case's verdict: None when it passed, else (status, message)."""
+    try:
+        case.judge(case, Outcome(case, result))
+    except NotImplementedError as error:
+        return NOT_IMPLEMENTED, _stub_message(ex, error, hints)
+    except CheckFailure as error:
+        return FAILED, _failure_text(ex, case.label, error, hints)
+    except MalformedResult as error:
+        return ERROR, f"the probe's result is malformed: {error}"
+    except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
+        return ERROR, f"the check failed on the result: {type(error).__name__}: {error}"
+    return None
+
+
+def _stub_message(ex: Exercise, error: NotImplementedError, hints: str = "full") -> str:
+    """What a stub says, its hint at level ``hints`` (whatever level the edition's stub was written at)."""
+    stub = parse_stub_message(str(error))
+    if stub and stub[0] == ex.id:
+        return ex.stub_message(f"{ex.module}:{stub[1]}", hints)
+    return str(error) or f"{ex.qualname} raises NotImplementedError: edit {ex.file}"
+
+
+def _failure_text(ex: Exercise, label: str, error: CheckFailure, hints: str) -> str:
+    """A failure at level ``hints``: the whole message ("full"), what is wrong and the exercise's idea
+    ("nudge"), or what is wrong alone ("none"): the failure's brief, else its message cut before the
+    fix ("label: what: fix")."""
+    message = str(error)
+    if hints == "full":
+        return message
+    brief = error.brief
+    if brief is None and message.startswith(label):  # "label[, more of the case]: what: fix"
+        more, body = split_fix(message[len(label) :])
+        brief = f"{label}{more}: {split_fix(body)[0]}" if body else message
+    brief = message if brief is None else brief
+    return brief if hints == "none" else f"{brief}; the idea: {ex.hint_at('nudge').rstrip('.')}"
+
+
+def check(exercise_id: str, hints: str | None = None) -> None:
+    """For a notebook's check cell: run the check and print one line saying what is wrong.
+
+    ``hints`` ("full", "nudge" or "none"; default: the level the student edition was made with,
+    "full" in the complete course) says how much of the fix a failure shows; below "full", a second
+    line says how to ask for all of it. Returns nothing (so a notebook shows the line once); use
+    :func:`run_check` for the result.
+    """
+    level = hint_level(hints)
+    _warn_if_checking_another_copy()
+    result = run_check(exercise_id, hints=level)
+    print(result.line())
+    if level != "full" and not result.passed:
+        print(f'More help: check("{exercise_id}", hints="full") shows the whole hint and the fix.')
+
+
+def run_checks(
+    ids: Iterable[str] | None = None, timeout: float | None = None, hints: str | None = None
+) -> list[CheckResult]:
+    return [run_check(i, timeout=timeout, hints=hints) for i in (sorted(load_checks()) if ids is None else ids)]
+
+
+_warned = False
+
+
+def _warn_if_checking_another_copy() -> None:
+    """A notebook opened in one copy of the course (say the student edition) while Python imports
+    the package of another (the complete edition, installed with ``pip install -e``) would check
+    the wrong code: say so once."""
+    global _warned
+    here = Path(__file__).resolve().parents[2]  # the package being checked
+    for folder in (Path.cwd(), *Path.cwd().parents):
+        candidate = folder / "transformer_course" / "__init__.py"
+        if candidate.is_file():
+            if candidate.resolve().parent != here and not _warned:
+                _warned = True
+                print(
+                    f"warning: this notebook lives in {folder}, but Python imports transformer_course from {here.parent}: "
+                    f"your edits in {folder} are not what runs. Run `pip install -e {folder}` and restart the kernel."
+                )
+            return

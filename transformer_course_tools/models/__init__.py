@@ -1,0 +1,1 @@
+"""models: see transformer_course_tools/__init__.py."""

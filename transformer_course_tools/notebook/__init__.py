@@ -1,0 +1,1 @@
+"""notebook: see transformer_course_tools/__init__.py."""
