@@ -12,26 +12,24 @@ ch.   rooms
 04    ``multihead`` (heads, W^O)
 05    ``feedforward``, ``sublayer`` (residual + LayerNorm), ``encoder``
 06    ``masks``, ``decoder``, ``config``, ``model`` (the full Transformer)
-07    ``data`` (pairs, tasks, the copy task), ``batching``, ``loss``, ``schedule``, ``step``,
+08    ``data`` (pairs, tasks, the copy task), ``batching``, ``loss``, ``schedule``, ``step``,
       ``training`` (the loop), ``checkpoint``
-08    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
-09    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
+09    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
+12    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
       averaging), ``distributed`` (DDP)
-10    ``rmsnorm``, ``grouped`` (grouped key/value heads), ``rotary`` (RoPE), ``swiglu``, ``blocked``
-      (attention with an online softmax), ``lm`` (a decoder-only language model, generation),
-      ``recipe`` (AdamW, warm-up + cosine): the pieces of today's language models
-11    ``convert`` (real checkpoints), ``quantize`` (bfloat16 and int8 weights)
+13    ``rmsnorm``, ``grouped`` (grouped key/value heads), ``rotary`` (RoPE), ``swiglu``, ``blocked``
+      (attention with an online softmax), ``lm`` (a decoder-only language model, generation)
+14    ``recipe`` (AdamW, warm-up + cosine)
+15    ``convert`` (real checkpoints)
+16    ``quantize`` (bfloat16 and int8 weights)
 ====  ==================================================================================
 
-``datasets/`` is not a room either: it makes the data the rooms learn from (number words,
-sentences with German grammar, corpora from files or the Hugging Face Hub); see its docstring.
+``datasets/`` is not a room: it makes the data the rooms learn from (number words, sentences with
+German grammar, corpora from files or the Hugging Face Hub); see its docstring.
 
-``engine/`` is not a room either: it is the course's inference engine, which reads a trained model
-once into a decoding plan and runs it fast (``greedy_decode(..., path="engine")``).
-
-``tools/`` is not a room: it holds the course's machinery (exercise checks, the student
-edition, grading, the command line, notebook helpers, the shipped model). You never need to
-open it to follow the course.
+Everything else of the course (the exercise checks, the student edition, grading, the command
+line, the notebooks' helpers, the shipped models, the inference engine) is another package,
+``transformer_course_tools``: no room imports it, and you never need to open it to follow the course.
 
 Importing this package runs nothing: each name below is looked up in its room the first time it
 is used, so a room you are still writing cannot break the chapters that come before it.
@@ -75,7 +73,6 @@ _EXPORTS: dict[str, str] = {
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "max_output_length": "decoding",
     "greedy_step": "decoding", "top_p_filter": "decoding", "beam_step": "decoding",
     "evaluate": "evaluation",
-    "load_pretrained": "tools.pretrained",
     "RMSNorm": "rmsnorm",
     "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary",
     "SwiGLU": "swiglu",
@@ -92,11 +89,16 @@ _EXPORTS: dict[str, str] = {
     "bpe_merges": "subwords",
 }  # fmt: skip
 
+# names that live on the course's side now (transformer_course_tools), still found here
+_TOOLS: dict[str, str] = {"load_pretrained": "transformer_course_tools.models.pretrained"}
+
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
     """Import the room that defines ``name`` on first use (PEP 562)."""
+    if name in _TOOLS:
+        return getattr(importlib.import_module(_TOOLS[name]), name)
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
@@ -126,8 +128,6 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is imported here
-    from transformer_course_tools.models.pretrained import load_pretrained
-
     from .attention import apply_mask, attention_scores, band_mask, fast_attention, scaled_dot_product_attention
     from .averaging import average_state_dicts
     from .batching import teacher_forcing

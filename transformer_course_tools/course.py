@@ -9,10 +9,12 @@ or says in one line how to get it.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 from pathlib import Path
 
 PACKAGE = "transformer_course"  # the name of the learner's package, in every edition
+TOOLS = "transformer_course_tools"  # the course's side: this package
 REPOSITORY_URL = "https://github.com/transformer-course/transformer-course"  # the one place this URL is written
 
 # What makes a folder the course's repository: the package next to the chapters and the worked solutions.
@@ -24,8 +26,17 @@ class NeedsClone(RuntimeError):
 
 
 def package_dir() -> Path:
-    """The folder of the ``transformer_course`` package that is running."""
-    return Path(__file__).resolve().parent.parent
+    """The folder of the learner's package, the ``transformer_course`` that Python imports (found
+    without importing it); the one beside this package where Python finds none."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is not None and spec.origin is not None:
+        return Path(spec.origin).resolve().parent
+    return tools_dir().parent / PACKAGE
+
+
+def tools_dir() -> Path:
+    """The folder of this package, ``transformer_course_tools``."""
+    return Path(__file__).resolve().parent
 
 
 def find_course_root() -> Path | None:
@@ -78,5 +89,5 @@ def shipped(f: Path) -> bool:
 
 
 def room_files(package_dir: Path) -> list[Path]:
-    """The learner's rooms: every ``.py`` file of the package outside ``tools/``."""
-    return sorted(p for p in package_dir.rglob("*.py") if "tools" not in p.relative_to(package_dir).parts)
+    """The learner's files: every ``.py`` file of the package (its rooms and ``datasets/``)."""
+    return sorted(package_dir.rglob("*.py"))

@@ -1,1 +1,1 @@
-"""authoring: see transformer_course_tools/__init__.py."""
+"""Making the course: ``make exercises`` (build), the links, notebook pairs, readability. Not in the student edition."""

@@ -1,1 +1,1 @@
-"""exercises: see transformer_course_tools/__init__.py."""
+"""The exercises: their checks and probes, hint levels, the student edition, and what the build derived (the lock)."""

@@ -1,6 +1,6 @@
 """The course's lock: what the build derived from the exercises and a change must not alter unnoticed.
 
-``transformer_course_tools/models/assets/exercises.lock.json`` holds each exercise's cases, as a count and a digest of their
+``transformer_course_tools/exercises/lock.json`` holds each exercise's cases, as a count and a digest of their
 labels (the chapters and notebooks print these counts and messages: a change is a change to what
 learners see), and each chapter's exercises (what it runs, found by :mod:`.needs`; a chapter that
 stops at an unwritten exercise names those still to write). ``make exercises`` (``python -m
@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-RELATIVE = Path("transformer_course", "tools", "assets", "exercises.lock.json")  # in the course's repository
-LOCK = Path(__file__).resolve().parents[2] / RELATIVE  # the running package's
+RELATIVE = Path("transformer_course_tools", "exercises", "lock.json")  # in the course's repository
+LOCK = Path(__file__).resolve().with_name("lock.json")  # the running package's
 
 
 def case_fingerprint(ex) -> list:  # noqa: ANN001 - an Exercise

@@ -1,1 +1,1 @@
-"""models: see transformer_course_tools/__init__.py."""
+"""The models the course ships (with their hashes), the Hugging Face Hub, whole training runs, text sources."""

@@ -1,1 +1,1 @@
-"""notebook: see transformer_course_tools/__init__.py."""
+"""What a chapter imports: its set-up, figures, diagrams, plots, claims checked with margins, experiments."""

@@ -28,7 +28,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from transformer_course_tools.course import PACKAGE, REPOSITORY_URL
+from transformer_course_tools.course import PACKAGE, REPOSITORY_URL, TOOLS
 from transformer_course_tools.exercises.hints import is_student_edition
 
 EDITION = "/content/my-transformer"  # the learner's copy; TRANSFORMER_COURSE_EDITION overrides it
@@ -49,7 +49,7 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
         url = "{url}"
         subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
     sys.path.insert(0, course)
-    from {PACKAGE}.tools.colab import use_course
+    from {TOOLS}.notebook.colab import use_course
 
     use_course(course, chapter={chapter})  # {which}'''
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_course_tools.course import package_dir
 from transformer_course_tools.exercises.hints import hint_level
 from transformer_course_tools.exercises.probe.calls import run_case
 from transformer_course_tools.exercises.probe.isolation import Isolation
@@ -209,7 +210,7 @@ def _warn_if_checking_another_copy() -> None:
     the package of another (the complete edition, installed with ``pip install -e``) would check
     the wrong code: say so once."""
     global _warned
-    here = Path(__file__).resolve().parents[2]  # the package being checked
+    here = package_dir()  # the package being checked
     for folder in (Path.cwd(), *Path.cwd().parents):
         candidate = folder / "transformer_course" / "__init__.py"
         if candidate.is_file():
