@@ -24,11 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _course_module(name: str):
-    """A module of transformer_course_tools/ loaded alone (the site's build does not install torch)."""
-    spec = importlib.util.spec_from_file_location(
-        f"_course_{name}", ROOT / "transformer_course" / "tools" / f"{name}.py"
-    )
+def _course_module(path: str):
+    """A module of transformer_course_tools/ (``"authoring/pairs"``) loaded alone (the site's build
+    does not install torch)."""
+    name = path.replace("/", "_")
+    spec = importlib.util.spec_from_file_location(f"_course_{name}", ROOT / "transformer_course_tools" / f"{path}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # registered first, as an import does (dataclasses look it up)
     spec.loader.exec_module(module)
@@ -92,7 +92,7 @@ def _local_badge(app, doctree):
 
 # A figure's description for screen readers: the last paragraph of the markdown cell right before
 # the figure's code cell, when it starts with "*The diagram in words:*" (or "*The figure in words:*").
-ALT_TEXT = _course_module("readability").FIGURE_IN_WORDS  # the pattern the readability measure counts apart
+ALT_TEXT = _course_module("authoring/readability").FIGURE_IN_WORDS  # the pattern the readability measure counts apart
 
 
 def _alt_text(markdown: str) -> str | None:
@@ -110,7 +110,7 @@ def _for_readers(app, docname, source):
     if not source[0].lstrip().startswith("{"):
         return
     notebook = json.loads(source[0])
-    apply_carriage_returns = _course_module("pairs").apply_carriage_returns
+    apply_carriage_returns = _course_module("authoring/pairs").apply_carriage_returns
     previous = None
     for cell in notebook.get("cells", []):
         metadata = cell.setdefault("metadata", {})

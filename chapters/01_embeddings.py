@@ -472,3 +472,7 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #   that §3.4 adopts.
 # - Mikolov et al. (2013), *Efficient Estimation of Word Representations in Vector Space*: learned
 #   word vectors before Transformers.
+
+# %% [markdown]
+# **Next:** [Chapter 02 — Positional encoding](02_positional_encoding.ipynb): the tokens have no order
+# yet; positional encoding gives each position a vector of its own.

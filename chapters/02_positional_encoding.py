@@ -482,3 +482,7 @@ plt.show()
 #   of section 3 applied to queries and keys, now common in large language models.
 # - Press, Smith and Lewis (2022), *Train Short, Test Long: Attention with Linear Biases*: measures
 #   how sinusoidal and other encodings extrapolate to longer inputs, and proposes one that does.
+
+# %% [markdown]
+# **Next:** [Chapter 03 — Scaled dot-product attention](03_attention.ipynb): with tokens and positions
+# in place, attention lets every position look at every other.

@@ -801,3 +801,7 @@ display(Markdown(
 # - Britz et al. (2017), *Massive Exploration of Neural Machine Translation Architectures*: the
 #   comparison of additive and dot-product attention that the paper cites as [3].
 # - Dao et al. (2022), *FlashAttention*: the blocked kernel behind the fast path of section 6.
+
+# %% [markdown]
+# **Next:** [Chapter 04 — Multi-head attention](04_multi_head_attention.ipynb): one attention looks at
+# one kind of relation; multi-head attention runs several side by side.

@@ -542,3 +542,8 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # - Clark et al. (2019), *What Does BERT Look At?*: per-head attention maps of a large model.
 # - Shazeer (2019), *Fast Transformer Decoding: One Write-Head is All You Need*: heads that share
 #   their keys and values, for faster decoding.
+
+# %% [markdown]
+# **Next:** [Chapter 05 — The encoder: feed-forward networks, residuals and layer
+# normalisation](05_encoder.ipynb): multi-head attention becomes a layer of the encoder, with a
+# feed-forward network, residuals and LayerNorm.

@@ -553,3 +553,8 @@ print(
 #   come to depend on their residual branches, and a remedy.
 # - Wang et al. (2019), *Learning Deep Transformer Models for Machine Translation*: pre-LN for
 #   deep encoders.
+
+# %% [markdown]
+# **Next:** [Chapter 06 — The decoder, the masks, and the full
+# Transformer](06_decoder_and_masks.ipynb): the decoder adds two masks and attention over the
+# encoder's output, and the whole model fits on one page.

@@ -649,3 +649,7 @@ assert not not_run, f"on the page but never run: {not_run}"
 # - Devlin et al. (2019), *BERT*: an encoder-only stack, trained by filling in masked words.
 # - PyTorch's documentation of `nn.Transformer` and `nn.MultiheadAttention`: their mask arguments and
 #   polarity.
+
+# %% [markdown]
+# **Next:** [Chapter 07 — Counting parameters: the paper's Table 3](07_counting_parameters.ipynb): a
+# short one: how many parameters that model has, counted against the paper's Table 3.

@@ -338,3 +338,7 @@ plt.show()
 # - PyTorch's documentation of the meta device: building modules without memory.
 # - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*: parameter counts without the
 #   embeddings, and why they are counted that way.
+
+# %% [markdown]
+# **Next:** [Chapter 08 — Training a translator](08_training.ipynb): the model learns to translate
+# English number words into German in a few minutes.

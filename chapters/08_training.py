@@ -837,3 +837,7 @@ for n in (777_000, 88_008):
 # - Kingma and Ba (2015), *Adam: A Method for Stochastic Optimization*.
 # - Popel and Bojar (2018), *Training Tips for the Transformer Model*: warm-up, batch size and
 #   learning rate in practice.
+
+# %% [markdown]
+# **Next:** [Chapter 09 — Decoding: from a trained model to a translator](09_decoding.ipynb): beam
+# search, sampling and a key/value cache turn the trained model into a better, faster translator.

@@ -858,3 +858,8 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # - Wu et al. (2016), *Google's Neural Machine Translation System*: the length penalty of section 3.
 # - Holtzman et al. (2020), *The Curious Case of Neural Text Degeneration*: nucleus (top-p)
 #   sampling.
+
+# %% [markdown]
+# **Next:** [Chapter 10 — How good is the translator? Scores, attention heads and
+# errors](10_evaluating_the_translator.ipynb): how good is the translator? Scores per kind of number,
+# its attention heads, and where its errors come from.

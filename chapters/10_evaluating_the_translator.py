@@ -577,3 +577,7 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: why sacreBLEU.
 # - Jain and Wallace (2019), *Attention is not Explanation*: a caution when reading attention maps
 #   as reasons.
+
+# %% [markdown]
+# **Next:** [Chapter 11 — Testing the paper's choices](11_testing_the_papers_choices.ipynb): with the
+# model built, trained and measured, small experiments test the paper's choices.

@@ -506,3 +506,7 @@ expect_above("confidence minus accuracy: lower with ε = 0.1 (less sure than rig
 #   *RoFormer* (rotary positions, chapter 13): position encodings designed to extrapolate.
 # - Narang et al. (2021), *Do Transformer Modifications Transfer Across Implementations and
 #   Applications?*: why one small experiment is not enough.
+
+# %% [markdown]
+# **Next:** [Chapter 12 — From number words to real sentences](12_real_translation.ipynb): Part II:
+# from number words to real sentences, with subword tokens, token batches and several processes.

@@ -813,3 +813,8 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 #   DDP overlaps the all-reduce with the backward pass.
 # - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: scoring detokenised text with
 #   sacreBLEU.
+
+# %% [markdown]
+# **Next:** [Chapter 13 — From the 2017 Transformer to a modern language
+# model](13_modern_language_models.ipynb): Part III: the same blocks become a modern decoder-only
+# language model.

@@ -672,3 +672,7 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 #   Transformer* (T5); Rae et al. (2021), *Scaling Language Models: Methods, Analysis & Insights
 #   from Training Gopher*.
 # - Touvron et al. (2023), *LLaMA* and *Llama 2* (the modern block put together).
+
+# %% [markdown]
+# **Next:** [Chapter 14 — Training a modern language model](14_training_a_language_model.ipynb): the
+# modern language model is trained, sampled and compared with the 2017 choices.

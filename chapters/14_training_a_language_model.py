@@ -593,3 +593,8 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # - Muennighoff et al. (2023), *Scaling Data-Constrained Language Models* (tokens read more than once).
 # - Ouyang et al. (2022), *Training language models to follow instructions with human feedback*;
 #   Rafailov et al. (2023), *Direct Preference Optimization*.
+
+# %% [markdown]
+# **Next:** [Chapter 15 — Real weights: OPUS-MT, GPT-2 and Llama in the course's
+# model](15_real_weights.ipynb): real checkpoints (OPUS-MT, GPT-2, Llama) loaded into the course's own
+# model.

@@ -595,3 +595,10 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - Pope et al. (2022), *Efficiently Scaling Transformer Inference*: why decoding is bound by memory.
 # - Dettmers et al. (2022), *LLM.int8()*; Wolf et al. (2020), *Transformers: State-of-the-Art Natural
 #   Language Processing* (the library this chapter compares with).
+
+# %% [markdown]
+# **After the course:** you have built, trained and run the Transformer and its modern descendants
+# from their parts. To go further, read the papers of each chapter's *Further reading*; Karpathy's
+# nanoGPT and Raschka's *Build a Large Language Model (From Scratch)* train larger language models;
+# the Hugging Face course shows the `transformers` library these chapters compared with; the exercises
+# (`exercises/`) are the best way to check that the ideas are yours.

@@ -42,7 +42,7 @@ def _hashes(folder: Path) -> dict[str, str]:
 
 
 def _instructor_files() -> dict[str, str]:
-    return _hashes(ROOT / PACKAGE / "tools")
+    return _hashes(ROOT / "transformer_course_tools")
 
 
 @pytest.fixture(scope="module", params=["sandbox", "none"])
@@ -54,7 +54,7 @@ def graded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     line = next(s for s, origin in solution_snippets(ROOT).items() if origin.startswith(f"{PACKAGE}/attention.py"))
     paths = {
         "root": str(ROOT), "submissions": str(base / "ex03_1"), "report": str(base / "ex03_1.csv"),
-        "other_copy": str(base / "other_course"), "checks": str(ROOT / PACKAGE / "tools" / "checks" / "ch03.py"),
+        "other_copy": str(base / "other_course"), "checks": str(ROOT / "transformer_course_tools" / "exercises" / "checks" / "ch03.py"),
         "pth": str(Path(site.getsitepackages()[0]) / f"zz_attack_{uuid.uuid4().hex}.pth"),
         "filler": f"filler-{uuid.uuid4().hex}", "solution_line": line,
     }  # fmt: skip

@@ -60,6 +60,8 @@ def course(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("course")
     shutil.copytree(ROOT / "transformer_course", base / "transformer_course",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pt"))  # fmt: skip
+    (base / lock.RELATIVE).parent.mkdir(parents=True)
+    shutil.copy(ROOT / lock.RELATIVE, base / lock.RELATIVE)  # the lock, on the course's side
     shutil.copytree(
         ROOT / "tests" / "attempts", base / "tests" / "attempts", ignore=shutil.ignore_patterns("__pycache__")
     )

@@ -18,6 +18,7 @@ import transformer_course
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "transformer_course"
+TOOLS = ROOT / "transformer_course_tools"
 
 # Every room and the chapter that builds it (0: small helpers every chapter may use).
 ROOM_CHAPTERS = {
@@ -58,11 +59,7 @@ def _python(code: str, cwd: Path, pythonpath: Path | None = None) -> subprocess.
 def test_every_room_is_known_and_the_tools_are_apart() -> None:
     rooms = {p.stem for p in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert rooms == set(ROOM_CHAPTERS), f"rooms without a chapter here: {sorted(rooms ^ set(ROOM_CHAPTERS))}"
-    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {
-        "tools",
-        "datasets",
-        "engine",
-    }
+    assert {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"} == {"datasets"}
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "transformer_course_tools/" in readme and "every file is yours" in readme
     assert "transformer_course/datasets/" in readme
@@ -97,9 +94,12 @@ def _runtime_imports(path: Path) -> set[str]:
             found |= {alias.name for alias in node.names}  # `from . import _validate`: that room
         elif isinstance(node, ast.ImportFrom) and node.level == 1:
             found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_course_tools"):
+            found.add("engine" if node.module.startswith("transformer_course_tools.engine") else "tools")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_course"):
             found.add((node.module.split(".") + ["<package>"])[1])
         elif isinstance(node, ast.Import):
+            found |= {"tools" for a in node.names if a.name.startswith("transformer_course_tools")}
             found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("transformer_course.")}
     return found
 
@@ -120,20 +120,28 @@ def test_a_room_imports_only_earlier_rooms_and_never_a_tool(room: str) -> None:
 
 
 def _module_level_imports(path: Path) -> set[str]:
-    """The package modules a file imports at its top level (what importing it imports)."""
+    """The modules a file imports at its top level (what importing it imports): a sibling by its name
+    (``from .plan import …``), a module of either package by its dotted name."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        (node.module or "").split(".")[0] for node in tree.body if isinstance(node, ast.ImportFrom) and node.level >= 1
-    }
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            found.add((node.module or "").split(".")[0])
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_course"):
+            found.add(node.module)
+    return found
 
 
 @pytest.mark.parametrize("room", ENGINE_DOORS)
 def test_a_room_reaches_the_engine_only_when_asked(room: str) -> None:
-    assert "engine" not in _module_level_imports(PACKAGE / f"{room}.py"), f"{room}.py imports the engine when it loads"
+    found = _module_level_imports(PACKAGE / f"{room}.py")
+    assert not any(m.startswith("transformer_course_tools") for m in found), (
+        f"{room}.py imports the engine when it loads"
+    )
 
 
 def test_the_engine_imports_no_room_when_it_loads() -> None:
-    for path in (PACKAGE / "engine").glob("*.py"):
+    for path in (TOOLS / "engine").glob("*.py"):
         found = _module_level_imports(path)
         assert found <= {"", "plan", "parts", "weights", "run", "read", "search"}, (
             f"engine/{path.name} imports {found} at its top level"
@@ -155,7 +163,8 @@ def test_importing_the_package_runs_nothing() -> None:
 def test_the_names_stay_and_load_their_room_on_first_use() -> None:
     missing = [name for name in STABLE_NAMES if not hasattr(transformer_course, name)]
     assert not missing, f"names that disappeared: {missing}"
-    assert set(STABLE_NAMES) <= set(transformer_course.__all__) and set(STABLE_NAMES) <= set(dir(transformer_course))
+    rooms_names = set(STABLE_NAMES) - set(transformer_course._TOOLS)  # load_pretrained lives on the course's side
+    assert rooms_names <= set(transformer_course.__all__) and set(STABLE_NAMES) <= set(dir(transformer_course))
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         transformer_course.nonsense  # noqa: B018
 

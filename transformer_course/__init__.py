@@ -107,7 +107,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_TOOLS))
 
 
 class _Package(types.ModuleType):

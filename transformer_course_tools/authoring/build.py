@@ -23,7 +23,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from transformer_course_tools.course import PACKAGE
+from transformer_course_tools.course import PACKAGE, TOOLS
 from transformer_course_tools.exercises import lock
 from transformer_course_tools.exercises.regions import region_targets, region_text
 
@@ -346,7 +346,7 @@ def _region_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN0
             seen.add(target)
             if target not in targets:
                 found.append(f"{path.relative_to(root)} line {begin + 1}: the solution region in {target.split(':')[1]} "
-                             f"belongs to no exercise: register its check with @exercise in {PACKAGE}/tools/checks/"
+                             f"belongs to no exercise: register its check with @exercise in {TOOLS}/exercises/checks/"
                              "chNN.py, NN its chapter")  # fmt: skip
     for target, ex in targets.items():
         if target not in seen:

@@ -226,7 +226,8 @@ class Jobs:
         """Without a sandbox: what the child's audit hook refuses to read (the course, every
         submission, the other jobs) and what it still allows (Python's own folders, its worker's)."""
         root = course.find_course_root() or course.package_dir()
-        forbidden = {str(root), str(course.package_dir()), str(self.submissions.resolve()), str(self.work)}
+        forbidden = {str(root), str(course.package_dir()), str(course.tools_dir()), str(self.submissions.resolve()),
+                     str(self.work)}  # fmt: skip
         return {"forbidden": sorted(forbidden), "allowed": sandbox.python_paths() + allowed}
 
     def run(self, todo: list[tuple[int, Path]]) -> Iterator[tuple[int, Exercise, JobOutcome | Exception]]:
@@ -444,17 +445,20 @@ def _site_packages() -> list[str]:
 
 
 def hidden_course_packages(work: Path) -> list[sandbox.Visible]:
-    """The instructor's package, where Python's installation (which every job sees) holds it (a
-    non-editable install): shown to the jobs as an empty folder. Raises ValueError (one line)
-    where it cannot be hidden."""
-    package = course.package_dir()
-    if not any(package.is_relative_to(path) for path in sandbox.python_paths()):
-        return []  # an editable install or a checkout: the package lives outside the installation
-    if any(package.is_relative_to(reserved) for reserved in sandbox.RESERVED):
-        raise ValueError(
-            f"the course is installed in {package}, which grading jobs would see and which cannot be hidden "
-            "there: grade from a clone installed with `pip install -e .` in a virtual environment"
-        )
-    empty = work / "empty"
-    empty.mkdir(mode=0o755, exist_ok=True)
-    return [sandbox.Visible(empty, str(package))]
+    """The instructor's two packages (the complete rooms, and the course's side with its checks'
+    references and stand-ins), where Python's installation (which every job sees) holds them (a
+    non-editable install): shown to the jobs as empty folders. Raises ValueError (one line) where
+    they cannot be hidden."""
+    hidden = []
+    for package in (course.package_dir(), course.tools_dir()):
+        if not any(package.is_relative_to(path) for path in sandbox.python_paths()):
+            continue  # an editable install or a checkout: the package lives outside the installation
+        if any(package.is_relative_to(reserved) for reserved in sandbox.RESERVED):
+            raise ValueError(
+                f"the course is installed in {package}, which grading jobs would see and which cannot be hidden "
+                "there: grade from a clone installed with `pip install -e .` in a virtual environment"
+            )
+        empty = work / "empty"
+        empty.mkdir(mode=0o755, exist_ok=True)
+        hidden.append(sandbox.Visible(empty, str(package)))
+    return hidden
