@@ -148,6 +148,7 @@ def accuracy(sentences: str | None) -> None:
     """The shipped numbers translators (test split: exact match, BLEU) and optionally a chapter-09
     sentence translator (its test split: BLEU on text), in float32, bf16 and int8."""
     from transformer_course import load_pretrained, load_task
+    from transformer_course.decoding import greedy_decode
     from transformer_course.evaluation import evaluate
 
     task = load_task("numbers-en-de")
@@ -155,7 +156,10 @@ def accuracy(sentences: str | None) -> None:
         model = load_pretrained(name).model
         for p in PRECISIONS:
             quantized = model if p == "float32" else quantize(model, p)
-            print(f"{name:28} {p:8} test ({len(task.test)}): {evaluate(quantized, task.test, task)}", flush=True)
+            print(
+                f"{name:28} {p:8} test ({len(task.test)}): {evaluate(quantized, task.test, task, decode=greedy_decode)}",
+                flush=True,
+            )
     if sentences:
         from transformer_course.checkpoint import load_checkpoint
         from transformer_course.subwords import SubwordTokenizer
@@ -167,7 +171,7 @@ def accuracy(sentences: str | None) -> None:
         )
         for p in PRECISIONS:
             quantized = checkpoint.model if p == "float32" else quantize(checkpoint.model, p)
-            scores = evaluate(quantized, task.test, task, bleu_on="text")
+            scores = evaluate(quantized, task.test, task, bleu_on="text", decode=greedy_decode)
             print(f"{task.name:28} {p:8} test ({len(task.test)}): {scores}", flush=True)
 
 

@@ -327,7 +327,7 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 
 # %% [markdown]
 # Untrained, the weights follow whatever the random projections happen to favour; training
-# (chapter 08) makes them meaningful, and chapter 09 plots them for a trained model. Padding gets
+# (chapter 08) makes them meaningful, and chapter 10 plots them for a trained model. Padding gets
 # exactly zero.
 #
 # ## 6. The decoder layer and the stack
@@ -601,7 +601,7 @@ assert not not_run, f"on the page but never run: {not_run}"
 #
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
 # the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
-# solutions are in `solutions/`. Chapter 08 trains this model.
+# solutions are in `solutions/`. Chapter 07 counts its parameters, and chapter 08 trains it.
 
 # %% [markdown]
 # ## Check yourself

@@ -105,7 +105,7 @@ for n in (21, 7, 1000, 347_512, 101_001):
 # %% [markdown]
 # German says the units before the tens: *ein-und-zwanzig*, "one-and-twenty". So to write the
 # first German piece of "twenty-one", the model must look at the *second* English word. Every
-# number between 21 and 99 that is not a multiple of ten flips like this. That is why chapter 09's
+# number between 21 and 99 that is not a multiple of ten flips like this. That is why chapter 10's
 # cross-attention maps show crossing lines instead of a diagonal.
 #
 # ### Tokens: words for English, compound pieces for German
@@ -453,6 +453,25 @@ assert same
 # simple. Reversing a random string of letters needs attention by position (the first output
 # letter is the last input letter) and nothing else. A small correct model learns it in a short
 # run; a bug in the masks, the shift or the loss shows up as a model that does not.
+#
+# ### Reading the model's answers
+#
+# Training only asks the model for the next token's probabilities, given the correct target so far.
+# To test it, the model must answer alone. `read_greedily` (in `evaluation.py`) does the plainest
+# thing that works. It encodes the source once. Then it runs the decoder on `<bos>` and the tokens
+# chosen so far, and keeps the most probable next token. It repeats until every sentence has said
+# `<eos>`, or reached its limit: the source's length + 50 tokens (§6.1). Chapter 09 makes this loop
+# better and faster. `translate` uses it to answer a list of sentences, and `evaluate` scores the
+# answers against the references, in percent:
+#
+# - **exact match**: the whole answer is right. For numbers, anything else is wrong.
+# - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
+#   reference, with a penalty for short outputs. A German number is a single word, so we count the
+#   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
+# - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
+#   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
+#
+# `sacrebleu` computes the last two, as the research community does, so the numbers can be compared.
 
 # %%
 # NBVAL_IGNORE_OUTPUT
@@ -518,7 +537,7 @@ expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_
 # lies along the anti-diagonal, from the top right corner to the bottom left.
 
 # %%
-from transformer_course.decoding import attention_maps
+from transformer_course.evaluation import attention_maps
 from transformer_course_tools.notebook.figures import plot_attention_heads
 
 toy_src, toy_tgt = max(toy.test[:50], key=lambda pair: len(pair[0]))  # a long held-out string
@@ -622,19 +641,8 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 #
 # ## 7. Evaluation
 #
-# `evaluate` (in `evaluation.py`) translates held-out numbers with chapter 09's greedy decoder,
-# `greedy_decode`: the course has one decoder, and this chapter borrows it early. In the student
-# edition its one step is exercise ex09_1, a short one: write it before running this chapter. We
-# report three numbers, in percent, on the test split (every stratum of section 1):
-#
-# - **exact match**: the whole German word is right. For numbers, anything else is wrong.
-# - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
-#   reference, with a penalty for short outputs. A German number is a single word, so we count the
-#   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
-# - **chrF** (Popović, 2015): the F-score of character n-grams of the written word. It gives partial
-#   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
-#
-# `sacrebleu` computes both, as the research community does, so the numbers can be compared.
+# `evaluate` now scores the trained model on the whole test split (every stratum of section 1),
+# with the three numbers of the toy task: exact match, BLEU and chrF.
 #
 # **A translation that does not stop costs BLEU far more than exact match.** A model that has not
 # learnt where a rare number such as 82,004 (*zweiundachtzigtausendvier*) ends can repeat a piece,
@@ -681,7 +689,7 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 #
 # The model that ships with the course (`scripts/make_checkpoint.py`) is this recipe run for 3,000
 # steps, with the round hundreds repeated 60 times and "N thousand and k" 4 times. It scores 100%
-# in every stratum (chapter 09 shows its table).
+# in every stratum (chapter 10 shows its table).
 
 # %%
 # NBVAL_IGNORE_OUTPUT

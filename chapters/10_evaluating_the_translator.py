@@ -59,8 +59,8 @@ import torch
 
 from transformer_course.batching import pad_sequences
 from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
-from transformer_course.decoding import attention_maps, beam_search, greedy_decode, score_sequences
-from transformer_course.evaluation import strata_scores
+from transformer_course.decoding import beam_search, greedy_decode, score_sequences
+from transformer_course.evaluation import attention_maps, strata_scores
 from transformer_course_tools.models.pretrained import load_pretrained
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most, expect_between
 from transformer_course_tools.notebook.figures import architecture_map, plot_attention_heads

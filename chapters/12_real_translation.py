@@ -67,6 +67,7 @@ import torch
 
 from transformer_course import pick_device
 from transformer_course.datasets.sentences import sentence_splits, sentence_tokens
+from transformer_course.decoding import greedy_decode
 from transformer_course.evaluation import evaluate, translate
 from transformer_course.sentence_training import pick_sentence_profile, shared_tokenizer
 from transformer_course_tools.notebook.figures import architecture_map
@@ -427,7 +428,7 @@ def keep_and_validate(m: torch.nn.Module) -> dict:
     step = history.steps[-1]
     if step in kept_at:
         snapshots[step] = {name: value.detach().clone() for name, value in m.state_dict().items()}
-    return evaluate(m, task.valid[:300], task, bleu_on="text") if step % profile.eval_every == 0 else {}
+    return evaluate(m, task.valid[:300], task, bleu_on="text", decode=greedy_decode) if step % profile.eval_every == 0 else {}
 
 
 history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options,
@@ -483,9 +484,9 @@ expect_at_least("validation exact match gained in the second half of training", 
 # NBVAL_IGNORE_OUTPUT
 import sacrebleu
 
-scores = evaluate(model, task.test, task, bleu_on="text")
+scores = evaluate(model, task.test, task, bleu_on="text", decode=greedy_decode)
 print("test, 1,000 sentences:", scores)
-hypotheses = translate(model, [s for s, _ in task.test], task)  # evaluate's limit: source length + 50 (§6.1)
+hypotheses = translate(model, [s for s, _ in task.test], task, decode=greedy_decode)  # evaluate's limit: source length + 50 (§6.1)
 hyp_text = [task.detokenize(h) for h in hypotheses]
 ref_text = [task.detokenize(t) for _, t in task.test]
 assert round(sacrebleu.corpus_bleu(hyp_text, [ref_text]).score, 2) == scores["bleu"]  # by hand = the package
@@ -522,7 +523,7 @@ final = snapshots[kept_at[-1]]
 averaged_scores = {1: scores}
 for n in (2, 3, 5):
     model.load_state_dict(average_state_dicts([snapshots[step] for step in kept_at[-n:]]))
-    averaged_scores[n] = evaluate(model, task.test, task, bleu_on="text")
+    averaged_scores[n] = evaluate(model, task.test, task, bleu_on="text", decode=greedy_decode)
 model.load_state_dict(final)
 print("checkpoints averaged   exact match   BLEU    chrF")
 for n, s in averaged_scores.items():
@@ -544,7 +545,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 #
 # ## 8. What the decoder reads: cross-attention on a real sentence
 #
-# Chapter 09 showed the cross-attention of the numbers model, head by head. Here is the last decoder
+# Chapter 10 showed the cross-attention of the numbers model, head by head. Here is the last decoder
 # layer on a real sentence whose verb moves: the first test sentence with a *dass* clause that the
 # model translates exactly. In English the verb of the clause comes right after its subject; in
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
@@ -560,7 +561,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # NBVAL_IGNORE_OUTPUT
 from IPython.display import Markdown, display
 
-from transformer_course.decoding import cross_attention_maps, greedy_decode
+from transformer_course.evaluation import cross_attention_maps
 
 example = next(i for i, (_, de) in enumerate(texts["test"]) if ", dass " in de and hyp_text[i] == ref_text[i])
 print(texts["test"][example][0])

@@ -50,9 +50,8 @@
 # | ex08_4 | `train_step(model, batch, optimizer, scheduler, smoothing, max_grad_norm, precision)` in `step.py` | hard |
 #
 # **Before you start:** chapter 08 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
-# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
-# ex06_3 and ex09_1. Until they are written it stops at the first of them, naming all those still to
-# write.
+# ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2 and
+# ex06_3. Until they are written it stops at the first of them, naming all those still to write.
 
 # %% tags=["colab"]
 import sys

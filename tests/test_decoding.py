@@ -291,7 +291,7 @@ def test_bad_arguments_give_clear_errors(call, message: str) -> None:
 
 
 def test_cross_attention_maps_are_distributions_over_the_real_source_tokens() -> None:
-    from transformer_course.decoding import cross_attention_maps
+    from transformer_course.evaluation import cross_attention_maps
 
     model, src = _model(seed=8), _src()
     hypotheses = greedy_decode(model, src, 6)
@@ -304,7 +304,7 @@ def test_cross_attention_maps_are_distributions_over_the_real_source_tokens() ->
 
 
 def test_attention_maps_capture_all_three_kinds_once_and_leave_no_hook() -> None:
-    from transformer_course.decoding import attention_maps, cross_attention_maps
+    from transformer_course.evaluation import attention_maps, cross_attention_maps
 
     model, src = _model(seed=8), _src()
     hypotheses = greedy_decode(model, src, 6)
@@ -441,3 +441,36 @@ def test_a_cached_step_of_one_position_equals_the_full_pass(bias: bool, d_k: int
         == keys_before
         == {f"w_{n}.{p}" for n in "qkvo" for p in (("weight", "bias") if bias else ("weight",))}
     )
+
+
+# -- chapter 08's plain loop: the same tokens as chapter 09's greedy decoder ------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("max_len", [None, 9])
+def test_reading_greedily_gives_the_tokens_of_greedy_decoding(seed: int, max_len: int | None) -> None:
+    """Chapter 08 scores its model with ``read_greedily`` (the whole target through the decoder at every
+    step); chapter 09's ``greedy_decode`` (one token a step, a cache) must answer the same, row for row,
+    limits and padding included."""
+    from transformer_course.evaluation import read_greedily
+
+    torch.manual_seed(seed)
+    config = TransformerConfig(src_vocab_size=11, tgt_vocab_size=13, d_model=12, n_heads=3, d_ff=20, n_encoder_layers=1,
+                               n_decoder_layers=2, max_len=56, norm_first=bool(seed % 2))  # fmt: skip
+    model = Transformer(config).eval()
+    src = _src(batch=6, seed=seed)  # rows of 7, 4 and 2 tokens: §6.1 limits of 56 (the table), 54 and 52
+    torch.testing.assert_close(read_greedily(model, src, max_len), greedy_decode(model, src, max_len))
+
+
+def test_reading_the_shipped_translator_greedily_gives_its_greedy_translations() -> None:
+    from transformer_course.datasets.numbers import numbers_task
+    from transformer_course.evaluation import evaluate, read_greedily
+    from transformer_course_tools.models.pretrained import load_pretrained
+
+    model, task = load_pretrained().model, numbers_task()
+    pairs = task.test[:200]
+    assert evaluate(model, pairs, task) == evaluate(model, pairs, task, decode=greedy_decode)
+    src = torch.tensor([task.src_vocab.encode(s) for s, _ in pairs[:1]])
+    assert torch.equal(read_greedily(model, src), greedy_decode(model, src))
+    with pytest.raises(ValueError, match="use_cache is gone: pass decode=greedy_decode"):
+        evaluate(model, pairs, task, use_cache=False)

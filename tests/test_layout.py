@@ -26,10 +26,10 @@ ROOM_CHAPTERS = {
     "vocab": 1, "embeddings": 1, "positional": 2, "attention": 3, "multihead": 4,
     "feedforward": 5, "sublayer": 5, "encoder": 5,
     "masks": 6, "decoder": 6, "config": 6, "model": 6,
-    "data": 8, "batching": 8, "loss": 8, "schedule": 8, "step": 8, "training": 8, "checkpoint": 8,
-    "cache": 9, "decoding": 9, "evaluation": 9,
+    "data": 8, "batching": 8, "loss": 8, "schedule": 8, "step": 8, "training": 8, "checkpoint": 8, "evaluation": 8,
+    "cache": 9, "decoding": 9,
     "subwords": 12, "token_batches": 12, "sentence_training": 12, "distributed": 12, "averaging": 12,
-    "rmsnorm": 13, "grouped": 13, "rotary": 13, "swiglu": 13, "blocked": 13, "lm": 13, "recipe": 13,
+    "rmsnorm": 13, "grouped": 13, "rotary": 13, "swiglu": 13, "blocked": 13, "lm": 13, "recipe": 14,
     "convert": 15, "quantize": 16,
 }  # fmt: skip
 # The rooms whose decoding functions take path="engine" and then hand the call to the inference engine

@@ -13,8 +13,8 @@ ch.   rooms
 05    ``feedforward``, ``sublayer`` (residual + LayerNorm), ``encoder``
 06    ``masks``, ``decoder``, ``config``, ``model`` (the full Transformer)
 08    ``data`` (pairs, tasks, the copy task), ``batching``, ``loss``, ``schedule``, ``step``,
-      ``training`` (the loop), ``checkpoint``
-09    ``cache`` (keys and values kept between steps), ``decoding``, ``evaluation``
+      ``training`` (the loop), ``checkpoint``, ``evaluation`` (greedy answers, scores)
+09    ``cache`` (keys and values kept between steps), ``decoding``
 12    ``subwords`` (BPE), ``token_batches``, ``sentence_training``, ``averaging`` (checkpoint
       averaging), ``distributed`` (DDP)
 13    ``rmsnorm``, ``grouped`` (grouped key/value heads), ``rotary`` (RoPE), ``swiglu``, ``blocked``
@@ -70,9 +70,9 @@ _EXPORTS: dict[str, str] = {
     "train_step": "step",
     "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
     "DecoderCache": "cache", "KVCache": "cache",
-    "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "max_output_length": "decoding",
-    "greedy_step": "decoding", "top_p_filter": "decoding", "beam_step": "decoding",
-    "evaluate": "evaluation",
+    "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "greedy_step": "decoding",
+    "top_p_filter": "decoding", "beam_step": "decoding",
+    "max_output_length": "evaluation", "evaluate": "evaluation",
     "RMSNorm": "rmsnorm",
     "apply_rope": "rotary", "Rotary": "rotary", "RotaryAttention": "rotary",
     "SwiGLU": "swiglu",
@@ -146,11 +146,11 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .datasets import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer
-    from .decoding import beam_search, beam_step, greedy_decode, greedy_step, max_output_length, sample, top_p_filter
+    from .decoding import beam_search, beam_step, greedy_decode, greedy_step, sample, top_p_filter
     from .device import pick_device
     from .embeddings import TokenEmbedding, UnscaledEmbedding, one_hot_lookup, tie_weights
     from .encoder import Encoder, EncoderLayer
-    from .evaluation import evaluate
+    from .evaluation import evaluate, max_output_length
     from .feedforward import PositionwiseFeedForward
     from .grouped import GroupedQueryAttention, repeat_kv
     from .lm import DecoderOnlyConfig, DecoderOnlyLM, generate

@@ -1,4 +1,4 @@
-"""The one configuration object of the model (the hyper-parameters of the paper's Table 3)."""
+"""Chapter 06 — the one configuration object of the model (the hyper-parameters of the paper's Table 3)."""
 
 from __future__ import annotations
 

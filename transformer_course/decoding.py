@@ -24,8 +24,7 @@ Outputs are padded token ids **without** the leading ``<bos>``; each row ends wi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -34,7 +33,8 @@ from torch import Tensor, nn
 from . import _validate
 from ._validate import check_ndim
 from .cache import DecoderCache
-from .config import TransformerConfig
+from .evaluation import inference as _inference
+from .evaluation import max_output_length
 from .masks import padding_mask
 
 # -- pieces of one decoding step -----------------------------------------------------------------
@@ -159,10 +159,6 @@ def beam_step(
 # -- the decoding loops --------------------------------------------------------------------------
 
 
-# §6.1 of the paper: "we set the maximum output length during inference to input length + 50,
-# but terminate early when possible".
-EXTRA_OUTPUT_TOKENS = 50
-
 # Who computes the next token's logits: your modules, step by step (chapter 09's way), or the
 # inference engine (transformer_course_tools/engine/), which reads the trained model once into a plan of its own.
 PATHS = ("modules", "engine")
@@ -178,23 +174,6 @@ def check_path(path: str) -> None:
 # answer is read on the host, which makes the CPU wait for the GPU. On the CPU reading is free
 # and every step is checked (a step saved costs more than the question).
 STOP_CHECK_EVERY = 8
-
-
-def max_output_length(model_or_config: nn.Module | TransformerConfig, src: Tensor) -> Tensor:
-    """The longest translation of each source sentence: its length + 50 (paper §6.1).
-
-    The length of a source row is its number of tokens that are not ``<pad>``. The limit is
-    capped by the model's position table (``config.max_len`` rows): the decoder reads ``<bos>``
-    and every output token but the last (the last is never fed back), so an output of
-    ``config.max_len`` tokens uses exactly the whole table.
-
-    Shape:
-        src: (B, S) source ids → (B,) long, each in [1, config.max_len]
-    """
-    config = getattr(model_or_config, "config", model_or_config)
-    check_ndim(src, 2, "src", "(B, S) of token ids")
-    lengths = (src != config.pad_id).sum(dim=1)  # (B,) real source tokens of each row
-    return (lengths + EXTRA_OUTPUT_TOKENS).clamp(max=config.max_len)  # (B,)
 
 
 @dataclass(frozen=True)
@@ -237,18 +216,6 @@ def _cut(plan: _Plan, step: int, finished: Tensor) -> Tensor:
 
 def _stop_check_every(src: Tensor) -> int:
     return 1 if _validate.reads_are_free(src) else STOP_CHECK_EVERY
-
-
-@contextmanager
-def _inference(model: nn.Module) -> Iterator[None]:
-    """Evaluation mode (no dropout) and no autograd while decoding; the mode is restored after."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
 
 
 class _Steps:
@@ -556,55 +523,3 @@ def score_sequences(model: nn.Module, src: Tensor, hypotheses: Tensor, length_pe
         counted = (is_eos.cumsum(-1) - is_eos) == 0  # (B, T): up to and including the first eos
         total = token_log_probs.where(counted, 0.0).sum(-1)  # (B,)
         return total / gnmt_length_penalty(counted.sum(-1), length_penalty)
-
-
-# which attention module of which layer stack each kind of map comes from
-ATTENTION_KINDS: dict[str, tuple[str, str]] = {
-    "encoder": ("encoder", "self_attn"),  # (B, H, S, S): source position → source position
-    "decoder": ("decoder", "self_attn"),  # (B, H, T, T): target position → earlier target positions
-    "cross": ("decoder", "cross_attn"),  # (B, H, T, S): target position → source position
-}
-
-
-def attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> dict[str, Tensor]:
-    """The attention weights of every layer and head while the model reads ``hypotheses``.
-
-    The model runs once with teacher forcing on ``<bos>`` + the hypotheses; each attention module
-    is asked for its weights (``need_weights=True``) for that one pass. Row t of a decoder or
-    cross-attention map is what the decoder looked at when it chose ``hypotheses[:, t]``.
-
-    Shape:
-        src: (B, S), hypotheses: (B, T) without ``<bos>`` →
-        ``{"encoder": (N_enc, B, H, S, S), "decoder": (N_dec, B, H, T, T), "cross": (N_dec, B, H, T, S)}``
-    """
-    check_ndim(hypotheses, 2, "hypotheses", "(B, T) of token ids")
-    captured: dict[str, list[Tensor]] = {kind: [] for kind in ATTENTION_KINDS}
-
-    def ask_for_weights(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
-        return args, {**kwargs, "need_weights": True}
-
-    def keeper(kind: str):
-        def keep_weights(module: nn.Module, args: tuple, kwargs: dict, output: tuple) -> None:
-            captured[kind].append(output[1])  # (B, H, queries, keys)
-
-        return keep_weights
-
-    handles = []
-    try:
-        for kind, (stack, name) in ATTENTION_KINDS.items():
-            for layer in getattr(model, stack).layers:
-                attention = getattr(layer, name)
-                handles.append(attention.register_forward_pre_hook(ask_for_weights, with_kwargs=True))
-                handles.append(attention.register_forward_hook(keeper(kind), with_kwargs=True))
-        with _inference(model):
-            bos = hypotheses.new_full((hypotheses.shape[0], 1), model.config.bos_id)
-            model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1))
-    finally:
-        for handle in handles:
-            handle.remove()
-    return {kind: torch.stack(maps) for kind, maps in captured.items()}  # (layers, B, H, queries, keys)
-
-
-def cross_attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> Tensor:
-    """The cross-attention part of :func:`attention_maps`: (n_layers, B, H, T, S)."""
-    return attention_maps(model, src, hypotheses)["cross"]

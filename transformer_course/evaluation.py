@@ -1,8 +1,12 @@
-"""Chapter 09 — how good is a translator? Decode held-out sentences greedily and score them.
+"""Chapter 08 — how good is a translator? Read its answers greedily, score them, look inside.
 
-Chapter 08 uses these functions while it trains (they need chapter 09's greedy decoder, so a
-learner who builds the course in order writes ``greedy_step``, exercise ex09_1, before chapter
-08 can score its model).
+Training only ever asks the model for the next token's probabilities given the correct target so
+far. To test it on held-out sentences it must answer alone: :func:`read_greedily` encodes the source
+once, then runs the decoder on the target so far and keeps the most probable next token, again and
+again, until every sentence has said ``<eos>``. It runs the whole decoder again for every token: the
+plain way, slow but clearly right. Chapter 09 makes the choice better (beam search, sampling) and
+the loop faster (a key/value cache); its :func:`~transformer_course.decoding.greedy_decode` gives the
+same tokens, and every function here takes it as ``decode=greedy_decode``.
 
 Scores, all in percent:
 
@@ -12,17 +16,90 @@ Scores, all in percent:
   (chapter 12, ``bleu_on="text"``) over the written text, which sacrebleu tokenizes itself, so
   that the score does not depend on how the model cut its words;
 * ``chrf``: character n-gram F-score of the written text (``task.detokenize``).
+
+:func:`attention_maps` shows where each head of a trained model looks while it reads a translation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
-from torch import nn
+import torch
+from torch import Tensor, nn
 
+from ._validate import check_ndim
 from .batching import pad_sequences
+from .config import TransformerConfig
 from .data import Pair, Task
-from .decoding import greedy_decode
+from .masks import padding_mask
+
+# §6.1 of the paper: "we set the maximum output length during inference to input length + 50,
+# but terminate early when possible".
+EXTRA_OUTPUT_TOKENS = 50
+
+DecodeFunction = Callable[[nn.Module, Tensor, "int | None"], Tensor]
+"""A decoding function: ``decode(model, src, max_len)`` → target ids (B, T) without ``<bos>``."""
+
+
+def max_output_length(model_or_config: nn.Module | TransformerConfig, src: Tensor) -> Tensor:
+    """The longest translation of each source sentence: its length + 50 (paper §6.1).
+
+    The length of a source row is its number of tokens that are not ``<pad>``. The limit is
+    capped by the model's position table (``config.max_len`` rows): the decoder reads ``<bos>``
+    and every output token but the last (the last is never fed back), so an output of
+    ``config.max_len`` tokens uses exactly the whole table.
+
+    Shape:
+        src: (B, S) source ids → (B,) long, each in [1, config.max_len]
+    """
+    config = getattr(model_or_config, "config", model_or_config)
+    check_ndim(src, 2, "src", "(B, S) of token ids")
+    lengths = (src != config.pad_id).sum(dim=1)  # (B,) real source tokens of each row
+    return (lengths + EXTRA_OUTPUT_TOKENS).clamp(max=config.max_len)  # (B,)
+
+
+@contextmanager
+def inference(model: nn.Module) -> Iterator[None]:
+    """Evaluation mode (no dropout) and no autograd while the model answers; its mode is restored after."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def read_greedily(model: nn.Module, src: Tensor, max_len: int | None = None) -> Tensor:
+    """Greedy decoding, the plain way: the most probable next token, again and again.
+
+    The source is encoded once. At each step the decoder reads ``<bos>`` and every token chosen so
+    far, and the most probable next token is kept (``<pad>`` and ``<bos>`` are never chosen). A row
+    that says ``<eos>``, or reaches its limit, is finished and gets ``<pad>`` from then on; the loop
+    stops when every row has finished. The limit is ``max_len`` tokens, or by default §6.1's rule,
+    :func:`max_output_length`.
+
+    Shape:
+        src: (B, S) source ids → (B, T) target ids without ``<bos>``, T ≤ the longest limit
+    """
+    config = model.config
+    check_ndim(src, 2, "src", "(B, S) of token ids")
+    limits = max_output_length(config, src) if max_len is None else torch.full_like(src[:, 0], max_len)  # (B,)
+    with inference(model):
+        memory_mask = padding_mask(src, config.pad_id)  # (B, 1, 1, S)
+        memory = model.encode(src, memory_mask)  # (B, S, D)
+        tokens = src.new_full((src.shape[0], 1), config.bos_id)  # (B, 1): every row starts with <bos>
+        finished = torch.zeros_like(src[:, 0], dtype=torch.bool)  # (B,)
+        for step in range(int(limits.max()) if len(src) else 0):
+            logits = model.decode(tokens, memory, memory_mask)[:, -1].float()  # (B, V): the whole target again
+            logits[:, [config.pad_id, config.bos_id]] = float("-inf")  # never a next token
+            next_tokens = logits.argmax(dim=-1).masked_fill(finished, config.pad_id)  # (B,)
+            finished = finished | (next_tokens == config.eos_id) | (limits <= step + 1)  # (B,)
+            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
+            if finished.all():
+                break
+    return tokens[:, 1:]  # (B, T)
 
 
 def translate(
@@ -31,29 +108,41 @@ def translate(
     task: Task,
     batch_size: int = 500,
     max_len: int | None = None,
-    use_cache: bool = True,
+    use_cache: None = None,
+    *,
+    decode: DecodeFunction | None = None,
 ) -> list[list[str]]:
-    """Translate tokenized sentences with :func:`~transformer_course.decoding.greedy_decode`,
-    ``batch_size`` at a time; returns the target tokens of each. ``max_len=None`` is §6.1's
-    rule (each sentence's length + 50, :func:`~transformer_course.decoding.max_output_length`);
-    an integer caps every sentence. ``use_cache=False`` serves models without a key/value cache
-    (a baseline built on ``nn.Transformer``, say)."""
+    """Translate tokenized sentences, ``batch_size`` at a time; returns the target tokens of each.
+
+    ``decode(model, src, max_len)`` reads the model's answers: :func:`read_greedily` by default,
+    chapter 09's faster ``greedy_decode`` (or ``beam_search``'s best) when passed. ``max_len=None``
+    is §6.1's rule (each sentence's length + 50); an integer caps every sentence."""
+    decode = _decoder(decode, use_cache)
     device = next(model.parameters()).device
     out: list[list[str]] = []
     for start in range(0, len(sources), batch_size):
         chunk = [task.src_vocab.encode(s) for s in sources[start : start + batch_size]]
         src = pad_sequences(chunk, task.src_vocab.pad_id).to(device)  # (B, S)
-        out += [task.tgt_vocab.decode(row) for row in greedy_decode(model, src, max_len, use_cache).tolist()]
+        out += [task.tgt_vocab.decode(row) for row in decode(model, src, max_len).tolist()]
     return out
 
 
+def _decoder(decode: DecodeFunction | None, use_cache: object) -> DecodeFunction:
+    if use_cache is not None:
+        raise ValueError(
+            "use_cache is gone: pass decode=greedy_decode (chapter 09's decoder, which caches) or leave decode out "
+            "(read_greedily, no cache)"
+        )
+    return read_greedily if decode is None else decode
+
+
 def _translate_pairs(
-    model: nn.Module, pairs: Sequence[Pair], task: Task, batch_size: int, use_cache: bool = True
+    model: nn.Module, pairs: Sequence[Pair], task: Task, batch_size: int, decode: DecodeFunction
 ) -> tuple[list[list[str]], list[str], list[str]]:
     """Translate the sources of ``pairs``: (hypothesis tokens, hypothesis texts, reference texts)."""
     if not pairs:
         raise ValueError("pairs must not be empty")
-    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, None, use_cache)  # §6.1's limit
+    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, decode=decode)  # §6.1's limit
     return hypotheses, [task.detokenize(h) for h in hypotheses], [task.detokenize(t) for _, t in pairs]
 
 
@@ -62,10 +151,13 @@ def evaluate(
     pairs: Sequence[Pair],
     task: Task,
     batch_size: int = 500,
-    use_cache: bool = True,
+    use_cache: None = None,
     bleu_on: str = "tokens",
+    *,
+    decode: DecodeFunction | None = None,
 ) -> dict[str, float]:
-    """Greedy-translate ``pairs`` and score them (see the module): ``{"exact_match", "bleu", "chrf"}``.
+    """Translate ``pairs`` (``decode``: as in :func:`translate`) and score them (see the module):
+    ``{"exact_match", "bleu", "chrf"}``.
 
     ``bleu_on``: "tokens" counts n-grams of the task's tokens; "text" lets sacrebleu tokenize the
     detokenized text (its standard "13a" tokenizer), the comparable score for real sentences.
@@ -74,7 +166,8 @@ def evaluate(
 
     if bleu_on not in ("tokens", "text"):
         raise ValueError(f"bleu_on must be 'tokens' or 'text', got {bleu_on!r}")
-    hypotheses, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size, use_cache)
+    decode = _decoder(decode, use_cache)
+    hypotheses, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size, decode)
     references = [t for _, t in pairs]
     exact = sum(h == r for h, r in zip(hyp_text, ref_text, strict=True)) / len(pairs)
     if bleu_on == "text":
@@ -86,16 +179,17 @@ def evaluate(
 
 
 def evaluate_strata(
-    model: nn.Module, task: Task, split: str = "test", batch_size: int = 500
+    model: nn.Module, task: Task, split: str = "test", batch_size: int = 500, *, decode: DecodeFunction | None = None
 ) -> dict[str, dict[str, float | int | bool]]:
-    """Greedy exact match, in percent, for each stratum of ``split`` (the numbers task: ``info["strata"]``).
+    """Exact match, in percent, for each stratum of ``split`` (the numbers task: ``info["strata"]``),
+    translated by ``decode`` (as in :func:`translate`).
 
     Returns ``{stratum: {"count", "exact_match", "seen"}}``; ``seen`` is True when every number
     of the stratum is also a training number (its score then shows memory, not generalisation).
     Each number is translated once, however many strata it belongs to.
     """
     _check_strata(task, split)
-    hypotheses = _translate_pairs(model, getattr(task, split), task, batch_size)[0]
+    hypotheses = _translate_pairs(model, getattr(task, split), task, batch_size, _decoder(decode, None))[0]
     return strata_scores(task, split, hypotheses)
 
 
@@ -127,3 +221,55 @@ def _check_strata(task: Task, split: str) -> None:
         raise ValueError(f"split must be 'valid' or 'test', got {split!r}")
     if "strata" not in task.info:
         raise ValueError(f"task {task.name!r} has no strata (only the numbers task has)")
+
+
+# which attention module of which layer stack each kind of map comes from
+ATTENTION_KINDS: dict[str, tuple[str, str]] = {
+    "encoder": ("encoder", "self_attn"),  # (B, H, S, S): source position → source position
+    "decoder": ("decoder", "self_attn"),  # (B, H, T, T): target position → earlier target positions
+    "cross": ("decoder", "cross_attn"),  # (B, H, T, S): target position → source position
+}
+
+
+def attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> dict[str, Tensor]:
+    """The attention weights of every layer and head while the model reads ``hypotheses``.
+
+    The model runs once with teacher forcing on ``<bos>`` + the hypotheses; each attention module
+    is asked for its weights (``need_weights=True``) for that one pass. Row t of a decoder or
+    cross-attention map is what the decoder looked at when it chose ``hypotheses[:, t]``.
+
+    Shape:
+        src: (B, S), hypotheses: (B, T) without ``<bos>`` →
+        ``{"encoder": (N_enc, B, H, S, S), "decoder": (N_dec, B, H, T, T), "cross": (N_dec, B, H, T, S)}``
+    """
+    check_ndim(hypotheses, 2, "hypotheses", "(B, T) of token ids")
+    captured: dict[str, list[Tensor]] = {kind: [] for kind in ATTENTION_KINDS}
+
+    def ask_for_weights(module: nn.Module, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        return args, {**kwargs, "need_weights": True}
+
+    def keeper(kind: str):
+        def keep_weights(module: nn.Module, args: tuple, kwargs: dict, output: tuple) -> None:
+            captured[kind].append(output[1])  # (B, H, queries, keys)
+
+        return keep_weights
+
+    handles = []
+    try:
+        for kind, (stack, name) in ATTENTION_KINDS.items():
+            for layer in getattr(model, stack).layers:
+                attention = getattr(layer, name)
+                handles.append(attention.register_forward_pre_hook(ask_for_weights, with_kwargs=True))
+                handles.append(attention.register_forward_hook(keeper(kind), with_kwargs=True))
+        with inference(model):
+            bos = hypotheses.new_full((hypotheses.shape[0], 1), model.config.bos_id)
+            model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {kind: torch.stack(maps) for kind, maps in captured.items()}  # (layers, B, H, queries, keys)
+
+
+def cross_attention_maps(model: nn.Module, src: Tensor, hypotheses: Tensor) -> Tensor:
+    """The cross-attention part of :func:`attention_maps`: (n_layers, B, H, T, S)."""
+    return attention_maps(model, src, hypotheses)["cross"]

@@ -1,4 +1,4 @@
-"""Chapter 13's room for chapter 14 — the training recipe of today's language models: AdamW, warm-up, cosine decay.
+"""Chapter 14 — the training recipe of today's language models: AdamW, warm-up, cosine decay.
 
 The paper (chapter 08) used Adam with β₂ = 0.98 and a rate that rises linearly for
 ``warmup_steps`` and then falls as 1/√step, forever. Language models since GPT-3 mostly use:

@@ -247,6 +247,7 @@ def _train_sentences(args: argparse.Namespace, source) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from transformer_course.checkpoint import load_checkpoint
+    from transformer_course.decoding import greedy_decode
     from transformer_course.evaluation import evaluate, evaluate_strata
 
     device = _device(args.device)
@@ -265,9 +266,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     ):
         raise CLIError(f"{args.checkpoint} was trained on {trained_on or 'another task'}, not {task.name}")
     pairs = getattr(task, args.split)
-    metrics = evaluate(checkpoint.model, pairs, task)
+    metrics = evaluate(checkpoint.model, pairs, task, decode=greedy_decode)
     if "strata" in task.info:  # the numbers task: every kind of number scored on its own too
-        metrics["strata"] = evaluate_strata(checkpoint.model, task, args.split)
+        metrics["strata"] = evaluate_strata(checkpoint.model, task, args.split, decode=greedy_decode)
     _print_result(task.name, {**metrics, **_training_time(checkpoint)})
     return 0
 

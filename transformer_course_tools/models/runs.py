@@ -18,6 +18,7 @@ import torch
 
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 from transformer_course.data import Pair, Task
+from transformer_course.decoding import greedy_decode
 from transformer_course.distributed import World
 from transformer_course.evaluation import evaluate, evaluate_strata
 from transformer_course.model import Transformer
@@ -37,7 +38,7 @@ class RunResult:
 def scorer(task: Task) -> Callable[[Transformer, list[Pair]], dict]:
     """How ``task`` is scored: BLEU on the written text for subword tasks, on tokens otherwise."""
     bleu_on = "text" if task_tokenizer(task) is not None else "tokens"
-    return lambda model, pairs: evaluate(model, pairs, task, bleu_on=bleu_on)
+    return lambda model, pairs: evaluate(model, pairs, task, bleu_on=bleu_on, decode=greedy_decode)
 
 
 def run_training(
@@ -90,7 +91,7 @@ def run_training(
     if main:
         metrics = {**score(model, task.test), "seconds": round(history.seconds, 1), "steps": step}
         if "strata" in task.info:  # the numbers task: the test score of each kind of number too
-            metrics["strata"] = evaluate_strata(model, task, "test")
+            metrics["strata"] = evaluate_strata(model, task, "test", decode=greedy_decode)
     if out is not None and main:
         info = {"task": task.name, "profile": profile.to_dict(), "history": history.to_dict(), "test": metrics}
         if "oversampling" in task.info:  # how the training data was weighted, to re-create the run

@@ -47,6 +47,7 @@ from torch import Tensor, nn
 from transformer_course.batching import encode_pairs, make_batch
 from transformer_course.config import TransformerConfig
 from transformer_course.data import Task, copy_pairs
+from transformer_course.decoding import greedy_decode
 from transformer_course.evaluation import evaluate
 from transformer_course.model import Transformer
 from transformer_course.schedule import transformer_lr
@@ -277,7 +278,7 @@ def train_variant(variant: Variant, task: Task, setting: Setting, measure: Calla
 
 
 def exact_match(model: nn.Module, task: Task) -> dict[str, float]:
-    return {"exact match %": evaluate(model, task.valid, task)["exact_match"]}
+    return {"exact match %": evaluate(model, task.valid, task, decode=greedy_decode)["exact_match"]}
 
 
 def token_confidence(model: nn.Module, task: Task) -> dict[str, Tensor]:
@@ -314,7 +315,7 @@ def confidence_metrics(model: nn.Module, task: Task) -> dict[str, float]:
     """Exact match (greedy), mean confidence, token accuracy, calibration error and perplexity."""
     tokens = token_confidence(model, task)
     return {
-        "exact match %": evaluate(model, task.valid, task)["exact_match"],
+        "exact match %": evaluate(model, task.valid, task, decode=greedy_decode)["exact_match"],
         "token accuracy %": 100 * tokens["correct"].float().mean().item(),
         "mean confidence %": 100 * tokens["confidence"].mean().item(),
         "calibration error %": 100 * calibration_error(tokens["confidence"], tokens["correct"]),
@@ -327,7 +328,7 @@ def scores_by_length(model: nn.Module, task: Task) -> dict[str, float]:
     and ``"n letters"``, the share (%) of letters right at their place (the "positions" experiment)."""
     from transformer_course.evaluation import translate
 
-    hypotheses = translate(model, [s for s, _ in task.test], task)
+    hypotheses = translate(model, [s for s, _ in task.test], task, decode=greedy_decode)
     exact: dict[int, list[float]] = {}
     letters: dict[int, list[float]] = {}
     for (src, tgt), hyp in zip(task.test, hypotheses, strict=True):
