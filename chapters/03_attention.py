@@ -447,24 +447,10 @@ print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN =
 
 # %% [markdown]
 # Even a loss that ignores the broken row gets NaN gradients, and one optimiser step later every
-# weight of the model is NaN. The usual workaround, `-1e9`, does not escape this in half precision.
-# The lowest finite float16 number is about −65504, so −1e9 stored as float16 becomes −∞: the same
-# NaN as above. And PyTorch does not even let `masked_fill` write −1e9 into a float16 tensor; it
-# raises an overflow error. bfloat16 has the range of float32, so −1e9 fits there.
-
-# %%
-blocked_row = torch.tensor([False, False, False])  # a row with nothing to attend to
-print(f"{'dtype':15} {'finfo.min':>10} {'-1e9 stored as':>15} {'softmax of the row':>19}   masked_fill(…, -1e9)")
-for dtype in (torch.float32, torch.float16, torch.bfloat16):
-    stored = torch.tensor([-1e9] * 3, dtype=dtype)  # the scores of the blocked row
-    try:
-        torch.zeros(3, dtype=dtype).masked_fill(~blocked_row, -1e9)
-        fill = "works"
-    except RuntimeError as error:
-        fill = "raises an overflow error" if "overflow" in str(error) else f"raises: {error}"
-    weight = stored.float().softmax(-1)[0].item()  # each of the three weights
-    print(f"{str(dtype):15} {torch.finfo(dtype).min:>10.4g} {stored[0].item():>15.4g} {weight:>19.3g}   {fill}")
-
+# weight of the model is NaN. The usual workaround, `-1e9`, fails in half precision: float16's
+# lowest number is about −65,504, so −1e9 stored there becomes −∞, the same NaN (PyTorch even
+# refuses to write it with `masked_fill`).
+#
 # %% [markdown]
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
 # holds identical scores, and softmax turns them into uniform weights. The output is the plain mean
@@ -489,79 +475,26 @@ print(run_check("ex03_2", apply_mask_minus_inf).line())
 # ## 6. The teaching path and the fast path
 #
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
-# (1) is a line of code and the weights come back, so we can print and plot them. Its cost is
-# memory: the (B, H, T, S) weight tensor is materialised. For 8 sentences of 4096 tokens and 8 heads:
-
-# %%
-print(f"{8 * 8 * 4096 * 4096 * 4 / 2**30:.0f} GiB of float32 weights for one attention layer")
-
-# %% [markdown]
-# PyTorch's `torch.nn.functional.scaled_dot_product_attention` is the **fast path**. It is one fused
-# call that picks a kernel for the device: FlashAttention or a memory-efficient kernel on GPUs, a
-# blocked kernel on CPUs. These kernels walk over the keys in blocks and keep a running softmax, so
-# the full weight matrix never exists. The price: you do not get the weights back.
-#
-# The package wraps it as `fast_attention`, with the same mask convention. The two paths compute
-# the same function, so they must give the same numbers, with and without masks:
+# (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
+# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one fused call that walks
+# over the keys in blocks with a running softmax, so the (B, H, T, S) weights never exist in memory.
+# The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
+# row give the mean of the values there too. Both compute equation (1), so they give the same numbers:
 
 # %%
 torch.manual_seed(0)
 B, H, T, S, d_k, d_v = 2, 3, 7, 5, 4, 6
 q, k, v = torch.randn(B, H, T, d_k), torch.randn(B, H, S, d_k), torch.randn(B, H, S, d_v)
 mask = torch.rand(B, 1, T, S) > 0.4  # broadcast over the heads
-mask[..., 0] = True  # every row keeps a key (see below for rows that do not)
-
+mask[0, 0, 2] = False  # query 2 of sentence 0 may attend to nothing
 teaching, _ = scaled_dot_product_attention(q, k, v, mask)
-fast = fast_attention(q, k, v, mask)
-pytorch = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-print("teaching == PyTorch:", torch.allclose(teaching, pytorch, atol=1e-6))
-print("fast     == PyTorch:", torch.allclose(fast, pytorch, atol=1e-6))
-
-causal = torch.ones(T, T, dtype=torch.bool).tril()
-q_self = torch.randn(B, H, T, d_k)
-print(
-    "is_causal == causal mask:",
-    torch.allclose(
-        fast_attention(q_self, q_self, q_self, is_causal=True),
-        scaled_dot_product_attention(q_self, q_self, q_self, causal)[0],
-        atol=1e-6,
-    ),
-)
+print("teaching path == fast path:", torch.allclose(teaching, fast_attention(q, k, v, mask), atol=1e-6))
+print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0, 2], v[0, 0].mean(0)))
 
 # %% [markdown]
-# One place where libraries disagree is the fully blocked row of section 5. Our teaching path
-# returns the mean of the values. PyTorch's fused function returns something else (the last cell
-# below prints what). `fast_attention` makes the fast path agree with the teaching path. It zeroes
-# the query of such a row and lets it see every key. So all its scores are 0 and its weights
-# uniform, in every dtype.
-
-# %%
-mask_empty = mask.clone()
-mask_empty[0, 0, 2] = False  # query 2 of sentence 0 may attend to nothing
-teaching, _ = scaled_dot_product_attention(q, k, v, mask_empty)
-print("teaching path :", teaching[0, 0, 2])
-print("fast_attention:", fast_attention(q, k, v, mask_empty)[0, 0, 2])
-print("mean of values:", v[0, 0].mean(0))
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-# (zeros in recent PyTorch, NaN in older releases: the one line here that depends on the version)
-print("PyTorch SDPA  :", F.scaled_dot_product_attention(q, k, v, attn_mask=mask_empty)[0, 0, 2])
-
-# %% [markdown]
-# Speed, for the curious (timings vary with the machine, so this cell is not compared by the tests):
-
-# %%
-# NBVAL_IGNORE_OUTPUT
-import timeit
-
-q, k, v = (torch.randn(1, 4, 512, 64) for _ in range(3))
-for name, fn in (
-    ("teaching", lambda: scaled_dot_product_attention(q, k, v)),
-    ("fast    ", lambda: fast_attention(q, k, v)),
-):
-    print(f"{name}: {min(timeit.repeat(fn, number=5, repeat=3)) / 5 * 1e3:.2f} ms per call")
-
+# The model uses the fast path unless it is asked for the weights. Chapter 13 builds the idea of
+# the blocked kernel itself.
+#
 # %% [markdown]
 # ## 7. Why self-attention? (§4)
 #
@@ -617,115 +550,16 @@ for name, fn in (
 plot_path_lengths()
 
 # %% [markdown]
-# Now the sequential-operations column, measured. Below are two layers that both map (B, n, D) to
-# (B, n, D). One is a recurrent layer, written as the step loop it is: a plain RNN,
-# $h_t = \tanh(x_t W_{in} + h_{t-1} W_h)$. The other is a self-attention layer: three projections
-# $xW^Q$, $xW^K$, $xW^V$, then equation (1). We time them on one CPU thread as $n$ grows. Timings
-# depend on the machine, so the tests do not compare this cell's numbers; the trend is what matters.
-#
-# *The figure in words:* On the left, the milliseconds per layer are drawn against the length n,
-# both axes logarithmic. One curve is the step loop's, one self-attention's, and a dotted line
-# grows like n². The loop's curve rises steadily with n; the attention curve rises more steeply and
-# bends up along the dotted line at the longest lengths. On the right, the ratio of the two times is
-# drawn against n, with a dotted line at 1: above it self-attention was faster. The sentence under
-# the figure says at which lengths that happened on the machine that ran it.
+# Count the work per token, as Table 1 does. A recurrent step costs $2D^2$ multiply-adds ($x_t W_{in}$
+# and $h_{t-1} W_h$). A self-attention layer costs $3D^2$ for its projections $xW^Q$, $xW^K$, $xW^V$,
+# plus $2nD$ for the scores and the weighted sum of the values. So attention does *more*
+# arithmetic at every length. What it saves is the second column. All its scores are computed at
+# once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
+# arithmetic units, a GPU, that decides the speed: it is what made the Transformer fast to train
+# (§5.2: 12 hours for the base model on 8 GPUs). The price of attention is $n^2$ time and memory.
+# That is why models of long documents replace it with cheaper variants; the last row of Table 1 is
+# one of them.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
-import time
-
-from IPython.display import Markdown, display
-
-torch.manual_seed(0)
-D, batch = 64, 8
-W_in, W_h, W_q, W_k, W_v = (torch.randn(D, D) / math.sqrt(D) for _ in range(5))
-
-
-def recurrent_layer(x: torch.Tensor) -> torch.Tensor:
-    """(B, n, D) → (B, n, D), one position after the other: step t waits for step t − 1."""
-    h = torch.zeros(x.shape[0], D)  # (B, D)
-    states = []
-    for t in range(x.shape[1]):
-        h = torch.tanh(x[:, t] @ W_in + h @ W_h)  # (B, D)
-        states.append(h)
-    return torch.stack(states, dim=1)  # (B, n, D)
-
-
-def self_attention_layer(x: torch.Tensor) -> torch.Tensor:
-    """(B, n, D) → (B, n, D), every position at once."""
-    return scaled_dot_product_attention(x @ W_q, x @ W_k, x @ W_v)[0]
-
-
-def best_time(fn, x: torch.Tensor, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(x)
-        times.append(time.perf_counter() - start)
-    return min(times)  # the least disturbed run
-
-
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # one thread: the loop cannot use more anyway, and timings are steadier
-lengths = [8, 16, 32, 64, 128, 256, 512, 1024]
-seconds = {"recurrent (step loop)": [], "self-attention": []}
-with torch.no_grad():
-    for n in lengths:
-        x = torch.randn(batch, n, D)
-        seconds["recurrent (step loop)"].append(best_time(recurrent_layer, x))
-        seconds["self-attention"].append(best_time(self_attention_layer, x))
-torch.set_num_threads(threads)
-for i, n in enumerate(lengths):
-    rnn, att = seconds["recurrent (step loop)"][i], seconds["self-attention"][i]
-    print(f"n = {n:5}: recurrent {rnn * 1e3:8.2f} ms   self-attention {att * 1e3:8.2f} ms   ratio {rnn / att:6.1f}×")
-
-fig, (left, right) = plt.subplots(1, 2, figsize=(12, 3.8))
-for name, values in seconds.items():
-    left.plot(lengths, [v * 1e3 for v in values], "o-", label=name)
-left.plot(lengths, [seconds["self-attention"][-1] * 1e3 * (n / lengths[-1]) ** 2 for n in lengths], "k:",
-          label="∝ n² (through the last point)")  # fmt: skip
-left.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="milliseconds per layer (batch of 8)",
-         title=f"One layer, D = {D}, one CPU thread")  # fmt: skip
-left.set_xscale("log", base=2)
-left.legend(fontsize=8)
-right.plot(lengths, [r / a for r, a in zip(*seconds.values(), strict=True)], "o-", color="tab:green")
-right.axhline(1, color="grey", ls=":")
-right.set(xlabel="sequence length n", ylabel="recurrent time / self-attention time",
-          title="How many times faster self-attention is")  # fmt: skip
-right.set_xscale("log", base=2)
-fig.suptitle("Self-attention does more arithmetic, yet the step loop pays for its n steps in a row", y=1.02)
-fig.tight_layout()
-plt.show()
-attention_faster = [n for n, r, a in zip(lengths, *seconds.values(), strict=True) if a < r]
-loop_faster = [n for n in lengths if n not in attention_faster]
-display(Markdown(
-    f"On the machine that ran this cell, self-attention was the faster layer at "
-    f"n = {', '.join(map(str, attention_faster)) or 'no length'}, and the step loop at "
-    f"n = {', '.join(map(str, loop_faster)) or 'no length'}."
-))  # fmt: skip
-
-# %% [markdown]
-# Read the two panels together, and count first. As timed here, the recurrent step costs $2 D^2$
-# multiply-adds per token ($x_t W_{in}$ and $h_{t-1} W_h$). Self-attention costs $3 D^2$ per token
-# for its projections, plus $2 n D$ for the scores $QK^\top$ and the weighted sum of $V$. So at every
-# length in the figure, attention does *more* arithmetic than the loop.
-#
-# Yet for short sequences attention can be the faster layer. The sentence under the figure says at
-# which lengths it was, on the machine that ran it. The reason is Table 1's second column,
-# sequential operations.
-# The loop makes $n$ small matrix products, each waiting for the one before. Every one of them pays
-# the fixed cost of a call: Python, PyTorch's dispatch, a kernel that barely fills the vector units.
-# Attention makes a few large products that keep the arithmetic units busy. So the sequential column
-# *does* show, even on one thread. As $n$ grows, the attention curve bends up along the dotted $n^2$
-# line, and its extra arithmetic outweighs the loop's overhead. Where the curves cross depends on
-# the machine.
-#
-# On hardware with thousands of arithmetic units, a GPU, the same column matters far more. All of
-# attention's scores are computed at once, while a recurrent layer's $n$ steps must still run in a
-# row. That, not the operation count, is what made the Transformer fast to train (§5.2: 12 hours
-# for the base model on 8 GPUs). The price of attention is $n^2$ time and memory. That is why
-# models of long documents replace it with cheaper variants; the last row of Table 1 is one of them.
-#
 # %% [markdown]
 # ## Summary
 #
@@ -742,7 +576,7 @@ display(Markdown(
 #   `F.scaled_dot_product_attention`) does not, saves the (T, S) memory, and gives the same numbers.
 # - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
 #   steps, at a cost of $O(n^2 D)$ per layer. A recurrent layer costs $O(n D^2)$ but needs $n$ steps
-#   in a row, which the timing above makes visible.
+#   in a row.
 #
 # Next, chapter 04 runs several attentions side by side: multi-head attention.
 #

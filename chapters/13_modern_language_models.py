@@ -364,7 +364,7 @@ def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_
 
 
 big = {f"H_kv = {h}": cache_bytes(32, h, 128, 8192, 2) / 2**30 for h in (32, 8, 1)}
-held = {}  # chapter 09's cache grows by concatenation; the inference engine allocates it once, as a server does
+held = {}  # chapter 09's cache grows by concatenation (a server allocates it once)
 for h in (8, 2, 1):
     small = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=128, n_heads=8, n_kv_heads=h, n_layers=2))
     cache = small.new_cache()
@@ -418,19 +418,19 @@ for batch in (1, 32):
 #
 # On our CPU the same effect shows in a smaller way. A step of one text is spent reading weights and
 # launching operations, not computing, so a text costs less in a batch than alone. We time steps of
-# generation by the course's inference engine (`path="engine"`, chapter 09's last section).
+# generation.
 
 # %%
 def step_time(batch: int) -> float:
-    """Seconds per step of generation by the inference engine, for a small modern model (D = 256,
-    4 blocks) and ``batch`` texts at once."""
+    """Seconds per step of generation, for a small modern model (D = 256, 4 blocks) and ``batch``
+    texts at once."""
     lm = DecoderOnlyLM(DecoderOnlyConfig.modern(1000, d_model=256, n_heads=8, n_kv_heads=2, n_layers=4)).eval()
     with torch.no_grad():
         lm.embed.embedding.weight[lm.config.eos_id] = 0.0  # <eos>'s logit 0: never chosen, every step runs
     prompt = torch.randint(3, 1000, (batch, 8))  # a prompt of 8 tokens
-    generate(lm, prompt, 2, path="engine")  # warm-up (the engine reads the model once)
+    generate(lm, prompt, 2)  # warm-up
     start = time.perf_counter()
-    out = generate(lm, prompt, 33, path="engine")
+    out = generate(lm, prompt, 33)
     assert out.shape[1] == 8 + 33
     return (time.perf_counter() - start) / 33
 

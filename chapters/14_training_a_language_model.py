@@ -304,33 +304,27 @@ expect("every greedy continuation ends with <eos> within 25 tokens", bool(ended.
 
 # %% [markdown]
 # The cache must not change a single token, greedy or sampled (the same random draws). And it should
-# be faster, since each step then reads one position instead of the whole text. The inference engine
-# (`path="engine"`, chapter 09's last section) reads the same trained weights and must give the same
-# tokens too.
+# be faster, since each step then reads one position instead of the whole text.
 
 # %%
-def timed(use_cache: bool, path: str = "modules") -> tuple[torch.Tensor, float]:
+def timed(use_cache: bool) -> tuple[torch.Tensor, float]:
     sampler = torch.Generator(device=device).manual_seed(1)
     start = time.perf_counter()
     out = generate(model, torch.full((32, 1), data.vocab.bos_id, device=device), 40, use_cache=use_cache,
-                   temperature=0.8, top_p=0.9, generator=sampler, path=path)  # fmt: skip
+                   temperature=0.8, top_p=0.9, generator=sampler)  # fmt: skip
     return out, time.perf_counter() - start
 
 
 (with_cache, fast), (without_cache, slow) = timed(True), timed(False)
-engine_texts, engine_time = timed(True, path="engine")
 identical = torch.equal(with_cache, without_cache) and torch.equal(
     generate(model, prompts, 25, use_cache=False), greedy
 )
 print("greedy and sampled texts identical with and without the cache:", identical)
-same_in_engine = torch.equal(engine_texts, with_cache) and torch.equal(generate(model, prompts, 25, path="engine"), greedy)
-print("and identical from the inference engine:", same_in_engine)
-assert identical and same_in_engine
+assert identical
 
 # %%
 # NBVAL_IGNORE_OUTPUT
-print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time), "
-      f"{engine_time:.2f} s by the engine")  # fmt: skip
+print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time)")
 
 # %% tags=["hide-output"]
 expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2f} s without it, {fast:.2f} s with it")
@@ -541,7 +535,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #
 # - Today's recipe: AdamW with weight decay on the matrices only, warm-up and cosine decay, gradient
 #   clipping, bf16 on GPUs.
-# - `generate` samples with a temperature and top-p. The KV cache and the inference engine give the
+# - `generate` samples with a temperature and top-p. The KV cache gives the
 #   same tokens as a full pass, and the cache saves time.
 # - At our scale, on every machine (checked): warm-up and cosine beat the paper's schedule, and RoPE
 #   beats added sinusoids, in every run. SwiGLU's mean loss is below ReLU's, but not in every pair

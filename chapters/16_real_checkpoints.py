@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 16 — Real checkpoints: text in, text out, and what sets the speed
+# # Chapter 16 — Real checkpoints, engines and what sets the speed
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
@@ -22,8 +22,9 @@
 # translators (Marian), GPT-2 and Llama (SmolLM2, a small Llama). It proved each conversion on
 # random numbers in the real shapes. This chapter does the rest of what a real model needs. It turns
 # text into the ids a checkpoint reads, and ids back into text. It downloads the published weights,
-# where a network is there, and translates and writes with them. And it asks what sets the speed of
-# generation. The answer is the bytes each new token reads from memory.
+# where a network is there, and translates and writes with them. It shows what an inference engine
+# does with a trained model: the same tokens, faster. And it asks what sets the speed of generation.
+# The answer is the bytes each new token reads from memory.
 #
 # **Learning goals**
 #
@@ -31,6 +32,8 @@
 #   for GPT-2 and SmolLM2, and each one's special tokens;
 # - load a published checkpoint in float32, convert it, and check that ours and `transformers`
 #   generate the same tokens;
+# - see what an inference engine changes (the layout of the weights, the operations per step) and
+#   what it leaves alone (the tokens);
 # - estimate the memory a checkpoint needs, and the bytes one generated token reads in float32, bf16
 #   and int8;
 # - see why those bytes bound the time of a decoding step, and measure how close this processor's
@@ -84,7 +87,7 @@ from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
 from transformer_course_tools.engine.plan import plan_for
 from transformer_course_tools.engine.run import KVBuffers
 from transformer_course_tools.models.hub import HubError, load_hub, require_packages
-from transformer_course_tools.notebook.claims import expect, expect_at_most
+from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
@@ -360,7 +363,159 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 
 
 # %% [markdown]
-# ## 3. What sets the speed: bytes per token
+# ## 3. An inference engine: the same tokens, faster
+#
+# Your modules say what the model computes, one idea per file. Run step by step, as chapter 09's
+# loops run them, they are slow for a reason that has nothing to do with those ideas. A decoding step feeds one token per sentence.
+# Each weight is then read from memory once and used for one multiply and one add. So a step's time
+# goes into two things. One is the **bytes** of weights it reads. The other is the **operations** it
+# asks of PyTorch, each with a fixed cost of a few microseconds, however small.
+#
+# Inference engines such as CTranslate2 and llama.cpp attack both. They *convert* a trained model
+# into a form of their own, once, and decode with that. The course has one:
+# `transformer_course_tools/engine/`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
+# chapter 13's `generate`. The engine reads the model's parameters into a *plan*:
+#
+# - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
+#   for one row, oneDNN's blocked layout for several);
+# - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
+# - the keys and values of the source projected once per call, for every layer at once;
+# - caches allocated once for the longest output, instead of growing at every step;
+# - in pre-LN models, each norm's gain folded into the matrix after it.
+#
+# The plan is made the first time a model is decoded and kept until its parameters change. First,
+# what matters most: the same translations. We take the translator that ships with the course
+# (trained by chapter 08's recipe) and its test split, and a random model of the same shape that
+# never says `<eos>`, so that every timing decodes exactly the tokens asked for.
+
+# %%
+from transformer_course.batching import pad_sequences
+from transformer_course.datasets.numbers import numbers_task
+from transformer_course_tools.engine.weights import Dense
+from transformer_course_tools.models.pretrained import load_pretrained
+from transformer_course_tools.notebook.operations import CountOps
+
+translator = load_pretrained().model.eval()  # the shipped numbers translator
+task = numbers_task()
+test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
+test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
+timing_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
+torch.manual_seed(0)
+timing_model = Transformer(timing_config).eval()
+with torch.no_grad():
+    timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
+timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
+
+
+def seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+# %%
+same = {  # the test split translated by your modules (left) and by the engine (right)
+    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path="engine")),
+    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path="engine")[0]),
+}
+print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
+assert all(same.values())
+
+# %% [markdown]
+# Now the operations. We count every call that reaches PyTorch's dispatcher while one more token is
+# decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer.
+
+
+# %%
+def operations_per_layer(path: str, n: int = 6) -> float:
+    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
+    counts = []
+    for tokens in (n, n + 1):
+        with CountOps() as count:
+            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
+        counts.append(count.ops.total())
+    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
+
+
+greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
+operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+for path, count in operations.items():
+    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
+
+# %%
+expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
+expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
+
+# %% [markdown]
+# The bytes: a step reads every weight of the decoder and of the output layer once. At batch 1
+# that is all it reads, apart from the small caches. So the time of a step is about those bytes
+# divided by the speed of the memory. The layout of a matrix decides how close its product gets to
+# that speed. A product of several rows (a batch, the beams, the encoder's positions) uses
+# each weight several times, and there the kernel matters more than the layout.
+#
+# Below, one matrix the size of a large output layer multiplies 1 row, then 16 rows. It is stored
+# three ways: in `nn.Linear`'s layout $(V, D)$, as $W^\top$ stored contiguous $(D, V)$, and as the
+# engine multiplies it (`Dense`). `Dense` uses $W^\top$ for one row and oneDNN's blocked copy of $W$
+# for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
+# machine's, in this run.
+
+# %%
+# NBVAL_IGNORE_OUTPUT
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
+weight_t = weight.t().contiguous()  # (in, out)
+engine_product = Dense(weight, None)  # the engine's matrix: the kernel it picks for the number of rows
+for rows in (1, 16):
+    x = torch.randn(rows, 2048)
+    engine_product(x)  # the blocked copy is made at the first product of several rows, not timed
+    layout_seconds = {
+        "nn.Linear's (out, in)": min(seconds(lambda x=x: torch.nn.functional.linear(x, weight)) for _ in range(5)),
+        "W^T, (in, out)": min(seconds(lambda x=x: x.mm(weight_t)) for _ in range(5)),
+        "the engine's": min(seconds(lambda x=x: engine_product(x)) for _ in range(5)),
+    }
+    for name, s in layout_seconds.items():
+        print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
+path_seconds = {  # 32 tokens from each path, the best of 3 runs
+    path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
+    for path in ("modules", "engine")
+}
+torch.set_num_threads(threads)
+for path, s in path_seconds.items():
+    print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
+print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
+
+# %%
+expect_at_least("the engine's speed relative to your modules' (batch 1)",
+                path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
+
+# %% [markdown]
+# On a real model's shapes, `benchmarks/engines.py` measures the same engine against CTranslate2 and
+# llama.cpp, the engines people use, with the same random weights in each, one thread each. Here
+# is what it recorded in `benchmarks/results.md` (a 2-core AMD EPYC, 2026-11-29; a ratio above 1
+# means the course's engine was faster):
+#
+# | model's shape | decoding | engine compared | float32 | int8 |
+# | --- | --- | --- | ---: | ---: |
+# | opus-mt-en-de (a translator) | greedy, 1 sentence | CTranslate2 | 1.19 | 1.74 |
+# | | greedy, 16 sentences | CTranslate2 | 1.48 | 1.17 |
+# | | beam 4, 1 sentence | CTranslate2 | 1.52 | 1.56 |
+# | | beam 4, 16 sentences | CTranslate2 | 1.07 | 1.01 |
+# | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.71 | 0.68 |
+#
+# On the translator the engine is ahead in every setting but one. In int8 with 16 sentences of 4
+# beams the two are level (1.01 here, 0.99 in another run). There a step has 64 rows, and the work
+# outside the products weighs more: log-probabilities over the whole vocabulary, and the cache
+# reordered for the survivors. After each step, a hypothesis's first survivor keeps its parent's
+# row of the cache, and only its other survivors are copied. On the language model,
+# llama.cpp's own matrix-vector code reads the weights faster than PyTorch's kernels. The engine
+# never changes what the model computes. Your modules remain the definition, and the tests hold the
+# engine to their tokens for every kind of model in the course.
+
+# %% [markdown]
+# ## 4. What sets the speed: bytes per token
 #
 # A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
 # multiplies one vector: every weight is read from memory once and used for a single multiply and
@@ -481,8 +636,7 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # (These are random weights. On the course's trained translators, int8 changes no test score by more
 # than half a point: `benchmarks/results.md`.)
 #
-# Now the time. We decode with the course's inference engine (`path="engine"`, chapter 09's last
-# section). It runs float32, bf16 and int8 through the same lean step, and reads each weight once per
+# Now the time. We decode with the course's inference engine (`path="engine"`, section 3). It runs float32, bf16 and int8 through the same lean step, and reads each weight once per
 # token: the bytes below are those of its plan. In memory, an int8 model on a CPU holds two int8
 # copies of each matrix: the state dict's, and the one fbgemm packs for its kernel. The engine's plan
 # holds its own copy of the model too; a step reads one. The timings are this machine's, and they move
@@ -538,6 +692,9 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #   says in one line that it skipped. Where the checkpoints load, ours and `transformers` generate
 #   the same tokens.
 # - A float32 copy takes 4 bytes a parameter, twice that while converting.
+# - A decoding step's time goes into the bytes of weights it reads and the operations it launches.
+#   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both, and
+#   gives the same tokens as your modules.
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight
 #   (4, 2, about 1) set a floor on the time. A kernel reaches it only if it reads them at the
 #   memory's speed.
@@ -574,7 +731,14 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #    kernel reads the 8-bit weights as fast as the memory delivers them. A GPU's weight-only product
 #    does; on our CPU, fbgemm's one-row product falls short of it.
 #    </details>
-# 4. SmolLM2 has 9 query heads. Why does its cache grow with 3 heads per layer, not 9?
+# 4. What two costs of a decoding step does the inference engine cut, and what must it leave
+#    unchanged?
+#    <details><summary>Answer</summary>
+#
+#    The bytes of weights a step reads and the operations it launches. It must leave the tokens
+#    unchanged: they equal your modules', and the tests hold it to that.
+#    </details>
+# 5. SmolLM2 has 9 query heads. Why does its cache grow with 3 heads per layer, not 9?
 #    <details><summary>Answer</summary>
 #
 #    The cache keeps keys and values, not queries. With grouped-query attention, 3 query heads share

@@ -177,13 +177,13 @@ check("ex03_3")
 # %% [markdown]
 # ## Why self-attention? (§4)
 #
-# Section 7 of [chapter 03](../chapters/03_attention.ipynb) reproduces Table 1 of the paper and
-# times a recurrent step loop against a self-attention layer on one CPU thread as the length $n$
-# grows ($d = 64$).
+# Section 7 of [chapter 03](../chapters/03_attention.ipynb) reproduces Table 1 of the paper. A
+# recurrent step costs $2d^2$ multiply-adds per token; a self-attention layer $3d^2$ for its
+# projections plus $2nd$ for the scores and the weighted sum of the values.
 #
-# *In your own words:* the timing shows self-attention faster for short sequences and the recurrent
-# loop faster for long ones, although attention does more arithmetic at every length. Which column
-# of Table 1 explains its lead on short sequences, and which its loss on long ones?
+# *In your own words:* self-attention does more arithmetic at every length, yet it made the
+# Transformer fast to train. Which column of Table 1 explains that, and which column makes it costly
+# for very long texts?
 #
 # YOUR ANSWER HERE
 

@@ -239,26 +239,22 @@ check("ex03_3")
 # %% [markdown]
 # ## Why self-attention? (§4)
 #
-# Section 7 of [chapter 03](../chapters/03_attention.ipynb) reproduces Table 1 of the paper and
-# times a recurrent step loop against a self-attention layer on one CPU thread as the length $n$
-# grows ($d = 64$).
+# Section 7 of [chapter 03](../chapters/03_attention.ipynb) reproduces Table 1 of the paper. A
+# recurrent step costs $2d^2$ multiply-adds per token; a self-attention layer $3d^2$ for its
+# projections plus $2nd$ for the scores and the weighted sum of the values.
 #
-# *In your own words:* the timing shows self-attention faster for short sequences and the recurrent
-# loop faster for long ones, although attention does more arithmetic at every length. Which column
-# of Table 1 explains its lead on short sequences, and which its loss on long ones?
+# *In your own words:* self-attention does more arithmetic at every length, yet it made the
+# Transformer fast to train. Which column of Table 1 explains that, and which column makes it costly
+# for very long texts?
 #
 # ### BEGIN SOLUTION
-# **Worked answer.** Count first: the loop does $2 d^2$ multiply-adds per token, attention $3 d^2$
-# for its projections plus $2 n d$ for the scores and the weighted sum, so attention does more work
-# at every length. It still wins on short sequences because of the second column, sequential
-# operations: the loop makes $n$ small matrix products that must wait for each other, and each pays
-# a fixed cost (the Python loop, PyTorch's dispatch, a kernel too small to fill the vector units),
-# while attention makes a few large products. Even on one CPU thread that column shows. As $n$
-# grows, the first column takes over: attention's extra $2 n d$ per token, $O(n^2 d)$ per layer,
-# outgrows the loop's fixed costs and the loop becomes faster. On a GPU, which runs thousands of
-# multiply-adds at once, the sequential column matters far more: the $n^2$ scores are computed
-# together while the loop still needs $n$ rounds; that is where the paper's training speed came
-# from.
+# **Worked answer.** The second column, sequential operations. A recurrent layer's $n$ steps must run
+# one after the other, each waiting for the state of the step before, and each pays a fixed cost
+# (a small product that barely fills the hardware). Self-attention computes all its $n^2$ scores at
+# once in a few large products, which keep thousands of arithmetic units busy on a GPU: that is
+# where the paper's training speed came from (§5.2). The first column, computation per layer, is the
+# price: attention's $2nd$ per token makes $O(n^2 d)$ per layer, which for long texts outgrows the
+# recurrent layer's $O(n d^2)$ once $n > d$, in time and in the memory of the weights.
 # ### END SOLUTION
 
 # %% [markdown]
