@@ -518,17 +518,19 @@ print(run_check("ex06_2").line())  # the package's padding_mask
 # %% [markdown]
 # ## 9. The whole model on one page
 #
-# Here is every step from token ids to logits, in the order they run. These are the forward
-# methods of the classes built in chapters 01–06, printed from the package (`code_page`). Each one
-# is shown as it stands in its file, without its docstring and without the checks of its
-# arguments: those guard the model's edge and compute nothing.
+# Here is the model of chapters 01–06, from the constructor to the logits, in the order it runs.
+# These are the methods of the package's classes, printed from their files (`code_page`), each
+# without its docstring and without the checks of its arguments: those guard the model's edge and
+# compute nothing.
 #
-# Read it top to bottom. `forward` builds the source padding mask, then calls `_encode` and
-# `_decode`. `_encode` embeds the source ids, adds the positions and runs the encoder layers. Each
-# encoder layer wraps self-attention and the feed-forward network in `residual`. `_decode` does the
-# same with the target and its causal mask, and each decoder layer adds cross-attention to the
-# memory. A linear layer turns the last states into logits. The `cache` arguments serve chapter 09,
-# which decodes one token at a time; here they are `None`.
+# Read it top to bottom. `__init__` builds the embeddings, the two stacks and the output layer, and
+# ties the output layer to the target embedding (`tie_weights`, chapter 01). `forward` builds the
+# source padding mask, then calls `_encode` and `_decode`. `_encode` embeds the source ids, adds the
+# positions and runs the encoder layers. Each encoder layer wraps self-attention and the
+# feed-forward network in `residual`. `_decode` does the same with the target and its causal mask,
+# and each decoder layer adds cross-attention to the memory. A linear layer turns the last states
+# into logits. A few arguments wait for later chapters: the `cache` of chapter 09's fast decoding
+# (`None` here), and the parts (`norm`, `connection`, …) that chapters 11 and 13 swap.
 
 # %% tags=["shows-solutions"]
 from transformer_course import (
@@ -542,9 +544,10 @@ from transformer_course import (
     residual,
     scaled_dot_product_attention,
 )
-from transformer_course_tools.notebook.pages import code_page, functions_called
+from transformer_course_tools.notebook.pages import check_page, code_block
 
 page = [
+    Transformer.__init__,
     Transformer.forward,
     Transformer._encode,
     TokenEmbedding.forward,
@@ -559,32 +562,21 @@ page = [
     Decoder.forward,
     DecoderLayer.forward,
 ]
-print(code_page(page))
+code_block(page)
 
 # %% [markdown]
-# Is this the code that runs? We run the model once and record every function of the package it
-# enters; each function on the page must be among them. One detail: by default, attention hands
-# equation (1) to PyTorch's fused kernel (`fast_attention`, the same computation, chapter 03).
-# With `fast=False` it runs our `scaled_dot_product_attention`, the one printed. So we run it that
-# way, and check that the logits agree with the default path.
+# Is this the code that runs? The cell below builds the model, runs it once, and records every
+# function of the package it enters: each one on the page must be among them. Attention normally
+# hands equation (1) to PyTorch's fused kernel (chapter 03); here it runs once on the printed
+# teaching path too, and the two outputs must agree.
 
-# %%
-import functools
+# %% tags=["hide-input"]
+def build_and_run() -> torch.Tensor:
+    torch.manual_seed(0)  # the same weights at every run
+    return Transformer(config).eval()(src, tgt_in)
 
-teaching_path = functools.partialmethod(MultiHeadAttention.forward, fast=False)  # our equation (1) everywhere
-with torch.no_grad(), mock.patch.object(MultiHeadAttention, "forward", teaching_path):
-    ran = functions_called(lambda: model(src, tgt_in))  # code object → "module.name", in the order entered
-    printed_path = model(src, tgt_in)
-with torch.no_grad():
-    default_path = model(src, tgt_in)
-not_run = [f.__qualname__ for f in page if f.__code__ not in ran]
-print(f"functions on the page that ran: {len(page) - len(not_run)} of {len(page)}")
-helpers = [name.rsplit(".", 1)[-1] for code, name in ran.items()
-           if code not in {f.__code__ for f in page} and "check" not in name and "<" not in name
-           and "reads_are_free" not in name]  # fmt: skip
-print("the helpers they call by name:", ", ".join(helpers))
-print("logits of the printed path = logits of the fused kernel:", torch.allclose(printed_path, default_path, atol=1e-5))
-assert not not_run, f"on the page but never run: {not_run}"
+
+print(check_page(page, build_and_run))
 
 # %% [markdown]
 # ## Summary

@@ -20,8 +20,11 @@
 #
 # The paper gives the size of each model it trained: 65 million parameters for the base model, 213
 # million for the big one (Table 3). This short chapter counts the parameters of the model you built
-# in chapter 06 and compares the counts with the table. It needs nothing after chapter 06. It finds
-# that no single vocabulary size reproduces every row of the table.
+# in chapter 06 and compares the counts with the table. It finds that no single vocabulary size
+# reproduces every row of the table.
+#
+# *You may skip this chapter:* no later chapter needs it. It is short, and it uses nothing after
+# chapter 06.
 #
 # **Learning goals**
 #

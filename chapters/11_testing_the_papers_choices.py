@@ -25,6 +25,10 @@
 # model learns. You can now build, train and decode a whole Transformer (chapters 06 to 09), so this
 # chapter trains small ones and compares.
 #
+# *You may skip this chapter:* the later chapters do not need its results, only its method, which
+# chapter 08's box "How this book tests a claim" already explains. Its experiments take a few
+# minutes each on a laptop.
+#
 # **Learning goals**
 #
 # - test a design choice by training variants that differ in that choice alone;

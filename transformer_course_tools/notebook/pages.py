@@ -3,8 +3,9 @@
 * :func:`code_page` prints functions of the package as a reader wants them, top to bottom: each
   function's own lines, without its docstring and the checks of its arguments (they guard the edge,
   they are not the computation), its signature on one line;
-* :func:`functions_called` lists the functions a call runs, so that a chapter can check that the
-  page it printed is the code that runs;
+* :func:`code_block` shows that page as a highlighted Python block in a notebook;
+* :func:`functions_called` lists the functions a call runs, and :func:`check_page` uses it to say in
+  one line that the page a chapter printed is the code that runs;
 * :func:`run_settings` says in one sentence what a training profile trains, and how.
 
 In the student edition the learner's own code is printed: a chapter cell that prints the package's
@@ -80,6 +81,40 @@ def code_page(functions: Iterable[Callable], width: int = 100) -> str:
         parts.append(function_text(function))
         parts.append("")
     return "\n".join(parts).rstrip() + "\n"
+
+
+def code_block(functions: Iterable[Callable]):
+    """:func:`code_page` as a Markdown Python block: highlighted in JupyterLab and in the web edition."""
+    from IPython.display import Markdown
+
+    return Markdown(f"```python\n{code_page(functions)}```")
+
+
+def check_page(functions: list[Callable], run: Callable[[], object]) -> str:
+    """One line saying that the page is the code that runs, or an AssertionError naming what is not.
+
+    ``run()`` computes the model's output. It runs twice: once with every attention on the teaching
+    path (``fast=False``: equation (1) as the page prints it), recording the functions it enters, and
+    once as it is (PyTorch's fused kernel). Every function of the page must have run, and the two
+    outputs must agree."""
+    import functools
+    from unittest import mock
+
+    import torch
+
+    from transformer_course.multihead import MultiHeadAttention
+
+    teaching = functools.partialmethod(MultiHeadAttention.forward, fast=False)
+    with torch.no_grad():
+        with mock.patch.object(MultiHeadAttention, "forward", teaching):
+            ran = functions_called(run)
+            printed = run()
+        fused = run()
+    not_run = [f.__qualname__ for f in functions if f.__code__ not in ran]
+    assert not not_run, f"on the page but never run: {', '.join(not_run)}"
+    assert torch.allclose(printed, fused, atol=1e-5), "the teaching path and the fused kernel disagree"
+    return (f"✓ the page is the code that runs: its {len(functions)} functions all ran, and with equation (1) "
+            "as printed the output equals the fused kernel's (within 1e-5)")  # fmt: skip
 
 
 def functions_called(run: Callable[[], object], package: str = "transformer_course") -> dict[CodeType, str]:
