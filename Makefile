@@ -12,7 +12,10 @@ NOTEBOOKS = $(wildcard chapters/*.ipynb solutions/*.ipynb)
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # JupyterLab with the course's default settings (jupyter-config/settings/overrides.json: .py
 # chapters open as notebooks); the learner's own settings still win over them.
-LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/jupyter-config/settings $(LAB_FLAGS)
+# The file browser lists each chapter once: its .ipynb (the paired .py source is saved with it, unlisted).
+HIDDEN := "['__pycache__', '*.pyc', '*.pyo', '.DS_Store', '*~', '[0-9][0-9]_*.py', 'ex[0-9][0-9]_*.py']"
+LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/jupyter-config/settings \
+	--ContentsManager.hide_globs=$(HIDDEN) $(LAB_FLAGS)
 NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment assignment_list course_list)
 WEB_STAMP := $(VENV)/.installed-web
 

@@ -1,7 +1,7 @@
 """`make test-gpu`: the inference engine and the training chapters on a CUDA GPU, with the profile a
 Colab GPU gets.
 
-    python scripts/test_gpu.py                 # the engine's tests, chapters 08–13, 10 and 14; fails without a CUDA GPU
+    python scripts/test_gpu.py                 # the engine's tests, chapters 08–10 and 12–14; fails without a CUDA GPU
     python scripts/test_gpu.py --record        # also appends the times to benchmarks/results.md
 
 On a GPU the chapters pick the larger profile and mixed precision by themselves (bfloat16 where the
