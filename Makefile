@@ -55,7 +55,7 @@ lint: $(STAMP)
 
 # A trained model differs from one CPU to another (another vector width, another matrix kernel: the
 # floats add up in another order, and training amplifies the last bits). So the cells that print a
-# result of training are not compared (NBVAL_IGNORE_OUTPUT) and are followed by checks of the
+# result of training are not compared (tagged nbval-ignore-output) and are followed by checks of the
 # chapter's claims with margins (transformer_course_tools/notebook/claims.py). `make test` runs the unit tests
 # and every notebook (scripts/run_tests.sh: one pytest worker per core). To prove that the notebooks
 # hold on any machine, `make test-other-cpu` runs every notebook again on another CPU's arithmetic:

@@ -104,8 +104,7 @@ def _alt_text(markdown: str) -> str | None:
 def _for_readers(app, docname, source):
     """Tidy-ups of a notebook page (the downloadable .ipynb stays as committed): the Colab cell (tagged
     ``colab``: it does nothing outside Colab) is removed, as if tagged ``remove-cell``; a figure after
-    a "*The diagram in words:*" paragraph gets that paragraph as its alt text; nbval's "# NBVAL_..."
-    marker lines are dropped; a text progress bar, stored with every update after a carriage return,
+    a "*The diagram in words:*" paragraph gets that paragraph as its alt text; a text progress bar, stored with every update after a carriage return,
     shows its last state only, as in a terminal or JupyterLab."""
     if not source[0].lstrip().startswith("{"):
         return
@@ -121,9 +120,6 @@ def _for_readers(app, docname, source):
             if alt:
                 metadata.setdefault("mystnb", {}).setdefault("image", {})["alt"] = alt
         previous = cell
-        if cell.get("cell_type") == "code":  # nbval's markers are for the tests, not for readers
-            lines = "".join(cell["source"]).splitlines(keepends=True)
-            cell["source"] = "".join(line for line in lines if not line.startswith("# NBVAL_"))
         for output in cell.get("outputs", []):
             if output.get("output_type") == "stream":
                 text = "".join(output["text"]) if isinstance(output["text"], list) else output["text"]

@@ -433,8 +433,7 @@ print(
 #
 # We randomise the LayerNorm parameters first, so that a swapped or missing norm would show.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 keep = tokens != 0  # (B, S) True = real token
 for norm_first in (False, True):
     theirs = nn.TransformerEncoderLayer(D, H, D_FF, dropout=0.0, batch_first=True, norm_first=norm_first)

@@ -355,8 +355,7 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # boolean masks mean True = **blocked**: its `tgt_mask` is `~causal_mask(T)`, its key-padding masks
 # are `tokens == pad_id`.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from torch import nn
 
 D, H, D_FF = 12, 3, 20

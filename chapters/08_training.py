@@ -390,8 +390,7 @@ assert abs(rate - (512 * 4000) ** -0.5) < 1e-12
 # `prepare_training` puts the run together, always in the same order: seed, model, optimizer,
 # scheduler, batches.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.training import prepare_training
 
 run = prepare_training(task, profile, device)  # seed → model → optimizer → scheduler → batches
@@ -473,8 +472,7 @@ assert same
 #
 # `sacrebleu` computes the last two, as the research community does, so the numbers can be compared.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.data import load_task
 from transformer_course.evaluation import evaluate, translate
 
@@ -558,8 +556,7 @@ plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
 # > its own previous guess, and the model has learned nothing it can use. Below: the same toy run
 # > with labels = decoder input.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.batching import Batch
 
 
@@ -602,8 +599,7 @@ run = prepare_training(task, profile, device)  # seed → model → optimizer �
 model, optimizer, scheduler = run.model, run.optimizer, run.scheduler
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.training import Evaluation
 
 history = fit(
@@ -650,8 +646,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # match counts one wrong number. BLEU counts some 50 wrong tokens, and a few such outputs cost it
 # several points. So the check asks less of BLEU than of exact match.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 test_scores = evaluate(model, task.test, task)
 print(test_scores)
 
@@ -667,8 +662,7 @@ expect_at_least("BLEU on the test split", test_scores["bleu"], 85)  # a few outp
 # own; a number can be in two strata (300,000 is a round thousand and a round hundred-thousand).
 # The last column says whether the stratum's numbers were also training numbers.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import evaluate_strata
 from transformer_course_tools.notebook.plots import strata_table
 
@@ -691,8 +685,7 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 # steps, with the round hundreds repeated 60 times and "N thousand and k" 4 times. It scores 100%
 # in every stratum (chapter 10 shows its table).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], translate(model, [s for s, _ in task.test], task),
                                               task.test, strict=True) if h != t]  # fmt: skip
 run_away = sum(len(hyp) > len(ref) + 10 for _, hyp, ref in mistakes)  # ran on towards §6.1's limit
@@ -703,8 +696,7 @@ for n, hyp, ref in mistakes[:6]:
 # %% [markdown]
 # And three numbers of our choice, each marked right or wrong:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for n in (21, 999_999, 88_008):
     written = german_text(translate(model, [english_tokens(number_to_english(n))], task)[0])
     verdict = "right" if written == number_to_german(n) else f"wrong: {n:,} is {number_to_german(n)}"

@@ -544,8 +544,7 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # The speed-up is larger at 64 tokens than at 8, and at 64 it is at least two (both checked below).
 # The times themselves are this machine's.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 lengths_to_time = [8, 16, 32, 64]
 timing_config = TransformerConfig(**{**config.to_dict(), "max_len": 128})
 torch.manual_seed(0)

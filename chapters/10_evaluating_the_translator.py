@@ -428,8 +428,7 @@ search_errors_repaired = sum(kinds["greedy"][i] == "search error" for i in repai
 # %% [markdown]
 # How many of the test numbers fall into each kind, for each search:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'model errors':>13}")
 for name, found in kinds.items():
     print(f"{name:>17} {found.count('right'):8} {found.count('search error'):14} {found.count('model error'):13}")
@@ -458,8 +457,7 @@ expect_at_least("model errors among beam search's wrong translations",
 # searches' outputs (German pieces). Each has its log-probability $\log P(Y \mid X)$ and its score
 # $s(Y)$ under the under-trained model.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 first = {  # the first test number of each case (one number may stand for several)
     "greedy: search error": kinds["greedy"].index("search error"),
     "greedy: model error": kinds["greedy"].index("model error"),

@@ -115,8 +115,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # strings, and one dot per run. The sentence under the figure compares the first two variants in
 # this run.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 def forward_without_scale(self, tokens):
     return self.embedding(tokens)  # chapter 01's mistake, on purpose: no × √d_model
 
@@ -191,8 +190,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
 # the range of the runs at 8 letters.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 # LearnedPositionalEmbedding takes PositionalEncoding's arguments (d_model, max_len, dropout): pass the class itself
 positions_result = run_experiment("positions", variants={
     "sinusoidal (the paper)": Transformer,
@@ -274,8 +272,7 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
 # per variant for its mean exact match on new strings, and one dot per run.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 warmup_result = run_experiment("warm-up", variants={
     "post-LN, warm-up": Transformer,
     "post-LN, no warm-up": Variant(warmup=False),
@@ -335,8 +332,7 @@ print("settings that differ (warm-up experiment, residual experiment):", differ)
 # from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
 # new strings, and one dot per run.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 residual_result = run_experiment("residuals", variants={
     "with residual connections": Transformer,
     "without residual connections": lambda config: Transformer(config, connection=no_residual),
@@ -384,16 +380,14 @@ expect_above("final training loss: with residual connections below without them 
 # average, as the folded check under the figure confirms. The right one has one bar per setting for
 # its mean exact match on new strings, and one dot per run.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 smoothing_result = run_experiment("label-smoothing", variants={  # the same model, trained with two losses
     "ε = 0": Variant(smoothing=0.0),
     "ε = 0.1 (the paper)": Variant(smoothing=0.1),
 })  # fmt: skip
 sharp, smooth = smoothing_result.variants  # "ε = 0", "ε = 0.1 (the paper)"
 
-# %% tags=["hide-output"]
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["hide-output", "nbval-ignore-output"]
 for metric in smoothing_result.metrics():
     print(smoothing_result.verdict(metric, sharp, smooth).replace("*", ""))
 pairs = smoothing_result.paired_differences("perplexity", smooth, sharp)

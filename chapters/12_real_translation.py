@@ -415,8 +415,7 @@ keep_every, n_kept = 50, 5
 kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
 print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}")
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.training import Evaluation, History, fit
 
 history, snapshots = History(), {}
@@ -442,8 +441,7 @@ print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / hi
 # an axis from 0 to 100%. Its green points are joined by a line. A folded check further down asks
 # the second half of the run to gain on this axis.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course_tools.notebook.plots import plot_history
 
 fig = plot_history(history, "sentences en→de")
@@ -480,8 +478,7 @@ expect_at_least("validation exact match gained in the second half of training", 
 # bleu_on="text")` scores the written text this way. chrF compares character n-grams, and exact
 # match counts the sentences that are entirely right.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 import sacrebleu
 
 scores = evaluate(model, task.test, task, bleu_on="text", decode=greedy_decode)
@@ -498,8 +495,7 @@ print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparabl
 expect_between("test exact match", scores["exact_match"], *CLAIMS["exact_match"], "%")
 expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 wrong = [i for i, (h, r) in enumerate(zip(hyp_text, ref_text, strict=True)) if h != r]
 print(f"{len(wrong)} of {len(ref_text)} test sentences are not exactly right, for example:")
 for i in wrong[:5]:
@@ -515,8 +511,7 @@ for i in wrong[:5]:
 # same for checkpoint files. We average the last 2, 3 and 5
 # of our kept weights and score each on the test set.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from transformer_course.averaging import average_state_dicts
 
 final = snapshots[kept_at[-1]]
@@ -557,8 +552,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # The title names that verb and the English word it reads most. The line under the map says, for
 # this run, which words these are and how far back the decoder jumps.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown, display
 
 from transformer_course.evaluation import cross_attention_maps

@@ -438,8 +438,7 @@ def step_time(batch: int) -> float:
 torch.manual_seed(0)
 step_times = {batch: min(step_time(batch) for _ in range(3)) for batch in (1, 16)}
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for batch, seconds in step_times.items():
     print(f"batch {batch:2d}: {1000 * seconds:5.2f} ms per step, {1000 * seconds / batch:5.2f} ms per text")
 display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_times[16] / step_times[1]:.1f} times "
@@ -546,8 +545,7 @@ with torch.no_grad():
         "blocked, 128 keys a block": peak_memory_mib(lambda: blocked_attention(q, k, v, mask, block_size=128)),
     }
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for name, mib in peaks.items():
     print(f"{name:28s} peak {mib:6.1f} MiB")
 
@@ -572,8 +570,7 @@ training_peaks = {
     "blocked, 128 keys a block": peak_memory_mib(lambda: blocked_attention(q, k, v, mask, block_size=128)),
 }
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for name, mib in training_peaks.items():
     print(f"{name:28s} peak with autograd {mib:6.1f} MiB")
 

@@ -229,8 +229,7 @@ assert decayed_vectors(make_adamw(small)) == 0
 # line marks the loss on the held-out sentences at the end of training. The text under the figure
 # compares that level with a model that knows only the word frequencies.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 config = DecoderOnlyConfig.modern(
     len(data.vocab), d_model=profile.d_model, n_heads=profile.n_heads, n_kv_heads=profile.n_kv_heads,
@@ -291,8 +290,7 @@ sampler = torch.Generator(device=device).manual_seed(0)
 sampled = generate(model, torch.full((6, 1), data.vocab.bos_id, device=device), 25, temperature=0.8, top_p=0.9,
                    generator=sampler)  # fmt: skip
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print("greedy:")
 show(greedy)
 print("sampled (temperature 0.8, top-p 0.9), from <bos> alone:")
@@ -322,8 +320,7 @@ identical = torch.equal(with_cache, without_cache) and torch.equal(
 print("greedy and sampled texts identical with and without the cache:", identical)
 assert identical
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 print(f"32 texts: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time)")
 
 # %% tags=["hide-output"]
@@ -366,8 +363,7 @@ expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2
 # right. A dashed line marks 0, a mark right of it means a higher loss for the variant, and a short
 # black tick marks the mean.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 base = LMVariant()  # today's block, warm-up + cosine
 ablation = run_lm_experiment({
     "today (RMSNorm, RoPE, SwiGLU, cosine)": base,
@@ -384,8 +380,7 @@ ablation = run_lm_experiment({
 # still happens by chance for 1 comparison in 4, so read a single difference with care. This run's
 # findings:
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
 
 

@@ -455,8 +455,7 @@ print(run_check("ex15_1", all_heads_at_once).line())
 # rounding error of an angle grows with the position p, so over thousands of positions, with a large
 # base, two right conversions can differ by more.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
 src = torch.randint(1, 58000, (2, 9))
 src[1, 6:] = opus.config.pad_id  # a shorter sentence, padded
@@ -487,8 +486,7 @@ for name, difference in differences.items():
 # comparison. The others are two biases exchanged, biases dropped, a forgotten bias on the logits, a
 # bias left in the halves layout, and GPT-2's `c_attn` bias cut wrongly.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 swapped = opus.state_dict()
 for t in ("weight", "bias"):
     first, second = f"decoder.layers.0.norm1.{t}", f"decoder.layers.0.norm2.{t}"

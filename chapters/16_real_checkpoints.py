@@ -147,8 +147,7 @@ with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns w
 
 transformers.logging.set_verbosity_error()  # no notices about the library's own defaults
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 12's sentences, made on the spot
 folder = Path(tempfile.mkdtemp())
 for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de for _, de in pairs_en_de])):
@@ -254,8 +253,7 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # part ways after a few steps. In float32 both compute the same function, and the cell after these two
 # asserts that they generate the same tokens.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Attention is all you need.",
              "Machine translation has improved a great deal in the last ten years."]  # fmt: skip
 identical = {}  # what each real checkpoint that ran showed: (ours and transformers' identical?, on what)
@@ -279,8 +277,7 @@ else:
     identical["OPUS-MT en-de: greedy translations"] = (same, f"{len(sentences)} sentences")
     print("greedy translations identical to transformers':", same)
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 try:
     smol_tokenizer, real_hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
 except HubError as error:
@@ -439,8 +436,7 @@ def operations_per_layer(path: str, n: int = 6) -> float:
 greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
 operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 for path, count in operations.items():
     print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
 
@@ -461,8 +457,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
 # machine's, in this run.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
@@ -607,8 +602,7 @@ expect("the cache counted with every query head: three times too large", wrong =
 # "Weights only" multiplies by the int8 weights made float again, which is what the weight-only
 # kernel computes.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 int8_smol = quantize(smol, "int8")
 weights_only = copy.deepcopy(smol)
 with torch.no_grad():
@@ -650,8 +644,7 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # bf16 dot reads at most half of float32's bytes, and the int8 dot less than a third. The heights
 # are this machine's timings, and the title names the precision that was fastest here.
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
 prompt = torch.randint(1, 49000, (1, 8))
 timings, read = {}, {}

@@ -244,8 +244,7 @@ check("ex08_3")
 #   alive, and a tensor, not `loss.item()`, because reading a value makes the CPU wait for a GPU
 #   (the training loop reads the losses in one go when it logs them).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 # (the losses printed depend on your computer's arithmetic in their last digits: not compared by the tests)
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.batching import encode_pairs, make_batch

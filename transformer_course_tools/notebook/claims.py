@@ -4,7 +4,7 @@ A trained model is not the same on two computers: another CPU adds its floats in
 (another vector width, another matrix kernel), and training amplifies the last-bit difference into
 a different model. So a chapter never compares a trained result digit for digit, and never quotes
 one in its prose. It prints the result in a cell the notebook tests do not compare
-(``# NBVAL_IGNORE_OUTPUT``), then checks the claim it makes, with a margin measured over seeds and
+(tagged ``nbval-ignore-output``), then checks the claim it makes, with a margin measured over seeds and
 CPU paths::
 
     expect_at_least("exact match on the test split", scores["exact_match"], 95, "%")
