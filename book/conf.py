@@ -90,21 +90,20 @@ def _local_badge(app, doctree):
             image["uri"] = "/book/_static/colab-badge.svg"  # "/" = the source folder
 
 
-# A figure's description for screen readers: the last paragraph of the markdown cell right before
-# the figure's code cell, when it starts with "*The diagram in words:*" (or "*The figure in words:*").
+# A figure's description for screen readers: the folded "The figure in words" (or "The diagram in
+# words") block that ends the markdown cell right before the figure's code cell.
 ALT_TEXT = _course_module("authoring/readability").FIGURE_IN_WORDS  # the pattern the readability measure counts apart
 
 
 def _alt_text(markdown: str) -> str | None:
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", markdown) if p.strip()]
-    found = ALT_TEXT.match(paragraphs[-1]) if paragraphs else None
+    found = ALT_TEXT.search(markdown)
     return re.sub(r"[*`$\\]|\s+(?=\s)", "", found.group(1)).replace("\n", " ") if found else None
 
 
 def _for_readers(app, docname, source):
     """Tidy-ups of a notebook page (the downloadable .ipynb stays as committed): the Colab cell (tagged
     ``colab``: it does nothing outside Colab) is removed, as if tagged ``remove-cell``; a figure after
-    a "*The diagram in words:*" paragraph gets that paragraph as its alt text; a text progress bar, stored with every update after a carriage return,
+    a folded "The diagram in words" block gets that block as its alt text; a text progress bar, stored with every update after a carriage return,
     shows its last state only, as in a terminal or JupyterLab."""
     if not source[0].lstrip().startswith("{"):
         return

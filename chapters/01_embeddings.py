@@ -90,7 +90,9 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # decoder reads its German translation, *ein und zwanzig*, shifted one place to the right behind
 # `<bos>`.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. On each side,
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. On each side,
 # token ids enter at the bottom, become vectors in a token embedding multiplied by √D, and get a
 # positional encoding added. A stack of N encoder layers follows, each a self-attention and a
 # feed-forward network with "Add & Norm" after each. Each of the N decoder layers has masked
@@ -98,6 +100,8 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # the top of the decoder, a linear layer and a softmax give one probability per target token. This
 # chapter's boxes are highlighted: the two token embeddings, and the linear layer that shares
 # their matrix.
+#
+# </details>
 
 # %%
 architecture_map("embeddings")
@@ -210,11 +214,15 @@ assert torch.equal(nn.Embedding.from_pretrained(E)(token_ids), product)
 print("X:", tuple(X.shape), " E:", tuple(E.shape), " X @ E:", tuple(product.shape))
 
 # %% [markdown]
-# *The figure in words:* Three heatmaps stand side by side. The left one is the one-hot matrix X.
+# <details><summary>The figure in words</summary>
+#
+# Three heatmaps stand side by side. The left one is the one-hot matrix X.
 # It has one row per word of "the blue robot paints the door" and one column per vocabulary entry,
 # with a single black cell in each row. The middle one is E, one row of colours per vocabulary entry,
 # with the rows the sentence uses framed. The right one is the product X @ E: the framed rows of E
 # again, in the order of the sentence.
+#
+# </details>
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), gridspec_kw={"width_ratios": [len(vocab), d_model, d_model]})
@@ -294,12 +302,16 @@ for d in widths:
 print("average vector length\n" + "\n".join(lines))
 
 # %% [markdown]
-# *The figure in words:* On the left, the average length of three kinds of vector is drawn against
+# <details><summary>The figure in words</summary>
+#
+# On the left, the average length of three kinds of vector is drawn against
 # d_model, both axes logarithmic. The positional vectors and the scaled token vectors rise
 # together, in parallel, while the raw token rows stay near length 1. On the right are histograms
 # of the entries at d_model = 512. The raw entries form a narrow peak around 0. The scaled
 # entries form a bell curve of width about 1. A green band marks −1 to 1, where every positional
 # entry lies: the same order as the scaled entries.
+#
+# </details>
 
 # %%
 d = 512

@@ -79,11 +79,15 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # model, before the first layer. The [notation page](../book/notation.md) lists the letters on the
 # arrows.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. On each side,
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. On each side,
 # token ids enter at the bottom and become vectors in a token embedding. The next box, highlighted
 # on both sides, adds the positional encoding; the shape stays (B, S, D) in the encoder and
 # (B, T, D) in the decoder. Above it rise the encoder's and the decoder's stacks of attention and
 # feed-forward layers, and at the top of the decoder a linear layer and a softmax.
+#
+# </details>
 
 # %%
 architecture_map("positional")
@@ -151,11 +155,15 @@ print(f"d_model={d_model}: {d_model // 2} wavelengths from {wavelengths[0]:.2f} 
 print(f"each one {wavelengths[1] / wavelengths[0]:.4f} times the previous")
 
 # %% [markdown]
-# *The figure in words:* On the left, the table for 100 positions and 64 columns is drawn as a
+# <details><summary>The figure in words</summary>
+#
+# On the left, the table for 100 positions and 64 columns is drawn as a
 # heatmap, blue for +1 and red for −1. Its first columns change colour every few rows, while its
 # last columns keep one colour from top to bottom. On the right, four sine columns are drawn
 # against the position. The first oscillates quickly, each next one more slowly, and the last
 # barely rises over 100 positions.
+#
+# </details>
 
 # %%
 table = sinusoidal_positional_encoding(100, 64)  # (positions, D)
@@ -216,13 +224,17 @@ print("M_2 M_3 = M_5:", torch.allclose(relative_position_map(2, 16) @ relative_p
                                       relative_position_map(5, 16), atol=1e-6))  # fmt: skip
 
 # %% [markdown]
-# *The figure in words:* On the left, M_3 for d_model = 16 is drawn as a heatmap with a colour
+# <details><summary>The figure in words</summary>
+#
+# On the left, M_3 for d_model = 16 is drawn as a heatmap with a colour
 # bar: 2 × 2 blocks sit along the diagonal and every other entry is 0. The first blocks hold
 # clearly positive and negative numbers; the last ones are nearly the identity, because their pairs
 # turn slowly. The middle and right panels draw pairs 1 and 2 of positions 0 to 19 as dots on the
 # unit circle. In each, two arrows go from position 1 to position 4 and from position 9 to position
 # 12. The two arrows of a panel turn by the same angle: larger for the faster pair 1, smaller for
 # pair 2.
+#
+# </details>
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 4.4))
@@ -291,11 +303,15 @@ for offset in (1, 5, 40):
     print(f"distance {offset:2}: similarity {diagonal[0].item():6.2f}, the same for all {len(diagonal)} pairs: {same}")
 
 # %% [markdown]
-# *The figure in words:* On the left, the dot products of 128 encodings with each other form a
+# <details><summary>The figure in words</summary>
+#
+# On the left, the dot products of 128 encodings with each other form a
 # heatmap: bright along the main diagonal, and constant along every line parallel to it. On the
 # right, the dot product of position 64 with its neighbours is drawn against the distance, from −64
 # to 63. The dots peak at distance 0, fall away on both sides with small ripples, and lie exactly on
 # the black curve of the formula Σ cos(ω_i · distance).
+#
+# </details>
 
 # %%
 distances = torch.arange(-64, 64)
@@ -398,10 +414,14 @@ error = (sinusoidal[:-500] @ relative_position_map(500, 16).T - sinusoidal[500:]
 print(f"sinusoids at positions 500–999 follow the same rotation rule: {error < 1e-3}")
 
 # %% [markdown]
-# *The figure in words:* A bar chart shows the gradient norm of each of the 64 rows of the learned
+# <details><summary>The figure in words</summary>
+#
+# A bar chart shows the gradient norm of each of the 64 rows of the learned
 # table after one backward pass. Positions 0 to 23, the lengths the batch contains, have blue bars.
 # Positions 24 to 63, right of a dashed line, have no bar at all: they were never seen, got no
 # gradient, and stay random.
+#
+# </details>
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 3))

@@ -74,12 +74,16 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
 # The [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right, each a stack
 # of layers above its embeddings and positional encodings. The three attention blocks are
 # highlighted. In the encoder, self-attention has weights of shape (B, H, S, S) and a padding mask.
 # In the decoder, masked self-attention has weights (B, H, T, T) and a causal mask. Above it,
 # cross-attention takes its queries from the decoder and its keys and values from the encoder's
 # output, with weights (B, H, T, S).
+#
+# </details>
 
 # %%
 architecture_map("attention")
@@ -145,10 +149,14 @@ for question, answer in zip(questions, answers[0], strict=True):
 
 
 # %% [markdown]
-# *The figure in words:* A heatmap has one row per question ("who?", "did what?", "where?") and one
+# <details><summary>The figure in words</summary>
+#
+# A heatmap has one row per question ("who?", "did what?", "where?") and one
 # column per word of "the cat sat on the mat", with each weight written in its cell. "who?" puts
 # most of its weight on *cat*, "did what?" on *sat*, and "where?" splits its weight between *mat*
 # and *on*. Every other cell holds a small weight, never exactly 0.
+#
+# </details>
 
 # %%
 def show_weights(ax, w, rows, cols, title):
@@ -272,11 +280,15 @@ for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True)
         )
 
 # %% [markdown]
-# *The figure in words:* Four panels share the same horizontal axis, d_k from 1 to 1024 on a
+# <details><summary>The figure in words</summary>
+#
+# Four panels share the same horizontal axis, d_k from 1 to 1024 on a
 # logarithmic scale. Each has one curve for unscaled scores and one for scaled scores. Unscaled,
 # the variance of the scores climbs along the dotted line d_k, and the largest weight of a row
 # climbs towards 1. The entropy of a row falls towards 0, and the gradient at the scores shrinks.
 # Scaled, all four curves stay flat.
+#
+# </details>
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
@@ -345,11 +357,15 @@ print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_g
 # `apply_mask` replaces each blocked score by the lowest finite number of the dtype, so that the
 # softmax gives it a weight of exactly zero. Back to our sentences: the second one is padded.
 #
-# *The figure in words:* Two heatmaps show the weights of the second sentence, "a dog ran" and three
+# <details><summary>The figure in words</summary>
+#
+# Two heatmaps show the weights of the second sentence, "a dog ran" and three
 # `<pad>`, for the three questions. Without a mask (left), "where?" finds no place word and spreads
 # its weight evenly over all six keys, so half of it lands on `<pad>`. With the padding mask
 # (right), the three `<pad>` columns hold exactly 0, and each row's weight is shared among the
 # three real words.
+#
+# </details>
 
 # %%
 is_real = torch.tensor([[w != "<pad>" for w in s] for s in sentences])  # (B, S): True on real words
@@ -377,10 +393,14 @@ plt.show()
 # A **causal** mask is lower-triangular: query $t$ may look at keys $0 \dots t$. Here each word of
 # the first sentence attends over the words so far, using its own features as query and key.
 #
-# *The figure in words:* On the left, the causal mask for "the cat sat on the mat" is a grid of
+# <details><summary>The figure in words</summary>
+#
+# On the left, the causal mask for "the cat sat on the mat" is a grid of
 # six rows and six columns. It is dark on and below the diagonal, where a word may attend. On the
 # right, the attention weights fill the same lower triangle, each written in its cell. Every cell
 # above the diagonal holds 0.00, and the first row puts all its weight on the first word.
+#
+# </details>
 
 # %%
 words = sentences[0]
@@ -539,12 +559,16 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 # takes over. This is why the paper proposes the restricted variant of the last row as a possible
 # remedy. The first figure draws the path-length column.
 #
-# *The figure in words:* On the left, eight tokens stand in two rows. In the recurrent row, arrows
+# <details><summary>The figure in words</summary>
+#
+# On the left, eight tokens stand in two rows. In the recurrent row, arrows
 # link each token to the next, so a signal from token 1 reaches token 8 in seven steps. In the
 # self-attention row, curved arrows go from every token straight to token 8, one hop each. On the
 # right, the longest path is drawn against the sequence length n, both axes logarithmic. The
 # recurrent layer's line grows like n, a plain convolution's too, only lower, and a dilated
 # convolution's grows like log n. Self-attention's line stays flat at 1.
+#
+# </details>
 
 # %%
 plot_path_lengths()

@@ -79,11 +79,15 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # three. Its letter H, the number of heads (the paper writes $h$), already stood on chapter 03's
 # map; this chapter says what a head is. The [notation page](../book/notation.md) lists the others.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right, each a stack
 # of layers above its embeddings and positional encodings. The three multi-head attention blocks
 # are highlighted. The encoder's self-attention has weights of shape (B, H, S, S). In the decoder,
 # masked self-attention has (B, H, T, T), and the cross-attention above it (B, H, T, S); its keys
 # and values come from the encoder's output.
+#
+# </details>
 
 # %%
 architecture_map("multihead")
@@ -113,12 +117,16 @@ architecture_map("multihead")
 # tensor on the way. Sections 2 to 5 build it one step at a time. In code we write H for $h$, and Dk,
 # Dv for $d_k$, $d_v$.
 #
-# *The diagram in words:* The queries' input, of shape (B, T, D), and the input of the keys and
+# <details><summary>The diagram in words</summary>
+#
+# The queries' input, of shape (B, T, D), and the input of the keys and
 # values, of shape (B, S, D), each go through one linear layer: $W^Q$, $W^K$ and $W^V$. Each layer
 # makes H·Dk features (H·Dv for the values), drawn as H coloured blocks, one per head. `split_heads`
 # turns the blocks into a head axis: (B, H, T, Dk). Attention runs on every head at once, with
 # weights of shape (B, H, T, S), and returns (B, H, T, Dv). `merge_heads` puts the heads side by
 # side again, (B, T, H·Dv). $W^O$ mixes them back to (B, T, D), the shape that came in.
+#
+# </details>
 
 # %%
 multihead_shapes()
@@ -167,10 +175,14 @@ assert torch.equal(split_heads(tiny, 3), step2)
 
 
 # %% [markdown]
-# *The figure in words:* Three small panels, one per head, each show a block of two rows (token 0
+# <details><summary>The figure in words</summary>
+#
+# Three small panels, one per head, each show a block of two rows (token 0
 # and token 1) and two columns. Head 0 holds 0, 1 over 10, 11; head 1 holds 2, 3 over 12, 13; head
 # 2 holds 4, 5 over 14, 15. The colour of a cell says which token its number came from, so every
 # panel has one colour per row.
+#
+# </details>
 
 # %%
 def draw_heads(ax_row, heads, title):
@@ -198,9 +210,13 @@ plt.show()
 # > which are simply the first features of the first token(s). The rows of a head no longer line up
 # > with positions, and the heads no longer see the same tokens.
 #
-# *The figure in words:* The same three panels, filled by the bug. Head 0 holds 0, 1 over 2, 3: both
+# <details><summary>The figure in words</summary>
+#
+# The same three panels, filled by the bug. Head 0 holds 0, 1 over 2, 3: both
 # of its rows come from token 0. Head 1 holds 4, 5 over 10, 11, one row from each token. Head 2
 # holds 12, 13 over 14, 15: both rows come from token 1.
+#
+# </details>
 
 
 # %%
@@ -391,11 +407,15 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 # Each head uses the first 8 coordinates of the encoding (its 4 fastest frequencies). They are
 # multiplied by 20 to make the maps crisp.
 #
-# *The figure in words:* Four heatmaps, one per head, show the weights of 10 query positions (rows)
+# <details><summary>The figure in words</summary>
+#
+# Four heatmaps, one per head, show the weights of 10 query positions (rows)
 # over 10 key positions (columns). Head 0 has a dark diagonal one column left of the main diagonal,
 # head 1 the main diagonal, and head 2 a diagonal one column to the right. At the edges, where the
 # wanted key does not exist, the dark cell stays on the nearest position. Head 3 is one pale, even
 # colour: every weight is the same.
+#
+# </details>
 
 # %%
 T, D, H = 10, 32, 4

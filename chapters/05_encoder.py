@@ -80,12 +80,16 @@ plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's pl
 # shape never changes inside: (B, S, D) in, (B, S, D) out. The [notation page](../book/notation.md)
 # lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. The encoder's
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. The encoder's
 # layer is highlighted: multi-head self-attention, then "Add & Norm", then a feed-forward network,
 # then "Add & Norm" again, with a shortcut around each of the two sub-layers. A dashed frame,
 # labelled "N× encoder layer", marks it as repeated N times. Every arrow inside it carries the shape (B, S, D); only inside the
 # feed-forward network is the width d_ff. The stack's output, the memory, goes across to the
 # decoder's cross-attention.
+#
+# </details>
 
 # %%
 architecture_map("encoder")
@@ -275,12 +279,16 @@ for d in (4, 12, 64, 512):
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
 # derivatives.
 #
-# *The diagram in words:* Two panels show one sub-layer each, from the layer's input at the bottom
+# <details><summary>The diagram in words</summary>
+#
+# Two panels show one sub-layer each, from the layer's input at the bottom
 # to its output at the top. In both, the input goes through the sub-layer and dropout, and a blue
 # shortcut, the residual stream, adds the input back at a plus sign. In post-LN, on the left, the sum then passes
 # through a LayerNorm before it moves on. In pre-LN, on the right, the LayerNorm sits before the
 # sub-layer, on the branch; the sum moves on without being normalised, and one final LayerNorm
 # follows the last layer.
+#
+# </details>
 
 # %%
 post_ln_pre_ln()
@@ -305,11 +313,15 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # happens. We only look at the gradient each layer receives at initialisation, averaged over three
 # random initialisations.
 #
-# *The figure in words:* Two panels have the layer number, 1 to 12, on the horizontal axis, with
+# <details><summary>The figure in words</summary>
+#
+# Two panels have the layer number, 1 to 12, on the horizontal axis, with
 # one line for post-LN and one for pre-LN. On the left is the size of the gradient each layer
 # receives. The post-LN line rises gently from layer 1 to layer 12; the pre-LN line starts higher at
 # layer 1 and falls steadily towards the top. On the right is the size of the vectors after each
 # layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
+#
+# </details>
 
 # %%
 N_LAYERS, D_EXP, HEADS_EXP, N_CLASSES = 12, 64, 4, 100

@@ -87,13 +87,17 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # place.
 # The [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. The whole
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. The whole
 # decoder layer is highlighted, in a dashed frame marked "N× decoder layer". From the bottom, it
 # holds masked multi-head self-attention, with weights (B, H, T, T) and a causal and padding mask,
 # then "Add & Norm". Cross-attention follows, with queries from below and keys and values from the
 # encoder's memory (B, S, D), then "Add & Norm". A feed-forward network and a last "Add & Norm"
 # close the layer. Above it, the highlighted linear layer, tied to the embedding, and the softmax
 # give logits of shape (B, T, V_tgt).
+#
+# </details>
 
 # %%
 architecture_map("decoder")
@@ -146,11 +150,15 @@ for s_row, t_row in zip(src_words, tgt_words, strict=True):
 # With our convention (True = may attend) this is the lower triangle, diagonal included: position
 # $t$ sees positions $0 \dots t$. `causal_mask(T)` is (T, T) and broadcasts over batch and heads.
 #
-# *The figure in words:* The causal mask of the second target, from `<bos>` *ein kleiner hund* to
+# <details><summary>The figure in words</summary>
+#
+# The causal mask of the second target, from `<bos>` *ein kleiner hund* to
 # the final period, is a grid of eight rows and eight columns. Rows are the query positions, columns
 # the key positions they attend to, both labelled with the tokens. The cells on and below the
 # diagonal are dark: there a token may attend. The cells above it are light, so each token sees
 # itself and the tokens before it, never a later one.
+#
+# </details>
 
 # %%
 causal = causal_mask(T)  # (T, T)
@@ -180,10 +188,14 @@ plt.show()
 # against the (B, H, T, S) attention scores would put B on the *query* axis T. That gives wrong
 # values, or an error only if the sizes happen to differ.
 #
-# *The figure in words:* The source padding mask is drawn as three rows, one per sequence, and seven
+# <details><summary>The figure in words</summary>
+#
+# The source padding mask is drawn as three rows, one per sequence, and seven
 # columns, the source positions 0 to 6. Each cell holds its token. The real tokens, `<eos>`
 # included, sit in dark cells, where the mask is True. The `<pad>` cells are light, where it is
 # False. Sequence 0 ends with two of them, sequence 1 has none, and sequence 2 ends with four.
+#
+# </details>
 
 # %%
 src_mask = padding_mask(src, vocab.pad_id)  # (B, 1, 1, S)
@@ -228,12 +240,16 @@ plt.show()
 # The decoder's mask is the logical AND of the two: `target_mask(tgt, pad_id)`. Here it is for the
 # shortest pair, "hallo !", whose target is padded from position 3 on.
 #
-# *The figure in words:* Four masks of the shortest pair stand side by side, with the query
+# <details><summary>The figure in words</summary>
+#
+# Four masks of the shortest pair stand side by side, with the query
 # positions down and the key positions across. Its target is `<bos>`, *hallo*, *!* and five `<pad>`.
 # The causal mask is the dark lower triangle. The target padding mask is dark in the first three
 # columns only, the same in every row. Their AND, the decoder's self-attention mask, is that lower
 # triangle cut off after the third column. The cross-attention mask is dark over the three real
 # source tokens, *hello*, *!* and `<eos>`, and light over the four `<pad>`.
+#
+# </details>
 
 # %%
 tgt_mask = target_mask(tgt_in, vocab.pad_id)  # (B, 1, T, T)
@@ -273,12 +289,16 @@ print(
 # decoder layer. Each target position thereby gathers the source information it needs. The weights
 # have shape (B, H, T, S): target positions down, source positions across.
 #
-# *The figure in words:* Two heatmaps show the cross-attention weights of head 0 in the first
+# <details><summary>The figure in words</summary>
+#
+# Two heatmaps show the cross-attention weights of head 0 in the first
 # decoder layer of an untrained model. The left one is sequence 0, the sleeping cat, and the right
 # one sequence 2, *hello !*. Rows are the target positions (queries), columns the source positions
 # (keys), and a darker blue is a larger weight, on one colour bar for both. Over the real source
 # tokens the weights are spread unevenly, as the random projections happen to fall. Every column
 # of a source `<pad>` is white: its weight is exactly zero.
+#
+# </details>
 
 # %%
 config = TransformerConfig(

@@ -71,11 +71,15 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # $V_\text{src} = V_\text{tgt}$. In this chapter we write plain $V$ for that one size. The
 # [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. The boxes with
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. The boxes with
 # weights are highlighted: both token embeddings, every box of the encoder and decoder layers, and
 # the linear layer at the top, tied to the embedding. The title says that each of them is counted.
 # The softmax above the linear layer is highlighted with the decoder, though it has no weights. The
 # positional encodings, the loss and the token ids stay plain.
+#
+# </details>
 
 # %%
 architecture_map(["embeddings", "encoder", "decoder"], title="Chapter 07: every box with weights is counted")
@@ -273,12 +277,16 @@ for name, paper, at_37k, stated in (("base", 65e6, base_37k, base_stated), ("big
 assert abs(base_stated / 65e6 - 1) < 0.02 and abs(big_stated / 213e6 - 1) < 0.02
 
 # %% [markdown]
-# *The figure in words:* A horizontal bar chart has one row per Table 3 entry with a printed size,
+# <details><summary>The figure in words</summary>
+#
+# A horizontal bar chart has one row per Table 3 entry with a printed size,
 # the base model at the top and the big model at the bottom. Each row has two bars, our count's
 # difference from the paper's in percent. The blue bar assumes a vocabulary of 37,000 tokens, the
 # orange one the stated 38,800, and a green band marks ±2%. In every base-family row both bars point
 # left: our count is lower than the paper's. Only in the big row do both bars point right. The
 # orange bars lie nearer 0 than the blue ones in the base rows, but further from it in the big row.
+#
+# </details>
 
 # %%
 printed = [(name, o, p) for name, o, p in ROWS if p is not None]  # rows (A) have no size to compare with

@@ -77,12 +77,16 @@ profile = pick_profile(device)  # the GPU profile on CUDA, the CPU profile elsew
 # goes the shifted target (teacher forcing); at the top, the loss is computed from the output.
 # The [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right, each a stack of
 # layers above its embeddings and positional encodings. Three boxes are highlighted. At the bottom
 # right, the decoder reads the target ids shifted right, which start with `<bos>`. At the top, the
 # softmax gives probabilities of shape (B, T, V_tgt). The loss compares them with the labels, with
 # label smoothing. A dotted line on the right marks decoding: it appends the chosen token and runs
 # the decoder again.
+#
+# </details>
 
 # %%
 architecture_map("training")
@@ -233,11 +237,15 @@ for bucket in (1, 50):
     print(f"bucket={bucket:>2}: {share:.1%} of the batch cells are padding")
 
 # %% [markdown]
-# *The figure in words:* Two panels each show one batch of 16 sentences as a grid, one row per
+# <details><summary>The figure in words</summary>
+#
+# Two panels each show one batch of 16 sentences as a grid, one row per
 # sentence and one column per source position. Green cells hold real tokens, white cells padding. On
 # the left, a batch drawn without bucketing mixes lengths, so the shorter rows end in white cells.
 # On the right, a batch cut from a pool sorted by length holds sentences of nearly one length, with
 # little or no white.
+#
+# </details>
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
@@ -256,11 +264,15 @@ fig.tight_layout()
 # the causal mask of chapter 06 keeps it from peeking further. One pass trains every position at
 # once. The diagram below shows it for *einundzwanzig*.
 #
-# *The diagram in words:* On the left are four columns, positions 0 to 3. Along the bottom, the
+# <details><summary>The diagram in words</summary>
+#
+# On the left are four columns, positions 0 to 3. Along the bottom, the
 # decoder input reads `<bos>`, *ein*, *und*, *zwanzig*. Along the top, the labels read *ein*, *und*,
 # *zwanzig*, `<eos>`. Each column goes up through the decoder to its label. A dashed arrow shows that
 # each label is the next column's input. On the right is the causal mask over the four input
 # positions, a lower triangle: position t may read positions 0 to t only.
+#
+# </details>
 
 # %%
 from transformer_course_tools.notebook.diagrams import teacher_forcing_diagram
@@ -292,11 +304,15 @@ for row in range(2):
 # correct for translation: positions whose label is `<pad>` contribute
 # nothing, and the mean is over the real tokens only.
 #
-# *The figure in words:* A bar chart has the ids of the German vocabulary along the horizontal axis.
+# <details><summary>The figure in words</summary>
+#
+# A bar chart has the ids of the German vocabulary along the horizontal axis.
 # The vertical axis is the target probability, on a logarithmic scale from 0.001 to 1.5. Without
 # smoothing, in grey, the target is a single bar of height 1 on the piece *zwanzig*. With ε = 0.1,
 # in blue, that bar falls to just above 0.9. Every other id gets a short blue bar, all of one
 # height: 0.1 divided by the size of the vocabulary.
+#
+# </details>
 
 # %%
 from transformer_course.loss import label_smoothed_cross_entropy, smoothed_targets
@@ -340,12 +356,16 @@ assert torch.allclose(ours, reference)
 # `LambdaLR`; the optimizer is made with `lr=1.0`, so the factor *is* the rate. Our small model uses
 # a shorter warm-up and half the paper's scale.
 #
-# *The figure in words:* The learning rate for d_model = 128 is drawn against the step, from 1 to
+# <details><summary>The figure in words</summary>
+#
+# The learning rate for d_model = 128 is drawn against the step, from 1 to
 # 3,000. A thick grey curve is the decay alone, falling like one over the square root of the step.
 # Four coloured lines rise straight from 0, for warm-ups of 100, 300, 1,000 and 4,000 steps. Each
 # ends with a dot on the grey curve, at its own peak, except the warm-up of 4,000 steps, still
 # rising at the right edge. A dashed black line is this chapter's schedule. It warms up over the
 # steps its profile sets, then follows half of the grey curve.
+#
+# </details>
 
 # %%
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
@@ -528,11 +548,15 @@ expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_
 # has found the rule puts its weight on the *anti*-diagonal. The check above tests the outputs, not
 # the heads, so how many heads show it is this run's outcome.
 #
-# *The figure in words:* Four heatmaps stand side by side, one per head of the decoder's single
+# <details><summary>The figure in words</summary>
+#
+# Four heatmaps stand side by side, one per head of the decoder's single
 # layer. In each, the rows are the letters the model writes, from top to bottom, ending with
 # `<eos>`. The columns are the letters of the input string, from left to right. Darker blue means
 # more weight, on a scale from 0 (white) to 1. The title names the pattern to look for: the weight
 # lies along the anti-diagonal, from the top right corner to the bottom left.
+#
+# </details>
 
 # %%
 from transformer_course.evaluation import attention_maps
@@ -611,11 +635,15 @@ print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / hi
 print("validation exact match (%) at steps", ", ".join(f"{e['step']}: {e['exact_match']:.1f}" for e in history.evals))
 
 # %% [markdown]
-# *The figure in words:* Two panels share the training step as their horizontal axis. The left one
+# <details><summary>The figure in words</summary>
+#
+# Two panels share the training step as their horizontal axis. The left one
 # draws the label-smoothed loss on a logarithmic scale. A pale blue line gives the loss of every
 # batch, a darker one its running mean, and a dotted black line the lowest possible loss. The right
 # one draws the exact match on the validation numbers, in percent from 0 to 100, every 200 steps, as
 # green dots joined by a line.
+#
+# </details>
 
 # %%
 from transformer_course_tools.notebook.plots import plot_history

@@ -119,13 +119,17 @@ def german(ids: torch.Tensor) -> str:
 # it to the decoder's input (the dotted line) and run the decoder again.
 # The [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right, each a stack of
 # layers above its embeddings and positional encodings. At the top of the decoder, a linear layer
 # gives the logits, and a softmax turns them into probabilities. Two arrows leave the softmax: one
 # to the loss of training, one to a box "next token", chosen greedily, by beam search or by
 # sampling. The softmax and that box are highlighted. A dotted line runs from the box down the right
 # edge to the decoder's input, the target shifted right. Its label says: append the chosen token and
 # run the decoder again.
+#
+# </details>
 
 # %%
 architecture_map("decoding")
@@ -333,13 +337,17 @@ assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop
 # the piece and the summed log-probability $\log P$ of its whole hypothesis. A finished hypothesis is
 # carried into the next step unchanged, labelled "finished".
 #
-# *The diagram in words:* The tree grows from `<bos>` on the left through steps 1 to 4. Kept
+# <details><summary>The diagram in words</summary>
+#
+# The tree grows from `<bos>` on the left through steps 1 to 4. Kept
 # hypotheses are blue dots on thick lines, pruned candidates hollow grey dots on dashed lines. At
 # step 1, *zwanzig* (−0.80) and *ein* (−0.92) are kept, and *eins* and `<eos>` are pruned. At step 2
 # the two best extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94); the other four are
 # pruned. At step 3, *zwanzig eins `<eos>`* finishes (−2.45) and *ein und zwanzig* (−1.02) goes on.
 # At step 4 the finished one is carried over, and *ein und zwanzig `<eos>`* (−1.07) ends as the
 # best.
+#
+# </details>
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 5.2))
@@ -404,13 +412,17 @@ print(
 # In the panels that cut, grey bars show the distribution before the cut, and orange bars beside
 # them the one sampled from: the kept pieces share the whole probability again.
 #
-# *The figure in words:* Five bar charts stand side by side and share the vertical axis, the
+# <details><summary>The figure in words</summary>
+#
+# Five bar charts stand side by side and share the vertical axis, the
 # probability of the next piece. Each has the same ten pieces on its horizontal axis, the model's
 # most probable at this step, best first. Orange bars show the distribution that sampling draws
 # from. The first bar is tallest at τ = 0.5 and lowest at τ = 2, where the bars are flattest. The
 # fourth panel (τ = 2, top-p 0.45) and the fifth (τ = 2, top-k 3) add grey bars: the distribution at
 # τ = 2 before the cut. Only the kept pieces have orange bars, each taller than its grey one; top-k
 # keeps exactly three.
+#
+# </details>
 
 # %%
 shown = first_logits.softmax(-1).topk(10).indices  # the 10 most probable pieces
@@ -486,12 +498,16 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # A **key/value cache** (KV cache) keeps both, and each step feeds the decoder only the newest token.
 # The diagram shows one step in one layer.
 #
-# *The diagram in words:* At the top, the newest token, the fifth, sits at position 4. It is projected
+# <details><summary>The diagram in words</summary>
+#
+# At the top, the newest token, the fifth, sits at position 4. It is projected
 # into a query q₄, a key k₄ and a value v₄. The key and the value are appended to the layer's cache,
 # which now holds five of each. The query q₄ scores all five keys, and the softmax weights average
 # the five values. Below it is the cross-attention. The encoder's memory of six
 # positions was projected into keys and values once, at the first step. Every later step only reads
 # them: the step's cross-attention query scores all six.
+#
+# </details>
 
 # %%
 kv_cache_step(t=5, source_length=6)  # drawn by transformer_course_tools/notebook/diagrams.py
@@ -537,12 +553,16 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # tokens, for a batch of 32 sentences. The times are this machine's; `benchmarks/decoding.py` times
 # a larger model.
 #
-# *The figure in words:* Two line charts share the horizontal axis, the number of tokens generated:
+# <details><summary>The figure in words</summary>
+#
+# Two line charts share the horizontal axis, the number of tokens generated:
 # 8, 16, 32 and 64, on a logarithmic scale. On the left, with a logarithmic vertical axis too, two
 # lines give the milliseconds for the batch of 32. One is decoding without a cache, the other with
 # the KV cache. On the right, a green line gives the speed-up, the first time divided by the second.
 # The speed-up is larger at 64 tokens than at 8, and at 64 it is at least two (both checked below).
 # The times themselves are this machine's.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 lengths_to_time = [8, 16, 32, 64]

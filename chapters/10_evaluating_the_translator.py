@@ -77,12 +77,16 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # (scores) and from inside (attention weights). The [notation page](../book/notation.md) lists the
 # letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right, each a stack of
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right, each a stack of
 # layers above its embeddings and positional encodings. Two parts are highlighted. The first is the
 # three attention blocks: the encoder's self-attention, the decoder's masked self-attention and the
 # cross-attention that reads the encoder's output. The second is the softmax at the top and the box
 # above it that chooses the next token. The title says what the chapter does with them: it reads the
 # attention and scores what the decoders produce.
+#
+# </details>
 
 # %%
 architecture_map(["multihead", "decoding"], title="Chapter 10: the attention read, the translations scored")
@@ -199,12 +203,16 @@ print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_str
 # the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
 # "sixty-seven"). So a head that follows the source word by word must jump back and forth.
 #
-# *The figure in words:* Eight heatmaps stand in two rows, one row per layer and one column per
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps stand in two rows, one row per layer and one column per
 # head. In each, the rows are the German pieces being written, one per step, ending with `<eos>`.
 # The columns are the eleven English source words, from "three" to "seven". A cell's shade is the
 # attention weight, from white at 0 to dark blue at 1. A row with one dark cell reads one English
 # word; a row of pale cells spreads over several. The title gives the chapter's reading: in layer 2
 # the heads mostly read the English word of the piece being written, out of order.
+#
+# </details>
 
 # %%
 text = "three hundred and forty-two thousand five hundred and sixty-seven"
@@ -231,11 +239,15 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # **Decoder self-attention**: each position looks back over the German pieces written so far (the
 # causal mask leaves the upper triangle empty).
 #
-# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps, two rows for the layers and four columns for the heads,
 # show the encoder's self-attention. Both axes list the eleven English words, from "three" to
 # "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
 # 0 to dark blue at 1. The title gives the chapter's reading: in layer 2, the words of a number
 # group look at one word of the group ("thousand", "hundred", "sixty").
+#
+# </details>
 
 # %%
 plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
@@ -244,12 +256,16 @@ plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
                      query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
 
 # %% [markdown]
-# *The figure in words:* Eight heatmaps, two rows for the layers and four columns for the heads,
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps, two rows for the layers and four columns for the heads,
 # show the decoder's self-attention. Both axes list the decoder's inputs: `<bos>`, then the German
 # pieces written so far. Each row is a position's query, each column a position it may read, shaded
 # from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
 # position reads a later one. The title gives the chapter's reading: heads look back at the last
 # "hundert" or "tausend", or at the piece just before.
+#
+# </details>
 
 # %%
 plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
@@ -270,11 +286,15 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
 # piece of every test number.
 #
-# *The figure in words:* A box plot has one box per cross-attention head, eight in all, from "layer
+# <details><summary>The figure in words</summary>
+#
+# A box plot has one box per cross-attention head, eight in all, from "layer
 # 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
 # for every German piece of every test number. Zero means that the piece read a single English word.
 # A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
 # pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
+#
+# </details>
 
 # %%
 test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)

@@ -84,12 +84,16 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to
 # build the model from its configuration. It trains and evaluates each one three times.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. The boxes the
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. The boxes the
 # first four experiments change are highlighted. They are both token embeddings (the factor), both
 # positional encodings, and every box of the encoder and decoder layers. Their "Add & Norm" holds
 # the residual connections and the layer normalisation. The warm-up and label smoothing are how the
 # model is trained, not boxes. The linear layer and the softmax at the top are highlighted with the
 # decoder. The loss, the next token and the token ids stay plain.
+#
+# </details>
 
 # %%
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 11: the paper's choices put to a test")
@@ -109,11 +113,15 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # Each trains for 500 steps. A model's embedding is a constructor argument, so a variant is one
 # `lambda`. The cell takes about a minute on a 2-core CPU.
 #
-# *The figure in words:* The left panel draws each variant's training loss over the 500 steps, on a
+# <details><summary>The figure in words</summary>
+#
+# The left panel draws each variant's training loss over the 500 steps, on a
 # logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
 # lowest run to the highest. The right panel has one bar per variant for its mean exact match on new
 # strings, and one dot per run. The sentence under the figure compares the first two variants in
 # this run.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 def forward_without_scale(self, tokens):
@@ -181,7 +189,9 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # table counts the strings reversed exactly and the letters that land in the right place. The cell
 # takes about a minute on a 2-core CPU.
 #
-# *The figure in words:* The left panel draws both models' training loss over the 700 steps, on a
+# <details><summary>The figure in words</summary>
+#
+# The left panel draws both models' training loss over the 700 steps, on a
 # logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
 # lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
 # 16. Solid lines give the share of new strings reversed exactly, dashed lines the share of letters
@@ -189,6 +199,8 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
 # the range of the runs at 8 letters.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 # LearnedPositionalEmbedding takes PositionalEncoding's arguments (d_model, max_len, dropout): pass the class itself
@@ -266,11 +278,15 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # The gradients are not clipped (chapter 08), as in the paper. The model is the same in all three.
 # A `Variant` changes how it is trained (`warmup=False`) or its configuration (`norm_first=True`).
 #
-# *The figure in words:* Three panels. The left one draws each variant's training loss over the 400
+# <details><summary>The figure in words</summary>
+#
+# Three panels. The left one draws each variant's training loss over the 400
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
 # from the lowest run to the highest. In the middle, the two learning-rate schedules: one climbs over the
 # first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
 # per variant for its mean exact match on new strings, and one dot per run.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 warmup_result = run_experiment("warm-up", variants={
@@ -327,10 +343,14 @@ differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.
 print("settings that differ (warm-up experiment, residual experiment):", differ)
 
 # %% [markdown]
-# *The figure in words:* Two panels. The left one draws both variants' training loss over the 400
+# <details><summary>The figure in words</summary>
+#
+# Two panels. The left one draws both variants' training loss over the 400
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
 # from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
 # new strings, and one dot per run.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 residual_result = run_experiment("residuals", variants={
@@ -372,13 +392,17 @@ expect_above("final training loss: with residual connections below without them 
 #
 # Each setting trains for 800 steps with one layer on each side.
 #
-# *The figure in words:* Three panels compare the two settings, blue for ε = 0 and orange for
+# <details><summary>The figure in words</summary>
+#
+# Three panels compare the two settings, blue for ε = 0 and orange for
 # ε = 0.1. The left one draws the training loss over the 800 steps, on a logarithmic scale. A line
 # shows the mean of the three runs, and a band reaches from the lowest run to the highest. The middle
 # one is a histogram of the confidence on held-out strings, the probability of the model's top
 # choice, with the share of the tokens on a logarithmic scale. The orange confidences lie lower on
 # average, as the folded check under the figure confirms. The right one has one bar per setting for
 # its mean exact match on new strings, and one dot per run.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 smoothing_result = run_experiment("label-smoothing", variants={  # the same model, trained with two losses

@@ -91,12 +91,16 @@ profile = pick_sentence_profile(device)  # a bigger model and token budget on CU
 # In the paper's notation the source and target vocabularies are now one: $V_\text{src} = V_\text{tgt}$.
 # The [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right, with the same
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right, with the same
 # boxes as in chapter 06. This chapter's boxes are highlighted, at both ends of the model. At the
 # bottom, the source token ids and the shifted target ids enter, and each goes through a token
 # embedding multiplied by √D. At the top of the decoder, the linear layer tied to the embedding and
 # the softmax give the logits. Above the softmax, the loss against the labels is highlighted too,
 # for the training; the "next token" box beside it stays plain.
+#
+# </details>
 
 # %%
 architecture_map(["tokens", "embeddings", "training"])
@@ -277,12 +281,16 @@ for row in rows:
           f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")  # fmt: skip
 
 # %% [markdown]
-# *The figure in words:* Both panels have the vocabulary size on a logarithmic horizontal axis, one
+# <details><summary>The figure in words</summary>
+#
+# Both panels have the vocabulary size on a logarithmic horizontal axis, one
 # point per size asked for, each labelled with the size BPE reached. On the left, a blue line gives
 # the tokens per validation sentence, and it falls as the vocabulary grows. A dashed orange line,
 # read on a second axis at the right, gives the embedding parameters, the size times D: they grow in
 # proportion to the size. On the right, a red line gives the share of tokens seen fewer than 10 times, on
 # an axis from 0 to 100%. It is lowest at the middle sizes and climbs steeply at the largest.
+#
+# </details>
 
 # %%
 fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
@@ -361,12 +369,16 @@ for name, batches in schemes.items():
     print(f"{name:<38} {stats['waste']:6.1%} of the batch slots are padding")
 
 # %% [markdown]
-# *The figure in words:* Three histograms share one horizontal axis, the target slots of a batch:
+# <details><summary>The figure in words</summary>
+#
+# Three histograms share one horizontal axis, the target slots of a batch:
 # its number of sentences times its longest target. The number of batches is on a logarithmic
 # scale. Blue is for random batches, orange for bucketed batches of the same mean size, green for
 # the token budget. A dotted vertical line marks the budget. The green bars stand in one tall, narrow peak just left of the line, and none lies to its
 # right. The orange bars spread wide on both sides of the line, and the blue ones lie mostly well to
 # its right.
+#
+# </details>
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.4))
@@ -435,11 +447,15 @@ history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, o
 print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
 
 # %% [markdown]
-# *The figure in words:* The left panel draws the training loss against the step, on a logarithmic
+# <details><summary>The figure in words</summary>
+#
+# The left panel draws the training loss against the step, on a logarithmic
 # scale. A thin pale line gives the loss of each batch, and a darker line its running mean. The
 # right panel gives, at regular steps, the share of 300 validation sentences translated exactly, on
 # an axis from 0 to 100%. Its green points are joined by a line. A folded check further down asks
 # the second half of the run to gain on this axis.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course_tools.notebook.plots import plot_history
@@ -546,11 +562,15 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
 # written, columns the English tokens they read. The box marks the clause's last word.
 #
-# *The figure in words:* A heatmap has one row per German token the model writes and one column per
+# <details><summary>The figure in words</summary>
+#
+# A heatmap has one row per German token the model writes and one column per
 # English source token, both cut into subwords. A darker blue is a larger weight, the mean of the
 # heads, on a colour bar from 0 to 1. A red box frames the rows of the clause's last word, the verb.
 # The title names that verb and the English word it reads most. The line under the map says, for
 # this run, which words these are and how far back the decoder jumps.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown, display

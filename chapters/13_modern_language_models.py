@@ -99,7 +99,9 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # [notation page](../book/notation.md). $T$ is now the length of the text, and $H_{kv}$ the number of
 # key/value heads.
 #
-# *The diagram in words:* One stack stands in the middle, with no encoder beside it. From the
+# <details><summary>The diagram in words</summary>
+#
+# One stack stands in the middle, with no encoder beside it. From the
 # bottom, the token ids enter the token embedding, and no positions are added there. A dashed frame
 # marks the block repeated N times. In it, an RMSNorm comes before the causal self-attention and
 # another before the SwiGLU feed-forward network, each sub-layer with a shortcut around it. Above
@@ -107,6 +109,8 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # frame, the three RMSNorms, the attention and the feed-forward network are highlighted. At the top,
 # two plain boxes stand for training (the loss against the next tokens) and for generation (the next
 # token). Chapter 14 uses them.
+#
+# </details>
 
 # %%
 architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
@@ -235,10 +239,14 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 # random projections: one query content and one key content, placed at every pair of positions 6
 # apart.
 #
-# *The figure in words:* Two lines give the score of one query content and one key content. The key
+# <details><summary>The figure in words</summary>
+#
+# Two lines give the score of one query content and one key content. The key
 # stands at position p, from 0 to 199 along the horizontal axis, and the query 6 positions later.
 # The blue line, with sinusoids added to the embeddings, swings up and down as p changes. The orange
 # line, with rotary embeddings, is flat: the score is the same at every position.
+#
+# </details>
 
 # %%
 torch.manual_seed(0)
@@ -312,11 +320,15 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # 2023) keeps $H_{kv}$ of them, each shared by a group of $H / H_{kv}$ query heads. Llama 2's 34B and
 # 70B models and every Llama 3 size have 8.
 #
-# *The diagram in words:* Three panels, each with eight query heads on top and the key/value heads
+# <details><summary>The diagram in words</summary>
+#
+# Three panels, each with eight query heads on top and the key/value heads
 # below. A line joins each query head to the key/value head it reads. In multi-head attention
 # ($H_{kv} = 8$) each query head has its own. In grouped-query attention with $H_{kv} = 2$, query
 # heads 1–4 read the first key/value head and heads 5–8 the second. In multi-query attention
 # ($H_{kv} = 1$) all eight read one. The cache holds only the key/value heads.
+#
+# </details>
 
 # %%
 grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))  # drawn by transformer_course_tools/notebook/diagrams.py
@@ -351,11 +363,15 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
 # model with three values of $H_{kv}$ (Llama 3 8B has 8), and our small models' caches after 64
 # tokens, measured.
 #
-# *The figure in words:* Two bar charts show the size of one text's KV cache for three numbers of
+# <details><summary>The figure in words</summary>
+#
+# Two bar charts show the size of one text's KV cache for three numbers of
 # key/value heads. The left one is computed for Llama 3 8B's sizes: 4 GiB with 32 key/value heads,
 # 1 GiB with 8 and 0.125 GiB with 1. The right one is measured on our two-layer models after 64
 # tokens. It shows 128 KiB with 8 key/value heads, 32 KiB with 2 and 16 KiB with 1. In both, the
 # cache shrinks in proportion to the number of key/value heads.
+#
+# </details>
 
 # %%
 def cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, tokens: int, bytes_per_number: int) -> int:

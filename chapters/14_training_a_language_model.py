@@ -100,13 +100,17 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # [notation page](../book/notation.md). $T$ is the length of a text, and $H_{kv}$ the number of
 # key/value heads.
 #
-# *The diagram in words:* One stack stands in the middle, with no encoder beside it. From the
+# <details><summary>The diagram in words</summary>
+#
+# One stack stands in the middle, with no encoder beside it. From the
 # bottom, the token ids enter the token embedding. A dashed frame marks the block repeated N times:
 # an RMSNorm before the causal self-attention, another before the SwiGLU feed-forward network, each
 # sub-layer with a shortcut around it. Above the stack come a final RMSNorm, the output layer tied
 # to the embedding, and the softmax. The softmax and the two boxes above it are highlighted. On the
 # left, the loss against the next tokens is trained with AdamW and a cosine schedule. On the right,
 # generation picks the next token and feeds it back to the token ids.
+#
+# </details>
 
 # %%
 architecture_map(["training", "decoding"], model="decoder-only")
@@ -174,11 +178,15 @@ print(detokenize(data.vocab.decode(data.valid[0])))
 # The two schedules, at the same peak. Both warm up linearly over the same first steps, so their two
 # lines are one line there (the grey band):
 #
-# *The figure in words:* Two learning-rate schedules with the same peak are drawn against the
+# <details><summary>The figure in words</summary>
+#
+# Two learning-rate schedules with the same peak are drawn against the
 # training step, over the whole run. A grey band covers the warm-up, where both rise along one
 # straight line from 0. After it, today's schedule, a thick blue line, stays near the peak, then
 # falls along a cosine to a tenth of the peak. The paper's equation (3), a dashed orange line, drops
 # fast at first, then ever more slowly. It ends above a quarter of its peak, so the two lines cross.
+#
+# </details>
 
 # %%
 steps = range(1, profile.steps + 1)
@@ -224,10 +232,14 @@ assert decayed_vectors(make_adamw(small)) == 0
 # The model is today's block (`DecoderOnlyConfig.modern`: pre-LN, RMSNorm, RoPE, SwiGLU, no dropout)
 # with grouped key/value heads. On a GPU it trains in bf16.
 #
-# *The figure in words:* One panel draws the language model's loss against the training step. A thin
+# <details><summary>The figure in words</summary>
+#
+# One panel draws the language model's loss against the training step. A thin
 # blue line gives the cross-entropy of every batch, in nats per token. A dashed orange horizontal
 # line marks the loss on the held-out sentences at the end of training. The text under the figure
 # compares that level with a model that knows only the word frequencies.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
@@ -355,13 +367,17 @@ expect("the cache saves time, even on texts this short", slow > fast, f"{slow:.2
 # So the comparison measures early training at that rate, and a variant that would prefer another
 # rate is handicapped by it.
 #
-# *The figure in words:* The left of three panels draws the training loss of the five models over
+# <details><summary>The figure in words</summary>
+#
+# The left of three panels draws the training loss of the five models over
 # the 300 steps, each in its own colour and line style. A line gives the mean of the three runs, and
 # a band reaches from the lowest run to the highest. The other two panels have one row per variant, with one mark
 # per pair of runs: a circle, a square or a triangle. Each mark is the variant's loss minus that of
 # today's block in its pair: on held-out sentences in the middle, past the training length on the
 # right. A dashed line marks 0, a mark right of it means a higher loss for the variant, and a short
 # black tick marks the mean.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 base = LMVariant()  # today's block, warm-up + cosine
@@ -399,12 +415,16 @@ display(Markdown("\n".join(f"- {finding(name)}" for name in names)
 # Position by position on the long texts, for the two ways of giving positions (the mean of the three
 # runs, and a band from the lowest to the highest):
 #
-# *The figure in words:* The loss in nats per token is drawn against the position in a text of four
+# <details><summary>The figure in words</summary>
+#
+# The loss in nats per token is drawn against the position in a text of four
 # sentences. A blue line is today's block with RoPE, a green line the variant with sinusoids, each
 # with a band from its lowest run to its highest. A grey region on the left marks the positions seen
 # in training. To its right the texts are longer than any training text, and fewer texts reach each
 # position. Past the grey region, the green line lies higher on average, as a folded check below
 # confirms.
+#
+# </details>
 
 # %%
 fig, ax = plt.subplots(figsize=(9, 3.4))

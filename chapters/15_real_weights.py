@@ -101,11 +101,15 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # choices; the rest is where its weights come from.
 # The [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. Nearly every box
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. Nearly every box
 # is highlighted: the title says each holds a real checkpoint's weights. That covers both token
 # embeddings and positional encodings, every box of the encoder and decoder layers, the tied linear
 # layer and the softmax. Only the token ids at the bottom, and the loss and the next token at the
 # top, stay plain.
+#
+# </details>
 
 # %%
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 15: every box holds a real checkpoint's weights")
@@ -345,12 +349,16 @@ for label, *values in rows:
 # same angle. W^V and W^O stay as they are, and so would a bias of W^V. A bias of W^Q or W^K is
 # reordered with its rows.
 #
-# *The figure in words:* On the left, an 8 by 8 grid shows the permutation for one head of 8
+# <details><summary>The figure in words</summary>
+#
+# On the left, an 8 by 8 grid shows the permutation for one head of 8
 # features. Each row of ours has one black cell, at the row of the halves layout it comes from. Our
 # rows 0, 2, 4 and 6 take rows 0 to 3, and our rows 1, 3, 5 and 7 take rows 4 to 7. On the right,
 # two strips of eight coloured boxes give each feature's pair, one colour per pair. The top strip,
 # the halves layout, reads 0, 1, 2, 3, 0, 1, 2, 3; the bottom strip, ours, reads 0, 0, 1, 1, 2, 2,
 # 3, 3.
+#
+# </details>
 
 # %%
 d_head = 8

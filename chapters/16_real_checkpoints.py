@@ -104,11 +104,15 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # chapters 06 and 13 built, with chapter 15's settings. The
 # [notation page](../book/notation.md) lists the letters.
 #
-# *The diagram in words:* The encoder stands on the left, the decoder on the right. Nearly every box
+# <details><summary>The diagram in words</summary>
+#
+# The encoder stands on the left, the decoder on the right. Nearly every box
 # is highlighted: the title says each holds a real checkpoint's weights. That covers both token
 # embeddings and positional encodings, every box of the encoder and decoder layers, the tied linear
 # layer and the softmax. Only the token ids at the bottom, and the loss and the next token at the
 # top, stay plain.
+#
+# </details>
 
 # %%
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 16: every box holds a real checkpoint's weights")
@@ -638,11 +642,15 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # it multiplies, so bf16 can be slower than float32 there. And int8 gains only as much as its kernel
 # reads bytes as fast as float32's product does.
 #
-# *The figure in words:* A scatter plot has one labelled dot per precision: float32, bf16 and int8.
+# <details><summary>The figure in words</summary>
+#
+# A scatter plot has one labelled dot per precision: float32, bf16 and int8.
 # The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
 # axis the milliseconds per token, both from 0. The checks below bound the horizontal positions. The
 # bf16 dot reads at most half of float32's bytes, and the int8 dot less than a third. The heights
 # are this machine's timings, and the title names the precision that was fastest here.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}

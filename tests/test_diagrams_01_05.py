@@ -59,8 +59,8 @@ def _book_conf():
 
 @pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.stem)
 def test_every_figure_is_described_in_words(notebook: Path) -> None:
-    """A figure's code cell follows a markdown cell that ends with "*The figure in words:*" (or "*The
-    diagram in words:*"): the reader who cannot see the figure reads it, and the web edition makes
+    """A figure's code cell follows a markdown cell that ends with a folded "The figure in words" (or
+    "The diagram in words") block: the reader who cannot see the figure reads it, and the web edition makes
     it the image's alt text (book/conf.py)."""
     alt_text = _book_conf()._alt_text
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]

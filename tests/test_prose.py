@@ -83,11 +83,11 @@ WRONG = [
 STILL_THERE = [
     ("chapters/02_positional_encoding.py", "no longer a function of $p - q$ alone"),
     ("chapters/05_encoder.py", "in the paper's post-LN, every residual sum passes through a LayerNorm"),
-    ("chapters/03_attention.py", "attention does *more* arithmetic than the loop"),
+    ("chapters/03_attention.py", "So attention does *more* arithmetic at every length"),
     ("chapters/01_embeddings.py", "The paper does not say how it initialised its embeddings"),
     ("chapters/11_testing_the_papers_choices.py", "the factor brings no gain beyond the spread of the runs"),
     ("chapters/02_positional_encoding.py", "$M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$"),
-    ("chapters/03_attention.py", "so −1e9 stored as float16 becomes −∞: the same NaN as above"),
+    ("chapters/03_attention.py", "so −1e9 stored there becomes −∞, the same NaN"),
     ("chapters/03_attention.py", "attention layer also projects each token to a query, a key and a value"),
     ("chapters/04_multi_head_attention.py", "the paper's $\\mathrm{head}_1$ is our head 0"),
     ("chapters/04_multi_head_attention.py", "makes this point about *computational cost*"),

@@ -81,8 +81,10 @@ def test_the_measure_cuts_sentences_and_folds_what_the_web_edition_folds(tmp_pat
 def test_a_figure_described_in_words_is_counted_apart(tmp_path: Path) -> None:
     source = tmp_path / "c.py"
     source.write_text(
-        "# %% [markdown]\n# One two three.\n#\n# *The figure in words:* Four five six seven.\n", encoding="utf-8"
+        "# %% [markdown]\n# One two three.\n#\n# <details><summary>The figure in words</summary>\n#\n"
+        "# Four five six seven.\n#\n# </details>\n",
+        encoding="utf-8",
     )
     m = measure_prose(source)
-    assert (m.words, m.figure_words) == (3, 8)  # the lead "The figure in words" counted with it
-    assert len(m.sentences) == 3  # its sentences (the lead one of them) are still held short
+    assert (m.words, m.figure_words) == (3, 4)  # the folded description counted apart
+    assert len(m.sentences) == 2  # its sentences are still held short

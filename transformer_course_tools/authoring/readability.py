@@ -7,9 +7,10 @@ What is measured, per chapter (the markdown cells of its jupytext source, and th
 committed notebook):
 
 * **words** of prose (headings, tables, math blocks, code blocks and HTML tags left out); a
-  figure's description for a reader who cannot see it (the paragraph "*The figure in words:* …",
-  which is also the web edition's alt text) is counted apart, as **figure words**: it describes
-  the picture, it adds no material to the chapter;
+  figure's description for a reader who cannot see it (a folded block ``<details><summary>The
+  figure in words</summary> … </details>`` at the end of the markdown cell before the figure, which
+  is also the web edition's alt text) is counted apart, as **figure words**: it describes the
+  picture, it adds no material to the chapter;
 * **sentences**: a list item or a table-free paragraph cut at ``.``, ``?``, ``!`` and ``:``
   followed by a capital or ``§`` (abbreviations such as "e.g." and "et al." do not end one; the
   mark may be inside a closing ``**``, ``*``, ``)`` or quote, as in a bold lead "**Where we are.**");
@@ -35,9 +36,9 @@ HIDDEN_TAGS = {"hide-output", "remove-output", "hide-cell", "remove-cell"}
 LONG = 30  # words: a sentence over this is long
 ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "vs.", "cf.", "etc.", "Fig.", "No.")
 SEED_WORDS = re.compile(r"\b(seeds?|spread|ATEN_CPU_CAPABILITY|CPU paths?|another CPU|other CPUs?)\b", re.I)
-# a paragraph describing a figure for a reader who cannot see it; group 1, its description (book/conf.py
-# makes that the image's alt text)
-FIGURE_IN_WORDS = re.compile(r"^\*The (?:diagram|figure) in words:\*\s*(.+)$", re.S)
+# a figure described for a reader who cannot see it, folded for those who can; group 1, its description
+# (book/conf.py makes that the image's alt text)
+FIGURE_IN_WORDS = re.compile(r"<details><summary>The (?:diagram|figure) in words</summary>\s*(.+?)\s*</details>\s*$", re.S)
 MACHINERY = re.compile(
     r"^\s*(✓|✗|⚠)"  # a claim check or an exercise check line
     r"|^\s*(seeds?\b|beyond the spread|within the spread)"  # a seed verdict
@@ -132,14 +133,16 @@ def sentences(block: str) -> list[str]:
 def measure_prose(path: Path) -> Measures:
     m = Measures(path.stem)
     for cell in markdown_cells(path.read_text(encoding="utf-8")):
+        described = FIGURE_IN_WORDS.search(cell)
+        if described:
+            cell = cell[: described.start()]
+            for sentence in sentences(" ".join(prose_blocks(described.group(1)))):
+                m.sentences.append(sentence)
+                m.figure_words += n_words(sentence)
         for block in prose_blocks(cell):
-            describes_figure = bool(FIGURE_IN_WORDS.match(block))
             for sentence in sentences(block):
                 words = n_words(sentence)
                 m.sentences.append(sentence)
-                if describes_figure:
-                    m.figure_words += words
-                    continue
                 m.words += words
                 if SEED_WORDS.search(sentence):
                     m.seed_words += words
