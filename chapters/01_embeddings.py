@@ -284,7 +284,7 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
 # $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the balance
 # still matters once the model learns is a question for training: [chapter
-# 13](11_testing_the_papers_choices.ipynb) puts it to a test, and its answer is more modest.
+# 11](11_testing_the_papers_choices.ipynb) puts it to a test, and its answer is more modest.
 
 # %%
 widths = [16, 32, 64, 128, 256, 512, 1024]

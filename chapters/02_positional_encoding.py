@@ -396,7 +396,7 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # beyond its `max_len`, and the rows of positions that never occurred in training get no gradient,
 # so they stay random. The sinusoids are at least defined everywhere. Whether a model can *use* them
 # beyond its training lengths is another question, which [chapter
-# 13](11_testing_the_papers_choices.ipynb) puts to a test.
+# 11](11_testing_the_papers_choices.ipynb) puts to a test.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)

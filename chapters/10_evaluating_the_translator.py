@@ -115,7 +115,7 @@ def pieces(ids: torch.Tensor) -> list[str]:
 # Chapter 08's test split holds every kind of number, in strata: 0–20, 21–99, 100–999, round
 # hundreds, round thousands, round hundred-thousands, "N thousand and k", and 1,000 numbers from the
 # full range. Four strata are "seen": their small or irregular numbers must be in training (chapter
-# 07, section 1). In the other strata no test number was a training number. We translate them all
+# 08, section 1). In the other strata no test number was a training number. We translate them all
 # with greedy decoding and with beam search ($k = 4$, α = 0.6), and score them three ways:
 #
 # - **exact match**: the share of numbers translated exactly right, the measure that matters here;

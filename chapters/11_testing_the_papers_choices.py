@@ -77,7 +77,7 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # trains for 400 to 800 steps, then reverses strings it never saw. The table printed with each
 # figure gives the share reversed exactly and, for most, the training loss at the end: the mean of
 # the last 50 steps. Each variant trains three times, from different random starts. [Chapter
-# 07](08_training.ipynb)'s box "How this book tests a claim" explains how the book compares such
+# 08](08_training.ipynb)'s box "How this book tests a claim" explains how the book compares such
 # runs. The chapter uses everything up to chapter 09: in the student edition it runs once you have
 # written those exercises.
 #
@@ -318,7 +318,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # the first step, the top layers of a post-LN stack take large steps before the lower ones have
 # learnt anything useful. Chapter 05's mild gradient ratio at initialisation is consistent with
 # that, but does not prove it. (One size, one task: [exercises
-# 13](../exercises/ex11_testing_the_papers_choices.ipynb) asks what else you would vary before
+# 11](../exercises/ex11_testing_the_papers_choices.ipynb) asks what else you would vary before
 # trusting the result further.)
 
 # %% [markdown]

@@ -122,7 +122,7 @@ architecture_map(["training", "decoding"], model="decoder-only")
 # word vocabulary is enough for text made from a fixed lexicon. Each training text is one sentence,
 # `<bos> … <eos>`, and the model learns to predict every next token. `lm_examples` (in `lm.py`) turns
 # the sentences into chapter 08's examples with an empty source. `WithoutSource` then lets chapter
-# 07's `fit` train the language model unchanged. The model's size and its training depend on where
+# 08's `fit` train the language model unchanged. The model's size and its training depend on where
 # the chapter runs, with a bigger profile on a GPU:
 
 # %%

@@ -139,7 +139,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 #
 # The paper's column is the paper's model, not chapter 06's. Its attention projections are bare
 # matrices, W^Q, W^K, W^V and W^O. Only the feed-forward network has biases, b₁ and b₂ (equation 2),
-# and the authors' code, tensor2tensor, builds the projections without biases. Chapter 06's
+# and the authors' code, tensor2tensor, builds the projections without biases. Chapter 04's
 # `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
 # To look at real checkpoints without downloading them, we build the `transformers` models **with
@@ -576,7 +576,7 @@ for name, same in same_lm.items():
 # - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish, a
 #   bias on the logits and `<pad>` as the decoder's first token.
 # - GPT-2 is a pre-LN decoder-only model with learned positions, GELU and biases. Llama is chapter
-#   10's block without biases or √D. Each choice is a field of `TransformerConfig` or
+#   13's block without biases or √D. Each choice is a field of `TransformerConfig` or
 #   `DecoderOnlyConfig`.
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
 #   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row

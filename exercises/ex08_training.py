@@ -184,8 +184,7 @@ check("ex08_3")
 #   alive, and a tensor, not `loss.item()`, because reading a value makes the CPU wait for a GPU
 #   (the training loop reads the losses in one go when it logs them).
 
-# %%
-# NBVAL_IGNORE_OUTPUT
+# %% tags=["nbval-ignore-output"]
 # (the losses printed depend on your computer's arithmetic in their last digits: not compared by the tests)
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.batching import encode_pairs, make_batch
@@ -211,4 +210,4 @@ check("ex08_4")
 
 # %% [markdown]
 # When every check above passes, run [chapter 08](../chapters/08_training.ipynb) again: it now trains
-# with your code. Next: [exercises 08](ex09_decoding.ipynb), decoding.
+# with your code. Next: [exercises 09](ex09_decoding.ipynb), decoding.

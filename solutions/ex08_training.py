@@ -308,4 +308,4 @@ check("ex08_4")
 
 # %% [markdown]
 # When every check above passes, run [chapter 08](../chapters/08_training.ipynb) again: it now trains
-# with your code. Next: [exercises 08](ex09_decoding.ipynb), decoding.
+# with your code. Next: [exercises 09](ex09_decoding.ipynb), decoding.

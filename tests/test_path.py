@@ -75,6 +75,7 @@ def test_every_chapter_ends_with_the_next(chapter: Path) -> None:
 
 
 LINK = re.compile(r"\[[Cc]hapters? (\d\d)[^\]]*\]\((?:\.\./chapters/)?(\d\d)_(\w+)\.ipynb")
+EXERCISES = re.compile(r"\[[Ee]xercises (\d\d)[^\]]*\]\((?:\.\./exercises/)?ex(\d\d)_\w+\.ipynb")
 NAMED = re.compile(r"[Cc]hapter (\d\d)'s `(\w+)`|`(\w+)` \([Cc]hapter (\d\d)\)")
 
 
@@ -87,11 +88,15 @@ def _texts() -> list[Path]:
 def test_every_pointer_leads_where_it_says(path: Path) -> None:
     """A link "[chapter NN](NN_name.ipynb)" leads to chapter NN's file; "chapter NN's `name`" and
     "`name` (chapter NN)" name a piece of the package that chapter NN builds."""
-    text = path.read_text(encoding="utf-8")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    text = " ".join(re.sub(r"^#\s?", "", line).strip() for line in lines)  # a pointer may span two comment lines
     wrong = []
     for said, linked, stem in LINK.findall(text):
         if said != linked or not (ROOT / "chapters" / f"{linked}_{stem}.ipynb").exists():
             wrong.append(f"chapter {said} links to {linked}_{stem}.ipynb")
+    for said, linked in EXERCISES.findall(text):
+        if said != linked:
+            wrong.append(f"exercises {said} links to ex{linked}")
     for match in NAMED.finditer(text):
         number, name = (match[1], match[2]) if match[1] else (match[4], match[3])
         room = _room_of(name)

@@ -90,7 +90,7 @@ class Transformer(nn.Module):
         nn.init.zeros_(self.output.bias)
         # The positional part is built last: a learned table then draws its random numbers after all
         # the other weights, and a seed gives those the values it gives the paper's model (chapter
-        # 13's experiment on positions compares two position tables, not two sets of other weights).
+        # 11's experiment on positions compares two position tables, not two sets of other weights).
         if positional is None:
             positional = partial(PositionalEncoding, layout=c.sinusoid_layout)
         self.positional = build_part(

@@ -1,0 +1,92 @@
+"""Every number the prose states agrees with something that holds on every machine (issue 48).
+
+A number in a chapter's prose (its markdown, outside math, code and the folded figure descriptions)
+must appear in the chapter's code or in an output that nbval compares (an exact output, the same on
+every machine), or be a fact about the world listed in book/facts.toml with its source. A number that
+a training run or a timing printed (an output tagged nbval-ignore-output) anchors nothing: the prose
+never quotes one; a cell renders such a sentence from its own result instead. So a sentence that
+explains an output with a number the output does not show (88,808 for a printed 88,088) fails here.
+Numbers of one digit, years, section and equation numbers, chapter numbers and exercise ids are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from transformer_course_tools.authoring.readability import FIGURE_IN_WORDS, markdown_cells
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the floor
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.py"))
+FACTS = tomllib.loads((ROOT / "book" / "facts.toml").read_text(encoding="utf-8"))
+NUMBER = re.compile(r"(?<![\w.§$/-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w,]\d|\w)")
+NOT_A_RESULT = re.compile(
+    r"§\s?\d+(\.\d+)*|[Cc]hapters? \d\d(\s*(,|and|–|-|to)\s*\d\d)*|\(\d{4}[a-z]?\)|\b(19|20)\d\d\b"
+    r"|equation \(\d+\)|[Tt]able \d+|[Ss]ections? \d+|\bex\d\d_\w+|\bq\d\b|exercise \w+"
+)
+
+
+def visible_prose(markdown: str) -> str:
+    markdown = FIGURE_IN_WORDS.sub(" ", markdown)
+    markdown = re.sub(r"```.*?```|\$\$.*?\$\$|\$[^$]*\$|`[^`]*`", " ", markdown, flags=re.S)
+    markdown = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)  # a link: its text
+    markdown = re.sub(r"(?m)^#+ .*$", " ", markdown)  # headings
+    return NOT_A_RESULT.sub(" ", markdown)
+
+
+def anchors(notebook: Path) -> str:
+    """The chapter's code and its compared outputs (not those of cells tagged nbval-ignore-output)."""
+    found = []
+    for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        found.append("".join(cell["source"]))
+        if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            text = output.get("text") or data.get("text/markdown") or data.get("text/plain") or ""
+            found.append("".join(text) if isinstance(text, list) else text)
+    return "\n".join(found)
+
+
+def stated_numbers(chapter: Path) -> set[str]:
+    numbers = set()
+    for markdown in markdown_cells(chapter.read_text(encoding="utf-8")):
+        for match in NUMBER.finditer(visible_prose(markdown)):
+            if len(match.group(1)) > 1:
+                numbers.add(match.group(1))
+    return numbers
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_every_number_in_the_prose_is_anchored(chapter: Path) -> None:
+    anchored = anchors(chapter.with_suffix(".ipynb"))
+    facts = FACTS.get(chapter.stem, {})
+    loose = sorted(
+        n for n in stated_numbers(chapter)
+        if n not in facts and n not in anchored and n.replace(",", "") not in anchored
+    )  # fmt: skip
+    assert not loose, (
+        f"numbers the prose states that no compared output, code or fact (book/facts.toml, with its source) "
+        f"holds: {', '.join(loose)}"
+    )
+
+
+def test_every_fact_has_a_source_and_is_used() -> None:
+    for chapter, facts in FACTS.items():
+        path = ROOT / "chapters" / f"{chapter}.py"
+        assert path.exists(), f"book/facts.toml names no chapter {chapter}"
+        stated = stated_numbers(path)
+        for number, source in facts.items():
+            assert isinstance(source, str) and len(source) > 10, f"{chapter} {number}: give its source"
+            assert number in stated, f"{chapter}: {number} is listed as a fact but the prose no longer states it"
