@@ -38,7 +38,9 @@ ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "vs.", "cf.", "etc.", "Fig.", "No.")
 SEED_WORDS = re.compile(r"\b(seeds?|spread|ATEN_CPU_CAPABILITY|CPU paths?|another CPU|other CPUs?)\b", re.I)
 # a figure described for a reader who cannot see it, folded for those who can; group 1, its description
 # (book/conf.py makes that the image's alt text)
-FIGURE_IN_WORDS = re.compile(r"<details><summary>The (?:diagram|figure) in words</summary>\s*(.+?)\s*</details>\s*$", re.S)
+FIGURE_IN_WORDS = re.compile(
+    r"<details><summary>The (?:diagram|figure) in words</summary>\s*(.+?)\s*</details>\s*$", re.S
+)
 MACHINERY = re.compile(
     r"^\s*(✓|✗|⚠)"  # a claim check or an exercise check line
     r"|^\s*(seeds?\b|beyond the spread|within the spread)"  # a seed verdict
