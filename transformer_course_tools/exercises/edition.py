@@ -31,7 +31,7 @@ __all__ = [  # what this module always offered, wherever it now lives
     "build_student_edition", "check_level", "clear_notebook", "clear_text", "drop_solution_outputs", "edition_hints",
     "edition_mark",
     "find_leaks", "find_structure_leaks", "is_student_edition", "region_targets", "restore_exercise",
-    "room_files", "solution_regions", "solution_snippets", "solution_structures", "statement_shapes", "stub_package",
+    "room_files", "solution_leaks", "solution_regions", "solution_snippets", "solution_structures", "statement_shapes", "stub_package",
     "stub_source", "write_exercises",
 ]  # fmt: skip
 
@@ -175,13 +175,19 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "f
     if readme.exists():
         readme.write_text(_banner(hints) + readme.read_text(encoding="utf-8"), encoding="utf-8")
     (out_dir / STUDENT_MARK).write_text(edition_mark(hints), encoding="utf-8")
-    leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
-    if check_leaks:
-        found = find_structure_leaks(out_dir, solution_structures(root))
-        leaks += [(where, f"repeats the structure of {origin} under other names") for where, origin in found]
+    leaks = solution_leaks(root, out_dir) if check_leaks else []
     if leaks:
         shown = "\n".join(f"  {where}: {line}" for where, line in leaks[:20])
         raise ValueError(f"solution text (or structure) would remain in the student edition:\n{shown}")
+
+
+def solution_leaks(root: Path, tree: Path, snippets: dict | None = None, structures: dict | None = None) -> list:
+    """(where, what) for every line of a solution of the course at ``root`` found in ``tree``, and every
+    run of statements there that repeats a solution's structure under other names (``snippets`` and
+    ``structures``: :func:`solution_snippets` and :func:`solution_structures` of ``root``, if at hand)."""
+    leaks = find_leaks(tree, solution_snippets(root) if snippets is None else snippets)
+    found = find_structure_leaks(tree, solution_structures(root) if structures is None else structures)
+    return leaks + [(where, f"repeats the structure of {origin} under other names") for where, origin in found]
 
 
 # ---------------------------------------------------------------- "I give up on this one"
