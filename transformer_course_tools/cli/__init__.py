@@ -24,9 +24,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m transformer_course", description="The Transformer course.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}").register(subparsers)
+        if info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"{__name__}.{info.name}")
+        except ModuleNotFoundError as error:  # the student edition leaves grading and authoring out
+            if not (error.name or "").startswith(INSTRUCTORS):
+                raise
+            _instructors_only(subparsers, info.name.replace("_", "-"))
+            continue
+        module.register(subparsers)
     return parser
+
+
+INSTRUCTORS = ("transformer_course_tools.grading", "transformer_course_tools.authoring")
+
+
+def _instructors_only(subparsers, name: str) -> None:
+    """A command of the complete course that this edition does not hold: one line says where it is."""
+
+    def run(args: argparse.Namespace) -> int:
+        raise NeedsClone(
+            f"{name} is the instructor's: the student edition does not hold it; run it in a clone of the complete "
+            "course (git clone the course's repository, pip install -e ., python -m transformer_course …)"
+        )
+
+    command = subparsers.add_parser(name, help="(in the complete course only)", add_help=False)
+    command.add_argument("rest", nargs=argparse.REMAINDER)
+    command.set_defaults(run=run)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformer_course_tools.course import PACKAGE, course_files
+from transformer_course_tools.course import INSTRUCTORS, PACKAGE, TOOLS, course_files
 from transformer_course_tools.exercises.edition import edition_mark, solution_leaks, stub_package
 from transformer_course_tools.exercises.hints import STUDENT_MARK
 from transformer_course_tools.exercises.questions import questions_in
@@ -167,7 +167,11 @@ def write_package(root: Path, folder: Path, plan: Plan, trusted: str | None = No
     """Write into ``folder`` the student edition's package (stubs at ``plan``'s hint level), its mark,
     the course's check for the test cells and its settings (``trusted``: where the tool keeps its own
     copy of the course's files, relative to ``folder``), and the requirements of the Python that runs them."""
-    files = [rel for rel in course_files(root) if rel.parts[0] == PACKAGE]
+    files = [
+        rel
+        for rel in course_files(root)  # the learner's package and the course's side, as the student
+        if rel.parts[0] in (PACKAGE, TOOLS) and not rel.as_posix().startswith(INSTRUCTORS)
+    ]  # edition ships them
     for rel in files:
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, folder / rel)

@@ -42,9 +42,10 @@ _CHECK = """
 import json, os, sys
 folder, package, exercise_id, hints, mark = sys.argv[1:6]
 sys.path.insert(0, folder)
-module = __import__(package)
-if not os.path.realpath(module.__file__).startswith(os.path.realpath(folder) + os.sep):
-    raise SystemExit(f"the package imported is {module.__file__}, not the clean copy in {folder}")
+for name in (package, "transformer_course_tools"):  # the learner's package and the course's side: both the copy's
+    module = __import__(name)
+    if not os.path.realpath(module.__file__).startswith(os.path.realpath(folder) + os.sep):
+        raise SystemExit(f"the package imported is {module.__file__}, not the clean copy in {folder}")
 from transformer_course_tools.exercises.checks import run_check
 r = run_check(exercise_id, hints=hints)
 fields = ("id", "title", "status", "message", "cases_passed", "cases_total")

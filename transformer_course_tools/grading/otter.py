@@ -30,7 +30,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from transformer_course_tools.course import PACKAGE
+from transformer_course_tools.course import PACKAGE, TOOLS
 from transformer_course_tools.exercises.hints import STUDENT_MARK
 from transformer_course_tools.exercises.regions import CODE_STUB, TEXT_STUB, clear_text, solution_regions
 
@@ -80,7 +80,7 @@ def master_notebook(path: Path, plan: Plan):  # noqa: ANN201 - an nbformat noteb
 
 def config_cell(plan: Plan) -> str:
     """The master's ``# ASSIGNMENT CONFIG`` cell (YAML; its strings quoted as JSON, which YAML reads)."""
-    files = [PACKAGE, f"{CHECK_MODULE}.py", SETTINGS, STUDENT_MARK, REQUIREMENTS]
+    files = [PACKAGE, TOOLS, f"{CHECK_MODULE}.py", SETTINGS, STUDENT_MARK, REQUIREMENTS]
     instructions = f"Hand in the zip this cell makes: this notebook and {', '.join(plan.rooms)}."
     return "\n".join([
         "# ASSIGNMENT CONFIG",
