@@ -1,12 +1,14 @@
 """Shared test set-up: one pytest marker per exercise (``pytest -m ex03_1``), seeded torch.
 
-In the student edition (``.student-edition.json`` at the root), tests marked ``complete_edition``
+In the student edition (``.student-edition.json`` at the root), the tests of grading and authoring are not
+collected (the edition leaves that code out), tests marked ``complete_edition``
 (they need the solutions or the wrong answers of tests/attempts) are skipped, and a test that stops at an exercise the
 student has not written yet is reported as skipped, naming the exercise, instead of failing.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,18 @@ from transformer_course_tools.exercises.checks.registry import EXERCISES, load_c
 from transformer_course_tools.exercises.edition import is_student_edition
 
 STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
+# The student edition holds no grading or authoring code: the tests of those are not collected there.
+INSTRUCTORS = ("transformer_course_tools.grading", "transformer_course_tools.authoring")
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    if STUDENT_EDITION and collection_path.suffix == ".py" and collection_path.is_file():
+        text = collection_path.read_text(encoding="utf-8", errors="replace")
+        if any(name in text for name in INSTRUCTORS) or re.search(
+            r"from transformer_course_tools import .*\b(grading|authoring)\b", text
+        ):
+            return True
+    return None
 
 
 def pytest_configure(config: pytest.Config) -> None:
