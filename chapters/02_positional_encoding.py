@@ -295,7 +295,7 @@ print(f"distances 11 to 63: between {beyond_10.min().item():.1f} and {beyond_10.
 # heatmap: bright along the main diagonal, and constant along every line parallel to it. On the
 # right, the dot product of position 64 with its neighbours is drawn against the distance, from −64
 # to 63. The dots peak at distance 0 and fall steeply over the first ten positions on each side.
-# Further out they no longer fall steadily: they rise and sink in waves between about 13 and 20.
+# Further out they no longer fall steadily: they rise and sink in waves between about 13 and 21.
 # Every dot lies exactly on the black curve of the formula Σ cos(ω_i · distance).
 #
 # </details>
@@ -319,7 +319,7 @@ plt.show()
 # %% [markdown]
 # The similarity is largest at distance 0, where it equals $d_{model}/2 = 32$. Over the first ten
 # positions it falls steeply, to about 21. Beyond that it does not keep falling: it goes up and down
-# between about 13 and 20, and distance 57 scores about as high as distance 16. So the raw
+# between about 13 and 21, and distance 57 scores about as high as distance 16. So the raw
 # encodings tell a neighbour from a distant position, but they do not rank distant positions by
 # how far they are.
 #
