@@ -86,9 +86,9 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
 # each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
 # uses it, and the [notation page](../book/notation.md) lists them all. The example under the
-# inputs comes from the toy task of chapters 08 and 08. The English "twenty one" goes in. The
-# decoder reads its German translation, *ein und zwanzig*, shifted one place to the right behind
-# `<bos>`.
+# inputs comes from the number-translation task that chapter 08 trains. The English "twenty one"
+# goes in. The decoder reads its German translation, *ein und zwanzig*, shifted one place to the
+# right behind `<bos>`.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -428,8 +428,6 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #   them in chapter 02.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
-#
-# Next, chapter 02 adds the position of each token.
 #
 # **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
 # write `Vocab.encode`, `TokenEmbedding.forward` and `one_hot_lookup` yourself (worked solutions in

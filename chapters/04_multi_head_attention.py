@@ -110,7 +110,8 @@ architecture_map("multihead")
 # figures of this chapter count them from 0, so the paper's $\mathrm{head}_1$ is our head 0. The
 # paper uses $h = 8$ heads of size
 # $d_k = d_v = d_\text{model}/h = 64$ for $d_\text{model} = 512$. Its Table 3, rows (A), varies $h$
-# at constant cost. A single head scores 0.9 BLEU below the best setting, and very many small heads
+# at constant cost. A single head scores 0.9 BLEU (the translation score of chapter 08) below the
+# best setting, and very many small heads
 # lose quality again.
 #
 # The diagram below follows one call of the module from bottom to top, with the shape of every
@@ -508,9 +509,6 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 #   $4d_\text{model}^2 + 4d_\text{model}$ when $d_k = d_v = d_\text{model}/h$, independent of $h$.
 # - `need_weights=True` returns one map per head, (B, H, T, S); otherwise the fast path runs.
 # - `MultiHeadAttention.from_torch` reproduces `nn.MultiheadAttention`, whose masks we flip.
-#
-# Chapter 05 wraps this module into an encoder layer with a feed-forward network, residual
-# connections and layer normalisation.
 #
 # **Exercises:** [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb)
 # asks you to write `split_heads`, `merge_heads` and `MultiHeadAttention.forward` (worked solutions

@@ -532,24 +532,28 @@ def padding_mask_wrong_polarity(tokens, pad_id):
 
 
 print(run_check("ex06_2", padding_mask_wrong_polarity).line())
-print(run_check("ex06_2").line())  # the package's padding_mask
 
 # %% [markdown]
 # ## 9. The whole model on one page
 #
-# Here is the model of chapters 01–06, from the constructor to the logits, in the order it runs.
-# These are the methods of the package's classes, printed from their files (`code_page`), each
-# without its docstring and without the checks of its arguments: those guard the model's edge and
-# compute nothing.
+# Below is the model of chapters 01–06, in the order it runs, from the constructor to the logits.
+# It is the package's own code, printed from its files without docstrings and argument checks.
+# Read it top to bottom:
 #
-# Read it top to bottom. `__init__` builds the embeddings, the two stacks and the output layer, and
-# ties the output layer to the target embedding (`tie_weights`, chapter 01). `forward` builds the
-# source padding mask, then calls `_encode` and `_decode`. `_encode` embeds the source ids, adds the
-# positions and runs the encoder layers. Each encoder layer wraps self-attention and the
-# feed-forward network in `residual`. `_decode` does the same with the target and its causal mask,
-# and each decoder layer adds cross-attention to the memory. A linear layer turns the last states
-# into logits. A few arguments wait for later chapters: the `cache` of chapter 09's fast decoding
-# (`None` here), and the parts (`norm`, `connection`, …) that chapters 11 and 13 swap.
+# - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
+#   draws the weights by Xavier's rule (chapter 05), and `tie_weights` ties the output layer to
+#   the embedding (chapter 01).
+# - `forward` builds the source padding mask, then calls `_encode` and `_decode`.
+# - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two
+#   calls of `residual` (chapter 05).
+# - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
+#   cross-attention to the memory, and `self.output` turns the last states into logits.
+#
+# Some lines serve later chapters. Here they are `None`, or do nothing, so skip them on a first
+# read: the `cache` and the `else` branch of `_decode` (chapter 09's fast decoding),
+# `self.positioned` (chapter 13's rotary positions), the `bos_id == pad_id` and `activation` lines
+# (chapter 15's real translation models), and the keyword arguments of `__init__`, through which
+# chapters 11 and 13 swap parts.
 
 # %% tags=["shows-solutions"]
 from transformer_course import (
@@ -584,12 +588,12 @@ page = [
 code_block(page)
 
 # %% [markdown]
-# Is this the code that runs? The cell below builds the model, runs it once, and records every
-# function of the package it enters: each one on the page must be among them. Attention normally
-# hands equation (1) to PyTorch's fused kernel (chapter 03); here it runs once on the printed
-# teaching path too, and the two outputs must agree.
+# This page is the code that runs. The folded cell below checks it: it runs the model and records
+# every function it enters, and all those on the page must be among them. It also runs attention
+# once as printed and once through PyTorch's fused kernel (chapter 03, section 6), and the two
+# outputs must agree.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 def build_and_run() -> torch.Tensor:
     torch.manual_seed(0)  # the same weights at every run
     return Transformer(config).eval()(src, tgt_in)

@@ -185,4 +185,5 @@ check("ex04_3")
 
 # %% [markdown]
 # When every check above passes, run [chapter 04](../chapters/04_multi_head_attention.ipynb) again: its
-# comparison with `nn.MultiheadAttention` now runs on your code.
+# comparison with `nn.MultiheadAttention` now runs on your code. Next: [exercises 05](ex05_encoder.ipynb),
+# the encoder.

@@ -267,4 +267,4 @@ check("ex02_3")
 
 # %% [markdown]
 # When every check above passes, re-run [chapter 02](../chapters/02_positional_encoding.ipynb): it now
-# runs on your code. Next: the exercises of chapter 03, attention.
+# runs on your code. Next: [exercises 03](ex03_attention.ipynb), attention.
