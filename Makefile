@@ -16,7 +16,7 @@ LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/j
 NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment assignment_list course_list)
 WEB_STAMP := $(VENV)/.installed-web
 
-.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install lint notebooks exercises student-edition clean
+.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install lint check-changed notebooks exercises student-edition clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,12 @@ book: $(WEB_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check transformer_course tests benchmarks
+	$(BIN)/ruff format --check .
+
+# The lint and the tests that cover the files changed against origin/main (else main), each choice with
+# its reason (transformer_course_tools/authoring/changed.py): make check-changed [BASE=REV] [LIST=1]
+check-changed: $(STAMP)
+	$(BIN)/python -m transformer_course_tools.authoring.changed $(if $(BASE),--base $(BASE),) $(if $(LIST),--list,)
 
 # A trained model differs from one CPU to another (another vector width, another matrix kernel: the
 # floats add up in another order, and training amplifies the last bits). So the cells that print a
