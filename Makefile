@@ -88,9 +88,10 @@ test-oldest-unit:
 test-gpu: $(STAMP)
 	$(BIN)/python scripts/test_gpu.py $(if $(RECORD),--record,)
 
-# Re-run every notebook and store its outputs (after editing a chapter's .py source).
+# Re-run every notebook and store its outputs (after editing a chapter's .py source). A cell tagged
+# `measured` keeps its committed output unless REMEASURE=1; the measured outputs that differ are listed.
 notebooks: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py $(NB)
+	$(BIN)/python scripts/execute_notebooks.py $(if $(REMEASURE),--remeasure,) $(NB)
 
 # Regenerate exercises/ from solutions/ (never edit exercises/ by hand).
 exercises: $(STAMP)
