@@ -551,7 +551,7 @@ print("PyTorch SDPA  :", F.scaled_dot_product_attention(q, k, v, attn_mask=mask_
 # %% [markdown]
 # Speed, for the curious (timings vary with the machine, so this cell is not compared by the tests):
 
-# %%
+# %% tags=["measured"]
 # NBVAL_IGNORE_OUTPUT
 import timeit
 
@@ -630,7 +630,7 @@ plot_path_lengths()
 # drawn against n, with a dotted line at 1: above it self-attention was faster. The sentence under
 # the figure says at which lengths that happened on the machine that ran it.
 
-# %%
+# %% tags=["measured"]
 # NBVAL_IGNORE_OUTPUT
 import time
 
@@ -747,8 +747,8 @@ display(Markdown(
 # Next, chapter 04 runs several attentions side by side: multi-head attention.
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
-# `attention_scores`, `apply_mask` and `scaled_dot_product_attention` yourself (worked solutions in
-# `solutions/`).
+# `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
+# `band_mask` (ex03_4), with worked solutions in `solutions/`.
 
 # %% [markdown]
 # ## Check yourself

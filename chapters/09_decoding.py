@@ -547,7 +547,7 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # The speed-up is larger at 64 tokens than at 8, and at 64 it is at least two (both checked below).
 # The times themselves are this machine's.
 
-# %%
+# %% tags=["measured"]
 # NBVAL_IGNORE_OUTPUT
 lengths_to_time = [8, 16, 32, 64]
 timing_config = TransformerConfig(**{**config.to_dict(), "max_len": 128})
@@ -733,7 +733,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
 # machine's, in this run.
 
-# %%
+# %% tags=["measured"]
 # NBVAL_IGNORE_OUTPUT
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
@@ -809,10 +809,10 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 # Chapter 10 asks how good these translations are: it scores them, reads every attention head, and
 # sorts the errors of an under-trained copy into search errors and model errors.
 #
-# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) — one greedy
-# step (ex09_1), top-p filtering (ex09_2) and one beam-search step with the length penalty
-# (ex09_3). Worked solutions are in `solutions/`. From the command line:
-# `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
+# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) asks you to write
+# `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3), with worked solutions in
+# `solutions/`. From the command line: `python -m transformer_course translate "three hundred and
+# forty-two" --beam 4`.
 
 # %% [markdown]
 # ## Check yourself
