@@ -51,9 +51,9 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 # The lint and the tests that cover the files changed against origin/main (else main), each choice with
-# its reason (transformer_course_tools/authoring/changed.py): make check-changed [BASE=REV] [LIST=1]
+# its reason (transformer_course_tools/authoring/changed.py): make check-changed [BASE=REV] [LIST=1] [DEEP=1]
 check-changed: $(STAMP)
-	$(BIN)/python -m transformer_course_tools.authoring.changed $(if $(BASE),--base $(BASE),) $(if $(LIST),--list,)
+	$(BIN)/python -m transformer_course_tools.authoring.changed $(if $(BASE),--base $(BASE),) $(if $(LIST),--list,) $(if $(DEEP),--deep,)
 
 # A trained model differs from one CPU to another (another vector width, another matrix kernel: the
 # floats add up in another order, and training amplifies the last bits). So the cells that print a
