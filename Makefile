@@ -20,7 +20,7 @@ NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader
 WEB_STAMP := $(VENV)/.installed-web
 GRADERS_STAMP := $(VENV)/graders/.installed
 
-.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install graders lint notebooks exercises student-edition clean
+.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install graders lint check-changed notebooks exercises student-edition clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -59,7 +59,12 @@ book: $(WEB_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check transformer_course tests benchmarks
+	$(BIN)/ruff format --check .
+
+# The lint and the tests that cover the files changed against origin/main (else main), each choice with
+# its reason (transformer_course_tools/authoring/changed.py): make check-changed [BASE=REV] [LIST=1] [DEEP=1]
+check-changed: $(STAMP)
+	$(BIN)/python -m transformer_course_tools.authoring.changed $(if $(BASE),--base $(BASE),) $(if $(LIST),--list,) $(if $(DEEP),--deep,)
 
 # A trained model differs from one CPU to another (another vector width, another matrix kernel: the
 # floats add up in another order, and training amplifies the last bits). So the cells that print a
@@ -94,9 +99,10 @@ test-oldest-unit:
 test-gpu: $(STAMP)
 	$(BIN)/python scripts/test_gpu.py $(if $(RECORD),--record,)
 
-# Re-run every notebook and store its outputs (after editing a chapter's .py source).
+# Re-run every notebook and store its outputs (after editing a chapter's .py source). A cell tagged
+# `measured` keeps its committed output unless REMEASURE=1; the measured outputs that differ are listed.
 notebooks: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py $(NB)
+	$(BIN)/python scripts/execute_notebooks.py $(if $(REMEASURE),--remeasure,) $(NB)
 
 # Regenerate exercises/ from solutions/ (never edit exercises/ by hand).
 exercises: $(STAMP)

@@ -43,17 +43,14 @@ from pathlib import Path
 import torch
 
 from benchmarks.hub import OPUS_MT_EN_DE
+from transformer_course_tools.models import published
 
 ROOT = Path(__file__).resolve().parent.parent
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "CT2_INTER_THREADS": "1",
               "CT2_INTRA_THREADS": "1"}  # fmt: skip
 
 MARIAN = OPUS_MT_EN_DE  # opus-mt-en-de's shape
-SMOLLM = dict(
-    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
-    num_key_value_heads=3, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
-    max_position_embeddings=2048, bos_token_id=0, eos_token_id=0,
-)  # fmt: skip
+SMOLLM = published.config(published.SMOLLM2_135M)  # SmolLM2-135M's shape, its published config.json
 QUICK = {
     "marian": MARIAN | dict(vocab_size=501, decoder_vocab_size=501, d_model=64, encoder_layers=2, decoder_layers=2,
                             encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,

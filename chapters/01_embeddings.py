@@ -430,8 +430,8 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #
 # **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
-# write `Vocab.encode`, `TokenEmbedding.forward` and `one_hot_lookup` yourself (worked solutions in
-# `solutions/`).
+# write `Vocab.encode` (ex01_1), `TokenEmbedding.forward` (ex01_2) and `one_hot_lookup` (ex01_3), with
+# worked solutions in `solutions/`.
 
 # %% [markdown]
 # ## Check yourself

@@ -452,9 +452,10 @@ plt.show()
 #   (Table 3 (E)). A learned table's rows for positions never seen in training get no gradient;
 #   chapter 11 tests both kinds on strings longer than any seen in training.
 #
-# **Exercises:** [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb)
-# asks you to write `sinusoidal_positional_encoding`, `PositionalEncoding.forward` and
-# `relative_position_map` yourself (worked solutions in `solutions/`).
+# **Exercises:**
+# [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb) asks you to
+# write `sinusoidal_positional_encoding` (ex02_1), `PositionalEncoding.forward` (ex02_2) and
+# `relative_position_map` (ex02_3), with worked solutions in `solutions/`.
 
 # %% [markdown]
 # ## Check yourself

@@ -630,8 +630,8 @@ plot_path_lengths()
 #   in a row.
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
-# `attention_scores`, `apply_mask` and `scaled_dot_product_attention` yourself (worked solutions in
-# `solutions/`).
+# `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
+# `band_mask` (ex03_4), with worked solutions in `solutions/`.
 
 # %% [markdown]
 # ## Check yourself

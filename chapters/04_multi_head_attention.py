@@ -510,9 +510,13 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # - `need_weights=True` returns one map per head, (B, H, T, S); otherwise the fast path runs.
 # - `MultiHeadAttention.from_torch` reproduces `nn.MultiheadAttention`, whose masks we flip.
 #
-# **Exercises:** [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb)
-# asks you to write `split_heads`, `merge_heads` and `MultiHeadAttention.forward` (worked solutions
-# in `solutions/`).
+# Chapter 05 wraps this module into an encoder layer with a feed-forward network, residual
+# connections and layer normalisation.
+#
+# **Exercises:**
+# [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb) asks you
+# to write `split_heads` (ex04_1), `merge_heads` (ex04_2) and `MultiHeadAttention.forward` (ex04_3),
+# with worked solutions in `solutions/`.
 
 # %% [markdown]
 # ## Check yourself

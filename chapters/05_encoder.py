@@ -517,9 +517,9 @@ print(
 #   Pre-LN's were largest at the bottom, and its residual stream grew with depth.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
-# **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) — the feed-forward
-# network (ex05_1), the residual block in both orders (ex05_2), and the encoder layer (ex05_3).
-# Worked solutions are in `solutions/`.
+# **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) asks you to write
+# `PositionwiseFeedForward.forward` (ex05_1), `residual` (ex05_2) and `EncoderLayer.forward` (ex05_3),
+# with worked solutions in `solutions/`.
 
 # %% [markdown]
 # ## Check yourself

@@ -614,9 +614,10 @@ print(check_page(page, build_and_run))
 #   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
 # - The whole model fits on one page, and that page is the code that runs.
 #
-# **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
-# the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
-# solutions are in `solutions/`. Chapter 07 counts its parameters, and chapter 08 trains it.
+# **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb)
+# asks you to write `causal_mask` (ex06_1), `padding_mask` (ex06_2) and `DecoderLayer.forward`
+# (ex06_3), with worked solutions in `solutions/`. Chapter 07 counts its parameters, and chapter 08
+# trains it.
 
 # %% [markdown]
 # ## Check yourself

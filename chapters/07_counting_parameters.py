@@ -330,8 +330,8 @@ plt.show()
 # - With the stated 38,800 tokens, base and big are within 1.5% of Table 3. With the paper's 37,000,
 #   base is 2.9% low.
 #
-# **Exercises:** this chapter has no exercises of its own. Chapter 11 tests some of the paper's other choices by
-# training small models.
+# **Exercises:** this chapter has no exercises of its own. Chapter 11 tests some of the paper's other
+# choices by training small models.
 
 # %% [markdown]
 # ## Check yourself

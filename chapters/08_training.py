@@ -812,10 +812,10 @@ for n in (777_000, 88_008):
 #   chrF are. The per-stratum table shows where the mistakes are.
 # - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
 #
-# **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) — the
-# learning-rate schedule (ex08_1), teacher forcing (ex08_2), the label-smoothed loss (ex08_3) and
-# one training step (ex08_4). Worked solutions are in `solutions/`. Chapter 09 decodes with the
-# trained model: greedy search, beam search, sampling, and the attention maps.
+# **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
+# `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and
+# `train_step` (ex08_4), with worked solutions in `solutions/`. Chapter 09 decodes with the trained
+# model: greedy search, beam search, sampling, and the attention maps.
 
 # %% [markdown]
 # ## Check yourself

@@ -564,7 +564,7 @@ expect_at_most("largest difference between the logits, cached against one pass",
 #
 # </details>
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["measured", "nbval-ignore-output"]
 lengths_to_time = [8, 16, 32, 64]
 timing_config = TransformerConfig(**{**config.to_dict(), "max_len": 128})
 torch.manual_seed(0)
@@ -696,10 +696,10 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 # Chapter 10 asks how good these translations are: it scores them, reads every attention head, and
 # sorts the errors of an under-trained copy into search errors and model errors.
 #
-# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) — one greedy
-# step (ex09_1), top-p filtering (ex09_2) and one beam-search step with the length penalty
-# (ex09_3). Worked solutions are in `solutions/`. From the command line:
-# `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
+# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) asks you to write
+# `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3), with worked solutions in
+# `solutions/`. From the command line: `python -m transformer_course translate "three hundred and
+# forty-two" --beam 4`.
 
 # %% [markdown]
 # ## Check yourself

@@ -466,8 +466,8 @@ expect_above("confidence minus accuracy: lower with ε = 0.1 (less sure than rig
 #
 # **Exercises:**
 # [exercises/ex11_testing_the_papers_choices.ipynb](../exercises/ex11_testing_the_papers_choices.ipynb)
-# has no functions to write: it asks you to explain each experiment in your own words (worked
-# answers in `solutions/`).
+# has no functions to write. It asks you to explain each experiment in your own words (worked answers
+# in `solutions/`).
 
 # %% [markdown]
 # ## Check yourself

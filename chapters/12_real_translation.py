@@ -759,10 +759,9 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
-# **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb) —
-# the packing of length-sorted sentences under a token budget (ex12_1), the mean of several
-# checkpoints (ex12_2) and byte-pair merges from scratch that agree with the library's (ex12_3).
-# Worked solutions are in `solutions/`. From the command line:
+# **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb)
+# asks you to write `pack` (ex12_1), `average_state_dicts` (ex12_2) and `bpe_merges` (ex12_3), with
+# worked solutions in `solutions/`. From the command line:
 #
 # ```bash
 # python -m transformer_course check ex12_1 ex12_2 ex12_3

@@ -454,7 +454,7 @@ def step_time(batch: int) -> float:
 torch.manual_seed(0)
 step_times = {batch: min(step_time(batch) for _ in range(3)) for batch in (1, 16)}
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["measured", "nbval-ignore-output"]
 for batch, seconds in step_times.items():
     print(f"batch {batch:2d}: {1000 * seconds:5.2f} ms per step, {1000 * seconds / batch:5.2f} ms per text")
 display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_times[16] / step_times[1]:.1f} times "
@@ -617,10 +617,11 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # which of the changes shows at our scale.
 
 # %% [markdown]
-# **Exercises:** [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb) —
-# RMSNorm's forward pass (ex13_1), `apply_rope` (ex13_2), `repeat_kv` for grouped-query attention
-# (ex13_3), SwiGLU's forward pass (ex13_4) and the online softmax update of blocked attention
-# (ex13_5).
+# **Exercises:**
+# [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb) asks
+# you to write `RMSNorm.forward` (ex13_1), `apply_rope` (ex13_2), `repeat_kv` (ex13_3),
+# `SwiGLU.forward` (ex13_4) and `online_softmax_update` (ex13_5), with worked solutions in
+# `solutions/`.
 #
 # ## Check yourself
 #

@@ -563,7 +563,8 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 
 # %% [markdown]
 # **Exercises:** this chapter has no exercises of its own. The parts it trains are chapter 13's, and
-# so are their exercises: [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb).
+# so are their exercises:
+# [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb).
 #
 # ## Check yourself
 #

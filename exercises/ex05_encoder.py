@@ -53,8 +53,7 @@
 # ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
 # still to write.
 #
-# ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
-# them in order.
+# **Order:** ex05_3 calls ex04_3, ex05_1 and ex05_2, so write those first.
 
 # %% tags=["colab"]
 import sys

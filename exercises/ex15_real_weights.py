@@ -14,14 +14,14 @@
 # ---
 
 # %% [markdown]
-# # Exercises 11 — Real weights in the course's model
+# # Exercises 15 — Real weights in the course's model
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex15_real_weights.ipynb)
 #
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the
 # exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
-# Companion of [chapter 15](../chapters/15_real_weights.ipynb): the three pieces of bookkeeping
+# Companion of [chapter 15](../chapters/15_real_weights.ipynb): the pieces of bookkeeping
 # that let the course's own `Transformer` and `DecoderOnlyLM` run the weights of checkpoints people
 # use: the order of the rows of W^Q and W^K that Hugging Face's Llama expects, the transposed
 # weights of GPT-2's `Conv1D`, and the names of a Marian (OPUS-MT) layer's tensors.
@@ -58,8 +58,8 @@
 # ex09_1, ex09_2, ex13_1, ex13_2, ex13_3 and ex13_4. Until they are written it stops at the first of
 # them, naming all those still to write.
 #
-# The three are independent of each other; `from_llama` calls the first, `from_gpt2` the second
-# and `from_marian` the third.
+# **Order:** the three are independent of each other. `from_llama` calls the first, `from_gpt2` the
+# second and `from_marian` the third.
 
 # %% tags=["colab"]
 import sys

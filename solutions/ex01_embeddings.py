@@ -49,6 +49,8 @@
 # | ex01_1 | `Vocab.encode(tokens, add_bos, add_eos)` in `vocab.py` | easy |
 # | ex01_2 | `TokenEmbedding.forward(tokens)` in `embeddings.py` | easy |
 # | ex01_3 | `one_hot_lookup(tokens, weight)` in `embeddings.py` | medium |
+#
+# **Order:** the three are independent of each other.
 
 # %% tags=["colab"]
 import sys

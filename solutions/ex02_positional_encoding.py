@@ -53,6 +53,8 @@
 #
 # **Before you start:** chapter 02 also runs exercises of other chapters: ex01_2. Until they are
 # written it stops at the first of them, naming all those still to write.
+#
+# **Order:** the three are independent of each other.
 
 # %% tags=["colab"]
 import sys

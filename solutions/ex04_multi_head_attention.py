@@ -41,8 +41,6 @@
 #
 # The **try it** cells are scratch space for experimenting on small tensors. The `autoreload`
 # lines make the notebook pick up your edits to the package without restarting the kernel.
-# Exercise ex04_3 uses chapter 03's attention functions: do [exercises 03](ex03_attention.ipynb)
-# first.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -53,6 +51,8 @@
 # **Before you start:** chapter 04 also runs exercises of other chapters: ex02_1, ex02_3, ex03_1,
 # ex03_2 and ex03_3. Until they are written it stops at the first of them, naming all those still to
 # write.
+#
+# **Order:** ex04_3 calls ex03_3, ex04_1 and ex04_2, so write those first.
 
 # %% tags=["colab"]
 import sys

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Exercises 07 — Training
+# # Exercises 08 — Training
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex08_training.ipynb)
 #
@@ -52,6 +52,8 @@
 # **Before you start:** chapter 08 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2 and
 # ex06_3. Until they are written it stops at the first of them, naming all those still to write.
+#
+# **Order:** ex08_4 calls ex08_3, so write those first.
 
 # %% tags=["colab"]
 import sys

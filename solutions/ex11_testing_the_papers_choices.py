@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Exercises 13 — Testing the paper's choices
+# # Exercises 11 — Testing the paper's choices
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex11_testing_the_papers_choices.ipynb)
 #

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Exercises 09 — From number words to real sentences
+# # Exercises 12 — From number words to real sentences
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex12_real_translation.ipynb)
 #
@@ -53,6 +53,8 @@
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
 # ex06_3, ex08_1, ex08_2, ex08_3, ex08_4 and ex09_1. Until they are written it stops at the first of
 # them, naming all those still to write.
+#
+# **Order:** the three are independent of each other.
 
 # %% tags=["colab"]
 import sys

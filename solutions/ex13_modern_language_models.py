@@ -14,14 +14,14 @@
 # ---
 
 # %% [markdown]
-# # Exercises 10 — From the 2017 translator to today's language models
+# # Exercises 13 — From the 2017 translator to today's language models
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex13_modern_language_models.ipynb)
 #
 # **On Colab**, run the first code cell: it makes your own copy of the course to write the
 # exercises in (once per Colab machine) and prints where its files are in the Files panel.
 #
-# Companion of [chapter 13](../chapters/13_modern_language_models.ipynb): the five changes that
+# Companion of [chapter 13](../chapters/13_modern_language_models.ipynb): the changes that
 # turn the paper's layer into the layer of a model such as Llama (RMSNorm, rotary position
 # embeddings, grouped key/value heads, the SwiGLU feed-forward network) and the arithmetic that
 # lets attention read its keys one block at a time (the online softmax of FlashAttention).
@@ -58,7 +58,7 @@
 # ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex09_1 and ex09_2. Until
 # they are written it stops at the first of them, naming all those still to write.
 #
-# The five are independent of each other; chapter 13 meets them in this order.
+# **Order:** the five are independent of each other. Chapter 13 meets them in this order.
 
 # %% tags=["colab"]
 import sys

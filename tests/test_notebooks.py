@@ -52,7 +52,7 @@ def test_exercises_are_generated_from_solutions(source: Path) -> None:
 def test_regenerating_the_exercises_changes_nothing(tmp_path: Path) -> None:
     """`make exercises` on unchanged solutions is a no-op: cells keep their ids (no churn in git)."""
     shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
-    write_exercises(ROOT / "solutions", tmp_path / "exercises")
+    assert write_exercises(ROOT / "solutions", tmp_path / "exercises") == [], "it lists the files it changed"
     for path in sorted((ROOT / "exercises").iterdir()):
         assert (tmp_path / "exercises" / path.name).read_bytes() == path.read_bytes(), f"{_rel(path)} changed"
 

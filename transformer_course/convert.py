@@ -25,7 +25,9 @@ and a few other choices:
   side by side (:func:`split_conv1d`).
 
 Each converter takes a loaded model and returns ours, float32, in evaluation mode, with the same
-logits. None imports ``transformers``: they read the model's configuration and tensors.
+logits. None imports ``transformers``: they read the model's configuration and tensors. Its first
+half, the configuration alone, is :func:`config_from_marian`, :func:`config_from_llama` and
+:func:`config_from_gpt2`: a checkpoint's settings in ``transformers``' names → ours.
 """
 
 from __future__ import annotations
@@ -131,22 +133,7 @@ def from_marian(hf_model: nn.Module) -> Transformer:
     ``hf_model(input_ids=src, attention_mask=src != pad, decoder_input_ids=tgt).logits``; the
     decoder starts from Marian's ``decoder_start_token_id`` (its padding id), which is our ``bos_id``.
     """
-    c = _config_of(hf_model, "MarianMTModel", "marian")
-    if c.encoder_attention_heads != c.decoder_attention_heads or c.encoder_ffn_dim != c.decoder_ffn_dim:
-        raise ValueError("from_marian needs the same number of heads and the same d_ff in the encoder and the decoder")
-    if getattr(c, "normalize_before", False):
-        raise ValueError("from_marian expects Marian's post-LN layers (normalize_before=False)")
-    tgt_vocab = getattr(c, "decoder_vocab_size", None) or c.vocab_size
-    shared = getattr(c, "share_encoder_decoder_embeddings", True)
-    config = TransformerConfig(
-        src_vocab_size=c.vocab_size, tgt_vocab_size=tgt_vocab, d_model=c.d_model, n_heads=c.encoder_attention_heads,
-        d_ff=c.encoder_ffn_dim, n_encoder_layers=c.encoder_layers, n_decoder_layers=c.decoder_layers,
-        dropout=c.dropout, max_len=c.max_position_embeddings, share_embeddings=shared,
-        tie_output=bool(getattr(c, "tie_word_embeddings", True)), pad_id=c.pad_token_id,
-        bos_id=c.decoder_start_token_id, eos_id=c.eos_token_id, activation=_activation(c.activation_function),
-        sinusoid_layout="halves", scale_embedding=bool(c.scale_embedding),
-    )  # fmt: skip
-    model = Transformer(config)
+    model = Transformer(config_from_marian(_config_of(hf_model, "MarianMTModel", "marian")))
     hf = hf_model.model
     state = {
         "src_embed.embedding.weight": hf.encoder.embed_tokens.weight,
@@ -169,28 +156,9 @@ def from_llama(hf_model: nn.Module) -> DecoderOnlyLM:
     Grouped key/value heads, any ``rope_theta``, a tied or untied output layer. Rescaled rotary
     frequencies (``rope_scaling``, Llama 3.1's long contexts) are not supported.
     """
-    c = _config_of(hf_model, "LlamaForCausalLM", "llama")
-    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
-    if rope.get("rope_type", rope.get("type", "default")) != "default":
-        raise ValueError(f"from_llama supports plain rotary embeddings only, got rope scaling {rope!r}")
-    rope_theta = rope.get("rope_theta", getattr(c, "rope_theta", None)) or 10000.0
-    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-    if head_dim * c.num_attention_heads != c.hidden_size:
-        raise ValueError(f"from_llama needs head_dim × heads = hidden_size, got {head_dim} × {c.num_attention_heads}")
-    if c.hidden_act not in ("silu", "swish"):
-        raise ValueError(f"from_llama expects SwiGLU's silu, got hidden_act={c.hidden_act!r}")
-    if getattr(c, "mlp_bias", False):
-        raise ValueError("from_llama expects a feed-forward network without biases (mlp_bias=False)")
-    heads, kv_heads = c.num_attention_heads, c.num_key_value_heads or c.num_attention_heads
-    config = DecoderOnlyConfig(
-        vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=heads, n_kv_heads=kv_heads,
-        n_layers=c.num_hidden_layers, d_ff=c.intermediate_size, max_len=c.max_position_embeddings,
-        dropout=float(getattr(c, "attention_dropout", 0.0)), norm_first=True, norm="rmsnorm", positional="rope",
-        feed_forward="swiglu", rope_base=float(rope_theta), layer_norm_eps=c.rms_norm_eps,
-        bias=bool(getattr(c, "attention_bias", False)), scale_embedding=False,
-        tie_output=bool(c.tie_word_embeddings), **_special_ids(c),
-    )  # fmt: skip
+    config = config_from_llama(_config_of(hf_model, "LlamaForCausalLM", "llama"))
     model = DecoderOnlyLM(config)
+    heads, kv_heads = config.n_heads, config.n_kv_heads
     hf = hf_model.model
     state = {"embed.embedding.weight": hf.embed_tokens.weight, "norm.weight": hf.norm.weight,
              "output.weight": hf_model.lm_head.weight}  # fmt: skip
@@ -220,18 +188,7 @@ def from_llama(hf_model: nn.Module) -> DecoderOnlyLM:
 def from_gpt2(hf_model: nn.Module) -> DecoderOnlyLM:
     """The course's :class:`~.lm.DecoderOnlyLM` with the weights of a ``GPT2LMHeadModel``:
     ``ours(ids)`` gives the logits of ``hf_model(ids).logits``."""
-    c = _config_of(hf_model, "GPT2LMHeadModel", "gpt2")
-    if getattr(c, "scale_attn_by_inverse_layer_idx", False) or getattr(c, "reorder_and_upcast_attn", False):
-        raise ValueError("from_gpt2 expects GPT-2's plain attention (no scale_attn_by_inverse_layer_idx or upcast)")
-    if not getattr(c, "scale_attn_weights", True):
-        raise ValueError("from_gpt2 expects the scores divided by √d_k (scale_attn_weights=True)")
-    config = DecoderOnlyConfig(
-        vocab_size=c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
-        d_ff=c.n_inner or 4 * c.n_embd, max_len=c.n_positions, dropout=float(c.resid_pdrop), norm_first=True,
-        positional="learned", feed_forward=_activation(c.activation_function), layer_norm_eps=c.layer_norm_epsilon,
-        scale_embedding=False, tie_output=bool(getattr(c, "tie_word_embeddings", True)), **_special_ids(c),
-    )  # fmt: skip
-    model = DecoderOnlyLM(config)
+    model = DecoderOnlyLM(config_from_gpt2(_config_of(hf_model, "GPT2LMHeadModel", "gpt2")))
     hf = hf_model.transformer
     state = {
         "embed.embedding.weight": hf.wte.weight, "positional.embedding.weight": hf.wpe.weight,
@@ -250,6 +207,68 @@ def from_gpt2(hf_model: nn.Module) -> DecoderOnlyLM:
         for name, (weight, bias) in linears.items():
             state |= {f"{ours}{name}.weight": weight, f"{ours}{name}.bias": bias}
     return _loaded(model, state)
+
+
+# -- the configurations: a checkpoint's settings (transformers' names) → ours ---------------------
+
+
+def config_from_marian(c) -> TransformerConfig:  # noqa: ANN001 - a MarianConfig, or any object with its fields
+    """Our :class:`~.config.TransformerConfig` for a Marian checkpoint's configuration ``c``; a setting
+    our model has no counterpart for is refused."""
+    if c.encoder_attention_heads != c.decoder_attention_heads or c.encoder_ffn_dim != c.decoder_ffn_dim:
+        raise ValueError("from_marian needs the same number of heads and the same d_ff in the encoder and the decoder")
+    if getattr(c, "normalize_before", False):
+        raise ValueError("from_marian expects Marian's post-LN layers (normalize_before=False)")
+    tgt_vocab = getattr(c, "decoder_vocab_size", None) or c.vocab_size
+    shared = getattr(c, "share_encoder_decoder_embeddings", True)
+    return TransformerConfig(
+        src_vocab_size=c.vocab_size, tgt_vocab_size=tgt_vocab, d_model=c.d_model, n_heads=c.encoder_attention_heads,
+        d_ff=c.encoder_ffn_dim, n_encoder_layers=c.encoder_layers, n_decoder_layers=c.decoder_layers,
+        dropout=c.dropout, max_len=c.max_position_embeddings, share_embeddings=shared,
+        tie_output=bool(getattr(c, "tie_word_embeddings", True)), pad_id=c.pad_token_id,
+        bos_id=c.decoder_start_token_id, eos_id=c.eos_token_id, activation=_activation(c.activation_function),
+        sinusoid_layout="halves", scale_embedding=bool(c.scale_embedding),
+    )  # fmt: skip
+
+
+def config_from_llama(c) -> DecoderOnlyConfig:  # noqa: ANN001 - a LlamaConfig, or any object with its fields
+    """Our :class:`~.lm.DecoderOnlyConfig` for a Llama checkpoint's configuration ``c`` (the rotary base
+    where transformers keeps it: ``rope_parameters`` from version 5 on, ``rope_theta`` before)."""
+    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        raise ValueError(f"from_llama supports plain rotary embeddings only, got rope scaling {rope!r}")
+    rope_theta = rope.get("rope_theta", getattr(c, "rope_theta", None)) or 10000.0
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    if head_dim * c.num_attention_heads != c.hidden_size:
+        raise ValueError(f"from_llama needs head_dim × heads = hidden_size, got {head_dim} × {c.num_attention_heads}")
+    if c.hidden_act not in ("silu", "swish"):
+        raise ValueError(f"from_llama expects SwiGLU's silu, got hidden_act={c.hidden_act!r}")
+    if getattr(c, "mlp_bias", False):
+        raise ValueError("from_llama expects a feed-forward network without biases (mlp_bias=False)")
+    kv_heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+    return DecoderOnlyConfig(
+        vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads, n_kv_heads=kv_heads,
+        n_layers=c.num_hidden_layers, d_ff=c.intermediate_size, max_len=c.max_position_embeddings,
+        dropout=float(getattr(c, "attention_dropout", 0.0)), norm_first=True, norm="rmsnorm", positional="rope",
+        feed_forward="swiglu", rope_base=float(rope_theta), layer_norm_eps=c.rms_norm_eps,
+        bias=bool(getattr(c, "attention_bias", False)), scale_embedding=False,
+        tie_output=bool(c.tie_word_embeddings), **_special_ids(c),
+    )  # fmt: skip
+
+
+def config_from_gpt2(c) -> DecoderOnlyConfig:  # noqa: ANN001 - a GPT2Config, or any object with its fields
+    """Our :class:`~.lm.DecoderOnlyConfig` for a GPT-2 checkpoint's configuration ``c``."""
+    if getattr(c, "scale_attn_by_inverse_layer_idx", False) or getattr(c, "reorder_and_upcast_attn", False):
+        raise ValueError("from_gpt2 expects GPT-2's plain attention (no scale_attn_by_inverse_layer_idx or upcast)")
+    if not getattr(c, "scale_attn_weights", True):
+        raise ValueError("from_gpt2 expects the scores divided by √d_k (scale_attn_weights=True)")
+    return DecoderOnlyConfig(
+        vocab_size=c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
+        d_ff=getattr(c, "n_inner", None) or 4 * c.n_embd, max_len=c.n_positions, dropout=float(c.resid_pdrop),
+        norm_first=True, positional="learned", feed_forward=_activation(c.activation_function),
+        layer_norm_eps=c.layer_norm_epsilon, scale_embedding=False,
+        tie_output=bool(getattr(c, "tie_word_embeddings", True)), **_special_ids(c),
+    )  # fmt: skip
 
 
 # -- shared steps ----------------------------------------------------------------------------------

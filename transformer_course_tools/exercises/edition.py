@@ -87,7 +87,8 @@ def drop_solution_outputs(path: Path) -> bool:
 
 def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     """Write ``exercises/`` (percent .py + .ipynb without outputs) from ``solutions/*.py``; an
-    exercise notebook that exists keeps its cell ids (regenerating an unchanged one changes nothing)."""
+    exercise notebook that exists keeps its cell ids (regenerating an unchanged one changes nothing).
+    Returns the files whose content changed."""
     import jupytext
 
     from transformer_course_tools.authoring.pairs import write_pair
@@ -96,8 +97,10 @@ def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     written = []
     for source in sorted(solutions_dir.glob("*.py")):
         target = exercises_dir / source.name
+        pair = (target, target.with_suffix(".ipynb"))
+        before = [path.read_bytes() if path.is_file() else None for path in pair]
         write_pair(clear_notebook(jupytext.read(source)), target, keep_outputs=False)
-        written += [target, target.with_suffix(".ipynb")]
+        written += [path for path, old in zip(pair, before, strict=True) if path.read_bytes() != old]
     return written
 
 
