@@ -383,6 +383,7 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 
 # %%
 from transformer_course.batching import pad_sequences
+from transformer_course.config import TransformerConfig
 from transformer_course.datasets.numbers import numbers_task
 from transformer_course_tools.engine.weights import Dense
 from transformer_course_tools.models.pretrained import load_pretrained
