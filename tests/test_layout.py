@@ -30,7 +30,7 @@ ROOM_CHAPTERS = {
     "cache": 9, "decoding": 9,
     "subwords": 12, "token_batches": 12, "sentence_training": 12, "distributed": 12, "averaging": 12,
     "rmsnorm": 13, "grouped": 13, "rotary": 13, "swiglu": 13, "blocked": 13, "lm": 13, "recipe": 14,
-    "convert": 15, "quantize": 16,
+    "lm_checkpoint": 14, "convert": 15, "quantize": 16, "export": 16,
 }  # fmt: skip
 # The rooms whose decoding functions take path="engine" and then hand the call to the inference engine
 # (transformer_course_tools/engine/, the course's side): they import it inside the function, when asked for.
@@ -69,7 +69,7 @@ def test_the_data_generators_are_not_rooms() -> None:
     """The generators of number words, sentences and corpora live in ``datasets/``, not among the rooms,
     and none of them is an exercise: the rooms the learner builds are the model, training and decoding."""
     generators = {p.stem for p in (PACKAGE / "datasets").glob("*.py")} - {"__init__"}
-    assert generators == {"numbers", "sentences", "corpora"}
+    assert generators == {"numbers", "sentences", "corpora", "shakespeare"}
     for path in (PACKAGE / "datasets").glob("*.py"):
         assert "BEGIN SOLUTION" not in path.read_text(encoding="utf-8"), path.name
     rooms = [p for p in PACKAGE.glob("*.py") if ROOM_CHAPTERS.get(p.stem, 0) < 13]  # chapters 01–12

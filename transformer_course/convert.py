@@ -32,12 +32,15 @@ half, the configuration alone, is :func:`config_from_marian`, :func:`config_from
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import Tensor, nn
 
 from .config import TransformerConfig
 from .lm import DecoderOnlyConfig, DecoderOnlyLM
 from .model import Transformer
+from .positional import SINUSOID_LAYOUTS
 
 # Hugging Face's names of the activations → ours (feedforward.ACTIVATIONS)
 _ACTIVATIONS = {
@@ -123,17 +126,66 @@ def marian_layer_names(decoder: bool) -> dict[str, str]:
     ### END SOLUTION
 
 
+def interleaved_to_halves_order(d_model: int) -> Tensor:
+    """The order that turns the paper's sinusoid table (sine and cosine of pair i at features 2i,
+    2i + 1) into Marian's (the sines at features 0 … D/2 - 1, the cosines after them): feature j of
+    the new order is feature ``order[j]`` of the old, ``[0, 2, 4, …, 1, 3, 5, …]``.
+
+    Shape:
+        → (D,) long
+    """
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be even and >= 2, got {d_model}")
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def reorder_features(state: dict[str, Tensor], order: Tensor) -> dict[str, Tensor]:
+    """A :class:`~.model.Transformer`'s state dict with its D model features put in ``order``
+    (feature j of the result is feature ``order[j]`` of ``state``): every weight that reads the
+    residual stream (embeddings, W^Q, W^K, W^V, the first feed-forward layer, the output layer)
+    has its columns reordered, every weight and bias that writes it (W^O, the second feed-forward
+    layer) its rows, and every LayerNorm its gain and bias. The function the model computes is the
+    same: LayerNorm's mean and variance and every product over the features are sums, which an order
+    does not change (only the rounding of the sums may). ``order.argsort()`` undoes it.
+
+    Shape:
+        order: (D,) a permutation of 0 … D-1
+    """
+    order = torch.as_tensor(order)
+    if sorted(order.tolist()) != list(range(order.numel())):
+        raise ValueError(f"order must be a permutation of 0 … D-1, got {order.tolist()}")
+    reordered = {}
+    for name, tensor in state.items():
+        module, part = name.rsplit(".", 1)
+        writes = module.endswith(("w_o", "linear2")) or module.split(".")[-1].startswith("norm")
+        if writes:  # rows (and biases) are features of the stream
+            tensor = tensor.index_select(0, order)
+        elif part == "weight" and tensor.dim() == 2:  # reads the stream: columns are its features
+            tensor = tensor.index_select(1, order)
+        reordered[name] = tensor
+    return reordered
+
+
 # -- the converters --------------------------------------------------------------------------------
 
 
-def from_marian(hf_model: nn.Module) -> Transformer:
+def from_marian(hf_model: nn.Module, *, sinusoid_layout: str = "halves") -> Transformer:
     """The course's :class:`~.model.Transformer` with the weights of a ``MarianMTModel``.
 
     ``ours(src, tgt)`` gives the logits of
     ``hf_model(input_ids=src, attention_mask=src != pad, decoder_input_ids=tgt).logits``; the
     decoder starts from Marian's ``decoder_start_token_id`` (its padding id), which is our ``bos_id``.
+
+    ``sinusoid_layout="interleaved"`` gives a model with the paper's sinusoid table instead of
+    Marian's halves, its D features reordered to match (:func:`reorder_features`): the same logits.
+    It takes back a model that chapter 16's ``to_marian`` exported from the paper's layout.
     """
-    model = Transformer(config_from_marian(_config_of(hf_model, "MarianMTModel", "marian")))
+    if sinusoid_layout not in SINUSOID_LAYOUTS:
+        raise ValueError(
+            f"sinusoid_layout must be one of {', '.join(map(repr, SINUSOID_LAYOUTS))}, got {sinusoid_layout!r}"
+        )
+    config = config_from_marian(_config_of(hf_model, "MarianMTModel", "marian"))
+    model = Transformer(replace(config, sinusoid_layout=sinusoid_layout))
     hf = hf_model.model
     state = {
         "src_embed.embedding.weight": hf.encoder.embed_tokens.weight,
@@ -146,6 +198,8 @@ def from_marian(hf_model: nn.Module) -> Transformer:
         for i, layer in enumerate(theirs.layers):
             tensors = dict(layer.named_parameters())
             state |= {f"{stack}.layers.{i}.{ours}": tensors[name] for ours, name in names.items()}
+    if sinusoid_layout == "interleaved":
+        state = reorder_features(state, interleaved_to_halves_order(config.d_model).argsort())
     return _loaded(model, state)
 
 
