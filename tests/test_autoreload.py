@@ -58,7 +58,7 @@ def cell(course: Path, notebook: str, marker: str) -> str:
 
 def test_a_chapter_runs_what_the_learner_saved(learner) -> None:
     course, lab = learner
-    assert "Traceback" not in lab.run(cell(course, "chapters/03_attention.py", "setup_chapter()"))
+    assert "Traceback" not in lab.run(cell(course, "chapters/03_attention.py", "setup_chapter("))
     lab.run(
         "import transformer_course, transformer_course.multihead as multihead\n"
         "from transformer_course import MultiHeadAttention\n"
@@ -105,7 +105,7 @@ def test_a_check_tests_one_exercise_after_a_full_reload(learner) -> None:
     """IPython before 9 (Colab's) reloads a room into new function objects while other rooms keep
     the old ones, updated to run the new code: a check must still recognise them as exercises."""
     course, lab = learner
-    lab.run(cell(course, "chapters/04_multi_head_attention.py", "setup_chapter()"))
+    lab.run(cell(course, "chapters/04_multi_head_attention.py", "setup_chapter("))
     lab.run(
         "try:\n    get_ipython().run_line_magic('autoreload', '2-')  # IPython 9: full reloads only\nexcept ValueError:\n    pass"
     )
@@ -127,7 +127,7 @@ def test_a_check_tests_one_exercise_after_a_full_reload(learner) -> None:
 def test_chapter_08_stops_at_chapter_09s_greedy_decoder_and_says_so(learner) -> None:
     course, lab = learner
     write(course, *sorted(set(EXERCISES) - {"ex09_1"}))
-    lab.run(cell(course, "chapters/08_training.py", "setup_chapter()"))
+    lab.run(cell(course, "chapters/08_training.py", "setup_chapter("))
     shown = lab.run(
         "from transformer_course.data import load_task\n"  # chapter 08 imports each where it first uses it
         "from transformer_course.evaluation import evaluate\n"
@@ -143,7 +143,7 @@ def test_chapter_08_stops_at_chapter_09s_greedy_decoder_and_says_so(learner) -> 
 
 def test_an_edit_that_does_not_load_says_so_and_what_then_works(learner) -> None:
     course, lab = learner
-    lab.run(cell(course, "chapters/05_encoder.py", "setup_chapter()"))
+    lab.run(cell(course, "chapters/05_encoder.py", "setup_chapter("))
     feed_forward = "print(PositionwiseFeedForward(4, 8)(torch.ones(1, 2, 4)).shape)"
     assert f"ex05_1: PositionwiseFeedForward.forward {STOP}" in lab.run(feed_forward)
 
@@ -162,7 +162,7 @@ def test_an_edit_that_does_not_load_says_so_and_what_then_works(learner) -> None
     assert "your edit of sublayer.py is saved, but this kernel still runs the stub" in stale, stale
     assert "Restart Kernel and Run All Cells" in stale, stale
     lab.restart()
-    lab.run(cell(course, "chapters/05_encoder.py", "setup_chapter()"))
+    lab.run(cell(course, "chapters/05_encoder.py", "setup_chapter("))
     assert lab.run(
         "print(residual(torch.ones(2), lambda t: t, torch.nn.Identity(), torch.nn.Identity(), False))"
     ).strip() == ("tensor([2., 2.])")
@@ -188,7 +188,7 @@ def test_a_chapter_that_stops_lists_every_unwritten_exercise_it_runs(learner) ->
     course, lab = learner
     write(course, "ex03_1")
     lab.run(f"__session__ = {str(course / 'chapters' / '04_multi_head_attention.ipynb')!r}")
-    lab.run(cell(course, "chapters/04_multi_head_attention.py", "setup_chapter()"))
+    lab.run(cell(course, "chapters/04_multi_head_attention.py", "setup_chapter("))
     shown = lab.run("sinusoidal_positional_encoding(10, 8)")
     assert f"ex02_1: sinusoidal_positional_encoding {STOP}" in shown, shown
     assert "Chapter 04 also runs ex02_3, ex03_2, ex03_3, ex04_1, ex04_2 and ex04_3, not written yet." in shown, shown

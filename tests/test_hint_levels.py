@@ -80,15 +80,20 @@ def test_the_student_edition_records_its_level(tmp_path: Path, monkeypatch: pyte
     assert 'hints="full"' in edition._banner("nudge")
     assert edition._banner("full") == edition._BANNER
     made = {}
-    monkeypatch.setattr(edition, "build_student_edition", lambda root, out, hints: made.update(hints=hints) or out)
+    monkeypatch.setattr(edition, "build_student_edition", lambda root, out, **kw: made.update(kw) or out)
     assert main(["student-edition", str(tmp_path / "out"), "--hints", "none"]) == 0
-    assert made == {"hints": "none"}
+    assert made == {"hints": "none", "worked_answers": True}
+    assert main(["student-edition", str(tmp_path / "out"), "--no-worked-answers"]) == 0
+    assert made == {"hints": "full", "worked_answers": False}
     with pytest.raises(ValueError, match="hints = 'some' must be one of full, nudge, none"):
         edition.check_level("some")
 
 
 def test_check_shows_the_fix_at_full_only(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from transformer_course_tools.exercises.checks import runner
+
     monkeypatch.setattr(attention, "attention_scores", _unscaled)
+    monkeypatch.setattr(runner, "_said_which", True)  # which code is checked: said once per kernel, tested elsewhere
     shown = {}
     for level in (None, *edition.HINT_LEVELS):
         check("ex03_1", hints=level)
