@@ -151,7 +151,7 @@ def test_an_edit_that_does_not_load_says_so_and_what_then_works(learner) -> None
     stub = room.read_text(encoding="utf-8")
     room.write_text(stub.replace("raise NotImplementedError(", "return (  # unfinished\n        ("), encoding="utf-8")
     broken = lab.run(feed_forward)
-    assert "feedforward.py does not compile (line" in broken and "fix it and save, then re-run this cell" in broken
+    assert "feedforward.py does not compile (line" in broken and "fix that line and save, then re-run this cell" in broken
     room.write_text(stub, encoding="utf-8")
     write(course, "ex05_1")  # fixed: autoreload tries again, no restart
     assert lab.run(feed_forward).strip() == "torch.Size([1, 2, 4])"

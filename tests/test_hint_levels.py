@@ -4,9 +4,11 @@ edition's stubs, in ``check`` (where a learner may ask for more) and in ``grade`
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,34 @@ def test_check_without_ids_prints_status_and_file_not_the_hints(monkeypatch: pyt
     assert "Hint" not in out and "check EXERCISE" in out.splitlines()[-1]
     main(["check", "ex03_3"])
     assert get_exercise("ex03_3").hint in capsys.readouterr().out  # asked for by id: the whole message
+
+
+def _given(node: ast.expr, hint: str, words: set[str]) -> bool:
+    """``node`` (an expression of a worked answer) is spelled out by ``hint``: its code is there (spaces and
+    brackets aside), or it is a name or constant the hint names, or every operand of it is given."""
+    if re.sub(r"[\s()]+", "", ast.unparse(node)) in re.sub(r"[\s()]+", "", hint):
+        return True
+    if isinstance(node, ast.Name | ast.Constant):
+        return str(getattr(node, "id", getattr(node, "value", ""))) in words
+    operands = [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+    compound = isinstance(node, ast.Tuple | ast.BinOp | ast.BoolOp | ast.Compare | ast.UnaryOp)
+    return compound and bool(operands) and all(_given(child, hint, words) for child in operands)
+
+
+@pytest.mark.complete_edition  # it reads the worked answers
+def test_a_stubs_full_hint_is_a_recipe_not_the_answers_code() -> None:
+    """Issue 49: the full hints of ex08_1 and ex08_2 were their answers. A hint that spells out every
+    statement of the worked answer (its code, or all its operands) gives the answer away."""
+    from transformer_course_tools.exercises.regions import region_targets
+
+    given_away = []
+    for ex in load_checks().values():
+        source = (ROOT / ex.file).read_text(encoding="utf-8")
+        begin, end = next((b, e) for b, e, target in region_targets(source, ex.module) if target == ex.target)
+        answer = ast.parse(textwrap.dedent("\n".join(source.splitlines()[begin + 1 : end])))
+        values = [node.value for node in ast.walk(answer) if isinstance(node, ast.Return | ast.Assign | ast.AugAssign)
+                  and node.value is not None]  # fmt: skip
+        words = set(re.findall(r"[\w.]+", ex.hint))
+        if values and all(_given(value, ex.hint, words) for value in values):
+            given_away.append(f"{ex.id}: {ex.hint}")
+    assert not given_away, "\n".join(given_away)

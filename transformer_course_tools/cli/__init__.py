@@ -61,5 +61,5 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as error:  # Ctrl-C: one line, saying what was saved where something was (train)
-        print(f"{args.command}: {error or 'interrupted (Ctrl-C)'}.", file=sys.stderr)
+        print(f"{args.command}: {str(error) or 'interrupted (Ctrl-C)'}.", file=sys.stderr)
         return 130

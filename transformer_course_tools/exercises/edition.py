@@ -27,6 +27,7 @@ from .answers import find_leaks, find_structure_leaks, solution_snippets, soluti
 from transformer_course_tools.course import EXCLUDED, JUNK, PACKAGE, REPOSITORY_URL, course_files, room_files
 from .hints import HINT_LEVELS, STUDENT_MARK, check_level, edition_hints, is_student_edition
 from .regions import BEGIN, CODE_STUB, END, TEXT_STUB, clear_text, function_span, region_targets, solution_regions
+from .saved import problem
 from .written_answers import FILE as WRITTEN_FILE
 from .written_answers import edition_file
 
@@ -273,6 +274,9 @@ def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = No
             f"no worked answer at {source_file}: pass --from PATH to a complete copy of the course "
             f"(git clone {REPOSITORY_URL})"
         )
+    broken = problem(target_file)
+    if broken is not None:  # restore replaces one function in the file and keeps the rest: it must parse
+        raise ValueError(f"{broken}: fix that line and save, then restore again (only {ex.qualname} is replaced)")
     answer_source = source_file.read_text(encoding="utf-8")
     if not any(t == ex.target for _, _, t in region_targets(answer_source, ex.module)):
         raise ValueError(f"{source_file} holds no worked answer for {exercise_id} ({ex.target})")
