@@ -291,3 +291,14 @@ def test_a_long_input_is_cut_in_the_message() -> None:
     run = _run(["-m", "transformer_course", "translate", "zebra " * 20000], ROOT)
     assert run.returncode == 2 and run.stderr.startswith("error: unknown word 'zebra' in 'zebra zebra"), run.stderr
     assert "(120,000 characters)" in run.stderr and len(run.stderr) < 400, run.stderr
+
+
+def test_a_notebooks_check_cell_knows_written_questions(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """check("ex05_q1") in a cell (here the complete course's own exercise notebook, not answered)."""
+    from transformer_course_tools.exercises.checks import check, runner
+
+    monkeypatch.setattr(runner, "_said_which", True)
+    check("ex05_q1")
+    assert capsys.readouterr().out.startswith("○ ex05_q1 not answered yet: in exercises/ex05_encoder.ipynb, write ")
