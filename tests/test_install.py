@@ -107,7 +107,7 @@ def test_commands_that_need_the_repository_say_so_in_one_line(installed, command
 
 def test_every_chapter_imports_what_it_needs_from_the_wheel(installed) -> None:
     python, work = installed
-    cells = [next(c.source for c in jupytext.read(p).cells if "setup_chapter()" in c.source)
+    cells = [next(c.source for c in jupytext.read(p).cells if "setup_chapter(" in c.source)
              for p in sorted((ROOT / "chapters").glob("*.py"))]  # fmt: skip
     script = work / "setup_cells.py"
     script.write_text("\n\n".join(cells) + "\nprint('all set-up cells ran')\n", encoding="utf-8")
