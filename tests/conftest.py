@@ -32,16 +32,6 @@ STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
 INSTRUCTORS = ("transformer_course_tools.grading", "transformer_course_tools.authoring")
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    if STUDENT_EDITION and collection_path.suffix == ".py" and collection_path.is_file():
-        text = collection_path.read_text(encoding="utf-8", errors="replace")
-        if any(name in text for name in INSTRUCTORS) or re.search(
-            r"from transformer_course_tools import .*\b(grading|authoring)\b", text
-        ):
-            return True
-    return None
-
-
 def pytest_configure(config: pytest.Config) -> None:
     # where a student edition made by a test is remembered (restore's record): a folder of this run, not the home's
     os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="transformer-course-state-")
@@ -68,8 +58,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """With ``-m`` naming exercises only, a test file that marks no exercise is not even imported (a file
+    """In the student edition, the tests of the grading and authoring code it leaves out are not collected.
+    With ``-m`` naming exercises only, a test file that marks no exercise is not even imported (a file
     given on the command line always is)."""
+    if _instructors_test(collection_path):
+        return True
     chosen = _chosen_exercises(config)
     if chosen is None or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
         return None
@@ -78,6 +71,15 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     text = collection_path.read_text(encoding="utf-8", errors="replace")
     marks = ("ExerciseChecks()", "getattr(pytest.mark, ", *(f"mark.{i}" for i in chosen))
     return None if any(mark in text for mark in marks) else True
+
+
+def _instructors_test(path: Path) -> bool:
+    if not (STUDENT_EDITION and path.suffix == ".py" and path.is_file()):
+        return False
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return any(name in text for name in INSTRUCTORS) or bool(
+        re.search(r"from transformer_course_tools import .*\b(grading|authoring)\b", text)
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
