@@ -342,7 +342,7 @@ print(f"  mean   {unscaled['mean gradient']:.2f} against {scaled['mean gradient'
 print(f"  median {unscaled['median gradient']:.2f} against {scaled['median gradient']:.2f}")
 print(f"  queries that get almost none (below 0.01): {unscaled['stalled']:.0%} against {scaled['stalled']:.0%}")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 
 expect_at_least("unscaled, d_k = 1024: the mean gradient reaching a query, as a multiple of the scaled one",
