@@ -29,6 +29,7 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from transformer_course_tools.authoring.folds import fold
 from transformer_course_tools.authoring.measured import keep_measured, measured_outputs
 from transformer_course_tools.authoring.pairs import apply_carriage_returns
 
@@ -79,6 +80,7 @@ def execute(source: Path, timeout: int = 900, remeasure: bool = False) -> tuple[
         if cell.cell_type == "code":
             cell.outputs = _merge_streams(cell.outputs)
     measured = keep_measured(notebook, committed, remeasure)
+    fold(notebook)  # JupyterLab folds what the web edition folds
     nbformat.write(notebook, source.with_suffix(".ipynb"))
     save_as_jupyter(notebook, source.with_suffix(".ipynb"))
     return seconds, measured
@@ -95,6 +97,7 @@ def restore_metadata(source: Path) -> None:
     """Without running anything: open the pair and save it as JupyterLab would."""
     notebook = open_as_jupyter(source)
     notebook.metadata["kernelspec"] = kernelspec()
+    fold(notebook)
     save_as_jupyter(notebook, source.with_suffix(".ipynb"))
 
 

@@ -118,9 +118,11 @@ def exercises_sentence(exercises: list, notebook: str | None) -> str:
         return f"{EXERCISES_LINE} this chapter has no exercises of its own."
     link = f"[exercises/{notebook}.ipynb](../exercises/{notebook}.ipynb)"
     if not exercises:
-        return f"{EXERCISES_LINE} {link} has no functions to write."
+        return f"{EXERCISES_LINE} {link} has no functions to write: it asks you to explain what this chapter shows."
     functions = _listed([f"`{ex.qualname}` ({ex.id})" for ex in exercises])
-    return f"{EXERCISES_LINE} {link} asks you to write {functions}, with worked solutions in `solutions/`."
+    restore = f"`python -m transformer_course restore {exercises[0].id}`"
+    return (f"{EXERCISES_LINE} {link} asks you to write {functions}; stuck on one, {restore} puts its worked "
+            "answer in your student edition.")  # fmt: skip
 
 
 def _listed(items: list[str]) -> str:
