@@ -440,11 +440,12 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# Now the time, and the memory's speed. First we measure how fast one thread of this machine reads
-# memory: a sum over 512 MiB of float32 numbers, far more than its caches hold. Then we decode with
-# the course's inference engine (`path="engine"`, section 4), which reads each weight once per token.
-# Bytes per token over time per token is the speed at which a step read its weights, to set beside
-# the memory's. The timings are this machine's. (A processor without bfloat16 instructions converts
+# Now the time, and the memory's speed. We decode with the course's inference engine (`path="engine"`,
+# section 4), which reads each weight once per token. Between the decodings, we measure how fast one
+# thread of this machine reads memory: a sum over 512 MiB of float32 numbers, far more than its
+# caches hold. Taking turns, both see the same load from other programs. Bytes per token over time
+# per token is the speed at which a step read its weights, to set beside the memory's. The timings
+# are this machine's. (A processor without bfloat16 instructions converts
 # every number before it multiplies, so bf16 can be slower than float32 there.)
 #
 # <details><summary>The figure in words</summary>
@@ -463,26 +464,24 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # one thread, one core's share of the memory's speed
 numbers = torch.ones(2**27)  # 512 MiB of float32
-sums = []
-for _ in range(5):
+variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
+prompt = torch.randint(1, 49000, (1, 8))
+read = {precision: plan_for(model).nbytes for precision, model in variants.items()}  # bytes per token
+for model in variants.values():
+    generate(model, prompt, max_new_tokens=2, path="engine")  # warm-up: the engine reads the model once
+sums, timings = [], dict.fromkeys(variants, float("inf"))  # seconds: per sum, per token
+for _ in range(3):  # the memory and the three precisions take turns: the same load on each
     start = time.perf_counter()
     numbers.sum()  # reads every byte once, one add per number
     sums.append(time.perf_counter() - start)
-bandwidth = numbers.numel() * 4 / min(sums)  # bytes per second
-del numbers
-variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
-prompt = torch.randint(1, 49000, (1, 8))
-timings, read = {}, {}
-for precision, model in variants.items():
-    generate(model, prompt, max_new_tokens=2, path="engine")  # warm-up: the engine reads the model once
-    best = float("inf")
-    for _ in range(3):
+    for precision, model in variants.items():
         start = time.perf_counter()
         out = generate(model, prompt, max_new_tokens=16, path="engine")
-        best = min(best, (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
-    timings[precision], read[precision] = best, plan_for(model).nbytes  # seconds per token, bytes per token
+        timings[precision] = min(timings[precision], (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
+bandwidth = numbers.numel() * 4 / min(sums)  # bytes per second
+del numbers
 torch.set_num_threads(threads)
-print(f"one thread reads memory at {bandwidth / 1e9:.1f} GB/s (a sum over 512 MiB, the best of 5)")
+print(f"one thread reads memory at {bandwidth / 1e9:.1f} GB/s (a sum over 512 MiB, the best of 3)")
 for precision in variants:
     speed = read[precision] / timings[precision]  # bytes per second, as the step read its weights
     print(f"{precision:8s} {read[precision] / 2**20:6.1f} MiB read per token  {1000 * timings[precision]:6.1f} ms per "
@@ -495,7 +494,7 @@ for precision in variants:
 x_max = 1.25 * max(read.values()) / 2**20
 ax.plot([0, x_max], [0, 1000 * x_max * 2**20 / bandwidth], "k--", lw=1, label="reading at the memory's speed")
 ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token",  # room for the labels:
-       xlim=(0, x_max), ylim=(0, 1.2 * 1000 * max(timings.values())),
+       xlim=(0, x_max), ylim=(0, 1.3 * 1000 * max(timings.values())),
        title=f"{min(timings, key=timings.get)} was fastest on this CPU")  # fmt: skip
 ax.legend(loc="upper left", fontsize=8)
 plt.tight_layout()
@@ -516,10 +515,10 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # ## 4. Your model in the engines people use
 #
 # **What an engine does.** Your modules say what the model computes, one idea per file. Run step by
-# step, as chapter 09's loops run them, a step's time goes into two things: the **bytes** of weights
-# it reads, which section 3 measured, and the **operations** it asks of PyTorch, each with a fixed cost
-# of a few microseconds. Inference engines such as CTranslate2 and llama.cpp cut both. They *convert*
-# a trained model into a form of their own, once, and decode with that.
+# step, as chapter 09's loops run them, a step spends its time on two things. One is the **bytes** of
+# weights it reads, which section 3 measured. The other is the **operations** it asks of PyTorch,
+# each with a fixed cost of a few microseconds. Inference engines such as CTranslate2 and llama.cpp
+# cut both. They *convert* a trained model into a form of their own, once, and decode with that.
 #
 # The course has one, `transformer_course_tools/engine/`: pass `path="engine"` to `greedy_decode`,
 # `beam_search`, `sample` or `generate`. It reads the model's parameters into a *plan*, once:
@@ -635,23 +634,23 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)",
 
 # %% [markdown]
 # On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
-# llama.cpp, one thread each (`benchmarks/results.md`, a 2-core AMD EPYC). On opus-mt-en-de's shape
-# the course's engine was the faster in every setting measured: 1.07 to 1.52 times CTranslate2's
-# speed in float32, 1.01 to 1.74 times in int8. On SmolLM2-135M's shape at batch 1, llama.cpp was the
-# faster: the course's engine reached 0.71 of its speed in float32, and 0.68 in int8 against
-# llama.cpp's 8-bit format, q8_0. There a step is one-row products, and llama.cpp's own code reads
-# weights faster than PyTorch's kernels. The course's engine stays readable PyTorch, with no native
-# kernel to compile. If you need llama.cpp's speed, run your model *in* llama.cpp.
+# llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
+# was the faster in every setting measured, in float32 and in int8. On SmolLM2-135M's shape at batch
+# 1, llama.cpp was the faster, in float32 and in its 8-bit format, q8_0. There a step is one-row
+# products, and llama.cpp's own code reads weights faster than PyTorch's kernels. The course's engine
+# stays readable PyTorch, with no native kernel to compile. If you need llama.cpp's speed, run your
+# model *in* llama.cpp.
 #
 # **Out of the course.** The file `transformer_course/export.py` holds the inverses of chapter 15's
 # converters: `to_marian`, `to_llama` and `to_gpt2` write the course's weights into `transformers`'
-# classes, with chapter 15's reorderings undone. The command line does the rest, `python -m transformer_course
-# export MODEL OUT` with one of three targets. `--to transformers` writes a folder that
-# `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load. `--to ctranslate2` converts
-# that folder with CTranslate2's own converter. `--to gguf` writes the one file llama.cpp reads. MODEL
-# is a checkpoint the course wrote, or a shipped name. We export the numbers translator, and the
-# language model that ships with the course: chapter 13's block, trained on six of Shakespeare's
-# plays with chapter 12's BPE. This needs `ctranslate2` and `gguf` (`make install` has them).
+# classes, with chapter 15's reorderings undone. The command line does the rest:
+# `python -m transformer_course export MODEL OUT`, where MODEL is a checkpoint the course wrote or a
+# shipped name. It has three targets. `--to transformers` writes a folder that `AutoTokenizer` and
+# `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load. `--to ctranslate2` converts that folder with
+# CTranslate2's own converter. `--to gguf` writes the one file llama.cpp reads; it takes language
+# models only, not translators. We export the numbers translator, and the language model that ships
+# with the course: chapter 13's block, trained on six of Shakespeare's plays with chapter 12's BPE.
+# This needs `ctranslate2` and `gguf` (`make install` has them).
 
 # %%
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
@@ -740,7 +739,9 @@ expect("the translator: the same German from the course, transformers and CTrans
 same_text = all(continued[engine] == continued["the course"] for engine in ("transformers", "CTranslate2"))
 expect("the language model: the same tokens from the course, transformers and CTranslate2", same_text,
        f"{len(prompts)} prompts")  # fmt: skip
-llama_same = continued.get("llama.cpp", continued["the course"]) == continued["the course"]
+
+# %% tags=["hide-output", "nbval-ignore-output"]
+llama_same = continued.get("llama.cpp", continued["the course"]) == continued["the course"]  # where it ran
 expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the course", llama_same,
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
 
@@ -792,9 +793,9 @@ for model, speed in speeds.items():
 if "llama.cpp" not in continued:
     rows.append("| language model | llama.cpp | skipped: llama-cpp-python is not installed | |")
 fastest = {model: max(speed, key=speed.get) for model, speed in speeds.items()}
-sentences = [f"With the {model}, the fastest here was {engine}, at {speeds[model][engine] / speeds[model][OURS]:.1f}× "
-             f"the course's engine." for model, engine in fastest.items()]  # fmt: skip
-display(Markdown("\n".join(rows) + "\n\n" + " ".join(sentences)))
+verdicts = [f"With the {model}, the fastest here was {engine}, at {speeds[model][engine] / speeds[model][OURS]:.1f}× "
+            f"the course's engine." for model, engine in fastest.items()]  # fmt: skip
+display(Markdown("\n".join(rows) + "\n\n" + " ".join(verdicts)))
 
 # %% [markdown]
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
