@@ -278,9 +278,9 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # (§3.5). Marian puts all the sines first, then all the cosines: the same numbers, in another order.
 # That is no quirk of Marian: the "halves" layout is the authors' own, the one their code,
 # tensor2tensor, uses. (tensor2tensor also spaces its frequencies a little differently,
-# $\omega_i = 10000^{-i/(D/2-1)}$, and its code notes that this differs from the paper.) The order
-# matters. The table is *added* to the embeddings, so a model trained with one order reads nonsense
-# positions from the other. `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
+# $\omega_i = 10000^{-i/(D/2-1)}$; fairseq's copy of that code notes that it differs from the paper.)
+# The order matters. The table is *added* to the embeddings, so a model trained with one order reads
+# nonsense positions from the other. `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
 
 # %%
 pe_ours = opus.positional.pe  # (max_len, D), built by our PositionalEncoding with layout="halves"
@@ -516,7 +516,7 @@ del wrong, swapped
 expect_at_least("two norms exchanged: largest |difference| relative to the largest logit", wrong_difference, 0.01)
 
 # %% [markdown]
-# The exchange moved the logits by 0.14 of the largest one, ten thousand times the bound above.
+# The exchange moved the logits by 0.14 of the largest one, more than ten thousand times the bound above.
 # Tokens are the stricter test: a token chosen differently at one step changes every later step.
 # First Marian, teacher-forced: the decoder reads the varied target `tgt` above, and at every
 # position each model chooses its most likely next token.

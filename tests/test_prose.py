@@ -82,7 +82,7 @@ WRONG = [
     # float16 and GPT-2's weights are float32; bfloat16 stores 7 bits of mantissa (8 of precision);
     # SentencePiece is a library that trains unigram and BPE models; the committed run's int8 timing is
     # rendered, not judged; a wrong tensor moved the logits by 0.14 of the largest; tensor2tensor's
-    # frequencies differ from the paper's
+    # frequencies differ from the paper's (fairseq's get_embedding says so in its docstring, not tensor2tensor)
     ("chapters/16_real_checkpoints.py", "Published LLM checkpoints are stored in bfloat16"),
     ("chapters/16_real_checkpoints.py", "rounds every number to 8 bits of mantissa"),
     ("chapters/16_real_checkpoints.py", "The three families use two kinds"),
@@ -114,7 +114,7 @@ STILL_THERE = [
     ("chapters/16_real_checkpoints.py", "the `-hf` releases of Llama 2 declare float16"),
     ("chapters/16_real_checkpoints.py", "bfloat16 keeps 8 (7 stored, one implied)"),
     ("chapters/16_real_checkpoints.py", "SentencePiece is a library, not a method"),
-    ("chapters/15_real_weights.py", "its code notes that this differs from the paper"),
+    ("chapters/15_real_weights.py", "fairseq's copy of that code notes that it differs from the paper"),
     ("chapters/15_real_weights.py", "That bound is for short inputs like these"),
     ("chapters/15_real_weights.py", "The paper names no first token for the decoder"),
     ("chapters/15_real_weights.py", 'the "halves" layout is the authors\' own'),
