@@ -434,8 +434,8 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 # - An embedding is a $V_\text{src} \times d_{model}$ matrix. The lookup equals `one_hot(ids) @ E`,
 #   and only the rows that were looked up receive a gradient.
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
-#   $\mathcal{N}(0, 1/d_{model})$, token vectors are then as long as the positional vectors added to
-#   them in chapter 02.
+#   $\mathcal{N}(0, 1/d_{model})$, token vectors then have lengths of the same order as the positional
+#   vectors added to them in chapter 02.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #

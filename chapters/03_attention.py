@@ -534,7 +534,9 @@ print(run_check("ex03_2", apply_mask_minus_inf).line())
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
 # (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
 # `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one fused call that walks
-# over the keys in blocks with a running softmax, so the (B, H, T, S) weights never exist in memory.
+# over the keys in blocks with a running softmax. When PyTorch picks such a blocked kernel, the
+# (B, H, T, S) weights never exist in memory; for some masks and machines it falls back to the plain
+# steps, which do build them.
 # The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
 # row give the mean of the values there too. Both compute equation (1), so they give the same numbers:
 
@@ -585,16 +587,17 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 # $n^2$ dot products of length $D$. They are independent of each other, so they can run at once,
 # and every position reaches every other in one step. (The row counts only these comparisons. An
 # attention layer also projects each token to a query, a key and a value, $3D^2$ multiply-adds per
-# token; the layer timed below includes them.) A recurrent layer multiplies a $D \times D$
+# token, which Table 1 leaves out: more on them below.) A recurrent layer multiplies a $D \times D$
 # matrix with its state once per position ($n \cdot D^2$). But step $t$ needs the state of step
 # $t-1$. So it takes $n$ steps in a row, and a signal from the first word reaches the last one
 # through all of them. (For convolutions the paper's $O(\log_w n)$ assumes dilated convolutions. A
 # stack of plain ones needs $O(n/w)$ layers to connect the two ends.)
 #
-# So self-attention costs less computation than recurrence when $n < D$. That is the usual case for
+# So, counted as Table 1 counts, self-attention costs less computation than recurrence when $n < D$. That is the usual case for
 # sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
 # takes over. This is why the paper proposes the restricted variant of the last row as a possible
-# remedy. The first figure draws the path-length column.
+# remedy: each token sees only its $r$ nearest neighbours, a band along the diagonal of the mask
+# (exercise ex03_4 builds it, `band_mask`). The figure draws the path-length column.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -611,10 +614,11 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 plot_path_lengths()
 
 # %% [markdown]
-# Count the work per token, as Table 1 does. A recurrent step costs $2D^2$ multiply-adds ($x_t W_{in}$
+# Now count everything, per token, projections included. A recurrent step costs $2D^2$ multiply-adds ($x_t W_{in}$
 # and $h_{t-1} W_h$). A self-attention layer costs $3D^2$ for its projections $xW^Q$, $xW^K$, $xW^V$,
 # plus $2nD$ for the scores and the weighted sum of the values. So attention does *more*
-# arithmetic at every length. What it saves is the second column. All its scores are computed at
+# arithmetic at every length: Table 1's advantage for $n < D$ holds for the comparisons alone. What
+# attention saves is the second column. All its scores are computed at
 # once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
 # arithmetic units, a GPU, that decides the speed: it is what made the Transformer fast to train
 # (§5.2: 12 hours for the base model on 8 GPUs). The price of attention is $n^2$ time and memory.
@@ -634,10 +638,11 @@ plot_path_lengths()
 #   finite uniform average in a fully blocked row. `-inf` gives NaN; so does `-1e9` in float16,
 #   where it becomes `-inf`, and `masked_fill` refuses to write it there.
 # - The teaching path returns the weights; the fast path (`fast_attention`, built on
-#   `F.scaled_dot_product_attention`) does not, saves the (T, S) memory, and gives the same numbers.
+#   `F.scaled_dot_product_attention`) does not, can save the (T, S) memory, and gives the same numbers.
 # - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
-#   steps, at a cost of $O(n^2 D)$ per layer. A recurrent layer costs $O(n D^2)$ but needs $n$ steps
-#   in a row.
+#   steps, at a cost of $O(n^2 D)$ per layer for its comparisons. A recurrent layer costs $O(n D^2)$
+#   but needs $n$ steps in a row. Counted with its projections, attention does more arithmetic: its
+#   gain is the parallel steps.
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
 # `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
@@ -679,7 +684,8 @@ plot_path_lengths()
 #    what does it need fewer of in any case?
 #    <details><summary>Answer</summary>
 #
-#    When the sequence is shorter than the vector size ($n < D$: $n^2 D$ against $n D^2$). In any case
+#    By Table 1's count, when the sequence is shorter than the vector size ($n < D$: $n^2 D$ against
+#    $n D^2$); with the projections counted too, never (section 7). In any case
 #    it needs no sequential steps ($O(1)$ against $O(n)$), and it connects any two positions in one
 #    step.
 #    </details>

@@ -299,6 +299,10 @@ print(
 # decoder layer. Each target position thereby gathers the source information it needs. The weights
 # have shape (B, H, T, S): target positions down, source positions across.
 #
+# To look at cross-attention we need a decoder layer with real inputs, so the cell below borrows the
+# whole model that section 7 assembles, `Transformer(config)`, and runs its first decoder layer by
+# hand: the target embedding, the self-attention sub-layer, then cross-attention to the memory.
+#
 # <details><summary>The figure in words</summary>
 #
 # Two heatmaps show the cross-attention weights of head 0 in the first
@@ -551,7 +555,8 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())
 # Read it top to bottom:
 #
 # - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
-#   draws the weights by Xavier's rule (chapter 05), and `tie_weights` ties the output layer to
+#   draws the weights of every linear layer by Xavier's rule (chapter 05); the embedding keeps
+#   chapter 01's N(0, 1/d_model), which goes with its √d_model. `tie_weights` ties the output layer to
 #   the embedding (chapter 01).
 # - `forward` builds the source padding mask, then calls `_encode` and `_decode`.
 # - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two

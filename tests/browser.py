@@ -58,10 +58,10 @@ def find_browser() -> tuple[str, str]:
 @contextlib.contextmanager
 def chromium() -> Iterator:
     """A headless Chromium with a fresh profile that records the console."""
+    binary, driver_path = find_browser()  # first: it skips, naming what is missing
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    binary, driver_path = find_browser()
     with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
         options = webdriver.ChromeOptions()
         options.binary_location = binary

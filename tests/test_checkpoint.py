@@ -178,10 +178,7 @@ def test_the_undertrained_model_is_hashed_and_still_makes_mistakes(tmp_path: Pat
 
 def test_the_checkpoint_ships_with_the_package() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert (
-        "transformer_course_tools/models/assets/*"
-        in pyproject["tool"]["setuptools"]["package-data"]["transformer_course"]
-    )
+    assert "models/assets/*" in pyproject["tool"]["setuptools"]["package-data"]["transformer_course_tools"]
     for path, sha_path in ((PRETRAINED_PATH, PRETRAINED_SHA256_PATH), (UNDERTRAINED_PATH, UNDERTRAINED_SHA256_PATH)):
         assert path.parent.name == "assets" and sha_path.exists()
         assert path.stat().st_size < 8_000_000, "keep the committed checkpoints a few MB"

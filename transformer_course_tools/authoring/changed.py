@@ -219,9 +219,11 @@ def registrations(root: Path) -> dict[str, tuple[str, str]]:
 
 
 def marked_test_files(root: Path) -> list[str]:
-    """The test files that mark tests with an exercise's id (``getattr(pytest.mark, exercise_id)``)."""
+    """The test files that mark tests with an exercise's id (``getattr(pytest.mark, exercise_id)``, or the
+    items ``ExerciseChecks()`` makes, one per exercise)."""
     tests = sorted((root / "tests").glob("test_*.py"))
-    return [t.relative_to(root).as_posix() for t in tests if "getattr(pytest.mark," in t.read_text(encoding="utf-8")]
+    marks = ("getattr(pytest.mark,", "ExerciseChecks()")
+    return [t.relative_to(root).as_posix() for t in tests if any(m in t.read_text(encoding="utf-8") for m in marks)]
 
 
 # ---------------------------------------------------------------- what covers a changed file

@@ -4,7 +4,9 @@ The web edition folds a cell by its tags (``hide-input``, ``hide-output``, ``hid
 tagged ``colab``, it drops). JupyterLab reads another key, the cell's ``jupyter`` metadata
 (``source_hidden``, ``outputs_hidden``): :func:`fold` writes it from the tags, so that a learner in
 JupyterLab sees the same page: the Colab cell, the set-up imports and the check lines folded, one click
-away. The metadata lives in the ``.ipynb`` only (jupytext's filter keeps the ``.py`` to its tags).
+away. Colab reads neither: it hides a cell's code when the cell is shown as a form (``cellView: form``),
+which :func:`fold` writes for every cell whose code is folded. The metadata lives in the ``.ipynb`` only
+(jupytext's filter keeps the ``.py`` to its tags).
 
     python -m transformer_course_tools.authoring.folds chapters/*.ipynb exercises/*.ipynb solutions/*.ipynb
 """
@@ -31,17 +33,22 @@ def folds_of(tags: list[str]) -> dict[str, bool]:
 
 
 def fold(notebook) -> bool:  # noqa: ANN001 - an nbformat notebook
-    """Set every cell's folds from its tags (in place); whether anything changed."""
-    changed = False
+    """Set every cell's folds from its tags (in place): JupyterLab's ``jupyter`` metadata, and Colab's
+    form view where the code is folded; whether anything changed."""
+    before = [dict(cell.metadata) for cell in notebook.cells]
     for cell in notebook.cells:
         wanted = folds_of(cell.metadata.get("tags", []))
-        if cell.metadata.get("jupyter", {}) != wanted:
-            changed = True
-            if wanted:
-                cell.metadata["jupyter"] = wanted
-            else:
-                cell.metadata.pop("jupyter", None)
-    return changed
+        _set(cell.metadata, "jupyter", wanted or None)
+        _set(cell.metadata, "cellView", "form" if wanted.get("source_hidden") else None)
+    return before != [dict(cell.metadata) for cell in notebook.cells]
+
+
+def _set(metadata: dict, key: str, value: object) -> None:
+    """``metadata[key] = value``, or no ``key`` at all for ``None``."""
+    if value is None:
+        metadata.pop(key, None)
+    else:
+        metadata[key] = value
 
 
 def main(paths: list[str]) -> int:
