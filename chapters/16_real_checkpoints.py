@@ -18,26 +18,26 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
-# Chapter 15 put the weights of three published families into the course's own models: the OPUS-MT
-# translators (Marian), GPT-2 and Llama (SmolLM2, a small Llama). It proved each conversion on
-# random numbers in the real shapes. This chapter does the rest of what a real model needs. It turns
-# text into the ids a checkpoint reads, and ids back into text. It downloads the published weights,
-# where a network is there, and translates and writes with them. It shows what an inference engine
-# does with a trained model: the same tokens, faster. And it asks what sets the speed of generation.
-# The answer is the bytes each new token reads from memory.
+# Chapter 15 put the weights of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2, a small Llama) into the
+# course's own models, and proved each conversion on random numbers in the real shapes. This chapter
+# does the rest of what a real model needs. It turns text into a checkpoint's ids and back, and runs
+# the published weights where a network is there. It finds what sets the speed of generation: the
+# bytes each new token reads from memory. And it ends where trained models run in practice, in
+# inference engines: the course's own, then `transformers`, CTranslate2 and llama.cpp, running the
+# course's trained translator and language model.
 #
 # **Learning goals**
 #
-# - turn text into the ids a checkpoint expects and back: SentencePiece for Marian, byte-level BPE
-#   for GPT-2 and SmolLM2, and each one's special tokens;
+# - turn text into a checkpoint's ids and back: Marian's SentencePiece models, the byte-level BPE of
+#   GPT-2 and SmolLM2, and their special tokens;
 # - load a published checkpoint in float32, convert it, and check that ours and `transformers`
 #   generate the same tokens;
+# - count the bytes a generated token reads in float32, bf16 and int8, and measure how close this
+#   processor comes to its memory's speed;
 # - see what an inference engine changes (the layout of the weights, the operations per step) and
 #   what it leaves alone (the tokens);
-# - estimate the memory a checkpoint needs, and the bytes one generated token reads in float32, bf16
-#   and int8;
-# - see why those bytes bound the time of a decoding step, and measure how close this processor's
-#   kernels come to that bound.
+# - export a course model to `transformers`, CTranslate2 and llama.cpp, and check that it gives the
+#   same tokens there.
 #
 # **In the paper:**
 #
@@ -72,9 +72,12 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
     use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
+import contextlib
 import copy
+import importlib.util
 import itertools
 import json
+import statistics
 import tempfile
 import time
 import warnings
@@ -95,7 +98,7 @@ from transformer_course.model import Transformer
 from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
 from transformer_course_tools.engine.plan import plan_for
 from transformer_course_tools.engine.run import KVBuffers
-from transformer_course_tools.models.hub import HubError, load_hub, require_packages
+from transformer_course_tools.models.hub import HubError, MissingPackages, load_hub, require_packages
 from transformer_course_tools.models.published import course_config
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
@@ -107,11 +110,9 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# Chapter 15 converted the weights of Marian, GPT-2 and Llama into our `Transformer` and
-# `DecoderOnlyLM`. It proved them equal to the originals: the same logits within rounding, and the
-# same greedy tokens as `transformers`. Those weights were random numbers in the real shapes. Here
-# the numbers become the published ones, and the inputs become real text. The model is still the one
-# chapters 06 and 13 built, with chapter 15's settings. The
+# Chapter 15's converted models gave the same logits and greedy tokens as `transformers`, on random
+# numbers in the real shapes. Here the numbers become the published ones, and the inputs become real
+# text. The model is still the one chapters 06 and 13 built, with chapter 15's settings. The
 # [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
@@ -131,26 +132,24 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # ## 1. From text to ids
 #
 # A checkpoint comes with its **tokenizer**. It cuts a text into the pieces its model was trained on,
-# and gives each piece the id of its row in the embedding. Another tokenizer, even one with the same
-# size of vocabulary, hands the model ids that mean other pieces. The three families use two kinds,
-# and we can build both here, small and offline, on the English and German sentences of chapter 12.
+# and gives each piece the id of its row in the embedding. Another tokenizer hands the model ids that
+# mean other pieces. Marian's pieces come from a *unigram* model of the SentencePiece library, GPT-2's
+# and SmolLM2's from byte-level BPE. (SentencePiece is a library, not a method: it trains unigram and
+# BPE models alike, and LLaMA 1 and Llama 2 used its BPE.) We build both kinds here, small and
+# offline, on chapter 12's sentences.
 #
-# **Marian: SentencePiece, two models over one vocabulary.** SentencePiece cuts a text into pieces,
-# with "▁" marking the start of a word, as chapter 12's tokenizer does. An OPUS-MT checkpoint holds
-# two SentencePiece models: `source.spm` for the source language and `target.spm` for the target. It
-# holds one vocabulary, `vocab.json`, which maps every piece of both to the row of the one shared
-# embedding (§3.4). Its ids are not SentencePiece's own. In opus-mt-en-de `</s>` is 0, `<unk>` is 1,
-# the pieces follow, and `<pad>` is the last id, 58100. The tokenizer appends `</s>` to every source
-# sentence. It adds no start token, since the decoder starts from `<pad>`. A translator into several
-# languages (opus-mt-en-ROMANCE, for one) holds a token per target language, `>>fr<<`, `>>es<<` …,
-# and reads it as the first token of the source.
+# **Marian: two SentencePiece models over one vocabulary.** An OPUS-MT checkpoint holds two
+# SentencePiece models, `source.spm` and `target.spm`, which cut a text into pieces with "▁" at the
+# start of a word, as chapter 12's tokenizer does. Its one vocabulary, `vocab.json`, maps every piece
+# of both to a row of the shared embedding (§3.4). In opus-mt-en-de `</s>` is 0, `<unk>` is 1, the
+# pieces follow, and `<pad>` is the last id, 58100. The tokenizer appends `</s>` to every source
+# sentence and adds no start token: the decoder starts from `<pad>`. A translator into several
+# languages (opus-mt-en-ROMANCE, for one) reads a language token, `>>fr<<`, as the source's first.
 #
-# Below, two SentencePiece models trained on the spot stand for the two files. A vocabulary is built
-# like OPUS-MT's, with two language tokens as a multilingual model has. We do each step by hand, then
-# check that `transformers`' own `MarianTokenizer`, given these three files, gives the same ids.
-#
-# From here on the chapter needs `transformers` and `sentencepiece`, Marian's tokenizer:
-# `pip install "transformer-course[hub]"`. Without them it stops at the next cell, in one line.
+# Below, two unigram models trained on the spot stand for the two files, with a vocabulary built like
+# OPUS-MT's. We do each step by hand, then check that `transformers`' own `MarianTokenizer`, given the
+# three files, gives the same ids. From here on the chapter needs `transformers` and `sentencepiece`
+# (`pip install "transformer-course[hub]"`); without them it stops at the next cell, in one line.
 
 # %%
 require_packages("Chapter 16 from here on (real tokenizers and checkpoints)")
@@ -216,19 +215,13 @@ expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 
 expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
 
 # %% [markdown]
-# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 12's byte-pair merges on
-# *bytes*, not on characters. Every text is first written as UTF-8 bytes, and each of the 256 bytes
-# has a printable stand-in. `Ġ` is a space, `Ċ` a line break, and a character outside ASCII becomes
-# two to four stand-ins (ü is `Ã¼`). The 256 bytes are all in the vocabulary, so no text ever needs
-# `<unk>`: the vocabulary has none. The merges then join frequent byte sequences into longer tokens,
-# so that "Ġthe" is one id. GPT-2's tokenizer adds nothing to a text: no `<bos>`, no `<eos>`. Its one
-# special token, `<|endoftext|>` (id 50256, the last), separates documents. SmolLM2's is id 0: its
-# `<bos>`, its `<eos>` and, in our conversion, its padding. Its vocabulary holds a few other special
-# tokens besides. Decoding maps each stand-in back to its byte, and the bytes back to the text,
-# exactly.
-#
-# The same kind of tokenizer, trained on the spot with the `tokenizers` library that chapter 12
-# uses:
+# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 12's byte-pair merges on the
+# UTF-8 *bytes* of a text, each of the 256 bytes with a printable stand-in: `Ġ` is a space, `Ċ` a line
+# break, and ü becomes `Ã¼`. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's
+# tokenizer adds no `<bos>` or `<eos>`; its one special token, `<|endoftext|>` (id 50256, the last),
+# separates documents. SmolLM2's id 0 is its `<bos>`, its `<eos>` and, in our conversion, its padding.
+# Decoding maps the stand-ins back to bytes, and the bytes to the text, exactly. The same kind of
+# tokenizer, trained on the spot with the `tokenizers` library of chapter 12:
 
 # %%
 byte_bpe = Tokenizer(models.BPE())
@@ -245,27 +238,19 @@ print("ids:   ", encoding.ids)
 print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same text:", byte_bpe.decode(encoding.ids) == text)
 
 # %% [markdown]
-# In section 2 the real tokenizers do the same: `tokenizer(sentences).input_ids` gives the ids our
-# models read, and `tokenizer.decode(ids, skip_special_tokens=True)` turns the generated ids back
-# into text.
-
-# %% [markdown]
-# ## 2. The real checkpoints
+# ## 2. The published checkpoints
 #
-# Chapter 15 ran random numbers in the real shapes. With a network (Colab, a laptop), the next two
-# cells download the published weights and run them in our model. The first is OPUS-MT's
-# English → German translator, decoded with our beam search and KV cache (chapter 09). The second is
-# SmolLM2-135M, which continues an English text with our `generate`. The course's loader,
-# `transformer_course_tools.models.hub.load_hub`, waits a bounded time, then stops with one clear error.
-# Without a network each cell prints one line saying it skipped and why. (The first download is about
-# 300 MB for Marian and 270 MB for SmolLM2; later runs read the local cache.)
+# With a network (Colab, a laptop), the next two cells run the published weights in our models:
+# OPUS-MT's English → German translator with our beam search (chapter 09), and SmolLM2-135M
+# continuing a text with our `generate`. The course's loader, `load_hub`, waits a bounded time, then
+# stops with one clear error; offline, each cell prints one line saying it skipped.
 #
-# `load_hub` loads every checkpoint in float32. Published LLM checkpoints are stored in bfloat16, 2
-# bytes a number (SmolLM2's are). Recent versions of `transformers` load a checkpoint in the precision
-# it is stored in, unless told otherwise. Our converted model computes in float32. So a comparison
-# with a bf16 `transformers` model would compare two different computations, and greedy tokens would
-# part ways after a few steps. In float32 both compute the same function, and the cell after these two
-# asserts that they generate the same tokens.
+# `load_hub` loads every checkpoint in float32. A checkpoint's `config.json` names the precision its
+# weights are stored in (`torch_dtype`): GPT-2's are float32, the `-hf` releases of Llama 2 declare
+# float16, and many recent models bfloat16. Recent versions of `transformers` load that precision
+# unless told otherwise. Our converted model computes in float32, and a 16-bit model computes another
+# function, whose greedy tokens part ways after a few steps. In float32 both compute the same one, and
+# the cell after these two asserts that they generate the same tokens.
 
 # %% tags=["nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Attention is all you need.",
@@ -318,36 +303,16 @@ if not identical:
           "asserts that ours and transformers' generate the same tokens")  # fmt: skip
 
 # %% [markdown]
-# **Your own checkpoint.** The recipe is the one these two cells follow:
+# **Your own checkpoint** follows the same recipe: `load_hub(name, "causal-lm")` (or
+# `"translation"`), then `from_llama` (`from_gpt2`, `from_marian`), then compare `ours(ids)` with
+# `hf_model(ids).logits` on a real sentence, within 10⁻⁵ of the largest logit. The OPUS-MT
+# translators convert, GPT-2 of every size, and the Llama family with plain rotary embeddings
+# (SmolLM2, TinyLlama, Llama 2, Llama 3 8B). What our model cannot express is refused in one line
+# that names it: rescaled rotary frequencies (`rope_scaling`, Llama 3.1 and later), for one.
 #
-# 1. the tokenizer and the model: `tokenizer, hf_model = load_hub(name, "causal-lm")` (or
-#    `"translation"`), which loads the model in float32. Or `transformers`' own
-#    `AutoTokenizer.from_pretrained(name)` and `LlamaForCausalLM.from_pretrained(name,
-#    dtype=torch.float32)` (`torch_dtype=` in older versions);
-# 2. convert: `ours = from_llama(hf_model)` (`from_gpt2`, `from_marian`);
-# 3. compare the logits on a real sentence, `ours(ids)` against `hf_model(ids).logits`: within 10⁻⁵
-#    of the largest for a short text;
-# 4. generate with `generate(ours, ids, max_new_tokens=…)` (`greedy_decode` or `beam_search` for
-#    Marian), and decode with `tokenizer.decode(tokens[0], skip_special_tokens=True)`.
-#
-# What converts: the OPUS-MT translators (`Helsinki-NLP/opus-mt-*`, Marian with post-LN layers),
-# GPT-2 of every size, and the Llama family with plain rotary embeddings. That is SmolLM and SmolLM2,
-# TinyLlama, Llama 2 and Llama 3 (8B). What is refused, with one line saying why:
-#
-# - a checkpoint whose `rope_scaling` rescales the rotary frequencies (Llama 3.1 and 3.2, for their
-#   long contexts);
-# - a head size other than D/H, and biases in Llama's feed-forward network;
-# - GPT-2's scaled or upcast attention variants, and an activation our feed-forward network does not
-#   have;
-# - a configuration that names several `<eos>` ids. Llama 3's instruct models stop at either of two
-#   (Llama 3.1's at any of three), and our `generate` stops at one: set the one you want;
-# - a family of another kind (the loader), and a model without the language-model output layer
-#   (`LlamaModel`) or with another head (the converters).
-#
-# The memory: a float32 copy takes 4 bytes a parameter. While converting, `transformers`' model and
-# ours are both in memory, twice that. The cell below builds our three models in their full,
-# published shapes on PyTorch's meta device (chapter 07). There a tensor has a shape but no numbers,
-# so nothing is downloaded or allocated.
+# The memory: a float32 copy takes 4 bytes a parameter, and while converting, both models are in
+# memory. The cell below builds our three models in their published shapes on PyTorch's meta device
+# (chapter 07), where a tensor has a shape but no numbers.
 
 # %%
 # the published shapes (each checkpoint's config.json, transformer_course_tools/models/published.py), made
@@ -366,175 +331,20 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 
 
 # %% [markdown]
-# ## 3. An inference engine: the same tokens, faster
-#
-# Your modules say what the model computes, one idea per file. Run step by step, as chapter 09's
-# loops run them, they are slow for a reason that has nothing to do with those ideas. A decoding step feeds one token per sentence.
-# Each weight is then read from memory once and used for one multiply and one add. So a step's time
-# goes into two things. One is the **bytes** of weights it reads. The other is the **operations** it
-# asks of PyTorch, each with a fixed cost of a few microseconds, however small.
-#
-# Inference engines such as CTranslate2 and llama.cpp attack both. They *convert* a trained model
-# into a form of their own, once, and decode with that. The course has one:
-# `transformer_course_tools/engine/`. Pass `path="engine"` to `greedy_decode`, `beam_search`, `sample` or
-# chapter 13's `generate`. The engine reads the model's parameters into a *plan*:
-#
-# - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
-#   for one row, oneDNN's blocked layout for several);
-# - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
-# - the keys and values of the source projected once per call, for every layer at once;
-# - caches allocated once for the longest output, instead of growing at every step;
-# - in pre-LN models, each norm's gain folded into the matrix after it.
-#
-# The plan is made the first time a model is decoded and kept until its parameters change. First,
-# what matters most: the same translations. We take the translator that ships with the course
-# (trained by chapter 08's recipe) and its test split, and a random model of the same shape that
-# never says `<eos>`, so that every timing decodes exactly the tokens asked for.
-
-# %%
-from transformer_course.batching import pad_sequences
-from transformer_course.config import TransformerConfig
-from transformer_course.datasets.numbers import numbers_task
-from transformer_course_tools.engine.weights import Dense
-from transformer_course_tools.models.pretrained import load_pretrained
-from transformer_course_tools.notebook.operations import CountOps
-
-translator = load_pretrained().model.eval()  # the shipped numbers translator
-task = numbers_task()
-test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
-test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
-timing_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
-torch.manual_seed(0)
-timing_model = Transformer(timing_config).eval()
-with torch.no_grad():
-    timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
-timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
-
-
-def seconds(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-# %%
-same = {  # the test split translated by your modules (left) and by the engine (right)
-    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path="engine")),
-    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path="engine")[0]),
-}
-print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
-assert all(same.values())
-
-# %% [markdown]
-# Now the operations. We count every call that reaches PyTorch's dispatcher while one more token is
-# decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer.
-
-
-# %%
-def operations_per_layer(path: str, n: int = 6) -> float:
-    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
-    counts = []
-    for tokens in (n, n + 1):
-        with CountOps() as count:
-            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
-        counts.append(count.ops.total())
-    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
-
-
-greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
-operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
-
-# %% tags=["nbval-ignore-output"]
-for path, count in operations.items():
-    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
-
-# %%
-expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
-expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
-
-# %% [markdown]
-# The bytes: a step reads every weight of the decoder and of the output layer once. At batch 1
-# that is all it reads, apart from the small caches. So the time of a step is about those bytes
-# divided by the speed of the memory. The layout of a matrix decides how close its product gets to
-# that speed. A product of several rows (a batch, the beams, the encoder's positions) uses
-# each weight several times, and there the kernel matters more than the layout.
-#
-# Below, one matrix the size of a large output layer multiplies 1 row, then 16 rows. It is stored
-# three ways: in `nn.Linear`'s layout $(V, D)$, as $W^\top$ stored contiguous $(D, V)$, and as the
-# engine multiplies it (`Dense`). `Dense` uses $W^\top$ for one row and oneDNN's blocked copy of $W$
-# for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
-# machine's, in this run.
-
-# %% tags=["measured", "nbval-ignore-output"]
-threads = torch.get_num_threads()
-torch.set_num_threads(1)
-weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
-weight_t = weight.t().contiguous()  # (in, out)
-engine_product = Dense(weight, None)  # the engine's matrix: the kernel it picks for the number of rows
-for rows in (1, 16):
-    x = torch.randn(rows, 2048)
-    engine_product(x)  # the blocked copy is made at the first product of several rows, not timed
-    layout_seconds = {
-        "nn.Linear's (out, in)": min(seconds(lambda x=x: torch.nn.functional.linear(x, weight)) for _ in range(5)),
-        "W^T, (in, out)": min(seconds(lambda x=x: x.mm(weight_t)) for _ in range(5)),
-        "the engine's": min(seconds(lambda x=x: engine_product(x)) for _ in range(5)),
-    }
-    for name, s in layout_seconds.items():
-        print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
-path_seconds = {  # 32 tokens from each path, the best of 3 runs
-    path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
-    for path in ("modules", "engine")
-}
-torch.set_num_threads(threads)
-for path, s in path_seconds.items():
-    print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
-print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
-
-# %%
-expect_at_least("the engine's speed relative to your modules' (batch 1)",
-                path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
-
-# %% [markdown]
-# On a real model's shapes, `benchmarks/engines.py` measures the same engine against CTranslate2 and
-# llama.cpp, the engines people use, with the same random weights in each, one thread each. Here
-# is what it recorded in `benchmarks/results.md` (a 2-core AMD EPYC, 2026-11-29; a ratio above 1
-# means the course's engine was faster):
-#
-# | model's shape | decoding | engine compared | float32 | int8 |
-# | --- | --- | --- | ---: | ---: |
-# | opus-mt-en-de (a translator) | greedy, 1 sentence | CTranslate2 | 1.19 | 1.74 |
-# | | greedy, 16 sentences | CTranslate2 | 1.48 | 1.17 |
-# | | beam 4, 1 sentence | CTranslate2 | 1.52 | 1.56 |
-# | | beam 4, 16 sentences | CTranslate2 | 1.07 | 1.01 |
-# | SmolLM2-135M (a language model) | greedy, 1 text | llama.cpp | 0.71 | 0.68 |
-#
-# On the translator the engine is ahead in every setting but one. In int8 with 16 sentences of 4
-# beams the two are level (1.01 here, 0.99 in another run). There a step has 64 rows, and the work
-# outside the products weighs more: log-probabilities over the whole vocabulary, and the cache
-# reordered for the survivors. After each step, a hypothesis's first survivor keeps its parent's
-# row of the cache, and only its other survivors are copied. On the language model,
-# llama.cpp's own matrix-vector code reads the weights faster than PyTorch's kernels. The engine
-# never changes what the model computes. Your modules remain the definition, and the tests hold the
-# engine to their tokens for every kind of model in the course.
-
-# %% [markdown]
-# ## 4. What sets the speed: bytes per token
+# ## 3. What sets the speed: bytes per token
 #
 # A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
-# multiplies one vector: every weight is read from memory once and used for a single multiply and
-# add. The keys and values of the earlier tokens are read from the cache. A processor does far more
-# arithmetic per second than it reads bytes. So at batch 1, the time of a step is about the bytes it
-# reads divided by the speed of the memory:
+# multiplies one vector: every weight is read from memory once, for a single multiply and add, and
+# the earlier tokens' keys and values are read from the cache. A processor does far more arithmetic
+# per second than its memory delivers bytes, so at batch 1 a step takes about
 #
 # $$t_\text{token} \approx \frac{\text{bytes of the weights} + \text{bytes of the cache}}{\text{bytes the memory delivers per second}}.$$
 #
-# Fewer bytes per weight make fewer bytes per token.
-# `quantize(model, "bf16")` stores every number in 2 bytes. `quantize(model, "int8")` stores each
-# weight matrix as 8-bit whole numbers with one float32 scale per row; the norms, the biases and the
-# cache stay float32.
-#
-# The bytes of one generated token of the real SmolLM2-135M (30 layers) follow from the shapes
-# alone. We count them with 1,000 earlier tokens in the cache and with 8,192, the longest text
-# SmolLM2 was trained on.
+# Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
+# 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
+# scale per row (norms, biases and cache stay float32). Here are the bytes one token of the real
+# SmolLM2-135M reads, counted from its shapes, with 1,000 earlier tokens in the cache and with 8,192,
+# the longest text it was trained on.
 
 # %%
 c = smol_config  # the real shape: 30 layers
@@ -558,14 +368,13 @@ for context in (1000, c.max_len):  # the longest text it was trained on
               f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")  # fmt: skip
 
 # %% [markdown]
-# With float32 or bf16, the cache of 1,000 tokens is small next to the weights, thanks to the 3
-# key/value heads of grouped-query attention (chapter 13). With int8 weights and a float32 cache, it
-# is already about a quarter of the bytes. At 8,192 tokens it is about 40 % of the bytes in float32
-# or bf16, and about three quarters with int8 weights: for a long text, the cache is worth
-# shrinking as much as the weights.
+# At 1,000 tokens the cache is small next to the float32 or bf16 weights, thanks to the 3 key/value
+# heads of grouped-query attention (chapter 13). At 8,192 tokens it is 41 % of the bytes in float32
+# or bf16, and three quarters with int8 weights: for a long text, the cache is worth shrinking as much
+# as the weights.
 #
-# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, and every
-# tensor is drawn at random. Each matrix comes from N(0, 1/its input size), each gain from N(1, 0.2²).
+# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, every tensor
+# drawn at random: each matrix from N(0, 1/its input size), each gain from N(1, 0.2²).
 
 # %%
 smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
@@ -601,13 +410,10 @@ expect("the cache counted with every query head: three times too large", wrong =
 
 # %% [markdown]
 # What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
-# kernel. That kernel rounds each layer's *input* to 8 bits as well, with one scale per call (dynamic
-# quantization), multiplies whole numbers and rescales. On a GPU it calls PyTorch's weight-only
-# product (`torch._weight_int8pack_mm`): the int8 weights are read as they are, and the input keeps
-# its precision. The two round differently. So below we measure both against float32 on our 4-layer
-# SmolLM2: the largest logit error relative to the largest logit, and how many greedy tokens agree.
-# "Weights only" multiplies by the int8 weights made float again, which is what the weight-only
-# kernel computes.
+# kernel, which rounds each layer's *input* to 8 bits as well. On a GPU it calls a weight-only
+# product, where the input keeps its precision: "weights only" below, the int8 weights made float
+# again. We measure both against float32 on our 4-layer SmolLM2. (On the course's trained
+# translators, int8 changes no test score by more than half a point: `benchmarks/results.md`.)
 
 # %% tags=["nbval-ignore-output"]
 int8_smol = quantize(smol, "int8")
@@ -628,82 +434,389 @@ for name in errors:
     print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
           f"greedy tokens equal to float32's: {agreement[name]:.0%}")  # fmt: skip
 
-# %%
+# %% tags=["hide-output"]
 expect_at_most("int8 weights only: largest logit error relative to the largest logit", errors["int8 weights only"], 0.1)
 expect_at_most("int8 weights and inputs: largest logit error relative to the largest logit",
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# (These are random weights. On the course's trained translators, int8 changes no test score by more
-# than half a point: `benchmarks/results.md`.)
-#
-# Now the time. We decode with the course's inference engine (`path="engine"`, section 3). It runs float32, bf16 and int8 through the same lean step, and reads each weight once per
-# token: the bytes below are those of its plan. In memory, an int8 model on a CPU holds two int8
-# copies of each matrix: the state dict's, and the one fbgemm packs for its kernel. The engine's plan
-# holds its own copy of the model too; a step reads one. The timings are this machine's, and they move
-# with whatever else it runs. A processor without bfloat16 instructions converts every number before
-# it multiplies, so bf16 can be slower than float32 there. And int8 gains only as much as its kernel
-# reads bytes as fast as float32's product does.
+# Now the time, and the memory's speed. We decode with the course's inference engine (`path="engine"`,
+# section 4), which reads each weight once per token. Between the decodings, we measure how fast one
+# thread of this machine reads memory: a sum over 512 MiB of float32 numbers, far more than its
+# caches hold. Taking turns, both see the same load from other programs. Bytes per token over time
+# per token is the speed at which a step read its weights, to set beside the memory's. The timings
+# are this machine's. (A processor without bfloat16 instructions converts
+# every number before it multiplies, so bf16 can be slower than float32 there.)
 #
 # <details><summary>The figure in words</summary>
 #
 # A scatter plot has one labelled dot per precision: float32, bf16 and int8.
 # The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
-# axis the milliseconds per token, both from 0. The checks below bound the horizontal positions. The
-# bf16 dot reads at most half of float32's bytes, and the int8 dot less than a third. The heights
-# are this machine's timings, and the title names the precision that was fastest here.
+# axis the milliseconds per token, both from 0. A dashed line from the origin gives the time that
+# reading those bytes at the memory's measured speed would take: the floor that the formula above
+# sets. The checks below bound the horizontal positions: the bf16 dot reads at most half of float32's
+# bytes, and the int8 dot less than a third. The heights and the line are this machine's, and the
+# title names the precision that was fastest here.
 #
 # </details>
 
 # %% tags=["measured", "nbval-ignore-output"]
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # one thread, one core's share of the memory's speed
+numbers = torch.ones(2**27)  # 512 MiB of float32
 variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
 prompt = torch.randint(1, 49000, (1, 8))
-timings, read = {}, {}
-for precision, model in variants.items():
+read = {precision: plan_for(model).nbytes for precision, model in variants.items()}  # bytes per token
+for model in variants.values():
     generate(model, prompt, max_new_tokens=2, path="engine")  # warm-up: the engine reads the model once
-    best = float("inf")
-    for _ in range(3):
+sums, timings = [], dict.fromkeys(variants, float("inf"))  # seconds: per sum, per token
+for _ in range(3):  # the memory and the three precisions take turns: the same load on each
+    start = time.perf_counter()
+    numbers.sum()  # reads every byte once, one add per number
+    sums.append(time.perf_counter() - start)
+    for precision, model in variants.items():
         start = time.perf_counter()
         out = generate(model, prompt, max_new_tokens=16, path="engine")
-        best = min(best, (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
-    timings[precision], read[precision] = best, plan_for(model).nbytes
-    print(f"{precision:8s} {read[precision] / 2**20:6.1f} MiB read per token   {1000 * best:6.1f} ms per token")
+        timings[precision] = min(timings[precision], (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
+bandwidth = numbers.numel() * 4 / min(sums)  # bytes per second
+del numbers
+torch.set_num_threads(threads)
+print(f"one thread reads memory at {bandwidth / 1e9:.1f} GB/s (a sum over 512 MiB, the best of 3)")
+for precision in variants:
+    speed = read[precision] / timings[precision]  # bytes per second, as the step read its weights
+    print(f"{precision:8s} {read[precision] / 2**20:6.1f} MiB read per token  {1000 * timings[precision]:6.1f} ms per "
+          f"token  {speed / 1e9:5.1f} GB/s: {speed / bandwidth:4.0%} of the memory's speed")  # fmt: skip
 fig, ax = plt.subplots(figsize=(5, 3.4))
 for precision in variants:
     ax.scatter(read[precision] / 2**20, 1000 * timings[precision], s=60)
     ax.annotate(precision, (read[precision] / 2**20, 1000 * timings[precision]), xytext=(6, 4),
                 textcoords="offset points")  # fmt: skip
+x_max = 1.25 * max(read.values()) / 2**20
+ax.plot([0, x_max], [0, 1000 * x_max * 2**20 / bandwidth], "k--", lw=1, label="reading at the memory's speed")
 ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token",  # room for the labels:
-       xlim=(0, 1.25 * max(read.values()) / 2**20), ylim=(0, 1.2 * 1000 * max(timings.values())),
+       xlim=(0, x_max), ylim=(0, 1.3 * 1000 * max(timings.values())),
        title=f"{min(timings, key=timings.get)} was fastest on this CPU")  # fmt: skip
+ax.legend(loc="upper left", fontsize=8)
 plt.tight_layout()
 plt.show()
 fastest = min(timings, key=timings.get)
-display(Markdown(f"On this machine the fastest was **{fastest}**, at {1000 * timings[fastest]:.1f} ms per token "
-                 f"({timings['float32'] / timings[fastest]:.1f}× float32)."))  # fmt: skip
+display(Markdown(
+    f"On this machine the fastest was **{fastest}**, at {1000 * timings[fastest]:.1f} ms per token "
+    f"({timings['float32'] / timings[fastest]:.1f}× float32). int8 read {read['float32'] / read['int8']:.2f}× fewer "
+    f"bytes than float32 and ran {timings['float32'] / timings['int8']:.1f}× as fast. The float32 step read its "
+    f"weights at {read['float32'] / timings['float32'] / bandwidth:.0%} of the speed one thread reads memory at."
+))  # fmt: skip
 
-# %%
+# %% tags=["hide-output"]
 expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
+# ## 4. Your model in the engines people use
+#
+# **What an engine does.** Your modules say what the model computes, one idea per file. Run step by
+# step, as chapter 09's loops run them, a step spends its time on two things. One is the **bytes** of
+# weights it reads, which section 3 measured. The other is the **operations** it asks of PyTorch,
+# each with a fixed cost of a few microseconds. Inference engines such as CTranslate2 and llama.cpp
+# cut both. They *convert* a trained model into a form of their own, once, and decode with that.
+#
+# The course has one, `transformer_course_tools/engine/`: pass `path="engine"` to `greedy_decode`,
+# `beam_search`, `sample` or `generate`. It reads the model's parameters into a *plan*, once:
+#
+# - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
+#   for one row, oneDNN's blocked layout for several);
+# - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
+# - the keys and values of the source projected once per call, for every layer at once;
+# - caches allocated once for the longest output, instead of growing at every step;
+# - in pre-LN models, each norm's gain folded into the matrix after it.
+#
+# First, what matters most: the same translations, on the test split of the translator that ships
+# with the course (chapter 08's recipe). A random model of its shape that never says `<eos>` serves
+# the timings.
+
+# %%
+from transformer_course.batching import pad_sequences
+from transformer_course.config import TransformerConfig
+from transformer_course.datasets.numbers import numbers_task
+from transformer_course_tools.engine.weights import Dense
+from transformer_course_tools.models.pretrained import load_pretrained
+from transformer_course_tools.notebook.operations import CountOps
+
+checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
+translator = checkpoint.model.eval()
+task = numbers_task()
+test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
+test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
+timing_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
+torch.manual_seed(0)
+timing_model = Transformer(timing_config).eval()
+with torch.no_grad():
+    timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
+timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
+
+
+def seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+# %%
+same = {  # the test split translated by your modules (left) and by the engine (right)
+    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path="engine")),
+    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path="engine")[0]),
+}
+print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
+assert all(same.values())
+
+# %% [markdown]
+# Now the operations: every call that reaches PyTorch's dispatcher while one more token is decoded
+# (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer.
+
+
+# %%
+def operations_per_layer(path: str, n: int = 6) -> float:
+    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
+    counts = []
+    for tokens in (n, n + 1):
+        with CountOps() as count:
+            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
+        counts.append(count.ops.total())
+    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
+
+
+greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
+operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
+
+# %% tags=["nbval-ignore-output"]
+for path, count in operations.items():
+    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
+
+# %% tags=["hide-output"]
+expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
+expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
+
+# %% [markdown]
+# The bytes: at batch 1, how close a step's products come to the memory's speed sets its time, and a
+# matrix's layout decides how close. With several rows (a batch, the beams) each weight is used
+# several times, and the kernel matters more. Below, a matrix the size of a large output layer
+# multiplies 1 row, then 16, stored in `nn.Linear`'s layout $(V, D)$, as $W^\top$ contiguous, and as
+# the engine's `Dense` ($W^\top$ for one row, oneDNN's blocked copy for several). Then both paths'
+# time per token on the random model. One thread; this machine's numbers.
+
+# %% tags=["measured", "nbval-ignore-output"]
+threads = torch.get_num_threads()
+torch.set_num_threads(1)
+weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
+weight_t = weight.t().contiguous()  # (in, out)
+engine_product = Dense(weight, None)  # the engine's matrix: the kernel it picks for the number of rows
+for rows in (1, 16):
+    x = torch.randn(rows, 2048)
+    engine_product(x)  # the blocked copy is made at the first product of several rows, not timed
+    layout_seconds = {
+        "nn.Linear's (out, in)": min(seconds(lambda x=x: torch.nn.functional.linear(x, weight)) for _ in range(5)),
+        "W^T, (in, out)": min(seconds(lambda x=x: x.mm(weight_t)) for _ in range(5)),
+        "the engine's": min(seconds(lambda x=x: engine_product(x)) for _ in range(5)),
+    }
+    for name, s in layout_seconds.items():
+        print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
+path_seconds = {  # 32 tokens from each path, the best of 3 runs
+    path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
+    for path in ("modules", "engine")
+}
+torch.set_num_threads(threads)
+for path, s in path_seconds.items():
+    print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
+print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
+
+# %% tags=["hide-output"]
+expect_at_least("the engine's speed relative to your modules' (batch 1)",
+                path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
+
+# %% [markdown]
+# On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
+# llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
+# was the faster in every setting measured, in float32 and in int8. On SmolLM2-135M's shape at batch
+# 1, llama.cpp was the faster, in float32 and in its 8-bit format, q8_0. There a step is one-row
+# products, and llama.cpp's own code reads weights faster than PyTorch's kernels. The course's engine
+# stays readable PyTorch, with no native kernel to compile. If you need llama.cpp's speed, run your
+# model *in* llama.cpp.
+#
+# **Out of the course.** The file `transformer_course/export.py` holds the inverses of chapter 15's
+# converters: `to_marian`, `to_llama` and `to_gpt2` write the course's weights into `transformers`'
+# classes, with chapter 15's reorderings undone. The command line does the rest:
+# `python -m transformer_course export MODEL OUT`, where MODEL is a checkpoint the course wrote or a
+# shipped name. It has three targets. `--to transformers` writes a folder that `AutoTokenizer` and
+# `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load. `--to ctranslate2` converts that folder with
+# CTranslate2's own converter. `--to gguf` writes the one file llama.cpp reads; it takes language
+# models only, not translators. We export the numbers translator, and the language model that ships
+# with the course: chapter 13's block, trained on six of Shakespeare's plays with chapter 12's BPE.
+# This needs `ctranslate2` and `gguf` (`make install` has them).
+
+# %%
+missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
+if missing:
+    raise MissingPackages(f"section 4's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
+from transformer_course_tools.cli import main as course_command
+
+exports = Path(tempfile.mkdtemp())  # the exported files, in a folder of their own
+with contextlib.chdir(exports):
+    for model, out, target in [("numbers-en-de", "numbers-hf", "transformers"), ("numbers-en-de", "numbers-ct2", "ctranslate2"),
+                               ("shakespeare-lm", "shakespeare-hf", "transformers"),
+                               ("shakespeare-lm", "shakespeare-ct2", "ctranslate2"),
+                               ("shakespeare-lm", "shakespeare.gguf", "gguf")]:  # fmt: skip
+        course_command(["export", model, out, "--to", target])  # python -m transformer_course export …
+
+# %% [markdown]
+# **The same tokens.** Each engine now runs from the exported files alone, through its own tokenizer:
+# `transformers`' `generate` on text, CTranslate2 on the pieces of `tokenizer.json`, and llama.cpp on
+# the GGUF file, where its Python package, `llama-cpp-python`, is installed. Five numbers first:
+
+# %%
+import ctranslate2
+
+from transformer_course.datasets.numbers import english_tokens, german_text, number_to_english
+
+english = [number_to_english(n) for n in (7, 19, 101_021, 388_922, 999_999)]
+src = pad_sequences([checkpoint.src_vocab.encode(english_tokens(t)) for t in english], checkpoint.src_vocab.pad_id)
+german = {"the course": [german_text(checkpoint.tgt_vocab.decode(row)) for row in greedy_decode(translator, src).tolist()]}
+hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "numbers-hf")
+hf_translator = transformers.AutoModelForSeq2SeqLM.from_pretrained(exports / "numbers-hf")
+with torch.no_grad():
+    out = hf_translator.generate(**hf_tokenizer(english, return_tensors="pt", padding=True), max_new_tokens=20)
+german["transformers"] = hf_tokenizer.batch_decode(out, skip_special_tokens=True)
+ct2_translator = ctranslate2.Translator(str(exports / "numbers-ct2"), intra_threads=1)
+pieces = [hf_tokenizer.tokenize(text) for text in english]  # the source's pieces, as tokenizer.json cuts them
+german["CTranslate2"] = ["".join(r.hypotheses[0]) for r in ct2_translator.translate_batch(pieces, beam_size=1)]
+for row, text in enumerate(english):
+    print(text)
+    for engine, texts in german.items():
+        print(f"  {engine:14s} {texts[row]}")
+
+# %% [markdown]
+# Then the language model, on three prompts, each continued greedily until it writes `<eos>`:
+
+# %% tags=["nbval-ignore-output"]
+from transformer_course.subwords import SubwordTokenizer
+from transformer_course_tools.models.export.gguf_file import llama_cpp_greedy
+from transformer_course_tools.models.pretrained import load_pretrained_lm
+
+lm = load_pretrained_lm()  # the language model that ships with the course, and its BPE
+shakespeare, c = SubwordTokenizer.from_dict(lm.tokenizer), lm.model.config
+prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
+prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
+continued = {"the course": [generate(lm.model, torch.tensor([ids]), 40, path="engine")[0].tolist() for ids in prompt_ids]}
+hf_lm_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "shakespeare-hf")
+hf_lm = transformers.AutoModelForCausalLM.from_pretrained(exports / "shakespeare-hf")
+with torch.no_grad():
+    continued["transformers"] = [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)[0].tolist()
+                                 for p in prompts]  # fmt: skip
+ct2_lm = ctranslate2.Generator(str(exports / "shakespeare-ct2"), intra_threads=1)
+never = [[hf_lm_tokenizer.convert_ids_to_tokens(i)] for i in (c.pad_id, c.bos_id)]  # as the course's generate
+starts = [hf_lm_tokenizer.tokenize(p, add_special_tokens=True) for p in prompts]
+results = ct2_lm.generate_batch(starts, max_length=40, suppress_sequences=never, include_prompt_in_result=False,
+                                return_end_token=True)  # fmt: skip
+continued["CTranslate2"] = [ids + hf_lm_tokenizer.convert_tokens_to_ids(r.sequences[0])
+                            for ids, r in zip(prompt_ids, results, strict=True)]  # fmt: skip
+if importlib.util.find_spec("llama_cpp") is None:
+    print("llama.cpp: skipped, the package llama-cpp-python is not installed (pip install llama-cpp-python)")
+else:
+    import llama_cpp
+
+    llama_cpp.llama_log_set(quiet := llama_cpp.llama_log_callback(lambda *_: None), None)  # no notices
+    llm = llama_cpp.Llama(str(exports / "shakespeare.gguf"), n_ctx=c.max_len, n_batch=c.max_len, n_threads=1,
+                          n_threads_batch=1, verbose=False)  # one thread, for the prompt too  # fmt: skip
+    own_ids = [llm.tokenize(p.encode(), add_bos=True, special=False) for p in prompts]  # llama.cpp's tokenizer
+    continued["llama.cpp"] = [ids + llama_cpp_greedy(llm, ids, 40, [c.pad_id, c.bos_id], c.eos_id) for ids in own_ids]
+for row, prompt in enumerate(prompts):
+    print(prompt)
+    for engine, texts in continued.items():
+        print(f"  {engine:14s} … {shakespeare.decode(texts[row][len(prompt_ids[row]) :])}")  # the new tokens
+
+# %% tags=["hide-output"]
+same_german = all(german[engine] == german["the course"] for engine in german)
+expect("the translator: the same German from the course, transformers and CTranslate2", same_german,
+       f"{len(english)} numbers")  # fmt: skip
+same_text = all(continued[engine] == continued["the course"] for engine in ("transformers", "CTranslate2"))
+expect("the language model: the same tokens from the course, transformers and CTranslate2", same_text,
+       f"{len(prompts)} prompts")  # fmt: skip
+
+# %% tags=["hide-output", "nbval-ignore-output"]
+llama_same = continued.get("llama.cpp", continued["the course"]) == continued["the course"]  # where it ran
+expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the course", llama_same,
+       f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
+
+# %% [markdown]
+# **Tokens per second.** Each engine decodes the same inputs again, in float32 on one thread, the
+# numbers one at a time. CPU time on this machine, the median of 5 rounds.
+
+# %% tags=["measured", "nbval-ignore-output"]
+def tokens_per_second(runs: dict, made: int, rounds: int = 5) -> dict[str, float]:
+    """``made`` new tokens over the median CPU time of each run, the runs taking turns in each round."""
+    seconds = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            start = time.process_time()
+            run()
+            seconds[name].append(time.process_time() - start)
+    return {name: made / statistics.median(times) for name, times in seconds.items()}
+
+
+OURS = "the course's engine"
+threads = torch.get_num_threads()
+torch.set_num_threads(1)  # one thread for every engine
+sources = [src[i : i + 1] for i in range(len(english))]  # (1, S) each: one number at a time
+translator_runs = {
+    "the course's modules": lambda: [greedy_decode(translator, s) for s in sources],
+    OURS: lambda: [greedy_decode(translator, s, path="engine") for s in sources],
+    "transformers": lambda: [hf_translator.generate(**hf_tokenizer(t, return_tensors="pt"), max_new_tokens=20)
+                             for t in english],
+    "CTranslate2": lambda: [ct2_translator.translate_batch([p], beam_size=1) for p in pieces],
+}  # fmt: skip
+lm_runs = {
+    "the course's modules": lambda: [generate(lm.model, torch.tensor([ids]), 40) for ids in prompt_ids],
+    OURS: lambda: [generate(lm.model, torch.tensor([ids]), 40, path="engine") for ids in prompt_ids],
+    "transformers": lambda: [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)
+                             for p in prompts],
+    "CTranslate2": lambda: [ct2_lm.generate_batch([s], max_length=40, suppress_sequences=never) for s in starts],
+}  # fmt: skip
+if "llama.cpp" in continued:
+    lm_runs["llama.cpp"] = lambda: [llama_cpp_greedy(llm, ids, 40, [c.pad_id, c.bos_id], c.eos_id) for ids in own_ids]
+made = {"translator": sum(greedy_decode(translator, s).shape[1] for s in sources),  # German pieces and <eos>
+        "language model": sum(len(t) - len(p) for t, p in zip(continued["the course"], prompt_ids, strict=True))}
+with torch.no_grad():
+    speeds = {"translator": tokens_per_second(translator_runs, made["translator"]),
+              "language model": tokens_per_second(lm_runs, made["language model"])}  # fmt: skip
+torch.set_num_threads(threads)
+rows = ["| model | engine | tokens per second | × the course's engine |", "| --- | --- | ---: | ---: |"]
+for model, speed in speeds.items():
+    rows += [f"| {model} | {engine} | {s:,.0f} | {s / speed[OURS]:.2f} |" for engine, s in speed.items()]
+if "llama.cpp" not in continued:
+    rows.append("| language model | llama.cpp | skipped: llama-cpp-python is not installed | |")
+fastest = {model: max(speed, key=speed.get) for model, speed in speeds.items()}
+verdicts = [f"With the {model}, the fastest here was {engine}, at {speeds[model][engine] / speeds[model][OURS]:.1f}× "
+            f"the course's engine." for model, engine in fastest.items()]  # fmt: skip
+display(Markdown("\n".join(rows) + "\n\n" + " ".join(verdicts)))
+
+# %% [markdown]
+# These two models are small, about a million weights each, and fit in the processor's cache. A step
+# then costs mostly what an engine does around its products: the course's engine pays Python's and
+# PyTorch's dispatch for each operation, a loop in C++ does not. On a published model's shapes the
+# products dominate, and there the course's engine kept up with CTranslate2. For a small model of
+# your own, the export is the way to speed (`--precision int8` gives CTranslate2's int8 and
+# llama.cpp's q8_0).
+#
 # ## Summary
 #
-# - A checkpoint's tokenizer turns text into the ids it was trained on. Marian has two
-#   SentencePiece models over one vocabulary (`</s>` appended, `<pad>` the last id). GPT-2 and
-#   SmolLM2 have byte-level BPE (every byte has an id, so no `<unk>`).
-# - `load_hub` loads a published checkpoint in float32 and waits a bounded time. Offline, each cell
-#   says in one line that it skipped. Where the checkpoints load, ours and `transformers` generate
-#   the same tokens.
-# - A float32 copy takes 4 bytes a parameter, twice that while converting.
-# - A decoding step's time goes into the bytes of weights it reads and the operations it launches.
-#   The inference engine (`path="engine"`) reads a trained model once into a plan that cuts both, and
-#   gives the same tokens as your modules.
-# - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight
-#   (4, 2, about 1) set a floor on the time. A kernel reaches it only if it reads them at the
-#   memory's speed.
-# - The cache holds the key/value heads only. It grows with the text: at 8,192 tokens it is about
-#   40 % of the bytes a token reads in float32 or bf16, and three quarters with int8 weights.
+# - A checkpoint's tokenizer turns text into the ids it was trained on: Marian's SentencePiece
+#   unigram models over one vocabulary, or the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`).
+# - `load_hub` loads a published checkpoint in float32; where it loads, ours and `transformers`
+#   generate the same tokens. Offline, each cell says in one line that it skipped.
+# - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
+#   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
+# - An inference engine reads a trained model once into a plan that cuts the bytes and the operations
+#   of a step, and gives your modules' tokens (`path="engine"`).
+# - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
+#   llama.cpp, which give the course's tokens through their own tokenizers.
 #
 # **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the conversion
 # it relies on.
@@ -717,37 +830,32 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #    of its own. The merges only join bytes into longer tokens. A character the training text never
 #    held still splits into bytes that the vocabulary has.
 #    </details>
-# 2. A checkpoint is stored in bfloat16. Why does the chapter load it in float32 before it compares
-#    ours with `transformers`?
+# 2. Many checkpoints are stored in 16 bits. Why does the chapter load them in float32 before it
+#    compares ours with `transformers`?
 #    <details><summary>Answer</summary>
 #
-#    Our converted model computes in float32. A bf16 model rounds every number to 8 bits of
-#    mantissa, so it computes another function. Its logits differ by far more than rounding, and
-#    greedy tokens part ways after a few steps. In float32 both compute the same function, so equal
-#    tokens test the conversion.
+#    Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
+#    keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
+#    greedy tokens part ways after a few steps. In float32 both compute the same one, so equal tokens
+#    test the conversion.
 #    </details>
 # 3. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and
 #    how long does it take at 1 TB/s of memory bandwidth?
 #    <details><summary>Answer</summary>
 #
 #    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
-#    batch 1, whatever the arithmetic speed. In int8 it takes about half of that time, where the
-#    kernel reads the 8-bit weights as fast as the memory delivers them. A GPU's weight-only product
-#    does; on our CPU, fbgemm's one-row product falls short of it.
+#    batch 1, whatever the arithmetic speed. In int8 the floor is about half that, reached only if the
+#    kernel reads 8-bit weights at the memory's speed. Section 3 measured how close this machine came,
+#    each precision's speed of reading beside the memory's.
 #    </details>
-# 4. What two costs of a decoding step does the inference engine cut, and what must it leave
-#    unchanged?
+# 4. Chapter 15 reordered the rows of Llama's W^Q and W^K to bring a checkpoint in. What must
+#    `to_llama` do with them on the way out, and why does the GGUF file need no reordering?
 #    <details><summary>Answer</summary>
 #
-#    The bytes of weights a step reads and the operations it launches. It must leave the tokens
-#    unchanged: they equal your modules', and the tests hold it to that.
-#    </details>
-# 5. SmolLM2 has 9 query heads. Why does its cache grow with 3 heads per layer, not 9?
-#    <details><summary>Answer</summary>
-#
-#    The cache keeps keys and values, not queries. With grouped-query attention, 3 query heads share
-#    each key/value head. So a layer stores 3 heads of keys and 3 of values per token, a third of
-#    what 9 would take.
+#    `transformers`' Llama rotates the pairs (i, i + d/2) of each head, the course the pairs
+#    (2i, 2i + 1). So `to_llama` moves, in each head, row 2i to row i and row 2i + 1 to row i + d/2,
+#    chapter 15's reordering run backwards. llama.cpp rotates neighbouring pairs, as the course does:
+#    the GGUF file holds W^Q and W^K as the course holds them.
 #    </details>
 #
 # ## Further reading
@@ -755,7 +863,8 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - The paper: §3.4 (one shared embedding matrix), §5.1 (the shared subword vocabulary), §6.1 (beam
 #   search).
 # - Kudo and Richardson (2018), *SentencePiece: A simple and language independent subword tokenizer
-#   and detokenizer for Neural Text Processing*.
+#   and detokenizer for Neural Text Processing*; Kudo (2018), *Subword Regularization* (the unigram
+#   model).
 # - Radford et al. (2019), *Language Models are Unsupervised Multitask Learners* (GPT-2's byte-level
 #   BPE).
 # - Tiedemann and Thottingal (2020), *OPUS-MT — Building open translation services for the World*;
@@ -763,10 +872,13 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - Pope et al. (2022), *Efficiently Scaling Transformer Inference*: why decoding is bound by memory.
 # - Dettmers et al. (2022), *LLM.int8()*; Wolf et al. (2020), *Transformers: State-of-the-Art Natural
 #   Language Processing* (the library this chapter compares with).
+# - Klein et al. (2020), *Efficient and High-Quality Neural Machine Translation with OpenNMT*
+#   (CTranslate2); the llama.cpp repository (ggml-org) and its description of the GGUF format.
 
 # %% [markdown]
 # **After the course:** you have built, trained and run the Transformer and its modern descendants
-# from their parts. To go further, read the papers of each chapter's *Further reading*; Karpathy's
-# nanoGPT and Raschka's *Build a Large Language Model (From Scratch)* train larger language models;
-# the Hugging Face course shows the `transformers` library these chapters compared with; the exercises
-# (`exercises/`) are the best way to check that the ideas are yours.
+# from their parts, and run them in the engines people use. To go further, read the papers of each
+# chapter's *Further reading*. Karpathy's nanoGPT and Raschka's *Build a Large Language Model (From
+# Scratch)* train larger language models, and the Hugging Face course shows the `transformers`
+# library these chapters compared with. The exercises (`exercises/`) are the best way to check that
+# the ideas are yours.
