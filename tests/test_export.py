@@ -4,6 +4,7 @@ greedy tokens, from_*(to_*(m)) giving back m's parameters bit for bit, and every
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -16,6 +17,7 @@ from transformer_course import (  # noqa: E402
     DecoderOnlyLM,
     Transformer,
     TransformerConfig,
+    export,  # noqa: E402
     from_gpt2,
     from_llama,
     from_marian,
@@ -32,6 +34,7 @@ from transformer_course import (  # noqa: E402
     to_llama,
     to_marian,
 )
+from transformer_course.export import marian_sizes_the_decoder_apart  # noqa: E402
 
 TOLERANCE = 1e-4  # float32, as tests/test_convert.py
 BF16_TOLERANCE = 0.15  # both compute in bfloat16 (8 bits of mantissa) with other kernels: measured ≤ 0.063 (2 steps of 1/32 at logits of 4–8)
@@ -112,7 +115,37 @@ def test_to_marian_gives_the_courses_logits_and_comes_back_exactly(case: str) ->
     ours, theirs = marian_logits(hf, model, src, tgt)
     assert (ours - theirs).abs().max() < TOLERANCE
     back = from_marian(hf, sinusoid_layout=config.sinusoid_layout)
+    if not marian_sizes_the_decoder_apart():  # transformers < 5: the smaller source table came back padded
+        back = unpadded(back, config.src_vocab_size)
     assert back.config == config and same_parameters(back, model)
+
+
+def unpadded(model: Transformer, src_vocab_size: int) -> Transformer:
+    """``model`` with its source table cut back to ``src_vocab_size`` rows, after checking that the rows
+    below are the zeros that :func:`to_marian` adds for transformers before 5."""
+    table = model.src_embed.embedding.weight
+    assert not table[src_vocab_size:].any(), "the source table's added rows are zeros"
+    cut = Transformer(dataclasses.replace(model.config, src_vocab_size=src_vocab_size))
+    state = model.state_dict()
+    state["src_embed.embedding.weight"] = table[:src_vocab_size]
+    cut.load_state_dict(state)
+    return cut.eval()
+
+
+def test_to_marian_pads_a_smaller_source_vocabulary_where_transformers_needs_it(monkeypatch) -> None:
+    """transformers before 5 size Marian's decoder table like the encoder's: to_marian then gives the
+    source table zero rows up to the target's size (the same logits), and refuses a larger source
+    vocabulary in one line. Both paths forced here, whatever transformers is installed."""
+    monkeypatch.setattr(export, "marian_sizes_the_decoder_apart", lambda: False)
+    model = translator()
+    hf = to_marian(model)
+    assert hf.model.encoder.embed_tokens.num_embeddings == hf.model.decoder.embed_tokens.num_embeddings == 36
+    src = sources(model.config)
+    tgt = torch.randint(3, 36, (3, 7), generator=torch.Generator().manual_seed(2))
+    ours, theirs = marian_logits(hf, model, src, tgt)
+    assert (ours - theirs).abs().max() < TOLERANCE
+    with pytest.raises(ValueError, match=r"^to_marian: transformers .* source vocabulary's size \(40\), larger"):
+        to_marian(translator(src_vocab_size=40, tgt_vocab_size=30))
 
 
 def test_to_marian_gives_the_courses_greedy_tokens() -> None:
@@ -244,6 +277,8 @@ def test_a_bfloat16_model_is_exported_in_bfloat16_with_the_same_numbers(build, c
     assert {p.dtype for p in hf.parameters()} == {torch.bfloat16}
     if isinstance(model, Transformer):
         back = from_marian(hf, sinusoid_layout="interleaved")  # float32 again: bf16 numbers are exact in float32
+        if not marian_sizes_the_decoder_apart():  # transformers < 5: the smaller source table came back padded
+            back = unpadded(back, model.config.src_vocab_size)
         assert same_parameters(back, quantize(back, "bf16").float()) and all(
             torch.equal(a.float(), b)
             for a, b in zip(model.state_dict().values(), back.state_dict().values(), strict=True)

@@ -112,8 +112,19 @@ def to_marian(model: Transformer):
     _refuse(refusals, "to_marian")
     _refuse_parts(model, "to_marian")
     transformers = _transformers()
+    # transformers before 5 give Marian's decoder the encoder's vocabulary size: a smaller source
+    # vocabulary gets rows of zeros up to the target's (ids its tokenizer never makes), a larger one is refused
+    source_rows = c.src_vocab_size
+    if c.src_vocab_size != c.tgt_vocab_size and not marian_sizes_the_decoder_apart():
+        if c.src_vocab_size > c.tgt_vocab_size:
+            raise ValueError(
+                f"to_marian: transformers {transformers.__version__} gives Marian's decoder the source vocabulary's "
+                f"size ({c.src_vocab_size}), larger than the target's ({c.tgt_vocab_size}): this translator needs a "
+                "newer transformers (pip install -U transformers)"
+            )
+        source_rows = c.tgt_vocab_size
     config = transformers.MarianConfig(
-        vocab_size=c.src_vocab_size, decoder_vocab_size=c.tgt_vocab_size, d_model=c.d_model,
+        vocab_size=source_rows, decoder_vocab_size=c.tgt_vocab_size, d_model=c.d_model,
         encoder_layers=c.n_encoder_layers, decoder_layers=c.n_decoder_layers, encoder_attention_heads=c.n_heads,
         decoder_attention_heads=c.n_heads, encoder_ffn_dim=c.d_ff, decoder_ffn_dim=c.d_ff,
         activation_function=HF_ACTIVATIONS[c.activation], dropout=c.dropout, attention_dropout=c.dropout,
@@ -126,7 +137,7 @@ def to_marian(model: Transformer):
     if c.sinusoid_layout == "interleaved":
         state = reorder_features(state, interleaved_to_halves_order(c.d_model))  # Marian's halves: same logits
     theirs = {
-        "model.encoder.embed_tokens.weight": state["src_embed.embedding.weight"],
+        "model.encoder.embed_tokens.weight": _rows(state["src_embed.embedding.weight"], source_rows),
         "model.decoder.embed_tokens.weight": state["tgt_embed.embedding.weight"],
         "lm_head.weight": state["output.weight"],
         "final_logits_bias": state["output.bias"][None],  # (1, V_tgt)
@@ -295,6 +306,25 @@ def _transformers():
             "exporting needs the 'transformers' package: pip install 'transformer-course[hub]'"
         ) from error
     return transformers
+
+
+def _rows(table: Tensor, rows: int) -> Tensor:
+    """``table`` (V, D) with rows of zeros below it up to ``rows``: (rows, D)."""
+    return torch.cat([table, table.new_zeros(rows - len(table), table.shape[1])])
+
+
+def marian_sizes_the_decoder_apart() -> bool:
+    """Whether the installed ``transformers`` gives a Marian decoder its own vocabulary's size
+    (``decoder_vocab_size``). Older releases (4.41 among them) copy the encoder's embedding there, so
+    a translator whose two vocabularies differ in size cannot be exported to them."""
+    transformers = _transformers()
+    sizes = dict(d_model=4, encoder_layers=1, decoder_layers=1, encoder_attention_heads=1, decoder_attention_heads=1,
+                 encoder_ffn_dim=4, decoder_ffn_dim=4, max_position_embeddings=8, pad_token_id=0, eos_token_id=1,
+                 bos_token_id=0, decoder_start_token_id=0, forced_eos_token_id=None)  # fmt: skip
+    config = transformers.MarianConfig(
+        vocab_size=4, decoder_vocab_size=5, share_encoder_decoder_embeddings=False, **sizes
+    )
+    return transformers.MarianModel(config).decoder.embed_tokens.num_embeddings == 5
 
 
 def _refuse(refusals: dict[str, bool], converter: str) -> None:

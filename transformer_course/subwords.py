@@ -142,7 +142,18 @@ class SubwordTokenizer:
             raise ValueError(f"not a saved SubwordTokenizer: expected {{'format': {FORMAT!r}, 'tokenizer': '<json>'}}")
         if data.get("version") != VERSION:
             raise ValueError(f"saved SubwordTokenizer has version {data.get('version')!r}, this code reads {VERSION}")
-        return cls(_tokenizers().Tokenizer.from_str(data["tokenizer"]))
+        return cls(_tokenizers().Tokenizer.from_str(_merges_as_strings(data["tokenizer"])))
+
+
+def _merges_as_strings(saved: str) -> str:
+    """``saved`` with its merges written ``"a b"``, the form every ``tokenizers`` reads (before 0.20 it
+    reads no other; later ones write ``["a", "b"]``). Left as it is where a piece holds a space."""
+    data = json.loads(saved)
+    merges = data.get("model", {}).get("merges") or []
+    if not all(isinstance(m, list) and len(m) == 2 and " " not in "".join(m) for m in merges):
+        return saved
+    data["model"]["merges"] = [f"{left} {right}" for left, right in merges]
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _check_text(text: str) -> str:

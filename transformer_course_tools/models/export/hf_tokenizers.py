@@ -54,7 +54,7 @@ def subword_tokenizer(data: dict, tokens: Sequence[str], add_bos: bool = False):
     saved = SubwordTokenizer.from_dict(data)  # checks the format
     if sorted(saved.id_to_token) != sorted(tokens):
         raise ValueError("the export's token list is not the tokenizer's: the same tokens are needed, in any order")
-    spec = json.loads(data["tokenizer"])
+    spec = json.loads(saved.to_dict()["tokenizer"])  # as this tokenizers version writes it
     new_id = {t: i for i, t in enumerate(tokens)}
     spec["model"]["vocab"] = {t: new_id[t] for t in spec["model"]["vocab"]}
     for added in spec["added_tokens"]:
@@ -76,6 +76,7 @@ def fast_tokenizer(tok, max_len: int):
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token=BOS, eos_token=EOS, unk_token=UNK, pad_token=PAD,
         model_max_length=max_len, clean_up_tokenization_spaces=False, split_special_tokens=True,
+        model_input_names=["input_ids", "attention_mask"],  # no token_type_ids: older transformers send them on
     )  # fmt: skip
 
 
