@@ -158,7 +158,7 @@ def test_an_unchanged_model_keeps_its_plan() -> None:
 
 
 def _python(code: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(cwd)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(cwd), str(ROOT)])}  # cwd's rooms, ROOT's course side
     return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
