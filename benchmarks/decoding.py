@@ -32,6 +32,7 @@ import torch
 
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.decoding import beam_search, greedy_decode
+from transformer_course_tools.engine import ENGINE
 from transformer_course_tools.notebook.operations import CountOps
 
 SIZES = {  # name: (d_model, heads, d_ff, layers per stack)
@@ -55,7 +56,7 @@ def make_model(size: str, device: torch.device, max_len: int) -> Transformer:
     return model
 
 
-def step_ops(model: Transformer, src: torch.Tensor, tokens: int, path: str = "engine") -> tuple[float, Counter[str]]:
+def step_ops(model: Transformer, src: torch.Tensor, tokens: int, path: object = ENGINE) -> tuple[float, Counter[str]]:
     """ATen operations of one cached greedy step per decoder layer, and the step's operations by
     name: the difference between decoding ``tokens + 1`` and ``tokens`` tokens (``<eos>`` off)."""
     greedy_decode(model, src, 1, path=path)  # the engine's plan is made once, before counting

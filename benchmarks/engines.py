@@ -187,13 +187,14 @@ class Ours(Runner):
 
     def run(self) -> list[list[int]]:
         from transformer_course import beam_search, generate, greedy_decode
+        from transformer_course_tools.engine import ENGINE
 
         s = self.setting
         if self.family == "smollm":
-            return generate(self.model, s["prompt"], NEW_TOKENS, path="engine")[:, PROMPT_LEN:].tolist()
+            return generate(self.model, s["prompt"], NEW_TOKENS, path=ENGINE)[:, PROMPT_LEN:].tolist()
         if s["beam"] == 1:
-            return greedy_decode(self.model, s["src"], max_len=TGT_LEN, path="engine").tolist()
-        return beam_search(self.model, s["src"], s["beam"], max_len=TGT_LEN, path="engine")[0][:, 0].tolist()
+            return greedy_decode(self.model, s["src"], max_len=TGT_LEN, path=ENGINE).tolist()
+        return beam_search(self.model, s["src"], s["beam"], max_len=TGT_LEN, path=ENGINE)[0][:, 0].tolist()
 
 
 class Transformers(Runner):
@@ -502,6 +503,7 @@ def _translator_runs(source, ct2: dict, texts: list[str], batch: int) -> dict:
 
     from transformer_course import greedy_decode, quantize
     from transformer_course.batching import pad_sequences
+    from transformer_course_tools.engine import ENGINE
 
     models = {"float32": source.model, "int8": quantize(source.model, "int8")}
     ids = [source.tokenizer.encode(t).ids for t in texts]
@@ -513,7 +515,7 @@ def _translator_runs(source, ct2: dict, texts: list[str], batch: int) -> dict:
         def run() -> list[list[int]]:
             out = []
             for g in groups:
-                rows = greedy_decode(model, pad_sequences(ids[g], pad), path="engine").tolist()
+                rows = greedy_decode(model, pad_sequences(ids[g], pad), path=ENGINE).tolist()
                 out += [row[: row.index(eos)] if eos in row else row for row in rows]
             return out
 
@@ -540,6 +542,7 @@ def _lm_runs(source, ct2: dict, ggufs: dict) -> dict:
     import ctranslate2
 
     from transformer_course import generate, quantize
+    from transformer_course_tools.engine import ENGINE
 
     c = source.model.config
     prompts = [source.tokenizer.encode(p).ids for p in LEARNER_PROMPTS]  # <bos> first
@@ -547,7 +550,7 @@ def _lm_runs(source, ct2: dict, ggufs: dict) -> dict:
 
     def ours(model):
         def run() -> list[list[int]]:
-            rows = [generate(model, torch.tensor([p]), LEARNER_NEW, path="engine")[0].tolist() for p in prompts]
+            rows = [generate(model, torch.tensor([p]), LEARNER_NEW, path=ENGINE)[0].tolist() for p in prompts]
             return [row[len(p) :] for row, p in zip(rows, prompts, strict=True)]
 
         return run
@@ -615,6 +618,7 @@ def gpu(shapes: dict, rounds: int) -> str:
     from transformers import LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
 
     from transformer_course import from_llama, from_marian, quantize
+    from transformer_course_tools.engine import ENGINE
 
     device = torch.device("cuda")
     lines = [f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}", "",
@@ -640,7 +644,7 @@ def gpu(shapes: dict, rounds: int) -> str:
             for precision in ("float32", "bf16", "int8"):
                 model = (ours if precision == "float32" else quantize(ours, precision)).to(device)
                 tokens = {}
-                for path in ("modules", "engine"):
+                for path in ("modules", ENGINE):
                     tokens[path] = _decode(family, model, x, path)
                     seconds = []
                     for _ in range(rounds):
@@ -709,7 +713,7 @@ def _layouts(weights: list[torch.Tensor]) -> dict:
 
     int8 = [quantize_rows(w) for w in weights]
     return {"weights": weights, "transposed": [w.t().contiguous() for w in weights],
-            "packed": [blocked(w) for w in weights], "int8": [(q, s, fbgemm_pack(q, s, None)) for q, s in int8]}  # fmt: skip
+            "packed": [blocked(w) for w in weights], "int8": [(q, s, fbgemm_pack(q, s)) for q, s in int8]}  # fmt: skip
 
 
 def _products(x: dict, weights: list, transposed: list, packed: list, int8: list) -> dict:

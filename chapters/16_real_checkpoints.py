@@ -96,6 +96,7 @@ from transformer_course.decoding import beam_search, greedy_decode
 from transformer_course.lm import DecoderOnlyLM, generate
 from transformer_course.model import Transformer
 from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
+from transformer_course_tools.engine import ENGINE
 from transformer_course_tools.engine.plan import plan_for
 from transformer_course_tools.engine.run import KVBuffers
 from transformer_course_tools.models.hub import HubError, MissingPackages, load_hub, require_packages
@@ -410,7 +411,8 @@ expect("the cache counted with every query head: three times too large", wrong =
 
 # %% [markdown]
 # What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
-# kernel, which rounds each layer's *input* to 8 bits as well. On a GPU it calls a weight-only
+# kernel, which rounds each layer's *input* to 8 bits as well, each row with its own scale (so no
+# sentence's numbers depend on the other sentences of its batch). On a GPU it calls a weight-only
 # product, where the input keeps its precision: "weights only" below, the int8 weights made float
 # again. We measure both against float32 on our 4-layer SmolLM2. (On the course's trained
 # translators, int8 changes no test score by more than half a point: `benchmarks/results.md`.)
@@ -427,8 +429,8 @@ with torch.no_grad():
     reference = smol(prompt)  # (B, T, V), float32
     errors = {name: ((m(prompt).float() - reference).abs().max() / reference.abs().max()).item()
               for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}  # fmt: skip
-float_tokens = generate(smol, prompt, 16, path="engine")[:, 8:]
-agreement = {name: (generate(m, prompt, 16, path="engine")[:, 8:] == float_tokens).float().mean().item()
+float_tokens = generate(smol, prompt, 16, path=ENGINE)[:, 8:]
+agreement = {name: (generate(m, prompt, 16, path=ENGINE)[:, 8:] == float_tokens).float().mean().item()
              for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}  # fmt: skip
 for name in errors:
     print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
@@ -440,7 +442,7 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# Now the time, and the memory's speed. We decode with the course's inference engine (`path="engine"`,
+# Now the time, and the memory's speed. We decode with the course's inference engine (`path=ENGINE`,
 # section 4), which reads each weight once per token. Between the decodings, we measure how fast one
 # thread of this machine reads memory: a sum over 512 MiB of float32 numbers, far more than its
 # caches hold. Taking turns, both see the same load from other programs. Bytes per token over time
@@ -468,7 +470,7 @@ variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
 prompt = torch.randint(1, 49000, (1, 8))
 read = {precision: plan_for(model).nbytes for precision, model in variants.items()}  # bytes per token
 for model in variants.values():
-    generate(model, prompt, max_new_tokens=2, path="engine")  # warm-up: the engine reads the model once
+    generate(model, prompt, max_new_tokens=2, path=ENGINE)  # warm-up: the engine reads the model once
 sums, timings = [], dict.fromkeys(variants, float("inf"))  # seconds: per sum, per token
 for _ in range(3):  # the memory and the three precisions take turns: the same load on each
     start = time.perf_counter()
@@ -476,7 +478,7 @@ for _ in range(3):  # the memory and the three precisions take turns: the same l
     sums.append(time.perf_counter() - start)
     for precision, model in variants.items():
         start = time.perf_counter()
-        out = generate(model, prompt, max_new_tokens=16, path="engine")
+        out = generate(model, prompt, max_new_tokens=16, path=ENGINE)
         timings[precision] = min(timings[precision], (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
 bandwidth = numbers.numel() * 4 / min(sums)  # bytes per second
 del numbers
@@ -520,8 +522,10 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # each with a fixed cost of a few microseconds. Inference engines such as CTranslate2 and llama.cpp
 # cut both. They *convert* a trained model into a form of their own, once, and decode with that.
 #
-# The course has one, `transformer_course_tools/engine/`: pass `path="engine"` to `greedy_decode`,
-# `beam_search`, `sample` or `generate`. It reads the model's parameters into a *plan*, once:
+# The course has one, `transformer_course_tools/engine/`: pass it as the path, `path=ENGINE`, to
+# `greedy_decode`, `beam_search`, `sample` or `generate`. Your loops ask it for the next token's
+# logits, as they ask your modules (`decoding.py`'s `Predictor`: the one thing an engine must do).
+# It reads the model's parameters into a *plan*, once:
 #
 # - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
 #   for one row, oneDNN's blocked layout for several);
@@ -562,8 +566,8 @@ def seconds(fn) -> float:
 
 # %%
 same = {  # the test split translated by your modules (left) and by the engine (right)
-    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path="engine")),
-    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path="engine")[0]),
+    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path=ENGINE)),
+    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path=ENGINE)[0]),
 }
 print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
 assert all(same.values())
@@ -574,7 +578,7 @@ assert all(same.values())
 
 
 # %%
-def operations_per_layer(path: str, n: int = 6) -> float:
+def operations_per_layer(path: object, n: int = 6) -> float:
     """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
     counts = []
     for tokens in (n, n + 1):
@@ -584,8 +588,9 @@ def operations_per_layer(path: str, n: int = 6) -> float:
     return (counts[1] - counts[0]) / timing_config.n_decoder_layers
 
 
-greedy_decode(timing_model, timing_src[:1], 2, path="engine")  # 2 tokens: the plan is made once, before counting
-operations = {path: operations_per_layer(path) for path in ("modules", "engine")}
+paths = {"modules": "modules", "engine": ENGINE}  # path= for your modules, and for the engine
+greedy_decode(timing_model, timing_src[:1], 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
+operations = {name: operations_per_layer(path) for name, path in paths.items()}
 
 # %% tags=["nbval-ignore-output"]
 for path, count in operations.items():
@@ -620,8 +625,8 @@ for rows in (1, 16):
     for name, s in layout_seconds.items():
         print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
 path_seconds = {  # 32 tokens from each path, the best of 3 runs
-    path: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
-    for path in ("modules", "engine")
+    name: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
+    for name, path in paths.items()
 }
 torch.set_num_threads(threads)
 for path, s in path_seconds.items():
@@ -704,7 +709,7 @@ lm = load_pretrained_lm()  # the language model that ships with the course, and 
 shakespeare, c = SubwordTokenizer.from_dict(lm.tokenizer), lm.model.config
 prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
 prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
-continued = {"the course": [generate(lm.model, torch.tensor([ids]), 40, path="engine")[0].tolist() for ids in prompt_ids]}
+continued = {"the course": [generate(lm.model, torch.tensor([ids]), 40, path=ENGINE)[0].tolist() for ids in prompt_ids]}
 hf_lm_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "shakespeare-hf")
 hf_lm = transformers.AutoModelForCausalLM.from_pretrained(exports / "shakespeare-hf")
 with torch.no_grad():
@@ -767,14 +772,14 @@ torch.set_num_threads(1)  # one thread for every engine
 sources = [src[i : i + 1] for i in range(len(english))]  # (1, S) each: one number at a time
 translator_runs = {
     "the course's modules": lambda: [greedy_decode(translator, s) for s in sources],
-    OURS: lambda: [greedy_decode(translator, s, path="engine") for s in sources],
+    OURS: lambda: [greedy_decode(translator, s, path=ENGINE) for s in sources],
     "transformers": lambda: [hf_translator.generate(**hf_tokenizer(t, return_tensors="pt"), max_new_tokens=20)
                              for t in english],
     "CTranslate2": lambda: [ct2_translator.translate_batch([p], beam_size=1) for p in pieces],
 }  # fmt: skip
 lm_runs = {
     "the course's modules": lambda: [generate(lm.model, torch.tensor([ids]), 40) for ids in prompt_ids],
-    OURS: lambda: [generate(lm.model, torch.tensor([ids]), 40, path="engine") for ids in prompt_ids],
+    OURS: lambda: [generate(lm.model, torch.tensor([ids]), 40, path=ENGINE) for ids in prompt_ids],
     "transformers": lambda: [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)
                              for p in prompts],
     "CTranslate2": lambda: [ct2_lm.generate_batch([s], max_length=40, suppress_sequences=never) for s in starts],
@@ -814,7 +819,7 @@ display(Markdown("\n".join(rows) + "\n\n" + " ".join(verdicts)))
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - An inference engine reads a trained model once into a plan that cuts the bytes and the operations
-#   of a step, and gives your modules' tokens (`path="engine"`).
+#   of a step, and gives your modules' tokens (`path=ENGINE`).
 # - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
 #   llama.cpp, which give the course's tokens through their own tokenizers.
 #

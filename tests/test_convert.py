@@ -25,6 +25,7 @@ from transformer_course import (  # noqa: E402
     rope_halves_to_interleaved,
     split_conv1d,
 )
+from transformer_course_tools.engine import ENGINE  # noqa: E402
 from transformer_course_tools.models import published  # noqa: E402
 
 TOLERANCE = 1e-4
@@ -169,7 +170,7 @@ def test_generate_gives_transformers_greedy_tokens(family: str) -> None:
     )  # fmt: skip
     for use_cache in (True, False):
         _same_until_eos(generate(ours, prompt, 20, use_cache=use_cache), expected, config.eos_id)
-    _same_until_eos(generate(ours, prompt, 20, path="engine"), expected, config.eos_id)  # the inference engine too
+    _same_until_eos(generate(ours, prompt, 20, path=ENGINE), expected, config.eos_id)  # the inference engine too
 
 
 def test_greedy_decode_gives_marians_greedy_tokens() -> None:
@@ -188,7 +189,7 @@ def test_greedy_decode_gives_marians_greedy_tokens() -> None:
     )[:, 1:]  # without the start token
     for use_cache in (True, False):
         _same_until_eos(greedy_decode(ours, src, max_len=15, use_cache=use_cache), expected, 0)
-    _same_until_eos(greedy_decode(ours, src, max_len=15, path="engine"), expected, 0)  # the inference engine too
+    _same_until_eos(greedy_decode(ours, src, max_len=15, path=ENGINE), expected, 0)  # the inference engine too
 
 
 # -- mistakes a strict load accepts: only the logits show them -------------------------------------

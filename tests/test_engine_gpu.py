@@ -9,6 +9,7 @@ import torch
 from tests.test_engine import in_precision, language_model, translator
 from transformer_course import beam_search, greedy_decode
 from transformer_course.lm import generate
+from transformer_course_tools.engine import ENGINE
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (make test-gpu)")
 
@@ -17,9 +18,9 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 def test_a_translator_on_the_gpu_gives_the_same_tokens_on_both_paths(precision: str) -> None:
     model = in_precision(translator(True), precision).cuda()
     src = torch.randint(4, 120, (3, 9), generator=torch.Generator().manual_seed(2)).cuda()
-    modules, engine = (greedy_decode(model, src, max_len=20, path=p) for p in ("modules", "engine"))
+    modules, engine = (greedy_decode(model, src, max_len=20, path=p) for p in ("modules", ENGINE))
     assert torch.equal(modules, engine)
-    best = [beam_search(model, src, 3, 20, path=p)[0][:, 0] for p in ("modules", "engine")]
+    best = [beam_search(model, src, 3, 20, path=p)[0][:, 0] for p in ("modules", ENGINE)]
     assert torch.equal(*best)
 
 
@@ -28,7 +29,7 @@ def test_a_translator_on_the_gpu_gives_the_same_tokens_on_both_paths(precision: 
 def test_a_language_model_on_the_gpu_gives_the_same_tokens_on_both_paths(family: str, precision: str) -> None:
     model = in_precision(language_model(family), precision).cuda()
     prompt = torch.randint(4, 150, (2, 5), generator=torch.Generator().manual_seed(3)).cuda()
-    modules, engine = (generate(model, prompt, 25, path=p) for p in ("modules", "engine"))
+    modules, engine = (generate(model, prompt, 25, path=p) for p in ("modules", ENGINE))
     assert torch.equal(modules, engine)
 
 
@@ -49,8 +50,8 @@ def test_int8_weights_are_read_as_they_are_on_the_gpu() -> None:
 
     model = in_precision(language_model("modern"), "int8").cuda()
     prompt = torch.randint(4, 150, (1, 5), generator=torch.Generator().manual_seed(3)).cuda()
-    generate(model, prompt, 2, path="engine")
+    generate(model, prompt, 2, path=ENGINE)
     with Made() as made:
-        generate(model, prompt, 8, path="engine")
+        generate(model, prompt, 8, path=ENGINE)
     smallest_matrix = min(p.numel() for p in model.parameters() if p.dim() == 2)
     assert made.largest < smallest_matrix, f"a float tensor of {made.largest} numbers was made per step"

@@ -32,9 +32,6 @@ ROOM_CHAPTERS = {
     "rmsnorm": 13, "grouped": 13, "rotary": 13, "swiglu": 13, "blocked": 13, "lm": 13, "recipe": 14,
     "lm_checkpoint": 14, "convert": 15, "quantize": 16, "export": 16,
 }  # fmt: skip
-# The rooms whose decoding functions take path="engine" and then hand the call to the inference engine
-# (transformer_course_tools/engine/, the course's side): they import it inside the function, when asked for.
-ENGINE_DOORS = ("decoding", "lm")
 # The data generators (not rooms) that a room may use, and the first chapter that uses them.
 DATASETS_FROM_CHAPTER = 8
 
@@ -111,9 +108,7 @@ def test_a_room_imports_only_earlier_rooms_and_never_a_tool(room: str) -> None:
         if imported == "datasets":
             assert ROOM_CHAPTERS[room] >= DATASETS_FROM_CHAPTER, f"{room}.py imports the data generators"
             continue
-        if imported == "engine":
-            assert room in ENGINE_DOORS, f"{room}.py imports the inference engine: only {ENGINE_DOORS} hand it a call"
-            continue
+        assert imported != "engine", f"{room}.py imports the inference engine: the loops take it as an argument"
         assert ROOM_CHAPTERS[imported] <= ROOM_CHAPTERS[room], (
             f"{room}.py (chapter {ROOM_CHAPTERS[room]:02}) imports {imported} (chapter {ROOM_CHAPTERS[imported]:02})"
         )
@@ -130,14 +125,6 @@ def _module_level_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_course"):
             found.add(node.module)
     return found
-
-
-@pytest.mark.parametrize("room", ENGINE_DOORS)
-def test_a_room_reaches_the_engine_only_when_asked(room: str) -> None:
-    found = _module_level_imports(PACKAGE / f"{room}.py")
-    assert not any(m.startswith("transformer_course_tools") for m in found), (
-        f"{room}.py imports the engine when it loads"
-    )
 
 
 def test_the_engine_imports_no_room_when_it_loads() -> None:

@@ -22,6 +22,7 @@ from transformer_course import (
     quantize,
 )
 from transformer_course.quantize import dequantize_rows, quantize_rows
+from transformer_course_tools.engine import ENGINE
 
 
 def _translator() -> Transformer:
@@ -163,7 +164,7 @@ def test_the_engine_stacks_an_int8_models_projections_into_one_int8_product() ->
     attention = quantized.decoder.layers[0].self_attn
     assert isinstance(qkv, Int8Dense) and qkv.q.shape == (3 * attention.d_model, attention.d_model)
     assert torch.equal(qkv.q[: attention.d_model], attention.w_q.weight)  # W^Q's whole numbers first, untouched
-    assert torch.equal(greedy_decode(quantized, src, path="engine"), greedy_decode(quantized, src))
+    assert torch.equal(greedy_decode(quantized, src, path=ENGINE), greedy_decode(quantized, src))
 
 
 @pytest.mark.parametrize("precision", ["bf16", "int8"])

@@ -28,6 +28,8 @@ ch.   rooms
 Everything else of the course (the exercise checks, the student edition, grading, the command
 line, the notebooks' helpers, the shipped models, the inference engine) is another package,
 ``transformer_course_tools``: no room imports it, and you never need to open it to follow the course.
+The loops of ``decoding`` and ``lm`` take its engine as an argument (``greedy_decode(..., path=ENGINE)``,
+with ``from transformer_course_tools.engine import ENGINE``).
 
 Importing this package runs nothing: each name below is looked up in its room the first time it
 is used, so a room you are still writing cannot break the chapters that come before it.

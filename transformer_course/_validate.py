@@ -76,3 +76,48 @@ def check_mask(mask: Tensor | None, target_shape: tuple[int, ...], name: str = "
                 f"{name} has shape {tuple(mask.shape)}, which does not broadcast to {target_shape} "
                 "(each dimension must be 1 or match; expected e.g. (B, 1, 1, S) or (T, S))"
             )
+
+
+def check_same_device(model: torch.nn.Module, x: Tensor, name: str) -> None:
+    """Raise ``ValueError`` unless ``x`` is on the device of ``model``'s weights, and that device
+    holds values (the ``meta`` device holds shapes only)."""
+    device = next(model.parameters()).device
+    if device.type == "meta":
+        raise ValueError("the model's weights are on the meta device (shapes without values): "
+                         "load them first (model.to_empty(device=...), then load_state_dict)")  # fmt: skip
+    if x.device != device:
+        raise ValueError(f"{name} is on {x.device} but the model is on {device}: move one of them")
+
+
+def first_non_finite(module: torch.nn.Module) -> str | None:
+    """``"<name> holds NaN"`` (or ``inf``) for the first parameter or buffer of ``module`` holding
+    one, else None. It reads every tensor: for an error message, not for every step."""
+    tensors = [*module.named_parameters(), *module.named_buffers()]
+    for name, t in tensors:
+        if t.dtype.is_floating_point and not bool(torch.isfinite(t).all()):
+            return f"{name} holds {'NaN' if bool(torch.isnan(t).any()) else 'inf'}"
+    return None
+
+
+_WORDS = {8: torch.int64, 4: torch.int32, 2: torch.int16}  # bytes → the integer read
+
+
+def checksum(t: Tensor) -> Tensor:
+    """The sum of ``t``'s bytes read as the widest integers they divide into, wrapping around: one
+    pass over memory (summing integers is as fast as reading them). A write that changes a value
+    changes it, however it was made (``.data``, a NumPy view), unless other writes cancel it exactly.
+
+    Shape:
+        t: any shape → () int64
+    """
+    flat = t.detach().reshape(-1)  # a copy only for a tensor that is not contiguous
+    if flat.dtype == torch.bool:
+        flat = flat.view(torch.uint8)
+    nbytes = flat.numel() * flat.element_size()
+    for width, word in _WORDS.items():
+        if width >= flat.element_size() and nbytes % width == 0:
+            try:
+                return flat.view(word).sum(dtype=word).long()
+            except RuntimeError:  # a view at an offset that the wider integer does not divide
+                continue
+    return flat.view(torch.uint8).sum(dtype=torch.int64)  # an odd number of bytes: one by one

@@ -20,21 +20,25 @@ three (``max_len=None``), and an integer ``max_len`` caps every row instead.
 Outputs are padded token ids **without** the leading ``<bos>``; each row ends with its
 ``<eos>`` (if it produced one within its limit), followed by padding. ``<pad>`` and
 ``<bos>`` are never valid next tokens, so all three give them probability 0.
+
+Where do the logits come from? Each loop asks a :class:`Predictor` for them, step after step:
+your modules (:class:`ModulePredictor`), or, with ``path=ENGINE``, an inference engine that reads
+the trained model its own way (:class:`Engine`; the course's is ``transformer_course_tools.engine``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import Tensor, nn
 
 from . import _validate
-from ._validate import check_ndim
+from ._validate import check_ndim, check_same_device, check_token_ids
 from .cache import DecoderCache
-from .evaluation import inference as _inference
-from .evaluation import max_output_length
+from .evaluation import inference, max_output_length
 from .masks import padding_mask
 
 # -- pieces of one decoding step -----------------------------------------------------------------
@@ -132,8 +136,11 @@ def beam_step(
 
     Args:
         scores: (B, K) summed log-probabilities of the hypotheses (``-inf`` for an empty slot).
-        log_probs: (B, K, V) log-probabilities of the next token after each hypothesis.
+        log_probs: (B, K, V) log-probabilities of the next token after each hypothesis, used as
+            they are: ``-inf`` for a token that cannot come next, and a row may sum to less than
+            1 (an engine may pass a shortlist: the K most probable tokens, ``<eos>`` and ``<pad>``).
         finished: (B, K) bool; lengths: (B, K) number of tokens generated so far.
+        eos_id, pad_id: ``<eos>`` and ``<pad>``, two different ids in [0, V).
 
     Returns:
         ``(origin, tokens, scores, finished, lengths)``, each (B, K): which old hypothesis (0…K-1)
@@ -156,18 +163,119 @@ def beam_step(
     ### END SOLUTION
 
 
+# -- where the next token's logits come from -----------------------------------------------------
+
+BeamStep = Callable[..., tuple[Tensor, Tensor, Tensor, Tensor, Tensor]]  # beam_step's signature and result
+
+
+class Predictor(Protocol):
+    """The logits of the next token, step after step, for one decoding call: all that the loops
+    below ask of whatever computes them. Your modules are one (:class:`ModulePredictor` for a
+    translator, chapter 13's ``LanguageModelModules`` for a language model); an inference engine
+    is another (``path=ENGINE``, chapter 16's section 3), and must give the same tokens.
+    """
+
+    def next_logits(self, tokens: Tensor, new: Tensor) -> Tensor:
+        """The float32 logits of the token after each row of ``tokens``; the tokens that are never
+        next (:func:`never_next`) get ``-inf``.
+
+        Shape:
+            tokens: (B, t) everything so far, new: (B, n) its last n columns, which this predictor
+            has not read yet (at the first call every column) → (B, V)
+        """
+        ...
+
+    def reorder(self, rows: Tensor) -> None:
+        """Beam search: row i now continues the earlier row ``rows[i]`` (rows: (B·K,))."""
+        ...
+
+    def survivors(self, beam_step: BeamStep) -> BeamStep:
+        """What beam search chooses its survivors with: ``beam_step`` itself, or a function that
+        calls it with arguments its docstring allows and returns the same survivors."""
+        ...
+
+
+class Engine(Protocol):
+    """Something that decodes a model in place of your modules: pass it as ``path``."""
+
+    def predictor(self, model: nn.Module, inputs: Tensor, capacity: int, repeat: int = 1) -> Predictor:
+        """A :class:`Predictor` for one call: ``inputs`` is a translator's source (B, S) or a
+        language model's prompt (B, T), ``capacity`` the most positions a row will hold, and
+        ``repeat`` the rows that follow each input row (beam search's hypotheses)."""
+        ...
+
+
+def never_next(config: object) -> list[int]:
+    """The ids that are never a valid next token: ``<pad>`` and ``<bos>``, unless one of them is
+    also ``<eos>`` (GPT-2 and Llama have one id for all three, and it must end a text)."""
+    return sorted({config.pad_id, config.bos_id} - {config.eos_id})
+
+
+def never_next_bias(config: object, vocab_size: int, device: torch.device) -> Tensor:
+    """(V,) float32: 0, and ``-inf`` for :func:`never_next`; added to logits it forbids them."""
+    bias = torch.zeros(vocab_size, device=device)  # (V,)
+    bias[never_next(config)] = float("-inf")
+    return bias
+
+
+class ModulePredictor:
+    """Your modules as a translator's :class:`Predictor` (chapter 06's ``Transformer``).
+
+    The source is encoded once. With the cache (``use_cache=True``) each step feeds
+    ``Transformer.decode`` the new token only; without it the whole prefix goes through ``decode``
+    again (the slow reference the tests compare with).
+    """
+
+    def __init__(self, model: nn.Module, src: Tensor, use_cache: bool = True, repeat: int = 1) -> None:
+        self.model = model
+        memory_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
+        memory = model.encode(src, memory_mask)  # (B, S, D)
+        self.memory = memory.repeat_interleave(repeat, dim=0)  # (B·K, S, D): row b·K + k is copy k of row b
+        self.memory_mask = memory_mask.repeat_interleave(repeat, dim=0)  # (B·K, 1, 1, S)
+        self.cache = DecoderCache.for_model(model) if use_cache else None
+        self.never = never_next_bias(model.config, model.config.tgt_vocab_size, memory.device)  # (V,)
+
+    def next_logits(self, tokens: Tensor, new: Tensor) -> Tensor:
+        if self.cache is None:
+            logits = self.model.decode(tokens, self.memory, self.memory_mask)  # (B, t, V): the whole prefix again
+        else:
+            logits = self.model.decode(new, self.memory, self.memory_mask, self.cache)  # (B, 1, V)
+        return logits[:, -1].float() + self.never  # (B, V)
+
+    def reorder(self, rows: Tensor) -> None:
+        if self.cache is not None:
+            self.cache.reorder(rows)
+
+    def survivors(self, beam_step: BeamStep) -> BeamStep:
+        return beam_step
+
+
+def start_predictor(
+    path: str | Engine,
+    model: nn.Module,
+    inputs: Tensor,
+    capacity: int,
+    repeat: int,
+    use_cache: bool,
+    modules: Callable[[], Predictor],
+) -> Predictor:
+    """The predictor a loop runs on: your ``modules()`` for ``path="modules"``, else the engine
+    ``path`` (which always keeps a cache)."""
+    if isinstance(path, str):
+        if path == "engine":  # the spelling before the engine became an argument
+            raise ValueError("path='engine' is now the engine itself: from transformer_course_tools.engine import ENGINE, "
+                             "then path=ENGINE")  # fmt: skip
+        if path != "modules":
+            raise ValueError(f"path must be 'modules' (your modules, step by step) or an engine, got {path!r}")
+        return modules()
+    if not callable(getattr(path, "predictor", None)):
+        raise ValueError(f"path must be 'modules' or an engine (an object with a predictor method), got {path!r}")
+    if not use_cache:
+        raise ValueError("use_cache=False is the modules' reference without a cache: pass path='modules' with it")
+    return path.predictor(model, inputs, capacity, repeat)
+
+
 # -- the decoding loops --------------------------------------------------------------------------
-
-
-# Who computes the next token's logits: your modules, step by step (chapter 09's way), or the
-# inference engine (transformer_course_tools/engine/), which reads the trained model once into a plan of its own.
-PATHS = ("modules", "engine")
-
-
-def check_path(path: str) -> None:
-    """One line naming the argument unless ``path`` is one of :data:`PATHS`."""
-    if path not in PATHS:
-        raise ValueError(f"path must be 'modules' (your modules, step by step) or 'engine', got {path!r}")
 
 
 # On an accelerator the loops ask "has every row finished?" only every this many steps: the
@@ -177,146 +285,171 @@ STOP_CHECK_EVERY = 8
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """What a decoding loop checked once, before its first step."""
+class _Limits:
+    """How long a loop may run, read once before its first step."""
 
-    limits: Tensor | None  # (B,) each row's longest output; None when every row has the same one
-    steps: int  # the most tokens any row may get
+    rows: Tensor | None  # (B,) each row's longest output; None when every row has the same one
+    longest: int  # the most tokens any row may get (0 for an empty batch: no step)
 
 
-def _plan(model: nn.Module, src: Tensor, max_len: int | None, path: str = "modules") -> _Plan:
+def _limits(model: nn.Module, src: Tensor, max_len: int | None) -> _Limits:
     """Validate a loop's inputs and read what it needs from them, once (one host read)."""
-    check_path(path)
-    check_ndim(src, 2, "src", "(B, S) of token ids")
-    device = next(model.parameters()).device
-    if src.device != device:
-        raise ValueError(f"src is on {src.device} but the model is on {device}: move one of them")
     config = model.config
+    check_ndim(src, 2, "src", "(B, S) of token ids")
+    check_same_device(model, src, "src")
+    check_token_ids(src, config.src_vocab_size, "src")
+    if src.shape[1] == 0:
+        raise ValueError("src must hold at least one token per row: (B, S) with S >= 1")
+    if src.shape[1] > config.max_len:
+        raise ValueError(f"src has length {src.shape[1]}, longer than max_len={config.max_len}")
     if max_len is not None:
         if not isinstance(max_len, int) or isinstance(max_len, bool) or max_len < 1:
             raise ValueError(f"max_len must be None (input length + 50) or an integer >= 1, got {max_len!r}")
         if max_len > config.max_len:
             raise ValueError(f"max_len={max_len} is longer than the model's max_len={config.max_len}")
     if src.shape[0] == 0:
-        return _Plan(None, max_len or 0)
+        return _Limits(None, 0)
     if max_len is not None:
-        return _Plan(None, max_len)
+        return _Limits(None, max_len)
     limits = max_output_length(model, src)  # (B,)
     longest, shortest = torch.stack([limits.max(), limits.min()]).tolist()  # the one host read, before the loop
-    return _Plan(None if shortest == longest else limits, longest)
+    return _Limits(None if shortest == longest else limits, longest)
 
 
-def _cut(plan: _Plan, step: int, finished: Tensor) -> Tensor:
+def _cut(limits: Tensor | None, step: int, finished: Tensor) -> Tensor:
     """Rows whose limit is reached after ``step + 1`` tokens are finished (nothing after it)."""
-    if plan.limits is None:
+    if limits is None:
         return finished
-    at_limit = plan.limits <= step + 1  # (B,)
+    at_limit = limits <= step + 1  # (B,)
     return finished | (at_limit if finished.dim() == 1 else at_limit[:, None])
 
 
-def _stop_check_every(src: Tensor) -> int:
-    return 1 if _validate.reads_are_free(src) else STOP_CHECK_EVERY
+class _Stop:
+    """When a loop may stop, and whether its logits are sound (no NaN, no +inf): asked at every
+    step on the CPU, where reading is free; on an accelerator only every :data:`STOP_CHECK_EVERY`
+    steps, both questions in one read. Logits that are not sound are refused in one line that
+    names the first weight holding NaN or inf (:func:`~._validate.first_non_finite`)."""
 
+    def __init__(self, model: nn.Module, x: Tensor) -> None:
+        self.model, self.free = model, _validate.reads_are_free(x)
+        self.every = 1 if self.free else STOP_CHECK_EVERY
+        self.sound = torch.ones((), dtype=torch.bool, device=x.device)  # every logit seen so far, on the device
 
-class _Steps:
-    """The next-token logits of a decoding loop, step after step, for the rows it holds: your
-    modules at work (``path="modules"``).
-
-    The source is encoded once. With the cache (``use_cache=True``) each step feeds
-    ``Transformer.decode`` the newest token only; without it the whole prefix goes through
-    ``decode`` again (the slow reference the tests compare with). ``<pad>`` and ``<bos>`` are
-    never a valid next token: both get probability 0 through an additive bias made once.
-    """
-
-    def __init__(self, model: nn.Module, src: Tensor, plan: _Plan, use_cache: bool, repeat: int = 1) -> None:
-        self.model = model
-        memory_mask = padding_mask(src, model.config.pad_id)  # (B, 1, 1, S)
-        memory = model.encode(src, memory_mask)  # (B, S, D)
-        self.memory = memory.repeat_interleave(repeat, dim=0)  # (B·K, S, D): row b·K + k is copy k of row b
-        self.memory_mask = memory_mask.repeat_interleave(repeat, dim=0)  # (B·K, 1, 1, S)
-        self.cache = DecoderCache.for_model(model) if use_cache else None
-        self.banned = _special_bias(model, memory.device)  # (V,)
-
-    def next_logits(self, tokens: Tensor, newest: Tensor) -> Tensor:
-        """Logits (B, V) of the token after ``tokens`` (B, t), whose last column is ``newest`` (B, 1),
-        float32, specials forbidden."""
-        if self.cache is None:
-            logits = self.model.decode(tokens, self.memory, self.memory_mask)  # (B, t, V): the whole prefix again
+    def see(self, logits: Tensor, step: int) -> None:
+        """Logits (or beam scores made from them) of this step: NaN or +inf makes them unsound."""
+        sound = logits.amax() < float("inf")  # False for NaN and +inf (-inf: a token never next)
+        if self.free:
+            if not sound:
+                self._refuse(step)
         else:
-            logits = self.model.decode(newest, self.memory, self.memory_mask, self.cache)  # (B, 1, V)
-        return logits[:, -1].float() + self.banned  # (B, V)
+            self.sound = self.sound & sound
 
-    def reorder(self, rows: Tensor) -> None:
-        """Beam search: row i continues the earlier row ``rows[i]``."""
-        if self.cache is not None:
-            self.cache.reorder(rows)
+    def now(self, step: int, done: Tensor) -> bool:
+        """Whether every row is ``done`` (checked at this step)."""
+        if (step + 1) % self.every:
+            return False
+        if self.free:
+            return bool(done.all())
+        if not bool(done.all() | ~self.sound):  # one read for both questions
+            return False
+        if not bool(self.sound):
+            self._refuse(step)
+        return True
 
-    def beam_step(self, step: Callable) -> Callable:
-        """The function that chooses beam search's survivors: your :func:`beam_step` as it is."""
-        return step
+    def last(self, step: int) -> None:
+        """After the loop: the logits since the last question."""
+        if not self.free and (step + 1) % self.every and not bool(self.sound):
+            self._refuse(step)
 
-
-def _steps(model: nn.Module, src: Tensor, plan: _Plan, use_cache: bool, path: str, repeat: int = 1):
-    """The loop's source of next-token logits: your modules (``path="modules"``), or the inference
-    engine (``path="engine"``, which reads the model once into a plan of its own and always keeps
-    a cache)."""
-    if path == "modules":
-        return _Steps(model, src, plan, use_cache, repeat)
-    if not use_cache:
-        raise ValueError("use_cache=False is the modules' reference without a cache: pass path='modules' with it")
-    from transformer_course_tools.engine import translation_steps  # the course's engine, read only when asked for
-
-    return translation_steps(model, src, max(plan.steps, 1), repeat)
-
-
-def _special_bias(model: nn.Module, device: torch.device) -> Tensor:
-    """(V,) float32: 0, and ``-inf`` for ``<pad>`` and ``<bos>``; added to logits it forbids them."""
-    bias = torch.zeros(model.config.tgt_vocab_size, device=device)  # (V,)
-    bias[[model.config.pad_id, model.config.bos_id]] = float("-inf")
-    return bias
+    def _refuse(self, step: int) -> None:
+        culprit = _validate.first_non_finite(self.model)
+        where = f"the logits at step {step + 1} are NaN or infinite"
+        raise ValueError(f"{culprit}: the model cannot decode ({where})" if culprit else f"{where}, though every "
+                         "weight is finite: look at the inputs")  # fmt: skip
 
 
-def _forbid_specials(model: nn.Module, logits: Tensor) -> Tensor:
-    """``<pad>`` and ``<bos>`` are never a valid next token: give them probability 0.
+def token_chooser(
+    eos_id: int,
+    pad_id: int,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]:
+    """``choose(logits, finished) → (next_tokens, finished)``: the most probable token
+    (``temperature=0``, :func:`greedy_step`) or a draw from the filtered distribution (the
+    Gumbel-max trick: greedy on noisy log-probabilities, see :func:`sample`). The sampling
+    arguments are checked here, once, before decoding.
 
     Shape:
-        logits: (..., V) → (..., V) float32
+        logits: (B, V), finished: (B,) bool → (B,) long, (B,) bool
     """
-    return logits.float() + _special_bias(model, logits.device)
+    _filtered(torch.zeros(1, 2), temperature if temperature != 0 else 1.0, top_k, top_p)  # checks the arguments
+    if temperature == 0:
+        return lambda logits, finished: greedy_step(logits, finished, eos_id, pad_id)
+
+    def choose(logits: Tensor, finished: Tensor) -> tuple[Tensor, Tensor]:
+        noisy = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
+        return greedy_step(noisy, finished, eos_id, pad_id)
+
+    return choose
 
 
-def _generate(
+def generate_tokens(
     model: nn.Module,
-    src: Tensor,
-    max_len: int | None,
-    pick: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]],
-    use_cache: bool,
-    path: str,
+    predictor: Predictor,
+    tokens: Tensor,
+    steps: int,
+    choose: Callable[[Tensor, Tensor], tuple[Tensor, Tensor]],
+    limits: Tensor | None = None,
 ) -> Tensor:
-    """The loop shared by greedy decoding and sampling; ``pick(logits, finished)`` chooses.
+    """The loop of greedy decoding and sampling, and of chapter 13's ``generate``: at most ``steps``
+    times, ``choose`` (:func:`token_chooser`) picks each row's next token from the ``predictor``'s
+    logits and it is appended. A row that has produced ``<eos>`` gets padding after it; a row that
+    reaches its own limit (``limits``, (B,)) is finished too; the loop stops when every row is.
 
-    Inside the loop nothing is read back to the host except the early stop (see
-    :data:`STOP_CHECK_EVERY`); a row that reaches its own limit is finished (padding after it).
+    Inside the loop nothing is read back to the host but that question (see :data:`STOP_CHECK_EVERY`).
+
+    Shape:
+        tokens: (B, t) what each row starts from (``<bos>``, or a prompt) → (B, t + n), n ≤ steps
     """
-    plan = _plan(model, src, max_len, path)
-    with _inference(model):
-        steps = _steps(model, src, plan, use_cache, path)
+    finished = torch.zeros(tokens.shape[0], dtype=torch.bool, device=tokens.device)  # (B,)
+    if tokens.shape[0] == 0:  # an empty batch: nothing to choose
+        return tokens
+    stop, new, step = _Stop(model, tokens), tokens, -1
+    for step in range(steps):
+        logits = predictor.next_logits(tokens, new)  # (B, V)
+        stop.see(logits, step)
+        next_tokens, finished = choose(logits, finished)  # (B,), (B,)
+        finished = _cut(limits, step, finished)
+        new = next_tokens[:, None]  # (B, 1)
+        tokens = torch.cat([tokens, new], dim=1)  # (B, t+1)
+        if stop.now(step, finished):
+            return tokens
+    stop.last(step)
+    return tokens
+
+
+def _decode(
+    model: nn.Module, src: Tensor, max_len: int | None, choose: Callable, use_cache: bool, path: str | Engine
+) -> Tensor:
+    """Greedy decoding or sampling of a translator: the source is encoded once, every row starts
+    with ``<bos>``, and :func:`generate_tokens` runs."""
+    limits = _limits(model, src, max_len)
+    with inference(model):
+        modules = lambda: ModulePredictor(model, src, use_cache)  # noqa: E731
+        predictor = start_predictor(path, model, src, max(limits.longest, 1), 1, use_cache, modules)
         tokens = src.new_full((src.shape[0], 1), model.config.bos_id)  # (B, 1): every row starts with <bos>
-        finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)  # (B,)
-        every = _stop_check_every(src)
-        newest = tokens  # (B, 1)
-        for step in range(plan.steps):
-            next_tokens, finished = pick(steps.next_logits(tokens, newest), finished)  # (B,), (B,)
-            finished = _cut(plan, step, finished)
-            newest = next_tokens[:, None]  # (B, 1)
-            tokens = torch.cat([tokens, newest], dim=1)  # (B, t+1)
-            if (step + 1) % every == 0 and finished.all():
-                break
-        return tokens[:, 1:]  # (B, ≤ plan.steps) without <bos>
+        return generate_tokens(model, predictor, tokens, limits.longest, choose, limits.rows)[:, 1:]  # without <bos>
 
 
 def greedy_decode(
-    model: nn.Module, src: Tensor, max_len: int | None = None, use_cache: bool = True, *, path: str = "modules"
+    model: nn.Module,
+    src: Tensor,
+    max_len: int | None = None,
+    use_cache: bool = True,
+    *,
+    path: str | Engine = "modules",
 ) -> Tensor:
     """Translate a batch by always taking the most probable next token.
 
@@ -326,17 +459,17 @@ def greedy_decode(
     row's source length + 50, so that a sentence gets the same translation alone or in a batch.
     The model is put in evaluation mode for the call (its mode is restored afterwards).
 
-    ``path="modules"`` (the default) runs your modules step by step; ``path="engine"`` runs the
-    same model through the inference engine (:mod:`transformer_course_tools.engine`): the same tokens,
-    faster.
+    ``path="modules"`` (the default) runs your modules step by step; an engine (``path=ENGINE``,
+    ``from transformer_course_tools.engine import ENGINE``) runs the same model its own way
+    (:class:`Engine`): the same tokens, faster.
 
     Shape:
         src: (B, S) source ids (padded with ``pad_id``) → (B, T) target ids without ``<bos>``,
         T ≤ the longest limit
     """
     config = model.config
-    pick = lambda lg, fin: greedy_step(lg, fin, config.eos_id, config.pad_id)  # noqa: E731
-    return _generate(model, src, max_len, pick, use_cache, path)
+    choose = lambda logits, finished: greedy_step(logits, finished, config.eos_id, config.pad_id)  # noqa: E731
+    return _decode(model, src, max_len, choose, use_cache, path)
 
 
 def sample(
@@ -349,7 +482,7 @@ def sample(
     generator: torch.Generator | None = None,
     use_cache: bool = True,
     *,
-    path: str = "modules",
+    path: str | Engine = "modules",
 ) -> Tensor:
     """Translate a batch by drawing each next token at random from the model's distribution.
 
@@ -364,14 +497,10 @@ def sample(
     Shape:
         src: (B, S) → (B, T) target ids without ``<bos>``, T ≤ the longest limit
     """
-    _filtered(torch.zeros(1, 2), temperature, top_k, top_p)  # check the arguments before decoding
+    _filtered(torch.zeros(1, 2), temperature, top_k, top_p)  # temperature 0 is greedy_decode's, not a sample
     config = model.config
-
-    def pick(logits: Tensor, finished: Tensor) -> tuple[Tensor, Tensor]:
-        noisy = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
-        return greedy_step(noisy, finished, config.eos_id, config.pad_id)
-
-    return _generate(model, src, max_len, pick, use_cache, path)
+    choose = token_chooser(config.eos_id, config.pad_id, temperature, top_k, top_p, generator)
+    return _decode(model, src, max_len, choose, use_cache, path)
 
 
 def sampling_distribution(
@@ -434,7 +563,7 @@ def beam_search(
     n_best: int = 1,
     use_cache: bool = True,
     *,
-    path: str = "modules",
+    path: str | Engine = "modules",
 ) -> tuple[Tensor, Tensor]:
     """Translate a batch with beam search, all sentences and all beams at once.
 
@@ -444,12 +573,13 @@ def beam_search(
     hypothesis stays in the beam, unchanged, competing with the unfinished ones; the search stops
     when every hypothesis of every sentence is finished or has reached its sentence's limit
     (``max_len``, or by default §6.1's source length + 50: see :func:`greedy_decode`). ``path``:
-    your modules (the default) or the inference engine, as in :func:`greedy_decode`.
+    your modules (the default) or an engine, as in :func:`greedy_decode`.
 
     Returns:
         ``(tokens, scores)``, always with an axis for the ``n_best`` best hypotheses of each
         sentence, best first: tokens (B, n_best, T) without ``<bos>`` (padding after ``<eos>``)
-        and their length-penalised scores (B, n_best). ``tokens[:, 0]`` is the translation.
+        and their length-penalised scores (B, n_best). ``tokens[:, 0]`` is the translation. A
+        beam wider than the translations there are keeps empty slots: score ``-inf``, all padding.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
@@ -457,36 +587,40 @@ def beam_search(
         raise ValueError(f"n_best must be an integer in [1, beam_size={beam_size}], got {n_best!r}")
     if length_penalty < 0:
         raise ValueError(f"length_penalty (alpha) must be >= 0, got {length_penalty}")
-    plan = _plan(model, src, max_len, path)
+    limits = _limits(model, src, max_len)
     config, batch, beams = model.config, src.shape[0], beam_size
-    with _inference(model):
-        steps = _steps(model, src, plan, use_cache, path, repeat=beams)
-        choose = steps.beam_step(beam_step)  # your beam_step (the engine may give it a shortlist of tokens)
+    with inference(model):
+        modules = lambda: ModulePredictor(model, src, use_cache, repeat=beams)  # noqa: E731
+        predictor = start_predictor(path, model, src, max(limits.longest, 1), beams, use_cache, modules)
+        choose = predictor.survivors(beam_step)  # your beam_step (an engine may hand it fewer columns)
         tokens = src.new_full((batch * beams, 1), config.bos_id)  # (B·K, 1)
         scores = torch.full((batch, beams), float("-inf"), device=src.device)  # (B, K)
         scores[:, 0] = 0.0  # one real hypothesis (<bos>) per sentence; the other slots are empty
         finished = torch.zeros(batch, beams, dtype=torch.bool, device=src.device)  # (B, K)
         lengths = torch.zeros(batch, beams, dtype=torch.long, device=src.device)  # (B, K)
         first_row = torch.arange(batch, device=src.device)[:, None] * beams  # (B, 1)
-        every = _stop_check_every(src)
-        newest = tokens  # (B·K, 1)
-        for step in range(plan.steps):
-            log_probs = steps.next_logits(tokens, newest).log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
+        stop, newest, step = _Stop(model, src), tokens, -1
+        for step in range(limits.longest):
+            log_probs = predictor.next_logits(tokens, newest).log_softmax(dim=-1).view(batch, beams, -1)  # (B, K, V)
             origin, new, scores, finished, lengths = choose(
                 scores, log_probs, finished, lengths, config.eos_id, config.pad_id, length_penalty
             )
-            finished = _cut(plan, step, finished)  # (B, K)
+            stop.see(scores, step)  # NaN or +inf logits make NaN scores: (B, K) read, not (B·K, V)
+            finished = _cut(limits.rows, step, finished)  # (B, K)
             rows = (first_row + origin).view(-1)  # (B·K,) the batch row each survivor continues
             newest = new.view(-1, 1)  # (B·K, 1)
             tokens = torch.cat([tokens.index_select(0, rows), newest], dim=1)  # (B·K, t+1)
-            steps.reorder(rows)
-            if (step + 1) % every == 0 and (finished | scores.isneginf()).all():
+            predictor.reorder(rows)
+            if stop.now(step, finished | scores.isneginf()):
                 break
+        else:
+            stop.last(step)
         ranked = scores / gnmt_length_penalty(lengths, length_penalty)  # (B, K)
         ranked, order = ranked.sort(dim=1, descending=True)  # (B, K), best first
-        out = tokens[:, 1:].view(batch, beams, -1)  # (B, K, T)
+        out = tokens[:, 1:].view(batch, beams, tokens.shape[1] - 1)  # (B, K, T)
         out = out.gather(1, order[..., None].expand_as(out))  # (B, K, T) best first
         out = _pad_after_eos(out, config.eos_id, config.pad_id)
+        out = out.masked_fill(ranked.isneginf()[..., None], config.pad_id)  # an empty slot holds no translation
         return out[:, :n_best], ranked[:, :n_best]  # (B, n, T), (B, n)
 
 
@@ -515,9 +649,10 @@ def score_sequences(model: nn.Module, src: Tensor, hypotheses: Tensor, length_pe
     if hypotheses.shape[0] != src.shape[0]:
         raise ValueError(f"src has {src.shape[0]} rows but hypotheses has {hypotheses.shape[0]}")
     config = model.config
-    with _inference(model):
+    with inference(model):
         bos = hypotheses.new_full((hypotheses.shape[0], 1), config.bos_id)
-        logits = _forbid_specials(model, model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1)))  # (B, T, V)
+        logits = model(src, torch.cat([bos, hypotheses[:, :-1]], dim=1)).float()  # (B, T, V)
+        logits = logits + never_next_bias(config, config.tgt_vocab_size, logits.device)  # never-next tokens: -inf
         token_log_probs = logits.log_softmax(-1).gather(-1, hypotheses[..., None])[..., 0]  # (B, T)
         is_eos = (hypotheses == config.eos_id).long()
         counted = (is_eos.cumsum(-1) - is_eos) == 0  # (B, T): up to and including the first eos

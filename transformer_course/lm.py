@@ -22,12 +22,13 @@ import torch
 from torch import Tensor, nn
 
 from . import _validate
-from ._validate import check_ndim, check_token_ids
+from ._validate import check_ndim, check_same_device, check_token_ids
 from .attention import mark_causal
 from .cache import KVCache
-from .decoding import _filtered, _inference, _noisy_log_probs, _stop_check_every, check_path, greedy_step
+from .decoding import BeamStep, Engine, generate_tokens, never_next_bias, start_predictor, token_chooser
 from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import EncoderLayer
+from .evaluation import inference
 from .feedforward import ACTIVATIONS, PositionwiseFeedForward
 from .grouped import GroupedQueryAttention
 from .model import xavier_init
@@ -238,7 +239,7 @@ def generate(
     top_k: int | None = None,
     top_p: float | None = None,
     generator: torch.Generator | None = None,
-    path: str = "modules",
+    path: str | Engine = "modules",
 ) -> Tensor:
     """Continue each row of ``prompt`` by up to ``max_new_tokens`` tokens.
 
@@ -248,9 +249,10 @@ def generate(
     reproducible draws. A row that produces ``<eos>`` gets padding after it; generation stops when
     every row has. ``use_cache=True`` feeds only the newest token at each step and keeps the keys
     and values of the others; ``use_cache=False`` reads the whole text again at every step: the
-    same tokens, slower. ``<pad>`` and ``<bos>`` are never generated (unless one is also ``<eos>``). The model is put in
-    evaluation mode for the call (its mode is restored). ``path="engine"`` runs the model through
-    the inference engine instead of your modules (chapter 09's ``greedy_decode`` says more).
+    same tokens, slower. ``<pad>`` and ``<bos>`` are never generated (unless one is also ``<eos>``).
+    The model is put in evaluation mode for the call (its mode is restored). The loop is chapter
+    09's (:func:`~transformer_course.decoding.generate_tokens`); ``path=ENGINE`` runs the model
+    through an inference engine instead of your modules (chapter 09's ``greedy_decode`` says more).
 
     Shape:
         prompt: (B, T) ids (every row T real tokens, usually starting with ``<bos>``; a ``<pad>``
@@ -258,10 +260,8 @@ def generate(
         → (B, T + n) with n ≤ max_new_tokens
     """
     config = model.config
-    check_path(path)
-    if path == "engine" and not use_cache:
-        raise ValueError("use_cache=False is the modules' reference without a cache: pass path='modules' with it")
     check_ndim(prompt, 2, "prompt", "(B, T) of token ids")
+    check_same_device(model, prompt, "prompt")
     check_token_ids(prompt, config.vocab_size, "prompt")
     if prompt.shape[1] < 1:
         raise ValueError("prompt must hold at least one token per row (for example <bos>)")
@@ -276,43 +276,30 @@ def generate(
             f"prompt contains <pad> (id {config.pad_id}): every row must be real tokens of one length; "
             "generate prompts of different lengths separately (or cut them to the shortest)"
         )  # where <pad> is <eos> (GPT-2, Llama) the id is a real token, and allowed
-    if temperature != 0 or top_k is not None or top_p is not None:  # check the sampling arguments once
-        _filtered(torch.zeros(1, 2), temperature if temperature != 0 else 1.0, top_k, top_p)  # greedy checks them too
-
-    banned = torch.zeros(config.vocab_size, device=prompt.device)  # (V,): never generate <pad> or <bos>
-    banned[[i for i in (config.pad_id, config.bos_id) if i != config.eos_id]] = float("-inf")  # … unless it ends a text
-
-    def pick(logits: Tensor, finished: Tensor) -> tuple[Tensor, Tensor]:
-        logits = logits + banned  # (B, V)
-        if temperature != 0:
-            logits = _noisy_log_probs(logits, temperature, top_k, top_p, generator)  # (B, V)
-        return greedy_step(logits, finished, config.eos_id, config.pad_id)
-
-    with _inference(model):
-        next_logits = _next_logits(model, prompt.shape[0], prompt.shape[1] + max_new_tokens, use_cache, path)
-        tokens, new = prompt, prompt  # (B, T): everything so far, and what the model has not read yet
-        finished = torch.zeros(prompt.shape[0], dtype=torch.bool, device=prompt.device)  # (B,)
-        every = _stop_check_every(prompt)  # on a GPU, asking whether all rows are done makes the CPU wait
-        for step in range(max_new_tokens):
-            logits = next_logits(new, tokens)  # (B, V): the next token's scores
-            next_tokens, finished = pick(logits.float(), finished)  # (B,), (B,)
-            tokens = torch.cat([tokens, next_tokens[:, None]], dim=1)  # (B, t+1)
-            new = next_tokens[:, None]  # (B, 1)
-            if (step + 1) % every == 0 and finished.all():
-                break
-        return tokens
+    choose = token_chooser(config.eos_id, config.pad_id, temperature, top_k, top_p, generator)
+    with inference(model):
+        modules = lambda: LanguageModelModules(model, use_cache)  # noqa: E731
+        predictor = start_predictor(path, model, prompt, prompt.shape[1] + max_new_tokens, 1, use_cache, modules)
+        return generate_tokens(model, predictor, prompt, max_new_tokens, choose)
 
 
-def _next_logits(model: DecoderOnlyLM, batch: int, capacity: int, use_cache: bool, path: str):
-    """``next_logits(new, tokens)``, the scores (B, V) of the token after ``tokens`` (B, t) whose last
-    columns, ``new``, the model has not read yet: your modules with a KV cache (or without: the
-    whole text again), or the inference engine."""
-    if path == "engine":
-        from transformer_course_tools.engine import (
-            language_model_steps,  # the course's engine, read only when asked for
-        )
+class LanguageModelModules:
+    """Your modules as a language model's :class:`~transformer_course.decoding.Predictor`: with a KV
+    cache (one :class:`KVCache` per layer) each step reads only the tokens not read yet; without
+    it the whole text again. The tokens that are never next get ``-inf`` (a bias made once)."""
 
-        steps = language_model_steps(model, batch, capacity)
-        return lambda new, tokens: steps.next_logits(new)
-    cache = model.new_cache() if use_cache else None
-    return lambda new, tokens: model(new if use_cache else tokens, cache)[:, -1]
+    def __init__(self, model: DecoderOnlyLM, use_cache: bool = True) -> None:
+        self.model, self.cache = model, model.new_cache() if use_cache else None
+        device = next(model.parameters()).device
+        self.never = never_next_bias(model.config, model.config.vocab_size, device)  # (V,)
+
+    def next_logits(self, tokens: Tensor, new: Tensor) -> Tensor:
+        logits = self.model(tokens if self.cache is None else new, self.cache)[:, -1]  # (B, V)
+        return logits.float() + self.never
+
+    def reorder(self, rows: Tensor) -> None:
+        for layer_cache in self.cache or []:
+            layer_cache.reorder(rows)
+
+    def survivors(self, beam_step: BeamStep) -> BeamStep:
+        return beam_step

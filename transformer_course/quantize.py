@@ -15,27 +15,33 @@ arithmetic, sets its time, so storing the weights in fewer bytes makes the step 
   layer and its embedding share one ``q`` and one ``s``. Layer norms, biases, positions, the
   key/value cache and the logits stay float32.
 
-How :class:`Int8Linear` multiplies: on a CPU it hands ``q`` and ``s`` to PyTorch's fbgemm kernel
-(``torch.ops.quantized.linear_dynamic``, the kernel of ``torch.ao.quantization``'s dynamic
-quantization, in every PyTorch since 1.x): it rounds the *input* to 8 bits as well, one scale per
-call (7 bits of range, ``reduce_range=True``, which the kernel needs on x86), multiplies whole
-numbers and rescales. Where that kernel is missing (a build without fbgemm, a GPU), the layer
-multiplies by ``q · s`` made float at each call: the same result without the input's rounding,
-correct but not faster. On a GPU it calls ``torch._weight_int8pack_mm``, weight-only int8: the
-int8 weights are read as they are and the input keeps its precision. (On a CPU that kernel was
-about 4× slower than float32 on an AVX2 processor, and in PyTorch 2.3 it takes only bfloat16
-inputs, so fbgemm stays the CPU's kernel.) Measured in ``benchmarks/results.md``.
+How :class:`Int8Linear` multiplies: on a CPU it rounds each row of its *input* (each token) to whole
+numbers as well, in [-63, 63] with the row's own scale ``max|x_row| / 63`` (the kernel rounds
+them to the nearest), hands them to
+PyTorch's fbgemm kernel with ``q`` and ``s`` (``quantized::linear_with_input_q_dq_qweight_dq_output_fp32``,
+the kernel of ``torch.ao.quantization``), which multiplies whole numbers exactly, and scales each
+row back. A row's result depends on that row only: a sentence translates alike alone or in a
+batch. (PyTorch's dynamic quantization takes one scale for the whole input instead, so one row's
+large values coarsen every other row's. 63 and not 127: x86's kernel adds pairs of products in
+16 bits, which 7-bit inputs cannot overflow.) Where that kernel is missing (a build without
+fbgemm), the layer multiplies by ``q · s`` made float at each call: correct, not faster. On a GPU
+it calls ``torch._weight_int8pack_mm``, weight-only int8: the int8 weights are read as they are
+and the input keeps its precision (also row by row). (On a CPU that kernel was about 9× slower
+than fbgemm with float32 inputs, so fbgemm stays the CPU's kernel.) Measured in
+``benchmarks/results.md``.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from ._validate import checksum, first_non_finite
 from .embeddings import TokenEmbedding
 
 PRECISIONS = ("bf16", "int8")
@@ -52,6 +58,9 @@ def quantize(model: nn.Module, precision: str) -> nn.Module:
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(map(repr, PRECISIONS))}, got {precision!r}")
+    culprit = first_non_finite(model)
+    if culprit:  # int8 would hide it (a row's scale of NaN): refused in every precision
+        raise ValueError(f"{culprit}: quantize wants finite weights")
     model = copy.deepcopy(model).eval()
     if precision == "bf16":
         return model.to(torch.bfloat16)
@@ -91,7 +100,9 @@ class Int8Linear(nn.Module):
     """``nn.Linear`` with int8 weights and one float32 scale per output row (see the module).
 
     ``weight`` (out, in) int8 and ``scale`` (out,) are what the layer stores (its state dict);
-    the fbgemm kernel's copy of them (``packed``) is made when the layer is made, on a CPU.
+    the fbgemm kernel's copy of them (``packed``, on a CPU) is made again whenever either changed:
+    each call compares their storage, version counters and the sum of their bytes (``load_state_dict``
+    and ``copy_`` change a version; a write through ``.data`` or NumPy changes only the bytes).
 
     Shape:
         x: (..., in) float32 → (..., out) float32
@@ -101,7 +112,7 @@ class Int8Linear(nn.Module):
         super().__init__()
         self.weight, self.scale = _frozen(q), _frozen(scale)
         self.bias = None if bias is None else _frozen(bias.detach().float())
-        self.packed = fbgemm_pack(self.weight, self.scale, self.bias)
+        self.repack()
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, rows: tuple[Tensor, Tensor] | None = None) -> Int8Linear:
@@ -109,7 +120,17 @@ class Int8Linear(nn.Module):
         q, scale = rows if rows is not None else quantize_rows(linear.weight)
         return cls(q, scale, linear.bias)
 
+    def repack(self) -> None:
+        """Make the kernel's copy of ``weight`` and ``scale`` again."""
+        self.packed = fbgemm_pack(self.weight, self.scale)
+        self.packed_from = self._stamp()
+
+    def _stamp(self) -> tuple:
+        return tuple((t.data_ptr(), t._version, t.device, int(checksum(t))) for t in (self.weight, self.scale))
+
     def forward(self, x: Tensor) -> Tensor:
+        if self.weight.device.type == "cpu" and self.packed_from != self._stamp():  # written to, loaded or moved
+            self.repack()  # (on a GPU nothing is packed: the product reads weight and scale as they are)
         return int8_linear(x, self.weight, self.scale, self.bias, self.packed)  # (..., out)
 
     def extra_repr(self) -> str:
@@ -133,21 +154,36 @@ class Int8Embedding(nn.Module):
         return F.embedding(tokens, self.weight).float() * self.scale[tokens, None]  # (..., D)
 
 
+# The inputs' whole numbers: [-63, 63], stored by the kernel as 1 … 127 (unsigned, zero at 64)
+INPUT_MAX, INPUT_ZERO = 63, 64
+
+
 def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | None, packed=None) -> Tensor:
-    """``x @ (q · s)ᵀ + b``: fbgemm's kernel with the ``packed`` weights on a CPU (the input rounded
-    to 8 bits too), PyTorch's weight-only int8 product on a GPU (``torch._weight_int8pack_mm``, which
-    reads the int8 weights as they are), elsewhere ``q · s`` made float at each call.
+    """``x @ (q · s)ᵀ + b``: on a CPU each row of ``x`` rounded to whole numbers with its own scale
+    and multiplied by fbgemm's kernel with the ``packed`` weights; on a GPU PyTorch's weight-only
+    int8 product (``torch._weight_int8pack_mm``, which reads the int8 weights as they are);
+    elsewhere ``q · s`` made float at each call. No row's result depends on another row.
 
     Shape:
         x: (..., in), q: (out, in) int8, scale: (out,) → (..., out)
     """
     if packed is not None and x.device.type == "cpu" and x.dtype == torch.float32:
-        return torch.ops.quantized.linear_dynamic(x.contiguous(), packed, True)
+        rows = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])  # (N, in)
+        # (N, 1): max|x| / 63; the inf-norm is one operation, but PyTorch reduces several rows faster after abs()
+        peak = torch.linalg.vector_norm(rows, math.inf, 1, True) if len(rows) == 1 else rows.abs().amax(1, True)
+        step = peak.div_(INPUT_MAX)
+        levels = rows.div(step.clamp_min_(TINY))  # (N, in) in [-63, 63]; the kernel rounds them (times 1, plus 64)
+        out = torch.ops.quantized.linear_with_input_q_dq_qweight_dq_output_fp32(levels, 1.0, INPUT_ZERO, packed)
+        out = out.mul_(step) if bias is None else torch.addcmul(bias, out, step, out=out)  # (N, out): rows scaled back
+        return out if x.dim() == 2 else out.view(*x.shape[:-1], q.shape[0])
     if x.is_cuda and hasattr(torch, "_weight_int8pack_mm"):
         rows = x.reshape(-1, x.shape[-1])  # (N, in)
         out = torch._weight_int8pack_mm(rows, q, scale.to(x.dtype)).view(*x.shape[:-1], q.shape[0])
         return out if bias is None else out + bias.to(x.dtype)
     return F.linear(x, dequantize_rows(q, scale, x.dtype), _cast(bias, x.dtype))
+
+
+TINY = torch.finfo(torch.float32).tiny  # a row of zeros divides by this, not by 0
 
 
 def _int8_in_place(model: nn.Module) -> None:
@@ -169,17 +205,19 @@ def _int8_in_place(model: nn.Module) -> None:
                 setattr(parent, name, Int8Embedding(*rows(child.weight)))
 
 
-def fbgemm_pack(q: Tensor, scale: Tensor, bias: Tensor | None):
-    """The fbgemm kernel's packed copy of ``q · scale`` (and the bias), or None where the kernel
-    is missing or the weights are not on a CPU."""
+def fbgemm_pack(q: Tensor, scale: Tensor):
+    """The fbgemm kernel's packed copy of ``q · scale`` (without a bias: :func:`int8_linear` adds it
+    after scaling each row back), or None where the kernel is missing or ``q`` is not on a CPU."""
     if q.device.type != "cpu" or "fbgemm" not in torch.backends.quantized.supported_engines:
+        return None
+    if not hasattr(torch.ops.quantized, "linear_with_input_q_dq_qweight_dq_output_fp32"):
         return None
     zero_points = torch.zeros(q.shape[0], dtype=torch.long)  # symmetric: 0 is 0
     try:
         with warnings.catch_warnings():  # recent PyTorch (2.13) says quantized tensors will go: then None
             warnings.filterwarnings("ignore", message=".*quantized tensor creation functions.*")
             qweight = torch._make_per_channel_quantized_tensor(q, scale.double(), zero_points, 0)  # (out, in) qint8
-        return torch.ops.quantized.linear_prepack(qweight, bias)
+            return torch.ops.quantized.linear_prepack(qweight, None)
     except (RuntimeError, AttributeError, NotImplementedError):
         return None
 

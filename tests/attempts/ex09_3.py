@@ -7,7 +7,7 @@ import torch
 from transformer_course.decoding import gnmt_length_penalty
 from transformer_course.decoding import gnmt_length_penalty as _lp
 
-from . import wrong
+from . import right, wrong
 
 # -- mutants
 
@@ -93,6 +93,46 @@ def _beam_finished_in_place(scores, log_probs, finished, lengths, eos_id, pad_id
 @wrong("own", says="multiplied by the length penalty")
 def _beam_penalty_multiplied(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
     return _beam(scores, log_probs, finished, lengths, eos_id, pad_id, alpha, multiply=True)
+
+
+@wrong("own", says="normalised again")
+def _beam_normalised_again(scores, log_probs, finished, lengths, eos_id, pad_id, alpha):
+    return _beam(scores, log_probs.log_softmax(-1), finished, lengths, eos_id, pad_id, alpha)
+
+
+@right("own")
+def beam_step_sorted_and_checked(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    """Checks its ids first, freezes finished rows with masked_fill, ranks with a stable sort."""
+    batch, beams, vocab = log_probs.shape
+    if not (0 <= eos_id < vocab and 0 <= pad_id < vocab):
+        raise ValueError(f"eos_id={eos_id} and pad_id={pad_id} must be token ids in [0, {vocab})")
+    step = log_probs.masked_fill(finished[..., None], float("-inf"))
+    step[..., pad_id] = torch.where(finished, 0.0, step[..., pad_id])  # a finished hypothesis: pad, for free
+    candidates = (scores[..., None] + step).reshape(batch, beams * vocab)
+    new_lengths = lengths + (~finished).long()
+    penalty = ((5.0 + new_lengths.float()) / 6.0) ** alpha  # (B, K)
+    ranked = candidates / penalty.repeat_interleave(vocab, dim=1)
+    flat = ranked.sort(dim=1, descending=True, stable=True).indices[:, :beams]
+    origin, tokens = flat.div(vocab, rounding_mode="floor"), flat.remainder(vocab)
+    ended = finished.gather(1, origin) | (tokens == eos_id)
+    return origin, tokens, candidates.gather(1, flat), ended, new_lengths.gather(1, origin)
+
+
+@right("own")
+def beam_step_one_sentence_at_a_time(scores, log_probs, finished, lengths, eos_id, pad_id, alpha=0.6):
+    """A loop over the sentences, each ranked with topk over its K·V candidates."""
+    rows = []
+    for b in range(log_probs.shape[0]):
+        beams, vocab = log_probs.shape[1:]
+        step = log_probs[b].clone()  # (K, V)
+        step[finished[b]] = float("-inf")
+        step[finished[b], pad_id] = 0.0
+        grown = lengths[b] + (~finished[b]).long()  # (K,)
+        total = scores[b][:, None] + step  # (K, V)
+        best = (total / gnmt_length_penalty(grown, alpha)[:, None]).flatten().topk(beams).indices  # (K,)
+        origin, token = best // vocab, best % vocab
+        rows.append((origin, token, total.flatten()[best], finished[b][origin] | (token == eos_id), grown[origin]))
+    return tuple(torch.stack(parts) for parts in zip(*rows, strict=True))
 
 
 # -- tester set 'first'

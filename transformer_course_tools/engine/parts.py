@@ -1,16 +1,18 @@
 """The parts of a decoding plan: a trained model read into plain tensors, in the form the engine runs.
 
-A plan holds no module and no autograd: matrices (:class:`~.weights.Dense`), norms, the embedding
-and the positions, per layer. :mod:`~.read` makes one from a model; :mod:`~.run` runs it.
+A plan holds no autograd, and no module but the learner's own RMSNorm and SwiGLU where the
+engine runs them (bfloat16 and int8: see :mod:`~.read`): matrices (:class:`~.weights.Dense`),
+norms, the embedding and the positions, per layer. :mod:`~.read` makes one from a model; :mod:`~.run` runs it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from .weights import Dense, Int8Dense
 
@@ -18,7 +20,8 @@ from .weights import Dense, Int8Dense
 @dataclass
 class Norm:
     """LayerNorm or RMSNorm over the last axis; ``weight`` and ``bias`` None where they were folded
-    into the matrix that reads the norm's output (pre-LN, float32).
+    into the matrix that reads the norm's output (pre-LN, float32), or where the LayerNorm has none;
+    ``module``: the learner's own RMSNorm, run as it is (bfloat16, int8).
 
     In float32 an RMSNorm computes ``x / √(Σx² + D·ε)``: RMSNorm's ``x / √(mean(x²) + ε)`` divided
     by √D, which its weight (``√D · g`` for the gain g) or, folded, the matrix after it multiplies
@@ -26,27 +29,29 @@ class Norm:
     instead of five.
     """
 
-    kind: str  # "layer", "rms" (RMSNorm's own steps, bfloat16), or "rms_sum" (float32)
+    kind: str  # "layer" (LayerNorm), "rms_sum" (RMSNorm, float32) or "module" (the learner's own)
     weight: Tensor | None
     bias: Tensor | None
     eps: float
     floor: Tensor | None = None  # "rms_sum": √(D·ε), (1,)
+    module: nn.Module | None = None  # "module"
 
     def __call__(self, x: Tensor) -> Tensor:
         if self.kind == "layer":
             return F.layer_norm(x, x.shape[-1:], self.weight, self.bias, self.eps)
-        if self.kind == "rms_sum":
-            root = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # √(Σx²), (N, 1)
-            x = x / torch.hypot(root, self.floor)
-            return x if self.weight is None else x * self.weight
-        x = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # RMSNorm's own steps: bf16 rounds alike
+        if self.kind == "module":
+            return self.module(x)
+        root = torch.linalg.vector_norm(x, dim=-1, keepdim=True)  # √(Σx²), (N, 1)
+        x = x / torch.hypot(root, self.floor)
         return x if self.weight is None else x * self.weight
 
 
 @dataclass
 class SelfAttention:
     """W^Q, W^K and W^V stacked into one product; W^O. Rotary positions where
-    ``rope_base`` is set (turned after the product, by a table of the plan)."""
+    ``rope_base`` is set (turned after the product, by a table of the plan). ``merge``: in
+    bfloat16, the learner's own ``merge_heads``, whose layout W^O then reads as the modules' does
+    (a bfloat16 product rounds differently on another layout)."""
 
     qkv: Dense | Int8Dense  # (D) → (H·Dk + Hkv·Dk + Hkv·Dv)
     out: Dense | Int8Dense  # (H·Dv) → (D)
@@ -55,6 +60,7 @@ class SelfAttention:
     d_k: int
     d_v: int
     rope_base: float | None
+    merge: Callable[[Tensor], Tensor] | None = None
 
 
 @dataclass
@@ -71,12 +77,20 @@ class CrossAttention:
 
 @dataclass
 class FeedForward:
-    """``down(act(up(x)))``, or SwiGLU's ``down(silu(gate) ⊙ value)`` with W₁ and W₃ stacked in ``up``."""
+    """``down(act(up(x)))``, or SwiGLU's ``down(silu(gate) ⊙ value)`` with W₁ and W₃ stacked in ``up``;
+    or the learner's own SwiGLU ``module``, run as it is (bfloat16, int8: ``up`` and ``down`` None)."""
 
-    up: Dense | Int8Dense
-    down: Dense | Int8Dense
+    up: Dense | Int8Dense | None
+    down: Dense | Int8Dense | None
     activation: str  # a name of feedforward.ACTIVATIONS ("relu", "gelu", "gelu_tanh", "swish")
     gated: bool
+    module: nn.Module | None = None
+
+    @property
+    def nbytes(self) -> int:
+        if self.module is not None:
+            return sum(p.numel() * p.element_size() for p in self.module.parameters())
+        return self.up.nbytes + self.down.nbytes
 
 
 @dataclass
@@ -143,7 +157,7 @@ class Plan:
         included; the embedding reads one row per token, not counted)."""
         total = self.output.nbytes
         for layer in self.layers:
-            parts = [layer.self_attn.qkv, layer.self_attn.out, layer.ffn.up, layer.ffn.down]
+            parts = [layer.self_attn.qkv, layer.self_attn.out, layer.ffn]
             if layer.cross_attn is not None:
                 parts += [layer.cross_attn.q, layer.cross_attn.out]
             total += sum(part.nbytes for part in parts)

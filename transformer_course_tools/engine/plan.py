@@ -9,23 +9,24 @@ from __future__ import annotations
 import weakref
 
 import torch
-from torch import Tensor, nn
+from torch import nn
 
 from .parts import Plan
-from .read import read_model
+from .read import read_model, room
 
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → (fingerprint, plan)
 
 
 def plan_for(model: nn.Module) -> Plan:
     """The decoding plan of ``model``: made at the first call, then reused while the model's
-    parameters and buffers are the ones it was made from.
+    parameters and buffers hold the values it was made from.
 
-    A plan is made again when any of them changed since: an optimizer's step or
+    A plan is made again when any of them may have changed since: an optimizer's step or
     ``load_state_dict`` (PyTorch counts every in-place change of a tensor), a tensor replaced or
-    moved (``.to(...)``), or a change written through ``.data`` (which PyTorch does not count: a
-    few values of every tensor are compared too). The plans are kept by weak reference: they go
-    when the model goes.
+    moved (``.to(...)``), and a write PyTorch does not count, through ``.data`` or a NumPy view
+    (every tensor's bytes are summed at every call: one pass over the weights, about what one
+    decoding step at batch 1 reads; :func:`fingerprint`). The plans are kept by weak reference:
+    they go when the model goes.
     """
     stamp = fingerprint(model)
     held = _PLANS.get(model)
@@ -37,16 +38,10 @@ def plan_for(model: nn.Module) -> Plan:
 
 def fingerprint(model: nn.Module) -> tuple:
     """What identifies the values of a model's tensors: each one's identity, storage, version
-    counter, shape and dtype, and a few of its values (16 per tensor, evenly spread)."""
+    counter, shape, dtype and device, and the sum of its bytes (``_validate.checksum``)."""
     tensors = [t for _, t in model.named_parameters()] + [t for _, t in model.named_buffers()]
     ids = tuple((id(t), t.data_ptr(), t._version, tuple(t.shape), t.dtype, t.device) for t in tensors)
     with torch.no_grad():
-        samples = [_sample(t) for t in tensors if t.numel()]
-        values = torch.cat(samples).tolist() if samples else []
+        sums = [room("_validate").checksum(t) for t in tensors if t.numel()]
+        values = torch.stack(sums).tolist() if sums else []  # one read of them all
     return ids, tuple(values)
-
-
-def _sample(t: Tensor) -> Tensor:
-    flat = t.detach().reshape(-1)
-    step = max(1, flat.numel() // 16)
-    return flat[::step][:16].to(torch.float64)

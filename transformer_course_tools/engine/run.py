@@ -1,8 +1,9 @@
 """Running a plan: the encoder once, then one decoding step after another.
 
 The decoding loops of chapter 09 (``greedy_decode``, ``beam_search``, ``sample``) and chapter 13
-(``generate``) choose the tokens; with ``path="engine"`` they ask a :class:`TranslationSteps` or
-a :class:`LanguageModelSteps` for the logits of the next token instead of the learner's modules.
+(``generate``) choose the tokens; with ``path=ENGINE`` they ask a :class:`TranslationSteps` or
+a :class:`LanguageModelSteps` (chapter 09's ``Predictor``) for the logits of the next token
+instead of the learner's modules.
 
 What a step does, per layer, for B rows of one new token each (x: (B, D)):
 
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from .parts import CrossAttention, FeedForward, Layer, Plan, SelfAttention
+from .search import Step, in_place, on_a_shortlist
 
 ACTIVATIONS = {
     "relu": torch.relu_,
@@ -138,7 +140,17 @@ def self_attention(a: SelfAttention, h: Tensor, kv: KVBuffers, i: int, batch: in
     if group > 1:  # a prompt's pass, once: each key head repeated for its group
         k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, Dv)
-    return out.transpose(1, 2).reshape(batch * length, a.n_heads * a.d_v)  # (B·T, H·Dv)
+    return merged(a, out)  # (B·T, H·Dv)
+
+
+def merged(a: SelfAttention, heads: Tensor) -> Tensor:
+    """The heads of several positions side by side, as W^O reads them: (B, H, T, Dv) → (B·T, H·Dv);
+    in bfloat16 the learner's ``merge_heads``'s (B, T, H·Dv), in whatever layout it returns (see
+    :class:`~.parts.SelfAttention`)."""
+    if a.merge is not None:
+        return a.merge(heads)
+    batch, _, length, _ = heads.shape
+    return heads.transpose(1, 2).reshape(batch * length, a.n_heads * a.d_v)
 
 
 def cross_attention(a: CrossAttention, h: Tensor, keys: Tensor, values: Tensor, mask: Tensor | None) -> Tensor:
@@ -176,19 +188,28 @@ def after(layer: Layer, k: int, x: Tensor, out, inner: Tensor) -> Tensor:
     return y if layer.norm_first else layer.norms[k](y)
 
 
-def encoder_layer(layer: Layer, x: Tensor, batch: int, mask: Tensor | None) -> Tensor:
+def feed_forward_block(layer: Layer, k: int, x: Tensor) -> Tensor:
+    """The residual stream after the feed-forward sub-layer ``k`` (the learner's own module where the
+    plan holds one: ``x + module(norm(x))``, as the modules add it)."""
+    f = layer.ffn
+    if f.module is None:
+        return after(layer, k, x, f.down, feed_forward(f, before(layer, k, x)))
+    y = x + f.module(before(layer, k, x))  # (N, D)
+    return y if layer.norm_first else layer.norms[k](y)
+
+
+def encoder_layer(layer: Layer, x: Tensor, batch: int, length: int, mask: Tensor | None) -> Tensor:
     """One encoder layer over every source position. Shape: x (B·S, D), mask (B, 1, 1, S) → (B·S, D)"""
     a = layer.self_attn
 
     def attend(h: Tensor) -> Tensor:
-        length = h.shape[0] // batch
         q, k, v = a.qkv(h).split([a.n_heads * a.d_k, a.n_heads * a.d_k, a.n_heads * a.d_v], dim=-1)
-        heads = [t.reshape(batch, length, a.n_heads, -1).transpose(1, 2) for t in (q, k, v)]  # (B, H, S, ·)
-        out = F.scaled_dot_product_attention(*heads, attn_mask=mask)  # (B, H, S, Dv)
-        return out.transpose(1, 2).reshape(batch * length, a.n_heads * a.d_v)
+        sizes = (a.d_k, a.d_k, a.d_v)
+        heads = [t.reshape(batch, length, a.n_heads, d).transpose(1, 2) for t, d in zip((q, k, v), sizes, strict=True)]
+        return merged(a, F.scaled_dot_product_attention(*heads, attn_mask=mask))  # (B·S, H·Dv)
 
     x = after(layer, 0, x, a.out, attend(before(layer, 0, x)))
-    return after(layer, 1, x, layer.ffn.down, feed_forward(layer.ffn, before(layer, 1, x)))
+    return feed_forward_block(layer, 1, x)
 
 
 class TranslationSteps:
@@ -210,7 +231,7 @@ class TranslationSteps:
             mask = mask.masked_fill(padding, torch.finfo(plan.dtype).min)[:, None, None, :]  # (B, 1, 1, S)
         x = plan.src_embed(src, 0)  # (B·S, D)
         for layer in plan.encoder:
-            x = encoder_layer(layer, x, batch, mask)
+            x = encoder_layer(layer, x, batch, length, mask)
         if plan.encoder_norm is not None:
             x = plan.encoder_norm(x)
         self.memory = self._memory_heads(x, batch, length)  # per layer: keys, values (B, H, S, ·)
@@ -221,7 +242,8 @@ class TranslationSteps:
         """The keys and values of the encoder's output for every decoder layer."""
         if not self.plan.layers:
             return []
-        projected = self.plan.memory_kv(memory).view(batch, length, -1)  # (B, S, N·H·(Dk+Dv))
+        width = self.plan.memory_kv.out_features  # N·H·(Dk+Dv)
+        projected = self.plan.memory_kv(memory).view(batch, length, width)  # (B, S, N·H·(Dk+Dv)); B may be 0
         heads, start = [], 0
         for layer in self.plan.layers:
             a = layer.cross_attn
@@ -233,32 +255,30 @@ class TranslationSteps:
             heads.append((k.contiguous(), v.contiguous()))  # (B, H, S, ·)
         return heads
 
-    def next_logits(self, tokens: Tensor, newest: Tensor) -> Tensor:
-        """Logits (B, V) of the token after the ``newest`` (B, 1) tokens, float32, ``<pad>`` and
-        ``<bos>`` forbidden. (``tokens``, everything so far, is what the modules' path without a
-        cache reads; the engine always keeps its cache.)"""
-        plan, kv, batch = self.plan, self.kv, newest.shape[0]
-        x = plan.embed(newest, kv.length)  # (B, D)
+    def next_logits(self, tokens: Tensor, new: Tensor) -> Tensor:
+        """Logits (B, V) of the token after the ``new`` (B, 1) tokens, float32, the tokens never next
+        forbidden (chapter 09's ``Predictor``; ``tokens``, everything so far, is what the modules'
+        path without a cache reads: the engine always keeps its cache)."""
+        plan, kv, batch = self.plan, self.kv, new.shape[0]
+        x = plan.embed(new, kv.length)  # (B, D)
         for i, layer in enumerate(plan.layers):
             a, c, keys, values = layer.self_attn, layer.cross_attn, *self.memory[i]
             x = after(layer, 0, x, a.out, self_attention(a, before(layer, 0, x), kv, i, batch, None))
             x = after(layer, 1, x, c.out, cross_attention(c, before(layer, 1, x), keys, values, self.mask))
-            x = after(layer, 2, x, layer.ffn.down, feed_forward(layer.ffn, before(layer, 2, x)))
+            x = feed_forward_block(layer, 2, x)
         kv.length += 1
         if plan.final_norm is not None:
             x = plan.final_norm(x)
-        return plan.output(x).float()  # (B, V); the output layer's bias forbids <pad> and <bos>
+        return plan.output(x).float()  # (B, V); the output layer's bias forbids the tokens never next
 
     def reorder(self, rows: Tensor) -> None:
         self.kv.reorder(rows)
 
-    def beam_step(self, step):  # noqa: ANN001, ANN201 - chapter 09's beam_step in, the same signature out
-        """Your ``beam_step``, given each hypothesis's K best tokens (:mod:`~.search`). In bfloat16,
+    def survivors(self, beam_step: Step) -> Step:
+        """Your ``beam_step``, given each hypothesis's shortlist (:mod:`~.search`). In bfloat16,
         whose 8-bit logits often tie, it sees the whole vocabulary: a shortlist orders tied tokens
         differently, and beam search would follow another of the tied paths than your modules do."""
-        from .search import in_place, on_a_shortlist
-
-        return step if self.plan.dtype == torch.bfloat16 else in_place(on_a_shortlist(step))
+        return beam_step if self.plan.dtype == torch.bfloat16 else in_place(on_a_shortlist(beam_step))
 
 
 class LanguageModelSteps:
@@ -275,15 +295,22 @@ class LanguageModelSteps:
         rope = a is not None and a.rope_base is not None
         self.table = rotation_table(a.rope_base, a.d_k, capacity, plan.device) if rope else None
 
-    def next_logits(self, new: Tensor) -> Tensor:
+    def next_logits(self, tokens: Tensor, new: Tensor) -> Tensor:
+        """Logits (B, V) of the token after ``new`` (B, T): a prompt's T tokens, then one a step."""
         plan, kv, batch, length = self.plan, self.kv, new.shape[0], new.shape[1]
         x = plan.embed(new, kv.length)  # (B·T, D)
         for i, layer in enumerate(plan.layers):
             a = layer.self_attn
             x = after(layer, 0, x, a.out, self_attention(a, before(layer, 0, x), kv, i, batch, self.table))
-            x = after(layer, 1, x, layer.ffn.down, feed_forward(layer.ffn, before(layer, 1, x)))
+            x = feed_forward_block(layer, 1, x)
         kv.length += length
         x = x.view(batch, length, -1)[:, -1]  # (B, D): the last position's
         if plan.final_norm is not None:
             x = plan.final_norm(x)
-        return plan.output(x).float()  # (B, V)
+        return plan.output(x).float()  # (B, V); the output layer's bias forbids the tokens never next
+
+    def reorder(self, rows: Tensor) -> None:
+        self.kv.reorder(rows)
+
+    def survivors(self, beam_step: Step) -> Step:
+        return beam_step

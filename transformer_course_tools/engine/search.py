@@ -5,10 +5,12 @@ for each of the K hypotheses of a sentence: several passes over a (B, K, V) tens
 at opus-mt's V = 58,101 and 16 sentences take longer than the decoder itself. Only a hypothesis's K
 best tokens can be among the K survivors (its candidates share its score and its length penalty,
 so they rank as their log-probabilities do). So the engine hands ``beam_step`` a vocabulary of
-K + 1 columns per hypothesis, its K best tokens and ``<pad>``, and maps the columns it chose back
-to tokens: your ``beam_step`` still chooses, on a tensor V / (K + 1) times smaller, and chooses
-the same survivors (up to ties between exactly equal scores). Even the K best of each row are
-found without sorting the row (:func:`largest`).
+K + 2 columns per hypothesis, its K best tokens, then ``<eos>`` and ``<pad>`` (with their own
+log-probabilities), and maps the columns it chose back to tokens: your ``beam_step`` still
+chooses, on a tensor V / (K + 2) times smaller, and chooses the same survivors (up to ties
+between exactly equal scores). The call is one ``beam_step``'s docstring allows: ``eos_id`` and
+``pad_id`` are columns of the shortlist (K and K + 1), and its rows are log-probabilities that sum
+to less than 1. Even the K best of each row are found without sorting the row (:func:`largest`).
 
 After the choice, :func:`in_place` orders the survivors so that the cache moves little: a
 hypothesis's first survivor stays in its slot, and only a second survivor's row is copied.
@@ -25,21 +27,23 @@ Step = Callable[..., tuple[Tensor, Tensor, Tensor, Tensor, Tensor]]
 
 
 def on_a_shortlist(beam_step: Step) -> Step:
-    """``beam_step`` (chapter 09's signature and result) run on each hypothesis's shortlist."""
+    """``beam_step`` (chapter 09's signature and result) run on each hypothesis's shortlist; a
+    vocabulary of at most K + 2 tokens is handed over as it is."""
 
     def step(scores: Tensor, log_probs: Tensor, finished: Tensor, lengths: Tensor, eos_id: int, pad_id: int,
              alpha: float = 0.6) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:  # fmt: skip
-        best = min(log_probs.shape[1:])  # k = K, or V when the vocabulary is smaller
-        top, tokens = largest(log_probs, best)  # (B, K, k): each hypothesis's k best, best first
-        column_of_pad = torch.full_like(top[..., :1], float("-inf"))  # a finished hypothesis's only way on
-        shortlist = torch.cat([top, column_of_pad], dim=-1)  # (B, K, k+1): a vocabulary of k+1 "tokens"
-        tokens = torch.cat([tokens, torch.full_like(tokens[..., :1], pad_id)], dim=-1)  # (B, K, k+1): their ids
-        # eos_id = -1: no column is <eos> (the real <eos> is found below, once the columns are tokens again)
-        origin, column, new_scores, new_finished, new_lengths = beam_step(
-            scores, shortlist, finished, lengths, -1, best, alpha
-        )
-        chosen = tokens.flatten(1).gather(1, origin * (best + 1) + column)  # (B, K): the columns as tokens
-        return origin, chosen, new_scores, new_finished | (chosen == eos_id), new_lengths
+        beams, vocab = log_probs.shape[1:]
+        if vocab <= beams + 2:  # no shorter list than the vocabulary itself
+            return beam_step(scores, log_probs, finished, lengths, eos_id, pad_id, alpha)
+        top, tokens = largest(log_probs, beams)  # (B, K, K): each hypothesis's K best, best first
+        top = top.masked_fill((tokens == eos_id) | (tokens == pad_id), float("-inf"))  # they have columns of their own
+        eos, pad = (log_probs.narrow(-1, i, 1) for i in (eos_id, pad_id))  # (B, K, 1) each
+        shortlist = torch.cat([top, eos, pad], dim=-1)  # (B, K, K+2): K tokens, <eos>, <pad>
+        origin, column, *rest = beam_step(scores, shortlist, finished, lengths, beams, beams + 1, alpha)
+        specials = torch.tensor([eos_id, pad_id], device=tokens.device).expand(*tokens.shape[:2], 2)  # (B, K, 2)
+        tokens = torch.cat([tokens, specials], dim=-1)  # (B, K, K+2): each column's token
+        chosen = tokens.flatten(1).gather(1, origin * (beams + 2) + column)  # (B, K): the columns as tokens
+        return origin, chosen, *rest
 
     return step
 

@@ -18,14 +18,16 @@ Several matrices that read the same input are stacked into one (W^Q, W^K, W^V; S
 W₃): one product instead of three. On a GPU, and in bfloat16, the product is PyTorch's.
 
 An :class:`Int8Dense` keeps int8 weights with one scale per output row (chapter 16's
-``quantize``): on a CPU it calls fbgemm's kernel with the weights packed once (the input is
-rounded to 8 bits too, one scale per call, as ``Int8Linear`` does); on a GPU PyTorch's
-weight-only int8 product, which reads the int8 weights and never makes a float copy of them.
+``quantize``) and calls chapter 16's own product, ``int8_linear``, as ``Int8Linear`` does: on a
+CPU fbgemm's kernel with the weights packed once (each input row rounded to whole numbers with its
+own scale, so that no row depends on another); on a GPU PyTorch's weight-only int8 product, which
+reads the int8 weights and never makes a float copy of them.
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 
@@ -69,6 +71,8 @@ class Dense:
         return sum(t.numel() * t.element_size() for t in (self.weight_t, self.bias) if t is not None)
 
     def __call__(self, x: Tensor) -> Tensor:
+        if x.dim() == 3:  # bfloat16: the learner's merge_heads's (B, T, ·) in its layout, read as nn.Linear reads it
+            return F.linear(x, self.weight_t.t(), self.bias).flatten(0, 1)  # (B·T, out)
         if self.cpu_float32 and x.shape[0] > 1:  # several rows: oneDNN on its blocked copy
             if self.weight_blocked is None:
                 self.weight_blocked = blocked(self.weight_t.t())
@@ -112,7 +116,7 @@ class Int8Dense:
         self.product = int8_linear  # the modules' own int8 product: the two paths round alike
         self.q, self.scale = q.detach(), scale.detach().float()  # (out, in) int8, (out,)
         self.bias = None if bias is None else bias.detach().float()  # (out,)
-        self.packed = fbgemm_pack(self.q, self.scale, self.bias)  # None where the kernel is missing
+        self.packed = fbgemm_pack(self.q, self.scale)  # None where the kernel is missing
 
     @property
     def out_features(self) -> int:

@@ -35,7 +35,7 @@ from torch.optim.lr_scheduler import LambdaLR
 
 from transformer_course.batching import batch_stream, pad_sequences
 from transformer_course.datasets.sentences import sentence_splits, sentence_tokens
-from transformer_course.decoding import _inference
+from transformer_course.evaluation import inference
 from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, WithoutSource, lm_examples
 from transformer_course.recipe import make_adamw, warmup_cosine_scheduler
 from transformer_course.schedule import transformer_lr, transformer_scheduler
@@ -200,7 +200,7 @@ def token_losses(model: DecoderOnlyLM, texts: Sequence[Sequence[int]], pad_id: i
         texts: N lists of ids (the longest L) → (N, L - 1)
     """
     batch = pad_sequences(texts, pad_id).to(next(model.parameters()).device)  # (N, L)
-    with _inference(model):  # evaluation mode, restored after
+    with inference(model):  # evaluation mode, restored after
         logits = model(batch[:, :-1])  # (N, L-1, V)
     losses = F.cross_entropy(logits.transpose(1, 2).float(), batch[:, 1:], reduction="none")  # (N, L-1)
     return losses.masked_fill(batch[:, 1:] == pad_id, math.nan).cpu()

@@ -300,6 +300,18 @@ def _beam_cases(larger: bool = False) -> list[tuple[str, tuple, float]]:
     log_probs = torch.tensor([[0.02, 0.02, 0.06, 0.9]]).log().expand(1, 2, 4).clone()
     case = "a finished hypothesis of length 1 (score -2.0) against one of length 3 (score -2.2), alpha=1"
     cases.append((case, (scores, log_probs, finished, lengths, 2, 0), 1.0))
+    # 4. a shortlist, as an inference engine passes it: each hypothesis's K best tokens, then <eos> and <pad> as
+    #    columns K and K+1; its rows sum to less than 1 and are used as they are
+    batch, beams = (3, 4) if larger else (2, 3)
+    full = (torch.randn(batch, beams, 30) * 2).log_softmax(-1)  # (B, K, 30)
+    best = full[..., 2:].topk(beams, dim=-1).values  # (B, K, K): the K best words
+    log_probs = torch.cat([best, full[..., :1], torch.full((batch, beams, 1), float("-inf"))], dim=-1)  # (B, K, K+2)
+    scores, lengths = -torch.rand(batch, beams) * 4 - 1, torch.randint(2, 6, (batch, beams))
+    finished = torch.zeros(batch, beams, dtype=torch.bool)
+    finished[0, -1] = True
+    case = (f"a shortlist (K={beams} best words, then <eos> and <pad> as columns {beams} and {beams + 1}; rows summing "
+            "to less than 1), alpha=0.6")  # fmt: skip
+    cases.append((case, (scores, log_probs, finished, lengths, beams, beams + 1), 0.6))
     return cases
 
 
@@ -389,4 +401,6 @@ def _beam_mistakes(args: list, alpha: float) -> Mistakes:
          "pad_id at cost 0"),
         (step(keep=False), "finished is only token == eos_id: a hypothesis finished before stays finished (gather "
          "finished by origin)"),
+        (lambda: _reference_beam_step(args[0], args[1].log_softmax(-1), *args[2:], alpha), "the log-probabilities are "
+         "normalised again (log_softmax): use log_probs as they are (a shortlist's rows sum to less than 1)"),
     ]  # fmt: skip
