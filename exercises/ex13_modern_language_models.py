@@ -56,8 +56,9 @@
 # | ex13_5 | `online_softmax_update(top, total, acc, scores, values)` in `blocked.py` | hard |
 #
 # **Before you start:** chapter 13 also runs exercises of other chapters: ex01_2, ex02_1, ex02_2,
-# ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex09_1 and ex09_2. Until
-# they are written it stops at the first of them, naming all those still to write.
+# ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex08_1, ex08_2, ex08_3,
+# ex08_4, ex09_1 and ex09_2. Until they are written it stops at the first of them, naming all those
+# still to write.
 #
 # **Order:** the five are independent of each other. Chapter 13 meets them in this order.
 

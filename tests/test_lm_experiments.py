@@ -17,7 +17,7 @@ from transformer_course_tools.notebook.lm_experiments import (
     LMVariant,
     lm_config,
     loss_by_position,
-    paired_beyond_chance,
+    paired_consistent,
     paired_init,
     paired_table,
     paired_verdict,
@@ -112,25 +112,32 @@ def test_paired_init_keeps_each_distribution() -> None:
     assert abs(embedding[1:].std().item() - 32**-0.5) < 0.02
 
 
-def _result(differences: list[float]) -> ExperimentResult:
+def _result(differences: list[float], base: list[float] | None = None) -> ExperimentResult:
+    """Variants "a" and "b", seed by seed: b's values ``base`` (10.0 each if none), a's b's + ``differences``."""
+    base = base if base is not None else [10.0] * len(differences)
     result = ExperimentResult("paired", LMSetting(), None)
-    for name, values in (("a", [10.0 + d for d in differences]), ("b", [10.0] * len(differences))):
+    for name, values in (("a", [b + d for b, d in zip(base, differences, strict=True)]), ("b", base)):
         runs = [Run(seed, [], [], {VALID_LOSS: v}, 0.0) for seed, v in enumerate(values)]
         result.variants[name] = VariantResult(name, runs)
     return result
 
 
-def test_the_paired_verdict_needs_one_sign_and_states_the_chance() -> None:
-    same = _result([0.02, 0.05, 0.03])  # overlapping ranges would hide it; the pairs do not
-    assert paired_beyond_chance(same, VALID_LOSS, "a", "b")
-    sentence = paired_verdict(same, VALID_LOSS, "a", "b")
-    assert "*a* above *b* in all 3 seeds, by 0.020 to 0.050" in sentence and "1 time in 4" in sentence
-    below = paired_verdict(_result([-0.1, -0.2, -0.1, -0.3]), VALID_LOSS, "a", "b")
-    assert "*b* above *a* in all 4 seeds" in below and "1 time in 8" in below
+def test_the_paired_verdict_tells_beyond_the_spread_from_consistent_from_neither() -> None:
+    apart = _result([0.02, 0.05, 0.03])  # every run of a above every run of b
+    sentence = paired_verdict(apart, VALID_LOSS, "a", "b")
+    assert "*a*, valid loss: higher than *b* by 0.033 nats on average, in 3 of 3 pairs" in sentence
+    assert "**beyond the spread**" in sentence
+    overlapping = _result([0.02, 0.05, 0.03], base=[10.0, 9.9, 10.1])  # one sign, but the runs overlap
+    assert paired_consistent(overlapping, VALID_LOSS, "a", "b")
+    sentence = paired_verdict(overlapping, VALID_LOSS, "a", "b")
+    assert "**consistent**, within the spread" in sentence and "3 pairs agree in sign 1 time in 4" in sentence
+    below = paired_verdict(_result([-0.1, -0.2, -0.1, -0.3], base=[10.0, 9.0, 10.5, 9.5]), VALID_LOSS, "a", "b")
+    assert "lower than *b*" in below and "in 4 of 4 pairs" in below and "1 time in 8" in below
     mixed = _result([0.02, -0.01, 0.03])
-    assert not paired_beyond_chance(mixed, VALID_LOSS, "a", "b")
-    assert "do not share one sign" in paired_verdict(mixed, VALID_LOSS, "a", "b")
-    assert not paired_beyond_chance(_result([0.1, 0.2]), VALID_LOSS, "a", "b"), "two seeds: 1 in 2, never enough"
+    assert not paired_consistent(mixed, VALID_LOSS, "a", "b")
+    sentence = paired_verdict(mixed, VALID_LOSS, "a", "b")
+    assert "in 2 of 3 pairs" in sentence and "the pairs disagree in sign: no difference" in sentence
+    assert not paired_consistent(_result([0.1, 0.2]), VALID_LOSS, "a", "b"), "two seeds: 1 in 2, never enough"
 
 
 def test_the_paired_table_and_figure_show_each_seeds_difference_from_the_baseline() -> None:

@@ -49,6 +49,11 @@ WRONG = [
     ("chapters/14_training_a_language_model.py", "(the white region)"),
     ("chapters/14_training_a_language_model.py", "falls to almost zero within a few hundred steps"),
     ("transformer_course/rotary.py", "their weights do not load into each other"),
+    # issue 48: Llama 2 70B's SwiGLU is 3.5·D wide, not ⅔·4·D rounded; Llama 3.1's rope_scaling also blends
+    # the pairs between wavelengths 2,048 and 8,192; three pairs of one sign are consistent, not shown
+    ("chapters/13_modern_language_models.py", "LLaMA 1 and Llama 2 use that width rounded up to a multiple of 256"),
+    ("chapters/13_modern_language_models.py", "slows only the slow pairs, whose wavelength exceeds"),
+    ("chapters/14_training_a_language_model.py", "A difference counts as shown only where all three pairs agree"),
     # chapter 15's review (issue 39): Meta's Llama rotates neighbouring pairs; most OPUS-MT models, not
     # all, are the base model's size; six settings are added; SmolLM2 has more special tokens than one;
     # the paper gives no reason for √D; its attention projections have no biases
@@ -104,11 +109,12 @@ STILL_THERE = [
     ("chapters/04_multi_head_attention.py", "makes this point about *computational cost*"),
     ("chapters/11_testing_the_papers_choices.py", "gradients are clipped, as chapter 08 clips them"),
     ("chapters/13_modern_language_models.py", "shared key/value heads came with Llama 2's two largest models"),
-    ("chapters/13_modern_language_models.py", "its SwiGLU network then has more weights than a ReLU network"),
+    ("chapters/13_modern_language_models.py", "networks then have more weights than a ReLU network"),
+    ("chapters/13_modern_language_models.py", "Pairs whose wavelength exceeds 8,192 turn 8 times slower"),
     ("chapters/13_modern_language_models.py", "This is inference, under `torch.no_grad()`"),
     ("chapters/13_modern_language_models.py", "and recomputes the blocks in the backward pass"),
     ("chapters/14_training_a_language_model.py", "the comparison measures early training at that rate"),
-    ("chapters/14_training_a_language_model.py", "still happens by chance for 1 comparison in 4"),
+    ("chapters/14_training_a_language_model.py", "three pairs still agree by chance one time in four"),
     ("chapters/15_real_weights.py", "as RoFormer and Meta's own Llama code do"),
     ("chapters/15_real_weights.py", "the conversion script's permutation run backwards"),
     ("chapters/16_real_checkpoints.py", "the `-hf` releases of Llama 2 declare float16"),

@@ -7,8 +7,9 @@ every variant is trained from several seeds on one CPU thread, and the result (t
 :class:`~transformer_course_tools.notebook.experiments.ExperimentResult`: table, verdict, spread) states a
 difference only where the seeds' ranges do not overlap. Seed ``s`` gives every variant the same
 batches, and the same initial value of every tensor whose name and shape agree (:func:`paired_init`),
-so two variants of one seed form a pair: :func:`paired_verdict` states a difference where the n
-seeds' paired differences all have one sign (1 chance in 2^(n-1) with no real effect).
+so two variants of one seed form a pair: :func:`paired_verdict` calls a difference consistent where
+the n seeds' paired differences all have one sign (which chance alone gives 1 time in 2^(n-1)), and
+beyond the spread where every run of one variant beats every run of the other.
 
 What is measured, on sentences never trained on:
 
@@ -161,27 +162,33 @@ def paired_init(model: nn.Module, seed: int) -> nn.Module:
 
 
 def paired_verdict(result: ExperimentResult, metric: str, a: str, b: str) -> str:
-    """One sentence comparing ``a`` and ``b`` on ``metric`` seed by seed (the seeds' paired
-    differences, :meth:`~transformer_course_tools.notebook.experiments.ExperimentResult.paired_differences`:
-    both variants of a seed share their batches and every initial tensor they have in common). A
-    difference is stated only where all n differences have one sign; with no real effect, that
-    happens by chance 1 time in 2^(n-1) (either sign), which the sentence says."""
+    """One sentence on ``a`` against ``b`` on ``metric``, from the seeds' paired differences
+    (:meth:`~transformer_course_tools.notebook.experiments.ExperimentResult.paired_differences`: both
+    variants of a seed share their batches and every initial tensor they have in common).
+
+    It gives the direction of the mean difference, in how many pairs it holds, and one of three
+    verdicts: **beyond the spread** (every run of one beats every run of the other, chapter 08's
+    rule), **consistent** (every pair has the same sign, but the runs overlap: with no real effect,
+    n pairs agree by chance 1 time in 2^(n-1), which the sentence says), or the pairs disagree."""
     differences = result.paired_differences(metric, a, b)
-    n, chance = len(differences), 2 ** (len(differences) - 1)
-    low, high = min(differences), max(differences)
-    shown = ", ".join(f"{d:+.3f}" for d in differences)
-    if paired_beyond_chance(result, metric, a, b):
-        higher, lower = (a, b) if low > 0 else (b, a)
-        size = f"by {min(abs(low), abs(high)):.3f} to {max(abs(low), abs(high)):.3f}"
+    n, mean = len(differences), sum(differences) / len(differences)
+    direction = "higher" if mean > 0 else "lower"
+    agreeing = sum((d > 0) == (mean > 0) for d in differences)
+    head = f"*{a}*, {metric}: {direction} than *{b}* by {abs(mean):.3f} nats on average, in {agreeing} of {n} pairs"
+    high, low = (a, b) if mean > 0 else (b, a)
+    if result.beyond_spread(metric, high, low):
+        return f"{head}; **beyond the spread**: every run of one beats every run of the other."
+    if paired_consistent(result, metric, a, b):
         return (
-            f"**{metric}**: *{higher}* above *{lower}* in all {n} seeds, {size} ({a} − {b}: {shown}); "
-            f"with no real difference, {n} differences of one sign come 1 time in {chance}."
+            f"{head}; **consistent**, within the spread (with no real difference, {n} pairs agree "
+            f"in sign 1 time in {2 ** (n - 1)})."
         )
-    return f"**{metric}**: the {n} paired differences ({a} − {b}: {shown}) do not share one sign: no difference shown."
+    return f"{head}; the pairs disagree in sign: no difference."
 
 
-def paired_beyond_chance(result: ExperimentResult, metric: str, a: str, b: str) -> bool:
-    """Whether every paired difference ``a − b`` on ``metric`` has one sign (at least 3 seeds)."""
+def paired_consistent(result: ExperimentResult, metric: str, a: str, b: str) -> bool:
+    """Whether every paired difference ``a − b`` on ``metric`` has one sign, over at least 3 seeds.
+    Consistent is not shown: with no real effect, n pairs agree by chance 1 time in 2^(n-1)."""
     differences = result.paired_differences(metric, a, b)
     return len(differences) >= 3 and (all(d > 0 for d in differences) or all(d < 0 for d in differences))
 
