@@ -166,10 +166,10 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # calibration error say about the model trained with $\varepsilon = 0.1$?
 #
 # ### BEGIN SOLUTION
-# **Worked answer.** The first half only as a tendency: perplexity rose with smoothing in the seed
-# pairs (in every pair of the committed run, by about 0.13; the model is trained towards giving the
-# right token 0.9, not 1), but not beyond the spread of the seeds. The second half did not show: exact
-# match and token accuracy did not differ beyond the spread of the seeds. The reverse task has
+# **Worked answer.** The first half, as far as three runs can say: perplexity rose with smoothing in
+# every pair of runs (the model is trained towards giving the right token 0.9, not 1). Three pairs
+# that agree in sign are consistent with the claim, not proof of it. The second half did not show:
+# exact match and token accuracy did not differ beyond the spread of the seeds. The reverse task has
 # exactly one right answer for every input and the model masters it; label smoothing helps as a
 # regulariser when a large model could otherwise over-fit ambiguous, noisy data (real sentence
 # pairs), which this task does not have. The calibration error says that the smoothed model is
@@ -181,5 +181,5 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # ### END SOLUTION
 
 # %% [markdown]
-# These questions close the course's tests of the paper's own choices. Chapter 07 has no exercises;
-# [chapter 15](ex15_real_weights.ipynb)'s are the last with code.
+# These questions close the course's tests of the paper's own choices. Next: [exercises
+# 12](ex12_real_translation.ipynb), real translation (chapter 10 has no exercises of its own).
