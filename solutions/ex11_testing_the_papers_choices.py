@@ -166,10 +166,11 @@ if "google.colab" in sys.modules:  # Colab only: your own editable copy of the c
 # calibration error say about the model trained with $\varepsilon = 0.1$?
 #
 # ### BEGIN SOLUTION
-# **Worked answer.** The first half, as far as three runs can say: perplexity rose with smoothing in
-# every pair of runs (the model is trained towards giving the right token 0.9, not 1). Three pairs
-# that agree in sign are consistent with the claim, not proof of it. The second half did not show:
-# exact match and token accuracy did not differ beyond the spread of the seeds. The reverse task has
+# **Worked answer.** Part of the first half: the model does learn to be more unsure (its mean
+# confidence drops beyond the spread of the seeds). Its perplexity tends to rise (it is trained
+# towards giving the right token 0.9, not 1), but the runs' ranges overlap and not every pair of runs
+# rises on every machine: at best consistent with the claim. The second half did not show: exact
+# match and token accuracy did not differ beyond the spread of the seeds. The reverse task has
 # exactly one right answer for every input and the model masters it; label smoothing helps as a
 # regulariser when a large model could otherwise over-fit ambiguous, noisy data (real sentence
 # pairs), which this task does not have. The calibration error says that the smoothed model is
