@@ -18,8 +18,9 @@ LAB := $(BIN)/jupyter lab --notebook-dir=. --LabApp.app_settings_dir=$(CURDIR)/j
 	--ContentsManager.hide_globs=$(HIDDEN) $(LAB_FLAGS)
 NBGRADER_SERVER_EXTENSIONS := $(addprefix nbgrader.server_extensions.,formgrader validate_assignment assignment_list course_list)
 WEB_STAMP := $(VENV)/.installed-web
+GRADERS_STAMP := $(VENV)/graders/.installed
 
-.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install lint notebooks exercises student-edition clean
+.PHONY: lab book test test-other-cpu test-oldest test-oldest-unit test-gpu install graders lint check-changed notebooks exercises student-edition clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +30,7 @@ $(STAMP): pyproject.toml
 	# nbgrader's core, so tests/test_nbgrader_compat.py compares its clearing with ours; without its
 	# UI extras (ipywidgets would turn the tqdm.auto progress bars into widgets).
 	$(BIN)/python -m pip install --quiet --no-deps nbgrader==0.9.6 rapidfuzz sqlalchemy alembic mako
-	# nbgrader's UI off: it is not a grading route for this course (README, "Not with nbgrader").
+	# nbgrader's UI off here: .venv is not a grading server (nbgrader grades from .venv/graders: make graders).
 	$(BIN)/jupyter server extension disable --sys-prefix $(NBGRADER_SERVER_EXTENSIONS) >/dev/null 2>&1
 	$(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1
 	touch $(STAMP)
@@ -38,6 +39,13 @@ $(STAMP): pyproject.toml
 $(WEB_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[book,browser]"
 	touch $(WEB_STAMP)
+
+# nbgrader and Otter-Grader in .venv/graders, on top of .venv (scripts/graders_venv.sh says why): the
+# tools of `python -m transformer_course assignment`, which tests/test_graders.py drives.
+$(GRADERS_STAMP): $(STAMP) scripts/graders_venv.sh
+	bash scripts/graders_venv.sh
+
+graders: $(GRADERS_STAMP)
 
 install: $(STAMP)
 
@@ -51,7 +59,12 @@ book: $(WEB_STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check transformer_course tests benchmarks
+	$(BIN)/ruff format --check .
+
+# The lint and the tests that cover the files changed against origin/main (else main), each choice with
+# its reason (transformer_course_tools/authoring/changed.py): make check-changed [BASE=REV] [LIST=1] [DEEP=1]
+check-changed: $(STAMP)
+	$(BIN)/python -m transformer_course_tools.authoring.changed $(if $(BASE),--base $(BASE),) $(if $(LIST),--list,) $(if $(DEEP),--deep,)
 
 # A trained model differs from one CPU to another (another vector width, another matrix kernel: the
 # floats add up in another order, and training amplifies the last bits). So the cells that print a
@@ -64,7 +77,7 @@ lint: $(STAMP)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval_sanitize.cfg
 OTHER_CPU := ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=AVX2 DNNL_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-test: $(STAMP) $(WEB_STAMP) lint
+test: $(STAMP) $(WEB_STAMP) $(GRADERS_STAMP) lint
 	bash scripts/run_tests.sh $(wildcard chapters/*.ipynb) tests $(wildcard solutions/*.ipynb) $(NBVAL) --durations=20
 
 test-other-cpu: $(STAMP)
@@ -86,9 +99,10 @@ test-oldest-unit:
 test-gpu: $(STAMP)
 	$(BIN)/python scripts/test_gpu.py $(if $(RECORD),--record,)
 
-# Re-run every notebook and store its outputs (after editing a chapter's .py source).
+# Re-run every notebook and store its outputs (after editing a chapter's .py source). A cell tagged
+# `measured` keeps its committed output unless REMEASURE=1; the measured outputs that differ are listed.
 notebooks: $(STAMP)
-	$(BIN)/python scripts/execute_notebooks.py $(NB)
+	$(BIN)/python scripts/execute_notebooks.py $(if $(REMEASURE),--remeasure,) $(NB)
 
 # Regenerate exercises/ from solutions/ (never edit exercises/ by hand).
 exercises: $(STAMP)

@@ -5,6 +5,7 @@
     python -m benchmarks.engines --only smollm --rounds 3
     python -m benchmarks.engines --quick     # tiny shapes, seconds (tests/test_benchmarks.py)
     python -m benchmarks.engines --kernels   # the engine's choices: every product in each kernel and layout
+    python -m benchmarks.engines --learners  # the shipped models exported (chapter 16's route), in CTranslate2 and llama.cpp
 
 The protocol:
 
@@ -43,17 +44,14 @@ from pathlib import Path
 import torch
 
 from benchmarks.hub import OPUS_MT_EN_DE
+from transformer_course_tools.models import published
 
 ROOT = Path(__file__).resolve().parent.parent
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "CT2_INTER_THREADS": "1",
               "CT2_INTRA_THREADS": "1"}  # fmt: skip
 
 MARIAN = OPUS_MT_EN_DE  # opus-mt-en-de's shape
-SMOLLM = dict(
-    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
-    num_key_value_heads=3, rope_theta=100000.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
-    max_position_embeddings=2048, bos_token_id=0, eos_token_id=0,
-)  # fmt: skip
+SMOLLM = published.config(published.SMOLLM2_135M)  # SmolLM2-135M's shape, its published config.json
 QUICK = {
     "marian": MARIAN | dict(vocab_size=501, decoder_vocab_size=501, d_model=64, encoder_layers=2, decoder_layers=2,
                             encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
@@ -406,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", action="store_true", help="append the table to benchmarks/results.md")
     parser.add_argument("--gpu", action="store_true", help="the course's modules and engine on a CUDA GPU")
     parser.add_argument("--kernels", action="store_true", help="the engine's choices: each product, kernel and layout")
+    parser.add_argument("--learners", action="store_true",
+                        help="the shipped translator and language model exported, in CTranslate2 and llama.cpp")  # fmt: skip
     args = parser.parse_args(argv)
     if args.worker:
         worker(json.loads(args.worker))
@@ -415,6 +415,11 @@ def main(argv: list[str] | None = None) -> int:
             return subprocess.run([sys.executable, "-m", "benchmarks.engines", *(argv or sys.argv[1:])],
                                   env={**os.environ, **ONE_THREAD}, cwd=ROOT).returncode  # fmt: skip
         print(kernels(args.rounds))
+        return 0
+    if args.learners:
+        header = (f"Machine: {platform.processor() or platform.machine()} ({_cpu_name()}), torch {torch.__version__}; "
+                  f"one thread; {args.rounds} interleaved rounds, CPU time; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+        print(header + "\n\n" + learners(args.rounds))
         return 0
     shapes = QUICK if args.quick else {"marian": MARIAN, "smollm": SMOLLM}
     shapes = {family: shape for family, shape in shapes.items() if not args.only or family == args.only}
@@ -446,6 +451,162 @@ def main(argv: list[str] | None = None) -> int:
         with open(ROOT / "benchmarks" / "results.md", "a", encoding="utf-8") as f:
             f.write(f"\n## Engines (`python -m benchmarks.engines`, {time.strftime('%Y-%m-%d')})\n\n{text}")
     return 0
+
+
+# -- the learner's own models, out of the course (issue 50) -------------------------------------------
+
+LEARNER_NUMBERS = 16  # number words translated per round (batch 1: one at a time; batch 16: together)
+LEARNER_PROMPTS = ("Ham. To be, or not to be", "Enter the Ghost", "O Romeo, Romeo", "Mac. Is this a dagger",
+                   "What is the matter")  # fmt: skip
+LEARNER_NEW = 64  # at most, per prompt (the shipped language model reads 128 positions)
+
+
+def learners(rounds: int) -> str:
+    """The shipped translator and language model, exported as a learner exports theirs
+    (``python -m transformer_course export``), in CTranslate2 and llama.cpp (where llama-cpp-python
+    is installed) beside the course's engine: one thread each, in this one process, CPU time, a
+    warm-up run then ``rounds`` interleaved rounds; tokens per second of the medians; every engine's
+    tokens against the course engine's float32."""
+    import random
+
+    from transformer_course_tools.models.export.ct2 import write_ctranslate2
+    from transformer_course_tools.models.export.gguf_file import write_gguf
+    from transformer_course_tools.models.export.sources import load_source
+
+    torch.set_num_threads(1)
+    lines = ["| model | decoding | batch | engine | tokens/s (median) | tokens/s (best) | same tokens | vs ours |",
+             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: |"]  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        numbers = load_source("numbers-en-de")
+        ct2 = {
+            p: write_ctranslate2(numbers, tmp / f"numbers-{p}", p, tmp / f"hf-numbers-{p}") for p in ("float32", "int8")
+        }
+        rng = random.Random(0)
+        from transformer_course.datasets.numbers import number_to_english
+
+        texts = [number_to_english(rng.randrange(1_000_000)) for _ in range(LEARNER_NUMBERS)]
+        for batch in (1, LEARNER_NUMBERS):
+            runs = _translator_runs(numbers, ct2, texts, batch)
+            lines += _learner_rows("numbers-en-de", "greedy", batch, _timed(runs, rounds))
+        lm = load_source("shakespeare-lm")
+        ct2 = {p: write_ctranslate2(lm, tmp / f"lm-{p}", p, tmp / f"hf-lm-{p}") for p in ("float32", "int8")}
+        tokens = [lm.tokenizer.id_to_token(i) for i in range(lm.tokenizer.get_vocab_size())]
+        ggufs = {p: write_gguf(lm.model, tokens, tmp / f"lm-{p}.gguf", p) for p in ("float32", "int8")}
+        lines += _learner_rows("shakespeare-lm", "greedy", 1, _timed(_lm_runs(lm, ct2, ggufs), rounds))
+    return "\n".join(lines)
+
+
+def _translator_runs(source, ct2: dict, texts: list[str], batch: int) -> dict:
+    import ctranslate2
+
+    from transformer_course import greedy_decode, quantize
+    from transformer_course.batching import pad_sequences
+
+    models = {"float32": source.model, "int8": quantize(source.model, "int8")}
+    ids = [source.tokenizer.encode(t).ids for t in texts]
+    pieces = [source.tokenizer.encode(t).tokens for t in texts]
+    groups = [slice(i, i + batch) for i in range(0, len(texts), batch)]
+    eos, pad = source.model.config.eos_id, source.model.config.pad_id
+
+    def ours(model):
+        def run() -> list[list[int]]:
+            out = []
+            for g in groups:
+                rows = greedy_decode(model, pad_sequences(ids[g], pad), path="engine").tolist()
+                out += [row[: row.index(eos)] if eos in row else row for row in rows]
+            return out
+
+        return run
+
+    def theirs(path: Path, compute: str):
+        translator = ctranslate2.Translator(str(path), device="cpu", compute_type=compute, inter_threads=1,
+                                            intra_threads=1)  # fmt: skip
+
+        def run() -> list[list[int]]:
+            out = []
+            for g in groups:
+                results = translator.translate_batch(pieces[g], beam_size=1, min_decoding_length=0)
+                out += [[source.tokenizer.token_to_id(t) for t in r.hypotheses[0]] for r in results]
+            return out
+
+        return run
+
+    return {"ours float32": ours(models["float32"]), "ctranslate2 float32": theirs(ct2["float32"], "float32"),
+            "ours int8": ours(models["int8"]), "ctranslate2 int8": theirs(ct2["int8"], "int8_float32")}  # fmt: skip
+
+
+def _lm_runs(source, ct2: dict, ggufs: dict) -> dict:
+    import ctranslate2
+
+    from transformer_course import generate, quantize
+
+    c = source.model.config
+    prompts = [source.tokenizer.encode(p).ids for p in LEARNER_PROMPTS]  # <bos> first
+    banned = [c.pad_id, c.bos_id]
+
+    def ours(model):
+        def run() -> list[list[int]]:
+            rows = [generate(model, torch.tensor([p]), LEARNER_NEW, path="engine")[0].tolist() for p in prompts]
+            return [row[len(p) :] for row, p in zip(rows, prompts, strict=True)]
+
+        return run
+
+    def theirs(path: Path, compute: str):
+        generator = ctranslate2.Generator(str(path), device="cpu", compute_type=compute, inter_threads=1,
+                                          intra_threads=1)  # fmt: skip
+        starts = [[source.tokenizer.id_to_token(i) for i in p] for p in prompts]
+        suppress = [[source.tokenizer.id_to_token(i)] for i in banned]
+
+        def run() -> list[list[int]]:
+            results = generator.generate_batch(starts, max_length=LEARNER_NEW, suppress_sequences=suppress,
+                                               include_prompt_in_result=False, return_end_token=True)  # fmt: skip
+            return [[source.tokenizer.token_to_id(t) for t in r.sequences[0]] for r in results]
+
+        return run
+
+    runs = {"ours float32": ours(source.model), "ctranslate2 float32": theirs(ct2["float32"], "float32"),
+            "ours int8": ours(quantize(source.model, "int8")), "ctranslate2 int8": theirs(ct2["int8"], "int8_float32")}  # fmt: skip
+    try:
+        import llama_cpp
+    except ImportError:
+        return runs  # llama.cpp where llama-cpp-python is installed
+    from transformer_course_tools.models.export.gguf_file import llama_cpp_greedy
+
+    def llama(path: Path):
+        llm = llama_cpp.Llama(str(path), n_threads=1, n_threads_batch=1, n_ctx=c.max_len, n_batch=c.max_len,
+                              logits_all=False, verbose=False)  # fmt: skip
+        return lambda: [llama_cpp_greedy(llm, p, LEARNER_NEW, banned, c.eos_id) for p in prompts]
+
+    return runs | {"llama.cpp float32": llama(ggufs["float32"]), "llama.cpp q8_0": llama(ggufs["int8"])}
+
+
+def _timed(runs: dict, rounds: int) -> dict:
+    """Each run once untimed (its tokens), then ``rounds`` interleaved rounds of CPU time."""
+    tokens = {name: run() for name, run in runs.items()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            start = time.process_time()
+            runs[name]()
+            times[name].append(time.process_time() - start)
+    return {"tokens": tokens, "times": times}
+
+
+def _learner_rows(model: str, decoding: str, batch: int, result: dict) -> list[str]:
+    tokens, times = result["tokens"], result["times"]
+    reference = tokens["ours float32"]
+    made = sum(len(row) for row in reference)
+    rows = []
+    for name, seconds in times.items():
+        precision = name.split()[-1]
+        ours = "ours float32" if precision == "float32" else "ours int8"
+        same = agreement(tokens[name], reference)
+        ratio = statistics.median(times[ours]) / statistics.median(seconds)
+        rows.append(f"| {model} | {decoding} | {batch} | {name} | {made / statistics.median(seconds):,.1f} | "
+                    f"{made / min(seconds):,.1f} | {same:.0%} | {'–' if name == ours else f'**{1 / ratio:.2f}**'} |")  # fmt: skip
+    return rows
 
 
 def gpu(shapes: dict, rounds: int) -> str:

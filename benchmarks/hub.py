@@ -39,13 +39,9 @@ from torch import nn
 
 from benchmarks.decoding import interleaved
 from transformer_course import beam_search, from_marian, greedy_decode, quantize
+from transformer_course_tools.models import published
 
-OPUS_MT_EN_DE = dict(
-    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
-    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-    activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
-    eos_token_id=0, max_position_embeddings=512,
-)  # fmt: skip
+OPUS_MT_EN_DE = published.config(published.OPUS_MT_EN_DE)  # its published config.json
 TINY = OPUS_MT_EN_DE | dict(
     vocab_size=301, decoder_vocab_size=301, d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
     decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, pad_token_id=300, decoder_start_token_id=300,

@@ -39,18 +39,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-input"]
 import math
@@ -72,7 +82,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("01")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -86,9 +96,9 @@ setup_chapter()  # the short stop at an unwritten exercise; printing and plottin
 # names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
 # each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
 # uses it, and the [notation page](../book/notation.md) lists them all. The example under the
-# inputs comes from the toy task of chapters 08 and 08. The English "twenty one" goes in. The
-# decoder reads its German translation, *ein und zwanzig*, shifted one place to the right behind
-# `<bos>`.
+# inputs comes from the number-translation task that chapter 08 trains. The English "twenty one"
+# goes in. The decoder reads its German translation, *ein und zwanzig*, shifted one place to the
+# right behind `<bos>`.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -429,11 +439,10 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #
-# Next, chapter 02 adds the position of each token.
-#
 # **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
-# write `Vocab.encode`, `TokenEmbedding.forward` and `one_hot_lookup` yourself (worked solutions in
-# `solutions/`).
+# write `Vocab.encode` (ex01_1), `TokenEmbedding.forward` (ex01_2) and `one_hot_lookup` (ex01_3);
+# stuck on one, `python -m transformer_course restore ex01_1` puts its worked answer in your student
+# edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -38,18 +38,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-input"]
 import math
@@ -70,7 +80,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("02")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -274,33 +284,19 @@ plt.show()
 #   = \sum_i \cos\big(\omega_i (p - q)\big).$$
 #
 # Only the distance $p - q$ appears: two positions 5 apart are exactly as similar at the start of
-# a sentence as at its end. The similarity is largest ($d_{model}/2$) at distance 0. It falls, not
-# quite monotonically, as the distance grows.
-#
-# A caveat: this is the dot product of the raw encodings. A trained model does not compare them
-# raw. Chapters 03 and 04 show that its attention first multiplies its inputs by learned matrices.
-# The part of a score that comes from positions $p$ and $q$ then has the form $PE_p^\top W PE_q$,
-# for some learned $D \times D$ matrix $W$. Write each encoding as a rotation of the first one,
-# $PE_p = M_p PE_0$. Then
-#
-# $$PE_p^\top W PE_q = PE_0^\top \, M_p^\top W M_q \, PE_0 .$$
-#
-# A rotation turned back is the rotation the other way: $M_p^\top = M_{-p}$. If $W$ commutes with
-# every $M_k$, then $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$, and the score depends only on
-# $q - p$. Learned weights need not commute with the rotations, and then the score is in general
-# no longer a function of $p - q$ alone. So the model *can* learn to read relative positions from
-# the sinusoids, but nothing forces it to. Rotary embeddings (Su et al., 2021; see the further
-# reading) close exactly this gap. They rotate the queries and keys *after* the learned matrices,
-# so that the score depends on the distance whatever those matrices are.
+# a sentence as at its end. The cell below checks it on a table of 128 positions and
+# $d_{model} = 64$, and prints how the similarity changes with the distance.
 
 # %%
 d_model = 64
 table = sinusoidal_positional_encoding(128, d_model)  # (128, D)
 similarity = table @ table.T  # (128, 128)
-for offset in (1, 5, 40):
+for offset in (0, 1, 10, 16, 57):
     diagonal = torch.diagonal(similarity, offset)
     same = torch.allclose(diagonal, diagonal[:1].expand_as(diagonal), atol=1e-4)
-    print(f"distance {offset:2}: similarity {diagonal[0].item():6.2f}, the same for all {len(diagonal)} pairs: {same}")
+    print(f"distance {offset:2}: similarity {diagonal[0].item():5.1f}, the same for all {len(diagonal):3} pairs: {same}")
+beyond_10 = similarity[0, 11:64]  # distances 11 … 63
+print(f"distances 11 to 63: between {beyond_10.min().item():.1f} and {beyond_10.max().item():.1f}, up and down")
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>
@@ -308,8 +304,9 @@ for offset in (1, 5, 40):
 # On the left, the dot products of 128 encodings with each other form a
 # heatmap: bright along the main diagonal, and constant along every line parallel to it. On the
 # right, the dot product of position 64 with its neighbours is drawn against the distance, from −64
-# to 63. The dots peak at distance 0, fall away on both sides with small ripples, and lie exactly on
-# the black curve of the formula Σ cos(ω_i · distance).
+# to 63. The dots peak at distance 0 and fall steeply over the first ten positions on each side.
+# Further out they no longer fall steadily: they rise and sink in waves between about 13 and 21.
+# Every dot lies exactly on the black curve of the formula Σ cos(ω_i · distance).
 #
 # </details>
 
@@ -325,11 +322,28 @@ right.plot(distances, similarity[64, distances + 64], "o", markersize=3, label="
 right.plot(distances, closed_form, color="black", linewidth=1, label="Σ cos(ω_i · distance)")
 right.set(xlabel="distance q − p", ylabel="dot product", title="Similarity vs distance")
 right.legend(fontsize=8)
-fig.suptitle("Nearby positions look alike, far ones less so, and only the distance matters")
+fig.suptitle("Only the distance matters: a steep peak for neighbours, then waves")
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# The similarity is largest at distance 0, where it equals $d_{model}/2 = 32$. Over the first ten
+# positions it falls steeply, to about 21. Beyond that it does not keep falling: it goes up and down
+# between about 13 and 21, and distance 57 scores about as high as distance 16. So the raw
+# encodings tell a neighbour from a distant position, but they do not rank distant positions by
+# how far they are.
+#
+# **A look ahead.** A trained model never compares the raw encodings. Its attention (chapters 03
+# and 04) first multiplies its inputs by learned matrices. The part of a score that comes from
+# positions $p$ and $q$ then has the form $PE_p^\top W PE_q$, for some learned matrix $W$. With
+# section 3's rotations, $PE_p = M_p PE_0$, and $M_p^\top = M_{-p}$ (a rotation turned back), this
+# is $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation, then
+# $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. A learned $W$
+# need not commute with them, and then the score is in general no longer a function of $p - q$
+# alone. So a model *can* learn to read distances from the sinusoids, but nothing forces it to.
+# Rotary embeddings, in [chapter 13](13_modern_language_models.ipynb), close this gap: they rotate
+# the queries and keys *after* the learned matrices.
+#
 # ## 5. Adding the table to a batch
 #
 # `PositionalEncoding` computes the table once, for up to `max_len` positions. Its input x is
@@ -390,9 +404,10 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 #
 # The obvious alternative is a second embedding table, one trainable vector per position
 # (`LearnedPositionalEmbedding`). The paper tried it and found practically the same quality (Table
-# 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). The authors kept the
-# sinusoids because they *may* let the model handle sentences longer than any it saw in training
-# (§3.5). The paper does not test it. A learned table cannot even promise that. It has no vector
+# 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). BLEU scores a
+# translation from 0 to 100 by the word sequences it shares with a reference translation; chapter 08
+# defines it. The authors kept the sinusoids because they *may* let the model handle sentences
+# longer than any it saw in training (§3.5). The paper does not test it. A learned table cannot even promise that. It has no vector
 # beyond its `max_len`, and the rows of positions that never occurred in training get no gradient,
 # so they stay random. The sinusoids are at least defined everywhere. Whether a model can *use* them
 # beyond its training lengths is another question, which [chapter
@@ -447,11 +462,11 @@ plt.show()
 #   (Table 3 (E)). A learned table's rows for positions never seen in training get no gradient;
 #   chapter 11 tests both kinds on strings longer than any seen in training.
 #
-# Next, chapter 03 builds the attention that these vectors feed.
-#
-# **Exercises:** [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb)
-# asks you to write `sinusoidal_positional_encoding`, `PositionalEncoding.forward` and
-# `relative_position_map` yourself (worked solutions in `solutions/`).
+# **Exercises:**
+# [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb) asks you to
+# write `sinusoidal_positional_encoding` (ex02_1), `PositionalEncoding.forward` (ex02_2) and
+# `relative_position_map` (ex02_3); stuck on one, `python -m transformer_course restore ex02_1` puts
+# its worked answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -38,18 +38,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-input"]
 import math
@@ -64,7 +74,7 @@ from transformer_course_tools.notebook.figures import architecture_map, plot_pat
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("03")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -247,7 +257,8 @@ print("the package agrees with the hand computation")
 # The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each compared
 # with 16 random keys, and look at the scores with and without the scaling. The *entropy* of a row
 # of weights measures how spread out it is: $\log 16$ nats when all 16 weights are equal, 0 when one
-# key takes everything.
+# key takes everything. A random gradient then flows back from the weights, and we measure what
+# reaches each query: that is what would train the layer that makes the queries.
 
 # %%
 torch.manual_seed(0)
@@ -256,17 +267,21 @@ head_sizes = [2**i for i in range(11)]  # 1 … 1024
 stats = {"unscaled": [], "scaled": []}
 for dk in head_sizes:
     q, k = torch.randn(n_queries, 1, dk), torch.randn(n_queries, n_keys, dk)
-    raw = (q @ k.transpose(-2, -1)).squeeze(1)  # (N, S): plain dot products
-    for name, s in (("unscaled", raw), ("scaled", attention_scores(q, k).squeeze(1))):
-        s = s.detach().requires_grad_()
+    upstream = torch.randn(n_queries, n_keys)  # a random gradient arriving at the weights, (N, S)
+    for name, scores_of in (("unscaled", lambda q, k: q @ k.transpose(-2, -1)), ("scaled", attention_scores)):
+        q_ = q.clone().requires_grad_()
+        s = scores_of(q_, k).squeeze(1)  # (N, S)
         p = s.softmax(dim=-1)
-        (p * torch.randn_like(p)).sum().backward()  # a random upstream gradient, pulled back through softmax
+        (p * upstream).sum().backward()  # pulled back through the softmax and the scores to the queries
+        to_query = q_.grad.squeeze(1).norm(dim=-1)  # (N,): the gradient each query receives
         stats[name].append(
             {
                 "variance": s.var().item(),
                 "max weight": p.max(dim=-1).values.mean().item(),
                 "entropy": -(p * p.clamp_min(1e-30).log()).sum(-1).mean().item(),
-                "gradient": s.grad.norm(dim=-1).mean().item(),
+                "mean gradient": to_query.mean().item(),
+                "median gradient": to_query.median().item(),
+                "stalled": (to_query < 0.01).float().mean().item(),  # queries that get almost nothing
             }
         )
 
@@ -283,22 +298,19 @@ for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True)
 # <details><summary>The figure in words</summary>
 #
 # Four panels share the same horizontal axis, d_k from 1 to 1024 on a
-# logarithmic scale. Each has one curve for unscaled scores and one for scaled scores. Unscaled,
-# the variance of the scores climbs along the dotted line d_k, and the largest weight of a row
-# climbs towards 1. The entropy of a row falls towards 0, and the gradient at the scores shrinks.
-# Scaled, all four curves stay flat.
+# logarithmic scale. The first three have one curve for unscaled scores and one for scaled scores.
+# Unscaled, the variance of the scores climbs along the dotted line d_k, the largest weight of a
+# row climbs towards 1, and the entropy of a row falls towards 0. The fourth panel shows the
+# gradient that reaches a query, its mean and its median. Scaled, both stay flat and close
+# together. Unscaled, the mean rises while the median falls to zero.
 #
 # </details>
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
-panels = [
-    ("variance", "variance of the scores", True),
-    ("max weight", "largest weight in a row", False),
-    ("entropy", "entropy of a row (nats)", False),
-    ("gradient", "gradient norm at the scores", False),
-]
-for ax, (key, label, log_y) in zip(axes, panels, strict=True):
+panels = [("variance", "variance of the scores"), ("max weight", "largest weight in a row"),
+          ("entropy", "entropy of a row (nats)")]  # fmt: skip
+for ax, (key, label) in zip(axes, panels, strict=False):
     for name, style in (("unscaled", "o-"), ("scaled", "s-")):
         ax.plot(
             head_sizes,
@@ -306,21 +318,40 @@ for ax, (key, label, log_y) in zip(axes, panels, strict=True):
             style,
             label=f"{name}: $QK^T$" + ("/√d_k" if name == "scaled" else ""),
         )
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log" if log_y else "linear")
-    ax.set_xlabel("$d_k$")
     ax.set_ylabel(label)
+for name, color in (("unscaled", "tab:blue"), ("scaled", "tab:orange")):
+    for statistic, style in (("mean", "o-"), ("median", "x--")):
+        curve = [row[f"{statistic} gradient"] for row in stats[name]]
+        axes[3].plot(head_sizes, curve, style, color=color, label=f"{name}, {statistic}")
+axes[3].set_ylabel("gradient reaching a query")
+for ax in axes:
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("$d_k$")
+axes[0].set_yscale("log")
 axes[0].plot(head_sizes, head_sizes, "k:", label="$d_k$ (footnote 4)")
 axes[1].axhline(1 / n_keys, color="grey", ls=":", label="uniform (1/16)")
 axes[2].axhline(math.log(n_keys), color="grey", ls=":", label="uniform (log 16)")
-for ax in axes[:3]:
+for ax in axes:
     ax.legend(fontsize=8)
-fig.suptitle("Without the 1/√d_k factor, scores grow with d_k, softmax saturates and its gradient fades", y=1.03)
+fig.suptitle("Without the 1/√d_k factor the softmax saturates: most queries get no gradient, a few get a lot", y=1.03)
 plt.tight_layout()
 plt.show()
-unscaled_gradient = [row["gradient"] for row in stats["unscaled"]]
-print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_gradient[-1]:.2f} at d_k=1024 "
-      f"({unscaled_gradient[0] / unscaled_gradient[-1]:.1f}× smaller)")  # fmt: skip
+unscaled, scaled = stats["unscaled"][-1], stats["scaled"][-1]  # d_k = 1024
+print("gradient reaching a query at d_k = 1024, unscaled against scaled:")
+print(f"  mean   {unscaled['mean gradient']:.2f} against {scaled['mean gradient']:.2f}")
+print(f"  median {unscaled['median gradient']:.2f} against {scaled['median gradient']:.2f}")
+print(f"  queries that get almost none (below 0.01): {unscaled['stalled']:.0%} against {scaled['stalled']:.0%}")
+
+# %% tags=["hide-output"]
+from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
+
+expect_at_least("unscaled, d_k = 1024: the mean gradient reaching a query, as a multiple of the scaled one",
+                unscaled["mean gradient"] / scaled["mean gradient"], 2)  # fmt: skip
+expect_at_least("unscaled, d_k = 1024: the share of queries that get almost no gradient", 100 * unscaled["stalled"], 50, "%")
+expect_at_most("scaled, every d_k: the share of queries that get almost no gradient",
+               100 * max(row["stalled"] for row in stats["scaled"]), 5, "%")  # fmt: skip
+ratio = max(row["mean gradient"] / row["median gradient"] for row in stats["scaled"])
+expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio < 1.5, f"{ratio:.2f}")
 
 # %% [markdown]
 # Read the four panels from left to right:
@@ -330,11 +361,17 @@ print(f"unscaled gradient norm: {unscaled_gradient[0]:.2f} at d_k=1, {unscaled_g
 # 2. unscaled, the largest weight in a row climbs towards 1: the row has become (almost) a hard
 #    choice of one key;
 # 3. the entropy of the row drops from nearly uniform towards 0;
-# 4. the gradient that reaches the scores shrinks as $d_k$ grows (the line under the figure prints
-#    by how much). So the projections that produce queries and keys would learn slowly.
+# 4. the gradient that reaches a query does *not* simply shrink. Its mean even grows: without the
+#    division, each score is $\sqrt{d_k}$ times more sensitive to the query. But its median falls,
+#    to zero at the largest sizes. In a saturated row every weight is nearly 0 or 1, and the softmax
+#    passes almost nothing back. Only the few rows whose two best keys nearly tie get a gradient,
+#    and a large one.
 #
-# Scaled, all four curves are flat: the head size no longer changes how attention behaves at
-# initialisation.
+# So unscaled attention at a large $d_k$ learns unevenly. Most queries receive no signal at all,
+# and a few receive large, erratic jolts. That is the paper's "extremely small gradients", for most
+# rows, though not on average. Scaled, the curves are flat, and the mean and the median gradient stay
+# close: the head size no longer changes how attention behaves at initialisation. (The folded cell
+# above checks these statements.)
 #
 # ## 4. Masks: who may look at whom
 #
@@ -468,7 +505,7 @@ print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN =
 # %% [markdown]
 # Even a loss that ignores the broken row gets NaN gradients, and one optimiser step later every
 # weight of the model is NaN. The usual workaround, `-1e9`, fails in half precision: float16's
-# lowest number is about −65,504, so −1e9 stored there becomes −∞, the same NaN (PyTorch even
+# lowest finite number is −65,504, so −1e9 stored there becomes −∞, the same NaN (PyTorch even
 # refuses to write it with `masked_fill`).
 #
 # %% [markdown]
@@ -589,8 +626,8 @@ plot_path_lengths()
 #
 # - Attention scores every query against every key, softmaxes each row, and averages the values
 #   with those weights: equation (1), `scaled_dot_product_attention(q, k, v, mask)`.
-# - The $1/\sqrt{d_k}$ factor keeps the score variance at 1 for any head size; without it softmax
-#   saturates and its gradient fades as $d_k$ grows.
+# - The $1/\sqrt{d_k}$ factor keeps the score variance at 1 for any head size. Without it the
+#   softmax saturates as $d_k$ grows: most queries get no gradient, and a few get large ones.
 # - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); `nn.MultiheadAttention`
 #   uses the opposite polarity.
 # - Blocked scores become `torch.finfo(dtype).min`. That gives exact zeros in normal rows and a
@@ -602,11 +639,10 @@ plot_path_lengths()
 #   steps, at a cost of $O(n^2 D)$ per layer. A recurrent layer costs $O(n D^2)$ but needs $n$ steps
 #   in a row.
 #
-# Next, chapter 04 runs several attentions side by side: multi-head attention.
-#
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
-# `attention_scores`, `apply_mask` and `scaled_dot_product_attention` yourself (worked solutions in
-# `solutions/`).
+# `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
+# `band_mask` (ex03_4); stuck on one, `python -m transformer_course restore ex03_1` puts its worked
+# answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself
@@ -622,8 +658,8 @@ plot_path_lengths()
 #    <details><summary>Answer</summary>
 #
 #    A dot product of $d_k$ independent unit-variance terms has variance $d_k$; dividing by
-#    $\sqrt{d_k}$ brings it back to 1. Otherwise large scores saturate the softmax, and its gradient
-#    fades as $d_k$ grows (section 3).
+#    $\sqrt{d_k}$ brings it back to 1. Otherwise large scores saturate the softmax: its weights are
+#    nearly one-hot, and most queries receive almost no gradient (section 3).
 #    </details>
 # 3. What does `True` mean in this course's masks, and in `nn.MultiheadAttention`'s?
 #    <details><summary>Answer</summary>

@@ -37,18 +37,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -69,7 +79,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("04")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -110,7 +120,8 @@ architecture_map("multihead")
 # figures of this chapter count them from 0, so the paper's $\mathrm{head}_1$ is our head 0. The
 # paper uses $h = 8$ heads of size
 # $d_k = d_v = d_\text{model}/h = 64$ for $d_\text{model} = 512$. Its Table 3, rows (A), varies $h$
-# at constant cost. A single head scores 0.9 BLEU below the best setting, and very many small heads
+# at constant cost. A single head scores 0.9 BLEU (the translation score of chapter 08) below the
+# best setting, and very many small heads
 # lose quality again.
 #
 # The diagram below follows one call of the module from bottom to top, with the shape of every
@@ -512,9 +523,11 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # Chapter 05 wraps this module into an encoder layer with a feed-forward network, residual
 # connections and layer normalisation.
 #
-# **Exercises:** [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb)
-# asks you to write `split_heads`, `merge_heads` and `MultiHeadAttention.forward` (worked solutions
-# in `solutions/`).
+# **Exercises:**
+# [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb) asks you
+# to write `split_heads` (ex04_1), `merge_heads` (ex04_2) and `MultiHeadAttention.forward` (ex04_3);
+# stuck on one, `python -m transformer_course restore ex04_1` puts its worked answer in your student
+# edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -43,18 +43,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
@@ -69,7 +79,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("05")  # the short stop at an unwritten exercise; printing and plotting style
 plt.rcParams.update({"axes.grid": True, "grid.alpha": 0.3})  # this chapter's plots read better on a grid
 
 # %% [markdown]
@@ -248,6 +258,8 @@ for d in (4, 12, 64, 512):
     flat = 1.0 + 1e-4 * torch.randn(64, d)
     diffs = [(layer_norm_std_plus_eps(v) - reference(d)(v)).abs().max().item() for v in (ordinary, flat)]
     print(f"{d:>4} | {diffs[0]:>33.4f} | {diffs[1]:>34.3f}")
+shrink = {d: 1 - (1 - 1 / d) ** 0.5 for d in (4, 512)}  # the unbiased std is √(D/(D−1)) times larger
+print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrink[512]:.1%} at D = 512")
 
 # %% [markdown]
 # Two effects show. On ordinary inputs the unbiased standard deviation is larger by a factor
@@ -305,13 +317,17 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # %% [markdown]
 # Post-LN hands the next layer normalised vectors (with a fresh LayerNorm, as here, mean 0 and
 # standard deviation 1); pre-LN passes the input's scale along and adds to it. Over a deep stack
-# this decides how the gradient is shared among the layers. The
-# experiment below builds a 12-layer encoder both ways, with the same initialisation: every weight
-# matrix is drawn by Xavier's uniform rule, as in `nn.Transformer` and our `Transformer`. It feeds a
-# batch of random vectors and puts a linear classifier on top, with **random target classes**. Then
-# it backpropagates the classification loss (the cross-entropy of chapter 08) once. No training
-# happens. We only look at the gradient each layer receives at initialisation, averaged over three
-# random initialisations.
+# this decides how the gradient is shared among the layers.
+#
+# The experiment below builds a 12-layer encoder both ways, with the same start. Every weight matrix
+# is drawn by *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$,
+# for a matrix from $n_\text{in}$ to $n_\text{out}$ features. That keeps the size of the signals
+# about the same from layer to layer; `nn.Transformer` starts this way, and so will our full model
+# in chapter 06. The experiment feeds a batch of random vectors and puts a linear classifier on
+# top, with **random target classes**. Then it backpropagates the usual classification loss once:
+# the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
+# class. No training happens. We only look at the gradient each layer receives at the start,
+# averaged over three random initialisations.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -386,8 +402,9 @@ for name, (grads, stream) in results.items():
 #   gradient *grows mildly towards the top* of the stack (the lines under the figure print the ratio
 #   of the top layer's to the bottom layer's). So the last layers, closest to the loss, receive
 #   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
-#   Transformer Architecture") analyse this effect. They connect it to the paper's **learning-rate
-#   warm-up**: 4000 steps of a rising learning rate (§5.3, chapter 08). A mild ratio at
+#   Transformer Architecture") analyse this effect. They connect it to the paper's **warm-up**. The
+#   *learning rate* sets the size of each training step, and the paper raises it gradually over the
+#   first 4000 steps (§5.3; chapter 08 builds this schedule). A mild ratio at
 #   initialisation proves nothing about training by itself; [chapter 11](11_testing_the_papers_choices.ipynb) trains
 #   the models to find out whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
@@ -416,7 +433,7 @@ for name, (grads, stream) in results.items():
 H = 3
 tokens = torch.tensor([[7, 4, 9, 0, 0], [5, 8, 6, 3, 2]])  # (B, S); id 0 is padding
 mask = (tokens != 0)[:, None, None, :]  # (B, 1, 1, S): True = a real token, may be attended to
-layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()  # its forward calls self.connection: `residual`, unless built with another
+layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()  # its forward: the two calls of `residual` above
 x = torch.randn(B, S, D)
 print("x", tuple(x.shape), "  mask", tuple(mask.shape), "  →  output", tuple(layer(x, mask).shape))
 
@@ -510,10 +527,10 @@ print(
 #   Pre-LN's were largest at the bottom, and its residual stream grew with depth.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
-# **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) — the feed-forward
-# network (ex05_1), the residual block in both orders (ex05_2), and the encoder layer (ex05_3).
-# Worked solutions are in `solutions/`. Next, chapter 06 builds the decoder, the masks and the
-# full model.
+# **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) asks you to write
+# `PositionwiseFeedForward.forward` (ex05_1), `residual` (ex05_2) and `EncoderLayer.forward` (ex05_3);
+# stuck on one, `python -m transformer_course restore ex05_1` puts its worked answer in your student
+# edition.
 
 # %% [markdown]
 # ## Check yourself

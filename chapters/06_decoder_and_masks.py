@@ -46,18 +46,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
@@ -77,7 +87,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("06")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -532,24 +542,28 @@ def padding_mask_wrong_polarity(tokens, pad_id):
 
 
 print(run_check("ex06_2", padding_mask_wrong_polarity).line())
-print(run_check("ex06_2").line())  # the package's padding_mask
 
 # %% [markdown]
 # ## 9. The whole model on one page
 #
-# Here is the model of chapters 01–06, from the constructor to the logits, in the order it runs.
-# These are the methods of the package's classes, printed from their files (`code_page`), each
-# without its docstring and without the checks of its arguments: those guard the model's edge and
-# compute nothing.
+# Below is the model of chapters 01–06, in the order it runs, from the constructor to the logits.
+# It is the package's own code, printed from its files without docstrings and argument checks.
+# Read it top to bottom:
 #
-# Read it top to bottom. `__init__` builds the embeddings, the two stacks and the output layer, and
-# ties the output layer to the target embedding (`tie_weights`, chapter 01). `forward` builds the
-# source padding mask, then calls `_encode` and `_decode`. `_encode` embeds the source ids, adds the
-# positions and runs the encoder layers. Each encoder layer wraps self-attention and the
-# feed-forward network in `residual`. `_decode` does the same with the target and its causal mask,
-# and each decoder layer adds cross-attention to the memory. A linear layer turns the last states
-# into logits. A few arguments wait for later chapters: the `cache` of chapter 09's fast decoding
-# (`None` here), and the parts (`norm`, `connection`, …) that chapters 11 and 13 swap.
+# - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
+#   draws the weights by Xavier's rule (chapter 05), and `tie_weights` ties the output layer to
+#   the embedding (chapter 01).
+# - `forward` builds the source padding mask, then calls `_encode` and `_decode`.
+# - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two
+#   calls of `residual` (chapter 05).
+# - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
+#   cross-attention to the memory, and `self.output` turns the last states into logits.
+#
+# Some lines serve later chapters. Here they are `None`, or do nothing, so skip them on a first
+# read: the `cache` and the `else` branch of `_decode` (chapter 09's fast decoding),
+# `self.positioned` (chapter 13's rotary positions), the `bos_id == pad_id` and `activation` lines
+# (chapter 15's real translation models), and the keyword arguments of `__init__`, through which
+# chapters 11 and 13 swap parts.
 
 # %% tags=["shows-solutions"]
 from transformer_course import (
@@ -584,12 +598,12 @@ page = [
 code_block(page)
 
 # %% [markdown]
-# Is this the code that runs? The cell below builds the model, runs it once, and records every
-# function of the package it enters: each one on the page must be among them. Attention normally
-# hands equation (1) to PyTorch's fused kernel (chapter 03); here it runs once on the printed
-# teaching path too, and the two outputs must agree.
+# This page is the code that runs. The folded cell below checks it: it runs the model and records
+# every function it enters, and all those on the page must be among them. It also runs attention
+# once as printed and once through PyTorch's fused kernel (chapter 03, section 6), and the two
+# outputs must agree.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-cell"]
 def build_and_run() -> torch.Tensor:
     torch.manual_seed(0)  # the same weights at every run
     return Transformer(config).eval()(src, tgt_in)
@@ -610,9 +624,10 @@ print(check_page(page, build_and_run))
 #   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
 # - The whole model fits on one page, and that page is the code that runs.
 #
-# **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb) —
-# the causal mask (ex06_1), the padding mask (ex06_2), and the decoder layer (ex06_3). Worked
-# solutions are in `solutions/`. Chapter 07 counts its parameters, and chapter 08 trains it.
+# **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb)
+# asks you to write `causal_mask` (ex06_1), `padding_mask` (ex06_2) and `DecoderLayer.forward`
+# (ex06_3); stuck on one, `python -m transformer_course restore ex06_1` puts its worked answer in your
+# student edition. Chapter 07 counts its parameters, and chapter 08 trains it.
 
 # %% [markdown]
 # ## Check yourself

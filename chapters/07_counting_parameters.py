@@ -38,20 +38,32 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
+import math
+
 import matplotlib.pyplot as plt
 import torch
 
@@ -60,7 +72,7 @@ from transformer_course.config import TABLE3_VOCAB_SIZE
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("07")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -98,10 +110,8 @@ def count(config: TransformerConfig) -> int:
 
 
 base_37k, big_37k = count(TransformerConfig.paper_base(37_000)), count(TransformerConfig.paper_big(37_000))
-print(
-    f"vocabulary 37,000 (§5.1):  base {base_37k / 1e6:.1f}M (paper 65M, {base_37k / 65e6 - 1:+.1%}),  "
-    f"big {big_37k / 1e6:.1f}M (paper 213M, {big_37k / 213e6 - 1:+.1%})"
-)
+print(f"vocabulary 37,000 (§5.1):  base {base_37k / 1e6:.1f}M (paper 65M, {base_37k / 65e6 - 1:+.1%}: "
+      f"{(65e6 - base_37k) / 1e6:.1f}M short),  big {big_37k / 1e6:.1f}M (paper 213M, {big_37k / 213e6 - 1:+.1%})")
 
 # %% [markdown]
 # > **Common mistake — counting a shared matrix three times.** `state_dict()` lists a tied matrix
@@ -169,6 +179,7 @@ for name, base_n, big_n in (
     ("nothing shared: three (V, D) matrices", separate_base, separate_big),
 ):
     print(f"{name:40} {base_n / 1e6:6.1f}M {big_n / 1e6:7.1f}M")
+print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention biases {12 * N_LAYERS * 512 / base_37k:.2%}")
 
 # %% [markdown]
 # ## 3. The vocabulary each row implies
@@ -206,7 +217,7 @@ def row_config(overrides, vocab_size: int) -> TransformerConfig:
     return TransformerConfig.paper_base(vocab_size, **overrides)
 
 
-counts = {}
+counts, implied, rounds_right = {}, {}, {}
 print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'V implied':>10}")
 for name, overrides, paper in ROWS:
     config_37k = row_config(overrides, 37_000)
@@ -215,13 +226,25 @@ for name, overrides, paper in ROWS:
     if paper is None:  # rows (A): Table 3 prints no size
         print(f"{name:31} {'—':>6} {n / 1e6:8.1f}M {'':6} {'—':>10}")
         continue
-    implied = 37_000 + (paper * 1e6 - n) / (config_37k.d_model + 1)  # each token adds D + 1 parameters
-    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {implied:10,.0f}")
+    per_token = config_37k.d_model + 1  # each token adds D + 1 parameters
+    implied[name] = 37_000 + (paper * 1e6 - n) / per_token
+    # the vocabularies whose count rounds to the printed millions: paper − 0.5 ≤ count / 10⁶ < paper + 0.5
+    rounds_right[name] = (37_000 + ((paper - 0.5) * 1e6 - n) / per_token, 37_000 + ((paper + 0.5) * 1e6 - n) / per_token)
+    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {implied[name]:10,.0f}")
+
+base_family = [name for name in implied if name != "big"]
+low = math.ceil(max(rounds_right[name][0] for name in base_family))
+high = math.floor(min(rounds_right[name][1] for name in base_family))
+print(f"\nthe {len(base_family)} base-family rows imply V from {min(implied[n] for n in base_family):,.0f} "
+      f"to {max(implied[n] for n in base_family):,.0f}; all {len(base_family)} round right for V = {low:,} … {high:,}")
+print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for V = "
+      f"{math.ceil(rounds_right['big'][0]):,} … {math.floor(rounds_right['big'][1]):,}")
 
 # %% [markdown]
-# Every base-family row with a printed size implies a vocabulary between about 40,100 and 41,800
-# tokens. All ten of them round to the published numbers for any $V$ from 40,852 to 41,080. The big
-# row alone implies about 35,700. The reason needs no vocabulary at all. The big model and row (C)
+# The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
+# ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
+# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. The reason
+# needs no vocabulary at all. The big model and row (C)
 # with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
 # $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
 # difference is therefore the extra feed-forward weights alone:
@@ -317,8 +340,8 @@ plt.show()
 # - With the stated 38,800 tokens, base and big are within 1.5% of Table 3. With the paper's 37,000,
 #   base is 2.9% low.
 #
-# **Exercises:** this chapter has no exercises of its own. Chapter 11 tests some of the paper's other choices by
-# training small models.
+# **Exercises:** this chapter has no exercises of its own. Chapter 11 tests some of the paper's other
+# choices by training small models.
 
 # %% [markdown]
 # ## Check yourself

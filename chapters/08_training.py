@@ -39,18 +39,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
@@ -62,7 +72,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("08")  # the short stop at an unwritten exercise; printing and plotting style
 
 device = pick_device()  # CUDA, then Apple's MPS, then the CPU
 profile = pick_profile(device)  # the GPU profile on CUDA, the CPU profile elsewhere (section 6 prints it)
@@ -827,9 +837,10 @@ for n in (800, 88_008):
 #   where the mistakes are; after every piece, the model must decide whether the number has ended.
 # - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
 #
-# **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) — the
-# learning-rate schedule (ex08_1), teacher forcing (ex08_2), the label-smoothed loss (ex08_3) and
-# one training step (ex08_4). Worked solutions are in `solutions/`.
+# **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
+# `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and
+# `train_step` (ex08_4); stuck on one, `python -m transformer_course restore ex08_1` puts its worked
+# answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself

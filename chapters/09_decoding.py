@@ -44,18 +44,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import math
@@ -89,7 +99,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("09")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %%
 checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
@@ -567,7 +577,7 @@ expect_at_most("largest difference between the logits, cached against one pass",
 #
 # </details>
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["measured", "nbval-ignore-output"]
 lengths_to_time = [16, 32, 64, 128]  # at most the model's max_len
 timing_config = TransformerConfig(**{**config.to_dict(), "max_len": 128})
 torch.manual_seed(0)
@@ -703,10 +713,10 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 # Chapter 10 asks how good these translations are: it scores them, reads every attention head, and
 # sorts the errors of an under-trained copy into search errors and model errors.
 #
-# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) — one greedy
-# step (ex09_1), top-p filtering (ex09_2) and one beam-search step with the length penalty
-# (ex09_3). Worked solutions are in `solutions/`. From the command line:
-# `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
+# **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) asks you to write
+# `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3); stuck on one, `python -m
+# transformer_course restore ex09_1` puts its worked answer in your student edition. From the command
+# line: `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
 
 # %% [markdown]
 # ## Check yourself

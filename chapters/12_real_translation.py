@@ -47,18 +47,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
@@ -73,7 +83,7 @@ from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("12")  # the short stop at an unwritten exercise; printing and plotting style
 
 device = pick_device()  # CUDA, then Apple's MPS, then the CPU
 profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA (section 5 prints it)
@@ -771,10 +781,10 @@ for kind, count in kinds.most_common():
 # - Chapter 08's model, unchanged, learns much of German's word order and endings in a few minutes
 #   on a CPU. Sorting its errors into kinds shows what it has not learnt yet.
 #
-# **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb) —
-# the packing of length-sorted sentences under a token budget (ex12_1), the mean of several
-# checkpoints (ex12_2) and byte-pair merges from scratch that agree with the library's (ex12_3).
-# Worked solutions are in `solutions/`. From the command line:
+# **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb)
+# asks you to write `pack` (ex12_1), `average_state_dicts` (ex12_2) and `bpe_merges` (ex12_3); stuck
+# on one, `python -m transformer_course restore ex12_1` puts its worked answer in your student
+# edition. From the command line:
 #
 # ```bash
 # python -m transformer_course check ex12_1 ex12_2 ex12_3

@@ -47,18 +47,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import time
@@ -87,7 +97,7 @@ from transformer_course_tools.notebook.memory import peak_memory_mib
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("13")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -454,7 +464,7 @@ def step_time(batch: int) -> float:
 torch.manual_seed(0)
 step_times = {batch: min(step_time(batch) for _ in range(3)) for batch in (1, 16)}
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["measured", "nbval-ignore-output"]
 for batch, seconds in step_times.items():
     print(f"batch {batch:2d}: {1000 * seconds:5.2f} ms per step, {1000 * seconds / batch:5.2f} ms per text")
 display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_times[16] / step_times[1]:.1f} times "
@@ -617,10 +627,11 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # which of the changes shows at our scale.
 
 # %% [markdown]
-# **Exercises:** [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb) —
-# RMSNorm's forward pass (ex13_1), `apply_rope` (ex13_2), `repeat_kv` for grouped-query attention
-# (ex13_3), SwiGLU's forward pass (ex13_4) and the online softmax update of blocked attention
-# (ex13_5).
+# **Exercises:**
+# [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb) asks
+# you to write `RMSNorm.forward` (ex13_1), `apply_rope` (ex13_2), `repeat_kv` (ex13_3),
+# `SwiGLU.forward` (ex13_4) and `online_softmax_update` (ex13_5); stuck on one, `python -m
+# transformer_course restore ex13_1` puts its worked answer in your student edition.
 #
 # ## Check yourself
 #

@@ -48,18 +48,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import warnings
@@ -84,12 +94,13 @@ from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.rotary import apply_rope
 from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.models.hub import require_packages
+from transformer_course_tools.models.published import hf_config
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("15")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -173,23 +184,15 @@ require_packages("Chapter 15 from here on (transformers' own models, beside ours
 with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
     warnings.filterwarnings("ignore", message="IProgress not found")
     import transformers
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, MarianConfig, MarianMTModel
+    from transformers import GPT2LMHeadModel, LlamaForCausalLM, MarianMTModel
 
 transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
 
 torch.manual_seed(0)
-opus_config = MarianConfig(  # Helsinki-NLP/opus-mt-en-de, with 2 of the 6 layers in each stack
-    vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=2, decoder_layers=2,
-    encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-    activation_function="swish", scale_embedding=True, pad_token_id=58100, decoder_start_token_id=58100,
-    eos_token_id=0, max_position_embeddings=512, share_encoder_decoder_embeddings=True,
-)  # fmt: skip
-smol_config = LlamaConfig(  # HuggingFaceTB/SmolLM2-135M, with 4 of its 30 layers
-    vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=9,
-    num_key_value_heads=3, rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=0, eos_token_id=0,
-    rms_norm_eps=1e-5, max_position_embeddings=8192,
-)  # fmt: skip
-gpt2_config = GPT2Config(n_layer=2)  # GPT-2 small (vocabulary 50257, D = 768, 12 heads), with 2 of its 12 layers
+# each checkpoint's published config.json (transformer_course_tools/models/published.py), fewer layers
+opus_config = hf_config("Helsinki-NLP/opus-mt-en-de", encoder_layers=2, decoder_layers=2)  # of 6 in each stack
+smol_config = hf_config("HuggingFaceTB/SmolLM2-135M", num_hidden_layers=4)  # of its 30
+gpt2_config = hf_config("openai-community/gpt2", n_layer=2)  # GPT-2 small, 2 of its 12 layers
 
 
 def redrawn(model: nn.Module) -> nn.Module:
@@ -585,9 +588,10 @@ for name, same in same_lm.items():
 #   tensor is random; where the real checkpoints can be loaded in float32, chapter 16 asserts the
 #   same of them. Rounding, not equality to the last bit, is what two implementations can share.
 #
-# **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) — the row
-# order of rotary embeddings (ex15_1), GPT-2's `Conv1D` as `nn.Linear` (ex15_2) and Marian's names
-# for our layer's tensors (ex15_3).
+# **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
+# write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`
+# (ex15_3); stuck on one, `python -m transformer_course restore ex15_1` puts its worked answer in your
+# student edition.
 #
 # ## Check yourself
 #

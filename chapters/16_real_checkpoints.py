@@ -48,18 +48,28 @@
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=True)  # yours if this machine has it, else the complete course
+    use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
 import copy
@@ -77,22 +87,22 @@ from IPython.display import Markdown, display
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch import nn
 
-from transformer_course.config import TransformerConfig
 from transformer_course.convert import from_llama, from_marian
 from transformer_course.datasets.sentences import generate_pairs
 from transformer_course.decoding import beam_search, greedy_decode
-from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, generate
+from transformer_course.lm import DecoderOnlyLM, generate
 from transformer_course.model import Transformer
 from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
 from transformer_course_tools.engine.plan import plan_for
 from transformer_course_tools.engine.run import KVBuffers
 from transformer_course_tools.models.hub import HubError, load_hub, require_packages
+from transformer_course_tools.models.published import course_config
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
-setup_chapter()  # the short stop at an unwritten exercise; printing and plotting style
+setup_chapter("16")  # the short stop at an unwritten exercise; printing and plotting style
 
 # %% [markdown]
 # ## Where we are
@@ -340,19 +350,11 @@ if not identical:
 # so nothing is downloaded or allocated.
 
 # %%
-# the published shapes, with the settings chapter 15's converters read from each checkpoint
-opus_config = TransformerConfig(  # Helsinki-NLP/opus-mt-en-de
-    src_vocab_size=58101, tgt_vocab_size=58101, d_model=512, n_heads=8, d_ff=2048, share_embeddings=True,
-    pad_id=58100, bos_id=58100, eos_id=0, activation="swish", sinusoid_layout="halves",
-)  # fmt: skip
-gpt2_config = DecoderOnlyConfig(  # GPT-2 small
-    vocab_size=50257, d_model=768, n_heads=12, n_layers=12, d_ff=3072, max_len=1024, norm_first=True,
-    positional="learned", feed_forward="gelu_tanh", scale_embedding=False, pad_id=50256, bos_id=50256, eos_id=50256,
-)  # fmt: skip
-smol_config = DecoderOnlyConfig.modern(  # HuggingFaceTB/SmolLM2-135M: chapter 13's block, 9 query and 3 key/value heads
-    49152, d_model=576, n_heads=9, n_kv_heads=3, n_layers=30, d_ff=1536, max_len=8192, rope_base=100000.0,
-    bias=False, scale_embedding=False, pad_id=0, bos_id=0, eos_id=0,
-)  # fmt: skip
+# the published shapes (each checkpoint's config.json, transformer_course_tools/models/published.py), made
+# into our configurations by the first half of chapter 15's converters (config_from_marian, …)
+opus_config = course_config("Helsinki-NLP/opus-mt-en-de")  # a TransformerConfig
+gpt2_config = course_config("openai-community/gpt2")  # GPT-2 small, a DecoderOnlyConfig
+smol_config = course_config("HuggingFaceTB/SmolLM2-135M")  # chapter 13's block, grouped key/value heads
 with torch.device("meta"):  # the full shapes, without allocating a single number (chapter 07)
     full = {"opus-mt-en-de": Transformer(opus_config), "GPT-2 small": DecoderOnlyLM(gpt2_config),
             "SmolLM2-135M": DecoderOnlyLM(smol_config)}  # fmt: skip
@@ -391,6 +393,7 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 
 # %%
 from transformer_course.batching import pad_sequences
+from transformer_course.config import TransformerConfig
 from transformer_course.datasets.numbers import numbers_task
 from transformer_course_tools.engine.weights import Dense
 from transformer_course_tools.models.pretrained import load_pretrained
@@ -461,7 +464,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # for several. Then the time per token of both paths on the random model above. One thread; the numbers are this
 # machine's, in this run.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["measured", "nbval-ignore-output"]
 threads = torch.get_num_threads()
 torch.set_num_threads(1)
 weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
@@ -545,7 +548,7 @@ def kv_numbers(tokens: int, layers: int = c.n_layers, kv_heads: int = c.n_kv_hea
 
 
 print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights")
-for context in (1000, 8192):
+for context in (1000, c.max_len):  # the longest text it was trained on
     cache = {"float32": 4 * kv_numbers(context), "bf16": 2 * kv_numbers(context), "int8": 4 * kv_numbers(context)}
     weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full, "int8": matrices_full + 4 * (weights_full - matrices_full)}
     print(f"with {context:5,} tokens in the cache:")
@@ -652,7 +655,7 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 #
 # </details>
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["measured", "nbval-ignore-output"]
 variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
 prompt = torch.randint(1, 49000, (1, 8))
 timings, read = {}, {}
@@ -702,8 +705,8 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # - The cache holds the key/value heads only. It grows with the text: at 8,192 tokens it is about
 #   40 % of the bytes a token reads in float32 or bf16, and three quarters with int8 weights.
 #
-# **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the
-# conversion it relies on.
+# **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the conversion
+# it relies on.
 #
 # ## Check yourself
 #

@@ -18,8 +18,9 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex04_multi_head_attention.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 04](../chapters/04_multi_head_attention.ipynb) (paper §3.2.2).
 #
@@ -39,8 +40,8 @@
 # pytest -m ex04_1                              # the same check through pytest
 # ```
 #
-# The **try it** cells are scratch space for experimenting on small tensors. The `autoreload`
-# lines make the notebook pick up your edits to the package without restarting the kernel.
+# The **try it** cells are scratch space for experimenting on small tensors. The set-up
+# cell makes the notebook pick up your edits to the package without restarting the kernel.
 # Exercise ex04_3 uses chapter 03's attention functions: do [exercises 03](ex03_attention.ipynb)
 # first.
 #
@@ -53,34 +54,46 @@
 # **Before you start:** chapter 04 also runs exercises of other chapters: ex02_1, ex02_3, ex03_1,
 # ex03_2 and ex03_3. Until they are written it stops at the first of them, naming all those still to
 # write.
+#
+# **Order:** ex04_3 calls ex03_3, ex04_1 and ex04_2, so write those first.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import torch
 from torch import nn
 
 from transformer_course import MultiHeadAttention, merge_heads, scaled_dot_product_attention, split_heads
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("04")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex04_1 — Split the features into heads (easy)
@@ -185,4 +198,5 @@ check("ex04_3")
 
 # %% [markdown]
 # When every check above passes, run [chapter 04](../chapters/04_multi_head_attention.ipynb) again: its
-# comparison with `nn.MultiheadAttention` now runs on your code.
+# comparison with `nn.MultiheadAttention` now runs on your code. Next: [exercises 05](ex05_encoder.ipynb),
+# the encoder.

@@ -14,12 +14,13 @@
 # ---
 
 # %% [markdown]
-# # Exercises 09 — From number words to real sentences
+# # Exercises 12 — From number words to real sentences
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex12_real_translation.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 12](../chapters/12_real_translation.ipynb) (paper §5.1: batches of about
 # 25,000 source and target tokens, a byte-pair vocabulary shared by both languages; §6.1: the
@@ -40,8 +41,8 @@
 # pytest -m ex12_1                              # the same check through pytest
 # ```
 #
-# Each exercise also has a **try it** cell, a scratch space on small inputs. The `autoreload`
-# lines below make the notebook pick up your edits to the package without restarting the kernel.
+# Each exercise also has a **try it** cell, a scratch space on small inputs. The set-up
+# cell below makes the notebook pick up your edits to the package without restarting the kernel.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -53,35 +54,47 @@
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2,
 # ex06_3, ex08_1, ex08_2, ex08_3, ex08_4 and ex09_1. Until they are written it stops at the first of
 # them, naming all those still to write.
+#
+# **Order:** the three are independent of each other.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 from collections import Counter
 
 import torch
 
 from transformer_course.subwords import pretokenized_words
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("12")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex12_1 — Greedy packing under a token budget (easy)

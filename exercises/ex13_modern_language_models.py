@@ -14,14 +14,15 @@
 # ---
 
 # %% [markdown]
-# # Exercises 10 — From the 2017 translator to today's language models
+# # Exercises 13 — From the 2017 translator to today's language models
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex13_modern_language_models.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
-# Companion of [chapter 13](../chapters/13_modern_language_models.ipynb): the five changes that
+# Companion of [chapter 13](../chapters/13_modern_language_models.ipynb): the changes that
 # turn the paper's layer into the layer of a model such as Llama (RMSNorm, rotary position
 # embeddings, grouped key/value heads, the SwiGLU feed-forward network) and the arithmetic that
 # lets attention read its keys one block at a time (the online softmax of FlashAttention).
@@ -43,8 +44,8 @@
 # pytest -m ex13_1                              # the same check through pytest
 # ```
 #
-# Each exercise also has a **try it** cell, a scratch space on small tensors. The `autoreload`
-# lines below make the notebook pick up your edits to the package without restarting the kernel.
+# Each exercise also has a **try it** cell, a scratch space on small tensors. The set-up
+# cell below makes the notebook pick up your edits to the package without restarting the kernel.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -58,27 +59,35 @@
 # ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex09_1 and ex09_2. Until
 # they are written it stops at the first of them, naming all those still to write.
 #
-# The five are independent of each other; chapter 13 meets them in this order.
+# **Order:** the five are independent of each other. Chapter 13 meets them in this order.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import math
 
 import torch
@@ -90,9 +99,11 @@ from transformer_course.blocked import online_softmax_update
 from transformer_course.rotary import rope_angles
 from transformer_course.swiglu import swiglu_hidden_size
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("13")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex13_1 — RMSNorm: divide by the root mean square (easy)

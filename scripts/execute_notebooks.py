@@ -3,9 +3,12 @@
     python scripts/execute_notebooks.py                 # every chapter and solution notebook
     python scripts/execute_notebooks.py chapters/03_attention.py
     python scripts/execute_notebooks.py --no-execute    # only store the pairs as JupyterLab would
+    python scripts/execute_notebooks.py --remeasure chapters/16_real_checkpoints.py
 
 Each notebook runs top to bottom in a fresh kernel, in its own folder (as JupyterLab and
-nbval run it); the seconds each one took are printed.
+nbval run it); the seconds each one took are printed. A cell tagged ``measured`` (a timing) keeps
+its committed output unless ``--remeasure`` is given; each measured cell whose output this run
+changed, or would have changed, is listed (transformer_course_tools/authoring/measured.py).
 
 The pair is then saved through Jupyter's own contents manager, with jupytext on it, exactly as
 JupyterLab's server saves a notebook, and with the kernel's display name that JupyterLab writes
@@ -26,6 +29,8 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
+from transformer_course_tools.authoring.folds import fold
+from transformer_course_tools.authoring.measured import keep_measured, measured_outputs
 from transformer_course_tools.authoring.pairs import apply_carriage_returns
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,9 +64,12 @@ def save_as_jupyter(notebook: nbformat.NotebookNode, ipynb: Path) -> None:
         manager.save(manager.get(path), path)
 
 
-def execute(source: Path, timeout: int = 900) -> float:
+def execute(source: Path, timeout: int = 900, remeasure: bool = False) -> tuple[float, list[str]]:
+    """Run the notebook and store its pair: the seconds it took, and a line per measured cell whose
+    output this run changed or would have changed (:func:`keep_measured`)."""
     notebook = open_as_jupyter(source)
     notebook.metadata["kernelspec"] = kernelspec()
+    committed = measured_outputs(notebook)  # from the .ipynb, before this run replaces them
     start = time.perf_counter()
     NotebookClient(
         notebook, timeout=timeout, kernel_name=KERNEL, resources={"metadata": {"path": str(source.parent)}}
@@ -71,9 +79,11 @@ def execute(source: Path, timeout: int = 900) -> float:
         cell.metadata.pop("execution", None)
         if cell.cell_type == "code":
             cell.outputs = _merge_streams(cell.outputs)
+    measured = keep_measured(notebook, committed, remeasure)
+    fold(notebook)  # JupyterLab folds what the web edition folds
     nbformat.write(notebook, source.with_suffix(".ipynb"))
     save_as_jupyter(notebook, source.with_suffix(".ipynb"))
-    return seconds
+    return seconds, measured
 
 
 def open_as_jupyter(source: Path) -> nbformat.NotebookNode:
@@ -87,6 +97,7 @@ def restore_metadata(source: Path) -> None:
     """Without running anything: open the pair and save it as JupyterLab would."""
     notebook = open_as_jupyter(source)
     notebook.metadata["kernelspec"] = kernelspec()
+    fold(notebook)
     save_as_jupyter(notebook, source.with_suffix(".ipynb"))
 
 
@@ -111,12 +122,17 @@ def _merge_streams(outputs: list) -> list:
     return merged
 
 
+OPTIONS = ("--no-execute", "--remeasure")
+
+
 def main(args: list[str]) -> int:
-    run = "--no-execute" not in args
-    paths = [a for a in args if a != "--no-execute"]
+    run, remeasure = "--no-execute" not in args, "--remeasure" in args
+    paths = [a for a in args if a not in OPTIONS]
     for path in paths:
         if path.startswith("-"):
-            print(f"execute_notebooks: unknown option {path!r}; the one option is --no-execute", file=sys.stderr)
+            print(
+                f"execute_notebooks: unknown option {path!r}; the options are {' and '.join(OPTIONS)}", file=sys.stderr
+            )
             return 2
         if not Path(path).with_suffix(".py").is_file():
             print(f"execute_notebooks: no notebook source {Path(path).with_suffix('.py')}", file=sys.stderr)
@@ -124,8 +140,10 @@ def main(args: list[str]) -> int:
     sources = [Path(p).resolve() for p in paths] or sorted([*ROOT.glob("chapters/*.py"), *ROOT.glob("solutions/*.py")])
     for source in sources:
         if run:
-            seconds = execute(source.with_suffix(".py"))
+            seconds, measured = execute(source.with_suffix(".py"), remeasure=remeasure)
             print(f"{seconds:7.1f} s  {source.relative_to(ROOT)}", flush=True)
+            for line in measured:
+                print(f"measured   {source.relative_to(ROOT)} {line}", flush=True)
         else:
             restore_metadata(source.with_suffix(".py"))
             print(f"saved      {source.relative_to(ROOT)}", flush=True)

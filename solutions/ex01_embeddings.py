@@ -20,8 +20,9 @@
 #
 # Companion of [chapter 01](../chapters/01_embeddings.ipynb) (paper §3.4, §5.1).
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # **How the exercises work.** Each exercise is one function of the course package
 # `transformer_course`. In the student edition its body is a stub that raises
@@ -40,7 +41,7 @@
 # ```
 #
 # Each exercise also has a **try it** cell: a scratch space to experiment on small inputs before
-# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# you commit your answer to the package. The set-up cell below makes the notebook pick up
 # your edits to the package without restarting the kernel.
 # Chapter 11's exercises ask you to explain its experiments.
 #
@@ -49,33 +50,45 @@
 # | ex01_1 | `Vocab.encode(tokens, add_bos, add_eos)` in `vocab.py` | easy |
 # | ex01_2 | `TokenEmbedding.forward(tokens)` in `embeddings.py` | easy |
 # | ex01_3 | `one_hot_lookup(tokens, weight)` in `embeddings.py` | medium |
+#
+# **Order:** the three are independent of each other.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import torch
 
 from transformer_course import TokenEmbedding, Vocab, one_hot_lookup
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("01")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex01_1 — Vocab.encode: tokens → ids, with \<unk\>, \<bos\>, \<eos\> (easy)

@@ -18,8 +18,9 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex05_encoder.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 05](../chapters/05_encoder.ipynb) (paper §3.1, §3.3 equation (2), §5.4).
 #
@@ -40,7 +41,7 @@
 # ```
 #
 # Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
-# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# you commit your answer to the package. The set-up cell below makes the notebook pick up
 # your edits to the package without restarting the kernel.
 #
 # | exercise | function | level |
@@ -53,37 +54,46 @@
 # ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
 # still to write.
 #
-# ex05_3 uses your answers to ex05_1 and ex05_2 (and the multi-head attention of chapter 04), so do
-# them in order.
+# **Order:** ex05_3 calls ex04_3, ex05_1 and ex05_2, so write those first.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from transformer_course import EncoderLayer, PositionwiseFeedForward, padding_mask, residual
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("05")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex05_1 — Position-wise feed-forward network (eq. 2) (easy)

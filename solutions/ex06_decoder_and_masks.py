@@ -18,8 +18,9 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex06_decoder_and_masks.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 06](../chapters/06_decoder_and_masks.ipynb) (paper §3.1, §3.2.3).
 #
@@ -40,7 +41,7 @@
 # ```
 #
 # Each exercise also has a **try it** cell: a scratch space to experiment on small tensors before
-# you commit your answer to the package. The `autoreload` lines below make the notebook pick up
+# you commit your answer to the package. The set-up cell below makes the notebook pick up
 # your edits to the package without restarting the kernel.
 #
 # | exercise | function | level |
@@ -53,36 +54,48 @@
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2 and ex05_3. Until they are
 # written it stops at the first of them, naming all those still to write.
 #
+# **Order:** ex06_3 calls ex04_3, ex05_1 and ex05_2, so write those first.
+#
 # Every mask in this course is boolean with **True = may attend**, broadcastable to the
 # (B, H, T, S) attention scores. (`nn.MultiheadAttention` and `nn.Transformer*` use the opposite.)
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import torch
 from torch import nn
 
 from transformer_course import DecoderLayer, causal_mask, padding_mask, residual, target_mask
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("06")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex06_1 — Causal mask (no peeking at the future) (easy)
@@ -270,4 +283,5 @@ check("ex06_3")
 
 # %% [markdown]
 # When every check above passes, run [chapter 06](../chapters/06_decoder_and_masks.ipynb) again: it now
-# runs on your code, including the full Transformer. Next: chapter 08, training.
+# runs on your code, including the full Transformer. Next: [chapter 07](../chapters/07_counting_parameters.ipynb),
+# a short chapter with no exercises, then [exercises 08](ex08_training.ipynb), training.

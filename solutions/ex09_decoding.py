@@ -14,12 +14,13 @@
 # ---
 
 # %% [markdown]
-# # Exercises 08 — Decoding
+# # Exercises 09 — Decoding
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex09_decoding.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 09](../chapters/09_decoding.ipynb) (paper §6.1: beam search with beam size 4
 # and length penalty α = 0.6).
@@ -40,8 +41,8 @@
 # pytest -m ex09_1                              # the same check through pytest
 # ```
 #
-# Each exercise also has a **try it** cell, a scratch space on small tensors. The `autoreload`
-# lines below make the notebook pick up your edits to the package without restarting the kernel.
+# Each exercise also has a **try it** cell, a scratch space on small tensors. The set-up
+# cell below makes the notebook pick up your edits to the package without restarting the kernel.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -52,34 +53,46 @@
 # **Before you start:** chapter 09 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2 and
 # ex06_3. Until they are written it stops at the first of them, naming all those still to write.
+#
+# **Order:** the three are independent of each other.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import torch
 
 from transformer_course.decoding import gnmt_length_penalty
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
 PAD, BOS, EOS = 0, 1, 2  # the special ids of every vocabulary of the course
+setup_chapter("09")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex09_1 — One greedy decoding step (easy)

@@ -14,14 +14,15 @@
 # ---
 
 # %% [markdown]
-# # Exercises 11 — Real weights in the course's model
+# # Exercises 15 — Real weights in the course's model
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/exercises/ex15_real_weights.ipynb)
 #
-# **On Colab**, run the first code cell: it makes your own copy of the course to write the
-# exercises in (once per Colab machine) and prints where its files are in the Files panel.
+# **On Colab**, run the first code cell: it finds (or, the first time, makes) your own copy of the
+# course in your Google Drive, to write the exercises in, and prints where its files are in the Files
+# panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
-# Companion of [chapter 15](../chapters/15_real_weights.ipynb): the three pieces of bookkeeping
+# Companion of [chapter 15](../chapters/15_real_weights.ipynb): the pieces of bookkeeping
 # that let the course's own `Transformer` and `DecoderOnlyLM` run the weights of checkpoints people
 # use: the order of the rows of W^Q and W^K that Hugging Face's Llama expects, the transposed
 # weights of GPT-2's `Conv1D`, and the names of a Marian (OPUS-MT) layer's tensors.
@@ -44,8 +45,8 @@
 # pytest -m ex15_1                              # the same check through pytest
 # ```
 #
-# Each exercise also has a **try it** cell, a scratch space on small tensors. The `autoreload`
-# lines below make the notebook pick up your edits to the package without restarting the kernel.
+# Each exercise also has a **try it** cell, a scratch space on small tensors. The set-up
+# cell below makes the notebook pick up your edits to the package without restarting the kernel.
 #
 # | exercise | function | level |
 # | --- | --- | --- |
@@ -58,37 +59,47 @@
 # ex09_1, ex09_2, ex13_1, ex13_2, ex13_3 and ex13_4. Until they are written it stops at the first of
 # them, naming all those still to write.
 #
-# The three are independent of each other; `from_llama` calls the first, `from_gpt2` the second
-# and `from_marian` the third.
+# **Order:** the three are independent of each other. `from_llama` calls the first, `from_gpt2` the
+# second and `from_marian` the third.
 
 # %% tags=["colab"]
 import sys
 
-if "google.colab" in sys.modules:  # Colab only: your own editable copy of the course, made once per machine
+if "google.colab" in sys.modules:  # Colab only: your own copy of the course, kept in your Google Drive
     import os
     import subprocess
 
     course = os.path.expanduser("~/transformer-course")  # the complete course, out of the Files panel's way
     if not os.path.isdir(course):
         url = "https://github.com/transformer-course/transformer-course"
-        subprocess.run(["git", "clone", "-q", "--depth=1", url, course], check=True)
+        clone = subprocess.run(["git", "clone", "-q", "--depth=1", url, course], capture_output=True, text=True)
+        if clone.returncode != 0:
+
+            class CourseNotDownloaded(Exception):
+                def _render_traceback_(self):  # shown as one line, not as a traceback
+                    return [str(self)]
+
+            why = (clone.stderr.strip().splitlines() or ["git failed"])[-1]
+            raise CourseNotDownloaded(
+                f"Could not download the course from {url} ({why}): connect to the internet, then run this cell again."
+            )
     sys.path.insert(0, course)
     from transformer_course_tools.notebook.colab import use_course
 
-    use_course(course, chapter=False)  # /content/my-transformer, made once
+    use_course(course, chapter=False)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %%
-# %load_ext autoreload
-# %autoreload 2
 import torch
 import torch.nn.functional as F
 
 from transformer_course import DecoderLayer, EncoderLayer
 from transformer_course.convert import marian_layer_names, rope_halves_to_interleaved, split_conv1d
 from transformer_course_tools.exercises.checks import check
+from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
 torch.set_printoptions(precision=3, sci_mode=False)
+setup_chapter("15")  # your saved edits run without a restart; a file that does not compile is one line
 
 # %% [markdown]
 # ## ex15_1 — Rotary embeddings: reorder W^Q's rows from the halves layout to our pairs (easy)

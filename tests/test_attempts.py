@@ -72,9 +72,17 @@ def test_a_right_answer_written_another_way_passes(exercise_id: str) -> None:
 
 
 @pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
-def test_at_hint_level_none_the_message_says_what_is_wrong_without_the_fix(exercise_id: str) -> None:
+def test_each_hint_level_says_what_the_one_below_says_and_more(exercise_id: str) -> None:
+    """ "none" says what is wrong (no fix), "nudge" that and the idea, "full" that and the fix: the named
+    mistake's, or where none is named, the idea and the way to the code, so that nudge's "More help" line
+    leads to more help, never to less (issue 49: at full, ex01_1 and ex02_3 once said less than at nudge)."""
     for attempt in _of(exercise_id, "mutant", "own"):
-        full, none = (run_check(exercise_id, attempt.impl, hints=level).message for level in ("full", "none"))
-        assert len(none) <= len(full), (attempt.name, none)
+        full, nudge, none = (_COUNT.sub("", run_check(exercise_id, attempt.impl, hints=level).message)
+                             for level in ("full", "nudge", "none"))  # fmt: skip
         if " raised " not in none:  # what the learner's code raised is shown whole
-            assert not _INSTRUCTION.search(_COUNT.sub("", none)), (attempt.name, none)
+            assert not _INSTRUCTION.search(none), (attempt.name, none)
+        assert nudge.startswith(none + "; the idea: "), (attempt.name, nudge)
+        # full says each thing none says is wrong (several known mistakes: each with its fix), and more
+        assert all(what in full for what in none.split("; or ")) and len(full) > len(none), (attempt.name, full)
+        fix = full[len(none) :] if full.startswith(none) else "; several named, each with its fix"
+        assert nudge in full or fix.startswith((": ", "; ")), (attempt.name, full)

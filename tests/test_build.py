@@ -157,3 +157,35 @@ def test_a_new_exercise_gets_a_section_to_write(course: Path, tmp_path: Path) ->
     notebook.write_text(text, encoding="utf-8")
     found = build.problems(copy, EXERCISES, derived=lock.read(ROOT / lock.RELATIVE))
     assert found == [f"{NOTEBOOK}: the section of ex03_2 still holds {build.TODO} placeholders: write them"]
+
+
+def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Path, tmp_path: Path) -> None:
+    """A new exercise registered (here ex12_4, on a function chapter 12 calls before bpe_merges): `make
+    exercises` writes every place its facts appear and lists the files it wrote, and nothing reports
+    them out of date: the chapter's "Exercises:" paragraph, the notebook's title, table and order
+    sentence, the lock's exercises of the chapter and its first stop in the student edition."""
+    import dataclasses
+
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    new = dataclasses.replace(get_exercise("ex12_1"), id="ex12_4", needs=(),
+                              target="transformer_course.sentence_training:pick_sentence_profile")  # fmt: skip
+    exercises = {**EXERCISES, "ex12_4": new}
+    assert lock.read(copy / lock.RELATIVE)["first_stops"]["12"] == "ex12_3"
+    written = {p.relative_to(copy).as_posix() for p in build.build(copy, exercises)}
+    assert {"chapters/12_real_translation.py", "solutions/ex12_real_translation.py", lock.RELATIVE.as_posix(),
+            "transformer_course/__init__.py"} <= written, written  # fmt: skip
+    chapter = " ".join((copy / "chapters" / "12_real_translation.py").read_text(encoding="utf-8").split())
+    assert (
+        "`average_state_dicts` (ex12_2), `bpe_merges` (ex12_3) and # `pick_sentence_profile` (ex12_4), with" in chapter
+    )
+    notebook = (copy / NOTEBOOK.replace("03_attention", "12_real_translation")).read_text(encoding="utf-8")
+    assert "# | ex12_4 | `pick_sentence_profile(" in notebook and "# **Order:** the four are independent" in notebook
+    assert "# # Exercises 12 — " in notebook
+    locked = lock.read(copy / lock.RELATIVE)
+    assert locked["first_stops"]["12"] == "ex12_4" and "ex12_4" in locked["chapters"]["12"]
+    assert build.build(copy, exercises) == [], "a second build writes nothing"
+    left = build.problems(copy, exercises)  # what the author still writes: the answer's region, the attempts, prose
+    assert all(
+        line.startswith(("ex12_4", "solutions/ex12_real_translation.py: the section of ex12_4")) for line in left
+    ), left

@@ -25,6 +25,7 @@ from transformer_course import (  # noqa: E402
     rope_halves_to_interleaved,
     split_conv1d,
 )
+from transformer_course_tools.models import published  # noqa: E402
 
 TOLERANCE = 1e-4
 
@@ -129,20 +130,20 @@ def test_from_marian_gives_transformers_logits_with_padded_sources() -> None:
 
 
 def test_from_marian_at_opus_mt_en_de_shape() -> None:
-    """The real translator's sizes (58,101 tokens, D = 512, 6 + 6 layers, 8 heads), random weights."""
-    hf = _marian(vocab_size=58101, decoder_vocab_size=58101, d_model=512, encoder_layers=6, decoder_layers=6,
-                 encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048, decoder_ffn_dim=2048,
-                 pad_token_id=58100, decoder_start_token_id=58100, max_position_embeddings=512, init_std=0.02)  # fmt: skip
+    """The real translator's published shape (58,101 tokens, D = 512, 6 + 6 layers, 8 heads), random weights."""
+    c = published.config(published.OPUS_MT_EN_DE)
+    hf = _marian(**c, init_std=0.02)
     ours = from_marian(hf)
     # HF keeps the two sinusoid tables as frozen parameters and final_logits_bias as a buffer; ours, a
     # formula (no parameter) and the output layer's bias
-    tables = 2 * 512 * 512
-    assert ours.num_parameters() == sum(p.numel() for p in hf.parameters()) - tables + 58101
-    src = _ids(58101, (2, 24), low=1)
-    src[1, 20:] = 58100
-    tgt = torch.cat([torch.full((2, 1), 58100), _ids(58101, (2, 7), low=1, seed=3)], dim=1)
+    tables = 2 * c["max_position_embeddings"] * c["d_model"]
+    assert ours.num_parameters() == sum(p.numel() for p in hf.parameters()) - tables + c["vocab_size"]
+    vocab, pad = c["vocab_size"], c["pad_token_id"]
+    src = _ids(vocab, (2, 24), low=1)
+    src[1, 20:] = pad
+    tgt = torch.cat([torch.full((2, 1), pad), _ids(vocab, (2, 7), low=1, seed=3)], dim=1)
     with torch.no_grad():
-        theirs = hf(input_ids=src, attention_mask=(src != 58100).long(), decoder_input_ids=tgt).logits
+        theirs = hf(input_ids=src, attention_mask=(src != pad).long(), decoder_input_ids=tgt).logits
         assert _max_diff(ours(src, tgt), theirs) < TOLERANCE
 
 

@@ -4,9 +4,11 @@ edition's stubs, in ``check`` (where a learner may ask for more) and in ``grade`
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -80,15 +82,20 @@ def test_the_student_edition_records_its_level(tmp_path: Path, monkeypatch: pyte
     assert 'hints="full"' in edition._banner("nudge")
     assert edition._banner("full") == edition._BANNER
     made = {}
-    monkeypatch.setattr(edition, "build_student_edition", lambda root, out, hints: made.update(hints=hints) or out)
+    monkeypatch.setattr(edition, "build_student_edition", lambda root, out, **kw: made.update(kw) or out)
     assert main(["student-edition", str(tmp_path / "out"), "--hints", "none"]) == 0
-    assert made == {"hints": "none"}
+    assert made == {"hints": "none", "worked_answers": True}
+    assert main(["student-edition", str(tmp_path / "out"), "--no-worked-answers"]) == 0
+    assert made == {"hints": "full", "worked_answers": False}
     with pytest.raises(ValueError, match="hints = 'some' must be one of full, nudge, none"):
         edition.check_level("some")
 
 
 def test_check_shows_the_fix_at_full_only(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    from transformer_course_tools.exercises.checks import runner
+
     monkeypatch.setattr(attention, "attention_scores", _unscaled)
+    monkeypatch.setattr(runner, "_said_which", True)  # which code is checked: said once per kernel, tested elsewhere
     shown = {}
     for level in (None, *edition.HINT_LEVELS):
         check("ex03_1", hints=level)
@@ -182,3 +189,34 @@ def test_check_without_ids_prints_status_and_file_not_the_hints(monkeypatch: pyt
     assert "Hint" not in out and "check EXERCISE" in out.splitlines()[-1]
     main(["check", "ex03_3"])
     assert get_exercise("ex03_3").hint in capsys.readouterr().out  # asked for by id: the whole message
+
+
+def _given(node: ast.expr, hint: str, words: set[str]) -> bool:
+    """``node`` (an expression of a worked answer) is spelled out by ``hint``: its code is there (spaces and
+    brackets aside), or it is a name or constant the hint names, or every operand of it is given."""
+    if re.sub(r"[\s()]+", "", ast.unparse(node)) in re.sub(r"[\s()]+", "", hint):
+        return True
+    if isinstance(node, ast.Name | ast.Constant):
+        return str(getattr(node, "id", getattr(node, "value", ""))) in words
+    operands = [child for child in ast.iter_child_nodes(node) if isinstance(child, ast.expr)]
+    compound = isinstance(node, ast.Tuple | ast.BinOp | ast.BoolOp | ast.Compare | ast.UnaryOp)
+    return compound and bool(operands) and all(_given(child, hint, words) for child in operands)
+
+
+@pytest.mark.complete_edition  # it reads the worked answers
+def test_a_stubs_full_hint_is_a_recipe_not_the_answers_code() -> None:
+    """Issue 49: the full hints of ex08_1 and ex08_2 were their answers. A hint that spells out every
+    statement of the worked answer (its code, or all its operands) gives the answer away."""
+    from transformer_course_tools.exercises.regions import region_targets
+
+    given_away = []
+    for ex in load_checks().values():
+        source = (ROOT / ex.file).read_text(encoding="utf-8")
+        begin, end = next((b, e) for b, e, target in region_targets(source, ex.module) if target == ex.target)
+        answer = ast.parse(textwrap.dedent("\n".join(source.splitlines()[begin + 1 : end])))
+        values = [node.value for node in ast.walk(answer) if isinstance(node, ast.Return | ast.Assign | ast.AugAssign)
+                  and node.value is not None]  # fmt: skip
+        words = set(re.findall(r"[\w.]+", ex.hint))
+        if values and all(_given(value, ex.hint, words) for value in values):
+            given_away.append(f"{ex.id}: {ex.hint}")
+    assert not given_away, "\n".join(given_away)

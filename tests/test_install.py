@@ -35,8 +35,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     source.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
-    shutil.copytree(ROOT / "transformer_course", source / "transformer_course",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+    for package in ("transformer_course", "transformer_course_tools"):  # the learner's and the course's side
+        shutil.copytree(ROOT / package, source / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     build = _run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "--no-build-isolation",
                   "-w", str(base / "dist"), "-q"], base)  # fmt: skip
     assert build.returncode == 0, build.stderr
@@ -107,7 +107,7 @@ def test_commands_that_need_the_repository_say_so_in_one_line(installed, command
 
 def test_every_chapter_imports_what_it_needs_from_the_wheel(installed) -> None:
     python, work = installed
-    cells = [next(c.source for c in jupytext.read(p).cells if "setup_chapter()" in c.source)
+    cells = [next(c.source for c in jupytext.read(p).cells if "setup_chapter(" in c.source)
              for p in sorted((ROOT / "chapters").glob("*.py"))]  # fmt: skip
     script = work / "setup_cells.py"
     script.write_text("\n\n".join(cells) + "\nprint('all set-up cells ran')\n", encoding="utf-8")

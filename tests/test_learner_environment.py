@@ -26,8 +26,9 @@ def test_py_chapters_open_as_notebooks_in_make_lab() -> None:
 
 
 def test_no_nbgrader_ui_is_offered() -> None:
-    """nbgrader is not a grading route for this course (README, "Not with nbgrader"): no target opens
-    its formgrader (which would write gradebook.db into the repository), no configuration turns it on."""
+    """nbgrader grades in a course folder of its own, from .venv/graders (README, "For instructors"): no
+    target opens its formgrader here (it would write gradebook.db into the repository), no configuration
+    turns it on."""
     assert "lab-instructor" not in (ROOT / "Makefile").read_text() + (ROOT / "README.md").read_text()
     assert not (CONFIG / "instructor").exists()
 

@@ -52,7 +52,7 @@ def test_exercises_are_generated_from_solutions(source: Path) -> None:
 def test_regenerating_the_exercises_changes_nothing(tmp_path: Path) -> None:
     """`make exercises` on unchanged solutions is a no-op: cells keep their ids (no churn in git)."""
     shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
-    write_exercises(ROOT / "solutions", tmp_path / "exercises")
+    assert write_exercises(ROOT / "solutions", tmp_path / "exercises") == [], "it lists the files it changed"
     for path in sorted((ROOT / "exercises").iterdir()):
         assert (tmp_path / "exercises" / path.name).read_bytes() == path.read_bytes(), f"{_rel(path)} changed"
 
@@ -82,3 +82,19 @@ def test_chapter_has_the_parts_a_learner_relies_on(source: Path) -> None:
     assert "\narchitecture_map(" in text, "the map of the model near the top, with the chapter's part highlighted"
     assert "## Check yourself" in text and "<details>" in text, "self-check questions with folded answers"
     assert "## Further reading" in text and "§" in text.split("## Further reading")[1], "further reading (the paper)"
+
+
+@pytest.mark.parametrize(
+    "notebook",
+    sorted(p for folder in ("chapters", "exercises", "solutions") for p in (ROOT / folder).glob("*.ipynb")),
+    ids=lambda p: f"{p.parent.name}/{p.stem}",
+)
+def test_jupyterlab_folds_what_the_web_edition_folds(notebook: Path) -> None:
+    """The Colab cell, the set-up and the check lines are folded in JupyterLab too (cell metadata
+    ``jupyter`` written from the tags by transformer_course_tools/authoring/folds.py)."""
+    import nbformat
+
+    fold = pytest.importorskip("transformer_course_tools.authoring.folds", reason="authoring code").fold
+    assert not fold(nbformat.read(notebook, as_version=4)), (
+        f"{notebook.name}: its folds do not match its tags: python -m transformer_course_tools.authoring.folds {notebook}"
+    )

@@ -19,14 +19,12 @@ ch.   rooms
       averaging), ``distributed`` (DDP)
 13    ``rmsnorm``, ``grouped`` (grouped key/value heads), ``rotary`` (RoPE), ``swiglu``, ``blocked``
       (attention with an online softmax), ``lm`` (a decoder-only language model, generation)
-14    ``recipe`` (AdamW, warm-up + cosine)
+14    ``recipe`` (AdamW, warm-up + cosine), ``lm_checkpoint`` (a language model's checkpoint, with its
+      tokenizer)
 15    ``convert`` (real checkpoints)
-16    ``quantize`` (bfloat16 and int8 weights)
-====  ==================================================================================
-
-``datasets/`` is not a room: it makes the data the rooms learn from (number words, sentences with
-German grammar, corpora from files or the Hugging Face Hub); see its docstring.
-
+16    ``quantize`` (bfloat16 and int8 weights), ``export`` (the course's models as ``transformers``
+      checkpoints, for other engines)
+====  ===========================================================================
 Everything else of the course (the exercise checks, the student edition, grading, the command
 line, the notebooks' helpers, the shipped models, the inference engine) is another package,
 ``transformer_course_tools``: no room imports it, and you never need to open it to follow the course.
@@ -80,8 +78,12 @@ _EXPORTS: dict[str, str] = {
     "repeat_kv": "grouped", "GroupedQueryAttention": "grouped",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
     "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
+    "load_lm_checkpoint": "lm_checkpoint", "save_lm_checkpoint": "lm_checkpoint",
     "from_gpt2": "convert", "from_llama": "convert", "from_marian": "convert", "marian_layer_names": "convert",
-    "rope_halves_to_interleaved": "convert", "split_conv1d": "convert",
+    "rope_halves_to_interleaved": "convert", "split_conv1d": "convert", "interleaved_to_halves_order": "convert",
+    "reorder_features": "convert",
+    "to_gpt2": "export", "to_llama": "export", "to_marian": "export", "rope_interleaved_to_halves": "export",
+    "join_conv1d": "export",
     "quantize": "quantize", "Int8Linear": "quantize", "Int8Embedding": "quantize",
     "teacher_forcing": "batching",
     "pack": "token_batches",
@@ -139,7 +141,9 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         from_gpt2,
         from_llama,
         from_marian,
+        interleaved_to_halves_order,
         marian_layer_names,
+        reorder_features,
         rope_halves_to_interleaved,
         split_conv1d,
     )
@@ -151,9 +155,11 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .embeddings import TokenEmbedding, UnscaledEmbedding, one_hot_lookup, tie_weights
     from .encoder import Encoder, EncoderLayer
     from .evaluation import evaluate, max_output_length
+    from .export import join_conv1d, rope_interleaved_to_halves, to_gpt2, to_llama, to_marian
     from .feedforward import PositionwiseFeedForward
     from .grouped import GroupedQueryAttention, repeat_kv
     from .lm import DecoderOnlyConfig, DecoderOnlyLM, generate
+    from .lm_checkpoint import load_lm_checkpoint, save_lm_checkpoint
     from .loss import label_smoothed_cross_entropy
     from .masks import causal_mask, padding_mask, target_mask
     from .model import Transformer

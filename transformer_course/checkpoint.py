@@ -122,6 +122,12 @@ def save_checkpoint(
         "extra": dict(extra or {}),
         "tokenizer": None if tokenizer is None else tokenizer.to_dict(),
     }
+    return save_atomically(payload, path)
+
+
+def save_atomically(payload: dict, path: Path) -> Path:
+    """``torch.save`` into ``<path>.partial``, then rename it to ``path``: a crash leaves the old
+    file or the new one, never half of one."""
     partial = path.with_name(path.name + ".partial")
     try:
         torch.save(payload, partial)

@@ -25,10 +25,14 @@ and a few other choices:
   side by side (:func:`split_conv1d`).
 
 Each converter takes a loaded model and returns ours, float32, in evaluation mode, with the same
-logits. None imports ``transformers``: they read the model's configuration and tensors.
+logits. None imports ``transformers``: they read the model's configuration and tensors. Its first
+half, the configuration alone, is :func:`config_from_marian`, :func:`config_from_llama` and
+:func:`config_from_gpt2`: a checkpoint's settings in ``transformers``' names → ours.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 from torch import Tensor, nn
@@ -36,6 +40,7 @@ from torch import Tensor, nn
 from .config import TransformerConfig
 from .lm import DecoderOnlyConfig, DecoderOnlyLM
 from .model import Transformer
+from .positional import SINUSOID_LAYOUTS
 
 # Hugging Face's names of the activations → ours (feedforward.ACTIVATIONS)
 _ACTIVATIONS = {
@@ -121,32 +126,66 @@ def marian_layer_names(decoder: bool) -> dict[str, str]:
     ### END SOLUTION
 
 
+def interleaved_to_halves_order(d_model: int) -> Tensor:
+    """The order that turns the paper's sinusoid table (sine and cosine of pair i at features 2i,
+    2i + 1) into Marian's (the sines at features 0 … D/2 - 1, the cosines after them): feature j of
+    the new order is feature ``order[j]`` of the old, ``[0, 2, 4, …, 1, 3, 5, …]``.
+
+    Shape:
+        → (D,) long
+    """
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be even and >= 2, got {d_model}")
+    return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
+
+
+def reorder_features(state: dict[str, Tensor], order: Tensor) -> dict[str, Tensor]:
+    """A :class:`~.model.Transformer`'s state dict with its D model features put in ``order``
+    (feature j of the result is feature ``order[j]`` of ``state``): every weight that reads the
+    residual stream (embeddings, W^Q, W^K, W^V, the first feed-forward layer, the output layer)
+    has its columns reordered, every weight and bias that writes it (W^O, the second feed-forward
+    layer) its rows, and every LayerNorm its gain and bias. The function the model computes is the
+    same: LayerNorm's mean and variance and every product over the features are sums, which an order
+    does not change (only the rounding of the sums may). ``order.argsort()`` undoes it.
+
+    Shape:
+        order: (D,) a permutation of 0 … D-1
+    """
+    order = torch.as_tensor(order)
+    if sorted(order.tolist()) != list(range(order.numel())):
+        raise ValueError(f"order must be a permutation of 0 … D-1, got {order.tolist()}")
+    reordered = {}
+    for name, tensor in state.items():
+        module, part = name.rsplit(".", 1)
+        writes = module.endswith(("w_o", "linear2")) or module.split(".")[-1].startswith("norm")
+        if writes:  # rows (and biases) are features of the stream
+            tensor = tensor.index_select(0, order)
+        elif part == "weight" and tensor.dim() == 2:  # reads the stream: columns are its features
+            tensor = tensor.index_select(1, order)
+        reordered[name] = tensor
+    return reordered
+
+
 # -- the converters --------------------------------------------------------------------------------
 
 
-def from_marian(hf_model: nn.Module) -> Transformer:
+def from_marian(hf_model: nn.Module, *, sinusoid_layout: str = "halves") -> Transformer:
     """The course's :class:`~.model.Transformer` with the weights of a ``MarianMTModel``.
 
     ``ours(src, tgt)`` gives the logits of
     ``hf_model(input_ids=src, attention_mask=src != pad, decoder_input_ids=tgt).logits``; the
     decoder starts from Marian's ``decoder_start_token_id`` (its padding id), which is our ``bos_id``.
+
+    ``sinusoid_layout="interleaved"`` gives a model with the paper's sinusoid table instead of
+    Marian's halves, its D features reordered to match (:func:`reorder_features`): the same logits.
+    It takes back a model that chapter 16's ``to_marian`` exported from the paper's layout.
     """
-    c = _config_of(hf_model, "MarianMTModel", "marian")
-    if c.encoder_attention_heads != c.decoder_attention_heads or c.encoder_ffn_dim != c.decoder_ffn_dim:
-        raise ValueError("from_marian needs the same number of heads and the same d_ff in the encoder and the decoder")
-    if getattr(c, "normalize_before", False):
-        raise ValueError("from_marian expects Marian's post-LN layers (normalize_before=False)")
-    tgt_vocab = getattr(c, "decoder_vocab_size", None) or c.vocab_size
-    shared = getattr(c, "share_encoder_decoder_embeddings", True)
-    config = TransformerConfig(
-        src_vocab_size=c.vocab_size, tgt_vocab_size=tgt_vocab, d_model=c.d_model, n_heads=c.encoder_attention_heads,
-        d_ff=c.encoder_ffn_dim, n_encoder_layers=c.encoder_layers, n_decoder_layers=c.decoder_layers,
-        dropout=c.dropout, max_len=c.max_position_embeddings, share_embeddings=shared,
-        tie_output=bool(getattr(c, "tie_word_embeddings", True)), pad_id=c.pad_token_id,
-        bos_id=c.decoder_start_token_id, eos_id=c.eos_token_id, activation=_activation(c.activation_function),
-        sinusoid_layout="halves", scale_embedding=bool(c.scale_embedding),
-    )  # fmt: skip
-    model = Transformer(config)
+    if sinusoid_layout not in SINUSOID_LAYOUTS:
+        raise ValueError(
+            f"sinusoid_layout must be one of {', '.join(map(repr, SINUSOID_LAYOUTS))}, got {sinusoid_layout!r}"
+        )
+    config = config_from_marian(_config_of(hf_model, "MarianMTModel", "marian"))
+    model = Transformer(replace(config, sinusoid_layout=sinusoid_layout))
     hf = hf_model.model
     state = {
         "src_embed.embedding.weight": hf.encoder.embed_tokens.weight,
@@ -159,6 +198,8 @@ def from_marian(hf_model: nn.Module) -> Transformer:
         for i, layer in enumerate(theirs.layers):
             tensors = dict(layer.named_parameters())
             state |= {f"{stack}.layers.{i}.{ours}": tensors[name] for ours, name in names.items()}
+    if sinusoid_layout == "interleaved":
+        state = reorder_features(state, interleaved_to_halves_order(config.d_model).argsort())
     return _loaded(model, state)
 
 
@@ -169,28 +210,9 @@ def from_llama(hf_model: nn.Module) -> DecoderOnlyLM:
     Grouped key/value heads, any ``rope_theta``, a tied or untied output layer. Rescaled rotary
     frequencies (``rope_scaling``, Llama 3.1's long contexts) are not supported.
     """
-    c = _config_of(hf_model, "LlamaForCausalLM", "llama")
-    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
-    if rope.get("rope_type", rope.get("type", "default")) != "default":
-        raise ValueError(f"from_llama supports plain rotary embeddings only, got rope scaling {rope!r}")
-    rope_theta = rope.get("rope_theta", getattr(c, "rope_theta", None)) or 10000.0
-    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-    if head_dim * c.num_attention_heads != c.hidden_size:
-        raise ValueError(f"from_llama needs head_dim × heads = hidden_size, got {head_dim} × {c.num_attention_heads}")
-    if c.hidden_act not in ("silu", "swish"):
-        raise ValueError(f"from_llama expects SwiGLU's silu, got hidden_act={c.hidden_act!r}")
-    if getattr(c, "mlp_bias", False):
-        raise ValueError("from_llama expects a feed-forward network without biases (mlp_bias=False)")
-    heads, kv_heads = c.num_attention_heads, c.num_key_value_heads or c.num_attention_heads
-    config = DecoderOnlyConfig(
-        vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=heads, n_kv_heads=kv_heads,
-        n_layers=c.num_hidden_layers, d_ff=c.intermediate_size, max_len=c.max_position_embeddings,
-        dropout=float(getattr(c, "attention_dropout", 0.0)), norm_first=True, norm="rmsnorm", positional="rope",
-        feed_forward="swiglu", rope_base=float(rope_theta), layer_norm_eps=c.rms_norm_eps,
-        bias=bool(getattr(c, "attention_bias", False)), scale_embedding=False,
-        tie_output=bool(c.tie_word_embeddings), **_special_ids(c),
-    )  # fmt: skip
+    config = config_from_llama(_config_of(hf_model, "LlamaForCausalLM", "llama"))
     model = DecoderOnlyLM(config)
+    heads, kv_heads = config.n_heads, config.n_kv_heads
     hf = hf_model.model
     state = {"embed.embedding.weight": hf.embed_tokens.weight, "norm.weight": hf.norm.weight,
              "output.weight": hf_model.lm_head.weight}  # fmt: skip
@@ -220,18 +242,7 @@ def from_llama(hf_model: nn.Module) -> DecoderOnlyLM:
 def from_gpt2(hf_model: nn.Module) -> DecoderOnlyLM:
     """The course's :class:`~.lm.DecoderOnlyLM` with the weights of a ``GPT2LMHeadModel``:
     ``ours(ids)`` gives the logits of ``hf_model(ids).logits``."""
-    c = _config_of(hf_model, "GPT2LMHeadModel", "gpt2")
-    if getattr(c, "scale_attn_by_inverse_layer_idx", False) or getattr(c, "reorder_and_upcast_attn", False):
-        raise ValueError("from_gpt2 expects GPT-2's plain attention (no scale_attn_by_inverse_layer_idx or upcast)")
-    if not getattr(c, "scale_attn_weights", True):
-        raise ValueError("from_gpt2 expects the scores divided by √d_k (scale_attn_weights=True)")
-    config = DecoderOnlyConfig(
-        vocab_size=c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
-        d_ff=c.n_inner or 4 * c.n_embd, max_len=c.n_positions, dropout=float(c.resid_pdrop), norm_first=True,
-        positional="learned", feed_forward=_activation(c.activation_function), layer_norm_eps=c.layer_norm_epsilon,
-        scale_embedding=False, tie_output=bool(getattr(c, "tie_word_embeddings", True)), **_special_ids(c),
-    )  # fmt: skip
-    model = DecoderOnlyLM(config)
+    model = DecoderOnlyLM(config_from_gpt2(_config_of(hf_model, "GPT2LMHeadModel", "gpt2")))
     hf = hf_model.transformer
     state = {
         "embed.embedding.weight": hf.wte.weight, "positional.embedding.weight": hf.wpe.weight,
@@ -250,6 +261,68 @@ def from_gpt2(hf_model: nn.Module) -> DecoderOnlyLM:
         for name, (weight, bias) in linears.items():
             state |= {f"{ours}{name}.weight": weight, f"{ours}{name}.bias": bias}
     return _loaded(model, state)
+
+
+# -- the configurations: a checkpoint's settings (transformers' names) → ours ---------------------
+
+
+def config_from_marian(c) -> TransformerConfig:  # noqa: ANN001 - a MarianConfig, or any object with its fields
+    """Our :class:`~.config.TransformerConfig` for a Marian checkpoint's configuration ``c``; a setting
+    our model has no counterpart for is refused."""
+    if c.encoder_attention_heads != c.decoder_attention_heads or c.encoder_ffn_dim != c.decoder_ffn_dim:
+        raise ValueError("from_marian needs the same number of heads and the same d_ff in the encoder and the decoder")
+    if getattr(c, "normalize_before", False):
+        raise ValueError("from_marian expects Marian's post-LN layers (normalize_before=False)")
+    tgt_vocab = getattr(c, "decoder_vocab_size", None) or c.vocab_size
+    shared = getattr(c, "share_encoder_decoder_embeddings", True)
+    return TransformerConfig(
+        src_vocab_size=c.vocab_size, tgt_vocab_size=tgt_vocab, d_model=c.d_model, n_heads=c.encoder_attention_heads,
+        d_ff=c.encoder_ffn_dim, n_encoder_layers=c.encoder_layers, n_decoder_layers=c.decoder_layers,
+        dropout=c.dropout, max_len=c.max_position_embeddings, share_embeddings=shared,
+        tie_output=bool(getattr(c, "tie_word_embeddings", True)), pad_id=c.pad_token_id,
+        bos_id=c.decoder_start_token_id, eos_id=c.eos_token_id, activation=_activation(c.activation_function),
+        sinusoid_layout="halves", scale_embedding=bool(c.scale_embedding),
+    )  # fmt: skip
+
+
+def config_from_llama(c) -> DecoderOnlyConfig:  # noqa: ANN001 - a LlamaConfig, or any object with its fields
+    """Our :class:`~.lm.DecoderOnlyConfig` for a Llama checkpoint's configuration ``c`` (the rotary base
+    where transformers keeps it: ``rope_parameters`` from version 5 on, ``rope_theta`` before)."""
+    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        raise ValueError(f"from_llama supports plain rotary embeddings only, got rope scaling {rope!r}")
+    rope_theta = rope.get("rope_theta", getattr(c, "rope_theta", None)) or 10000.0
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    if head_dim * c.num_attention_heads != c.hidden_size:
+        raise ValueError(f"from_llama needs head_dim × heads = hidden_size, got {head_dim} × {c.num_attention_heads}")
+    if c.hidden_act not in ("silu", "swish"):
+        raise ValueError(f"from_llama expects SwiGLU's silu, got hidden_act={c.hidden_act!r}")
+    if getattr(c, "mlp_bias", False):
+        raise ValueError("from_llama expects a feed-forward network without biases (mlp_bias=False)")
+    kv_heads = getattr(c, "num_key_value_heads", None) or c.num_attention_heads
+    return DecoderOnlyConfig(
+        vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads, n_kv_heads=kv_heads,
+        n_layers=c.num_hidden_layers, d_ff=c.intermediate_size, max_len=c.max_position_embeddings,
+        dropout=float(getattr(c, "attention_dropout", 0.0)), norm_first=True, norm="rmsnorm", positional="rope",
+        feed_forward="swiglu", rope_base=float(rope_theta), layer_norm_eps=c.rms_norm_eps,
+        bias=bool(getattr(c, "attention_bias", False)), scale_embedding=False,
+        tie_output=bool(c.tie_word_embeddings), **_special_ids(c),
+    )  # fmt: skip
+
+
+def config_from_gpt2(c) -> DecoderOnlyConfig:  # noqa: ANN001 - a GPT2Config, or any object with its fields
+    """Our :class:`~.lm.DecoderOnlyConfig` for a GPT-2 checkpoint's configuration ``c``."""
+    if getattr(c, "scale_attn_by_inverse_layer_idx", False) or getattr(c, "reorder_and_upcast_attn", False):
+        raise ValueError("from_gpt2 expects GPT-2's plain attention (no scale_attn_by_inverse_layer_idx or upcast)")
+    if not getattr(c, "scale_attn_weights", True):
+        raise ValueError("from_gpt2 expects the scores divided by √d_k (scale_attn_weights=True)")
+    return DecoderOnlyConfig(
+        vocab_size=c.vocab_size, d_model=c.n_embd, n_heads=c.n_head, n_layers=c.n_layer,
+        d_ff=getattr(c, "n_inner", None) or 4 * c.n_embd, max_len=c.n_positions, dropout=float(c.resid_pdrop),
+        norm_first=True, positional="learned", feed_forward=_activation(c.activation_function),
+        layer_norm_eps=c.layer_norm_epsilon, scale_embedding=False,
+        tie_output=bool(getattr(c, "tie_word_embeddings", True)), **_special_ids(c),
+    )  # fmt: skip
 
 
 # -- shared steps ----------------------------------------------------------------------------------

@@ -58,10 +58,12 @@ def course_root(command: str) -> Path:
     return root
 
 
-# What the student edition leaves out: the solutions, the machinery that proves the checks, and the
-# instructor's own files (``instructor/``: the hidden cases that grading.toml may name).
+# What the student edition leaves out: the solutions, the machinery that proves the checks, the
+# instructor's own files (``instructor/``: the hidden cases that grading.toml may name), and the course's
+# grading and authoring code (a learner checks exercises; grading a class and making the course are not theirs).
+INSTRUCTORS = (f"{TOOLS}/grading", f"{TOOLS}/authoring")
 EXCLUDED = ("solutions", "tests/attempts", "tests/test_attempts.py", ".git", ".venv", ".venv-oldest", "student-edition",
-            "instructor")  # fmt: skip
+            "instructor", *INSTRUCTORS)  # fmt: skip
 # Never copied, whatever git says (compiled solutions, editor checkpoints, caches).
 JUNK = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".ruff_cache", ".mypy_cache"}
 

@@ -37,6 +37,15 @@ def _pre_ln_normalising_the_sum_too(x, sublayer, norm, dropout, norm_first):
     return norm(x + dropout(sublayer(x)))
 
 
+@wrong("mutant", "the sub-layer runs twice (once to look at it)", says="the sub-layer ran 2 times")
+def _sublayer_run_twice(x, sublayer, norm, dropout, norm_first):
+    h = norm(x) if norm_first else x
+    if sublayer(h).isnan().any():  # a look at the sub-layer's output costs a whole second run
+        raise ValueError("the sub-layer gave NaN")
+    branch = dropout(sublayer(h))
+    return x + branch if norm_first else norm(x + branch)
+
+
 @wrong("mutant", "residual connection missing")
 def _no_residual(x, sublayer, norm, dropout, norm_first):
     if norm_first:

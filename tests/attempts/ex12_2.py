@@ -108,6 +108,16 @@ def _average_over_n_minus_one(states):
     return _average(states, lambda tensors: sum(tensors) / (len(tensors) - 1))
 
 
+@wrong("own", says="add them up in float64")  # issue 49's learner: the text's "in float64" was not enforced
+def _average_in_float32(states):
+    def mean(tensors):
+        if not tensors[0].is_floating_point():
+            return _mean_of(tensors)
+        return torch.stack([t.float() for t in tensors]).mean(0).to(tensors[0].dtype)  # float32, not float64
+
+    return _average_keys_of(states, mean)
+
+
 @right("own")  # an OrderedDict, as state_dict() returns: the same pairs
 def _average_ordered(states):
     return OrderedDict(average_state_dicts(states))

@@ -67,6 +67,14 @@ def _pairs_concatenated_not_interleaved(x, positions, base=10000.0):
     return torch.cat(rotated, dim=-1).to(x.dtype)  # the pairs rotated right, but put back as two halves
 
 
+@wrong("mutant", "computed in bfloat16 for a bfloat16 input", says="computed in bfloat16")
+def _in_bfloat16(x, positions, base=10000.0):
+    angles = rope_angles(positions, x.shape[-1], base, x.dtype)  # (T, d/2) in x's dtype: bfloat16 stays bfloat16
+    even, odd = x[..., 0::2], x[..., 1::2]
+    rotated = torch.stack([even * angles.cos() - odd * angles.sin(), even * angles.sin() + odd * angles.cos()], -1)
+    return rotated.flatten(-2)
+
+
 # -- own mistakes and alternatives
 
 

@@ -9,7 +9,9 @@ them, but the exercises never ask you to write them:
 * :mod:`~transformer_course.datasets.sentences`: English → German sentences with real German
   grammar from a small lexicon (chapter 12);
 * :mod:`~transformer_course.datasets.corpora`: parallel text from your own files, or a corpus
-  from the Hugging Face Hub, cached (chapter 12).
+  from the Hugging Face Hub, cached (chapter 12);
+* :mod:`~transformer_course.datasets.shakespeare`: six plays by Shakespeare (public domain, shipped in
+  ``texts/``), real English for the language models (chapter 14).
 
 The :class:`~transformer_course.data.Task` they fill, and the copy / reverse tasks, are in the
 room :mod:`transformer_course.data` (chapter 08). Importing this package imports nothing else.

@@ -3,12 +3,17 @@
 An exercise's facts are written once, where it is registered (``@exercise`` in ``checks/chNN.py``):
 its id, its room and function, its difficulty, what it needs, its cases. From them the build writes
 
-* in its notebook, ``solutions/exNN_*.py``: the table row, the section's heading and "File:" line,
-  the check cell, the worked solution's code (copied from the room's answer), and the exercises of
-  other chapters the chapter runs (a new exercise gets a section to write, its placeholders marked
-  ``TO WRITE``);
+* in its notebook, ``solutions/exNN_*.py``: the title's number, the table row, the exercises of other
+  chapters the chapter runs, the order to write them in (which calls which, or how many are
+  independent), the section's heading and "File:" line, the check cell, the worked solution's code
+  (copied from the room's answer); a new exercise gets a section to write, its placeholders marked
+  ``TO WRITE``;
+* in its chapter, ``chapters/NN_*.py``: the first sentence of the "**Exercises:**" paragraph of the
+  closing cells (the notebook, and the functions to write with their ids; the rest of the paragraph is
+  the author's);
 * the package's exports (``_EXPORTS`` and its ``TYPE_CHECKING`` copy in ``transformer_course/__init__.py``);
-* the lock (:mod:`.lock`: the cases' counts and digests, each chapter's exercises);
+* the lock (:mod:`.lock`: the cases' counts and digests, each chapter's exercises, the exercise each
+  chapter stops at first in the student edition);
 * ``exercises/`` from ``solutions/`` (:func:`.edition.write_exercises`).
 
 The student edition's stubs and the pytest markers are made from the registrations where they are
@@ -31,6 +36,9 @@ TODO = "TO WRITE"  # the mark of a placeholder a new exercise's section holds un
 TABLE_HEADER = "| exercise | function | level |"
 NEEDS_START = "**Before you start:**"
 WORKED = "**Worked solution.**"
+EXERCISES_LINE = "**Exercises:**"  # a chapter's paragraph naming its exercises
+ORDER = "**Order:**"  # an exercise notebook's paragraph saying in which order to write them
+NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
 
 # ---------------------------------------------------------------- what a registration says
@@ -85,9 +93,59 @@ def needs_paragraph(chapter: str, needed: list[str]) -> str:
     others = [i for i in needed if i[2:4] != chapter]
     if not others:
         return ""
-    listed = ", ".join(others[:-1]) + f" and {others[-1]}" if len(others) > 1 else others[0]
-    return (f"{NEEDS_START} chapter {chapter} also runs exercises of other chapters: {listed}. Until they are "
-            "written it stops at the first of them, naming all those still to write.")  # fmt: skip
+    return (f"{NEEDS_START} chapter {chapter} also runs exercises of other chapters: {_listed(others)}. Until they "
+            "are written it stops at the first of them, naming all those still to write.")  # fmt: skip
+
+
+def order_sentence(exercises: list) -> str:
+    """The notebook's sentence on the order to write its exercises in: which calls which (``needs``), or
+    how many are independent ("" for a single exercise)."""
+    calling = [ex for ex in exercises if ex.needs]
+    if calling:
+        return (
+            f"{ORDER} {'; '.join(f'{ex.id} calls {_listed(list(ex.needs))}' for ex in calling)}, so write those first."
+        )
+    if len(exercises) < 2:
+        return ""
+    count = NUMBERS[len(exercises)] if len(exercises) < len(NUMBERS) else str(len(exercises))
+    return f"{ORDER} the {count} are independent of each other."
+
+
+def exercises_sentence(exercises: list, notebook: str | None) -> str:
+    """The first sentence of a chapter's "**Exercises:**" paragraph: its exercise notebook (``None``:
+    it has none) and the functions to write there, with their ids."""
+    if notebook is None:
+        return f"{EXERCISES_LINE} this chapter has no exercises of its own."
+    link = f"[exercises/{notebook}.ipynb](../exercises/{notebook}.ipynb)"
+    if not exercises:
+        return f"{EXERCISES_LINE} {link} has no functions to write: it asks you to explain what this chapter shows."
+    functions = _listed([f"`{ex.qualname}` ({ex.id})" for ex in exercises])
+    restore = f"`python -m transformer_course restore {exercises[0].id}`"
+    return (f"{EXERCISES_LINE} {link} asks you to write {functions}; stuck on one, {restore} puts its worked "
+            "answer in your student edition.")  # fmt: skip
+
+
+def _listed(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
+
+
+def sentence_end(text: str) -> int:
+    """Where the first sentence of ``text`` ends (after its full stop): the first "." followed by a space
+    or the end, outside code spans, links and brackets (``len(text)`` if none)."""
+    depth, code = 0, False
+    for i, char in enumerate(text):
+        code = not code if char == "`" else code
+        if not code:
+            depth += (char in "([{") - (char in ")]}")
+            if char == "." and depth == 0 and text[i + 1 : i + 2] in ("", " "):
+                return i + 1
+    return len(text)
+
+
+def with_first_sentence(paragraph: str, sentence: str) -> str:
+    """``paragraph`` (one line) with its first sentence replaced by ``sentence`` (the rest kept)."""
+    return sentence + paragraph[sentence_end(paragraph) :]
 
 
 # ---------------------------------------------------------------- an exercise notebook
@@ -108,7 +166,10 @@ def synced(notebook, chapter: str, exercises: list, root: Path, needed: list[str
     notebook = copy.deepcopy(notebook)
     cells = notebook.cells
     cells[0].source = _title(
-        cells[0].source, [table_row(ex, root) for ex in exercises], needs_paragraph(chapter, needed)
+        re.sub(r"\A# Exercises \d+ —", f"# Exercises {chapter} —", cells[0].source),
+        [table_row(ex, root) for ex in exercises],
+        needs_paragraph(chapter, needed),
+        order_sentence(exercises),
     )
     for ex in exercises:
         _sync_section(cells, ex, root, nbformat)
@@ -139,7 +200,9 @@ def _section_end(cells: list, start: int) -> int:
     return next((i for i in range(start + 1, last) if cells[i].source.startswith("## ")), max(last, start + 1))
 
 
-def _title(source: str, rows: list[str], needs: str) -> str:
+def _title(source: str, rows: list[str], needs: str, order: str) -> str:
+    """The title cell with the table's rows, the "Before you start" paragraph and the first sentence of
+    the "Order" paragraph made from the exercises (the rest of that paragraph is the author's)."""
     lines = source.split("\n")
     if TABLE_HEADER not in lines:
         return source
@@ -148,11 +211,20 @@ def _title(source: str, rows: list[str], needs: str) -> str:
     while end < len(lines) and lines[end].startswith("| ex"):
         end += 1
     rest = lines[end:]
-    if rest[:2] and rest[0] == "" and rest[1].startswith(NEEDS_START):
-        rest = rest[2:]
-        while rest and rest[0] != "":
-            rest = rest[1:]
-    return "\n".join([*lines[:top], *rows, *([""] + _wrapped(needs) if needs else []), *rest])
+    _, rest = _paragraph(rest, NEEDS_START)
+    ordered, rest = _paragraph(rest, ORDER)
+    order = with_first_sentence(ordered, order) if order and ordered else order
+    made = [[""] + _wrapped(text) for text in (needs, order) if text]
+    return "\n".join([*lines[:top], *rows, *(line for paragraph in made for line in paragraph), *rest])
+
+
+def _paragraph(lines: list[str], start: str) -> tuple[str, list[str]]:
+    """(the paragraph that starts ``lines`` after a blank line with ``start``, joined in one line, or "";
+    the lines after it)."""
+    if not (lines[:2] and lines[0] == "" and lines[1].startswith(start)):
+        return "", lines
+    end = lines.index("", 1) if "" in lines[1:] else len(lines)
+    return " ".join(lines[1:end]), lines[end:]
 
 
 def _heading_cell(cells: list, exercise_id: str) -> int | None:
@@ -206,6 +278,41 @@ def _wrapped(text: str, width: int = 100) -> list[str]:
         else:
             line = f"{line} {word}" if line else word
     return [*lines, line] if line else lines
+
+
+# ---------------------------------------------------------------- a chapter's "Exercises:" paragraph
+
+
+def chapter_synced(notebook, sentence: str):  # noqa: ANN001, ANN201 - a jupytext notebook
+    """``notebook`` (a chapter's) with the first sentence of its "**Exercises:**" paragraph ``sentence``
+    (None: it has no such paragraph)."""
+    import copy
+
+    for index in reversed(range(len(notebook.cells))):
+        cell = notebook.cells[index]
+        lines = cell.source.split("\n")
+        starts = [i for i, line in enumerate(lines) if line.startswith(EXERCISES_LINE)]
+        if cell.cell_type == "markdown" and starts:
+            start = starts[0]
+            end = lines.index("", start) if "" in lines[start:] else len(lines)
+            paragraph = with_first_sentence(" ".join(lines[start:end]), sentence)
+            notebook = copy.deepcopy(notebook)
+            notebook.cells[index].source = "\n".join([*lines[:start], *_wrapped(paragraph), *lines[end:]])
+            return notebook
+    return None
+
+
+def _chapters(root: Path, exercises: Mapping) -> list[tuple[Path, str]]:  # noqa: ANN001 - id → Exercise
+    """Each chapter's source and the first sentence of its "Exercises:" paragraph (a chapter whose
+    exercises have no notebook yet left out: that is reported on its own)."""
+    found = []
+    for path in sorted((root / "chapters").glob("[0-9][0-9]_*.py")):
+        chapter = path.name[:2]
+        notebook = chapter_notebook(root, chapter)
+        own = [ex for _, ex in sorted(exercises.items()) if ex.chapter == chapter]
+        if notebook is not None or not own:
+            found.append((path, exercises_sentence(own, notebook.stem if notebook else None)))
+    return found
 
 
 # ---------------------------------------------------------------- the package's exports
@@ -285,6 +392,12 @@ def build(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001 - id �
         if jupytext.writes(new, "py:percent") != jupytext.writes(notebook, "py:percent"):
             write_pair(new, notebook_path)
             written.append(notebook_path)
+    for path, sentence in _chapters(root, exercises):
+        notebook = jupytext.read(path)
+        new = chapter_synced(notebook, sentence)
+        if new is not None and jupytext.writes(new, "py:percent") != jupytext.writes(notebook, "py:percent"):
+            write_pair(new, path)
+            written.append(path)
     init = root / PACKAGE / "__init__.py"
     source = init.read_text(encoding="utf-8")
     if exports_source(source, exercises) != source:
@@ -298,10 +411,12 @@ def build(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001 - id �
 
 
 def _notebooks(root: Path, exercises: Mapping) -> list[tuple[str, Path, list]]:  # noqa: ANN001
-    chapters: dict[str, list] = {}
+    """(chapter, its exercise notebook, its exercises) for every exercise notebook (a notebook of written
+    questions only has none)."""
+    chapters: dict[str, list] = {path.name[2:4]: [] for path in (root / "solutions").glob("ex[0-9][0-9]_*.py")}
     for ex in sorted(exercises.values(), key=lambda e: e.id):
         chapters.setdefault(ex.chapter, []).append(ex)
-    found = [(c, chapter_notebook(root, c), exs) for c, exs in chapters.items()]
+    found = [(c, chapter_notebook(root, c), exs) for c, exs in sorted(chapters.items())]
     return [(c, path, exs) for c, path, exs in found if path is not None]
 
 
@@ -328,11 +443,31 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
             ids = [ex.id for ex in chapter_exercises if _placeholder(notebook, ex.id)]
             found.append(f"{rel}: the section of {', '.join(ids) or 'an exercise'} still holds {TODO} placeholders: "
                          "write them")  # fmt: skip
+    found += _chapter_problems(root, exercises)
     init = root / PACKAGE / "__init__.py"
     source = init.read_text(encoding="utf-8")
     if exports_source(source, exercises) != source:
         found.append(f"{init.relative_to(root)}: its exports are out of date with the exercises: run `make exercises`")
     return found + lock.differences(lock.read(root / lock.RELATIVE), derived)
+
+
+def _chapter_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN001 - id → Exercise
+    """A chapter without an "Exercises:" paragraph, or with one whose first sentence is out of date."""
+    import jupytext
+
+    found = []
+    for path, sentence in _chapters(root, exercises):
+        notebook = jupytext.read(path)
+        new = chapter_synced(notebook, sentence)
+        rel = path.relative_to(root)
+        if new is None:
+            found.append(f"{rel} has no {EXERCISES_LINE} paragraph in its closing cells: add one (AUTHORING.md, "
+                         "'A chapter', step 9), then run `make exercises`")  # fmt: skip
+        elif jupytext.writes(new, "py:percent") != jupytext.writes(notebook, "py:percent"):
+            found.append(
+                f"{rel}: its {EXERCISES_LINE} paragraph is out of date with the exercises: run `make exercises`"
+            )
+    return found
 
 
 def _region_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN001

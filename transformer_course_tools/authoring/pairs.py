@@ -20,6 +20,9 @@ def write_pair(notebook, py: Path, keep_outputs: bool = True) -> None:  # noqa: 
         for cell in notebook.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
+    from .folds import fold
+
+    fold(notebook)  # JupyterLab folds what the web edition folds (the .ipynb only)
     jupytext.write(notebook, py, fmt="py:percent")
     jupytext.write(notebook, ipynb)
 

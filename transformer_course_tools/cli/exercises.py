@@ -13,12 +13,26 @@ from . import CLIError
 
 
 def _check(args: argparse.Namespace) -> int:
-    """Named exercises: each one's message. None: the overview, one line per exercise (its status and
-    the file to edit), so that no hint of an exercise not started yet is shown."""
+    """Named exercises: each one's message; a written question (exNN_qK): once answered, the points a good
+    answer makes. None: the overview, one line per exercise (its status and the file to edit), so that no
+    hint of an exercise not started yet is shown; a file of the package that does not compile is said first."""
     from transformer_course_tools.exercises.checks import get_exercise, run_checks
+    from transformer_course_tools.exercises.checks.runner import QUESTION
+    from transformer_course_tools.exercises.saved import AGAIN, broken_files
+    from transformer_course_tools.exercises.written_answers import review
 
-    results = run_checks(args.exercises or None, timeout=args.timeout or None, hints=args.hints)
-    if args.exercises:
+    questions = [i for i in args.exercises if QUESTION.fullmatch(i)]
+    exercises = [i for i in args.exercises if i not in questions]
+    answered = [review(i) for i in questions]
+    for _, text in answered:
+        print(text)
+    if questions and not exercises:
+        return 0 if all(done for done, _ in answered) else 1
+    if not args.exercises:
+        for line in broken_files():
+            print(f"{line}: {AGAIN['check']}.")
+    results = run_checks(exercises or None, timeout=args.timeout or None, hints=args.hints)
+    if exercises:
         width = max(len(r.title) for r in results)
         print(f"{'exercise':8} {'title':{width}}  {'status':15}  first message")
         for r in results:
@@ -29,9 +43,9 @@ def _check(args: argparse.Namespace) -> int:
             print(f"{r.id:8} {r.status:15}  {get_exercise(r.id).file}")
     counts = {status: sum(r.status == status for r in results) for status in dict.fromkeys(r.status for r in results)}
     print(", ".join(f"{n} {status}" for status, n in counts.items()))
-    if not args.exercises and not all(r.passed for r in results):
+    if not exercises and not all(r.passed for r in results):
         print("`python -m transformer_course check EXERCISE` says what is wrong in one of them (and how to start).")
-    return 0 if all(r.passed for r in results) else 1
+    return 0 if all(r.passed for r in results) and all(done for done, _ in answered) else 1
 
 
 def _needs_jupytext(command: str) -> None:
@@ -61,14 +75,16 @@ def _student_edition(args: argparse.Namespace) -> int:
     _needs_jupytext("student-edition")
     from transformer_course_tools.exercises.edition import build_student_edition
 
-    print(f"student edition written to {build_student_edition(root, args.out_dir, hints=args.hints)}")
+    out = build_student_edition(root, args.out_dir, hints=args.hints, worked_answers=args.worked_answers)
+    print(f"student edition written to {out}")
     return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     check = subparsers.add_parser("check", help="run the exercise checks: each one's message, or (no id) a table")
     check.add_argument("exercises", nargs="*",
-                       help="exercise ids such as ex03_1 (default: all, one line each: status and file)")  # fmt: skip
+                       help="exercise ids such as ex03_1 (default: all, one line each: status and file), or written "
+                       "questions such as ex11_q1 (once answered: the points a good answer makes)")  # fmt: skip
     check.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
                        help="give up on a check after this long and report it as 'timed out' (0: no limit)")  # fmt: skip
     check.add_argument("--hints", choices=HINT_LEVELS, default=None,
@@ -82,4 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     edition.add_argument("--hints", choices=HINT_LEVELS, default="full",
                          help="the stubs' hints: full (the way to the code, the default), nudge (the idea and the "
                          "paper's section), none (only what to write); check's default there")  # fmt: skip
+    edition.add_argument("--no-worked-answers", dest="worked_answers", action="store_false",
+                         help="leave the worked answers of the written questions out (a class's handout): by default "
+                         "`check exNN_qK` shows one once its question is answered")  # fmt: skip
     edition.set_defaults(run=_student_edition)

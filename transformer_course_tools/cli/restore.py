@@ -9,19 +9,25 @@ from transformer_course_tools.course import package_dir
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from transformer_course_tools.exercises.edition import restore_exercise
+    from transformer_course_tools.exercises.checks.registry import get_exercise
+    from transformer_course_tools.exercises.edition import complete_course_for, restore_exercise
 
     edition = package_dir().parent  # the student edition this package belongs to (checked by restore_exercise)
     for exercise_id in args.exercises:
-        edited, backup = restore_exercise(edition, exercise_id, args.complete)
-        print(f"{exercise_id}: worked answer copied into {edited.relative_to(edition)} (your version: {backup.name})")
+        complete = args.complete or complete_course_for(edition, get_exercise(exercise_id).file)
+        edited, backup = restore_exercise(edition, exercise_id, complete)
+        print(f"{exercise_id}: worked answer copied from {complete} into {edited.relative_to(edition)} "
+              f"(your version: {backup.name})")  # fmt: skip
+    if args.complete is None:
+        print("(From another complete copy of the course: add --from PATH.)")
     print("Re-run the notebook's cell: chapters and exercise notebooks reload the files you save.")
     return 0
 
 
 DESCRIPTION = (
     "Copies the worked answer of each exercise from the complete course (by default the one this student edition "
-    "was built from) into this edition's package; your version is kept as FILE.EXERCISE.bak."
+    "was made from, which the machine that made it remembers; else the clone around the edition, or Colab's "
+    "~/transformer-course) into this edition's package; your version is kept as FILE.EXERCISE.bak."
 )
 
 

@@ -32,8 +32,8 @@ PROFILE_VARIABLE = "TRANSFORMER_COURSE_PROFILE"  # chapter 12's profile: auto (d
 
 
 def _task_names() -> tuple[str, ...]:
-    from transformer_course.datasets import TASK_NAMES
-    from transformer_course_tools.models.sources import SENTENCE_TASKS
+    from transformer_course.datasets import TASK_NAMES  # (no room: the parser never imports one)
+    from transformer_course_tools.models import SENTENCE_TASKS
 
     return (*TASK_NAMES, *SENTENCE_TASKS)
 

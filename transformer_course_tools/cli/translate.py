@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from . import CLIError
+from . import CLIError, quoted
 
 
 def _split_checkpoint(inputs: list[str]) -> tuple[Path | None, list[str]]:
@@ -41,19 +41,22 @@ def _encode(sentences: list[str], src_vocab, numbers: bool) -> list[list[int]]:
     for text in sentences:
         tokens = english_tokens(text)
         if not tokens:
-            raise CLIError(f"nothing to translate in {text!r}: write a number in English words")
+            raise CLIError(f"nothing to translate in {quoted(text)}: write a number in English words")
         unknown = list(dict.fromkeys(t for t in tokens if t not in src_vocab))
         if unknown:
             words = src_vocab.id_to_token[len(SPECIAL_TOKENS) :]
             known = ", ".join(words[:8])
             digits = "; write numbers in words" if any(w.isdigit() for w in unknown) else ""
+            named = ", ".join(quoted(w, 30) for w in unknown[:5]) + (
+                f" and {len(unknown) - 5} more" if unknown[5:] else ""
+            )
             raise CLIError(
-                f"unknown word{'s' if len(unknown) > 1 else ''} {', '.join(repr(w) for w in unknown)} in {text!r}: "
+                f"unknown word{'s' if len(unknown) > 1 else ''} {named} in {quoted(text)}: "
                 f"the model knows only the {len(words)} words it was trained on ({known}, …){digits}"
             )
         if numbers and english_to_number(tokens) is None:
             raise CLIError(
-                f"{text!r} is not a number this model knows: it translates the numbers from zero to "
+                f"{quoted(text)} is not a number this model knows: it translates the numbers from zero to "
                 f"{number_to_english(MAX_NUMBER)}, written as in 'three hundred and forty-two thousand, five'"
             )
         encoded.append(src_vocab.encode(tokens))
@@ -94,7 +97,7 @@ def _hub_codec(tokenizer) -> tuple[Callable[[list[str]], list[list[int]]], Calla
 
 
 def _nothing_to_translate(text: str) -> CLIError:
-    return CLIError(f"nothing to translate in {text!r}: write a sentence")
+    return CLIError(f"nothing to translate in {quoted(text)}: write a sentence")
 
 
 def _word_codec(

@@ -18,20 +18,25 @@ notebooks of ``solutions/``. This module derives the student edition from it:
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import uuid
 from pathlib import Path
 
 from .answers import find_leaks, find_structure_leaks, solution_snippets, solution_structures, statement_shapes
 from transformer_course_tools.course import EXCLUDED, JUNK, PACKAGE, REPOSITORY_URL, course_files, room_files
 from .hints import HINT_LEVELS, STUDENT_MARK, check_level, edition_hints, is_student_edition
 from .regions import BEGIN, CODE_STUB, END, TEXT_STUB, clear_text, function_span, region_targets, solution_regions
+from .saved import problem
+from .written_answers import FILE as WRITTEN_FILE
+from .written_answers import edition_file
 
 __all__ = [  # what this module always offered, wherever it now lives
     "BEGIN", "CODE_STUB", "END", "EXCLUDED", "HINT_LEVELS", "JUNK", "SHOWS_SOLUTIONS", "STUDENT_MARK", "TEXT_STUB",
-    "build_student_edition", "check_level", "clear_notebook", "clear_text", "drop_solution_outputs", "edition_hints",
-    "edition_mark",
+    "build_student_edition", "check_level", "clear_notebook", "clear_text", "complete_course_for",
+    "drop_solution_outputs", "edition_hints", "edition_mark", "remember_course", "remembered_course",
     "find_leaks", "find_structure_leaks", "is_student_edition", "region_targets", "restore_exercise",
-    "room_files", "solution_regions", "solution_snippets", "solution_structures", "statement_shapes", "stub_package",
+    "room_files", "solution_leaks", "solution_regions", "solution_snippets", "solution_structures", "statement_shapes", "stub_package",
     "stub_source", "write_exercises",
 ]  # fmt: skip
 
@@ -87,7 +92,8 @@ def drop_solution_outputs(path: Path) -> bool:
 
 def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     """Write ``exercises/`` (percent .py + .ipynb without outputs) from ``solutions/*.py``; an
-    exercise notebook that exists keeps its cell ids (regenerating an unchanged one changes nothing)."""
+    exercise notebook that exists keeps its cell ids (regenerating an unchanged one changes nothing).
+    Returns the files whose content changed."""
     import jupytext
 
     from transformer_course_tools.authoring.pairs import write_pair
@@ -96,8 +102,10 @@ def write_exercises(solutions_dir: Path, exercises_dir: Path) -> list[Path]:
     written = []
     for source in sorted(solutions_dir.glob("*.py")):
         target = exercises_dir / source.name
+        pair = (target, target.with_suffix(".ipynb"))
+        before = [path.read_bytes() if path.is_file() else None for path in pair]
         write_pair(clear_notebook(jupytext.read(source)), target, keep_outputs=False)
-        written += [target, target.with_suffix(".ipynb")]
+        written += [path for path, old in zip(pair, before, strict=True) if path.read_bytes() != old]
     return written
 
 
@@ -134,10 +142,14 @@ def _banner(hints: str) -> str:
     return _BANNER[:-1] + more
 
 
-def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True, hints: str = "full") -> Path:
+def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True, hints: str = "full",
+                          worked_answers: bool = True) -> Path:  # fmt: skip
     """Copy the course to ``out_dir`` with the package stubbed and no solution text (with
     ``check_leaks``, the default, refuse to finish if any solution line is found in it); the stubs'
-    hints, and the default of ``check``'s there, are at level ``hints`` ("full", "nudge", "none")."""
+    hints, and the default of ``check``'s there, are at level ``hints`` ("full", "nudge", "none").
+    ``worked_answers``: ``check exNN_qK`` there shows the worked answer of a written question once it
+    is answered (:mod:`.written_answers`; False for an instructor's handout). The machine it is made on
+    remembers, outside the edition, where the complete course is (``restore`` finds it)."""
     root, out_dir = root.resolve(), out_dir.resolve()
     if out_dir == root or root in out_dir.parents and out_dir.parts[len(root.parts)] != "student-edition":
         raise ValueError(f"OUT_DIR must be outside the course (or ./student-edition), got {out_dir}")
@@ -147,23 +159,25 @@ def build_student_edition(root: Path, out_dir: Path, check_leaks: bool = True, h
         raise ValueError(f"{root} is already a student edition: build it from the complete course")
     check_level(hints)
     try:
-        _write_edition(root, out_dir, check_leaks, hints)
+        _write_edition(root, out_dir, check_leaks, hints, worked_answers)
     except BaseException:
         shutil.rmtree(out_dir, ignore_errors=True)  # never leave half an edition (with answers) behind
         raise
+    remember_course(out_dir, root)
     return out_dir
 
 
 def edition_mark(hints: str = "full") -> str:
-    """What ``.student-edition.json`` holds: the exercises and their functions, the hint level, and no
-    path of the machine the edition was built on (it is handed out)."""
+    """What ``.student-edition.json`` holds: the exercises and their functions, the hint level, an id
+    of its own (which the machine it was made on maps to the complete course, :func:`remember_course`),
+    and no path of the machine the edition was built on (it is handed out)."""
     from .checks.registry import load_checks
 
     exercises = {i: ex.target for i, ex in sorted(load_checks().items())}
-    return json.dumps({"exercises": exercises, "hints": hints}, indent=2) + "\n"
+    return json.dumps({"exercises": exercises, "hints": hints, "id": uuid.uuid4().hex}, indent=2) + "\n"
 
 
-def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "full") -> None:
+def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "full", worked: bool = True) -> None:
     for rel in course_files(root):
         (out_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, out_dir / rel)
@@ -175,23 +189,80 @@ def _write_edition(root: Path, out_dir: Path, check_leaks: bool, hints: str = "f
     if readme.exists():
         readme.write_text(_banner(hints) + readme.read_text(encoding="utf-8"), encoding="utf-8")
     (out_dir / STUDENT_MARK).write_text(edition_mark(hints), encoding="utf-8")
-    leaks = find_leaks(out_dir, solution_snippets(root)) if check_leaks else []
-    if check_leaks:
-        found = find_structure_leaks(out_dir, solution_structures(root))
-        leaks += [(where, f"repeats the structure of {origin} under other names") for where, origin in found]
+    (out_dir / WRITTEN_FILE).write_text(edition_file(root, worked), encoding="utf-8")
+    leaks = solution_leaks(root, out_dir) if check_leaks else []
     if leaks:
         shown = "\n".join(f"  {where}: {line}" for where, line in leaks[:20])
         raise ValueError(f"solution text (or structure) would remain in the student edition:\n{shown}")
 
 
+def solution_leaks(root: Path, tree: Path, snippets: dict | None = None, structures: dict | None = None) -> list:
+    """(where, what) for every line of a solution of the course at ``root`` found in ``tree``, and every
+    run of statements there that repeats a solution's structure under other names (``snippets`` and
+    ``structures``: :func:`solution_snippets` and :func:`solution_structures` of ``root``, if at hand)."""
+    leaks = find_leaks(tree, solution_snippets(root) if snippets is None else snippets)
+    found = find_structure_leaks(tree, solution_structures(root) if structures is None else structures)
+    return leaks + [(where, f"repeats the structure of {origin} under other names") for where, origin in found]
+
+
 # ---------------------------------------------------------------- "I give up on this one"
+
+
+def _state_file() -> Path:
+    """Where this machine remembers which complete course each student edition was made from."""
+    state = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(state) / "transformer_course" / "editions.json"
+
+
+def _edition_id(edition: Path) -> str | None:
+    try:
+        return json.loads((Path(edition) / STUDENT_MARK).read_text(encoding="utf-8")).get("id")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def remember_course(edition: Path, root: Path) -> None:
+    """Remember, on this machine and outside the edition (a handout carries no path of its maker's
+    machine), that the edition at ``edition`` was made from the complete course at ``root``."""
+    edition_id = _edition_id(edition)
+    if edition_id is None:
+        return
+    path = _state_file()
+    try:
+        known = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        known = known if isinstance(known, dict) else {}
+        known[edition_id] = str(Path(root).resolve())
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(known, indent=1) + "\n", encoding="utf-8")
+    except (OSError, ValueError):
+        pass  # nowhere to remember it: restore then looks around the edition, or takes --from
+
+
+def remembered_course(edition: Path) -> Path | None:
+    """The complete course the edition was made from, if this machine made it (None otherwise)."""
+    edition_id, path = _edition_id(edition), _state_file()
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get(edition_id) if edition_id and path.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return Path(found) if isinstance(found, str) else None
+
+
+def complete_course_for(edition: Path, exercise_file: str) -> Path | None:
+    """A complete course holding the worked answer in ``exercise_file``: the one the edition was made
+    from (remembered on this machine), the clone around it (``make student-edition``), Colab's clone."""
+    candidates = (remembered_course(edition), Path(edition).parent, Path.home() / "transformer-course")
+    for candidate in filter(None, candidates):
+        file = candidate / exercise_file
+        if file.is_file() and BEGIN in file.read_text(encoding="utf-8"):
+            return candidate
+    return None
 
 
 def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = None) -> tuple[Path, Path]:
     """Replace the student's version of one exercise function by the worked answer of the complete
-    course (default: the clone around the edition, as ``make student-edition`` makes it, else Colab's
-    ``~/transformer-course``; the edition records no path of the machine it was built on, since it
-    is handed out). The student's file is kept as a backup.
+    course (default: :func:`complete_course_for`'s; the edition records no path of the machine it was
+    built on, since it is handed out). The student's file is kept as a backup.
     Returns (edited file, backup)."""
     from .checks.registry import get_exercise
 
@@ -199,18 +270,22 @@ def restore_exercise(edition: Path, exercise_id: str, complete: Path | None = No
     if not is_student_edition(edition):
         raise ValueError(f"{edition} is not a student edition (no {STUDENT_MARK}): restore works inside one")
     ex = get_exercise(exercise_id)
-    if complete is None:  # the clone it was built in (make student-edition), else Colab's clone
-        candidates = (edition.parent, Path.home() / "transformer-course")
-        found = [
-            c for c in candidates if (c / ex.file).is_file() and BEGIN in (c / ex.file).read_text(encoding="utf-8")
-        ]
-        complete = found[0] if found else edition.parent
+    if complete is None:
+        complete = complete_course_for(edition, ex.file)
+        if complete is None:
+            raise FileNotFoundError(
+                f"no complete copy of the course found for {exercise_id} (not where this edition was made, nor around "
+                f"it, nor in ~/transformer-course): pass --from PATH to one (git clone {REPOSITORY_URL})"
+            )
     source_file, target_file = Path(complete) / ex.file, edition / ex.file
     if not source_file.is_file() or BEGIN not in source_file.read_text(encoding="utf-8"):
         raise FileNotFoundError(
             f"no worked answer at {source_file}: pass --from PATH to a complete copy of the course "
             f"(git clone {REPOSITORY_URL})"
         )
+    broken = problem(target_file)
+    if broken is not None:  # restore replaces one function in the file and keeps the rest: it must parse
+        raise ValueError(f"{broken}: fix that line and save, then restore again (only {ex.qualname} is replaced)")
     answer_source = source_file.read_text(encoding="utf-8")
     if not any(t == ex.target for _, _, t in region_targets(answer_source, ex.module)):
         raise ValueError(f"{source_file} holds no worked answer for {exercise_id} ({ex.target})")

@@ -2,8 +2,9 @@
 
 ``transformer_course_tools/exercises/lock.json`` holds each exercise's cases, as a count and a digest of their
 labels (the chapters and notebooks print these counts and messages: a change is a change to what
-learners see), and each chapter's exercises (what it runs, found by :mod:`.needs`; a chapter that
-stops at an unwritten exercise names those still to write). ``make exercises`` (``python -m
+learners see), each chapter's exercises (what it runs, found by :mod:`.needs`; a chapter that
+stops at an unwritten exercise names those still to write) and the exercise of its own it stops at
+first in the student edition (:func:`.needs.first_stops`). ``make exercises`` (``python -m
 transformer_course build-exercises``) writes it; the tests compare it with the exercises as they are.
 """
 
@@ -28,10 +29,10 @@ def case_fingerprint(ex) -> list:  # noqa: ANN001 - an Exercise
 
 def derive(root: Path, exercises: Mapping) -> dict:  # noqa: ANN001 - id → Exercise
     """The lock as the exercises and the chapters of the course at ``root`` make it now."""
-    from .needs import chapter_needs
+    from .needs import chapter_needs, first_stops
 
     cases = {i: case_fingerprint(ex) for i, ex in sorted(exercises.items())}
-    return {"cases": cases, "chapters": chapter_needs(root, exercises)}
+    return {"cases": cases, "chapters": chapter_needs(root, exercises), "first_stops": first_stops(root, exercises)}
 
 
 def read(path: Path = LOCK) -> dict:
@@ -44,9 +45,10 @@ def text(lock: dict) -> str:
     lines = ["{", '  "cases": {']
     lines += [f"    {json.dumps(i)}: {json.dumps(v)}," for i, v in lock["cases"].items()]
     lines[-1] = lines[-1].rstrip(",")
-    lines += ["  },", '  "chapters": {']
-    lines += [f"    {json.dumps(c)}: {json.dumps(v)}," for c, v in lock["chapters"].items()]
-    lines[-1] = lines[-1].rstrip(",")
+    for section in ("chapters", "first_stops"):
+        lines += ["  },", f'  "{section}": {{']
+        lines += [f"    {json.dumps(c)}: {json.dumps(v)}," for c, v in lock[section].items()]
+        lines[-1] = lines[-1].rstrip(",")
     return "\n".join([*lines, "  }", "}"]) + "\n"
 
 
@@ -72,4 +74,9 @@ def differences(old: dict, new: dict) -> list[str]:
     for chapter, ids in new["chapters"].items():
         if old.get("chapters", {}).get(chapter) != ids:
             lines.append(f"chapter {chapter} runs other exercises than the lock says: run `make exercises`")
+    stops, locked = new.get("first_stops", {}), old.get("first_stops", {})
+    for chapter in sorted(stops.keys() | locked.keys() if "first_stops" in new else ()):
+        if stops.get(chapter) != locked.get(chapter):
+            lines.append(f"chapter {chapter} stops first at {stops.get(chapter) or 'none of its exercises'}, the lock "
+                         f"says {locked.get(chapter) or 'none'}: run `make exercises`")  # fmt: skip
     return lines

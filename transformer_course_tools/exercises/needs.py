@@ -11,6 +11,7 @@ result in the course's lock; a chapter that stops at an unwritten exercise names
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -184,19 +185,73 @@ def _type_tested(parent: ast.AST, child: ast.AST) -> bool:
 def chapter_needs(root: Path, exercises: Mapping) -> dict[str, list[str]]:  # noqa: ANN001 - id → Exercise
     """Chapter number ("04") → the exercises (ids, sorted) its notebook's code reaches."""
     package = Package(root / PACKAGE)
-    by_target = {tuple(target.split(":")): ex.id for ex in exercises.values() for target in ex.targets}
+    by_target = _by_target(exercises)
     needs = {}
     for path in sorted((root / "chapters").glob("[0-9][0-9]_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imports = package.imports(tree, f"{PACKAGE}.chapters")
-        names = {item.id for item in ast.walk(tree) if isinstance(item, ast.Name)} & set(imports)
-        roots = [imports[name] if imports[name][1] else (imports[name][0], "") for name in names]
-        roots += [(imports[a.value.id][0], a.attr) for a in ast.walk(tree) if isinstance(a, ast.Attribute)
-                  and isinstance(a.value, ast.Name) and a.value.id in imports and not imports[a.value.id][1]]  # fmt: skip
         attributes = {a.attr for a in ast.walk(tree) if isinstance(a, ast.Attribute)}
-        reached = package.reached((root_ for root_ in roots if root_[1]), attributes)
+        reached = package.reached(_roots(tree, imports), attributes)
         needs[path.name[:2]] = sorted({by_target[node] for node in reached if node in by_target})
     return needs
+
+
+def first_stops(root: Path, exercises: Mapping) -> dict[str, str]:  # noqa: ANN001 - id → Exercise
+    """Chapter number → the exercise of its own that it stops at first in the student edition, once the
+    exercises of the chapters before it are written (chapters that run none of their own left out).
+
+    Read statement by statement, in the order the cells run: the first statement that reaches one of
+    the chapter's exercises stops there. Where it reaches several, an exercise's function that the
+    statement calls by name stops it first (its stub raises before anything it calls); else the one
+    numbered first, the order a chapter meets its exercises in (what a statement reaches is an
+    over-estimate: a model built reaches every layer it could hold)."""
+    package = Package(root / PACKAGE)
+    by_target = _by_target(exercises)
+    stops = {}
+    for path in sorted((root / "chapters").glob("[0-9][0-9]_*.py")):
+        chapter, source = path.name[:2], path.read_text(encoding="utf-8")
+        imports = package.imports(ast.parse(source), f"{PACKAGE}.chapters")
+        attributes: set[str] = set()
+        for statement in _statements(source):
+            attributes |= {a.attr for a in ast.walk(statement) if isinstance(a, ast.Attribute)}
+            roots = _roots(statement, imports)
+            reached = package.reached(roots, attributes)
+            own = sorted({by_target[n] for n in reached if n in by_target and by_target[n][2:4] == chapter})
+            if own:
+                named = [package.resolve(*r) for r in roots]
+                called = [by_target[n] for n in named if n in by_target and by_target[n] in own]
+                stops[chapter] = called[0] if called else own[0]
+                break
+    return stops
+
+
+def _statements(source: str) -> Iterator[ast.stmt]:
+    """The top-level statements of a notebook's ``.py`` source, cell after cell, in the order they run."""
+    for cell in re.split(r"^# %%.*$", source, flags=re.M):
+        try:
+            yield from ast.parse(cell).body
+        except SyntaxError:
+            continue  # a markdown cell
+
+
+def _by_target(exercises: Mapping) -> dict[Node, str]:  # noqa: ANN001 - id → Exercise
+    return {tuple(target.split(":")): ex.id for ex in exercises.values() for target in ex.targets}
+
+
+def _roots(tree: ast.AST, imports: dict[str, tuple[str, str]]) -> list[Node]:
+    """The course's functions and classes ``tree`` names (imported names, a module's attributes), in the
+    order they appear."""
+    nodes = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Name | ast.Attribute)),
+                   key=lambda n: (n.lineno, n.col_offset))  # fmt: skip
+    roots = []
+    for node in nodes:
+        if isinstance(node, ast.Name) and node.id in imports and imports[node.id][1]:
+            roots.append(imports[node.id])
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in imports:
+            module, name = imports[node.value.id]
+            if not name:  # a module imported whole: its attribute
+                roots.append((module, node.attr))
+    return list(dict.fromkeys(roots))
 
 
 def _definitions(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:

@@ -9,13 +9,14 @@ region becomes ``YOUR ANSWER HERE`` in ``exercises/``). Its id is ``exNN_qK``: t
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from transformer_course_tools import course
-from .regions import solution_regions
+from .regions import TEXT_STUB, solution_regions
 
 QUESTION_ID = re.compile(r"(ex\d\d)_q([1-9]\d*)")  # ex03_q2: the 2nd written question of exercises/ex03_*.ipynb
 SHORT = 200  # characters of a question's text in the sheet
@@ -50,6 +51,17 @@ def questions_in(cells: Iterable[tuple[str, str]], notebook: str) -> list[Questi
     return found
 
 
+def worked_answers_in(cells: Iterable[tuple[str, str]], notebook: str) -> dict[str, str]:
+    """Question id → its worked answer (the text of its solution region), numbered as :func:`questions_in`."""
+    found: dict[str, str] = {}
+    for kind, source in cells:
+        if kind == "markdown":
+            lines = source.split("\n")
+            for begin, end in solution_regions(source):
+                found[f"{notebook[:4]}_q{len(found) + 1}"] = "\n".join(lines[begin + 1 : end]).strip()
+    return found
+
+
 @functools.lru_cache(maxsize=4)
 def course_questions(root: Path | None = None) -> dict[str, Question]:
     """Every written question of the course (``solutions/*.py`` of ``root``, default: this course's)."""
@@ -73,3 +85,43 @@ def check_question_ids(ids: Iterable[str]) -> None:
             same = [q for q in known if q.startswith(question_id[:5])]
             raise ValueError(f"[written] {question_id}: no such written question in solutions/ of the complete course"
                              + (f" (there: {', '.join(same)})" if same else ""))  # fmt: skip
+
+
+# ---------------------------------------------------------------- an answer in a notebook
+
+
+def _find(text: str, source: str) -> re.Match | None:
+    """Where ``text`` is in ``source``, whitespace aside (a student's editor may wrap lines anew)."""
+    return re.search(r"\s+".join(re.escape(word) for word in text.split()), source)
+
+
+def answer_in(question: Question, source: str) -> str | None:
+    """The answer in a markdown cell: what follows the question (up to the next question of the same
+    cell); None when the cell does not hold the question, "" when it is not answered (empty, or only
+    ``YOUR ANSWER HERE``)."""
+    match = _find(question.text, source)
+    if match is None:
+        return None
+    rest = source[match.end() :]
+    end = _find(question.until, rest) if question.until else None
+    lines = [line for line in rest[: end.start() if end else None].split("\n") if line.strip() != TEXT_STUB]
+    return "\n".join(lines).strip()
+
+
+def notebook_answers(path: Path, questions: list[Question]) -> dict[str, str]:
+    """Question id → the answer in the notebook ``path`` ("" when unanswered or no cell asks it).
+    Raises ValueError (one line) for a file that is no notebook."""
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        sources = [
+            "".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
+            for c in cells
+            if c.get("cell_type") == "markdown"
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"{path.name} is not a notebook ({type(error).__name__})") from None
+    answers = {}
+    for q in questions:
+        found = (answer_in(q, source) for source in sources)
+        answers[q.id] = next((a for a in found if a is not None), "")
+    return answers

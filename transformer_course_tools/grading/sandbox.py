@@ -162,8 +162,8 @@ def _problem(mechanism: Mechanism) -> str | None:
     if mechanism == "unshare" and PIVOT_ROOT is None:
         return f"unshare: unknown architecture {platform.machine()} (pivot_root's number is not known)"
     try:  # the only reliable test: run a tiny job the way run() will
-        plan, limits = _plan([], python=False, tmp_mb=1), _Limits(10.0, 256, 8, 1, 4096)
-        result = _run(mechanism, ["true"], plan, limits, BASE_ENV, "/tmp")
+        mounts, limits = _mounts([], python=False, tmp_mb=1), _Limits(10.0, 256, 8, 1, 4096)
+        result = _run(mechanism, ["true"], mounts, limits, BASE_ENV, "/tmp")
     except _NotStarted as error:
         return f"{mechanism} refused: {error.message}"
     except (SandboxError, OSError) as error:
@@ -212,7 +212,7 @@ def probe(mechanism: Mechanism | None = None) -> SandboxSupport:
 
 
 # --------------------------------------------------------------------------------------------------
-# What the sandbox contains: one plan, carried out by bwrap's arguments or by _inside()
+# What the sandbox contains: one list of mounts, carried out by bwrap's arguments or by _inside()
 
 
 class _Op(NamedTuple):
@@ -237,7 +237,7 @@ def python_paths() -> list[str]:
     return sorted(path for path in found if path != "/" and os.path.exists(path))
 
 
-def _plan(visible: Sequence[Visible], *, python: bool, tmp_mb: int) -> list[_Op]:
+def _mounts(visible: Sequence[Visible], *, python: bool, tmp_mb: int) -> list[_Op]:
     ops = [_Op("ro", "/usr", "/usr")]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # links into /usr on merged-/usr systems
         path = "/" + name
@@ -304,7 +304,7 @@ def run(
     with _stdin_fd(stdin) as stdin_file:
         if job.support.mechanism == "none":
             return _run_unsandboxed(job.argv, job.views, job.limits, job.env, cwd, stdin_file)
-        return _run(job.support.mechanism, job.argv, job.plan, job.limits, job.env, job.cwd, stdin_file, job.uid)
+        return _run(job.support.mechanism, job.argv, job.mounts, job.limits, job.env, job.cwd, stdin_file, job.uid)
 
 
 class _Job(NamedTuple):
@@ -316,7 +316,7 @@ class _Job(NamedTuple):
     env: dict[str, str]
     cwd: str  # inside the sandbox
     support: SandboxSupport
-    plan: list[_Op]
+    mounts: list[_Op]
     uid: int  # the job's uid when the grader is root
 
 
@@ -332,7 +332,7 @@ def _checked_job(
     require_isolation: bool,
     uid_if_root: int,
 ) -> _Job:
-    """Every argument checked (one line per problem), the mechanism chosen and the sandbox planned."""
+    """Every argument checked (one line per problem), the mechanism chosen and its mounts listed."""
     argv = _check_argv(argv)
     if isinstance(visible, str | os.PathLike) or not all(isinstance(v, tuple | list) for v in visible):
         raise TypeError("visible must be a list of (host_path, sandbox_path, writable) tuples")
@@ -359,14 +359,14 @@ def _checked_job(
     if support.isolated and os.geteuid() == 0:
         for view in views + [Visible(path, path) for path in (python_paths() if python else [])]:
             _check_job_can_use(view, uid_if_root)
-    plan = _plan(views, python=python, tmp_mb=tmp_mb) if support.isolated else []
-    return _Job(argv, views, limits, full_env, cwd or "/tmp", support, plan, uid_if_root)
+    mounts = _mounts(views, python=python, tmp_mb=tmp_mb) if support.isolated else []
+    return _Job(argv, views, limits, full_env, cwd or "/tmp", support, mounts, uid_if_root)
 
 
 def _run(
     mechanism: Mechanism,
     argv: list[str],
-    plan: list[_Op],
+    mounts: list[_Op],
     limits: _Limits,
     env: Mapping[str, str],
     cwd: str,
@@ -376,7 +376,7 @@ def _run(
     """Start the launcher (bwrap or unshare), wait, kill what is left, and read the status pipe."""
     status_read, status_write = os.pipe()
     try:
-        command = _sandbox_command(mechanism, argv, plan, limits, cwd, uid_if_root, status_write)
+        command = _sandbox_command(mechanism, argv, mounts, limits, cwd, uid_if_root, status_write)
         result, status = _launch(mechanism, command, limits, env, None, stdin_file, status_write, status_read)
     finally:
         os.close(status_read)
@@ -444,7 +444,7 @@ class Session:
         env, host_cwd = job.env, None
         if job.support.isolated:
             self._status_read, status_write = os.pipe()
-            command = _sandbox_command(self.mechanism, job.argv, job.plan, job.limits, job.cwd, job.uid, status_write)
+            command = _sandbox_command(self.mechanism, job.argv, job.mounts, job.limits, job.cwd, job.uid, status_write)
         else:
             _check_shown_in_place(job.views)
             tmp = self._private_tmp.name
@@ -511,14 +511,14 @@ def _launch(
 
 
 def _sandbox_command(
-    mechanism: Mechanism, argv: list[str], plan: list[_Op], limits: _Limits, cwd: str, uid_if_root: int,
+    mechanism: Mechanism, argv: list[str], mounts: list[_Op], limits: _Limits, cwd: str, uid_if_root: int,
     status_write: int,
 ) -> list[str]:  # fmt: skip
     """The launcher's command line: bwrap's, or unshare's with this module's ``--inside`` step."""
     job_uid = uid_if_root if os.geteuid() == 0 else None  # None: stay this user, in a user namespace
     if mechanism == "bwrap":
-        return _bwrap_command(argv, plan, cwd, job_uid, limits.max_processes, status_write)
-    spec = {"ops": plan, "cwd": cwd, "argv": argv, "uid": job_uid, "nproc": limits.max_processes}
+        return _bwrap_command(argv, mounts, cwd, job_uid, limits.max_processes, status_write)
+    spec = {"ops": mounts, "cwd": cwd, "argv": argv, "uid": job_uid, "nproc": limits.max_processes}
     return _unshare_command(spec | {"status_fd": status_write}, as_root=job_uid is not None)
 
 
@@ -567,7 +567,7 @@ def _stop(process: subprocess.Popen, status_read: int | None, timed_out: bool) -
 
 
 def _bwrap_command(
-    argv: list[str], plan: list[_Op], cwd: str, job_uid: int | None, nproc: int, status_fd: int
+    argv: list[str], mounts: list[_Op], cwd: str, job_uid: int | None, nproc: int, status_fd: int
 ) -> list[str]:
     command = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session"]
     command += ["--json-status-fd", str(status_fd)]  # {"exit-code": N} appears only if the job ran
@@ -578,8 +578,8 @@ def _bwrap_command(
         command += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
         command += ["--cap-add", "CAP_SETPCAP"]
     made: set[str] = set()
-    bound = [op.dst for op in plan if op.kind in ("ro", "rw")]
-    for op in plan:
+    bound = [op.dst for op in mounts if op.kind in ("ro", "rw")]
+    for op in mounts:
         for parent in reversed(Path(op.dst).parents[:-1]):  # bwrap would make them 0700: unreadable by nobody
             if str(parent) not in made and not _inside_any(str(parent), bound):
                 command += ["--perms", "0755", "--dir", str(parent)]

@@ -17,9 +17,7 @@
 from __future__ import annotations
 
 import csv
-import json
 import math
-import re
 import tempfile
 from pathlib import Path
 
@@ -27,11 +25,12 @@ from transformer_course_tools.exercises.questions import (  # noqa: F401
     QUESTION_ID,
     SHORT,
     Question,
+    answer_in,
     check_question_ids,
     course_questions,
+    notebook_answers,
     questions_in,
 )
-from transformer_course_tools.exercises.regions import TEXT_STUB
 
 from .collect import NOT_SUBMITTED, SKIPPED, Refused, is_archive, list_submissions, student_name, unpack_archive
 from .config import GradingConfig
@@ -57,44 +56,8 @@ def assignment_questions(config: GradingConfig, exercises: list[str]) -> dict[st
     return {q.id: q for q in known.values() if q.id.split("_")[0] in notebooks}
 
 
-# ---------------------------------------------------------------- the students' answers
-
-
-def _find(text: str, source: str) -> re.Match | None:
-    """Where ``text`` is in ``source``, whitespace aside (a student's editor may wrap lines anew)."""
-    return re.search(r"\s+".join(re.escape(word) for word in text.split()), source)
-
-
-def answer_in(question: Question, source: str) -> str | None:
-    """The answer in a markdown cell: what follows the question (up to the next question of the same
-    cell); None when the cell does not hold the question, "" when it is not answered (empty, or only
-    ``YOUR ANSWER HERE``)."""
-    match = _find(question.text, source)
-    if match is None:
-        return None
-    rest = source[match.end() :]
-    end = _find(question.until, rest) if question.until else None
-    lines = [line for line in rest[: end.start() if end else None].split("\n") if line.strip() != TEXT_STUB]
-    return "\n".join(lines).strip()
-
-
-def notebook_answers(path: Path, questions: list[Question]) -> dict[str, str]:
-    """Question id → the answer in the notebook ``path`` ("" when unanswered or no cell asks it).
-    Raises ValueError (one line) for a file that is no notebook."""
-    try:
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        sources = [
-            "".join(c["source"]) if isinstance(c["source"], list) else str(c["source"])
-            for c in cells
-            if c.get("cell_type") == "markdown"
-        ]
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ValueError(f"{path.name} is not a notebook ({type(error).__name__})") from None
-    answers = {}
-    for q in questions:
-        found = (answer_in(q, source) for source in sources)
-        answers[q.id] = next((a for a in found if a is not None), "")
-    return answers
+# ---------------------------------------------------------------- the students' answers (answer_in and
+# notebook_answers, which a self-learner's ``check exNN_qK`` reads too, are in exercises/questions.py)
 
 
 def find_notebooks(folder: Path, max_bytes: int) -> dict[str, Path]:

@@ -7,6 +7,10 @@ records each file's hash next to it:
 - ``"numbers-en-de-undertrained"``: the same run stopped early (``--undertrained``), so that it
   still makes mistakes: chapter 10 sorts them into search errors and model errors.
 
+One language model ships beside them, made by ``scripts/make_lm_checkpoint.py`` (hash recorded the
+same way): ``"shakespeare-lm"``, today's block trained on six plays by Shakespeare
+(:func:`load_pretrained_lm`).
+
 :func:`load_pretrained` refuses a file whose hash differs (damaged, or replaced by something else),
 so chapter 09 and ``translate`` never run on a model nobody made on purpose.
 """
@@ -19,6 +23,7 @@ from pathlib import Path
 import torch
 
 from transformer_course.checkpoint import Checkpoint, load_checkpoint
+from transformer_course.lm_checkpoint import LMCheckpoint, load_lm_checkpoint
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 PRETRAINED_PATH = ASSETS / "numbers_en_de.pt"
@@ -28,6 +33,9 @@ UNDERTRAINED_SHA256_PATH = ASSETS / "numbers_en_de_undertrained.pt.sha256"
 
 # name → the file; its hash is recorded next to it (``<file>.sha256``)
 PRETRAINED: dict[str, Path] = {"numbers-en-de": PRETRAINED_PATH, "numbers-en-de-undertrained": UNDERTRAINED_PATH}
+# The language model that ships (scripts/make_lm_checkpoint.py): Shakespeare's plays, chapter 12's BPE
+LM_PATH = ASSETS / "shakespeare_lm.pt"
+PRETRAINED_LM: dict[str, Path] = {"shakespeare-lm": LM_PATH}
 
 
 class ChecksumError(ValueError):
@@ -96,3 +104,17 @@ def load_pretrained(name: str = "numbers-en-de", map_location: str | torch.devic
     if not path.is_file():
         raise FileNotFoundError(f"the pretrained checkpoint {path} is missing: run scripts/make_checkpoint.py")
     return load_verified(path, recorded_sha256(sha256_path(path)), map_location)
+
+
+def load_pretrained_lm(name: str = "shakespeare-lm", map_location: str | torch.device = "cpu") -> LMCheckpoint:
+    """The language model that ships with the course, its SHA-256 checked: today's block
+    (``DecoderOnlyConfig.modern``) trained on six plays by Shakespeare
+    (:mod:`transformer_course.datasets.shakespeare`) with chapter 12's byte-pair tokenizer, which
+    the checkpoint carries. Made by ``scripts/make_lm_checkpoint.py``; ``extra`` records how."""
+    if name not in PRETRAINED_LM:
+        raise ValueError(f"name must be one of {sorted(PRETRAINED_LM)}, got {name!r}")
+    path = PRETRAINED_LM[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"the pretrained language model {path} is missing: run scripts/make_lm_checkpoint.py")
+    verify_sha256(path, recorded_sha256(sha256_path(path)))
+    return load_lm_checkpoint(path, map_location)

@@ -11,7 +11,10 @@ be one of several processes (``world``, see :mod:`transformer_course.distributed
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 import torch
@@ -81,14 +84,16 @@ def run_training(
     model = run.model if world is None else run.model.module  # the Transformer, to score and save
     score = scorer(task)
     valid = task.valid[:eval_pairs]
-    history = fit(
-        run.model, run.batches, run.optimizer, run.scheduler, max(steps, run.start_step), start_step=run.start_step,
-        options=replace(run.options, max_seconds=max_seconds, progress=progress),
-        evaluation=Evaluation(lambda _: score(model, valid), profile.eval_every), history=history, world=world,
-    )  # fmt: skip
+    options = replace(run.options, max_seconds=max_seconds, progress=progress)
+    with _ctrl_c_ends_the_run(options, alone=world is None) as interrupted:
+        history = fit(
+            run.model, run.batches, run.optimizer, run.scheduler, max(steps, run.start_step),
+            start_step=run.start_step, options=options, history=history, world=world,
+            evaluation=Evaluation(lambda _: {} if interrupted else score(model, valid), profile.eval_every),
+        )  # fmt: skip
     step = history.steps[-1] if history.steps else run.start_step
     metrics = {}
-    if main:
+    if main and not interrupted:
         metrics = {**score(model, task.test), "seconds": round(history.seconds, 1), "steps": step}
         if "strata" in task.info:  # the numbers task: the test score of each kind of number too
             metrics["strata"] = evaluate_strata(model, task, "test", decode=greedy_decode)
@@ -103,6 +108,35 @@ def run_training(
             out, model, task.src_vocab, task.tgt_vocab, optimizer, scheduler, step, {**info, **(extra or {})},
             tokenizer=task_tokenizer(task),
         )  # fmt: skip
+    if interrupted:
+        saved = f"; saved {out} (go on with --resume {out})" if out is not None else "; nothing saved (no --out)"
+        raise TrainingInterrupted(f"interrupted (Ctrl-C) after step {step}{saved}")
     if world is not None:
         world.barrier()  # the other ranks wait for rank 0's test scores and checkpoint
     return RunResult(model, history, metrics, task, run.left_out)
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C ended a run after a whole step; the message says the step and what was saved."""
+
+
+@contextmanager
+def _ctrl_c_ends_the_run(options, alone: bool) -> Iterator[list]:  # noqa: ANN001 - the run's FitOptions
+    """While training on one process, Ctrl-C lets the step under way finish and ends the loop there (its
+    time limit set to 0), so that the run can be saved whole; a second Ctrl-C interrupts at once. Yields a
+    list that holds True once Ctrl-C was pressed (empty, so false, until then)."""
+    pressed: list[bool] = []
+    if not alone or threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        pressed.append(True)
+        options.max_seconds = 0.0  # fit reads it before each step
+        signal.signal(signal.SIGINT, previous)
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -18,7 +18,8 @@ from transformer_course.datasets.sentences import sentence_splits
 from transformer_course.sentence_training import SentenceProfile, shared_tokenizer
 from transformer_course.subwords import SubwordTokenizer, subword_task
 
-SENTENCE_TASKS = ("sentences-en-de",)  # the generated tasks of chapter 12
+from . import SENTENCE_TASKS  # noqa: F401 - the generated tasks of chapter 12, where they were always found
+
 TextPairs = dict[str, list[tuple[str, str]]]
 
 

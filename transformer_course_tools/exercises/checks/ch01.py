@@ -67,7 +67,15 @@ def vocab_encode_cases(larger: bool = False) -> list[Case]:
 def _judge_ids(case: Case, got: Outcome) -> None:
     label, (_, tokens) = case.label, case.args()
     add_bos, add_eos = case.kwargs()["add_bos"], case.kwargs()["add_eos"]
-    ids = got.output()
+    try:
+        ids = got.output()
+    except CheckFailure as error:  # the learner's encode raised: a KeyError on an unknown word is the usual one
+        raised = got.calls[0]["error"] or {}
+        unknown = [t for t in tokens if t not in _SPECIALS + _WORDS]
+        if raised.get("type") != "KeyError" or not unknown or error.brief is None:
+            raise
+        fix = "a token the vocabulary does not know raises KeyError: give it <unk> (self.unk_id) instead"
+        raise CheckFailure(f"{error.brief}; {fix}", brief=error.brief) from None
     want = _expected_ids(list(tokens), add_bos, add_eos)
     if 1 in got.changed():
         raise CheckFailure(f"{label}: the list of tokens was modified; build a new list of ids instead")
@@ -138,7 +146,8 @@ def token_embedding_cases(larger: bool = False) -> Iterator[Case]:
 
     Nudge: an embedding is a table lookup, scaled up by the square root of the model width (paper §3.4).
 
-    Hint: look the ids up with self.embedding(tokens) and multiply by math.sqrt(self.d_model) (paper §3.4).
+    Hint: look the ids up in the layer's table, self.embedding, then multiply the vectors by the square root of
+    the model width, self.d_model, as a Python float (math.sqrt), not a tensor (paper §3.4).
     """
     from transformer_course.embeddings import TokenEmbedding
 

@@ -146,8 +146,9 @@ def residual_cases(larger: bool = False) -> Iterator[Case]:
     Nudge: each sub-layer's output is added to its input and normalised, either after the sum or (pre-LN) before
     the sub-layer (paper §3.1 and §5.4).
 
-    Hint: post-LN (norm_first=False): norm(x + dropout(sublayer(x))); pre-LN (norm_first=True): x +
-    dropout(sublayer(norm(x))).
+    Hint: post-LN (norm_first=False): run the sub-layer on x, pass its output through dropout, add x, then
+    normalise the sum with norm. Pre-LN (norm_first=True): normalise x first, run the sub-layer on that, pass
+    its output through dropout, and add it to x as it came in (not normalised).
     """
     for shape in ((4, 13, 32), (2, 1, 10), (3, 17, 24)) if larger else ((2, 5, 12), (1, 1, 6), (3, 7, 8)):
         d_model = shape[-1]
@@ -159,7 +160,9 @@ def residual_cases(larger: bool = False) -> Iterator[Case]:
         for norm_first in (False, True):
             order = "pre-LN (norm_first=True)" if norm_first else "post-LN (norm_first=False)"
             label = f"x {tuple(x.shape)}, {order}, dropout replaced by a module that halves its input"
-            probe = calls_case(call(x, sublayer, module(norm, d_model), fixture("halve"), norm_first), no_grad=True)
+            probe = calls_case(call(x, ref("sublayer"), module(norm, d_model), fixture("halve"), norm_first),
+                               objects={"sublayer": sublayer}, report={"sublayer runs": ["sublayer", "calls"]},
+                               no_grad=True)  # fmt: skip
             given = {"sublayer": tanh_of(linear), "norm": norm, "order": order}
             yield Case(label, probe, _judge_residual, given)
 
@@ -186,6 +189,10 @@ def _judge_residual(case: Case, got: Outcome) -> None:
              f"{order} means {_ORDERS[norm_first]}"),
         ]  # fmt: skip
     expect_close(out, want, "output", label, mistakes=mistakes)
+    runs = got.report("sublayer runs")
+    if runs != 1:
+        raise CheckFailure(f"{label}: the sub-layer ran {runs} times: run it once and use its output (a sub-layer is "
+                           "attention or a feed-forward network: each run costs as much as the layer itself)")  # fmt: skip
 
 
 def _pre_ln_normed_sum(x: Tensor, sublayer: Callable, norm: nn.LayerNorm) -> Tensor:

@@ -41,7 +41,9 @@ def transformer_lr_cases(larger: bool = False) -> list[Case]:
     Nudge: the rate grows linearly during the warm-up steps, then decays with the inverse square root of the
     step (paper §5.3, equation 3).
 
-    Hint: scale * d_model**-0.5 * min(step**-0.5, step * warmup_steps**-1.5).
+    Hint: the rate is scale divided by the square root of d_model, times the smaller of two terms: the decay,
+    one over the square root of step, and the warm-up, step divided by warmup_steps to the power 1.5 (the two
+    meet at step = warmup_steps); plain Python numbers will do (the ** operator, or math.sqrt).
     """
     cases = []
     settings = ((512, 4000, 1.0), (128, 300, 0.5), (64, 1, 2.0), (1, 10, 1.0))
@@ -99,8 +101,8 @@ def teacher_forcing_cases(larger: bool = False) -> list[Case]:
     Nudge: the decoder reads the target shifted right and learns to predict the next token at every position
     (paper §3.1).
 
-    Hint: the decoder input is every column but the last, the labels every column but the first: tgt[:, :-1] and
-    tgt[:, 1:].
+    Hint: the decoder input is every column of tgt but the last, the labels every column but the first: slice
+    the second axis (the positions) twice, keeping every row, and return the two slices in that order.
     """
     bos, eos, pad = 1, 2, 0
     rows = [[bos, 5, 6, 7, eos], [bos, 8, eos, pad, pad], [bos, eos, pad, pad, pad]]
@@ -180,6 +182,11 @@ def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
         unpadded = target.masked_fill(target == pad_id, (pad_id + 1) % v)
         terms = [call(logits, unpadded, 0.0, -1), call(logits, unpadded, smoothing, -1)]
         yield Case(label, calls_case(*terms, call(logits, target, smoothing, pad_id)), _judge_loss)
+    # a batch of padding only: no token to learn from, so the loss is 0 (the statement says so), not the NaN
+    # of a mean over no tokens (PyTorch's own cross-entropy with ignore_index gives NaN here)
+    padding = torch.full((2, 3), 0)
+    probe = calls_case(call(torch.randn(2, 3, 5), padding, 0.1, 0))
+    yield Case("logits (2, 3, 5), a batch whose every target position is padding (pad_id=0)", probe, _judge_no_tokens)
     # gradients flow, and the padding positions get none
     target = torch.tensor([[3, 4, 2, 0], [5, 2, 0, 0]])
     probe = calls_case(call(ref("logits"), target, 0.1, 0) | grad_of_sum("logits"),
@@ -244,6 +251,18 @@ def _loss_mistakes(logits: Tensor, target: Tensor, smoothing: float, pad_id: int
         (per_sentence.mean(), "each sentence is averaged first; average over every real token of the batch at once "
          "(a short sentence must not weigh more than a long one)"),
     ]  # fmt: skip
+
+
+def _judge_no_tokens(case: Case, got: Outcome) -> None:
+    label = case.label
+    loss = expect_shape(got.output(), (), "loss", label)
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        what = f"{label}: the loss is {value}, not 0"
+        raise CheckFailure(f"{what}: with no real token the mean divides 0 by 0; divide the sum over the real tokens "
+                           "by their number taken as at least 1, so that a batch of padding gives 0", brief=what)
+    if value != 0.0:
+        raise CheckFailure(f"{label}: the loss is {value:.6g}, not 0: padding positions add nothing to the sum")
 
 
 def _judge_loss_gradient(case: Case, got: Outcome) -> None:

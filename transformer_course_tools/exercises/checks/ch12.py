@@ -232,6 +232,12 @@ def average_cases(larger: bool = False) -> Iterator[Case]:
     probe = calls_case(call(ref("states")), objects={"states": states}, report={"after": ["states"]})
     yield Case("3 states of torch.float16 near 30000 (their sum is past float16's largest, 65504)", probe,
                _judge_mean, given={"states": states})  # fmt: skip
+    # the text asks for the sum in float64: in float32, 2^24 + 1 rounds back to 2^24, so the result would depend on
+    # the order of the checkpoints (the first column holds 2^24 first, the second last)
+    big = float(2**24)
+    states = [{"w": torch.tensor([a, b])} for a, b in ((big, 1.0), (1.0, 1.0), (1.0, 1.0), (1.0, big))]
+    yield Case("4 float32 states w whose values are 2^24 = 16777216 once and 1 three times, in two orders", calls_case(
+        call(states)), _judge_float64_sum, given={"states": states})  # fmt: skip
     states = _states(3, seed=7)
     states[2]["extra.weight"] = torch.ones(2)
     yield Case("3 states, the last with an extra key", calls_case(call(states)), _judge_refused)
@@ -276,6 +282,20 @@ def _judge_mean(case: Case, got: Outcome) -> None:
                 f"{label}: the states passed in were changed (states[{i}], {changed or 'its keys'}): average into "
                 "new tensors (accumulating into states[0] in place changes the caller's model)"
             )
+
+
+def _judge_float64_sum(case: Case, got: Outcome) -> None:
+    label, states = case.label, case.given["states"]
+    averaged = got.output()
+    tensor = averaged.get("w") if isinstance(averaged, dict) else None
+    want = (torch.stack([s["w"].double() for s in states]).sum(0) / len(states)).float()  # (2,): exact, then float32
+    if not isinstance(tensor, Tensor) or tensor.shape != want.shape or tensor.dtype != torch.float32:
+        raise CheckFailure(f"{label}: w should be a float32 tensor of shape (2,), got {kind(tensor)}")
+    if not torch.equal(tensor, want):
+        what = f"{label}: w should be {want.tolist()} (added up in float64, then float32), got {tensor.tolist()}"
+        raise CheckFailure(f"{what}: in float32, 16777216 + 1 rounds back to 16777216, so the mean depends on the "
+                           "order of the states; add them up in float64, divide, then convert back to float32",
+                           brief=what)  # fmt: skip
 
 
 def _mean_mistakes(tensors: list[Tensor]) -> Mistakes:

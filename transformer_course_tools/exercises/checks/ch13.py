@@ -188,6 +188,11 @@ def apply_rope_cases(larger: bool = False) -> Iterator[Case]:
     yield _rope_case(x[..., first:, :].clone(), torch.arange(first, first + 4), None, label, full[..., first:, :])
     x = torch.randn(2, 2, 3, 8).to(torch.bfloat16)
     yield _rope_case(x, torch.tensor([0, 5, 9]), None, "x (2, 2, 3, 8) in bfloat16, positions [0, 5, 9]")
+    # a long sequence in bfloat16: its 8 bits hold position 4001 only to the nearest 16, so an angle (or its
+    # cosine) computed in bfloat16 is far off; the statement says to compute in float32 and return x's dtype
+    x = torch.randn(1, 2, 4, 8).to(torch.bfloat16)
+    yield _rope_case(x, torch.tensor([3, 333, 2049, 4001]), None,
+                     "x (1, 2, 4, 8) in bfloat16, positions [3, 333, 2049, 4001] (a long sequence)")  # fmt: skip
     x = torch.randn(1, 2, 3, 8, dtype=torch.float64)
     yield _rope_case(x, torch.tensor([1, 999, 1000]), None, "x (1, 2, 3, 8) in float64, positions [1, 999, 1000]")
 
@@ -206,6 +211,8 @@ def _judge_rope(case: Case, got: Outcome) -> None:
     ):
         raise CheckFailure(f"{label}: float64 computed in float32 (the angle of position 1000 is off by ~1e-6): "
                            "compute the angles and the rotation in float64 when x is float64")  # fmt: skip
+    if x.dtype == torch.bfloat16:
+        _expect_float32_inside(out, want, positions, label)
     mistakes = [
         (_rotate(x, positions, base, "half-split"), "pairs feature i with feature i + d/2 (half-split, as some "
          "libraries order them); this course pairs neighbours (2i, 2i+1): x[..., 0::2] with x[..., 1::2]"),
@@ -228,6 +235,20 @@ def _judge_rope(case: Case, got: Outcome) -> None:
     ]  # fmt: skip
     rtol = tolerance if tolerance != 1e-5 else 1e-4
     expect_close(out, want, "output", label, atol=tolerance, rtol=rtol, mistakes=mistakes)
+
+
+def _expect_float32_inside(out: Tensor, want: Tensor, positions: Tensor, label: str) -> None:
+    """A bfloat16 input whose rows at small positions are right and at large ones wrong: the angles or the
+    rotation were computed in bfloat16 (an angle of position 4001 needs more than its 8 bits)."""
+    error = (out.double() - want).abs().flatten(0, -3).amax(dim=(0, -1))  # (T,): the worst of each row
+    small, wrong = positions < 64, error > 3e-2
+    if wrong.any() and not wrong[small].any() and small.any():
+        worst = int(error.argmax())
+        what = (f"{label}: the rows at large positions are off (by up to {error[worst].item():.2g} at position "
+                f"{int(positions[worst])}), the first ones right")  # fmt: skip
+        fix = ("the angles or the rotation are computed in bfloat16, whose 8 bits hold an angle of thousands of "
+               "radians only roughly: compute them in float32, then convert the result to x's dtype")
+        raise CheckFailure(f"{what}: {fix}", brief=what)
 
 
 # -- ex13_3: grouped key/value heads --------------------------------------------------------------

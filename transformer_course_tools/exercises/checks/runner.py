@@ -10,6 +10,8 @@ sandboxed child sent back instead (``transformer_course_tools/grading.pyworkers.
 from __future__ import annotations
 
 import inspect
+import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -17,11 +19,12 @@ from pathlib import Path
 
 import torch
 
-from transformer_course_tools.course import package_dir
-from transformer_course_tools.exercises.hints import hint_level
+from transformer_course_tools.course import PACKAGE, package_dir
+from transformer_course_tools.exercises.hints import hint_level, is_student_edition
 from transformer_course_tools.exercises.probe.calls import run_case
 from transformer_course_tools.exercises.probe.isolation import Isolation
 from transformer_course_tools.exercises.probe.wire import MalformedResult, checked_case
+from transformer_course_tools.exercises.saved import AGAIN, problem, said
 from ._tools import CheckFailure, split_fix
 from .case import Case, Outcome
 from .registry import EXERCISES, Exercise, get_exercise, load_checks, parse_stub_message
@@ -72,6 +75,9 @@ def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | N
 
 def _run_check(exercise_id: str, impl: Callable | None, hints: str = "full") -> CheckResult:
     ex = get_exercise(exercise_id)
+    line = problem(package_dir().parent / ex.file) if impl is None else None
+    if line is not None:  # what is saved does not compile: whatever is loaded is not what the learner wrote
+        return CheckResult(ex.id, ex.title, ERROR, f"{line}: {AGAIN['check']}")
     try:
         impl = ex.resolve() if impl is None else impl
         isolated = isolation(ex).wrap(impl)  # other exercises run as the course's stand-ins
@@ -81,6 +87,10 @@ def _run_check(exercise_id: str, impl: Callable | None, hints: str = "full") -> 
         return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error, hints))
     except SystemExit as error:  # sys.exit() in the code under test must not end the notebook or the table
         return CheckResult(ex.id, ex.title, ERROR, f"the code called sys.exit({error.code!r})")
+    except SyntaxError as error:  # a room it imports does not compile
+        if (line := said(error, "check")) is None:
+            return CheckResult(ex.id, ex.title, ERROR, f"{type(error).__name__}: {error}")
+        return CheckResult(ex.id, ex.title, ERROR, line.rstrip("."))
     except Exception as error:  # a room that does not import, a bug in the check itself
         return CheckResult(ex.id, ex.title, ERROR, f"{type(error).__name__}: {error}")
 
@@ -107,9 +117,11 @@ def build_cases(ex: Exercise, hidden: bool = False) -> list[Case]:
 
 
 def isolation(ex: Exercise) -> Isolation:
-    """Every other exercise's function is replaced by its stand-in while ``ex`` is checked."""
+    """Every other exercise's function is replaced by its stand-in while ``ex`` is checked (every
+    chapter's exercises are known first: the learner may not have written those of other chapters)."""
     from .standins import STANDINS
 
+    load_checks()
     return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, STANDINS)
 
 
@@ -166,18 +178,20 @@ def _stub_message(ex: Exercise, error: NotImplementedError, hints: str = "full")
 
 
 def _failure_text(ex: Exercise, label: str, error: CheckFailure, hints: str) -> str:
-    """A failure at level ``hints``: the whole message ("full"), what is wrong and the exercise's idea
-    ("nudge"), or what is wrong alone ("none"): the failure's brief, else its message cut before the
-    fix ("label: what: fix")."""
+    """A failure at level ``hints``, each level saying what the one below says and more: "none" what is
+    wrong (the failure's brief, else its message cut before the fix, "label: what: fix"); "nudge" that
+    and the exercise's idea; "full" what is wrong and its fix: the named mistake's, or, where no mistake
+    is named (only which values differ, an exception), the idea and the way to the code (the full hint)."""
     message = str(error)
-    if hints == "full":
-        return message
     brief = error.brief
     if brief is None and message.startswith(label):  # "label[, more of the case]: what: fix"
         more, body = split_fix(message[len(label) :])
         brief = f"{label}{more}: {split_fix(body)[0]}" if body else message
     brief = message if brief is None else brief
-    return brief if hints == "none" else f"{brief}; the idea: {ex.hint_at('nudge').rstrip('.')}"
+    idea = f"the idea: {ex.hint_at('nudge').rstrip('.')}"
+    if hints == "full":
+        return message if brief != message else f"{message}; {idea}; the way to the code: {ex.hint.rstrip('.')}"
+    return brief if hints == "none" else f"{brief}; {idea}"
 
 
 def check(exercise_id: str, hints: str | None = None) -> None:
@@ -185,15 +199,31 @@ def check(exercise_id: str, hints: str | None = None) -> None:
 
     ``hints`` ("full", "nudge" or "none"; default: the level the student edition was made with,
     "full" in the complete course) says how much of the fix a failure shows; below "full", a second
-    line says how to ask for all of it. Returns nothing (so a notebook shows the line once); use
-    :func:`run_check` for the result.
+    line says how to ask for all of it. The first check of a kernel says which code it checks.
+    Returns nothing (so a notebook shows the line once); use :func:`run_check` for the result.
+    A written question (``exNN_qK``) shows, once answered, the points a good answer makes.
     """
     level = hint_level(hints)
-    _warn_if_checking_another_copy()
+    _say_which_code_is_checked()
+    if QUESTION.fullmatch(exercise_id):
+        from transformer_course_tools.exercises.written_answers import review
+
+        print(review(exercise_id)[1])
+        return
     result = run_check(exercise_id, hints=level)
+    if result.status == ERROR and _said_above(result.message):
+        return  # the set-up's guard said before this cell that the file does not compile: said once
     print(result.line())
     if level != "full" and not result.passed:
         print(f'More help: check("{exercise_id}", hints="full") shows the whole hint and the fix.')
+
+
+QUESTION = re.compile(r"ex\d\d_q[1-9]\d*")  # a written question's id (see exercises/questions.py)
+
+
+def _said_above(message: str) -> bool:
+    setup = sys.modules.get("transformer_course_tools.notebook.setup")  # only where a set-up cell ran
+    return setup is not None and setup.said_in_this_cell(message.rsplit(": fix that line", 1)[0])
 
 
 def run_checks(
@@ -202,22 +232,32 @@ def run_checks(
     return [run_check(i, timeout=timeout, hints=hints) for i in (sorted(load_checks()) if ids is None else ids)]
 
 
-_warned = False
+_said_which = False
 
 
-def _warn_if_checking_another_copy() -> None:
-    """A notebook opened in one copy of the course (say the student edition) while Python imports
-    the package of another (the complete edition, installed with ``pip install -e``) would check
-    the wrong code: say so once."""
-    global _warned
+def _say_which_code_is_checked() -> None:
+    """Once per kernel, where it is not plain: which package the checks run. A notebook outside any copy
+    of the course (copied out, or opened with a plain install) says the package's folder; one in another
+    copy than Python imports warns that the edits there do not run; one in the complete course (whose
+    every exercise is written, so every check passes) says so, except the worked solutions' own."""
+    global _said_which
+    if _said_which:
+        return
+    _said_which = True
     here = package_dir()  # the package being checked
-    for folder in (Path.cwd(), *Path.cwd().parents):
-        candidate = folder / "transformer_course" / "__init__.py"
-        if candidate.is_file():
-            if candidate.resolve().parent != here and not _warned:
-                _warned = True
-                print(
-                    f"warning: this notebook lives in {folder}, but Python imports transformer_course from {here.parent}: "
-                    f"your edits in {folder} are not what runs. Run `pip install -e {folder}` and restart the kernel."
-                )
-            return
+    course = here.parent
+    home = next((f for f in (Path.cwd(), *Path.cwd().parents) if (f / PACKAGE / "__init__.py").is_file()), None)
+    complete = (
+        "the complete course, where every exercise is already written, so its checks pass whatever you write "
+        f"elsewhere. To write the exercises yourself, make your own copy: python -m {PACKAGE} student-edition "
+        '~/my-transformer (README, "For self-learners")'
+    )
+    if home is None:
+        print(f"Checking {here}: " + ("your student edition." if is_student_edition(course) else f"{complete}."))
+    elif home.resolve() != course:
+        print(
+            f"warning: this notebook lives in {home}, but Python imports {PACKAGE} from {course}: "
+            f"your edits in {home} are not what runs. Run `pip install -e {home}` and restart the kernel."
+        )
+    elif not is_student_edition(course) and Path.cwd().name != "solutions":
+        print(f"Checking this folder's {PACKAGE}/: {complete}.")

@@ -313,13 +313,21 @@ def positional_encoding(package: str, table: Tensor, dropout: float = 0.0, train
     return made.train(training)
 
 
+class TanhOf:
+    """A non-linear sub-layer, so that the order of the steps around it matters; ``calls`` counts how
+    often it ran (a residual block runs its sub-layer once)."""
+
+    def __init__(self, linear: nn.Linear) -> None:
+        self.linear, self.calls = linear, 0
+
+    def __call__(self, h: Tensor) -> Tensor:
+        self.calls += 1
+        return torch.tanh(self.linear(h))
+
+
 def tanh_of(linear: nn.Linear) -> Callable[[Tensor], Tensor]:
-    """A non-linear sub-layer, so that the order of the steps around it matters."""
-
-    def sublayer(h: Tensor) -> Tensor:
-        return torch.tanh(linear(h))
-
-    return sublayer
+    """:class:`TanhOf`: ``tanh(linear(h))``."""
+    return TanhOf(linear)
 
 
 def no_shortcut() -> Callable[..., Tensor]:
