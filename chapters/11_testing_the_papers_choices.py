@@ -174,9 +174,9 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # %% [markdown]
 # **The finding: token vectors that start too long hurt, and the factor itself brings no gain.** In
 # every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more than 20
-# points fewer strings than either other table. Without the factor the model learns at least as
-# well as with it: the factor brings no gain beyond the spread of the runs. The sentence under the
-# figure compares the two in your run, and the folded check above holds the rest on every machine.
+# points fewer strings than either other table. And the factor brings no gain beyond the spread of
+# the runs. The sentence under the figure compares the two in your run, and the folded check above
+# holds the rest on every machine.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. A token signal that starts too short is cheap to repair. Without the factor a token vector
@@ -476,16 +476,16 @@ expect("exact match: no difference beyond the spread of the seeds",
 # %% [markdown]
 # ## Summary
 #
-# - Leaving out the $\sqrt{d_{model}}$ factor did not hurt a small model: it learnt at least as
-#   well. Token vectors that started 8 times too long (PyTorch's $\mathcal{N}(0, 1)$ table times
-#   $\sqrt{d_{model}}$) failed in every run.
+# - Leaving out the $\sqrt{d_{model}}$ factor made no measurable difference. Token vectors that
+#   started 8 times too long (PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$) failed
+#   in every run.
 # - Sinusoidal and learned positions both did well on short strings and both collapsed beyond the
 #   training lengths. A position code defined everywhere is not a model that generalises everywhere.
 # - Without warm-up, the 3-layer post-LN model stalled in every run, while pre-LN learnt. With the
 #   warm-up, post-LN learnt too.
 # - Without its residual connections the same model barely learnt at all.
 # - With label smoothing the model was less sure than it was right. Its exact match did not change
-#   beyond the spread, and its perplexity did not settle: the runs' ranges overlap.
+#   measurably, and its perplexity did not settle: the runs' ranges overlap.
 # - Each finding holds for one small size and one task. It is a test of an argument, not a law.
 #
 # **Exercises:**
@@ -501,8 +501,8 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 #    So that a difference in the results can come from that choice alone.
 #    </details>
-# 2. The model without the $\sqrt{d_{model}}$ factor learnt at least as well. Why does that not
-#    make the factor wrong?
+# 2. The model without the $\sqrt{d_{model}}$ factor did not learn measurably worse. Why does that
+#    not make the factor wrong?
 #    <details><summary>Answer</summary>
 #
 #    The factor was chosen with an initialisation. With $\mathcal{N}(0, 1/d_{model})$ entries it keeps
