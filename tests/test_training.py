@@ -306,11 +306,15 @@ def test_greedy_decoding_stops_at_eos_and_pads_after() -> None:
     assert out.tolist() == [[2], [2]]
 
 
-def test_there_is_one_greedy_decoder() -> None:
-    """Evaluation while training (chapter 08) decodes with chapter 09's greedy_decode, not a copy of it."""
+def test_chapter_08_decodes_with_its_own_loop_and_chapter_09_owns_the_cached_one() -> None:
+    """Evaluation while training (chapter 08) decodes with its plain loop, read_greedily, and does not lean on
+    chapter 09's room; the cached greedy decoder is defined once, in decoding.py (test_decoding.py checks
+    that the two give the same tokens)."""
     from transformer_course import evaluation
 
-    assert evaluation.greedy_decode is greedy_decode
+    assert not hasattr(evaluation, "greedy_decode") and "from transformer_course.decoding" not in Path(
+        evaluation.__file__
+    ).read_text(encoding="utf-8")
     for room in Path(evaluation.__file__).parent.glob("*.py"):
         text = room.read_text(encoding="utf-8")
         assert room.name == "decoding.py" or "def greedy" not in text, f"{room.name} defines a second greedy decoder"
