@@ -493,7 +493,7 @@ expect_at_least("validation exact match gained in the second half of training", 
 # sentences, BLEU is computed on the **written text**, which sacrebleu cuts into words with its own
 # standard tokenizer ("13a"). The score then does not depend on how *our* model cut its words: over
 # subword pieces, a system with a smaller vocabulary would score the same translation differently.
-# `evaluate(..., bleu_on="text")` scores this way; exact match counts the sentences entirely right.
+# `evaluate(..., bleu_on="text")` scores this way.
 
 # %% tags=["nbval-ignore-output"]
 import sacrebleu
@@ -736,11 +736,11 @@ display(Markdown(
 # %% [markdown]
 # ## 11. What the translator still gets wrong
 #
-# The model translates most test sentences exactly, not all. To learn from the rest, sort them.
+# The model translates most test sentences exactly. To learn from the rest, sort them.
 # `kind_of_error` compares a wrong translation with its reference word by word (punctuation counts
 # as a word) and names the first kind that fits: the right words in another **order**; as many
 # words, each differing one with another **ending** (it keeps its first two letters: *dem* for
-# *den*, *alte* for *alter*); as many words, one of them a **wrong word**; words **left out**; or
+# *den*, *alte* for *alter*); as many words, at least one a **wrong word**; words **left out**; or
 # words **added**.
 
 # %% tags=["nbval-ignore-output"]
@@ -764,6 +764,10 @@ print(f"{len(wrong)} of {len(ref_text)} test sentences are not exactly right:")
 for kind, count in kinds.most_common():
     i = next(i for i in wrong if kind_of_error(hyp_text[i], ref_text[i]) == kind)  # its first example
     print(f"\n{kind}: {count}\n  {texts['test'][i][0]}\n    model:    {hyp_text[i]}\n    expected: {ref_text[i]}")
+
+# %% [markdown]
+# Each kind points at what the model has not learnt yet: an ending is a case or a gender, a word
+# order (where there is one) a verb's place.
 
 # %% [markdown]
 # ## Summary
