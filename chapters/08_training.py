@@ -18,23 +18,20 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/08_training.ipynb)
 #
-# Chapter 06 assembled the whole model; its weights are still random. In this chapter we make the
-# data, feed it in batches, choose a loss and a learning rate, and train. The result, on a laptop
-# CPU, is a Transformer that translates English number words into German ones:
+# Chapter 06 assembled the whole model; its weights are still random. Here we make the data, feed
+# it in batches, choose a loss and a learning rate, and train. The result, on a laptop CPU, is a
+# Transformer that translates English number words into German ones:
 # *"three hundred and forty-seven thousand, five hundred and twelve"* →
-# *"dreihundertsiebenundvierzigtausendfünfhundertzwölf"*. On a GPU (Colab) the same notebook picks
-# a larger model by itself.
+# *"dreihundertsiebenundvierzigtausendfünfhundertzwölf"*. On a GPU the notebook picks a larger model.
 #
 # **Learning goals**
 #
-# - make a translation data set locally and deterministically, split it so that the test measures
-#   what we care about, and find the errors in it;
-# - turn sentences into padded batches, with length bucketing, and shift the target for teacher
-#   forcing;
-# - write the paper's training recipe: label-smoothed cross-entropy that ignores padding, Adam with
-#   its β's, the warm-up / inverse-square-root learning rate, gradient clipping;
-# - write the training loop yourself, see that `fit` is that loop, train with it, evaluate with
-#   exact match, BLEU and chrF, and save a checkpoint that can be resumed.
+# - make a translation data set on the spot, find the errors in it, and split it so that the test
+#   measures what we care about;
+# - turn sentences into padded batches, bucketed by length, and shift the target for teacher forcing;
+# - write the paper's recipe: label-smoothed cross-entropy, Adam, the warm-up learning rate;
+# - write the training loop, see that `fit` is that loop, train, score the answers with exact match,
+#   BLEU and chrF, and save a checkpoint that can be resumed.
 #
 # **In the paper:** §5.1 (training data and batching), §5.3 (optimizer and equation (3), the
 # learning-rate schedule), §5.4 (regularization: dropout and label smoothing), §6.1 (BLEU).
@@ -118,16 +115,14 @@ for n in (21, 7, 1000, 347_512, 101_001):
 
 # %% [markdown]
 # German says the units before the tens: *ein-und-zwanzig*, "one-and-twenty". So to write the
-# first German piece of "twenty-one", the model must look at the *second* English word. Every
-# number between 21 and 99 that is not a multiple of ten flips like this. That is why chapter 10's
-# cross-attention maps show crossing lines instead of a diagonal.
+# first German piece of "twenty-one", the model must look at the *second* English word (chapter 10
+# shows its attention doing so).
 #
 # ### Tokens: words for English, compound pieces for German
 #
 # English number words are separated by spaces and hyphens, so word tokens are natural
-# (`english_tokens`). A German number is **one** word however long it is. Word tokens would need a
-# vocabulary of a million words, one per number, and the model could never write a number it had not
-# seen. Characters would make every target about 50 tokens long.
+# (`english_tokens`). A German number is **one** word however long it is: word tokens would need a
+# vocabulary of a million words, and characters would make every target about 50 tokens long.
 #
 # German compounds are built from a small set of pieces, so we cut them there. `german_tokens`
 # splits a word into the 32 pieces *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig, und,
@@ -152,13 +147,12 @@ assert german_text(german_tokens("dreihundertsiebenundvierzigtausendfünfhundert
 # %%
 from num2words import num2words
 
-print(num2words(101_000, lang="de"), "(num2words)")
-print(number_to_german(101_000), "(corrected)")
+for n in (1_000, 21_000, 101_000):
+    print(f"{n:>7,}: {num2words(n, lang='de'):24} (num2words)  {number_to_german(n)} (corrected)")
 
 # %% [markdown]
-# How many numbers are affected? `num2words` writes the thousands group and the rest separately.
-# So it is enough to compare the 999 thousands groups with a rule-based writer: our
-# `number_to_german` composes the word from the groups below 1,000 and fixes the group's ending.
+# How many numbers are affected? `num2words` writes the thousands group and the rest separately, so
+# we compare the 999 thousands groups with our rule-based `number_to_german`.
 
 # %%
 # The course's tests check number_to_german against an independent rule-based speller, on every
@@ -168,36 +162,30 @@ print("thousands groups written wrongly by num2words:", wrong_groups)
 print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2words(901_017, lang='de')}")
 
 # %% [markdown]
-# Every group ending in 01 above 100 (101, 201, …, 901) gets *einstausend*: 9,000 numbers, about 1%
-# of the data. A model trained on the raw output would learn the error, and a test set made the same
-# way would reward it. So the data generator writes the corrected form. Look at your data before you
-# train on it.
+# Every group ending in 01 above 100 gets *einstausend*: about 1% of the data. A model trained on
+# the raw output would learn the error, and a test set made the same way would reward it. So the
+# data generator writes the corrected form. Look at your data before you train on it.
 #
 # ### Splits: what the test should measure
 #
-# We hold out numbers, not sentences: a held-out number never appears in training. The harder
-# question is *which* numbers to test. A number drawn at random below a million almost always has
-# six digits: "seven", "one hundred" and "forty thousand" are one number in a million each. A test
-# split of random numbers measures the typical number and says nothing about the rare kinds.
-#
-# That can hide a broken model. A model once scored 100% on 1,000 random test numbers, yet wrote
-# "seven" as *sieben sieben sieben …*. The test split held no such number, and a random training
-# sample of 60,000 holds a number below 100 only about six times.
+# We hold out numbers: a held-out number never appears in training. But *which* numbers to test? A
+# number drawn at random below a million almost always has six digits: "seven" and "forty thousand"
+# are one number in a million each. A random test split says nothing about the rare kinds. A model
+# once scored 100% on 1,000 random test numbers, yet wrote "seven" as *sieben sieben sieben …*.
 #
 # The splits are therefore **stratified**. `number_strata` sorts every number into kinds, called
 # *strata*: 0–20, 21–99, 100–999, round hundreds, round thousands, round hundred-thousands,
-# "N thousand and k" (a thousands group, then a number below 100: "forty thousand and seven") and
-# the full range. Validation and test take numbers from every stratum. The score is reported per
-# stratum as well as overall. Two more decisions:
+# "N thousand and k" ("forty thousand and seven") and the full range. Validation and test take
+# numbers from every stratum, and the score is reported per stratum. Two more decisions:
 #
 # - **Some strata cannot be held out.** Below 100 the German forms are irregular (*null*, *elf*,
 #   *siebzig*): a model that never saw "zero" cannot know it is *null*. The 9 round hundreds and 9
 #   round hundred-thousands are too few to spare. These four strata are in training *and* in the
-#   test split, and every table marks them "seen": their score shows the model learnt them, not
-#   that it generalises.
+#   test split, and every table marks them "seen". Their score measures memory: how many of the
+#   numbers it was shown the model gets right. It says nothing about new numbers, and it can be
+#   low: a model may not yet have learnt what it saw.
 # - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`). Each number below 21 appears
-#   60 times, each of 21–99 20 times, and so on. The per-stratum table of section 7 shows whether
-#   that is enough.
+#   60 times, each of 21–99 20 times, and so on.
 
 # %%
 from transformer_course.datasets.numbers import NUMBER_OVERSAMPLING, numbers_task
@@ -224,11 +212,10 @@ print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(l
 # ## 2. Batches: padding, bucketing, teacher forcing
 #
 # A batch is a rectangle, sentences are not. Short sentences are filled up with `<pad>` (id 0),
-# which the attention masks of chapter 06 hide and the loss below ignores. Padding still costs
-# compute, so we avoid it with **length bucketing**. It shuffles the data, cuts it into pools of 50
-# batches, sorts each pool by length and cuts the batches from the sorted pool (the paper batches
-# "by approximate sequence length", §5.1). The order of the batches is shuffled again, so training
-# still sees a mix.
+# which the masks of chapter 06 hide and the loss below ignores. Padding still costs compute, so we
+# use **length bucketing**: shuffle the data, cut it into pools of 50 batches, sort each pool by
+# length and cut the batches from it (the paper batches "by approximate sequence length", §5.1).
+# The batches are shuffled again, so training still sees a mix.
 
 # %%
 from transformer_course.batching import batch_indices, encode_pairs, make_batch, teacher_forcing
@@ -310,9 +297,12 @@ for row in range(2):
 # softened target instead, with $\varepsilon_{ls} = 0.1$ in the paper:
 # $q = (1-\varepsilon)\,\text{one\_hot}(y) + \varepsilon / V_\text{tgt}$. The paper says: "This hurts
 # perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score" (§5.4).
-# [Chapter 11](11_testing_the_papers_choices.ipynb) puts that claim to a test. Two details make it
-# correct for translation: positions whose label is `<pad>` contribute
-# nothing, and the mean is over the real tokens only.
+# **Perplexity** is $e$ to the mean cross-entropy per token of the correct text:
+# $\exp\left(-\frac{1}{N}\sum_t \log p(y_t)\right)$. A model that spreads its probability evenly
+# over $k$ tokens at every step has perplexity $k$; a perfect model has 1.
+# [Chapter 11](11_testing_the_papers_choices.ipynb) puts the claim to a test. Two details make the
+# loss right for translation: positions whose label is `<pad>` contribute nothing, and the mean is
+# over the real tokens only.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -357,10 +347,9 @@ assert torch.allclose(ours, reference)
 #
 # $$ \text{lrate} = d_\text{model}^{-0.5}\cdot\min\left(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup\_steps}^{-1.5}\right) $$
 #
-# It rises linearly for `warmup_steps` steps, then falls like $1/\sqrt{\text{step}}$. Every
-# warm-up ends on the same decay curve: only the peak moves. The warm-up matters for the post-LN
-# Transformer. At the start, Adam's estimates of the gradient's scale are poor, and a full-size step
-# can throw the model into a state it never recovers from.
+# It rises linearly for `warmup_steps` steps, then falls like $1/\sqrt{\text{step}}$: only the peak
+# moves with the warm-up. At the start, Adam's estimates of the gradient's scale are poor, and a
+# full-size step can throw the post-LN Transformer into a state it never recovers from.
 #
 # `transformer_lr` is the formula (exercise ex08_1). `transformer_scheduler` wraps it as a PyTorch
 # `LambdaLR`; the optimizer is made with `lr=1.0`, so the factor *is* the rate. Our small model uses
@@ -415,10 +404,9 @@ assert abs(rate - (512 * 4000) ** -0.5) < 1e-12
 # %% [markdown]
 # ## 5. The training loop
 #
-# Everything is ready: batches, a loss, an optimizer and its schedule. Training repeats one step
-# thousands of times. Here is the loop, written out, for the first five batches of the real task.
-# `prepare_training` puts the run together, always in the same order: seed, model, optimizer,
-# scheduler, batches.
+# Training repeats one step thousands of times. Here is the loop, written out, for the first five
+# batches of the real task. `prepare_training` puts the run together, always in the same order:
+# seed, model, optimizer, scheduler, batches.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.training import prepare_training
@@ -465,33 +453,29 @@ assert same
 # So `fit` is this loop plus what a long run needs:
 #
 # - the step itself is `train_step` (exercise ex08_4), the body of our loop;
-# - it reads the losses back only every 50 steps, in one transfer, and stops if one is not finite;
+# - it reads the losses back every 50 steps, in one transfer, and stops if one is not finite (on a
+#   GPU, `loss.item()` makes the CPU wait, and a loop that waits at every step keeps the GPU idle);
 # - it evaluates the model now and then (an `Evaluation`), and can stop after a time limit;
-# - it shows a progress bar;
 # - on a GPU, `train_step` runs the forward pass in mixed precision (`MixedPrecision`): bfloat16 on
 #   recent GPUs, float16 with a gradient scaler on older ones such as Colab's T4.
 #
-# Why only every 50 steps? On a GPU, `loss.item()` makes the CPU wait until the GPU has finished,
-# and a loop that waits at every step keeps the GPU idle. So `train_step` returns `loss.detach()`, a
-# tensor. Each piece has its own short file in `transformer_course/`: `loss.py`, `schedule.py`,
-# `step.py` and the loop in `training.py`.
+# Each piece has its own short file in `transformer_course/`: `loss.py`, `schedule.py`, `step.py`
+# and the loop in `training.py`.
 #
 # ### Debug on a toy task first
 #
-# Before spending minutes on the real task, check that the whole pipeline can learn something
-# simple. Reversing a random string of letters needs attention by position (the first output
-# letter is the last input letter) and nothing else. A small correct model learns it in a short
-# run; a bug in the masks, the shift or the loss shows up as a model that does not.
+# Before spending minutes on the real task, check that the pipeline learns something simple.
+# Reversing a string of letters needs attention by position and nothing else. A small correct model
+# learns it in a short run; a bug in the masks, the shift or the loss shows as a model that does not.
 #
 # ### Reading the model's answers
 #
-# Training only asks the model for the next token's probabilities, given the correct target so far.
-# To test it, the model must answer alone. `read_greedily` (in `evaluation.py`) does the plainest
-# thing that works. It encodes the source once. Then it runs the decoder on `<bos>` and the tokens
-# chosen so far, and keeps the most probable next token. It repeats until every sentence has said
-# `<eos>`, or reached its limit: the source's length + 50 tokens (§6.1). Chapter 09 makes this loop
-# better and faster. `translate` uses it to answer a list of sentences, and `evaluate` scores the
-# answers against the references, in percent:
+# Training gives the model the correct target so far. To test it, the model must answer alone.
+# `read_greedily` (in `evaluation.py`) does the plainest thing that works. It encodes the source
+# once, runs the decoder on `<bos>` and the tokens chosen so far, and keeps the most probable next
+# token, until every sentence has said `<eos>` or reached its limit: the source's length + 50 tokens
+# (§6.1). `translate` answers a list of sentences with it, and `evaluate` scores the answers, in
+# percent:
 #
 # - **exact match**: the whole answer is right. For numbers, anything else is wrong.
 # - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
@@ -500,7 +484,7 @@ assert same
 # - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
 #   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
 #
-# `sacrebleu` computes the last two, as the research community does, so the numbers can be compared.
+# `sacrebleu` computes the last two, as the research community does.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.data import load_task
@@ -520,11 +504,12 @@ def train_toy(steps: int = toy_profile.steps, change=lambda batches: batches) ->
 
 
 toy_model = train_toy()
-print("reverse task, held-out strings:", evaluate(toy_model, toy.test, toy))
+toy_scores = evaluate(toy_model, toy.test, toy)
+print("reverse task, held-out strings:", toy_scores)
 print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 
 # %% [markdown]
-# This is the first trained result of the book, so here is how the book treats such results.
+# This is the book's first trained result, so here is how the book treats such results.
 #
 # > **How this book tests a claim**
 # >
@@ -541,15 +526,15 @@ print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 # > - **Comparisons need several runs.** Two settings are each trained three times or more, and a
 # >   table gives the mean with the lowest and the highest run. A difference counts only when it
 # >   lies beyond the spread: every run of one setting beats every run of the other. Runs of two
-# >   settings with the same seed form a pair: same weights, same batches, so their difference is
-# >   free of the seed's luck.
-#
-# Later chapters point back to this box.
+# >   settings with the same seed form a pair: same weights, same batches. Three pairs that agree
+# >   in sign while the ranges overlap are *consistent* with a difference, not proof of it: by
+# >   chance alone they agree one time in four.
+
 
 # %% tags=["hide-output"]
 from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_least, expect_at_most
 
-expect_at_least("the toy model reverses held-out strings exactly", evaluate(toy_model, toy.test, toy)["exact_match"], 50, "%")
+expect_at_least("the toy model reverses held-out strings exactly", toy_scores["exact_match"], 50, "%")
 
 # %% [markdown]
 # What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
@@ -583,12 +568,10 @@ plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
 # %% [markdown]
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its
 # > output with the *same* target: each position only has to copy the token it is reading. The loss
-# > is low from the very first step, far below the first loss of the shifted run above. The output
-# > layer shares its matrix with the target embedding (chapter 01), and the residual connections
-# > carry each input embedding up to the output. So an untrained decoder already gives the token it
-# > reads the highest score. Soon the loss is near zero. But at translation time the decoder reads
-# > its own previous guess, and the model has learned nothing it can use. Below: the same toy run
-# > with labels = decoder input.
+# > is low from the first step: the output layer shares its matrix with the target embedding
+# > (chapter 01), and the residual connections carry each input embedding up to the output. Soon the
+# > loss is near zero. But at translation time the decoder reads its own previous guess, and the
+# > model has learned nothing it can use. Below: the same toy run with labels = decoder input.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.batching import Batch
@@ -599,16 +582,17 @@ def unshifted(batches):
 
 
 cheating_model = train_toy(steps=300, change=unshifted)
-print("reverse task, held-out strings:", evaluate(cheating_model, toy.test, toy))
+cheating_scores = evaluate(cheating_model, toy.test, toy)
+print("reverse task, held-out strings:", cheating_scores)
 print(toy.test[0][0], "→", translate(cheating_model, [toy.test[0][0]], toy)[0][:12], "…")
 
 # %% tags=["hide-output"]
 expect_at_most("the model trained on unshifted targets reverses held-out strings exactly",
-               evaluate(cheating_model, toy.test, toy)["exact_match"], 5, "%")  # fmt: skip
+               cheating_scores["exact_match"], 5, "%")  # fmt: skip
 
 # %% [markdown]
-# A low training loss proves nothing by itself: only decoding held-out inputs, as `evaluate` does,
-# shows the model works. The check of exercise ex08_2 catches the bug directly:
+# A low training loss proves nothing: only answers to held-out inputs show that the model works.
+# The check of exercise ex08_2 catches the bug directly:
 
 # %%
 from transformer_course_tools.exercises.checks import run_check
@@ -619,10 +603,11 @@ print(run_check("ex08_2").line())
 # %% [markdown]
 # ## 6. Training the translator
 #
-# Now the real task with the chapter's settings, printed below. On the CPU this is a model like the
-# paper's, scaled down to about 0.9M parameters and trained for a fixed number of steps. On a GPU it
-# is a larger one, trained for more steps. Every 200 steps the model translates 500 validation numbers, and we
-# record the share it gets exactly right.
+# Now the real task, with the settings printed below: on the CPU a model like the paper's, scaled
+# down; on a GPU a larger one, trained for longer. Every 200 steps the model translates 500
+# validation numbers, and we record the share it gets exactly right. Here an answer may have at most
+# 20 pieces: the longest German number has 11 and `<eos>`, so a longer answer is wrong anyway, and
+# an early model that does not yet stop costs less time.
 
 # %%
 from transformer_course.step import MixedPrecision
@@ -634,12 +619,18 @@ model, optimizer, scheduler = run.model, run.optimizer, run.scheduler
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% tags=["nbval-ignore-output"]
+from transformer_course.evaluation import read_greedily
 from transformer_course.training import Evaluation
+
+
+def at_most_20(model: torch.nn.Module, src: torch.Tensor, max_len: int | None = None) -> torch.Tensor:
+    return read_greedily(model, src, 20)  # answers of at most 20 pieces, while training
+
 
 history = fit(
     model, run.batches, optimizer, scheduler, profile.steps,
     options=run.options,  # label smoothing and clipping of the profile; mixed precision on a GPU
-    evaluation=Evaluation(lambda m: evaluate(m, task.valid[:500], task), every=200),
+    evaluation=Evaluation(lambda m: evaluate(m, task.valid[:500], task, decode=at_most_20), every=200),
 )  # fmt: skip
 print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
 print("validation exact match (%) at steps", ", ".join(f"{e['step']}: {e['exact_match']:.1f}" for e in history.evals))
@@ -666,26 +657,25 @@ fig.axes[0].legend()
 print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 
 # %% [markdown]
-# The loss falls fast, then slowly. The label-smoothed loss cannot reach 0: even a perfect model
-# pays the entropy of the smoothed target (the dotted line, its value printed above).
-#
-# The line above the plot gives this run's validation score at each evaluation. It need not rise
-# every time: five hundred numbers are a small sample. Section 7 measures the trained model on the
-# whole test split.
+# The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
+# smoothed target (the dotted line). The validation score need not rise at every evaluation: five
+# hundred numbers are a small sample.
 #
 # ## 7. Evaluation
 #
-# `evaluate` now scores the trained model on the whole test split (every stratum of section 1),
-# with the three numbers of the toy task: exact match, BLEU and chrF.
+# The trained model now answers the whole test split, with §6.1's limit. `score_translations`
+# gives the toy task's three scores (`evaluate` is `translate`, then `score_translations`).
 #
-# **A translation that does not stop costs BLEU far more than exact match.** A model that has not
-# learnt where a rare number such as 82,004 (*zweiundachtzigtausendvier*) ends can repeat a piece,
-# *vier und vier und …*, up to the decoder's limit: the source length + 50 tokens (§6.1). Exact
-# match counts one wrong number. BLEU counts some 50 wrong tokens, and a few such outputs cost it
-# several points. So the check asks less of BLEU than of exact match.
+# **An answer that does not stop costs BLEU far more than exact match.** Exact match counts one
+# wrong number. BLEU counts up to 50 wrong pieces, and a few such answers cost it several points.
+# So the check asks less of BLEU than of exact match.
 
 # %% tags=["nbval-ignore-output"]
-test_scores = evaluate(model, task.test, task)
+from transformer_course.evaluation import score_translations
+
+test_sources = [s for s, _ in task.test]
+test_answers = translate(model, test_sources, task)  # German pieces, read greedily up to §6.1's limit
+test_scores = score_translations(test_answers, task.test, task)
 print(test_scores)
 
 # %% tags=["hide-output"]
@@ -696,15 +686,16 @@ expect_at_least("exact match on the test split", test_scores["exact_match"], 95,
 expect_at_least("BLEU on the test split", test_scores["bleu"], 85)  # a few outputs that never stop cost ~50 tokens each
 
 # %% [markdown]
-# One number for the whole split hides the strata. `evaluate_strata` scores each stratum on its
-# own; a number can be in two strata (300,000 is a round thousand and a round hundred-thousand).
-# The last column says whether the stratum's numbers were also training numbers.
+# One number for the whole split hides the strata. `strata_scores` scores the answers of each
+# stratum on its own (`evaluate_strata` would translate them again); a round hundred-thousand is
+# also a round thousand. The last column says whether the stratum's numbers were also training
+# numbers.
 
 # %% tags=["nbval-ignore-output"]
-from transformer_course.evaluation import evaluate_strata
+from transformer_course.evaluation import strata_scores
 from transformer_course_tools.notebook.plots import strata_table
 
-test_strata = evaluate_strata(model, task, "test")
+test_strata = strata_scores(task, "test", test_answers)
 print(strata_table(test_strata))
 
 # %% tags=["hide-output"]
@@ -714,18 +705,17 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
        ", ".join(f"{name} {s['exact_match']:.1f}%" for name, s in large.items()))  # fmt: skip
 
 # %% [markdown]
-# Read the table stratum by stratum. The large strata are at 90% or more (the check above). Where a
-# run makes its few mistakes depends on the run. Small strata such as the nine round hundreds swing
-# most: each mistake there costs 11 points. A "hundred" followed by nothing is the pattern the
-# model sees least.
+# The large strata are at 90% or more (the check above). Where a run makes its few mistakes depends
+# on the run. Small strata such as the nine round hundreds swing most: each mistake there costs 11
+# points. A seen stratum below 100% is one the model has not yet learnt, although it saw every
+# number in it.
 #
 # The model that ships with the course (`scripts/make_checkpoint.py`) is this recipe run for 3,000
 # steps, with the round hundreds repeated 60 times and "N thousand and k" 4 times. It scores 100%
-# in every stratum (chapter 10 shows its table).
+# in every stratum (chapter 10 shows its table). Here are this run's mistakes:
 
 # %% tags=["nbval-ignore-output"]
-mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], translate(model, [s for s, _ in task.test], task),
-                                              task.test, strict=True) if h != t]  # fmt: skip
+mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], test_answers, task.test, strict=True) if h != t]
 run_away = sum(len(hyp) > len(ref) + 10 for _, hyp, ref in mistakes)  # ran on towards §6.1's limit
 print(f"{len(mistakes)} mistakes among {len(task.test)} test numbers; {run_away} of them did not stop")
 for n, hyp, ref in mistakes[:6]:
@@ -741,23 +731,51 @@ for n in (21, 999_999, 88_008):
     print(f"{number_to_english(n)} → {written}  ({verdict})")
 
 # %% [markdown]
-# **Why a model makes such mistakes.** The decoder writes one piece at a time. Take *eighty-eight
-# thousand and eight*, *achtundachtzigtausendacht*. After *…tausend acht*, German numbers go on in
-# three ways. *Hundert* follows in 100 cases (800 to 899), *und* and a tens word in 8 (28 to 98),
-# and the end in one (8 alone). Stopping is the rarest. Only the source, "and eight" with nothing
-# after it, says that stopping is right here. A model that has not fully learnt to read that picks a
-# more common way on: *…achthundertacht* (88,808). Greedy decoding cannot take that step back. The
-# cure is data: the shipped model saw "N thousand and k" four times as often (section 8 prints its
-# translation).
+# **Why a model makes such mistakes.** The decoder writes one piece at a time, and after each piece
+# it must decide whether the number has ended. Take *eighty-eight thousand and eight*,
+# *achtundachtzigtausendacht*. After *…tausend acht*, a German number can go on in three ways: with
+# *hundert*, with *und* and a tens word, or not at all. Count them over the numbers below 1,000 that
+# start with *acht*:
+
+# %%
+from collections import Counter
+
+below_1000 = [german_tokens(number_to_german(k)) for k in range(1, 1000)]  # the German pieces of 1 … 999
+after_acht = Counter((pieces + ["<eos>"])[1] for pieces in below_1000 if pieces[0] == "acht")
+print("the piece after a leading 'acht':", after_acht.most_common())
+
+# %% [markdown]
+# The end is the rarest way on. Only the source, "and eight" with nothing after it, says that it is
+# right here. A model that has not fully learnt to read that takes a more common way on, and greedy
+# decoding cannot take the step back. The source can be misread the other way too, and the answer
+# stops too early. How many of this run's mistakes end in the wrong place?
+
+# %% tags=["nbval-ignore-output"]
+from IPython.display import Markdown, display
+
+went_on = [(n, hyp) for n, hyp, ref in mistakes if len(hyp) > len(ref) and hyp[: len(ref)] == ref]
+stopped = [(n, hyp) for n, hyp, ref in mistakes if len(hyp) < len(ref) and ref[: len(hyp)] == hyp]
+
+
+def kind(found: list, what: str) -> str:
+    return f"{len(found)} {what}" + (f" ({found[0][0]:,} became *{german_text(found[0][1])}*)" if found else "")
+
+
+display(Markdown(f"In this run, of the {len(mistakes)} mistakes, {kind(went_on, 'go on past the end of the number')} "
+                 f"and {kind(stopped, 'stop before it')}." if mistakes else "This run makes no mistake on the test split."))  # fmt: skip
+
+# %% [markdown]
+# The cure is more training, with more of the rare numbers: the shipped model, trained for longer
+# and with the round hundreds and "N thousand and k" repeated more often, ends such numbers right
+# (section 8 prints two of them).
 
 # %% [markdown]
 # ## 8. Checkpoints
 #
-# A checkpoint holds what it takes to *use* the model: its configuration, its weights and both
-# vocabularies. It also holds what it takes to *continue* training: the optimizer and scheduler
-# state, the step and the random state. `load_checkpoint` reads it with
-# `torch.load(weights_only=True)`, which refuses files that would run code. Resuming continues the
-# *same* run: 4 + 4 steps with a save and a load in between give exactly the losses of 8 steps.
+# A checkpoint holds what it takes to *use* the model (its configuration, weights and both
+# vocabularies) and to *continue* training (the optimizer and scheduler state, the step, the random
+# state). `load_checkpoint` reads it with `torch.load(weights_only=True)`, which refuses files that
+# would run code.
 
 # %%
 import tempfile
@@ -783,9 +801,8 @@ except ValueError as error:
     print("ValueError:", str(error)[:110], "…")
 
 # %% [markdown]
-# The course ships one trained model, made by `scripts/make_checkpoint.py` (the CPU profile trained
-# for longer), so that chapter 09 can decode without training first. `load_pretrained` checks the
-# file's SHA-256 against the one recorded next to it before loading.
+# The course ships one trained model, made by `scripts/make_checkpoint.py`, so that chapter 09 can
+# decode without training first. `load_pretrained` checks the file's SHA-256 before loading it.
 
 # %%
 from transformer_course_tools.models.pretrained import load_pretrained
@@ -794,39 +811,36 @@ pretrained = load_pretrained()
 shipped = pretrained.extra["test"]
 print(f"the shipped model, after {pretrained.step:,} steps: exact match {shipped['exact_match']:.1f}%, "
       f"BLEU {shipped['bleu']:.1f}, chrF {shipped['chrf']:.1f} on the test split")  # fmt: skip
-for n in (777_000, 88_008):
+for n in (800, 88_008):
     print(f"{number_to_english(n)} → {german_text(translate(pretrained.model, [number_pair(n)[0]], task)[0])}")
 
 # %% [markdown]
-# The same training from a terminal, with a time limit instead of a step count:
+# The same training from a terminal, with a time limit instead of a step count (each command ends
+# with a JSON line of scores):
 #
 # ```bash
 # python -m transformer_course train --task numbers-en-de --max-seconds 90 --out model.pt
 # python -m transformer_course evaluate model.pt --task numbers-en-de
 # ```
 #
-# Both end with a JSON line: exact match, BLEU, chrF, seconds and steps.
-#
 # ## Summary
 #
-# - The data is generated and checked (the `num2words` errors). It is split by number into strata,
-#   so that every kind of number is tested and rare kinds are repeated in training.
-# - Batches are padded rectangles; bucketing by length keeps the padding small. Teacher forcing
-#   shifts the target by one, so that each position predicts the next token.
-# - The recipe of §5: label-smoothed cross-entropy over real tokens only, Adam (0.9, 0.98, 1e-9),
-#   a warm-up then a 1/√step learning rate. We add gradient clipping and, on a GPU, mixed
-#   precision.
+# - The data is generated and checked (the `num2words` errors), and split by number into strata, so
+#   that every kind of number is tested; rare kinds are repeated in training.
+# - Bucketing by length keeps the padding small. Teacher forcing shifts the target by one, so that
+#   each position predicts the next token.
+# - The recipe of §5: label-smoothed cross-entropy over real tokens, Adam (0.9, 0.98, 1e-9), a
+#   warm-up then a 1/√step learning rate; we add gradient clipping.
 # - The training loop is forward, loss, backward, clip, step, schedule; `fit` is that loop with
-#   logging, evaluation and a progress bar.
-# - A toy task first. A low loss is no proof (the unshifted target); held-out exact match, BLEU and
-#   chrF are. The per-stratum table shows where the mistakes are.
+#   logging and evaluation.
+# - A low loss is no proof (the unshifted target); answers to held-out inputs are. The strata show
+#   where the mistakes are; after every piece, the model must decide whether the number has ended.
 # - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
 #
 # **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
 # `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and
 # `train_step` (ex08_4); stuck on one, `python -m transformer_course restore ex08_1` puts its worked
-# answer in your student edition. Chapter 09 decodes with the trained model: greedy search, beam
-# search, sampling, and the attention maps.
+# answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself
@@ -835,10 +849,9 @@ for n in (777_000, 88_008):
 #    translates "seven" wrongly? What does the "seen" column of the strata table mean?
 #    <details><summary>Answer</summary>
 #
-#    A random number is almost always six digits long; "seven" is one number in a million, so the
-#    split almost surely does not contain it. "Seen" strata are also in training (irregular forms,
-#    or too few numbers to hold out): their score shows the model learnt them, not that it
-#    generalises.
+#    A random number almost always has six digits; "seven" is one number in a million. "Seen"
+#    strata are also in training: their score measures how much of what it saw the model learnt,
+#    not whether it generalises.
 #    </details>
 # 2. For the target `<bos> y1 y2 y3 <eos>`, what are the decoder input and the labels?
 #    <details><summary>Answer</summary>
@@ -855,16 +868,14 @@ for n in (777_000, 88_008):
 # 4. Where does the learning rate of equation (3) peak, and at which value?
 #    <details><summary>Answer</summary>
 #
-#    At step `warmup_steps`, with $(d_{model} \cdot \text{warmup\_steps})^{-1/2}$, then it decays like
-#    $1/\sqrt{\text{step}}$. For the base model that is $(512 \cdot 4000)^{-1/2} \approx 7.0 \times 10^{-4}$,
-#    a value the paper does not print.
+#    At step `warmup_steps`, with $(d_{model} \cdot \text{warmup\_steps})^{-1/2}$; for the base model
+#    $(512 \cdot 4000)^{-1/2} \approx 7.0 \times 10^{-4}$.
 #    </details>
 # 5. Name the six lines of a training step, in order.
 #    <details><summary>Answer</summary>
 #
-#    Forward (logits from the source and the shifted target), loss (against the labels), clear the
-#    old gradients, backward, clip the gradient norm, optimizer step; then the scheduler sets the
-#    next learning rate.
+#    Forward, loss, clear the old gradients, backward, clip the gradient norm, optimizer step; then
+#    the scheduler sets the next learning rate.
 #    </details>
 #
 # ## Further reading

@@ -19,13 +19,14 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/10_evaluating_the_translator.ipynb)
 #
 # Chapter 09 turned the trained model into a translator. This chapter asks how good it is, and why.
-# It scores the translations, reads what every attention head looks at, and sorts the errors of a
-# weaker model by their cause. It trains nothing. It loads two checkpoints that ship with the course
-# and uses chapter 09's decoders.
+# It scores the translations, reads what every attention head looks at, and sorts errors by their
+# cause. It trains nothing: it loads two checkpoints that ship with the course, the translator and
+# an under-trained copy that still makes errors, and uses chapter 09's decoders.
 #
 # **Learning goals**
 #
-# - score translations with exact match, BLEU and chrF, overall and per kind of number;
+# - score translations with exact match, BLEU and chrF, overall and per kind of number, and see
+#   where the three disagree;
 # - read every head of the trained model's three attentions, and measure how sharp each head is;
 # - probe a model with inputs that training left out;
 # - tell a search error from a model error, and know what each one asks you to change.
@@ -102,46 +103,54 @@ setup_chapter("10")  # the short stop at an unwritten exercise; printing and plo
 architecture_map(["multihead", "decoding"], title="Chapter 10: the attention read, the translations scored")
 
 # %% [markdown]
-# The shipped translator and chapter 08's test split, translated greedily once here. `pieces` turns
-# the target ids of one translation back into German pieces.
+# Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
+# the same run stopped early, after the number of steps printed below (`scripts/make_checkpoint.py`:
+# same size, data, repeats and seed). The shipped model makes no mistake on the test split, so the
+# under-trained one shows what each measure finds when there are mistakes. Both translate chapter
+# 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
+# target ids of one translation back into German pieces.
 
 # %%
 checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
 config = model.config
+# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
+weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
+weak = weak_checkpoint.model.eval()
+assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
 task = numbers_task()  # the splits chapter 08 trained on
 test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
-test_greedy = greedy_decode(model, test_src)  # (B, T)
-print(f"The shipped translator ({checkpoint.step:,} training steps); {len(task.test)} test numbers.")
+ALPHA = 0.6  # beam search's length penalty (§6.1)
+outputs = {}  # token ids (B, T) of each model and search, the whole split as one batch
+for name, translator in (("shipped", model), ("under-trained", weak)):
+    outputs[f"{name}, greedy"] = greedy_decode(translator, test_src)  # §6.1's limit: source length + 50
+    outputs[f"{name}, beam 4"] = beam_search(translator, test_src, beam_size=4, length_penalty=ALPHA)[0][:, 0]  # the best
+test_greedy = outputs["shipped, greedy"]  # (B, T)
+print(f"The shipped translator: {checkpoint.step:,} training steps. The under-trained one: {weak_checkpoint.step}.")
 
 
 def pieces(ids: torch.Tensor) -> list[str]:
     """Target ids of one translation → German pieces, up to <eos>."""
     return tgt_vocab.decode(ids.tolist())
 
+
+decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
+
 # %% [markdown]
 # ## 1. How good is it? Exact match, BLEU and chrF on the test split
 #
 # Chapter 08's test split holds every kind of number, in strata: 0–20, 21–99, 100–999, round
 # hundreds, round thousands, round hundred-thousands, "N thousand and k", and 1,000 numbers from the
-# full range. Four strata are "seen": their small or irregular numbers must be in training (chapter
-# 08, section 1). In the other strata no test number was a training number. We translate them all
-# with greedy decoding and with beam search ($k = 4$, α = 0.6), and score them three ways:
+# full range. Four strata are "seen": their numbers are also in training (chapter 08, section 1).
+# We score the translations with chapter 08's three measures, computed here with sacrebleu:
 #
 # - **exact match**: the share of numbers translated exactly right, the measure that matters here;
-# - **corpus BLEU** (Papineni et al. 2002, the paper's Table 2), with sacrebleu, on the German
-#   *pieces* separated by spaces. A German number is one long word, and on whole words BLEU breaks
-#   down (the box below shows how);
-# - **chrF** (Popović 2015), a character n-gram F-score on the written words. It gives partial credit
-#   to a translation with one wrong piece.
+# - **corpus BLEU** (the paper's Table 2) on the German *pieces* separated by spaces (the box below
+#   shows why not on whole words);
+# - **chrF**, a character n-gram F-score on the written words.
 
 # %%
 references = [t for _, t in task.test]  # German pieces
-outputs = {  # token ids (B, T), the whole split as one batch
-    "greedy": test_greedy,  # decoded above
-    "beam 4": beam_search(model, test_src, beam_size=4, length_penalty=0.6)[0][:, 0],  # the best of each
-}
-decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
 
 
 def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
@@ -154,51 +163,82 @@ def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
 
 results = {name: scores_of(hyps) for name, hyps in decoded.items()}
 print(f"{len(references)} test numbers")
-print(f"{'':8}" + "".join(f"{metric:>16}" for metric in results["greedy"]))
+print(f"{'':22}" + "".join(f"{metric:>16}" for metric in results["shipped, greedy"]))
 for name, row in results.items():
-    print(f"{name:8}" + "".join(f"{value:16.2f}" for value in row.values()))
-differ = sum(g != b for g, b in zip(decoded["greedy"], decoded["beam 4"], strict=True))
-print(f"greedy and beam search differ on {differ} of {len(references)} numbers")
+    print(f"{name:22}" + "".join(f"{value:16.2f}" for value in row.values()))
 
 # %% [markdown]
-# > **Common mistake — BLEU on whole words.** BLEU counts the runs of one to four words that a
-# > translation shares with its reference. A German number is written as one word, and a one-word
-# > sentence has no run of four. Its four-word precision is then 0, and so is BLEU, even for a
-# > perfect translation. Here are the references scored against themselves:
+# The shipped model translates every test number exactly, with either search. The under-trained
+# model shows why one reports more than one score: its three scores disagree. It gets about one
+# number in five wrong, yet its BLEU and chrF stay above 90. A wrong number usually has most of its
+# pieces right, and BLEU and chrF give credit for every piece or character it shares with the
+# reference; exact match gives none. For numbers, only exact match answers the question we ask: is
+# the translation right? For sentences, where several translations can be right, the partial credit
+# is the point (chapter 12).
+#
+# > **Common mistake — BLEU on whole words.** BLEU multiplies the precisions of runs of one to four
+# > words (a geometric mean). A German number is written as one word, so its translation has no run
+# > of two, three or four words at all: those precisions are 0/0, undefined. Corpus BLEU in
+# > sacrebleu then stops counting and leaves them at 0, and a geometric mean with a 0 in it is 0,
+# > even for a perfect translation. Here are the references scored against themselves:
 
 # %%
 written = [german_text(r) for r in references]  # one word per number: "dreihundertzweiundvierzig"
 spaced = [" ".join(r) for r in references]  # the pieces: "drei hundert zwei und vierzig"
-print(f"BLEU of the references against themselves, on written words: {sacrebleu.corpus_bleu(written, [written]).score:.1f}")
-print(f"the same on German pieces: {sacrebleu.corpus_bleu(spaced, [spaced], tokenize='none').score:.1f}")
+on_words, on_pieces = sacrebleu.corpus_bleu(written, [written]), sacrebleu.corpus_bleu(spaced, [spaced], tokenize="none")
+print(f"on written words: BLEU {on_words.score:.1f}; n-grams to count, of 1 to 4 words: {on_words.totals}")
+print(f"on German pieces: BLEU {on_pieces.score:.1f}; n-grams to count, of 1 to 4 pieces: {on_pieces.totals}")
 
 # %% [markdown]
 # A score of 0 for a perfect translator is not a bad model; it is the wrong unit. Before you trust a
 # metric, score the references against themselves.
-
-# %% [markdown]
-# The overall score of a split says little about the rare kinds of number. Here it is per stratum,
-# for both decoders:
+#
+# The overall score of a split says little about the rare kinds of number. Here it is per stratum:
 
 # %%
 # strata_scores scores translations already made (evaluate_strata would decode greedily itself)
-per_stratum = {name: strata_scores(task, "test", hyps) for name, hyps in decoded.items()}
-print(strata_table(*per_stratum.values(), names=[f"{name} %" for name in per_stratum]))
+columns = ["shipped, greedy", "under-trained, greedy", "under-trained, beam 4"]
+per_stratum = {name: strata_scores(task, "test", decoded[name]) for name in columns}
+print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %", "beam 4 %"]))
 
 # %% [markdown]
-# The shipped model translates every stratum of the test split exactly, with either decoder. It was
-# trained on the stratified splits, with the rare strata repeated (`scripts/make_checkpoint.py` runs
-# chapter 08's recipe for 3,000 steps). A random test split would hide the failures that matter. The
-# course's first model was tested on one and scored 100 % too. Yet it wrote *sieben sieben sieben …*
-# for "seven" and *einhunderthunderthundert…* for "one hundred". A random split held no such
-# numbers, while a stratum for each kind of number shows such a failure at once. Remember the "seen"
-# column, though. The model met every number of those four strata in training, so their score shows
-# that it learnt them, not that it would get a new one right.
+# The shipped model is right in every stratum. The under-trained model's overall score hid a
+# collapse: it gets almost none of the numbers from 100 to 999 right, and not a third of 21–99, a
+# stratum whose every number it saw in training. A random test split would hide both, since almost
+# all its numbers have six digits. Beam search repairs a few (section 4 sorts out why), but the
+# collapses stay.
 #
-# Beam search has nothing to repair here. When the model puts almost all its probability on one
-# continuation, the search and the greedy choice agree. The paper uses a beam of 4 (§6.1) but
-# reports no comparison with greedy decoding, so it says nothing about what the beam adds. On real
-# sentences, where a model is far less certain, the two differ more often.
+# *How* does it fail? `kind_of_error` sorts a wrong translation by the first piece that differs
+# from the reference: the answer **goes on** after the whole correct number, **stops early** inside
+# it, or writes a **wrong piece**. Counted per stratum, with the first wrong translation of each:
+
+# %%
+def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
+    """How a wrong translation differs from the reference (German pieces)."""
+    if hypothesis[: len(reference)] == reference:
+        return "goes on"
+    if reference[: len(hypothesis)] == hypothesis:
+        return "stops early"
+    return "wrong piece"
+
+
+KINDS = ("goes on", "stops early", "wrong piece")
+test_numbers, weak_greedy = task.info["numbers"]["test"], decoded["under-trained, greedy"]
+print(f"{'stratum':24}" + "".join(f"{kind:>12}" for kind in KINDS) + "   the first wrong translation")
+for stratum, members in task.info["strata"]["test"].items():
+    members = set(members)
+    wrong = [i for i, n in enumerate(test_numbers) if n in members and weak_greedy[i] != references[i]]
+    counts = [sum(kind_of_error(weak_greedy[i], references[i]) == kind for i in wrong) for kind in KINDS]
+    first = f"{test_numbers[wrong[0]]:,} → {german_text(weak_greedy[wrong[0]])}" if wrong else ""
+    print(f"{stratum:24}" + "".join(f"{count:12}" for count in counts) + f"   {first}")
+
+# %% [markdown]
+# Each stratum fails in its own way. From 100 to 999 the model **goes on** as if a thousands group
+# followed (999 becomes *…neunundneunzigtausendneun*). Most training numbers have six digits, and
+# this model has not yet learnt to stop where the source stops (chapter 08's "Why a model makes such
+# mistakes"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
+# the full range its errors are **wrong pieces**. The same recipe trained longer, the shipped
+# model, fixed all of them.
 
 # %% [markdown]
 # ## 2. What the model looks at: every head of every attention
@@ -338,69 +378,43 @@ for layer in range(entropy.shape[0]):
 # word other than the one being translated; only layer 2's heads read the word that the German piece
 # renders. The dots above the boxes are single
 # pieces that a head shares between several words.
-#
+
+# %% [markdown]
 # ## 3. Error analysis: probing beyond the test split
 #
 # The test split holds only 100 numbers of each small held-out stratum, and 100 numbers can miss a
-# rare mistake. So we probe the model with every five-digit number of two kinds that training left
-# out: the round thousands ("forty-seven thousand") and the thousands followed by a single digit,
-# 10,001 to 99,009 ("thirty thousand and four"). For each failure we also ask the model which it finds more probable: its beam-search
-# output or the correct translation. If it prefers the correct one, the *search* failed, and a
-# better search could find it. If it prefers its own output, the *model* is wrong, and no search
-# will help.
+# rare mistake. So we probe both models with every number of two kinds that training left out: the
+# round thousands ("forty-seven thousand") and the five-digit thousands followed by a single digit
+# ("thirty thousand and four").
 
 # %%
 train_numbers = set(task.info["numbers"]["train"])
-probe = [n for n in range(1000, 1_000_000, 1000) if n not in train_numbers]  # round thousands
-probe += [n for n in range(10_000, 100_000) if 0 < n % 1000 < 10 and n not in train_numbers]  # "… thousand and k"
-probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], src_vocab.pad_id)
+round_thousands = [n for n in range(1000, 1_000_000, 1000) if n not in train_numbers]
+and_one_digit = [n for n in range(10_000, 100_000) if 0 < n % 1000 < 10 and n not in train_numbers]
+probe = round_thousands + and_one_digit
+probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], src_vocab.pad_id)  # (B, S)
 probe_refs = [number_pair(n)[1] for n in probe]
-probe_greedy = greedy_decode(model, probe_src)
-wrong = [i for i, row in enumerate(probe_greedy) if pieces(row) != probe_refs[i]]
-print(f"probe: {len(probe)} numbers not seen in training; greedy gets {len(wrong)} wrong")
-
-
-def kind_of_error(hypothesis: list[str], reference: list[str]) -> str:
-    if len(hypothesis) > len(reference) and hypothesis[: len(reference)] == reference:
-        return "does not stop"
-    for i, (h, r) in enumerate(zip(hypothesis, reference, strict=False)):
-        if h != r:
-            return f"piece {i + 1}: '{h}' for '{r}'"
-    return "stops too early"
-
-
-if wrong:
-    rows = torch.tensor(wrong)
-    probe_beam = beam_search(model, probe_src[rows], beam_size=4, length_penalty=0.6)[0][:, 0]  # (B, T)
-    beam_right = sum(pieces(row) == probe_refs[i] for row, i in zip(probe_beam, wrong, strict=True))
-    correct_ids = pad_sequences([tgt_vocab.encode(probe_refs[i], add_eos=True) for i in wrong], tgt_vocab.pad_id)
-    log_p_found = score_sequences(model, probe_src[rows], probe_beam)  # log P of beam search's output
-    log_p_right = score_sequences(model, probe_src[rows], correct_ids)  # log P of the correct translation
-    print(f"beam search (k = 4) repairs {beam_right}; search errors (the model prefers the correct "
-          f"translation to beam search's output): {int((log_p_right > log_p_found).sum())} of {len(wrong)}\n")  # fmt: skip
-    for j, i in enumerate(wrong[:12]):
-        print(f"{probe[i]:>7,}  {german_text(pieces(probe_greedy[i])):32} log P {log_p_found[j]:6.2f}, "
-              f"correct {log_p_right[j]:6.2f}  ({kind_of_error(pieces(probe_greedy[i]), probe_refs[i])})")  # fmt: skip
+print(f"{len(round_thousands)} round thousands and {len(and_one_digit)} numbers from {and_one_digit[0]:,} "
+      f"to {and_one_digit[-1]:,}, none of them seen in training")  # fmt: skip
+for name, translator in (("shipped", model), ("under-trained", weak)):
+    found = [pieces(row) for row in greedy_decode(translator, probe_src)]
+    wrong = [i for i, hypothesis in enumerate(found) if hypothesis != probe_refs[i]]
+    counts = [sum(kind_of_error(found[i], probe_refs[i]) == kind for i in wrong) for kind in KINDS]
+    print(f"{name}: {len(wrong)} wrong ({', '.join(f'{n} {kind}' for n, kind in zip(counts, KINDS, strict=True))})")
+for i in [i for i in wrong if probe[i] % 1000][:6]:  # the under-trained model's first "… thousand and k"
+    print(f"    {probe[i]:>7,}  {german_text(found[i]):32} expected {german_text(probe_refs[i])}")
 
 # %% [markdown]
-# On the shipped model the probe finds no error: every one of its numbers comes out right. Run on a
-# weaker model, such as the one section 4 loads, the cell would list each failure with two
-# log-probabilities: the one the model gives its own output, and the one it gives the correct
-# translation. When the correct
-# translation is far less probable to the model than its own output, the error is the *model's*.
-# Beam search, or any better search, will not find what the model considers unlikely. The fix is in
-# the data. So it was for the course's first model: its failures on short and round numbers went
-# away once training held enough of them (chapter 08, section 1). That is the usual lesson of error
-# analysis. Look at the errors, decide whether the search or the model is to blame, and fix the
-# model with data, not with cleverer decoding.
+# The shipped model gets every number of the probe right. The under-trained model gets over a third
+# of them wrong, most with a wrong piece. The list shows two habits that the test split's "N
+# thousand and k" stratum hardly showed: *ein* where German ends a number with *eins*, and a word of
+# the thousands written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). A probe is
+# cheap: it tests every number of a kind, where a split holds a sample.
 
 # %% [markdown]
 # ## 4. Search errors and model errors, side by side
 #
-# A model that makes no mistakes has nothing to teach about them. So we load a second checkpoint
-# that ships with the course. It is chapter 08's recipe, exactly as for the shipped model (same size,
-# data, repeats and seed), stopped after 350 steps instead of 3,000. It still gets a good share of
-# the test numbers wrong.
+# Every wrong translation has a cause: the search, or the model. Which one decides what to change.
 #
 # Write $\hat Y$ for what a search returned for the input $X$, and $Y^*$ for the correct translation.
 # Write $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (chapter 09, section 3, α = 0.6).
@@ -416,21 +430,12 @@ if wrong:
 #
 # `score_sequences` gives both scores. It runs the model once with teacher forcing on a translation
 # we supply and adds up the log-probabilities of its tokens; with `length_penalty=0.6` it divides by
-# $lp(Y)$. We decode the test split with the under-trained model, greedily and with beam search
-# ($k = 4$, α = 0.6), and sort every wrong translation.
+# $lp(Y)$. We sort every wrong translation of the under-trained model from section 1, greedy and
+# beam search alike.
 
 # %%
-# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
-weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
-weak = weak_checkpoint.model.eval()
-assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
-print(f"under-trained checkpoint after {weak_checkpoint.step} training steps (the shipped one: {checkpoint.step})")
-ALPHA = 0.6  # the length penalty beam search ranks by; the errors are judged by the same score
 reference_ids = pad_sequences([tgt_vocab.encode(t, add_eos=True) for t in references], tgt_vocab.pad_id)  # (B, T*)
-weak_outputs = {  # token ids (B, T) of what each search found
-    "greedy": greedy_decode(weak, test_src),  # §6.1's limit: source length + 50
-    "beam 4": beam_search(weak, test_src, beam_size=4, length_penalty=ALPHA)[0][:, 0],  # the best of each
-}
+weak_outputs = {name: outputs[f"under-trained, {name}"] for name in ("greedy", "beam 4")}  # section 1's (B, T)
 candidates = {"reference": reference_ids, **weak_outputs}
 score = {name: score_sequences(weak, test_src, ids, ALPHA) for name, ids in candidates.items()}  # (B,) s(Y)
 weak_decoded = {name: [pieces(row) for row in ids] for name, ids in weak_outputs.items()}
@@ -525,8 +530,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #
 # - A **search error** is chapter 09's worked example (its section 2) on a real model. At some step
 #   greedy decoding took the piece that looked best there, and the rest of the translation could not
-#   recover: it may fail to stop, or write on after a complete number. Yet the model scores the correct translation
-#   higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
+#   recover: it may fail to stop, or write on after a complete number. Yet the model scores the
+#   correct translation higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
 #   makes few of its own (both checked above). A search error does not promise that a better search
 #   finds the *correct* translation, though. It only says that the model likes something better than
 #   what was found. Beam search may find a translation that scores higher still and is wrong: a model
@@ -539,7 +544,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #
 # This is the sorting to do on any translator before tuning it: score the correct translation next
 # to the one the search found. If the model prefers the correct one, spend effort on the search (beam
-# size, length penalty). If it prefers its own, spend it on the model and its data. Real translation
+# size, length penalty). If it prefers its own, spend it on the model: here, more training on the
+# same data was enough. Real translation
 # models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
 # for many sentences, the translation their model scores highest of all is the empty one. No search
 # can repair that. A length penalty works around it; it does not remove it.
@@ -547,13 +553,15 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # %% [markdown]
 # ## Summary
 #
-# - Exact match, BLEU and chrF put greedy and beam search level on the test split, with no errors,
-#   in every stratum. A stratum per kind of number shows failures that a random split hides.
+# - The shipped model makes no error on the test split, with either search. On the under-trained
+#   model the three scores disagree: BLEU and chrF give partial credit, exact match does not.
+# - A stratum per kind of number shows failures that a random split hides, and sorting the errors
+#   shows how each kind fails: from 100 to 999 the answers go on, from 21 to 99 they stop early.
 # - `attention_maps` returns every head of the three attentions. In the trained model, layer 2's
 #   cross-attention heads read one English word at a time, out of order where German needs it. The
 #   entropy of a head's weights measures how sharp it is; sharp is not the same as right.
 # - Probing every round thousand and every "N thousand and k" that training left out finds no error
-#   on the shipped model.
+#   on the shipped model, and over a third wrong on the under-trained one.
 # - Where a model does err, score the correct translation. If the model prefers it, the error is a
 #   search error, and a better search can help. If the model prefers its wrong output, it is a model
 #   error, and only more training, data or capacity can help. On the same recipe stopped early, beam
@@ -568,9 +576,10 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # 1. Why does this chapter score BLEU on German *pieces* rather than on whole words?
 #    <details><summary>Answer</summary>
 #
-#    A German number is one long word, so a sentence has no run of four words. BLEU on whole words
-#    is then 0 for every translation, even a perfect one. On pieces it gives partial credit to a
-#    translation with one wrong piece.
+#    A German number is one long word, so a sentence has no run of two, three or four words: those
+#    precisions are 0/0, which sacrebleu's corpus BLEU counts as 0. BLEU on whole words is then 0
+#    for every translation, even a perfect one. On pieces it gives partial credit to a translation
+#    with one wrong piece.
 #    </details>
 # 2. A head's cross-attention weights have an entropy near 0 for every piece. What does that tell
 #    you, and what does it not?

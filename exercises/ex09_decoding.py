@@ -209,4 +209,6 @@ check("ex09_3")
 
 # %% [markdown]
 # When every check above passes, run [chapter 09](../chapters/09_decoding.ipynb) again: the greedy,
-# beam and sampling translations then come from your code.
+# beam and sampling translations then come from your code. Next: [exercises
+# 11](ex11_testing_the_papers_choices.ipynb), the paper's choices in your own words (chapter 10 has
+# no exercises of its own).

@@ -123,5 +123,5 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 # YOUR ANSWER HERE
 
 # %% [markdown]
-# These questions close the course's tests of the paper's own choices. Chapter 07 has no exercises;
-# [chapter 15](ex15_real_weights.ipynb)'s are the last with code.
+# These questions close the course's tests of the paper's own choices. Next: [exercises
+# 12](ex12_real_translation.ipynb), real translation (chapter 10 has no exercises of its own).

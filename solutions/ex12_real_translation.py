@@ -328,4 +328,4 @@ check("ex12_3")
 # %% [markdown]
 # When every check above passes, run [chapter 12](../chapters/12_real_translation.ipynb) again: its
 # token batches, averaged checkpoints and the merges it compares with the library's then come from
-# your code.
+# your code. Next: [exercises 13](ex13_modern_language_models.ipynb), a modern language model.

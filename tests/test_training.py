@@ -415,3 +415,22 @@ def test_strata_scores_of_given_translations_match_evaluate_strata() -> None:
     table = strata_table(greedy, strata_scores(task, "test", wrong), names=["greedy %", "all 'null' %"])
     assert "greedy %" in table.splitlines()[0] and "all 'null' %" in table.splitlines()[0]
     assert "round thousands" in table and table.count("\n") == len(greedy)
+
+
+def test_evaluate_is_translate_then_score_translations() -> None:
+    from transformer_course.datasets.numbers import numbers_task
+    from transformer_course.evaluation import score_translations, translate
+    from transformer_course_tools.models.pretrained import load_pretrained
+
+    model = load_pretrained().model
+    task = numbers_task(n_train=0, n_valid=20, n_test=20, n_per_stratum=5)
+    pairs = task.test[-30:]  # long numbers: a sentence of one piece has no 2-, 3- or 4-grams (BLEU 0)
+    hypotheses = translate(model, [s for s, _ in pairs], task)
+    assert evaluate(model, pairs, task) == score_translations(hypotheses, pairs, task)
+    references = [t for _, t in pairs]
+    assert score_translations(references, pairs, task) == {"exact_match": 100.0, "bleu": 100.0, "chrf": 100.0}
+    three_wrong = [["null"]] * 3 + references[3:]
+    scores = score_translations(three_wrong, pairs, task)
+    assert scores["exact_match"] == round(100 * 27 / 30, 2) and scores["bleu"] < 100 and scores["chrf"] < 100
+    with pytest.raises(ValueError, match="one translation per pair"):
+        score_translations(references[:-1], pairs, task)

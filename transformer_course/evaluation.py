@@ -138,12 +138,11 @@ def _decoder(decode: DecodeFunction | None, use_cache: object) -> DecodeFunction
 
 def _translate_pairs(
     model: nn.Module, pairs: Sequence[Pair], task: Task, batch_size: int, decode: DecodeFunction
-) -> tuple[list[list[str]], list[str], list[str]]:
-    """Translate the sources of ``pairs``: (hypothesis tokens, hypothesis texts, reference texts)."""
+) -> list[list[str]]:
+    """Translate the sources of ``pairs``: the target tokens of each."""
     if not pairs:
         raise ValueError("pairs must not be empty")
-    hypotheses = translate(model, [s for s, _ in pairs], task, batch_size, decode=decode)  # §6.1's limit
-    return hypotheses, [task.detokenize(h) for h in hypotheses], [task.detokenize(t) for _, t in pairs]
+    return translate(model, [s for s, _ in pairs], task, batch_size, decode=decode)  # §6.1's limit
 
 
 def evaluate(
@@ -156,8 +155,19 @@ def evaluate(
     *,
     decode: DecodeFunction | None = None,
 ) -> dict[str, float]:
-    """Translate ``pairs`` (``decode``: as in :func:`translate`) and score them (see the module):
-    ``{"exact_match", "bleu", "chrf"}``.
+    """Translate ``pairs`` (``decode``: as in :func:`translate`) and score them with
+    :func:`score_translations`: ``{"exact_match", "bleu", "chrf"}``."""
+    if bleu_on not in ("tokens", "text"):
+        raise ValueError(f"bleu_on must be 'tokens' or 'text', got {bleu_on!r}")
+    hypotheses = _translate_pairs(model, pairs, task, batch_size, _decoder(decode, use_cache))
+    return score_translations(hypotheses, pairs, task, bleu_on)
+
+
+def score_translations(
+    hypotheses: Sequence[Sequence[str]], pairs: Sequence[Pair], task: Task, bleu_on: str = "tokens"
+) -> dict[str, float]:
+    """Score translations already made (target tokens, one per pair) against the pairs' targets
+    (see the module): ``{"exact_match", "bleu", "chrf"}``, in percent, rounded to 2 decimals.
 
     ``bleu_on``: "tokens" counts n-grams of the task's tokens; "text" lets sacrebleu tokenize the
     detokenized text (its standard "13a" tokenizer), the comparable score for real sentences.
@@ -166,14 +176,14 @@ def evaluate(
 
     if bleu_on not in ("tokens", "text"):
         raise ValueError(f"bleu_on must be 'tokens' or 'text', got {bleu_on!r}")
-    decode = _decoder(decode, use_cache)
-    hypotheses, hyp_text, ref_text = _translate_pairs(model, pairs, task, batch_size, decode)
-    references = [t for _, t in pairs]
+    if len(hypotheses) != len(pairs) or not pairs:
+        raise ValueError(f"hypotheses must hold one translation per pair: got {len(hypotheses)} for {len(pairs)} pairs")
+    hyp_text, ref_text = [task.detokenize(h) for h in hypotheses], [task.detokenize(t) for _, t in pairs]
     exact = sum(h == r for h, r in zip(hyp_text, ref_text, strict=True)) / len(pairs)
     if bleu_on == "text":
         bleu = sacrebleu.corpus_bleu(hyp_text, [ref_text])
     else:
-        bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]])
+        bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in pairs]])
     chrf = sacrebleu.corpus_chrf(hyp_text, [ref_text])
     return {"exact_match": round(100 * exact, 2), "bleu": round(bleu.score, 2), "chrf": round(chrf.score, 2)}
 
@@ -189,7 +199,7 @@ def evaluate_strata(
     Each number is translated once, however many strata it belongs to.
     """
     _check_strata(task, split)
-    hypotheses = _translate_pairs(model, getattr(task, split), task, batch_size, _decoder(decode, None))[0]
+    hypotheses = _translate_pairs(model, getattr(task, split), task, batch_size, _decoder(decode, None))
     return strata_scores(task, split, hypotheses)
 
 
