@@ -531,7 +531,7 @@ print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 # >   chance alone they agree one time in four.
 
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_least, expect_at_most
 
 expect_at_least("the toy model reverses held-out strings exactly", toy_scores["exact_match"], 50, "%")
@@ -586,7 +586,7 @@ cheating_scores = evaluate(cheating_model, toy.test, toy)
 print("reverse task, held-out strings:", cheating_scores)
 print(toy.test[0][0], "→", translate(cheating_model, [toy.test[0][0]], toy)[0][:12], "…")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_most("the model trained on unshifted targets reverses held-out strings exactly",
                cheating_scores["exact_match"], 5, "%")  # fmt: skip
 
@@ -678,7 +678,7 @@ test_answers = translate(model, test_sources, task)  # German pieces, read greed
 test_scores = score_translations(test_answers, task.test, task)
 print(test_scores)
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 # Over the runs we measured (PyTorch 2.3 and 2.13, one and two threads, both kinds of CPU arithmetic),
 # exact match always stayed above its bound, while outputs that never stopped took BLEU below 98 in
 # one of them, and more than ten points below 100 in a run reported on PyTorch 2.3.

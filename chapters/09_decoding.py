@@ -376,7 +376,7 @@ plt.show()
 # *zwanzig eins `<eos>`* waits in the beam until the search ends.
 #
 # On the trained model, greedy and beam search almost always agree, because the model is confident
-# (chapter 10 counts how often). Here are the 4 best hypotheses of beam search for one sentence, with the
+# (chapter 10 counts how often they disagree, on an under-trained copy). Here are the 4 best hypotheses of beam search for one sentence, with the
 # paper's settings ($k = 4$, α = 0.6) and their length-penalised scores:
 
 # %%
@@ -557,7 +557,7 @@ print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.ke
       "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")  # fmt: skip
 assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_most("largest difference between the logits, cached against one pass", (stepwise - full).abs().max().item(), 1e-4)
 
 # %% [markdown]

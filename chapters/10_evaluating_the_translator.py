@@ -473,7 +473,7 @@ print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs 
 # The counts are this run's. The next cell checks what the chapter claims about them (chapter 08's
 # box says how the book tests a claim):
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 wrong_after_beam = len(references) - kinds["beam 4"].count("right")
 expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")  # fmt: skip
 expect_at_least("greedy's wrong translations that are search errors", kinds["greedy"].count("search error"), 1)
@@ -516,7 +516,7 @@ for row, i in enumerate(shown.tolist()):
         kind = "" if name == "reference" else kinds[name][i]
         print(f"    {name:10} {shortened(words):44} {log_p[name][row]:7.2f} {score[name][i]:7.2f}  {kind}".rstrip())
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 search_error, model_error = first["greedy: search error"], first["greedy: model error"]
 expect("the first search error: the model scores the reference above greedy's output",
        score["reference"][search_error] > score["greedy"][search_error],
@@ -591,8 +591,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # 3. A translation is wrong. How do you tell a search error from a model error?
 #    <details><summary>Answer</summary>
 #
-#    Score the correct translation and the found one under the model. If the model gives the
-#    correct one the higher probability, the search missed it. Otherwise the model is wrong, and no
+#    Score the correct translation and the found one under the model, with the search's own score
+#    $s(Y)$. If the correct one scores higher, the search missed it. Otherwise the model is wrong, and no
 #    search will help.
 #    </details>
 # 4. After beam search, almost all of a model's errors are model errors. What do you change?

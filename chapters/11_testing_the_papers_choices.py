@@ -160,7 +160,7 @@ scale_result = run_experiment("embedding-scale", variants={
 course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
 display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, unscaled)}"))
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
 names = ("the course", "PyTorch's default")  # the course's table, and N(0, 1) × √D
 expect_above("exact match: the course's table beats PyTorch's default table × √D by over 20 points, every run",
@@ -231,7 +231,7 @@ display(Markdown(
     f"{low_high[learned][1]:.0f} %."
 ))  # fmt: skip
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 variants = positions_result.variants.values()
 short = [sum(v.values(f"{n} exact")[i] for n in range(3, 7)) / 4 for v in variants for i in range(len(v.runs))]
 longer = [x for v in variants for n in range(11, 17) for x in v.values(f"{n} exact")]
@@ -312,7 +312,7 @@ warmup_result = run_experiment("warm-up", variants={
 })  # fmt: skip
 post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 exact = {name: v.values("exact match %") for name, v in warmup_result.variants.items()}
 loss = {name: v.values(FINAL_LOSS) for name, v in warmup_result.variants.items()}
 expect_at_most("post-LN without warm-up: held-out strings reversed exactly, best seed", max(exact[post_cold]), 2, "%")
@@ -375,7 +375,7 @@ residual_result = run_experiment("residuals", variants={
 })  # fmt: skip
 with_shortcuts, without_shortcuts = residual_result.variants
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 exact = {name: v.values("exact match %") for name, v in residual_result.variants.items()}
 loss = {name: v.values(FINAL_LOSS) for name, v in residual_result.variants.items()}
 expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
@@ -436,7 +436,7 @@ display(Markdown(
     + smoothing_result.verdict("exact match %", sharp, smooth)
 ))  # fmt: skip
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 values = {metric: {name: v.values(metric) for name, v in smoothing_result.variants.items()}
           for metric in smoothing_result.metrics()}  # fmt: skip
 expect_above("mean confidence: lower with ε = 0.1, beyond the spread of the seeds",

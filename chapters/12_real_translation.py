@@ -32,8 +32,8 @@
 #   and output, and measure what the size of the vocabulary trades;
 # - batch by a token budget instead of a number of sentences, and measure the padding it saves;
 # - train on sentences, average the last checkpoints, and score the written text with sacrebleu;
-# - run the training on several processes with `torchrun` and DistributedDataParallel, and see why
-#   the ranks' gradients must be weighted by their token counts;
+# - split a training step over several processes as DistributedDataParallel does (two ranks simulated
+#   here; `torchrun` runs them for real), and see why the ranks' gradients are weighted by their tokens;
 # - read the cross-attention of the trained model, and sort its errors into kinds.
 #
 # **In the paper:**
@@ -508,7 +508,7 @@ pieces = [" ".join(h) for h in hypotheses], [[" ".join(t) for _, t in task.test]
 pieces_bleu = sacrebleu.corpus_bleu(*pieces, force=True)  # force: yes, these are tokens on purpose
 print(f"BLEU over subword pieces instead: {pieces_bleu.score:.2f} (not comparable with other systems)")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_between("test exact match", scores["exact_match"], *CLAIMS["exact_match"], "%")
 expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 

@@ -460,7 +460,7 @@ for batch, seconds in step_times.items():
 display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_times[16] / step_times[1]:.1f} times "
                  "as long as a step of one (a timing: it moves with whatever else the processor runs)."))  # fmt: skip
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_most("a step of 16 texts, relative to a step of one (16 would be no saving)", step_times[16] / step_times[1], 10)
 
 # %% [markdown]
@@ -568,7 +568,7 @@ with torch.no_grad():
 for name, mib in peaks.items():
     print(f"{name:28s} peak {mib:6.1f} MiB")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect("the teaching path's peak holds at least the 64 MiB of its weights",
        peaks["teaching path (chapter 03)"] >= 64, f"{peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
 expect("the blocked path's peak is less than a quarter of that",
@@ -593,7 +593,7 @@ training_peaks = {
 for name, mib in training_peaks.items():
     print(f"{name:28s} peak with autograd {mib:6.1f} MiB")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect("with autograd the blocked loop saves nothing: its peak is at least 90 % of the full matrix's",
        training_peaks["blocked, 128 keys a block"] >= 0.9 * training_peaks["teaching path (chapter 03)"],
        f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
@@ -607,7 +607,7 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # ## 7. The modern block learns to write
 #
 # `DecoderOnlyConfig.modern` now holds every part of this chapter. Does the block learn? We train a
-# small one for 300 steps (about a minute on an idle two-core CPU) on six plays by Shakespeare,
+# small one for 300 steps (a minute or two on an idle two-core CPU) on six plays by Shakespeare,
 # which ship with the course (`datasets/shakespeare.py`, public domain). A play is cut into
 # passages: a speech with its speaker, a stage direction, a scene heading. The end of each play is
 # held out. Chapter 12's byte-pair encoding learns the tokens, and consecutive passages are packed
@@ -747,7 +747,7 @@ expect_at_most("held-out loss, at least half a nat below the token frequencies' 
 #
 # - The paper: §3.1 (post-LN residual blocks), §3.3 (the ReLU feed-forward network), §3.5
 #   (sinusoidal positions).
-# - Radford et al. (2018, 2019): GPT and GPT-2 (decoder-only, pre-LN).
+# - Radford et al. (2018, 2019): GPT and GPT-2 (decoder-only; GPT post-LN, GPT-2 pre-LN).
 # - Zhang and Sennrich (2019), *Root Mean Square Layer Normalization*.
 # - Su et al. (2021), *RoFormer: Enhanced Transformer with Rotary Position Embedding*.
 # - Shazeer (2019), *Fast Transformer Decoding* (multi-query attention); Ainslie et al. (2023), *GQA*.

@@ -136,7 +136,7 @@ architecture_map(["training", "decoding"], model="decoder-only")
 #
 # The course ships a language model trained on the plays with this chapter's recipe
 # (`scripts/make_lm_checkpoint.py` made it, in several minutes on a CPU). `load_pretrained_lm` reads
-# it and checks its SHA-256 against the hash recorded beside the file, as chapter 09 does for the
+# it and checks its SHA-256 against the hash recorded beside the file, as chapter 08 does for the
 # translator. The file also records how the model was made. We take the recipe from there, so that
 # our run below is the beginning of the same run.
 
@@ -281,7 +281,7 @@ ax.set(xlabel="training step", ylabel="cross-entropy (nats per token)", xlim=(0,
 ax.legend()
 plt.show()
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_between(f"validation loss after {steps} steps, near the shipped run's at that step (nats)", valid_loss,
                round(recorded[steps] - 0.1, 2), round(recorded[steps] + 0.1, 2))  # fmt: skip
 
@@ -400,7 +400,7 @@ assert identical
 # %% tags=["nbval-ignore-output"]
 print(f"16 texts of up to 100 tokens: {fast:.2f} s with the cache, {slow:.2f} s without ({slow / fast:.1f}× the time)")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f} s with it")
 
 # %% [markdown]

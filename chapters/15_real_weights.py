@@ -107,9 +107,10 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # Every box of the map below now gets its numbers from a checkpoint someone else trained: the
-# embeddings and their positions, and every layer of both stacks. The model is the one chapters 06
-# and 10 built. This chapter adds six settings to its two configurations, three to each, and two
-# values to existing ones (a learned position table, GELU). With them it can take each family's
+# embeddings and their positions, and every layer of both stacks. The models are the ones chapters 06
+# and 13 built. This chapter adds six settings to its two configurations, three to each, and two
+# values to existing ones (a learned position table, GELU: $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the
+# normal distribution's CDF). With them it can take each family's
 # choices; the rest is where its weights come from.
 # The [notation page](../book/notation.md) lists the letters.
 #
@@ -512,7 +513,7 @@ with torch.no_grad():
 print(f"norm1 and norm2 exchanged: largest difference {wrong_difference:.2f} of the largest logit")
 del wrong, swapped
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_least("two norms exchanged: largest |difference| relative to the largest logit", wrong_difference, 0.01)
 
 # %% [markdown]
@@ -528,7 +529,7 @@ for row in range(len(tgt)):
     print("   ours chooses         ", ours_next[row].tolist())
     print("   transformers chooses ", their_next[row].tolist())
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect("Marian: the most likely token identical at every position", torch.equal(ours_next, their_next),
        f"{ours_next.numel()} positions, {len(ours_next.unique())} distinct tokens")  # fmt: skip
 

@@ -393,7 +393,8 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
 # > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. The
-# > engine's own cache settles it: below, the engine allocates one for 1,000 tokens of our 4-layer
+# > course's inference engine (section 4 introduces it) keeps a cache of its own, which settles it:
+# > below, the engine allocates one for 1,000 tokens of our 4-layer
 # > model, and we compare its bytes with both counts.
 
 # %%
@@ -404,7 +405,7 @@ wrong = 4 * kv_numbers(1000, layers=smol.config.n_layers, kv_heads=smol.config.n
 print(f"the engine's cache for 1,000 tokens: {allocated / 2**20:.2f} MiB")
 print(f"counted with the 3 key/value heads: {right / 2**20:.2f} MiB; with the 9 query heads: {wrong / 2**20:.2f} MiB")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect("the cache counted with the key/value heads: the engine's, to the byte", right == allocated,
        f"{allocated:,} bytes")  # fmt: skip
 expect("the cache counted with every query head: three times too large", wrong == 3 * allocated, f"{wrong:,} bytes")
@@ -436,7 +437,7 @@ for name in errors:
     print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
           f"greedy tokens equal to float32's: {agreement[name]:.0%}")  # fmt: skip
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_most("int8 weights only: largest logit error relative to the largest logit", errors["int8 weights only"], 0.1)
 expect_at_most("int8 weights and inputs: largest logit error relative to the largest logit",
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
@@ -509,7 +510,7 @@ display(Markdown(
     f"weights at {read['float32'] / timings['float32'] / bandwidth:.0%} of the speed one thread reads memory at."
 ))  # fmt: skip
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
@@ -527,8 +528,9 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # logits, as they ask your modules (`decoding.py`'s `Predictor`: the one thing an engine must do).
 # It reads the model's parameters into a *plan*, once:
 #
-# - each weight matrix in the layout its product reads fastest (on a CPU: $W^\top$ stored contiguous
-#   for one row, oneDNN's blocked layout for several);
+# - each weight matrix in the layout chosen for its product (on a CPU: $W^\top$ stored contiguous for
+#   one row, oneDNN's blocked layout for several; the benchmarks measured these choices, and the table
+#   below times them on this machine);
 # - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
 # - the keys and values of the source projected once per call, for every layer at once;
 # - caches allocated once for the longest output, instead of growing at every step;
@@ -596,7 +598,7 @@ operations = {name: operations_per_layer(path) for name, path in paths.items()}
 for path, count in operations.items():
     print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
 expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
 
@@ -633,7 +635,7 @@ for path, s in path_seconds.items():
     print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
 print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect_at_least("the engine's speed relative to your modules' (batch 1)",
                 path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
 
