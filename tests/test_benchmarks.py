@@ -104,7 +104,8 @@ def test_the_engines_benchmark_runs_its_quick_mode(capsys: pytest.CaptureFixture
 
 
 def test_the_byte_count_of_a_plan_is_its_weights() -> None:
-    """What benchmarks/engines.py divides by the time: every decoder matrix and the output layer once."""
+    """What benchmarks/engines.py divides by the time: every decoder matrix and the output layer once, and
+    the output's bias, which the engine adds to hold -inf for the tokens never chosen next (pad, bos)."""
     from transformer_course.lm import DecoderOnlyConfig
     from transformer_course_tools.engine.plan import plan_for
 
@@ -112,5 +113,7 @@ def test_the_byte_count_of_a_plan_is_its_weights() -> None:
     model = DecoderOnlyLM(DecoderOnlyConfig.modern(100, d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, bias=False))
     matrices = sum(p.numel() for p in model.parameters() if p.dim() == 2)  # the tied output once
     norms = sum(p.numel() for name, p in model.named_parameters() if "norm" in name)
-    assert plan_for(model).nbytes == 4 * matrices  # the norms are folded into the matrices
+    plan = plan_for(model)
+    assert plan.output.bias is not None and plan.output.bias.isinf().sum() == 2  # the model itself has no bias
+    assert plan.nbytes == 4 * (matrices + 100)  # the norms are folded into the matrices; the bias: 100 floats
     assert norms > 0
