@@ -91,10 +91,15 @@ def check_same_device(model: torch.nn.Module, x: Tensor, name: str) -> None:
 
 def first_non_finite(module: torch.nn.Module) -> str | None:
     """``"<name> holds NaN"`` (or ``inf``) for the first parameter or buffer of ``module`` holding
-    one, else None. It reads every tensor: for an error message, not for every step."""
+    one, else None. A bias may hold -inf: a token that is never chosen (chapter 16's export of a
+    translator with two vocabularies gives the tokens of the other language -inf). It reads every
+    tensor: for an error message, not for every step."""
     tensors = [*module.named_parameters(), *module.named_buffers()]
     for name, t in tensors:
-        if t.dtype.is_floating_point and not bool(torch.isfinite(t).all()):
+        if not t.dtype.is_floating_point:
+            continue
+        never = t.dim() == 1 and name.endswith("bias") and t == float("-inf")  # a token never chosen
+        if not bool((torch.isfinite(t) | never).all()):
             return f"{name} holds {'NaN' if bool(torch.isnan(t).any()) else 'inf'}"
     return None
 
