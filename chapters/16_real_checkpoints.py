@@ -72,11 +72,11 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
     use_course(course, chapter=True)  # your copy in your Google Drive (made by the first notebook you run)
 
 # %% tags=["hide-cell"]
-import contextlib
 import copy
 import importlib.util
 import itertools
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -666,12 +666,16 @@ if missing:
 from transformer_course_tools.cli import main as course_command
 
 exports = Path(tempfile.mkdtemp())  # the exported files, in a folder of their own
-with contextlib.chdir(exports):
+here = Path.cwd()
+os.chdir(exports)  # the command writes where it runs, as in a terminal
+try:
     for model, out, target in [("numbers-en-de", "numbers-hf", "transformers"), ("numbers-en-de", "numbers-ct2", "ctranslate2"),
                                ("shakespeare-lm", "shakespeare-hf", "transformers"),
                                ("shakespeare-lm", "shakespeare-ct2", "ctranslate2"),
                                ("shakespeare-lm", "shakespeare.gguf", "gguf")]:  # fmt: skip
         course_command(["export", model, out, "--to", target])  # python -m transformer_course export …
+finally:
+    os.chdir(here)
 
 # %% [markdown]
 # **The same tokens.** Each engine now runs from the exported files alone, through its own tokenizer:
