@@ -137,7 +137,7 @@ def to_marian(model: Transformer):
     if c.sinusoid_layout == "interleaved":
         state = reorder_features(state, interleaved_to_halves_order(c.d_model))  # Marian's halves: same logits
     theirs = {
-        "model.encoder.embed_tokens.weight": _rows(state["src_embed.embedding.weight"], source_rows),
+        "model.encoder.embed_tokens.weight": _zero_padded(state["src_embed.embedding.weight"], source_rows),
         "model.decoder.embed_tokens.weight": state["tgt_embed.embedding.weight"],
         "lm_head.weight": state["output.weight"],
         "final_logits_bias": state["output.bias"][None],  # (1, V_tgt)
@@ -308,7 +308,7 @@ def _transformers():
     return transformers
 
 
-def _rows(table: Tensor, rows: int) -> Tensor:
+def _zero_padded(table: Tensor, rows: int) -> Tensor:
     """``table`` (V, D) with rows of zeros below it up to ``rows``: (rows, D)."""
     return torch.cat([table, table.new_zeros(rows - len(table), table.shape[1])])
 
