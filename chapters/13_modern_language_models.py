@@ -602,7 +602,7 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # PyTorch's own fused attention, `F.scaled_dot_product_attention`, can run FlashAttention on a GPU.
 # Its flash kernel reads no mask tensor: it is told `is_causal=True` and skips the blocks above the
 # diagonal. So `DecoderOnlyLM` says `is_causal=True` when it reads a whole text (`mark_causal` in
-# `attention.py`). With a KV cache the mask is no longer square, and it is passed as a tensor.
+# `lm.py`). With a KV cache the mask is no longer square, and it is passed as a tensor.
 #
 # ## 7. The modern block learns to write
 #

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course import attention
-from transformer_course.attention import fast_attention, is_causal_mask, mark_causal
-from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, causal_rows
+from transformer_course.attention import fast_attention, is_causal_mask
+from transformer_course.lm import DecoderOnlyConfig, DecoderOnlyLM, causal_rows, mark_causal
 
 
 @pytest.mark.parametrize("modern", [False, True], ids=["2017 block", "today's block"])

@@ -21,8 +21,9 @@ import torch.multiprocessing as mp
 from transformer_course import Transformer, TransformerConfig, distributed
 from transformer_course.batching import make_batch
 from transformer_course.checkpoint import load_checkpoint
-from transformer_course.distributed import World, join
+from transformer_course.distributed import World, fit_together, join, prepare_rank
 from transformer_course.schedule import make_optimizer, transformer_scheduler
+from transformer_course.step import train_step
 from transformer_course.token_batches import token_batch_stream, token_batches
 from transformer_course.training import FitOptions, fit
 from transformer_course_tools.cli import main
@@ -52,7 +53,9 @@ def _train(model: torch.nn.Module, batches, world: World | None) -> list[float]:
     optimizer = make_optimizer(model)
     scheduler = transformer_scheduler(optimizer, 16, warmup_steps=2, scale=0.05)  # lr ≈ 0.01, as a real run
     options = FitOptions(log_every=2, progress=False)
-    history = fit(model, batches, optimizer, scheduler, STEPS, options=options, world=world)
+    if world is None:
+        return fit(model, batches, optimizer, scheduler, STEPS, options=options).losses
+    history = fit_together(world, model, batches, optimizer, scheduler, STEPS, options=options)
     return history.losses
 
 
@@ -217,3 +220,22 @@ def test_a_world_of_one_weighs_by_one_and_agrees_with_itself(gloo_alone: World) 
     assert gloo_alone.weigh(torch.tensor(2.5)).item() == 2.5
     assert gloo_alone.add_up(torch.tensor([1.0, 2.0])).tolist() == [1.0, 2.0]
     assert gloo_alone.any(True) and not gloo_alone.any(False)
+
+
+def test_a_world_of_one_updates_as_train_step_and_stops_on_time(gloo_alone: World) -> None:
+    batch = make_batch(_examples(16), 0)
+    alone, reference = _model(), _model()
+    settings = (None, 0.1, 1.0, None)  # scheduler, smoothing, max_grad_norm, precision
+    loss = gloo_alone.update(alone, batch, make_optimizer(alone), *settings)
+    assert loss.item() == pytest.approx(train_step(reference, batch, make_optimizer(reference), *settings).item())
+    assert _largest_difference(alone.state_dict(), reference.state_dict()) < 1e-6
+    assert list(gloo_alone.until(iter(range(5)), max_seconds=60.0, every=2)) == [0, 1, 2, 3, 4]
+    assert list(gloo_alone.until(iter(range(5)), max_seconds=0.0, every=2)) == []
+
+
+def test_only_chapter_12_profiles_train_on_several_processes() -> None:
+    from transformer_course.data import load_task
+    from transformer_course.training import CPU_PROFILE
+
+    with pytest.raises(ValueError, match="chapter-12 task"):
+        prepare_rank(World(0, 2), load_task("copy"), CPU_PROFILE)

@@ -451,7 +451,6 @@ def _counting_texts(n: int) -> list[list[str]]:
 
 
 def test_a_tiny_model_learns_through_fit_with_without_source_and_lm_examples() -> None:
-    start = time.perf_counter()
     texts = _counting_texts(200)
     vocab = Vocab.build(texts)
     examples = lm_examples(texts, vocab)
@@ -470,7 +469,6 @@ def test_a_tiny_model_learns_through_fit_with_without_source_and_lm_examples() -
     assert history.lrs[0] == pytest.approx(3e-3 / 10) and max(history.lrs) == pytest.approx(3e-3)
     prompt = torch.tensor([[vocab.bos_id, *vocab.encode(["c", "d"])]])
     assert vocab.decode(generate(lm, prompt, 3)[0, 3:].tolist())[:2] == ["e", "f"]
-    assert time.perf_counter() - start < 30  # ~2 s on a 2-core CPU; generous for a loaded machine
 
 
 def test_without_source_ignores_the_source_and_owns_no_weights() -> None:

@@ -434,3 +434,9 @@ def test_evaluate_is_translate_then_score_translations() -> None:
     assert scores["exact_match"] == round(100 * 27 / 30, 2) and scores["bleu"] < 100 and scores["chrf"] < 100
     with pytest.raises(ValueError, match="one translation per pair"):
         score_translations(references[:-1], pairs, task)
+
+
+def test_fit_stops_when_a_finite_list_of_batches_runs_out() -> None:
+    model = _tiny(14)
+    history = fit(model, iter([_batch()] * 3), make_optimizer(model), None, 10, options=FitOptions(progress=False))
+    assert history.steps == [1, 2, 3] and len(history.losses) == 3

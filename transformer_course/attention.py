@@ -95,17 +95,9 @@ def scaled_dot_product_attention(
     ### END SOLUTION
 
 
-def mark_causal(mask: Tensor) -> Tensor:
-    """Mark ``mask``, a square causal mask (position t sees 0 … t, chapter 06's), so that
-    :func:`fast_attention` hands PyTorch ``is_causal=True`` instead of the mask. The mask stays the
-    same tensor with the same values: every other code, the teaching path included, reads it as
-    before. Returns ``mask``."""
-    mask.is_causal_mask = True  # an attribute of this one tensor: a copy or a slice is not marked
-    return mask
-
-
 def is_causal_mask(mask: Tensor | None) -> bool:
-    """Whether ``mask`` was marked by :func:`mark_causal`."""
+    """Whether ``mask`` says that it is a square causal mask (position t sees 0 … t, chapter 06's):
+    its attribute ``is_causal_mask`` is true (chapter 13's ``lm.mark_causal`` sets it)."""
     return getattr(mask, "is_causal_mask", False)
 
 
@@ -123,8 +115,8 @@ def fast_attention(
     ``q`` it needs costs more than asking). On a GPU it is applied always: asking
     (``empty.any()``) would make the CPU wait for the GPU, and the fix leaves the other rows
     unchanged. ``is_causal=True`` (with no mask) lets PyTorch skip building the causal mask, and so
-    does a square causal mask marked by :func:`mark_causal` (chapter 13's language model marks the
-    one it makes): PyTorch then gets ``is_causal=True`` instead of the mask, which on a GPU lets it
+    does a square causal mask that says so (:func:`is_causal_mask`: chapter 13's language model marks
+    the one it makes): PyTorch then gets ``is_causal=True`` instead of the mask, which on a GPU lets it
     take its flash kernel (a kernel that reads no mask).
 
     Shape:

@@ -23,15 +23,20 @@ counts), and a DDP *communication hook*, the function DDP calls to exchange each
 gradients, applies it. The step function of chapter 08 stays as it is, and the update equals the one
 a single process would make on all the ranks' batches together (``tests/test_distributed.py``).
 
-Nothing here reads a tensor's value back except :meth:`World.any`, which the training loop calls
-only every ``log_every`` steps, and only when training stops after a time limit.
+Chapter 08's loop stays as it is too: :func:`prepare_rank` puts one rank's run together (its share of
+the batches, its own dropout masks, the model in DDP) and :func:`fit_together` runs chapter 08's
+:func:`~transformer_course.training.fit` with :meth:`World.update` as its step. Nothing here reads a
+tensor's value back except :meth:`World.any`, asked every ``log_every`` steps, and only when training
+stops after a time limit.
 """
 
 # No ``from __future__ import annotations`` here: DDP reads the hook's annotations and wants the
 # class dist.GradBucket itself, not the string "dist.GradBucket".
 import os
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from functools import partial
 
 import torch
 import torch.distributed as dist
@@ -39,6 +44,11 @@ from torch import Tensor, nn
 from torch.nn.parallel import DistributedDataParallel
 
 from .batching import Batch
+from .checkpoint import Checkpoint
+from .data import Task
+from .sentence_training import SentenceProfile
+from .step import train_step
+from .training import Evaluation, FitOptions, History, Training, TrainingProfile, fit, prepare_training
 
 # the variables torchrun sets for each process it starts
 _TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
@@ -48,8 +58,8 @@ _TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTE
 class World:
     """This process's place among the processes of a run: ``rank`` of ``world_size``.
 
-    The training loop of chapter 08 (:func:`~transformer_course.training.fit`) takes one as its
-    ``world`` argument and calls :meth:`before_step`, :meth:`weigh`, :meth:`add_up` and :meth:`any`.
+    :func:`fit_together` trains with :meth:`update` (which calls :meth:`before_step`, :meth:`weigh`
+    and :meth:`add_up`) and stops all ranks at one step with :meth:`until` (which calls :meth:`any`).
     """
 
     rank: int = 0
@@ -64,6 +74,25 @@ class World:
         return self.rank == 0
 
     # -- per step ------------------------------------------------------------------------------------
+    def update(self, model: nn.Module, batch: Batch, *settings) -> Tensor:  # noqa: ANN002 - train_step's
+        """Chapter 08's :func:`~transformer_course.step.train_step` (``settings``: its arguments after the
+        batch) as one rank: the gradient weighed by this rank's share of the step's tokens, and the loss
+        returned that of all the ranks' tokens (every rank gets it; nothing is read back)."""
+        self.before_step(batch)
+        return self.add_up(self.weigh(train_step(model, batch, *settings)))
+
+    def until(self, batches: Iterator[Batch], max_seconds: float, every: int) -> Iterator[Batch]:
+        """``batches`` until ``max_seconds`` have passed on any rank, asked every ``every`` batches.
+
+        The clocks of the ranks differ a little, and every rank must make the same number of steps
+        (a rank that stops alone leaves the others waiting in an all-reduce forever).
+        """
+        start = time.perf_counter()
+        for taken, batch in enumerate(batches):
+            if taken % every == 0 and self.any(time.perf_counter() - start >= max_seconds):
+                return
+            yield batch
+
     def before_step(self, batch: Batch) -> None:
         """Find this rank's share ``n_r / n`` of the step's target tokens (one all-reduce, no host read)."""
         count = (batch.tgt_out != batch.pad_id).sum().float()  # n_r, 0-dim, on the batch's device
@@ -123,6 +152,57 @@ def token_weighted_all_reduce(world: World, bucket: dist.GradBucket) -> torch.fu
     gradients.mul_(world.token_share())
     work = dist.all_reduce(gradients, async_op=True)  # sum over the ranks, while backward goes on
     return work.get_future().then(lambda done: done.value()[0])
+
+
+def prepare_rank(
+    world: World,
+    task: Task,
+    profile: TrainingProfile,
+    device: torch.device | str = "cpu",
+    *,
+    seed: int | None = None,
+    resume: Checkpoint | None = None,
+) -> Training:
+    """Chapter 08's :func:`~transformer_course.training.prepare_training` for rank ``world.rank``:
+    this rank's share of the token batches, its own dropout masks, the model wrapped in DDP
+    (``run.model.module`` is the Transformer)."""
+    if not isinstance(profile, SentenceProfile):
+        raise ValueError("several processes share token batches: train a chapter-12 task (e.g. sentences-en-de)")
+    share = partial(profile.make_batches, task, rank=world.rank, world_size=world.world_size)
+    run = prepare_training(task, profile, device, seed=seed, resume=resume, make_batches=share)
+    seed = profile.seed if seed is None else seed
+    torch.manual_seed(seed + 1_000 * run.start_step + world.rank)  # other dropout masks on each rank
+    run.model = world.wrap(run.model)
+    return run
+
+
+def fit_together(
+    world: World,
+    model: nn.Module,
+    batches: Iterator[Batch],
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None,
+    steps: int,
+    *,
+    start_step: int = 0,
+    options: FitOptions | None = None,
+    evaluation: Evaluation | None = None,
+    history: History | None = None,
+) -> History:
+    """Chapter 08's :func:`~transformer_course.training.fit`, as rank ``world.rank`` of a run.
+
+    Each step is :meth:`World.update`: the ranks' gradients weighed by their tokens, the logged loss
+    that of all the ranks' tokens. A time limit (``options.max_seconds``) is agreed every
+    ``options.log_every`` steps (:meth:`World.until`). Only rank 0 shows progress and evaluates.
+    """
+    options = options if options is not None else FitOptions()
+    history = history if history is not None else History()
+    if options.max_seconds is not None:  # the seconds of earlier calls count, as in fit
+        batches = world.until(batches, options.max_seconds - history.seconds, options.log_every)
+    mine = replace(options, max_seconds=None, progress=options.progress and world.is_main)
+    evaluation = evaluation if world.is_main else None
+    return fit(model, batches, optimizer, scheduler, steps, start_step=start_step, options=mine,
+               evaluation=evaluation, history=history, update=world.update)  # fmt: skip
 
 
 def launched_by_torchrun() -> bool:

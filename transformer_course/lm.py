@@ -23,7 +23,6 @@ from torch import Tensor, nn
 
 from . import _validate
 from ._validate import check_ndim, check_same_device, check_token_ids
-from .attention import mark_causal
 from .cache import KVCache
 from .decoding import BeamStep, Engine, generate_tokens, never_next_bias, start_predictor, token_chooser
 from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
@@ -198,6 +197,15 @@ class DecoderOnlyLM(nn.Module):
     def num_parameters(self) -> int:
         """Number of distinct parameters (the tied matrix counts once)."""
         return sum(p.numel() for p in self.parameters())
+
+
+def mark_causal(mask: Tensor) -> Tensor:
+    """Mark ``mask``, a square causal mask (position t sees 0 … t, chapter 06's), so that chapter 03's
+    :func:`~transformer_course.attention.fast_attention` hands PyTorch ``is_causal=True`` instead of the
+    mask (on a GPU its flash kernel, which reads no mask). The mask stays the same tensor with the same
+    values: every other code, the teaching path included, reads it as before. Returns ``mask``."""
+    mask.is_causal_mask = True  # an attribute of this one tensor: a copy or a slice is not marked
+    return mask
 
 
 def causal_rows(start: int, length: int, device: torch.device | str | None = None) -> Tensor:

@@ -27,7 +27,7 @@ from .data import Task
 from .datasets.sentences import sentence_splits
 from .subwords import SubwordTokenizer, subword_task, train_subwords
 from .token_batches import token_batch_stream
-from .training import Replicas, TrainingProfile
+from .training import TrainingProfile
 
 Example = tuple[list[int], list[int]]  # (source ids, target ids with <bos> … <eos>)
 
@@ -43,13 +43,13 @@ class SentenceProfile(TrainingProfile):
     share_embeddings: bool = True  # one matrix for source, target and output (paper §3.4)
 
     def make_batches(
-        self, task: Task, seed: int, start_step: int = 0, world: Replicas | None = None
+        self, task: Task, seed: int, start_step: int = 0, rank: int = 0, world_size: int = 1
     ) -> tuple[Iterator[Batch], int]:
-        """Batches of ``max_tokens`` tokens (this rank's share in a distributed run), in an order drawn
-        with ``seed``, from batch ``start_step`` on. Returns (the stream, how many training pairs
+        """Batches of ``max_tokens`` tokens, in an order drawn with ``seed``, from batch ``start_step``
+        on; ``rank`` and ``world_size``: this process's share when several train together (see
+        :func:`~transformer_course.token_batches.shard`). Returns (the stream, how many training pairs
         were left out for their length, see :func:`training_examples`)."""
         examples, left_out = training_examples(task, self)
-        rank, world_size = (0, 1) if world is None else (world.rank, world.world_size)
         pad_id = task.tgt_vocab.pad_id
         return token_batch_stream(examples, self.max_tokens, pad_id, seed, start_step, rank, world_size), left_out
 

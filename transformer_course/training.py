@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import partial
-from typing import Protocol
 
 import torch
 from torch import Tensor, nn
@@ -58,14 +57,10 @@ class TrainingProfile:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def make_batches(
-        self, task: Task, seed: int, start_step: int = 0, world: Replicas | None = None
-    ) -> tuple[Iterator[Batch], int]:
+    def make_batches(self, task: Task, seed: int, start_step: int = 0) -> tuple[Iterator[Batch], int]:
         """Chapter 08's batches: ``batch_size`` training sentences each, in an order drawn with
         ``seed``, from batch ``start_step`` on. Returns (the stream, the pairs left out: none here;
         chapter 12's :class:`~transformer_course.sentence_training.SentenceProfile` leaves out long ones)."""
-        if world is not None:
-            raise ValueError("several processes share token batches: train a chapter-09 task (e.g. sentences-en-de)")
         examples = encode_pairs(task.train, task.src_vocab, task.tgt_vocab)
         return batch_stream(examples, self.batch_size, task.tgt_vocab.pad_id, seed, start_step), 0
 
@@ -137,27 +132,6 @@ class History:
         return cls(**data)
 
 
-class Replicas(Protocol):
-    """What :func:`fit` asks of the processes of a distributed run (chapter 12: ``distributed.World``).
-
-    One process needs none of it: ``fit(..., world=None)``, the default, never calls these.
-    """
-
-    rank: int  # this process's number, 0 … world_size - 1
-    world_size: int  # how many processes train together
-    is_main: bool  # this process shows the progress bar and evaluates
-
-    def before_step(self, batch: Batch) -> None: ...  # learn this rank's share of the step's tokens
-
-    def weigh(self, loss: Tensor) -> Tensor: ...  # this rank's part of the step's loss
-
-    def add_up(self, values: Tensor) -> Tensor: ...  # the sum over the ranks
-
-    def any(self, flag: bool) -> bool: ...  # true everywhere if true on one rank
-
-    def wrap(self, model: nn.Module) -> nn.Module: ...  # the model as one replica of the run (DDP)
-
-
 @dataclass
 class FitOptions:
     """How :func:`fit` makes each step, when it stops early, and how it reports.
@@ -211,7 +185,7 @@ def fit(
     options: FitOptions | None = None,
     evaluation: Evaluation | None = None,
     history: History | None = None,
-    world: Replicas | None = None,
+    update: Callable[..., Tensor] | None = None,
 ) -> History:
     """The training loop: take a batch, make one step, record, sometimes evaluate.
 
@@ -221,11 +195,10 @@ def fit(
     GPUs), and checked to be finite. ``evaluation`` (:class:`Evaluation`) scores the model from time
     to time and at the end; each score is stored in ``history.evals`` with the step and the training
     seconds so far. ``history`` is continued when given (a run trained in several calls).
+    Training also stops when ``batches`` runs out (a finite list of batches is trained on once).
 
-    ``world`` (chapter 12) makes this one of several processes training ``model`` (wrapped in
-    DistributedDataParallel) together: each step's tokens weigh each rank's gradient, the logged
-    loss is that of all ranks' tokens, the time limit is agreed every ``log_every`` steps, and only
-    the main process shows progress and evaluates.
+    ``update`` makes one step and returns its loss; it takes :func:`~transformer_course.step.train_step`'s
+    arguments and is that function unless given (chapter 12's processes pass one that also talks to the others).
     """
     with warnings.catch_warnings():  # without ipywidgets tqdm.auto warns, then falls back to a text bar: fine
         warnings.simplefilter("ignore")
@@ -235,39 +208,40 @@ def fit(
         raise ValueError(f"steps ({steps}) must be >= start_step ({start_step})")
     options = options if options is not None else FitOptions()
     history = history if history is not None else History()
+    update = update if update is not None else train_step
     device = next(model.parameters()).device
-    endless = options.max_seconds is not None and steps >= 10**8  # "until the time is up": no total
-    main = world is None or world.is_main
+    endless = steps >= 10**8  # "until the time is up" (or the batches run out): no total to show
     bar = tqdm(
-        total=None if endless else steps, initial=start_step, disable=not options.progress or not main,
+        total=None if endless else steps, initial=start_step, disable=not options.progress,
         desc="training", unit="step", file=_progress_file(),
     )  # fmt: skip
     clock = _Clock(history.seconds)
     pending: list[Tensor] = []  # losses not read yet
     step = start_step
-    while step < steps and not _time_is_up(clock, options, world, step):
-        batch = next(batches).to(device)
+    while step < steps and not _time_is_up(clock, options):
+        batch = next(batches, None)
+        if batch is None:  # a finite stream ran out
+            break
+        batch = batch.to(device)
         history.lrs.append(optimizer.param_groups[0]["lr"])
-        if world is not None:
-            world.before_step(batch)  # chapter 12: this rank's share of the tokens weighs its gradient
-        loss = train_step(
+        loss = update(
             model, batch, optimizer, scheduler, options.smoothing, options.max_grad_norm, options.precision
         )  # 0-dim tensor, not read yet
-        pending.append(loss if world is None else world.weigh(loss))
+        pending.append(loss)
         step += 1
         history.steps.append(step)
         bar.update(1)
         due = evaluation is not None and evaluation.due(step, steps)
         if len(pending) == options.log_every or due:
-            _log(history, pending, step, bar, world)
-        if due and main:
+            _log(history, pending, step, bar)
+        if due:
             with clock.paused():
                 _record(history, step, clock.seconds(), evaluation.fn(model), bar)
     if pending:
-        _log(history, pending, step, bar, world)
+        _log(history, pending, step, bar)
     bar.close()
     history.seconds = clock.seconds()
-    if evaluation is not None and main and (not history.evals or history.evals[-1]["step"] != step):
+    if evaluation is not None and (not history.evals or history.evals[-1]["step"] != step):
         _record(history, step, history.seconds, evaluation.fn(model), None)
     return history
 
@@ -283,7 +257,7 @@ class Training:
     history = fit(run.model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options)
     """
 
-    model: nn.Module  # on the device; the DDP replica in a distributed run (the Transformer is model.module)
+    model: nn.Module  # on the device (chapter 12's several processes wrap it: the Transformer is model.module)
     batches: Iterator[Batch]
     optimizer: torch.optim.Optimizer
     scheduler: LambdaLR
@@ -301,7 +275,7 @@ def prepare_training(
     build: Callable[[], nn.Module] | None = None,
     schedule: Callable[[int], float] | None = None,
     resume: Checkpoint | None = None,
-    world: Replicas | None = None,
+    make_batches: Callable[[int, int], tuple[Iterator[Batch], int]] | None = None,
 ) -> Training:
     """Put one training run together, always in the same order: seed, model, optimizer, scheduler, batches.
 
@@ -312,12 +286,11 @@ def prepare_training(
     * the **optimizer**: Adam with the paper's settings (:func:`~transformer_course.schedule.make_optimizer`);
     * the **scheduler**: the paper's warm-up schedule with the profile's settings, or
       ``schedule(count)``, the learning rate of update ``count`` (counted from 0);
-    * the **batches**: ``profile.make_batches(task, seed, …)``, sentences or a token budget.
+    * the **batches**: ``make_batches(seed, start_step)`` (default ``profile.make_batches`` for
+      ``task``), sentences or a token budget; it returns (the stream, the training pairs left out).
 
     ``resume`` goes on from a checkpoint (the caller checks that it fits ``task``): its model,
-    optimizer, scheduler and random state, and the batches from its step on. ``world`` makes this
-    one rank of a distributed run: its share of the batches, its own dropout masks, the model
-    wrapped for DDP.
+    optimizer, scheduler and random state, and the batches from its step on.
     """
     if resume is not None and build is not None:
         raise ValueError("give build (a new model) or resume (the checkpoint's model), not both")
@@ -336,10 +309,8 @@ def prepare_training(
         scheduler = LambdaLR(optimizer, schedule)
     if resume is not None:
         resume.restore(optimizer, scheduler)  # the saved state, random numbers included
-    batches, left_out = profile.make_batches(task, seed, start_step, world)
-    if world is not None:
-        torch.manual_seed(seed + 1_000 * start_step + world.rank)  # other dropout masks on each rank
-        model = world.wrap(model)
+    make_batches = make_batches if make_batches is not None else partial(profile.make_batches, task)
+    batches, left_out = make_batches(seed, start_step)
     options = FitOptions(profile.smoothing, profile.max_grad_norm, MixedPrecision.for_device(device))
     return Training(model, batches, optimizer, scheduler, options, left_out, start_step)
 
@@ -369,22 +340,14 @@ def _progress_file():
     return sys.stdout if "ipykernel" in sys.modules else sys.stderr
 
 
-def _time_is_up(clock: _Clock, options: FitOptions, world: Replicas | None, step: int) -> bool:
-    """Has training used its ``max_seconds``? Processes of one run ask together, every ``log_every``
-    steps (the clocks of the ranks differ a little, and every rank must make the same number of steps)."""
-    if options.max_seconds is None:
-        return False
-    if world is None:
-        return clock.seconds() >= options.max_seconds
-    return step % options.log_every == 0 and world.any(clock.seconds() >= options.max_seconds)
+def _time_is_up(clock: _Clock, options: FitOptions) -> bool:
+    """Has training used its ``max_seconds``?"""
+    return options.max_seconds is not None and clock.seconds() >= options.max_seconds
 
 
-def _log(history: History, pending: list[Tensor], step: int, bar, world: Replicas | None = None) -> None:
+def _log(history: History, pending: list[Tensor], step: int, bar) -> None:
     """Read the pending losses with one transfer, check them, and show the last one."""
-    together = torch.stack(pending)  # (steps,)
-    if world is not None:
-        together = world.add_up(together)  # the weighed parts of all ranks: the loss over all the step's tokens
-    losses = together.float().tolist()  # the one place the loop waits for a GPU
+    losses = torch.stack(pending).float().tolist()  # (steps,): the one place the loop waits for a GPU
     pending.clear()
     bad = next((loss for loss in losses if not math.isfinite(loss)), None)
     if bad is not None:

@@ -6,7 +6,8 @@ The run is put together by :func:`~transformer_course.training.prepare_training`
 batches of a number of sentences; a chapter-09
 :class:`~transformer_course.sentence_training.SentenceProfile` on batches of a token budget, with
 shared embeddings, BLEU on the written text and the tokenizer saved in the checkpoint, and it may
-be one of several processes (``world``, see :mod:`transformer_course.distributed`).
+be one of several processes (``world``: :mod:`transformer_course.distributed`'s ``prepare_rank`` and
+``fit_together`` in place of ``prepare_training`` and ``fit``).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 from transformer_course.data import Pair, Task
 from transformer_course.decoding import greedy_decode
-from transformer_course.distributed import World
+from transformer_course.distributed import World, fit_together, prepare_rank
 from transformer_course.evaluation import evaluate, evaluate_strata
 from transformer_course.model import Transformer
 from transformer_course.subwords import task_tokenizer
@@ -80,15 +82,20 @@ def run_training(
             raise ValueError(f"{resume} was saved with other vocabularies than task {task.name!r}")
         profile = type(profile)(**checkpoint.extra.get("profile", profile.to_dict()))
         history = History.from_dict(checkpoint.extra["history"]) if "history" in checkpoint.extra else History()
-    run = prepare_training(task, profile, device, resume=checkpoint, world=world)
+    if world is None:
+        run = prepare_training(task, profile, device, resume=checkpoint)
+        train = fit
+    else:
+        run = prepare_rank(world, task, profile, device, resume=checkpoint)
+        train = partial(fit_together, world)
     model = run.model if world is None else run.model.module  # the Transformer, to score and save
     score = scorer(task)
     valid = task.valid[:eval_pairs]
     options = replace(run.options, max_seconds=max_seconds, progress=progress)
     with _ctrl_c_ends_the_run(options, alone=world is None) as interrupted:
-        history = fit(
+        history = train(
             run.model, run.batches, run.optimizer, run.scheduler, max(steps, run.start_step),
-            start_step=run.start_step, options=options, history=history, world=world,
+            start_step=run.start_step, options=options, history=history,
             evaluation=Evaluation(lambda _: {} if interrupted else score(model, valid), profile.eval_every),
         )  # fmt: skip
     step = history.steps[-1] if history.steps else run.start_step
