@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import replace
 from functools import partial
 
