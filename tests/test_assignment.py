@@ -25,11 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 WORKED = sorted((ROOT / "solutions").glob("ex[0-9][0-9]_*.py"))
 
 
-def _plan(exercises: list[str], questions: str = "") -> assignment.Plan:
+def _handout(exercises: list[str], questions: str = "") -> assignment.Handout:
     config = load_config(None)
     if questions:
         config.written_questions = questions.split()
-    return assignment.plan(ROOT, config, exercises, None)
+    return assignment.handout(ROOT, config, exercises, None)
 
 
 @pytest.mark.parametrize("path", WORKED, ids=[p.stem for p in WORKED])
@@ -58,9 +58,9 @@ def test_a_markdown_cell_with_two_questions_gives_one_part_each() -> None:
 
 
 def test_nbgrader_gets_graded_tests_answers_and_locked_cells() -> None:
-    plan = _plan(["ex03_1", "ex03_2"], "ex03_q1 ex03_q4")
-    plan.exercises["ex03_1"] = 2.0
-    notebook = nbgrader.assignment_notebook(ROOT / "solutions" / "ex03_attention.py", plan)
+    handout = _handout(["ex03_1", "ex03_2"], "ex03_q1 ex03_q4")
+    handout.exercises["ex03_1"] = 2.0
+    notebook = nbgrader.assignment_notebook(ROOT / "solutions" / "ex03_attention.py", handout)
     meta = {
         c.metadata["nbgrader"]["grade_id"]: (c, c.metadata["nbgrader"])
         for c in notebook.cells
@@ -80,8 +80,8 @@ def test_nbgrader_gets_graded_tests_answers_and_locked_cells() -> None:
 
 
 def test_nbgrader_config_names_the_students_files_and_the_stubs() -> None:
-    plan = _plan(["ex03_1", "ex04_1"], " ")
-    plan.name = "hw3"
+    handout = _handout(["ex03_1", "ex04_1"], " ")
+    handout.name = "hw3"
 
     class Section(dict):
         def __getattr__(self, name: str) -> object:
@@ -91,7 +91,7 @@ def test_nbgrader_config_names_the_students_files_and_the_stubs() -> None:
             self[name] = value
 
     config = Section()
-    exec(nbgrader.config_text(plan), {"get_config": lambda: config})  # noqa: S102 - our own file
+    exec(nbgrader.config_text(handout), {"get_config": lambda: config})  # noqa: S102 - our own file
     assert config.Autograde.exclude_overwriting == {
         "hw3": ["transformer_course/attention.py", "transformer_course/multihead.py"]
     }
@@ -104,8 +104,8 @@ def test_nbgrader_config_names_the_students_files_and_the_stubs() -> None:
 def test_otter_master_puts_each_answer_in_otters_blocks() -> None:
     import yaml
 
-    plan = _plan(["ex03_1", "ex03_2"], "ex03_q1").only("ex03_attention")
-    notebook = otter.master_notebook(ROOT / "solutions" / "ex03_attention.py", plan)
+    handout = _handout(["ex03_1", "ex03_2"], "ex03_q1").only("ex03_attention")
+    notebook = otter.master_notebook(ROOT / "solutions" / "ex03_attention.py", handout)
     cells, depth, questions = notebook.cells, [], []
     settings = yaml.safe_load(cells[0].source)
     assert settings["name"] == "ex03_attention" and settings["run_tests"] is False
@@ -147,8 +147,8 @@ def test_the_requirements_pin_the_courses_pytorch_as_its_cpu_build(tmp_path: Pat
 def _folder(tmp_path: Path, exercises: list[str], timeout_s: float | None = None) -> Path:
     folder = tmp_path / "release"
     folder.mkdir(parents=True)
-    plan = _plan(exercises, " ")
-    assignment.write_package(ROOT, folder, plan)
+    handout = _handout(exercises, " ")
+    assignment.write_package(ROOT, folder, handout)
     if timeout_s is not None:
         settings = json.loads((folder / assignment.SETTINGS).read_text(encoding="utf-8"))
         for exercise in settings["exercises"].values():
@@ -280,7 +280,7 @@ def test_a_failing_step_leaves_no_half_assignment(tmp_path: Path, monkeypatch: p
                                                   capsys: pytest.CaptureFixture) -> None:  # fmt: skip
     from transformer_course_tools.cli import assignment as command
 
-    def leaking(out: Path, plan: assignment.Plan, root: Path) -> Path:
+    def leaking(out: Path, handout: assignment.Handout, root: Path) -> Path:
         raise ValueError("solution text (or structure) would remain in nbgrader's release")
 
     monkeypatch.setattr(command, "missing", lambda module: False)

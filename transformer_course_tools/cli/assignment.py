@@ -31,7 +31,7 @@ def _assignment(args: argparse.Namespace) -> int:
     name = args.name or config.assignment
     if args.tool == "nbgrader" and name is not None and not _NAME.fullmatch(name):
         raise CLIError(f"--name: nbgrader's assignment is a folder: letters, digits, . _ - and no spaces, got {name!r}")
-    plan = assignment.plan(root, config, args.exercises, name)
+    handout = assignment.handout(root, config, args.exercises, name)
     if missing("jupytext"):
         raise CLIError("assignment needs jupytext to read the worked notebooks: pip install jupytext")
     module, package = TOOLS[args.tool]
@@ -40,7 +40,7 @@ def _assignment(args: argparse.Namespace) -> int:
                        f"command writes): `make graders` installs it in .venv/graders; run this command with "
                        f".venv/graders/bin/python")  # fmt: skip
     try:
-        lines = _write(root, out, plan, args.tool)
+        lines = _write(root, out, handout, args.tool)
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)  # never half an assignment (the masters hold the solutions)
         raise
@@ -62,23 +62,21 @@ def missing(module: str) -> bool:
     return importlib.util.find_spec(module) is None
 
 
-def _write(root: Path, out: Path, plan, tool: str) -> list[str]:  # noqa: ANN001 - an assignment.Plan
+def _write(root: Path, out: Path, handout, tool: str) -> list[str]:  # noqa: ANN001 - an assignment.Handout
     """Write the assignment for ``tool`` and run the tool's own generation; what to tell the instructor."""
     from transformer_course_tools.grading import nbgrader, otter
 
-    graded = (
-        f"{len(plan.exercises)} exercise(s) ({', '.join(plan.exercises)}) and {len(plan.questions)} written question(s)"
-    )
+    graded = f"{len(handout.exercises)} exercise(s) ({', '.join(handout.exercises)}) and {len(handout.questions)} written question(s)"
     if tool == "nbgrader":
-        source = nbgrader.write_course(root, out, plan)
-        release = _tool_step(lambda: nbgrader.generate(out, plan, root))
+        source = nbgrader.write_course(root, out, handout)
+        release = _tool_step(lambda: nbgrader.generate(out, handout, root))
         return [f"wrote the nbgrader course {out}: nbgrader_config.py, {source.relative_to(out)}/ ({graded}) "
                 f"and nbgrader's {release.relative_to(out)}/ (no solution text in it)",
-                f"next, in {out}: hand out release/{plan.name}/ (or nbgrader release_assignment {plan.name}); "
-                f"collect into submitted/<student>/{plan.name}/; then nbgrader autograde {plan.name}, "
-                f"nbgrader generate_feedback {plan.name}, nbgrader export"]  # fmt: skip
+                f"next, in {out}: hand out release/{handout.name}/ (or nbgrader release_assignment {handout.name}); "
+                f"collect into submitted/<student>/{handout.name}/; then nbgrader autograde {handout.name}, "
+                f"nbgrader generate_feedback {handout.name}, nbgrader export"]  # fmt: skip
     lines = [f"wrote the Otter assignment(s) in {out} ({graded}):"]
-    masters = otter.write_masters(root, out, plan)
+    masters = otter.write_masters(root, out, handout)
     outputs = [_tool_step(lambda master=master: otter.assign(master)) for master in masters]
     otter.check_outputs(root, outputs)
     for master, (student, archive) in zip(masters, outputs, strict=True):

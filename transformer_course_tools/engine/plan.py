@@ -14,7 +14,7 @@ from torch import nn
 from .parts import Plan
 from .read import read_model, room
 
-_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → (fingerprint, plan)
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model → (weights_stamp, plan)
 
 
 def plan_for(model: nn.Module) -> Plan:
@@ -25,10 +25,10 @@ def plan_for(model: nn.Module) -> Plan:
     ``load_state_dict`` (PyTorch counts every in-place change of a tensor), a tensor replaced or
     moved (``.to(...)``), and a write PyTorch does not count, through ``.data`` or a NumPy view
     (every tensor's bytes are summed at every call: one pass over the weights, about what one
-    decoding step at batch 1 reads; :func:`fingerprint`). The plans are kept by weak reference:
+    decoding step at batch 1 reads; :func:`weights_stamp`). The plans are kept by weak reference:
     they go when the model goes.
     """
-    stamp = fingerprint(model)
+    stamp = weights_stamp(model)
     held = _PLANS.get(model)
     if held is None or held[0] != stamp:
         held = (stamp, read_model(model))
@@ -36,7 +36,7 @@ def plan_for(model: nn.Module) -> Plan:
     return held[1]
 
 
-def fingerprint(model: nn.Module) -> tuple:
+def weights_stamp(model: nn.Module) -> tuple:
     """What identifies the values of a model's tensors: each one's identity, storage, version
     counter, shape, dtype and device, and the sum of its bytes (``_validate.checksum``)."""
     tensors = [t for _, t in model.named_parameters()] + [t for _, t in model.named_buffers()]

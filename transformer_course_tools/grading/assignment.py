@@ -1,7 +1,7 @@
 """An assignment for the grading tools instructors already run: what is graded, and the notebooks' parts.
 
 ``python -m transformer_course assignment --for nbgrader|otter OUT`` (:mod:`.nbgrader`, :mod:`.otter`)
-starts here. :func:`plan` reads the exercises and points of ``grading.toml`` (or ``--exercises``) as
+starts here. :func:`handout` reads the exercises and points of ``grading.toml`` (or ``--exercises``) as
 ``grade`` does, with the written questions of their notebooks; :func:`notebook_parts` cuts a worked
 solution notebook (``solutions/exNN_*.py``) into what each tool must treat apart (the set-up, a "try
 it" cell, a written question, a check cell); :func:`write_package` writes what a release carries
@@ -40,7 +40,7 @@ _CHECK_CELL = re.compile(r'check\("(ex\d\d_\d+)"\)')  # the check cell of the ex
 
 
 @dataclass
-class Plan:
+class Handout:
     """One assignment: the exercises and written questions graded, their points, the notebooks."""
 
     name: str
@@ -57,15 +57,15 @@ class Plan:
 
         return sorted({get_exercise(i).file for i in self.exercises})
 
-    def only(self, notebook: str) -> Plan:
+    def only(self, notebook: str) -> Handout:
         """The part of this assignment in one notebook (Otter grades one notebook per assignment)."""
         prefix = notebook[:4]
-        return Plan(notebook, {i: p for i, p in self.exercises.items() if i.startswith(prefix)},
+        return Handout(notebook, {i: p for i, p in self.exercises.items() if i.startswith(prefix)},
                     {q: p for q, p in self.questions.items() if q.startswith(prefix)}, [notebook], self.config,
                     self.titles)  # fmt: skip
 
 
-def plan(root: Path, config: GradingConfig, exercises: list[str] | None, name: str | None) -> Plan:
+def handout(root: Path, config: GradingConfig, exercises: list[str] | None, name: str | None) -> Handout:
     """The assignment ``grade`` would grade with ``config`` and ``exercises`` (the written questions too)."""
     from transformer_course_tools.exercises.checks.registry import get_exercise
 
@@ -79,7 +79,7 @@ def plan(root: Path, config: GradingConfig, exercises: list[str] | None, name: s
     if missing:
         raise FileNotFoundError(f"no worked notebook solutions/{missing[0]}_*.py for {missing[0]}'s exercises")
     notebooks = [stems[p] for p in prefixes]
-    return Plan(name or (notebooks[0] if len(notebooks) == 1 else "transformer-course"),
+    return Handout(name or (notebooks[0] if len(notebooks) == 1 else "transformer-course"),
                 {i: config.points_for(i) for i in ids}, {q: config.written_points_for(q) for q in questions},
                 notebooks, config, {i: get_exercise(i).title for i in ids})  # fmt: skip
 
@@ -163,8 +163,8 @@ def check_cell(exercise_id: str, show: bool = True) -> str:
 # ---------------------------------------------------------------- what a release carries besides its notebooks
 
 
-def write_package(root: Path, folder: Path, plan: Plan, trusted: str | None = None) -> None:
-    """Write into ``folder`` the student edition's package (stubs at ``plan``'s hint level), its mark,
+def write_package(root: Path, folder: Path, handout: Handout, trusted: str | None = None) -> None:
+    """Write into ``folder`` the student edition's package (stubs at ``handout``'s hint level), its mark,
     the course's check for the test cells and its settings (``trusted``: where the tool keeps its own
     copy of the course's files, relative to ``folder``), and the requirements of the Python that runs them."""
     files = [
@@ -175,12 +175,12 @@ def write_package(root: Path, folder: Path, plan: Plan, trusted: str | None = No
     for rel in files:
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / rel, folder / rel)
-    stub_package(folder / PACKAGE, plan.config.hints)
-    (folder / STUDENT_MARK).write_text(edition_mark(plan.config.hints), encoding="utf-8")
+    stub_package(folder / PACKAGE, handout.config.hints)
+    (folder / STUDENT_MARK).write_text(edition_mark(handout.config.hints), encoding="utf-8")
     shutil.copyfile(Path(__file__).with_name("course_check.py"), folder / f"{CHECK_MODULE}.py")
-    exercises = {i: {"title": plan.titles[i], "timeout_s": plan.config.timeout_for(i) + STARTUP_S}
-                 for i in plan.exercises}  # fmt: skip
-    settings = {"package": PACKAGE, "trusted": trusted, "hints": plan.config.hints, "rooms": plan.rooms,
+    exercises = {i: {"title": handout.titles[i], "timeout_s": handout.config.timeout_for(i) + STARTUP_S}
+                 for i in handout.exercises}  # fmt: skip
+    settings = {"package": PACKAGE, "trusted": trusted, "hints": handout.config.hints, "rooms": handout.rooms,
                 "files": [rel.as_posix() for rel in files], "exercises": exercises}  # fmt: skip
     (folder / SETTINGS).write_text(json.dumps(settings, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     (folder / REQUIREMENTS).write_text(requirements(root), encoding="utf-8")
@@ -215,9 +215,9 @@ def refuse_leaks(root: Path, trees: dict[Path, str]) -> None:
             raise ValueError(f"solution text (or structure) would remain in {what}:\n{shown}")
 
 
-def longest_check_s(plan: Plan) -> float:
+def longest_check_s(handout: Handout) -> float:
     """The longest time one graded check may take, Python's start-up included (the tools' cell limit)."""
-    return max((plan.config.timeout_for(i) + STARTUP_S for i in plan.exercises), default=STARTUP_S)
+    return max((handout.config.timeout_for(i) + STARTUP_S for i in handout.exercises), default=STARTUP_S)
 
 
 def run_tool(args: list[str], cwd: Path, what: str) -> None:

@@ -24,34 +24,43 @@ from pathlib import Path
 
 from transformer_course_tools.exercises.regions import CODE_STUB, TEXT_STUB, clear_text
 
-from .assignment import Part, Plan, check_cell, longest_check_s, notebook_parts, refuse_leaks, run_tool, write_package
+from .assignment import (
+    Handout,
+    Part,
+    check_cell,
+    longest_check_s,
+    notebook_parts,
+    refuse_leaks,
+    run_tool,
+    write_package,
+)
 
 COURSE_ID = "transformer-course"
 NOTEBOOK_S = 600  # beyond the longest check, what a cell of an exercise notebook may take
 
 
-def write_course(root: Path, out: Path, plan: Plan) -> Path:
-    """Write the nbgrader course folder for ``plan`` into ``out``; return the assignment's source folder."""
+def write_course(root: Path, out: Path, handout: Handout) -> Path:
+    """Write the nbgrader course folder for ``handout`` into ``out``; return the assignment's source folder."""
     import nbformat
 
-    source = out / "source" / plan.name
+    source = out / "source" / handout.name
     source.mkdir(parents=True)
-    write_package(root, source, plan)
-    for stem in plan.notebooks:
-        notebook = assignment_notebook(root / "solutions" / f"{stem}.py", plan)
+    write_package(root, source, handout)
+    for stem in handout.notebooks:
+        notebook = assignment_notebook(root / "solutions" / f"{stem}.py", handout)
         nbformat.write(notebook, source / f"{stem}.ipynb")
-    (out / "nbgrader_config.py").write_text(config_text(plan), encoding="utf-8")
+    (out / "nbgrader_config.py").write_text(config_text(handout), encoding="utf-8")
     return source
 
 
-def assignment_notebook(path: Path, plan: Plan):  # noqa: ANN201 - an nbformat notebook
-    """The worked notebook ``path`` as nbgrader's source notebook of ``plan``."""
+def assignment_notebook(path: Path, handout: Handout):  # noqa: ANN201 - an nbformat notebook
+    """The worked notebook ``path`` as nbgrader's source notebook of ``handout``."""
     import jupytext
     import nbformat
 
     worked = jupytext.read(path)
-    cells = [_cell(part, n, path.stem, plan) for n, part in enumerate(notebook_parts(path)) if part.kind != "colab"]
-    cells.insert(1, _locked(nbformat.v4.new_markdown_cell(_NOTE.format(name=plan.name)), f"{path.stem}_note"))
+    cells = [_cell(part, n, path.stem, handout) for n, part in enumerate(notebook_parts(path)) if part.kind != "colab"]
+    cells.insert(1, _locked(nbformat.v4.new_markdown_cell(_NOTE.format(name=handout.name)), f"{path.stem}_note"))
     metadata = {k: v for k, v in worked.metadata.items() if k != "jupytext"}
     return nbformat.v4.new_notebook(cells=cells, metadata=metadata)
 
@@ -63,16 +72,18 @@ _NOTE = """\
 > as the autograder will; every other file of the folder is put back as handed out when it grades."""
 
 
-def _cell(part: Part, n: int, stem: str, plan: Plan):  # noqa: ANN202 - an nbformat cell
+def _cell(part: Part, n: int, stem: str, handout: Handout):  # noqa: ANN202 - an nbformat cell
     """One part as an nbgrader cell: graded, an answer, or locked."""
     import nbformat
 
     new = nbformat.v4.new_markdown_cell if part.kind in ("text", "question") else nbformat.v4.new_code_cell
-    if part.kind == "check" and part.exercise in plan.exercises:
+    if part.kind == "check" and part.exercise in handout.exercises:
         cell = new(check_cell(part.exercise))
-        return _meta(cell, part.exercise, grade=True, locked=True, points=plan.exercises[part.exercise])
-    if part.kind == "question" and part.question in plan.questions:
-        return _meta(new(part.source), part.question, grade=True, solution=True, points=plan.questions[part.question])
+        return _meta(cell, part.exercise, grade=True, locked=True, points=handout.exercises[part.exercise])
+    if part.kind == "question" and part.question in handout.questions:
+        return _meta(
+            new(part.source), part.question, grade=True, solution=True, points=handout.questions[part.question]
+        )
     if part.kind == "question":  # not graded here: cleared as in the exercise notebooks, the student's to fill
         return new(clear_text(part.source, TEXT_STUB))
     if part.kind == "try":
@@ -98,10 +109,10 @@ def _meta(
     return cell
 
 
-def config_text(plan: Plan) -> str:
-    """``nbgrader_config.py`` for ``plan``."""
-    rooms = ", ".join(f'"{r}"' for r in plan.rooms)
-    return f'''"""nbgrader's settings for the Transformer course's assignment {plan.name}
+def config_text(handout: Handout) -> str:
+    """``nbgrader_config.py`` for ``handout``."""
+    rooms = ", ".join(f'"{r}"' for r in handout.rooms)
+    return f'''"""nbgrader's settings for the Transformer course's assignment {handout.name}
 (written by `python -m transformer_course assignment --for nbgrader`)."""
 
 c = get_config()  # noqa: F821 - nbgrader's loader defines it
@@ -109,22 +120,22 @@ c.CourseDirectory.course_id = "{COURSE_ID}"
 # The solution regions become what the course's own exercise notebooks show.
 c.ClearSolutions.code_stub = {{"python": "{CODE_STUB}"}}
 c.ClearSolutions.text_stub = "{TEXT_STUB}"
-# Autograde keeps the files the students write and restores every other file of source/{plan.name}/
+# Autograde keeps the files the students write and restores every other file of source/{handout.name}/
 # (the course's checks among them) over the student's copy.
-c.Autograde.exclude_overwriting = {{"{plan.name}": [{rooms}]}}
+c.Autograde.exclude_overwriting = {{"{handout.name}": [{rooms}]}}
 # A graded cell that a student deleted is put back, and run, instead of missing from the grade.
 c.OverwriteCells.add_missing_cells = True
 # Seconds a cell may run: the longest check (its limit and Python's start-up), and then some.
-c.Execute.timeout = {round(longest_check_s(plan) + NOTEBOOK_S)}
+c.Execute.timeout = {round(longest_check_s(handout) + NOTEBOOK_S)}
 '''
 
 
-def generate(out: Path, plan: Plan, root: Path) -> Path:
+def generate(out: Path, handout: Handout, root: Path) -> Path:
     """Run nbgrader's ``generate_assignment`` in ``out`` (nbgrader in this Python) and refuse a release
     that holds solution text; return the release folder."""
-    run_tool(["nbgrader", "generate_assignment", plan.name], out, f"nbgrader generate_assignment {plan.name}")
-    release = out / "release" / plan.name
+    run_tool(["nbgrader", "generate_assignment", handout.name], out, f"nbgrader generate_assignment {handout.name}")
+    release = out / "release" / handout.name
     if not release.is_dir():
-        raise RuntimeError(f"nbgrader generate_assignment {plan.name} wrote no {release}")
+        raise RuntimeError(f"nbgrader generate_assignment {handout.name} wrote no {release}")
     refuse_leaks(root, {release: f"nbgrader's release {release}"})
     return release

@@ -38,8 +38,8 @@ from .assignment import (
     CHECK_MODULE,
     REQUIREMENTS,
     SETTINGS,
+    Handout,
     Part,
-    Plan,
     check_cell,
     notebook_parts,
     refuse_leaks,
@@ -51,13 +51,13 @@ from .assignment import (
 TRUSTED = "../source/files"  # where Otter's autograder keeps the files of its zip, from the submission's folder
 
 
-def write_masters(root: Path, out: Path, plan: Plan) -> list[Path]:
-    """Write one master folder per notebook of ``plan`` into ``out``; return the master notebooks."""
+def write_masters(root: Path, out: Path, handout: Handout) -> list[Path]:
+    """Write one master folder per notebook of ``handout`` into ``out``; return the master notebooks."""
     import nbformat
 
     masters = []
-    for stem in plan.notebooks:
-        part = plan.only(stem)
+    for stem in handout.notebooks:
+        part = handout.only(stem)
         folder = out / stem
         folder.mkdir(parents=True)
         write_package(root, folder, part, trusted=TRUSTED)
@@ -66,25 +66,25 @@ def write_masters(root: Path, out: Path, plan: Plan) -> list[Path]:
     return masters
 
 
-def master_notebook(path: Path, plan: Plan):  # noqa: ANN201 - an nbformat notebook
-    """The worked notebook ``path`` in Otter's master format, for ``plan`` (one notebook's part)."""
+def master_notebook(path: Path, handout: Handout):  # noqa: ANN201 - an nbformat notebook
+    """The worked notebook ``path`` in Otter's master format, for ``handout`` (one notebook's part)."""
     import jupytext
     import nbformat
 
     worked = jupytext.read(path)
     parts = [p for p in notebook_parts(path) if p.kind != "colab"]
-    cells = [nbformat.v4.new_raw_cell(config_cell(plan)), *_cells(parts, plan)]
+    cells = [nbformat.v4.new_raw_cell(config_cell(handout)), *_cells(parts, handout)]
     metadata = {k: v for k, v in worked.metadata.items() if k != "jupytext"}
     return nbformat.v4.new_notebook(cells=cells, metadata=metadata)
 
 
-def config_cell(plan: Plan) -> str:
+def config_cell(handout: Handout) -> str:
     """The master's ``# ASSIGNMENT CONFIG`` cell (YAML; its strings quoted as JSON, which YAML reads)."""
     files = [PACKAGE, TOOLS, f"{CHECK_MODULE}.py", SETTINGS, STUDENT_MARK, REQUIREMENTS]
-    instructions = f"Hand in the zip this cell makes: this notebook and {', '.join(plan.rooms)}."
+    instructions = f"Hand in the zip this cell makes: this notebook and {', '.join(handout.rooms)}."
     return "\n".join([
         "# ASSIGNMENT CONFIG",
-        f"name: {json.dumps(plan.name)}",
+        f"name: {json.dumps(handout.name)}",
         f"requirements: {REQUIREMENTS}",
         f'python_version: "{sys.version_info.major}.{sys.version_info.minor}"',
         "# Otter's own run of the tests on the solutions would need the worked room files in the autograder",
@@ -92,7 +92,7 @@ def config_cell(plan: Plan) -> str:
         "run_tests: false",
         "export_cell:",
         "  pdf: false",
-        f"  files: {json.dumps(plan.rooms)}",
+        f"  files: {json.dumps(handout.rooms)}",
         f"  instructions: {json.dumps(instructions)}",
         "generate:",
         "  pdf: false",
@@ -100,28 +100,28 @@ def config_cell(plan: Plan) -> str:
     ])  # fmt: skip
 
 
-def _cells(parts: list[Part], plan: Plan) -> list:
+def _cells(parts: list[Part], handout: Handout) -> list:
     """The master's cells: a graded exercise's section as an Otter question (its statement and "try it"
     cell, then its test), each written question as a manual one, the rest as it is."""
     import nbformat
 
     raw, cells, done = nbformat.v4.new_raw_cell, [], set()
     for n, part in enumerate(parts):
-        if part.kind == "text" and part.exercise in plan.exercises:
+        if part.kind == "text" and part.exercise in handout.exercises:
             end = _try_cell(parts, n)
-            cells += [raw(f"# BEGIN QUESTION\nname: {part.exercise}\npoints: {plan.exercises[part.exercise]:g}"),
+            cells += [raw(f"# BEGIN QUESTION\nname: {part.exercise}\npoints: {handout.exercises[part.exercise]:g}"),
                       nbformat.v4.new_markdown_cell(part.source)]  # fmt: skip
             for inner in parts[n + 1 : end + 1]:
                 cells += _solution(inner) if inner.kind == "try" else [_plain(inner)]
             cells += [raw("# BEGIN TESTS"), nbformat.v4.new_code_cell(check_cell(part.exercise, show=False)),
                       raw("# END TESTS"), raw("# END QUESTION")]  # fmt: skip
             done |= set(range(n, end + 1))
-        elif n in done or part.kind == "check" and part.exercise in plan.exercises:
+        elif n in done or part.kind == "check" and part.exercise in handout.exercises:
             continue
-        elif part.kind == "question" and part.question in plan.questions:
+        elif part.kind == "question" and part.question in handout.questions:
             text, answer = split_question(part.source)
             cells += [raw(f"# BEGIN QUESTION\nname: {part.question}\nmanual: true\n"
-                          f"points: {plan.questions[part.question]:g}"),
+                          f"points: {handout.questions[part.question]:g}"),
                       nbformat.v4.new_markdown_cell(text), raw("# BEGIN SOLUTION"),
                       nbformat.v4.new_markdown_cell(answer), raw("# END SOLUTION"), raw("# END QUESTION")]  # fmt: skip
         else:
