@@ -131,3 +131,29 @@ def test_the_commands_lint_the_python_files_and_run_the_choices(imports: Imports
     assert run[-len(changed.NBVAL) :] == changed.NBVAL and "chapters/03_attention.ipynb" in run
     assert marked[-2:] == ["-m", "ex03_1 or ex03_2 or ex03_3 or ex03_4"]
     assert "tests/test_attempts.py" in marked and "tests/test_exercises.py" in marked
+
+
+def test_exports_written_by_make_exercises_select_test_build_not_every_importer(
+    tmp_path: Path, imports: Imports
+) -> None:
+    init = tmp_path / "transformer_course" / "__init__.py"
+    init.parent.mkdir()
+    head = '"""The package."""\nfrom typing import TYPE_CHECKING\n\n'
+    table = (
+        '_EXPORTS: dict[str, str] = {"scores": "attention"}\n\nif TYPE_CHECKING:\n    from .attention import scores\n'
+    )
+    init.write_text(head + table + "\nX = 1\n")
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "base")
+    grown = table.replace('"attention"}', '"attention", "rms": "rmsnorm"}') + "    from .rmsnorm import rms\n"
+    init.write_text(head + grown + "\nX = 1\n")  # what make exercises writes for a new exercise
+    assert changed.exports_only(tmp_path, "main", ["transformer_course/__init__.py"]) == {
+        "transformer_course/__init__.py"
+    }
+    init.write_text(head + grown + "\nX = 2\n")  # and a hand-written change besides
+    assert changed.exports_only(tmp_path, "main", ["transformer_course/__init__.py"]) == set()
+    files = ["transformer_course/__init__.py"]
+    made = {(c.kind, c.target) for c in select(ROOT, files, imports=imports, made=files)}
+    assert made == {("test", "tests/test_build.py")}
+    assert len(select(ROOT, files, imports=imports)) > 10  # otherwise every importer of the package

@@ -39,11 +39,16 @@ def _unscaled(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return q @ k.transpose(-2, -1)
 
 
-def test_every_exercise_has_a_nudge_without_code() -> None:
-    load_checks()
-    for ex in EXERCISES.values():
-        assert ex.nudge, f"{ex.id}: no 'Nudge:' paragraph in its check's docstring"
-        assert not CODE.search(ex.nudge), f"{ex.id}: the nudge shows code: {CODE.search(ex.nudge).group()!r}"
+def _every_exercise() -> list:
+    """Each exercise's id, marked with it (``pytest -m ex03_2``, as ``make check-changed`` runs them)."""
+    return [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(load_checks())]
+
+
+@pytest.mark.parametrize("exercise_id", _every_exercise())
+def test_every_exercise_has_a_nudge_without_code(exercise_id: str) -> None:
+    ex = get_exercise(exercise_id)
+    assert ex.nudge, f"{ex.id}: no 'Nudge:' paragraph in its check's docstring"
+    assert not CODE.search(ex.nudge), f"{ex.id}: the nudge shows code: {CODE.search(ex.nudge).group()!r}"
 
 
 @pytest.mark.parametrize("exercise_id", sorted(SOLUTION_TOKENS))
@@ -204,19 +209,18 @@ def _given(node: ast.expr, hint: str, words: set[str]) -> bool:
 
 
 @pytest.mark.complete_edition  # it reads the worked answers
-def test_a_stubs_full_hint_is_a_recipe_not_the_answers_code() -> None:
+@pytest.mark.parametrize("exercise_id", _every_exercise())
+def test_a_stubs_full_hint_is_a_recipe_not_the_answers_code(exercise_id: str) -> None:
     """Issue 49: the full hints of ex08_1 and ex08_2 were their answers. A hint that spells out every
     statement of the worked answer (its code, or all its operands) gives the answer away."""
     from transformer_course_tools.exercises.regions import region_targets
 
-    given_away = []
-    for ex in load_checks().values():
-        source = (ROOT / ex.file).read_text(encoding="utf-8")
-        begin, end = next((b, e) for b, e, target in region_targets(source, ex.module) if target == ex.target)
-        answer = ast.parse(textwrap.dedent("\n".join(source.splitlines()[begin + 1 : end])))
-        values = [node.value for node in ast.walk(answer) if isinstance(node, ast.Return | ast.Assign | ast.AugAssign)
-                  and node.value is not None]  # fmt: skip
-        words = set(re.findall(r"[\w.]+", ex.hint))
-        if values and all(_given(value, ex.hint, words) for value in values):
-            given_away.append(f"{ex.id}: {ex.hint}")
-    assert not given_away, "\n".join(given_away)
+    ex = get_exercise(exercise_id)
+    source = (ROOT / ex.file).read_text(encoding="utf-8")
+    begin, end = next((b, e) for b, e, target in region_targets(source, ex.module) if target == ex.target)
+    answer = ast.parse(textwrap.dedent("\n".join(source.splitlines()[begin + 1 : end])))
+    values = [node.value for node in ast.walk(answer) if isinstance(node, ast.Return | ast.Assign | ast.AugAssign)
+              and node.value is not None]  # fmt: skip
+    words = set(re.findall(r"[\w.]+", ex.hint))
+    given_away = bool(values) and all(_given(value, ex.hint, words) for value in values)
+    assert not given_away, f"{ex.id}'s full hint spells out its answer: {ex.hint}"

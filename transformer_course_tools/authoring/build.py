@@ -259,6 +259,7 @@ def _skeleton(ex, root: Path, nbformat) -> list:  # noqa: ANN001
             f"## {ex.id}\n\n{TODO}: the statement (what to return, the shapes, what to watch for)."
         ),  # fmt: skip
         nbformat.v4.new_code_cell(
+            f"from {ex.module} import {ex.qualname.split('.')[0]}  # yours (an earlier cell may use the name)\n\n"
             f"# {TODO}: a small example to try the function on\n### BEGIN SOLUTION\n### END SOLUTION"
         ),  # fmt: skip
         nbformat.v4.new_markdown_cell(
@@ -391,13 +392,13 @@ def build(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001 - id â†
         new = synced(notebook, chapter, chapter_exercises, root, derived["chapters"].get(chapter, []))
         if jupytext.writes(new, "py:percent") != jupytext.writes(notebook, "py:percent"):
             write_pair(new, notebook_path)
-            written.append(notebook_path)
+            written += [notebook_path, notebook_path.with_suffix(".ipynb")]
     for path, sentence in _chapters(root, exercises):
         notebook = jupytext.read(path)
         new = chapter_synced(notebook, sentence)
         if new is not None and jupytext.writes(new, "py:percent") != jupytext.writes(notebook, "py:percent"):
             write_pair(new, path)
-            written.append(path)
+            written += [path, path.with_suffix(".ipynb")]
     init = root / PACKAGE / "__init__.py"
     source = init.read_text(encoding="utf-8")
     if exports_source(source, exercises) != source:

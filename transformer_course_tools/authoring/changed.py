@@ -19,6 +19,8 @@ table kept by hand:
   its attempts, its check on the solution, its hidden cases) and its notebook's nbval;
 * a chapter or an exercise notebook (its ``.py`` or its ``.ipynb``): its nbval;
 * a test: itself (``conftest.py``: every test);
+* the package's ``__init__.py`` changed only where ``make exercises`` writes it (its ``_EXPORTS`` table and
+  the ``TYPE_CHECKING`` imports): ``tests/test_build.py``, not every importer of the package;
 * any file: the tests whose code names it (its path, its name, or its folder).
 
 The lint is ``ruff check`` and ``ruff format --check`` on the changed Python files (the files
@@ -80,6 +82,33 @@ def changed_files(root: Path, base: str) -> list[str]:
     diff = _git(root, "diff", "--name-only", "--no-renames", fork, "--").stdout.split("\n")
     untracked = _git(root, "ls-files", "--others", "--exclude-standard").stdout.split("\n")
     return sorted({f for f in [*diff, *untracked] if f})
+
+
+def exports_only(root: Path, base: str, files: Iterable[str]) -> set[str]:
+    """Of ``files``, the package's ``__init__.py`` if it differs from ``base``'s merge-base only in the parts
+    ``make exercises`` writes (its ``_EXPORTS`` table and its ``TYPE_CHECKING`` imports)."""
+    init = f"{PACKAGE}/__init__.py"
+    if init not in files or not (root / init).is_file():
+        return set()
+    fork = _git(root, "merge-base", base, "HEAD").stdout.strip() or base
+    old = _git(root, "show", f"{fork}:{init}")
+    if old.returncode != 0:
+        return set()
+    same = _hand_written(old.stdout) == _hand_written((root / init).read_text(encoding="utf-8"))
+    return {init} if same else set()
+
+
+def _hand_written(source: str) -> list[str] | None:
+    """``source``'s lines without its ``_EXPORTS`` table and ``TYPE_CHECKING`` block (None: not Python)."""
+    tree = _parse(source)
+    if tree is None:
+        return None
+    made = [n for n in tree.body if (isinstance(n, ast.AnnAssign) and ast.unparse(n.target) == "_EXPORTS")
+            or (isinstance(n, ast.If) and "TYPE_CHECKING" in ast.unparse(n.test))]  # fmt: skip
+    lines = source.split("\n")
+    for node in sorted(made, key=lambda n: n.lineno, reverse=True):
+        del lines[node.lineno - 1 : node.end_lineno]
+    return lines
 
 
 def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -229,13 +258,19 @@ def marked_test_files(root: Path) -> list[str]:
 # ---------------------------------------------------------------- what covers a changed file
 
 
-def select(root: Path, files: Iterable[str], deep: bool = False, imports: Imports | None = None) -> list[Choice]:
+def select(
+    root: Path, files: Iterable[str], deep: bool = False, imports: Imports | None = None, made: Iterable[str] = ()
+) -> list[Choice]:
     """What to run for the changed ``files`` (paths relative to ``root``), one :class:`Choice` each, in
-    the order: tests, notebooks, exercises (the first reason found for each)."""
+    the order: tests, notebooks, exercises (the first reason found for each). ``made``: files changed only
+    where ``make exercises`` writes them (:func:`exports_only`)."""
     imports = Imports(root) if imports is None else imports
     exercises = registrations(root)
     chosen: dict[tuple[str, str], str] = {}
     for file in sorted(files):
+        if file in made:
+            chosen.setdefault(("test", "tests/test_build.py"), f"{file} changed only in its exports (make exercises)")
+            continue
         for kind, target, reason in _choices(root, file, imports, exercises, deep):
             chosen.setdefault((kind, target), reason)
     if ("test", "tests") in chosen:  # every test: the others are in it
@@ -410,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         base = args.base or default_base(root)
         started = time.perf_counter()
         files = changed_files(root, base)
-        choices = select(root, files, deep=args.deep)
+        choices = select(root, files, deep=args.deep, made=exports_only(root, base, files))
     except ValueError as error:
         print(f"changed: {error}", file=sys.stderr)
         return 2

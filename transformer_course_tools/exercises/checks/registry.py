@@ -37,7 +37,7 @@ class Exercise:
     also: tuple[str, ...] = ()  # other functions of the same module that are part of this exercise
     # (stubbed with it in the student edition because they would show its answer), e.g. a GPU variant
     needs: tuple[str, ...] = ()  # the exercises its code calls: written first; their stand-ins run
-    # when it is checked (see transformer_course_tools/exercises/probe.pyisolation.py; tests/test_isolation.py compares with the solutions)
+    # when it is checked (see transformer_course_tools/exercises/probe/isolation.py; tests/test_isolation.py compares with the solutions)
     nudge: str = ""  # the idea and the paper's section, no code: the hint at level "nudge" (see HINT_LEVELS)
 
     @property
