@@ -115,8 +115,9 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # Chapter 15's converted models gave the same logits and greedy tokens as `transformers`, on random
-# numbers in the real shapes. Here the inputs become real text, and the last section takes the course's
-# own trained models out of the course. The [notation page](../book/notation.md) lists the letters.
+# numbers in the real shapes. Here the inputs become real text, and the last section takes the
+# course's own trained models out of the course. The [notation page](../book/notation.md) lists the
+# letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -392,8 +393,8 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
 # > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. The
 # > course's inference engine (section 4 introduces it) keeps a cache of its own, which settles it:
-# > below, the engine allocates one for 1,000 tokens of our 4-layer
-# > model, and we compare its bytes with both counts.
+# > below, the engine allocates one for 1,000 tokens of our 4-layer model, and we compare its bytes
+# > with both counts.
 
 # %%
 buffers = KVBuffers(plan_for(smol), batch=1, capacity=1000)  # the engine's keys and values, every layer
@@ -479,10 +480,10 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # ## 4. An inference engine
 #
 # Section 3 measured one cost of a step: the **bytes** of weights it reads. Your modules pay a second
-# one. They say what the model computes, one idea per file, and run step by step, as chapter 09's
-# loops run them, each step asks PyTorch for many small **operations**, each with a fixed cost of a
-# few microseconds. Inference engines such as CTranslate2 and llama.cpp cut both costs. They *convert*
-# a trained model into a form of their own, once, and decode with that.
+# one. They say what the model computes, one idea per file. Run step by step, as chapter 09's loops
+# run them, each step asks PyTorch for many small **operations**, each with a fixed cost of a few
+# microseconds. Inference engines such as CTranslate2 and llama.cpp cut both costs. They *convert* a
+# trained model into a form of their own, once, and decode with that.
 #
 # The course has one, `transformer_course_tools/engine/`: pass it as the path, `path=ENGINE`, to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. Your loops ask it for the next token's
@@ -574,9 +575,8 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)", engine
 # llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
 # was the faster in every setting measured. On SmolLM2-135M's shape at batch 1, llama.cpp was the
 # faster, in float32 and in its 8-bit format, q8_0: its own code reads weights faster than PyTorch's
-# kernels. The course's engine
-# stays readable PyTorch, with no native kernel to compile. If you need llama.cpp's speed, run your
-# model *in* llama.cpp: the last section does that.
+# kernels. The course's engine stays readable PyTorch, with no native kernel to compile. If you need
+# llama.cpp's speed, run your model *in* llama.cpp: the last section does that.
 
 # %% [markdown]
 # ## 5. Your models in the engines people use
@@ -587,9 +587,9 @@ expect_at_least("the engine's speed relative to your modules' (batch 1)", engine
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
-# reorderings undone. The command line does the rest: `python -m transformer_course export MODEL OUT`,
-# where MODEL is a checkpoint the course wrote or a shipped name. It has three targets.
-# `--to transformers` writes a folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or
+# reorderings undone. The command line does the rest:
+# `python -m transformer_course export MODEL OUT`, where MODEL is a checkpoint the course wrote or a
+# shipped name. It has three targets. `--to transformers` writes a folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or
 # `…ForCausalLM`) load. `--to ctranslate2` converts that folder with CTranslate2's own converter.
 # `--to gguf` writes the one file llama.cpp reads; it takes language models only, not translators.
 # This needs `ctranslate2` and `gguf` (`make install` has them).
@@ -692,6 +692,9 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
 
 # %% [markdown]
+# Every engine wrote the course's tokens, each through its own tokenizer (the folded checks assert
+# it).
+#
 # **Tokens per second.** Each engine decodes the same inputs again (the calls above, one input at a
 # time, in the folded cell), in float32 on one thread. `tokens_per_second` times them, the engines
 # taking turns: CPU time on this machine, the median of 5 rounds.
