@@ -3,7 +3,7 @@
 Every timing runs on one thread (one core's share of the memory's speed), lets the things it
 compares take turns, so that each sees the same load from other programs, and counts CPU time
 (``time.process_time``: time the machine gave to other programs does not count).
-``benchmarks/engines.py`` times its engines with the same :func:`interleaved`.
+``python -m benchmarks.engines --learners`` times the exported models with the same :func:`interleaved`.
 """
 
 from __future__ import annotations
