@@ -586,15 +586,10 @@ def _lm_runs(source, ct2: dict, ggufs: dict) -> dict:
 
 def _timed(runs: dict, rounds: int) -> dict:
     """Each run once untimed (its tokens), then ``rounds`` interleaved rounds of CPU time."""
-    tokens = {name: run() for name, run in runs.items()}
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    names = list(runs)
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            start = time.process_time()
-            runs[name]()
-            times[name].append(time.process_time() - start)
-    return {"tokens": tokens, "times": times}
+    from transformer_course_tools.notebook.speed import interleaved
+
+    tokens = {name: run() for name, run in runs.items()}  # the warm-up
+    return {"tokens": tokens, "times": interleaved(runs, rounds, warm_up=False)}
 
 
 def _learner_rows(model: str, decoding: str, batch: int, result: dict) -> list[str]:

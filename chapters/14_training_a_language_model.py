@@ -20,10 +20,11 @@
 #
 # Chapter 13 built the modern block and trained it for a minute on six plays by Shakespeare, with
 # chapter 08's recipe. Its lines had the shape of a play and little sense. This chapter trains the
-# same block with today's recipe (section 1). The course ships a model made by that recipe; we run
-# the first steps of its training here, then load it and read what the whole run writes. Section 2
-# tests which of chapter 13's changes shows at our scale. The chapter ends with what a training run
-# costs, and with how a language model becomes an assistant.
+# same block with today's recipe (section 1). The recipe's full run is more than a CPU does in a
+# chapter, so the course ships the model it made. We run the first tenth of that run here and watch
+# it follow the shipped run's loss; then the shipped model shows what the whole run writes.
+# Section 2 tests which of chapter 13's changes beats the 2017 choice at our scale. The chapter ends
+# with what a training run costs, and with how a language model becomes an assistant.
 #
 # **Learning goals**
 #
@@ -239,7 +240,8 @@ assert decayed_vectors(make_adamw(small)) == 0
 # million weights would learn them by heart. And the embeddings are looked up without the paper's
 # √D scale, as Llama's are (chapter 15 comes back to it). We run the first 100 of the recipe's steps,
 # with the schedule of the whole run (a GPU runs all of them). The shipped file recorded its loss on
-# the validation texts every 100 steps; the figure draws those marks beside our run.
+# the validation texts every 100 steps; the figure draws those marks beside our run. Our run shows
+# the start of that run; what the whole run makes, the shipped model shows.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -307,7 +309,8 @@ for name, loss in references.items():
 # %% [markdown]
 # The frequencies alone bring the perplexity from 2,000 to 518. Reading the tokens before brings the
 # shipped model to 71: at each step it is about as unsure as a choice among 71 tokens. (Its loss,
-# recomputed here from the file's weights, is the recorded one; the folded check says so.)
+# recomputed here from the file's weights, is the recorded one; the folded check says so.) Our run,
+# after a tenth of the steps, lies in between: below the frequencies, far above the shipped model.
 
 # %% tags=["hide-output"]
 shipped_loss = token_losses(shipped.model, valid, tokenizer.pad_id).nanmean().item()
@@ -340,8 +343,9 @@ ours = [write(model, prompt, temperature=0.8, top_p=0.9, generator=sampler) for 
 print(*ours, sep="\n")
 
 # %% [markdown]
-# And the shipped model, the same run after all its steps. When it was made, its file recorded
-# these greedy continuations:
+# After a tenth of the run, the text is pieces of the plays, seldom a sentence. The rest of the run
+# is the shipped model's to show: the same run after all its steps. When it was made, its file
+# recorded these greedy continuations:
 
 # %%
 print(*shipped.extra["samples"], sep="\n")
@@ -358,12 +362,12 @@ theirs = [write(shipped_model, prompt, 60, temperature=0.8, top_p=0.9, generator
 print(*theirs, sep="\n")
 
 # %% [markdown]
-# This is language. The greedy lines are short sentences that parse: "Ham. To be the king of it?",
-# "Rom. What, my lord?". Greedy decoding also repeats itself ("I am a man"). Sampled, the shipped
-# model writes speeches with a speaker's name, verse-like lines and exclamations, and its sense
-# rarely lasts beyond a clause. Almost every word it writes is a word of the plays (checked). It
-# learned the form of the plays and many of their phrases from the 217,133 tokens of its training
-# texts. Chapter 15 loads models that read trillions.
+# The shipped model writes language. The greedy lines are short sentences that parse: "Ham. To be
+# the king of it?", "Rom. What, my lord?". Greedy decoding also repeats itself ("I am a man").
+# Sampled, the shipped model writes speeches with a speaker's name, verse-like lines and
+# exclamations, and its sense rarely lasts beyond a clause. Almost every word it writes is a word of
+# the plays (checked). It learned the form of the plays and many of their phrases from the 217,133
+# tokens of its training texts. Chapter 15 loads models that read trillions.
 
 # %% tags=["hide-output"]
 known = {w.lower() for name in PLAYS for w in re.findall(r"[A-Za-z']+", play_text(name))}  # every word of the plays
@@ -409,7 +413,8 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 #
 # ## 2. Which of the changes shows at our scale?
 #
-# Each change of chapter 13 has an argument, but an argument is not a measurement. We train small
+# The shipped model has all of chapter 13's changes. Each has an argument, but an argument is not a
+# measurement. We train small
 # models (D = 64, 2 blocks, 300 steps): today's block, and four variants that each undo one change.
 #
 # - LayerNorm instead of RMSNorm;
@@ -418,13 +423,12 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 #   the biases;
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
-# The comparison needs fifteen runs. On the plays each would take minutes, so these runs read
-# simpler text: the German sentences of chapter 12, one sentence a text, with a vocabulary of whole
-# words. A run takes seconds. All use pre-LN and AdamW. Each is measured on held-out sentences (the
-# validation loss). Each is also measured on texts longer than any seen in training, as chapter 11
-# does for the encoder-decoder: four held-out sentences in a row, scored at the positions past the
-# longest training text. (Only words inside a sentence are scored: no model here learned to predict
-# a sentence's first word after another's full stop.)
+# The comparison needs fifteen runs, too many for the plays. These runs read simpler text: the
+# German sentences of chapter 12, one a text, with a vocabulary of whole words. All use pre-LN and
+# AdamW. Each is measured on held-out sentences (the validation loss). As chapter 11 does, each is
+# also measured past the training length: on four held-out sentences in a row, scored at the
+# positions past the longest training text. (Only words inside a sentence are scored: no model here
+# learned to predict a sentence's first word after another's full stop.)
 
 # %%
 data = LMData.german()
@@ -441,10 +445,10 @@ print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentence
 #
 # <details><summary>The figure in words</summary>
 #
-# The left of three panels draws the training loss of the five models over
-# the 300 steps, each in its own colour and line style. A line gives the mean of the three runs, and
-# a band reaches from the lowest run to the highest. The other two panels have one row per variant, with one mark
-# per pair of runs: a circle, a square or a triangle. Each mark is the variant's loss minus that of
+# The left of three panels draws the training loss of the five models over the 300 steps, each in
+# its own colour and line style. A line gives the mean of the three runs, and a band reaches from
+# the lowest run to the highest. The other two panels have one row per variant, with one mark per
+# pair of runs: a circle, a square or a triangle. Each mark is the variant's loss minus that of
 # today's block in its pair: on held-out sentences in the middle, past the training length on the
 # right. A dashed line marks 0, a mark right of it means a higher loss for the variant, and a short
 # black tick marks the mean.
@@ -550,7 +554,8 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 # %% [markdown]
 # ## 3. Parameters and compute
 #
-# Training a Transformer costs about 6 floating-point operations per parameter and per token. The
+# How far is the shipped run from a real one? Training a Transformer costs about 6 floating-point
+# operations per parameter and per token. The
 # forward pass makes 2 (a multiply and an add per weight), and the backward pass about twice that
 # (the gradients of the activations and of the weights). So the compute of a training run is
 #
@@ -584,37 +589,36 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # %% [markdown]
 # **What scaling laws say.** Kaplan et al. (2020) trained many language models of different sizes on
 # different amounts of data. The loss fell as a power law in the parameters, the tokens and the
-# compute, over several orders of magnitude, as long as neither of the other two limited it. The
-# shape of the model (depth against width) mattered much less than its size. Hoffmann et al. (2022,
+# compute, over several orders of magnitude, as long as neither of the other two limited it.
+# Hoffmann et al. (2022,
 # "Chinchilla") redid the analysis with learning-rate schedules fitted to each run's length. For a
 # fixed compute budget, they found, parameters and tokens should grow in equal proportion: about 20
 # tokens per parameter, each read once. A token read a second time is worth less than a new one
 # (Muennighoff et al. 2023 measured how much less). Chinchilla (70B parameters, 1.4T tokens) beat the
 # four times larger Gopher, trained with the same compute. Models meant to be used a great deal are
 # now trained on far more tokens than that (Llama 2 7B: about 286 per parameter), since a smaller
-# model is cheaper to run. These are the findings of those papers, on thousands of GPU hours. A sweep
-# of tiny models on one CPU would not test them, and we do not claim it does.
+# model is cheaper to run. These are those papers' findings, on thousands of GPU hours; a sweep of
+# tiny models on one CPU would not test them.
 #
 # ## 4. From a language model to an assistant
 #
-# A model trained as above continues text. It does not answer questions or follow instructions
-# unless its data happened to. The chat models people use add two stages of training after this one,
-# with the same network. **Instruction tuning** (supervised fine-tuning) trains it, with the same
-# next-token loss, on examples of requests followed by good answers, written by people or by other
-# models. The loss is usually counted on the answers only. **Preference tuning** then uses pairs of
-# answers to one request, one of them preferred by a person or a judge model. RLHF trains a reward
-# model on those pairs and optimises the language model against it (Ouyang et al. 2022). DPO
-# (Rafailov et al. 2023) reaches a similar goal with a loss computed directly on the pairs. A **chat
-# template** fixes how a conversation is written as one text, with special tokens that mark who
-# speaks. The model only ever sees, and continues, that text, so the template must be used exactly as
-# in training.
+# A model trained as above continues text. The chat models people use add two stages of training
+# after this one, with the same network. **Instruction tuning** (supervised fine-tuning) trains it,
+# with the same next-token loss, on examples of requests followed by good answers, written by people
+# or by other models. The loss is usually counted on the answers only. **Preference tuning** then
+# uses pairs of answers to one request, one of them preferred by a person or a judge model. RLHF
+# trains a reward model on those pairs and optimises the language model against it (Ouyang et al.
+# 2022). DPO (Rafailov et al. 2023) reaches a similar goal with a loss computed directly on the
+# pairs. A **chat template** writes a conversation as one text, with special tokens that mark who
+# speaks. The model continues that text, so the template must match the one of training.
 #
 # ## Summary
 #
 # - Today's recipe: AdamW with weight decay on the matrices only, warm-up and cosine decay, gradient
 #   clipping, bf16 on GPUs.
-# - On six plays by Shakespeare, the recipe's first 100 steps follow the shipped run, and the whole
-#   run writes short lines of English in the form of a play. Perplexity is $e$ to the loss per token.
+# - On six plays by Shakespeare, our CPU run is the first tenth of the recipe's run: its loss lands
+#   on the shipped run's, and its text is not yet language. The shipped model, the whole run, writes
+#   short lines of English in the form of a play. Perplexity is $e$ to the loss per token.
 # - `generate` samples with a temperature and top-p. The KV cache gives the same tokens as a full
 #   pass, and saves time.
 # - At our scale, on every machine (checked): warm-up and cosine beat the paper's schedule, and RoPE
@@ -678,5 +682,5 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 
 # %% [markdown]
 # **Next:** [Chapter 15 — Real weights: OPUS-MT, GPT-2 and Llama in the course's
-# model](15_real_weights.ipynb): real checkpoints (OPUS-MT, GPT-2, Llama) loaded into the course's own
-# model.
+# model](15_real_weights.ipynb): real checkpoints (OPUS-MT, GPT-2, Llama) loaded into the course's
+# own model.

@@ -20,18 +20,17 @@
 #
 # Chapter 15 put the weights of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2, a small Llama) into the
 # course's own models, and proved each conversion on random numbers in the real shapes. This chapter
-# does the rest of what a real model needs. It turns text into a checkpoint's ids and back, and runs
-# the published weights where a network is there. It finds what sets the speed of generation: the
-# bytes each new token reads from memory. And it ends where trained models run in practice, in
-# inference engines: the course's own, then `transformers`, CTranslate2 and llama.cpp, running the
-# course's trained translator and language model.
+# takes the last steps from a model in a notebook to a model people run. It turns text into a
+# checkpoint's ids. It finds what sets the speed of generation: the bytes each new token reads from
+# memory. It speeds decoding up with an inference engine. At the end, the translator and the language
+# model trained with the course's recipes run in `transformers`, CTranslate2 and llama.cpp, and give
+# there the same tokens as in the course's own code.
 #
 # **Learning goals**
 #
 # - turn text into a checkpoint's ids and back: Marian's SentencePiece models, the byte-level BPE of
 #   GPT-2 and SmolLM2, and their special tokens;
-# - load a published checkpoint in float32, convert it, and check that ours and `transformers`
-#   generate the same tokens;
+# - load a published checkpoint in float32 and convert it;
 # - count the bytes a generated token reads in float32, bf16 and int8, and measure how close this
 #   processor comes to its memory's speed;
 # - see what an inference engine changes (the layout of the weights, the operations per step) and
@@ -77,9 +76,7 @@ import importlib.util
 import itertools
 import json
 import os
-import statistics
 import tempfile
-import time
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -104,6 +101,12 @@ from transformer_course_tools.models.published import course_config
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
+from transformer_course_tools.notebook.speed import (
+    speed_table,
+    time_layouts_and_paths,
+    time_precisions,
+    tokens_per_second,
+)
 
 torch.manual_seed(0)
 setup_chapter("16")  # the short stop at an unwritten exercise; printing and plotting style
@@ -112,9 +115,9 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # Chapter 15's converted models gave the same logits and greedy tokens as `transformers`, on random
-# numbers in the real shapes. Here the numbers become the published ones, and the inputs become real
-# text. The model is still the one chapters 06 and 13 built, with chapter 15's settings. The
-# [notation page](../book/notation.md) lists the letters.
+# numbers in the real shapes. Here the inputs become real text, and the last section takes the
+# course's own trained models out of the course. The [notation page](../book/notation.md) lists the
+# letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -241,19 +244,18 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # %% [markdown]
 # ## 2. The published checkpoints
 #
-# With a network (Colab, a laptop), the next two cells run the published weights in our models:
-# OPUS-MT's English → German translator with our beam search (chapter 09), and SmolLM2-135M
-# continuing a text with our `generate`. The course's loader, `load_hub`, waits a bounded time, then
-# stops with one clear error; offline, each cell prints one line saying it skipped.
+# With these tokenizers, the published weights can read real text. With a network (Colab, a laptop),
+# the next cell runs two of them in our models, with chapter 15's converters: OPUS-MT's English →
+# German translator with our beam search, and SmolLM2-135M continuing a text. Offline, it says in one
+# line per checkpoint that it skipped.
 #
-# `load_hub` loads every checkpoint in float32. A checkpoint's `config.json` names the precision its
-# weights are stored in (`torch_dtype`): GPT-2's are float32, the `-hf` releases of Llama 2 declare
-# float16, and many recent models bfloat16. Recent versions of `transformers` load that precision
-# unless told otherwise. Our converted model computes in float32, and a 16-bit model computes another
-# function, whose greedy tokens part ways after a few steps. In float32 both compute the same one, and
-# the cell after these two asserts that they generate the same tokens.
+# The course's loader, `load_hub`, loads every checkpoint in float32. A checkpoint's `config.json`
+# names the precision its weights are stored in (`torch_dtype`): GPT-2's are float32, the `-hf`
+# releases of Llama 2 declare float16, and many recent models bfloat16. A 16-bit model computes
+# another function than our float32 one, and greedy tokens part ways after a few steps. In float32
+# both compute the same function, and the folded check asserts the same tokens.
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Attention is all you need.",
              "Machine translation has improved a great deal in the last ten years."]  # fmt: skip
 identical = {}  # what each real checkpoint that ran showed: (ours and transformers' identical?, on what)
@@ -277,7 +279,6 @@ else:
     identical["OPUS-MT en-de: greedy translations"] = (same, f"{len(sentences)} sentences")
     print("greedy translations identical to transformers':", same)
 
-# %% tags=["nbval-ignore-output"]
 try:
     smol_tokenizer, real_hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
 except HubError as error:
@@ -304,14 +305,15 @@ if not identical:
           "asserts that ours and transformers' generate the same tokens")  # fmt: skip
 
 # %% [markdown]
-# **Your own checkpoint** follows the same recipe: `load_hub(name, "causal-lm")` (or
-# `"translation"`), then `from_llama` (`from_gpt2`, `from_marian`), then compare `ours(ids)` with
-# `hf_model(ids).logits` on a real sentence, within 10⁻⁵ of the largest logit. The OPUS-MT
-# translators convert, GPT-2 of every size, and the Llama family with plain rotary embeddings
-# (SmolLM2, TinyLlama, Llama 2, Llama 3 8B). What our model cannot express is refused in one line
-# that names it: rescaled rotary frequencies (`rope_scaling`, Llama 3.1 and later), for one.
+# **Your own checkpoint** follows the same recipe: `load_hub(name, "causal-lm")`, then `from_llama`
+# (`from_gpt2`, `from_marian`). What our model cannot express is refused in one line that names it:
+# rescaled rotary frequencies (`rope_scaling`, Llama 3.1 and later), for one.
+
+# %% [markdown]
+# ## 3. What sets the speed: bytes per token
 #
-# The memory: a float32 copy takes 4 bytes a parameter, and while converting, both models are in
+# A model that runs raises the next question: how fast does it generate? The answer starts with its
+# size in bytes. A float32 copy takes 4 bytes a parameter, and while converting, both models are in
 # memory. The cell below builds our three models in their published shapes on PyTorch's meta device
 # (chapter 07), where a tensor has a shape but no numbers.
 
@@ -330,10 +332,7 @@ for name, model in full.items():
           f"{8 * n / 2**30:.2f} GiB while converting")  # fmt: skip
 print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
 
-
 # %% [markdown]
-# ## 3. What sets the speed: bytes per token
-#
 # A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
 # multiplies one vector: every weight is read from memory once, for a single multiply and add, and
 # the earlier tokens' keys and values are read from the cache. A processor does far more arithmetic
@@ -374,8 +373,8 @@ for context in (1000, c.max_len):  # the longest text it was trained on
 # or bf16, and three quarters with int8 weights: for a long text, the cache is worth shrinking as much
 # as the weights.
 #
-# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, every tensor
-# drawn at random: each matrix from N(0, 1/its input size), each gain from N(1, 0.2²).
+# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, drawn at
+# random: each matrix from N(0, 1/its input size), each gain from N(1, 0.2²).
 
 # %%
 smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
@@ -394,8 +393,8 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
 # > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. The
 # > course's inference engine (section 4 introduces it) keeps a cache of its own, which settles it:
-# > below, the engine allocates one for 1,000 tokens of our 4-layer
-# > model, and we compare its bytes with both counts.
+# > below, the engine allocates one for 1,000 tokens of our 4-layer model, and we compare its bytes
+# > with both counts.
 
 # %%
 buffers = KVBuffers(plan_for(smol), batch=1, capacity=1000)  # the engine's keys and values, every layer
@@ -446,10 +445,10 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # Now the time, and the memory's speed. We decode with the course's inference engine (`path=ENGINE`,
 # section 4), which reads each weight once per token. Between the decodings, we measure how fast one
 # thread of this machine reads memory: a sum over 512 MiB of float32 numbers, far more than its
-# caches hold. Taking turns, both see the same load from other programs. Bytes per token over time
-# per token is the speed at which a step read its weights, to set beside the memory's. The timings
-# are this machine's. (A processor without bfloat16 instructions converts
-# every number before it multiplies, so bf16 can be slower than float32 there.)
+# caches hold. Bytes per token over time per token is the speed at which a step read its weights, to
+# set beside the memory's. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) times
+# them on one thread, taking turns, so that all see the same load. (A processor without bfloat16
+# instructions converts every number before it multiplies, so bf16 can be slower than float32 there.)
 #
 # <details><summary>The figure in words</summary>
 #
@@ -464,64 +463,27 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # </details>
 
 # %% tags=["measured", "nbval-ignore-output"]
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # one thread, one core's share of the memory's speed
-numbers = torch.ones(2**27)  # 512 MiB of float32
 variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
-prompt = torch.randint(1, 49000, (1, 8))
-read = {precision: plan_for(model).nbytes for precision, model in variants.items()}  # bytes per token
-for model in variants.values():
-    generate(model, prompt, max_new_tokens=2, path=ENGINE)  # warm-up: the engine reads the model once
-sums, timings = [], dict.fromkeys(variants, float("inf"))  # seconds: per sum, per token
-for _ in range(3):  # the memory and the three precisions take turns: the same load on each
-    start = time.perf_counter()
-    numbers.sum()  # reads every byte once, one add per number
-    sums.append(time.perf_counter() - start)
-    for precision, model in variants.items():
-        start = time.perf_counter()
-        out = generate(model, prompt, max_new_tokens=16, path=ENGINE)
-        timings[precision] = min(timings[precision], (time.perf_counter() - start) / (out.shape[1] - prompt.shape[1]))
-bandwidth = numbers.numel() * 4 / min(sums)  # bytes per second
-del numbers
-torch.set_num_threads(threads)
-print(f"one thread reads memory at {bandwidth / 1e9:.1f} GB/s (a sum over 512 MiB, the best of 3)")
-for precision in variants:
-    speed = read[precision] / timings[precision]  # bytes per second, as the step read its weights
-    print(f"{precision:8s} {read[precision] / 2**20:6.1f} MiB read per token  {1000 * timings[precision]:6.1f} ms per "
-          f"token  {speed / 1e9:5.1f} GB/s: {speed / bandwidth:4.0%} of the memory's speed")  # fmt: skip
-fig, ax = plt.subplots(figsize=(5, 3.4))
-for precision in variants:
-    ax.scatter(read[precision] / 2**20, 1000 * timings[precision], s=60)
-    ax.annotate(precision, (read[precision] / 2**20, 1000 * timings[precision]), xytext=(6, 4),
-                textcoords="offset points")  # fmt: skip
-x_max = 1.25 * max(read.values()) / 2**20
-ax.plot([0, x_max], [0, 1000 * x_max * 2**20 / bandwidth], "k--", lw=1, label="reading at the memory's speed")
-ax.set(xlabel="MiB of weights read per token", ylabel="ms per generated token",  # room for the labels:
-       xlim=(0, x_max), ylim=(0, 1.3 * 1000 * max(timings.values())),
-       title=f"{min(timings, key=timings.get)} was fastest on this CPU")  # fmt: skip
-ax.legend(loc="upper left", fontsize=8)
-plt.tight_layout()
+prompt = torch.randint(1, 49000, (1, 8), generator=torch.Generator().manual_seed(6))
+precisions = time_precisions(variants, prompt, new_tokens=16)  # one thread; a sum over 512 MiB and the models take turns
+print(precisions.table())
+precisions.plot()
 plt.show()
-fastest = min(timings, key=timings.get)
-display(Markdown(
-    f"On this machine the fastest was **{fastest}**, at {1000 * timings[fastest]:.1f} ms per token "
-    f"({timings['float32'] / timings[fastest]:.1f}× float32). int8 read {read['float32'] / read['int8']:.2f}× fewer "
-    f"bytes than float32 and ran {timings['float32'] / timings['int8']:.1f}× as fast. The float32 step read its "
-    f"weights at {read['float32'] / timings['float32'] / bandwidth:.0%} of the speed one thread reads memory at."
-))  # fmt: skip
+display(Markdown(precisions.sentence()))
 
 # %% tags=["hide-cell"]
+read = precisions.read  # bytes per token, counted from the engine's plan
 expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# ## 4. Your model in the engines people use
+# ## 4. An inference engine
 #
-# **What an engine does.** Your modules say what the model computes, one idea per file. Run step by
-# step, as chapter 09's loops run them, a step spends its time on two things. One is the **bytes** of
-# weights it reads, which section 3 measured. The other is the **operations** it asks of PyTorch,
-# each with a fixed cost of a few microseconds. Inference engines such as CTranslate2 and llama.cpp
-# cut both. They *convert* a trained model into a form of their own, once, and decode with that.
+# Section 3 measured one cost of a step: the **bytes** of weights it reads. Your modules pay a second
+# one. They say what the model computes, one idea per file. Run step by step, as chapter 09's loops
+# run them, each step asks PyTorch for many small **operations**, each with a fixed cost of a few
+# microseconds. Inference engines such as CTranslate2 and llama.cpp cut both costs. They *convert* a
+# trained model into a form of their own, once, and decode with that.
 #
 # The course has one, `transformer_course_tools/engine/`: pass it as the path, `path=ENGINE`, to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. Your loops ask it for the next token's
@@ -529,8 +491,7 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # It reads the model's parameters into a *plan*, once:
 #
 # - each weight matrix in the layout chosen for its product (on a CPU: $W^\top$ stored contiguous for
-#   one row, oneDNN's blocked layout for several; the benchmarks measured these choices, and the table
-#   below times them on this machine);
+#   one row, oneDNN's blocked layout for several; the benchmarks measured these choices);
 # - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
 # - the keys and values of the source projected once per call, for every layer at once;
 # - caches allocated once for the longest output, instead of growing at every step;
@@ -544,7 +505,6 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 from transformer_course.batching import pad_sequences
 from transformer_course.config import TransformerConfig
 from transformer_course.datasets.numbers import numbers_task
-from transformer_course_tools.engine.weights import Dense
 from transformer_course_tools.models.pretrained import load_pretrained
 from transformer_course_tools.notebook.operations import CountOps
 
@@ -559,12 +519,6 @@ timing_model = Transformer(timing_config).eval()
 with torch.no_grad():
     timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
 timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
-
-
-def seconds(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 # %%
 same = {  # the test split translated by your modules (left) and by the engine (right)
@@ -608,61 +562,42 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # several times, and the kernel matters more. Below, a matrix the size of a large output layer
 # multiplies 1 row, then 16, stored in `nn.Linear`'s layout $(V, D)$, as $W^\top$ contiguous, and as
 # the engine's `Dense` ($W^\top$ for one row, oneDNN's blocked copy for several). Then both paths'
-# time per token on the random model. One thread; this machine's numbers.
+# time per token on the random model. `time_layouts_and_paths` times them on one thread (this
+# machine's numbers); the last line checks the claim this section makes, on the same run.
 
 # %% tags=["measured", "nbval-ignore-output"]
-threads = torch.get_num_threads()
-torch.set_num_threads(1)
-weight = torch.randn(8192, 2048)  # (out, in): nn.Linear's layout, 64 MiB
-weight_t = weight.t().contiguous()  # (in, out)
-engine_product = Dense(weight, None)  # the engine's matrix: the kernel it picks for the number of rows
-for rows in (1, 16):
-    x = torch.randn(rows, 2048)
-    engine_product(x)  # the blocked copy is made at the first product of several rows, not timed
-    layout_seconds = {
-        "nn.Linear's (out, in)": min(seconds(lambda x=x: torch.nn.functional.linear(x, weight)) for _ in range(5)),
-        "W^T, (in, out)": min(seconds(lambda x=x: x.mm(weight_t)) for _ in range(5)),
-        "the engine's": min(seconds(lambda x=x: engine_product(x)) for _ in range(5)),
-    }
-    for name, s in layout_seconds.items():
-        print(f"{rows:2d} row(s), {name:22s} {1000 * s:6.2f} ms   {weight.numel() * 4 / s / 1e9:5.1f} GB/s read")
-path_seconds = {  # 32 tokens from each path, the best of 3 runs
-    name: min(seconds(lambda path=path: greedy_decode(timing_model, timing_src[:1], 32, path=path)) for _ in range(3))
-    for name, path in paths.items()
-}
-torch.set_num_threads(threads)
-for path, s in path_seconds.items():
-    print(f"{path:8s} {1000 * s / 32:6.2f} ms per token (batch 1)")
-print(f"the engine: {path_seconds['modules'] / path_seconds['engine']:.1f}× as fast on this model")
-
-# %% tags=["hide-cell"]
-expect_at_least("the engine's speed relative to your modules' (batch 1)",
-                path_seconds["modules"] / path_seconds["engine"], 1.2)  # fmt: skip
+engine_timing = time_layouts_and_paths(timing_model, timing_src[:1], paths)  # one thread, the best of 5 rounds
+print(engine_timing.table())
+expect_at_least("the engine's speed relative to your modules' (batch 1)", engine_timing.speedup, 1.2)
 
 # %% [markdown]
 # On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
 # llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
-# was the faster in every setting measured, in float32 and in int8. On SmolLM2-135M's shape at batch
-# 1, llama.cpp was the faster, in float32 and in its 8-bit format, q8_0. There a step is one-row
-# products, and llama.cpp's own code reads weights faster than PyTorch's kernels. The course's engine
-# stays readable PyTorch, with no native kernel to compile. If you need llama.cpp's speed, run your
-# model *in* llama.cpp.
+# was the faster in every setting measured. On SmolLM2-135M's shape at batch 1, llama.cpp was the
+# faster, in float32 and in its 8-bit format, q8_0: its own code reads weights faster than PyTorch's
+# kernels. The course's engine stays readable PyTorch, with no native kernel to compile. If you need
+# llama.cpp's speed, run your model *in* llama.cpp: the last section does that.
+
+# %% [markdown]
+# ## 5. Your models in the engines people use
 #
-# **Out of the course.** The file `transformer_course/export.py` holds the inverses of chapter 15's
-# converters: `to_marian`, `to_llama` and `to_gpt2` write the course's weights into `transformers`'
-# classes, with chapter 15's reorderings undone. The command line does the rest:
+# So far the course's models have run only in the course's code. This last section takes two trained
+# ones out: the numbers translator of chapter 08's recipe, and the Shakespeare language model of
+# chapter 14's recipe (chapter 13's block, with chapter 12's BPE). Both ship with the course.
+#
+# The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
+# `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
+# reorderings undone. The command line does the rest:
 # `python -m transformer_course export MODEL OUT`, where MODEL is a checkpoint the course wrote or a
-# shipped name. It has three targets. `--to transformers` writes a folder that `AutoTokenizer` and
-# `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load. `--to ctranslate2` converts that folder with
-# CTranslate2's own converter. `--to gguf` writes the one file llama.cpp reads; it takes language
-# models only, not translators. We export the numbers translator, and the language model that ships
-# with the course: chapter 13's block, trained on six of Shakespeare's plays with chapter 12's BPE.
+# shipped name. It has three targets. `--to transformers` writes a folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or
+# `…ForCausalLM`) load. `--to ctranslate2` converts that folder with CTranslate2's own converter.
+# `--to gguf` writes the one file llama.cpp reads; it takes language models only, not translators.
 # This needs `ctranslate2` and `gguf` (`make install` has them).
 
 # %%
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
 if missing:
-    raise MissingPackages(f"section 4's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
+    raise MissingPackages(f"section 5's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
 from transformer_course_tools.cli import main as course_command
 
 exports = Path(tempfile.mkdtemp())  # the exported files, in a folder of their own
@@ -757,56 +692,40 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
 
 # %% [markdown]
-# **Tokens per second.** Each engine decodes the same inputs again, in float32 on one thread, the
-# numbers one at a time. CPU time on this machine, the median of 5 rounds.
+# Every engine wrote the course's tokens, each through its own tokenizer (the folded checks assert
+# it).
+#
+# **Tokens per second.** Each engine decodes the same inputs again (the calls above, one input at a
+# time, in the folded cell), in float32 on one thread. `tokens_per_second` times them, the engines
+# taking turns: CPU time on this machine, the median of 5 rounds.
 
-# %% tags=["measured", "nbval-ignore-output"]
-def tokens_per_second(runs: dict, made: int, rounds: int = 5) -> dict[str, float]:
-    """``made`` new tokens over the median CPU time of each run, the runs taking turns in each round."""
-    seconds = {name: [] for name in runs}
-    for _ in range(rounds):
-        for name, run in runs.items():
-            start = time.process_time()
-            run()
-            seconds[name].append(time.process_time() - start)
-    return {name: made / statistics.median(times) for name, times in seconds.items()}
-
-
+# %% tags=["hide-input"]
 OURS = "the course's engine"
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # one thread for every engine
 sources = [src[i : i + 1] for i in range(len(english))]  # (1, S) each: one number at a time
-translator_runs = {
+runs = {"translator": {
     "the course's modules": lambda: [greedy_decode(translator, s) for s in sources],
     OURS: lambda: [greedy_decode(translator, s, path=ENGINE) for s in sources],
     "transformers": lambda: [hf_translator.generate(**hf_tokenizer(t, return_tensors="pt"), max_new_tokens=20)
                              for t in english],
     "CTranslate2": lambda: [ct2_translator.translate_batch([p], beam_size=1) for p in pieces],
-}  # fmt: skip
-lm_runs = {
+}, "language model": {
     "the course's modules": lambda: [generate(lm.model, torch.tensor([ids]), 40) for ids in prompt_ids],
     OURS: lambda: [generate(lm.model, torch.tensor([ids]), 40, path=ENGINE) for ids in prompt_ids],
     "transformers": lambda: [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)
                              for p in prompts],
     "CTranslate2": lambda: [ct2_lm.generate_batch([s], max_length=40, suppress_sequences=never) for s in starts],
-}  # fmt: skip
+}}  # fmt: skip
 if "llama.cpp" in continued:
-    lm_runs["llama.cpp"] = lambda: [llama_cpp_greedy(llm, ids, 40, [c.pad_id, c.bos_id], c.eos_id) for ids in own_ids]
+    runs["language model"]["llama.cpp"] = lambda: [llama_cpp_greedy(llm, ids, 40, [c.pad_id, c.bos_id], c.eos_id)
+                                                   for ids in own_ids]  # fmt: skip
+else:
+    print("llama.cpp: skipped, llama-cpp-python is not installed")
 made = {"translator": sum(greedy_decode(translator, s).shape[1] for s in sources),  # German pieces and <eos>
-        "language model": sum(len(t) - len(p) for t, p in zip(continued["the course"], prompt_ids, strict=True))}
-with torch.no_grad():
-    speeds = {"translator": tokens_per_second(translator_runs, made["translator"]),
-              "language model": tokens_per_second(lm_runs, made["language model"])}  # fmt: skip
-torch.set_num_threads(threads)
-rows = ["| model | engine | tokens per second | × the course's engine |", "| --- | --- | ---: | ---: |"]
-for model, speed in speeds.items():
-    rows += [f"| {model} | {engine} | {s:,.0f} | {s / speed[OURS]:.2f} |" for engine, s in speed.items()]
-if "llama.cpp" not in continued:
-    rows.append("| language model | llama.cpp | skipped: llama-cpp-python is not installed | |")
-fastest = {model: max(speed, key=speed.get) for model, speed in speeds.items()}
-verdicts = [f"With the {model}, the fastest here was {engine}, at {speeds[model][engine] / speeds[model][OURS]:.1f}× "
-            f"the course's engine." for model, engine in fastest.items()]  # fmt: skip
-display(Markdown("\n".join(rows) + "\n\n" + " ".join(verdicts)))
+        "language model": sum(len(t) - len(p) for t, p in zip(continued["the course"], prompt_ids, strict=True))}  # fmt: skip
+
+# %% tags=["measured", "nbval-ignore-output"]
+speeds = tokens_per_second(runs, made)  # one thread, the engines taking turns, the median of 5 rounds
+display(Markdown(speed_table(speeds, reference=OURS)))
 
 # %% [markdown]
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
@@ -815,6 +734,10 @@ display(Markdown("\n".join(rows) + "\n\n" + " ".join(verdicts)))
 # products dominate, and there the course's engine kept up with CTranslate2. For a small model of
 # your own, the export is the way to speed (`--precision int8` gives CTranslate2's int8 and
 # llama.cpp's q8_0).
+#
+# That is where the course set out to arrive. The model you built from its parts, and trained with
+# the course's recipes, now runs in the engines people use, and writes there the same tokens as in
+# your own code.
 #
 # ## Summary
 #
@@ -827,7 +750,8 @@ display(Markdown("\n".join(rows) + "\n\n" + " ".join(verdicts)))
 # - An inference engine reads a trained model once into a plan that cuts the bytes and the operations
 #   of a step, and gives your modules' tokens (`path=ENGINE`).
 # - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
-#   llama.cpp, which give the course's tokens through their own tokenizers.
+#   llama.cpp, which give the course's tokens through their own tokenizers: the translator and the
+#   language model you trained run there unchanged.
 #
 # **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the conversion
 # it relies on.

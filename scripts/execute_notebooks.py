@@ -69,7 +69,8 @@ def execute(source: Path, timeout: int = 900, remeasure: bool = False) -> tuple[
     output this run changed or would have changed (:func:`keep_measured`)."""
     notebook = open_as_jupyter(source)
     notebook.metadata["kernelspec"] = kernelspec()
-    committed = measured_outputs(notebook)  # from the .ipynb, before this run replaces them
+    stored = source.with_suffix(".ipynb")  # its sources as last run: the notebook above has the .py's, maybe edited
+    committed = measured_outputs(nbformat.read(stored, as_version=4)) if stored.exists() else {}
     start = time.perf_counter()
     NotebookClient(
         notebook, timeout=timeout, kernel_name=KERNEL, resources={"metadata": {"path": str(source.parent)}}

@@ -67,4 +67,8 @@ def test_a_re_run_of_a_tiny_notebook_keeps_its_timing(script, tmp_path: Path) ->
     _, third = script.execute(source, remeasure=True)
     assert third == ["cell 2: this run's measurement stored (it differs from the committed one)"]
     assert nbformat.read(source.with_suffix(".ipynb"), as_version=4).cells[1].outputs[0].text != stored
+    source.write_text(source.read_text().replace("print(time.perf_counter_ns())", "print(-time.perf_counter_ns())"))
+    _, edited = script.execute(source)  # the .py edited: its measured cell is measured again
+    assert edited == ["cell 2: this run's output stored (a new or changed measured cell)"]
+    assert nbformat.read(source.with_suffix(".ipynb"), as_version=4).cells[1].outputs[0].text.startswith("-")
     assert script.main(["--remeasure", "--no-such-option"]) == 2
