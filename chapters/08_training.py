@@ -18,11 +18,13 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/08_training.ipynb)
 #
-# Chapter 06 assembled the whole model; its weights are still random. Here we make the data, feed
-# it in batches, choose a loss and a learning rate, and train. The result, on a laptop CPU, is a
-# Transformer that translates English number words into German ones:
+# Chapter 07 counted every weight of the paper's models. All of them are still random: the model
+# of chapter 06 cannot translate anything yet. This chapter trains it. We make the data, feed it in
+# batches, choose a loss and a learning rate, and write the training loop. At the end, after a few
+# minutes on a laptop CPU, a Transformer translates English number words into German ones:
 # *"three hundred and forty-seven thousand, five hundred and twelve"* →
-# *"dreihundertsiebenundvierzigtausendfünfhundertzwölf"*. On a GPU the notebook picks a larger model.
+# *"dreihundertsiebenundvierzigtausendfünfhundertzwölf"*. We score it number by number, and look at
+# the mistakes it still makes. On a GPU the notebook picks a larger model.
 #
 # **Learning goals**
 #
@@ -101,9 +103,9 @@ architecture_map("training")
 # %% [markdown]
 # ## 1. Data without downloads: number words
 #
-# Real translation corpora are large and need hours of GPU time. We want a task that is made on
-# the spot and learnt in minutes, yet is still translation. Numbers written in words fit. The
-# `num2words` library writes any number in English and in German, and the two languages do *not*
+# Real translation corpora are large and need hours of GPU time. Numbers written in words are made
+# on the spot and learnt in minutes, yet translating them is still translation. The `num2words`
+# library writes any number in English and in German, and the two languages do *not*
 # say numbers in the same order.
 
 # %%
@@ -181,9 +183,8 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 # - **Some strata cannot be held out.** Below 100 the German forms are irregular (*null*, *elf*,
 #   *siebzig*): a model that never saw "zero" cannot know it is *null*. The 9 round hundreds and 9
 #   round hundred-thousands are too few to spare. These four strata are in training *and* in the
-#   test split, and every table marks them "seen". Their score measures memory: how many of the
-#   numbers it was shown the model gets right. It says nothing about new numbers, and it can be
-#   low: a model may not yet have learnt what it saw.
+#   test split, and every table marks them "seen". Their score measures memory, not the
+#   translation of new numbers, and it can be low: a model may not yet have learnt what it saw.
 # - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`). Each number below 21 appears
 #   60 times, each of 21–99 20 times, and so on.
 
@@ -244,7 +245,7 @@ for bucket in (1, 50):
 #
 # </details>
 
-# %%
+# %% tags=["hide-input"]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.2))
 for ax, bucket in zip(axes, (1, 50), strict=True):
     indices = batch_indices(lengths, 16, seed=0, epoch=0, bucket=bucket)[0]
@@ -366,7 +367,7 @@ assert torch.allclose(ours, reference)
 #
 # </details>
 
-# %%
+# %% tags=["hide-input"]
 from transformer_course.schedule import make_optimizer, transformer_lr, transformer_scheduler
 
 steps = torch.arange(1, 3001)
@@ -429,10 +430,8 @@ print("loss at each of the first five steps:", [round(value, 3) for value in los
 
 # %% [markdown]
 # Gradient clipping is not in the paper. It keeps a rare bad batch from undoing progress in short,
-# fast runs like ours.
-#
-# The course's `fit` makes exactly these steps. Started again from the same seed, it gets the same
-# weights and the same batches, and so it must give the same five losses, to the last bit:
+# fast runs like ours. The course's `fit` makes exactly these steps: from the same seed, it must
+# give the same five losses, to the last bit:
 
 # %%
 from dataclasses import replace
@@ -453,14 +452,14 @@ assert same
 # So `fit` is this loop plus what a long run needs:
 #
 # - the step itself is `train_step` (exercise ex08_4), the body of our loop;
-# - it reads the losses back every 50 steps, in one transfer, and stops if one is not finite (on a
-#   GPU, `loss.item()` makes the CPU wait, and a loop that waits at every step keeps the GPU idle);
+# - it reads the losses back every 50 steps, in one transfer (on a GPU, each `loss.item()` makes
+#   the CPU wait), and stops if one is not finite;
 # - it evaluates the model now and then (an `Evaluation`), and can stop after a time limit;
 # - on a GPU, `train_step` runs the forward pass in mixed precision (`MixedPrecision`): bfloat16 on
 #   recent GPUs, float16 with a gradient scaler on older ones such as Colab's T4.
 #
-# Each piece has its own short file in `transformer_course/`: `loss.py`, `schedule.py`, `step.py`
-# and the loop in `training.py`.
+# Each piece has its own file in `transformer_course/`: `loss.py`, `schedule.py`, `step.py` and
+# `training.py`.
 #
 # ### Debug on a toy task first
 #
@@ -468,9 +467,7 @@ assert same
 # Reversing a string of letters needs attention by position and nothing else. A small correct model
 # learns it in a short run; a bug in the masks, the shift or the loss shows as a model that does not.
 #
-# ### Reading the model's answers
-#
-# Training gives the model the correct target so far. To test it, the model must answer alone.
+# To judge it, the model must answer alone: in training it always read the correct target so far.
 # `read_greedily` (in `evaluation.py`) does the plainest thing that works. It encodes the source
 # once, runs the decoder on `<bos>` and the tokens chosen so far, and keeps the most probable next
 # token, until every sentence has said `<eos>` or reached its limit: the source's length + 50 tokens
@@ -509,7 +506,7 @@ print("reverse task, held-out strings:", toy_scores)
 print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 
 # %% [markdown]
-# This is the book's first trained result, so here is how the book treats such results.
+# This is the book's first trained result, so here is how the book treats one.
 #
 # > **How this book tests a claim**
 # >
@@ -519,10 +516,9 @@ print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 # >   amplifies the last bits into a visibly different model. The course's tests rerun every
 # >   notebook with `ATEN_CPU_CAPABILITY=default`, which makes PyTorch take other kernels.
 # > - **A check line states the claim.** The tests do not compare a cell that prints a trained
-# >   result. The cell after it checks what the text claims, with a margin:
+# >   result. The cell after it checks the text's claim with a margin:
 # >   `✓ claim ≥ bound (measured: …)`. The bound lies beyond everything we measured over several
-# >   seeds and both kinds of arithmetic, and a broken model fails it. The web edition folds these
-# >   lines under the cell.
+# >   seeds and both kinds of arithmetic, and a broken model fails it. The checks are folded.
 # > - **Comparisons need several runs.** Two settings are each trained three times or more, and a
 # >   table gives the mean with the lowest and the highest run. A difference counts only when it
 # >   lies beyond the spread: every run of one setting beats every run of the other. Runs of two
@@ -538,10 +534,9 @@ expect_at_least("the toy model reverses held-out strings exactly", toy_scores["e
 
 # %% [markdown]
 # What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
-# counted from the *end*. Below are the four cross-attention heads of its single decoder layer, on
-# one held-out string: rows are the letters it writes, columns the letters it reads. A head that
-# has found the rule puts its weight on the *anti*-diagonal. The check above tests the outputs, not
-# the heads, so how many heads show it is this run's outcome.
+# counted from the *end*. Below are the four cross-attention heads of its decoder layer, on one
+# held-out string: rows are the letters it writes, columns the letters it reads. A head that has
+# found the rule puts its weight on the *anti*-diagonal. How many heads do so varies from run to run.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -606,8 +601,8 @@ print(run_check("ex08_2").line())
 # Now the real task, with the settings printed below: on the CPU a model like the paper's, scaled
 # down; on a GPU a larger one, trained for longer. Every 200 steps the model translates 500
 # validation numbers, and we record the share it gets exactly right. Here an answer may have at most
-# 20 pieces: the longest German number has 11 and `<eos>`, so a longer answer is wrong anyway, and
-# an early model that does not yet stop costs less time.
+# 20 pieces: the longest German number has 11 and `<eos>`, and an early model that does not yet
+# stop then costs less time.
 
 # %%
 from transformer_course.step import MixedPrecision
@@ -663,12 +658,10 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 #
 # ## 7. Evaluation
 #
-# The trained model now answers the whole test split, with §6.1's limit. `score_translations`
-# gives the toy task's three scores (`evaluate` is `translate`, then `score_translations`).
-#
-# **An answer that does not stop costs BLEU far more than exact match.** Exact match counts one
-# wrong number. BLEU counts up to 50 wrong pieces, and a few such answers cost it several points.
-# So the check asks less of BLEU than of exact match.
+# Now the model answers the whole test split, with §6.1's limit, and `score_translations` gives the
+# toy task's three scores (`evaluate` is `translate`, then `score_translations`). The folded check
+# asks less of BLEU than of exact match: an answer that never stops is one wrong number, but up to
+# 50 wrong pieces for BLEU.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import score_translations
@@ -688,8 +681,7 @@ expect_at_least("BLEU on the test split", test_scores["bleu"], 85)  # a few outp
 # %% [markdown]
 # One number for the whole split hides the strata. `strata_scores` scores the answers of each
 # stratum on its own (`evaluate_strata` would translate them again); a round hundred-thousand is
-# also a round thousand. The last column says whether the stratum's numbers were also training
-# numbers.
+# also a round thousand. The last column marks the seen strata.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import strata_scores
@@ -705,14 +697,10 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
        ", ".join(f"{name} {s['exact_match']:.1f}%" for name, s in large.items()))  # fmt: skip
 
 # %% [markdown]
-# The large strata are at 90% or more (the check above). Where a run makes its few mistakes depends
-# on the run. Small strata such as the nine round hundreds swing most: each mistake there costs 11
-# points. A seen stratum below 100% is one the model has not yet learnt, although it saw every
-# number in it.
-#
-# The model that ships with the course (`scripts/make_checkpoint.py`) is this recipe run for 3,000
-# steps, with the round hundreds repeated 60 times and "N thousand and k" 4 times. It scores 100%
-# in every stratum (chapter 10 shows its table). Here are this run's mistakes:
+# The large strata are at 90% or more (the check above). The small ones, seen or not, can land
+# anywhere from 0 to 100%. In a stratum of nine numbers one mistake costs 11 points, and its
+# numbers share one pattern: a model that has not yet learnt the pattern misses them all. Here are
+# this run's mistakes:
 
 # %% tags=["nbval-ignore-output"]
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], test_answers, task.test, strict=True) if h != t]
@@ -731,11 +719,12 @@ for n in (21, 999_999, 88_008):
     print(f"{number_to_english(n)} → {written}  ({verdict})")
 
 # %% [markdown]
-# **Why a model makes such mistakes.** The decoder writes one piece at a time, and after each piece
-# it must decide whether the number has ended. Take *eighty-eight thousand and eight*,
-# *achtundachtzigtausendacht*. After *…tausend acht*, a German number can go on in three ways: with
-# *hundert*, with *und* and a tens word, or not at all. Count them over the numbers below 1,000 that
-# start with *acht*:
+# **Why a model makes such mistakes.** The decoder writes one piece at a time. It chooses each next
+# piece, or the end, from the source and from the pieces so far, and in the training targets some
+# ways on are far more common than others. Take *eighty-eight thousand and eight*,
+# *achtundachtzigtausendacht*. After *…tausend acht*, a German number can go on with *hundert*, with
+# *und* and a tens word, or not at all. Count the three ways over the numbers below 1,000 that start
+# with *acht*:
 
 # %%
 from collections import Counter
@@ -745,10 +734,13 @@ after_acht = Counter((pieces + ["<eos>"])[1] for pieces in below_1000 if pieces[
 print("the piece after a leading 'acht':", after_acht.most_common())
 
 # %% [markdown]
-# The end is the rarest way on. Only the source, "and eight" with nothing after it, says that it is
-# right here. A model that has not fully learnt to read that takes a more common way on, and greedy
-# decoding cannot take the step back. The source can be misread the other way too, and the answer
-# stops too early. How many of this run's mistakes end in the wrong place?
+# The end is the rarest way on after *acht*. Likewise, *tausend* comes straight after *hundert* only
+# when the thousands are a round hundred (*dreihunderttausend…*). Only the source says when the rare
+# way is right: "and eight" with nothing after it, or "one hundred thousand". Where the model has
+# not fully learnt to read the source, the common way wins, and greedy decoding cannot take the step
+# back. The answer goes on past the end, stops too early (*einhundert* for "one hundred thousand"),
+# or takes a wrong piece and goes on from there. How many of this run's mistakes end in the wrong
+# place?
 
 # %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown, display
@@ -765,9 +757,10 @@ display(Markdown(f"In this run, of the {len(mistakes)} mistakes, {kind(went_on, 
                  f"and {kind(stopped, 'stop before it')}." if mistakes else "This run makes no mistake on the test split."))  # fmt: skip
 
 # %% [markdown]
-# The cure is more training, with more of the rare numbers: the shipped model, trained for longer
-# and with the round hundreds and "N thousand and k" repeated more often, ends such numbers right
-# (section 8 prints two of them).
+# Any other mistake took a wrong piece on the way. The cure is more training, with more of the rare
+# numbers. The model that ships with the course (`scripts/make_checkpoint.py`) is this recipe run
+# for 3,000 steps, with the round hundreds repeated 60 times and "N thousand and k" 4 times. It
+# scores 100% in every stratum (chapter 10 shows its table; section 8 prints two of its answers).
 
 # %% [markdown]
 # ## 8. Checkpoints
@@ -834,7 +827,7 @@ for n in (800, 88_008):
 # - The training loop is forward, loss, backward, clip, step, schedule; `fit` is that loop with
 #   logging and evaluation.
 # - A low loss is no proof (the unshifted target); answers to held-out inputs are. The strata show
-#   where the mistakes are; after every piece, the model must decide whether the number has ended.
+#   where the mistakes are: a rare way on loses to a common one until the model reads the source.
 # - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
 #
 # **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write

@@ -18,12 +18,14 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/11_testing_the_papers_choices.ipynb)
 #
-# Chapters 01 to 05 argued for four of the paper's choices: the $\sqrt{d_{model}}$ factor, the
+# Chapter 10 measured the trained translator: its scores, its attention, its errors. It took the
+# paper's design as given. This chapter asks whether five of the paper's choices matter once a
+# model trains. Chapters 01 to 05 argued for four of them: the $\sqrt{d_{model}}$ factor, the
 # sinusoidal positions, a post-LN stack with a learning-rate warm-up, and the residual connections.
-# The arguments were about shapes, lengths and gradients at the start of training. Chapter 08
-# quoted a fifth claim, about label smoothing. Only training can say whether a choice changes what a
-# model learns. You can now build, train and decode a whole Transformer (chapters 06 to 09), so this
-# chapter trains small ones and compares.
+# Those arguments were about shapes, lengths and gradients at the start of training. Chapter 08
+# quoted a fifth claim, about label smoothing. Only training can say whether a choice changes what
+# a model learns, so this chapter trains small models that differ in one choice and compares them.
+# At the end you have five verdicts, each with how strongly the runs support it.
 #
 # *You may skip this chapter:* the later chapters do not need its results, only its method, which
 # chapter 08's box "How this book tests a claim" already explains. Its experiments take a few
@@ -172,11 +174,11 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
 
 # %% [markdown]
-# **The finding: token vectors that start too long hurt, and the factor itself brings no gain.** In
-# every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more than 20
-# points fewer strings than either other table. And the factor brings no gain beyond the spread of
-# the runs. The sentence under the figure compares the two in your run, and the folded check above
-# holds the rest on every machine.
+# **The finding: token vectors that start too long hurt; the factor itself brings no measurable
+# gain.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
+# than 20 points fewer strings than either other table. And the factor brings no gain beyond the
+# spread of the runs. The sentence under the figure compares the two in your run, and the folded
+# check above holds the rest on every machine.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. A token signal that starts too short is cheap to repair. Without the factor a token vector
@@ -196,13 +198,14 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # %% [markdown]
 # ## 2. Do the sinusoids carry a model beyond its training lengths?
 #
-# Chapter 02 hoped, with §3.5, that the sinusoids let a model handle sequences longer than any it
-# trained on. It also showed that a learned table only learns the positions it sees. Two models
-# test the hope. One adds the sinusoidal table, the other a learned one: the package's
-# `LearnedPositionalEmbedding`, one `nn.Embedding` row per position. Both train for 700 steps, on
-# strings of 3 to 10 letters only. Then each reverses new strings of every length from 3 to 16. The
-# table counts the strings reversed exactly and the letters that land in the right place. The cell
-# takes about a minute on a 2-core CPU.
+# The factor concerned the start of training. The next choice concerns inputs longer than any seen
+# in training. Chapter 02 hoped, with §3.5, that the sinusoids let a model handle them. It also
+# showed that a learned table only learns the positions it sees. Two models test the hope. One adds
+# the sinusoidal table, the other a learned one: the package's `LearnedPositionalEmbedding`, one
+# `nn.Embedding` row per position. Both train for 700 steps, on strings of 3 to 10 letters only.
+# Then each reverses new strings of every length from 3 to 16. The table counts the strings reversed
+# exactly and the letters that land in the right place. The cell takes about a minute on a 2-core
+# CPU.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -259,13 +262,14 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # strings of 11 letters or more. The share of letters in the right place falls too. It is at least
 # 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on (the right panel).
 #
-# Within the training lengths, the two kinds part as the strings get longer. From 7 to 10 letters,
-# on average over the runs, the learned table reverses fewer strings than the sinusoids; the check
-# holds that too. How far it falls behind varies from run to run: the sentence under the figure gives
-# this run's range at 8 letters. Chapter 02's section 6 suggests a likely reason. A training string
-# of 10 letters is as common as one of 3, so a late position occurs in fewer training strings than
-# an early one. Its row of the learned table gets fewer updates. The sinusoids give every position a
-# vector tied to the others by a rotation.
+# Within the training lengths, the learned table may fall behind as the strings get longer. From 7
+# to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
+# check). But the runs' ranges overlap: three runs of each are consistent with a gap, not proof of
+# it. The sentence under the figure gives this run's range at 8 letters. If the gap is real,
+# chapter 02's section 6 suggests a likely reason. A training string of 10 letters is as common as
+# one of 3, so a late position occurs in fewer training strings than an early one. Its row of the
+# learned table gets fewer updates. The sinusoids give every position a vector tied to the others
+# by a rotation.
 #
 # So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
 # it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
@@ -278,9 +282,10 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # %% [markdown]
 # ## 3. Does post-LN need the warm-up?
 #
-# Chapter 05 measured the gradients of post-LN and pre-LN stacks at initialisation. It left a
-# claim untested: post-LN may need a learning-rate warm-up. The models of this section and the next
-# have 3 layers on each side and train for 400 steps with chapter 08's Adam optimiser.
+# The first two experiments changed what enters the model. The next two change the stack itself,
+# now 3 layers deep on each side. Chapter 05 measured the gradients of post-LN and pre-LN stacks at
+# initialisation. It left a claim untested: post-LN may need a learning-rate warm-up. The models of
+# this section and the next train for 400 steps with chapter 08's Adam optimiser.
 #
 # A *warm-up* starts the learning rate near zero and raises it step by step to its peak. The paper
 # does this over its first 4,000 steps (§5.3); here it takes the first 100 (the settings above).
@@ -340,11 +345,12 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # %% [markdown]
 # ## 4. What do the residual connections do?
 #
-# Chapter 05 argued that the shortcuts let the gradient reach the lower layers. Here the same
-# post-LN model trains with and without them. The variant without them gets another `connection`:
-# `no_residual`, next to chapter 05's `residual` in `sublayer.py`, is `residual` without its `x +`.
-# So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every attention and
-# feed-forward sub-layer.
+# The warm-up rescued post-LN's training. The next experiment removes what every layer relies on:
+# its shortcut. Chapter 05 argued that the shortcuts let the gradient reach the lower layers. Here
+# the same post-LN model trains with and without them. The variant without them gets another
+# `connection`: `no_residual`, next to chapter 05's `residual` in `sublayer.py`, is `residual`
+# without its `x +`. So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every
+# attention and feed-forward sub-layer.
 #
 # > **Common mistake — comparing lines of two experiments.** The lines of one table share one
 # > setting; two tables need not. One setting differs from the warm-up experiment: here the
@@ -395,10 +401,10 @@ expect_above("final training loss: with residual connections below without them 
 # %% [markdown]
 # ## 5. What does label smoothing buy?
 #
-# Chapter 08 (section 3) quoted the paper: label smoothing "hurts perplexity, as the model learns to
-# be more unsure, but improves accuracy and BLEU score" (§5.4). The experiment below trains the same
-# small model on the reverse task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On
-# held-out strings it measures:
+# The last choice is not in the architecture at all, but in the loss. Chapter 08 (section 3) quoted
+# the paper: label smoothing "hurts perplexity, as the model learns to be more unsure, but improves
+# accuracy and BLEU score" (§5.4). The experiment below trains the same small model on the reverse
+# task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On held-out strings it measures:
 #
 # - exact match (greedy decoding) and the accuracy of each next-token prediction;
 # - the model's *confidence*: the probability it gives its top choice, averaged over the tokens;
@@ -469,24 +475,25 @@ expect("exact match: no difference beyond the spread of the seeds",
 # pairs). Even three pairs that agree in sign would only be consistent with the claim, not proof of
 # it (chapter 08's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
-# help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the model
-# sounds. That is also why chapter 09's sampled translations went wrong so easily: at every step,
-# label smoothing leaves a noticeable share of the probability on the wrong pieces.
+# help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the
+# model sounds. That may be part of why chapter 09's sampled translations went wrong so easily: at
+# every step, label smoothing leaves a noticeable share of the probability on the wrong pieces.
 
 # %% [markdown]
 # ## Summary
 #
-# - Leaving out the $\sqrt{d_{model}}$ factor made no measurable difference. Token vectors that
-#   started 8 times too long (PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$) failed
-#   in every run.
-# - Sinusoidal and learned positions both did well on short strings and both collapsed beyond the
-#   training lengths. A position code defined everywhere is not a model that generalises everywhere.
-# - Without warm-up, the 3-layer post-LN model stalled in every run, while pre-LN learnt. With the
-#   warm-up, post-LN learnt too.
-# - Without its residual connections the same model barely learnt at all.
-# - With label smoothing the model was less sure than it was right. Its exact match did not change
-#   measurably, and its perplexity did not settle: the runs' ranges overlap.
-# - Each finding holds for one small size and one task. It is a test of an argument, not a law.
+# The five verdicts, each for one small size and one task: a test of an argument, not a law.
+#
+# | The paper's choice | What these runs found | How strongly |
+# |---|---|---|
+# | the $\sqrt{d_{model}}$ factor (§3.4) | leaving it out made no measurable difference; token vectors that start 8 times too long fail | no difference beyond the spread; the failure in every run |
+# | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters | every run |
+# | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
+# | residual connections (§3.1) | without them, the same model barely learns | every run, by a loss margin |
+# | label smoothing (§5.4) | the model is less sure than it is right; exact match and perplexity differ by less than the spread | less sure: every run; the rest: not shown |
+#
+# A position code defined everywhere is not a model that generalises everywhere; and a choice that
+# made no difference here may still matter at the paper's size.
 #
 # **Exercises:**
 # [exercises/ex11_testing_the_papers_choices.ipynb](../exercises/ex11_testing_the_papers_choices.ipynb)
