@@ -31,7 +31,7 @@
 # - see on a worked example why taking the most probable token at each step (greedy decoding) can
 #   miss the most probable translation, and how beam search does better;
 # - sample with a temperature, top-k and top-p, and see what each does to the distribution;
-# - make decoding fast with a key/value cache, prove that it changes nothing but the speed, and
+# - make decoding fast with a key/value cache, check that it changes nothing but the speed, and
 #   measure the speed-up.
 #
 # **In the paper:**
@@ -69,7 +69,6 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 
 # %% tags=["hide-cell"]
 import math
-import time
 
 import matplotlib.pyplot as plt
 import torch
@@ -96,6 +95,7 @@ from transformer_course_tools.models.pretrained import load_pretrained
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 from transformer_course_tools.notebook.diagrams import beam_tree, kv_cache_step
 from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.plots import fastest_seconds, plot_cache_speedup
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
@@ -186,11 +186,18 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 # English says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the
 # source (chapter 10 shows where it looks).
 #
-# `greedy_decode` is the same loop for a batch, with two changes. Its step is a function of its own,
-# `greedy_step` (exercise ex09_1), which sampling reuses (section 4): rows finish at different steps,
-# so a finished row gets `<pad>` until the slowest row is done. And it keeps a key/value cache
-# (section 5), so that each step runs the decoder on the newest token only. It gives chapter 08's
-# tokens exactly, as a padded rectangle without the `<bos>`.
+# The list also shows `<bos>` and `<eos>` among the options. `<eos>` may be chosen: it ends the
+# sentence. `<pad>` and `<bos>` never should be, so `greedy_decode`, `beam_search` and `sample` give
+# both probability 0 before they choose.
+#
+# `greedy_decode` is the same loop for a batch, with two changes:
+#
+# 1. rows finish at different steps, so a finished row gets `<pad>` until the slowest row is done.
+#    That is its step, `greedy_step` (exercise ex09_1), which sampling reuses (section 4);
+# 2. it keeps a key/value cache (section 5), so that each step runs the decoder on the newest token
+#    only.
+#
+# It gives chapter 08's tokens exactly, as a padded rectangle without the `<bos>`.
 #
 # The length limit is chapter 08's (§6.1): each row's real source tokens + 50, at most the model's
 # position table. `max_output_length(model, src)` computes it; `greedy_decode`, `beam_search` and
@@ -214,7 +221,8 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # ## 2. Why greedy decoding can fail
 #
 # The probability of a translation is the product of the probabilities of its tokens. The model is
-# auto-regressive (§3), so $P(y \mid x) = \prod_t P(y_t \mid y_{<t}, x)$. Greedy decoding maximises
+# auto-regressive (§3), so $P(Y \mid X) = \prod_t P(y_t \mid y_{<t}, X)$ for a source $X$ and a
+# translation $Y = y_1 \dots y_n$. Greedy decoding maximises
 # each factor on its own, and that is not the same as maximising the product. A token that looks
 # best now can lead into a continuation where every option is poor.
 #
@@ -223,7 +231,8 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
 # fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
 # the same interface as `Transformer` (`config`, `encode`, `decode`). So the package's decoding
-# functions run on it unchanged (without a cache).
+# functions run on it unchanged (without a cache). Beam search runs here with no length penalty
+# (`length_penalty=0.0`; section 3 explains it).
 
 # %%
 class TableModel(nn.Module):
@@ -292,23 +301,31 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 # is the beam size. At each step every hypothesis in the beam is extended by every token
 # ($k \cdot V_\text{tgt}$ candidates), and the $k$ best candidates become the next beam. A hypothesis
 # that has produced `<eos>` is *finished*. It is not extended any more, but it stays in the beam,
-# unchanged, and competes with the others. The search stops when the whole beam is finished. With
-# $k = 1$ this is exactly greedy decoding, and a large enough $k$ is exhaustive search (the course's
-# tests check both).
+# unchanged, and competes with the others. The search stops as soon as the whole beam is finished
+# (§6.1's "stopping early"), not at the length limit. With $k = 1$ this is exactly greedy decoding,
+# and a large enough $k$ is exhaustive search.
 #
 # **Which candidates are "best"?** Summed log-probabilities only go down with every token, so a raw
 # comparison favours translations that stop early. The paper (§6.1) ranks with the length penalty of
 # Google's translation system, GNMT (Wu et al. 2016, eq. 14):
 #
-# For a source $X$ and a candidate translation $Y$ (section 2's $x$ and $y$):
+# For a source $X$ and a candidate translation $Y$:
 #
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
 # with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.)
 #
-# One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3). Below
-# we run the loop by hand on the table model with $k = 2$, record every candidate, and draw the
-# search as a tree.
+# One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3). It
+# takes, each of shape (B, k) unless said:
+#
+# - `scores`: the summed log-probability of each hypothesis, `-inf` for an empty slot (at the start
+#   the beam holds one real hypothesis, `<bos>`);
+# - `log_probs` (B, k, V): the model's next-token log-probabilities after each hypothesis;
+# - `finished`, and `lengths`: the tokens each hypothesis has generated, for $lp$.
+#
+# It returns `origin` (the slot of the hypothesis each survivor extends), the new token, and the new
+# `scores`, `finished` and `lengths`. Below we run the loop by hand on the table model with $k = 2$
+# (no length penalty, as above), record every candidate, and draw the search as a tree.
 
 # %%
 beam_k, V_tgt = 2, len(toy.tokens)  # the beam size k, the vocabulary
@@ -376,14 +393,22 @@ plt.show()
 # *zwanzig eins `<eos>`* waits in the beam until the search ends.
 #
 # On the trained model, greedy and beam search almost always agree, because the model is confident
-# (chapter 10 counts how often they disagree, on an under-trained copy). Here are the 4 best hypotheses of beam search for one sentence, with the
-# paper's settings ($k = 4$, α = 0.6) and their length-penalised scores:
+# (chapter 10 counts how often they disagree, on an under-trained copy). Here are the 4 best
+# hypotheses of beam search for one sentence, with the paper's settings ($k = 4$, α = 0.6). Beside
+# each penalised score $s(Y)$ is its raw $\log P(Y \mid X)$, the score with α = 0:
 
 # %%
 src = encode_english(["seven hundred and one thousand and eleven"])
 hyps, hyp_scores = beam_search(model, src, beam_size=4, length_penalty=0.6, n_best=4)  # (1, 4, T), (1, 4)
+raw = score_sequences(model, src.expand(4, -1), hyps[0])  # (4,): log P(Y | X), no length penalty
+print(f"{'s(Y), α = 0.6':>14} {'log P, α = 0':>13}  translation")
 for k in range(4):
-    print(f"{hyp_scores[0, k]:8.4f}  {' '.join(pieces(hyps[0, k]))}")
+    print(f"{hyp_scores[0, k]:14.4f} {raw[k]:13.4f}  {' '.join(pieces(hyps[0, k]))}")
+
+# %% [markdown]
+# The best hypothesis is the correct translation, and it leads the others by about 4 in score. The
+# raw column shows the bias of section 3: ranked by $\log P$ alone, the short and wrong *sieben
+# hundert ein* would move from last place to second. The length penalty is what keeps it down.
 
 # %% [markdown]
 # ## 4. Sampling and temperature
@@ -404,7 +429,7 @@ for k in range(4):
 # where the second most probable piece gets the most probability.
 
 # %%
-task = numbers_task()  # the splits chapter 08 trained on; the four "seen" strata of the test split were trained on
+task = numbers_task()  # chapter 08's splits (its test split's four "seen" strata are in training too)
 test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
 test_greedy = greedy_decode(model, test_src)  # (B, T)
 test_in = torch.cat([torch.full((len(task.test), 1), config.bos_id), test_greedy[:, :-1]], dim=1)  # <bos> y1 …
@@ -501,8 +526,8 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # The loop of section 1 runs the decoder on the *whole* prefix at every step. Writing n tokens then
 # costs 1 + 2 + … + n = O(n²) token-passes through the decoder, and most of that is repeated work.
 # The decoder's self-attention is masked (§3.2.3): position t never looks at later positions. So
-# everything computed for positions 0 … t−1 stays the same at every later step. Only two things
-# from earlier positions are ever used again, in each layer:
+# everything computed for positions 0 … t−1 stays the same at every later step. Two things are
+# reused at every step, in each layer:
 #
 # - the **keys and values of the self-attention** for the earlier target positions;
 # - the **keys and values of the cross-attention**, projected from the encoder's memory. They do not
@@ -526,11 +551,22 @@ print("expected:", german_text(number_pair(456_789)[1]))
 kv_cache_step(t=5, source_length=6)  # drawn by transformer_course_tools/notebook/diagrams.py
 
 # %% [markdown]
-# A `DecoderCache` holds one such cache per decoder layer. The newest token's positional encoding
-# must be taken at its own position, which is the cache's length, not 0. Your code of chapters 02–06
-# is what runs at every step (the comments of the next cell say which method does what).
+# A `DecoderCache` holds one such cache per decoder layer. At each step the attention projects the
+# newest position only, and `update` appends its key and value to those of the earlier positions:
 #
-# First, the proof that the cache changes nothing: the logits of step-by-step cached decoding equal
+# ```python
+# self.keys = torch.cat([self.keys, keys], dim=2)  # (B, H, L+T, Dk)
+# self.values = torch.cat([self.values, values], dim=2)  # (B, H, L+T, Dv)
+# return self.keys, self.values  # every position so far
+# ```
+#
+# The newest token's positional encoding must be taken at its own position, which is the cache's
+# length, not 0. Your code of chapters 02–06 is what runs at every step (the comments of the next
+# cell say which method does what). Beam search needs one more step. After each step, a survivor may
+# extend another slot's hypothesis (`origin`), so `beam_search` reorders the rows of every
+# self-attention cache to follow it (`DecoderCache.reorder`).
+#
+# First, the check that the cache changes nothing: the logits of step-by-step cached decoding equal
 # those of one full pass, to float32 precision.
 
 # %%
@@ -585,46 +621,16 @@ timing_model = Transformer(timing_config).eval()
 with torch.no_grad():
     timing_model.output.bias[config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
 timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # one thread: steadier timings when other programs share the CPU
-# Here max_len is given: the timing wants exactly n tokens, whatever §6.1's limit (12 + 50).
-greedy_decode(timing_model, timing_src, 4)  # warm-up
-
-
-def seconds(fn, repeats: int = 3) -> float:
-    """The fastest of a few runs: the one that other programs on the machine disturbed least."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
-timings = {"no cache": [], "KV cache": []}
-for n in lengths_to_time:  # max_len=n tokens exactly (the <eos> is off)
-    timings["no cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n, use_cache=False)))
-    timings["KV cache"].append(seconds(lambda n=n: greedy_decode(timing_model, timing_src, n)))
-torch.set_num_threads(threads)
+# max_len is given: the timing wants exactly n tokens, whatever §6.1's limit (12 + 50)
+greedy_decode(timing_model, timing_src, max_len=4)  # warm-up: the first call pays one-off costs
+timings = {"no cache": [], "KV cache": []}  # seconds, the fastest of 3 runs on one thread
+for n in lengths_to_time:  # n tokens exactly (the <eos> is off)
+    timings["no cache"].append(fastest_seconds(lambda n=n: greedy_decode(timing_model, timing_src, n, use_cache=False)))
+    timings["KV cache"].append(fastest_seconds(lambda n=n: greedy_decode(timing_model, timing_src, n)))
 speedup = [a / b for a, b in zip(timings["no cache"], timings["KV cache"], strict=True)]
 for n, a, b, s in zip(lengths_to_time, timings["no cache"], timings["KV cache"], speedup, strict=True):
     print(f"{n:3} tokens: no cache {a * 1000:7.1f} ms, KV cache {b * 1000:7.1f} ms, speed-up {s:4.1f}×")
-
-fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.5))
-for name, values in timings.items():
-    ax1.plot(lengths_to_time, [v * 1000 for v in values], "o-", label=name)
-ax1.set_xlabel("tokens generated")
-ax1.set_ylabel("milliseconds (batch of 32)")
-ax1.set_xscale("log", base=2)
-ax1.set_yscale("log")
-ax1.legend()
-ax1.set_title("Without a cache the cost grows faster than the length")
-ax2.plot(lengths_to_time, speedup, "o-", color="tab:green")
-ax2.set_xscale("log", base=2)
-ax2.set_xlabel("tokens generated")
-ax2.set_ylabel("speed-up ×")
-ax2.set_title("The cache saves at every length, most at the longest")
-plt.show()
+plot_cache_speedup(lengths_to_time, timings)  # transformer_course_tools/notebook/plots.py
 
 # %% tags=["hide-output"]
 measured = ", ".join(f"{s:.1f}× at {n}" for n, s in zip(lengths_to_time, speedup, strict=True))
@@ -633,22 +639,23 @@ expect("the speed-up is highest at the longest output", speedup[-1] == max(speed
 expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup[-1], 2, "×")
 
 # %% [markdown]
-# The cache is faster at every length and saves most on the longest output (the checks above). A
-# step of a small model is mostly fixed overhead: a few dozen small matrix products and Python
-# calls, whatever the length. Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$
-# tokens cost $O(n^2)$ in every part. With the cache, the projections and the feed-forward network
-# run on the new position only, $O(n)$ in total. The new query still attends over all $t$ cached
-# keys, so attention alone stays $O(n^2)$. But that is one dot product per cached key, small next to
-# the rest at these lengths. So the gap grows with the length.
+# The cache is faster at every length and saves most on the longest output (the checks above).
+# Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$ tokens cost
+# $O(n^2)$ in every part. With the cache, the projections and the feed-forward network run on the new
+# position only, $O(n)$ in total. The new query still attends over all $t$ cached keys, so attention
+# alone stays $O(n^2)$. But that is one dot product per cached key, small next to the rest at these
+# lengths. So the gap grows with the length. At the shortest lengths it is smallest: a step of a
+# small model is partly fixed overhead (small matrix products, Python calls), which the cache does
+# not save.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
 # > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
-# > Here the translations even survive, because this model can also tell positions apart from what
-# > it has already written. The bug is silent, and that is what makes it dangerous: on a longer
-# > sequence or a weaker model it changes the output. An equivalence test catches it, cached logits
-# > against a full pass, as above. So does the check of exercise ex02_2, which gives
-# > `PositionalEncoding.forward` an `offset`.
+# > Below, the translations even survive, and their average log-probability barely moves, though the
+# > logits differ from the full pass's by several units. The bug is silent, and that is what makes it
+# > dangerous: nothing promises that another model or sentence survives it. An equivalence test
+# > catches it, cached logits against a full pass, as above. So does the check of exercise ex02_2,
+# > which gives `PositionalEncoding.forward` an `offset`.
 
 # %%
 # tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder runs the comparison
@@ -757,6 +764,6 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 #   sampling.
 
 # %% [markdown]
-# **Next:** [Chapter 10 — How good is the translator? Scores, attention heads and
-# errors](10_evaluating_the_translator.ipynb): how good is the translator? Scores per kind of number,
-# its attention heads, and where its errors come from.
+# **Next:** [Chapter 10 — How good is the translator? Scores, errors and attention
+# heads](10_evaluating_the_translator.ipynb): scores per kind of number, where the errors come from
+# (the search or the model), and what the trained model's attention heads read.

@@ -14,22 +14,24 @@
 # ---
 
 # %% [markdown]
-# # Chapter 10 — How good is the translator? Scores, attention heads and errors
+# # Chapter 10 — How good is the translator? Scores, errors and attention heads
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/10_evaluating_the_translator.ipynb)
 #
-# Chapter 09 turned the trained model into a translator. This chapter asks how good it is, and why.
-# It scores the translations, reads what every attention head looks at, and sorts errors by their
-# cause. It trains nothing: it loads two checkpoints that ship with the course, the translator and
-# an under-trained copy that still makes errors, and uses chapter 09's decoders.
+# Chapter 09 turned the trained model into a translator, with greedy decoding and beam search. This
+# chapter asks how good it is, and why. It scores the translations, probes where they fail, and sorts
+# each error by its cause: the search, or the model. Then it opens the model that gets everything
+# right and reads what each attention head looks at. It trains nothing: it loads two checkpoints that
+# ship with the course, the translator and an under-trained copy that still makes errors, and uses
+# chapter 09's decoders.
 #
 # **Learning goals**
 #
 # - score translations with exact match, BLEU and chrF, overall and per kind of number, and see
 #   where the three disagree;
-# - read every head of the trained model's three attentions, and measure how sharp each head is;
 # - probe a model with inputs that training left out;
-# - tell a search error from a model error, and know what each one asks you to change.
+# - tell a search error from a model error, and know what each one asks you to change;
+# - read every head of the trained model's three attentions, and measure how sharp each head is.
 #
 # **In the paper:** Table 2 (BLEU), §6.1 (beam size 4 and length penalty α = 0.6), §3.2.3 (the
 # three uses of attention).
@@ -100,7 +102,7 @@ setup_chapter("10")  # the short stop at an unwritten exercise; printing and plo
 # </details>
 
 # %%
-architecture_map(["multihead", "decoding"], title="Chapter 10: the attention read, the translations scored")
+architecture_map(["multihead", "decoding"], title="Chapter 10: the translations scored, the attention read")
 
 # %% [markdown]
 # Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
@@ -205,8 +207,9 @@ print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %",
 # The shipped model is right in every stratum. The under-trained model's overall score hid a
 # collapse: it gets almost none of the numbers from 100 to 999 right, and not a third of 21–99, a
 # stratum whose every number it saw in training. A random test split would hide both, since almost
-# all its numbers have six digits. Beam search repairs a few (section 4 sorts out why), but the
-# collapses stay.
+# all its numbers have six digits. Beam search repairs a few (section 3 sorts out why), but the
+# collapses stay. It also breaks a few that greedy got right: compare the round thousands and "N
+# thousand and k" columns.
 #
 # *How* does it fail? `kind_of_error` sorts a wrong translation by the first piece that differs
 # from the reference: the answer **goes on** after the whole correct number, **stops early** inside
@@ -241,151 +244,13 @@ for stratum, members in task.info["strata"]["test"].items():
 # model, fixed all of them.
 
 # %% [markdown]
-# ## 2. What the model looks at: every head of every attention
+# ## 2. Probing: every number of a kind
 #
-# `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
-# It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
-# (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
-# Chapter 04 built heads by hand, each following one rule. Here are the heads this model learnt by
-# itself.
-#
-# **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
-# the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
-# "sixty-seven"). So a head that follows the source word by word must jump back and forth.
-#
-# <details><summary>The figure in words</summary>
-#
-# Eight heatmaps stand in two rows, one row per layer and one column per
-# head. In each, the rows are the German pieces being written, one per step, ending with `<eos>`.
-# The columns are the eleven English source words, from "three" to "seven". A cell's shade is the
-# attention weight, from white at 0 to dark blue at 1. A row with one dark cell reads one English
-# word; a row of pale cells spreads over several. The title gives the chapter's reading: in layer 2
-# the heads mostly read the English word of the piece being written, out of order.
-#
-# </details>
-
-# %%
-text = "three hundred and forty-two thousand five hundred and sixty-seven"
-src = pad_sequences([src_vocab.encode(english_tokens(text))], src_vocab.pad_id)  # (1, S)
-hyp = greedy_decode(model, src)  # (1, T)
-maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
-source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
-decoder_inputs = ["<bos>", *target_pieces[:-1]]  # what the decoder reads at each position
-print({kind: tuple(m.shape) for kind, m in maps.items()})
-plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
-                     "Cross-attention: in layer 2 the heads mostly read the English word of the piece being written, "
-                     "out of order ('two' before 'forty')",
-                     query_axis="German piece being written", key_axis="English source word")  # fmt: skip
-
-# %% [markdown]
-# Layer 1 is a mixture. Some heads spread over several words; some land on a word other than the one
-# being translated, an offset rule of their own like the heads of chapter 04. In layer 2 the heads
-# are nearly one-hot and mostly agree with each other. To write *zwei* they read "two"; for
-# *vierzig* they go back to "forty"; for *tausend*, three heads of four go on to "thousand". For
-# *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
-# by attention alone.
-#
-# **Encoder self-attention**: each English word gathers information from the other English words.
-# **Decoder self-attention**: each position looks back over the German pieces written so far (the
-# causal mask leaves the upper triangle empty).
-#
-# <details><summary>The figure in words</summary>
-#
-# Eight heatmaps, two rows for the layers and four columns for the heads,
-# show the encoder's self-attention. Both axes list the eleven English words, from "three" to
-# "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
-# 0 to dark blue at 1. The title gives the chapter's reading: in layer 2, the words of a number
-# group look at one word of the group ("thousand", "hundred", "sixty").
-#
-# </details>
-
-# %%
-plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
-                     "Encoder self-attention: in layer 2 the words of a number group look at one word of the "
-                     "group ('thousand', 'hundred', 'sixty')",
-                     query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
-
-# %% [markdown]
-# <details><summary>The figure in words</summary>
-#
-# Eight heatmaps, two rows for the layers and four columns for the heads,
-# show the decoder's self-attention. Both axes list the decoder's inputs: `<bos>`, then the German
-# pieces written so far. Each row is a position's query, each column a position it may read, shaded
-# from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
-# position reads a later one. The title gives the chapter's reading: heads look back at the last
-# "hundert" or "tausend", or at the piece just before.
-#
-# </details>
-
-# %%
-plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
-                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
-                     "just before",
-                     query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
-
-# %% [markdown]
-# In the encoder, layer 2's second head groups the sentence most clearly. "forty" and "two" look at
-# "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
-# seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
-# read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
-# the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
-# figure checks the cross-attention heads over the whole test split.
-#
-# How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
-# many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
-# words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
-# piece of every test number.
-#
-# <details><summary>The figure in words</summary>
-#
-# A box plot has one box per cross-attention head, eight in all, from "layer
-# 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
-# for every German piece of every test number. Zero means that the piece read a single English word.
-# A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
-# pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
-#
-# </details>
-
-# %%
-test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
-entropy = -(test_maps * test_maps.clamp_min(1e-12).log()).sum(-1)  # (N, B, H, T)
-test_in = torch.cat([torch.full_like(test_greedy[:, :1], config.bos_id), test_greedy[:, :-1]], dim=1)  # (B, T)
-is_real = test_in != config.pad_id  # (B, T): the positions that read a real token
-heads, values = [], []
-for layer in range(entropy.shape[0]):
-    for head in range(entropy.shape[2]):
-        row = entropy[layer, :, head][is_real]  # every real position of every test number
-        heads += [f"layer {layer + 1}\nhead {head + 1}"] * len(row)
-        values += row.tolist()
-fig, ax = plt.subplots(figsize=(11, 3.6))
-sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
-ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
-ax.set(ylabel="entropy of the weights (nats)",
-       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")  # fmt: skip
-ax.legend(loc="upper right", fontsize=8)
-fig.tight_layout()
-plt.show()
-print("each head's entropy (nats): median and upper quartile")
-for layer in range(entropy.shape[0]):
-    quartiles = [entropy[layer, :, h][is_real].quantile(torch.tensor([0.5, 0.75])) for h in range(entropy.shape[2])]
-    print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
-
-# %% [markdown]
-# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and every
-# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
-# of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
-# Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
-# word other than the one being translated; only layer 2's heads read the word that the German piece
-# renders. The dots above the boxes are single
-# pieces that a head shares between several words.
-
-# %% [markdown]
-# ## 3. Error analysis: probing beyond the test split
-#
-# The test split holds only 100 numbers of each small held-out stratum, and 100 numbers can miss a
-# rare mistake. So we probe both models with every number of two kinds that training left out: the
-# round thousands ("forty-seven thousand") and the five-digit thousands followed by a single digit
-# ("thirty thousand and four").
+# Section 1 found the failures in the strata of the test split. But the test split holds only 100
+# numbers of each small held-out stratum, and 100 numbers can miss a rare mistake. So we probe both
+# models with every number of these two kinds that training did not see: the round thousands
+# ("forty-seven thousand") and the five-digit thousands followed by a single digit ("thirty thousand
+# and four").
 
 # %%
 train_numbers = set(task.info["numbers"]["train"])
@@ -396,13 +261,16 @@ probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], 
 probe_refs = [number_pair(n)[1] for n in probe]
 print(f"{len(round_thousands)} round thousands and {len(and_one_digit)} numbers from {and_one_digit[0]:,} "
       f"to {and_one_digit[-1]:,}, none of them seen in training")  # fmt: skip
+probed = {}  # model → (its translations, the indices of the wrong ones)
 for name, translator in (("shipped", model), ("under-trained", weak)):
     found = [pieces(row) for row in greedy_decode(translator, probe_src)]
     wrong = [i for i, hypothesis in enumerate(found) if hypothesis != probe_refs[i]]
+    probed[name] = found, wrong
     counts = [sum(kind_of_error(found[i], probe_refs[i]) == kind for i in wrong) for kind in KINDS]
     print(f"{name}: {len(wrong)} wrong ({', '.join(f'{n} {kind}' for n, kind in zip(counts, KINDS, strict=True))})")
-for i in [i for i in wrong if probe[i] % 1000][:6]:  # the under-trained model's first "… thousand and k"
-    print(f"    {probe[i]:>7,}  {german_text(found[i]):32} expected {german_text(probe_refs[i])}")
+weak_found, weak_wrong = probed["under-trained"]
+for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained model's first "… thousand and k"
+    print(f"    {probe[i]:>7,}  {german_text(weak_found[i]):32} expected {german_text(probe_refs[i])}")
 
 # %% [markdown]
 # The shipped model gets every number of the probe right. The under-trained model gets over a third
@@ -412,9 +280,10 @@ for i in [i for i in wrong if probe[i] % 1000][:6]:  # the under-trained model's
 # cheap: it tests every number of a kind, where a split holds a sample.
 
 # %% [markdown]
-# ## 4. Search errors and model errors, side by side
+# ## 3. Search errors and model errors, side by side
 #
-# Every wrong translation has a cause: the search, or the model. Which one decides what to change.
+# Sections 1 and 2 showed where the under-trained model fails and how. Now, why. Every wrong
+# translation has a cause: the search, or the model. Which one decides what to change.
 #
 # Write $\hat Y$ for what a search returned for the input $X$, and $Y^*$ for the correct translation.
 # Write $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (chapter 09, section 3, α = 0.6).
@@ -422,8 +291,8 @@ for i in [i for i in wrong if probe[i] % 1000][:6]:  # the under-trained model's
 # When $\hat Y \neq Y^*$, the error is
 #
 # - a **search error** if $s(Y^*) > s(\hat Y)$. The model prefers the correct translation, and the
-#   search did not find it. The search is to blame, not the model: a wider beam, another length
-#   penalty or a longer output limit can help, at the price of decoding time;
+#   search did not find it. The search is to blame, not the model: a wider beam or a longer output
+#   limit can help, at the price of decoding time (another length penalty would change $s$ itself);
 # - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
 #   perfect search would return a wrong translation too. No decoding setting helps. The model must
 #   change: more training steps, more (or better chosen) data, a bigger model.
@@ -468,10 +337,6 @@ print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'mode
 for name, found in kinds.items():
     print(f"{name:>17} {found.count('right'):8} {found.count('search error'):14} {found.count('model error'):13}")
 print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors")
-
-# %% [markdown]
-# The counts are this run's. The next cell checks what the chapter claims about them (chapter 08's
-# box says how the book tests a claim):
 
 # %% tags=["hide-cell"]
 wrong_after_beam = len(references) - kinds["beam 4"].count("right")
@@ -535,7 +400,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #   makes few of its own (both checked above). A search error does not promise that a better search
 #   finds the *correct* translation, though. It only says that the model likes something better than
 #   what was found. Beam search may find a translation that scores higher still and is wrong: a model
-#   error that the search error was hiding.
+#   error that the search error was hiding. That is the 'zero' above: greedy's *sieben tausend
+#   tausend* is a search error, and beam search's *sieben tausend siebzig* a model error.
 # - A **model error** is where the model prefers its wrong translation to the correct one. A wider
 #   beam only finds more of what the model wants. Almost every error left after beam search is of
 #   this kind (checked above). So on this model the next step is not a better search but more
@@ -545,10 +411,154 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # This is the sorting to do on any translator before tuning it: score the correct translation next
 # to the one the search found. If the model prefers the correct one, spend effort on the search (beam
 # size, length penalty). If it prefers its own, spend it on the model: here, more training on the
-# same data was enough. Real translation
-# models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
+# same data was enough. Real translation models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
 # for many sentences, the translation their model scores highest of all is the empty one. No search
 # can repair that. A length penalty works around it; it does not remove it.
+
+# %% [markdown]
+# ## 4. What training built: every head of every attention
+#
+# Section 3 ended on the shipped model: the same recipe, trained longer, makes none of these errors.
+# What did the longer training build? We open the shipped model and read its attention weights.
+# `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
+# It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
+# (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
+# Chapter 04 built heads by hand, each following one rule. Here are the heads this model learnt by
+# itself.
+#
+# **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
+# the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for
+# "sixty-seven"). So a head that follows the source word by word must jump back and forth.
+#
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps stand in two rows, one row per layer and one column per
+# head. In each, the rows are the German pieces being written, one per step, ending with `<eos>`.
+# The columns are the eleven English source words, from "three" to "seven". A cell's shade is the
+# attention weight, from white at 0 to dark blue at 1. A row with one dark cell reads one English
+# word; a row of pale cells spreads over several. The title gives the chapter's reading: in layer 2
+# the heads mostly read the English word of the piece being written, out of order.
+#
+# </details>
+
+# %%
+text = "three hundred and forty-two thousand five hundred and sixty-seven"
+src = pad_sequences([src_vocab.encode(english_tokens(text))], src_vocab.pad_id)  # (1, S)
+hyp = greedy_decode(model, src)  # (1, T)
+maps = attention_maps(model, src, hyp)  # {"encoder": (N, 1, H, S, S), "decoder": (N, 1, H, T, T), "cross": …}
+source_words, target_pieces = english_tokens(text), pieces(hyp[0]) + ["<eos>"]
+decoder_inputs = ["<bos>", *target_pieces[:-1]]  # what the decoder reads at each position
+print({kind: tuple(m.shape) for kind, m in maps.items()})
+plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
+                     "Cross-attention: in layer 2 the heads mostly read the English word of the piece being written, "
+                     "out of order ('two' before 'forty')",
+                     query_axis="German piece being written", key_axis="English source word")  # fmt: skip
+
+# %% [markdown]
+# Layer 1 is a mixture. Some heads spread over several words; some land on a word other than the one
+# being translated, an offset rule of their own like the heads of chapter 04. In layer 2 the heads
+# are nearly one-hot and mostly agree with each other. To write *zwei* they read "two"; for
+# *vierzig* they go back to "forty"; for *tausend*, three heads of four go on to "thousand". For
+# *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
+# by attention alone.
+#
+# **Encoder self-attention**: each English word gathers information from the other English words.
+# **Decoder self-attention**: each position looks back over the German pieces written so far (the
+# causal mask leaves the upper triangle empty).
+#
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps, two rows for the layers and four columns for the heads,
+# show the encoder's self-attention. Both axes list the eleven English words, from "three" to
+# "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
+# 0 to dark blue at 1. The title gives the chapter's reading of layer 2's second head: the words of
+# a number group look at one word of the group ("thousand", "hundred", "sixty").
+#
+# </details>
+
+# %%
+plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
+                     "Encoder self-attention: in layer 2, head 2, the words of a number group look at one word "
+                     "of the group ('thousand', 'hundred', 'sixty')",
+                     query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
+
+# %% [markdown]
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps, two rows for the layers and four columns for the heads,
+# show the decoder's self-attention. Both axes list the decoder's inputs: `<bos>`, then the German
+# pieces written so far. Each row is a position's query, each column a position it may read, shaded
+# from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
+# position reads a later one. The title gives the chapter's reading: heads look back at the last
+# "hundert" or "tausend", or at the piece just before.
+#
+# </details>
+
+# %%
+plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
+                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
+                     "just before",
+                     query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
+
+# %% [markdown]
+# In the encoder, layer 2's second head groups the sentence most clearly. "forty" and "two" look at
+# "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
+# seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
+# read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
+# the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
+# figure measures one property of the cross-attention heads over the whole test split: how sharp
+# they are.
+#
+# How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
+# many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
+# words shared equally, $\log S$ for all $S$ words alike. One box per head shows it for every German
+# piece of every test number.
+#
+# <details><summary>The figure in words</summary>
+#
+# A box plot has one box per cross-attention head, eight in all, from "layer
+# 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
+# for every German piece of every test number. Zero means that the piece read a single English word.
+# A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
+# pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
+#
+# </details>
+
+# %%
+test_maps = attention_maps(model, test_src, test_greedy)["cross"]  # (N, B, H, T, S)
+entropy = -(test_maps * test_maps.clamp_min(1e-12).log()).sum(-1)  # (N, B, H, T)
+test_in = torch.cat([torch.full_like(test_greedy[:, :1], config.bos_id), test_greedy[:, :-1]], dim=1)  # (B, T)
+is_real = test_in != config.pad_id  # (B, T): the positions that read a real token
+heads, values = [], []
+for layer in range(entropy.shape[0]):
+    for head in range(entropy.shape[2]):
+        row = entropy[layer, :, head][is_real]  # every real position of every test number
+        heads += [f"layer {layer + 1}\nhead {head + 1}"] * len(row)
+        values += row.tolist()
+fig, ax = plt.subplots(figsize=(11, 3.6))
+sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
+ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
+ax.set(ylabel="entropy of the weights (nats)",
+       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")  # fmt: skip
+ax.legend(loc="upper right", fontsize=8)
+fig.tight_layout()
+plt.show()
+print("each head's entropy (nats): median and upper quartile")
+for layer in range(entropy.shape[0]):
+    quartiles = [entropy[layer, :, h][is_real].quantile(torch.tensor([0.5, 0.75])) for h in range(entropy.shape[2])]
+    print(f"layer {layer + 1}:", " | ".join(f"head {h + 1} {m:.2f}, {u:.2f}" for h, (m, u) in enumerate(quartiles)))
+
+# %% [markdown]
+# Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and every
+# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
+# of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
+# Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
+# word other than the one being translated; mostly layer 2's heads read the word that the German
+# piece renders. The entropy cannot tell these apart: it measures sharpness, not which word.
+#
+# So the longer training built, in layer 2, heads that follow the English number piece by piece in
+# German's order. A map like these shows how a working model routes its input. It does not by itself
+# explain an error (Jain and Wallace 2019, in the further reading); the scores of section 3 do that.
 
 # %% [markdown]
 # ## Summary
@@ -557,15 +567,15 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #   model the three scores disagree: BLEU and chrF give partial credit, exact match does not.
 # - A stratum per kind of number shows failures that a random split hides, and sorting the errors
 #   shows how each kind fails: from 100 to 999 the answers go on, from 21 to 99 they stop early.
-# - `attention_maps` returns every head of the three attentions. In the trained model, layer 2's
-#   cross-attention heads read one English word at a time, out of order where German needs it. The
-#   entropy of a head's weights measures how sharp it is; sharp is not the same as right.
-# - Probing every round thousand and every "N thousand and k" that training left out finds no error
-#   on the shipped model, and over a third wrong on the under-trained one.
+# - Probing every round thousand and every "N thousand and k" that training did not see finds no
+#   error on the shipped model, and over a third wrong on the under-trained one.
 # - Where a model does err, score the correct translation. If the model prefers it, the error is a
 #   search error, and a better search can help. If the model prefers its wrong output, it is a model
 #   error, and only more training, data or capacity can help. On the same recipe stopped early, beam
 #   search repairs most of greedy's search errors, and almost all the errors left are model errors.
+# - `attention_maps` returns every head of the three attentions. In the trained model, layer 2's
+#   cross-attention heads read one English word at a time, out of order where German needs it. The
+#   entropy of a head's weights measures how sharp it is; sharp is not the same as right.
 #
 # **Exercises:** this chapter has no exercises of its own. It uses chapter 09's decoders
 # ([exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb)).

@@ -14,19 +14,21 @@
 # ---
 
 # %% [markdown]
-# # Chapter 15 — Real weights: OPUS-MT, GPT-2 and Llama in the course's model
+# # Chapter 15 — Converting checkpoints: OPUS-MT, GPT-2 and Llama in the course's model
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/15_real_weights.ipynb)
 #
-# The models we built in chapters 01–13 are not toys that only resemble the real thing: with the
-# right numbers in them they *are* the real thing. This chapter takes three families of published
-# checkpoints: the OPUS-MT translators (Marian), GPT-2 and Llama (here SmolLM2, a small Llama). It
-# runs their weights in the course's own `Transformer` and `DecoderOnlyLM`. Each family made a few
-# choices the paper did not; each choice is a setting of our model, and the rest is renaming and
-# reordering tensors. We prove the conversion right by comparing logits and generated tokens with
-# Hugging Face's `transformers`, on models whose every number is random. Chapter 16 then feeds them
-# real text and the published weights, asks what sets the speed of generation, and takes the course's
-# own trained models out to the engines people use.
+# Chapter 14 ended with the models people use: trained with today's recipe, at a scale far beyond
+# ours. Many of them are published. This chapter asks whether the course's own `Transformer` and
+# `DecoderOnlyLM` can run them. It takes three families: the OPUS-MT translators (Marian), GPT-2 and
+# Llama (here SmolLM2, a small Llama). Each made a few choices the paper did not. Each choice becomes
+# a setting of our model; the rest is renaming and reordering tensors.
+#
+# This chapter converts the published **architectures**, not the published numbers. `transformers`
+# builds each model with the real shapes and random weights, so nothing is downloaded. At the end,
+# our models and `transformers`' give the same logits, within rounding, and the same greedy tokens.
+# Chapter 16 loads the real weights, runs real text through them, and asks what sets the speed of
+# generation.
 #
 # **Learning goals**
 #
@@ -35,7 +37,7 @@
 # - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings that
 #   are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed `Conv1D`
 #   weights;
-# - prove a conversion: equal logits within rounding, and identical greedy tokens, on models whose
+# - check a conversion: equal logits within rounding, and identical greedy tokens, on models whose
 #   every tensor is random.
 #
 # **In the paper:**
@@ -75,7 +77,6 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 # %% tags=["hide-cell"]
 import warnings
 
-import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -97,6 +98,7 @@ from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.models.hub import require_packages
 from transformer_course_tools.models.published import hf_config
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
+from transformer_course_tools.notebook.diagrams import rope_pair_permutation
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 
@@ -106,18 +108,20 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# Every box of the map below now gets its numbers from a checkpoint someone else trained: the
-# embeddings and their positions, and every layer of both stacks. The models are the ones chapters 06
-# and 13 built. This chapter adds six settings to its two configurations, three to each, and two
-# values to existing ones (a learned position table, GELU: $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the
-# normal distribution's CDF). With them it can take each family's
-# choices; the rest is where its weights come from.
+# The map below is chapter 06's encoder-decoder. Marian's translators have exactly these boxes;
+# GPT-2 and Llama keep only a decoder without cross-attention, the model of chapter 13. The two
+# configurations, `TransformerConfig` (chapter 06) and `DecoderOnlyConfig` (chapter 13), get three
+# new settings each. `TransformerConfig` gets `activation`, `sinusoid_layout` and `scale_embedding`;
+# `DecoderOnlyConfig` gets `bias`, `scale_embedding` and `tie_output`. Two existing settings get a
+# new value: `positional="learned"` (a table of position vectors, trained) and
+# `feed_forward="gelu_tanh"`. GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal
+# distribution's CDF; its "tanh form" computes $\Phi$ with a cheap formula built on tanh.
 # The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
 # The encoder stands on the left, the decoder on the right. Nearly every box
-# is highlighted: the title says each holds a real checkpoint's weights. That covers both token
+# is highlighted: Marian has each of them. That covers both token
 # embeddings and positional encodings, every box of the encoder and decoder layers, the tied linear
 # layer and the softmax. Only the token ids at the bottom, and the loss and the next token at the
 # top, stay plain.
@@ -125,7 +129,7 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # </details>
 
 # %%
-architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 15: every box holds a real checkpoint's weights")
+architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 15: Marian (OPUS-MT) has every box of the paper's model")
 
 # %% [markdown]
 # ## 1. Three families, two models
@@ -155,19 +159,19 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # and the authors' code, tensor2tensor, builds the projections without biases. Chapter 04's
 # `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
-# To look at real checkpoints without downloading them, we build the `transformers` models **with
-# the real shapes and random weights**. The layout of their tensors and their arithmetic are those of
-# the published ones; only the numbers differ. Chapter 16 downloads the real numbers where a network
-# is there. To keep this chapter short on a laptop's processor, SmolLM2 gets 4 of its 30 layers,
+# As the opening said, we build the `transformers` models **with the real shapes and random
+# weights**, from each checkpoint's published configuration. The layout of their tensors and their
+# arithmetic are those of the published ones; only the numbers differ. Chapter 16 downloads the real
+# numbers where a network is there. To keep this chapter short on a laptop's processor, SmolLM2 gets 4 of its 30 layers,
 # GPT-2 2 of its 12, and Marian 2 of the 6 in each stack. Every layer has the same names and shapes,
 # so nothing about the conversion depends on how many there are.
 #
 # One more choice, the random numbers. A freshly built `transformers` model draws every matrix with a
 # standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That is a poor
-# model to prove a conversion on. Its logits are so flat that greedy decoding repeats one token
-# forever. Worse, where every gain is 1 and every bias 0, a converter that swaps two norms or two
-# biases, or forgets one, loads exactly the numbers a right one loads. No comparison can see the
-# mistake. So we draw **every tensor** again:
+# model to check a conversion on. Where every gain is 1 and every bias 0, a converter that swaps two
+# norms or two biases, or forgets one, loads exactly the numbers a right one loads. No comparison can
+# see the mistake. (Its logits are also so flat that every choice is nearly a tie.) So we draw
+# **every tensor** again:
 #
 # - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
 #   layer;
@@ -177,11 +181,11 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Then the
 # converters make our three models from them.
 #
-# These models are built by `transformers` itself, so the next cell needs it:
+# These models are built by `transformers` itself, so the next cells need it:
 # `pip install "transformer-course[hub]"` (which also installs `sentencepiece`, Marian's tokenizer, for
 # chapter 16). Without them the chapter stops there, in one line.
 
-# %%
+# %% tags=["hide-input"]
 require_packages("Chapter 15 from here on (transformers' own models, beside ours)")
 with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
     warnings.filterwarnings("ignore", message="IProgress not found")
@@ -190,6 +194,7 @@ with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns w
 
 transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
 
+# %%
 torch.manual_seed(0)
 # each checkpoint's published config.json (transformer_course_tools/models/published.py), fewer layers
 opus_config = hf_config("Helsinki-NLP/opus-mt-en-de", encoder_layers=2, decoder_layers=2)  # of 6 in each stack
@@ -226,19 +231,21 @@ hf_gpt2 = redrawn(GPT2LMHeadModel(gpt2_config))
 smol = from_llama(hf_smol)  # ours: a DecoderOnlyLM with hf_smol's weights
 gpt2 = from_gpt2(hf_gpt2)  # ours: a DecoderOnlyLM
 opus = from_marian(hf_opus)  # ours: a Transformer
-for name, hf, ours in (("Marian (opus-mt-en-de)", hf_opus, opus), ("Llama (SmolLM2-135M)", hf_smol, smol),
-                       ("GPT-2", hf_gpt2, gpt2)):  # fmt: skip
-    print(f"{name:24s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
+for name, hf, ours in (("Marian (opus-mt-en-de), 2+2 of 6+6 layers", hf_opus, opus),
+                       ("Llama (SmolLM2-135M), 4 of 30 layers", hf_smol, smol),
+                       ("GPT-2 (small), 2 of 12 layers", hf_gpt2, gpt2)):  # fmt: skip
+    print(f"{name:42s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
           f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
 
 # %% [markdown]
 # ## 2. The same tensors under other names
 #
 # A checkpoint is a `state_dict`: a dictionary from a tensor's name to the tensor. Here are the
-# tensors of Marian that are not inside a layer, and those of its decoder's first layer, beside the
-# names our `Transformer` gives them. The converter builds exactly this table (for a layer,
-# `marian_layer_names`, exercise ex15_3). Then it loads it with `load_state_dict(strict=True)`, which
-# refuses a missing, a left-over or a misshapen tensor.
+# tensors of Marian that are not inside a layer, and the weights of its decoder's first layer (each
+# has a bias too, named alike), beside the names our `Transformer` gives them. The converter
+# `from_marian` writes the first four pairs by hand, as below. For a layer it calls
+# `marian_layer_names` (exercise ex15_3), which this table prints. Then it loads the lot with
+# `load_state_dict(strict=True)`, which refuses a missing, a left-over or a misshapen tensor.
 
 # %%
 theirs = dict(hf_opus.state_dict())
@@ -248,12 +255,12 @@ outside = {
     "output.weight": "lm_head.weight",
     "output.bias": "final_logits_bias",
 }
-print(f"{'ours':34s} {'Marian':46s} shape")
+print(f"{'ours':38s} {'Marian':54s} shape")
 for ours_name, their_name in outside.items():
-    print(f"{ours_name:34s} {their_name:46s} {tuple(theirs[their_name].shape)}")
-for ours_name, their_name in marian_layer_names(decoder=True).items():
-    if ours_name.endswith("weight"):
-        print(f"{'decoder.layers.0.' + ours_name:34s} {'model.decoder.layers.0.' + their_name:46s} "
+    print(f"{ours_name:38s} {their_name:54s} {tuple(theirs[their_name].shape)}")
+for ours_name, their_name in sorted(marian_layer_names(decoder=True).items()):
+    if ours_name.endswith("weight"):  # the biases follow the same names
+        print(f"{'decoder.layers.0.' + ours_name:38s} {'model.decoder.layers.0.' + their_name:54s} "
               f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")  # fmt: skip
 left = sorted(n for n in theirs if "layers." not in n and n not in outside.values())
 print("not copied:", left)
@@ -312,7 +319,8 @@ print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=
 # position table at whatever scale its embeddings have, and Llama adds no positions at all. In both,
 # a norm before each sub-layer sets the size at which its input is read. **GPT-2 keeps its biases**
 # and **learns its position table** (`positional="learned"`, 1024 rows: it can read no longer text).
-# **Llama has no biases** at all, and rotates its queries and keys instead.
+# **Llama has no biases** at all. **Llama adds no position vectors**: it rotates its queries and keys
+# instead (chapter 13's rotary embeddings).
 #
 # The converter has set each choice; this table reads them back from our three models:
 
@@ -322,7 +330,7 @@ rows = [
     ("activation / feed-forward", opus.config.activation, gpt2.config.feed_forward, smol.config.feed_forward),
     ("positions", f"sinusoids, {opus.config.sinusoid_layout}", gpt2.config.positional, smol.config.positional),
     ("embedding × √D", opus.config.scale_embedding, gpt2.config.scale_embedding, smol.config.scale_embedding),
-    ("biases", True, gpt2.config.bias, smol.config.bias),
+    ("biases", opus.encoder.layers[0].self_attn.w_q.bias is not None, gpt2.config.bias, smol.config.bias),
     ("output tied to the embedding", opus.config.tie_output, gpt2.config.tie_output, smol.config.tie_output),
     ("pad, bos, eos ids",
      *((m.config.pad_id, m.config.bos_id, m.config.eos_id) for m in (opus, gpt2, smol))),
@@ -369,26 +377,7 @@ for label, *values in rows:
 # %%
 d_head = 8
 order = rope_halves_to_interleaved(torch.arange(d_head).view(d_head, 1), n_heads=1).flatten()  # new row j ← old row
-fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.6]})
-moves = torch.zeros(d_head, d_head)
-moves[torch.arange(d_head), order] = 1.0
-left.imshow(moves, cmap="Greys")
-left.set(xlabel="row of W^Q in the halves layout", ylabel="row of ours (pairs 2i, 2i+1)",
-         xticks=range(d_head), yticks=range(d_head), title="the permutation, one head (d = 8)")  # fmt: skip
-pair_halves = [i % (d_head // 2) for i in range(d_head)]  # feature i and i + d/2 form pair i
-pair_ours = [j // 2 for j in range(d_head)]  # features 2i and 2i+1 form pair i
-colours = plt.get_cmap("tab10")
-for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("halves: (i, i + d/2)", pair_halves))):
-    for j, p in enumerate(pairs):
-        right.add_patch(plt.Rectangle((j, y), 0.9, 0.8, color=colours(p)))
-        right.text(j + 0.45, y + 0.4, f"{p}", ha="center", va="center", color="white")
-    right.text(-0.2, y + 0.4, label, ha="right", va="center")
-right.set(xlim=(-4.2, d_head), ylim=(-0.2, 2), xlabel="feature of one head", yticks=[],
-          title="which pair (angle θ_i) each feature belongs to")  # fmt: skip
-right.set_xticks([j + 0.45 for j in range(d_head)], labels=range(d_head))
-fig.suptitle("Moving row i to 2i and row i + d/2 to 2i + 1 turns the halves layout's pairs into ours")
-plt.tight_layout()
-plt.show()
+rope_pair_permutation(order.tolist())  # drawn by transformer_course_tools/notebook/diagrams.py
 
 # %% [markdown]
 # By hand, on one head. Make queries and keys with rows in the halves layout and rotate them with
@@ -458,9 +447,10 @@ print(run_check("ex15_2", untransposed).line())
 print(run_check("ex15_1", all_heads_at_once).line())
 
 # %% [markdown]
-# ## 4. Proof: the same logits, the same tokens
+# ## 4. The check: the same logits, the same tokens
 #
-# A conversion is right when the two models compute the same function. We feed each pair the same
+# Sections 2 and 3 gave every tensor its place. Now we test that the places are right. A conversion is
+# right when the two models compute the same function. We feed each pair the same
 # tokens and compare the logits, every one of them. They cannot be equal to the last bit. The two
 # implementations add the same products in other orders (and the order differs again from one
 # processor to another), so float32's rounding leaves small differences. The check below requires
@@ -496,9 +486,7 @@ for name, difference in differences.items():
 # accepts: the norms after the self-attention and after the cross-attention of Marian's first decoder
 # layer, exchanged (both are (512,)). Every gain and every bias was drawn at random, so the two norms
 # differ, and so do the logits. With `transformers`' start, every gain 1 and every bias 0, they would
-# not. The course's tests run this and every other such mistake, and see each one fail the
-# comparison. The others are two biases exchanged, biases dropped, a forgotten bias on the logits, a
-# bias left in the halves layout, and GPT-2's `c_attn` bias cut wrongly.
+# not.
 
 # %%
 swapped = opus.state_dict()
@@ -518,24 +506,11 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 
 # %% [markdown]
 # The exchange moved the logits by 0.14 of the largest one, more than ten thousand times the bound above.
-# Tokens are the stricter test: a token chosen differently at one step changes every later step.
-# First Marian, teacher-forced: the decoder reads the varied target `tgt` above, and at every
-# position each model chooses its most likely next token.
-
-# %%
-ours_next, their_next = (logits.argmax(-1) for logits in pairs["Marian"])  # (B, T): the choice after each prefix
-for row in range(len(tgt)):
-    print(f"sentence {row}, decoder reads", tgt[row].tolist())
-    print("   ours chooses         ", ours_next[row].tolist())
-    print("   transformers chooses ", their_next[row].tolist())
-
-# %% tags=["hide-cell"]
-expect("Marian: the most likely token identical at every position", torch.equal(ours_next, their_next),
-       f"{ours_next.numel()} positions, {len(ours_next.unique())} distinct tokens")  # fmt: skip
-
-# %% [markdown]
-# Then generation: greedy decoding with our `greedy_decode` (Marian) and `generate` (GPT-2,
-# SmolLM2), against `transformers`' `generate(do_sample=False, num_beams=1)`.
+#
+# Equal logits settle the model. Generation runs another code path: the KV cache, the position of
+# each new token, the rule that stops a text. So we also compare greedy decoding, with our
+# `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against `transformers`'
+# `generate(do_sample=False, num_beams=1)`.
 #
 # One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
 # both probability 0 (chapter 09). For Marian they are one token, 58100. The published checkpoints
@@ -547,8 +522,8 @@ expect("Marian: the most likely token identical at every position", torch.equal(
 #
 # Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
 # layer is its embedding (tied), and the residual connections carry the embedding of the token the
-# decoder reads up to the output. So once it writes a token, that token scores high again. The
-# teacher-forced choices above, on a target it did not write, are varied.
+# decoder reads up to the output. So once it writes a token, that token scores high again. For
+# Marian this check tests the cached decoding loop; the logits above tested the rest.
 
 # %%
 steps = 8
@@ -573,7 +548,8 @@ for row in range(len(src)):
     print(f"{'':8s}       theirs ", their_marian[row, 1 : n + 1].tolist())
 
 # %% tags=["hide-output"]
-expect("Marian: greedy tokens identical to transformers' generate", same_marian, f"{n} tokens per sentence")
+expect("Marian: greedy tokens identical to transformers' generate", same_marian,
+       f"{n} tokens per sentence, {len(ours_marian.unique())} distinct")  # fmt: skip
 for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
 
@@ -588,7 +564,7 @@ for name, same in same_lm.items():
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
 #   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row
 #   i + d/2 → 2i + 1); the other is GPT-2's transposed `Conv1D` blocks.
-# - Equal logits within rounding and identical tokens prove the conversion on models whose every
+# - Equal logits within rounding and identical tokens check the conversion on models whose every
 #   tensor is random; where the real checkpoints can be loaded in float32, chapter 16 asserts the
 #   same of them. Rounding, not equality to the last bit, is what two implementations can share.
 #
@@ -653,6 +629,6 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [chapter 16](16_real_checkpoints.ipynb) turns text into the ids these models read, runs
-# the published checkpoints, measures what sets the speed of generation, and runs the course's trained
-# models in `transformers`, CTranslate2 and llama.cpp.
+# **Next:** [chapter 16](16_real_checkpoints.ipynb) loads the published weights themselves. It turns
+# text into the ids these models read, runs the real checkpoints, measures what sets the speed of
+# generation, and runs the course's trained models in `transformers`, CTranslate2 and llama.cpp.

@@ -10,7 +10,14 @@ matplotlib.use("Agg")  # no display in the tests
 import pytest
 from matplotlib._pylab_helpers import Gcf
 
-from transformer_course_tools.notebook.diagrams import beam_tree, grouped_query_heads, kv_cache_step
+from transformer_course.convert import rope_halves_to_interleaved
+from transformer_course_tools.notebook.diagrams import (
+    beam_tree,
+    grouped_query_heads,
+    kv_cache_step,
+    rope_pair_permutation,
+)
+from transformer_course_tools.notebook.plots import fastest_seconds, plot_cache_speedup
 
 
 def _texts(fig) -> str:
@@ -71,3 +78,30 @@ def test_the_beam_tree_marks_what_was_kept_and_labels_finished_hypotheses() -> N
     assert bold == {"a  -0.50", "b  -0.90", "<eos>  -0.70", "a  -1.10", "finished  -0.70", "<eos>  -1.30"}
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["kept in the beam", "pruned"]
     assert _closed(fig)
+
+
+def test_the_rope_permutation_puts_one_mark_per_row_where_the_converter_takes_it() -> None:
+    import torch
+
+    order = rope_halves_to_interleaved(torch.arange(8).view(8, 1), n_heads=1).flatten().tolist()
+    fig = rope_pair_permutation(order)
+    grid = fig.axes[0].images[0].get_array()
+    assert [list(row).index(1.0) for row in grid] == [0, 4, 1, 5, 2, 6, 3, 7], "our row j reads halves row order[j]"
+    labels = [t.get_text() for t in fig.axes[1].texts if t.get_text().isdigit()]
+    assert labels == ["0", "0", "1", "1", "2", "2", "3", "3", "0", "1", "2", "3", "0", "1", "2", "3"], labels
+    assert _closed(fig), "returned closed (a notebook shows it once)"
+    with pytest.raises(ValueError, match="permutation"):
+        rope_pair_permutation([0, 0, 1, 2])
+
+
+def test_the_cache_speedup_plot_divides_the_two_timings_and_fastest_seconds_keeps_the_threads() -> None:
+    import torch
+
+    fig = plot_cache_speedup([16, 32], {"no cache": [0.4, 0.9], "KV cache": [0.2, 0.3]})
+    assert list(fig.axes[1].lines[0].get_ydata()) == pytest.approx([2.0, 3.0])
+    assert _closed(fig)
+    with pytest.raises(ValueError, match="one time per length"):
+        plot_cache_speedup([16], {"no cache": [0.4, 0.9], "KV cache": [0.2, 0.3]})
+    threads, seen = torch.get_num_threads(), []
+    assert fastest_seconds(lambda: seen.append(torch.get_num_threads()), repeats=2) >= 0.0
+    assert seen == [1, 1] and torch.get_num_threads() == threads

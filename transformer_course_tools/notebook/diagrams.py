@@ -426,3 +426,38 @@ def beam_tree(history: list[dict], tokens: list[str], carried: str = "<pad>", ax
         fig.tight_layout()
         plt.close(fig)
     return fig
+
+
+# -- chapter 15 ----------------------------------------------------------------------------------
+
+
+def rope_pair_permutation(order: Sequence[int]):
+    """Chapter 15, section 3: the reordering of one head's rows of W^Q (and W^K) that turns the
+    rotary "halves" layout (pairs (i, i + d/2), transformers' Llama) into ours (pairs (2i, 2i+1)).
+    ``order[j]`` is the halves row that becomes our row ``j`` (``rope_halves_to_interleaved`` of the
+    row numbers). Left: the permutation as a grid; right: the pair each feature belongs to, in both
+    layouts. Returns the figure (closed)."""
+    import matplotlib.pyplot as plt
+
+    d_head = len(order)
+    if d_head % 2 or sorted(order) != list(range(d_head)):
+        raise ValueError(f"order must be a permutation of an even number of rows, got {list(order)}")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1, 1.6]})
+    moves = [[1.0 if order[j] == i else 0.0 for i in range(d_head)] for j in range(d_head)]
+    left.imshow(moves, cmap="Greys")
+    left.set(xlabel="row of W^Q in the halves layout", ylabel="row of ours (pairs 2i, 2i+1)",
+             xticks=range(d_head), yticks=range(d_head), title=f"the permutation, one head (d = {d_head})")  # fmt: skip
+    pair_halves = [i % (d_head // 2) for i in range(d_head)]  # feature i and i + d/2 form pair i
+    pair_ours = [j // 2 for j in range(d_head)]  # features 2i and 2i+1 form pair i
+    colours = plt.get_cmap("tab10")
+    for y, (label, pairs) in enumerate((("ours: (2i, 2i+1)", pair_ours), ("halves: (i, i + d/2)", pair_halves))):
+        for j, p in enumerate(pairs):
+            right.add_patch(plt.Rectangle((j, y), 0.9, 0.8, color=colours(p)))
+            right.text(j + 0.45, y + 0.4, f"{p}", ha="center", va="center", color="white")
+        right.text(-0.2, y + 0.4, label, ha="right", va="center")
+    right.set(xlim=(-4.2, d_head), ylim=(-0.2, 2), xlabel="feature of one head", yticks=[],
+              title="which pair (angle θ_i) each feature belongs to")  # fmt: skip
+    right.set_xticks([j + 0.45 for j in range(d_head)], labels=range(d_head))
+    fig.suptitle("Moving row i to 2i and row i + d/2 to 2i + 1 turns the halves layout's pairs into ours")
+    fig.tight_layout()
+    return _closed(fig)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -50,3 +51,49 @@ def strata_table(*columns: dict[str, dict], names: Sequence[str] | None = None) 
         cells = " ".join(f"{c[name]['exact_match']:>{w}.2f}" for c, w in zip(columns, widths, strict=True))
         lines.append(f"{name:<24} {row['count']:>5} {cells}  {'yes' if row['seen'] else 'no'}")
     return "\n".join(lines)
+
+
+def fastest_seconds(fn: Callable[[], object], repeats: int = 3, threads: int | None = 1) -> float:
+    """Seconds of the fastest of ``repeats`` calls of ``fn``: the run that other programs on the machine
+    disturbed least. With ``threads`` set, torch runs on that many threads meanwhile (one: steadier
+    timings when other programs share the CPU), and gets its own number back afterwards."""
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(threads)
+    try:
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+    finally:
+        torch.set_num_threads(before)
+    return min(times)
+
+
+def plot_cache_speedup(lengths: Sequence[int], timings: dict[str, Sequence[float]]):
+    """Chapter 09, section 5: milliseconds against tokens generated (log-log), one line per entry of
+    ``timings`` ("no cache", "KV cache": seconds per length), and the speed-up, the first divided by the
+    second. Returns the figure (closed: as a cell's last value a notebook shows it once)."""
+    import matplotlib.pyplot as plt
+
+    if set(timings) != {"no cache", "KV cache"} or any(len(v) != len(lengths) for v in timings.values()):
+        raise ValueError(f"timings must hold 'no cache' and 'KV cache', one time per length, got {list(timings)}")
+    speedup = [a / b for a, b in zip(timings["no cache"], timings["KV cache"], strict=True)]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 3.5))
+    for name, values in timings.items():
+        ax1.plot(lengths, [v * 1000 for v in values], "o-", label=name)
+    ax1.set(xlabel="tokens generated", ylabel="milliseconds (batch of 32)", xscale="log", yscale="log",
+            title="Without a cache the cost grows faster than the length")  # fmt: skip
+    ax1.set_xscale("log", base=2)
+    ax1.legend()
+    ax2.plot(lengths, speedup, "o-", color="tab:green")
+    ax2.set(
+        xlabel="tokens generated", ylabel="speed-up ×", title="The cache saves at every length, most at the longest"
+    )
+    ax2.set_xscale("log", base=2)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig
