@@ -113,10 +113,8 @@ def count(config: TransformerConfig) -> int:
 
 
 base_37k, big_37k = count(TransformerConfig.paper_base(37_000)), count(TransformerConfig.paper_big(37_000))
-print(
-    f"vocabulary 37,000 (§5.1):  base {base_37k / 1e6:.1f}M (paper 65M, {base_37k / 65e6 - 1:+.1%}: "
-    f"{(65e6 - base_37k) / 1e6:.1f}M short),  big {big_37k / 1e6:.1f}M (paper 213M, {big_37k / 213e6 - 1:+.1%})"
-)
+print(f"vocabulary 37,000 (§5.1):  base {base_37k / 1e6:.1f}M (paper 65M, {base_37k / 65e6 - 1:+.1%}: "
+      f"{(65e6 - base_37k) / 1e6:.1f}M short),  big {big_37k / 1e6:.1f}M (paper 213M, {big_37k / 213e6 - 1:+.1%})")
 
 # %% [markdown]
 # > **Common mistake — counting a shared matrix three times.** `state_dict()` lists a tied matrix
@@ -185,9 +183,7 @@ for name, base_n, big_n in (
     ("nothing shared: three (V, D) matrices", separate_base, separate_big),
 ):
     print(f"{name:40} {base_n / 1e6:6.1f}M {big_n / 1e6:7.1f}M")
-print(
-    f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention biases {12 * N_LAYERS * 512 / base_37k:.2%}"
-)
+print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention biases {12 * N_LAYERS * 512 / base_37k:.2%}")
 
 # %% [markdown]
 # ## 3. The vocabulary each row implies
@@ -237,23 +233,16 @@ for name, overrides, paper in ROWS:
     per_token = config_37k.d_model + 1  # each token adds D + 1 parameters
     implied[name] = 37_000 + (paper * 1e6 - n) / per_token
     # the vocabularies whose count rounds to the printed millions: paper − 0.5 ≤ count / 10⁶ < paper + 0.5
-    rounds_right[name] = (
-        37_000 + ((paper - 0.5) * 1e6 - n) / per_token,
-        37_000 + ((paper + 0.5) * 1e6 - n) / per_token,
-    )
+    rounds_right[name] = (37_000 + ((paper - 0.5) * 1e6 - n) / per_token, 37_000 + ((paper + 0.5) * 1e6 - n) / per_token)
     print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {implied[name]:10,.0f}")
 
 base_family = [name for name in implied if name != "big"]
 low = math.ceil(max(rounds_right[name][0] for name in base_family))
 high = math.floor(min(rounds_right[name][1] for name in base_family))
-print(
-    f"\nthe {len(base_family)} base-family rows imply V from {min(implied[n] for n in base_family):,.0f} "
-    f"to {max(implied[n] for n in base_family):,.0f}; all {len(base_family)} round right for V = {low:,} … {high:,}"
-)
-print(
-    f"the big row implies V = {implied['big']:,.0f}, and rounds right only for V = "
-    f"{math.ceil(rounds_right['big'][0]):,} … {math.floor(rounds_right['big'][1]):,}"
-)
+print(f"\nthe {len(base_family)} base-family rows imply V from {min(implied[n] for n in base_family):,.0f} "
+      f"to {max(implied[n] for n in base_family):,.0f}; all {len(base_family)} round right for V = {low:,} … {high:,}")
+print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for V = "
+      f"{math.ceil(rounds_right['big'][0]):,} … {math.floor(rounds_right['big'][1]):,}")
 
 # %% [markdown]
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
