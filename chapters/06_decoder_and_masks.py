@@ -414,10 +414,8 @@ for norm_first in (False, True):
 # %% [markdown]
 # ## 7. The full model, with one shared embedding matrix (§3.4)
 #
-# `Transformer(config)` puts it together (Figure 1 of the paper). `TransformerConfig` holds the
-# sizes under the paper's names; its defaults are the paper's base model, and for our three
-# sentences we shrink them:
-#
+# Section 6 gave us the decoder stack; chapter 05 gave us the encoder stack. `Transformer(config)`
+# puts them together (Figure 1 of the paper):
 #
 # 1. `encode(src)`: source embeddings × $\sqrt{d_\text{model}}$ + positional encoding → encoder
 #    stack with the source padding mask → memory (B, S, D);
@@ -426,6 +424,9 @@ for norm_first in (False, True):
 #    vocabulary entry, (B, T, V_tgt);
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
 #
+# (`encode` and `decode` check their arguments, then call `_encode` and `_decode`: the page of
+# section 9 prints those.)
+#
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
 # linear transformation". With a shared vocabulary, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
 # vectors, target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is
@@ -433,6 +434,9 @@ for norm_first in (False, True):
 # the output favour frequent tokens without bending the shared matrix. The
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
 # that goes with it). `share_embeddings=True` does this.
+#
+# `TransformerConfig` holds the sizes under the paper's names. Its defaults are the paper's base
+# model; for our three sentences we shrink them:
 
 # %%
 config = TransformerConfig(
