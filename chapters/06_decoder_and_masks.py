@@ -599,9 +599,11 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())
 # - chapter 09's fast decoding: `cache`, `offset`, the `else` branch of `_decode`;
 # - chapter 03's fused kernel: `fast=True` and `fast_attention`, which compute what
 #   `scaled_dot_product_attention` computes;
-# - parts that later chapters swap: the keyword arguments of `__init__`, `_embedding`,
-#   `_final_norm`, `build_part`, and the comment on why the positional part is built last
-#   (chapters 11 and 13); `self.positioned` (chapter 13's rotary positions);
+# - parts that later chapters swap: the keyword arguments of `__init__`, `build_part`, and the
+#   comment on why the positional part is built last (chapters 11 and 13); `_embedding`, which
+#   builds chapter 01's `TokenEmbedding` unless the √d_model factor is switched off (chapters 14
+#   and 15); `self.positioned` (chapter 13's rotary positions);
+# - `_final_norm`: the extra LayerNorm that ends a pre-LN stack (chapter 05), none for post-LN;
 # - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, `bos_id == pad_id`, and
 #   `tie_output`, which ties only the output layer to the target embedding when the two languages
 #   have separate vocabularies.
