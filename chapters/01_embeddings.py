@@ -395,7 +395,7 @@ print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole b
 # those of $h$ have size 1, so the logits $h E^\top$ start with a standard deviation near 1. And a
 # decoder state that equals a token's own scaled embedding scores that very token highest. Random
 # vectors in many dimensions are nearly orthogonal, so a row's dot product with itself far exceeds
-# its dot product with any other row. This is why tying works from the first step: the output
+# its dot product with any other row. That is the sense of tying, from the first step: the output
 # reads a token in the same direction the input wrote it.
 
 # %%
