@@ -172,7 +172,8 @@ print("decoded:", vocab.decode(ids))
 # collapsing into one "unknown" id.
 #
 # Vocabularies usually leave out the words seen fewer than `min_freq` times. That trades a smaller
-# table (fewer parameters, see section 4) for more `<unk>` in the data:
+# table (fewer parameters: each id costs one row of the embedding matrix, section 2) for more
+# `<unk>` in the data:
 
 # %%
 n_tokens = sum(len(s) for s in sentences)
@@ -253,8 +254,8 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Why do libraries index instead of multiplying? Because $X$ is almost all zeros. With the paper's
-# vocabulary and width, the product spends $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds to
+# Why do libraries index instead of multiplying? Because $X$ is almost all zeros. For a 50-token
+# sentence, with the paper's vocabulary and width, the product spends $S \cdot V_\text{src} \cdot d_{model}$ multiply-adds to
 # copy $S \cdot d_{model}$ numbers:
 
 # %%
@@ -263,8 +264,11 @@ print(f"one-hot product: {S * V_src * D:>13,} multiply-adds")
 print(f"row lookup:      {S * D:>13,} numbers copied")
 
 # %% [markdown]
-# The picture also explains how an embedding *learns*. The gradient of the loss reaches only the
-# rows that were picked. The rows of tokens absent from the batch get exactly zero gradient.
+# The picture also explains how an embedding *learns*. The output is the product $XE$, so the
+# gradient of a loss $L$ is $\partial L/\partial E = X^\top\, \partial L/\partial(XE)$. Row $v$
+# of it sums the output gradients at the positions where $X$ has a 1 in column $v$. So the gradient
+# reaches only the rows that were picked. The rows of tokens absent from the batch get exactly zero
+# gradient.
 
 # %%
 embedding = nn.Embedding(len(vocab), d_model)
@@ -389,7 +393,10 @@ print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole b
 # %% [markdown]
 # Tying also fits the scaling of section 3. The entries of $E$ have size $1/\sqrt{d_{model}}$ and
 # those of $h$ have size 1, so the logits $h E^\top$ start with a standard deviation near 1. And a
-# decoder state that equals a token's own scaled embedding scores that very token highest:
+# decoder state that equals a token's own scaled embedding scores that very token highest. Random
+# vectors in many dimensions are nearly orthogonal, so a row's dot product with itself far exceeds
+# its dot product with any other row. That is the sense of tying, from the first step: the output
+# reads a token in the same direction the input wrote it.
 
 # %%
 d = 512
@@ -478,8 +485,9 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #    $V_\text{src} = V_\text{tgt} = 37{,}000$ and $d_{model} = 512$?
 #    <details><summary>Answer</summary>
 #
-#    Two $37{,}000 \times 512$ matrices: $2 \cdot 37{,}000 \cdot 512 \approx 37.9$ M parameters, more
-#    than half of the base model's 65 M.
+#    Two $37{,}000 \times 512$ matrices: $2 \cdot 37{,}000 \cdot 512 \approx 37.9$ M parameters.
+#    Table 3's 65 M already counts one shared matrix; without sharing the base model would have
+#    65 M + 37.9 M, so sharing saves more than a third of it.
 #    </details>
 #
 # ## Further reading

@@ -193,8 +193,8 @@ plt.show()
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
 # sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01 took on
 # trust. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
-# comparable lengths. (Trained models, in [chapter 11](11_testing_the_papers_choices.ipynb), care
-# less about this balance than about token vectors that start too long.)
+# comparable lengths. ([Chapter 11](11_testing_the_papers_choices.ipynb) tests whether this balance
+# matters in training.)
 #
 # ## 3. Moving $k$ positions ahead is a rotation
 #
@@ -227,7 +227,8 @@ assert torch.allclose(M[:2, :2], block, atol=1e-6)
 table = sinusoidal_positional_encoding(60, d_model)  # (60, D)
 moved = table[:-k] @ M.T  # row vectors: (M PE[pos])ᵀ = PE[pos]ᵀ Mᵀ, for pos = 0 … 56
 error = (moved - table[k:]).abs().max().item()
-print(f"PE[pos + {k}] = M_{k} PE[pos] holds for all {len(moved)} positions (largest error below 1e-5: {error < 1e-5})")
+assert error < 1e-5
+print(f"PE[pos + {k}] = M_{k} PE[pos] holds for all {len(moved)} positions to within 1e-5 (measured: {error:.1e})")
 orthogonal = torch.allclose(M @ M.T, torch.eye(d_model), atol=1e-6)
 print("M_k is a rotation: orthogonal (M Mᵀ = I) and det M = +1:", orthogonal and bool(abs(torch.linalg.det(M) - 1) < 1e-5))
 print("M_2 M_3 = M_5:", torch.allclose(relative_position_map(2, 16) @ relative_position_map(3, 16),
@@ -333,21 +334,28 @@ plt.show()
 # encodings tell a neighbour from a distant position, but they do not rank distant positions by
 # how far they are.
 #
-# **A look ahead.** A trained model never compares the raw encodings. Its attention (chapters 03
-# and 04) first multiplies its inputs by learned matrices. The part of a score that comes from
+# A trained model never compares the raw encodings: its attention (chapters 03 and 04) first
+# multiplies them by learned matrices, and nothing forces those to keep distances readable.
+# Rotary embeddings, in [chapter 13](13_modern_language_models.ipynb), close this gap.
+#
+# <details><summary>A look ahead, for after chapter 04: why learned matrices can blur distances</summary>
+#
+# The part of an attention score that comes from
 # positions $p$ and $q$ then has the form $PE_p^\top W PE_q$, for some learned matrix $W$. With
 # section 3's rotations, $PE_p = M_p PE_0$, and $M_p^\top = M_{-p}$ (a rotation turned back), this
 # is $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation, then
 # $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. A learned $W$
 # need not commute with them, and then the score is in general no longer a function of $p - q$
 # alone. So a model *can* learn to read distances from the sinusoids, but nothing forces it to.
-# Rotary embeddings, in [chapter 13](13_modern_language_models.ipynb), close this gap: they rotate
-# the queries and keys *after* the learned matrices.
+# Rotary embeddings rotate the queries and keys *after* the learned matrices.
+#
+# </details>
 #
 # ## 5. Adding the table to a batch
 #
 # `PositionalEncoding` computes the table once, for up to `max_len` positions. Its input x is
-# *batch-first*: its shape is (B, T, D), with the batch axis first. The module adds the first T rows
+# *batch-first*: its shape is (B, T, D), with the batch axis first and T the length of whichever
+# sequence it is given, source or target. The module adds the first T rows
 # of the table to x. That (T, D) slice broadcasts over the batch, so every sentence gets row 0 at its
 # first token, row 1 at its second, and so on.
 #
@@ -383,8 +391,8 @@ print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.d
 # > **Common mistake — taking the length from `x.size(0)`.** Code written for sequence-first
 # > tensors (T, B, D), as in older PyTorch examples, slices the table with `x.size(0)`. On a
 # > batch-first tensor that is the *batch size*. With B = T nothing looks wrong. With B = 1 every
-# > position silently gets row 0 of the table, so the model sees no order at all. Otherwise a
-# > broadcasting error appears far from its cause. The check of exercise `ex02_2` uses a batch of
+# > position silently gets row 0 of the table, so the model sees no order at all. Otherwise the
+# > addition raises a broadcasting error. The check of exercise `ex02_2` uses a batch of
 # > one first, to name the bug:
 
 
@@ -411,7 +419,9 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # beyond its `max_len`, and the rows of positions that never occurred in training get no gradient,
 # so they stay random. The sinusoids are at least defined everywhere. Whether a model can *use* them
 # beyond its training lengths is another question, which [chapter
-# 11](11_testing_the_papers_choices.ipynb) puts to a test.
+# 11](11_testing_the_papers_choices.ipynb) puts to a test. The cell's last lines check the
+# rotation rule far out, at positions 500–999, with a looser tolerance than section 3 (1e-3, not
+# 1e-5): at angles near 1000 radians, float32 cannot store the angle itself to within 1e-5.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)

@@ -18,8 +18,10 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/03_attention.ipynb)
 #
-# Everything else in the Transformer (heads, layers, encoder, decoder) is built around one small
-# function. This chapter takes that function apart.
+# Chapter 02 left every token as one vector that carries both its word and its position. Now the
+# tokens look at each other. Everything else in the Transformer (heads, layers, encoder, decoder) is
+# built around the one small function that does this, scaled dot-product attention. This chapter
+# takes that function apart.
 #
 # **Learning goals**
 #
@@ -370,8 +372,12 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 # So unscaled attention at a large $d_k$ learns unevenly. Most queries receive no signal at all,
 # and a few receive large, erratic jolts. That is the paper's "extremely small gradients", for most
 # rows, though not on average. Scaled, the curves are flat, and the mean and the median gradient stay
-# close: the head size no longer changes how attention behaves at initialisation. (The folded cell
-# above checks these statements.)
+# close: the head size no longer changes how attention behaves at initialisation.
+#
+# Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
+# one up to $d_k = 64$, the paper's head size. It falls below at the next size on the axis and
+# nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
+# even; without it, larger heads would starve most queries.
 #
 # ## 4. Masks: who may look at whom
 #
@@ -503,10 +509,10 @@ loss.backward()
 print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN = NaN
 
 # %% [markdown]
-# Even a loss that ignores the broken row gets NaN gradients, and one optimiser step later every
-# weight of the model is NaN. The usual workaround, `-1e9`, fails in half precision: float16's
-# lowest finite number is −65,504, so −1e9 stored there becomes −∞, the same NaN (PyTorch even
-# refuses to write it with `masked_fill`).
+# Even a loss that ignores the broken row gets NaN gradients, and an optimiser step spreads the NaN
+# to every weight upstream. The usual workaround, `-1e9`, fails in half precision: float16's lowest
+# finite number is −65,504, so −1e9 does not fit. `masked_fill` refuses to write it into a float16
+# tensor, and a plain conversion turns it into −∞, the same NaN.
 #
 # %% [markdown]
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
@@ -533,8 +539,9 @@ print(run_check("ex03_2", apply_mask_minus_inf).line())
 #
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
 # (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
-# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one fused call that walks
-# over the keys in blocks with a running softmax. When PyTorch picks such a blocked kernel, the
+# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call, a
+# single kernel that keeps no intermediate tensors. It walks over the keys in blocks and updates
+# the softmax as each block arrives (chapter 13 explains how). When PyTorch picks such a kernel, the
 # (B, H, T, S) weights never exist in memory; for some masks and machines it falls back to the plain
 # steps, which do build them.
 # The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
@@ -551,8 +558,8 @@ print("teaching path == fast path:", torch.allclose(teaching, fast_attention(q, 
 print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0, 2], v[0, 0].mean(0)))
 
 # %% [markdown]
-# The model uses the fast path unless it is asked for the weights. Chapter 13 builds the idea of
-# the blocked kernel itself.
+# Chapter 04's module uses the fast path unless it is asked for the weights. Chapter 13 builds the
+# idea of the blocked kernel itself.
 #
 # %% [markdown]
 # ## 7. Why self-attention? (§4)
@@ -631,7 +638,8 @@ plot_path_lengths()
 # - Attention scores every query against every key, softmaxes each row, and averages the values
 #   with those weights: equation (1), `scaled_dot_product_attention(q, k, v, mask)`.
 # - The $1/\sqrt{d_k}$ factor keeps the score variance at 1 for any head size. Without it the
-#   softmax saturates as $d_k$ grows: most queries get no gradient, and a few get large ones.
+#   softmax saturates as $d_k$ grows. Beyond the paper's $d_k = 64$, most queries get no gradient
+#   and a few get large ones.
 # - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); `nn.MultiheadAttention`
 #   uses the opposite polarity.
 # - Blocked scores become `torch.finfo(dtype).min`. That gives exact zeros in normal rows and a

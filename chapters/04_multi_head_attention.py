@@ -195,6 +195,7 @@ assert torch.equal(split_heads(tiny, 3), step2)
 #
 # </details>
 
+
 # %%
 def draw_heads(ax_row, heads, title):
     """One small panel per head: its (T, Dk) block, with the original feature numbers written in."""
@@ -244,10 +245,10 @@ print(run_check("ex04_1").line())  # the package's split_heads
 
 # %% [markdown]
 # Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
-# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. Chapter 03's tests
-# never see this bug, because attention itself is correct. Only a comparison with an independent
-# reference catches it. Here is one: cut every token's features into H pieces with `chunk`, and
-# stack the pieces along a new head axis.
+# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. Chapter 03's checks
+# never see this bug, because attention itself is correct. The exercise check above caught it by
+# comparing with a correct split. You can build such a reference yourself, without `view`: cut
+# every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
 
 # %%
 reference = torch.stack(tiny.chunk(3, dim=-1), dim=1)  # (B, H, T, Dk): head h gets piece h of every token
@@ -271,7 +272,7 @@ print("contiguous after transpose:", back.is_contiguous())
 try:
     back.view(1, 2, 6)
 except RuntimeError as error:
-    print("view fails:", str(error)[:60], "…")
+    print("view fails:", str(error).split(" (")[0])  # the message's first clause
 print("reshape works:", back.reshape(1, 2, 6).tolist())  # (B, T, H·Dk)
 assert torch.equal(merge_heads(heads), tiny)
 assert torch.equal(merge_heads(heads), torch.cat(heads.unbind(dim=1), dim=-1))  # Concat(head_1, …, head_h)
@@ -301,10 +302,6 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # self-attention, where query, key and value are the same sequence. It also does cross-attention
 # (§3.2.3), where the queries come from the decoder and the keys and values from the encoder's
 # output. So the key length S may differ from T.
-#
-# The keys and values come from one small method, `keys_and_values`, which projects them with
-# $W^K$ and $W^V$ and splits the heads. (Its `cache` argument belongs to chapter 09; until then it
-# is `None`.)
 
 # %%
 torch.manual_seed(0)
@@ -319,7 +316,6 @@ print("output ", tuple(out.shape), " weights", tuple(weights.shape), "(B, H, T, 
 q = split_heads(mha.w_q(target), H)  # (B, H, T, Dk)
 k = split_heads(mha.w_k(memory), H)  # (B, H, S, Dk)
 v = split_heads(mha.w_v(memory), H)  # (B, H, S, Dv)
-assert all(torch.equal(a, b) for a, b in zip(mha.keys_and_values(memory, memory), (k, v), strict=True))
 heads, w = scaled_dot_product_attention(q, k, v)  # (B, H, T, Dv), (B, H, T, S)
 by_hand = mha.w_o(merge_heads(heads))  # (B, T, D)
 print("by hand == module:", torch.allclose(by_hand, out, atol=1e-6), torch.allclose(w, weights))
@@ -400,9 +396,54 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 # The weights do not depend on $d_v$ at all: they come from queries and keys. And the output is
 # back at $d_\text{model} = 12$ thanks to $W^O$ (18 → 12).
 #
-# ## 8. Looking at each head
+# ## 8. Equal to `nn.MultiheadAttention`
 #
-# Per-head attention maps show what each head does. Trained heads come later: chapter 08 shows the
+# PyTorch's module computes the same function, so with the same weights it must give the same
+# numbers. `MultiHeadAttention.from_torch` copies them. Two differences need care:
+#
+# - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
+#   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
+# - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
+#   *blocked*, the opposite of ours (chapter 03), so we pass it `~mask`.
+
+# %%
+torch.manual_seed(0)
+B, T, D, H = 2, 7, 12, 3
+torch_mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
+with torch.no_grad():  # PyTorch starts the biases at zero; make them matter for the comparison
+    torch_mha.in_proj_bias.normal_()
+    torch_mha.out_proj.bias.normal_()
+ours = MultiHeadAttention.from_torch(torch_mha).eval()
+print("in_proj_weight", tuple(torch_mha.in_proj_weight.shape), "→ w_q, w_k, w_v", tuple(ours.w_q.weight.shape))
+
+x = torch.randn(B, T, D)
+lengths = torch.tensor([7, 4])  # the second sentence has 3 padding positions
+is_real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T), True = real token
+causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T), True = may attend
+our_mask = is_real[:, None, None, :] & causal  # (B, 1, T, T): ours, True = may attend
+
+with torch.no_grad():
+    want, want_weights = torch_mha(
+        x, x, x, key_padding_mask=~is_real, attn_mask=~causal, average_attn_weights=False
+    )  # PyTorch's masks: True = blocked
+    teaching, weights = ours(x, x, x, our_mask, need_weights=True)
+    fast, _ = ours(x, x, x, our_mask)
+print("teaching path == nn.MultiheadAttention:", torch.allclose(teaching, want, atol=1e-6))
+print("fast path     == nn.MultiheadAttention:", torch.allclose(fast, want, atol=1e-6))
+print("weights (B, H, T, S) equal:", torch.allclose(weights, want_weights, atol=1e-6))
+
+with torch.no_grad():
+    wrong = ours(x, x, x, ~our_mask)[0]  # forgetting to flip the polarity
+print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, atol=1e-6))
+
+# %% [markdown]
+# Both of our paths reproduce PyTorch to float32 precision, with the padding and the causal mask
+# combined. A mask passed without flipping it gives a different (and wrong) answer, without any
+# error.
+#
+# ## 9. Looking at each head
+#
+# With the module checked against PyTorch, we can look at what its heads do. # Per-head attention maps show what each head does. Trained heads come later: chapter 08 shows the
 # heads of a model trained to reverse strings, and chapter 10 every head of the shipped translator.
 # Here we *build* four heads by hand, so we know what the maps should look like. The input is only
 # the sinusoidal positional encoding of chapter 02. Chapter 02 showed that moving $k$ positions is
@@ -462,51 +503,6 @@ plt.show()
 # the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).
 # Chapter 10 shows that the trained translator has heads that jump across the sentence to the
 # English word a German piece needs.
-#
-# ## 9. Equal to `nn.MultiheadAttention`
-#
-# PyTorch's module computes the same function, so with the same weights it must give the same
-# numbers. `MultiHeadAttention.from_torch` copies them. Two differences need care:
-#
-# - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
-#   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
-# - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
-#   *blocked*, the opposite of ours (chapter 03), so we pass it `~mask`.
-
-# %%
-torch.manual_seed(0)
-B, T, D, H = 2, 7, 12, 3
-torch_mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
-with torch.no_grad():  # PyTorch starts the biases at zero; make them matter for the comparison
-    torch_mha.in_proj_bias.normal_()
-    torch_mha.out_proj.bias.normal_()
-ours = MultiHeadAttention.from_torch(torch_mha).eval()
-print("in_proj_weight", tuple(torch_mha.in_proj_weight.shape), "→ w_q, w_k, w_v", tuple(ours.w_q.weight.shape))
-
-x = torch.randn(B, T, D)
-lengths = torch.tensor([7, 4])  # the second sentence has 3 padding positions
-is_real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T), True = real token
-causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T), True = may attend
-our_mask = is_real[:, None, None, :] & causal  # (B, 1, T, T): ours, True = may attend
-
-with torch.no_grad():
-    want, want_weights = torch_mha(
-        x, x, x, key_padding_mask=~is_real, attn_mask=~causal, average_attn_weights=False
-    )  # PyTorch's masks: True = blocked
-    teaching, weights = ours(x, x, x, our_mask, need_weights=True)
-    fast, _ = ours(x, x, x, our_mask)
-print("teaching path == nn.MultiheadAttention:", torch.allclose(teaching, want, atol=1e-6))
-print("fast path     == nn.MultiheadAttention:", torch.allclose(fast, want, atol=1e-6))
-print("weights (B, H, T, S) equal:", torch.allclose(weights, want_weights, atol=1e-6))
-
-with torch.no_grad():
-    wrong = ours(x, x, x, ~our_mask)[0]  # forgetting to flip the polarity
-print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, atol=1e-6))
-
-# %% [markdown]
-# Both of our paths reproduce PyTorch to float32 precision, with the padding and the causal mask
-# combined. A mask passed without flipping it gives a different (and wrong) answer, without any
-# error.
 #
 # ## Summary
 #

@@ -207,9 +207,9 @@ print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} p
 # $$\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta,\qquad
 # \mu = \frac1D \sum_i x_i,\quad \sigma^2 = \frac1D \sum_i (x_i - \mu)^2$$
 #
-# Unlike batch normalisation, nothing is shared across the batch or the positions. So it behaves the
-# same in training and at evaluation, and for a batch of one. Three details matter if you write it
-# yourself:
+# Unlike batch normalisation, which averages each feature over the batch, nothing is shared across
+# the batch or the positions. So it behaves the same in training and at evaluation, and for a batch
+# of one. Three details matter if you write it yourself:
 #
 # - the variance is the *biased* one: divide by $D$, not $D - 1$;
 # - the small number $\epsilon$ sits *inside* the square root;
@@ -369,6 +369,7 @@ for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
     runs = [gradients_at_initialisation(norm_first, seed) for seed in range(3)]
     results[name] = [torch.tensor([run[i] for run in runs]).mean(0) for i in (0, 1)]  # mean over seeds
 
+# %% tags=["hide-input"]
 depth = range(1, N_LAYERS + 1)
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
 for name, (grads, stream) in results.items():
@@ -411,8 +412,8 @@ for name, (grads, stream) in results.items():
 #   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
 #   shrinks upwards: as the stream grows, every new layer's contribution is a smaller share of it.
 #   Nothing is concentrated at the top. Xiong et al. train pre-LN models without the warm-up stage,
-#   and chapter 11 tries it too. The flip side is visible as well: the upper layers of a pre-LN stack
-#   move a large stream by comparatively little.
+#   and chapter 11 tries it too. The flip side follows from the right-hand panel: the upper layers
+#   add their updates to a stream that has grown, so each of them moves it comparatively little.
 #
 # The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
 #
@@ -483,8 +484,7 @@ for norm_first in (False, True):
 
 # %% [markdown]
 # The differences are at the level of float32 rounding, often exactly zero: both sides call the same
-# kernels in the same order. The test suite repeats this comparison with odd sizes, in both orders,
-# with and without masks.
+# kernels in the same order.
 #
 # > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
 # > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.

@@ -21,7 +21,8 @@
 # The encoder reads the whole source sentence at once. The decoder writes the translation one
 # token at a time, yet it is *trained* on whole target sentences in one pass. Two masks make that
 # honest, and one extra attention sub-layer connects the decoder to the encoder. With them we can
-# assemble the complete model of the paper's Figure 1 and read all of its code on one page.
+# assemble the complete model of the paper's Figure 1. At the end you read all of its code on one
+# page, from token ids to logits, and every line of it is a piece you have built.
 # Chapter 07 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
@@ -31,10 +32,9 @@
 # - explain cross-attention: queries from the decoder, keys and values from the encoder's output
 #   (the *memory*);
 # - assemble the decoder layer, the decoder stack and the full `Transformer`, with one embedding
-#   matrix shared by source, target and output (§3.4), and prove the layer equal to
+#   matrix shared by source, target and output (§3.4), and check the layer against
 #   `nn.TransformerDecoderLayer`;
-# - read the whole model on one page, from token ids to logits, and check that it is the code that
-#   runs.
+# - read the whole model on one page, from token ids to logits.
 #
 # **In the paper:**
 #
@@ -72,14 +72,24 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 # %% tags=["hide-cell"]
 import matplotlib.pyplot as plt
 import torch
+from torch import nn
 
 from transformer_course import (
+    Decoder,
     DecoderLayer,
+    Encoder,
+    EncoderLayer,
+    MultiHeadAttention,
+    PositionalEncoding,
+    PositionwiseFeedForward,
+    TokenEmbedding,
     Transformer,
     TransformerConfig,
     Vocab,
     causal_mask,
     padding_mask,
+    residual,
+    scaled_dot_product_attention,
     target_mask,
     tokenize,
 )
@@ -299,14 +309,15 @@ print(
 # decoder layer. Each target position thereby gathers the source information it needs. The weights
 # have shape (B, H, T, S): target positions down, source positions across.
 #
-# To look at cross-attention we need a decoder layer with real inputs, so the cell below borrows the
-# whole model that section 7 assembles, `Transformer(config)`, and runs its first decoder layer by
-# hand: the target embedding, the self-attention sub-layer, then cross-attention to the memory.
+# To see it, the cell below builds the pieces from chapters 01–05, small and untrained: one
+# embedding table for both languages, the positional encoding, a two-layer encoder that turns the
+# source into the memory, and two `MultiHeadAttention` modules. The target goes through the masked
+# self-attention sub-layer, then its states ask the memory.
 #
 # <details><summary>The figure in words</summary>
 #
-# Two heatmaps show the cross-attention weights of head 0 in the first
-# decoder layer of an untrained model. The left one is sequence 0, the sleeping cat, and the right
+# Two heatmaps show the cross-attention weights of head 0 of an untrained
+# cross-attention module. The left one is sequence 0, the sleeping cat, and the right
 # one sequence 2, *hello !*. Rows are the target positions (queries), columns the source positions
 # (keys), and a darker blue is a larger weight, on one colour bar for both. Over the real source
 # tokens the weights are spread unevenly, as the random projections happen to fall. Every column
@@ -315,29 +326,18 @@ print(
 # </details>
 
 # %%
-config = TransformerConfig(
-    len(vocab),
-    len(vocab),
-    d_model=24,
-    n_heads=3,
-    d_ff=48,
-    n_encoder_layers=2,
-    n_decoder_layers=2,
-    dropout=0.1,
-    max_len=32,
-    share_embeddings=True,
-    pad_id=vocab.pad_id,
-    bos_id=vocab.bos_id,
-    eos_id=vocab.eos_id,
-)
-model = Transformer(config).eval()
+d_model, n_heads = 24, 3
+embed = TokenEmbedding(len(vocab), d_model)  # chapter 01: one table for both languages
+positions = PositionalEncoding(d_model)  # chapter 02
+encoder = Encoder([EncoderLayer(d_model, n_heads, 2 * d_model) for _ in range(2)]).eval()  # chapter 05
+self_attn, cross_attn = MultiHeadAttention(d_model, n_heads), MultiHeadAttention(d_model, n_heads)  # chapter 04
+norm = nn.LayerNorm(d_model)
 
 with torch.no_grad():
-    memory = model.encode(src, src_mask)  # (B, S, D)
-    first_layer = model.decoder.layers[0]
-    h = model.positional(model.tgt_embed(tgt_in))  # (B, T, D): decoder input
-    h = first_layer.norm1(h + first_layer.self_attn(h, h, h, tgt_mask)[0])  # after the self-attention sub-layer
-    _, cross_weights = first_layer.cross_attn(h, memory, memory, src_mask, need_weights=True)  # (B, H, T, S)
+    memory = encoder(positions(embed(src)), src_mask)  # (B, S, D): the encoder's output
+    h = positions(embed(tgt_in))  # (B, T, D): the decoder's input
+    h = norm(h + self_attn(h, h, h, tgt_mask)[0])  # the masked self-attention sub-layer (post-LN)
+    _, cross_weights = cross_attn(h, memory, memory, src_mask, need_weights=True)  # (B, H, T, S)
 print(
     "decoder states",
     tuple(h.shape),
@@ -375,14 +375,12 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # x &\leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_3\big)
 # \end{aligned}$$
 #
-# (turning these three lines into code is exercise `ex06_3`). Note *memory, memory* in the second
-# line: the decoder's own states `h` supply only the queries.
-# `Decoder` applies $N$ such layers, each attending to the same memory.
-#
-# `DecoderLayer.forward` also takes a `cache` (chapter 09 writes translations one token at a time
-# and keeps the keys and values of the earlier tokens). It is plain data handed down: the layer
-# passes `cache.self_attn` to its self-attention and `cache.cross_attn` to its cross-attention, and
-# without a cache both are `None`.
+# Note *memory, memory* in the second line: the decoder's own states `h` supply only the queries.
+# In code each line is one call `self.connection(x, sublayer, self.norm1, self.dropout1,
+# self.norm_first)`: `self.connection` is chapter 05's `residual`, and each sub-layer has its own
+# norm and dropout. Turning the three lines into code is exercise `ex06_3`.
+# `Decoder` applies $N$ such layers, each attending to the same memory. Its `forward` also takes a
+# `cache`: ignore it until chapter 09.
 #
 # As for the encoder, PyTorch has the same layer. `DecoderLayer.from_torch` copies the weights of
 # a `nn.TransformerDecoderLayer(batch_first=True)`; the masks must be converted, since PyTorch's
@@ -390,8 +388,6 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # are `tokens == pad_id`.
 
 # %% tags=["nbval-ignore-output"]
-from torch import nn
-
 D, H, D_FF = 12, 3, 20
 x, mem = torch.randn(B, T, D), torch.randn(B, S, D)
 for norm_first in (False, True):
@@ -418,7 +414,8 @@ for norm_first in (False, True):
 # %% [markdown]
 # ## 7. The full model, with one shared embedding matrix (§3.4)
 #
-# `Transformer(config)` puts it together (Figure 1 of the paper):
+# Section 6 gave us the decoder stack; chapter 05 gave us the encoder stack. `Transformer(config)`
+# puts them together (Figure 1 of the paper):
 #
 # 1. `encode(src)`: source embeddings × $\sqrt{d_\text{model}}$ + positional encoding → encoder
 #    stack with the source padding mask → memory (B, S, D);
@@ -427,13 +424,34 @@ for norm_first in (False, True):
 #    vocabulary entry, (B, T, V_tgt);
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
 #
+# (`encode` and `decode` check their arguments, then call `_encode` and `_decode`: the page of
+# section 9 prints those.)
+#
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
 # linear transformation". With a shared vocabulary, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
-# vectors, target ids into vectors, and decoder outputs into logits $hE^\top$ (plus a bias). The
+# vectors, target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is
+# our addition: the paper's pre-softmax layer has none. It costs one number per token and lets
+# the output favour frequent tokens without bending the shared matrix. The
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
 # that goes with it). `share_embeddings=True` does this.
+#
+# `TransformerConfig` holds the sizes under the paper's names. Its defaults are the paper's base
+# model; for our three sentences we shrink them:
 
 # %%
+config = TransformerConfig(
+    len(vocab),  # V_src
+    len(vocab),  # V_tgt: one vocabulary for both languages
+    d_model=24,  # the paper: 512
+    n_heads=3,  # 8
+    d_ff=48,  # 2048
+    n_encoder_layers=2,  # 6
+    n_decoder_layers=2,  # 6
+    max_len=32,  # the longest sequence the positional table covers
+    share_embeddings=True,  # one matrix E for source, target and output
+    pad_id=vocab.pad_id,
+)
+model = Transformer(config).eval()
 logits = model(src, tgt_in)  # (B, T, V_tgt)
 print("logits", tuple(logits.shape))
 print(
@@ -452,8 +470,9 @@ assert sum(parts.values()) == model.num_parameters()
 
 # %% [markdown]
 # Now the property that all the masking was for: **changing target tokens at positions $\geq t$
-# must leave the logits before $t$ unchanged**, in evaluation and in training alike. And changing
-# the source *must* change them, through cross-attention.
+# must leave the logits before $t$ unchanged**, in evaluation and in training alike. In training,
+# dropout draws random masks, so both runs start from the same seed and draw the same ones. And
+# changing the source *must* change the logits, through cross-attention.
 
 # %%
 t = 3
@@ -461,13 +480,20 @@ future_changed = tgt_in.clone()
 future_changed[:, t:] = torch.randint(4, len(vocab), (B, T - t))
 other_source = src.clone()
 other_source[:, 0] = vocab.token_to_id["dog"]
+
+
+def logits_from(source, target):
+    torch.manual_seed(1)  # in training: the same dropout masks in every run
+    return model(source, target)
+
+
 with torch.no_grad():
-    before = model(src, tgt_in)
-    print(
-        f"future tokens changed → logits before position {t} unchanged:",
-        torch.allclose(model(src, future_changed)[:, :t], before[:, :t], atol=1e-6),
-    )
-    print("source changed → logits changed:", not torch.allclose(model(other_source, tgt_in), before))
+    for mode in ("eval", "train"):
+        model.train(mode == "train")
+        moved = (logits_from(src, future_changed) - logits_from(src, tgt_in))[:, :t].abs().max().item()
+        print(f"{mode}(): future tokens changed → logits before position {t} unchanged:", moved < 1e-6)
+    model.eval()
+    print("source changed → logits changed:", not torch.allclose(model(other_source, tgt_in), model(src, tgt_in)))
 
 # %% [markdown]
 # ## 8. Common mistakes, caught
@@ -482,57 +508,56 @@ with torch.no_grad():
 from transformer_course_tools.exercises.checks import run_check
 
 
-def decoder_layer_ignoring_memory(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    def masked_self_attention(h):
-        return self.self_attn(h, h, h, tgt_mask)[0]
+class IgnoresMemory(DecoderLayer):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+        def masked_self_attention(h):
+            return self.self_attn(h, h, h, tgt_mask)[0]
 
-    def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
-        return self.cross_attn(h, h, h, tgt_mask)[0]
+        def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
+            return self.cross_attn(h, h, h, tgt_mask)[0]
 
-    x = self.connection(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
-    x = self.connection(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
-    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+        x = self.connection(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
+        x = self.connection(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
+        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-layer = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
+layer = IgnoresMemory(D, H, D_FF, dropout=0.0).eval()
 with torch.no_grad():
-    same = torch.allclose(
-        decoder_layer_ignoring_memory(layer, x, mem), decoder_layer_ignoring_memory(layer, x, mem + 1)
-    )
+    same = torch.allclose(layer(x, mem), layer(x, mem + 1))
 print("buggy layer: output unchanged when the memory changes:", same)
-print(run_check("ex06_3", decoder_layer_ignoring_memory).line())
+print(run_check("ex06_3", IgnoresMemory.forward).line())
 
 # %% [markdown]
 # > **Common mistake — a causal mask applied only in training.** Guarding the mask with
 # > `if self.training` ("at inference we generate left to right anyway") looks harmless. But
 # > evaluation usually scores whole target sentences in one pass, exactly like training, and the
-# > leak then inflates every validation number. Behaviour test, in `eval()` mode: change the future
-# > target tokens; the earlier logits must not move.
+# > leak then inflates every validation number. Behaviour test, in `eval()` mode: change the layer's
+# > inputs from position $t$ on; its earlier outputs must not move.
 
 
 # %%
-from unittest import mock
+class MaskInTrainingOnly(DecoderLayer):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+        used = tgt_mask if self.training else None  # bug: no mask in eval()
+
+        def self_attention(h):
+            return self.self_attn(h, h, h, used)[0]
+
+        def cross_attention(h):
+            return self.cross_attn(h, memory, memory, memory_mask)[0]
+
+        x = self.connection(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+        x = self.connection(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
+        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-def decoder_layer_mask_in_training_only(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    # (`cache` is for chapter 09's fast decoding; unused here)
-    used = tgt_mask if self.training else None  # bug: no mask in eval()
-
-    def self_attention(h):
-        return self.self_attn(h, h, h, used)[0]
-
-    def cross_attention(h):
-        return self.cross_attn(h, memory, memory, memory_mask)[0]
-
-    x = self.connection(x, self_attention, self.norm1, self.dropout1, self.norm_first)
-    x = self.connection(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
-    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
-with mock.patch.object(DecoderLayer, "forward", decoder_layer_mask_in_training_only), torch.no_grad():
-    leak = (model(src, future_changed)[:, :t] - model(src, tgt_in)[:, :t]).abs().max().item()
-print(f"with the bug, in eval(): earlier logits moved by up to {leak:.2f} when future tokens changed")
-print(run_check("ex06_3", decoder_layer_mask_in_training_only).line())
+layer = MaskInTrainingOnly(D, H, D_FF, dropout=0.0).eval()
+x_future = x.clone()
+x_future[:, t:] = torch.randn(B, T - t, D)  # other inputs from position t on
+with torch.no_grad():
+    leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
+print(f"with the bug, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
+print(run_check("ex06_3", MaskInTrainingOnly.forward).line())
 
 # %% [markdown]
 # > **Common mistake — a padding mask of the wrong polarity.** `tokens == pad_id` is the natural way
@@ -564,24 +589,26 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
 #   cross-attention to the memory, and `self.output` turns the last states into logits.
 #
+# One dropout is new: in training, `MultiHeadAttention` drops attention weights (`dropout_p`,
+# `F.dropout`). Like the feed-forward network's dropout (chapter 05), it is our addition to the
+# paper's §5.4; it does nothing in `eval()`.
+#
 # Some lines serve later chapters. Here they are `None`, or do nothing, so skip them on a first
-# read: the `cache` and the `else` branch of `_decode` (chapter 09's fast decoding),
-# `self.positioned` (chapter 13's rotary positions), the `bos_id == pad_id` and `activation` lines
-# (chapter 15's real translation models), and the keyword arguments of `__init__`, through which
-# chapters 11 and 13 swap parts.
+# read:
+#
+# - chapter 09's fast decoding: `cache`, `offset`, the `else` branch of `_decode`;
+# - chapter 03's fused kernel: `fast=True` and `fast_attention`, which compute what
+#   `scaled_dot_product_attention` computes;
+# - parts that later chapters swap: the keyword arguments of `__init__`, `build_part`, and the
+#   comment on why the positional part is built last (chapters 11 and 13); `_embedding`, which
+#   builds chapter 01's `TokenEmbedding` unless the √d_model factor is switched off (chapters 14
+#   and 15); `self.positioned` (chapter 13's rotary positions);
+# - `_final_norm`: the extra LayerNorm that ends a pre-LN stack (chapter 05), none for post-LN;
+# - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, `bos_id == pad_id`, and
+#   `tie_output`, which ties only the output layer to the target embedding when the two languages
+#   have separate vocabularies.
 
 # %% tags=["shows-solutions"]
-from transformer_course import (
-    Decoder,
-    Encoder,
-    EncoderLayer,
-    MultiHeadAttention,
-    PositionalEncoding,
-    PositionwiseFeedForward,
-    TokenEmbedding,
-    residual,
-    scaled_dot_product_attention,
-)
 from transformer_course_tools.notebook.pages import check_page, code_block
 
 page = [
@@ -603,10 +630,10 @@ page = [
 code_block(page)
 
 # %% [markdown]
-# This page is the code that runs. The folded cell below checks it: it runs the model and records
-# every function it enters, and all those on the page must be among them. It also runs attention
-# once as printed and once through PyTorch's fused kernel (chapter 03, section 6), and the two
-# outputs must agree.
+# Read once through, the page is Figure 1. One matrix serves both embeddings and the output. Two
+# stacks call the same three functions: attention, the feed-forward network and `residual`. The
+# encoder and the decoder differ in one mask and one extra sub-layer.
+
 
 # %% tags=["hide-cell"]
 def build_and_run() -> torch.Tensor:
@@ -627,7 +654,8 @@ print(check_page(page, build_and_run))
 # - Our decoder layer equals `nn.TransformerDecoderLayer` once the mask polarity is converted.
 # - The full model shares one ($V_\text{tgt}$, D) matrix between source embeddings, target
 #   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
-# - The whole model fits on one page, and that page is the code that runs.
+# - The whole model fits on one page: embeddings, positions, two stacks of attention, feed-forward
+#   networks and `residual`, and one output layer, each a piece of chapters 01–06.
 #
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb)
 # asks you to write `causal_mask` (ex06_1), `padding_mask` (ex06_2) and `DecoderLayer.forward`
@@ -656,7 +684,7 @@ print(check_page(page, build_and_run))
 #    Queries from the decoder, keys and values from the encoder memory. Perturb the memory: the
 #    output must change.
 #    </details>
-# 4. How do you prove that no future token leaks into the decoder?
+# 4. How do you check that no future token leaks into the decoder?
 #    <details><summary>Answer</summary>
 #
 #    Change the target tokens at positions $\geq t$ and check that the logits before $t$ do not move,

@@ -103,7 +103,8 @@ STILL_THERE = [
     ("chapters/01_embeddings.py", "The paper does not say how it initialised its embeddings"),
     ("chapters/11_testing_the_papers_choices.py", "the factor brings no gain beyond the spread of the runs"),
     ("chapters/02_positional_encoding.py", "$M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$"),
-    ("chapters/03_attention.py", "so −1e9 stored there becomes −∞, the same NaN"),
+    # review revA: masked_fill refuses -1e9 in float16, a conversion makes it -inf (two cases, said apart)
+    ("chapters/03_attention.py", "and a plain conversion turns it into −∞, the same NaN"),
     ("chapters/03_attention.py", "attention layer also projects each token to a query, a key and a value"),
     ("chapters/04_multi_head_attention.py", "the paper's $\\mathrm{head}_1$ is our head 0"),
     ("chapters/04_multi_head_attention.py", "makes this point about *computational cost*"),
