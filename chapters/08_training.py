@@ -883,4 +883,5 @@ for n in (800, 88_008):
 
 # %% [markdown]
 # **Next:** [Chapter 09 — Decoding: from a trained model to a translator](09_decoding.ipynb): beam
-# search, sampling and a key/value cache turn the trained model into a better, faster translator.
+# search, sampling and a key/value cache: other ways to read a translation from the trained model,
+# and a faster one.

@@ -681,6 +681,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #   Rafailov et al. (2023), *Direct Preference Optimization*.
 
 # %% [markdown]
-# **Next:** [Chapter 15 — Real weights: OPUS-MT, GPT-2 and Llama in the course's
-# model](15_real_weights.ipynb): real checkpoints (OPUS-MT, GPT-2, Llama) loaded into the course's
-# own model.
+# **Next:** [Chapter 15 — Converting checkpoints: OPUS-MT, GPT-2 and Llama in the course's
+# model](15_real_weights.ipynb): the published architectures of OPUS-MT, GPT-2 and Llama, built with
+# random weights of the real shapes, converted into the course's own model and checked against
+# `transformers`; chapter 16 then runs the real weights.
