@@ -18,12 +18,14 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/12_real_translation.ipynb)
 #
-# Chapter 08 trained a translator of number words: 31 English words, 32 German pieces and one way
-# to say each number. Real text is different. Any word may turn up, German changes its articles and
-# endings with gender and case, and it moves its verbs to the end of a clause. This chapter takes
+# Part I trained the paper's model on number words (chapter 08) and tested its choices on small
+# tasks (chapter 11). Number words are an easy language: 31 English words, 32 German pieces and one
+# way to say each number. Real text is different. Any word may turn up, German changes its articles
+# and endings with gender and case, and it moves its verbs to the end of a clause. This chapter takes
 # chapter 08's model, unchanged, to sentences with real grammar, with the tools the paper uses for
 # real corpora: subword tokens, batches of a token budget, shared embeddings and checkpoint
-# averaging. It ends by sorting what the trained translator still gets wrong.
+# averaging. At the end you will watch the trained model's attention jump back to a verb that German
+# puts last, and sort what it still gets wrong.
 #
 # **Learning goals**
 #
@@ -97,8 +99,8 @@ profile = pick_sentence_profile(device)  # a bigger model and token budget on CU
 #   both embeddings and the output layer;
 # - the training: batches of a token budget, several processes, averaged checkpoints.
 #
-# In the paper's notation the source and target vocabularies are now one: $V_\text{src} = V_\text{tgt}$.
-# The [notation page](../book/notation.md) lists the letters.
+# In the paper's notation the source and target vocabularies are now one: $V_\text{src} =
+# V_\text{tgt}$. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -209,8 +211,8 @@ for k, (left, right) in enumerate(merges, start=1):
 
 # %% [markdown]
 # We use Hugging Face's `tokenizers` library (`subwords.py`). A trained tokenizer is one JSON
-# string, which travels inside our checkpoints as plain data. Each word start is marked with "▁", so
-# decoding gives the text back exactly.
+# string, which travels inside our checkpoints as plain data. The "▁" marks let decoding give the
+# text back exactly.
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
 # same: `shared_tokenizer` trains on the English and the German training sentences.
@@ -226,10 +228,9 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
 # %% [markdown]
 # ### The merges, learned from scratch
 #
-# Nothing in BPE's training is hidden in the library. Cut the texts as the tokenizer does, count
-# the neighbouring pairs of symbols weighted by the words' counts, join the most frequent pair, and
-# repeat; break ties as the hand-worked example did. `bpe_merges` (exercise ex12_3) is that loop.
-# Here it runs on our training sentences, next to the tokenizer trained above.
+# Nothing in BPE's training is hidden in the library. `bpe_merges` (exercise ex12_3) is the whole
+# loop of the hand-worked example, ties included. Here it runs on our training sentences, next to
+# the tokenizer trained above.
 
 # %%
 from transformer_course.subwords import pretokenized_words
@@ -288,16 +289,16 @@ for row in rows:
 # %% [markdown]
 # <details><summary>The figure in words</summary>
 #
-# Both panels have the vocabulary size on a logarithmic horizontal axis, one
-# point per size asked for, each labelled with the size BPE reached. On the left, a blue line gives
-# the tokens per validation sentence, and it falls as the vocabulary grows. A dashed orange line,
-# read on a second axis at the right, gives the embedding parameters, the size times D: they grow in
-# proportion to the size. On the right, a red line gives the share of tokens seen fewer than 10 times, on
-# an axis from 0 to 100%. It is lowest at the middle sizes and climbs steeply at the largest.
+# Both panels have the vocabulary size on a logarithmic horizontal axis, one point per size asked
+# for, each labelled with the size BPE reached. On the left, a blue line gives the tokens per
+# validation sentence, and it falls as the vocabulary grows. A dashed orange line, read on a second
+# axis at the right, gives the embedding parameters, the size times D: they grow in proportion to
+# the size. On the right, a red line gives the share of tokens seen fewer than 10 times, on an axis
+# from 0 to 100%. It is lowest at the middle sizes and climbs steeply at the largest.
 #
 # </details>
 
-# %%
+# %% tags=["hide-input"]
 fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
 sizes = [row["vocab_size"] for row in rows]
 ax_len.plot(sizes, [row["tokens_per_text"] for row in rows], "o-", label="tokens per sentence")
@@ -318,8 +319,7 @@ fig.tight_layout()
 # Our sentences use few distinct words (the word vocabulary above), so BPE runs out of pairs to
 # merge: asking for 4,000 tokens gives 2,698. We take a vocabulary of 1,000 on the CPU: sentences of
 # about 14 tokens, and 128,000 embedding parameters, about an eighth of the model. The paper's
-# 37,000 tokens serve 4.5 million sentence pairs of WMT 2014 English–German: parliament
-# proceedings, web text and news commentary. Real text like that wants a larger vocabulary.
+# 37,000 tokens serve 4.5 million sentence pairs of WMT 2014 English–German, far more varied text.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #
@@ -374,16 +374,16 @@ for name, batches in schemes.items():
 # %% [markdown]
 # <details><summary>The figure in words</summary>
 #
-# Three histograms share one horizontal axis, the target slots of a batch:
-# its number of sentences times its longest target. The number of batches is on a logarithmic
-# scale. Blue is for random batches, orange for bucketed batches of the same mean size, green for
-# the token budget. A dotted vertical line marks the budget. The green bars stand in one tall, narrow peak just left of the line, and none lies to its
-# right. The orange bars spread wide on both sides of the line, and the blue ones lie mostly well to
-# its right.
+# Three histograms share one horizontal axis, the target slots of a batch: its number of sentences
+# times its longest target. The number of batches is on a logarithmic scale. Blue is for random
+# batches, orange for bucketed batches of the same mean size, green for the token budget. A dotted
+# vertical line marks the budget. The green bars stand in one tall, narrow peak just left of the
+# line, and none lies to its right. The orange bars spread wide on both sides of the line, and the
+# blue ones lie mostly well to its right.
 #
 # </details>
 
-# %%
+# %% tags=["hide-input"]
 fig, ax = plt.subplots(figsize=(9, 3.4))
 for name, batches in schemes.items():
     slots = [len(b) * max(tgt_lengths[i] for i in b) for b in batches]  # padded target slots per batch
@@ -540,13 +540,13 @@ gain = averaged_scores[5]["exact_match"] - averaged_scores[1]["exact_match"]
 expect_at_least("exact match gained by averaging the last 5 kept weights", gain, CLAIMS["averaging_gain"], "points")
 
 # %% [markdown]
-# On the CPU run averaging helps: the mean of the last kept weights translates more test sentences
-# exactly than the final weights alone (the folded check asks for a gain beyond what we saw vary
-# between runs; on a GPU's longer run, only that averaging does not hurt). Our snapshots lie 50
-# steps apart at the end of a short run whose learning rate is still fairly high: noisy points
-# around where training is heading, whose mean removes much of the noise. The paper averaged
-# checkpoints 10 minutes apart after 12 hours of training; what averaging gains there, this run
-# cannot tell. To choose how many to average, use the validation set, not the test set.
+# On the CPU run, averaging helps: the mean of the last 5 kept weights translates more test
+# sentences exactly than the final weights alone, by more than the runs we measured varied (the
+# folded check). Our snapshots lie 50 steps apart, late in a short run whose learning rate is still
+# fairly high: noisy points around where training is heading, and their mean removes much of the
+# noise. The paper averaged checkpoints 10 minutes apart after 12 hours of training; what averaging
+# gains there, this run cannot tell. Choose how many to average on the validation set, not the test
+# set.
 
 # %% [markdown]
 # ## 8. Several processes: DistributedDataParallel
@@ -622,16 +622,17 @@ model.zero_grad()
 # %% [markdown]
 # ## 9. Real corpora
 #
-# Where there is a network, the same command trains on a real corpus, downloaded once from the
-# Hugging Face Hub with the optional `datasets` package (`pip install "transformer-course[datasets]"`):
+# Our sentences are generated. With a network, the same command trains on a real corpus, downloaded
+# once from the Hugging Face Hub with the optional `datasets` package (`pip install
+# "transformer-course[datasets]"`):
 #
 # - `--dataset multi30k`: 29,000 image captions, the Annotated Transformer's corpus;
 # - `--dataset iwslt2017-en-de`: TED talks;
 # - `--dataset wmt14-en-de`: the paper's corpus (add `--max-pairs`).
 #
-# They are cached as plain text files with SHA-256 sums, so later runs need no network. Or use your
-# own corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence
-# per line. Here, a folder we write ourselves:
+# They are cached as plain text files with SHA-256 sums. Or use your own corpus: `--data-dir DIR`
+# reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence per line. Here, a folder we
+# write ourselves:
 
 # %%
 import tempfile
@@ -650,10 +651,10 @@ except CorpusError as error:
 
 # %% [markdown]
 # On a GPU this chapter picks a bigger profile by itself: the paper's width, four layers each side
-# and sixteen times the token budget. On GPUs that have it, it runs in bfloat16 autocast
-# (`MixedPrecision.for_device`).
+# and sixteen times the token budget, in bfloat16 autocast where the GPU has it (the folded cell
+# prints its settings).
 
-# %%
+# %% tags=["hide-cell"]
 from transformer_course.sentence_training import SENTENCE_GPU_PROFILE
 
 print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a recent GPU"))
@@ -661,8 +662,9 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 # %% [markdown]
 # ## 10. What the decoder reads: cross-attention on a real sentence
 #
-# Chapter 10 showed the cross-attention of the numbers model, head by head. Here is the last decoder
-# layer on a real sentence whose verb moves: the first test sentence with a *dass* clause that the
+# The scores say how well the model translates. The attention shows how. Chapter 10 showed the
+# cross-attention of the numbers model, head by head. Here is the last decoder layer on a real
+# sentence whose verb moves: the first test sentence with a *dass* clause that the
 # model translates exactly. In English the verb of the clause comes right after its subject; in
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
 # written, columns the English tokens they read. The box marks the clause's last word.
@@ -677,7 +679,7 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 #
 # </details>
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "hide-input"]
 from IPython.display import Markdown, display
 
 from transformer_course.evaluation import cross_attention_maps
@@ -766,8 +768,8 @@ for kind, count in kinds.most_common():
     print(f"\n{kind}: {count}\n  {texts['test'][i][0]}\n    model:    {hyp_text[i]}\n    expected: {ref_text[i]}")
 
 # %% [markdown]
-# Each kind points at what the model has not learnt yet: an ending is a case or a gender, a word
-# order (where there is one) a verb's place.
+# Each kind points at what the model has not learnt yet: a wrong ending is a case or a gender it
+# missed, a wrong word order a verb's place.
 
 # %% [markdown]
 # ## Summary
@@ -782,8 +784,9 @@ for kind, count in kinds.most_common():
 #   our tokens. Averaging the last checkpoints (§6.1) is free to try: measure it.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
-# - Chapter 08's model, unchanged, learns much of German's word order and endings in a few minutes
-#   on a CPU. Sorting its errors into kinds shows what it has not learnt yet.
+# - Chapter 08's model, unchanged, learns much of German's word order and endings in a short CPU
+#   run: its attention jumps back to a clause's verb. Sorting its errors shows what it has not learnt
+#   yet.
 #
 # **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb)
 # asks you to write `pack` (ex12_1), `average_state_dicts` (ex12_2) and `bpe_merges` (ex12_3); stuck
