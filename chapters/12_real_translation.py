@@ -604,7 +604,7 @@ model.zero_grad()
 # the ranks add them up: exactly what one process computes. `World.before_step` finds the shares
 # with one small all-reduce of the token counts, and a DDP *communication hook* (the function DDP
 # calls to exchange each bucket of gradients) applies them. Chapter 08's `train_step` and `fit` stay
-# as they were; `fit` gets only a `world` argument.
+# as they were: `fit_together` runs `fit` with `World.update` as its step.
 #
 # From a terminal, the same command trains on one process or on several:
 #
