@@ -427,8 +427,8 @@ def _cache_cases() -> Iterator[Case]:
     probe = calls_case(*calls, objects=objects, report={"positions": ["cache", "len"]}, no_grad=True)
     given = {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3, "turned": turned, "late": late}
     yield Case(label, probe, _judge_cache, given)
-    # two query positions: a cached call of one position without autograd takes the package's lean
-    # decoding step (multihead.py), not the learner's forward
+    # the same two queries twice over one memory: the second call must read the keys and values kept
+    # by the first, not project the memory again into a cache that would then hold it twice
     memory, queries = torch.randn(2, 4, 12), torch.randn(2, 2, 12)
     with torch.no_grad():
         wanted = _per_head_reference(mha, queries, memory, memory, None)
