@@ -629,6 +629,7 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [chapter 16](16_real_checkpoints.ipynb) loads the published weights themselves. It turns
-# text into the ids these models read, runs the real checkpoints, measures what sets the speed of
-# generation, and runs the course's trained models in `transformers`, CTranslate2 and llama.cpp.
+# **Next:** [chapter 16](16_real_checkpoints.ipynb) cuts text into ids by these models' tokenizer
+# rules, measures what sets the speed of generation, and runs the course's own trained models in
+# `transformers`, CTranslate2 and llama.cpp. The published weights need a network: an aside shows
+# the code for home.

@@ -14,29 +14,32 @@
 # ---
 
 # %% [markdown]
-# # Chapter 16 — Real checkpoints, engines and what sets the speed
+# # Chapter 16 — Real tokenizers, the speed of a step, and your models in the engines people use
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
-# Chapter 15 put the weights of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2, a small Llama) into the
-# course's own models, and proved each conversion on random numbers in the real shapes. This chapter
-# takes the last steps from a model in a notebook to a model people run. It turns text into a
-# checkpoint's ids. It finds what sets the speed of generation: the bytes each new token reads from
-# memory. It speeds decoding up with an inference engine. At the end, the translator and the language
-# model trained with the course's recipes run in `transformers`, CTranslate2 and llama.cpp, and give
-# there the same tokens as in the course's own code.
+# Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2, a small Llama) into
+# the course's own models, and proved each conversion on random numbers in the real shapes. This
+# chapter takes the last steps from a model in a notebook to a model people run, and every step runs
+# here, offline. It turns text into ids by the rules of those models' tokenizers. It measures what a
+# step of generation costs: the operations it asks for, and the bytes it reads. At the end, the
+# translator and the language model trained with the course's recipes run in `transformers`,
+# CTranslate2 and llama.cpp, and write there the same tokens as in the course's own code.
+#
+# The published weights themselves must be downloaded, and the machines that run this book have no
+# network. They appear in one short aside, with the code to run them at home.
 #
 # **Learning goals**
 #
-# - turn text into a checkpoint's ids and back: Marian's SentencePiece models, the byte-level BPE of
-#   GPT-2 and SmolLM2, and their special tokens;
-# - load a published checkpoint in float32 and convert it;
+# - turn text into ids and back by the rules of real tokenizers: Marian's two SentencePiece models
+#   over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2, and their special tokens;
+# - see what an inference engine changes (the operations of a step) and what it leaves alone (the
+#   tokens);
 # - count the bytes a generated token reads in float32, bf16 and int8, and measure how close this
 #   processor comes to its memory's speed;
-# - see what an inference engine changes (the layout of the weights, the operations per step) and
-#   what it leaves alone (the tokens);
-# - export a course model to `transformers`, CTranslate2 and llama.cpp, and check that it gives the
-#   same tokens there.
+# - export your own translator and language model to `transformers`, CTranslate2 and llama.cpp, and
+#   check that they write the same tokens there;
+# - at home, with a network: load a published checkpoint into the course's models.
 #
 # **In the paper:**
 #
@@ -94,16 +97,13 @@ from transformer_course.lm import DecoderOnlyLM, generate
 from transformer_course.model import Transformer
 from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
 from transformer_course_tools.engine import ENGINE
-from transformer_course_tools.engine.plan import plan_for
-from transformer_course_tools.engine.run import KVBuffers
 from transformer_course_tools.models.hub import HubError, MissingPackages, load_hub, require_packages
 from transformer_course_tools.models.published import course_config
-from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
+from transformer_course_tools.notebook.claims import expect, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.setup import setup_chapter
 from transformer_course_tools.notebook.speed import (
     speed_table,
-    time_layouts_and_paths,
     time_precisions,
     tokens_per_second,
 )
@@ -114,15 +114,14 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# Chapter 15's converted models gave the same logits and greedy tokens as `transformers`, on random
-# numbers in the real shapes. Here the inputs become real text, and the last section takes the
-# course's own trained models out of the course. The [notation page](../book/notation.md) lists the
-# letters.
+# Chapter 15 ended with converted models that matched `transformers` on random numbers. Here the
+# inputs become real text. The map shows the course's translator: section 4 exports every part of
+# it. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
 # The encoder stands on the left, the decoder on the right. Nearly every box
-# is highlighted: the title says each holds a real checkpoint's weights. That covers both token
+# is highlighted: the title says each goes into the exported files. That covers both token
 # embeddings and positional encodings, every box of the encoder and decoder layers, the tied linear
 # layer and the softmax. Only the token ids at the bottom, and the loss and the next token at the
 # top, stay plain.
@@ -130,7 +129,7 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # </details>
 
 # %%
-architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 16: every box holds a real checkpoint's weights")
+architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 16: every box goes into the exported files")
 
 # %% [markdown]
 # ## 1. From text to ids
@@ -156,7 +155,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # (`pip install "transformer-course[hub]"`); without them it stops at the next cell, in one line.
 
 # %%
-require_packages("Chapter 16 from here on (real tokenizers and checkpoints)")
+require_packages("Chapter 16 from here on (real tokenizers and engines)")
 with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
     warnings.filterwarnings("ignore", message="IProgress not found")
     import sentencepiece
@@ -204,10 +203,10 @@ print("  ids the decoder would generate:", german_ids)
 print("  back to text:", repr(german_back))
 
 # %% [markdown]
-# The pieces a SentencePiece model learns, and so the ids, can differ from one version of the library
-# to another. What the tokenizer does with them does not (checked).
+# The steps by hand and `MarianTokenizer` give the same ids, and the German ids decode back to the
+# sentence (the folded check asserts both, and the language token and the padding).
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 by_hand = marian_tokenizer(english).input_ids == english_ids
 expect("MarianTokenizer: the ids of the steps by hand", by_hand, f"{len(english_ids)} ids, </s> last")
 first = marian_tokenizer(">>fr<< " + english).input_ids[0]
@@ -242,80 +241,134 @@ print("ids:   ", encoding.ids)
 print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same text:", byte_bpe.decode(encoding.ids) == text)
 
 # %% [markdown]
-# ## 2. The published checkpoints
-#
-# With these tokenizers, the published weights can read real text. With a network (Colab, a laptop),
-# the next cell runs two of them in our models, with chapter 15's converters: OPUS-MT's English →
-# German translator with our beam search, and SmolLM2-135M continuing a text. Offline, it says in one
-# line per checkpoint that it skipped.
-#
-# The course's loader, `load_hub`, loads every checkpoint in float32. A checkpoint's `config.json`
-# names the precision its weights are stored in (`torch_dtype`): GPT-2's are float32, the `-hf`
-# releases of Llama 2 declare float16, and many recent models bfloat16. A 16-bit model computes
-# another function than our float32 one, and greedy tokens part ways after a few steps. In float32
-# both compute the same function, and the folded check asserts the same tokens.
+# > **Aside — with a network, at home: the published checkpoints.** The tokenizers above follow the
+# > rules of the real ones, so a published checkpoint can read real text. The next cell downloads two
+# > with the course's loader, `load_hub`, and runs them in our models through chapter 15's
+# > converters: OPUS-MT's English → German translator with our beam search, and SmolLM2-135M
+# > continuing a text. It needs a network (Colab, a laptop); here it says in one line that it skipped.
+# >
+# > `load_hub` loads every checkpoint in float32. A checkpoint's `config.json` names the precision its
+# > weights are stored in (`torch_dtype`): GPT-2's are float32,
+# > the `-hf` releases of Llama 2 declare float16, and many recent models bfloat16.
+# > A 16-bit model computes another function than our float32 one, and greedy tokens can part ways
+# > after a few steps; in float32 both compute the same function. A checkpoint our models cannot
+# > express is refused in one line that says why (the rescaled rotary frequencies of Llama 3.1, for
+# > one).
 
-# %% tags=["hide-input", "nbval-ignore-output"]
-sentences = ["The cat sat on the mat.", "Attention is all you need.",
-             "Machine translation has improved a great deal in the last ten years."]  # fmt: skip
-identical = {}  # what each real checkpoint that ran showed: (ours and transformers' identical?, on what)
-try:
-    tokenizer, real_hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+# %% tags=["nbval-ignore-output"]
+sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
+try:  # downloads each checkpoint once, then reads it from the local cache
+    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
 except HubError as error:
-    print(f"skipped the real translator: {error}")
+    print(f"skipped here: {error}")
 else:
-    real_opus = from_marian(real_hf_opus)
-    batch = tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
+    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
+    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
     with torch.no_grad():
-        tokens, _ = beam_search(real_opus, batch, beam_size=4, use_cache=True)  # (B, 1, T)
-        greedy_ours = greedy_decode(real_opus, batch, max_len=64)  # 64 tokens at most; theirs one more, the
-        greedy_theirs = real_hf_opus.generate(  # <eos> that transformers forces at its last step (ch. 15, §4)
-            input_ids=batch, attention_mask=batch != tokenizer.pad_token_id, do_sample=False, num_beams=1,
-            max_new_tokens=65)  # fmt: skip
-    for english, german in zip(sentences, tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True), strict=True):
+        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
+    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
+                               strict=True):  # fmt: skip
         print(f"{english}\n  → {german}")
-    same = tokenizer.batch_decode(greedy_ours, skip_special_tokens=True) == tokenizer.batch_decode(
-        greedy_theirs, skip_special_tokens=True)  # fmt: skip
-    identical["OPUS-MT en-de: greedy translations"] = (same, f"{len(sentences)} sentences")
-    print("greedy translations identical to transformers':", same)
-
-try:
-    smol_tokenizer, real_hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
-except HubError as error:
-    print(f"skipped the real language model: {error}")
-else:
-    real_smol = from_llama(real_hf_smol)
-    prompt_ids = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
-    with torch.no_grad():
-        logit_gap = (real_smol(prompt_ids) - real_hf_smol(prompt_ids).logits).abs().max().item()
-        continued = generate(real_smol, prompt_ids, max_new_tokens=30)
-        theirs_ids = real_hf_smol.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False,
-                                           max_new_tokens=30, pad_token_id=real_smol.config.pad_id)  # fmt: skip
-    print(smol_tokenizer.decode(continued[0], skip_special_tokens=True))
-    print(f"largest logit difference on the prompt: {logit_gap:.1e}")
-    same = torch.equal(continued, theirs_ids)
-    identical["SmolLM2-135M: greedy continuation"] = (same, "30 new tokens")
-    print("identical to transformers' greedy continuation:", same)
-
-# %% tags=["hide-output"]
-for claim, (same, measured) in identical.items():
-    expect(f"{claim} identical to transformers' (both in float32)", same, measured)
-if not identical:
-    print("skipped: no real checkpoint loaded here (no network and no local copy); where one loads, this cell "
-          "asserts that ours and transformers' generate the same tokens")  # fmt: skip
+    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
+    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
+    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
+                              pad_token_id=smol_lm.config.pad_id)  # fmt: skip
+    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
+    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
 
 # %% [markdown]
-# **Your own checkpoint** follows the same recipe: `load_hub(name, "causal-lm")`, then `from_llama`
-# (`from_gpt2`, `from_marian`). What our model cannot express is refused in one line that names it:
-# rescaled rotary frequencies (`rope_scaling`, Llama 3.1 and later), for one.
+# ## 2. Fewer operations per step: an inference engine
+#
+# Your models can now read text cut by real tokenizers' rules. The next question about a model that
+# runs is how fast it generates. A step of generation has two costs. Run step by step, as chapter 09's
+# loops run them, your modules ask PyTorch for many small **operations**, each with a fixed cost of a
+# few microseconds. And every step reads the model's weights, its **bytes**, from memory. This section
+# cuts the first cost; the next measures the second.
+#
+# Inference engines such as CTranslate2 and llama.cpp *convert* a trained model, once, into a form of
+# their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
+# `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
+# *plan*: $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so that one product gives all three, and
+# caches allocated once for the longest output, among other changes. You need not read it: two
+# measurements say what it does.
+#
+# First, what matters most: the same tokens, on the test split of the translator that ships with the
+# course (chapter 08's recipe).
+
+# %%
+from transformer_course.batching import pad_sequences
+from transformer_course.config import TransformerConfig
+from transformer_course.datasets.numbers import numbers_task
+from transformer_course_tools.models.pretrained import load_pretrained
+from transformer_course_tools.notebook.operations import CountOps
+
+checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
+translator = checkpoint.model.eval()
+task = numbers_task()
+test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
+test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
+timing_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
+torch.manual_seed(0)
+timing_model = Transformer(timing_config).eval()
+with torch.no_grad():
+    timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
+timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
+
+# %%
+same = {  # the test split translated by your modules (left) and by the engine (right)
+    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path=ENGINE)),
+    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path=ENGINE)[0]),
+}
+print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
+assert all(same.values())
+
+# %% [markdown]
+# Then the operations: every call that reaches PyTorch's dispatcher while one more token is decoded
+# (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer. A random model of the
+# translator's shape that never says `<eos>` decodes exactly as many tokens as it is asked for.
+
+# %%
+def operations_per_layer(path: object, n: int = 6) -> float:
+    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
+    counts = []
+    for tokens in (n, n + 1):
+        with CountOps() as count:
+            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
+        counts.append(count.ops.total())
+    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
+
+
+paths = {"modules": "modules", "engine": ENGINE}  # path= for your modules, and for the engine
+greedy_decode(timing_model, timing_src[:1], 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
+operations = {name: operations_per_layer(path) for name, path in paths.items()}
+
+# %% tags=["nbval-ignore-output"]
+for path, count in operations.items():
+    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
+
+# %% tags=["hide-cell"]
+expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
+expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
+
+# %% [markdown]
+# The engine writes your modules' tokens and asks PyTorch for far fewer operations per step (the
+# folded check asserts at most 0.6 of your modules' count). The table of tokens per second at the end
+# of the chapter shows what that does to the time.
+#
+# On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
+# llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
+# was the faster in every setting measured. On SmolLM2-135M's shape at batch 1, llama.cpp was the
+# faster: its own code reads weights faster than PyTorch's kernels. Reading the weights is the second
+# cost of a step, and the next section measures it.
 
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
 #
-# A model that runs raises the next question: how fast does it generate? The answer starts with its
-# size in bytes. A float32 copy takes 4 bytes a parameter, and while converting, both models are in
-# memory. The cell below builds our three models in their published shapes on PyTorch's meta device
-# (chapter 07), where a tensor has a shape but no numbers.
+# How many bytes does a step read? First, how many a model holds. A float32 copy takes 4 bytes a
+# parameter, and while converting (the aside's `from_marian`), both copies are in memory. The cell
+# below builds our three models in their published shapes on PyTorch's meta device (chapter 07),
+# where a tensor has a shape but no numbers.
 
 # %%
 # the published shapes (each checkpoint's config.json, transformer_course_tools/models/published.py), made
@@ -343,13 +396,14 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 # Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
 # 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
 # scale per row (norms, biases and cache stay float32). Here are the bytes one token of the real
-# SmolLM2-135M reads, counted from its shapes, with 1,000 earlier tokens in the cache and with 8,192,
-# the longest text it was trained on.
+# SmolLM2-135M reads, counted from its shapes, scales included. The cache holds 1,000 earlier tokens,
+# then 8,192, the longest text it was trained on.
 
 # %%
 c = smol_config  # the real shape: 30 layers
 weights_full = full["SmolLM2-135M"].num_parameters()
 matrices_full = weights_full - c.n_layers * 2 * c.d_model - c.d_model  # minus the norms' gains (float32 in int8)
+rows = sum(p.shape[0] for p in full["SmolLM2-135M"].parameters() if p.dim() == 2)  # int8: a float32 scale a row
 
 
 def kv_numbers(tokens: int, layers: int = c.n_layers, kv_heads: int = c.n_kv_heads) -> int:
@@ -360,7 +414,8 @@ def kv_numbers(tokens: int, layers: int = c.n_layers, kv_heads: int = c.n_kv_hea
 print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights")
 for context in (1000, c.max_len):  # the longest text it was trained on
     cache = {"float32": 4 * kv_numbers(context), "bf16": 2 * kv_numbers(context), "int8": 4 * kv_numbers(context)}
-    weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full, "int8": matrices_full + 4 * (weights_full - matrices_full)}
+    weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full,
+               "int8": matrices_full + 4 * rows + 4 * (weights_full - matrices_full)}  # fmt: skip
     print(f"with {context:5,} tokens in the cache:")
     for precision in weights:
         total = weights[precision] + cache[precision]
@@ -391,31 +446,30 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # %% [markdown]
 # > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
-# > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. The
-# > course's inference engine (section 4 introduces it) keeps a cache of its own, which settles it:
-# > below, the engine allocates one for 1,000 tokens of our 4-layer model, and we compare its bytes
-# > with both counts.
+# > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your own
+# > modules settle it: below, our 4-layer model reads 1,000 tokens into its cache (`new_cache()`, one
+# > chapter 09 `KVCache` per layer), and we compare the bytes it holds with both counts.
 
 # %%
-buffers = KVBuffers(plan_for(smol), batch=1, capacity=1000)  # the engine's keys and values, every layer
-allocated = sum(t.numel() * t.element_size() for t in buffers.keys + buffers.values)
+cache = smol.new_cache()  # one KVCache per layer (chapter 09)
+with torch.no_grad():
+    smol(torch.randint(1, 49000, (1, 1000), generator=torch.Generator().manual_seed(4)), cache)  # 1,000 tokens in
+held = sum(layer_cache.nbytes() for layer_cache in cache)  # the keys and values of every layer
 right = 4 * kv_numbers(1000, layers=smol.config.n_layers)  # float32: 4 bytes a number
 wrong = 4 * kv_numbers(1000, layers=smol.config.n_layers, kv_heads=smol.config.n_heads)  # the bug: 9 heads
-print(f"the engine's cache for 1,000 tokens: {allocated / 2**20:.2f} MiB")
+print(f"your modules' cache after 1,000 tokens: {held / 2**20:.2f} MiB")
 print(f"counted with the 3 key/value heads: {right / 2**20:.2f} MiB; with the 9 query heads: {wrong / 2**20:.2f} MiB")
 
 # %% tags=["hide-cell"]
-expect("the cache counted with the key/value heads: the engine's, to the byte", right == allocated,
-       f"{allocated:,} bytes")  # fmt: skip
-expect("the cache counted with every query head: three times too large", wrong == 3 * allocated, f"{wrong:,} bytes")
+expect("the cache counted with the key/value heads: your modules', to the byte", right == held, f"{held:,} bytes")
+expect("the cache counted with every query head: three times too large", wrong == 3 * held, f"{wrong:,} bytes")
 
 # %% [markdown]
 # What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
-# kernel, which rounds each layer's *input* to 8 bits as well, each row with its own scale (so no
-# sentence's numbers depend on the other sentences of its batch). On a GPU it calls a weight-only
-# product, where the input keeps its precision: "weights only" below, the int8 weights made float
-# again. We measure both against float32 on our 4-layer SmolLM2. (On the course's trained
-# translators, int8 changes no test score by more than half a point: `benchmarks/results.md`.)
+# kernel, which rounds each layer's *input* to 8 bits as well, each row with its own scale. On a GPU
+# it calls a weight-only product, where the input keeps its precision: "weights only" below, the int8
+# weights made float again. We measure both against float32 on our 4-layer SmolLM2, decoding with
+# section 2's engine.
 
 # %% tags=["nbval-ignore-output"]
 int8_smol = quantize(smol, "int8")
@@ -442,13 +496,19 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# Now the time, and the memory's speed. We decode with the course's inference engine (`path=ENGINE`,
-# section 4), which reads each weight once per token. Between the decodings, we measure how fast one
-# thread of this machine reads memory: a sum over 512 MiB of float32 numbers, far more than its
-# caches hold. Bytes per token over time per token is the speed at which a step read its weights, to
-# set beside the memory's. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) times
-# them on one thread, taking turns, so that all see the same load. (A processor without bfloat16
-# instructions converts every number before it multiplies, so bf16 can be slower than float32 there.)
+# Both stay within the folded bounds on the logits. Yet many greedy tokens can change. A model with
+# random weights has no strong preferences: its largest logits lie close together, and a small error
+# swaps them. Once one token changes, every later token continues another text. A trained model
+# chooses far more clearly: on the course's trained translators, int8 changes no test score by more
+# than half a point (`benchmarks/results.md`).
+
+# %% [markdown]
+# Now the time, and the memory's speed. We decode with section 2's engine (`path=ENGINE`), which
+# reads each weight once per token. Between the decodings, we measure how fast one thread of this
+# machine reads memory: a sum over 512 MiB of float32 numbers, far more than its caches hold. Bytes
+# per token over time per token is the speed at which a step read its weights, to set beside the
+# memory's. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) times them on one
+# thread, in turns.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -477,127 +537,42 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# ## 4. An inference engine
-#
-# Section 3 measured one cost of a step: the **bytes** of weights it reads. Your modules pay a second
-# one. They say what the model computes, one idea per file. Run step by step, as chapter 09's loops
-# run them, each step asks PyTorch for many small **operations**, each with a fixed cost of a few
-# microseconds. Inference engines such as CTranslate2 and llama.cpp cut both costs. They *convert* a
-# trained model into a form of their own, once, and decode with that.
-#
-# The course has one, `transformer_course_tools/engine/`: pass it as the path, `path=ENGINE`, to
-# `greedy_decode`, `beam_search`, `sample` or `generate`. Your loops ask it for the next token's
-# logits, as they ask your modules (`decoding.py`'s `Predictor`: the one thing an engine must do).
-# It reads the model's parameters into a *plan*, once:
-#
-# - each weight matrix in the layout chosen for its product (on a CPU: $W^\top$ stored contiguous for
-#   one row, oneDNN's blocked layout for several; the benchmarks measured these choices);
-# - $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so one product gives all three;
-# - the keys and values of the source projected once per call, for every layer at once;
-# - caches allocated once for the longest output, instead of growing at every step;
-# - in pre-LN models, each norm's gain folded into the matrix after it.
-#
-# First, what matters most: the same translations, on the test split of the translator that ships
-# with the course (chapter 08's recipe). A random model of its shape that never says `<eos>` serves
-# the timings.
-
-# %%
-from transformer_course.batching import pad_sequences
-from transformer_course.config import TransformerConfig
-from transformer_course.datasets.numbers import numbers_task
-from transformer_course_tools.models.pretrained import load_pretrained
-from transformer_course_tools.notebook.operations import CountOps
-
-checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
-translator = checkpoint.model.eval()
-task = numbers_task()
-test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
-test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
-timing_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
-torch.manual_seed(0)
-timing_model = Transformer(timing_config).eval()
-with torch.no_grad():
-    timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
-timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
-
-# %%
-same = {  # the test split translated by your modules (left) and by the engine (right)
-    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path=ENGINE)),
-    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path=ENGINE)[0]),
-}
-print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
-assert all(same.values())
+# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
+# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
+# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
+# int8 kernel also rounds each input row, work that float32 does not do, so it can read its bytes
+# below the memory's speed.
 
 # %% [markdown]
-# Now the operations: every call that reaches PyTorch's dispatcher while one more token is decoded
-# (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer.
-
-
-# %%
-def operations_per_layer(path: object, n: int = 6) -> float:
-    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
-    counts = []
-    for tokens in (n, n + 1):
-        with CountOps() as count:
-            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
-        counts.append(count.ops.total())
-    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
-
-
-paths = {"modules": "modules", "engine": ENGINE}  # path= for your modules, and for the engine
-greedy_decode(timing_model, timing_src[:1], 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
-operations = {name: operations_per_layer(path) for name, path in paths.items()}
-
-# %% tags=["nbval-ignore-output"]
-for path, count in operations.items():
-    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
-
-# %% tags=["hide-cell"]
-expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
-expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
-
-# %% [markdown]
-# The bytes: at batch 1, how close a step's products come to the memory's speed sets its time, and a
-# matrix's layout decides how close. With several rows (a batch, the beams) each weight is used
-# several times, and the kernel matters more. Below, a matrix the size of a large output layer
-# multiplies 1 row, then 16, stored in `nn.Linear`'s layout $(V, D)$, as $W^\top$ contiguous, and as
-# the engine's `Dense` ($W^\top$ for one row, oneDNN's blocked copy for several). Then both paths'
-# time per token on the random model. `time_layouts_and_paths` times them on one thread (this
-# machine's numbers); the last line checks the claim this section makes, on the same run.
-
-# %% tags=["measured", "nbval-ignore-output"]
-engine_timing = time_layouts_and_paths(timing_model, timing_src[:1], paths)  # one thread, the best of 5 rounds
-print(engine_timing.table())
-expect_at_least("the engine's speed relative to your modules' (batch 1)", engine_timing.speedup, 1.2)
-
-# %% [markdown]
-# On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
-# llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
-# was the faster in every setting measured. On SmolLM2-135M's shape at batch 1, llama.cpp was the
-# faster, in float32 and in its 8-bit format, q8_0: its own code reads weights faster than PyTorch's
-# kernels. The course's engine stays readable PyTorch, with no native kernel to compile. If you need
-# llama.cpp's speed, run your model *in* llama.cpp: the last section does that.
-
-# %% [markdown]
-# ## 5. Your models in the engines people use
+# ## 4. Your models in the engines people use
 #
-# So far the course's models have run only in the course's code. This last section takes two trained
-# ones out: the numbers translator of chapter 08's recipe, and the Shakespeare language model of
-# chapter 14's recipe (chapter 13's block, with chapter 12's BPE). Both ship with the course.
+# The course's engine stays readable PyTorch, with Python between its operations. The engines people
+# use run native code from files of their own. This last section takes two trained models out of the
+# course: the numbers translator of chapter 08's recipe, and the Shakespeare language model of chapter
+# 14's recipe (chapter 13's block, with chapter 12's BPE). Both ship with the course.
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
-# reorderings undone. The command line does the rest:
-# `python -m transformer_course export MODEL OUT`, where MODEL is a checkpoint the course wrote or a
-# shipped name. It has three targets. `--to transformers` writes a folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or
-# `…ForCausalLM`) load. `--to ctranslate2` converts that folder with CTranslate2's own converter.
-# `--to gguf` writes the one file llama.cpp reads; it takes language models only, not translators.
-# This needs `ctranslate2` and `gguf` (`make install` has them).
+# reorderings undone. The command line does the rest. In a terminal:
+#
+# ```bash
+# python -m transformer_course export numbers-en-de numbers-hf --to transformers
+# python -m transformer_course export numbers-en-de numbers-ct2 --to ctranslate2
+# python -m transformer_course export shakespeare-lm shakespeare-hf --to transformers
+# python -m transformer_course export shakespeare-lm shakespeare-ct2 --to ctranslate2
+# python -m transformer_course export shakespeare-lm shakespeare.gguf --to gguf
+# ```
+#
+# The first name is a shipped model or a checkpoint the course wrote. `--to transformers` writes a
+# folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load.
+# `--to ctranslate2` converts that folder with CTranslate2's own converter. `--to gguf` writes the one file
+# llama.cpp reads; it takes language models only, not translators. This needs `ctranslate2` and
+# `gguf` (`make install` has them). The folded cell runs the five commands, in a folder of its own:
 
-# %%
+# %% tags=["hide-input"]
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
 if missing:
-    raise MissingPackages(f"section 5's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
+    raise MissingPackages(f"section 4's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
 from transformer_course_tools.cli import main as course_command
 
 exports = Path(tempfile.mkdtemp())  # the exported files, in a folder of their own
@@ -678,7 +653,7 @@ for row, prompt in enumerate(prompts):
     for engine, texts in continued.items():
         print(f"  {engine:14s} … {shakespeare.decode(texts[row][len(prompt_ids[row]) :])}")  # the new tokens
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 same_german = all(german[engine] == german["the course"] for engine in german)
 expect("the translator: the same German from the course, transformers and CTranslate2", same_german,
        f"{len(english)} numbers")  # fmt: skip
@@ -686,7 +661,7 @@ same_text = all(continued[engine] == continued["the course"] for engine in ("tra
 expect("the language model: the same tokens from the course, transformers and CTranslate2", same_text,
        f"{len(prompts)} prompts")  # fmt: skip
 
-# %% tags=["hide-output", "nbval-ignore-output"]
+# %% tags=["hide-cell", "nbval-ignore-output"]
 llama_same = continued.get("llama.cpp", continued["the course"]) == continued["the course"]  # where it ran
 expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the course", llama_same,
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
@@ -695,9 +670,8 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
 # Every engine wrote the course's tokens, each through its own tokenizer (the folded checks assert
 # it).
 #
-# **Tokens per second.** Each engine decodes the same inputs again (the calls above, one input at a
-# time, in the folded cell), in float32 on one thread. `tokens_per_second` times them, the engines
-# taking turns: CPU time on this machine, the median of 5 rounds.
+# **Tokens per second.** Each engine decodes the same inputs again, one at a time, in float32 on one
+# thread (the folded cell). `tokens_per_second` times them in turns: the median of 5 rounds here.
 
 # %% tags=["hide-input"]
 OURS = "the course's engine"
@@ -731,9 +705,9 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
 # then costs mostly what an engine does around its products: the course's engine pays Python's and
 # PyTorch's dispatch for each operation, a loop in C++ does not. On a published model's shapes the
-# products dominate, and there the course's engine kept up with CTranslate2. For a small model of
-# your own, the export is the way to speed (`--precision int8` gives CTranslate2's int8 and
-# llama.cpp's q8_0).
+# products weigh more: on opus-mt-en-de's shape (section 2) the course's engine kept up with
+# CTranslate2. For a small model of your own, the export is the way to speed (`--precision int8`
+# gives CTranslate2's int8 and llama.cpp's q8_0).
 #
 # That is where the course set out to arrive. The model you built from its parts, and trained with
 # the course's recipes, now runs in the engines people use, and writes there the same tokens as in
@@ -743,15 +717,15 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #
 # - A checkpoint's tokenizer turns text into the ids it was trained on: Marian's SentencePiece
 #   unigram models over one vocabulary, or the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`).
-# - `load_hub` loads a published checkpoint in float32; where it loads, ours and `transformers`
-#   generate the same tokens. Offline, each cell says in one line that it skipped.
+# - An inference engine reads a trained model once into a plan that cuts the operations of a step,
+#   and gives your modules' tokens (`path=ENGINE`).
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
-# - An inference engine reads a trained model once into a plan that cuts the bytes and the operations
-#   of a step, and gives your modules' tokens (`path=ENGINE`).
 # - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
 #   llama.cpp, which give the course's tokens through their own tokenizers: the translator and the
 #   language model you trained run there unchanged.
+# - With a network, `load_hub` and chapter 15's converters run published checkpoints in our models
+#   (the aside).
 #
 # **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the conversion
 # it relies on.
@@ -765,13 +739,13 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #    of its own. The merges only join bytes into longer tokens. A character the training text never
 #    held still splits into bytes that the vocabulary has.
 #    </details>
-# 2. Many checkpoints are stored in 16 bits. Why does the chapter load them in float32 before it
-#    compares ours with `transformers`?
+# 2. Many checkpoints are stored in 16 bits. Why does the aside's `load_hub` load them in float32
+#    before ours is compared with `transformers`?
 #    <details><summary>Answer</summary>
 #
 #    Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
 #    keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
-#    greedy tokens part ways after a few steps. In float32 both compute the same one, so equal tokens
+#    greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal tokens
 #    test the conversion.
 #    </details>
 # 3. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and

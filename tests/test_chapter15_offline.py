@@ -37,7 +37,7 @@ def test_require_packages_names_what_is_missing_in_one_line(monkeypatch) -> None
     ("source", "what"),
     [
         ("15_real_weights.py", "Chapter 15 from here on (transformers' own models, beside ours)"),
-        ("16_real_checkpoints.py", "Chapter 16 from here on (real tokenizers and checkpoints)"),
+        ("16_real_checkpoints.py", "Chapter 16 from here on (real tokenizers and engines)"),
     ],
 )
 def test_the_chapter_stops_in_one_line_where_it_needs_transformers(tmp_path: Path, source: str, what: str) -> None:

@@ -114,64 +114,7 @@ def time_precisions(
     return PrecisionTiming(read, {p: min(s) / made[p] for p, s in times.items()}, bandwidth)
 
 
-# -- section 4: the layout of a matrix, and the course's two paths ----------------------------------
-
-
-@dataclass
-class EngineTiming:
-    """What :func:`time_layouts_and_paths` measured: seconds of a product by (rows, layout), and
-    seconds per token by path."""
-
-    products: dict[tuple[int, str], float]
-    weight_bytes: int
-    per_token: dict[str, float]
-
-    @property
-    def speedup(self) -> float:
-        """The engine's speed over your modules' (time per token of the modules / the engine's)."""
-        return self.per_token["modules"] / self.per_token["engine"]
-
-    def table(self) -> str:
-        lines = [
-            f"{rows:2d} row(s), {layout:22s} {1000 * s:6.2f} ms   {self.weight_bytes / s / 1e9:5.1f} GB/s read"
-            for (rows, layout), s in self.products.items()
-        ]
-        lines += [f"{path:8s} {1000 * s:6.2f} ms per token (batch 1)" for path, s in self.per_token.items()]
-        lines.append(f"the engine: {self.speedup:.1f}× as fast on this model")
-        return "\n".join(lines)
-
-
-def time_layouts_and_paths(
-    model: torch.nn.Module, src: torch.Tensor, paths: dict[str, object], shape: tuple[int, int] = (8192, 2048),
-    tokens: int = 32, rounds: int = 5,
-) -> EngineTiming:  # fmt: skip
-    """A random matrix of ``shape`` (out, in) multiplies 1 row, then 16, in ``nn.Linear``'s layout, as
-    W^T contiguous and as the engine's ``Dense``; then greedy decoding of ``tokens`` tokens from ``src``
-    (1, S) by each of ``paths`` (name → ``path=``). One thread, the best of ``rounds``."""
-    from transformer_course.decoding import greedy_decode
-    from transformer_course_tools.engine.weights import Dense
-
-    weight = torch.randn(*shape)  # (out, in): nn.Linear's layout
-    weight_t = weight.t().contiguous()  # (in, out)
-    engine_product = Dense(weight, None)  # the kernel the engine picks for the number of rows
-    products = {}
-    with one_thread(), torch.no_grad():
-        for rows in (1, 16):
-            x = torch.randn(rows, shape[1])
-            runs = {
-                "nn.Linear's (out, in)": lambda x=x: torch.nn.functional.linear(x, weight),
-                "W^T, (in, out)": lambda x=x: x.mm(weight_t),
-                "the engine's": lambda x=x: engine_product(x),  # its blocked copy made in the warm-up
-            }
-            products |= {(rows, name): min(s) for name, s in interleaved(runs, rounds).items()}
-        decodings = {
-            name: lambda path=path: greedy_decode(model, src, tokens, path=path) for name, path in paths.items()
-        }
-        per_token = {name: min(s) / tokens for name, s in interleaved(decodings, rounds).items()}
-    return EngineTiming(products, weight.numel() * 4, per_token)
-
-
-# -- section 5: the exported models, engine by engine ----------------------------------------------
+# -- section 4: the exported models, engine by engine ----------------------------------------------
 
 
 def tokens_per_second(
