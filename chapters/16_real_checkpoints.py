@@ -531,7 +531,7 @@ precisions.plot()
 plt.show()
 display(Markdown(precisions.sentence()))
 
-# %% tags=["hide-cell"]
+# %% tags=["hide-cell", "measured"]
 read = precisions.read  # bytes per token, counted from the engine's plan
 expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)

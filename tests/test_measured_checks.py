@@ -72,7 +72,7 @@ def unmeasured_checks_of_measurements(notebook: Path) -> list[str]:
 
 # Found by this test when it was written (issue 48's chapter 13 defect, in two chapters more); their
 # authors tag the checks (or let them read the kept output) and remove the mark: strict, so it reminds.
-FOUND = {"09_decoding", "16_real_checkpoints"}
+FOUND = {"09_decoding"}
 
 
 @pytest.mark.parametrize(
