@@ -328,16 +328,6 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
 # class. No training happens. We only look at the gradient each layer receives at the start,
 # averaged over three random initialisations.
-#
-# <details><summary>The figure in words</summary>
-#
-# Two panels have the layer number, 1 to 12, on the horizontal axis, with
-# one line for post-LN and one for pre-LN. On the left is the size of the gradient each layer
-# receives. The post-LN line rises gently from layer 1 to layer 12; the pre-LN line starts higher at
-# layer 1 and falls steadily towards the top. On the right is the size of the vectors after each
-# layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
-#
-# </details>
 
 # %%
 N_LAYERS, D_EXP, HEADS_EXP, N_CLASSES = 12, 64, 4, 100
@@ -368,6 +358,17 @@ results = {}
 for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
     runs = [gradients_at_initialisation(norm_first, seed) for seed in range(3)]
     results[name] = [torch.tensor([run[i] for run in runs]).mean(0) for i in (0, 1)]  # mean over seeds
+
+# %% [markdown]
+# <details><summary>The figure in words</summary>
+#
+# Two panels have the layer number, 1 to 12, on the horizontal axis, with
+# one line for post-LN and one for pre-LN. On the left is the size of the gradient each layer
+# receives. The post-LN line rises gently from layer 1 to layer 12; the pre-LN line starts higher at
+# layer 1 and falls steadily towards the top. On the right is the size of the vectors after each
+# layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
+#
+# </details>
 
 # %% tags=["hide-input"]
 depth = range(1, N_LAYERS + 1)
