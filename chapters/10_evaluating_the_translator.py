@@ -116,7 +116,6 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
 config = model.config
-# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
 weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
 weak = weak_checkpoint.model.eval()
 assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
@@ -195,14 +194,13 @@ print(f"on German pieces: BLEU {on_pieces.score:.1f}; n-grams to count, of 1 to 
 # A score of 0 for a perfect translator is not a bad model; it is the wrong unit. Before you trust a
 # metric, score the references against themselves.
 #
-# The overall score of a split says little about the rare kinds of number. Here it is per stratum.
-# The column "beam 4 %" is the under-trained model's, decoded with beam search:
+# The overall score of a split says little about the rare kinds of number. Here it is per stratum:
 
 # %%
 # strata_scores scores translations already made (evaluate_strata would decode greedily itself)
 columns = ["shipped, greedy", "under-trained, greedy", "under-trained, beam 4"]
 per_stratum = {name: strata_scores(task, "test", decoded[name]) for name in columns}
-print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %", "beam 4 %"]))
+print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %", "under-trained, beam 4 %"]))
 
 # %% [markdown]
 # The shipped model is right in every stratum. The under-trained model's overall score hid a
@@ -472,16 +470,15 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # Eight heatmaps, two rows for the layers and four columns for the heads,
 # show the encoder's self-attention. Both axes list the eleven English words, from "three" to
 # "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
-# 0 to dark blue at 1. The title gives the chapter's reading of layer 2's second head, from this one
-# sentence (the text under the figures hedges it): the words of a number group look at one word of
-# the group ("thousand", "hundred", "sixty").
+# 0 to dark blue at 1. The title gives the chapter's reading of layer 2's second head, in this one
+# sentence: most words seem to look at a word of their group ("thousand", "hundred", "sixty").
 #
 # </details>
 
 # %%
 plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
-                     "Encoder self-attention: in layer 2, head 2, the words of a number group look at one word "
-                     "of the group ('thousand', 'hundred', 'sixty')",
+                     "Encoder self-attention, one sentence: in layer 2, head 2, most words seem to look at a word "
+                     "of their group ('thousand', 'hundred', 'sixty')",
                      query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
 
 # %% [markdown]
@@ -492,15 +489,14 @@ plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
 # pieces written so far. Each row is a position's query, each column a position it may read, shaded
 # from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
 # position reads a later one. The title gives the chapter's reading: heads look back at the last
-# "hundert" or "tausend", or at the piece just before, that is, at their own input (the piece just
-# written).
+# "hundert" or "tausend", or at their own input (the piece just written).
 #
 # </details>
 
 # %%
 plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
-                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
-                     "just before",
+                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at their own "
+                     "input (the piece just written)",
                      query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
 
 # %% [markdown]
@@ -508,9 +504,9 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
 # seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
 # read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
-# the last *hundert*, or simply their own input (the piece just written). These readings come from one sentence. The next
-# figure measures one property of the cross-attention heads over the whole test split: how sharp
-# they are.
+# the last *hundert*, or simply their own input (the piece just written) or the piece before it.
+# These readings come from one sentence. The next figure measures one property of the
+# cross-attention heads over the whole test split: how sharp they are.
 #
 # How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
 # many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
