@@ -167,7 +167,7 @@ memory_mask = padding_mask(src, config.pad_id)  # (1, 1, 1, S)
 with torch.no_grad():
     memory = model.encode(src, memory_mask)  # (1, S, D)
     target = torch.tensor([[config.bos_id]])  # (1, 1): <bos>
-    for step in range(20):
+    for step in range(20):  # 20 is plenty here; §6.1's limit comes next
         logits = model.decode(target, memory, memory_mask)[:, -1]  # (1, V): the last position only
         probs = logits.softmax(-1)[0]
         top = probs.topk(3)
@@ -188,12 +188,13 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # The list also shows `<bos>` and `<eos>` among the options. `<eos>` may be chosen: it ends the
 # sentence. `<pad>` and `<bos>` never should be, so `greedy_decode`, `beam_search` and `sample` give
-# both probability 0 before they choose.
+# both probability 0 before they choose. `<unk>` (a piece the vocabulary lacks) stays possible: the
+# model learned to give it little weight, and a caller could mask it the same way.
 #
 # `greedy_decode` is the same loop for a batch, with two changes:
 #
 # 1. rows finish at different steps, so a finished row gets `<pad>` until the slowest row is done.
-#    That is its step, `greedy_step` (exercise ex09_1), which sampling reuses (section 4);
+#    The step that does this is `greedy_step` (exercise ex09_1), which sampling reuses (section 4);
 # 2. it keeps a key/value cache (section 5), so that each step runs the decoder on the newest token
 #    only.
 #
@@ -201,8 +202,7 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # The length limit is chapter 08's (§6.1): each row's real source tokens + 50, at most the model's
 # position table. `max_output_length(model, src)` computes it; `greedy_decode`, `beam_search` and
-# `sample` use it unless given a smaller `max_len`. A row stops at its own limit, so a sentence gets
-# the same translation alone or in a batch.
+# `sample` use it unless given a smaller `max_len`. Each row stops at its own limit.
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
@@ -230,11 +230,14 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # Its next-token probabilities come from a small hand-written table. It has half learned German:
 # its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
 # fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
-# the same interface as `Transformer` (`config`, `encode`, `decode`). So the package's decoding
-# functions run on it unchanged (without a cache). Beam search runs here with no length penalty
-# (`length_penalty=0.0`; section 3 explains it).
+# the same interface as `Transformer` (`config`, `encode`, `decode`; its class is folded). So the
+# package's decoding functions run on it unchanged (without a cache). To find the most probable of
+# the table's translations we call beam search, which section 3 teaches: here it simply searches the
+# whole small table (with no length penalty, `length_penalty=0.0`). `score_sequences` gives each
+# translation's log-probability: it feeds the given tokens to the decoder (teacher forcing, chapter
+# 08) and sums the log-probabilities of those tokens.
 
-# %%
+# %% tags=["hide-input"]
 class TableModel(nn.Module):
     """A pretend translator: next-token probabilities looked up in a table by the target so far."""
 
@@ -262,6 +265,7 @@ class TableModel(nn.Module):
         return self.decode(tgt, self.encode(src))
 
 
+# %%
 toy = TableModel(
     ["ein", "eins", "und", "zwanzig"],
     {
@@ -313,7 +317,8 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 #
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
-# with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.)
+# with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.) `beam_search`
+# takes α as its argument `length_penalty`, and its step `beam_step` as `alpha`: the same number.
 #
 # One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3). It
 # takes, each of shape (B, k) unless said:
@@ -381,7 +386,7 @@ assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 5.2))
-beam_tree(history, toy.tokens, ax=ax)  # drawn by transformer_course_tools/notebook/diagrams.py from the history recorded above
+beam_tree(history, toy.tokens, ax=ax)  # drawn from the history recorded above
 ax.set_title("Beam search (k = 2) keeps the runner-up 'ein', which leads to the best translation")
 plt.show()
 
@@ -429,13 +434,13 @@ for k in range(4):
 # where the second most probable piece gets the most probability.
 
 # %%
-task = numbers_task()  # chapter 08's splits (its test split's four "seen" strata are in training too)
+task = numbers_task()  # chapter 08's splits
 test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
 test_greedy = greedy_decode(model, test_src)  # (B, T)
 test_in = torch.cat([torch.full((len(task.test), 1), config.bos_id), test_greedy[:, :-1]], dim=1)  # <bos> y1 …
 with torch.no_grad():
     all_logits = model(test_src, test_in)  # (B, T, V_tgt): the distribution at every step
-all_logits[..., [config.pad_id, config.bos_id]] = float("-inf")  # never generated (see decoding.py)
+all_logits[..., [config.pad_id, config.bos_id]] = float("-inf")  # never generated
 runner_up = all_logits.softmax(-1).topk(2).values[..., 1]  # (B, T): probability of the second choice
 runner_up = runner_up.masked_fill(test_in == config.pad_id, 0)  # only real steps
 row, step = divmod(int(runner_up.argmax()), runner_up.shape[1])
@@ -506,7 +511,8 @@ print("frequency:  ", frequency[shown])
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
 # go wrong. The model keeps about 7 % of its probability spread over all the other pieces at every
-# step (label smoothing taught it to, chapter 08). Over a dozen steps, a draw from that tail is
+# step (label smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 tests
+# it). Over a dozen steps, a draw from that tail is
 # likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
 # confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
 
@@ -561,8 +567,12 @@ kv_cache_step(t=5, source_length=6)  # drawn by transformer_course_tools/noteboo
 # ```
 #
 # The newest token's positional encoding must be taken at its own position, which is the cache's
-# length, not 0. Your code of chapters 02–06 is what runs at every step (the comments of the next
-# cell say which method does what). Beam search needs one more step. After each step, a survivor may
+# length, not 0. Your code of chapters 02–06 is what runs at every step. The cache is plain data,
+# passed in and handed on. `model.decode(..., cache=cache)` gives each decoder layer its
+# `LayerCache`. `DecoderLayer.forward` (chapter 06) passes `cache.self_attn` and `cache.cross_attn`
+# to its two attentions. `MultiHeadAttention.keys_and_values` (chapter 04) projects only the new
+# positions and calls `cache.update(k, v)`. The cross-attention's cache is filled at the first step
+# and then only read. Beam search needs one more step. After each step, a survivor may
 # extend another slot's hypothesis (`origin`), so `beam_search` reorders the rows of every
 # self-attention cache to follow it (`DecoderCache.reorder`).
 #
@@ -570,12 +580,6 @@ kv_cache_step(t=5, source_length=6)  # drawn by transformer_course_tools/noteboo
 # those of one full pass, to float32 precision.
 
 # %%
-# The cache is plain data, passed in and handed on (transformer_course/cache.py). model.decode(...,
-# cache=cache) gives each decoder layer its LayerCache; DecoderLayer.forward (chapter 06) passes
-# cache.self_attn and cache.cross_attn to its two attentions; MultiHeadAttention.keys_and_values
-# (chapter 04) projects only the new positions and calls cache.update(k, v), which appends them and
-# returns the keys and values of every position so far. The cross-attention's cache is filled at
-# the first step and then only read.
 src = encode_english(texts)
 tgt = greedy_decode(model, src)  # (B, T)
 tgt_in = torch.cat([torch.full((len(texts), 1), config.bos_id), tgt[:, :-1]], dim=1)  # (B, T) <bos> y…
@@ -608,8 +612,8 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # 16, 32, 64 and 128, on a logarithmic scale. On the left, with a logarithmic vertical axis too, two
 # lines give the milliseconds for the batch of 32. One is decoding without a cache, the other with
 # the KV cache. On the right, a green line gives the speed-up, the first time divided by the second.
-# It is above one at every length and highest at 128 tokens, where it is at least two (checked
-# below). The times themselves are this machine's.
+# It is above one at every length and highest at 128 tokens, where it is at least two (checked in
+# the same cell, on the same run). The times themselves are this machine's.
 #
 # </details>
 
@@ -630,16 +634,13 @@ for n in lengths_to_time:  # n tokens exactly (the <eos> is off)
 speedup = [a / b for a, b in zip(timings["no cache"], timings["KV cache"], strict=True)]
 for n, a, b, s in zip(lengths_to_time, timings["no cache"], timings["KV cache"], speedup, strict=True):
     print(f"{n:3} tokens: no cache {a * 1000:7.1f} ms, KV cache {b * 1000:7.1f} ms, speed-up {s:4.1f}×")
-plot_cache_speedup(lengths_to_time, timings)  # transformer_course_tools/notebook/plots.py
-
-# %% tags=["hide-output"]
 measured = ", ".join(f"{s:.1f}× at {n}" for n, s in zip(lengths_to_time, speedup, strict=True))
-expect("the cache is faster at every length", min(speedup) > 1, measured)
-expect("the speed-up is highest at the longest output", speedup[-1] == max(speedup), measured)
+expect("faster at every length, most at the longest", min(speedup) > 1 and speedup[-1] == max(speedup), measured)
 expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup[-1], 2, "×")
+plot_cache_speedup(lengths_to_time, timings)
 
 # %% [markdown]
-# The cache is faster at every length and saves most on the longest output (the checks above).
+# The cache is faster at every length and saves most on the longest output (the checks under the table).
 # Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$ tokens cost
 # $O(n^2)$ in every part. With the cache, the projections and the feed-forward network run on the new
 # position only, $O(n)$ in total. The new query still attends over all $t$ cached keys, so attention
@@ -658,7 +659,6 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # > which gives `PositionalEncoding.forward` an `offset`.
 
 # %%
-# tests/test_decoding.py::test_cached_decoding_gives_the_same_logits_as_the_full_decoder runs the comparison
 src = encode_english(texts)  # the sentences whose logits were compared above
 positional_forward = model.positional.forward
 model.positional.forward = lambda x, offset=0: positional_forward(x)  # the bug: the offset is dropped

@@ -116,7 +116,6 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
 config = model.config
-# `python scripts/make_checkpoint.py --undertrained` re-creates it; load_pretrained checks its SHA-256
 weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
 weak = weak_checkpoint.model.eval()
 assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
@@ -201,7 +200,7 @@ print(f"on German pieces: BLEU {on_pieces.score:.1f}; n-grams to count, of 1 to 
 # strata_scores scores translations already made (evaluate_strata would decode greedily itself)
 columns = ["shipped, greedy", "under-trained, greedy", "under-trained, beam 4"]
 per_stratum = {name: strata_scores(task, "test", decoded[name]) for name in columns}
-print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %", "beam 4 %"]))
+print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %", "under-trained, beam 4 %"]))
 
 # %% [markdown]
 # The shipped model is right in every stratum. The under-trained model's overall score hid a
@@ -246,8 +245,8 @@ for stratum, members in task.info["strata"]["test"].items():
 # %% [markdown]
 # ## 2. Probing: every number of a kind
 #
-# Section 1 found the failures in the strata of the test split. But the test split holds only 100
-# numbers of each small held-out stratum, and 100 numbers can miss a rare mistake. So we probe both
+# Section 1 found the failures in the strata of the test split. But the test split holds each
+# held-out stratum of 100 numbers only, and 100 numbers can miss a rare mistake. So we probe both
 # models with every number of these two kinds that training did not see: the round thousands
 # ("forty-seven thousand") and the five-digit thousands followed by a single digit ("thirty thousand
 # and four").
@@ -395,7 +394,7 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #
 # - A **search error** is chapter 09's worked example (its section 2) on a real model. At some step
 #   greedy decoding took the piece that looked best there, and the rest of the translation could not
-#   recover: it may fail to stop, or write on after a complete number. Yet the model scores the
+#   recover: it may go on past the number, or stop early. Yet the model scores the
 #   correct translation higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
 #   makes few of its own (both checked above). A search error does not promise that a better search
 #   finds the *correct* translation, though. It only says that the model likes something better than
@@ -419,7 +418,7 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # ## 4. What training built: every head of every attention
 #
 # Section 3 ended on the shipped model: the same recipe, trained longer, makes none of these errors.
-# What did the longer training build? We open the shipped model and read its attention weights.
+# What did the fully trained model learn? We open the shipped model and read its attention weights.
 # `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
 # It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
 # (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
@@ -471,15 +470,15 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # Eight heatmaps, two rows for the layers and four columns for the heads,
 # show the encoder's self-attention. Both axes list the eleven English words, from "three" to
 # "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
-# 0 to dark blue at 1. The title gives the chapter's reading of layer 2's second head: the words of
-# a number group look at one word of the group ("thousand", "hundred", "sixty").
+# 0 to dark blue at 1. The title gives the chapter's reading of layer 2's second head, in this one
+# sentence: most words seem to look at a word of their group ("thousand", "hundred", "sixty").
 #
 # </details>
 
 # %%
 plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
-                     "Encoder self-attention: in layer 2, head 2, the words of a number group look at one word "
-                     "of the group ('thousand', 'hundred', 'sixty')",
+                     "Encoder self-attention, one sentence: in layer 2, head 2, most words seem to look at a word "
+                     "of their group ('thousand', 'hundred', 'sixty')",
                      query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
 
 # %% [markdown]
@@ -490,14 +489,14 @@ plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
 # pieces written so far. Each row is a position's query, each column a position it may read, shaded
 # from white at 0 to dark blue at 1. The causal mask leaves every cell above the diagonal white: no
 # position reads a later one. The title gives the chapter's reading: heads look back at the last
-# "hundert" or "tausend", or at the piece just before.
+# "hundert" or "tausend", or at their own input (the piece just written).
 #
 # </details>
 
 # %%
 plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
-                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at the piece "
-                     "just before",
+                     "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at their own "
+                     "input (the piece just written)",
                      query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
 
 # %% [markdown]
@@ -505,9 +504,9 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
 # seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
 # read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
-# the last *hundert*, or simply the previous piece. These readings come from one sentence. The next
-# figure measures one property of the cross-attention heads over the whole test split: how sharp
-# they are.
+# the last *hundert*, or simply their own input (the piece just written) or the piece before it.
+# These readings come from one sentence. The next figure measures one property of the
+# cross-attention heads over the whole test split: how sharp they are.
 #
 # How sharp is each head? Take the *entropy* of a head's row of cross-attention weights. It says how
 # many source words the row spreads over: 0 when it reads one word, $\log 2 \approx 0.69$ for two
@@ -556,7 +555,7 @@ for layer in range(entropy.shape[0]):
 # word other than the one being translated; mostly layer 2's heads read the word that the German
 # piece renders. The entropy cannot tell these apart: it measures sharpness, not which word.
 #
-# So the longer training built, in layer 2, heads that follow the English number piece by piece in
+# The trained model has, in layer 2, heads that follow the English number piece by piece in
 # German's order. A map like these shows how a working model routes its input. It does not by itself
 # explain an error (Jain and Wallace 2019, in the further reading); the scores of section 3 do that.
 
@@ -567,8 +566,8 @@ for layer in range(entropy.shape[0]):
 #   model the three scores disagree: BLEU and chrF give partial credit, exact match does not.
 # - A stratum per kind of number shows failures that a random split hides, and sorting the errors
 #   shows how each kind fails: from 100 to 999 the answers go on, from 21 to 99 they stop early.
-# - Probing every round thousand and every "N thousand and k" that training did not see finds no
-#   error on the shipped model, and over a third wrong on the under-trained one.
+# - Probing every round thousand, and every five-digit "N thousand and k" with a single-digit k,
+#   that training did not see finds no error on the shipped model, and over a third wrong on the under-trained one.
 # - Where a model does err, score the correct translation. If the model prefers it, the error is a
 #   search error, and a better search can help. If the model prefers its wrong output, it is a model
 #   error, and only more training, data or capacity can help. On the same recipe stopped early, beam
@@ -609,8 +608,8 @@ for layer in range(entropy.shape[0]):
 #    <details><summary>Answer</summary>
 #
 #    The model, not the search: train it longer, give it more (or better chosen) data, or make it
-#    bigger. A wider beam only finds more of what the model already prefers. Section 4's model is
-#    the shipped model's own run stopped early. The same recipe, trained to the end, makes no errors
+#    bigger. A wider beam only finds more of what the model already prefers. Sections 1–3's
+#    under-trained model is the shipped model's own run stopped early. The same recipe, trained to the end, makes no errors
 #    on the test split.
 #    </details>
 #

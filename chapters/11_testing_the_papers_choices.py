@@ -28,8 +28,8 @@
 # At the end you have five verdicts, each with how strongly the runs support it.
 #
 # *You may skip this chapter:* the later chapters do not need its results, only its method, which
-# chapter 08's box "How this book tests a claim" already explains. Its experiments take a few
-# minutes each on a laptop.
+# chapter 08's box "How this book tests a claim" already explains. Its experiments take from about
+# a minute to a few minutes each on a 2-core CPU.
 #
 # **Learning goals**
 #
@@ -86,7 +86,11 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 #
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
-# below lists each experiment's setting). Each model trains, then reverses strings it never saw.
+# below lists each experiment's setting). Each model trains, then reverses *test strings*, drawn
+# with another random seed than its training strings. Nothing removes the training strings from
+# them. Strings of 3 or 4 letters are so few that many test strings of those lengths also occur in
+# training, so short strings measure memory as much as generalisation. From about 6 letters on, a
+# test string is almost never a training string.
 # The table printed with each figure gives the share reversed exactly and, for most, the training
 # loss at the end: the mean of the last 50 steps. Each variant trains three times, from different
 # random starts. [Chapter 08](08_training.ipynb)'s box "How this book tests a claim" explains how
@@ -135,7 +139,7 @@ for name, experiment in EXPERIMENTS.items():
 #
 # The left panel draws each variant's training loss over the 500 steps, on a
 # logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
-# lowest run to the highest. The right panel has one bar per variant for its mean exact match on new
+# lowest run to the highest. The right panel has one bar per variant for its mean exact match on test
 # strings, and one dot per run. The sentence under the figure compares the first two variants in
 # this run.
 #
@@ -178,7 +182,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # gain.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
 # than 20 points fewer strings than either other table. And the factor brings no gain beyond the
 # spread of the runs. The sentence under the figure compares the two in your run, and the folded
-# check above holds the rest on every machine.
+# check above holds the rest on every machine we measured.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. A token signal that starts too short is cheap to repair. Without the factor a token vector
@@ -189,7 +193,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # (chapter 01, section 4), its logits start 8 times too large as well.
 #
 # So chapter 01's argument holds only in part. Balancing the token and position signals at the
-# start did not make this small model learn better. What the factor and the
+# start did not make this small model learn measurably better in three runs: the ranges overlap. What the factor and the
 # $\mathcal{N}(0, 1/d_{model})$ initialisation achieve together is more modest: token vectors and
 # logits that do not start too large. The factor alone, on PyTorch's default table, does the
 # opposite. The paper's text gives only the factor; the initialisation that goes with it comes from
@@ -203,7 +207,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # showed that a learned table only learns the positions it sees. Two models test the hope. One adds
 # the sinusoidal table, the other a learned one: the package's `LearnedPositionalEmbedding`, one
 # `nn.Embedding` row per position. Both train for 700 steps, on strings of 3 to 10 letters only.
-# Then each reverses new strings of every length from 3 to 16. The table counts the strings reversed
+# Then each reverses test strings of every length from 3 to 16. The table counts the strings reversed
 # exactly and the letters that land in the right place. The cell takes about a minute on a 2-core
 # CPU.
 #
@@ -212,7 +216,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # The left panel draws both models' training loss over the 700 steps, on a
 # logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
 # lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
-# 16. Solid lines give the share of new strings reversed exactly, dashed lines the share of letters
+# 16. Solid lines give the share of test strings reversed exactly, dashed lines the share of letters
 # put in the right place, each with a band from the lowest run to the highest. A grey background
 # marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
@@ -257,10 +261,12 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 
 # %% [markdown]
 # **The finding: on short strings both kinds of model do well, and beyond the training lengths
-# both collapse.** The check above (folded in the web edition) holds it for every run. Every model
-# reverses at least half of the strings of 3 to 6 letters. No model reverses more than 5 % of the
-# strings of 11 letters or more. The share of letters in the right place falls too. It is at least
-# 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on (the right panel).
+# both collapse.** The folded check above holds it for every run. Every model reverses at least half
+# of the strings of 3 to 6 letters (at 3 and 4 letters partly from memory: many of those test
+# strings are training strings). No model reverses more than 5 % of the strings of 11 letters or
+# more. The share of letters in the right place falls too. The folded check's bounds are at least
+# 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on; the right panel shows where
+# the runs lie.
 #
 # Within the training lengths, the learned table may fall behind as the strings get longer. From 7
 # to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
@@ -289,8 +295,9 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 #
 # A *warm-up* starts the learning rate near zero and raises it step by step to its peak. The paper
 # does this over its first 4,000 steps (§5.3); here it takes the first 100 (the settings above).
-# Three variants share the same peak learning rate and the same $1/\sqrt{\text{step}}$ decay after
-# it:
+# Three variants share the same peak learning rate, 0.00625 (equation (3)'s peak for
+# $d_{model} = 64$ and 100 warm-up steps, times the course's scale of 0.5), and the same
+# $1/\sqrt{\text{step}}$ decay after it:
 #
 # - post-LN with the warm-up;
 # - post-LN starting at the peak;
@@ -305,7 +312,7 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
 # from the lowest run to the highest. In the middle, the two learning-rate schedules: one climbs over the
 # first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
-# per variant for its mean exact match on new strings, and one dot per run.
+# per variant for its mean exact match on test strings, and one dot per run.
 #
 # </details>
 
@@ -328,8 +335,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 
 # %% [markdown]
 # **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
-# without it.** The check above (folded in the web edition) holds each part in every run. Post-LN
-# without warm-up reverses at most 2 % of the new strings. Its final loss stays above the others' by
+# without it.** The folded check above holds each part in every run. Post-LN
+# without warm-up reverses at most 2 % of the test strings. Its final loss stays above the others' by
 # 0.5 or more: every run of one against every run of the other. The same model with the warm-up
 # learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
 # steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
@@ -370,7 +377,7 @@ print("settings that differ (warm-up experiment, residual experiment):", differ)
 # Two panels. The left one draws both variants' training loss over the 400
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
 # from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
-# new strings, and one dot per run.
+# test strings, and one dot per run.
 #
 # </details>
 
@@ -390,13 +397,14 @@ expect_above("final training loss: with residual connections below without them 
              loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))  # fmt: skip
 
 # %% [markdown]
-# **The finding: without its shortcuts the model barely learns.** The check above holds it in every
-# run. Without the shortcuts the model reverses at most 2 % of the new strings. With them, its
-# final loss ends lower by 0.5 or more. Without the shortcuts, every piece of information has to
-# pass through every attention and feed-forward sub-layer, including which letter sits where. And
-# the gradient reaches the lower layers only through all the sub-layers above. With the shortcuts,
-# each sub-layer only adds a correction, and the residual stream carries the rest, forwards and
-# backwards.
+# **The finding: without its shortcuts the model barely learns to reverse a string.** The folded
+# check above holds it in every run. Without the shortcuts the model reverses at most 2 % of the
+# test strings, though its loss does fall. With them, its final loss ends lower by 0.5 or more. A
+# likely reason, which these runs did not measure: without the shortcuts, every piece of information
+# has to pass through every attention and feed-forward sub-layer, including which letter sits where.
+# And the gradient reaches the lower layers only through all the sub-layers above. With the
+# shortcuts, each sub-layer only adds a correction, and the residual stream carries the rest,
+# forwards and backwards.
 
 # %% [markdown]
 # ## 5. What does label smoothing buy?
@@ -404,7 +412,7 @@ expect_above("final training loss: with residual connections below without them 
 # The last choice is not in the architecture at all, but in the loss. Chapter 08 (section 3) quoted
 # the paper: label smoothing "hurts perplexity, as the model learns to be more unsure, but improves
 # accuracy and BLEU score" (§5.4). The experiment below trains the same small model on the reverse
-# task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On held-out strings it measures:
+# task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On test strings it measures:
 #
 # - exact match (greedy decoding) and the accuracy of each next-token prediction;
 # - the model's *confidence*: the probability it gives its top choice, averaged over the tokens;
@@ -420,10 +428,10 @@ expect_above("final training loss: with residual connections below without them 
 # Three panels compare the two settings, blue for ε = 0 and orange for
 # ε = 0.1. The left one draws the training loss over the 800 steps, on a logarithmic scale. A line
 # shows the mean of the three runs, and a band reaches from the lowest run to the highest. The middle
-# one is a histogram of the confidence on held-out strings, the probability of the model's top
+# one is a histogram of the confidence on test strings, the probability of the model's top
 # choice, with the share of the tokens on a logarithmic scale. The orange confidences lie lower on
 # average, as the folded check under the figure confirms. The right one has one bar per setting for
-# its mean exact match on new strings, and one dot per run.
+# its mean exact match on test strings, and one dot per run.
 #
 # </details>
 
@@ -516,10 +524,13 @@ expect("exact match: no difference beyond the spread of the seeds",
 #    the token vectors and the logits from starting too large. Learned embeddings soon take whatever
 #    size helps, so a small imbalance at the start is cheap to repair.
 #    </details>
-# 3. Why does a learned position table fail beyond the training lengths?
+# 3. Why do both position encodings fail beyond the training lengths?
 #    <details><summary>Answer</summary>
 #
-#    Its rows for those positions never received a gradient: they are still random.
+#    Not because of the encoding alone. The learned table's rows for those positions never received
+#    a gradient, but the sinusoids, defined everywhere, failed as badly. The model never learnt to
+#    write an 11th letter, or to stop after one: its weights were fitted to strings of up to 10
+#    letters.
 #    </details>
 # 4. What did the warm-up experiment show?
 #    <details><summary>Answer</summary>
@@ -532,9 +543,9 @@ expect("exact match: no difference beyond the spread of the seeds",
 #    <details><summary>Answer</summary>
 #
 #    The 3-layer model barely learnt, in every run: its loss stayed high and it reversed almost no
-#    new string, where the same model with its shortcuts learnt. Each layer had to carry all
-#    information through its own sub-layers, and the gradient had no direct path to the lower
-#    layers.
+#    test string, where the same model with its shortcuts learnt. A likely reason (not measured
+#    here): each layer had to carry all information through its own sub-layers, and the gradient had
+#    no direct path to the lower layers.
 #    </details>
 # 6. What did the label-smoothing experiment show?
 #    <details><summary>Answer</summary>
@@ -554,8 +565,12 @@ expect("exact match: no difference beyond the spread of the seeds",
 # - Xiong et al. (2020), *On Layer Normalization in the Transformer Architecture*: post-LN, pre-LN
 #   and why the former needs a warm-up.
 # - He et al. (2016), *Deep Residual Learning for Image Recognition*: residual connections.
-# - Press, Smith and Lewis (2022), *Train Short, Test Long* (ALiBi), and Su et al. (2021),
-#   *RoFormer* (rotary positions, chapter 13): position encodings designed to extrapolate.
+# - Press, Smith and Lewis (2022), *Train Short, Test Long*: ALiBi, a position method designed to
+#   extrapolate beyond the training lengths. It measures sinusoidal and rotary positions
+#   extrapolating poorly.
+# - Su et al. (2021), *RoFormer*: rotary positions (chapter 13), which encode relative position by
+#   rotating queries and keys. They were not designed to extrapolate; longer contexts need extra
+#   methods such as position interpolation (Chen et al. 2023).
 # - Narang et al. (2021), *Do Transformer Modifications Transfer Across Implementations and
 #   Applications?*: why one small experiment is not enough.
 
