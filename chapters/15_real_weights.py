@@ -27,7 +27,7 @@
 # This chapter converts the published **architectures**, not the published numbers. `transformers`
 # builds each model with the real shapes and random weights, so nothing is downloaded. At the end,
 # our models and `transformers`' give the same logits, within rounding, and the same greedy tokens.
-# Chapter 16 loads the real weights, runs real text through them, and asks what sets the speed of
+# Chapter 16 turns to the real weights, which need a network, and asks what sets the speed of
 # generation.
 #
 # **Learning goals**
@@ -94,7 +94,6 @@ from transformer_course.lm import generate
 from transformer_course.model import Transformer
 from transformer_course.positional import sinusoidal_positional_encoding
 from transformer_course.rotary import apply_rope
-from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.models.hub import require_packages
 from transformer_course_tools.models.published import hf_config
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
@@ -108,13 +107,13 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# The map below is chapter 06's encoder-decoder. Marian's translators have exactly these boxes;
-# GPT-2 and Llama keep only a decoder without cross-attention, the model of chapter 13. The two
-# configurations, `TransformerConfig` (chapter 06) and `DecoderOnlyConfig` (chapter 13), get three
-# new settings each. `TransformerConfig` gets `activation`, `sinusoid_layout` and `scale_embedding`;
-# `DecoderOnlyConfig` gets `bias`, `scale_embedding` and `tie_output`. Two existing settings get a
-# new value: `positional="learned"` (a table of position vectors, trained) and
-# `feed_forward="gelu_tanh"`. GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal
+# The map below is chapter 06's encoder-decoder, and Marian's translators have exactly its boxes.
+# GPT-2 and Llama keep only a decoder without cross-attention: chapter 13's map, shown again in
+# chapter 14. `TransformerConfig` (chapter 06) gets three new settings: `activation`,
+# `sinusoid_layout` and `scale_embedding`. `DecoderOnlyConfig` (chapter 13) gets `bias` and
+# `tie_output`, and section 3 explains its `scale_embedding`, which chapter 14 set to False. Two
+# existing settings get a new value: `positional="learned"` (a table of position vectors, trained)
+# and `feed_forward="gelu_tanh"`. GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal
 # distribution's CDF; its "tanh form" computes $\Phi$ with a cheap formula built on tanh.
 # The [notation page](../book/notation.md) lists the letters.
 #
@@ -139,7 +138,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # | our class | `Transformer` | `Transformer` | `DecoderOnlyLM` | `DecoderOnlyLM` (chapter 13) |
 # | layers | post-LN | post-LN | pre-LN | pre-LN, RMSNorm |
 # | positions | sinusoids (§3.5): the formula pairs (2i, 2i+1), the authors' code puts sines then cosines | sinusoids, sines then cosines | a learned table | rotary |
-# | feed-forward | ReLU (§3.3) | swish | GELU (tanh form) | SwiGLU |
+# | feed-forward | ReLU (§3.3) | swish, $x\,\sigma(x)$ | GELU (tanh form) | SwiGLU |
 # | embedding × √D (§3.4) | yes | yes | no | no |
 # | biases | in the feed-forward network only (equation 2) | everywhere, and one on the logits | everywhere | none |
 # | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
@@ -159,12 +158,11 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # and the authors' code, tensor2tensor, builds the projections without biases. Chapter 04's
 # `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
-# As the opening said, we build the `transformers` models **with the real shapes and random
-# weights**, from each checkpoint's published configuration. The layout of their tensors and their
-# arithmetic are those of the published ones; only the numbers differ. Chapter 16 downloads the real
-# numbers where a network is there. To keep this chapter short on a laptop's processor, SmolLM2 gets 4 of its 30 layers,
-# GPT-2 2 of its 12, and Marian 2 of the 6 in each stack. Every layer has the same names and shapes,
-# so nothing about the conversion depends on how many there are.
+# `transformers` builds each model from its checkpoint's published configuration. The layout of the
+# tensors and the arithmetic are the published ones; only the numbers differ. To keep this chapter
+# short on a laptop's processor, SmolLM2 gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2
+# of the 6 in each stack. Every layer has the same names and shapes, so nothing about the
+# conversion depends on how many there are.
 #
 # One more choice, the random numbers. A freshly built `transformers` model draws every matrix with a
 # standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That is a poor
@@ -178,12 +176,11 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # - each gain from N(1, 0.2²);
 # - each bias, Marian's bias on the logits included, from N(0, 0.2²).
 #
-# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Then the
-# converters make our three models from them.
+# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why).
 #
-# These models are built by `transformers` itself, so the next cells need it:
-# `pip install "transformer-course[hub]"` (which also installs `sentencepiece`, Marian's tokenizer, for
-# chapter 16). Without them the chapter stops there, in one line.
+# > **To run the next cells** you need `transformers`: `pip install "transformer-course[hub]"` (it
+# > also installs `sentencepiece`, Marian's tokenizer, for chapter 16). Without it the chapter stops
+# > here, in one line.
 
 # %% tags=["hide-input"]
 require_packages("Chapter 15 from here on (transformers' own models, beside ours)")
@@ -225,6 +222,10 @@ def redrawn(model: nn.Module) -> nn.Module:
     return model.eval()
 
 
+# %% [markdown]
+# `transformers` builds each model, we draw its tensors again, and the converters make ours:
+
+# %%
 hf_opus = redrawn(MarianMTModel(opus_config))
 hf_smol = redrawn(LlamaForCausalLM(smol_config))
 hf_gpt2 = redrawn(GPT2LMHeadModel(gpt2_config))
@@ -340,6 +341,10 @@ for label, *values in rows:
     print(f"{label:30s}" + "".join(f"{str(v):>22s}" for v in values))
 
 # %% [markdown]
+# In the last row, GPT-2 and SmolLM2 name no padding token, so the converter pads with their end
+# token, which is also their start token.
+
+# %% [markdown]
 # **Rotary pairs, and a reordering of rows.** Chapter 13's `apply_rope` rotates the features of each
 # head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
@@ -422,29 +427,13 @@ print("queries equal:", torch.allclose(F.linear(h, w_q_gpt2, b_q_gpt2), c_attn(h
 # > **Common mistake — a square weight loaded the wrong way round.** GPT-2's `c_proj` is (D, D).
 # > Loaded without the transpose, it has the right shape, and `load_state_dict(strict=True)` accepts
 # > it, but every layer computes another linear map. The model still runs and produces text; only a
-# > comparison of its outputs with the original's shows the mistake. The check of ex15_2 names it, as
-# > the one of ex15_1 names a permutation done over all heads at once instead of per head.
+# > comparison of its outputs with the original's shows the mistake:
 
 # %%
 c_proj = hf_gpt2.transformer.h[0].attn.c_proj
 linear = nn.Linear(768, 768)
 linear.load_state_dict({"weight": c_proj.weight, "bias": c_proj.bias})  # no error: the shapes agree
 print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), atol=1e-4))
-
-
-def untransposed(weight, bias, parts):
-    """The bug: Conv1D's blocks handed to nn.Linear as they are."""
-    width = weight.shape[1] // parts  # of one part
-    return list(zip(weight.split(width, dim=1), bias.split(width), strict=True))
-
-
-def all_heads_at_once(weight, n_heads):
-    """The bug: the halves of the whole weight, not of each head."""
-    return weight.reshape(2, weight.shape[0] // 2, *weight.shape[1:]).transpose(0, 1).reshape(weight.shape).clone()
-
-
-print(run_check("ex15_2", untransposed).line())
-print(run_check("ex15_1", all_heads_at_once).line())
 
 # %% [markdown]
 # ## 4. The check: the same logits, the same tokens
@@ -477,7 +466,7 @@ for name, (ours_logits, their_logits) in pairs.items():
     differences[name] = (ours_logits - their_logits).abs().max().item() / their_logits.abs().max().item()
     print(f"{name:8s} logits {tuple(ours_logits.shape)}: largest difference {differences[name]:.1e} of the largest logit")
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 for name, difference in differences.items():
     expect_at_most(f"{name}: largest |ours − transformers'| relative to the largest logit", difference, 1e-5)
 
@@ -523,7 +512,9 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 # Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
 # layer is its embedding (tied), and the residual connections carry the embedding of the token the
 # decoder reads up to the output. So once it writes a token, that token scores high again. For
-# Marian this check tests the cached decoding loop; the logits above tested the rest.
+# Marian this check tests little: a repeated token can hide a cache that mixes up positions. The
+# logits above are Marian's real test. GPT-2's and SmolLM2's rows change token, so they test
+# `generate` and its cache.
 
 # %%
 steps = 8
@@ -547,7 +538,7 @@ for row in range(len(src)):
     print(f"Marian   row {row} ours   ", ours_marian[row].tolist())
     print(f"{'':8s}       theirs ", their_marian[row, 1 : n + 1].tolist())
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 expect("Marian: greedy tokens identical to transformers' generate", same_marian,
        f"{n} tokens per sentence, {len(ours_marian.unique())} distinct")  # fmt: skip
 for name, same in same_lm.items():
@@ -565,8 +556,7 @@ for name, same in same_lm.items():
 #   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row
 #   i + d/2 → 2i + 1); the other is GPT-2's transposed `Conv1D` blocks.
 # - Equal logits within rounding and identical tokens check the conversion on models whose every
-#   tensor is random; where the real checkpoints can be loaded in float32, chapter 16 asserts the
-#   same of them. Rounding, not equality to the last bit, is what two implementations can share.
+#   tensor is random; the real checkpoints need a network (chapter 16). Rounding, not equality to the last bit, is what two implementations can share.
 #
 # **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
 # write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`
