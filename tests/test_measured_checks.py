@@ -70,21 +70,7 @@ def unmeasured_checks_of_measurements(notebook: Path) -> list[str]:
     return found
 
 
-# Found by this test when it was written (issue 48's chapter 13 defect, in two chapters more); their
-# authors tag the checks (or let them read the kept output) and remove the mark: strict, so it reminds.
-FOUND = {"09_decoding"}
-
-
-@pytest.mark.parametrize(
-    "notebook",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason="a check re-measures a kept timing"))
-        if p.stem in FOUND
-        else p
-        for p in sorted((ROOT / "chapters").glob("*.ipynb"))
-    ],
-    ids=lambda p: p.stem,
-)
+@pytest.mark.parametrize("notebook", sorted((ROOT / "chapters").glob("*.ipynb")), ids=lambda p: p.stem)
 def test_a_check_of_a_kept_measurement_is_kept_with_it(notebook: Path) -> None:
     assert not unmeasured_checks_of_measurements(notebook), (
         f"{notebook.name}: tag these check cells `measured` too, so that their lines come from the run the "
