@@ -19,7 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
 # Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2, a small Llama) into
-# the course's own models, and proved each conversion on random numbers in the real shapes. This
+# the course's own models, and checked each conversion on random numbers in the real shapes. This
 # chapter takes the last steps from a model in a notebook to a model people run, and every step runs
 # here, offline. It turns text into ids by the rules of those models' tokenizers. It measures what a
 # step of generation costs: the operations it asks for, and the bytes it reads. At the end, the
@@ -114,8 +114,8 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# Chapter 15 ended with converted models that matched `transformers` on random numbers. Here the
-# inputs become real text. The map shows the course's translator: section 4 exports every part of
+# Chapter 15 ended with converted models that matched `transformers` on random numbers. Here come
+# real tokenizers and real engines. The map shows the course's translator: section 4 exports every part of
 # it. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
@@ -245,7 +245,8 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # > rules of the real ones, so a published checkpoint can read real text. The next cell downloads two
 # > with the course's loader, `load_hub`, and runs them in our models through chapter 15's
 # > converters: OPUS-MT's English → German translator with our beam search, and SmolLM2-135M
-# > continuing a text. It needs a network (Colab, a laptop); here it says in one line that it skipped.
+# > continuing a text. It needs a network (Colab, a laptop). Without one it says in one line that it
+# > skipped; the output below comes from such a machine.
 # >
 # > `load_hub` loads every checkpoint in float32. A checkpoint's `config.json` names the precision its
 # > weights are stored in (`torch_dtype`): GPT-2's are float32,
@@ -324,9 +325,10 @@ print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules 
 assert all(same.values())
 
 # %% [markdown]
-# Then the operations: every call that reaches PyTorch's dispatcher while one more token is decoded
-# (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer. A random model of the
-# translator's shape that never says `<eos>` decodes exactly as many tokens as it is asked for.
+# Then the operations: every call into PyTorch's C++ core (an *ATen operation*) while one more token
+# is decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer. A random
+# model of the translator's shape that never says `<eos>` decodes exactly as many tokens as it is
+# asked for.
 
 # %%
 def operations_per_layer(path: object, n: int = 6) -> float:
@@ -448,7 +450,7 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
 # > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your own
 # > modules settle it: below, our 4-layer model reads 1,000 tokens into its cache (`new_cache()`, one
-# > chapter 09 `KVCache` per layer), and we compare the bytes it holds with both counts.
+# > `KVCache` of chapter 13 per layer), and we compare the bytes it holds with both counts.
 
 # %%
 cache = smol.new_cache()  # one KVCache per layer (chapter 09)
@@ -465,8 +467,8 @@ expect("the cache counted with the key/value heads: your modules', to the byte",
 expect("the cache counted with every query head: three times too large", wrong == 3 * held, f"{wrong:,} bytes")
 
 # %% [markdown]
-# What `int8` computes depends on where it runs. On a CPU, `Int8Linear` calls PyTorch's fbgemm
-# kernel, which rounds each layer's *input* to 8 bits as well, each row with its own scale. On a GPU
+# What `int8` computes depends on where it runs. On a CPU, `Int8Linear` (the int8 layer `quantize`
+# puts in place of each `nn.Linear`) calls PyTorch's CPU int8 kernel (fbgemm), which rounds each layer's *input* to 8 bits as well, each row with its own scale. On a GPU
 # it calls a weight-only product, where the input keeps its precision: "weights only" below, the int8
 # weights made float again. We measure both against float32 on our 4-layer SmolLM2, decoding with
 # section 2's engine.
@@ -567,7 +569,7 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load.
 # `--to ctranslate2` converts that folder with CTranslate2's own converter. `--to gguf` writes the one file
 # llama.cpp reads; it takes language models only, not translators. This needs `ctranslate2` and
-# `gguf` (`make install` has them). The folded cell runs the five commands, in a folder of its own:
+# `gguf` (`pip install "transformer-course[export]"`). The folded cell runs the five commands, in a folder of its own:
 
 # %% tags=["hide-input"]
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
@@ -727,8 +729,8 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # - With a network, `load_hub` and chapter 15's converters run published checkpoints in our models
 #   (the aside).
 #
-# **Exercises:** this chapter has no exercises of its own. Chapter 15's exercises cover the conversion
-# it relies on.
+# **Exercises:** this chapter has no exercises of its own. [Chapter 15's
+# exercises](../exercises/ex15_real_weights.ipynb) cover the conversion it relies on.
 #
 # ## Check yourself
 #
