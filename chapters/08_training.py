@@ -457,9 +457,9 @@ assert same
 #
 # ### Debug on a toy task first
 #
-# Before the real task, check that the pipeline learns something simple.
-# Reversing a string of letters needs attention by position and nothing else. A small correct model
-# learns it in a short run; a bug in the masks, the shift or the loss shows as a model that does not.
+# Before the real task, check that the pipeline learns something simple. Reversing a string of
+# letters needs attention by position and nothing else. A small correct model learns it in a short
+# run; a bug in the masks, the shift or the loss shows as a model that does not.
 #
 # To judge it, the model must answer alone: in training it always read the correct target so far.
 # `read_greedily` (in `evaluation.py`) does the plainest thing that works, **greedy decoding**. It
