@@ -21,19 +21,17 @@
 # Chapter 07 counted every weight of the paper's models. All of them are still random: the model
 # of chapter 06 cannot translate anything yet. This chapter trains it. We make the data, feed it in
 # batches, choose a loss and a learning rate, and write the training loop. At the end, after a few
-# minutes on a laptop CPU, a Transformer translates English number words into German ones:
-# *"three hundred and forty-seven thousand, five hundred and twelve"* →
-# *"dreihundertsiebenundvierzigtausendfünfhundertzwölf"*. We score it number by number, and look at
-# the mistakes it still makes. On a GPU the notebook picks a larger model.
+# minutes on a laptop CPU, your Transformer translates English number words it never saw into
+# German. We score it on every kind of number, and see why it still makes mistakes.
 #
 # **Learning goals**
 #
-# - make a translation data set on the spot, find the errors in it, and split it so that the test
-#   measures what we care about;
+# - make a data set on the spot, find its errors, and split it so that the test measures what we
+#   care about;
 # - turn sentences into padded batches, bucketed by length, and shift the target for teacher forcing;
 # - write the paper's recipe: label-smoothed cross-entropy, Adam, the warm-up learning rate;
-# - write the training loop, see that `fit` is that loop, train, score the answers with exact match,
-#   BLEU and chrF, and save a checkpoint that can be resumed.
+# - write the training loop, see that `fit` is that loop, train, score the answers, and save and
+#   reload a checkpoint.
 #
 # **In the paper:** §5.1 (training data and batching), §5.3 (optimizer and equation (3), the
 # learning-rate schedule), §5.4 (regularization: dropout and label smoothing), §6.1 (BLEU).
@@ -128,8 +126,9 @@ for n in (21, 7, 1000, 347_512, 101_001):
 #
 # German compounds are built from a small set of pieces, so we cut them there. `german_tokens`
 # splits a word into the 32 pieces *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig, und,
-# hundert, tausend*, taking the longest piece that fits at each position. Each piece matches one
-# English word, and `german_text` joins the pieces back into the written word.
+# hundert, tausend*, taking the longest piece that fits at each position. Most pieces match one
+# English word: below, English *and* has no German piece, and German *und* no English word.
+# `german_text` joins the pieces back into the written word.
 
 # %%
 from transformer_course import english_tokens, german_text, german_tokens
@@ -157,8 +156,6 @@ for n in (1_000, 21_000, 101_000):
 # we compare the 999 thousands groups with our rule-based `number_to_german`.
 
 # %%
-# The course's tests check number_to_german against an independent rule-based speller, on every
-# thousands group and on thousands of random numbers, and pin the corrected forms (tests/test_data.py).
 wrong_groups = [a for a in range(1, 1000) if num2words(a * 1000, lang="de") != number_to_german(a * 1000)]
 print("thousands groups written wrongly by num2words:", wrong_groups)
 print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2words(901_017, lang='de')}")
@@ -172,8 +169,9 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 #
 # We hold out numbers: a held-out number never appears in training. But *which* numbers to test? A
 # number drawn at random below a million almost always has six digits: "seven" and "forty thousand"
-# are one number in a million each. A random test split says nothing about the rare kinds. A model
-# once scored 100% on 1,000 random test numbers, yet wrote "seven" as *sieben sieben sieben …*.
+# are one number in a million each. A random test split says nothing about the rare kinds. An
+# earlier version of this course shipped a model that scored 100% on 1,000 random test numbers,
+# yet wrote "one hundred" as *einhunderthundert…*.
 #
 # The splits are therefore **stratified**. `number_strata` sorts every number into kinds, called
 # *strata*: 0–20, 21–99, 100–999, round hundreds, round thousands, round hundred-thousands,
@@ -183,17 +181,12 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 # - **Some strata cannot be held out.** Below 100 the German forms are irregular (*null*, *elf*,
 #   *siebzig*): a model that never saw "zero" cannot know it is *null*. The 9 round hundreds and 9
 #   round hundred-thousands are too few to spare. These four strata are in training *and* in the
-#   test split, and every table marks them "seen". Their score measures memory, not the
-#   translation of new numbers, and it can be low: a model may not yet have learnt what it saw.
-# - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`). Each number below 21 appears
-#   60 times, each of 21–99 20 times, and so on.
+#   test split, and every table marks them "seen". Their score measures memory, not translation.
+# - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`; the table's last column).
 
 # %%
 from transformer_course.datasets.numbers import NUMBER_OVERSAMPLING, numbers_task
 
-# The story above is this course's own: an earlier version tested on 1,000 random numbers from 1,000
-# to 999,999 and shipped a model that scored 100% there. Measured afterwards, it got 978 of the numbers
-# below 1,000 and 942 of the 999 round thousands right ("one hundred" came out as einhunderthundert…).
 task = numbers_task()  # stratified splits; rare strata repeated in training (NUMBER_OVERSAMPLING)
 numbers, strata = task.info["numbers"], task.info["strata"]
 train_numbers = set(numbers["train"])
@@ -279,7 +272,8 @@ teacher_forcing_diagram(german_tokens("einundzwanzig"))
 
 # %% [markdown]
 # `teacher_forcing` does the cut on the padded batch (exercise ex08_2), and `make_batch` calls it.
-# Here it is on two padded targets:
+# Here it is on two padded targets. The shorter one keeps its `<eos>` in the decoder input; its
+# label there is `<pad>`, which the loss ignores:
 
 # %%
 padded = make_batch(encode_pairs([number_pair(21), number_pair(5_000)], task.src_vocab, task.tgt_vocab), pad_id=0)
@@ -293,9 +287,10 @@ for row in range(2):
 # %% [markdown]
 # ## 3. The loss: label smoothing that ignores padding (§5.4)
 #
-# Cross-entropy with a one-hot target asks the model to give the right token probability 1. It can
-# only approach that by growing its logits without end. **Label smoothing** trains towards a
-# softened target instead, with $\varepsilon_{ls} = 0.1$ in the paper:
+# Training lowers one number: the loss. Cross-entropy with a one-hot target asks the model to give
+# the right token probability 1. It can only approach that by growing its logits without end.
+# **Label smoothing** trains towards a softened target instead, with $\varepsilon_{ls} = 0.1$ in
+# the paper:
 # $q = (1-\varepsilon)\,\text{one\_hot}(y) + \varepsilon / V_\text{tgt}$. The paper says: "This hurts
 # perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score" (§5.4).
 # **Perplexity** is $e$ to the mean cross-entropy per token of the correct text:
@@ -342,15 +337,16 @@ assert torch.allclose(ours, reference)
 # %% [markdown]
 # ## 4. The learning rate: warm up, then decay (§5.3)
 #
-# The paper trains with Adam (β₁ = 0.9, β₂ = 0.98, and `eps` = 10⁻⁹, a small constant in Adam's
-# denominator, not the ε of label smoothing) and a learning rate that changes at every step
-# (equation (3)):
+# The loss's gradient says which way to move; the learning rate says how far. The paper trains with
+# Adam (β₁ = 0.9, β₂ = 0.98, and `eps` = 10⁻⁹, a small constant in Adam's denominator, not the ε
+# of label smoothing) and a learning rate that changes at every step (equation (3)):
 #
 # $$ \text{lrate} = d_\text{model}^{-0.5}\cdot\min\left(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup\_steps}^{-1.5}\right) $$
 #
 # It rises linearly for `warmup_steps` steps, then falls like $1/\sqrt{\text{step}}$: only the peak
 # moves with the warm-up. At the start, Adam's estimates of the gradient's scale are poor, and a
-# full-size step can throw the post-LN Transformer into a state it never recovers from.
+# full-size step can throw the post-LN Transformer into a state it never recovers from
+# ([chapter 11](11_testing_the_papers_choices.ipynb), section 3, tests this).
 #
 # `transformer_lr` is the formula (exercise ex08_1). `transformer_scheduler` wraps it as a PyTorch
 # `LambdaLR`; the optimizer is made with `lr=1.0`, so the factor *is* the rate. Our small model uses
@@ -431,7 +427,7 @@ print("loss at each of the first five steps:", [round(value, 3) for value in los
 # %% [markdown]
 # Gradient clipping is not in the paper. It keeps a rare bad batch from undoing progress in short,
 # fast runs like ours. The course's `fit` makes exactly these steps: from the same seed, it must
-# give the same five losses, to the last bit:
+# give the same five losses, to the last bit on a CPU (a GPU may add its floats in another order):
 
 # %%
 from dataclasses import replace
@@ -452,36 +448,26 @@ assert same
 # So `fit` is this loop plus what a long run needs:
 #
 # - the step itself is `train_step` (exercise ex08_4), the body of our loop;
-# - it reads the losses back every 50 steps, in one transfer (on a GPU, each `loss.item()` makes
-#   the CPU wait), and stops if one is not finite;
+# - it reads the losses back every 50 steps, in one transfer, and stops if one is not finite;
 # - it evaluates the model now and then (an `Evaluation`), and can stop after a time limit;
-# - on a GPU, `train_step` runs the forward pass in mixed precision (`MixedPrecision`): bfloat16 on
-#   recent GPUs, float16 with a gradient scaler on older ones such as Colab's T4.
-#
-# Each piece has its own file in `transformer_course/`: `loss.py`, `schedule.py`, `step.py` and
-# `training.py`.
+# - on a GPU, `train_step` runs the forward pass in *mixed precision* (`MixedPrecision`): matrix
+#   products in faster 16-bit floats. Recent GPUs use bfloat16 (float32's range, fewer digits).
+#   Older ones, such as Colab's T4, use float16, whose small range needs a *gradient scaler*: it
+#   enlarges the loss so that tiny gradients do not round to zero.
 #
 # ### Debug on a toy task first
 #
-# Before spending minutes on the real task, check that the pipeline learns something simple.
-# Reversing a string of letters needs attention by position and nothing else. A small correct model
-# learns it in a short run; a bug in the masks, the shift or the loss shows as a model that does not.
+# Before the real task, check that the pipeline learns something simple. Reversing a string of
+# letters needs attention by position and nothing else. A small correct model learns it in a short
+# run; a bug in the masks, the shift or the loss shows as a model that does not.
 #
 # To judge it, the model must answer alone: in training it always read the correct target so far.
-# `read_greedily` (in `evaluation.py`) does the plainest thing that works. It encodes the source
-# once, runs the decoder on `<bos>` and the tokens chosen so far, and keeps the most probable next
-# token, until every sentence has said `<eos>` or reached its limit: the source's length + 50 tokens
-# (§6.1). `translate` answers a list of sentences with it, and `evaluate` scores the answers, in
-# percent:
-#
-# - **exact match**: the whole answer is right. For numbers, anything else is wrong.
-# - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
-#   reference, with a penalty for short outputs. A German number is a single word, so we count the
-#   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
-# - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
-#   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
-#
-# `sacrebleu` computes the last two, as the research community does.
+# `read_greedily` (in `evaluation.py`) does the plainest thing that works, **greedy decoding**. It
+# encodes the source once, runs the decoder on `<bos>` and the tokens chosen so far, and keeps the
+# most probable next token, until every sentence has said `<eos>` or reached its limit: the
+# source's length + 50 tokens (§6.1). Chapter 09 shows better ways. `translate` answers a list of
+# sentences with it, and `evaluate` scores the answers. The score to watch is **exact match**, the
+# share of answers right in full; section 7 explains the other two.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.data import load_task
@@ -508,23 +494,11 @@ print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
 # %% [markdown]
 # This is the book's first trained result, so here is how the book treats one.
 #
-# > **How this book tests a claim**
-# >
-# > - **A seed fixes a run**: the initial weights, the dropout masks, the order of the batches. Run
-# >   a cell twice on one computer, and you get the same numbers.
-# > - **Another computer gives other numbers.** It adds its floats in another order, and training
-# >   amplifies the last bits into a visibly different model. The course's tests rerun every
-# >   notebook with `ATEN_CPU_CAPABILITY=default`, which makes PyTorch take other kernels.
-# > - **A check line states the claim.** The tests do not compare a cell that prints a trained
-# >   result. The cell after it checks the text's claim with a margin:
-# >   `✓ claim ≥ bound (measured: …)`. The bound lies beyond everything we measured over several
-# >   seeds and both kinds of arithmetic, and a broken model fails it. The checks are folded.
-# > - **Comparisons need several runs.** Two settings are each trained three times or more, and a
-# >   table gives the mean with the lowest and the highest run. A difference counts only when it
-# >   lies beyond the spread: every run of one setting beats every run of the other. Runs of two
-# >   settings with the same seed form a pair: same weights, same batches. Three pairs that agree
-# >   in sign while the ranges overlap are *consistent* with a difference, not proof of it: by
-# >   chance alone they agree one time in four.
+# > **How this book tests a claim.** A seed fixes a run: weights, dropout masks, batch order.
+# > Another computer adds its floats in another order, and training amplifies the last bits into
+# > another model. So the book states only what holds on every machine. Comparing two settings
+# > takes several runs of each ([chapter 11](11_testing_the_papers_choices.ipynb)); three paired
+# > runs that agree in sign are *consistent* with a difference, not proof.
 
 
 # %% tags=["hide-cell"]
@@ -537,6 +511,7 @@ expect_at_least("the toy model reverses held-out strings exactly", toy_scores["e
 # counted from the *end*. Below are the four cross-attention heads of its decoder layer, on one
 # held-out string: rows are the letters it writes, columns the letters it reads. A head that has
 # found the rule puts its weight on the *anti*-diagonal. How many heads do so varies from run to run.
+# The panels count heads from 1, where chapters 04 and 06 count from 0.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -564,9 +539,9 @@ plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its
 # > output with the *same* target: each position only has to copy the token it is reading. The loss
 # > is low from the first step: the output layer shares its matrix with the target embedding
-# > (chapter 01), and the residual connections carry each input embedding up to the output. Soon the
-# > loss is near zero. But at translation time the decoder reads its own previous guess, and the
-# > model has learned nothing it can use. Below: the same toy run with labels = decoder input.
+# > (chapter 01), and the residual connections carry each input embedding up to the output. But at
+# > translation time the decoder reads its own previous guess, and the model has learned nothing it
+# > can use. Below: the same toy run with labels = decoder input.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.batching import Batch
@@ -600,9 +575,9 @@ print(run_check("ex08_2").line())
 #
 # Now the real task, with the settings printed below: on the CPU a model like the paper's, scaled
 # down; on a GPU a larger one, trained for longer. Every 200 steps the model translates 500
-# validation numbers, and we record the share it gets exactly right. Here an answer may have at most
-# 20 pieces: the longest German number has 11 and `<eos>`, and an early model that does not yet
-# stop then costs less time.
+# validation numbers, and we record its exact match. Here an answer may have at most 20 pieces
+# (the longest German number has 11, plus `<eos>`), so an early model that does not yet stop costs
+# less time.
 
 # %%
 from transformer_course.step import MixedPrecision
@@ -653,15 +628,23 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 
 # %% [markdown]
 # The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
-# smoothed target (the dotted line). The validation score need not rise at every evaluation: five
-# hundred numbers are a small sample.
+# smoothed target (the dotted line). The validation score need not rise at every evaluation: the
+# numbers stay the same, but the model moves, and a step that helps most of them can break a
+# pattern that a few share.
 #
 # ## 7. Evaluation
 #
-# Now the model answers the whole test split, with §6.1's limit, and `score_translations` gives the
-# toy task's three scores (`evaluate` is `translate`, then `score_translations`). The folded check
-# asks less of BLEU than of exact match: an answer that never stops is one wrong number, but up to
-# 50 wrong pieces for BLEU.
+# Now the model answers the whole test split, with §6.1's limit. `score_translations` gives three
+# scores, in percent:
+#
+# - **exact match**: the whole answer is right. For numbers, anything else is wrong.
+# - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
+#   reference, with a penalty for short outputs. A German number is a single word, so we count the
+#   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
+# - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
+#   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
+#
+# `sacrebleu` computes the last two.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import score_translations
@@ -680,8 +663,7 @@ expect_at_least("BLEU on the test split", test_scores["bleu"], 85)  # a few outp
 
 # %% [markdown]
 # One number for the whole split hides the strata. `strata_scores` scores the answers of each
-# stratum on its own (`evaluate_strata` would translate them again); a round hundred-thousand is
-# also a round thousand. The last column marks the seen strata.
+# stratum on its own. Each number belongs to one stratum only. The last column marks the seen strata.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import strata_scores
@@ -690,14 +672,14 @@ from transformer_course_tools.notebook.plots import strata_table
 test_strata = strata_scores(task, "test", test_answers)
 print(strata_table(test_strata))
 
-# %% tags=["hide-output"]
+# %% tags=["hide-cell"]
 large = {name: s for name, s in test_strata.items() if s["count"] >= 100}
 expect("every stratum of 100 numbers or more is at least 90% exact",
        all(s["exact_match"] >= 90 for s in large.values()),
        ", ".join(f"{name} {s['exact_match']:.1f}%" for name, s in large.items()))  # fmt: skip
 
 # %% [markdown]
-# The large strata are at 90% or more (the check above). The small ones, seen or not, can land
+# The strata of 100 numbers or more are at 90% or more in the table. The small ones can land
 # anywhere from 0 to 100%. In a stratum of nine numbers one mistake costs 11 points, and its
 # numbers share one pattern: a model that has not yet learnt the pattern misses them all. Here are
 # this run's mistakes:
@@ -710,7 +692,7 @@ for n, hyp, ref in mistakes[:6]:
     print(f"{n:>7,}: {german_text(hyp):<50} expected {german_text(ref)}")
 
 # %% [markdown]
-# And three numbers of our choice, each marked right or wrong:
+# And three numbers of our choice:
 
 # %% tags=["nbval-ignore-output"]
 for n in (21, 999_999, 88_008):
@@ -719,12 +701,12 @@ for n in (21, 999_999, 88_008):
     print(f"{number_to_english(n)} → {written}  ({verdict})")
 
 # %% [markdown]
-# **Why a model makes such mistakes.** The decoder writes one piece at a time. It chooses each next
-# piece, or the end, from the source and from the pieces so far, and in the training targets some
-# ways on are far more common than others. Take *eighty-eight thousand and eight*,
-# *achtundachtzigtausendacht*. After *…tausend acht*, a German number can go on with *hundert*, with
-# *und* and a tens word, or not at all. Count the three ways over the numbers below 1,000 that start
-# with *acht*:
+# **A hazard: the common way on.** The decoder writes one piece at a time. It chooses each next
+# piece, or the end, from the source and the pieces so far. In the training targets, some ways on
+# are far more common than others. Take *eighty-eight thousand and eight*,
+# *achtundachtzigtausendacht*, which a given run may get right or wrong. After *…tausend acht*, a
+# German number can go on with *hundert*, with *und* and a tens word, or not at all. Count the
+# three ways over the numbers below 1,000 that start with *acht*:
 
 # %%
 from collections import Counter
@@ -734,12 +716,11 @@ after_acht = Counter((pieces + ["<eos>"])[1] for pieces in below_1000 if pieces[
 print("the piece after a leading 'acht':", after_acht.most_common())
 
 # %% [markdown]
-# The end is the rarest way on after *acht*. Likewise, *tausend* comes straight after *hundert* only
+# The end is the rarest way on after *acht*. Likewise, *tausend* follows *hundert* directly only
 # when the thousands are a round hundred (*dreihunderttausend…*). Only the source says when the rare
-# way is right: "and eight" with nothing after it, or "one hundred thousand". Where the model has
-# not fully learnt to read the source, the common way wins, and greedy decoding cannot take the step
-# back. The answer goes on past the end, stops too early (*einhundert* for "one hundred thousand"),
-# or takes a wrong piece and goes on from there. How many of this run's mistakes end in the wrong
+# way is right. Until the model has learnt to read it there, the common way wins, and greedy
+# decoding cannot step back. The answer goes on past the end, stops too early (*einhundert* for
+# "one hundred thousand"), or takes a wrong piece. How many of this run's mistakes end in the wrong
 # place?
 
 # %% tags=["nbval-ignore-output"]
@@ -766,9 +747,9 @@ display(Markdown(f"In this run, of the {len(mistakes)} mistakes, {kind(went_on, 
 # ## 8. Checkpoints
 #
 # A checkpoint holds what it takes to *use* the model (its configuration, weights and both
-# vocabularies) and to *continue* training (the optimizer and scheduler state, the step, the random
-# state). `load_checkpoint` reads it with `torch.load(weights_only=True)`, which refuses files that
-# would run code.
+# vocabularies) and to train on from there (the optimizer and scheduler state, the step, the random
+# state), as `train --resume` does. This chapter only saves, loads and compares. `load_checkpoint`
+# reads it with `torch.load(weights_only=True)`, which refuses files that would run code.
 
 # %%
 import tempfile
@@ -776,7 +757,6 @@ from pathlib import Path
 
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 
-# tests/test_checkpoint.py checks the resumed run: 4 + 4 steps with a save and a load in between
 folder = Path(tempfile.mkdtemp())
 path = save_checkpoint(folder / "numbers.pt", model, task.src_vocab, task.tgt_vocab, optimizer, scheduler,
                        step=history.steps[-1], extra={"task": task.name, "test": test_scores})  # fmt: skip
@@ -794,8 +774,8 @@ except ValueError as error:
     print("ValueError:", str(error)[:110], "…")
 
 # %% [markdown]
-# The course ships one trained model, made by `scripts/make_checkpoint.py`, so that chapter 09 can
-# decode without training first. `load_pretrained` checks the file's SHA-256 before loading it.
+# Chapter 09 decodes with the shipped model, so it need not train first. `load_pretrained` checks
+# the file's SHA-256 before loading it.
 
 # %%
 from transformer_course_tools.models.pretrained import load_pretrained
@@ -808,8 +788,7 @@ for n in (800, 88_008):
     print(f"{number_to_english(n)} → {german_text(translate(pretrained.model, [number_pair(n)[0]], task)[0])}")
 
 # %% [markdown]
-# The same training from a terminal, with a time limit instead of a step count (each command ends
-# with a JSON line of scores):
+# The same from a terminal, with a time limit instead of a step count:
 #
 # ```bash
 # python -m transformer_course train --task numbers-en-de --max-seconds 90 --out model.pt
@@ -818,17 +797,18 @@ for n in (800, 88_008):
 #
 # ## Summary
 #
-# - The data is generated and checked (the `num2words` errors), and split by number into strata, so
-#   that every kind of number is tested; rare kinds are repeated in training.
+# - The data is generated, checked (the `num2words` errors) and split into strata, so that every
+#   kind of number is tested; rare kinds are repeated in training.
 # - Bucketing by length keeps the padding small. Teacher forcing shifts the target by one, so that
 #   each position predicts the next token.
 # - The recipe of §5: label-smoothed cross-entropy over real tokens, Adam (0.9, 0.98, 1e-9), a
 #   warm-up then a 1/√step learning rate; we add gradient clipping.
-# - The training loop is forward, loss, backward, clip, step, schedule; `fit` is that loop with
-#   logging and evaluation.
+# - The training loop repeats seven steps, in order: forward, loss, clear the gradients, backward,
+#   clip, optimizer step, scheduler step. `fit` is that loop with logging and evaluation.
 # - A low loss is no proof (the unshifted target); answers to held-out inputs are. The strata show
 #   where the mistakes are: a rare way on loses to a common one until the model reads the source.
-# - Checkpoints carry the configuration and vocabularies with the weights, load safely, and resume.
+# - A checkpoint holds the weights with their configuration and vocabularies, and the training
+#   state; it loads safely.
 #
 # **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
 # `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and
@@ -843,8 +823,7 @@ for n in (800, 88_008):
 #    <details><summary>Answer</summary>
 #
 #    A random number almost always has six digits; "seven" is one number in a million. "Seen"
-#    strata are also in training: their score measures how much of what it saw the model learnt,
-#    not whether it generalises.
+#    strata are also in training: their score measures memory, not generalisation.
 #    </details>
 # 2. For the target `<bos> y1 y2 y3 <eos>`, what are the decoder input and the labels?
 #    <details><summary>Answer</summary>
@@ -864,11 +843,11 @@ for n in (800, 88_008):
 #    At step `warmup_steps`, with $(d_{model} \cdot \text{warmup\_steps})^{-1/2}$; for the base model
 #    $(512 \cdot 4000)^{-1/2} \approx 7.0 \times 10^{-4}$.
 #    </details>
-# 5. Name the six lines of a training step, in order.
+# 5. Name the seven steps of the training loop, in order.
 #    <details><summary>Answer</summary>
 #
-#    Forward, loss, clear the old gradients, backward, clip the gradient norm, optimizer step; then
-#    the scheduler sets the next learning rate.
+#    Forward, loss, clear the old gradients, backward, clip the gradient norm, optimizer step,
+#    scheduler step (it sets the next learning rate).
 #    </details>
 #
 # ## Further reading
