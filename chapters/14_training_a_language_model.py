@@ -359,7 +359,7 @@ print(*ours, sep="\n")
 print(*shipped.extra["samples"], sep="\n")
 
 # %% [markdown]
-# Sampled here, from the same prompts as our run (60 new tokens each, where our run wrote 40):
+# Sampled here, from our run's prompts (60 new tokens each; ours wrote 40):
 
 # %%
 shipped_model = shipped.model.to(device)

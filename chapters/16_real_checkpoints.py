@@ -245,8 +245,8 @@ print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same te
 # > rules of the real ones, so a published checkpoint can read real text. The next cell downloads two
 # > with the course's loader, `load_hub`, and runs them in our models through chapter 15's
 # > converters: OPUS-MT's English → German translator with our beam search, and SmolLM2-135M
-# > continuing a text. It needs a network (Colab, a laptop). Without one it says in one line that it
-# > skipped; the output below comes from such a machine.
+# > continuing a text. It needs a network (Colab, a laptop); without one it says so in one line, as
+# > below.
 # >
 # > `load_hub` loads every checkpoint in float32. A checkpoint's `config.json` names the precision its
 # > weights are stored in (`torch_dtype`): GPT-2's are float32,
@@ -325,7 +325,7 @@ print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules 
 assert all(same.values())
 
 # %% [markdown]
-# Then the operations: every call into PyTorch's C++ core (an *ATen operation*) while one more token
+# Then the operations: every call into PyTorch's C++ core (an *ATen operation*) as one more token
 # is decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer. A random
 # model of the translator's shape that never says `<eos>` decodes exactly as many tokens as it is
 # asked for.
