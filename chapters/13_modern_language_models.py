@@ -37,7 +37,8 @@
 # - build RMSNorm, rotary positions (RoPE), grouped-query attention, SwiGLU and blocked attention
 #   with an online softmax, each checked against a reference;
 # - compute the size of a KV cache, and see why shared key/value heads speed up generation;
-# - measure what blocked attention saves at inference, and why it saves nothing in training;
+# - measure what blocked attention saves at inference, why a plain blocked loop under autograd
+#   saves nothing in training, and how FlashAttention avoids that;
 # - train the modern block on real text with chapter 08's loop, and read what it writes.
 #
 # **In the paper:** the 2017 choices that this chapter revisits.
@@ -136,12 +137,12 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 # 06's causal mask). So the output at $t$ can be trained to predict the token at $t + 1$ without
 # seeing it.
 #
-# `DecoderOnlyLM` (in `lm.py`) is built from the existing rooms: `TokenEmbedding`, positions, $N$
+# `DecoderOnlyLM` (in `lm.py`) is built from the existing modules: `TokenEmbedding`, positions, $N$
 # `EncoderLayer`s under a causal mask, and an output layer tied to the embedding. `DecoderOnlyConfig`
 # holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` gives
-# Llama's: pre-LN with RMSNorm, RoPE, SwiGLU and no dropout. (Llama also drops the biases and the
-# embedding's √D scale: chapter 15.) The cell checks the
-# title's claim: `EncoderLayer`s run under the causal mask give the model's own logits.
+# Llama's: pre-LN with RMSNorm, RoPE, SwiGLU and no dropout (Llama also drops the biases and the √D
+# scale: chapter 15). The cell checks the title's claim: `EncoderLayer`s run under the causal
+# mask give the model's own logits.
 
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
@@ -196,9 +197,10 @@ assert leak
 #
 # $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \epsilon}} \odot g.$$
 #
-# No mean and no $\beta$: a little less work, fewer parameters, and in practice the same training.
-# On features with mean zero the two agree (up to $\epsilon$). The cell checks ours against the
-# formula, and against `torch.nn.RMSNorm` (PyTorch 2.4 on).
+# No mean and no $\beta$: a little less work, fewer parameters, and in practice about the same
+# training (chapter 14, section 2, compares them). On features with mean zero the two agree (up to
+# $\epsilon$). The cell checks ours against the formula, and against `torch.nn.RMSNorm` (PyTorch 2.4
+# on).
 
 # %%
 norm = RMSNorm(8, eps=1e-6)
@@ -238,7 +240,7 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 #
 # This is chapter 02's rotation $M_k$ again, acting on other vectors: chapter 02 turned the rows of
 # the *table*, $PE_{pos+k} = M_k\,PE_{pos}$, before any projection; RoPE turns the projected queries
-# and keys. (Chapter 02 stores a pair as (sin, cos), hence the swapped signs of its sines.)
+# and keys.
 #
 # Write $R_m$ for the rotation of position $m$: the block-diagonal matrix of all $d_k/2$ pairs.
 # Rotations compose, $R_m^\top R_n = R_{n-m}$. So for a query $q$ at position $m$ and a key $k$ at
@@ -290,15 +292,6 @@ plt.show()
 #
 # Values are never turned: the position belongs in the *score*, and a turned value would carry its
 # absolute position into the output.
-#
-# **Other layouts, longer texts.** Hugging Face's Llama pairs feature $i$ with feature $i + d_k/2$:
-# the same rotations on the features in another order (chapter 15 converts one into the other).
-# Position interpolation (Chen et al. 2023) stretches a model to longer texts by slowing every
-# rotation down. Llama 3.1's `rope_scaling` sorts the pairs by wavelength, the distance over which a
-# pair turns once. Its pretraining texts had 8,192 tokens. Pairs whose wavelength exceeds 8,192 turn
-# 8 times slower, pairs below 2,048 keep their speed, and those in between get a blend of the two.
-# So the fast pairs, which tell short distances apart, stay as trained. Chapter 14, section 2, tests
-# the plain rotation past the lengths it was trained on.
 
 # %%
 torch.manual_seed(0)
@@ -316,12 +309,21 @@ print(
 print("the cache holds each key rotated at its own position:", torch.allclose(cache.keys, own_positions, atol=1e-6))
 
 # %% [markdown]
+# **Other layouts, longer texts.** Hugging Face's Llama pairs feature $i$ with feature $i + d_k/2$:
+# the same rotations in another order (chapter 15 converts one into the other). For longer texts,
+# Llama 3.1, pretrained on texts of 8,192 tokens, sorts the pairs by wavelength (the distance over
+# which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
+# 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
+# distances apart, stay as trained. Chapter 14, section 2, tests the plain rotation past its
+# training lengths.
+
+# %% [markdown]
 # ## 4. Grouped-query attention and the KV cache
 #
 # A model that generates keeps, for every layer, the keys and values of every position so far. With
 # the paper's $H$ heads of $d_k = D/H$ features, that is $2 \cdot N \cdot H \cdot d_k \cdot T$
-# numbers per text. For long texts and large batches it outgrows the weights themselves, and reading
-# it at every step becomes what limits the speed of generation. Multi-query attention (Shazeer 2019)
+# numbers per text. For long texts and large batches it outgrows the weights, and reading it at
+# every step limits the speed of generation. Multi-query attention (Shazeer 2019)
 # keeps one key head and one value head for all query heads. Grouped-query attention (Ainslie et al.
 # 2023) keeps $H_{kv}$ of them, each shared by a group of $H / H_{kv}$ query heads. Llama 2's 34B and
 # 70B models and every Llama 3 size have 8.
@@ -342,9 +344,7 @@ grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))  # drawn by transformer_cours
 # %% [markdown]
 # `GroupedQueryAttention(..., n_kv_heads=...)` (`transformer_course/grouped.py`) is chapter 04's
 # `MultiHeadAttention` with smaller $W^K$ and $W^V$. It projects $H_{kv}$ key and value heads, and
-# `repeat_kv` hands each query head its group's. PyTorch's
-# `F.scaled_dot_product_attention(..., enable_gqa=True)` (version 2.5 on) does the same sharing
-# internally.
+# `repeat_kv` hands each query head its group's.
 
 # %%
 torch.manual_seed(0)
@@ -431,12 +431,14 @@ for batch in (1, 32):
 # At batch 1 every design reads the 16 GB of weights and does about one operation per byte: the
 # step is bound by memory. A batch shares the weights, so at batch 32 one read serves 32 texts. But
 # each text brings its own cache. With $H_{kv} = 32$, the caches of 32 long texts (137 GB) outweigh
-# the weights several times over and set the time of every step. Grouped-query attention's 8 heads
-# divide them by 4, and the step takes less than half the time: what it was made for.
+# the weights several times over. They do not even fit: an H100 holds 80 GB. Grouped-query
+# attention's 8 heads divide them by 4: the batch fits, and the step takes less than half the time.
+# Even at batch 32 a step does about ten operations per byte, far below the GPU's hundreds: bytes
+# / bandwidth still gives the time.
 #
-# On our CPU the effect is smaller but shows. A step of one text is spent reading weights and
+# Our CPU can show only the first half, batching. A step of one text is spent reading weights and
 # launching operations, so a text costs less in a batch than alone. The folded cell times a step of
-# a small modern model for 1 text and for 16:
+# a small modern model ($H_{kv} = 2$) for 1 text and for 16: it measures batching, not shared heads.
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:
@@ -504,13 +506,13 @@ assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)),
 # ## 6. Attention one block of keys at a time
 #
 # Section 4 shrank the cache, which grows with the text. The attention weights grow with its square.
-# Chapter 03's attention builds the full $T \times S$ matrix of weights for every head. For a text
-# of $T = 32{,}000$ tokens that is a billion numbers per head (4 GB in float32). Yet each output row
-# is only a weighted mean of the values, and a softmax can be accumulated *online*. Read the keys in
-# blocks, and keep three running numbers for each query: the largest score so far $\mu$, the sum
-# $\ell$ of $e^{s - \mu}$, and the sum $a$ of $e^{s - \mu}\,v$. When a block brings a larger maximum
-# $\mu'$, the old sums are multiplied by $e^{\mu - \mu'}$. At the end, $a / \ell$ is exactly
-# $\mathrm{softmax}(s)\,V$.
+# Chapter 03's attention builds the full $T \times S$ matrix of weights for every head. For a text of
+# $T = 32{,}000$ tokens that is a billion numbers per head (4 GB in float32). Yet each output row is
+# only a weighted mean of the values, and a softmax can be accumulated *online*. Read the keys in
+# blocks, and keep two running numbers and one running vector for each query: the largest score so
+# far $\mu$, the sum $\ell$ of $e^{s - \mu}$, and the vector $a$, the sum of $e^{s - \mu}\,v$. When a
+# block brings a larger maximum $\mu'$, the old sums are multiplied by $e^{\mu - \mu'}$. At the end,
+# $a / \ell$ is exactly $\mathrm{softmax}(s)\,V$.
 #
 # By hand first, for one query whose four scores $s = [1, 3, 2, 5]$ arrive in two blocks, $[1, 3]$
 # then $[2, 5]$. Each value is a single number here, $v = [10, 20, 30, 40]$, so $a$ is a number too.
@@ -540,9 +542,10 @@ assert torch.allclose(weights, torch.softmax(s, 0)) and torch.isclose(a / ell, t
 #
 # Milakov & Gimelshein (2018) computed a softmax in one pass this way. Rabe & Staats (2021) applied
 # it to attention, one block of keys at a time, as `blocked_attention` (in `blocked.py`) does in
-# plain PyTorch. FlashAttention (Dao et al. 2022) made it fast on GPUs, where its tiles stay in the
-# fast on-chip memory. For training it saves only $\mu$ and $\ell$ of each query and recomputes
-# the blocks in the backward pass.
+# plain PyTorch. Its loop's body is `online_softmax_update` (exercise ex13_5), the update above.
+# FlashAttention (Dao et al. 2022) made it fast on GPUs, where its tiles stay in the fast on-chip
+# memory. For training it saves only $\mu$ and $\ell$ of each query and recomputes the blocks in
+# the backward pass.
 
 # %%
 torch.manual_seed(0)
@@ -582,8 +585,8 @@ expect("the blocked path's peak is less than a quarter of that",
 
 # %% [markdown]
 # At inference the blocked path holds less than a quarter of the teaching path's peak (the folded
-# check): it never holds the whole matrix. Training is another matter. With autograd on, every
-# block's scores and weights are kept for the backward pass. Half the length, with gradients:
+# check): it never holds the whole matrix. In training, autograd keeps every block's scores and
+# weights for the backward pass. Half the length, with gradients:
 
 # %%
 torch.manual_seed(0)
@@ -604,19 +607,19 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
        f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
 
 # %% [markdown]
-# With gradients, the blocked loop's peak is at least 90 % of the full matrix's (the folded check):
-# it saves nothing, because autograd keeps every block. On a GPU, PyTorch's fused
+# With gradients, the blocked loop holds as much as the full matrix or more (the folded check
+# allows 10 % less): it saves nothing, because autograd keeps every block. FlashAttention avoids
+# that by recomputing the blocks in the backward pass (above). On a GPU, PyTorch's fused
 # `F.scaled_dot_product_attention` runs FlashAttention when told `is_causal=True` instead of given a
-# mask, and `DecoderOnlyLM` tells it so when it reads a whole text.
+# mask, as `DecoderOnlyLM` does on a whole text.
 #
 # ## 7. The modern block learns to write
 #
 # `DecoderOnlyConfig.modern` now holds every part of this chapter. Does the block learn? We train a
-# small one for 300 steps on six plays by Shakespeare,
-# which ship with the course (`datasets/shakespeare.py`, public domain). A play is cut into
-# passages: a speech with its speaker, a stage direction, a scene heading. The end of each play is
-# held out. Chapter 12's byte-pair encoding learns the tokens, and consecutive passages are packed
-# into texts of at most 128 tokens.
+# small one for 300 steps on six plays by Shakespeare, which ship with the course
+# (`datasets/shakespeare.py`, public domain). A play is cut into passages: a speech with its speaker,
+# a stage direction, a scene heading. The end of each play is held out. Chapter 12's byte-pair
+# encoding learns the tokens, and consecutive passages are packed into texts of at most 128 tokens.
 
 # %%
 from transformer_course.batching import batch_stream, pad_sequences
@@ -674,11 +677,11 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
     print("sampled:", write(prompt, temperature=0.8, top_p=0.9, generator=sampler))
 
 # %% [markdown]
-# After 300 steps the model writes in the shape of a play: a speaker's name, then a speech of
-# mostly English words, strung together with little sense. It has learnt more than how often each
-# token occurs: on the held-out ends of the plays, its loss is at least half a nat per token below
-# that of a model that knows only those frequencies (the folded check). To get there it must read
-# the tokens before. Chapter 14 trains the same block longer, with today's recipe.
+# After 300 steps the model writes in the shape of a play: a speaker's name, then a speech of mostly
+# English words, strung together with little sense. It has learnt more than how often each token
+# occurs. On the held-out ends of the plays, its loss is lower than that of a model that knows only
+# those frequencies; the folded check's bound on that margin is half a nat per token. To get there
+# it must read the tokens before. Chapter 14 trains the same block longer, with today's recipe.
 
 # %% tags=["hide-output"]
 counts = torch.bincount(torch.tensor([i for ids in train for i in ids[1:]]), minlength=len(tokenizer))  # (V,)
@@ -723,9 +726,9 @@ expect_at_most("held-out loss, at least half a nat below the token frequencies' 
 #    more than their distance? Why does it not with RoPE?
 #    <details><summary>Answer</summary>
 #
-#    The score $((x + PE_p) W^Q) \cdot ((y + PE_q) W^K)$ mixes the tables with the contents
-#    through $W^Q {W^K}^\top$, so it depends on $p$ and $q$ separately. RoPE rotates after the
-#    projections, and $R_p^\top R_q = R_{q-p}$: only the difference remains.
+#    The score $((x + PE_m) W^Q) \cdot ((y + PE_n) W^K)$ mixes the tables with the contents
+#    through $W^Q {W^K}^\top$, so it depends on $m$ and $n$ separately. RoPE rotates after the
+#    projections, and $R_m^\top R_n = R_{n-m}$: only the difference remains.
 #    </details>
 # 3. A model has 32 layers, 32 query heads of 128 features and 8 key/value heads. How many bytes
 #    does its bf16 KV cache take for a batch of 4 texts of 4,096 tokens?
@@ -750,9 +753,8 @@ expect_at_most("held-out loss, at least half a nat below the token frequencies' 
 #
 # ## Further reading
 #
-# - The paper: §3.1 (post-LN residual blocks), §3.3 (the ReLU feed-forward network), §3.5
-#   (sinusoidal positions).
-# - Radford et al. (2018, 2019): GPT and GPT-2 (decoder-only; GPT post-LN, GPT-2 pre-LN).
+# - The paper: §3.1, §3.3, §3.5.
+# - Radford et al. (2018, 2019): GPT and GPT-2.
 # - Zhang and Sennrich (2019), *Root Mean Square Layer Normalization*.
 # - Su et al. (2021), *RoFormer: Enhanced Transformer with Rotary Position Embedding*.
 # - Shazeer (2019), *Fast Transformer Decoding* (multi-query attention); Ainslie et al. (2023), *GQA*.
@@ -760,7 +762,7 @@ expect_at_most("held-out loss, at least half a nat below the token frequencies' 
 # - Milakov and Gimelshein (2018), *Online normalizer calculation for softmax*; Rabe and Staats (2021),
 #   *Self-attention Does Not Need O(n²) Memory*; Dao et al. (2022), *FlashAttention*.
 # - Chen et al. (2023), *Positional Interpolation*; Meta (2024), *The Llama 3 Herd of Models*.
-# - Touvron et al. (2023), *LLaMA* and *Llama 2* (the modern block put together).
+# - Touvron et al. (2023), *LLaMA* and *Llama 2*.
 
 # %% [markdown]
 # **Next:** [Chapter 14 — Training a modern language model](14_training_a_language_model.ipynb): the
