@@ -261,7 +261,8 @@ def test_a_notebook_outside_its_course_says_which_code_it_checks(
 def test_pytest_m_collects_the_exercises_checks_only() -> None:
     run = _run(["-m", "pytest", "--co", "-q", "-p", "no:cacheprovider", "-m", "ex05_1"], ROOT)
     items = [line for line in run.stdout.splitlines() if "::" in line]
-    marking = {"tests/test_exercises.py", "tests/test_attempts.py", "tests/test_hidden_cases.py"}  # per-exercise tests
+    marking = {"tests/test_exercises.py", "tests/test_attempts.py", "tests/test_hidden_cases.py",
+               "tests/test_hint_levels.py"}  # per-exercise tests  # fmt: skip
     assert "tests/test_exercises.py::ex05_1" in items and {i.split("::")[0] for i in items} <= marking, run.stdout
     deselected = int(re.search(r"(\d+) deselected", run.stdout).group(1))
     assert deselected < 400, run.stdout  # the other test files were not even imported
