@@ -24,8 +24,8 @@
 # and endings with gender and case, and it moves its verbs to the end of a clause. This chapter takes
 # chapter 08's model, unchanged, to sentences with real grammar, with the tools the paper uses for
 # real corpora: subword tokens, batches of a token budget, shared embeddings and checkpoint
-# averaging. At the end you will watch the trained model's attention jump back to a verb that German
-# puts last, and sort what it still gets wrong.
+# averaging. At the end you will look for the attention jumping back to a verb that
+# German puts last, and sort what it still gets wrong.
 #
 # **Learning goals**
 #
@@ -624,8 +624,8 @@ display(Markdown(
 # %% [markdown]
 # Read the map from the top. Where German follows the English word for word, the weights walk down
 # the diagonal: each German token reads the English token it translates. Then comes the verb in the
-# box, the last word of the *dass* clause. To write it, the decoder jumps back to the English verb,
-# past everything German has moved in between (the line under the map says how far in this run).
+# box, the last word of the *dass* clause. To write it, the decoder may jump back to the English verb,
+# past the words German puts before it (the line under the map says how far, if at all).
 # In this sentence, that jump is the verb-final order of a *dass* clause, learnt from examples.
 
 # %% [markdown]
@@ -691,9 +691,9 @@ for rank in range(ranks):
 # %% [markdown]
 # > **Common mistake — keeping DDP's default mean with token batches.** DDP's default all-reduce
 # > takes the *mean* of the ranks' gradients. Each rank's loss is already a mean over its own
-# tokens, so that is a mean > of means: with token batches, a token on a rank with few tokens counts
-# more than a token on a > busy rank. Below, two "ranks" in one process: a batch of short sentences
-# and one of long ones.
+# > tokens, so that is a mean of means: with token batches, a token on a rank with few tokens counts
+# > more than a token on a busy rank. Below, two "ranks" in one process: a batch of short sentences
+# > and one of long ones.
 
 # %%
 from transformer_course.batching import make_batch
@@ -780,7 +780,7 @@ except CorpusError as error:
 # - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
 #   our tokens. Averaging the last checkpoints (§6.1) is free to try: measure it.
 # - Chapter 08's model, unchanged, learns much of German's word order and endings in a short CPU
-#   run: its attention jumps back to a clause's verb. Sorting its errors shows what it has not learnt
+#   run: in our runs its attention jumps back to a clause's verb. Sorting its errors shows what it has not learnt
 #   yet.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
@@ -847,7 +847,7 @@ except CorpusError as error:
 # - Press and Wolf (2017), *Using the Output Embedding to Improve Language Models*: tying the
 #   embeddings and the output layer.
 # - Li et al. (2020), *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*: how
-#   DDP.
+#   DDP overlaps its all-reduce with the backward pass.
 # - Post (2018), *A Call for Clarity in Reporting BLEU Scores*: sacreBLEU.
 
 # %% [markdown]
