@@ -241,9 +241,8 @@ print("ids:   ", encoding.ids)
 print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same text:", byte_bpe.decode(encoding.ids) == text)
 
 # %% [markdown]
-# > **Aside — with a network, at home: the published checkpoints.** The tokenizers above follow the
-# > rules of the real ones, so a published checkpoint can read real text. The next cell downloads two
-# > with the course's loader, `load_hub`, and runs them in our models through chapter 15's
+# > **Aside — with a network, at home: the published checkpoints.** A published checkpoint brings
+# > its own tokenizer, built by the rules above. The next cell downloads two with the course's loader, `load_hub`, and runs them in our models through chapter 15's
 # > converters: OPUS-MT's English → German translator with our beam search, and SmolLM2-135M
 # > continuing a text. It needs a network (Colab, a laptop); without one it says so in one line, as
 # > below.
@@ -359,8 +358,8 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # of the chapter shows what that does to the time.
 #
 # On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
-# llama.cpp, one thread each (`benchmarks/results.md`). On opus-mt-en-de's shape the course's engine
-# was the faster in every setting measured. On SmolLM2-135M's shape at batch 1, llama.cpp was the
+# llama.cpp, one thread each, on one 2-core machine (`benchmarks/results.md`). On opus-mt-en-de's shape
+# the course's engine matched or beat CTranslate2 in every setting measured there. On SmolLM2-135M's shape at batch 1, llama.cpp was the
 # faster: its own code reads weights faster than PyTorch's kernels. Reading the weights is the second
 # cost of a step, and the next section measures it.
 
@@ -669,8 +668,8 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
 
 # %% [markdown]
-# Every engine wrote the course's tokens, each through its own tokenizer (the folded checks assert
-# it).
+# Every engine wrote the course's tokens: `transformers` and llama.cpp through their own tokenizers,
+# CTranslate2 on the pieces of `tokenizer.json` (the folded checks assert it).
 #
 # **Tokens per second.** Each engine decodes the same inputs again, one at a time, in float32 on one
 # thread (the folded cell). `tokens_per_second` times them in turns: the median of 5 rounds here.
@@ -707,12 +706,11 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
 # then costs mostly what an engine does around its products: the course's engine pays Python's and
 # PyTorch's dispatch for each operation, a loop in C++ does not. On a published model's shapes the
-# products weigh more: on opus-mt-en-de's shape (section 2) the course's engine kept up with
-# CTranslate2. For a small model of your own, the export is the way to speed (`--precision int8`
-# gives CTranslate2's int8 and llama.cpp's q8_0).
+# products weigh more: on opus-mt-en-de's shape (section 2) the course's engine matched or beat
+# CTranslate2. For a small model of your own, the export is the way to speed.
 #
-# That is where the course set out to arrive. The model you built from its parts, and trained with
-# the course's recipes, now runs in the engines people use, and writes there the same tokens as in
+# That is where the course set out to arrive. The model you built from its parts, trained with
+# the course's recipes (shipped, or your own), now runs in the engines people use, and writes there the same tokens as in
 # your own code.
 #
 # ## Summary
@@ -724,8 +722,8 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
-#   llama.cpp, which give the course's tokens through their own tokenizers: the translator and the
-#   language model you trained run there unchanged.
+#   llama.cpp, which give the course's tokens: the course's models (or your own) run
+#   there unchanged.
 # - With a network, `load_hub` and chapter 15's converters run published checkpoints in our models
 #   (the aside).
 #
