@@ -719,8 +719,9 @@ print("the piece after a leading 'acht':", after_acht.most_common())
 # The end is the rarest way on after *acht*. Likewise, *tausend* follows *hundert* directly only
 # when the thousands are a round hundred (*dreihunderttausend…*). Only the source says when the rare
 # way is right. Until the model has learnt to read it there, the common way wins, and greedy
-# decoding cannot step back. The answer goes on past the end, stops too early (*einhundert* for
-# "one hundred thousand"), or takes a wrong piece. How many of this run's mistakes end in the wrong
+# decoding cannot step back: the answer goes on past the end or takes a wrong piece. A stop too early
+# (*einhundert* for "one hundred thousand") is another case: that source starts like the seen "one
+# hundred". How many of this run's mistakes end in the wrong
 # place?
 
 # %% tags=["nbval-ignore-output"]

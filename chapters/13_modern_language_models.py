@@ -681,7 +681,7 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
 # English words, strung together with little sense. It has learnt more than how often each token
 # occurs. On the held-out ends of the plays, its loss is lower than that of a model that knows only
 # those frequencies; the folded check's bound on that margin is half a nat per token. To get there
-# it must read the tokens before. Chapter 14 trains the same block longer, with today's recipe.
+# it must read the tokens before. Chapter 14 trains a larger model of this block with today's recipe.
 
 # %% tags=["hide-output"]
 counts = torch.bincount(torch.tensor([i for ids in train for i in ids[1:]]), minlength=len(tokenizer))  # (V,)

@@ -313,8 +313,8 @@ for name, loss in references.items():
 # %% [markdown]
 # The frequencies alone bring the perplexity from 2,000 to 518. Reading the tokens before brings the
 # shipped model to 71: at each step it is about as unsure as a choice among 71 tokens. (A folded
-# check recomputes its loss from the file's weights.) Our run, after its warm-up, lies in between:
-# below the frequencies, far above the shipped model.
+# check recomputes its loss from the file's weights.) On a CPU our run, after its warm-up, lies in
+# between: below the frequencies, well above the shipped model.
 
 # %% tags=["hide-cell"]
 shipped_loss = token_losses(shipped.model, valid, tokenizer.pad_id).nanmean().item()
@@ -479,7 +479,7 @@ ablation = run_lm_experiment({
 # Two words keep the findings apart. A difference is **consistent** when the three pairs agree in
 # sign. With no real difference, three pairs still agree by chance one time in four, so that alone
 # shows nothing. It is **beyond the spread** when every run of one model beats every run of the
-# other (chapter 08's box). The verdicts below are this run's. The book counts a difference as
+# other (chapter 11). The verdicts below are this run's. The book counts a difference as
 # **shown** only where that holds on every machine it is tested on, as the folded checks after the
 # figure assert. This run's verdicts:
 
