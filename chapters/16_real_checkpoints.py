@@ -674,7 +674,7 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
 # **Tokens per second.** Each engine decodes the same inputs again, one at a time, in float32 on one
 # thread (the folded cell). `tokens_per_second` times them in turns: the median of 5 rounds here.
 
-# %% tags=["hide-input"]
+# %% tags=["hide-input", "nbval-ignore-output"]
 OURS = "the course's engine"
 sources = [src[i : i + 1] for i in range(len(english))]  # (1, S) each: one number at a time
 runs = {"translator": {
