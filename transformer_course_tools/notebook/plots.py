@@ -53,23 +53,19 @@ def strata_table(*columns: dict[str, dict], names: Sequence[str] | None = None) 
     return "\n".join(lines)
 
 
-def fastest_seconds(fn: Callable[[], object], repeats: int = 3, threads: int | None = 1) -> float:
-    """Seconds of the fastest of ``repeats`` calls of ``fn``: the run that other programs on the machine
-    disturbed least. With ``threads`` set, torch runs on that many threads meanwhile (one: steadier
-    timings when other programs share the CPU), and gets its own number back afterwards."""
+def fastest_seconds(fn: Callable[[], object], repeats: int = 3) -> float:
+    """Seconds of the fastest of ``repeats`` calls of ``fn`` on one thread (:func:`.experiments.one_thread`):
+    the run that other programs on the machine disturbed least."""
+    from .experiments import one_thread
+
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    before = torch.get_num_threads()
-    if threads is not None:
-        torch.set_num_threads(threads)
-    try:
-        times = []
+    times = []
+    with one_thread():
         for _ in range(repeats):
             start = time.perf_counter()
             fn()
             times.append(time.perf_counter() - start)
-    finally:
-        torch.set_num_threads(before)
     return min(times)
 
 
