@@ -3,7 +3,7 @@
     python -m benchmarks.hub                  # opus-mt-en-de's shape, batch 1 and 16 (a few minutes)
     python -m benchmarks.hub --quick          # a tiny Marian model, seconds (tests/test_benchmarks.py)
     python -m benchmarks.hub --accuracy       # the shipped translator in float32, bf16 and int8
-    python -m benchmarks.hub --accuracy --sentences model.pt   # and a chapter-09 sentence translator
+    python -m benchmarks.hub --accuracy --sentences model.pt   # and a sentence translator of chapter 12
 
 A ``MarianMTModel`` with opus-mt-en-de's configuration and random weights (no download) is
 converted with :func:`~transformer_course.from_marian`. Its ``<eos>`` is switched off the same way
@@ -141,7 +141,7 @@ def _variants(hf: nn.Module, models: dict[str, nn.Module], src: torch.Tensor, to
 
 
 def accuracy(sentences: str | None) -> None:
-    """The shipped numbers translators (test split: exact match, BLEU) and optionally a chapter-09
+    """The shipped numbers translators (test split: exact match, BLEU) and optionally chapter 12's
     sentence translator (its test split: BLEU on text), in float32, bf16 and int8."""
     from transformer_course import load_pretrained, load_task
     from transformer_course.decoding import greedy_decode

@@ -237,5 +237,5 @@ def test_only_chapter_12_profiles_train_on_several_processes() -> None:
     from transformer_course.data import load_task
     from transformer_course.training import CPU_PROFILE
 
-    with pytest.raises(ValueError, match="chapter-12 task"):
+    with pytest.raises(ValueError, match="a task of chapter 12"):
         prepare_rank(World(0, 2), load_task("copy"), CPU_PROFILE)

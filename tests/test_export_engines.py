@@ -1,4 +1,4 @@
-"""The shipped numbers translator and a tiny chapter-09 translator exported, then run by transformers
+"""The shipped numbers translator and a tiny translator of chapter 12 exported, then run by transformers
 (generate on text) and CTranslate2 (greedy and beam 4): the same German as the course's `translate`,
 on 50 numbers; the int8 and bf16 exports against the course's own int8 and bf16 models."""
 
@@ -108,7 +108,7 @@ def test_ctranslate2_int8_and_bf16_give_the_courses_quantized_tokens(numbers, pr
 
 @pytest.fixture(scope="module")
 def subword_translators(tmp_path_factory) -> dict[str, Path]:
-    """A chapter-09 translator trained for a few steps with the tiny profile by the CLI's `train` (it
+    """A translator of chapter 12 trained for a few steps with the tiny profile by the CLI's `train` (it
     mostly stops at once), and the same checkpoint with every weight drawn at random (it writes long
     strings of subwords, which the engines must all decode alike)."""
     from transformer_course.checkpoint import load_checkpoint, save_checkpoint

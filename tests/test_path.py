@@ -103,3 +103,33 @@ def test_every_pointer_leads_where_it_says(path: Path) -> None:
         if room is not None and ROOM_CHAPTERS.get(room) != int(number):
             wrong.append(f"`{name}` is chapter {ROOM_CHAPTERS[room]:02}'s ({room}.py), not chapter {number}'s")
     assert not wrong, "; ".join(wrong)
+
+
+HYPHENATED = re.compile(r"(?<![\w-])[Cc]hapters?-\d\d")
+
+
+def _code_texts() -> list[Path]:
+    """The code's own prose: docstrings, comments, help texts and messages of the package, the tools,
+    the benchmarks and the scripts."""
+    folders = ("transformer_course", "transformer_course_tools", "benchmarks", "scripts")
+    return [p for f in folders for p in sorted((ROOT / f).rglob("*.py"))]
+
+
+def test_the_codes_pointers_lead_where_they_say_too() -> None:
+    """The code names chapters as the chapters do ("chapter 12's text", not "chapter-09 text": the
+    renumbering into reading order rewrote "chapter NN" and missed that spelling), and "chapter NN's
+    `name`" in a docstring names a piece that chapter NN builds."""
+    wrong = []
+    for path in _code_texts():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        text = " ".join(re.sub(r"^\s*#\s?", "", line).strip() for line in lines)
+        where = path.relative_to(ROOT).as_posix()
+        wrong += [f"{where}: '{match}' (write 'chapter NN's …')" for match in HYPHENATED.findall(text)]
+        for match in NAMED.finditer(text):
+            number, name = (match[1], match[2]) if match[1] else (match[4], match[3])
+            room = _room_of(name)
+            if room is not None and ROOM_CHAPTERS.get(room) != int(number):
+                wrong.append(
+                    f"{where}: `{name}` is chapter {ROOM_CHAPTERS[room]:02}'s ({room}.py), not chapter {number}'s"
+                )
+    assert not wrong, "; ".join(wrong)

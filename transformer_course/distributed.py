@@ -167,7 +167,7 @@ def prepare_rank(
     this rank's share of the token batches, its own dropout masks, the model wrapped in DDP
     (``run.model.module`` is the Transformer)."""
     if not isinstance(profile, SentenceProfile):
-        raise ValueError("several processes share token batches: train a chapter-12 task (e.g. sentences-en-de)")
+        raise ValueError("several processes share token batches: train a task of chapter 12 (e.g. sentences-en-de)")
     share = partial(profile.make_batches, task, rank=world.rank, world_size=world.world_size)
     run = prepare_training(task, profile, device, seed=seed, resume=resume, make_batches=share)
     seed = profile.seed if seed is None else seed

@@ -34,7 +34,7 @@ Example = tuple[list[int], list[int]]  # (source ids, target ids with <bos> … 
 
 @dataclass
 class SentenceProfile(TrainingProfile):
-    """A chapter-07 profile plus the settings of real sentences (``batch_size`` is not used)."""
+    """Chapter 08's profile plus the settings of real sentences (``batch_size`` is not used)."""
 
     vocab_size: int = 1000  # BPE tokens shared by source and target (special tokens included)
     max_tokens: int = 2048  # token budget of a batch on one process: count × longest, source and target each

@@ -125,7 +125,7 @@ class SubwordTokenizer:
         model = json.loads(self._tok.to_str())["model"]
         return [" ".join(m) if isinstance(m, list) else m for m in model["merges"]]
 
-    # -- as a chapter-01 vocabulary, and as plain data ------------------------------------------------
+    # -- as chapter 01's vocabulary, and as plain data ------------------------------------------------
     def as_vocab(self) -> Vocab:
         """A :class:`~transformer_course.vocab.Vocab` with the same ids, for code that works on tokens."""
         vocab = Vocab(self.id_to_token[len(SPECIAL_TOKENS) :])
@@ -219,7 +219,7 @@ def train_subwords(
 def subword_task(
     texts: dict[str, Sequence[tuple[str, str]]], tokenizer: SubwordTokenizer, name: str = "sentences-en-de-bpe"
 ) -> Task:
-    """A chapter-07 :class:`~transformer_course.data.Task` whose tokens are ``tokenizer``'s pieces.
+    """Chapter 08's :class:`~transformer_course.data.Task` whose tokens are ``tokenizer``'s pieces.
 
     ``texts`` maps "train" / "valid" / "test" to (source text, target text) pairs (for example
     :func:`~transformer_course.datasets.sentences.sentence_splits`). Source and target share one

@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..data import Task
 
-TASK_NAMES = ("numbers-en-de", "copy", "reverse")  # every chapter-07 task :func:`load_task` knows
+TASK_NAMES = ("numbers-en-de", "copy", "reverse")  # every task of chapter 08 :func:`load_task` knows
 
 
 def load_task(name: str) -> Task:
-    """A chapter-07 task by name: the number words (``"numbers-en-de"``, made by
+    """A task of chapter 08 by name: the number words (``"numbers-en-de"``, made by
     :func:`~transformer_course.datasets.numbers.numbers_task`) or the room's copy and reverse tasks
     (:func:`transformer_course.data.load_task`). Exported as ``transformer_course.load_task``."""
     if name == "numbers-en-de":

@@ -47,7 +47,7 @@ def _task(name: str):
 
 
 def _source(args: argparse.Namespace):
-    """The chapter-09 text the flags name, or None for a chapter-07 task (``--task numbers-en-de`` …)."""
+    """Chapter 12's text that the flags name, or None for a task of chapter 08 (``--task numbers-en-de`` …)."""
     from transformer_course_tools.models.sources import SENTENCE_TASKS, Source
 
     max_pairs = getattr(args, "max_pairs", None)
@@ -285,7 +285,7 @@ def _evaluate_sentences(args: argparse.Namespace, checkpoint, source) -> int:
     from transformer_course_tools.models.sources import Source, held_out_task
 
     trained_on = checkpoint.extra.get("task")
-    if source is None and args.task is not None:  # a chapter-07 task
+    if source is None and args.task is not None:  # a task of chapter 08
         raise CLIError(f"{args.checkpoint} was trained on {trained_on}, not {args.task}")
     if source is None:
         if "source" not in checkpoint.extra:

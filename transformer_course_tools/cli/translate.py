@@ -194,8 +194,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "translate",
         usage="%(prog)s [CHECKPOINT.pt | --hub NAME] TEXT [TEXT ...] [--beam N] [--n-best N] [--alpha A] [--max-len N]",
         help="translate English to German with a trained model",
-        description="Translate English to German: number words with a chapter-07 checkpoint, sentences with a "
-        "chapter-09 one (its tokenizer is inside). Without a checkpoint the committed one (trained in chapter 08) "
+        description="Translate English to German: number words with a checkpoint of chapter 08, sentences with "
+        "one of chapter 12 (its tokenizer is inside). Without a checkpoint the committed one (trained in chapter 08) "
         "is used. --hub NAME takes a real Marian translator from the Hugging Face Hub (chapters 15 and 16).",
     )
     parser.add_argument(

@@ -2,8 +2,8 @@
 build (or resume) the model, train it, score it on the test split, save it.
 
 The run is put together by :func:`~transformer_course.training.prepare_training` and trained by
-:func:`~transformer_course.training.fit`, as in chapters 08 and 09. A chapter-07 profile trains on
-batches of a number of sentences; a chapter-09
+:func:`~transformer_course.training.fit`, as in chapters 08 and 12. Chapter 08's profile trains on
+batches of a number of sentences; chapter 12's
 :class:`~transformer_course.sentence_training.SentenceProfile` on batches of a token budget, with
 shared embeddings, BLEU on the written text and the tokenizer saved in the checkpoint, and it may
 be one of several processes (``world``: :mod:`transformer_course.distributed`'s ``prepare_rank`` and

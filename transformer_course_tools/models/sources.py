@@ -1,4 +1,4 @@
-"""Where the command line's chapter-09 text comes from: ``--task sentences-en-de`` (generated here),
+"""Where the command line's text of chapter 12 comes from: ``--task sentences-en-de`` (generated here),
 ``--dataset NAME`` (the Hugging Face Hub, cached) or ``--data-dir DIR`` (your own text files).
 
 A :class:`Source` names one of them; it is recorded in the checkpoint (``extra["source"]``) so
