@@ -96,9 +96,11 @@ setup_chapter("01")  # the short stop at an unwritten exercise; printing and plo
 # names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
 # each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
 # uses it, and the [notation page](../book/notation.md) lists them all. The example under the
-# inputs comes from the number-translation task that chapter 08 trains. The English "twenty one"
-# goes in. The decoder reads its German translation, *ein und zwanzig*, shifted one place to the
-# right behind `<bos>`.
+# inputs comes from the number-translation task that chapter 08 trains. The encoder reads the
+# source sentence. The decoder writes the translation one token at a time, and each step reads what
+# it has written so far. The English "twenty one" goes in. The decoder reads its German
+# translation *einundzwanzig*, cut into the pieces *ein*, *und*, *zwanzig*. The pieces are shifted
+# one place to the right behind `<bos>`, the start token of the table in section 1.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -142,7 +144,7 @@ print(sentences[0])
 # | id | token | what it is for |
 # | --- | --- | --- |
 # | 0 | `<pad>` | fills up short sentences so that a batch is a rectangle; attention will ignore it ([chapter 03](03_attention.ipynb), section 4) |
-# | 1 | `<bos>` | *begin of sequence*: the decoder's very first input, "start writing" |
+# | 1 | `<bos>` | *beginning of sequence*: the decoder's very first input, "start writing" |
 # | 2 | `<eos>` | *end of sequence*: the decoder writes it to say the translation is finished |
 # | 3 | `<unk>` | stands in for every token that is not in the vocabulary |
 
@@ -290,7 +292,7 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
 # draws every entry from $\mathcal{N}(0, 1/d_{model})$. A raw row then has length about 1. Times
 # $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$:
-# the same order as the positional vector. Without the factor, at $d_{model} = 512$, the position
+# the same order as the positional vector, though not equal to it. Without the factor, at $d_{model} = 512$, the position
 # signal would start $\sqrt{d_{model}/2} = 16$ times longer than the token signal. The first layer
 # would then see mostly *where* a token is, hardly *which* it is.
 #
@@ -316,12 +318,17 @@ for d in widths:
 print("average vector length\n" + "\n".join(lines))
 
 # %% [markdown]
+# At every width the scaled token vector is $\sqrt{2}$ times longer than the positional one:
+# $\sqrt{d_{model}}$ against $\sqrt{d_{model}/2}$. The two are balanced, not equal. Chapter 11
+# calls this a small imbalance.
+#
 # <details><summary>The figure in words</summary>
 #
 # On the left, the average length of three kinds of vector is drawn against
 # d_model, both axes logarithmic. The positional vectors and the scaled token vectors rise
 # together, in parallel, while the raw token rows stay near length 1. On the right are histograms
-# of the entries at d_model = 512. The raw entries form a narrow peak around 0. The scaled
+# of the entries at d_model = 512. The raw entries form a narrow peak around 0, so tall that its top
+# sits behind the legend. The scaled
 # entries form a bell curve of width about 1. A green band marks −1 to 1, where every positional
 # entry lies: the same order as the scaled entries.
 #
@@ -360,7 +367,9 @@ plt.show()
 # §3.4 shares one matrix between the two embedding layers and this pre-softmax layer, an idea the
 # paper credits to Press and Wolf. After tying, the vector a token is *read in* with is the
 # direction that *predicts* it on the way out. Our toy example has one vocabulary for both sides
-# ($V_\text{src} = V_\text{tgt}$). `tie_weights` makes the output layer use the embedding's
+# ($V_\text{src} = V_\text{tgt}$). The embedding below gets `padding_idx`: its `<pad>` row starts at
+# zero, and the lookup sends that row no gradient. Once the matrix is tied, the output layer can
+# still train that row. `tie_weights` makes the output layer use the embedding's
 # `Parameter` itself, not a copy:
 
 # %%
@@ -441,8 +450,8 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 # - An embedding is a $V_\text{src} \times d_{model}$ matrix. The lookup equals `one_hot(ids) @ E`,
 #   and only the rows that were looked up receive a gradient.
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
-#   $\mathcal{N}(0, 1/d_{model})$, token vectors then have lengths of the same order as the positional
-#   vectors added to them in chapter 02.
+#   $\mathcal{N}(0, 1/d_{model})$, token vectors are then $\sqrt{2}$ times longer than the positional
+#   vectors added to them in chapter 02: the same order, not equal.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #
@@ -478,8 +487,9 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #    $\sqrt{d_{model}}$ factor, and how long is a positional vector?
 #    <details><summary>Answer</summary>
 #
-#    About $\sqrt{d_{model}}$ (each entry has variance 1), and exactly $\sqrt{d_{model}/2}$: the same
-#    order, so neither drowns the other at the start of training.
+#    About $\sqrt{d_{model}}$ (each entry has variance 1), and exactly $\sqrt{d_{model}/2}$. The token
+#    vector is $\sqrt{2}$ times longer: the same order, so neither drowns the other at the start of
+#    training.
 #    </details>
 # 5. How many parameters does one shared matrix save over three separate ones with
 #    $V_\text{src} = V_\text{tgt} = 37{,}000$ and $d_{model} = 512$?
@@ -487,7 +497,7 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #
 #    Two $37{,}000 \times 512$ matrices: $2 \cdot 37{,}000 \cdot 512 \approx 37.9$ M parameters.
 #    Table 3's 65 M already counts one shared matrix; without sharing the base model would have
-#    65 M + 37.9 M, so sharing saves more than a third of it.
+#    65 M + 37.9 M. Sharing saves 37.9 M of that sum: more than a third of the unshared model.
 #    </details>
 #
 # ## Further reading

@@ -106,8 +106,10 @@ architecture_map("positional")
 # ## 1. Attention alone does not see order
 #
 # Take five token vectors and let them attend to each other. (Attention is the function that
-# chapter 03 builds; here we use PyTorch's own, `F.scaled_dot_product_attention`.) Then shuffle the tokens and do it again. The outputs come
-# out shuffled in the same way and are otherwise *identical*: every token gets the same result
+# chapter 03 builds; here we use PyTorch's own, `F.scaled_dot_product_attention`.) For each token,
+# attention returns a weighted average of all the token vectors. The weights come from dot products
+# between the vectors. Nothing in that computation refers to a token's place. Now shuffle the tokens
+# and do it again. The outputs come out shuffled in the same way and are otherwise *identical*: every token gets the same result
 # wherever it stands. In the paper's words, the model has "no recurrence and no convolution" (§3.5),
 # so order has to be put into the input.
 
@@ -170,8 +172,10 @@ print(f"each one {wavelengths[1] / wavelengths[0]:.4f} times the previous")
 # On the left, the table for 100 positions and 64 columns is drawn as a
 # heatmap, blue for +1 and red for −1. Its first columns change colour every few rows, while its
 # last columns keep one colour from top to bottom. On the right, four sine columns are drawn
-# against the position. The first oscillates quickly, each next one more slowly, and the last
-# barely rises over 100 positions.
+# against the position. The first oscillates quickly, each next one more slowly. The last, with
+# the longest wavelength, covers only about a fifth of its period: it rises from 0 to nearly 1
+# and has not yet turned. The legend, at the lower left, hides some troughs of the two fastest
+# curves.
 #
 # </details>
 
@@ -193,8 +197,7 @@ plt.show()
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
 # sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01 took on
 # trust. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
-# comparable lengths. ([Chapter 11](11_testing_the_papers_choices.ipynb) tests whether this balance
-# matters in training.)
+# comparable lengths ([chapter 11](11_testing_the_papers_choices.ipynb) tests whether that matters).
 #
 # ## 3. Moving $k$ positions ahead is a rotation
 #
@@ -336,7 +339,8 @@ plt.show()
 #
 # A trained model never compares the raw encodings: its attention (chapters 03 and 04) first
 # multiplies them by learned matrices, and nothing forces those to keep distances readable.
-# Rotary embeddings, in [chapter 13](13_modern_language_models.ipynb), close this gap.
+# Rotary embeddings ([chapter 13](13_modern_language_models.ipynb)) rotate queries and keys after the
+# learned matrices, so the positional part of the score depends on the offset alone.
 #
 # <details><summary>A look ahead, for after chapter 04: why learned matrices can blur distances</summary>
 #
@@ -414,14 +418,15 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # (`LearnedPositionalEmbedding`). The paper tried it and found practically the same quality (Table
 # 3, row (E): 25.7 BLEU against 25.8 for the sinusoids on the development set). BLEU scores a
 # translation from 0 to 100 by the word sequences it shares with a reference translation; chapter 08
-# defines it. The authors kept the sinusoids because they *may* let the model handle sentences
-# longer than any it saw in training (§3.5). The paper does not test it. A learned table cannot even promise that. It has no vector
-# beyond its `max_len`, and the rows of positions that never occurred in training get no gradient,
-# so they stay random. The sinusoids are at least defined everywhere. Whether a model can *use* them
-# beyond its training lengths is another question, which [chapter
-# 11](11_testing_the_papers_choices.ipynb) puts to a test. The cell's last lines check the
-# rotation rule far out, at positions 500–999, with a looser tolerance than section 3 (1e-3, not
-# 1e-5): at angles near 1000 radians, float32 cannot store the angle itself to within 1e-5.
+# defines it.
+#
+# The authors kept the sinusoids because they *may* let the model handle sentences longer than any
+# it saw in training (§3.5). The paper does not test it. A learned table cannot even promise that.
+# It has no vector beyond its `max_len`, and the rows of positions that never occurred in training
+# get no gradient, so they stay random. The sinusoids are at least defined everywhere. Whether a
+# model can *use* them beyond its training lengths is another question, which [chapter
+# 11](11_testing_the_papers_choices.ipynb) puts to a test. The cell's last lines check section 3's
+# rotation rule far out, at positions 500–999.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)
@@ -435,6 +440,8 @@ except ValueError as error:
     print("80 tokens:", error)
 
 sinusoidal = sinusoidal_positional_encoding(1000, 16)  # any length: it is a formula
+# A looser tolerance than section 3 (1e-3, not 1e-5): at angles near 1000 radians,
+# float32 cannot store the angle itself to within 1e-5.
 error = (sinusoidal[:-500] @ relative_position_map(500, 16).T - sinusoidal[500:]).abs().max().item()
 print(f"sinusoids at positions 500–999 follow the same rotation rule: {error < 1e-3}")
 

@@ -82,8 +82,8 @@ setup_chapter("03")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # Scaled dot-product attention is the computation inside each of the three attention blocks of the
-# model. Chapter 04 wraps it into multi-head attention, with H heads. The shapes of its weights are
-# written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
+# model. Chapter 04 wraps it into multi-head attention, with H heads. A head is one copy of this
+# function with its own learned projections. The shapes of its weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
 # The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
@@ -165,8 +165,8 @@ for question, answer in zip(questions, answers[0], strict=True):
 #
 # A heatmap has one row per question ("who?", "did what?", "where?") and one
 # column per word of "the cat sat on the mat", with each weight written in its cell. "who?" puts
-# most of its weight on *cat*, "did what?" on *sat*, and "where?" splits its weight between *mat*
-# and *on*. Every other cell holds a small weight, never exactly 0.
+# most of its weight on *cat*, "did what?" on *sat*, and "where?" puts most of its weight on
+# *mat* and some on *on*. Every other cell holds a small weight, never exactly 0.
 #
 # </details>
 
@@ -206,8 +206,8 @@ print(f"e³ / (e³ + 5) = {math.exp(3) / (math.exp(3) + 5):.4f}   weight on 'cat
 print(f" 1 / (e³ + 5) = {1 / (math.exp(3) + 5):.4f}   weight on 'the': {weights[0, 0, 0]:.4f}")
 
 # %% [markdown]
-# "where?" splits its weight between *mat* and *on*. The preposition has half of the place feature,
-# and softmax never forces a single winner. Every unrelated word still receives a little weight: a
+# "where?" puts most of its weight on *mat* and some on *on*. The preposition has half of the place
+# feature, and softmax never forces a single winner. Every unrelated word still receives a little weight: a
 # score of 0 becomes $e^0 = 1$ before normalisation, never exactly 0.
 #
 # ## 2. Equation (1), one step at a time
@@ -251,10 +251,10 @@ print("the package agrees with the hand computation")
 # and the largest one takes nearly all the weight. The output then copies one value, and the
 # gradient through the softmax nearly vanishes. (The matrix of the softmax's derivatives, its
 # Jacobian, is $\mathrm{diag}(p) - pp^\top$, and that is zero when $p$ is one-hot.) The paper does
-# not measure this itself. It cites an earlier comparison (its reference [3], Britz et al., 2017)
-# in which additive attention beat unscaled dot-product attention for large $d_k$. It *suspects*
+# not measure this itself. It cites an earlier comparison (its reference [3]) in
+# which additive attention beat unscaled dot-product attention for large $d_k$. It *suspects*
 # that the large dot products are the cause, pushing the softmax into regions of tiny gradients.
-# The $1/\sqrt{d_k}$ factor is its remedy for that suspected cause.
+# The $1/\sqrt{d_k}$ factor is its remedy.
 #
 # The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each compared
 # with 16 random keys, and look at the scores with and without the scaling. The *entropy* of a row
@@ -369,15 +369,15 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 #    passes almost nothing back. Only the few rows whose two best keys nearly tie get a gradient,
 #    and a large one.
 #
-# So unscaled attention at a large $d_k$ learns unevenly. Most queries receive no signal at all,
-# and a few receive large, erratic jolts. That is the paper's "extremely small gradients", for most
-# rows, though not on average. Scaled, the curves are flat, and the mean and the median gradient stay
+# So unscaled attention at a large $d_k$ learns unevenly. At $d_k = 1024$ most queries (61%) receive
+# almost no signal, and a few receive large, erratic jolts. That is the paper's "extremely small
+# gradients", for most rows, though not on average. Scaled, the curves are flat, and the mean and the median gradient stay
 # close: the head size no longer changes how attention behaves at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
 # one up to $d_k = 64$, the paper's head size. It falls below at the next size on the axis and
 # nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
-# even; without it, larger heads would starve most queries.
+# even.
 #
 # ## 4. Masks: who may look at whom
 #
@@ -386,7 +386,7 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 # - **padding**: sentences in a batch have different lengths, and the short ones are filled with a
 #   `<pad>` token that carries no meaning;
 # - **the future**: when the decoder predicts word $t$, it must not see words $t+1, \dots$. §3.2.3
-#   masks out these illegal connections "by setting to $-\infty$" the inputs of the softmax.
+#   masks out these illegal connections by setting the matching inputs of the softmax to $-\infty$.
 #
 # In this course a mask is a **boolean tensor, and True means "may attend"**. This is the
 # convention of PyTorch's `torch.nn.functional.scaled_dot_product_attention`. The mask must
@@ -415,7 +415,7 @@ is_real = torch.tensor([[w != "<pad>" for w in s] for s in sentences])  # (B, S)
 padding_mask = is_real[:, None, :]  # (B, 1, S): the same for every query
 print(padding_mask.int())
 
-queries = 6.0 * torch.eye(4)[:3].expand(2, 3, 4)  # (B, T, Dk): the three questions, for both sentences
+queries = 6.0 * torch.eye(4)[:3].expand(2, 3, 4)  # (B, T, Dk): the three questions, as in section 1
 masked_scores = apply_mask(attention_scores(queries, keys), padding_mask)  # (B, T, S)
 print("sentence 2, scores of 'where?':", [f"{x:.3g}" for x in masked_scores[1, 2].tolist()])
 
@@ -485,12 +485,11 @@ print(run_check("ex03_2").line())  # the package's apply_mask
 
 # %% [markdown]
 # Every answer is now `<pad>`: the only keys left visible are the padding. The exercise check
-# `ex03_2` recognises the pattern (the kept scores were replaced, the blocked ones kept) and says so.
+# `ex03_2` recognises this bug and says so.
 #
 # ## 5. A row with nothing to attend to
 #
-# What if *every* key of a query row is blocked? It happens more often than one would think. A
-# batch may contain an empty sequence. Or padding sits at the start of a sentence, and a causal mask
+# What if *every* key of a query row is blocked? A batch may contain an empty sequence. Or padding sits at the start of a sentence, and a causal mask
 # leaves the first padded position nothing to look at. The output of such a row is never used, but
 # it must not be NaN, because NaN spreads.
 #
@@ -501,7 +500,7 @@ print(run_check("ex03_2").line())  # the package's apply_mask
 q, k, v = torch.randn(1, 2, 4, requires_grad=True), torch.randn(1, 3, 4), torch.randn(1, 3, 4, requires_grad=True)
 mask = torch.tensor([[True, True, False], [False, False, False]])  # the second query may attend to nothing
 
-s = (q @ k.transpose(-2, -1) / 2).masked_fill(~mask, float("-inf"))
+s = (q @ k.transpose(-2, -1) / 2).masked_fill(~mask, float("-inf"))  # / 2: divide by √d_k, d_k = 4
 w = s.softmax(-1)
 print("weights with -inf:\n", w[0])
 loss = (w @ v)[0, 0].sum()  # a loss that only uses the first, healthy row …
@@ -511,8 +510,9 @@ print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN =
 # %% [markdown]
 # Even a loss that ignores the broken row gets NaN gradients, and an optimiser step spreads the NaN
 # to every weight upstream. The usual workaround, `-1e9`, fails in half precision: float16's lowest
-# finite number is −65,504, so −1e9 does not fit. `masked_fill` refuses to write it into a float16
-# tensor, and a plain conversion turns it into −∞, the same NaN.
+# finite number is −65,504, so −1e9 does not fit. In PyTorch, `masked_fill` refuses to write it into
+# a float16 tensor with an overflow error, and a plain conversion turns it into −∞, the same NaN
+# (try `torch.tensor(-1e9).half()`).
 #
 # %% [markdown]
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
@@ -539,11 +539,10 @@ print(run_check("ex03_2", apply_mask_minus_inf).line())
 #
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
 # (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
-# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call, a
-# single kernel that keeps no intermediate tensors. It walks over the keys in blocks and updates
-# the softmax as each block arrives (chapter 13 explains how). When PyTorch picks such a kernel, the
-# (B, H, T, S) weights never exist in memory; for some masks and machines it falls back to the plain
-# steps, which do build them.
+# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call. When
+# PyTorch picks a blocked kernel for it, the kernel walks over the keys in blocks and updates the
+# softmax as each block arrives (chapter 13 explains how). Then the (B, H, T, S) weights never exist
+# in memory. For some masks and machines it falls back to the plain steps, which do build them.
 # The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
 # row give the mean of the values there too. Both compute equation (1), so they give the same numbers:
 
@@ -558,17 +557,16 @@ print("teaching path == fast path:", torch.allclose(teaching, fast_attention(q, 
 print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0, 2], v[0, 0].mean(0)))
 
 # %% [markdown]
-# Chapter 04's module uses the fast path unless it is asked for the weights. Chapter 13 builds the
-# idea of the blocked kernel itself.
+# Chapter 04's module uses the fast path unless it is asked for the weights.
 #
 # %% [markdown]
 # ## 7. Why self-attention? (§4)
 #
-# The paper argues for its design in a section of its own. It compares three kinds of layer. Each
-# turns a sequence of $n$ vectors of size $D$ into another such sequence:
+# With the mechanism complete, §4 of the paper asks whether it was worth replacing recurrence with
+# it. It compares three kinds of layer. Each turns a sequence of $n$ vectors of size $D$ into another such sequence:
 #
 # - a self-attention layer;
-# - a recurrent layer (an RNN, the standard translation model of the time);
+# - a recurrent layer (an RNN; its gated form, the LSTM, was the standard translation model of the time);
 # - a convolutional layer.
 #
 # It counts three things:
@@ -592,16 +590,15 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 #
 # Where do the entries come from? Self-attention compares every position with every other one:
 # $n^2$ dot products of length $D$. They are independent of each other, so they can run at once,
-# and every position reaches every other in one step. (The row counts only these comparisons. An
-# attention layer also projects each token to a query, a key and a value, $3D^2$ multiply-adds per
-# token, which Table 1 leaves out: more on them below.) A recurrent layer multiplies a $D \times D$
+# and every position reaches every other in one step. (An attention layer also projects each token to
+# a query, a key and a value, which Table 1 leaves out.) A recurrent layer multiplies a $D \times D$
 # matrix with its state once per position ($n \cdot D^2$). But step $t$ needs the state of step
 # $t-1$. So it takes $n$ steps in a row, and a signal from the first word reaches the last one
 # through all of them. (For convolutions the paper's $O(\log_w n)$ assumes dilated convolutions. A
 # stack of plain ones needs $O(n/w)$ layers to connect the two ends.)
 #
-# So, counted as Table 1 counts, self-attention costs less computation than recurrence when $n < D$. That is the usual case for
-# sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
+# So, by Table 1's count, self-attention costs less computation than recurrence when $n < D$. That
+# is the usual case for sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
 # takes over. This is why the paper proposes the restricted variant of the last row as a possible
 # remedy: each token sees only its $r$ nearest neighbours, a band along the diagonal of the mask
 # (exercise ex03_4 builds it, `band_mask`). The figure draws the path-length column.
@@ -621,16 +618,15 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 plot_path_lengths()
 
 # %% [markdown]
-# Now count everything, per token, projections included. A recurrent step costs $2D^2$ multiply-adds ($x_t W_{in}$
-# and $h_{t-1} W_h$). A self-attention layer costs $3D^2$ for its projections $xW^Q$, $xW^K$, $xW^V$,
-# plus $2nD$ for the scores and the weighted sum of the values. So attention does *more*
-# arithmetic at every length: Table 1's advantage for $n < D$ holds for the comparisons alone. What
-# attention saves is the second column. All its scores are computed at
-# once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
+# Now count per token, projections included. A plain recurrent step costs $2D^2$
+# multiply-adds ($x_t W_{in}$ and $h_{t-1} W_h$). An LSTM step costs $8D^2$: four gates, each with two
+# such matrices. A self-attention layer costs $4D^2$ for its projections: $xW^Q$, $xW^K$, $xW^V$ and
+# chapter 04's output projection $W^O$. Add $2nD$ for the scores and the weighted sum of the values.
+# So attention does *more* arithmetic at every length than a plain RNN. It does less than an LSTM
+# only while $n < 2D$. What attention saves in any case is the second column. All its scores are
+# computed at once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
 # arithmetic units, a GPU, that decides the speed: it is what made the Transformer fast to train
 # (§5.2: 12 hours for the base model on 8 GPUs). The price of attention is $n^2$ time and memory.
-# That is why models of long documents replace it with cheaper variants; the last row of Table 1 is
-# one of them.
 
 # %% [markdown]
 # ## Summary
@@ -638,8 +634,8 @@ plot_path_lengths()
 # - Attention scores every query against every key, softmaxes each row, and averages the values
 #   with those weights: equation (1), `scaled_dot_product_attention(q, k, v, mask)`.
 # - The $1/\sqrt{d_k}$ factor keeps the score variance at 1 for any head size. Without it the
-#   softmax saturates as $d_k$ grows. Beyond the paper's $d_k = 64$, most queries get no gradient
-#   and a few get large ones.
+#   softmax saturates as $d_k$ grows. Past $d_k = 64$ the median gradient falls below the scaled
+#   one. At $d_k = 1024$, most queries (61%) get almost none and a few get large ones.
 # - Masks are boolean, **True = may attend**, broadcast to (B, H, T, S); `nn.MultiheadAttention`
 #   uses the opposite polarity.
 # - Blocked scores become `torch.finfo(dtype).min`. That gives exact zeros in normal rows and a
@@ -649,8 +645,8 @@ plot_path_lengths()
 #   `F.scaled_dot_product_attention`) does not, can save the (T, S) memory, and gives the same numbers.
 # - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
 #   steps, at a cost of $O(n^2 D)$ per layer for its comparisons. A recurrent layer costs $O(n D^2)$
-#   but needs $n$ steps in a row. Counted with its projections, attention does more arithmetic: its
-#   gain is the parallel steps.
+#   but needs $n$ steps in a row. Counted with its projections, attention does more arithmetic than
+#   a plain RNN, and less than an LSTM only while $n < 2D$. Its sure gain is the parallel steps.
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
 # `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
@@ -672,7 +668,7 @@ plot_path_lengths()
 #
 #    A dot product of $d_k$ independent unit-variance terms has variance $d_k$; dividing by
 #    $\sqrt{d_k}$ brings it back to 1. Otherwise large scores saturate the softmax: its weights are
-#    nearly one-hot, and most queries receive almost no gradient (section 3).
+#    nearly one-hot. At large $d_k$ most queries receive almost no gradient (61% at 1024, section 3).
 #    </details>
 # 3. What does `True` mean in this course's masks, and in `nn.MultiheadAttention`'s?
 #    <details><summary>Answer</summary>
@@ -693,7 +689,8 @@ plot_path_lengths()
 #    <details><summary>Answer</summary>
 #
 #    By Table 1's count, when the sequence is shorter than the vector size ($n < D$: $n^2 D$ against
-#    $n D^2$); with the projections counted too, never (section 7). In any case
+#    $n D^2$). With the projections counted too: never against a plain RNN, and against an LSTM only
+#    while $n < 2D$ (section 7). In any case
 #    it needs no sequential steps ($O(1)$ against $O(n)$), and it connects any two positions in one
 #    step.
 #    </details>

@@ -245,7 +245,8 @@ print(run_check("ex04_1").line())  # the package's split_heads
 
 # %% [markdown]
 # Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
-# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. Chapter 03's checks
+# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. The row labels give
+# what the shape claims, not where the numbers came from. Chapter 03's checks
 # never see this bug, because attention itself is correct. The exercise check above caught it by
 # comparing with a correct split. You can build such a reference yourself, without `view`: cut
 # every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
@@ -285,7 +286,7 @@ assert torch.equal(merge_heads(heads), torch.cat(heads.unbind(dim=1), dim=-1))  
 # block of the concatenation, but every feature after $W^O$.
 
 # %%
-head_outputs = torch.randn(1, H, T, d_k)  # (B, H, T, Dv): what attention returned
+head_outputs = torch.randn(1, H, T, d_k)  # (B, H, T, Dv), Dv = d_k here: what attention returned
 changed = head_outputs.clone()
 changed[:, 1] += 1.0  # head 1 finds something else
 w_o = nn.Linear(H * d_k, D)
@@ -302,6 +303,9 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # self-attention, where query, key and value are the same sequence. It also does cross-attention
 # (§3.2.3), where the queries come from the decoder and the keys and values from the encoder's
 # output. So the key length S may differ from T.
+#
+# Each head divides its scores by $\sqrt{d_k}$ with $d_k = D/H$, the head's own size, not $d_{model}$
+# (§3.2.1 with §3.2.2). Chapter 03's experiment is about that size.
 
 # %%
 torch.manual_seed(0)
@@ -318,7 +322,7 @@ k = split_heads(mha.w_k(memory), H)  # (B, H, S, Dk)
 v = split_heads(mha.w_v(memory), H)  # (B, H, S, Dv)
 heads, w = scaled_dot_product_attention(q, k, v)  # (B, H, T, Dv), (B, H, T, S)
 by_hand = mha.w_o(merge_heads(heads))  # (B, T, D)
-print("by hand == module:", torch.allclose(by_hand, out, atol=1e-6), torch.allclose(w, weights))
+print("by hand == module:", torch.allclose(by_hand, out, atol=1e-6), torch.allclose(w, weights))  # outputs, weights
 
 fast_out, no_weights = mha(target, memory, memory)  # need_weights=False: the fast path
 print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "| weights:", no_weights)
@@ -328,6 +332,9 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # per head, (B, H, T, S). Otherwise it takes the fast path (`F.scaled_dot_product_attention`) and
 # returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads, unless
 # you pass `average_attn_weights=False`.)
+#
+# Before we look inside the heads (section 9), we check the module three ways: its parameter count,
+# its two head sizes, and PyTorch's own module.
 #
 # ## 6. Counting parameters
 #
@@ -443,8 +450,8 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 #
 # ## 9. Looking at each head
 #
-# With the module checked against PyTorch, we can look at what its heads do. # Per-head attention maps show what each head does. Trained heads come later: chapter 08 shows the
-# heads of a model trained to reverse strings, and chapter 10 every head of the shipped translator.
+# With the module checked against PyTorch, we can look at what its heads do. Trained heads come
+# later: chapter 08 shows the heads of a model trained to reverse strings, and chapter 10 every head of the shipped translator.
 # Here we *build* four heads by hand, so we know what the maps should look like. The input is only
 # the sinusoidal positional encoding of chapter 02. Chapter 02 showed that moving $k$ positions is
 # a fixed linear map $M_k$ of the encoding (`relative_position_map`). So let a head's query
@@ -497,7 +504,7 @@ plt.show()
 # and "next word" at the same time without averaging them. Four heads do it in one layer, and $W^O$
 # then combines their outputs.
 #
-# Keep these four patterns in mind: trained models find rules of the same kinds by themselves.
+# Keep these four patterns in mind: trained models often find rules of these kinds by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
 # or the next token. Clark et al. (2019) found heads in BERT that spread their weight broadly over
 # the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).
