@@ -18,28 +18,28 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
-# Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2, a small Llama) into
-# the course's own models, and checked each conversion on random numbers in the real shapes. This
-# chapter takes the last steps from a model in a notebook to a model people run, and every step runs
-# here, offline. It turns text into ids by the rules of those models' tokenizers. It measures what a
-# step of generation costs: the operations it asks for, and the bytes it reads. At the end, the
-# translator and the language model trained with the course's recipes run in `transformers`,
+# Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2) into the course's
+# own models, and checked each conversion on random numbers in the real shapes. This chapter takes
+# the last steps from a model in a notebook to a model people run, and every step runs here, offline. A model travels with its tokenizer: section 1 reads real ones. Sections 2 and 3
+# measure what a step of generation costs, the operations it asks for and the bytes it reads, and
+# section 4 what int8's fewer bytes change in the tokens. At the end, the translator and the language
+# model trained with the course's recipes leave with their tokenizers, run in `transformers`,
 # CTranslate2 and llama.cpp, and write there the same tokens as in the course's own code.
 #
-# The published weights themselves must be downloaded, and the machines that run this book have no
-# network. They appear in one short aside, with the code to run them at home.
+# Published weights need a network, which the machines that run this book lack: they appear in one
+# aside, to run at home.
 #
 # **Learning goals**
 #
-# - turn text into ids and back by the rules of real tokenizers: Marian's two SentencePiece models
-#   over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2, and their special tokens;
+# - turn text into ids and back by Marian's tokenizer rules, know the byte-level BPE of GPT-2 and
+#   SmolLM2, and see that a tokenizer travels with its model;
 # - see what an inference engine changes (the operations of a step) and what it leaves alone (the
 #   tokens);
-# - count the bytes a generated token reads in float32, bf16 and int8, and measure how close this
-#   processor comes to its memory's speed;
-# - export your own translator and language model to `transformers`, CTranslate2 and llama.cpp, and
-#   check that they write the same tokens there;
-# - at home, with a network: load a published checkpoint into the course's models.
+# - count the bytes a token reads in float32, bf16 and int8, set the time beside the memory's speed,
+#   and see what int8 changes in the tokens;
+# - export your translator and language model, tokenizers included, to `transformers`, CTranslate2 and
+#   llama.cpp, and check the tokens there;
+# - at home: load a published checkpoint into the course's models.
 #
 # **In the paper:**
 #
@@ -87,7 +87,6 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 from IPython.display import Markdown, display
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from torch import nn
 
 from transformer_course.convert import from_llama, from_marian
@@ -114,9 +113,7 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# Chapter 15 ended with converted models that matched `transformers` on random numbers. Here come
-# real tokenizers and real engines. The map shows the course's translator: section 4 exports every part of
-# it. The [notation page](../book/notation.md) lists the letters.
+# The map shows the course's translator: section 5 exports every part of it. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -132,14 +129,14 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 16: every box goes into the exported files")
 
 # %% [markdown]
-# ## 1. From text to ids
+# ## 1. The tokenizer travels with the model
 #
-# A checkpoint comes with its **tokenizer**. It cuts a text into the pieces its model was trained on,
+# A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was trained on,
 # and gives each piece the id of its row in the embedding. Another tokenizer hands the model ids that
-# mean other pieces. Marian's pieces come from a *unigram* model of the SentencePiece library, GPT-2's
-# and SmolLM2's from byte-level BPE. (SentencePiece is a library, not a method: it trains unigram and
-# BPE models alike, and LLaMA 1 and Llama 2 used its BPE.) We build both kinds here, small and
-# offline, on chapter 12's sentences.
+# mean other pieces. So a checkpoint ships its tokenizer in files that engines read, and section 5's
+# exports carry yours the same way. Marian's pieces come from a *unigram* model of the
+# SentencePiece library, GPT-2's and SmolLM2's from byte-level BPE. (SentencePiece is a library, not a
+# method: it trains unigram and BPE models alike, and LLaMA 1 and Llama 2 used its BPE.)
 #
 # **Marian: two SentencePiece models over one vocabulary.** An OPUS-MT checkpoint holds two
 # SentencePiece models, `source.spm` and `target.spm`, which cut a text into pieces with "▁" at the
@@ -149,10 +146,11 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # sentence and adds no start token: the decoder starts from `<pad>`. A translator into several
 # languages (opus-mt-en-ROMANCE, for one) reads a language token, `>>fr<<`, as the source's first.
 #
-# Below, two unigram models trained on the spot stand for the two files, with a vocabulary built like
-# OPUS-MT's. We do each step by hand, then check that `transformers`' own `MarianTokenizer`, given the
-# three files, gives the same ids. From here on the chapter needs `transformers` and `sentencepiece`
-# (`pip install "transformer-course[hub]"`); without them it stops at the next cell, in one line.
+# Below, two unigram models trained on chapter 12's sentences stand for the two files, with a
+# vocabulary built like OPUS-MT's. We do each step by hand, then check that `transformers`'
+# `MarianTokenizer`, given the three files, gives the same ids. From here on the chapter needs
+# `transformers` and `sentencepiece` (`pip install "transformer-course[hub]"`); without them it stops
+# at the next cell, in one line.
 
 # %%
 require_packages("Chapter 16 from here on (real tokenizers and engines)")
@@ -204,7 +202,8 @@ print("  back to text:", repr(german_back))
 
 # %% [markdown]
 # The steps by hand and `MarianTokenizer` give the same ids, and the German ids decode back to the
-# sentence (the folded check asserts both, and the language token and the padding).
+# sentence (the folded check asserts it). Section 5 gives your translator this layout: one vocabulary
+# for both languages, `<pad>` its last id.
 
 # %% tags=["hide-cell"]
 by_hand = marian_tokenizer(english).input_ids == english_ids
@@ -219,41 +218,23 @@ expect("the German ids decoded back to the sentence", german_back == german, rep
 
 # %% [markdown]
 # **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 12's byte-pair merges on the
-# UTF-8 *bytes* of a text, each of the 256 bytes with a printable stand-in: `Ġ` is a space, `Ċ` a line
-# break, and ü becomes `Ã¼`. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's
-# tokenizer adds no `<bos>` or `<eos>`; its one special token, `<|endoftext|>` (id 50256, the last),
-# separates documents. SmolLM2's id 0 is its `<bos>`, its `<eos>` and, in our conversion, its padding.
-# Decoding maps the stand-ins back to bytes, and the bytes to the text, exactly. The same kind of
-# tokenizer, trained on the spot with the `tokenizers` library of chapter 12:
-
-# %%
-byte_bpe = Tokenizer(models.BPE())
-byte_bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)  # bytes, a space kept as Ġ
-byte_bpe.decoder = decoders.ByteLevel()
-trainer = trainers.BpeTrainer(vocab_size=500, special_tokens=["<|endoftext|>"], show_progress=False,
-                              initial_alphabet=pre_tokenizers.ByteLevel.alphabet())  # all 256 bytes  # fmt: skip
-byte_bpe.train_from_iterator([en for en, _ in pairs_en_de], trainer)
-text = f"{english}\nThe dog sleeps über alles 🙂"
-encoding = byte_bpe.encode(text)
-print(repr(text))
-print("tokens:", encoding.tokens)
-print("ids:   ", encoding.ids)
-print("an id for <unk>:", byte_bpe.token_to_id("<unk>"), "| decoded, the same text:", byte_bpe.decode(encoding.ids) == text)
+# UTF-8 *bytes* of a text, each byte with a printable stand-in: `Ġ` for a space, `Ċ` for a line break,
+# `Ã¼` for the two bytes of ü. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's
+# one special token, `<|endoftext|>` (id 50256, the last), separates documents. Chapter 12's BPE, the
+# course's own, merges characters instead, and marks a word's start with "▁" as SentencePiece does:
+# section 5 writes it in the form llama.cpp reads for such models.
 
 # %% [markdown]
 # > **Aside — with a network, at home: the published checkpoints.** A published checkpoint brings
-# > its own tokenizer, built by the rules above. The next cell downloads two with the course's loader, `load_hub`, and runs them in our models through chapter 15's
-# > converters: OPUS-MT's English → German translator with our beam search, and SmolLM2-135M
-# > continuing a text. It needs a network (Colab, a laptop); without one it says so in one line, as
-# > below.
+# > its own tokenizer, built by the rules above. The next cell downloads two with the course's loader,
+# > `load_hub`, and runs them in our models through chapter 15's converters: OPUS-MT's English → German
+# > translator with our beam search, and SmolLM2-135M continuing a text. Without a network it says so
+# > in one line, as below.
 # >
-# > `load_hub` loads every checkpoint in float32. A checkpoint's `config.json` names the precision its
-# > weights are stored in (`torch_dtype`): GPT-2's are float32,
-# > the `-hf` releases of Llama 2 declare float16, and many recent models bfloat16.
-# > A 16-bit model computes another function than our float32 one, and greedy tokens can part ways
-# > after a few steps; in float32 both compute the same function. A checkpoint our models cannot
-# > express is refused in one line that says why (the rescaled rotary frequencies of Llama 3.1, for
-# > one).
+# > `load_hub` loads every checkpoint in float32, whatever precision its `config.json` declares
+# > (`torch_dtype`): GPT-2's is float32, the `-hf` releases of Llama 2 declare float16, many recent
+# > models bfloat16. A 16-bit model computes another function, and greedy tokens can part ways after a
+# > few steps.
 
 # %% tags=["nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
@@ -280,8 +261,8 @@ else:
 # %% [markdown]
 # ## 2. Fewer operations per step: an inference engine
 #
-# Your models can now read text cut by real tokenizers' rules. The next question about a model that
-# runs is how fast it generates. A step of generation has two costs. Run step by step, as chapter 09's
+# A model and its tokenizer are what an engine runs. Engines exist to make generation fast, so the
+# next question is what a step of generation costs. It has two. Run step by step, as chapter 09's
 # loops run them, your modules ask PyTorch for many small **operations**, each with a fixed cost of a
 # few microseconds. And every step reads the model's weights, its **bytes**, from memory. This section
 # cuts the first cost; the next measures the second.
@@ -290,11 +271,8 @@ else:
 # their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
 # *plan*: $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so that one product gives all three, and
-# caches allocated once for the longest output, among other changes. You need not read it: two
-# measurements say what it does.
-#
-# First, what matters most: the same tokens, on the test split of the translator that ships with the
-# course (chapter 08's recipe).
+# caches allocated once for the longest output, among other changes. First, what matters most: the
+# same tokens, on the test split of the shipped translator (chapter 08's recipe).
 
 # %%
 from transformer_course.batching import pad_sequences
@@ -357,11 +335,10 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # folded check asserts at most 0.6 of your modules' count). The table of tokens per second at the end
 # of the chapter shows what that does to the time.
 #
-# On real models' shapes, `benchmarks/engines.py` measured the same engine against CTranslate2 and
-# llama.cpp, one thread each, on one 2-core machine (`benchmarks/results.md`). On opus-mt-en-de's shape
-# the course's engine matched or beat CTranslate2 in every setting measured there. On SmolLM2-135M's shape at batch 1, llama.cpp was the
-# faster: its own code reads weights faster than PyTorch's kernels. Reading the weights is the second
-# cost of a step, and the next section measures it.
+# On real models' shapes, one thread each (`benchmarks/results.md`), the course's engine matched or
+# beat CTranslate2 on opus-mt-en-de's shape. On SmolLM2-135M's at batch 1, llama.cpp was faster: its
+# own code reads weights faster than PyTorch's kernels. Reading the weights is the second cost of a
+# step, and the next section measures it.
 
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
@@ -466,14 +443,56 @@ expect("the cache counted with the key/value heads: your modules', to the byte",
 expect("the cache counted with every query head: three times too large", wrong == 3 * held, f"{wrong:,} bytes")
 
 # %% [markdown]
-# What `int8` computes depends on where it runs. On a CPU, `Int8Linear` (the int8 layer `quantize`
-# puts in place of each `nn.Linear`) calls PyTorch's CPU int8 kernel (fbgemm), which rounds each layer's *input* to 8 bits as well, each row with its own scale. On a GPU
-# it calls a weight-only product, where the input keeps its precision: "weights only" below, the int8
-# weights made float again. We measure both against float32 on our 4-layer SmolLM2, decoding with
-# section 2's engine.
+# Now the time. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) decodes on one
+# thread with section 2's engine, which reads each weight once per token. Between decodings it
+# measures how fast that thread reads memory: a sum over 512 MiB, far more than the caches hold.
+# Bytes per token over time per token is the speed at which a step read its weights, to set beside
+# the memory's.
+#
+# <details><summary>The figure in words</summary>
+#
+# A scatter plot has one labelled dot per precision: float32, bf16 and int8.
+# The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
+# axis the milliseconds per token, both from 0. A dashed line from the origin gives the time that
+# reading those bytes at the memory's measured speed would take: the floor that the formula above
+# sets. The checks below bound the horizontal positions: the bf16 dot reads at most half of float32's
+# bytes, and the int8 dot less than a third. The heights and the line are this machine's, and the
+# title names the precision that was fastest here.
+#
+# </details>
+
+# %% tags=["measured", "nbval-ignore-output"]
+variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": quantize(smol, "int8")}
+prompt = torch.randint(1, 49000, (1, 8), generator=torch.Generator().manual_seed(6))
+precisions = time_precisions(variants, prompt, new_tokens=16)  # one thread; a sum over 512 MiB and the models take turns
+print(precisions.table())
+precisions.plot()
+plt.show()
+display(Markdown(precisions.sentence()))
+
+# %% tags=["hide-cell", "measured"]
+read = precisions.read  # bytes per token, counted from the engine's plan
+expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
+expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
+
+# %% [markdown]
+# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
+# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
+# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
+# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it can read
+# its bytes below the memory's speed.
+
+# %% [markdown]
+# ## 4. What int8 changes: the tokens
+#
+# int8 weights read under a third of float32's bytes. Do they change what the model writes? That
+# depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
+# `nn.Linear`) calls fbgemm, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
+# weight-only product, where the input keeps its precision: "weights only" below, the int8 weights made float again. We compare both with
+# float32 on our 4-layer SmolLM2, decoding with section 2's engine.
 
 # %% tags=["nbval-ignore-output"]
-int8_smol = quantize(smol, "int8")
+int8_smol = variants["int8"]  # section 3's int8 model
 weights_only = copy.deepcopy(smol)
 with torch.no_grad():
     for module in weights_only.modules():
@@ -501,56 +520,17 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # random weights has no strong preferences: its largest logits lie close together, and a small error
 # swaps them. Once one token changes, every later token continues another text. A trained model
 # chooses far more clearly: on the course's trained translators, int8 changes no test score by more
-# than half a point (`benchmarks/results.md`).
+# than half a point (`benchmarks/results.md`). Still, equal tokens are what test an export, so the
+# next section's exports stay in float32.
 
 # %% [markdown]
-# Now the time, and the memory's speed. We decode with section 2's engine (`path=ENGINE`), which
-# reads each weight once per token. Between the decodings, we measure how fast one thread of this
-# machine reads memory: a sum over 512 MiB of float32 numbers, far more than its caches hold. Bytes
-# per token over time per token is the speed at which a step read its weights, to set beside the
-# memory's. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) times them on one
-# thread, in turns.
+# ## 5. Your models in the engines people use
 #
-# <details><summary>The figure in words</summary>
-#
-# A scatter plot has one labelled dot per precision: float32, bf16 and int8.
-# The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
-# axis the milliseconds per token, both from 0. A dashed line from the origin gives the time that
-# reading those bytes at the memory's measured speed would take: the floor that the formula above
-# sets. The checks below bound the horizontal positions: the bf16 dot reads at most half of float32's
-# bytes, and the int8 dot less than a third. The heights and the line are this machine's, and the
-# title names the precision that was fastest here.
-#
-# </details>
-
-# %% tags=["measured", "nbval-ignore-output"]
-variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": int8_smol}
-prompt = torch.randint(1, 49000, (1, 8), generator=torch.Generator().manual_seed(6))
-precisions = time_precisions(variants, prompt, new_tokens=16)  # one thread; a sum over 512 MiB and the models take turns
-print(precisions.table())
-precisions.plot()
-plt.show()
-display(Markdown(precisions.sentence()))
-
-# %% tags=["hide-cell", "measured"]
-read = precisions.read  # bytes per token, counted from the engine's plan
-expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
-expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
-
-# %% [markdown]
-# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
-# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
-# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each input row, work that float32 does not do, so it can read its bytes
-# below the memory's speed.
-
-# %% [markdown]
-# ## 4. Your models in the engines people use
-#
-# The course's engine stays readable PyTorch, with Python between its operations. The engines people
-# use run native code from files of their own. This last section takes two trained models out of the
-# course: the numbers translator of chapter 08's recipe, and the Shakespeare language model of chapter
-# 14's recipe (chapter 13's block, with chapter 12's BPE). Both ship with the course.
+# In float32, an engine that reads the course's weights and tokenizer rightly should write the
+# course's tokens: that is this last section's test. The engines people use run native code from
+# files of their own. Two trained models leave the course, both shipped: the numbers translator of
+# chapter 08's recipe, and the Shakespeare language model of chapter 14's (chapter 13's block, with
+# chapter 12's BPE).
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
@@ -565,15 +545,15 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # ```
 #
 # The first name is a shipped model or a checkpoint the course wrote. `--to transformers` writes a
-# folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load.
-# `--to ctranslate2` converts that folder with CTranslate2's own converter. `--to gguf` writes the one file
-# llama.cpp reads; it takes language models only, not translators. This needs `ctranslate2` and
-# `gguf` (`pip install "transformer-course[export]"`). The folded cell runs the five commands, in a folder of its own:
+# folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load. `--to ctranslate2`
+# converts that folder with CTranslate2's own converter. `--to gguf` writes the one file llama.cpp
+# reads, for language models only. This needs `pip install "transformer-course[export]"`. The folded
+# cell runs the five commands:
 
 # %% tags=["hide-input"]
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
 if missing:
-    raise MissingPackages(f"section 4's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
+    raise MissingPackages(f"section 5's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
 from transformer_course_tools.cli import main as course_command
 
 exports = Path(tempfile.mkdtemp())  # the exported files, in a folder of their own
@@ -589,6 +569,35 @@ finally:
     os.chdir(here)
 
 # %% [markdown]
+# **The tokenizer goes along.** The exported weights expect the course's ids, so each export writes the
+# course's tokenizer beside them. `tokenizer.json` is the file of the `tokenizers` library: `transformers`
+# reads it, and it is copied beside CTranslate2's model to cut the pieces CTranslate2 takes. The GGUF
+# file holds llama.cpp's own copy: the token list in id order, with "▁" for a space, as for a
+# SentencePiece model (section 1). The translator leaves in Marian's layout:
+
+# %%
+import gguf
+
+from transformer_course.subwords import SubwordTokenizer
+from transformer_course_tools.models.pretrained import load_pretrained_lm
+
+lm = load_pretrained_lm()  # the language model that ships with the course, and its BPE (chapter 12)
+shakespeare = SubwordTokenizer.from_dict(lm.tokenizer)
+hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "numbers-hf")  # the translator's tokenizer.json
+hf_lm_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "shakespeare-hf")  # the language model's
+field = gguf.GGUFReader(exports / "shakespeare.gguf").fields["tokenizer.ggml.tokens"]
+gguf_tokens = [bytes(field.parts[i]).decode("utf-8") for i in field.data]  # llama.cpp's token list, in id order
+print(f"the translator: {len(hf_tokenizer)} tokens for both languages, <pad> = {hf_tokenizer.pad_token_id}, the last id")
+text = "HAMLET. O"
+print(f"the language model on {text!r}:", hf_lm_tokenizer.tokenize(text, add_special_tokens=True))
+print("  ids from the course's BPE:", shakespeare.encode(text, add_bos=True))
+print("  ids from tokenizer.json:  ", hf_lm_tokenizer(text).input_ids)
+print("  the GGUF file's token list is the course's, in id order:", gguf_tokens == list(shakespeare.id_to_token))
+
+# %% [markdown]
+# The course's BPE and `tokenizer.json` give the same ids, and the GGUF file holds the course's token
+# list.
+#
 # **The same tokens.** Each engine now runs from the exported files alone, through its own tokenizer:
 # `transformers`' `generate` on text, CTranslate2 on the pieces of `tokenizer.json`, and llama.cpp on
 # the GGUF file, where its Python package, `llama-cpp-python`, is installed. Five numbers first:
@@ -601,7 +610,6 @@ from transformer_course.datasets.numbers import english_tokens, german_text, num
 english = [number_to_english(n) for n in (7, 19, 101_021, 388_922, 999_999)]
 src = pad_sequences([checkpoint.src_vocab.encode(english_tokens(t)) for t in english], checkpoint.src_vocab.pad_id)
 german = {"the course": [german_text(checkpoint.tgt_vocab.decode(row)) for row in greedy_decode(translator, src).tolist()]}
-hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "numbers-hf")
 hf_translator = transformers.AutoModelForSeq2SeqLM.from_pretrained(exports / "numbers-hf")
 with torch.no_grad():
     out = hf_translator.generate(**hf_tokenizer(english, return_tensors="pt", padding=True), max_new_tokens=20)
@@ -618,16 +626,12 @@ for row, text in enumerate(english):
 # Then the language model, on three prompts, each continued greedily until it writes `<eos>`:
 
 # %% tags=["nbval-ignore-output"]
-from transformer_course.subwords import SubwordTokenizer
 from transformer_course_tools.models.export.gguf_file import llama_cpp_greedy
-from transformer_course_tools.models.pretrained import load_pretrained_lm
 
-lm = load_pretrained_lm()  # the language model that ships with the course, and its BPE
-shakespeare, c = SubwordTokenizer.from_dict(lm.tokenizer), lm.model.config
+c = lm.model.config
 prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
 prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
 continued = {"the course": [generate(lm.model, torch.tensor([ids]), 40, path=ENGINE)[0].tolist() for ids in prompt_ids]}
-hf_lm_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "shakespeare-hf")
 hf_lm = transformers.AutoModelForCausalLM.from_pretrained(exports / "shakespeare-hf")
 with torch.no_grad():
     continued["transformers"] = [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)[0].tolist()
@@ -668,11 +672,11 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
 
 # %% [markdown]
-# Every engine wrote the course's tokens: `transformers` and llama.cpp through their own tokenizers,
-# CTranslate2 on the pieces of `tokenizer.json` (the folded checks assert it).
+# Every engine wrote the course's tokens, each from the exported files alone (the folded checks
+# assert it).
 #
 # **Tokens per second.** Each engine decodes the same inputs again, one at a time, in float32 on one
-# thread (the folded cell). `tokens_per_second` times them in turns: the median of 5 rounds here.
+# thread; `tokens_per_second` times them in turns, the median of 5 rounds.
 
 # %% tags=["hide-input", "nbval-ignore-output"]
 OURS = "the course's engine"
@@ -706,24 +710,25 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
 # then costs mostly what an engine does around its products: the course's engine pays Python's and
 # PyTorch's dispatch for each operation, a loop in C++ does not. On a published model's shapes the
-# products weigh more: on opus-mt-en-de's shape (section 2) the course's engine matched or beat
-# CTranslate2. For a small model of your own, the export is the way to speed.
+# products weigh more (section 2). For a small model of your own, the export is the way to speed.
 #
-# That is where the course set out to arrive. The model you built from its parts, trained with
-# the course's recipes (shipped, or your own), now runs in the engines people use, and writes there the same tokens as in
-# your own code.
+# That is where the course set out to arrive. The model you built from its parts, trained with the
+# course's recipes (shipped, or your own), leaves with its tokenizer, runs in the engines people use,
+# and writes there the same tokens as in your own code.
 #
 # ## Summary
 #
-# - A checkpoint's tokenizer turns text into the ids it was trained on: Marian's SentencePiece
-#   unigram models over one vocabulary, or the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`).
+# - A model travels with its tokenizer, which turns text into the ids it was trained on: Marian's
+#   SentencePiece unigram models over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2 (no
+#   `<unk>`), or the course's BPE, exported as `tokenizer.json` and inside the GGUF file.
 # - An inference engine reads a trained model once into a plan that cuts the operations of a step,
 #   and gives your modules' tokens (`path=ENGINE`).
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
+# - int8 moves the logits a little; where the top tokens lie close, greedy tokens change. Exports are
+#   tested in float32, where every engine should write the course's tokens.
 # - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
-#   llama.cpp, which give the course's tokens: the course's models (or your own) run
-#   there unchanged.
+#   llama.cpp, which give the course's tokens: the course's models (or your own) run there unchanged.
 # - With a network, `load_hub` and chapter 15's converters run published checkpoints in our models
 #   (the aside).
 #
@@ -754,8 +759,7 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #
 #    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
 #    batch 1, whatever the arithmetic speed. In int8 the floor is about half that, reached only if the
-#    kernel reads 8-bit weights at the memory's speed. Section 3 measured how close this machine came,
-#    each precision's speed of reading beside the memory's.
+#    kernel reads 8-bit weights at the memory's speed.
 #    </details>
 # 4. Chapter 15 reordered the rows of Llama's W^Q and W^K to bring a checkpoint in. What must
 #    `to_llama` do with them on the way out, and why does the GGUF file need no reordering?
