@@ -20,23 +20,21 @@
 #
 # Part I trained the paper's model on number words (chapter 08) and tested its choices on small
 # tasks (chapter 11). Number words are an easy language: 31 English words, 32 German pieces and one
-# way to say each number. Real text is different. Any word may turn up, German changes its articles
-# and endings with gender and case, and it moves its verbs to the end of a clause. This chapter takes
-# chapter 08's model, unchanged, to sentences with real grammar, with the tools the paper uses for
-# real corpora: subword tokens, batches of a token budget, shared embeddings and checkpoint
-# averaging. At the end you will look for the attention jumping back to a verb that
-# German puts last, and sort what it still gets wrong.
+# way to say each number. Real text is not: any word may turn up, German inflects its articles and
+# endings, and it moves verbs to the end of a clause. This chapter takes chapter 08's model,
+# unchanged, to such sentences, with the paper's tools for real corpora: subword tokens, batches of
+# a token budget, shared embeddings and checkpoint averaging. At the end you will look for the
+# attention jumping back to a verb that German puts last, and sort what it still gets wrong.
 #
 # **Learning goals**
 #
-# - cut text into subword tokens with byte-pair encoding, and follow its merges by hand;
-# - learn one vocabulary for both languages, share one embedding matrix between encoder, decoder
-#   and output, and measure what the size of the vocabulary trades;
-# - batch by a token budget instead of a number of sentences, and measure the padding it saves;
-# - train on sentences, average the last checkpoints, and score the written text with sacrebleu;
-# - read the cross-attention of the trained model, and sort its errors into kinds;
-# - going further: split training over several processes as DistributedDataParallel does, with each
-#   rank's gradient weighted by its tokens.
+# - cut text into subword tokens with byte-pair encoding, following its merges by hand;
+# - share one vocabulary and one embedding matrix between both languages, and measure what the
+#   vocabulary's size trades;
+# - batch by a token budget, and measure the padding it saves;
+# - train, average the last checkpoints, and score the written text with sacrebleu;
+# - read the trained model's cross-attention, and sort its errors into kinds;
+# - going further: train on several processes, as DistributedDataParallel does.
 #
 # **In the paper:**
 #
@@ -93,7 +91,7 @@ profile = pick_sentence_profile(device)  # a bigger model and token budget on CU
 # %% [markdown]
 # ## Where we are
 #
-# The model is the one of the map, unchanged. What changes is at its two ends:
+# The model is chapter 06's, drawn below, unchanged. What changes is at its two ends:
 #
 # - the tokens: subwords learned from the text, one vocabulary for both languages, one matrix for
 #   both embeddings and the output layer;
@@ -182,13 +180,13 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 # text is cut into characters, and the merges are applied in the order they were learned.
 #
 # Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
-# times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word (the
-# convention of the tokenizer below). Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*,
-# *widest*), and so does *s t*. On a tie, the pair whose left symbol is older wins. Single letters
-# are older than merged symbols, and among themselves go by their code: *e* before *s*, every
-# letter before "▁". So *e s* comes first, then *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur
-# 7 times each. *l o* wins, and two more merges make *▁low* one token. `bpe_merges` (exercise
-# ex12_3) learns the merges; the cell shows each word after each merge.
+# times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word.
+# Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*, *widest*), and so does *s t*. On a tie,
+# the pair whose left symbol is older wins. Single letters are older than merged symbols, and among
+# themselves go by their code: *e* before *s*, every letter before "▁". So *e s* comes first, then
+# *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur 7 times each. *l o* wins, and two more merges
+# make *▁low* one token. `bpe_merges` (exercise ex12_3) learns the merges; the cell below shows
+# each word after each merge.
 
 # %%
 import re
@@ -206,8 +204,7 @@ for k, (left, right) in enumerate(merges, start=1):
     print((f"{k}. {left} + {right}".ljust(14) + "".join(symbols[word].ljust(width[word]) for word in counts)).rstrip())
 
 # %% [markdown]
-# We use Hugging Face's `tokenizers` library (`subwords.py`). A trained tokenizer is one JSON
-# string, which travels inside our checkpoints as plain data. The "▁" marks let decoding give the
+# We use Hugging Face's `tokenizers` library (`subwords.py`). The "▁" marks let decoding give the
 # text back exactly.
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
@@ -227,17 +224,17 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
 #
 # ### The merges, learned from scratch
 #
-# Nothing in BPE's training is hidden in the library. `bpe_merges` (exercise ex12_3) is the whole
-# loop of the hand-worked example, ties included. Here it runs on our training sentences, next to
-# the tokenizer trained above.
+# `bpe_merges` (exercise ex12_3) is the whole loop of the hand-worked example, ties included. Here
+# it runs on the words of our training sentences (punctuation apart), next to the tokenizer trained
+# above.
 
 # %%
 from transformer_course.subwords import pretokenized_words
 
-words = pretokenized_words(text for pair in texts["train"] for text in pair)  # piece → how often it occurs
+words = pretokenized_words(text for pair in texts["train"] for text in pair)  # word → how often it occurs
 ours = bpe_merges(words, 50)
 library = [tuple(merge.split(" ")) for merge in tokenizer.merges()[:50]]
-print(f"{len(words):,} distinct pieces; the first merges, bpe_merges | tokenizers:")
+print(f"{len(words):,} distinct words; the first merges, bpe_merges | tokenizers:")
 for k in range(8):
     print(f"{k:3d}  {' + '.join(ours[k]):>11} | {' + '.join(library[k])}")
 assert ours == library, "bpe_merges and the library disagree"
@@ -246,7 +243,8 @@ print(f"all {len(ours)} merges agree")
 # %% [markdown]
 # Which tokens does each language use? Most are used by one language only. German capitalises its
 # nouns, so English `▁baby` and German `▁Baby` are different tokens. The shared ones are
-# punctuation, endings both languages build words from, and a few words spelled alike (*in*, *hat*).
+# punctuation, pieces both languages build words from (*en*, *er*), and a few words spelled alike
+# (*in*, *hat*).
 
 # %%
 from collections import Counter
@@ -260,12 +258,15 @@ print(f"English only: {len(set(used['en']) - both)}, German only: {len(set(used[
 print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + used["de"][t]))[:16])
 
 # %% [markdown]
+# Together they use fewer tokens than the vocabulary holds. Some tokens are only steps towards
+# longer ones: a later merge swallows them wherever they occur, so they never stand alone.
+#
 # ### What the vocabulary size trades
 #
 # A bigger vocabulary gives shorter sequences: less attention and feed-forward work per sentence,
-# and shorter distances to attend over. But it also gives a bigger embedding matrix, and rarer
-# tokens, each of which the model sees fewer times during training. We train BPE at several sizes
-# on part of the training text and measure on the validation sentences.
+# and shorter distances to attend over. But it also gives a bigger embedding matrix and, past some
+# size, rarer tokens, each of which the model sees fewer times during training. We train BPE at
+# several sizes on part of the training text and measure on the validation sentences.
 
 # %%
 from transformer_course.subwords import subword_task, tokenizer_summary
@@ -316,11 +317,10 @@ fig.tight_layout()
 # %% [markdown]
 # Our sentences use few distinct words (the word vocabulary above), so BPE runs out of pairs to
 # merge: asking for 4,000 tokens gives 2,698. Small vocabularies have rare tokens too: single
-# letters that merges swallow (once *▁W* exists, a lone *W* seldom remains). Tokens that later
-# merges swallow rarely stand alone, at every size: hence fewer than 1,000 tokens in the count
-# above. We take 1,000 on the CPU: sentences a fifth shorter than at 600, for a few more rare tokens,
-# and 128,000 embedding parameters, an eighth of the model. The paper's 37,000 tokens serve 4.5
-# million sentence pairs of WMT 2014 English–German, far more varied text.
+# letters that merges swallow (once *▁W* exists, a lone *W* seldom remains). We take 1,000 on the
+# CPU: sentences a fifth shorter than at 600, for a few more rare tokens, and 128,000 embedding
+# parameters, an eighth of the model. The paper's 37,000 tokens serve 4.5 million sentence pairs of
+# WMT 2014 English–German, far more varied text.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #
@@ -403,12 +403,11 @@ fig.tight_layout()
 # ## 5. Training on sentences
 #
 # The batches are ready, so we can train. The model, the loss, the warm-up schedule and the loop are
-# chapter 08's, at half the paper's learning rate as there. New are the subword tokens, the shared
-# embeddings and the token batches. The CPU run trains without dropout: it makes too few passes
-# over the training sentences to over-fit (printed below). On a GPU the chapter picks a bigger
-# profile by itself (the folded cell prints it). Near the end, a callback
-# (chapter 08's `Evaluation`) keeps a copy of the weights every 50 steps, for checkpoint averaging
-# (section 7). Every `profile.eval_every` steps it also translates 300 validation sentences.
+# chapter 08's, at half the paper's learning rate as there. The CPU run trains without dropout: it
+# makes too few passes over the training sentences to over-fit (printed below). On a GPU the chapter
+# picks a bigger profile by itself (the folded cell prints it). Near the end, a callback (chapter
+# 08's `Evaluation`) keeps a copy of the weights every 50 steps, for checkpoint averaging (section
+# 7). Every `profile.eval_every` steps it also translates 300 validation sentences.
 
 # %%
 from transformer_course.step import MixedPrecision
@@ -420,10 +419,6 @@ print(run_settings(profile, device, MixedPrecision.for_device(device)))
 # makes the model with shared embeddings and the batches of its token budget
 run = prepare_training(task, profile, device)
 model = run.model
-# the bounds the folded checks assert (chapter 08's box, "How this book tests a claim")
-on_cpu = device.type == "cpu"
-CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
-          "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
 keep_every, n_kept = 50, 5
 kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
 print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}; "
@@ -433,6 +428,10 @@ print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}; 
 from transformer_course.sentence_training import SENTENCE_GPU_PROFILE
 
 print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a recent GPU"))
+# the bounds the folded checks assert (chapter 08's box, "How this book tests a claim")
+on_cpu = device.type == "cpu"
+CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
+          "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.training import Evaluation, History, fit
@@ -470,8 +469,9 @@ fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
-# The printed list holds every validation score, the last step's included. The curve has not
-# flattened when the run stops. It ends here because a chapter must run in minutes on a laptop.
+# The printed list holds every validation score, the last step's included. Exact match still rose by
+# many points in the second half of the run (the folded check below), so the run likely stops before
+# the score levels off. It ends here because a chapter must run in minutes on a laptop.
 # What do more steps buy? Try it from a terminal: the same recipe, longer.
 #
 # ```bash
@@ -493,12 +493,12 @@ expect_at_least("validation exact match gained in the second half of training", 
 # %% [markdown]
 # ## 6. Scoring the written text with sacrebleu
 #
-# For number words chapter 08 counted BLEU over German pieces, since a number is a single word. For
-# sentences, BLEU is computed on the **written text**, which sacrebleu cuts into words with its own
-# standard tokenizer ("13a"). The score then does not depend on how *our* model cut its words: over
-# subword pieces, a system with a smaller vocabulary would score the same translation differently.
-# `evaluate(..., bleu_on="text")` scores this way. Our score is not comparable with the paper's 27.3:
-# their test set is real news, ours is generated.
+# For number words chapter 08 counted BLEU over German pieces, since a German number is one long
+# word. For sentences, BLEU is computed on the **written text**, which sacrebleu cuts into words
+# with its own standard tokenizer ("13a"). The score then does not depend on how *our* model cut its
+# words: over subword pieces, a system with a smaller vocabulary would score the same translation
+# differently. Our score is not comparable with the paper's 27.3: their test set is real news, ours
+# is generated.
 
 # %% tags=["nbval-ignore-output"]
 import sacrebleu
@@ -547,10 +547,9 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # %% [markdown]
 # On the CPU, the mean of the last 5 kept weights translates more test sentences exactly than the
 # final weights: by at least a point in every run we measured (the folded check). Our snapshots lie
-# 50 steps apart, late in a short run whose learning rate is still fairly high: noisy points around
-# where training is heading, and their mean removes much of the noise. The paper averaged
-# checkpoints 10 minutes apart after 12 hours of training; what averaging gains there, this run
-# cannot tell.
+# 50 steps apart in a short run whose learning rate is still fairly high: noisy points, and their
+# mean removes much of the noise. The paper averaged checkpoints 10 minutes apart after 12 hours of
+# training; what averaging gains there, this run cannot tell.
 
 # %% [markdown]
 # ## 8. What the decoder reads: cross-attention on a real sentence
@@ -560,7 +559,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # sentence whose verb moves: the first test sentence with a *dass* clause that the
 # model translates exactly. In English the verb of the clause comes right after its subject; in
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
-# written, columns the English tokens they read. The box marks the clause's last word.
+# written, columns the English tokens they read.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -625,8 +624,9 @@ display(Markdown(
 # Read the map from the top. Where German follows the English word for word, the weights walk down
 # the diagonal: each German token reads the English token it translates. Then comes the verb in the
 # box, the last word of the *dass* clause. To write it, the decoder may jump back to the English verb,
-# past the words German puts before it (the line under the map says how far, if at all).
-# In this sentence, that jump is the verb-final order of a *dass* clause, learnt from examples.
+# past the words German puts before it (the line under the map says how far, if at all). Such a
+# jump is the verb-final order of a *dass* clause, learnt from examples: no rule of German grammar
+# was written into the model.
 
 # %% [markdown]
 # ## 9. What the translator still gets wrong
@@ -661,24 +661,25 @@ for kind, count in kinds.most_common():
     print(f"\n{kind}: {count}\n  {texts['test'][i][0]}\n    model:    {hyp_text[i]}\n    expected: {ref_text[i]}")
 
 # %% [markdown]
-# A wrong ending is a case or a gender the model missed. An error of order alone would be a verb's
-# place; the list shows whether this run made one. The sorting is rough: a sentence with several
-# faults lands in the first box that fits. A *words added* example is often such a mess (a wrong
-# verb, a lost noun, a phrase repeated).
+# A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
+# a verb in the wrong place; the counts show whether this run made any. The sorting is rough: a
+# sentence with several faults lands in the first box that fits. A *words added* example is often
+# such a mess (a wrong verb, a lost noun, a phrase repeated).
 
 # %% [markdown]
 # ## Going further
 #
-# The translator is trained, scored and read. Two more steps lead out of this notebook: training on
-# several processes, and training on real corpora. Neither changes the results above.
+# The translator is trained, scored and read. Two steps lead further, without changing the results
+# above: several processes, and real corpora.
 #
 # ## 10. Several processes: DistributedDataParallel
 #
 # The paper trained on 8 GPUs (§5.2). PyTorch's way is **DistributedDataParallel** (DDP):
 # `torchrun --nproc-per-node N` starts N copies of the training program, the *ranks*. Each holds a
 # whole replica of the model. Every rank computes the same list of token batches (same seed) and
-# takes every N-th one: that is `shard`. After the backward pass the ranks average their gradients
-# (an *all-reduce*), so every replica makes the same update. Only rank 0 evaluates and saves.
+# takes every N-th one: that is `shard`. After the backward pass the ranks combine their gradients
+# (an *all-reduce*: a sum or mean over the ranks that every rank receives), so every replica makes
+# the same update.
 
 # %%
 from transformer_course.token_batches import shard
@@ -689,6 +690,9 @@ for rank in range(ranks):
     print(f"rank {rank} takes batches", [b[0] for b in shard(first_batches, rank, ranks)])
 
 # %% [markdown]
+# Rank 1 takes batch 0 again: `shard` repeats the first batches so that every rank takes as many
+# steps. A rank that ran out would wait for ever at the next all-reduce.
+#
 # > **Common mistake — keeping DDP's default mean with token batches.** DDP's default all-reduce
 # > takes the *mean* of the ranks' gradients. Each rank's loss is already a mean over its own
 # > tokens, so that is a mean of means: with token batches, a token on a rank with few tokens counts
@@ -725,7 +729,7 @@ model.zero_grad()
 # %% [markdown]
 # `distributed.py` weights each rank's gradient by its share of the step's tokens, $n_r / n$, before
 # the ranks add them up: exactly what one process computes. The shares come from one small
-# all-reduce of the token counts. Chapter 08's `train_step` and `fit` stay as they were.
+# all-reduce of the token counts.
 #
 # From a terminal, the same command trains on one process or on several:
 #
@@ -749,9 +753,8 @@ model.zero_grad()
 # - `--dataset iwslt2017-en-de`: TED talks;
 # - `--dataset wmt14-en-de`: the paper's corpus (add `--max-pairs`).
 #
-# Or use your own corpus: `--data-dir DIR`
-# reads `train.en` / `train.de`, `valid.*` and `test.*`, one sentence per line. Here, a folder we
-# write ourselves:
+# Or use your own corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`,
+# one sentence per line. Here, a folder we write ourselves, then break:
 
 # %%
 import tempfile
@@ -775,13 +778,13 @@ except CorpusError as error:
 #   become pieces. The vocabulary size trades sequence length against embedding size and rare
 #   tokens. One vocabulary for both languages lets both embeddings and the output layer be one
 #   matrix (§3.4, §5.1).
-# - Batches of a token budget (§5.1) waste almost nothing on padding and keep every step the same
-#   size.
+# - Batches of a token budget (§5.1) waste almost nothing on padding and keep every step about the
+#   same size.
 # - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
 #   our tokens. Averaging the last checkpoints (§6.1) is free to try: measure it.
 # - Chapter 08's model, unchanged, learns much of German's word order and endings in a short CPU
-#   run: in our runs its attention jumps back to a clause's verb. Sorting its errors shows what it has not learnt
-#   yet.
+#   run: in our runs its attention jumps back to a clause's verb. Sorting its errors shows what it
+#   has not learnt yet.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
@@ -813,9 +816,9 @@ except CorpusError as error:
 #    here, when chapter 08 could share only the target embedding and the output?
 #    <details><summary>Answer</summary>
 #
-#    Sharing needs the same token ids on both sides. Chapter 08 had two vocabularies: English words
-#    and German pieces. Here one BPE vocabulary is learned from both languages, so an id means the
-#    same piece in the encoder, the decoder and the output layer (§3.4).
+#    Sharing needs one vocabulary. Chapter 08 had two: English words and German pieces. Here one
+#    BPE vocabulary serves both languages, so an id means the same piece in the encoder, the
+#    decoder and the output layer (§3.4).
 #    </details>
 # 3. Why does a batch of a fixed number of sentences waste work, and what does a token budget fix?
 #    <details><summary>Answer</summary>
@@ -836,14 +839,18 @@ except CorpusError as error:
 #    DDP's plain mean of per-token means is not the per-token mean over all tokens when the ranks
 #    hold different numbers of tokens. Weighted, the ranks add up to one process's gradient.
 #    </details>
+# 6. What does section 8's map show, and what does it not?
+#    <details><summary>Answer</summary>
+#
+#    That the model reorders this sentence by attention, with no rule of German written in. Not
+#    how it treats other sentences: the map is one sentence, chosen because it came out right.
+#    </details>
 #
 # ## Further reading
 #
 # - The paper: §3.4, §5.1, §5.2, §6.1.
 # - Sennrich, Haddow and Birch (2016), *Neural Machine Translation of Rare Words with Subword Units*:
 #   BPE.
-# - Kudo (2018), *Subword Regularization*, and Kudo and Richardson (2018), *SentencePiece*: the
-#   unigram model, the other common choice.
 # - Press and Wolf (2017), *Using the Output Embedding to Improve Language Models*: tying the
 #   embeddings and the output layer.
 # - Li et al. (2020), *PyTorch Distributed: Experiences on Accelerating Data Parallel Training*: how
