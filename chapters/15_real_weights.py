@@ -350,7 +350,7 @@ for label, *values in rows:
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
 # features as the partners of the first half, by the same angles $p\,\omega_i$.
 # These are chapter 13's frequencies, $\omega_i = b^{-2i/d}$, with $d$ a head's features ($d_k$
-# there) and $b$ the base, `rope_theta`: 10000 in chapter 13, 100000 in SmolLM2. We call that layout "halves". Two roads lead to weights in it:
+# there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10000. We call that layout "halves". Two roads lead to weights in it:
 #
 # - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
 #   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
