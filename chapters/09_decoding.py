@@ -77,7 +77,14 @@ from torch import nn
 from transformer_course import Transformer, TransformerConfig
 from transformer_course.batching import pad_sequences
 from transformer_course.cache import DecoderCache
-from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
+from transformer_course.datasets.numbers import (
+    english_to_number,
+    english_tokens,
+    german_text,
+    number_pair,
+    number_to_english,
+    numbers_task,
+)
 from transformer_course.decoding import (
     beam_search,
     beam_step,
@@ -181,7 +188,7 @@ with torch.no_grad():
 print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_567)[1]))
 
 # %% [markdown]
-# The model puts just over 0.9 on its choice at every step. That is close to the 0.9 that label
+# The model puts just over 0.9 on its choice at every step, a little above the 0.9 that label
 # smoothing (chapter 08, ε = 0.1) trains it towards: it has learned the task well. Notice the order.
 # English says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the
 # source (chapter 10 shows where it looks).
@@ -202,7 +209,8 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # The length limit is chapter 08's (§6.1): each row's real source tokens + 50, at most the model's
 # position table. `max_output_length(model, src)` computes it; `greedy_decode`, `beam_search` and
-# `sample` use it unless given a smaller `max_len`. Each row stops at its own limit.
+# `sample` use it unless given a `max_len`, which then caps every row instead (at most the model's
+# `max_len`). Each row stops at its own limit.
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
@@ -232,8 +240,9 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
 # the same interface as `Transformer` (`config`, `encode`, `decode`; its class is folded). So the
 # package's decoding functions run on it unchanged (without a cache). To find the most probable of
-# the table's translations we call beam search, which section 3 teaches: here it simply searches the
-# whole small table (with no length penalty, `length_penalty=0.0`). `score_sequences` gives each
+# the table's translations we call beam search, which section 3 teaches, with $k = 2$ and no length
+# penalty (`length_penalty=0.0`). For this table that finds the most probable translation; section 3
+# shows which candidates it drops. `score_sequences` gives each
 # translation's log-probability: it feeds the given tokens to the decoder (teacher forcing, chapter
 # 08) and sums the log-probabilities of those tokens.
 
@@ -294,8 +303,9 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
     print(f"{name:7} {toy_text(hyp[0]):28} P = {probability:.3f}")
 
 # %% [markdown]
-# Greedy takes *zwanzig* (0.45 > 0.40). Then the best it can find is *eins* (0.32) and `<eos>`
-# (0.6): 0.45 × 0.32 × 0.6 ≈ 0.086. The translation that starts with the *second* choice is four
+# Greedy takes *zwanzig* (0.45 > 0.40). Then it takes the most probable next piece, *eins* (0.32),
+# and `<eos>` (0.6): 0.45 × 0.32 × 0.6 ≈ 0.086. Even stopping right after *zwanzig* (0.45 × 0.25)
+# beats that, and greedy never compares the two. The translation that starts with the *second* choice is four
 # times as probable: 0.40 × 0.95 × 0.95 × 0.95 ≈ 0.343. No single step revealed that. The search
 # had to keep the runner-up alive for one more step.
 #
@@ -447,7 +457,7 @@ row, step = divmod(int(runner_up.argmax()), runner_up.shape[1])
 first_logits = all_logits[row, step]  # (V,)
 top2 = first_logits.softmax(-1).topk(2)
 print(
-    f"'{' '.join(task.test[row][0])}', after '{' '.join(pieces(test_greedy[row, :step])) or '<bos>'}': "
+    f"'{number_to_english(english_to_number(task.test[row][0]))}', after '{' '.join(pieces(test_greedy[row, :step])) or '<bos>'}': "
     + " or ".join(f"'{tgt_vocab.id_to_token[i]}' ({p:.2f})" for p, i in zip(*top2, strict=True))
 )
 
@@ -554,7 +564,7 @@ print("expected:", german_text(number_pair(456_789)[1]))
 # </details>
 
 # %%
-kv_cache_step(t=5, source_length=6)  # drawn by transformer_course_tools/notebook/diagrams.py
+kv_cache_step(t=5, source_length=6)
 
 # %% [markdown]
 # A `DecoderCache` holds one such cache per decoder layer. At each step the attention projects the
@@ -595,9 +605,9 @@ layer_cache = cache.layers[0]
 print("cached logits equal those of one pass (to 1e-4):", torch.allclose(stepwise, full, atol=1e-4, rtol=0))
 print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, T, d_k);",
       "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")  # fmt: skip
-assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)
 
 # %% tags=["hide-cell"]
+assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)  # the same tokens without the cache
 expect_at_most("largest difference between the logits, cached against one pass", (stepwise - full).abs().max().item(), 1e-4)
 
 # %% [markdown]
@@ -612,8 +622,8 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # 16, 32, 64 and 128, on a logarithmic scale. On the left, with a logarithmic vertical axis too, two
 # lines give the milliseconds for the batch of 32. One is decoding without a cache, the other with
 # the KV cache. On the right, a green line gives the speed-up, the first time divided by the second.
-# It is above one at every length and highest at 128 tokens, where it is at least two (checked in
-# the same cell, on the same run). The times themselves are this machine's.
+# It is above one at every length and highest at 128 tokens, where it is at least two. The times
+# themselves are this machine's.
 #
 # </details>
 
@@ -647,7 +657,9 @@ plot_cache_speedup(lengths_to_time, timings)
 # alone stays $O(n^2)$. But that is one dot product per cached key, small next to the rest at these
 # lengths. So the gap grows with the length. At the shortest lengths it is smallest: a step of a
 # small model is partly fixed overhead (small matrix products, Python calls), which the cache does
-# not save.
+# not save. Timings are noisy. By this account the cached time about doubles when the tokens
+# double; a point where it does not is noise, and so is its ratio. Read the trend: the cache wins
+# at every length, most at the longest.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
@@ -723,7 +735,8 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 # **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) asks you to write
 # `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3); stuck on one, `python -m
 # transformer_course restore ex09_1` puts its worked answer in your student edition. From the command
-# line: `python -m transformer_course translate "three hundred and forty-two" --beam 4`.
+# line: `python -m transformer_course translate "three hundred and forty-two" --beam 4` (without a
+# checkpoint file it uses the shipped numbers model).
 
 # %% [markdown]
 # ## Check yourself

@@ -197,7 +197,7 @@ print(f"on German pieces: BLEU {on_pieces.score:.1f}; n-grams to count, of 1 to 
 # The overall score of a split says little about the rare kinds of number. Here it is per stratum:
 
 # %%
-# strata_scores scores translations already made (evaluate_strata would decode greedily itself)
+# strata_scores scores translations already made
 columns = ["shipped, greedy", "under-trained, greedy", "under-trained, beam 4"]
 per_stratum = {name: strata_scores(task, "test", decoded[name]) for name in columns}
 print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %", "under-trained, beam 4 %"]))
@@ -237,8 +237,8 @@ for stratum, members in task.info["strata"]["test"].items():
 # %% [markdown]
 # Each stratum fails in its own way. From 100 to 999 the model **goes on** as if a thousands group
 # followed (999 becomes *…neunundneunzigtausendneun*). Most training numbers have six digits, and
-# this model has not yet learnt to stop where the source stops (chapter 08's "Why a model makes such
-# mistakes"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
+# this model has not yet learnt to stop where the source stops (chapter 08, section 7, "A hazard: the
+# common way on"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
 # the full range its errors are **wrong pieces**. The same recipe trained longer, the shipped
 # model, fixed all of them.
 
@@ -394,8 +394,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #
 # - A **search error** is chapter 09's worked example (its section 2) on a real model. At some step
 #   greedy decoding took the piece that looked best there, and the rest of the translation could not
-#   recover: it may go on past the number, or stop early. Yet the model scores the
-#   correct translation higher. Beam search keeps the runner-ups alive. It repairs most of greedy's search errors and
+#   recover: it may go on past the number, stop early, or take a wrong piece. Yet the model scores the
+#   correct translation higher. Beam search keeps the runners-up alive. It repairs most of greedy's search errors and
 #   makes few of its own (both checked above). A search error does not promise that a better search
 #   finds the *correct* translation, though. It only says that the model likes something better than
 #   what was found. Beam search may find a translation that scores higher still and is wrong: a model
@@ -454,8 +454,8 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
                      query_axis="German piece being written", key_axis="English source word")  # fmt: skip
 
 # %% [markdown]
-# Layer 1 is a mixture. Some heads spread over several words; some land on a word other than the one
-# being translated, an offset rule of their own like the heads of chapter 04. In layer 2 the heads
+# Layer 1 is a mixture. Some heads spread over several words; some return to one word for many
+# pieces (layer 1, head 4 keeps reading "thousand"). In layer 2 the heads
 # are nearly one-hot and mostly agree with each other. To write *zwei* they read "two"; for
 # *vierzig* they go back to "forty"; for *tausend*, three heads of four go on to "thousand". For
 # *sieben und sechzig* they read "seven", then "sixty". That is the reordering the task needs, done
@@ -585,7 +585,7 @@ for layer in range(entropy.shape[0]):
 # 1. Why does this chapter score BLEU on German *pieces* rather than on whole words?
 #    <details><summary>Answer</summary>
 #
-#    A German number is one long word, so a sentence has no run of two, three or four words: those
+#    A German number is one long word, so a translated number has no run of two, three or four words: those
 #    precisions are 0/0, which sacrebleu's corpus BLEU counts as 0. BLEU on whole words is then 0
 #    for every translation, even a perfect one. On pieces it gives partial credit to a translation
 #    with one wrong piece.

@@ -91,11 +91,15 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 # them. Strings of 3 or 4 letters are so few that many test strings of those lengths also occur in
 # training, so short strings measure memory as much as generalisation. From about 6 letters on, a
 # test string is almost never a training string.
+#
 # The table printed with each figure gives the share reversed exactly and, for most, the training
-# loss at the end: the mean of the last 50 steps. Each variant trains three times, from different
-# random starts. [Chapter 08](08_training.ipynb)'s box "How this book tests a claim" explains how
-# the book compares such runs. The chapter uses everything up to chapter 09: in the student
-# edition it runs once you have written those exercises.
+# loss at the end: the mean of the last 50 steps.
+#
+# Each variant trains three times, from different random starts. [Chapter 08](08_training.ipynb)'s
+# box "How this book tests a claim" explains how the book compares such runs. The folded checks
+# state what held in every run the authors made; your run may differ in the details. The chapter
+# uses everything up to chapter 09: in the student edition it runs once you have written those
+# exercises.
 #
 # `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to
 # build the model from its configuration. It trains and evaluates each one three times.
@@ -178,11 +182,11 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
 
 # %% [markdown]
-# **The finding: token vectors that start too long hurt; the factor itself brings no measurable
-# gain.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
+# **The finding: token vectors that start too long hurt; the factor itself brings no gain beyond
+# the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
 # than 20 points fewer strings than either other table. And the factor brings no gain beyond the
 # spread of the runs. The sentence under the figure compares the two in your run, and the folded
-# check above holds the rest on every machine we measured.
+# check above states the rest.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. A token signal that starts too short is cheap to repair. Without the factor a token vector
@@ -261,17 +265,18 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 
 # %% [markdown]
 # **The finding: on short strings both kinds of model do well, and beyond the training lengths
-# both collapse.** The folded check above holds it for every run. Every model reverses at least half
-# of the strings of 3 to 6 letters (at 3 and 4 letters partly from memory: many of those test
-# strings are training strings). No model reverses more than 5 % of the strings of 11 letters or
+# both collapse.** The folded check above holds it for every run. Every model reverses most strings
+# of 3 to 6 letters. The check asks for half; the table shows how far above that each run lies. At 3
+# and 4 letters that is partly memory: many of those test strings are training strings. No model reverses more than 5 % of the strings of 11 letters or
 # more. The share of letters in the right place falls too. The folded check's bounds are at least
 # 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on; the right panel shows where
 # the runs lie.
 #
 # Within the training lengths, the learned table may fall behind as the strings get longer. From 7
 # to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
-# check). But the runs' ranges overlap: three runs of each are consistent with a gap, not proof of
-# it. The sentence under the figure gives this run's range at 8 letters. If the gap is real,
+# check). Compare the ranges too. At some lengths they overlap, and at others they may not; either
+# way, three runs of each on one task are consistent with a gap, not proof that it is general. The
+# sentence under the figure gives this run's ranges at 8 letters. If the gap is real,
 # chapter 02's section 6 suggests a likely reason. A training string of 10 letters is as common as
 # one of 3, so a late position occurs in fewer training strings than an early one. Its row of the
 # learned table gets fewer updates. The sinusoids give every position a vector tied to the others
@@ -479,7 +484,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # **Perplexity does not settle here.** The paper expects it to rise: a model trained towards 0.9 on
 # the right token cannot give it probability 1. But the runs' ranges overlap, and whether it rises
-# in every pair of runs depends on the machine (the sentence under the figure counts your run's
+# in every pair of runs varies from run to run (the sentence under the figure counts your run's
 # pairs). Even three pairs that agree in sign would only be consistent with the claim, not proof of
 # it (chapter 08's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
@@ -494,7 +499,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # | The paper's choice | What these runs found | How strongly |
 # |---|---|---|
-# | the $\sqrt{d_{model}}$ factor (§3.4) | leaving it out made no measurable difference; token vectors that start 8 times too long fail | no difference beyond the spread; the failure in every run |
+# | the $\sqrt{d_{model}}$ factor (§3.4) | without it, no loss beyond the spread of three runs; token vectors that start 8 times too long fail | no difference beyond the spread; the failure in every run |
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters | every run |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model barely learns | every run, by a loss margin |
@@ -552,7 +557,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 #    With $\varepsilon = 0.1$ the model is clearly less confident than it is accurate, and nearly
 #    calibrated without it, in every run. Perplexity did not settle: the runs' ranges overlap, and
-#    not every pair rises on every machine. Exact match showed no gain on a task this easy.
+#    whether every pair rises varies from run to run. Exact match showed no gain on a task this easy.
 #    </details>
 #
 # ## Further reading
@@ -569,7 +574,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #   extrapolate beyond the training lengths. It measures sinusoidal and rotary positions
 #   extrapolating poorly.
 # - Su et al. (2021), *RoFormer*: rotary positions (chapter 13), which encode relative position by
-#   rotating queries and keys. They were not designed to extrapolate; longer contexts need extra
+#   rotating queries and keys. They do not extrapolate well beyond their training lengths; longer contexts need extra
 #   methods such as position interpolation (Chen et al. 2023).
 # - Narang et al. (2021), *Do Transformer Modifications Transfer Across Implementations and
 #   Applications?*: why one small experiment is not enough.

@@ -107,8 +107,7 @@ setup_chapter("13")  # the short stop at an unwritten exercise; printing and plo
 #
 # The model of chapters 01–12 had two stacks. A language model keeps one: no source, no encoder, no
 # cross-attention. Every block is self-attention under a causal mask, then a feed-forward network.
-# The map highlights the parts this chapter changes: each norm, the attention and the feed-forward
-# network. The letters are those of the
+# The map highlights the parts this chapter changes. The letters are those of the
 # [notation page](../book/notation.md). $T$ is now the length of the text, and $H_{kv}$ the number of
 # key/value heads.
 #
@@ -140,7 +139,7 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 # `DecoderOnlyLM` (in `lm.py`) is built from the existing modules: `TokenEmbedding`, positions, $N$
 # `EncoderLayer`s under a causal mask, and an output layer tied to the embedding. `DecoderOnlyConfig`
 # holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` gives
-# Llama's: pre-LN with RMSNorm, RoPE, SwiGLU and no dropout (Llama also drops the biases and the √D
+# Llama's (sections 2–5 build each): pre-LN with RMSNorm, RoPE, SwiGLU and no dropout (Llama also drops the biases and the √D
 # scale: chapter 15). The cell checks the title's claim: `EncoderLayer`s run under the causal
 # mask give the model's own logits.
 
@@ -199,8 +198,7 @@ assert leak
 #
 # No mean and no $\beta$: a little less work, fewer parameters, and in practice about the same
 # training (chapter 14, section 2, compares them). On features with mean zero the two agree (up to
-# $\epsilon$). The cell checks ours against the formula, and against `torch.nn.RMSNorm` (PyTorch 2.4
-# on).
+# $\epsilon$). The cell checks ours against the formula and `torch.nn.RMSNorm`.
 
 # %%
 norm = RMSNorm(8, eps=1e-6)
@@ -339,7 +337,7 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # </details>
 
 # %%
-grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))  # drawn by transformer_course_tools/notebook/diagrams.py
+grouped_query_heads(n_heads=8, kv_heads=(8, 2, 1))
 
 # %% [markdown]
 # `GroupedQueryAttention(..., n_kv_heads=...)` (`transformer_course/grouped.py`) is chapter 04's
@@ -413,10 +411,10 @@ plt.show()
 # Every text's cache is read once too. A GPU does a few hundred operations in the time it reads a
 # byte (an H100: about 1,000 TFLOP/s in bf16 against 3.35 TB/s). So at batch 1 a step waits for
 # memory: it takes about the bytes it reads divided by the memory's speed. For Llama 3 8B in bf16
-# and texts of 8,192 tokens:
+# and texts of 8,192 tokens (weights only: attention over the cache adds about a quarter):
 
 # %% tags=["hide-input"]
-weights_gb, flops_per_text = 8.0e9 * 2 / 1e9, 2 * 8.0e9  # bf16 weights (GB); multiply-adds of one text's token
+weights_gb, flops_per_text = 8.0e9 * 2 / 1e9, 2 * 8.0e9  # bf16 weights (GB); operations per token (2 per weight)
 bandwidth_gb_s = 3350  # an H100's memory
 print(f"{'batch':>5s} {'Hkv':>4s} {'GB read per step':>17s} {'of which cache':>15s} {'FLOPs per byte':>15s} "
       f"{'ms per step (bytes / bandwidth)':>32s}")  # fmt: skip
@@ -432,15 +430,13 @@ for batch in (1, 32):
 # step is bound by memory. A batch shares the weights, so at batch 32 one read serves 32 texts. But
 # each text brings its own cache. With $H_{kv} = 32$, the caches of 32 long texts (137 GB) outweigh
 # the weights several times over. They do not even fit: an H100 holds 80 GB. Grouped-query
-# attention's 8 heads divide them by 4: the batch fits, and the step takes less than half the time.
-# Even at batch 32 a step does about ten operations per byte, far below the GPU's hundreds: bytes
-# / bandwidth still gives the time.
+# attention's 8 heads divide them by 4: the batch fits, and the step takes about a third of the time.
+# Even at batch 32 a step does about ten operations per byte, far below the GPU's hundreds.
 #
-# Our CPU can show only the first half, batching. A step of one text is spent reading weights and
-# launching operations, so a text costs less in a batch than alone. The folded cell times a step of
-# a small modern model ($H_{kv} = 2$) for 1 text and for 16: it measures batching, not shared heads.
+# A CPU shows only the batching. The folded cell times a generation step of a small model for 1 text
+# and 16 at once: it measures batching, not shared heads.
 
-# %% tags=["measured", "nbval-ignore-output", "hide-input"]
+# %% tags=["measured", "nbval-ignore-output", "hide-cell"]
 def step_time(batch: int) -> float:
     """Seconds per step of generation, for a small modern model (D = 256, 4 blocks) and ``batch``
     texts at once."""
@@ -466,7 +462,6 @@ display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_t
                  "as long as a step of one (a timing: it moves with whatever else the processor runs)."))  # fmt: skip
 
 # %% tags=["measured", "hide-cell"]
-# Measured too: a re-run keeps this line with the output above, both from the run that stored them.
 expect_at_most("a step of 16 texts, relative to a step of one (16 would be no saving)", step_times[16] / step_times[1], 10)
 
 # %% [markdown]
@@ -609,9 +604,9 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # %% [markdown]
 # With gradients, the blocked loop holds as much as the full matrix or more (the folded check
 # allows 10 % less): it saves nothing, because autograd keeps every block. FlashAttention avoids
-# that by recomputing the blocks in the backward pass (above). On a GPU, PyTorch's fused
-# `F.scaled_dot_product_attention` runs FlashAttention when told `is_causal=True` instead of given a
-# mask, as `DecoderOnlyLM` does on a whole text.
+# that by recomputing the blocks in the backward pass (above). On a supported GPU, in fp16 or bf16,
+# PyTorch's fused `F.scaled_dot_product_attention` runs FlashAttention when told `is_causal=True`
+# instead of given a mask, as `DecoderOnlyLM` does on a whole text.
 #
 # ## 7. The modern block learns to write
 #
@@ -641,9 +636,11 @@ print("a passage:", splits["train"][11])
 print("its tokens:", tokenizer.tokens(splits["train"][11]))
 
 # %% [markdown]
-# The training loop is chapter 08's `fit`, unchanged, with the paper's Adam and equation (3).
-# `WithoutSource` hands it the language model as a translator with an empty source. The model has
-# $D = 128$, 2 blocks, 4 query heads and 2 key/value heads, and reads 300 batches of 16 texts.
+# The training loop is chapter 08's `fit`, unchanged, with the paper's Adam and equation (3), but
+# no label smoothing: a next token has no single right answer to soften. `WithoutSource` hands it
+# the language model as a translator with an empty source. The model has $D = 128$, 2 blocks, 4
+# query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
+# longest cell: several minutes on a laptop CPU.
 
 # %%
 from transformer_course.lm import WithoutSource
@@ -679,11 +676,11 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
 # %% [markdown]
 # After 300 steps the model writes in the shape of a play: a speaker's name, then a speech of mostly
 # English words, strung together with little sense. It has learnt more than how often each token
-# occurs. On the held-out ends of the plays, its loss is lower than that of a model that knows only
-# those frequencies; the folded check's bound on that margin is half a nat per token. To get there
-# it must read the tokens before. Chapter 14 trains a larger model of this block with today's recipe.
+# occurs. On the held-out ends of the plays, its loss is at least half a nat per token below that of
+# a model that knows only those frequencies (the check below). To get there it must read the tokens
+# before. Chapter 14 trains a larger model of this block with today's recipe.
 
-# %% tags=["hide-output"]
+# %% tags=["hide-input"]
 counts = torch.bincount(torch.tensor([i for ids in train for i in ids[1:]]), minlength=len(tokenizer))  # (V,)
 targets = held_out[:, 1:][held_out[:, 1:] != tokenizer.pad_id]  # every held-out next token
 frequency_loss = -(counts.float() / counts.sum()).clamp_min(1e-9)[targets].log().mean().item()

@@ -108,14 +108,8 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # The map below is chapter 06's encoder-decoder, and Marian's translators have exactly its boxes.
-# GPT-2 and Llama keep only a decoder without cross-attention: chapter 13's map, shown again in
-# chapter 14. `TransformerConfig` (chapter 06) gets three new settings: `activation`,
-# `sinusoid_layout` and `scale_embedding`. `DecoderOnlyConfig` (chapter 13) gets `bias` and
-# `tie_output`, and section 3 explains its `scale_embedding`, which chapter 14 set to False. Two
-# existing settings get a new value: `positional="learned"` (a table of position vectors, trained)
-# and `feed_forward="gelu_tanh"`. GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal
-# distribution's CDF; its "tanh form" computes $\Phi$ with a cheap formula built on tanh.
-# The [notation page](../book/notation.md) lists the letters.
+# GPT-2 and Llama keep only a decoder: chapter 13's map. Each difference between the models becomes a setting of `TransformerConfig` (chapter
+# 06) or `DecoderOnlyConfig` (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -133,7 +127,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # %% [markdown]
 # ## 1. Three families, two models
 #
-# | | the paper (2017) | **Marian** (OPUS-MT, 2020) | **GPT-2** (2019) | **Llama** (2023), SmolLM2 |
+# | | the paper (2017) | **Marian** (OPUS-MT, 2020) | **GPT-2** (2019) | **Llama** (2023); here SmolLM2 (2024) |
 # | --- | --- | --- | --- | --- |
 # | our class | `Transformer` | `Transformer` | `DecoderOnlyLM` | `DecoderOnlyLM` (chapter 13) |
 # | layers | post-LN | post-LN | pre-LN | pre-LN, RMSNorm |
@@ -146,11 +140,11 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 #
 # Marian is the 2017 translator almost to the letter. The OPUS-MT project trained more than a
 # thousand language pairs with it, on the public OPUS corpora. Most of them have the size of the
-# paper's base model (D = 512, six layers in each stack); a few are bigger or smaller. GPT-2 is the
+# paper's base model (D = 512, six layers in each stack). GPT-2 is the
 # decoder-only model of chapter 13 before the modern changes, with pre-LN blocks and a learned
-# position table. Llama is chapter 13's modern block. In this course each difference is a field of
-# `TransformerConfig` or `DecoderOnlyConfig`. `transformer_course.convert` reads a `transformers`
-# model's configuration, sets those fields, and copies the tensors across (`from_marian`,
+# position table. Its GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal distribution's
+# CDF; its "tanh form" computes $\Phi$ with a cheap formula built on tanh. Llama is chapter 13's modern block.
+# `transformer_course.convert` reads a `transformers` model's configuration, sets our fields, and copies the tensors across (`from_marian`,
 # `from_gpt2`, `from_llama`).
 #
 # The paper's column is the paper's model, not chapter 06's. Its attention projections are bare
@@ -158,9 +152,10 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # and the authors' code, tensor2tensor, builds the projections without biases. Chapter 04's
 # `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
-# `transformers` builds each model from its checkpoint's published configuration. The layout of the
+# `transformers` builds each model from the shape fields of its checkpoint's published
+# `config.json` (not its generation settings). The layout of the
 # tensors and the arithmetic are the published ones; only the numbers differ. To keep this chapter
-# short on a laptop's processor, SmolLM2 gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2
+# fast, SmolLM2 gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2
 # of the 6 in each stack. Every layer has the same names and shapes, so nothing about the
 # conversion depends on how many there are.
 #
@@ -168,7 +163,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That is a poor
 # model to check a conversion on. Where every gain is 1 and every bias 0, a converter that swaps two
 # norms or two biases, or forgets one, loads exactly the numbers a right one loads. No comparison can
-# see the mistake. (Its logits are also so flat that every choice is nearly a tie.) So we draw
+# see the mistake. So we draw
 # **every tensor** again:
 #
 # - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
@@ -287,7 +282,8 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # (§3.5). Marian puts all the sines first, then all the cosines: the same numbers, in another order.
 # That is no quirk of Marian: the "halves" layout is the authors' own, the one their code,
 # tensor2tensor, uses. (tensor2tensor also spaces its frequencies a little differently,
-# $\omega_i = 10000^{-i/(D/2-1)}$; fairseq's copy of that code notes that it differs from the paper.)
+# $\omega_i = 10000^{-i/(D/2-1)}$; fairseq's copy of that code notes that it differs from the paper.
+# Marian keeps the paper's frequencies; only the order is tensor2tensor's, as the cell below checks.)
 # The order matters. The table is *added* to the embeddings, so a model trained with one order reads
 # nonsense positions from the other. `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
 
@@ -323,7 +319,11 @@ print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=
 # **Llama has no biases** at all. **Llama adds no position vectors**: it rotates its queries and keys
 # instead (chapter 13's rotary embeddings).
 #
-# The converter has set each choice; this table reads them back from our three models:
+# The converter sets each choice through our configurations. `TransformerConfig` gets three new
+# settings: `activation`, `sinusoid_layout` and `scale_embedding`. `DecoderOnlyConfig` gets `bias`
+# and `tie_output`, and its `scale_embedding` is the one chapter 14 set to False. Two existing
+# settings get a new value: `positional="learned"` and `feed_forward="gelu_tanh"`. This table reads
+# them back from our three models:
 
 # %%
 rows = [
@@ -348,8 +348,9 @@ for label, *values in rows:
 # **Rotary pairs, and a reordering of rows.** Chapter 13's `apply_rope` rotates the features of each
 # head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
-# features as the partners of the first half, by the same angles $p\,\theta_i$, with
-# $\theta_i = b^{-2i/d}$ ($b$ the base). We call that layout "halves". Two roads lead to weights in it:
+# features as the partners of the first half, by the same angles $p\,\omega_i$.
+# These are chapter 13's frequencies, $\omega_i = b^{-2i/d}$, with $d$ a head's features ($d_k$
+# there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10000. We call that layout "halves". Two roads lead to weights in it:
 #
 # - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
 #   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
@@ -382,7 +383,7 @@ for label, *values in rows:
 # %%
 d_head = 8
 order = rope_halves_to_interleaved(torch.arange(d_head).view(d_head, 1), n_heads=1).flatten()  # new row j ← old row
-rope_pair_permutation(order.tolist())  # drawn by transformer_course_tools/notebook/diagrams.py
+rope_pair_permutation(order.tolist())
 
 # %% [markdown]
 # By hand, on one head. Make queries and keys with rows in the halves layout and rotate them with
@@ -438,13 +439,13 @@ print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), a
 # %% [markdown]
 # ## 4. The check: the same logits, the same tokens
 #
-# Sections 2 and 3 gave every tensor its place. Now we test that the places are right. A conversion is
+# Sections 2 and 3 gave every tensor its place. A conversion is
 # right when the two models compute the same function. We feed each pair the same
 # tokens and compare the logits, every one of them. They cannot be equal to the last bit. The two
 # implementations add the same products in other orders (and the order differs again from one
 # processor to another), so float32's rounding leaves small differences. The check below requires
 # them to stay under 10⁻⁵ of the largest logit. That bound is for short inputs like these. The two
-# libraries also compute each rotary angle p·θ in float32, each rounding it in its own way. The
+# libraries also compute each rotary angle p·ω in float32, each rounding it in its own way. The
 # rounding error of an angle grows with the position p, so over thousands of positions, with a large
 # base, two right conversions can differ by more.
 
@@ -474,8 +475,7 @@ for name, difference in differences.items():
 # A wrong tensor moves the logits far more than rounding does. Here is one that a strict load
 # accepts: the norms after the self-attention and after the cross-attention of Marian's first decoder
 # layer, exchanged (both are (512,)). Every gain and every bias was drawn at random, so the two norms
-# differ, and so do the logits. With `transformers`' start, every gain 1 and every bias 0, they would
-# not.
+# differ, and so do the logits.
 
 # %%
 swapped = opus.state_dict()
@@ -504,17 +504,10 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 # One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
 # both probability 0 (chapter 09). For Marian they are one token, 58100. The published checkpoints
 # tell `transformers` the same in their generation settings (`bad_words_ids`). A model built from a
-# bare configuration does not know it, so we pass it. GPT-2's one special token, `<|endoftext|>`, is
+# those fields alone does not know it, so we pass it. GPT-2's one special token, `<|endoftext|>`, is
 # its `<bos>` and its `<eos>`, and SmolLM2's id 0 is both too. Generating it ends the text, so nothing
 # is forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
 # (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
-#
-# Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
-# layer is its embedding (tied), and the residual connections carry the embedding of the token the
-# decoder reads up to the output. So once it writes a token, that token scores high again. For
-# Marian this check tests little: a repeated token can hide a cache that mixes up positions. The
-# logits above are Marian's real test. GPT-2's and SmolLM2's rows change token, so they test
-# `generate` and its cache.
 
 # %%
 steps = 8
@@ -545,6 +538,14 @@ for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
 
 # %% [markdown]
+# Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
+# layer is its embedding (tied), and the residual connections carry the embedding of the token the
+# decoder reads up to the output. So once it writes a token, that token scores high again. For
+# Marian this check tests little: a repeated token can hide a cache that mixes up positions. The
+# logits above are Marian's real test. GPT-2's and SmolLM2's rows change token, so they test
+# `generate` and its cache.
+
+# %% [markdown]
 # ## Summary
 #
 # - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish, a
@@ -552,11 +553,12 @@ for name, same in same_lm.items():
 # - GPT-2 is a pre-LN decoder-only model with learned positions, GELU and biases. Llama is chapter
 #   13's block without biases or √D. Each choice is a field of `TransformerConfig` or
 #   `DecoderOnlyConfig`.
-# - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings a strict load
-#   cannot check. One is the rows of W^Q and W^K for rotary pairs (per head, row i → 2i and row
-#   i + d/2 → 2i + 1); the other is GPT-2's transposed `Conv1D` blocks.
+# - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings. The rows of W^Q
+#   and W^K for rotary pairs (per head, row i → 2i and row i + d/2 → 2i + 1) pass a strict load
+#   however they are ordered. So do the square ones of GPT-2's `Conv1D` weights, which must be
+#   transposed.
 # - Equal logits within rounding and identical tokens check the conversion on models whose every
-#   tensor is random; the real checkpoints need a network (chapter 16). Rounding, not equality to the last bit, is what two implementations can share.
+#   tensor is random; the real checkpoints need a network (chapter 16). Two correct implementations agree up to rounding, not to the last bit.
 #
 # **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
 # write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`
@@ -599,7 +601,7 @@ for name, same in same_lm.items():
 #
 #    Floating-point addition is not associative: the two libraries sum the same products in other
 #    orders (other kernels, other blocking), and each order rounds differently. With rotary
-#    embeddings each library also rounds the angles p·θ in its own way. That error grows with the
+#    embeddings each library also rounds the angles p·ω in its own way. That error grows with the
 #    position, so on long texts the gap can pass 10⁻⁵. A wrong tensor moves them far more: the two
 #    norms exchanged in section 4 moved them by 0.14 of the largest logit.
 #    </details>
@@ -619,7 +621,6 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [chapter 16](16_real_checkpoints.ipynb) cuts text into ids by these models' tokenizer
-# rules, measures what sets the speed of generation, and runs the course's own trained models in
-# `transformers`, CTranslate2 and llama.cpp. The published weights need a network: an aside shows
-# the code for home.
+# **Next:** [Chapter 16 — Real tokenizers, the speed of a step, and your models in the engines people
+# use](16_real_checkpoints.ipynb): these models' tokenizers, what sets the speed of generation, and
+# our trained models in `transformers`, CTranslate2 and llama.cpp.
