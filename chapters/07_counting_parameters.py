@@ -246,7 +246,7 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # %% [markdown]
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
 # ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
-# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. The reason
+# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet.
 # Whatever single vocabulary the two rows share, their difference is the same. The big model and
 # row (C) with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
 # $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
@@ -297,7 +297,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Only (C) $d_{ff} = 4096$ and big lie within ±2%. The smallest models miss by the largest share.
+# Only (C) $d_{ff} = 4096$ and big lie within ±2%. The smaller models tend to miss by a larger share.
 # In parameters, the gaps of the table in section 3 (its `gap` column) are 1.1M to 2.5M for all
 # base-family rows but (C) $d_\text{model} = 1024$. A gap of that size is a larger share of a small
 # count.
@@ -346,7 +346,7 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 # - The paper's numbers are rounded to millions. They are not consistent with one vocabulary, so a
 #   published count can disagree with the architecture it describes.
 # - With the paper's 37,000 tokens, base is 2.9% low and big 0.6% high. Every base-family row is
-#   low, and the smallest models miss by the largest share.
+#   low, and the smaller models tend to miss by a larger share.
 # - The shared matrix is the base model's largest single part, the feed-forward networks together
 #   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the embedding, a
 #   deeper or wider model everything else.
