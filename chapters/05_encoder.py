@@ -231,11 +231,9 @@ x = 3 * torch.randn(B, S, D) + 2
 ours = layer_norm_by_hand(x, norm.weight, norm.bias, norm.eps)
 print("matches nn.LayerNorm:", torch.allclose(ours, norm(x), atol=1e-6))
 plain = layer_norm_by_hand(x, torch.ones(D), torch.zeros(D))
-print(
-    "without γ, β every vector has mean ≈ 0 and std ≈ 1:",
-    plain.mean(-1).abs().max().item() < 1e-5,
-    ((plain.var(-1, unbiased=False) - 1).abs().max() < 1e-3).item(),
-)
+std = plain.var(-1, unbiased=False).sqrt()  # (B, S): the standard deviation of each vector
+assert plain.mean(-1).abs().max() < 1e-6 and (std - 1).abs().max() < 1e-4
+print("without γ, β: every vector has mean 0 (to within 1e-6) and standard deviation 1 (to within 1e-4)")
 
 # %% [markdown]
 # > **The `std + eps` pitfall.** A hand-written LayerNorm often reads
@@ -286,7 +284,7 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # line, but it changes what flows along the shortcut. In pre-LN the shortcuts join into one
 # uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual stream is never normalised; only the
 # copies handed to each sub-layer are. So the gradient reaches the input of every layer through the
-# additions alone, however many layers are stacked. But in the paper's post-LN, every residual sum
+# additions alone, plus the single final LayerNorm, however many layers are stacked. But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
 # derivatives.
@@ -364,7 +362,8 @@ for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
 #
 # Two panels have the layer number, 1 to 12, on the horizontal axis, with
 # one line for post-LN and one for pre-LN. On the left is the size of the gradient each layer
-# receives. The post-LN line rises gently from layer 1 to layer 12; the pre-LN line starts higher at
+# receives. The post-LN line rises overall, with small dips, from layer 1 to layer 12; the pre-LN
+# line starts higher at
 # layer 1 and falls steadily towards the top. On the right is the size of the vectors after each
 # layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
 #
@@ -411,7 +410,8 @@ for name, (grads, stream) in results.items():
 #   the models to find out whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
-#   shrinks upwards: as the stream grows, every new layer's contribution is a smaller share of it.
+#   shrinks upwards. Every layer above a low layer reads that layer's output, through its own input
+#   LayerNorm, so the gradient reaches a low layer along more paths.
 #   Nothing is concentrated at the top. Xiong et al. train pre-LN models without the warm-up stage,
 #   and chapter 11 tries it too. The flip side follows from the right-hand panel: the upper layers
 #   add their updates to a stream that has grown, so each of them moves it comparatively little.
@@ -425,11 +425,13 @@ for name, (grads, stream) in results.items():
 # $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
 # \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
 #
-# Writing those two lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
+# Each call also passes the sub-layer's dropout and `norm_first`, left out above. Writing those two
+# lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
 # and values.
 # `mask` is the padding mask of the source, (B, 1, 1, S), True where a key may be attended (chapter
 # 03). Chapter 06 builds it as `padding_mask`; here it is one line. `Encoder` applies N layers in
-# turn, plus a final LayerNorm in the pre-LN case.
+# turn, plus a final LayerNorm in the pre-LN case. The cell also counts a layer's parameters by hand:
+# $4(D^2 + D)$ for attention, $2Dd_{ff} + d_{ff} + D$ for the FFN, $2 \cdot 2D$ for the two LayerNorms.
 
 # %%
 H = 3
@@ -446,11 +448,10 @@ unchanged = torch.allclose(layer(junk, mask)[0, :3], layer(x, mask)[0, :3], atol
 print("real positions of sequence 0 unchanged when its padding holds junk:", unchanged)
 
 encoder = Encoder([EncoderLayer(D, H, D_FF, dropout=0.1) for _ in range(6)]).eval()
-print(
-    "a stack of 6 layers:",
-    tuple(encoder(x, mask).shape),
-    f"with {sum(p.numel() for p in encoder.parameters()):,} parameters",
-)
+per_layer = 4 * (D**2 + D) + (2 * D * D_FF + D_FF + D) + 2 * 2 * D  # attention, FFN, two LayerNorms
+n_params = sum(p.numel() for p in encoder.parameters())
+assert n_params == 6 * per_layer
+print("a stack of 6 layers:", tuple(encoder(x, mask).shape), f"with {n_params:,} parameters = 6 × {per_layer:,}")
 
 # %% [markdown]
 # ## 6. A check: the same numbers as `nn.TransformerEncoderLayer`
@@ -462,7 +463,9 @@ print(
 # - PyTorch's `src_key_padding_mask` has the opposite polarity to ours, so it gets `~keep`;
 # - dropout must be 0 on both sides (or both in `eval()`), since random masks never match.
 #
-# We randomise the LayerNorm parameters first, so that a swapped or missing norm would show.
+# We randomise the LayerNorm parameters first, so that a swapped or missing norm would show. In the
+# six-layer stack each layer gets its own random weights, so that layers applied in the wrong order,
+# or one layer applied six times, would show too.
 
 # %% tags=["nbval-ignore-output"]
 keep = tokens != 0  # (B, S) True = real token
@@ -474,6 +477,10 @@ for norm_first in (False, True):
             ln.bias.normal_()
     ours = EncoderLayer.from_torch(theirs).eval()
     stack_theirs = nn.TransformerEncoder(theirs, num_layers=6, enable_nested_tensor=False)  # deep copies of `theirs`
+    with torch.no_grad():
+        for copy in stack_theirs.layers:  # then each its own random weights: six different layers
+            for p in copy.parameters():
+                p.normal_(0, 0.3)
     stack_ours = Encoder([EncoderLayer.from_torch(la) for la in stack_theirs.layers]).eval()
     with torch.no_grad():
         layer_diff = (ours(x, keep[:, None, None, :]) - theirs(x, src_key_padding_mask=~keep)).abs().max().item()
@@ -491,10 +498,11 @@ for norm_first in (False, True):
 # > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
 # > So neither the sum (post-LN) nor the sub-layer's input (pre-LN) is normalised, and the residual
 # > stream grows without bound. Shapes are right and a single layer seems to work. The check of
-# > exercise ex05_2 compares with both closed forms and rejects it.
+# > exercise ex05_2 compares with both closed forms and rejects it (its message, folded below,
+# > names the post-LN case).
 
 
-# %%
+# %% tags=["hide-output"]
 def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
     """The bug: normalises the sub-layer's output, whatever norm_first says."""
     return x + dropout(norm(sublayer(x)))
@@ -503,6 +511,12 @@ def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
 print(run_check("ex05_2", residual_norm_on_branch).line())
 print(run_check("ex05_2").line())  # the package's residual
 
+
+# %% [markdown]
+# Over a stack, the bug lets the vectors grow:
+
+# %%
+sublayer = nn.Sequential(nn.Linear(D, D), nn.Tanh())  # as in section 4
 fresh_norm = nn.LayerNorm(D)  # γ = 1, β = 0 as at initialisation
 growth = torch.randn(B, S, D)
 buggy_growth, good_growth = growth.clone(), growth.clone()

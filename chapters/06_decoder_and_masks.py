@@ -22,7 +22,8 @@
 # token at a time, yet it is *trained* on whole target sentences in one pass. Two masks make that
 # honest, and one extra attention sub-layer connects the decoder to the encoder. With them we can
 # assemble the complete model of the paper's Figure 1. At the end you read all of its code on one
-# page, from token ids to logits, and every line of it is a piece you have built.
+# page, from token ids to logits. Every line you need is a piece you have built; a few marked lines
+# serve later chapters.
 # Chapter 07 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
@@ -93,7 +94,9 @@ from transformer_course import (
     target_mask,
     tokenize,
 )
+from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.pages import check_page, code_block
 from transformer_course_tools.notebook.setup import setup_chapter
 
 torch.manual_seed(0)
@@ -127,9 +130,9 @@ architecture_map("decoder")
 #
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
 # shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`. The
-# decoder's input is the target **shifted right**: it starts with `<bos>`. So at position $t$ the
-# decoder has seen the target tokens before $t$, and must predict token $t$ (chapter 08 builds the
-# training pairs). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
+# decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder position $t$
+# reads the input up to $t$ and must predict the next target token (chapter 08 builds the training
+# pairs). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
 
 # %%
 from torch.nn.utils.rnn import pad_sequence
@@ -161,8 +164,8 @@ for s_row, t_row in zip(src_words, tgt_words, strict=True):
 # %% [markdown]
 # ## 2. The causal mask: no peeking at the future (§3.2.3)
 #
-# In training, the decoder receives the whole shifted target at once and predicts every position in
-# parallel (teacher forcing). Without a restriction, position $t$ could simply look at position
+# In training, the decoder reads the true target, shifted (*teacher forcing*), not its own guesses.
+# So it receives the whole target at once and can predict every position in parallel. Without a restriction, position $t$ could simply look at position
 # $t+1$ of its input, which *is* the token it must predict: training loss near zero, a model that
 # cannot translate. The paper prevents this "leftward information flow" by masking, inside the
 # decoder's self-attention, every connection from a query $t$ to a key $s > t$.
@@ -377,7 +380,8 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 #
 # Note *memory, memory* in the second line: the decoder's own states `h` supply only the queries.
 # In code each line is one call `self.connection(x, sublayer, self.norm1, self.dropout1,
-# self.norm_first)`: `self.connection` is chapter 05's `residual`, and each sub-layer has its own
+# self.norm_first)`: `self.connection` is chapter 05's `residual` (chapter 11 swaps it to test other
+# connections), and each sub-layer has its own
 # norm and dropout. Turning the three lines into code is exercise `ex06_3`.
 # `Decoder` applies $N$ such layers, each attending to the same memory. Its `forward` also takes a
 # `cache`: ignore it until chapter 09.
@@ -430,7 +434,7 @@ for norm_first in (False, True):
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
 # linear transformation". With a shared vocabulary, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
 # vectors, target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is
-# our addition: the paper's pre-softmax layer has none. It costs one number per token and lets
+# our addition: the paper mentions none. It costs one number per token and lets
 # the output favour frequent tokens without bending the shared matrix. The
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
 # that goes with it). `share_embeddings=True` does this.
@@ -477,7 +481,7 @@ assert sum(parts.values()) == model.num_parameters()
 # %%
 t = 3
 future_changed = tgt_in.clone()
-future_changed[:, t:] = torch.randint(4, len(vocab), (B, T - t))
+future_changed[:, t:] = torch.randint(4, len(vocab), (B, T - t))  # ids ≥ 4: ordinary tokens, no <pad>/<bos>/<eos>/<unk>
 other_source = src.clone()
 other_source[:, 0] = vocab.token_to_id["dog"]
 
@@ -505,9 +509,6 @@ with torch.no_grad():
 
 
 # %%
-from transformer_course_tools.exercises.checks import run_check
-
-
 class IgnoresMemory(DecoderLayer):
     def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
         def masked_self_attention(h):
@@ -525,7 +526,9 @@ layer = IgnoresMemory(D, H, D_FF, dropout=0.0).eval()
 with torch.no_grad():
     same = torch.allclose(layer(x, mem), layer(x, mem + 1))
 print("buggy layer: output unchanged when the memory changes:", same)
-print(run_check("ex06_3", IgnoresMemory.forward).line())
+
+# %% tags=["hide-output"]
+print(run_check("ex06_3", IgnoresMemory.forward).line())  # the exercise's check rejects it too
 
 # %% [markdown]
 # > **Common mistake — a causal mask applied only in training.** Guarding the mask with
@@ -557,7 +560,9 @@ x_future[:, t:] = torch.randn(B, T - t, D)  # other inputs from position t on
 with torch.no_grad():
     leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
 print(f"with the bug, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
-print(run_check("ex06_3", MaskInTrainingOnly.forward).line())
+
+# %% tags=["hide-output"]
+print(run_check("ex06_3", MaskInTrainingOnly.forward).line())  # the exercise's check rejects it too
 
 # %% [markdown]
 # > **Common mistake — a padding mask of the wrong polarity.** `tokens == pad_id` is the natural way
@@ -570,7 +575,12 @@ def padding_mask_wrong_polarity(tokens, pad_id):
     return (tokens == pad_id)[:, None, None, :]  # bug: True at padding
 
 
-print(run_check("ex06_2", padding_mask_wrong_polarity).line())
+tokens = torch.tensor([[5, 6, 0]])  # two real tokens, then <pad>
+print("wrong polarity, may attend:", padding_mask_wrong_polarity(tokens, 0)[0, 0, 0].tolist(),
+      " right:", padding_mask(tokens, 0)[0, 0, 0].tolist())  # fmt: skip
+
+# %% tags=["hide-output"]
+print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's check rejects it
 
 # %% [markdown]
 # ## 9. The whole model on one page
@@ -582,7 +592,8 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())
 # - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
 #   draws the weights of every linear layer by Xavier's rule (chapter 05); the embedding keeps
 #   chapter 01's N(0, 1/d_model), which goes with its √d_model. `tie_weights` ties the output layer to
-#   the embedding (chapter 01).
+#   the embedding (chapter 01). With separate vocabularies (chapter 08's models), `tie_output` ties
+#   the output layer to the target embedding alone.
 # - `forward` builds the source padding mask, then calls `_encode` and `_decode`.
 # - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two
 #   calls of `residual` (chapter 05).
@@ -596,21 +607,20 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())
 # Some lines serve later chapters. Here they are `None`, or do nothing, so skip them on a first
 # read:
 #
-# - chapter 09's fast decoding: `cache`, `offset`, the `else` branch of `_decode`;
+# - chapter 09's fast decoding: `cache`, `offset`, the `else` branch of `_decode`, and the first
+#   `if` of `keys_and_values` (the projections $W^K$ and $W^V$ follow it);
+# - chapter 13's grouped-query attention: `n_kv_heads` and `grouped`, which here return every
+#   head's own keys and values;
 # - chapter 03's fused kernel: `fast=True` and `fast_attention`, which compute what
 #   `scaled_dot_product_attention` computes;
 # - parts that later chapters swap: the keyword arguments of `__init__`, `build_part`, and the
 #   comment on why the positional part is built last (chapters 11 and 13); `_embedding`, which
-#   builds chapter 01's `TokenEmbedding` unless the √d_model factor is switched off (chapters 14
-#   and 15); `self.positioned` (chapter 13's rotary positions);
+#   builds chapter 01's `TokenEmbedding` unless the √d_model factor is switched off (chapters 11,
+#   14 and 15); `self.positioned` (chapter 13's rotary positions);
 # - `_final_norm`: the extra LayerNorm that ends a pre-LN stack (chapter 05), none for post-LN;
-# - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, `bos_id == pad_id`, and
-#   `tie_output`, which ties only the output layer to the target embedding when the two languages
-#   have separate vocabularies.
+# - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, `bos_id == pad_id`.
 
 # %% tags=["shows-solutions"]
-from transformer_course_tools.notebook.pages import check_page, code_block
-
 page = [
     Transformer.__init__,
     Transformer.forward,
@@ -621,6 +631,7 @@ page = [
     EncoderLayer.forward,
     residual,
     MultiHeadAttention.forward,
+    MultiHeadAttention.keys_and_values,
     scaled_dot_product_attention,
     PositionwiseFeedForward.forward,
     Transformer._decode,

@@ -66,6 +66,7 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 
 # %% tags=["hide-cell"]
 import math
+from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import torch
@@ -163,17 +164,14 @@ print("the meta-device count equals the closed form, for base and big")
 # **Does the count include an output bias, or an untied output projection?** The bias is $V$
 # parameters: 0.06% of the model, far too small. An untied output matrix (or separate source and
 # target embeddings) would add a whole $V \times D$ matrix: 19M for base, far too many. Attention
-# projections without biases, as in the paper's equations, would remove another 0.06%. None of these
+# projections without biases, as in the paper's equations, would remove 0.06%. None of these
 # variants closes the gap of 1.9M. We keep the tying of §3.4 and look at the vocabulary instead.
 
 # %%
 V_PAPER, N_LAYERS = 37_000, 6
-separate_base = count(TransformerConfig(V_PAPER, V_PAPER, share_embeddings=False, tie_output=False))
-separate_big = count(
-    TransformerConfig(
-        V_PAPER, V_PAPER, share_embeddings=False, tie_output=False, d_model=1024, n_heads=16, d_ff=4096, dropout=0.3
-    )
-)
+nothing_shared = dict(share_embeddings=False, tie_output=False)
+separate_base = count(replace(TransformerConfig.paper_base(V_PAPER), **nothing_shared))
+separate_big = count(replace(TransformerConfig.paper_big(V_PAPER), **nothing_shared))
 print(f"{'variant (vocabulary 37,000)':40} {'base':>7} {'big':>8}    Table 3: 65M, 213M")
 for name, base_n, big_n in (
     ("ours: one shared matrix + output bias", base_37k, big_37k),
@@ -194,8 +192,8 @@ print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention
 # and (C), which change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$. Rows (A) trade heads against head
 # size at constant $H \cdot d_k = 512$ (the paper's $h$ is our $H$); the paper prints no size for
 # them (a dash below). Our count does not move for them: it is the base model's. Rows (D) and (E)
-# change dropout, label smoothing and the positional encoding, not the layer sizes; we leave them
-# out.
+# change dropout, label smoothing (chapter 08) and the positional encoding, not the layer sizes; we
+# leave them out.
 
 # %%
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
@@ -222,19 +220,20 @@ def row_config(overrides, vocab_size: int) -> TransformerConfig:
 
 
 counts, implied, rounds_right = {}, {}, {}
-print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'V implied':>10}")
+print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'gap':>7} {'V implied':>10}")
 for name, overrides, paper in ROWS:
     config_37k = row_config(overrides, 37_000)
     n = count(config_37k)
     counts[name] = (n, config_37k.d_model)
     if paper is None:  # rows (A): Table 3 prints no size
-        print(f"{name:31} {'—':>6} {n / 1e6:8.1f}M {'':6} {'—':>10}")
+        print(f"{name:31} {'—':>6} {n / 1e6:8.1f}M {'':6} {'':7} {'—':>10}")
         continue
     per_token = config_37k.d_model + 1  # each token adds D + 1 parameters
     implied[name] = 37_000 + (paper * 1e6 - n) / per_token
     # the vocabularies whose count rounds to the printed millions: paper − 0.5 ≤ count / 10⁶ < paper + 0.5
     rounds_right[name] = (37_000 + ((paper - 0.5) * 1e6 - n) / per_token, 37_000 + ((paper + 0.5) * 1e6 - n) / per_token)
-    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {implied[name]:10,.0f}")
+    gap = (n - paper * 1e6) / 1e6  # in millions of parameters: negative when our count is lower
+    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {gap:+6.1f}M {implied[name]:10,.0f}")
 
 base_family = [name for name in implied if name != "big"]
 low = math.ceil(max(rounds_right[name][0] for name in base_family))
@@ -247,9 +246,9 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # %% [markdown]
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
 # ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
-# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. The reason
-# needs no vocabulary at all. The big model and row (C)
-# with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
+# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet.
+# Whatever single vocabulary the two rows share, their difference is the same. The big model and
+# row (C) with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
 # $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
 # difference is therefore the extra feed-forward weights alone:
 
@@ -260,61 +259,22 @@ assert ffn_extra == by_hand
 print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
 
 # %% [markdown]
-# ## 4. The vocabulary we state
+# ## 4. No vocabulary fits every row
 #
 # So no single vocabulary reproduces every row of Table 3. The table's big-model entry and its
 # $d_\text{model} = 1024$ entry disagree with each other by about 5M. The paper does not say why: a
-# different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We therefore
-# **state the vocabulary we compare with**: the one that fits the two headline models, base and
-# big, equally well. This $V$ is fitted to the table, not measured: the paper never gives it. The
-# counts are linear in $V$, so it is a one-line solve:
-
-
-# %%
-def linear_in_vocab(config_fn) -> tuple[float, float]:
-    """(parameters without the vocabulary, parameters per vocabulary entry) of a configuration."""
-    at_1k, at_2k = count(config_fn(1_000)), count(config_fn(2_000))
-    per_token = (at_2k - at_1k) / 1_000
-    return at_1k - 1_000 * per_token, per_token
-
-
-(base_fixed, base_per), (big_fixed, big_per) = (
-    linear_in_vocab(TransformerConfig.paper_base),
-    linear_in_vocab(TransformerConfig.paper_big),
-)
-# equal relative errors with opposite signs: (base(V) − 65M)/65M = (213M − big(V))/213M
-balanced = (2 - base_fixed / 65e6 - big_fixed / 213e6) / (base_per / 65e6 + big_per / 213e6)
-STATED_V = int(round(balanced, -2))  # rounded to hundreds
-print(f"per token: base {base_per:.0f}, big {big_per:.0f} parameters;  balanced vocabulary V = {balanced:,.0f}")
-print(f"stated vocabulary (rounded to hundreds): {STATED_V:,}")
-
-# %% [markdown]
-# With **a shared vocabulary of 38,800 tokens** (5% more than the paper's "about 37000"), our
-# counts are:
-
-# %%
-base_stated = count(TransformerConfig.paper_base(STATED_V))
-big_stated = count(TransformerConfig.paper_big(STATED_V))
-print(f"{'model':6} {'Table 3':>8} {'V = 37,000':>18} {'V = 38,800 (stated)':>22}")
-for name, paper, at_37k, stated in (("base", 65e6, base_37k, base_stated), ("big", 213e6, big_37k, big_stated)):
-    print(
-        f"{name:6} {paper / 1e6:7.0f}M {at_37k / 1e6:8.1f}M ({at_37k / paper - 1:+.1%}) "
-        f"{stated / 1e6:10.1f}M ({stated / paper - 1:+.1%})"
-    )
-
-# %% [markdown]
-# Base and big now miss by the same 1.5%, one low and one high. That is what the fit was built to
-# do, so it is no evidence that the paper used 38,800 tokens. The figure shows every row with a
-# printed size.
+# different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We could fit
+# a $V$ that spreads the error evenly over base and big. But such a $V$ matches the table by
+# construction, so it would prove nothing. We keep the paper's "about 37000". The figure shows
+# every row with a printed size at that vocabulary.
 #
 # <details><summary>The figure in words</summary>
 #
 # A horizontal bar chart has one row per Table 3 entry with a printed size,
-# the base model at the top and the big model at the bottom. Each row has two bars, our count's
-# difference from the paper's in percent. The blue bar assumes a vocabulary of 37,000 tokens, the
-# orange one the stated 38,800, and a green band marks ±2%. In every base-family row both bars point
-# left: our count is lower than the paper's. Only in the big row do both bars point right. The
-# orange bars lie nearer 0 than the blue ones in the base rows, but further from it in the big row.
+# the base model at the top and the big model at the bottom. Each row has one bar, our count's
+# difference from the paper's in percent, with a vocabulary of 37,000 tokens. A green band marks
+# ±2%. In every base-family row the bar points left: our count is lower than the paper's. Only in
+# the big row does it point right.
 #
 # </details>
 
@@ -322,9 +282,8 @@ for name, paper, at_37k, stated in (("base", 65e6, base_37k, base_stated), ("big
 printed = [(name, o, p) for name, o, p in ROWS if p is not None]  # rows (A) have no size to compare with
 names = [name for name, _, _ in printed]
 fig, ax = plt.subplots(figsize=(10, 4.4))
-for k, (vocab_size, label) in enumerate(((37_000, "V = 37,000 (§5.1)"), (STATED_V, "V = 38,800 (stated)"))):
-    diffs = [100 * (count(row_config(o, vocab_size)) / (p * 1e6) - 1) for _, o, p in printed]
-    ax.barh([i + 0.2 * (1 - 2 * k) for i in range(len(printed))], diffs, height=0.4, label=label)
+diffs = [100 * (count(row_config(o, 37_000)) / (p * 1e6) - 1) for _, o, p in printed]
+ax.barh(range(len(printed)), diffs, height=0.6, label="V = 37,000 (§5.1)")
 ax.axvspan(-2, 2, color="green", alpha=0.1, label="within ±2%")
 ax.axvline(0, color="black", lw=0.8)
 ax.set_yticks(range(len(printed)), names)
@@ -338,9 +297,10 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Even with the fitted vocabulary, three small rows stay outside the ±2% band: (C) $N = 2$,
-# (C) $d_{ff} = 1024$ and (C) $d_\text{model} = 256$. They are among the smallest models, and a
-# fixed difference of a million or so, whatever its cause, is a larger share of a small count.
+# Only (C) $d_{ff} = 4096$ and big lie within ±2%. The smaller models tend to miss by a larger share.
+# In parameters, the gaps of the table in section 3 (its `gap` column) are 1.1M to 2.5M for all
+# base-family rows but (C) $d_\text{model} = 1024$. A gap of that size is a larger share of a small
+# count.
 #
 # ## 5. Where the parameters live
 #
@@ -374,8 +334,8 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 # %% [markdown]
 # The one shared matrix is the largest single part. The feed-forward networks of the two stacks
 # hold more together: each holds twice the weights of an attention block ($8D^2$ against $4D^2$).
-# LayerNorms and biases are crumbs. A larger vocabulary grows only the first row; more layers or a
-# larger $D$ grow all the others.
+# LayerNorms and biases are crumbs. A larger vocabulary grows only the shared matrix and the output
+# bias ($V$ numbers); more layers or a larger $D$ grow all the others.
 
 # %% [markdown]
 # ## Summary
@@ -385,14 +345,15 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 #   linear in $V$.
 # - The paper's numbers are rounded to millions. They are not consistent with one vocabulary, so a
 #   published count can disagree with the architecture it describes.
-# - A vocabulary of 38,800 tokens, fitted to base and big, puts both within 1.5% of Table 3; three
-#   small rows stay outside ±2%. With the paper's 37,000, base is 2.9% low.
+# - With the paper's 37,000 tokens, base is 2.9% low and big 0.6% high. Every base-family row is
+#   low, and the smaller models tend to miss by a larger share.
 # - The shared matrix is the base model's largest single part, the feed-forward networks together
 #   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the embedding, a
 #   deeper or wider model everything else.
 #
-# **Exercises:** this chapter has no exercises of its own. Chapter 11 tests some of the paper's other
-# choices by training small models.
+# **Exercises:** this chapter has no exercises of its own. To practise, hide section 1's
+# `closed_form`, write it again, and check it against `count` on the meta device for the rows of
+# section 3. Chapter 11 tests some of the paper's other choices by training small models.
 
 # %% [markdown]
 # ## Check yourself
@@ -415,6 +376,18 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 #    They have the same width, so the same embedding matrix for any $V$. They differ only in
 #    $d_{ff}$, and that difference is fixed by the architecture: about 50M. Table 3's entries differ by
 #    45M.
+#    </details>
+# 4. Why does a sum over `state_dict()` over-count a model with one shared matrix?
+#    <details><summary>Answer</summary>
+#
+#    `state_dict()` lists the shared matrix under each of its three names. `parameters()` yields
+#    each `Parameter` once.
+#    </details>
+# 5. Which single part of the base model is largest, and which kind of block holds the most in total?
+#    <details><summary>Answer</summary>
+#
+#    The shared $V \times D$ matrix, with 30%. The two feed-forward networks hold 40% together, as
+#    each holds $8D^2$ weights per layer against $4D^2$ for an attention block.
 #    </details>
 #
 # ## Further reading

@@ -19,8 +19,7 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/08_training.ipynb)
 #
 # Chapter 07 counted every weight of the paper's models. All of them are still random: the model
-# of chapter 06 cannot translate anything yet. This chapter trains it. We make the data, feed it in
-# batches, choose a loss and a learning rate, and write the training loop. At the end, after a few
+# of chapter 06 cannot translate anything yet. This chapter trains it. At the end, after a few
 # minutes on a laptop CPU, your Transformer translates English number words it never saw into
 # German. We score it on every kind of number, and see why it still makes mistakes.
 #
@@ -120,14 +119,14 @@ for n in (21, 7, 1000, 347_512, 101_001):
 #
 # ### Tokens: words for English, compound pieces for German
 #
-# English number words are separated by spaces and hyphens, so word tokens are natural
-# (`english_tokens`). A German number is **one** word however long it is: word tokens would need a
+# English number words are separated by spaces, hyphens and commas (the comma is dropped), so word
+# tokens are natural (`english_tokens`). A German number is **one** word however long it is: word tokens would need a
 # vocabulary of a million words, and characters would make every target about 50 tokens long.
 #
 # German compounds are built from a small set of pieces, so we cut them there. `german_tokens`
 # splits a word into the 32 pieces *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig, und,
-# hundert, tausend*, taking the longest piece that fits at each position. Most pieces match one
-# English word: below, English *and* has no German piece, and German *und* no English word.
+# hundert, tausend*, taking the longest piece that fits at each position. Below, English *and* has no
+# German piece, and German *und* no English word.
 # `german_text` joins the pieces back into the written word.
 
 # %%
@@ -169,9 +168,9 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 #
 # We hold out numbers: a held-out number never appears in training. But *which* numbers to test? A
 # number drawn at random below a million almost always has six digits: "seven" and "forty thousand"
-# are one number in a million each. A random test split says nothing about the rare kinds. An
-# earlier version of this course shipped a model that scored 100% on 1,000 random test numbers,
-# yet wrote "one hundred" as *einhunderthundert…*.
+# are one number in a million each. A random test split says nothing about the rare kinds. A
+# model can score 100% on 1,000 random test numbers and still write "one hundred" as
+# *einhunderthundert…*.
 #
 # The splits are therefore **stratified**. `number_strata` sorts every number into kinds, called
 # *strata*: 0–20, 21–99, 100–999, round hundreds, round thousands, round hundred-thousands,
@@ -203,12 +202,16 @@ print("vocabularies:", len(task.src_vocab), "English tokens,", len(task.tgt_voca
 print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(len(t) for _, t in task.train), "tokens")
 
 # %% [markdown]
+# Our two vocabularies are separate, unlike §3.4's shared one, so the source has its own embedding.
+# The output layer shares its matrix with the German embedding only (`tie_output`, chapter 06).
+#
 # ## 2. Batches: padding, bucketing, teacher forcing
 #
 # A batch is a rectangle, sentences are not. Short sentences are filled up with `<pad>` (id 0),
 # which the masks of chapter 06 hide and the loss below ignores. Padding still costs compute, so we
 # use **length bucketing**: shuffle the data, cut it into pools of 50 batches, sort each pool by
 # length and cut the batches from it (the paper batches "by approximate sequence length", §5.1).
+# Below, a pair's length counts source and target.
 # The batches are shuffled again, so training still sees a mix.
 
 # %%
@@ -337,9 +340,12 @@ assert torch.allclose(ours, reference)
 # %% [markdown]
 # ## 4. The learning rate: warm up, then decay (§5.3)
 #
-# The loss's gradient says which way to move; the learning rate says how far. The paper trains with
-# Adam (β₁ = 0.9, β₂ = 0.98, and `eps` = 10⁻⁹, a small constant in Adam's denominator, not the ε
-# of label smoothing) and a learning rate that changes at every step (equation (3)):
+# The loss's gradient says which way to move; the learning rate says how far. The paper's
+# optimizer is **Adam**. It keeps running averages of each parameter's gradient (weight β₁ on the
+# past) and squared gradient (β₂), and steps by their ratio: every parameter moves by a similar
+# amount. Early on, these averages rest on few gradients. The paper takes β₁ = 0.9, β₂ = 0.98 and
+# `eps` = 10⁻⁹ (in Adam's denominator; not label smoothing's ε), with a learning rate that changes
+# at every step (equation (3)):
 #
 # $$ \text{lrate} = d_\text{model}^{-0.5}\cdot\min\left(\text{step}^{-0.5},\ \text{step}\cdot\text{warmup\_steps}^{-1.5}\right) $$
 #
@@ -425,6 +431,9 @@ for _ in range(5):
 print("loss at each of the first five steps:", [round(value, 3) for value in losses])
 
 # %% [markdown]
+# The first losses are above ln 36 ≈ 3.58, the cost of a uniform guess over the 36 German pieces:
+# random logits cost more.
+#
 # Gradient clipping is not in the paper. It keeps a rare bad batch from undoing progress in short,
 # fast runs like ours. The course's `fit` makes exactly these steps: from the same seed, it must
 # give the same five losses, to the last bit on a CPU (a GPU may add its floats in another order):
@@ -450,14 +459,12 @@ assert same
 # - the step itself is `train_step` (exercise ex08_4), the body of our loop;
 # - it reads the losses back every 50 steps, in one transfer, and stops if one is not finite;
 # - it evaluates the model now and then (an `Evaluation`), and can stop after a time limit;
-# - on a GPU, `train_step` runs the forward pass in *mixed precision* (`MixedPrecision`): matrix
-#   products in faster 16-bit floats. Recent GPUs use bfloat16 (float32's range, fewer digits).
-#   Older ones, such as Colab's T4, use float16, whose small range needs a *gradient scaler*: it
-#   enlarges the loss so that tiny gradients do not round to zero.
+# - on a GPU, `train_step` computes in faster 16-bit floats (*mixed precision*, `MixedPrecision`).
 #
-# ### Debug on a toy task first
+# ### A toy task before the long run
 #
-# Before the real task, check that the pipeline learns something simple. Reversing a string of
+# Five steps show that the loop runs, not that it learns. Before the long run of section 6, check
+# that the pipeline learns something simple. Reversing a string of
 # letters needs attention by position and nothing else. A small correct model learns it in a short
 # run; a bug in the masks, the shift or the loss shows as a model that does not.
 #
@@ -480,7 +487,7 @@ toy_profile = pick_profile(device, toy.name)  # d_model 64, one layer each side,
 def train_toy(steps: int = toy_profile.steps, change=lambda batches: batches) -> torch.nn.Module:
     """A toy run; ``change`` may alter its batches (the common mistake below)."""
     run = prepare_training(toy, toy_profile)  # seed → model → optimizer → scheduler → batches
-    options = replace(run.options, smoothing=0.0, progress=False)
+    options = replace(run.options, smoothing=0.0, progress=False)  # no smoothing: the loss can approach 0
     history = fit(run.model, change(run.batches), run.optimizer, run.scheduler, steps, options=options)
     print(f"loss: first step {history.losses[0]:.3f}, last step {history.losses[-1]:.4f}")
     return run.model
@@ -490,16 +497,6 @@ toy_model = train_toy()
 toy_scores = evaluate(toy_model, toy.test, toy)
 print("reverse task, held-out strings:", toy_scores)
 print(toy.test[0][0], "→", translate(toy_model, [toy.test[0][0]], toy)[0])
-
-# %% [markdown]
-# This is the book's first trained result, so here is how the book treats one.
-#
-# > **How this book tests a claim.** A seed fixes a run: weights, dropout masks, batch order.
-# > Another computer adds its floats in another order, and training amplifies the last bits into
-# > another model. So the book states only what holds on every machine. Comparing two settings
-# > takes several runs of each ([chapter 11](11_testing_the_papers_choices.ipynb)); three paired
-# > runs that agree in sign are *consistent* with a difference, not proof.
-
 
 # %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_least, expect_at_most
@@ -562,9 +559,9 @@ expect_at_most("the model trained on unshifted targets reverses held-out strings
 
 # %% [markdown]
 # A low training loss proves nothing: only answers to held-out inputs show that the model works.
-# The check of exercise ex08_2 catches the bug directly:
+# The check of exercise ex08_2 also rejects the unshifted target (its message is folded below):
 
-# %%
+# %% tags=["hide-output"]
 from transformer_course_tools.exercises.checks import run_check
 
 print(run_check("ex08_2", lambda tgt: (tgt, tgt)).line())
@@ -628,9 +625,8 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 
 # %% [markdown]
 # The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
-# smoothed target (the dotted line). The validation score need not rise at every evaluation: the
-# numbers stay the same, but the model moves, and a step that helps most of them can break a
-# pattern that a few share.
+# smoothed target (the dotted line). The validation score need not rise at every evaluation: a
+# step that helps most numbers can break a pattern that a few share.
 #
 # ## 7. Evaluation
 #
@@ -654,16 +650,20 @@ test_answers = translate(model, test_sources, task)  # German pieces, read greed
 test_scores = score_translations(test_answers, task.test, task)
 print(test_scores)
 
+# %% [markdown]
+# > **How this book tests a claim.** A seed fixes a run: weights, dropout masks, batch order.
+# > Another computer adds its floats in another order, and training amplifies the last bits into
+# > another model. So the book states only what holds on every machine. Comparing two settings
+# > takes several runs of each ([chapter 11](11_testing_the_papers_choices.ipynb)); three paired
+# > runs that agree in sign are *consistent* with a difference, not proof.
+
 # %% tags=["hide-cell"]
-# Over the runs we measured (PyTorch 2.3 and 2.13, one and two threads, both kinds of CPU arithmetic),
-# exact match always stayed above its bound, while outputs that never stopped took BLEU below 98 in
-# one of them, and more than ten points below 100 in a run reported on PyTorch 2.3.
 expect_at_least("exact match on the test split", test_scores["exact_match"], 95, "%")
 expect_at_least("BLEU on the test split", test_scores["bleu"], 85)  # a few outputs that never stop cost ~50 tokens each
 
 # %% [markdown]
 # One number for the whole split hides the strata. `strata_scores` scores the answers of each
-# stratum on its own. Each number belongs to one stratum only. The last column marks the seen strata.
+# stratum on its own. The last column marks the seen strata.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import strata_scores
@@ -681,8 +681,9 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 # %% [markdown]
 # The strata of 100 numbers or more are at 90% or more in the table. The small ones can land
 # anywhere from 0 to 100%. In a stratum of nine numbers one mistake costs 11 points, and its
-# numbers share one pattern: a model that has not yet learnt the pattern misses them all. Here are
-# this run's mistakes:
+# numbers share one pattern: a model that has not yet learnt the pattern misses them all. A *seen*
+# stratum far below 100% is under-training: the model has not yet fitted even its training
+# examples. Here are this run's mistakes:
 
 # %% tags=["nbval-ignore-output"]
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], test_answers, task.test, strict=True) if h != t]
@@ -701,12 +702,11 @@ for n in (21, 999_999, 88_008):
     print(f"{number_to_english(n)} → {written}  ({verdict})")
 
 # %% [markdown]
-# **A hazard: the common way on.** The decoder writes one piece at a time. It chooses each next
-# piece, or the end, from the source and the pieces so far. In the training targets, some ways on
+# **A hazard: the common way on.** The decoder chooses each next piece, or the end, from the
+# source and the pieces so far. In the training targets, some ways on
 # are far more common than others. Take *eighty-eight thousand and eight*,
-# *achtundachtzigtausendacht*, which a given run may get right or wrong. After *…tausend acht*, a
-# German number can go on with *hundert*, with *und* and a tens word, or not at all. Count the
-# three ways over the numbers below 1,000 that start with *acht*:
+# *achtundachtzigtausendacht*. After *…tausend acht*, a German number can go on with *hundert*, with *und* and a tens word, or not at all. Count
+# the three ways over the numbers below 1,000 that start with *acht*:
 
 # %%
 from collections import Counter
@@ -718,11 +718,9 @@ print("the piece after a leading 'acht':", after_acht.most_common())
 # %% [markdown]
 # The end is the rarest way on after *acht*. Likewise, *tausend* follows *hundert* directly only
 # when the thousands are a round hundred (*dreihunderttausend…*). Only the source says when the rare
-# way is right. Until the model has learnt to read it there, the common way wins, and greedy
-# decoding cannot step back: the answer goes on past the end or takes a wrong piece. A stop too early
-# (*einhundert* for "one hundred thousand") is another case: that source starts like the seen "one
-# hundred". How many of this run's mistakes end in the wrong
-# place?
+# way is right. Until the model reads it there, the common way wins, and greedy decoding cannot
+# step back. A stop too early (*einhundert* for "one hundred thousand") has a like cause: that source
+# starts like the seen "one hundred". How many of this run's mistakes end in the wrong place?
 
 # %% tags=["nbval-ignore-output"]
 from IPython.display import Markdown, display
@@ -749,7 +747,8 @@ display(Markdown(f"In this run, of the {len(mistakes)} mistakes, {kind(went_on, 
 #
 # A checkpoint holds what it takes to *use* the model (its configuration, weights and both
 # vocabularies) and to train on from there (the optimizer and scheduler state, the step, the random
-# state), as `train --resume` does. This chapter only saves, loads and compares. `load_checkpoint`
+# state), as the command-line `train --resume` (end of this section) does. The file is about three
+# times the size of the weights: Adam keeps two running averages per weight. `load_checkpoint`
 # reads it with `torch.load(weights_only=True)`, which refuses files that would run code.
 
 # %%
@@ -763,7 +762,7 @@ path = save_checkpoint(folder / "numbers.pt", model, task.src_vocab, task.tgt_vo
                        step=history.steps[-1], extra={"task": task.name, "test": test_scores})  # fmt: skip
 restored = load_checkpoint(path)
 print(f"{path.stat().st_size / 1e6:.1f} MB; step {restored.step}; config d_model={restored.config.d_model}")
-src = torch.tensor([task.src_vocab.encode(english_tokens("twenty-one"))])
+src = torch.tensor([task.src_vocab.encode(english_tokens("twenty-one"))])  # the decoder reads <bos> (id 1) below
 model.eval()
 assert torch.equal(restored.model(src, torch.tensor([[1]])), model.cpu()(src, torch.tensor([[1]])))
 model.to(device)
@@ -804,12 +803,10 @@ for n in (800, 88_008):
 #   each position predicts the next token.
 # - The recipe of §5: label-smoothed cross-entropy over real tokens, Adam (0.9, 0.98, 1e-9), a
 #   warm-up then a 1/√step learning rate; we add gradient clipping.
-# - The training loop repeats seven steps, in order: forward, loss, clear the gradients, backward,
-#   clip, optimizer step, scheduler step. `fit` is that loop with logging and evaluation.
+# - The training loop repeats seven steps; `fit` is that loop with logging and evaluation.
 # - A low loss is no proof (the unshifted target); answers to held-out inputs are. The strata show
 #   where the mistakes are: a rare way on loses to a common one until the model reads the source.
-# - A checkpoint holds the weights with their configuration and vocabularies, and the training
-#   state; it loads safely.
+# - A checkpoint holds the model and the training state; it loads safely.
 #
 # **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
 # `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and

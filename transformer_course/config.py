@@ -7,11 +7,11 @@ from dataclasses import asdict, dataclass
 from .feedforward import ACTIVATIONS
 from .positional import SINUSOID_LAYOUTS
 
-# The vocabulary size at which chapter 06 compares our parameter counts with Table 3. The paper
-# trains with "about 37000" shared BPE tokens (§5.1), which gives 63.1M (base, -2.9% vs 65M) and
-# 214.3M (big, +0.6% vs 213M). Table 3 cannot be met exactly by any single vocabulary (its base
-# rows imply ~41k tokens, its big row ~36k); 38,800 splits the difference between the two headline
-# models evenly (64.0M, -1.5%; 216.1M, +1.5%). Chapter 06 shows the whole derivation.
+# A vocabulary size for tests/test_model.py's parameter counts against Table 3. The paper trains
+# with "about 37000" shared BPE tokens (§5.1), which gives 63.1M (base, -2.9% vs 65M) and 214.3M
+# (big, +0.6% vs 213M); chapter 07 compares at 37,000 and shows that Table 3 cannot be met by any
+# single vocabulary (its base rows imply ~41k tokens, its big row ~36k). 38,800 splits the
+# difference between the two headline models evenly (64.0M, -1.5%; 216.1M, +1.5%).
 TABLE3_VOCAB_SIZE = 38_800
 
 

@@ -113,8 +113,8 @@ def check_page(functions: list[Callable], run: Callable[[], object]) -> str:
     not_run = [f.__qualname__ for f in functions if f.__code__ not in ran]
     assert not not_run, f"on the page but never run: {', '.join(not_run)}"
     assert torch.allclose(printed, fused, atol=1e-5), "the teaching path and the fused kernel disagree"
-    return (f"✓ the page is the code that runs: its {len(functions)} functions all ran, and with equation (1) "
-            "as printed the output equals the fused kernel's (within 1e-5)")  # fmt: skip
+    return (f"✓ the page is the code that runs: its {len(functions)} functions all ran, and the printed "
+            "attention gives the same output as the fused kernel (within 1e-5)")  # fmt: skip
 
 
 def functions_called(run: Callable[[], object], package: str = "transformer_course") -> dict[CodeType, str]:
