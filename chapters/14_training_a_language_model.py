@@ -619,7 +619,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # - Today's recipe: AdamW with weight decay on the matrices only, warm-up and cosine decay, gradient
 #   clipping, bf16 on GPUs.
 # - On six plays by Shakespeare, our CPU run is the recipe's warm-up: its loss lands on the shipped
-#   run's at that step, and its text is worse than chapter 13's. The shipped model, larger and
+#   run's at that step, and its text is worse than chapter 13's. The shipped model, the same model
 #   trained ten times as long as our run, writes short lines of English in the form of a play.
 #   Perplexity is $e$ to the loss per token.
 # - `generate` samples with a temperature and top-p. The KV cache gives the same tokens as a full
