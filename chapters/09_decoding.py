@@ -188,15 +188,14 @@ with torch.no_grad():
 print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_567)[1]))
 
 # %% [markdown]
-# The model puts just over 0.9 on its choice at every step, a little above the 0.9 that label
-# smoothing (chapter 08, ε = 0.1) trains it towards: it has learned the task well. Notice the order.
+# The model puts just over 0.9 on its choice at every step, a little above the target of label
+# smoothing, $0.9 + 0.1/V_\text{tgt}$ (chapter 08): it has learned the task well. Notice the order.
 # English says "forty-two", German says *zwei-und-vierzig*, so the decoder must look ahead in the
 # source (chapter 10 shows where it looks).
 #
 # The list also shows `<bos>` and `<eos>` among the options. `<eos>` may be chosen: it ends the
 # sentence. `<pad>` and `<bos>` never should be, so `greedy_decode`, `beam_search` and `sample` give
-# both probability 0 before they choose. `<unk>` (a piece the vocabulary lacks) stays possible: the
-# model learned to give it little weight, and a caller could mask it the same way.
+# both probability 0 before they choose.
 #
 # `greedy_decode` is the same loop for a batch, with two changes:
 #
@@ -207,10 +206,10 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # It gives chapter 08's tokens exactly, as a padded rectangle without the `<bos>`.
 #
-# The length limit is chapter 08's (§6.1): each row's real source tokens + 50, at most the model's
-# position table. `max_output_length(model, src)` computes it; `greedy_decode`, `beam_search` and
-# `sample` use it unless given a `max_len`, which then caps every row instead (at most the model's
-# `max_len`). Each row stops at its own limit.
+# The length limit is chapter 08's (§6.1): each row's real source tokens + 50, never past the
+# position table (`config.max_len`). `max_output_length(model, src)` computes it. By default
+# `greedy_decode`, `beam_search` and `sample` stop each row at its own limit. Passing `max_len=n`
+# gives every row the same limit n.
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
@@ -234,15 +233,14 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # each factor on its own, and that is not the same as maximising the product. A token that looks
 # best now can lead into a continuation where every option is poor.
 #
-# A worked example makes this concrete. Below is a pretend "translator" of the input "twenty-one".
+# Below is a pretend "translator" of the input "twenty-one".
 # Its next-token probabilities come from a small hand-written table. It has half learned German:
 # its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
 # fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
 # the same interface as `Transformer` (`config`, `encode`, `decode`; its class is folded). So the
-# package's decoding functions run on it unchanged (without a cache). To find the most probable of
-# the table's translations we call beam search, which section 3 teaches, with $k = 2$ and no length
-# penalty (`length_penalty=0.0`). For this table that finds the most probable translation; section 3
-# shows which candidates it drops. `score_sequences` gives each
+# package's decoding functions run on it unchanged (without a cache). To find the most probable
+# translation we borrow section 3's beam search ($k = 2$, `length_penalty=0.0`); below, you can
+# check its answer by hand. `score_sequences` gives each
 # translation's log-probability: it feeds the given tokens to the decoder (teacher forcing, chapter
 # 08) and sums the log-probabilities of those tokens.
 
@@ -322,8 +320,6 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 # **Which candidates are "best"?** Summed log-probabilities only go down with every token, so a raw
 # comparison favours translations that stop early. The paper (§6.1) ranks with the length penalty of
 # Google's translation system, GNMT (Wu et al. 2016, eq. 14):
-#
-# For a source $X$ and a candidate translation $Y$:
 #
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
@@ -421,9 +417,10 @@ for k in range(4):
     print(f"{hyp_scores[0, k]:14.4f} {raw[k]:13.4f}  {' '.join(pieces(hyps[0, k]))}")
 
 # %% [markdown]
-# The best hypothesis is the correct translation, and it leads the others by about 4 in score. The
-# raw column shows the bias of section 3: ranked by $\log P$ alone, the short and wrong *sieben
-# hundert ein* would move from last place to second. The length penalty is what keeps it down.
+# The best hypothesis is the correct translation, and it leads the others by about 4 in score. It
+# wins with α = 0 too: here the penalty only reorders the runners-up. The raw column shows the bias
+# of section 3: ranked by $\log P$ alone, the short and wrong *sieben hundert ein* moves from last
+# place to second. Where such a short hypothesis came first, the penalty is what would keep it down.
 
 # %% [markdown]
 # ## 4. Sampling and temperature
@@ -500,9 +497,7 @@ fig.suptitle("Temperature flattens or sharpens the distribution; top-p and top-k
 plt.show()
 
 # %% [markdown]
-# At τ = 2 the long tail of unlikely pieces holds most of the probability. Top-p keeps the most
-# probable pieces until their sum reaches p, and top-k keeps a fixed number; both then share the
-# whole probability among the pieces they kept.
+# At τ = 2 the long tail of unlikely pieces holds most of the probability; top-p and top-k cut it.
 #
 # How does `sample` draw? With the **Gumbel-max trick**: add independent noise $-\log(-\log U)$,
 # $U \sim \text{Uniform}(0, 1)$, to the log-probabilities and take the arg-max. The winner is token
@@ -577,8 +572,7 @@ kv_cache_step(t=5, source_length=6)
 # ```
 #
 # The newest token's positional encoding must be taken at its own position, which is the cache's
-# length, not 0. Your code of chapters 02–06 is what runs at every step. The cache is plain data,
-# passed in and handed on. `model.decode(..., cache=cache)` gives each decoder layer its
+# length, not 0. Your code of chapters 02–06 is what runs at every step. `model.decode(..., cache=cache)` gives each decoder layer its
 # `LayerCache`. `DecoderLayer.forward` (chapter 06) passes `cache.self_attn` and `cache.cross_attn`
 # to its two attentions. `MultiHeadAttention.keys_and_values` (chapter 04) projects only the new
 # positions and calls `cache.update(k, v)`. The cross-attention's cache is filled at the first step
@@ -651,22 +645,23 @@ plot_cache_speedup(lengths_to_time, timings)
 
 # %% [markdown]
 # The cache is faster at every length and saves most on the longest output (the checks under the table).
-# Without a cache, step $t$ runs every part of the decoder over all $t$ positions, so $n$ tokens cost
-# $O(n^2)$ in every part. With the cache, the projections and the feed-forward network run on the new
+# Without a cache, step $t$ runs the decoder over all $t$ positions. For $n$ tokens the projections
+# and the feed-forward network cost $O(n^2)$, and the self-attention scores ($t \times t$ at step
+# $t$) cost $O(n^3)$. With the cache, the projections and the feed-forward network run on the new
 # position only, $O(n)$ in total. The new query still attends over all $t$ cached keys, so attention
-# alone stays $O(n^2)$. But that is one dot product per cached key, small next to the rest at these
+# stays $O(n^2)$. But that is one dot product per cached key, small next to the rest at these
 # lengths. So the gap grows with the length. At the shortest lengths it is smallest: a step of a
 # small model is partly fixed overhead (small matrix products, Python calls), which the cache does
-# not save. Timings are noisy. By this account the cached time about doubles when the tokens
-# double; a point where it does not is noise, and so is its ratio. Read the trend: the cache wins
-# at every length, most at the longest.
+# not save. Timings are noisy, so the checks assert only what this account predicts: faster at
+# every length, most at the longest.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
 # > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
 # > Below, the translations even survive, and their average log-probability barely moves, though the
-# > logits differ from the full pass's by several units. The bug is silent, and that is what makes it
-# > dangerous: nothing promises that another model or sentence survives it. An equivalence test
+# > logits differ from the full pass's by several units. The source keeps its right positions, and
+# > on this task the pieces written so far, even unordered, nearly fix the next one. The bug is
+# > silent: nothing promises that another model or sentence survives it. An equivalence test
 # > catches it, cached logits against a full pass, as above. So does the check of exercise ex02_2,
 # > which gives `PositionalEncoding.forward` an `offset`.
 
@@ -767,6 +762,12 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 #    token only. But its query still attends over all cached keys, so the attention's work per step
 #    grows with the prefix.
 #    </details>
+# 5. Top-p sampling with p = 0.9, at a step where the top piece has more than 0.9: what does it keep?
+#    <details><summary>Answer</summary>
+#
+#    The top piece alone: it is the smallest set that reaches p. The draw is then the greedy choice,
+#    which is why section 4's top-p draws give back the greedy translation.
+#    </details>
 #
 # ## Further reading
 #
@@ -775,6 +776,8 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 # - Wu et al. (2016), *Google's Neural Machine Translation System*: the length penalty of section 3.
 # - Holtzman et al. (2020), *The Curious Case of Neural Text Degeneration*: nucleus (top-p)
 #   sampling.
+# - Fan, Lewis and Dauphin (2018), *Hierarchical Neural Story Generation*: top-k sampling.
+# - Maddison, Tarlow and Minka (2014), *A\* Sampling*: the Gumbel-max trick (after Gumbel, 1954).
 
 # %% [markdown]
 # **Next:** [Chapter 10 — How good is the translator? Scores, errors and attention
