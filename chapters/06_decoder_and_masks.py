@@ -19,11 +19,11 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/06_decoder_and_masks.ipynb)
 #
 # The encoder reads the whole source sentence at once. The decoder writes the translation one
-# token at a time, yet it is *trained* on whole target sentences in one pass. Two masks make that
-# honest, and one extra attention sub-layer connects the decoder to the encoder. With them we can
-# assemble the complete model of the paper's Figure 1. At the end you read all of its code on one
-# page, from token ids to logits. Every line you need is a piece you have built; a few marked lines
-# serve later chapters.
+# token at a time, yet it is *trained* on whole target sentences in one pass. The causal mask makes
+# that honest; a padding mask hides the filler that makes batches rectangular. One extra attention
+# sub-layer connects the decoder to the encoder. With them we can assemble the complete model of the
+# paper's Figure 1. At the end you read its code on one page, from token ids to logits. Every line
+# you need is a piece you have built; section 9 lists the few lines that serve later chapters.
 # Chapter 07 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
@@ -208,8 +208,8 @@ plt.show()
 # from them. `padding_mask(tokens, pad_id)` is True at real tokens and False at padding. Its shape
 # is **(B, 1, 1, S)**: one row per sequence, the same for every head (axis 1) and every query
 # (axis 2). The shape matters. Broadcasting lines shapes up from the right, so a (B, S) mask
-# against the (B, H, T, S) attention scores would put B on the *query* axis T. That gives wrong
-# values, or an error only if the sizes happen to differ.
+# against the (B, H, T, S) attention scores would put B on the *query* axis T. If B and T differ
+# (and B > 1), PyTorch raises an error. If B = T, it silently masks the wrong entries.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -363,14 +363,14 @@ plt.show()
 print("weight on padded source positions:", cross_weights.masked_select(~src_mask).abs().max().item())
 
 # %% [markdown]
-# Untrained, the weights follow whatever the random projections happen to favour; training
-# (chapter 08) makes them meaningful, and chapter 10 plots them for a trained model. Padding gets
-# exactly zero.
+# Untrained, the weights follow whatever the random projections happen to favour. The one thing to
+# read here is the white `<pad>` columns: padding gets exactly zero. Training (chapter 08) makes the
+# rest meaningful, and chapter 10 plots them for a trained model.
 #
 # ## 6. The decoder layer and the stack
 #
 # A decoder layer has three sub-layers, each wrapped by `residual` exactly as in the encoder
-# (chapter 05):
+# (chapter 05; dropout and `norm_first` are left out of the equations):
 #
 # $$\begin{aligned}
 # x &\leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{tgt\_mask}),\; \mathrm{norm}_1\big)\\
@@ -380,8 +380,7 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 #
 # Note *memory, memory* in the second line: the decoder's own states `h` supply only the queries.
 # In code each line is one call `self.connection(x, sublayer, self.norm1, self.dropout1,
-# self.norm_first)`: `self.connection` is chapter 05's `residual` (chapter 11 swaps it to test other
-# connections), and each sub-layer has its own
+# self.norm_first)`: `self.connection` is chapter 05's `residual`, and each sub-layer has its own
 # norm and dropout. Turning the three lines into code is exercise `ex06_3`.
 # `Decoder` applies $N$ such layers, each attending to the same memory. Its `forward` also takes a
 # `cache`: ignore it until chapter 09.
@@ -586,8 +585,10 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 # ## 9. The whole model on one page
 #
 # Below is the model of chapters 01–06, in the order it runs, from the constructor to the logits.
-# It is the package's own code, printed from its files without docstrings and argument checks.
-# Read it top to bottom:
+# It is the package's own code, printed from its files without docstrings and argument checks. It
+# prints every function the forward pass calls, except the small helpers of chapters 01–06. They are
+# `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`,
+# `xavier_init` and `tie_weights`. Read it top to bottom:
 #
 # - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
 #   draws the weights of every linear layer by Xavier's rule (chapter 05); the embedding keeps
@@ -604,8 +605,12 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 # `F.dropout`). Like the feed-forward network's dropout (chapter 05), it is our addition to the
 # paper's §5.4; it does nothing in `eval()`.
 #
-# Some lines serve later chapters. Here they are `None`, or do nothing, so skip them on a first
-# read:
+# The forward pass takes the fused branch (`fast_attention`, chapter 03). The printed
+# `scaled_dot_product_attention` gives the same numbers: the folded check under the page runs both.
+#
+# <details><summary>Lines that serve later chapters: skip them on a first read</summary>
+#
+# Here they are `None`, or do nothing.
 #
 # - chapter 09's fast decoding: `cache`, `offset`, the `else` branch of `_decode`, and the first
 #   `if` of `keys_and_values` (the projections $W^K$ and $W^V$ follow it);
@@ -617,8 +622,12 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 #   comment on why the positional part is built last (chapters 11 and 13); `_embedding`, which
 #   builds chapter 01's `TokenEmbedding` unless the √d_model factor is switched off (chapters 11,
 #   14 and 15); `self.positioned` (chapter 13's rotary positions);
+# - `self.connection`: `residual` here; chapter 11 swaps it to test other connections;
 # - `_final_norm`: the extra LayerNorm that ends a pre-LN stack (chapter 05), none for post-LN;
-# - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, `bos_id == pad_id`.
+# - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, and `bos_id == pad_id` (Marian,
+#   chapter 15's translator, starts its target with `<pad>`).
+#
+# </details>
 
 # %% tags=["shows-solutions"]
 page = [
@@ -671,7 +680,8 @@ print(check_page(page, build_and_run))
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb)
 # asks you to write `causal_mask` (ex06_1), `padding_mask` (ex06_2) and `DecoderLayer.forward`
 # (ex06_3); stuck on one, `python -m transformer_course restore ex06_1` puts its worked answer in your
-# student edition. Chapter 07 counts its parameters, and chapter 08 trains it.
+# student edition. Chapter 07 counts its parameters, and chapter 08 trains a model of this kind
+# (with two vocabularies).
 
 # %% [markdown]
 # ## Check yourself
@@ -686,7 +696,8 @@ print(check_page(page, build_and_run))
 #    <details><summary>Answer</summary>
 #
 #    Broadcasting aligns shapes from the right. A (B, S) mask against (B, H, T, S) scores lines B up
-#    with the query axis T: wrong values, or an error only when the sizes differ.
+#    with the query axis T. If B and T differ (and B > 1), that is an error; if B = T, the wrong
+#    entries are masked, silently.
 #    </details>
 # 3. In cross-attention, where do queries, keys and values come from, and which test catches a
 #    decoder that feeds its own states instead?
