@@ -32,7 +32,7 @@
 #
 # - build a model on PyTorch's meta device and count its parameters without allocating them;
 # - write the count as a formula that is linear in the vocabulary size;
-# - explain why published counts can disagree with the architecture;
+# - check a published count against the architecture, and find where it disagrees;
 # - say which parts of a Transformer hold its parameters, and how each part grows.
 #
 # **In the paper:** Table 3 (model variations and their sizes), §3.4 (one shared matrix) and §5.1
@@ -158,14 +158,15 @@ print("the meta-device count equals the closed form, for base and big")
 #
 # Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
 # Where could the difference come from? The vocabulary is the only size the paper gives loosely
-# ("about 37000 tokens"), and the paper's own code may count a little differently. Let us test the
-# candidate explanations one by one.
+# ("about 37000 tokens"). But first, the other candidates.
 #
-# **Does the count include an output bias, or an untied output projection?** The bias is $V$
-# parameters: 0.06% of the model, far too small. An untied output matrix (or separate source and
-# target embeddings) would add a whole $V \times D$ matrix: 19M for base, far too many. Attention
-# projections without biases, as in the paper's equations, would remove 0.06%. None of these
-# variants closes the gap of 1.9M. We keep the tying of §3.4 and look at the vocabulary instead.
+# **Does the paper count without biases, or with an untied output projection?** Our count already
+# includes the output bias and the attention biases. Dropping either would take 0.06% of the model
+# away, moving the count further below 65M. Only an untied output matrix (or separate source and
+# target embeddings) adds parameters: a whole $V \times D$ matrix, 19M for base, far too many. None
+# of these variants closes the gap of 1.9M. In the table below, the first three rows differ by less
+# than 0.1M, too little to show at its rounding; its last line gives the two shares. We keep the tying of §3.4 and
+# look at the vocabulary instead.
 
 # %%
 V_PAPER, N_LAYERS = 37_000, 6
@@ -246,9 +247,11 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # %% [markdown]
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
 # ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
-# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet.
-# Whatever single vocabulary the two rows share, their difference is the same. The big model and
-# row (C) with $d_\text{model} = 1024$ have the same $d_\text{model}$, so the same embedding matrix whatever
+# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. So the base
+# family is self-consistent, and only the big row breaks it.
+#
+# A second way to see the clash needs no vocabulary at all. Take the big model and row (C) with
+# $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix whatever
 # $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
 # difference is therefore the extra feed-forward weights alone:
 
@@ -261,8 +264,7 @@ print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {2
 # %% [markdown]
 # ## 4. No vocabulary fits every row
 #
-# So no single vocabulary reproduces every row of Table 3. The table's big-model entry and its
-# $d_\text{model} = 1024$ entry disagree with each other by about 5M. The paper does not say why: a
+# The table's big-model entry and its $d_\text{model} = 1024$ entry disagree by about 5M. The paper does not say why: a
 # different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We could fit
 # a $V$ that spreads the error evenly over base and big. But such a $V$ matches the table by
 # construction, so it would prove nothing. We keep the paper's "about 37000". The figure shows
