@@ -765,8 +765,8 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 # 5. Top-p sampling with p = 0.9, at a step where the top piece has more than 0.9: what does it keep?
 #    <details><summary>Answer</summary>
 #
-#    The top piece alone: it is the smallest set that reaches p. The draw is then the greedy choice,
-#    which is why section 4's top-p draws give back the greedy translation.
+#    The top piece alone: it is the smallest set that reaches p. The draw is then the greedy choice.
+#    On a model this confident, that is why section 4's top-p draws give back the greedy translation.
 #    </details>
 #
 # ## Further reading
