@@ -106,8 +106,8 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 
 # %% [markdown]
 # Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
-# the same run stopped early, after the number of steps printed below (`scripts/make_checkpoint.py`:
-# same size, data, repeats and seed). The shipped model makes no mistake on the test split, so the
+# the same run stopped early, after the number of steps printed below (the same model,
+# data and seed, with chapter 08's repeated rare strata). The shipped model makes no mistake on the test split, so the
 # under-trained one shows what each measure finds when there are mistakes. Both translate chapter
 # 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
 # target ids of one translation back into German pieces.
@@ -245,11 +245,12 @@ for stratum, members in task.info["strata"]["test"].items():
 # %% [markdown]
 # ## 2. Probing: every number of a kind
 #
-# Section 1 found the failures in the strata of the test split. But the test split holds each
-# held-out stratum of 100 numbers only, and 100 numbers can miss a rare mistake. So we probe both
-# models with every number of these two kinds that training did not see: the round thousands
-# ("forty-seven thousand") and the five-digit thousands followed by a single digit ("thirty thousand
-# and four").
+# Section 1 found the failures in the strata of the test split. But the split holds a sample of
+# each held-out stratum. Where the under-trained model fails on most of a sample, as from 100 to
+# 999, the sample already tells. Where it gets most of a sample right, a rare mistake can hide. So
+# we probe both models with every number of two such kinds that training did not see, the test
+# split's included: the round thousands ("forty-seven thousand") and the five-digit thousands
+# followed by a single digit ("thirty thousand and four").
 
 # %%
 train_numbers = set(task.info["numbers"]["train"])
@@ -273,9 +274,10 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 
 # %% [markdown]
 # The shipped model gets every number of the probe right. The under-trained model gets over a third
-# of them wrong, most with a wrong piece. The list shows two habits that the test split's "N
-# thousand and k" stratum hardly showed: *ein* where German ends a number with *eins*, and a word of
-# the thousands written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). A probe is
+# of them wrong, most with a wrong piece. The list, its first six errors of the "thousand and k"
+# kind, shows two habits: *ein* where German ends a number with *eins*, and a word of the thousands
+# written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). Six lines show that the
+# habits exist, not how common they are. A probe is
 # cheap: it tests every number of a kind, where a split holds a sample.
 
 # %% [markdown]
@@ -286,7 +288,8 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 #
 # Write $\hat Y$ for what a search returned for the input $X$, and $Y^*$ for the correct translation.
 # Write $s(Y) = \log P(Y \mid X) / lp(Y)$ for the score beam search ranks by (chapter 09, section 3, α = 0.6).
-# Greedy decoding is beam search with $k = 1$: it searches for the same score, only less thoroughly.
+# Greedy decoding is beam search with $k = 1$. It never compares outputs of different lengths, so
+# for it the penalty changes nothing; we still judge its output by $s$.
 # When $\hat Y \neq Y^*$, the error is
 #
 # - a **search error** if $s(Y^*) > s(\hat Y)$. The model prefers the correct translation, and the
@@ -295,6 +298,9 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 # - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
 #   perfect search would return a wrong translation too. No decoding setting helps. The model must
 #   change: more training steps, more (or better chosen) data, a bigger model.
+#
+# The verdicts depend on α. The penalty divides a long output's log-probability by more, so under
+# plain $\log P$ (α = 0, the score of Stahlberg and Byrne, cited below) some could change.
 #
 # `score_sequences` gives both scores. It runs the model once with teacher forcing on a translation
 # we supply and adds up the log-probabilities of its tokens; with `length_penalty=0.6` it divides by
@@ -418,6 +424,7 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # ## 4. What training built: every head of every attention
 #
 # Section 3 ended on the shipped model: the same recipe, trained longer, makes none of these errors.
+# A map would not explain those errors (the end of this section says why), so we leave them here.
 # What did the fully trained model learn? We open the shipped model and read its attention weights.
 # `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
 # It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
@@ -500,9 +507,9 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
 
 # %% [markdown]
-# In the encoder, layer 2's second head groups the sentence most clearly. "forty" and "two" look at
-# "thousand", "five" at "hundred", and the words from the second "hundred" on at "sixty": most words
-# seem to mark the group they belong to. Its first head does so in part; its third and fourth heads
+# In the encoder, layer 2's second head often reads the word that closes a group: "forty" and
+# "two" look at "thousand", "five" at "hundred". About half the words fit that reading; others read
+# a word of a neighbouring group. Its first head does so in part; its third and fourth heads
 # read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
 # the last *hundert*, or simply their own input (the piece just written) or the piece before it.
 # These readings come from one sentence. The next figure measures one property of the
@@ -519,7 +526,8 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
 # for every German piece of every test number. Zero means that the piece read a single English word.
 # A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
-# pieces that spread more than most. The title gives the finding: layer 2 reads one word at a time.
+# pieces that spread more than most. The title says that layer 2 reads one word at a time; two
+# heads of layer 1 are as sharp (the text below).
 #
 # </details>
 

@@ -27,8 +27,8 @@
 # a model learns, so this chapter trains small models that differ in one choice and compares them.
 # At the end you have five verdicts, each with how strongly the runs support it.
 #
-# *You may skip this chapter:* the later chapters do not need its results, only its method, which
-# chapter 08's box "How this book tests a claim" already explains. Its experiments take from about
+# *You may skip this chapter:* no later chapter builds on its code. Later chapters mention its
+# findings in asides, and its method is chapter 08's box "How this book tests a claim". Its experiments take from about
 # a minute to a few minutes each on a 2-core CPU.
 #
 # **Learning goals**
@@ -184,20 +184,21 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # %% [markdown]
 # **The finding: token vectors that start too long hurt; the factor itself brings no gain beyond
 # the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
-# than 20 points fewer strings than either other table. And the factor brings no gain beyond the
-# spread of the runs. The sentence under the figure compares the two in your run, and the folded
-# check above states the rest.
+# than 20 points fewer strings than either other table. Without the factor, the table above shows
+# fewer strings reversed on average than with the course's table. But the two ranges overlap: the
+# factor brings no gain beyond the spread of the runs. Three runs cannot tell whether it helps, and
+# your run may print other numbers.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
-# helps. A token signal that starts too short is cheap to repair. Without the factor a token vector
-# starts with length about 1, and a positional vector has length
-# $\sqrt{d_{model}/2} = \sqrt{32} \approx 5.7$ (chapter 01, section 3): a small imbalance. A token
+# helps. Without the factor a token vector starts with length about 1, and a positional vector has
+# length $\sqrt{d_{model}/2} = \sqrt{32} \approx 5.7$ (chapter 01, section 3). That is a 5.7-fold
+# imbalance, but in the cheap direction: the optimiser can grow a short token signal. A token
 # signal that starts too long is worse. The third table's token vectors start 8 times longer than
 # the course's, about 11 times longer than the positional vectors. Through the tied output layer
 # (chapter 01, section 4), its logits start 8 times too large as well.
 #
 # So chapter 01's argument holds only in part. Balancing the token and position signals at the
-# start did not make this small model learn measurably better in three runs: the ranges overlap. What the factor and the
+# start did not make this small model learn measurably better in three runs. What the factor and the
 # $\mathcal{N}(0, 1/d_{model})$ initialisation achieve together is more modest: token vectors and
 # logits that do not start too large. The factor alone, on PyTorch's default table, does the
 # opposite. The paper's text gives only the factor; the initialisation that goes with it comes from
@@ -272,11 +273,11 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on; the right panel shows where
 # the runs lie.
 #
-# Within the training lengths, the learned table may fall behind as the strings get longer. From 7
+# Within the training lengths, the learned table falls behind as the strings get longer. From 7
 # to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
-# check). Compare the ranges too. At some lengths they overlap, and at others they may not; either
-# way, three runs of each on one task are consistent with a gap, not proof that it is general. The
-# sentence under the figure gives this run's ranges at 8 letters. If the gap is real,
+# check). In the table above, the two ranges do not even overlap at several lengths. Three runs
+# of each on one task are not proof that the gap is general, and your run may differ. If
+# the gap is real,
 # chapter 02's section 6 suggests a likely reason. A training string of 10 letters is as common as
 # one of 3, so a late position occurs in fewer training strings than an early one. Its row of the
 # learned table gets fewer updates. The sinusoids give every position a vector tied to the others
@@ -366,7 +367,9 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 #
 # > **Common mistake — comparing lines of two experiments.** The lines of one table share one
 # > setting; two tables need not. One setting differs from the warm-up experiment: here the
-# > gradients are clipped, as chapter 08 clips them (to a total norm of 1). So the line "with
+# > gradients are clipped, as chapter 08 clips them (to a total norm of 1). The warm-up
+# > experiment turned clipping off because a clip caps each step, and so does part of a warm-up's
+# > work. So the line "with
 # > residual connections" is not the run "post-LN, warm-up" above. Compare the two lines of this
 # > table with each other, not with the table above. The cell below lists the settings that differ.
 
@@ -402,9 +405,10 @@ expect_above("final training loss: with residual connections below without them 
              loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))  # fmt: skip
 
 # %% [markdown]
-# **The finding: without its shortcuts the model barely learns to reverse a string.** The folded
-# check above holds it in every run. Without the shortcuts the model reverses at most 2 % of the
-# test strings, though its loss does fall. With them, its final loss ends lower by 0.5 or more. A
+# **The finding: without its shortcuts the model's loss ends far higher.** The folded check above holds
+# it in every run: with the shortcuts, the final loss ends lower by 0.5 or more. Without them the
+# model reverses at most 2 % of the test strings. Exact match alone does not separate the two: in
+# the table above, the weakest run with shortcuts also reverses only a few strings. A
 # likely reason, which these runs did not measure: without the shortcuts, every piece of information
 # has to pass through every attention and feed-forward sub-layer, including which letter sits where.
 # And the gradient reaches the lower layers only through all the sub-layers above. With the
@@ -499,10 +503,10 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # | The paper's choice | What these runs found | How strongly |
 # |---|---|---|
-# | the $\sqrt{d_{model}}$ factor (§3.4) | without it, no loss beyond the spread of three runs; token vectors that start 8 times too long fail | no difference beyond the spread; the failure in every run |
-# | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters | every run |
+# | the $\sqrt{d_{model}}$ factor (§3.4) | without it, fewer strings on average, but the ranges of three runs overlap; token vectors that start 8 times too long fail | the factor's gain: not shown; the failure in every run |
+# | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
-# | residual connections (§3.1) | without them, the same model barely learns | every run, by a loss margin |
+# | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |
 # | label smoothing (§5.4) | the model is less sure than it is right; exact match and perplexity differ by less than the spread | less sure: every run; the rest: not shown |
 #
 # A position code defined everywhere is not a model that generalises everywhere; and a choice that
@@ -527,7 +531,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 #    The factor was chosen with an initialisation. With $\mathcal{N}(0, 1/d_{model})$ entries it keeps
 #    the token vectors and the logits from starting too large. Learned embeddings soon take whatever
-#    size helps, so a small imbalance at the start is cheap to repair.
+#    size helps, so a token signal that starts too short is cheap to grow.
 #    </details>
 # 3. Why do both position encodings fail beyond the training lengths?
 #    <details><summary>Answer</summary>

@@ -19,8 +19,8 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/13_modern_language_models.ipynb)
 #
 # Chapter 12 ended Part II with the paper's translator on real sentences. Today's chat models are
-# built from the same blocks, with a handful of changes. GPT (2018) dropped the encoder. It kept one
-# stack of blocks under a causal mask, trained to predict the next token of any text. Later models
+# built from the same blocks, with a handful of changes. GPT (2018) dropped the encoder and trained
+# one stack of blocks to predict the next token of any text. Later models
 # replaced four of the paper's 2017 choices, one by one: the normalisation, the positions, the
 # feed-forward network and the key/value heads. LLaMA (2023) put three of them together: RMSNorm
 # before each sub-layer, rotary positions and SwiGLU; shared key/value heads came with Llama 2's two
@@ -37,8 +37,8 @@
 # - build RMSNorm, rotary positions (RoPE), grouped-query attention, SwiGLU and blocked attention
 #   with an online softmax, each checked against a reference;
 # - compute the size of a KV cache, and see why shared key/value heads speed up generation;
-# - measure what blocked attention saves at inference, why a plain blocked loop under autograd
-#   saves nothing in training, and how FlashAttention avoids that;
+# - measure what blocked attention saves at inference, and why a plain blocked loop saves nothing
+#   in training;
 # - train the modern block on real text with chapter 08's loop, and read what it writes.
 #
 # **In the paper:** the 2017 choices that this chapter revisits.
@@ -106,8 +106,7 @@ setup_chapter("13")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # The model of chapters 01–12 had two stacks. A language model keeps one: no source, no encoder, no
-# cross-attention. Every block is self-attention under a causal mask, then a feed-forward network.
-# The map highlights the parts this chapter changes. The letters are those of the
+# cross-attention. The map highlights the parts this chapter changes. The letters are those of the
 # [notation page](../book/notation.md). $T$ is now the length of the text, and $H_{kv}$ the number of
 # key/value heads.
 #
@@ -131,7 +130,8 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 # ## 1. Decoder-only: an encoder layer with a causal mask is a GPT block
 #
 # The decoder of chapter 06 has three sub-layers. Without a source, cross-attention has nothing to
-# read. What is left, self-attention and a feed-forward network, is chapter 05's encoder layer. Only
+# read. What is left, self-attention and a feed-forward network, is chapter 05's encoder layer,
+# post-LN like the first GPT's. Only
 # the mask differs: a language model lets position $t$ read positions $0 \dots t$ only (chapter
 # 06's causal mask). So the output at $t$ can be trained to predict the token at $t + 1$ without
 # seeing it.
@@ -157,7 +157,7 @@ print(causal_rows(0, 5).int())  # (T, T): row t may read columns 0 … t
 
 # %% [markdown]
 # Because the mask hides the future, the logits at position $t$ must not change when a *later*
-# token changes. That is the test every language model has to pass.
+# token changes.
 
 # %%
 changed = tokens.clone()
@@ -364,7 +364,7 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
 # %% [markdown]
 # Now the cache of a real model, Llama 3 8B: 32 layers and $H = 32$ heads of 128 features
 # ($D = 4096$), for a text of 8,192 tokens in bf16 (2 bytes a number). Below, the formula for three
-# values of $H_{kv}$, and our small models' caches after 64 tokens, measured.
+# values of $H_{kv}$, beside our small models' measured caches.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -411,7 +411,8 @@ plt.show()
 # Every text's cache is read once too. A GPU does a few hundred operations in the time it reads a
 # byte (an H100: about 1,000 TFLOP/s in bf16 against 3.35 TB/s). So at batch 1 a step waits for
 # memory: it takes about the bytes it reads divided by the memory's speed. For Llama 3 8B in bf16
-# and texts of 8,192 tokens (weights only: attention over the cache adds about a quarter):
+# and texts of 8,192 tokens (the operations count the weights only; attention over the cache adds
+# about a quarter more):
 
 # %% tags=["hide-input"]
 weights_gb, flops_per_text = 8.0e9 * 2 / 1e9, 2 * 8.0e9  # bf16 weights (GB); operations per token (2 per weight)
@@ -431,7 +432,6 @@ for batch in (1, 32):
 # each text brings its own cache. With $H_{kv} = 32$, the caches of 32 long texts (137 GB) outweigh
 # the weights several times over. They do not even fit: an H100 holds 80 GB. Grouped-query
 # attention's 8 heads divide them by 4: the batch fits, and the step takes about a third of the time.
-# Even at batch 32 a step does about ten operations per byte, far below the GPU's hundreds.
 #
 # A CPU shows only the batching. The folded cell times a generation step of a small model for 1 text
 # and 16 at once: it measures batching, not shared heads.
@@ -581,7 +581,8 @@ expect("the blocked path's peak is less than a quarter of that",
 # %% [markdown]
 # At inference the blocked path holds less than a quarter of the teaching path's peak (the folded
 # check): it never holds the whole matrix. In training, autograd keeps every block's scores and
-# weights for the backward pass. Half the length, with gradients:
+# weights for the backward pass. Half the length, with gradients, to keep the cell light
+# (so compare these two peaks with each other only):
 
 # %%
 torch.manual_seed(0)
@@ -611,8 +612,8 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 # ## 7. The modern block learns to write
 #
 # `DecoderOnlyConfig.modern` now holds every part of this chapter. Does the block learn? We train a
-# small one for 300 steps on six plays by Shakespeare, which ship with the course
-# (`datasets/shakespeare.py`, public domain). A play is cut into passages: a speech with its speaker,
+# small one for 300 steps on six plays by Shakespeare, shipped with the course: *Hamlet*, *Macbeth*,
+# *Romeo and Juliet*, *Julius Caesar*, *A Midsummer Night's Dream* and *The Tempest*. A play is cut into passages: a speech with its speaker,
 # a stage direction, a scene heading. The end of each play is held out. Chapter 12's byte-pair
 # encoding learns the tokens, and consecutive passages are packed into texts of at most 128 tokens.
 
@@ -637,10 +638,11 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 
 # %% [markdown]
 # The training loop is chapter 08's `fit`, unchanged, with the paper's Adam and equation (3), but
-# no label smoothing: a next token has no single right answer to soften. `WithoutSource` hands it
+# no label smoothing. Language models usually train without it: the text itself already spreads
+# the next-token probabilities, and a smoothed target tends to raise the loss we measure. `WithoutSource` hands it
 # the language model as a translator with an empty source. The model has $D = 128$, 2 blocks, 4
 # query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
-# longest cell: several minutes on a laptop CPU.
+# longest cell by far: many minutes on a laptop CPU.
 
 # %%
 from transformer_course.lm import WithoutSource
@@ -674,8 +676,8 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
     print("sampled:", write(prompt, temperature=0.8, top_p=0.9, generator=sampler))
 
 # %% [markdown]
-# After 300 steps the model writes in the shape of a play: a speaker's name, then a speech of mostly
-# English words, strung together with little sense. It has learnt more than how often each token
+# After 300 steps the model writes mostly English words in verse-like lines, strung together with
+# little sense. It has started to write speaker names, not always in the right place. It has learnt more than how often each token
 # occurs. On the held-out ends of the plays, its loss is at least half a nat per token below that of
 # a model that knows only those frequencies (the check below). To get there it must read the tokens
 # before. Chapter 14 trains a larger model of this block with today's recipe.
@@ -699,8 +701,8 @@ expect_at_most("held-out loss, at least half a nat below the token frequencies' 
 #   the feed-forward network at equal parameters.
 # - Blocked attention gives the same result as the full matrix with an online softmax, and at
 #   inference it holds a fraction of the memory.
-# - Put together and trained for 300 steps with chapter 08's loop, the modern block writes lines in
-#   the shape of a play.
+# - Trained for 300 steps with chapter 08's loop, the modern block writes verse-like lines of mostly
+#   English words.
 
 # %% [markdown]
 # **Exercises:**
