@@ -501,10 +501,10 @@ for norm_first in (False, True):
 #
 # > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
 # > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
-# > That is neither the paper's post-LN nor pre-LN. So weights trained in either form do not load
-# > into it, and results about either form do not carry over. (Some later designs use this form on
-# > purpose, with choices of their own around it.) Shapes are right and a single layer seems to
-# > work. The check of exercise ex05_2 compares with both closed forms and rejects it. Its message,
+# > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
+# > shapes agree, but compute something else, and results about either form do not carry over. (A
+# > vision model, Swin Transformer V2, uses this form on purpose, with choices of its own around
+# > it.) A single layer seems to work. The check of exercise ex05_2 compares with both closed forms and rejects it. Its message,
 # > printed below, names the post-LN case.
 
 
