@@ -96,11 +96,9 @@ setup_chapter("01")  # the short stop at an unwritten exercise; printing and plo
 # names the letters. For example, (B, S, D) is a batch of B source sentences, each S tokens long,
 # each token a vector of D = $d_{model}$ numbers. Each letter is explained again where the book first
 # uses it, and the [notation page](../book/notation.md) lists them all. The example under the
-# inputs comes from the number-translation task that chapter 08 trains. The encoder reads the
-# source sentence. The decoder writes the translation one token at a time, and each step reads what
-# it has written so far. The English "twenty one" goes in. The decoder reads its German
-# translation *einundzwanzig*, cut into the pieces *ein*, *und*, *zwanzig*. The pieces are shifted
-# one place to the right behind `<bos>`, the start token of the table in section 1.
+# inputs comes from the number-translation task that chapter 08 trains. The English "twenty one"
+# enters the encoder. The decoder reads its German translation in pieces, shifted one place to the
+# right (chapter 06 explains why).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -286,19 +284,20 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # $\sqrt{d_{model}}$. The paper gives no reason. A plausible one appears once we look at what gets
 # *added* to the embeddings: the positional encoding of §3.5, which chapter 02 builds. Its entries
 # are sines and cosines, and every positional vector has length exactly $\sqrt{d_{model}/2}$,
-# whatever the position. Chapter 02 shows why; until then, take that length on trust.
+# whatever the position. Each sine–cosine pair adds $\sin^2 + \cos^2 = 1$ to the squared length,
+# and there are $d_{model}/2$ pairs (chapter 02 builds them).
 #
 # The length of a token vector depends on how the table was initialised. The paper does not say how
 # it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
 # draws every entry from $\mathcal{N}(0, 1/d_{model})$. A raw row then has length about 1. Times
 # $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$:
-# the same order as the positional vector, though not equal to it. Without the factor, at $d_{model} = 512$, the position
+# the same order as the positional vector, $\sqrt{2}$ apart. Without the factor, at $d_{model} = 512$, the position
 # signal would start $\sqrt{d_{model}/2} = 16$ times longer than the token signal. The first layer
 # would then see mostly *where* a token is, hardly *which* it is.
 #
 # So the factor and the initialisation belong together. PyTorch's default `nn.Embedding` draws from
 # $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
-# $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the balance
+# $\sqrt{d_{model}}$ times too long. All of this is about the start of training. Whether the factor
 # still matters once the model learns is a question for training: [chapter
 # 11](11_testing_the_papers_choices.ipynb) puts it to a test, and its answer is more modest.
 
@@ -319,8 +318,7 @@ print("average vector length\n" + "\n".join(lines))
 
 # %% [markdown]
 # At every width the scaled token vector is $\sqrt{2}$ times longer than the positional one:
-# $\sqrt{d_{model}}$ against $\sqrt{d_{model}/2}$. The two are balanced, not equal. Chapter 11
-# calls this a small imbalance.
+# $\sqrt{d_{model}}$ against $\sqrt{d_{model}/2}$. The two are of the same order, $\sqrt{2}$ apart.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -365,12 +363,14 @@ plt.show()
 # is the shape of the target embedding.
 #
 # §3.4 shares one matrix between the two embedding layers and this pre-softmax layer, an idea the
-# paper credits to Press and Wolf. After tying, the vector a token is *read in* with is the
-# direction that *predicts* it on the way out. Our toy example has one vocabulary for both sides
+# paper credits to Press and Wolf. Their argument: the lookup trains only the rows of the tokens
+# it read (section 2), but the output layer trains every row at every step, since every logit
+# enters the softmax. One shared matrix gets both kinds of training. They found that tying made
+# language models better, with fewer parameters. Our toy example has one vocabulary for both sides
 # ($V_\text{src} = V_\text{tgt}$). The embedding below gets `padding_idx`: its `<pad>` row starts at
-# zero, and the lookup sends that row no gradient. Once the matrix is tied, the output layer can
-# still train that row. `tie_weights` makes the output layer use the embedding's
-# `Parameter` itself, not a copy:
+# zero, and the lookup sends that row no gradient. Once the matrix is tied, the output layer still
+# trains that row, as it trains every row. That is harmless: the model learns never to predict
+# `<pad>`. `tie_weights` makes the output layer use the embedding's `Parameter` itself, not a copy:
 
 # %%
 V_tgt, d = len(vocab), 8
@@ -400,12 +400,15 @@ print(f"three separate matrices:    {3 * V_shared * D / 1e6:5.1f} M")
 print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3)")
 
 # %% [markdown]
-# Tying also fits the scaling of section 3. The entries of $E$ have size $1/\sqrt{d_{model}}$ and
-# those of $h$ have size 1, so the logits $h E^\top$ start with a standard deviation near 1. And a
-# decoder state that equals a token's own scaled embedding scores that very token highest. Random
-# vectors in many dimensions are nearly orthogonal, so a row's dot product with itself far exceeds
-# its dot product with any other row. That is the sense of tying, from the first step: the output
-# reads a token in the same direction the input wrote it.
+# Tying also fits the scaling of section 3. The output layer scores a state $h$ by its dot product
+# with each token's row of $E$. The entries of $E$ have size $1/\sqrt{d_{model}}$ and those of $h$
+# have size 1, so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
+# large. The cell below also feeds in each token's own scaled vector as the state. That state
+# scores its own token highest, because random vectors in many dimensions are nearly orthogonal.
+# This is a property of random vectors, not evidence that tying helps. It does point to a bias at
+# the start. Through the residual shortcuts of chapter 05, a decoder's output can start close to
+# the embedding of its input token. So a tied model may at first lean towards repeating that
+# token, while its task is to predict the next one. Training has to remove that lean.
 
 # %%
 d = 512
@@ -451,7 +454,7 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #   and only the rows that were looked up receive a gradient.
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
 #   $\mathcal{N}(0, 1/d_{model})$, token vectors are then $\sqrt{2}$ times longer than the positional
-#   vectors added to them in chapter 02: the same order, not equal.
+#   vectors added to them in chapter 02: the same order, $\sqrt{2}$ apart.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #

@@ -281,8 +281,9 @@ plt.show()
 # %% [markdown]
 # ## 4. Similarity depends only on the distance
 #
-# The dot product of two encodings, the quantity attention scores are made of, follows from the
-# same formulas:
+# The dot product of two encodings follows from the same formulas. It is what an attention score
+# would be if queries and keys were the raw encodings; the end of this section says why they are
+# not:
 #
 # $$PE_{p} \cdot PE_{q} = \sum_i \big(\sin \omega_i p \,\sin \omega_i q + \cos \omega_i p \,\cos \omega_i q\big)
 #   = \sum_i \cos\big(\omega_i (p - q)\big).$$
@@ -351,7 +352,6 @@ plt.show()
 # $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. A learned $W$
 # need not commute with them, and then the score is in general no longer a function of $p - q$
 # alone. So a model *can* learn to read distances from the sinusoids, but nothing forces it to.
-# Rotary embeddings rotate the queries and keys *after* the learned matrices.
 #
 # </details>
 #
@@ -394,7 +394,8 @@ print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.d
 # %% [markdown]
 # > **Common mistake — taking the length from `x.size(0)`.** Code written for sequence-first
 # > tensors (T, B, D), as in older PyTorch examples, slices the table with `x.size(0)`. On a
-# > batch-first tensor that is the *batch size*. With B = T nothing looks wrong. With B = 1 every
+# > batch-first tensor that is the *batch size*. With B = T the result is even right, by
+# > coincidence, until a batch of another size comes. With B = 1 every
 # > position silently gets row 0 of the table, so the model sees no order at all. Otherwise the
 # > addition raises a broadcasting error. The check of exercise `ex02_2` uses a batch of
 # > one first, to name the bug:
@@ -425,8 +426,8 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # It has no vector beyond its `max_len`, and the rows of positions that never occurred in training
 # get no gradient, so they stay random. The sinusoids are at least defined everywhere. Whether a
 # model can *use* them beyond its training lengths is another question, which [chapter
-# 11](11_testing_the_papers_choices.ipynb) puts to a test. The cell's last lines check section 3's
-# rotation rule far out, at positions 500–999.
+# 11](11_testing_the_papers_choices.ipynb) puts to a test. The cell's last lines show the sinusoids
+# keeping section 3's rotation rule at positions 500–999, far beyond the learned table's rows.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)

@@ -107,7 +107,7 @@ architecture_map("attention")
 # value. Attention does the same with vectors, but softly. It scores the query against **every**
 # key. It turns the scores into positive weights that add up to one. And it returns the weighted
 # average of all the values. A key that fits the query well gets most of the weight. Nothing is
-# ever picked outright, which is what makes the whole operation differentiable.
+# picked outright, so the whole operation is differentiable.
 #
 # The paper writes it for many queries at once, stacked as the rows of a matrix $Q$ (§3.2.1,
 # equation (1)):
@@ -123,8 +123,10 @@ architecture_map("attention")
 # | softmax over the last axis | (B, T, S) | the **weights**: each row sums to 1 |
 # | output | (B, T, Dv) | one weighted average of the values per query |
 #
-# To see it do something sensible, here is a toy sentence. We describe its words by hand with four
-# features, and ask it three questions. Nothing is learned yet. In a trained model the queries, keys
+# In shapes, Dk and Dv stand for $d_k$ and $d_v$.
+#
+# Here is a toy sentence. We describe its words by hand with four features, and ask
+# it three questions. Nothing is learned yet. In a trained model the queries, keys
 # and values come out of learned projections (chapter 04), but the mechanism is the same.
 
 # %%
@@ -514,7 +516,6 @@ print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN =
 # a float16 tensor with an overflow error, and a plain conversion turns it into −∞, the same NaN
 # (try `torch.tensor(-1e9).half()`).
 #
-# %% [markdown]
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
 # holds identical scores, and softmax turns them into uniform weights. The output is the plain mean
 # of the values: finite and harmless, and its gradients are finite too. In rows with at least one
@@ -642,7 +643,7 @@ plot_path_lengths()
 #   finite uniform average in a fully blocked row. `-inf` gives NaN; so does `-1e9` in float16,
 #   where it becomes `-inf`, and `masked_fill` refuses to write it there.
 # - The teaching path returns the weights; the fast path (`fast_attention`, built on
-#   `F.scaled_dot_product_attention`) does not, can save the (T, S) memory, and gives the same numbers.
+#   `F.scaled_dot_product_attention`) does not, can save the (B, H, T, S) memory, and gives the same numbers.
 # - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
 #   steps, at a cost of $O(n^2 D)$ per layer for its comparisons. A recurrent layer costs $O(n D^2)$
 #   but needs $n$ steps in a row. Counted with its projections, attention does more arithmetic than

@@ -106,7 +106,7 @@ architecture_map("multihead")
 # ## 1. Why more than one head?
 #
 # A row of attention weights is one probability distribution over the keys, and the output is one
-# average. Say a word needs two different things at once: its verb *and* the word just before it.
+# average. Say a word needs two different things at once: the word before it *and* the word after it.
 # A single head has to blend them into one average, and the two pieces of information get smeared
 # together. The paper's remedy (§3.2.2) is to project queries, keys and values $h$ times with
 # different learned matrices, run attention on each projection in parallel, and combine:
@@ -245,8 +245,8 @@ print(run_check("ex04_1").line())  # the package's split_heads
 
 # %% [markdown]
 # Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
-# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. The row labels give
-# what the shape claims, not where the numbers came from. Chapter 03's checks
+# "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. The label follows
+# the shape; the numbers do not. Chapter 03's checks
 # never see this bug, because attention itself is correct. The exercise check above caught it by
 # comparing with a correct split. You can build such a reference yourself, without `view`: cut
 # every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
@@ -333,9 +333,10 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads, unless
 # you pass `average_attn_weights=False`.)
 #
-# Before we look inside the heads (section 9), we check the module three ways: its parameter count,
-# its two head sizes, and PyTorch's own module.
-#
+# Three short checks of the module come first: its parameter count, its two head sizes, and
+# PyTorch's own module. Then section 9 looks inside the heads.
+
+# %% [markdown]
 # ## 6. Counting parameters
 #
 # Each projection is a weight matrix plus a bias. The paper's equations have no bias, but
@@ -500,9 +501,9 @@ plt.show()
 
 # %% [markdown]
 # At the edges, the "one back" head at position 0 and the "one ahead" head at position 9 have no
-# target, so they settle on the nearest position. A single head could not express "previous word"
-# and "next word" at the same time without averaging them. Four heads do it in one layer, and $W^O$
-# then combines their outputs.
+# target, so they settle on the nearest position. A single head could not pick out both the
+# previous and the next word: a query that scores the two equally puts half its weight on each, and
+# returns their average. Four heads do it in one layer, and $W^O$ then combines their outputs.
 #
 # Keep these four patterns in mind: trained models often find rules of these kinds by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous

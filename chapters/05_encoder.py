@@ -287,7 +287,7 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # additions alone, plus the single final LayerNorm, however many layers are stacked. But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
-# derivatives.
+# derivatives. At this depth and initialisation the effect turns out mild (below).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -410,9 +410,12 @@ for name, (grads, stream) in results.items():
 #   the models to find out whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
-#   shrinks upwards. Every layer above a low layer reads that layer's output, through its own input
-#   LayerNorm, so the gradient reaches a low layer along more paths.
-#   Nothing is concentrated at the top. Xiong et al. train pre-LN models without the warm-up stage,
+#   shrinks upwards: nothing is concentrated at the top. One likely reason, not tested here: every layer above a low layer reads that
+#   layer's output, through its own input LayerNorm, so the gradient reaches a low layer along more
+#   paths. Xiong et al. report pre-LN gradients of about the same size at every layer at
+#   initialisation, so our fall departs from their profile. Our set-up differs from theirs: 12
+#   layers of width 64, Xavier weights, all of a layer's parameters counted together, random
+#   targets. Xiong et al. train pre-LN models without the warm-up stage,
 #   and chapter 11 tries it too. The flip side follows from the right-hand panel: the upper layers
 #   add their updates to a stream that has grown, so each of them moves it comparatively little.
 #
@@ -491,18 +494,21 @@ for norm_first in (False, True):
     print(f"norm_first={norm_first!s:5}  max |ours − PyTorch|: one layer {layer_diff:.1e}, six layers {stack_diff:.1e}")
 
 # %% [markdown]
-# The differences are at the level of float32 rounding, often exactly zero: both sides call the same
-# kernels in the same order.
+# The assert allows differences up to 1e-5, a margin for float32 rounding. They are often
+# exactly zero: both sides call the same kernels in the same order.
+#
+# One last look back at section 4, where the LayerNorm goes, through a common bug.
 #
 # > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
 # > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
-# > So neither the sum (post-LN) nor the sub-layer's input (pre-LN) is normalised, and the residual
-# > stream grows without bound. Shapes are right and a single layer seems to work. The check of
-# > exercise ex05_2 compares with both closed forms and rejects it (its message, folded below,
-# > names the post-LN case).
+# > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
+# > shapes agree, but compute something else, and results about either form do not carry over. (A
+# > vision model, Swin Transformer V2, uses this form on purpose, with choices of its own around
+# > it.) A single layer seems to work. The check of exercise ex05_2 compares with both closed forms and rejects it. Its message,
+# > printed below, names the post-LN case.
 
 
-# %% tags=["hide-output"]
+# %%
 def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
     """The bug: normalises the sub-layer's output, whatever norm_first says."""
     return x + dropout(norm(sublayer(x)))
@@ -513,7 +519,10 @@ print(run_check("ex05_2").line())  # the package's residual
 
 
 # %% [markdown]
-# Over a stack, the bug lets the vectors grow:
+# Over a stack, the vectors also grow. Each sub-layer adds a normalised vector to the stream, and
+# nothing rescales the sum. The cell below reuses one sub-layer 24 times, which makes the growth
+# almost linear, and compares with post-LN only. Pre-LN's stream grows too (section 4's right
+# panel). So the growth is not the harm; the harm is a layer that matches neither form.
 
 # %%
 sublayer = nn.Sequential(nn.Linear(D, D), nn.Tanh())  # as in section 4
