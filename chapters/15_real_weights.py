@@ -108,8 +108,9 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # The map below is chapter 06's encoder-decoder, and Marian's translators have exactly its boxes.
-# GPT-2 and Llama keep only a decoder: chapter 13's map. Each difference between the models becomes a setting of `TransformerConfig` (chapter
-# 06) or `DecoderOnlyConfig` (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
+# GPT-2 and Llama keep only a decoder: chapter 13's map. One label differs for Marian: its decoder
+# starts from `<pad>` (section 3), not `<bos>`. Each difference between the models becomes a setting
+# of `TransformerConfig` (chapter 06) or `DecoderOnlyConfig` (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -607,8 +608,7 @@ for name, same in same_lm.items():
 #    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K or
 #    their biases, self- and cross-attention, a square matrix not transposed. Also a bias or a norm
 #    left in another order. Only the outputs show them, which is why we compare logits. And only if
-#    the exchanged tensors differ: a freshly built `transformers` model has every gain 1 and every
-#    bias 0, so the chapter draws every tensor at random before comparing.
+#    the exchanged tensors differ, which is why the chapter draws every tensor at random.
 #    </details>
 # 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why
 #    not 0, and why is that no reason to doubt the conversion?
@@ -635,6 +635,6 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [Chapter 16 — Real tokenizers, the speed of a step, and your models in the engines people
+# **Next:** [Chapter 16 — Tokenizers, the speed of a step, and your models in the engines people
 # use](16_real_checkpoints.ipynb): these models' tokenizers, what sets the speed of generation, and
 # our trained models in `transformers`, CTranslate2 and llama.cpp.
