@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 16 — Real tokenizers, the speed of a step, and your models in the engines people use
+# # Chapter 16 — Tokenizers, the speed of a step, and your models in the engines people use
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
