@@ -686,5 +686,5 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # %% [markdown]
 # **Next:** [Chapter 15 — Converting checkpoints: OPUS-MT, GPT-2 and Llama in the course's
 # model](15_real_weights.ipynb): the published architectures, built with random weights of the real
-# shapes, converted into the course's own model and checked against `transformers`. Chapter 16 shows
-# how to load the real weights where there is a network.
+# shapes, converted into the course's own model and checked against `transformers`. Chapter 16 loads
+# the real weights only in an aside, to run at home.

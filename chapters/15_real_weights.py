@@ -27,8 +27,8 @@
 # This chapter converts the published **architectures**, not the published numbers. `transformers`
 # builds each model with the real shapes and random weights, so nothing is downloaded. At the end,
 # our models and `transformers`' give the same logits, within rounding, and the same greedy tokens.
-# Chapter 16 turns to the real weights, which need a network, and asks what sets the speed of
-# generation.
+# Chapter 16 gives the real weights one aside, to run at home with a network, and asks what sets
+# the speed of generation.
 #
 # **Learning goals**
 #
@@ -108,8 +108,9 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # The map below is chapter 06's encoder-decoder, and Marian's translators have exactly its boxes.
-# GPT-2 and Llama keep only a decoder: chapter 13's map. Each difference between the models becomes a setting of `TransformerConfig` (chapter
-# 06) or `DecoderOnlyConfig` (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
+# GPT-2 and Llama keep only a decoder: chapter 13's map. One label differs for Marian: its decoder
+# starts from `<pad>` (section 3), not `<bos>`. Each difference between the models becomes a setting
+# of `TransformerConfig` (chapter 06) or `DecoderOnlyConfig` (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -147,35 +148,34 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # `transformer_course.convert` reads a `transformers` model's configuration, sets our fields, and copies the tensors across (`from_marian`,
 # `from_gpt2`, `from_llama`).
 #
-# The paper's column is the paper's model, not chapter 06's. Its attention projections are bare
-# matrices, W^Q, W^K, W^V and W^O. Only the feed-forward network has biases, b₁ and b₂ (equation 2),
-# and the authors' code, tensor2tensor, builds the projections without biases. Chapter 04's
-# `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
+# The paper's column is the paper's model, not chapter 06's: only its feed-forward network has
+# biases, b₁ and b₂ (equation 2), and its authors' code, tensor2tensor, has none in the attention
+# projections. Chapter 04's `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
 # `transformers` builds each model from the shape fields of its checkpoint's published
-# `config.json` (not its generation settings). The layout of the
+# `config.json`. The layout of the
 # tensors and the arithmetic are the published ones; only the numbers differ. To keep this chapter
 # fast, SmolLM2 gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2
 # of the 6 in each stack. Every layer has the same names and shapes, so nothing about the
 # conversion depends on how many there are.
 #
 # One more choice, the random numbers. A freshly built `transformers` model draws every matrix with a
-# standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. That is a poor
-# model to check a conversion on. Where every gain is 1 and every bias 0, a converter that swaps two
+# standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. Where every gain
+# is 1 and every bias 0, a converter that swaps two
 # norms or two biases, or forgets one, loads exactly the numbers a right one loads. No comparison can
 # see the mistake. So we draw
 # **every tensor** again:
 #
 # - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
-#   layer;
+#   layer, and each embedding from N(0, 1/D);
 # - each gain from N(1, 0.2²);
 # - each bias, Marian's bias on the logits included, from N(0, 0.2²).
 #
-# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why).
+# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Its logit
+# bias is drawn like the others, which never matters: `<pad>` is never generated.
 #
-# > **To run the next cells** you need `transformers`: `pip install "transformer-course[hub]"` (it
-# > also installs `sentencepiece`, Marian's tokenizer, for chapter 16). Without it the chapter stops
-# > here, in one line.
+# > **To run the next cells** you need `transformers`: `pip install "transformer-course[hub]"`.
+# > Without it the chapter stops here, in one line.
 
 # %% tags=["hide-input"]
 require_packages("Chapter 15 from here on (transformers' own models, beside ours)")
@@ -266,7 +266,8 @@ print("not copied:", left)
 # `PositionalEncoding` computes itself (section 3 checks that they hold the same numbers).
 # `model.shared` is the one embedding matrix of both stacks and of the output layer. Marian shares it,
 # like the paper (§3.4), and so do we (`share_embeddings`, `tie_output`). So four of its names and
-# three of ours point at a single tensor, copied once.
+# three of ours point at a single tensor, copied once. And Marian's `final_logits_bias` is (1, V),
+# ours (V,): the converter drops the leading 1.
 
 # %%
 shared = opus.src_embed.embedding.weight
@@ -281,11 +282,17 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # $\sin(p\,\omega_i)$ and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$
 # (§3.5). Marian puts all the sines first, then all the cosines: the same numbers, in another order.
 # That is no quirk of Marian: the "halves" layout is the authors' own, the one their code,
-# tensor2tensor, uses. (tensor2tensor also spaces its frequencies a little differently,
-# $\omega_i = 10000^{-i/(D/2-1)}$; fairseq's copy of that code notes that it differs from the paper.
-# Marian keeps the paper's frequencies; only the order is tensor2tensor's, as the cell below checks.)
-# The order matters. The table is *added* to the embeddings, so a model trained with one order reads
-# nonsense positions from the other. `TransformerConfig(sinusoid_layout="halves")` keeps Marian's order.
+# tensor2tensor, uses. Marian keeps the paper's frequencies; only the order differs, as the cell
+# below checks. The order matters. The table is *added* to the embeddings, so a model trained with one
+# order reads nonsense positions from the other. `TransformerConfig(sinusoid_layout="halves")` keeps
+# Marian's order.
+#
+# <details><summary>tensor2tensor's frequencies</summary>
+#
+# tensor2tensor also spaces its frequencies a little differently, $\omega_i = 10000^{-i/(D/2-1)}$;
+# fairseq's copy of that code notes that it differs from the paper.
+#
+# </details>
 
 # %%
 pe_ours = opus.positional.pe  # (max_len, D), built by our PositionalEncoding with layout="halves"
@@ -312,18 +319,21 @@ print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=
 #
 # **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper
 # multiplies its embeddings by √D, without saying why: a common reading is that it lifts embeddings
-# drawn small to the size of the sinusoids added to them. Those are values between −1 and 1. GPT-2 learns its
-# position table at whatever scale its embeddings have, and Llama adds no positions at all. In both,
-# a norm before each sub-layer sets the size at which its input is read. **GPT-2 keeps its biases**
-# and **learns its position table** (`positional="learned"`, 1024 rows: it can read no longer text).
-# **Llama has no biases** at all. **Llama adds no position vectors**: it rotates its queries and keys
+# drawn small to the size of the sinusoids added to them. Those are values between −1 and 1. GPT-2
+# learns its position table at whatever scale its embeddings have, and Llama adds no positions at
+# all. In both, a norm before each sub-layer sets the size at which its input is read.
+#
+# **GPT-2 keeps its biases** and **learns its position table** (`positional="learned"`, 1024 rows: it
+# can read no longer text).
+#
+# **Llama has no biases** at all, and **adds no position vectors**: it rotates its queries and keys
 # instead (chapter 13's rotary embeddings).
 #
-# The converter sets each choice through our configurations. `TransformerConfig` gets three new
-# settings: `activation`, `sinusoid_layout` and `scale_embedding`. `DecoderOnlyConfig` gets `bias`
-# and `tie_output`, and its `scale_embedding` is the one chapter 14 set to False. Two existing
-# settings get a new value: `positional="learned"` and `feed_forward="gelu_tanh"`. This table reads
-# them back from our three models:
+# The first half of each converter, `config_from_marian` (and `config_from_gpt2`,
+# `config_from_llama`), sets each choice through our configurations. These settings express them:
+# `activation`, `sinusoid_layout` and `scale_embedding` in `TransformerConfig`; `bias`, `tie_output`,
+# `scale_embedding`, `positional="learned"` and `feed_forward="gelu_tanh"` in `DecoderOnlyConfig`.
+# This table reads them back from our three models:
 
 # %%
 rows = [
@@ -350,7 +360,9 @@ for label, *values in rows:
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
 # features as the partners of the first half, by the same angles $p\,\omega_i$.
 # These are chapter 13's frequencies, $\omega_i = b^{-2i/d}$, with $d$ a head's features ($d_k$
-# there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10000. We call that layout "halves". Two roads lead to weights in it:
+# there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10000. We call that
+# layout "halves" too: as in Marian's sinusoid table, partners sit half a vector apart. Two roads lead
+# to weights in it:
 #
 # - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
 #   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
@@ -441,7 +453,7 @@ print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), a
 #
 # Sections 2 and 3 gave every tensor its place. A conversion is
 # right when the two models compute the same function. We feed each pair the same
-# tokens and compare the logits, every one of them. They cannot be equal to the last bit. The two
+# tokens and compare the logits, every one of them. They need not be equal to the last bit. The two
 # implementations add the same products in other orders (and the order differs again from one
 # processor to another), so float32's rounding leaves small differences. The check below requires
 # them to stay under 10⁻⁵ of the largest logit. That bound is for short inputs like these. The two
@@ -503,8 +515,9 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 #
 # One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
 # both probability 0 (chapter 09). For Marian they are one token, 58100. The published checkpoints
-# tell `transformers` the same in their generation settings (`bad_words_ids`). A model built from a
-# those fields alone does not know it, so we pass it. GPT-2's one special token, `<|endoftext|>`, is
+# tell `transformers` the same in their generation settings (`bad_words_ids`). Our `hf_config` copies
+# only the shapes, the choices and the special ids, so we pass it. GPT-2's one special token,
+# `<|endoftext|>`, is
 # its `<bos>` and its `<eos>`, and SmolLM2's id 0 is both too. Generating it ends the text, so nothing
 # is forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
 # (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
@@ -540,7 +553,8 @@ for name, same in same_lm.items():
 # %% [markdown]
 # Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
 # layer is its embedding (tied), and the residual connections carry the embedding of the token the
-# decoder reads up to the output. So once it writes a token, that token scores high again. For
+# decoder reads, scaled by √D, up to the output. So once it writes a token, that token scores high
+# again. For
 # Marian this check tests little: a repeated token can hide a cache that mixes up positions. The
 # logits above are Marian's real test. GPT-2's and SmolLM2's rows change token, so they test
 # `generate` and its cache.
@@ -548,17 +562,18 @@ for name, same in same_lm.items():
 # %% [markdown]
 # ## Summary
 #
-# - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish, a
-#   bias on the logits and `<pad>` as the decoder's first token.
+# - OPUS-MT's Marian is the paper's encoder-decoder with sines and cosines in two halves, swish,
+#   biases everywhere (the logits too) and `<pad>` as the decoder's first token.
 # - GPT-2 is a pre-LN decoder-only model with learned positions, GELU and biases. Llama is chapter
 #   13's block without biases or √D. Each choice is a field of `TransformerConfig` or
 #   `DecoderOnlyConfig`.
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings. The rows of W^Q
 #   and W^K for rotary pairs (per head, row i → 2i and row i + d/2 → 2i + 1) pass a strict load
-#   however they are ordered. So do the square ones of GPT-2's `Conv1D` weights, which must be
-#   transposed.
+#   however they are ordered. GPT-2's square `Conv1D` weights (such as `c_proj`) also pass it
+#   untransposed, and must be transposed.
 # - Equal logits within rounding and identical tokens check the conversion on models whose every
-#   tensor is random; the real checkpoints need a network (chapter 16). Two correct implementations agree up to rounding, not to the last bit.
+#   tensor is random. Two correct implementations agree up to rounding, not to the last bit. The real
+#   checkpoints need a network: chapter 16 runs them in an aside, at home.
 #
 # **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
 # write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`
@@ -568,13 +583,14 @@ for name, same in same_lm.items():
 # ## Check yourself
 #
 # 1. Marian's sinusoid table holds the same numbers as the paper's, in another order. Why can a
-#    model trained with one order not be run with the other?
+#    model trained with one order not be run with the other table, all else unchanged?
 #    <details><summary>Answer</summary>
 #
 #    The table is added to the embeddings, feature by feature. The trained weights expect the sine
 #    of frequency i in the features Marian put it in. In the other order those features receive
 #    cosines and other frequencies, so every position looks like another one. The attention that
-#    learned to read positions then reads nonsense.
+#    learned to read positions then reads nonsense. (Chapter 16's export can switch the order: it
+#    moves every feature of the model along with the table.)
 #    </details>
 # 2. Why may the rows of W^Q and W^K be reordered without changing any attention score, and why
 #    must both be reordered the same way?
@@ -592,17 +608,15 @@ for name, same in same_lm.items():
 #    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K or
 #    their biases, self- and cross-attention, a square matrix not transposed. Also a bias or a norm
 #    left in another order. Only the outputs show them, which is why we compare logits. And only if
-#    the exchanged tensors differ: a freshly built `transformers` model has every gain 1 and every
-#    bias 0, so the chapter draws every tensor at random before comparing.
+#    the exchanged tensors differ, which is why the chapter draws every tensor at random.
 #    </details>
 # 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why
 #    not 0, and why is that no reason to doubt the conversion?
 #    <details><summary>Answer</summary>
 #
 #    Floating-point addition is not associative: the two libraries sum the same products in other
-#    orders (other kernels, other blocking), and each order rounds differently. With rotary
-#    embeddings each library also rounds the angles p·ω in its own way. That error grows with the
-#    position, so on long texts the gap can pass 10⁻⁵. A wrong tensor moves them far more: the two
+#    orders (other kernels, other blocking), and each order rounds differently. A wrong tensor moves
+#    them far more: the two
 #    norms exchanged in section 4 moved them by 0.14 of the largest logit.
 #    </details>
 #
@@ -621,6 +635,6 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [Chapter 16 — Real tokenizers, the speed of a step, and your models in the engines people
+# **Next:** [Chapter 16 — Tokenizers, the speed of a step, and your models in the engines people
 # use](16_real_checkpoints.ipynb): these models' tokenizers, what sets the speed of generation, and
 # our trained models in `transformers`, CTranslate2 and llama.cpp.

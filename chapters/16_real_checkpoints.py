@@ -14,20 +14,20 @@
 # ---
 
 # %% [markdown]
-# # Chapter 16 — Real tokenizers, the speed of a step, and your models in the engines people use
+# # Chapter 16 — Tokenizers, the speed of a step, and your models in the engines people use
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
 # Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2) into the course's
 # own models, and checked each conversion on random numbers in the real shapes. This chapter takes
-# the last steps from a model in a notebook to a model people run, and every step runs here, offline. A model travels with its tokenizer: section 1 reads real ones. Sections 2 and 3
-# measure what a step of generation costs, the operations it asks for and the bytes it reads, and
-# section 4 what int8's fewer bytes change in the tokens. At the end, the translator and the language
-# model trained with the course's recipes leave with their tokenizers, run in `transformers`,
-# CTranslate2 and llama.cpp, and write there the same tokens as in the course's own code.
+# the last steps from a model in a notebook to a model people run. A model travels with its
+# tokenizer: section 1 follows Marian's rules by hand. Sections 2 and 3 measure what a step of
+# generation costs, the operations it asks for and the bytes it reads, and section 4 what int8's
+# fewer bytes change in the tokens. At the end, the course's trained translator and language model
+# run in `transformers`, CTranslate2 and llama.cpp, and write there the course's tokens.
 #
-# Published weights need a network, which the machines that run this book lack: they appear in one
-# aside, to run at home.
+# This notebook's outputs were produced offline. Published checkpoints need a network, so they
+# appear in one aside, to run at home.
 #
 # **Learning goals**
 #
@@ -113,7 +113,8 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# The map shows the course's translator: section 5 exports every part of it. The [notation page](../book/notation.md) lists the letters.
+# The map shows the course's translator: section 5 exports every part of it. The [notation
+# page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -152,7 +153,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # `transformers` and `sentencepiece` (`pip install "transformer-course[hub]"`); without them it stops
 # at the next cell, in one line.
 
-# %%
+# %% tags=["hide-input"]
 require_packages("Chapter 16 from here on (real tokenizers and engines)")
 with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns where Jupyter's widgets are not installed
     warnings.filterwarnings("ignore", message="IProgress not found")
@@ -202,7 +203,7 @@ print("  back to text:", repr(german_back))
 
 # %% [markdown]
 # The steps by hand and `MarianTokenizer` give the same ids, and the German ids decode back to the
-# sentence (the folded check asserts it). Section 5 gives your translator this layout: one vocabulary
+# sentence. Section 5 gives your translator this layout: one vocabulary
 # for both languages, `<pad>` its last id.
 
 # %% tags=["hide-cell"]
@@ -226,15 +227,14 @@ expect("the German ids decoded back to the sentence", german_back == german, rep
 
 # %% [markdown]
 # > **Aside — with a network, at home: the published checkpoints.** A published checkpoint brings
-# > its own tokenizer, built by the rules above. The next cell downloads two with the course's loader,
-# > `load_hub`, and runs them in our models through chapter 15's converters: OPUS-MT's English → German
-# > translator with our beam search, and SmolLM2-135M continuing a text. Without a network it says so
-# > in one line, as below.
+# > its own tokenizer, built by the rules above. The next cell downloads two with the course's
+# > loader, `load_hub`, and runs them in our models through chapter 15's converters: OPUS-MT's
+# > English → German translator with our beam search, and SmolLM2-135M continuing a text. Without a
+# > network it says so, as below.
 # >
 # > `load_hub` loads every checkpoint in float32, whatever precision its `config.json` declares
 # > (`torch_dtype`): GPT-2's is float32, the `-hf` releases of Llama 2 declare float16, many recent
-# > models bfloat16. A 16-bit model computes another function, and greedy tokens can part ways after a
-# > few steps.
+# > models bfloat16.
 
 # %% tags=["nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
@@ -262,16 +262,16 @@ else:
 # ## 2. Fewer operations per step: an inference engine
 #
 # A model and its tokenizer are what an engine runs. Engines exist to make generation fast, so the
-# next question is what a step of generation costs. It has two. Run step by step, as chapter 09's
-# loops run them, your modules ask PyTorch for many small **operations**, each with a fixed cost of a
-# few microseconds. And every step reads the model's weights, its **bytes**, from memory. This section
-# cuts the first cost; the next measures the second.
+# next question is what a step of generation costs. A step has two costs. Run step by step, as
+# chapter 09's loops run them, your modules ask PyTorch for many small **operations**, each with a
+# fixed cost of a few microseconds. And every step reads the model's weights, its **bytes**, from
+# memory. This section cuts the first cost; the next measures the second.
 #
 # Inference engines such as CTranslate2 and llama.cpp *convert* a trained model, once, into a form of
 # their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
 # *plan*: $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so that one product gives all three, and
-# caches allocated once for the longest output, among other changes. First, what matters most: the
+# caches allocated once, among other changes. First, what matters most: the
 # same tokens, on the test split of the shipped translator (chapter 08's recipe).
 
 # %%
@@ -331,20 +331,16 @@ expect_at_most("the engine's operations per layer per token", operations["engine
 expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
 
 # %% [markdown]
-# The engine writes your modules' tokens and asks PyTorch for far fewer operations per step (the
-# folded check asserts at most 0.6 of your modules' count). The table of tokens per second at the end
-# of the chapter shows what that does to the time.
-#
-# On real models' shapes, one thread each (`benchmarks/results.md`), the course's engine matched or
-# beat CTranslate2 on opus-mt-en-de's shape. On SmolLM2-135M's at batch 1, llama.cpp was faster: its
-# own code reads weights faster than PyTorch's kernels. Reading the weights is the second cost of a
-# step, and the next section measures it.
+# The engine writes your modules' tokens and asks PyTorch for far fewer operations per step. The
+# table of tokens per second at the end of the chapter shows what that does to the time on this
+# machine, beside CTranslate2 and llama.cpp. Reading the weights is the second cost of a step, and
+# the next section measures it.
 
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
 #
 # How many bytes does a step read? First, how many a model holds. A float32 copy takes 4 bytes a
-# parameter, and while converting (the aside's `from_marian`), both copies are in memory. The cell
+# parameter; while converting, both copies are in memory. The cell
 # below builds our three models in their published shapes on PyTorch's meta device (chapter 07),
 # where a tensor has a shape but no numbers.
 
@@ -369,7 +365,8 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 # the earlier tokens' keys and values are read from the cache. A processor does far more arithmetic
 # per second than its memory delivers bytes, so at batch 1 a step takes about
 #
-# $$t_\text{token} \approx \frac{\text{bytes of the weights} + \text{bytes of the cache}}{\text{bytes the memory delivers per second}}.$$
+# $$t_\text{token} \approx \frac{\text{bytes of the weights} + \text{bytes of the
+# cache}}{\text{bytes the memory delivers per second}}.$$
 #
 # Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
 # 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
@@ -407,7 +404,7 @@ for context in (1000, c.max_len):  # the longest text it was trained on
 # as the weights.
 #
 # To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, drawn at
-# random: each matrix from N(0, 1/its input size), each gain from N(1, 0.2²).
+# random: each matrix from N(0, 1/its number of columns), each gain from N(1, 0.2²).
 
 # %%
 smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
@@ -424,9 +421,10 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # %% [markdown]
 # > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
-# > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your own
-# > modules settle it: below, our 4-layer model reads 1,000 tokens into its cache (`new_cache()`, one
-# > `KVCache` of chapter 13 per layer), and we compare the bytes it holds with both counts.
+# > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your
+# > own modules settle it: below, our 4-layer model reads 1,000 tokens into its cache
+# > (`new_cache()`, one `KVCache` per layer: a layer's keys and values, as chapter 09 caches them),
+# > and we compare the bytes it holds with both counts.
 
 # %%
 cache = smol.new_cache()  # one KVCache per layer (chapter 09)
@@ -446,18 +444,16 @@ expect("the cache counted with every query head: three times too large", wrong =
 # Now the time. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) decodes on one
 # thread with section 2's engine, which reads each weight once per token. Between decodings it
 # measures how fast that thread reads memory: a sum over 512 MiB, far more than the caches hold.
-# Bytes per token over time per token is the speed at which a step read its weights, to set beside
-# the memory's.
+# Bytes per token over time per token is the speed at which a step read its weights.
 #
 # <details><summary>The figure in words</summary>
 #
-# A scatter plot has one labelled dot per precision: float32, bf16 and int8.
-# The horizontal axis gives the MiB of weights the engine reads per generated token, the vertical
-# axis the milliseconds per token, both from 0. A dashed line from the origin gives the time that
-# reading those bytes at the memory's measured speed would take: the floor that the formula above
-# sets. The checks below bound the horizontal positions: the bf16 dot reads at most half of float32's
-# bytes, and the int8 dot less than a third. The heights and the line are this machine's, and the
-# title names the precision that was fastest here.
+# A scatter plot has one labelled dot per precision: float32, bf16 and int8. The horizontal axis
+# gives the MiB of weights the engine reads per generated token, the vertical axis the milliseconds
+# per token, both from 0. A dashed line from the origin gives the time that reading those bytes at
+# the memory's measured speed would take: the floor that the formula above sets. The bf16 dot sits
+# at half of float32's MiB, the int8 dot at about a quarter. The heights and the line are this
+# machine's, and the title names the precision that was fastest here.
 #
 # </details>
 
@@ -485,10 +481,10 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # %% [markdown]
 # ## 4. What int8 changes: the tokens
 #
-# int8 weights read under a third of float32's bytes. Do they change what the model writes? That
-# depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
-# `nn.Linear`) calls fbgemm, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
-# weight-only product, where the input keeps its precision: "weights only" below, the int8 weights made float again. We compare both with
+# Do int8's fewer bytes change what the model writes? That depends on where int8 runs. On a CPU,
+# `Int8Linear` (the layer `quantize` puts in place of each `nn.Linear`) calls fbgemm, which rounds
+# each layer's *input* to 8 bits too. On a GPU it calls a weight-only product, where the input keeps
+# its precision: "weights only" below, the int8 weights made float again. We compare both with
 # float32 on our 4-layer SmolLM2, decoding with section 2's engine.
 
 # %% tags=["nbval-ignore-output"]
@@ -516,25 +512,35 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# Both stay within the folded bounds on the logits. Yet many greedy tokens can change. A model with
-# random weights has no strong preferences: its largest logits lie close together, and a small error
-# swaps them. Once one token changes, every later token continues another text. A trained model
-# chooses far more clearly: on the course's trained translators, int8 changes no test score by more
-# than half a point (`benchmarks/results.md`). Still, equal tokens are what test an export, so the
-# next section's exports stay in float32.
+# The logits move only a little. Yet many greedy tokens can change. A model with random weights has
+# no strong preferences: its largest logits lie close together, and a small error swaps them. Once
+# one token changes, every later token continues another text. A trained model chooses more clearly,
+# so fewer of its tokens should change; this chapter does not measure it. Equal tokens are what test
+# an export, so the next section's exports stay in float32.
 
 # %% [markdown]
 # ## 5. Your models in the engines people use
 #
 # In float32, an engine that reads the course's weights and tokenizer rightly should write the
-# course's tokens: that is this last section's test. The engines people use run native code from
-# files of their own. Two trained models leave the course, both shipped: the numbers translator of
-# chapter 08's recipe, and the Shakespeare language model of chapter 14's (chapter 13's block, with
-# chapter 12's BPE).
+# course's tokens: that is this last section's test. Two trained models leave the course, both
+# shipped: the numbers translator of chapter 08's recipe, and the Shakespeare language model of
+# chapter 14's (chapter 13's block, with chapter 12's BPE).
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
-# reorderings undone. The command line does the rest. In a terminal:
+# reorderings undone.
+#
+# `to_marian` also makes a reordering that chapter 15 never needed. The shipped translator adds the
+# paper's interleaved sinusoids (chapter 02); Marian adds sines, then cosines. Swapping the table
+# alone would give nonsense positions (chapter 15). So every one of the D features of the residual
+# stream moves with it: feature 2i to place i, feature 2i + 1 to place D/2 + i (`reorder_features`).
+# A matrix whose columns are the stream's features has its columns reordered: the embeddings, W^Q,
+# W^K, W^V, the first feed-forward layer, the output layer. A matrix whose rows are has its rows and
+# bias reordered: W^O, the second feed-forward layer. So has each LayerNorm its gain and bias. LayerNorm and
+# every product over the features are sums, which an order does not change. So the exported model
+# computes the same logits, up to rounding, and its tokens below test that too.
+#
+# The command line does the rest. In a terminal:
 #
 # ```bash
 # python -m transformer_course export numbers-en-de numbers-hf --to transformers
@@ -569,11 +575,13 @@ finally:
     os.chdir(here)
 
 # %% [markdown]
-# **The tokenizer goes along.** The exported weights expect the course's ids, so each export writes the
-# course's tokenizer beside them. `tokenizer.json` is the file of the `tokenizers` library: `transformers`
-# reads it, and it is copied beside CTranslate2's model to cut the pieces CTranslate2 takes. The GGUF
-# file holds llama.cpp's own copy: the token list in id order, with "▁" for a space, as for a
-# SentencePiece model (section 1). The translator leaves in Marian's layout:
+# **The tokenizer goes along.** The exported weights expect the course's ids, so each export writes
+# the course's tokenizer beside them. `transformers` reads `tokenizer.json`, and a copy beside
+# CTranslate2's model cuts the pieces CTranslate2 takes. The GGUF file holds llama.cpp's own copy:
+# the token list in id order, with "▁" for a space, as for a SentencePiece model (section 1). The
+# translator's two vocabularies become Marian's one: the source's tokens, then the target's new
+# ones, `<pad>` last. Each embedding row moves with its token, and a token only the source has gets
+# a logit bias of −∞, so no engine writes it:
 
 # %%
 import gguf
@@ -672,8 +680,8 @@ expect("llama.cpp, where llama-cpp-python is installed: the same tokens as the c
        f"{len(prompts)} prompts" if "llama.cpp" in continued else "skipped: llama-cpp-python is not installed")
 
 # %% [markdown]
-# Every engine wrote the course's tokens, each from the exported files alone (the folded checks
-# assert it).
+# On these five numbers and three prompts, every engine wrote the course's tokens, each from the
+# exported files alone.
 #
 # **Tokens per second.** Each engine decodes the same inputs again, one at a time, in float32 on one
 # thread; `tokens_per_second` times them in turns, the median of 5 rounds.
@@ -710,11 +718,11 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
 # then costs mostly what an engine does around its products: the course's engine pays Python's and
 # PyTorch's dispatch for each operation, a loop in C++ does not. On a published model's shapes the
-# products weigh more (section 2). For a small model of your own, the export is the way to speed.
+# products weigh more: every token reads every weight (section 3's bytes per token). For a small
+# model of your own, the export is the way to speed.
 #
-# That is where the course set out to arrive. The model you built from its parts, trained with the
-# course's recipes (shipped, or your own), leaves with its tokenizer, runs in the engines people use,
-# and writes there the same tokens as in your own code.
+# That is where the course set out to arrive: the model you built from its parts runs in the engines
+# people use, and writes there your code's tokens.
 #
 # ## Summary
 #
@@ -725,10 +733,10 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #   and gives your modules' tokens (`path=ENGINE`).
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
-# - int8 moves the logits a little; where the top tokens lie close, greedy tokens change. Exports are
-#   tested in float32, where every engine should write the course's tokens.
-# - `python -m transformer_course export` takes a course model to `transformers`, CTranslate2 and
-#   llama.cpp, which give the course's tokens: the course's models (or your own) run there unchanged.
+# - int8 moves the logits a little; where the top tokens lie close, greedy tokens change.
+# - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
+#   CTranslate2 and llama.cpp, which write the course's tokens in float32. Exporting the translator
+#   reorders all D features; the logits stay the same.
 # - With a network, `load_hub` and chapter 15's converters run published checkpoints in our models
 #   (the aside).
 #
@@ -748,14 +756,12 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #    before ours is compared with `transformers`?
 #    <details><summary>Answer</summary>
 #
-#    Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
-#    keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
-#    greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal tokens
-#    test the conversion.
-#    </details>
-# 3. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and
-#    how long does it take at 1 TB/s of memory bandwidth?
-#    <details><summary>Answer</summary>
+# Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
+# keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
+# greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal
+# tokens test the conversion. </details> 3. How many bytes does one generated token of a
+# 7-billion-parameter model read in bf16, and how long does it take at 1 TB/s of memory bandwidth?
+# <details><summary>Answer</summary>
 #
 #    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
 #    batch 1, whatever the arithmetic speed. In int8 the floor is about half that, reached only if the
@@ -773,8 +779,7 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #
 # ## Further reading
 #
-# - The paper: §3.4 (one shared embedding matrix), §5.1 (the shared subword vocabulary), §6.1 (beam
-#   search).
+# - The paper: §3.4, §5.1 and §6.1.
 # - Kudo and Richardson (2018), *SentencePiece: A simple and language independent subword tokenizer
 #   and detokenizer for Neural Text Processing*; Kudo (2018), *Subword Regularization* (the unigram
 #   model).
@@ -792,6 +797,4 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # **After the course:** you have built, trained and run the Transformer and its modern descendants
 # from their parts, and run them in the engines people use. To go further, read the papers of each
 # chapter's *Further reading*. Karpathy's nanoGPT and Raschka's *Build a Large Language Model (From
-# Scratch)* train larger language models, and the Hugging Face course shows the `transformers`
-# library these chapters compared with. The exercises (`exercises/`) are the best way to check that
-# the ideas are yours.
+# Scratch)* train larger language models.
