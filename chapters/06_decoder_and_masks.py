@@ -422,7 +422,7 @@ for norm_first in (False, True):
 #
 # 1. `encode(src)`: source embeddings × $\sqrt{d_\text{model}}$ + positional encoding → encoder
 #    stack with the source padding mask → memory (B, S, D);
-# 2. `decode(tgt_in, memory)`: target embeddings × $\sqrt{d_\text{model}}$ + positional encoding →
+# 2. `decode(tgt_in, memory, memory_mask)`: target embeddings × $\sqrt{d_\text{model}}$ + positional encoding →
 #    decoder stack with `target_mask` and the source padding mask → a linear layer to one logit per
 #    vocabulary entry, (B, T, V_tgt);
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
@@ -608,7 +608,7 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 # The forward pass takes the fused branch (`fast_attention`, chapter 03). The printed
 # `scaled_dot_product_attention` gives the same numbers: the folded check under the page runs both.
 #
-# <details><summary>Lines that serve later chapters: skip them on a first read</summary>
+# <details><summary>Lines you can skip on a first read</summary>
 #
 # Here they are `None`, or do nothing.
 #

@@ -203,7 +203,7 @@ print("vocabularies:", len(task.src_vocab), "English tokens,", len(task.tgt_voca
 print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(len(t) for _, t in task.train), "tokens")
 
 # %% [markdown]
-# Our two vocabularies are separate, unlike §3.4's shared one, so the source has its own embedding.
+# Our two vocabularies are separate, unlike §5.1's shared one, so the source has its own embedding.
 # The output layer shares its matrix with the German embedding only (`tie_output`, chapter 06).
 #
 # ## 2. Batches: padding, bucketing, teacher forcing
@@ -344,7 +344,7 @@ assert torch.allclose(ours, reference)
 # The loss's gradient says which way to move; the learning rate says how far. The paper's
 # optimizer is **Adam**. It keeps running averages of each parameter's gradient (weight β₁ on the
 # past) and squared gradient (β₂), and steps by their ratio: every parameter moves by a similar
-# amount. Early on, these averages rest on few gradients. The paper takes β₁ = 0.9, β₂ = 0.98 and
+# amount. The paper takes β₁ = 0.9, β₂ = 0.98 and
 # `eps` = 10⁻⁹ (in Adam's denominator; not label smoothing's ε), with a learning rate that changes
 # at every step (equation (3)):
 #
@@ -632,7 +632,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # Now the model answers the whole test split, with §6.1's limit. `score_translations` gives three
 # scores, in percent:
 #
-# - **exact match**: the whole answer is right. For numbers, anything else is wrong.
+# - **exact match**: the whole answer is right.
 # - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
 #   reference, with a penalty for short outputs. A German number is a single word, so we count the
 #   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
@@ -650,9 +650,10 @@ test_scores = score_translations(test_answers, task.test, task)
 print(test_scores)
 
 # %% [markdown]
-# > **Why thresholds.** Another computer adds its floats in another order, and training amplifies
-# > the last bits into another model. So the checks assert thresholds that hold on every machine,
-# > not this run's exact scores.
+# > **How this book tests a claim.** Another computer adds its floats in another order, and training
+# > amplifies the last bits into another model. So the checks assert thresholds that hold on every
+# > machine, not this run's exact scores. Comparing two settings takes several paired runs of each
+# > (chapter 11): three pairs that agree in sign are *consistent* with a difference, not proof.
 
 # %% tags=["hide-cell"]
 expect_at_least("exact match on the test split", test_scores["exact_match"], 95, "%")
@@ -680,7 +681,7 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 # anywhere from 0 to 100%. In a stratum of nine numbers one mistake costs 11 points, and its
 # numbers share one pattern: a model that has not yet learnt the pattern misses them all. A *seen*
 # stratum far below 100% is under-training: the model has not yet fitted even its training
-# examples. The loss cannot show it: nine numbers are a tiny share of the training pairs. Here are this run's mistakes:
+# examples. The loss cannot show it: nine numbers are a tiny share of the training pairs. Here are the first of this run's mistakes:
 
 # %% tags=["nbval-ignore-output"]
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], test_answers, task.test, strict=True) if h != t]
@@ -715,8 +716,7 @@ after_acht = Counter((pieces + ["<eos>"])[1] for pieces in below_1000 if pieces[
 print("the piece after a leading 'acht':", after_acht.most_common())
 
 # %% [markdown]
-# The end is the rarest way on after *acht*. Likewise, *tausend* follows *hundert* directly only
-# when the thousands are a round hundred (*dreihunderttausend…*). Only the source says when the rare
+# The end is the rarest way on after *acht*. Only the source says when the rare
 # way is right. Our hypothesis: where the model has not yet learnt to read that from the source, it
 # takes the common way, and greedy decoding cannot step back. A stop too early (*einhundert* for
 # "one hundred thousand") may have a like cause: that source starts like the seen "one hundred".

@@ -574,7 +574,7 @@ kv_cache_step(t=5, source_length=6)
 # The newest token's positional encoding must be taken at its own position, which is the cache's
 # length, not 0. Your code of chapters 02–06 is what runs at every step. `model.decode(..., cache=cache)` gives each decoder layer its
 # `LayerCache`. `DecoderLayer.forward` (chapter 06) passes `cache.self_attn` and `cache.cross_attn`
-# to its two attentions. `MultiHeadAttention.keys_and_values` (chapter 04) projects only the new
+# to its two attentions. `MultiHeadAttention.keys_and_values` (chapter 06's page) projects only the new
 # positions and calls `cache.update(k, v)`. The cross-attention's cache is filled at the first step
 # and then only read. Beam search needs one more step. After each step, a survivor may
 # extend another slot's hypothesis (`origin`), so `beam_search` reorders the rows of every

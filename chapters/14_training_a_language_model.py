@@ -237,7 +237,7 @@ assert decayed_vectors(make_adamw(small)) == 0
 # **The run.** The model is chapter 13's block at the recipe's size, with two details of the shipped
 # run. Dropout is 0.1: the plays hold only a few hundred thousand training tokens, and a model of a
 # million weights would learn them by heart. And the embeddings are looked up without the paper's
-# √D scale, as Llama's are (chapter 15 explains the scale). The schedule is the whole run's. On a
+# √D scale, as Llama's are (chapter 01 explains the scale). The schedule is the whole run's. On a
 # CUDA GPU the cell runs every step; elsewhere only the first 100, which are exactly the warm-up: the
 # cosine decay never starts. The shipped file recorded its validation loss every 100 steps. The
 # figure draws those dots beside our training loss (the blue line) and our validation loss at step
@@ -535,7 +535,7 @@ plt.show()
 #   ends lower can differ between runs (this run's verdict says). RMSNorm is chosen for its lower
 #   cost, not for better training.
 #
-# None of this says how the choices behave at a billion parameters; the papers cited below measured
+# None of this says how the choices behave at a billion parameters; chapter 13's papers measured
 # that.
 
 # %% tags=["hide-cell"]

@@ -360,7 +360,7 @@ for label, *values in rows:
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
 # features as the partners of the first half, by the same angles $p\,\omega_i$.
 # These are chapter 13's frequencies, $\omega_i = b^{-2i/d}$, with $d$ a head's features ($d_k$
-# there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10000. We call that
+# there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10,000. We call that
 # layout "halves" too: as in Marian's sinusoid table, partners sit half a vector apart. Two roads lead
 # to weights in it:
 #

@@ -443,7 +443,7 @@ expect("the cache counted with every query head: three times too large", wrong =
 # %% [markdown]
 # Now the time. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) decodes on one
 # thread with section 2's engine, which reads each weight once per token. Between decodings it
-# measures how fast that thread reads memory: a sum over 512 MiB, far more than the caches hold.
+# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's caches hold.
 # Bytes per token over time per token is the speed at which a step read its weights.
 #
 # <details><summary>The figure in words</summary>
@@ -523,8 +523,8 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 #
 # In float32, an engine that reads the course's weights and tokenizer rightly should write the
 # course's tokens: that is this last section's test. Two trained models leave the course, both
-# shipped: the numbers translator of chapter 08's recipe, and the Shakespeare language model of
-# chapter 14's (chapter 13's block, with chapter 12's BPE).
+# shipped: the numbers translator trained with chapter 08's recipe, and chapter 14's Shakespeare
+# language model (chapter 13's block, with chapter 12's BPE).
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
@@ -631,7 +631,7 @@ for row, text in enumerate(english):
         print(f"  {engine:14s} {texts[row]}")
 
 # %% [markdown]
-# Then the language model, on three prompts, each continued greedily until it writes `<eos>`:
+# Then the language model, on three prompts, each continued greedily until it writes `<eos>`, at most 40 tokens:
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course_tools.models.export.gguf_file import llama_cpp_greedy
@@ -756,16 +756,18 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #    before ours is compared with `transformers`?
 #    <details><summary>Answer</summary>
 #
-# Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
-# keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
-# greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal
-# tokens test the conversion. </details> 3. How many bytes does one generated token of a
-# 7-billion-parameter model read in bf16, and how long does it take at 1 TB/s of memory bandwidth?
-# <details><summary>Answer</summary>
+#    Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
+#    keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
+#    greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal
+#    tokens test the conversion.
+#    </details>
+# 3. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and how
+#    long does it take at 1 TB/s of memory bandwidth?
+#    <details><summary>Answer</summary>
 #
 #    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
-#    batch 1, whatever the arithmetic speed. In int8 the floor is about half that, reached only if the
-#    kernel reads 8-bit weights at the memory's speed.
+#    batch 1, whatever the arithmetic speed. In int8 the floor halves, if the kernel reads 8-bit
+#    weights at the memory's speed.
 #    </details>
 # 4. Chapter 15 reordered the rows of Llama's W^Q and W^K to bring a checkpoint in. What must
 #    `to_llama` do with them on the way out, and why does the GGUF file need no reordering?
