@@ -133,3 +133,20 @@ def test_the_codes_pointers_lead_where_they_say_too() -> None:
                     f"{where}: `{name}` is chapter {ROOM_CHAPTERS[room]:02}'s ({room}.py), not chapter {number}'s"
                 )
     assert not wrong, "; ".join(wrong)
+
+
+BOX = re.compile(r"[Cc]hapter (\d\d)(?:\]\([^)]*\))?'s\s+box,?\s+\"([^\"]+)\"")
+
+
+@pytest.mark.parametrize("path", _texts(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_named_box_is_in_the_chapter_that_a_pointer_names(path: Path) -> None:
+    """'chapter 08's box "How this book tests a claim"' leads to a box of that title in chapter 08
+    (a box is a quoted paragraph that starts with its bold title): a box renamed or cut fails here."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    text = " ".join(re.sub(r"^#\s?", "", line).strip() for line in lines)
+    wrong = []
+    for number, title in BOX.findall(text):
+        chapter = next((p for p in CHAPTERS if p.stem.startswith(number)), None)
+        if chapter is None or f"> **{title}.**" not in chapter.read_text(encoding="utf-8"):
+            wrong.append(f'chapter {number} has no box "{title}"')
+    assert not wrong, "; ".join(wrong)
