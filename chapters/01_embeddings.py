@@ -357,7 +357,7 @@ plt.show()
 # ## 4. Weight tying: one matrix for input and output
 #
 # At the other end, the decoder turns its output vector $h$ (of size $d_{model}$) into one score per
-# vocabulary entry. These scores, before the softmax turns them into probabilities, are called
+# vocabulary entry, at each of the T positions of a target sentence. These scores, before the softmax turns them into probabilities, are called
 # *logits*. A linear layer computes them: $\text{logits} = h W^\top$. Its matrix $W$ has shape
 # $V_\text{tgt} \times d_{model}$, where $V_\text{tgt}$ is the size of the target vocabulary. That
 # is the shape of the target embedding.

@@ -195,8 +195,8 @@ plt.show()
 
 # %% [markdown]
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
-# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01 took on
-# trust. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
+# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01
+# derived. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
 # comparable lengths ([chapter 11](11_testing_the_papers_choices.ipynb) tests whether that matters).
 #
 # ## 3. Moving $k$ positions ahead is a rotation
@@ -281,9 +281,9 @@ plt.show()
 # %% [markdown]
 # ## 4. Similarity depends only on the distance
 #
-# The dot product of two encodings follows from the same formulas. It is what an attention score
-# would be if queries and keys were the raw encodings; the end of this section says why they are
-# not:
+# The dot product of two encodings follows from the same formulas. Attention (chapter 03) scores
+# pairs of tokens by dot products; the end of this section says why it does not compare the raw
+# encodings:
 #
 # $$PE_{p} \cdot PE_{q} = \sum_i \big(\sin \omega_i p \,\sin \omega_i q + \cos \omega_i p \,\cos \omega_i q\big)
 #   = \sum_i \cos\big(\omega_i (p - q)\big).$$
@@ -340,8 +340,8 @@ plt.show()
 #
 # A trained model never compares the raw encodings: its attention (chapters 03 and 04) first
 # multiplies them by learned matrices, and nothing forces those to keep distances readable.
-# Rotary embeddings ([chapter 13](13_modern_language_models.ipynb)) rotate queries and keys after the
-# learned matrices, so the positional part of the score depends on the offset alone.
+# Rotary embeddings ([chapter 13](13_modern_language_models.ipynb)) rotate the vectors that attention
+# compares after the learned matrices, so the positional part of the score depends on the offset alone.
 #
 # <details><summary>A look ahead, for after chapter 04: why learned matrices can blur distances</summary>
 #
@@ -358,8 +358,8 @@ plt.show()
 # ## 5. Adding the table to a batch
 #
 # `PositionalEncoding` computes the table once, for up to `max_len` positions. Its input x is
-# *batch-first*: its shape is (B, T, D), with the batch axis first and T the length of whichever
-# sequence it is given, source or target. The module adds the first T rows
+# *batch-first*, with the batch axis first: (B, S, D) for source sentences, (B, T, D) for target
+# ones, treated alike. For a target batch the module adds the first T rows
 # of the table to x. That (T, D) slice broadcasts over the batch, so every sentence gets row 0 at its
 # first token, row 1 at its second, and so on.
 #
@@ -532,7 +532,7 @@ plt.show()
 # - Shaw, Uszkoreit and Vaswani (2018), *Self-Attention with Relative Position Representations*:
 #   positions as distances inside attention instead of vectors added to the input.
 # - Su et al. (2021), *RoFormer: Enhanced Transformer with Rotary Position Embedding*: the rotations
-#   of section 3 applied to queries and keys, now common in large language models.
+#   of section 3 applied inside attention, now common in large language models.
 # - Press, Smith and Lewis (2022), *Train Short, Test Long: Attention with Linear Biases*: measures
 #   how sinusoidal and other encodings extrapolate to longer inputs, and proposes one that does.
 

@@ -250,9 +250,9 @@ print("the package agrees with the hand computation")
 # like $\sqrt{d_k}$. Dividing by $\sqrt{d_k}$ brings the variance back to 1, whatever the head size.
 #
 # Why would large scores hurt? Softmax is sensitive to *differences* between scores. Spread them out
-# and the largest one takes nearly all the weight. The output then copies one value, and the
-# gradient through the softmax nearly vanishes. (The matrix of the softmax's derivatives, its
-# Jacobian, is $\mathrm{diag}(p) - pp^\top$, and that is zero when $p$ is one-hot.) The paper does
+# and the largest one takes nearly all the weight. The output then copies one value, and that
+# row's gradient through the softmax nearly vanishes. (The matrix of the softmax's
+# derivatives, its Jacobian, is $\mathrm{diag}(p) - pp^\top$, and that is zero when $p$ is one-hot.) The paper does
 # not measure this itself. It cites an earlier comparison (its reference [3]) in
 # which additive attention beat unscaled dot-product attention for large $d_k$. It *suspects*
 # that the large dot products are the cause, pushing the softmax into regions of tiny gradients.
@@ -306,7 +306,7 @@ for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True)
 # Unscaled, the variance of the scores climbs along the dotted line d_k, the largest weight of a
 # row climbs towards 1, and the entropy of a row falls towards 0. The fourth panel shows the
 # gradient that reaches a query, its mean and its median. Scaled, both stay flat and close
-# together. Unscaled, the mean rises while the median falls to zero.
+# together. Unscaled, the mean rises, while the median first rises, then falls to near zero.
 #
 # </details>
 
@@ -358,7 +358,7 @@ ratio = max(row["mean gradient"] / row["median gradient"] for row in stats["scal
 expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio < 1.5, f"{ratio:.2f}")
 
 # %% [markdown]
-# Read the four panels from left to right:
+# The four panels, left to right:
 #
 # 1. the variance of plain dot products follows the dotted line $d_k$, as footnote 4 predicts;
 #    scaled scores stay at 1;

@@ -452,7 +452,8 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # ## 9. Looking at each head
 #
 # With the module checked against PyTorch, we can look at what its heads do. Trained heads come
-# later: chapter 08 shows the heads of a model trained to reverse strings, and chapter 10 every head of the shipped translator.
+# later: chapter 08 shows the cross-attention heads of a model trained to reverse strings, and
+# chapter 10 every head of the shipped translator.
 # Here we *build* four heads by hand, so we know what the maps should look like. The input is only
 # the sinusoidal positional encoding of chapter 02. Chapter 02 showed that moving $k$ positions is
 # a fixed linear map $M_k$ of the encoding (`relative_position_map`). So let a head's query

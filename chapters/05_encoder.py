@@ -287,7 +287,7 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # additions alone, plus the single final LayerNorm, however many layers are stacked. But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
-# derivatives. At this depth and initialisation the effect turns out mild (below).
+# derivatives. In a 12-layer stack at initialisation the effect turns out mild (below).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -547,8 +547,9 @@ print(
 #   `x + dropout(sublayer(norm(x)))` in pre-LN. The shortcuts form the residual stream, which
 #   pre-LN never normalises.
 # - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
-# - At initialisation, in our 12-layer stack, post-LN's gradients grew mildly towards the top layers.
-#   Pre-LN's were largest at the bottom, and its residual stream grew with depth.
+# - At initialisation, in our 12-layer stack (width 64, Xavier weights, random targets), post-LN's
+#   gradients grew mildly towards the top layers. Pre-LN's were largest at the bottom, unlike
+#   Xiong et al.'s, and its residual stream grew with depth.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
 # **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) asks you to write
@@ -589,7 +590,8 @@ print(
 #    <details><summary>Answer</summary>
 #
 #    The derivative of $x + f(x)$ with respect to $x$ is the identity plus that of $f$. So part of
-#    the gradient passes each layer unchanged, whatever $f$ does. (Chapter 11 trains a model without
+#    the gradient crosses the addition unchanged, whatever $f$ does. In pre-LN it thus passes each
+#    layer unchanged; in post-LN each LayerNorm above still multiplies it by its Jacobian. (Chapter 11 trains a model without
 #    the shortcuts and watches it fail.)
 #    </details>
 #
