@@ -296,8 +296,8 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 #   search did not find it. The search is to blame, not the model: a wider beam or a longer output
 #   limit can help, at the price of decoding time (another length penalty would change $s$ itself);
 # - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
-#   perfect search would return a wrong translation too. No decoding setting helps. The model must
-#   change: more training steps, more (or better chosen) data, a bigger model.
+#   perfect search would return a wrong translation too. No wider beam or longer limit helps. The
+#   model must change: more training steps, more (or better chosen) data, a bigger model.
 #
 # The verdicts depend on α. The penalty divides a long output's log-probability by more, so under
 # plain $\log P$ (α = 0, the score of Stahlberg and Byrne, cited below) some could change.
@@ -507,9 +507,10 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
 
 # %% [markdown]
-# In the encoder, layer 2's second head often reads the word that closes a group: "forty" and
-# "two" look at "thousand", "five" at "hundred". About half the words fit that reading; others read
-# a word of a neighbouring group. Its first head does so in part; its third and fourth heads
+# In the encoder, in layer 2's second head most words read a word of their own group: "forty" and
+# "two" look at "thousand", "five" at "hundred", the last four words at "sixty". Two words, the
+# first "and" and "thousand", read a word of the neighbouring group. Its first head does so in
+# part; its third and fourth heads
 # read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
 # the last *hundert*, or simply their own input (the piece just written) or the piece before it.
 # These readings come from one sentence. The next figure measures one property of the

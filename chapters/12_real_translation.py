@@ -217,7 +217,7 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
     print(f"{len(pieces):2d} tokens: {' '.join(pieces)}")
 
 # %% [markdown]
-# The unseen words come out as pieces the model knows (*▁Hund*, a piece of *Hütte*), never as
+# The unseen words come out as pieces the model knows (*▁Hund*, then short pieces), never as
 # `<unk>`.
 #
 # ### The merges, learned from scratch
@@ -468,8 +468,8 @@ print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) f
 
 # %% [markdown]
 # Exact match still rose by
-# many points in the second half of the run (the folded check below), so the run likely stops before
-# the score levels off.
+# many points in the second half of the run (the folded check below), though its last step up in the
+# figure is smaller than the ones before.
 # What do more steps buy? Try it from a terminal: the same recipe, longer.
 #
 # ```bash
@@ -633,7 +633,7 @@ display(Markdown(
 # The model translates most test sentences exactly. To learn from the rest, sort them.
 # `kind_of_error` compares a wrong translation with its reference word by word (punctuation counts
 # as a word) and names the first kind that fits: the right words in another **order**; as many
-# words, each differing one with another **ending** (it keeps its first two letters: *dem* for
+# words, and every word that differs keeps its first two letters (an **ending**: *dem* for
 # *den*, *alte* for *alter*); as many words, at least one a **wrong word**; words **left out**; or
 # words **added**.
 

@@ -579,8 +579,8 @@ expect("the blocked path's peak is less than a quarter of that",
        f"{peaks['blocked, 128 keys a block']:.0f} MiB")  # fmt: skip
 
 # %% [markdown]
-# At inference the blocked path holds less than a quarter of the teaching path's peak (the folded
-# check): it never holds the whole matrix. In training, autograd keeps every block's scores and
+# At inference the blocked path's peak is several times smaller than the teaching path's (the
+# folded check prints both): it never holds the whole matrix. In training, autograd keeps every block's scores and
 # weights for the backward pass. Half the length, with gradients, to keep the cell light
 # (so compare these two peaks with each other only):
 
@@ -611,7 +611,7 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 #
 # ## 7. The modern block learns to write
 #
-# `DecoderOnlyConfig.modern` now holds every part of this chapter. Does the block learn? We train a
+# `DecoderOnlyConfig.modern` now holds every part of sections 2–5. Does the block learn? We train a
 # small one for 300 steps on six plays by Shakespeare, shipped with the course: *Hamlet*, *Macbeth*,
 # *Romeo and Juliet*, *Julius Caesar*, *A Midsummer Night's Dream* and *The Tempest*. A play is cut into passages: a speech with its speaker,
 # a stage direction, a scene heading. The end of each play is held out. Chapter 12's byte-pair
