@@ -431,7 +431,7 @@ for norm_first in (False, True):
 # section 9 prints those.)
 #
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
-# linear transformation". With a shared vocabulary, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
+# linear transformation". With a shared vocabulary of $V = V_\text{src} = V_\text{tgt}$ entries, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
 # vectors, target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is
 # our addition: the paper mentions none. It costs one number per token and lets
 # the output favour frequent tokens without bending the shared matrix. The
@@ -586,7 +586,8 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 #
 # Below is the model of chapters 01–06, in the order it runs, from the constructor to the logits.
 # It is the package's own code, printed from its files without docstrings and argument checks. It
-# prints every function the forward pass calls, except the small helpers of chapters 01–06. They are
+# prints every function the forward pass calls, except the small helpers of chapters 01–06 and the
+# hooks that the box below names, such as `fast_attention` and `build_part`. The helpers are
 # `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`,
 # `xavier_init` and `tie_weights`. Read it top to bottom:
 #

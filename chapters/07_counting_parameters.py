@@ -165,7 +165,7 @@ print("the meta-device count equals the closed form, for base and big")
 # away, moving the count further below 65M. Only an untied output matrix (or separate source and
 # target embeddings) adds parameters: a whole $V \times D$ matrix, 19M for base, far too many. None
 # of these variants closes the gap of 1.9M. In the table below, the first three rows differ by less
-# than 0.1M, too little to show at its rounding; its last line gives the two shares. We keep the tying of §3.4 and
+# than 0.1M, too little to show in the base column; its last line gives the two shares. We keep the tying of §3.4 and
 # look at the vocabulary instead.
 
 # %%
@@ -193,8 +193,8 @@ print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention
 # and (C), which change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$. Rows (A) trade heads against head
 # size at constant $H \cdot d_k = 512$ (the paper's $h$ is our $H$); the paper prints no size for
 # them (a dash below). Our count does not move for them: it is the base model's. Rows (D) and (E)
-# change dropout, label smoothing (chapter 08) and the positional encoding, not the layer sizes; we
-# leave them out.
+# change dropout, label smoothing (chapter 08) and the positional encoding. Row (E)'s learned
+# positions would add parameters, but the paper prints no size for (D) or (E); we leave them out.
 
 # %%
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)

@@ -21,7 +21,7 @@
 # Chapter 07 counted every weight of the paper's models. All of them are still random: the model
 # of chapter 06 cannot translate anything yet. This chapter trains it. At the end, after a few
 # minutes on a laptop CPU, your Transformer translates English number words it never saw into
-# German. We score it on every kind of number, and see why it still makes mistakes.
+# German. We score it on every kind of number, and look at where it still makes mistakes.
 #
 # **Learning goals**
 #
@@ -434,9 +434,10 @@ print("loss at each of the first five steps:", [round(value, 3) for value in los
 # The first losses are above ln 36 ≈ 3.58, the cost of a uniform guess over the 36 German pieces:
 # random logits cost more.
 #
-# Gradient clipping is not in the paper. It keeps a rare bad batch from undoing progress in short,
-# fast runs like ours. The course's `fit` makes exactly these steps: from the same seed, it must
-# give the same five losses, to the last bit on a CPU:
+# The loop's seven steps are forward, loss, `zero_grad`, `backward`, clipping, `optimizer.step`,
+# `scheduler.step`. Gradient clipping is not in the paper. It keeps a rare bad batch from undoing
+# progress in short, fast runs like ours. The course's `fit` makes exactly these steps: from the
+# same seed, it must give the same five losses, to the last bit on a CPU:
 
 # %%
 from dataclasses import replace
@@ -624,8 +625,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 
 # %% [markdown]
 # The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
-# smoothed target (the dotted line). The validation score need not rise at every evaluation: a
-# step that helps most numbers can break a pattern that a few share.
+# smoothed target (the dotted line). The validation score need not rise at every evaluation.
 #
 # ## 7. Evaluation
 #

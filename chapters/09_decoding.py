@@ -195,7 +195,7 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # The list also shows `<bos>` and `<eos>` among the options. `<eos>` may be chosen: it ends the
 # sentence. `<pad>` and `<bos>` never should be, so `greedy_decode`, `beam_search` and `sample` give
-# both probability 0 before they choose.
+# both probability 0 before they choose. `<unk>` keeps its probability (section 4's figure).
 #
 # `greedy_decode` is the same loop for a batch, with two changes:
 #
@@ -397,15 +397,14 @@ ax.set_title("Beam search (k = 2) keeps the runner-up 'ein', which leads to the 
 plt.show()
 
 # %% [markdown]
-# After step 1 the beam holds *zwanzig* (−0.80) and *ein* (−0.92). At step 2 the two best of all
-# extensions are *ein und* (−0.97) and *zwanzig eins* (−1.94). Beam search compared candidates
-# *across* the two hypotheses, and the weaker first word supplied the stronger continuation. From
-# there *ein und zwanzig `<eos>`* (log P = −1.07) beats everything greedy could reach. The finished
-# *zwanzig eins `<eos>`* waits in the beam until the search ends.
+# At step 2 beam search compared candidates *across* the two hypotheses, and the weaker first
+# word, *ein*, supplied the stronger continuation. From there *ein und zwanzig `<eos>`*
+# (log P = −1.07) beats everything greedy could reach. The finished *zwanzig eins `<eos>`* waits in
+# the beam until the search ends.
 #
-# On the trained model, greedy and beam search almost always agree, because the model is confident
-# (chapter 10 counts how often they disagree, on an under-trained copy). Here are the 4 best
-# hypotheses of beam search for one sentence, with the paper's settings ($k = 4$, α = 0.6). Beside
+# On the trained model, greedy and beam search should mostly agree, because the model is confident
+# (chapter 10, section 1, scores both on the test split). Here are the 4 best hypotheses of beam
+# search for one sentence, with the paper's settings ($k = 4$, α = 0.6). Beside
 # each penalised score $s(Y)$ is its raw $\log P(Y \mid X)$, the score with α = 0:
 
 # %%
@@ -417,9 +416,9 @@ for k in range(4):
     print(f"{hyp_scores[0, k]:14.4f} {raw[k]:13.4f}  {' '.join(pieces(hyps[0, k]))}")
 
 # %% [markdown]
-# The best hypothesis is the correct translation, and it leads the others by about 4 in score. It
-# wins with α = 0 too: here the penalty only reorders the runners-up. The raw column shows the bias
-# of section 3: ranked by $\log P$ alone, the short and wrong *sieben hundert ein* moves from last
+# The best hypothesis is the correct translation, and it leads the others by about 4 in score. Among
+# these four, it wins with α = 0 too: here the penalty only reorders the runners-up. The raw column
+# shows the bias of section 3: ranked by $\log P$ alone, the short and wrong *sieben hundert ein* moves from last
 # place to second. Where such a short hypothesis came first, the penalty is what would keep it down.
 
 # %% [markdown]
