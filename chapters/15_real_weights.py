@@ -33,7 +33,7 @@
 # **Learning goals**
 #
 # - place Marian, GPT-2 and Llama next to the 2017 model and chapter 13's language model, and name
-#   every choice in which they differ;
+#   the main choices in which they differ;
 # - read a checkpoint's `state_dict` and map its names onto ours, including the two reorderings that
 #   are not renaming: the rows of W^Q and W^K for rotary embeddings, and GPT-2's transposed `Conv1D`
 #   weights;
@@ -171,8 +171,9 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # - each gain from N(1, 0.2²);
 # - each bias, Marian's bias on the logits included, from N(0, 0.2²).
 #
-# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). Its logit
-# bias is drawn like the others, which never matters: `<pad>` is never generated.
+# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). The
+# `<pad>` entry of its logit bias is drawn like the others. That never matters: `greedy_decode`
+# never writes `<pad>`, and `transformers` is told not to (section 4).
 #
 # > **To run the next cells** you need `transformers`: `pip install "transformer-course[hub]"`.
 # > Without it the chapter stops here, in one line.
@@ -318,10 +319,10 @@ print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=
 # (§3.4), so `scale_embedding=True`.
 #
 # **GPT-2 and Llama look up their embeddings unscaled** (`scale_embedding=False`). The paper
-# multiplies its embeddings by √D, without saying why: a common reading is that it lifts embeddings
-# drawn small to the size of the sinusoids added to them. Those are values between −1 and 1. GPT-2
-# learns its position table at whatever scale its embeddings have, and Llama adds no positions at
-# all. In both, a norm before each sub-layer sets the size at which its input is read.
+# multiplies its embeddings by √D without saying why. Chapter 01 (section 3) argued that it lifts
+# them to the size of the sinusoids added to them; chapter 11 found that this holds only in part.
+# GPT-2 learns its position table at whatever scale its embeddings have, and Llama adds no positions
+# at all. In both, a norm before each sub-layer sets the size at which its input is read.
 #
 # **GPT-2 keeps its biases** and **learns its position table** (`positional="learned"`, 1024 rows: it
 # can read no longer text).
@@ -386,9 +387,9 @@ for label, *values in rows:
 # On the left, an 8 by 8 grid shows the permutation for one head of 8
 # features. Each row of ours has one black cell, at the row of the halves layout it comes from. Our
 # rows 0, 2, 4 and 6 take rows 0 to 3, and our rows 1, 3, 5 and 7 take rows 4 to 7. On the right,
-# two strips of eight coloured boxes give each feature's pair, one colour per pair. The top strip,
-# the halves layout, reads 0, 1, 2, 3, 0, 1, 2, 3; the bottom strip, ours, reads 0, 0, 1, 1, 2, 2,
-# 3, 3.
+# two strips of eight coloured boxes give each feature's pair, one colour per pair (pair i
+# turns by the angle θ_i = p ω_i). The top strip, the halves layout, reads 0, 1, 2, 3, 0, 1, 2, 3;
+# the bottom strip, ours, reads 0, 0, 1, 1, 2, 2, 3, 3.
 #
 # </details>
 
@@ -451,8 +452,7 @@ print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), a
 # %% [markdown]
 # ## 4. The check: the same logits, the same tokens
 #
-# Sections 2 and 3 gave every tensor its place. A conversion is
-# right when the two models compute the same function. We feed each pair the same
+# A conversion is right when the two models compute the same function. We feed each pair the same
 # tokens and compare the logits, every one of them. They need not be equal to the last bit. The two
 # implementations add the same products in other orders (and the order differs again from one
 # processor to another), so float32's rounding leaves small differences. The check below requires
@@ -508,10 +508,10 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 # %% [markdown]
 # The exchange moved the logits by 0.14 of the largest one, more than ten thousand times the bound above.
 #
-# Equal logits settle the model. Generation runs another code path: the KV cache, the position of
-# each new token, the rule that stops a text. So we also compare greedy decoding, with our
-# `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against `transformers`'
-# `generate(do_sample=False, num_beams=1)`.
+# Equal logits on these inputs settle where every tensor goes. Generation runs another code path:
+# the KV cache, the position of each new token, the rule that stops a text. So we also compare
+# greedy decoding, with our `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against
+# `transformers`' `generate(do_sample=False, num_beams=1)`.
 #
 # One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
 # both probability 0 (chapter 09). For Marian they are one token, 58100. The published checkpoints
@@ -572,8 +572,7 @@ for name, same in same_lm.items():
 #   however they are ordered. GPT-2's square `Conv1D` weights (such as `c_proj`) also pass it
 #   untransposed, and must be transposed.
 # - Equal logits within rounding and identical tokens check the conversion on models whose every
-#   tensor is random. Two correct implementations agree up to rounding, not to the last bit. The real
-#   checkpoints need a network: chapter 16 runs them in an aside, at home.
+#   tensor is random. The real checkpoints need a network: chapter 16 runs them in an aside, at home.
 #
 # **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
 # write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`

@@ -333,8 +333,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # %% [markdown]
 # The engine writes your modules' tokens and asks PyTorch for far fewer operations per step. The
 # table of tokens per second at the end of the chapter shows what that does to the time on this
-# machine, beside CTranslate2 and llama.cpp. Reading the weights is the second cost of a step, and
-# the next section measures it.
+# machine, beside CTranslate2 and llama.cpp.
 
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
@@ -512,11 +511,11 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
 
 # %% [markdown]
-# The logits move only a little. Yet many greedy tokens can change. A model with random weights has
-# no strong preferences: its largest logits lie close together, and a small error swaps them. Once
-# one token changes, every later token continues another text. A trained model chooses more clearly,
-# so fewer of its tokens should change; this chapter does not measure it. Equal tokens are what test
-# an export, so the next section's exports stay in float32.
+# The logits move by several hundredths of the largest one. Yet many greedy tokens can change. A
+# model with random weights has no strong preferences: its largest logits lie close together, and a
+# small error swaps them. Once one token changes, every later token continues another text. A
+# trained model chooses more clearly, so fewer of its tokens should change; this chapter does not
+# measure it. Equal tokens are what test an export, so the next section's exports stay in float32.
 
 # %% [markdown]
 # ## 5. Your models in the engines people use
@@ -733,7 +732,8 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #   and gives your modules' tokens (`path=ENGINE`).
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
-# - int8 moves the logits a little; where the top tokens lie close, greedy tokens change.
+# - int8 moves the logits by several hundredths of the largest one; where the top tokens lie close,
+#   greedy tokens change.
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
 #   CTranslate2 and llama.cpp, which write the course's tokens in float32. Exporting the translator
 #   reorders all D features; the logits stay the same.
