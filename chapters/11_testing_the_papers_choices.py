@@ -275,7 +275,7 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 #
 # Within the training lengths, the learned table falls behind as the strings get longer. From 7
 # to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
-# check). In the table above, the two ranges do not even overlap at several lengths. Three runs
+# check). The table above shows, length by length, whether your runs' ranges overlap. Three runs
 # of each on one task are not proof that the gap is general, and your run may differ. If
 # the gap is real,
 # chapter 02's section 6 suggests a likely reason. A training string of 10 letters is as common as
@@ -347,8 +347,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # 0.5 or more: every run of one against every run of the other. The same model with the warm-up
 # learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
 # steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
-# why the check reads the loss. Pre-LN's mean exact match is above that of post-LN with the
-# warm-up, but their [lowest, highest] ranges overlap: this run does not rank the two.
+# why the check reads the loss. Whether pre-LN or post-LN with the warm-up reverses more strings,
+# three runs of each cannot settle: the book does not rank the two.
 #
 # Why? Xiong et al. trace it to the gradients of chapter 05's section 4. At full learning rate from
 # the first step, the top layers of a post-LN stack take large steps before the lower ones have

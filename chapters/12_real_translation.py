@@ -467,9 +467,8 @@ fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
-# Exact match still rose by
-# many points in the second half of the run (the folded check below), though its last step up in the
-# figure is smaller than the ones before.
+# Exact match still rose in the second half of the run (the folded check below asks for a gain
+# there).
 # What do more steps buy? Try it from a terminal: the same recipe, longer.
 #
 # ```bash
@@ -544,7 +543,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 
 # %% [markdown]
 # On the CPU, the mean of the last 5 kept weights translates more test sentences exactly than the
-# final weights. In the table above it gains several points. The folded check asks for
+# final weights. The table above gives your run's gain. The folded check asks for
 # one point, which held in every run we measured; your run may gain more or less. Our snapshots lie
 # 50 steps apart in a short run whose learning rate is still fairly high: noisy points, and their
 # mean removes much of the noise. The paper averaged checkpoints 10 minutes apart after 12 hours of
@@ -622,8 +621,9 @@ display(Markdown(
 # %% [markdown]
 # Read the map from the top. Where German follows the English word for word, the weights walk down
 # the diagonal: each German token reads the English token it translates. Then comes the verb in the
-# box, the last word of the *dass* clause. In the map above, to write it the decoder jumps back from
-# *school* to *bake*, past the words German puts before the verb. Your run may jump less. Such a
+# box, the last word of the *dass* clause. To write it, the decoder can jump back from *school* to
+# *bake*, past the words German puts before the verb: look for that jump in the map above (a
+# short run may make a weaker one). Such a
 # jump is the verb-final order of a *dass* clause, learnt from examples: no rule of German grammar
 # was written into the model.
 
@@ -661,7 +661,7 @@ for kind, count in kinds.most_common():
 
 # %% [markdown]
 # A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
-# a verb in the wrong place. The run printed above made none: every wrong sentence also has a wrong, missing or extra word. The sorting is rough: a
+# a verb in the wrong place. The counts above show how many your run made. The sorting is rough: a
 # sentence with several faults lands in the first box that fits. A *words added* example is often
 # such a mess (a wrong verb, a lost noun, a phrase repeated).
 

@@ -532,8 +532,8 @@ plt.show()
 # - **not shown:** the ReLU network's mean validation loss is above SwiGLU's at equal parameters,
 #   but whether every ReLU run lies above every SwiGLU run differs between machines. So the book
 #   does not claim SwiGLU's advantage at our scale, whatever this run's verdict says;
-# - **small:** LayerNorm and RMSNorm end within 0.05 nats of each other. In this run LayerNorm
-#   ends lower in every pair, beyond the spread; other runs may differ. RMSNorm is chosen for its
+# - **small:** LayerNorm and RMSNorm end within 0.05 nats of each other. Which one ends lower, and
+#   whether beyond the spread, the verdict above says for your run; it differs between runs. RMSNorm is chosen for its
 #   lower cost, not for better training.
 #
 # None of this says how the choices behave at a billion parameters; chapter 13's papers measured
@@ -628,7 +628,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # - At our scale, shown on every machine tested: warm-up and cosine beat the paper's schedule, and
 #   RoPE beats added sinusoids, with no overlap between the runs. SwiGLU's mean loss is below
 #   ReLU's, but the runs overlap on some machines, so the book does not claim it. LayerNorm and RMSNorm end within
-#   0.05 nats of each other; this run has LayerNorm lower in every pair, other runs may differ.
+#   0.05 nats of each other; which one ends lower differs between runs.
 # - Training costs about 6 operations per parameter and per token. Chinchilla's compute-optimal
 #   ratio is about 20 tokens per parameter.
 # - An assistant is the same network, trained further on requests with good answers, then on pairs
