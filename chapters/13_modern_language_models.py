@@ -642,7 +642,7 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 # the next-token probabilities, and a smoothed target tends to raise the loss we measure. `WithoutSource` hands it
 # the language model as a translator with an empty source. The model has $D = 128$, 2 blocks, 4
 # query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
-# longest cell by far: many minutes on a laptop CPU.
+# longest cell.
 
 # %%
 from transformer_course.lm import WithoutSource
