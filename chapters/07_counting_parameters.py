@@ -337,7 +337,8 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 # The one shared matrix is the largest single part. The feed-forward networks of the two stacks
 # hold more together: each holds twice the weights of an attention block ($8D^2$ against $4D^2$).
 # LayerNorms and biases are crumbs. A larger vocabulary grows only the shared matrix and the output
-# bias ($V$ numbers); more layers or a larger $D$ grow all the others.
+# bias ($V$ numbers). More layers grow all the others; a larger $D$ grows every part, the shared
+# matrix included.
 
 # %% [markdown]
 # ## Summary
@@ -351,7 +352,7 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 #   low, and the smaller models tend to miss by a larger share.
 # - The shared matrix is the base model's largest single part, the feed-forward networks together
 #   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the embedding, a
-#   deeper or wider model everything else.
+#   deeper model everything else, a wider one every part.
 #
 # **Exercises:** this chapter has no exercises of its own. To practise, hide section 1's
 # `closed_form`, write it again, and check it against `count` on the meta device for the rows of
