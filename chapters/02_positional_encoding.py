@@ -196,7 +196,7 @@ plt.show()
 # %% [markdown]
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
 # sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01
-# derived. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
+# used. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
 # comparable lengths ([chapter 11](11_testing_the_papers_choices.ipynb) tests whether that matters).
 #
 # ## 3. Moving $k$ positions ahead is a rotation
