@@ -79,6 +79,12 @@ EXERCISES = re.compile(r"\[[Ee]xercises (\d\d)[^\]]*\]\((?:\.\./exercises/)?ex(\
 NAMED = re.compile(r"[Cc]hapter (\d\d)'s `(\w+)`|`(\w+)` \([Cc]hapter (\d\d)\)")
 
 
+def _joined(path: Path) -> str:
+    """The file's text on one line, comment marks dropped: a pointer may span two comment lines."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return " ".join(re.sub(r"^\s*#\s?", "", line).strip() for line in lines)
+
+
 def _texts() -> list[Path]:
     folders = ("chapters", "solutions", "exercises")
     return [p for f in folders for p in sorted((ROOT / f).glob("*.py"))] + [ROOT / "README.md", ROOT / "AUTHORING.md"]
@@ -88,8 +94,7 @@ def _texts() -> list[Path]:
 def test_every_pointer_leads_where_it_says(path: Path) -> None:
     """A link "[chapter NN](NN_name.ipynb)" leads to chapter NN's file; "chapter NN's `name`" and
     "`name` (chapter NN)" name a piece of the package that chapter NN builds."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    text = " ".join(re.sub(r"^#\s?", "", line).strip() for line in lines)  # a pointer may span two comment lines
+    text = _joined(path)
     wrong = []
     for said, linked, stem in LINK.findall(text):
         if said != linked or not (ROOT / "chapters" / f"{linked}_{stem}.ipynb").exists():
@@ -121,8 +126,7 @@ def test_the_codes_pointers_lead_where_they_say_too() -> None:
     `name`" in a docstring names a piece that chapter NN builds."""
     wrong = []
     for path in _code_texts():
-        lines = path.read_text(encoding="utf-8").splitlines()
-        text = " ".join(re.sub(r"^\s*#\s?", "", line).strip() for line in lines)
+        text = _joined(path)
         where = path.relative_to(ROOT).as_posix()
         wrong += [f"{where}: '{match}' (write 'chapter NN's …')" for match in HYPHENATED.findall(text)]
         for match in NAMED.finditer(text):
@@ -142,8 +146,7 @@ BOX = re.compile(r"[Cc]hapter (\d\d)(?:\]\([^)]*\))?'s\s+box,?\s+\"([^\"]+)\"")
 def test_a_named_box_is_in_the_chapter_that_a_pointer_names(path: Path) -> None:
     """'chapter 08's box "How this book tests a claim"' leads to a box of that title in chapter 08
     (a box is a quoted paragraph that starts with its bold title): a box renamed or cut fails here."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    text = " ".join(re.sub(r"^#\s?", "", line).strip() for line in lines)
+    text = _joined(path)
     wrong = []
     for number, title in BOX.findall(text):
         chapter = next((p for p in CHAPTERS if p.stem.startswith(number)), None)

@@ -9,6 +9,8 @@ import torch
 
 from transformer_course.training import History
 
+from .experiments import one_thread
+
 
 def plot_history(history: History, title: str = "Training"):
     """Loss per step (and its running mean) next to the validation exact match; returns the figure."""
@@ -56,8 +58,6 @@ def strata_table(*columns: dict[str, dict], names: Sequence[str] | None = None) 
 def fastest_seconds(fn: Callable[[], object], repeats: int = 3) -> float:
     """Seconds of the fastest of ``repeats`` calls of ``fn`` on one thread (:func:`.experiments.one_thread`):
     the run that other programs on the machine disturbed least."""
-    from .experiments import one_thread
-
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
     times = []

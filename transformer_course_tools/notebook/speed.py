@@ -114,7 +114,7 @@ def time_precisions(
     return PrecisionTiming(read, {p: min(s) / made[p] for p, s in times.items()}, bandwidth)
 
 
-# -- section 4: the exported models, engine by engine ----------------------------------------------
+# -- section 5: the exported models, engine by engine ----------------------------------------------
 
 
 def tokens_per_second(
