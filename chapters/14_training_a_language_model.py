@@ -20,12 +20,15 @@
 #
 # Chapter 13 built the modern block and trained it for 300 steps on six plays by Shakespeare, with
 # the paper's Adam and schedule. Its lines had the shape of a play and little sense. This chapter
-# trains a larger model of the same block with today's recipe (section 1). The recipe's full run
-# takes too long for a chapter on a CPU, so the course ships the model it made. On a CPU we run only
-# its warm-up and check one point: our loss lands on the shipped run's at the same step. The shipped
-# model then shows what the whole run writes. Section 2 tests which of chapter 13's changes beats
-# the 2017 choice at our scale. The chapter ends with what a training run costs, and with how a
-# language model becomes an assistant.
+# trains a larger model of the same block with today's recipe (section 1).
+#
+# What you will see: the whole run is too long for a CPU, so the course ships the model the same
+# code made. A CPU runs only the first 100 steps, all warm-up (a CUDA GPU runs them all). They write
+# worse text than chapter 13's model. They show one point: your loss lands on the shipped run's at
+# that step. So the shipped model is the rest of your run, and shows what the whole recipe writes.
+#
+# Section 2 is the payoff. Small models, each with one modern change undone (chapter 13's three, and
+# this chapter's schedule), show which changes pay at our scale. Section 3 says how small that is.
 #
 # **Learning goals**
 #
@@ -35,8 +38,7 @@
 # - sample with temperature and top-p, and check that the KV cache changes no token;
 # - compare the old and the new choices in paired runs, and tell a shown difference from one that
 #   is only consistent in sign;
-# - estimate the compute of a training run from its parameters and its tokens;
-# - name the two stages of training that turn a language model into an assistant.
+# - estimate the compute of a training run from its parameters and its tokens.
 #
 # **In the paper:** the 2017 choices that this chapter tests against today's.
 #
@@ -134,11 +136,10 @@ architecture_map(["training", "decoding"], model="decoder-only")
 # %% [markdown]
 # ## 1. Today's recipe, on Shakespeare
 #
-# The course ships a language model trained on the plays with this chapter's recipe
-# (`scripts/make_lm_checkpoint.py` made it once, on a CPU). `load_pretrained_lm` reads
-# it and checks its SHA-256 against the hash recorded beside the file, as chapter 08 does for the
-# translator. The file also records how the model was made. We take the recipe from there, so that
-# our run below is the beginning of the same run.
+# We start from the shipped model, because its file holds the recipe. The course trained it once
+# on the plays, on a CPU, and recorded every setting beside the weights. `load_pretrained_lm` reads
+# the file and checks its SHA-256 against the recorded hash, as chapter 08 does for the translator.
+# We take the recipe from there, so that our run below is the beginning of the same run.
 
 # %%
 shipped = load_pretrained_lm("shakespeare-lm")  # refuses a file whose SHA-256 is not the recorded one
@@ -212,7 +213,8 @@ plt.show()
 # > weight_decay=0.1)` decays the gains of the norms too. Each step multiplies every weight by
 # > $1 - \text{lr} \cdot \lambda$, whatever the gradient says. A gain that drifts towards 0 switches
 # > its feature off. Below, the gains of a small model after 1,000 steps with zero gradients, under
-# > both optimizers. The check counts the one-dimensional parameters in a group that decays.
+# > both optimizers. The check counts the one-dimensional parameters in a group that decays: the
+# > gains, and the attention projections' biases, which our block keeps and Llama drops.
 
 # %%
 def decayed_vectors(optimizer: torch.optim.Optimizer) -> int:
@@ -351,11 +353,10 @@ print(*ours, sep="\n")
 # 13's: it ran a third of chapter 13's steps, all of them warm-up, so its learning rate reached its
 # peak only at the last. Both average the loss per held-out token of the plays, with tokenizers
 # learned alike: a rough comparison.
-# The shipped model shows the whole run. It also differs from chapter 13's
-# model in more than the recipe: twice the blocks, twice the batch, more than three times the steps,
-# and dropout. So its better text is not the recipe's alone (section 2 tests the schedule on its
-# own). Its file recorded greedy continuations of five prompts: "HAMLET.", "Enter", "Ham. To be",
-# "Rom. What" and "O,":
+# The shipped model is the whole run. It differs from chapter 13's in more than the recipe: twice
+# the blocks, twice the batch, more than three times the steps, and dropout. So its better text is
+# not the recipe's alone (section 2 tests the schedule on its own). Its file recorded greedy
+# continuations of five prompts:
 
 # %%
 print(*shipped.extra["samples"], sep="\n")
@@ -376,9 +377,10 @@ print(*theirs, sep="\n")
 # the king of it?", "Rom. What, my lord?". Greedy decoding also repeats itself ("I am a man").
 # Sampled, the shipped model writes speeches with a speaker's name, verse-like lines and
 # exclamations, and its sense rarely lasts beyond a clause. Most words it writes are words of the
-# plays (checked: at least 85 %). It learned the form of the plays and many of their phrases from the 217,133
-# tokens of its training texts. Published models read trillions (section 3). Chapter 16 shows how to
-# load their weights on a machine with a network.
+# plays (checked: at least 85 %). That share says less than it seems: its tokens are pieces of the
+# plays' words, and it can still join them into words the plays lack. It learned the form of the
+# plays and many of their phrases from the 217,133 tokens of its training texts. Published models
+# read trillions (section 3).
 
 # %% tags=["hide-cell"]
 known = {w.lower() for name in PLAYS for w in re.findall(r"[A-Za-z']+", play_text(name))}  # every word of the plays
@@ -424,9 +426,9 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 #
 # ## 2. Which of the changes shows at our scale?
 #
-# The shipped model has all of chapter 13's changes. Each has an argument, but an argument is not a
-# measurement. We train small
-# models (D = 64, 2 blocks, 300 steps): today's block, and four variants that each undo one change.
+# The shipped model changed many things at once, so its better text credits none of them alone.
+# Each change has an argument, but an argument is not a measurement. We train small models (D = 64,
+# 2 blocks, 300 steps): today's block, and four variants that each undo one change.
 #
 # - LayerNorm instead of RMSNorm;
 # - sinusoids added to the embeddings instead of RoPE;
@@ -434,10 +436,11 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 #   the biases;
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
-# The comparison needs fifteen runs, too many for the plays. These runs read simpler text: the
-# German sentences of chapter 12, one a text, with a vocabulary of whole words. All use pre-LN and
-# AdamW. Each is measured on held-out sentences (the validation loss). As chapter 11 does, each is
-# also measured past the training length: on four held-out sentences in a row, scored at the
+# The comparison needs fifteen runs, too many for the plays on a CPU. These runs read simpler text:
+# the German sentences of chapter 12, one a text, with a vocabulary of whole words. So the verdicts
+# are for this easier text; the plays might rank the changes otherwise. All use pre-LN and AdamW.
+# Each is measured on held-out sentences (the validation loss). As chapter 11 does, each is also
+# measured past the training length: on four held-out sentences in a row, scored at the
 # positions past the longest training text. (Only words inside a sentence are scored: no model here
 # learned what follows another sentence's full stop.)
 
@@ -481,9 +484,10 @@ ablation = run_lm_experiment({
 # Two words keep the findings apart. A difference is **consistent** when the three pairs agree in
 # sign. With no real difference, three pairs still agree by chance one time in four, so that alone
 # shows nothing. It is **beyond the spread** when every run of one model beats every run of the
-# other (chapter 11). The book counts a difference as
-# **shown** only where that holds on every machine it is tested on, as the folded checks after the
-# figure assert. This run's verdicts:
+# other (chapter 11). Both words describe your three pairs only: rerun on a processor that rounds
+# differently, a small difference can change its verdict. So the book calls a difference **shown**
+# only where the runs of the two models did not overlap, each time the course's tests ran this cell;
+# the folded checks after the figure assert those. Your run's verdicts:
 
 # %% tags=["nbval-ignore-output"]
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
@@ -523,21 +527,21 @@ plt.show()
 # texts does not isolate extrapolation: it is the in-sentence gap and possibly more, which three runs
 # cannot separate. Far to the right, few texts are long enough to be averaged, hence the noise.
 #
-# What holds on every machine the book is tested on (the folded checks assert it):
+# **What the experiment shows.** Your verdicts are true of your run. What the book claims from them:
 #
 # - **shown:** every run with the paper's schedule ends with a higher validation loss than every run
 #   with warm-up and cosine. The cosine keeps a high rate longer and ends with small steps; this
 #   experiment does not separate the two;
 # - **shown:** every run with sinusoids ends with a higher validation loss than every run with RoPE;
 # - **not shown:** the ReLU network's mean validation loss is above SwiGLU's at equal parameters,
-#   but whether every ReLU run lies above every SwiGLU run differs between machines. So the book
-#   does not claim SwiGLU's advantage at our scale, whatever this run's verdict says;
-# - **small:** LayerNorm and RMSNorm end within 0.05 nats of each other. Which one ends lower, and
-#   whether beyond the spread, the verdict above says for your run; it differs between runs. RMSNorm is chosen for its
+#   every time. But in some of the course's runs the two overlapped, so a verdict of no overlap did
+#   not repeat: the book does not claim SwiGLU's advantage at our scale;
+# - **small:** LayerNorm and RMSNorm end within 0.05 nats of each other, every time. Which one ends
+#   lower changes between runs; your verdict says which one did in yours. RMSNorm is chosen for its
 #   lower cost, not for better training.
 #
-# None of this says how the choices behave at a billion parameters; chapter 13's papers measured
-# that.
+# So at our scale two changes clearly pay: today's schedule and rotary positions. SwiGLU's gain does
+# not stand clear of the differences between runs, and RMSNorm's lies in its cost, not in its loss.
 
 # %% tags=["hide-cell"]
 def values(name: str, metric: str = VALID_LOSS) -> list[float]:
@@ -562,20 +566,21 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
        f"LayerNorm − RMSNorm = {gap:+.3f}")  # fmt: skip
 
 # %% [markdown]
-# ## 3. Parameters and compute
+# ## 3. How small is our scale?
 #
-# How far is the shipped run from a real one? Training a Transformer costs about 6 floating-point
-# operations per parameter and per token: 2 forward (a multiply and an add per weight), and about
-# twice that backward (the gradients of the activations and of the weights).
-# So a training run costs
+# Section 2's verdicts are for models smaller than the shipped one. Chapter 13's papers measured the
+# same choices on far larger models. One number gives the distance: the compute of a training
+# run. Training a Transformer costs about 6 floating-point operations per parameter and per token: 2
+# forward (a multiply and an add per weight), and about twice that backward (the gradients of the
+# activations and of the weights). So a training run costs
 #
 # $$C \approx 6 \times \text{parameters} \times \text{training tokens}.$$
 #
 # The scaling-law papers write it $C \approx 6ND$; this book keeps $N$ and $D$ for the blocks and
 # $d_{model}$. Attention adds a term that grows with the text length, small at these models'
-# lengths. Below, the shipped model beside three published ones, with the token counts their papers
-# report. Training tokens count the tokens *processed*. The published models read (nearly) every
-# token once; the plays are read many times over.
+# lengths. The table puts the shipped run beside three published ones, with the token counts their
+# papers report. Training tokens count the tokens *processed*: the published models read (nearly)
+# every token once, the plays many times over.
 
 # %%
 distinct = sum(len(ids) - 1 for ids in train)  # every next token of the training texts, once
@@ -595,44 +600,36 @@ our_compute, gpt3_compute = (6 * n * d for _, n, d in (runs[0], runs[-1]))
 print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operations of the shipped model's")
 
 # %% [markdown]
-# **What scaling laws say.** Kaplan et al. (2020) found that a language model's loss falls as a
-# power law in its parameters, its tokens and its compute, while neither of the other two limits
-# it. Hoffmann et al. (2022, "Chinchilla") redid the analysis with schedules fitted to each run's
-# length. For a fixed compute budget, parameters and tokens should
-# grow together: about 20 tokens per parameter, each read once (a token read again is worth less:
-# Muennighoff et al. 2023). Chinchilla (70B parameters, 1.4T tokens) beat the four times larger
-# Gopher at the same compute. Models meant for heavy use now read far more (Llama 2 7B: about 286
-# tokens per parameter), since a smaller model is cheaper to run. These findings took thousands of
-# GPU hours; a sweep of tiny models on one CPU would not test them.
+# The last line measures the distance from our scale to that of the models whose recipe we copied.
 #
-# ## 4. From a language model to an assistant
+# <details><summary>What scaling laws say</summary>
 #
-# A model trained as above continues text. A chat model is the same network, trained in two more
-# stages. **Instruction tuning** (supervised fine-tuning) uses the same next-token loss on requests
-# followed by good answers, usually counting the loss on the answers only. **Preference tuning** uses
-# pairs of answers to one request, one preferred by a person or a judge model. RLHF trains a reward
-# model on the pairs and optimises the language model against it (Ouyang et al. 2022); DPO (Rafailov
-# et al. 2023) puts a loss directly on the pairs. A **chat template** writes a conversation as one
-# text, with special tokens that mark who speaks; it must match the one used in training.
+# Kaplan et al. (2020) found that a language model's loss falls as a power law in its parameters,
+# its tokens and its compute, while neither of the other two limits it. Hoffmann et al. (2022,
+# "Chinchilla") redid the analysis with schedules fitted to each run's length. For a fixed compute
+# budget, parameters and tokens should grow together: about 20 tokens per parameter, each read once
+# (a token read again is worth less: Muennighoff et al. 2023). Models meant for heavy use now read
+# far more (Llama 2 7B: about 286 tokens per parameter), since a smaller model is cheaper to run.
+#
+# </details>
 #
 # ## Summary
 #
 # - Today's recipe: AdamW with weight decay on the matrices only, warm-up and cosine decay, gradient
 #   clipping, bf16 on GPUs.
-# - On six plays by Shakespeare, our CPU run is the recipe's warm-up: its loss lands on the shipped
+# - On six plays by Shakespeare, the CPU run is the recipe's warm-up: its loss lands on the shipped
 #   run's at that step, and its text is worse than chapter 13's. The shipped model, the same model
-#   trained ten times as long as our run, writes short lines of English in the form of a play.
+#   trained ten times as long as the CPU run, writes short lines of English in the form of a play.
 #   Perplexity is $e$ to the loss per token.
 # - `generate` samples with a temperature and top-p. The KV cache gives the same tokens as a full
 #   pass, and saves time.
-# - At our scale, shown on every machine tested: warm-up and cosine beat the paper's schedule, and
-#   RoPE beats added sinusoids, with no overlap between the runs. SwiGLU's mean loss is below
-#   ReLU's, but the runs overlap on some machines, so the book does not claim it. LayerNorm and RMSNorm end within
-#   0.05 nats of each other; which one ends lower differs between runs.
+# - Three pairs that agree in sign are consistent, not shown. Shown at our scale (no overlap, in every
+#   run the course made): warm-up and cosine beat the paper's schedule, and RoPE beats added
+#   sinusoids. SwiGLU's mean loss is below ReLU's, but some runs overlap, so the book does not claim
+#   it. LayerNorm and RMSNorm end within 0.05 nats of each other; which one ends lower differs
+#   between runs.
 # - Training costs about 6 operations per parameter and per token. Chinchilla's compute-optimal
 #   ratio is about 20 tokens per parameter.
-# - An assistant is the same network, trained further on requests with good answers, then on pairs
-#   of answers of which one is preferred.
 
 # %% [markdown]
 # **Exercises:** this chapter has no exercises of its own. The parts it trains are chapter 13's, and
@@ -653,8 +650,8 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #
 #    Not by that alone: it is consistent. The two runs of a pair share their batches and initial
 #    tensors, so each difference shows the change. But with no real difference, three pairs still
-#    agree in sign by chance one time in four. The book counts it as shown only when every run of the
-#    variant lies above every run of today's block, on every machine it is tested on.
+#    agree in sign by chance one time in four. Shown needs more: every run of the variant above every
+#    run of today's block, and again each time the experiment is run.
 #    </details>
 # 3. The shipped model's validation loss is 4.26 nats per token. What is its perplexity, and what
 #    does the number say?
@@ -681,8 +678,10 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*; Hoffmann et al. (2022),
 #   *Training Compute-Optimal Large Language Models* (Chinchilla).
 # - Muennighoff et al. (2023), *Scaling Data-Constrained Language Models* (tokens read more than once).
-# - Ouyang et al. (2022), *Training language models to follow instructions with human feedback*;
-#   Rafailov et al. (2023), *Direct Preference Optimization*.
+# - From a language model to an assistant: the same network, trained further on requests with good
+#   answers (instruction tuning), then on pairs of answers of which one is preferred. Ouyang et al.
+#   (2022), *Training language models to follow instructions with human feedback* (RLHF); Rafailov
+#   et al. (2023), *Direct Preference Optimization* (DPO).
 
 # %% [markdown]
 # **Next:** [Chapter 15 — Converting checkpoints: OPUS-MT, GPT-2 and Llama in the course's
