@@ -230,9 +230,9 @@ gpt2 = from_gpt2(hf_gpt2)  # ours: a DecoderOnlyLM
 opus = from_marian(hf_opus)  # ours: a Transformer
 for name, hf, ours in (("Marian (opus-mt-en-de), 2+2 of 6+6 layers", hf_opus, opus),
                        ("Llama (SmolLM2-135M), 4 of 30 layers", hf_smol, smol),
-                       ("GPT-2 (small), 2 of 12 layers", hf_gpt2, gpt2)):  # fmt: skip
+                       ("GPT-2 (small), 2 of 12 layers", hf_gpt2, gpt2)):
     print(f"{name:42s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
-          f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
+          f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")
 
 # %% [markdown]
 # ## 2. The same tensors under other names
@@ -258,7 +258,7 @@ for ours_name, their_name in outside.items():
 for ours_name, their_name in sorted(marian_layer_names(decoder=True).items()):
     if ours_name.endswith("weight"):  # the biases follow the same names
         print(f"{'decoder.layers.0.' + ours_name:38s} {'model.decoder.layers.0.' + their_name:54s} "
-              f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")  # fmt: skip
+              f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")
 left = sorted(n for n in theirs if "layers." not in n and n not in outside.values())
 print("not copied:", left)
 
@@ -273,7 +273,7 @@ print("not copied:", left)
 # %%
 shared = opus.src_embed.embedding.weight
 print("source, target and output share one matrix in ours:",
-      shared is opus.tgt_embed.embedding.weight and shared is opus.output.weight)  # fmt: skip
+      shared is opus.tgt_embed.embedding.weight and shared is opus.output.weight)
 print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_head.weight)
 
 # %% [markdown]
@@ -300,9 +300,9 @@ pe_ours = opus.positional.pe  # (max_len, D), built by our PositionalEncoding wi
 pe_theirs = hf_opus.model.encoder.embed_positions.weight  # Marian's table
 pe_paper = sinusoidal_positional_encoding(512, 512)  # chapter 02's table: sin and cos of pair i at 2i, 2i+1
 print("ours (layout='halves') is the paper's, its even features first, then its odd ones:",
-      torch.equal(pe_ours, torch.cat([pe_paper[:, 0::2], pe_paper[:, 1::2]], dim=1)))  # fmt: skip
+      torch.equal(pe_ours, torch.cat([pe_paper[:, 0::2], pe_paper[:, 1::2]], dim=1)))
 print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
-      torch.allclose(pe_ours, pe_theirs, atol=1e-4))  # fmt: skip
+      torch.allclose(pe_ours, pe_theirs, atol=1e-4))
 print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
 
 # %% [markdown]
@@ -346,7 +346,7 @@ rows = [
     ("output tied to the embedding", opus.config.tie_output, gpt2.config.tie_output, smol.config.tie_output),
     ("pad, bos, eos ids",
      *((m.config.pad_id, m.config.bos_id, m.config.eos_id) for m in (opus, gpt2, smol))),
-]  # fmt: skip
+]
 print(f"{'':30s}{'Marian':>22s}{'GPT-2':>22s}{'SmolLM2':>22s}")
 for label, *values in rows:
     print(f"{label:30s}" + "".join(f"{str(v):>22s}" for v in values))
@@ -420,7 +420,7 @@ q_ours = apply_rope(x @ rope_halves_to_interleaved(w_q, 1).T, positions)
 k_ours = apply_rope(x @ rope_halves_to_interleaved(w_k, 1).T, positions)
 print("same scores:", torch.allclose(q_ours @ k_ours.T, halves_scores, atol=1e-5))
 print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply_rope(k, positions).T, halves_scores,
-                                                atol=1e-5))  # fmt: skip
+                                                atol=1e-5))
 
 # %% [markdown]
 # **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
@@ -432,7 +432,7 @@ print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply
 # %%
 c_attn = hf_gpt2.transformer.h[0].attn.c_attn
 print("GPT-2's c_attn:", tuple(c_attn.weight.shape), "→ ours:",
-      [tuple(w.shape) for w, _ in split_conv1d(c_attn.weight, c_attn.bias, 3)])  # fmt: skip
+      [tuple(w.shape) for w, _ in split_conv1d(c_attn.weight, c_attn.bias, 3)])
 h = torch.randn(3, 768)
 w_q_gpt2, b_q_gpt2 = split_conv1d(c_attn.weight, c_attn.bias, 3)[0]
 print("queries equal:", torch.allclose(F.linear(h, w_q_gpt2, b_q_gpt2), c_attn(h)[:, :768], atol=1e-5))
@@ -473,7 +473,7 @@ with torch.no_grad():
                                            decoder_input_ids=tgt).logits),
         "GPT-2": (gpt2(ids), hf_gpt2(ids).logits),
         "SmolLM2": (smol(ids), hf_smol(ids).logits),
-    }  # fmt: skip
+    }
 differences = {}
 for name, (ours_logits, their_logits) in pairs.items():
     differences[name] = (ours_logits - their_logits).abs().max().item() / their_logits.abs().max().item()
@@ -533,7 +533,7 @@ with torch.no_grad():
     for name, ours_lm, hf in (("GPT-2", gpt2, hf_gpt2), ("SmolLM2", smol, hf_smol)):
         mine = generate(ours_lm, prompt, max_new_tokens=steps)
         hf_tokens = hf.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, num_beams=1,
-                                max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)  # fmt: skip
+                                max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)
         same_lm[name] = torch.equal(mine, hf_tokens)
         for row in range(len(prompt)):
             print(f"{name:8s} row {row} ours   ", mine[row, 5:].tolist())
@@ -546,7 +546,7 @@ for row in range(len(src)):
 
 # %% tags=["hide-cell"]
 expect("Marian: greedy tokens identical to transformers' generate", same_marian,
-       f"{n} tokens per sentence, {len(ours_marian.unique())} distinct")  # fmt: skip
+       f"{n} tokens per sentence, {len(ours_marian.unique())} distinct")
 for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
 
