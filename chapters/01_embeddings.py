@@ -325,10 +325,10 @@ print("average vector length\n" + "\n".join(lines))
 # On the left, the average length of three kinds of vector is drawn against
 # d_model, both axes logarithmic. The positional vectors and the scaled token vectors rise
 # together, in parallel, while the raw token rows stay near length 1. On the right are histograms
-# of the entries at d_model = 512. The raw entries form a narrow peak around 0, so tall that its top
-# sits behind the legend. The scaled
-# entries form a bell curve of width about 1. A green band marks −1 to 1, where every positional
-# entry lies: the same order as the scaled entries.
+# of the entries at d_model = 512, with a logarithmic density axis so that both fit. The raw
+# entries form a narrow, tall peak around 0. The scaled entries form a bell curve of width about 1.
+# A green band marks −1 to 1, where every positional entry lies: the same order as the scaled
+# entries.
 #
 # </details>
 
@@ -347,8 +347,8 @@ bins = torch.linspace(-3, 3, 61)
 right.hist(layer.weight.detach().flatten(), bins=bins, density=True, color="tab:red", alpha=0.6, label="raw")
 right.hist(layer(torch.arange(1000)).detach().flatten(), bins=bins, density=True, alpha=0.6, label="× √d_model")
 right.axvspan(-1, 1, color="tab:green", alpha=0.15, label="positional entries: in [−1, 1]")
-right.set(xlabel="entry value", ylabel="density", title=f"Entries at d_model={d}")
-right.legend(loc="upper left")
+right.set(xlabel="entry value", ylabel="density (log scale)", yscale="log", title=f"Entries at d_model={d}")
+right.legend(loc="upper right", fontsize=8)
 fig.suptitle("Without √d_model the position would drown the token: the raw entries are ~1/√d_model")
 fig.tight_layout()
 plt.show()

@@ -119,7 +119,7 @@ shuffle = torch.tensor([3, 0, 4, 1, 2])
 out = F.scaled_dot_product_attention(x, x, x)  # (B, S, D)
 out_shuffled = F.scaled_dot_product_attention(x[:, shuffle], x[:, shuffle], x[:, shuffle])
 print("without positions: attention(shuffled x) == shuffled attention(x)?",
-      torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
+      torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))
 
 pe = sinusoidal_positional_encoding(5, 8)  # (S, D): one vector per position
 with_pos = x + pe
@@ -127,7 +127,7 @@ with_pos_shuffled = x[:, shuffle] + pe  # same tokens, new places, same position
 out = F.scaled_dot_product_attention(with_pos, with_pos, with_pos)
 out_shuffled = F.scaled_dot_product_attention(with_pos_shuffled, with_pos_shuffled, with_pos_shuffled)
 print("with positions:    attention(shuffled x) == shuffled attention(x)?",
-      torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))  # fmt: skip
+      torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))
 
 # %% [markdown]
 # ## 2. The sinusoidal table
@@ -174,8 +174,7 @@ print(f"each one {wavelengths[1] / wavelengths[0]:.4f} times the previous")
 # last columns keep one colour from top to bottom. On the right, four sine columns are drawn
 # against the position. The first oscillates quickly, each next one more slowly. The last, with
 # the longest wavelength, covers only about a fifth of its period: it rises from 0 to nearly 1
-# and has not yet turned. The legend, at the lower left, hides some troughs of the two fastest
-# curves.
+# and has not yet turned. The legend sits below the plot.
 #
 # </details>
 
@@ -188,7 +187,7 @@ fig.colorbar(image, ax=left, fraction=0.05)
 for column in (6, 14, 22, 30):
     right.plot(table[:, column], label=f"column {column}: wavelength {2 * math.pi * 10000 ** (column / 64):.0f}")
 right.set(xlabel="position", ylabel="value", title="Four sine columns: wavelengths grow geometrically")
-right.legend(loc="lower left", fontsize=8)
+right.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, fontsize=8)
 fig.suptitle("Early columns oscillate fast, late columns barely move: every row is a different pattern")
 fig.tight_layout()
 plt.show()
@@ -235,7 +234,7 @@ print(f"PE[pos + {k}] = M_{k} PE[pos] holds for all {len(moved)} positions to wi
 orthogonal = torch.allclose(M @ M.T, torch.eye(d_model), atol=1e-6)
 print("M_k is a rotation: orthogonal (M Mᵀ = I) and det M = +1:", orthogonal and bool(abs(torch.linalg.det(M) - 1) < 1e-5))
 print("M_2 M_3 = M_5:", torch.allclose(relative_position_map(2, 16) @ relative_position_map(3, 16),
-                                      relative_position_map(5, 16), atol=1e-6))  # fmt: skip
+                                      relative_position_map(5, 16), atol=1e-6))
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>
@@ -265,15 +264,15 @@ for ax, pair, color in ((axes[1], 1, "tab:blue"), (axes[2], 2, "tab:orange")):
     ax.plot(sin, cos, "o", color=color, markersize=4)
     for p in (1, 9):  # the same turn of k positions, from two different starting points
         ax.annotate("", xy=(sin[p + k], cos[p + k]), xytext=(sin[p], cos[p]),
-                    arrowprops={"arrowstyle": "->", "color": "black", "linewidth": 1.5})  # fmt: skip
+                    arrowprops={"arrowstyle": "->", "color": "black", "linewidth": 1.5})
         for q in (p, p + k):  # label the start and the end of the arrow, just outside the circle
             outward = (20 * sin[q].item(), 20 * cos[q].item())  # points, away from the centre
             ax.annotate(f"pos {q}", (sin[q], cos[q]), textcoords="offset points", xytext=outward, fontsize=10,
-                        ha="center", va="center")  # fmt: skip
+                        ha="center", va="center")
     omega = 10000 ** (-2 * pair / d_model)
     ax.set(xlim=(-1.35, 1.35), ylim=(-1.35, 1.35))  # room for the labels outside the circle
     ax.set(xlabel=f"column {2 * pair} (sine)", ylabel=f"column {2 * pair + 1} (cosine)", aspect="equal",
-           title=f"pair {pair}, ω = {omega:.3f}:\n+{k} positions = a turn of {omega * k:.2f} rad")  # fmt: skip
+           title=f"pair {pair}, ω = {omega:.3f}:\n+{k} positions = a turn of {omega * k:.2f} rad")
 fig.suptitle(f"Each (sin, cos) pair walks around a circle; +{k} positions is the same turn from anywhere")
 fig.tight_layout()
 plt.show()

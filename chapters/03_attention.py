@@ -313,7 +313,7 @@ for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True)
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
 panels = [("variance", "variance of the scores"), ("max weight", "largest weight in a row"),
-          ("entropy", "entropy of a row (nats)")]  # fmt: skip
+          ("entropy", "entropy of a row (nats)")]
 for ax, (key, label) in zip(axes, panels, strict=False):
     for name, style in (("unscaled", "o-"), ("scaled", "s-")):
         ax.plot(
@@ -350,10 +350,10 @@ print(f"  queries that get almost none (below 0.01): {unscaled['stalled']:.0%} a
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
 
 expect_at_least("unscaled, d_k = 1024: the mean gradient reaching a query, as a multiple of the scaled one",
-                unscaled["mean gradient"] / scaled["mean gradient"], 2)  # fmt: skip
+                unscaled["mean gradient"] / scaled["mean gradient"], 2)
 expect_at_least("unscaled, d_k = 1024: the share of queries that get almost no gradient", 100 * unscaled["stalled"], 50, "%")
 expect_at_most("scaled, every d_k: the share of queries that get almost no gradient",
-               100 * max(row["stalled"] for row in stats["scaled"]), 5, "%")  # fmt: skip
+               100 * max(row["stalled"] for row in stats["scaled"]), 5, "%")
 ratio = max(row["mean gradient"] / row["median gradient"] for row in stats["scaled"])
 expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio < 1.5, f"{ratio:.2f}")
 

@@ -126,7 +126,7 @@ architecture_map("multihead")
 #
 # The diagram below follows one call of the module from bottom to top, with the shape of every
 # tensor on the way. Sections 2 to 5 build it one step at a time. In code we write H for $h$, and Dk,
-# Dv for $d_k$, $d_v$.
+# Dv for $d_k$, $d_v$. Code that serves both, like `split_heads`, writes Dh: the features of one head.
 #
 # <details><summary>The diagram in words</summary>
 #

@@ -576,7 +576,7 @@ def padding_mask_wrong_polarity(tokens, pad_id):
 
 tokens = torch.tensor([[5, 6, 0]])  # two real tokens, then <pad>
 print("wrong polarity, may attend:", padding_mask_wrong_polarity(tokens, 0)[0, 0, 0].tolist(),
-      " right:", padding_mask(tokens, 0)[0, 0, 0].tolist())  # fmt: skip
+      " right:", padding_mask(tokens, 0)[0, 0, 0].tolist())
 
 # %% tags=["hide-output"]
 print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's check rejects it

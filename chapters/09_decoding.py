@@ -114,7 +114,7 @@ model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, che
 config = model.config
 print(f"The shipped translator: {checkpoint.step:,} training steps, {model.num_parameters():,} parameters, "
       f"D = {config.d_model}, H = {config.n_heads}, {config.n_encoder_layers} encoder and "
-      f"{config.n_decoder_layers} decoder layers, {len(src_vocab)} English and {len(tgt_vocab)} German tokens.")  # fmt: skip
+      f"{config.n_decoder_layers} decoder layers, {len(src_vocab)} English and {len(tgt_vocab)} German tokens.")
 
 
 def encode_english(texts: list[str]) -> torch.Tensor:
@@ -213,7 +213,7 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
-         "seventeen thousand and seventy"]  # fmt: skip
+         "seventeen thousand and seventy"]
 out = greedy_decode(model, encode_english(texts))  # (B, T): each row at most its source length + 50 (§6.1)
 print("limits, source length + 50:", max_output_length(model, encode_english(texts)).tolist())
 print(out)
@@ -355,7 +355,7 @@ with torch.no_grad():
                 candidates.append((slot, PAD_ID, scores[0, slot].item()))
             elif scores[0, slot] > float("-inf"):
                 candidates += [(slot, v, (scores[0, slot] + log_probs[0, slot, v]).item()) for v in range(V_tgt)
-                               if log_probs[0, slot, v] > -20]  # fmt: skip
+                               if log_probs[0, slot, v] > -20]
         origin, new, scores, finished, lengths = beam_step(
             scores, log_probs, finished, lengths, EOS_ID, PAD_ID, alpha=0.0
         )
@@ -477,7 +477,7 @@ print(
 shown = first_logits.softmax(-1).topk(10).indices  # the 10 most probable pieces
 settings = [("τ = 0.5", dict(temperature=0.5)), ("τ = 1 (the model)", {}), ("τ = 2", dict(temperature=2.0)),
             ("τ = 2, top-p 0.45", dict(temperature=2.0, top_p=0.45)),
-            ("τ = 2, top-k 3", dict(temperature=2.0, top_k=3))]  # fmt: skip
+            ("τ = 2, top-k 3", dict(temperature=2.0, top_k=3))]
 fig, axes = plt.subplots(1, len(settings), figsize=(15, 3.4), sharey=True)
 for ax, (name, kwargs) in zip(axes, settings, strict=True):
     probs = sampling_distribution(first_logits, **kwargs)
@@ -507,7 +507,7 @@ plt.show()
 # %%
 probs = sampling_distribution(first_logits, temperature=2.0, top_p=0.45)
 draws = sample_next_token(first_logits.expand(20_000, -1), temperature=2.0, top_p=0.45,
-                          generator=torch.Generator().manual_seed(0))  # fmt: skip
+                          generator=torch.Generator().manual_seed(0))
 frequency = torch.bincount(draws, minlength=len(probs)).float() / len(draws)
 print("probability:", probs[shown])
 print("frequency:  ", frequency[shown])
@@ -597,7 +597,7 @@ with torch.no_grad():
 layer_cache = cache.layers[0]
 print("cached logits equal those of one pass (to 1e-4):", torch.allclose(stepwise, full, atol=1e-4, rtol=0))
 print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, T, d_k);",
-      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")  # fmt: skip
+      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")
 
 # %% tags=["hide-cell"]
 assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)  # the same tokens without the cache
@@ -688,7 +688,7 @@ def mean_log_prob(logits: torch.Tensor) -> float:
 print("same translations as without the bug:", torch.equal(buggy, tgt))
 print(f"largest difference from the full pass's logits: {(buggy_logits - full).abs().max().item():.2f}")
 print(f"average log-probability of the translation: {mean_log_prob(full):.3f} correct, "
-      f"{mean_log_prob(buggy_logits):.3f} with the bug")  # fmt: skip
+      f"{mean_log_prob(buggy_logits):.3f} with the bug")
 
 # %% [markdown]
 # > **Common mistake — generating after `<eos>`.** In a batch, the rows finish at different steps,

@@ -156,7 +156,7 @@ references = [t for _, t in task.test]  # German pieces
 
 def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
     bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
-                                 tokenize="none")  # fmt: skip
+                                 tokenize="none")
     chrf = sacrebleu.corpus_chrf([german_text(h) for h in hypotheses], [[german_text(r) for r in references]])
     exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
     return {"exact match %": 100 * exact, "BLEU (pieces)": bleu.score, "chrF (words)": chrf.score}
@@ -260,7 +260,7 @@ probe = round_thousands + and_one_digit
 probe_src = pad_sequences([src_vocab.encode(number_pair(n)[0]) for n in probe], src_vocab.pad_id)  # (B, S)
 probe_refs = [number_pair(n)[1] for n in probe]
 print(f"{len(round_thousands)} round thousands and {len(and_one_digit)} numbers from {and_one_digit[0]:,} "
-      f"to {and_one_digit[-1]:,}, none of them seen in training")  # fmt: skip
+      f"to {and_one_digit[-1]:,}, none of them seen in training")
 probed = {}  # model → (its translations, the indices of the wrong ones)
 for name, translator in (("shipped", model), ("under-trained", weak)):
     found = [pieces(row) for row in greedy_decode(translator, probe_src)]
@@ -345,17 +345,17 @@ print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs 
 
 # %% tags=["hide-cell"]
 wrong_after_beam = len(references) - kinds["beam 4"].count("right")
-expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")  # fmt: skip
+expect_between("exact match of the under-trained model, greedy", 100 * kinds["greedy"].count("right") / len(references), 70, 90, "%")
 expect_at_least("greedy's wrong translations that are search errors", kinds["greedy"].count("search error"), 1)
 expect_at_least("greedy's wrong translations that are model errors", kinds["greedy"].count("model error"), 1)
 expect_at_least("test numbers where greedy and beam search disagree", len(disagree), 1)
 expect_at_least("greedy's errors that beam search repairs", len(repaired), 1)
 expect_at_least("greedy's search errors that beam search repairs",
-                100 * search_errors_repaired / kinds["greedy"].count("search error"), 75, "%")  # fmt: skip
+                100 * search_errors_repaired / kinds["greedy"].count("search error"), 75, "%")
 expect_at_most("beam search's search errors, as a share of greedy's",
-               100 * kinds["beam 4"].count("search error") / kinds["greedy"].count("search error"), 25, "%")  # fmt: skip
+               100 * kinds["beam 4"].count("search error") / kinds["greedy"].count("search error"), 25, "%")
 expect_at_least("model errors among beam search's wrong translations",
-                100 * kinds["beam 4"].count("model error") / wrong_after_beam, 90, "%")  # fmt: skip
+                100 * kinds["beam 4"].count("model error") / wrong_after_beam, 90, "%")
 
 # %% [markdown]
 # The first test numbers where each case occurs: the input, the correct translation and the two
@@ -390,10 +390,10 @@ for row, i in enumerate(shown.tolist()):
 search_error, model_error = first["greedy: search error"], first["greedy: model error"]
 expect("the first search error: the model scores the reference above greedy's output",
        score["reference"][search_error] > score["greedy"][search_error],
-       f"{score['reference'][search_error]:.2f} > {score['greedy'][search_error]:.2f}")  # fmt: skip
+       f"{score['reference'][search_error]:.2f} > {score['greedy'][search_error]:.2f}")
 expect("the first model error: the model scores greedy's wrong output above the reference",
        score["greedy"][model_error] > score["reference"][model_error],
-       f"{score['greedy'][model_error]:.2f} > {score['reference'][model_error]:.2f}")  # fmt: skip
+       f"{score['greedy'][model_error]:.2f} > {score['reference'][model_error]:.2f}")
 
 # %% [markdown]
 # Read the two kinds against each other:
@@ -458,7 +458,7 @@ print({kind: tuple(m.shape) for kind, m in maps.items()})
 plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
                      "Cross-attention: in layer 2 the heads mostly read the English word of the piece being written, "
                      "out of order ('two' before 'forty')",
-                     query_axis="German piece being written", key_axis="English source word")  # fmt: skip
+                     query_axis="German piece being written", key_axis="English source word")
 
 # %% [markdown]
 # Layer 1 is a mixture. Some heads spread over several words; some return to one word for many
@@ -486,7 +486,7 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
                      "Encoder self-attention, one sentence: in layer 2, head 2, most words seem to look at a word "
                      "of their group ('thousand', 'hundred', 'sixty')",
-                     query_axis="English word (query)", key_axis="English word (key)")  # fmt: skip
+                     query_axis="English word (query)", key_axis="English word (key)")
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>
@@ -504,7 +504,7 @@ plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
 plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      "Decoder self-attention: heads look back at the last 'hundert' or 'tausend', or at their own "
                      "input (the piece just written)",
-                     query_axis="decoder input (query)", key_axis="decoder input (key)")  # fmt: skip
+                     query_axis="decoder input (query)", key_axis="decoder input (key)")
 
 # %% [markdown]
 # In the encoder, in layer 2's second head most words read a word of their own group: "forty" and
@@ -547,7 +547,7 @@ fig, ax = plt.subplots(figsize=(11, 3.6))
 sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
 ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
 ax.set(ylabel="entropy of the weights (nats)",
-       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")  # fmt: skip
+       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")
 ax.legend(loc="upper right", fontsize=8)
 fig.tight_layout()
 plt.show()

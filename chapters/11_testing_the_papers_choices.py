@@ -122,7 +122,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 for name, experiment in EXPERIMENTS.items():
     setting = experiment.setting
     print(f"{name:16} {setting.n_layers} layer(s) each side, {setting.steps} steps "
-          f"({setting.warmup_steps} of warm-up), {len(setting.seeds)} runs per variant")  # fmt: skip
+          f"({setting.warmup_steps} of warm-up), {len(setting.seeds)} runs per variant")
 
 # %% [markdown]
 # ## 1. Does the $\sqrt{d_{model}}$ factor change what a model learns?
@@ -166,7 +166,7 @@ scale_result = run_experiment("embedding-scale", variants={
     "× √D, N(0, 1/D) init (the course)": Transformer,
     "no √D factor": lambda config: Transformer(config, embedding=NoFactor),
     "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
-})  # fmt: skip
+})
 course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
 display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, unscaled)}"))
 
@@ -174,12 +174,12 @@ display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, u
 exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
 names = ("the course", "PyTorch's default")  # the course's table, and N(0, 1) × √D
 expect_above("exact match: the course's table beats PyTorch's default table × √D by over 20 points, every run",
-             exact[course], exact[unit], margin=20, unit="%", names=names)  # fmt: skip
+             exact[course], exact[unit], margin=20, unit="%", names=names)
 expect_above("exact match: no factor beats PyTorch's default table × √D by over 20 points, every run",
-             exact[unscaled], exact[unit], margin=20, unit="%", names=("no factor", names[1]))  # fmt: skip
+             exact[unscaled], exact[unit], margin=20, unit="%", names=("no factor", names[1]))
 expect("exact match: the factor brings no gain beyond the spread of the seeds",
        not scale_result.beyond_spread("exact match %", course, unscaled),
-       f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")  # fmt: skip
+       f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")
 
 # %% [markdown]
 # **The finding: token vectors that start too long hurt; the factor itself brings no gain beyond
@@ -234,35 +234,35 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 positions_result = run_experiment("positions", variants={
     "sinusoidal (the paper)": Transformer,
     "learned (Table 3, row E)": lambda config: Transformer(config, positional=LearnedPositionalEmbedding),
-})  # fmt: skip
+})
 sinusoidal, learned = positions_result.variants
 low_high = {name: positions_result.variants[name].spread("8 exact") for name in (sinusoidal, learned)}
 display(Markdown(
     f"In this run, at 8 letters, the sinusoidal runs reversed {low_high[sinusoidal][0]:.0f} to "
     f"{low_high[sinusoidal][1]:.0f} % of the strings, the learned runs {low_high[learned][0]:.0f} to "
     f"{low_high[learned][1]:.0f} %."
-))  # fmt: skip
+))
 
 # %% tags=["hide-cell"]
 variants = positions_result.variants.values()
 short = [sum(v.values(f"{n} exact")[i] for n in range(3, 7)) / 4 for v in variants for i in range(len(v.runs))]
 longer = [x for v in variants for n in range(11, 17) for x in v.values(f"{n} exact")]
 expect("every model reverses most strings of 3 to 6 letters (mean exact match ≥ 50 % on every seed)",
-       min(short) >= 50, f"lowest seed {min(short):.1f} %")  # fmt: skip
+       min(short) >= 50, f"lowest seed {min(short):.1f} %")
 expect("no model reverses more than 5 % of the strings of 11 letters or more (every seed, every length)",
-       max(longer) <= 5, f"highest {max(longer):.1f} %")  # fmt: skip
+       max(longer) <= 5, f"highest {max(longer):.1f} %")
 letters_short = [x for v in variants for n in range(3, 7) for x in v.values(f"{n} letters")]
 letters_long = [x for v in variants for n in range(12, 17) for x in v.values(f"{n} letters")]
 expect("every model puts ≥ 60 % of the letters in place on strings of 3 to 6 letters (every seed, every length)",
-       min(letters_short) >= 60, f"lowest {min(letters_short):.1f} %")  # fmt: skip
+       min(letters_short) >= 60, f"lowest {min(letters_short):.1f} %")
 expect("and ≤ 40 % on strings of 12 letters or more (every seed, every length)",
-       max(letters_long) <= 40, f"highest {max(letters_long):.1f} %")  # fmt: skip
+       max(letters_long) <= 40, f"highest {max(letters_long):.1f} %")
 middle = {  # exact match on strings of 7 to 10 letters, the longer training lengths: mean over lengths and runs
     name: sum(x for n in range(7, 11) for x in v.values(f"{n} exact")) / (4 * len(v.runs))
     for name, v in positions_result.variants.items()
 }
 expect("from 7 to 10 letters, the learned table reverses fewer strings than the sinusoids, on average over the runs",
-       middle[learned] < middle[sinusoidal], f"sinusoidal {middle[sinusoidal]:.1f} %, learned {middle[learned]:.1f} %")  # fmt: skip
+       middle[learned] < middle[sinusoidal], f"sinusoidal {middle[sinusoidal]:.1f} %, learned {middle[learned]:.1f} %")
 
 # %% [markdown]
 # **The finding: on short strings both kinds of model do well, and beyond the training lengths
@@ -328,7 +328,7 @@ warmup_result = run_experiment("warm-up", variants={
     "post-LN, warm-up": Transformer,
     "post-LN, no warm-up": Variant(warmup=False),
     "pre-LN, no warm-up": Variant(norm_first=True, warmup=False),
-})  # fmt: skip
+})
 post_warm, post_cold, pre_cold = warmup_result.variants  # the three variants' names, in the table's order
 
 # %% tags=["hide-cell"]
@@ -336,9 +336,9 @@ exact = {name: v.values("exact match %") for name, v in warmup_result.variants.i
 loss = {name: v.values(FINAL_LOSS) for name, v in warmup_result.variants.items()}
 expect_at_most("post-LN without warm-up: held-out strings reversed exactly, best seed", max(exact[post_cold]), 2, "%")
 expect_above("final training loss: post-LN with the warm-up below post-LN without it by over 0.5, every run",
-             loss[post_cold], loss[post_warm], margin=0.5, names=("post-LN, no warm-up", "post-LN, warm-up"))  # fmt: skip
+             loss[post_cold], loss[post_warm], margin=0.5, names=("post-LN, no warm-up", "post-LN, warm-up"))
 expect_above("final training loss: pre-LN without warm-up below post-LN without it by over 0.5, every run",
-             loss[post_cold], loss[pre_cold], margin=0.5, names=("post-LN, no warm-up", "pre-LN, no warm-up"))  # fmt: skip
+             loss[post_cold], loss[pre_cold], margin=0.5, names=("post-LN, no warm-up", "pre-LN, no warm-up"))
 
 # %% [markdown]
 # **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
@@ -378,7 +378,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # %%
 warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
 differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.name)) for f in fields(warmup_setting)
-          if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}  # fmt: skip
+          if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}
 print("settings that differ (warm-up experiment, residual experiment):", differ)
 
 # %% [markdown]
@@ -395,16 +395,16 @@ print("settings that differ (warm-up experiment, residual experiment):", differ)
 residual_result = run_experiment("residuals", variants={
     "with residual connections": Transformer,
     "without residual connections": lambda config: Transformer(config, connection=no_residual),
-})  # fmt: skip
+})
 with_shortcuts, without_shortcuts = residual_result.variants
 
 # %% tags=["hide-cell"]
 exact = {name: v.values("exact match %") for name, v in residual_result.variants.items()}
 loss = {name: v.values(FINAL_LOSS) for name, v in residual_result.variants.items()}
 expect_at_most("without residual connections: held-out strings reversed exactly, best seed",
-               max(exact[without_shortcuts]), 2, "%")  # fmt: skip
+               max(exact[without_shortcuts]), 2, "%")
 expect_above("final training loss: with residual connections below without them by over 0.5, every run",
-             loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))  # fmt: skip
+             loss[without_shortcuts], loss[with_shortcuts], margin=0.5, names=("without", "with"))
 
 # %% [markdown]
 # **The finding: without its shortcuts the model's loss ends far higher.** The folded check above holds
@@ -450,7 +450,7 @@ expect_above("final training loss: with residual connections below without them 
 smoothing_result = run_experiment("label-smoothing", variants={  # the same model, trained with two losses
     "ε = 0": Variant(smoothing=0.0),
     "ε = 0.1 (the paper)": Variant(smoothing=0.1),
-})  # fmt: skip
+})
 sharp, smooth = smoothing_result.variants  # "ε = 0", "ε = 0.1 (the paper)"
 
 # %% tags=["nbval-ignore-output"]
@@ -459,23 +459,23 @@ display(Markdown(
     f"In this run, perplexity is higher with ε = 0.1 in {sum(d > 0 for d in pairs)} of {len(pairs)} pairs of runs. "
     + smoothing_result.verdict("perplexity", sharp, smooth) + " "
     + smoothing_result.verdict("exact match %", sharp, smooth)
-))  # fmt: skip
+))
 
 # %% tags=["hide-cell"]
 values = {metric: {name: v.values(metric) for name, v in smoothing_result.variants.items()}
-          for metric in smoothing_result.metrics()}  # fmt: skip
+          for metric in smoothing_result.metrics()}
 expect_above("mean confidence: lower with ε = 0.1, beyond the spread of the seeds",
-             values["mean confidence %"][sharp], values["mean confidence %"][smooth])  # fmt: skip
+             values["mean confidence %"][sharp], values["mean confidence %"][smooth])
 # confidence minus token accuracy, seed by seed: below 0 = less sure than right (under-confident)
 over = {name: [c - a for c, a in zip(values["mean confidence %"][name], values["token accuracy %"][name], strict=True)]
-        for name in (sharp, smooth)}  # fmt: skip
+        for name in (sharp, smooth)}
 expect_above("confidence minus accuracy: lower with ε = 0.1 (less sure than right), beyond the spread of the seeds",
-             over[sharp], over[smooth])  # fmt: skip
+             over[sharp], over[smooth])
 expect_at_most("without smoothing: |confidence minus accuracy|, worst run", max(abs(x) for x in over[sharp]), 5, "points")
 expect("exact match: no difference beyond the spread of the seeds",
        not (smoothing_result.beyond_spread("exact match %", sharp, smooth)
             or smoothing_result.beyond_spread("exact match %", smooth, sharp)),
-       f"ε = 0: {values['exact match %'][sharp]}, ε = 0.1: {values['exact match %'][smooth]}")  # fmt: skip
+       f"ε = 0: {values['exact match %'][sharp]}, ε = 0.1: {values['exact match %'][smooth]}")
 
 # %% [markdown]
 # **The finding: with $\varepsilon = 0.1$ the model is less sure than it is right.** Without

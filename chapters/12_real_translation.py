@@ -281,7 +281,7 @@ for size in (150, 300, 600, 1000, 2000, 4000):
 print(f"size  tokens/sentence   tokens/word   embedding parameters (D={profile.d_model})   tokens seen < 10 times")
 for row in rows:
     print(f"{row['vocab_size']:5d}  {row['tokens_per_text']:10.1f}  {row['tokens_per_word']:14.2f}  "
-          f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")  # fmt: skip
+          f"{row['vocab_size'] * profile.d_model:20,d}  {row['rare']:24.0%}")
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>
@@ -300,13 +300,13 @@ fig, (ax_len, ax_rare) = plt.subplots(1, 2, figsize=(11, 3.6))
 sizes = [row["vocab_size"] for row in rows]
 ax_len.plot(sizes, [row["tokens_per_text"] for row in rows], "o-", label="tokens per sentence")
 ax_len.set(xscale="log", xlabel="vocabulary size (log scale)", ylabel="tokens per validation sentence",
-           title="A bigger vocabulary makes sentences shorter …")  # fmt: skip
+           title="A bigger vocabulary makes sentences shorter …")
 ax_params = ax_len.twinx()
 ax_params.plot(sizes, [s * profile.d_model / 1e3 for s in sizes], "s--", color="tab:orange")
 ax_params.set_ylabel("embedding parameters (thousands)", color="tab:orange")
 ax_rare.plot(sizes, [100 * row["rare"] for row in rows], "o-", color="tab:red")
 ax_rare.set(xscale="log", ylim=(0, 100), xlabel="vocabulary size (log scale)",
-            ylabel="% of tokens seen < 10 times", title="… and beyond the middle sizes more of its tokens are rare")  # fmt: skip
+            ylabel="% of tokens seen < 10 times", title="… and beyond the middle sizes more of its tokens are rare")
 for ax in (ax_len, ax_rare):
     ax.set_xticks(sizes, [str(size) for size in sizes], minor=False)
     ax.minorticks_off()  # the sizes themselves as ticks, no crowded 3×10², 4×10² …
@@ -335,7 +335,7 @@ shared = build_model(task, profile, share_embeddings=True)
 separate = build_model(task, profile)  # chapter 08's model: the output layer tied to the target embedding only
 assert shared.src_embed.weight is shared.tgt_embed.weight is shared.output.weight
 print(f"shared embeddings: {shared.num_parameters():,} parameters; separate source embedding: "
-      f"{separate.num_parameters():,} (+{separate.num_parameters() - shared.num_parameters():,} = V × D)")  # fmt: skip
+      f"{separate.num_parameters():,} (+{separate.num_parameters() - shared.num_parameters():,} = V × D)")
 
 # %% [markdown]
 # ## 4. Batches of a token budget (§5.1)
@@ -389,7 +389,7 @@ for name, batches in schemes.items():
     ax.hist(slots, bins=60, range=(0, 3 * profile.max_tokens), alpha=0.6, label=name)
 ax.axvline(profile.max_tokens, color="black", ls=":", label="the token budget")
 ax.set(xlabel="target slots per batch (sentences × longest)", ylabel="batches (log scale)", yscale="log",
-       title="A token budget keeps every batch the same size; fixed sentence counts do not")  # fmt: skip
+       title="A token budget keeps every batch the same size; fixed sentence counts do not")
 ax.legend()
 fig.tight_layout()
 
@@ -420,7 +420,7 @@ model = run.model
 keep_every, n_kept = 50, 5
 kept_at = [profile.steps - keep_every * k for k in reversed(range(n_kept))]  # the last 5 "checkpoints"
 print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}; "
-      f"{profile.steps / len(budget):.1f} passes over the training pairs")  # fmt: skip
+      f"{profile.steps / len(budget):.1f} passes over the training pairs")
 
 # %% tags=["hide-cell"]
 from transformer_course.sentence_training import SENTENCE_GPU_PROFILE
@@ -429,7 +429,7 @@ print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a rec
 # the bounds the folded checks assert (chapter 08's box, "How this book tests a claim")
 on_cpu = device.type == "cpu"
 CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
-          "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}  # fmt: skip
+          "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.training import Evaluation, History, fit
@@ -447,7 +447,7 @@ def keep_and_validate(m: torch.nn.Module) -> dict:
 
 
 history = fit(model, run.batches, run.optimizer, run.scheduler, profile.steps, options=run.options,
-              evaluation=Evaluation(keep_and_validate, every=keep_every), history=history)  # fmt: skip
+              evaluation=Evaluation(keep_and_validate, every=keep_every), history=history)
 print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
 
 # %% [markdown]
@@ -484,7 +484,7 @@ from transformer_course_tools.notebook.claims import expect_at_least, expect_at_
 exact = {e["step"]: e["exact_match"] for e in history.evals}
 halfway = max(step for step in exact if step <= profile.steps // 2)
 expect_at_least("validation exact match gained in the second half of training", exact[profile.steps] - exact[halfway],
-                CLAIMS["second_half_gain"], "points")  # fmt: skip
+                CLAIMS["second_half_gain"], "points")
 
 # %% [markdown]
 # ## 6. Scoring the written text with sacrebleu
@@ -589,14 +589,14 @@ def word_of(tokens: list[str], i: int) -> range:
     """The positions of the word that token ``i`` belongs to (a word starts with "▁")."""
     start = next(j for j in range(i, -1, -1) if tokens[j].startswith("▁"))
     end = next((j for j in range(i + 1, len(tokens)) if tokens[j].startswith("▁") or not tokens[j].isalpha()),
-               len(tokens))  # fmt: skip
+               len(tokens))
     return range(start, end)
 
 
 verb = word_of(target_tokens, target_tokens.index(".") - 1)  # the last word before the period: the verb
 before = word_of(target_tokens, verb.start - 1)  # the German word before it
 read = {name: word_of(source_tokens, int(weights[rows].sum(dim=0).argmax()))  # the English word read most
-        for name, rows in (("verb", verb), ("before", before))}  # fmt: skip
+        for name, rows in (("verb", verb), ("before", before))}
 text = lambda tokens, span: "".join(tokens[i] for i in span).replace("▁", "")  # noqa: E731
 
 fig, ax = plt.subplots(figsize=(9, 7.5))
@@ -606,7 +606,7 @@ ax.set_yticks(range(len(target_tokens)), target_tokens, fontsize=10)
 ax.add_patch(plt.Rectangle((-0.5, verb.start - 0.5), len(source_tokens), len(verb), fill=False, ec="tab:red", lw=2))
 ax.set(xlabel="English source token (read)", ylabel="German token being written")
 ax.set_title(f"Writing '{text(target_tokens, verb)}', the clause's last word, the decoder reads "
-             f"'{text(source_tokens, read['verb'])}'", fontsize=11)  # fmt: skip
+             f"'{text(source_tokens, read['verb'])}'", fontsize=11)
 fig.colorbar(image, ax=ax, shrink=0.7, label="attention weight (mean of the heads)")
 fig.tight_layout()
 plt.show()
@@ -616,7 +616,7 @@ display(Markdown(
     f"*{text(source_tokens, read['verb'])}*. For the German word before it, *{text(target_tokens, before)}*, "
     f"it read *{text(source_tokens, read['before'])}*: "
     + (f"the verb sends it {jump} source tokens back to the left." if jump > 0 else "no jump back this time.")
-))  # fmt: skip
+))
 
 # %% [markdown]
 # Read the map from the top. Where German follows the English word for word, the weights walk down

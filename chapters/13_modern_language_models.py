@@ -215,7 +215,7 @@ print("equal to the formula, and to torch.nn.RMSNorm where PyTorch has it (2.4 o
 centred = x - x.mean(-1, keepdim=True)
 layer_norm = torch.nn.LayerNorm(8, eps=1e-6, elementwise_affine=False)
 print("on centred features, RMSNorm (g = 1) = LayerNorm:",
-      torch.allclose(RMSNorm(8, eps=1e-6)(centred), layer_norm(centred), atol=1e-5))  # fmt: skip
+      torch.allclose(RMSNorm(8, eps=1e-6)(centred), layer_norm(centred), atol=1e-5))
 
 # %% [markdown]
 # ## 3. Rotary position embeddings
@@ -264,7 +264,7 @@ distance, key_positions = 6, torch.arange(0, 200)  # key at p, query at p + 6
 table = sinusoidal_positional_encoding(256, d)  # (256, d): chapter 02's sinusoids
 
 rope_scores = (apply_rope((x @ w_q).expand(200, d), key_positions + distance)
-               * apply_rope((y @ w_k).expand(200, d), key_positions)).sum(-1)  # (200,)  # fmt: skip
+               * apply_rope((y @ w_k).expand(200, d), key_positions)).sum(-1)  # (200,)
 added_scores = (((x + table[key_positions + distance]) @ w_q) * ((y + table[key_positions]) @ w_k)).sum(-1)  # (200,)
 rope_range = (rope_scores.max() - rope_scores.min()).item()
 added_range = (added_scores.max() - added_scores.min()).item()
@@ -276,7 +276,7 @@ fig, ax = plt.subplots(figsize=(8, 3.2))
 ax.plot(key_positions, added_scores, label="sinusoids added to the embeddings (chapter 02)")
 ax.plot(key_positions, rope_scores, label="rotary embeddings (RoPE)", lw=2)
 ax.set(xlabel="position p of the key (the query at p + 6)", ylabel="score q · k",
-       title="With RoPE the score of two tokens 6 apart does not depend on where they are")  # fmt: skip
+       title="With RoPE the score of two tokens 6 apart does not depend on where they are")
 ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)  # below the plot
 plt.show()
 
@@ -299,7 +299,7 @@ whole, _ = attention(text, text, text, causal_rows(0, 9))  # (B, T, D)
 cache = KVCache()  # one layer's keys and values (chapter 09)
 with torch.no_grad():
     one_by_one = [attention(text[:, t : t + 1], text[:, t : t + 1], text[:, t : t + 1], cache=cache)[0]
-             for t in range(9)]  # fmt: skip
+             for t in range(9)]
     own_positions = apply_rope(split_heads(attention.w_k(text), 4), torch.arange(9))  # (B, H, T, Dk)
 print(
     "one token at a time with a cache = the whole text at once:", torch.allclose(torch.cat(one_by_one, 1), whole, atol=1e-5)
@@ -357,9 +357,9 @@ if tuple(int(n) for n in torch.__version__.split(".")[:2]) >= (2, 5):
 else:  # older PyTorch: no enable_gqa; repeat the heads ourselves
     heads = F.scaled_dot_product_attention(q, repeat_kv(k, 4), repeat_kv(v, 4), is_causal=True)
 print("equal to PyTorch's fused attention on the shared heads (enable_gqa=True from 2.5, repeat_kv before):",
-      torch.allclose(ours, grouped.w_o(merge_heads(heads)), atol=1e-5))  # fmt: skip
+      torch.allclose(ours, grouped.w_o(merge_heads(heads)), atol=1e-5))
 print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.weight.numel(),
-      "instead of", 2 * 64 * 64)  # fmt: skip
+      "instead of", 2 * 64 * 64)
 
 # %% [markdown]
 # Now the cache of a real model, Llama 3 8B: 32 layers and $H = 32$ heads of 128 features
@@ -418,13 +418,13 @@ plt.show()
 weights_gb, flops_per_text = 8.0e9 * 2 / 1e9, 2 * 8.0e9  # bf16 weights (GB); operations per token (2 per weight)
 bandwidth_gb_s = 3350  # an H100's memory
 print(f"{'batch':>5s} {'Hkv':>4s} {'GB read per step':>17s} {'of which cache':>15s} {'FLOPs per byte':>15s} "
-      f"{'ms per step (bytes / bandwidth)':>32s}")  # fmt: skip
+      f"{'ms per step (bytes / bandwidth)':>32s}")
 for batch in (1, 32):
     for h in (32, 8):
         cache_gb = batch * cache_bytes(32, h, 128, 8192, 2) / 1e9
         read = weights_gb + cache_gb
         print(f"{batch:5d} {h:4d} {read:17.1f} {cache_gb:15.1f} {batch * flops_per_text / (read * 1e9):15.1f} "
-              f"{1000 * read / bandwidth_gb_s:32.1f}")  # fmt: skip
+              f"{1000 * read / bandwidth_gb_s:32.1f}")
 
 # %% [markdown]
 # At batch 1 every design reads the 16 GB of weights and does about one operation per byte: the
@@ -459,7 +459,7 @@ torch.set_num_threads(threads)
 for batch, seconds in step_times.items():
     print(f"batch {batch:2d}: {1000 * seconds:5.2f} ms per step, {1000 * seconds / batch:5.2f} ms per text")
 display(Markdown(f"On this machine, in this run, a step of 16 texts took {step_times[16] / step_times[1]:.1f} times "
-                 "as long as a step of one (a timing: it moves with whatever else the processor runs)."))  # fmt: skip
+                 "as long as a step of one (a timing: it moves with whatever else the processor runs)."))
 
 # %% tags=["measured", "hide-cell"]
 expect_at_most("a step of 16 texts, relative to a step of one (16 would be no saving)", step_times[16] / step_times[1], 10)
@@ -487,9 +487,9 @@ for d_model in (64, 512, 4096):
     swiglu = SwiGLU(d_model, swiglu_hidden_size(d_model))
     n_relu, n_swiglu = (sum(p.numel() for p in net.parameters()) for net in (relu, swiglu))
     print(f"D = {d_model:4d}: ReLU d_ff = {4 * d_model:5d}: {n_relu:11,d} parameters | "
-          f"SwiGLU d_ff = {swiglu_hidden_size(d_model):5d}: {n_swiglu:11,d} ({n_swiglu / n_relu - 1:+.2%})")  # fmt: skip
+          f"SwiGLU d_ff = {swiglu_hidden_size(d_model):5d}: {n_swiglu:11,d} ({n_swiglu / n_relu - 1:+.2%})")
 print("⅔ · 4 · D rounded up to a multiple of 256, for D = 4096 and 5120:",
-      swiglu_hidden_size(4096, multiple_of=256), swiglu_hidden_size(5120, multiple_of=256))  # fmt: skip
+      swiglu_hidden_size(4096, multiple_of=256), swiglu_hidden_size(5120, multiple_of=256))
 x = torch.randn(4, 64)
 swiglu = SwiGLU(64, swiglu_hidden_size(64))
 assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)), atol=1e-6)
@@ -573,10 +573,10 @@ for name, mib in peaks.items():
 
 # %% tags=["hide-cell"]
 expect("the teaching path's peak holds at least the 64 MiB of its weights",
-       peaks["teaching path (chapter 03)"] >= 64, f"{peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
+       peaks["teaching path (chapter 03)"] >= 64, f"{peaks['teaching path (chapter 03)']:.0f} MiB")
 expect("the blocked path's peak is less than a quarter of that",
        peaks["blocked, 128 keys a block"] < peaks["teaching path (chapter 03)"] / 4,
-       f"{peaks['blocked, 128 keys a block']:.0f} MiB")  # fmt: skip
+       f"{peaks['blocked, 128 keys a block']:.0f} MiB")
 
 # %% [markdown]
 # At inference the blocked path's peak is several times smaller than the teaching path's (the
@@ -600,7 +600,7 @@ for name, mib in training_peaks.items():
 # %% tags=["hide-cell"]
 expect("with autograd the blocked loop saves nothing: its peak is at least 90 % of the full matrix's",
        training_peaks["blocked, 128 keys a block"] >= 0.9 * training_peaks["teaching path (chapter 03)"],
-       f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")  # fmt: skip
+       f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")
 
 # %% [markdown]
 # With gradients, the blocked loop holds as much as the full matrix or more (the folded check
@@ -687,7 +687,7 @@ counts = torch.bincount(torch.tensor([i for ids in train for i in ids[1:]]), min
 targets = held_out[:, 1:][held_out[:, 1:] != tokenizer.pad_id]  # every held-out next token
 frequency_loss = -(counts.float() / counts.sum()).clamp_min(1e-9)[targets].log().mean().item()
 expect_at_most("held-out loss, at least half a nat below the token frequencies' (nats)", valid_loss,
-               round(frequency_loss - 0.5, 1))  # fmt: skip
+               round(frequency_loss - 0.5, 1))
 
 # %% [markdown]
 # ## Summary

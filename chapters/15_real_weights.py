@@ -108,9 +108,10 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # The map below is chapter 06's encoder-decoder, and Marian's translators have exactly its boxes.
-# GPT-2 and Llama keep only a decoder: chapter 13's map. One label differs for Marian: its decoder
-# starts from `<pad>` (section 3), not `<bos>`. Each difference between the models becomes a setting
-# of `TransformerConfig` (chapter 06) or `DecoderOnlyConfig` (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
+# Its grey labels (example tokens, loss) are the numbers translator's; for Marian, read `<pad>`
+# for `<bos>` (section 3). GPT-2 and Llama keep only a decoder (chapter 13's map). Each difference
+# between the models becomes a setting of `TransformerConfig` (chapter 06) or `DecoderOnlyConfig`
+# (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -148,32 +149,13 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # `transformer_course.convert` reads a `transformers` model's configuration, sets our fields, and copies the tensors across (`from_marian`,
 # `from_gpt2`, `from_llama`).
 #
+# <details><summary>The paper's biases, and chapter 06's</summary>
+#
 # The paper's column is the paper's model, not chapter 06's: only its feed-forward network has
 # biases, b₁ and b₂ (equation 2), and its authors' code, tensor2tensor, has none in the attention
 # projections. Chapter 04's `MultiHeadAttention` has them, as `nn.MultiheadAttention` and Marian do.
 #
-# `transformers` builds each model from the shape fields of its checkpoint's published
-# `config.json`. The layout of the
-# tensors and the arithmetic are the published ones; only the numbers differ. To keep this chapter
-# fast, SmolLM2 gets 4 of its 30 layers, GPT-2 2 of its 12, and Marian 2
-# of the 6 in each stack. Every layer has the same names and shapes, so nothing about the
-# conversion depends on how many there are.
-#
-# One more choice, the random numbers. A freshly built `transformers` model draws every matrix with a
-# standard deviation of 0.02, and starts every norm's gain at 1 and every bias at 0. Where every gain
-# is 1 and every bias 0, a converter that swaps two
-# norms or two biases, or forgets one, loads exactly the numbers a right one loads. No comparison can
-# see the mistake. So we draw
-# **every tensor** again:
-#
-# - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
-#   layer, and each embedding from N(0, 1/D);
-# - each gain from N(1, 0.2²);
-# - each bias, Marian's bias on the logits included, from N(0, 0.2²).
-#
-# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). The
-# `<pad>` entry of its logit bias is drawn like the others. That never matters: `greedy_decode`
-# never writes `<pad>`, and `transformers` is told not to (section 4).
+# </details>
 #
 # > **To run the next cells** you need `transformers`: `pip install "transformer-course[hub]"`.
 # > Without it the chapter stops here, in one line.
@@ -186,6 +168,27 @@ with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns w
     from transformers import GPT2LMHeadModel, LlamaForCausalLM, MarianMTModel
 
 transformers.logging.set_verbosity_error()  # random weights in models built on the spot: no warnings about them
+
+# %% [markdown]
+# **Real shapes, random numbers.** Each model's shapes are the shape fields of its checkpoint's
+# published `config.json`, copied into the course. The layout of the tensors and the arithmetic are the
+# published ones; only the numbers differ. To keep this chapter fast, SmolLM2 gets 4 of its 30
+# layers, GPT-2 2 of its 12, and Marian 2 of the 6 in each stack. Every layer has the same names and
+# shapes, so the conversion does not depend on their number.
+#
+# A freshly built `transformers` model draws every matrix with a standard deviation of 0.02, and
+# starts every norm's gain at 1 and every bias at 0. Then a converter that swaps two norms or two
+# biases, or forgets one, loads exactly the numbers a right one loads, and no comparison can see
+# it. So `redrawn` draws **every tensor** again:
+#
+# - each matrix from N(0, 1/its input size), the scale at which a signal keeps its size from layer to
+#   layer, and each embedding from N(0, 1/D);
+# - each gain from N(1, 0.2²);
+# - each bias, Marian's bias on the logits included, from N(0, 0.2²).
+#
+# Marian's `<pad>` row stays zeros, as in the published checkpoints (section 3 says why). The
+# `<pad>` entry of its logit bias is drawn like the others; neither side ever writes `<pad>`
+# (section 4).
 
 # %%
 torch.manual_seed(0)
@@ -230,9 +233,9 @@ gpt2 = from_gpt2(hf_gpt2)  # ours: a DecoderOnlyLM
 opus = from_marian(hf_opus)  # ours: a Transformer
 for name, hf, ours in (("Marian (opus-mt-en-de), 2+2 of 6+6 layers", hf_opus, opus),
                        ("Llama (SmolLM2-135M), 4 of 30 layers", hf_smol, smol),
-                       ("GPT-2 (small), 2 of 12 layers", hf_gpt2, gpt2)):  # fmt: skip
+                       ("GPT-2 (small), 2 of 12 layers", hf_gpt2, gpt2)):
     print(f"{name:42s} {type(hf).__name__:17s} → {type(ours).__name__:14s} "
-          f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")  # fmt: skip
+          f"{sum(p.numel() for p in hf.parameters()) / 1e6:5.1f} M parameters")
 
 # %% [markdown]
 # ## 2. The same tensors under other names
@@ -258,7 +261,7 @@ for ours_name, their_name in outside.items():
 for ours_name, their_name in sorted(marian_layer_names(decoder=True).items()):
     if ours_name.endswith("weight"):  # the biases follow the same names
         print(f"{'decoder.layers.0.' + ours_name:38s} {'model.decoder.layers.0.' + their_name:54s} "
-              f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")  # fmt: skip
+              f"{tuple(theirs['model.decoder.layers.0.' + their_name].shape)}")
 left = sorted(n for n in theirs if "layers." not in n and n not in outside.values())
 print("not copied:", left)
 
@@ -273,7 +276,7 @@ print("not copied:", left)
 # %%
 shared = opus.src_embed.embedding.weight
 print("source, target and output share one matrix in ours:",
-      shared is opus.tgt_embed.embedding.weight and shared is opus.output.weight)  # fmt: skip
+      shared is opus.tgt_embed.embedding.weight and shared is opus.output.weight)
 print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_head.weight)
 
 # %% [markdown]
@@ -300,9 +303,9 @@ pe_ours = opus.positional.pe  # (max_len, D), built by our PositionalEncoding wi
 pe_theirs = hf_opus.model.encoder.embed_positions.weight  # Marian's table
 pe_paper = sinusoidal_positional_encoding(512, 512)  # chapter 02's table: sin and cos of pair i at 2i, 2i+1
 print("ours (layout='halves') is the paper's, its even features first, then its odd ones:",
-      torch.equal(pe_ours, torch.cat([pe_paper[:, 0::2], pe_paper[:, 1::2]], dim=1)))  # fmt: skip
+      torch.equal(pe_ours, torch.cat([pe_paper[:, 0::2], pe_paper[:, 1::2]], dim=1)))
 print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
-      torch.allclose(pe_ours, pe_theirs, atol=1e-4))  # fmt: skip
+      torch.allclose(pe_ours, pe_theirs, atol=1e-4))
 print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
 
 # %% [markdown]
@@ -330,8 +333,7 @@ print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=
 # **Llama has no biases** at all, and **adds no position vectors**: it rotates its queries and keys
 # instead (chapter 13's rotary embeddings).
 #
-# The first half of each converter, `config_from_marian` (and `config_from_gpt2`,
-# `config_from_llama`), sets each choice through our configurations. These settings express them:
+# Each converter sets these choices through fields of our configurations:
 # `activation`, `sinusoid_layout` and `scale_embedding` in `TransformerConfig`; `bias`, `tie_output`,
 # `scale_embedding`, `positional="learned"` and `feed_forward="gelu_tanh"` in `DecoderOnlyConfig`.
 # This table reads them back from our three models:
@@ -346,7 +348,7 @@ rows = [
     ("output tied to the embedding", opus.config.tie_output, gpt2.config.tie_output, smol.config.tie_output),
     ("pad, bos, eos ids",
      *((m.config.pad_id, m.config.bos_id, m.config.eos_id) for m in (opus, gpt2, smol))),
-]  # fmt: skip
+]
 print(f"{'':30s}{'Marian':>22s}{'GPT-2':>22s}{'SmolLM2':>22s}")
 for label, *values in rows:
     print(f"{label:30s}" + "".join(f"{str(v):>22s}" for v in values))
@@ -379,8 +381,7 @@ for label, *values in rows:
 # ex15_1). For Meta's weights, this is the conversion script's permutation run backwards. A score is
 # a sum over the features, q·k, and is blind to their order as long as q and k are reordered alike.
 # Now our pair i holds exactly the two features the halves layout's pair i held, and turns by the
-# same angle. W^V and W^O stay as they are, and so would a bias of W^V. A bias of W^Q or W^K is
-# reordered with its rows.
+# same angle. W^V and W^O stay as they are; a bias of W^Q or W^K would move with its rows.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -420,7 +421,7 @@ q_ours = apply_rope(x @ rope_halves_to_interleaved(w_q, 1).T, positions)
 k_ours = apply_rope(x @ rope_halves_to_interleaved(w_k, 1).T, positions)
 print("same scores:", torch.allclose(q_ours @ k_ours.T, halves_scores, atol=1e-5))
 print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply_rope(k, positions).T, halves_scores,
-                                                atol=1e-5))  # fmt: skip
+                                                atol=1e-5))
 
 # %% [markdown]
 # **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
@@ -432,7 +433,7 @@ print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply
 # %%
 c_attn = hf_gpt2.transformer.h[0].attn.c_attn
 print("GPT-2's c_attn:", tuple(c_attn.weight.shape), "→ ours:",
-      [tuple(w.shape) for w, _ in split_conv1d(c_attn.weight, c_attn.bias, 3)])  # fmt: skip
+      [tuple(w.shape) for w, _ in split_conv1d(c_attn.weight, c_attn.bias, 3)])
 h = torch.randn(3, 768)
 w_q_gpt2, b_q_gpt2 = split_conv1d(c_attn.weight, c_attn.bias, 3)[0]
 print("queries equal:", torch.allclose(F.linear(h, w_q_gpt2, b_q_gpt2), c_attn(h)[:, :768], atol=1e-5))
@@ -454,12 +455,17 @@ print("untransposed, the outputs agree:", torch.allclose(linear(h), c_proj(h), a
 #
 # A conversion is right when the two models compute the same function. We feed each pair the same
 # tokens and compare the logits, every one of them. They need not be equal to the last bit. The two
-# implementations add the same products in other orders (and the order differs again from one
-# processor to another), so float32's rounding leaves small differences. The check below requires
-# them to stay under 10⁻⁵ of the largest logit. That bound is for short inputs like these. The two
-# libraries also compute each rotary angle p·ω in float32, each rounding it in its own way. The
-# rounding error of an angle grows with the position p, so over thousands of positions, with a large
-# base, two right conversions can differ by more.
+# implementations add the same products in other orders (other again on another processor), so
+# float32's rounding leaves small differences. The check below requires them to stay under 10⁻⁵ of
+# the largest logit. That bound is for short inputs like these.
+#
+# <details><summary>Why only short inputs</summary>
+#
+# The two libraries also compute each rotary angle p·ω in float32, each rounding it in its own way.
+# The rounding error of an angle grows with the position p, so over thousands of positions, with a
+# large base, two right conversions can differ by more.
+#
+# </details>
 
 # %% tags=["nbval-ignore-output"]
 torch.manual_seed(0)
@@ -473,7 +479,7 @@ with torch.no_grad():
                                            decoder_input_ids=tgt).logits),
         "GPT-2": (gpt2(ids), hf_gpt2(ids).logits),
         "SmolLM2": (smol(ids), hf_smol(ids).logits),
-    }  # fmt: skip
+    }
 differences = {}
 for name, (ours_logits, their_logits) in pairs.items():
     differences[name] = (ours_logits - their_logits).abs().max().item() / their_logits.abs().max().item()
@@ -511,16 +517,20 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 # Equal logits on these inputs settle where every tensor goes. Generation runs another code path:
 # the KV cache, the position of each new token, the rule that stops a text. So we also compare
 # greedy decoding, with our `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against
-# `transformers`' `generate(do_sample=False, num_beams=1)`.
+# `transformers`' `generate(do_sample=False, num_beams=1)`. Both sides must forbid the same tokens
+# and stop the same way; the details are folded below.
 #
-# One detail must agree first. The course never generates `<pad>` or `<bos>`: `greedy_decode` gives
-# both probability 0 (chapter 09). For Marian they are one token, 58100. The published checkpoints
-# tell `transformers` the same in their generation settings (`bad_words_ids`). Our `hf_config` copies
-# only the shapes, the choices and the special ids, so we pass it. GPT-2's one special token,
-# `<|endoftext|>`, is
-# its `<bos>` and its `<eos>`, and SmolLM2's id 0 is both too. Generating it ends the text, so nothing
-# is forbidden there. And `transformers` puts Marian's `<eos>` at the last allowed step
-# (`forced_eos_token_id`), where ours stops without it, so we compare the tokens before that step.
+# <details><summary>Forbidden tokens and the last step</summary>
+#
+# The course never generates `<pad>` or `<bos>`: `greedy_decode` gives both probability 0
+# (chapter 09). For Marian they are one token, 58100. The published checkpoints tell `transformers`
+# the same in their generation settings (`bad_words_ids`). Our `hf_config` copies no generation
+# settings, so we pass it. GPT-2's `<|endoftext|>` is its `<bos>` and its `<eos>`, and SmolLM2's
+# id 0 is both too. Generating it ends the text, so nothing is forbidden
+# there. And `transformers` puts Marian's `<eos>` at the last allowed step (`forced_eos_token_id`),
+# where ours stops without it, so we compare the tokens before that step.
+#
+# </details>
 
 # %%
 steps = 8
@@ -533,7 +543,7 @@ with torch.no_grad():
     for name, ours_lm, hf in (("GPT-2", gpt2, hf_gpt2), ("SmolLM2", smol, hf_smol)):
         mine = generate(ours_lm, prompt, max_new_tokens=steps)
         hf_tokens = hf.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, num_beams=1,
-                                max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)  # fmt: skip
+                                max_new_tokens=steps, pad_token_id=ours_lm.config.pad_id)
         same_lm[name] = torch.equal(mine, hf_tokens)
         for row in range(len(prompt)):
             print(f"{name:8s} row {row} ours   ", mine[row, 5:].tolist())
@@ -546,17 +556,17 @@ for row in range(len(src)):
 
 # %% tags=["hide-cell"]
 expect("Marian: greedy tokens identical to transformers' generate", same_marian,
-       f"{n} tokens per sentence, {len(ours_marian.unique())} distinct")  # fmt: skip
+       f"{n} tokens per sentence, {len(ours_marian.unique())} distinct")
 for name, same in same_lm.items():
     expect(f"{name}: greedy tokens identical to transformers' generate", same, f"{steps} new tokens per text")
 
 # %% [markdown]
-# Marian's greedy rows repeat one token. That is the random model, not the conversion. Its output
-# layer is its embedding (tied), and the residual connections carry the embedding of the token the
-# decoder reads, scaled by √D, up to the output. So once it writes a token, that token scores high
-# again. For
-# Marian this check tests little: a repeated token can hide a cache that mixes up positions. The
-# logits above are Marian's real test. GPT-2's and SmolLM2's rows change token, so they test
+# Marian's greedy rows repeat one token. That is the random model, not the conversion. A likely
+# cause, not shown here: the residual connections carry the embedding of the token the decoder
+# reads, scaled by √D, to the tied output layer, so the token just written scores high again. Either
+# way, a repeated token can hide a cache that mixes up positions: for Marian this check tests
+# little. The logits above are its real test; comparing every generated step's logits, not only
+# its token, would test the cache too. GPT-2's and SmolLM2's rows change token, so they test
 # `generate` and its cache.
 
 # %% [markdown]
@@ -571,8 +581,9 @@ for name, same in same_lm.items():
 #   and W^K for rotary pairs (per head, row i → 2i and row i + d/2 → 2i + 1) pass a strict load
 #   however they are ordered. GPT-2's square `Conv1D` weights (such as `c_proj`) also pass it
 #   untransposed, and must be transposed.
-# - Equal logits within rounding and identical tokens check the conversion on models whose every
-#   tensor is random. The real checkpoints need a network: chapter 16 runs them in an aside, at home.
+# - Equal logits within rounding, and identical tokens where the tokens vary, check the conversion
+#   on models whose every tensor is random. The real checkpoints need a network: chapter 16 runs
+#   them in an aside, at home.
 #
 # **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
 # write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`
