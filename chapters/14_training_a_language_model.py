@@ -148,7 +148,7 @@ tokenizer = SubwordTokenizer.from_dict(shipped.tokenizer)  # chapter 12's BPE, l
 print(f"The shipped model: {shipped.model.num_parameters():,} parameters, D = {recipe['d_model']}, "
       f"{recipe['n_layers']} blocks, {recipe['n_heads']} query and {recipe['n_kv_heads']} key/value heads, "
       f"{len(tokenizer):,} tokens. {shipped.step:,} steps of {recipe['batch_size']} texts "
-      f"of at most {recipe['max_tokens']} tokens.")  # fmt: skip
+      f"of at most {recipe['max_tokens']} tokens.")
 
 splits = shakespeare_splits()  # passages; the end of each play held out (validation, then test)
 
@@ -160,7 +160,7 @@ def pack(passages: list[str]) -> list[list[int]]:
 
 train, valid = pack(splits["train"]), pack(splits["valid"])
 print(f"{len(train):,} training texts of {sum(len(ids) for ids in train):,} tokens; "
-      f"{len(valid)} validation texts from the end of each play")  # fmt: skip
+      f"{len(valid)} validation texts from the end of each play")
 
 # %% [markdown]
 # **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay as
@@ -200,11 +200,11 @@ paper_peak = transformer_lr(warmup, recipe["d_model"], warmup)
 fig, ax = plt.subplots(figsize=(8, 3.6))
 ax.axvspan(0, warmup, color="0.9", zorder=0, label=f"both: the same warm-up ({warmup} steps)")
 ax.plot(steps, [peak_lr * warmup_cosine_lr(s, warmup, total) for s in steps], lw=3.5,
-        alpha=0.6, label="linear warm-up, cosine decay (today)")  # fmt: skip
+        alpha=0.6, label="linear warm-up, cosine decay (today)")
 ax.plot(steps, [peak_lr * transformer_lr(s, recipe["d_model"], warmup) / paper_peak for s in steps],
-        ls="--", lw=1.6, color="C1", label="equation (3), the paper, scaled to the same peak")  # fmt: skip
+        ls="--", lw=1.6, color="C1", label="equation (3), the paper, scaled to the same peak")
 ax.set(xlabel="training step", ylabel="learning rate",
-       title="The cosine schedule ends low; the paper's is still above a quarter of its peak")  # fmt: skip
+       title="The cosine schedule ends low; the paper's is still above a quarter of its peak")
 ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, fontsize=8)
 plt.show()
 
@@ -220,11 +220,11 @@ plt.show()
 def decayed_vectors(optimizer: torch.optim.Optimizer) -> int:
     """How many numbers of biases and norm gains (one dimension) the optimizer decays."""
     return sum(p.numel() for group in optimizer.param_groups if group["weight_decay"] > 0
-               for p in group["params"] if p.dim() < 2)  # fmt: skip
+               for p in group["params"] if p.dim() < 2)
 
 
 for label, make in (("AdamW(model.parameters())", lambda m: torch.optim.AdamW(m.parameters(), 3e-3, weight_decay=0.1)),
-                    ("make_adamw(model)", lambda m: make_adamw(m, lr=3e-3, weight_decay=0.1))):  # fmt: skip
+                    ("make_adamw(model)", lambda m: make_adamw(m, lr=3e-3, weight_decay=0.1))):
     small = DecoderOnlyLM(DecoderOnlyConfig.modern(50, d_model=32, n_heads=4, n_layers=2))
     optimizer = make(small)
     for _ in range(1000):
@@ -232,7 +232,7 @@ for label, make in (("AdamW(model.parameters())", lambda m: torch.optim.AdamW(m.
             p.grad = torch.zeros_like(p)  # no signal from the loss: only the decay acts
         optimizer.step()
     print(f"{label:26s} decays {decayed_vectors(optimizer):3d} numbers of gains and biases; "
-          f"mean norm gain after 1,000 steps: {small.norm.weight.mean():.2f}")  # fmt: skip
+          f"mean norm gain after 1,000 steps: {small.norm.weight.mean():.2f}")
 assert decayed_vectors(make_adamw(small)) == 0
 
 # %% [markdown]
@@ -263,7 +263,7 @@ config = DecoderOnlyConfig.modern(
     len(tokenizer), d_model=recipe["d_model"], n_heads=recipe["n_heads"], n_kv_heads=recipe["n_kv_heads"],
     n_layers=recipe["n_layers"], max_len=recipe["max_tokens"], dropout=recipe["dropout"], scale_embedding=False,
     d_ff=swiglu_hidden_size(recipe["d_model"], multiple_of=32),  # ⅔ · 4 · D rounded up, as Llama rounds it
-)  # fmt: skip
+)
 assert config == shipped.config  # the shipped model's shape
 model = DecoderOnlyLM(config).to(device)
 optimizer = make_adamw(model, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
@@ -274,20 +274,20 @@ history = fit(WithoutSource(model), batches, optimizer, scheduler, steps, option
 valid_loss = token_losses(model, valid, tokenizer.pad_id).nanmean().item()
 recorded = shipped.extra["valid_losses"]  # {step: validation loss} of the shipped run
 print(f"{history.seconds:.0f} s for {steps} steps; validation loss {valid_loss:.2f} nats per token, "
-      f"the shipped run's at step {steps}: {recorded[steps]:.2f}")  # fmt: skip
+      f"the shipped run's at step {steps}: {recorded[steps]:.2f}")
 
 fig, ax = plt.subplots(figsize=(8, 3.2))
 ax.plot(history.steps, history.losses, lw=0.6, label="our run: training loss (one batch)")
 ax.plot(list(recorded), list(recorded.values()), "o", color="C1", label="shipped run: validation loss")
 ax.plot([steps], [valid_loss], "*", color="C0", markersize=14, label="our run: validation loss")
 ax.set(xlabel="training step", ylabel="cross-entropy (nats per token)", xlim=(0, recipe["steps"] + 20),
-       title="Our run is the beginning of the shipped run")  # fmt: skip
+       title="Our run is the beginning of the shipped run")
 ax.legend()
 plt.show()
 
 # %% tags=["hide-cell"]
 expect_between(f"validation loss after {steps} steps, near the shipped run's at that step (nats)", valid_loss,
-               round(recorded[steps] - 0.1, 2), round(recorded[steps] + 0.1, 2))  # fmt: skip
+               round(recorded[steps] - 0.1, 2), round(recorded[steps] + 0.1, 2))
 
 # %% [markdown]
 # The star lands on the shipped run's dot for the same step (a folded check allows 0.1 nats). On a
@@ -321,9 +321,9 @@ for name, loss in references.items():
 # %% tags=["hide-cell"]
 shipped_loss = token_losses(shipped.model, valid, tokenizer.pad_id).nanmean().item()
 expect_between("the shipped model's validation loss, recomputed (nats)", shipped_loss,
-               shipped.extra["valid_loss"] - 0.01, shipped.extra["valid_loss"] + 0.01)  # fmt: skip
+               shipped.extra["valid_loss"] - 0.01, shipped.extra["valid_loss"] + 0.01)
 expect("our short run predicts better than the token frequencies alone", valid_loss < references[
-    "the token frequencies alone"], f"{valid_loss:.2f} nats")  # fmt: skip
+    "the token frequencies alone"], f"{valid_loss:.2f} nats")
 
 # %% [markdown]
 # **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt. It is
@@ -402,7 +402,7 @@ def timed(use_cache: bool) -> tuple[torch.Tensor, float]:
     sampler = torch.Generator(device=device).manual_seed(1)
     start = time.perf_counter()
     out = generate(shipped_model, torch.full((16, 1), tokenizer.bos_id, device=device), 100, use_cache=use_cache,
-                   temperature=0.8, top_p=0.9, generator=sampler)  # fmt: skip
+                   temperature=0.8, top_p=0.9, generator=sampler)
     return out, time.perf_counter() - start
 
 
@@ -447,7 +447,7 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 # %%
 data = LMData.german()
 print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentences, the longest "
-      f"{data.train_length} tokens; {len(data.valid)} held-out sentences")  # fmt: skip
+      f"{data.train_length} tokens; {len(data.valid)} held-out sentences")
 
 # %% [markdown]
 # The comparison is paired, as chapter 08's box on testing a claim describes. Each variant is trained
@@ -476,7 +476,7 @@ ablation = run_lm_experiment({
     "sinusoids instead of RoPE": LMVariant(overrides={"positional": "sinusoidal"}),
     "ReLU, d_ff = 4·D, instead of SwiGLU": LMVariant(overrides={"feed_forward": "relu", "d_ff": 4 * 64}),  # D = 64
     "the paper's schedule": LMVariant(schedule="paper"),
-}, data)  # fmt: skip
+}, data)
 
 # %% [markdown]
 # The table gives today's block once, then each variant's three paired differences. The figure draws
@@ -492,7 +492,7 @@ ablation = run_lm_experiment({
 # %% tags=["nbval-ignore-output"]
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
 display(Markdown("\n".join(f"- {paired_verdict(ablation, VALID_LOSS, name, today)}" for name in names)
-                 + f"\n- {paired_verdict(ablation, LONG_LOSS, 'sinusoids instead of RoPE', today)}"))  # fmt: skip
+                 + f"\n- {paired_verdict(ablation, LONG_LOSS, 'sinusoids instead of RoPE', today)}"))
 
 # %% [markdown]
 # Position by position on the long texts, for the two ways of giving positions (the mean of the three
@@ -518,7 +518,7 @@ for color, name in (("C0", today), ("C2", "sinusoids instead of RoPE")):
     ax.fill_between(positions, curves.min(0).values, curves.max(0).values, color=color, alpha=0.2, lw=0)
 ax.axvspan(0, data.train_length - 1, color="0.9", zorder=0, label="positions seen in training")
 ax.set(xlabel="position in a text of four sentences", ylabel="loss (nats per token)",
-       title="Loss by position on texts of four sentences (band: lowest to highest run)")  # fmt: skip
+       title="Loss by position on texts of four sentences (band: lowest to highest run)")
 ax.legend(fontsize=8)
 plt.show()
 
@@ -549,21 +549,21 @@ def values(name: str, metric: str = VALID_LOSS) -> list[float]:
 
 
 expect_above("the paper's schedule: higher validation loss than the cosine, beyond the spread",
-             values("the paper's schedule"), values(today))  # fmt: skip
+             values("the paper's schedule"), values(today))
 expect_above(
     "sinusoids: higher validation loss than RoPE, beyond the spread", values("sinusoids instead of RoPE"), values(today)
 )
 expect("sinusoids: higher mean loss than RoPE past the training lengths",
        ablation.variants["sinusoids instead of RoPE"].mean(LONG_LOSS) > ablation.variants[today].mean(LONG_LOSS),
        f"{ablation.variants['sinusoids instead of RoPE'].mean(LONG_LOSS):.3f} vs "
-       f"{ablation.variants[today].mean(LONG_LOSS):.3f}")  # fmt: skip
+       f"{ablation.variants[today].mean(LONG_LOSS):.3f}")
 expect("ReLU: higher mean validation loss than SwiGLU at equal parameters",
        ablation.variants["ReLU, d_ff = 4·D, instead of SwiGLU"].mean(VALID_LOSS) > ablation.variants[today].mean(VALID_LOSS),
        f"{ablation.variants['ReLU, d_ff = 4·D, instead of SwiGLU'].mean(VALID_LOSS):.3f} vs "
-       f"{ablation.variants[today].mean(VALID_LOSS):.3f}")  # fmt: skip
+       f"{ablation.variants[today].mean(VALID_LOSS):.3f}")
 gap = ablation.variants["LayerNorm instead of RMSNorm"].mean(VALID_LOSS) - ablation.variants[today].mean(VALID_LOSS)
 expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each other", abs(gap) < 0.05,
-       f"LayerNorm − RMSNorm = {gap:+.3f}")  # fmt: skip
+       f"LayerNorm − RMSNorm = {gap:+.3f}")
 
 # %% [markdown]
 # ## 3. How small is our scale?
@@ -595,7 +595,7 @@ print(f"{'model':26s}{'parameters':>12s}{'training tokens':>17s}{'per parameter'
 for name, n, d in runs:
     print(f"{name:26s}{n:12.3g}{d:17.3g}{d / n:15.1f}{6 * n * d:12.2e}")
 print(f"the shipped model: {distinct / 1e6:.2f} M distinct tokens, read {tokens_seen / distinct:.1f} times "
-      f"({distinct / shipped.model.num_parameters():.2f} distinct tokens per parameter)")  # fmt: skip
+      f"({distinct / shipped.model.num_parameters():.2f} distinct tokens per parameter)")
 our_compute, gpt3_compute = (6 * n * d for _, n, d in (runs[0], runs[-1]))
 print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operations of the shipped model's")
 
