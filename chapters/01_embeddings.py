@@ -285,7 +285,7 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # *added* to the embeddings: the positional encoding of §3.5, which chapter 02 builds. Its entries
 # are sines and cosines, and every positional vector has length exactly $\sqrt{d_{model}/2}$,
 # whatever the position. Each sine–cosine pair adds $\sin^2 + \cos^2 = 1$ to the squared length,
-# and there are $d_{model}/2$ pairs (chapter 02 builds them).
+# and there are $d_{model}/2$ pairs.
 #
 # The length of a token vector depends on how the table was initialised. The paper does not say how
 # it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
@@ -357,8 +357,10 @@ plt.show()
 # ## 4. Weight tying: one matrix for input and output
 #
 # At the other end, the decoder turns its output vector $h$ (of size $d_{model}$) into one score per
-# vocabulary entry, at each of the T positions of a target sentence. These scores, before the softmax turns them into probabilities, are called
-# *logits*. A linear layer computes them: $\text{logits} = h W^\top$. Its matrix $W$ has shape
+# vocabulary entry, at each of the T positions of a target sentence. These scores are called
+# *logits*. The *softmax* turns them into probabilities: it replaces each score $s$ by $e^s$ and
+# divides by the sum of these (chapter 03 takes it apart). A linear layer computes the logits:
+# $\text{logits} = h W^\top$. Its matrix $W$ has shape
 # $V_\text{tgt} \times d_{model}$, where $V_\text{tgt}$ is the size of the target vocabulary. That
 # is the shape of the target embedding.
 #
@@ -366,7 +368,9 @@ plt.show()
 # paper credits to Press and Wolf. Their argument: the lookup trains only the rows of the tokens
 # it read (section 2), but the output layer trains every row at every step, since every logit
 # enters the softmax. One shared matrix gets both kinds of training. They found that tying made
-# language models better, with fewer parameters. Our toy example has one vocabulary for both sides
+# language models better, with fewer parameters.
+#
+# Our toy example has one vocabulary for both sides
 # ($V_\text{src} = V_\text{tgt}$). The embedding below gets `padding_idx`: its `<pad>` row starts at
 # zero, and the lookup sends that row no gradient. Once the matrix is tied, the output layer still
 # trains that row, as it trains every row. That is harmless: the model learns never to predict
@@ -391,7 +395,8 @@ print("one block of memory:    ", generator.weight.data_ptr() == token_embedding
 
 # %% [markdown]
 # At the paper's size the saving is large. With one vocabulary shared by English and German, the
-# encoder input, the decoder input and the output layer can all use the same matrix:
+# encoder input, the decoder input and the output layer can all use the same matrix. One matrix
+# then does the work of three, so sharing saves the other two:
 
 # %%
 V_shared, D = 37_000, 512  # V_src = V_tgt: one vocabulary for both languages
@@ -403,12 +408,10 @@ print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole b
 # Tying also fits the scaling of section 3. The output layer scores a state $h$ by its dot product
 # with each token's row of $E$. The entries of $E$ have size $1/\sqrt{d_{model}}$ and those of $h$
 # have size 1, so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
-# large. The cell below also feeds in each token's own scaled vector as the state. That state
-# scores its own token highest, because random vectors in many dimensions are nearly orthogonal.
-# This is a property of random vectors, not evidence that tying helps. It does point to a bias at
-# the start. Through the residual shortcuts of chapter 05, a decoder's output can start close to
-# the embedding of its input token. So a tied model may at first lean towards repeating that
-# token, while its task is to predict the next one. Training has to remove that lean.
+# large. The cell below checks this on random states. It also feeds in each token's own scaled
+# vector as the state. That state scores its own token highest, because random vectors in many
+# dimensions are nearly orthogonal. This is a property of random vectors at the start, not of a
+# trained model.
 
 # %%
 d = 512

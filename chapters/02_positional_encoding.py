@@ -194,8 +194,8 @@ plt.show()
 
 # %% [markdown]
 # Every entry stays in $[-1, 1]$ and every row has the same length $\sqrt{d_{model}/2}$ (each
-# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). This is the length that chapter 01
-# used. With its $\sqrt{d_{model}}$ factor, token vectors and positional vectors start with
+# sine-cosine pair contributes $\sin^2 + \cos^2 = 1$). Chapter 01 used this length to motivate
+# its $\sqrt{d_{model}}$ factor: with the factor, token vectors and positional vectors start with
 # comparable lengths ([chapter 11](11_testing_the_papers_choices.ipynb) tests whether that matters).
 #
 # ## 3. Moving $k$ positions ahead is a rotation
@@ -337,8 +337,8 @@ plt.show()
 # encodings tell a neighbour from a distant position, but they do not rank distant positions by
 # how far they are.
 #
-# A trained model never compares the raw encodings: its attention (chapters 03 and 04) first
-# multiplies them by learned matrices, and nothing forces those to keep distances readable.
+# These are properties of the raw encodings. In a model, attention (chapters 03 and 04) compares
+# them only after learned matrices, and nothing forces those to keep distances readable.
 # Rotary embeddings ([chapter 13](13_modern_language_models.ipynb)) rotate the vectors that attention
 # compares after the learned matrices, so the positional part of the score depends on the offset alone.
 #
@@ -357,24 +357,25 @@ plt.show()
 # ## 5. Adding the table to a batch
 #
 # `PositionalEncoding` computes the table once, for up to `max_len` positions. Its input x is
-# *batch-first*, with the batch axis first: (B, S, D) for source sentences, (B, T, D) for target
-# ones, treated alike. For a target batch the module adds the first T rows
-# of the table to x. That (T, D) slice broadcasts over the batch, so every sentence gets row 0 at its
-# first token, row 1 at its second, and so on.
-#
-# Then comes *dropout*, which sets random features to zero during training so that the model cannot
-# rely on any single one. It multiplies the features it keeps by $1/(1 - P_{drop})$, so that their
-# expected value does not change; at evaluation it does nothing. §5.4 applies it to the sums of
-# embeddings and positional encodings, at a rate $P_{drop} = 0.1$ for the base model. You write
-# `forward` in exercise `ex02_2`.
+# *batch-first*: the batch axis comes first, then the positions, then the features, as in
+# (B, S, D) or (B, T, D). (Older code put the positions first: (T, B, D).) The module adds the
+# first `x.size(1)` rows of the table to x: S rows for a source batch, T for a target batch. That
+# slice broadcasts over the batch, so every sentence gets row 0 at its first token, row 1 at its
+# second, and so on.
 #
 # `forward(x, offset=L)` reads the rows L … L+T−1 instead: x is then the continuation of a longer
 # sequence, starting at position L. Chapter 09 needs this when it writes a translation one token at
 # a time, each new token at the next position.
 #
+# After the addition comes *dropout*, which sets random features to zero during training so that
+# the model cannot rely on any single one. It multiplies the features it keeps by
+# $1/(1 - P_{drop})$, so that their expected value does not change; at evaluation it does nothing.
+# §5.4 applies it to the sums of embeddings and positional encodings, at a rate $P_{drop} = 0.1$
+# for the base model. You write `forward` in exercise `ex02_2`.
+#
 # The table is registered as a *buffer*. It follows `.to(device)` and `.to(dtype)` like a weight,
 # but it is not a parameter: nothing learns it. And since it is a formula, it is not saved in the
-# `state_dict` either (`persistent=False`).
+# `state_dict` either (`persistent=False`). The last two lines of the cell check this.
 
 # %%
 vocab_size, d_model = 20, 16
@@ -423,10 +424,11 @@ print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 # The authors kept the sinusoids because they *may* let the model handle sentences longer than any
 # it saw in training (§3.5). The paper does not test it. A learned table cannot even promise that.
 # It has no vector beyond its `max_len`, and the rows of positions that never occurred in training
-# get no gradient, so they stay random. The sinusoids are at least defined everywhere. Whether a
-# model can *use* them beyond its training lengths is another question, which [chapter
-# 11](11_testing_the_papers_choices.ipynb) puts to a test. The cell's last lines show the sinusoids
-# keeping section 3's rotation rule at positions 500–999, far beyond the learned table's rows.
+# get no gradient, so they stay random. The sinusoids are at least defined everywhere: the cell's
+# last line checks that they keep section 3's rotation rule at positions 500–999, far beyond the
+# learned table's rows. That is a property of the formula, not of a trained model. Whether a model
+# can *use* them beyond its training lengths is another question, which [chapter
+# 11](11_testing_the_papers_choices.ipynb) puts to a test.
 
 # %%
 learned = LearnedPositionalEmbedding(d_model=16, max_len=64)

@@ -258,9 +258,11 @@ print("the package agrees with the hand computation")
 # that the large dot products are the cause, pushing the softmax into regions of tiny gradients.
 # The $1/\sqrt{d_k}$ factor is its remedy.
 #
-# The experiment below measures all of it. For each $d_k$ we draw 1000 random queries, each compared
+# The experiment below measures each step of that argument at initialisation, and at which $d_k$
+# the trouble starts. For each $d_k$ we draw 1000 random queries, each compared
 # with 16 random keys, and look at the scores with and without the scaling. The *entropy* of a row
-# of weights measures how spread out it is: $\log 16$ nats when all 16 weights are equal, 0 when one
+# of weights $p$, $-\sum_j p_j \log p_j$ with the natural logarithm (its unit is the *nat*),
+# measures how spread out it is: $\log 16$ when all 16 weights are equal, 0 when one
 # key takes everything. A random gradient then flows back from the weights, and we measure what
 # reaches each query: that is what would train the layer that makes the queries.
 
@@ -368,13 +370,13 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 # 4. the gradient that reaches a query does *not* simply shrink. Its mean even grows: without the
 #    division, each score is $\sqrt{d_k}$ times more sensitive to the query. But its median falls,
 #    to zero at the largest sizes. In a saturated row every weight is nearly 0 or 1, and the softmax
-#    passes almost nothing back. Only the few rows whose two best keys nearly tie get a gradient,
-#    and a large one.
+#    passes almost nothing back. A row passes a gradient only while some of its weights are far
+#    from 0 and 1, as when its two best keys nearly tie.
 #
 # So unscaled attention at a large $d_k$ learns unevenly. At $d_k = 1024$ most queries (61%) receive
 # almost no signal, and a few receive large, erratic jolts. That is the paper's "extremely small
-# gradients", for most rows, though not on average. Scaled, the curves are flat, and the mean and the median gradient stay
-# close: the head size no longer changes how attention behaves at initialisation.
+# gradients", for most rows, though not on average. Scaled, the curves are flat and the mean stays
+# close to the median: the head size no longer changes how attention behaves at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
 # one up to $d_k = 64$, the paper's head size. It falls below at the next size on the axis and
@@ -486,8 +488,7 @@ print(run_check("ex03_2", apply_mask_reversed).line())
 print(run_check("ex03_2").line())  # the package's apply_mask
 
 # %% [markdown]
-# Every answer is now `<pad>`: the only keys left visible are the padding. The exercise check
-# `ex03_2` recognises this bug and says so.
+# Every answer is now `<pad>`: the only keys left visible are the padding.
 #
 # ## 5. A row with nothing to attend to
 #
@@ -541,8 +542,8 @@ print(run_check("ex03_2", apply_mask_minus_inf).line())
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
 # (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
 # `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call. When
-# PyTorch picks a blocked kernel for it, the kernel walks over the keys in blocks and updates the
-# softmax as each block arrives (chapter 13 explains how). Then the (B, H, T, S) weights never exist
+# PyTorch picks a kernel that reads the keys one tile at a time, it updates the softmax as each
+# tile arrives ([chapter 13](13_modern_language_models.ipynb), section 6). Then the (B, H, T, S) weights never exist
 # in memory. For some masks and machines it falls back to the plain steps, which do build them.
 # The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
 # row give the mean of the values there too. Both compute equation (1), so they give the same numbers:
@@ -600,9 +601,9 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 #
 # So, by Table 1's count, self-attention costs less computation than recurrence when $n < D$. That
 # is the usual case for sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
-# takes over. This is why the paper proposes the restricted variant of the last row as a possible
-# remedy: each token sees only its $r$ nearest neighbours, a band along the diagonal of the mask
-# (exercise ex03_4 builds it, `band_mask`). The figure draws the path-length column.
+# takes over. The paper proposes the table's last row as a possible remedy: each token sees only its $r$
+# nearest neighbours, a band along the diagonal of the mask (`band_mask`, exercise ex03_4). The
+# figure draws the path-length column.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -644,10 +645,10 @@ plot_path_lengths()
 #   where it becomes `-inf`, and `masked_fill` refuses to write it there.
 # - The teaching path returns the weights; the fast path (`fast_attention`, built on
 #   `F.scaled_dot_product_attention`) does not, can save the (B, H, T, S) memory, and gives the same numbers.
-# - Self-attention (§4, Table 1) connects any two positions in one step and needs no sequential
-#   steps, at a cost of $O(n^2 D)$ per layer for its comparisons. A recurrent layer costs $O(n D^2)$
-#   but needs $n$ steps in a row. Counted with its projections, attention does more arithmetic than
-#   a plain RNN, and less than an LSTM only while $n < 2D$. Its sure gain is the parallel steps.
+# - Self-attention (§4, Table 1) connects any two positions in one step, with no sequential steps,
+#   at $O(n^2 D)$ per layer. A recurrent layer ($O(n D^2)$) needs $n$ steps in a
+#   row. Counted with projections, attention does more arithmetic than a plain RNN, and less than an
+#   LSTM only while $n < 2D$. Its sure gain is the parallel steps.
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
 # `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
@@ -706,7 +707,7 @@ plot_path_lengths()
 #   Translation*: dot-product ("multiplicative") attention.
 # - Britz et al. (2017), *Massive Exploration of Neural Machine Translation Architectures*: the
 #   comparison of additive and dot-product attention that the paper cites as [3].
-# - Dao et al. (2022), *FlashAttention*: the blocked kernel behind the fast path of section 6.
+# - Dao et al. (2022), *FlashAttention*: the tiled kernel behind the fast path of section 6.
 
 # %% [markdown]
 # **Next:** [Chapter 04 — Multi-head attention](04_multi_head_attention.ipynb): one attention looks at

@@ -28,7 +28,7 @@
 #   merge the heads, apply $W^O$, with the shape of every tensor along the way;
 # - count the parameters with a formula and check the count on the module;
 # - use separate head sizes $d_k$ (queries, keys) and $d_v$ (values);
-# - read per-head attention maps;
+# - read per-head attention maps (built by hand here; trained ones in chapters 08 and 10);
 # - reproduce `nn.MultiheadAttention` to float32 precision, converting its masks.
 #
 # **In the paper:** §3.2.2 (multi-head attention and its equation), §3.2.3 (where the Transformer
@@ -357,7 +357,7 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # the parameters. The four projections take $4d_\text{model}^2$ multiply-adds per token, whatever
 # $h$. And for one query, the scores of $h$ heads of size $d_\text{model}/h$ over $n$ keys take
 # $n \cdot h \cdot d_\text{model}/h = n \cdot d_\text{model}$ multiply-adds, as for one head of
-# full width. The table below checks the parameter count.
+# full width. The table below checks the parameter count; the cost rests on the argument above.
 
 
 # %%
@@ -401,7 +401,7 @@ assert count(mha_kv) == mha_parameters(12, 3, 4, 6)
 print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 
 # %% [markdown]
-# The weights do not depend on $d_v$ at all: they come from queries and keys. And the output is
+# The weights cannot depend on $d_v$: $\mathrm{softmax}(QK^\top/\sqrt{d_k})$ has no $V$ in it. And the output is
 # back at $d_\text{model} = 12$ thanks to $W^O$ (18 → 12).
 #
 # ## 8. Equal to `nn.MultiheadAttention`
@@ -512,7 +512,8 @@ plt.show()
 # the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).
 # Chapter 10 shows that the trained translator has heads that jump across the sentence to the
 # English word a German piece needs.
-#
+
+# %% [markdown]
 # ## Summary
 #
 # - Multi-head attention (§3.2.2) runs $h$ attentions on different learned projections and mixes

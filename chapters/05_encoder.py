@@ -25,7 +25,8 @@
 # - a shortcut that adds each sub-layer's input to its output;
 # - a normalisation that keeps the numbers in range.
 #
-# Stack six of these layers and you have the paper's encoder.
+# Stack six of these layers and you have the paper's encoder. At the end of the chapter, a
+# six-layer stack of your own gives the same numbers as PyTorch's encoder.
 #
 # **Learning goals**
 #
@@ -107,7 +108,7 @@ architecture_map("encoder")
 # %% [markdown]
 # ## 1. The shape of an encoder layer
 #
-# §3.1 describes each of the $N = 6$ encoder layers as two **sub-layers**:
+# Before the new parts, the frame they fit into. §3.1 describes each of the $N = 6$ encoder layers as two **sub-layers**:
 #
 # 1. multi-head self-attention: every position looks at every (non-padding) position;
 # 2. a position-wise feed-forward network: every position is transformed on its own.
@@ -121,6 +122,8 @@ architecture_map("encoder")
 # Attention we know. This chapter builds the other parts one at a time.
 #
 # ## 2. The position-wise feed-forward network (§3.3, equation (2))
+#
+# Attention mixes the positions; the second sub-layer works on each position alone.
 #
 # $$\mathrm{FFN}(x) = \max(0,\; xW_1 + b_1)\,W_2 + b_2$$
 #
@@ -190,6 +193,8 @@ print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} p
 
 # %% [markdown]
 # ## 3. Residual connections and layer normalisation
+#
+# Both sub-layers are now known; next comes the wrapping that goes around each of them.
 #
 # A **residual connection** computes $x + \mathrm{Sublayer}(x)$ instead of $\mathrm{Sublayer}(x)$.
 # The sub-layer only has to learn a *correction* to its input. Through a stack of layers, these
@@ -270,6 +275,7 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 #
 # ## 4. Post-LN and pre-LN: where the normalisation goes
 #
+# With the shortcut and the normalisation defined, one choice is left: their order.
 # The paper normalises **after** the addition (post-LN):
 #
 # $$x_{l+1} = \mathrm{LN}\big(x_l + \mathrm{Dropout}(\mathrm{Sublayer}(x_l))\big)$$
@@ -287,7 +293,8 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # additions alone, plus the single final LayerNorm, however many layers are stacked. But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
-# derivatives. In a 12-layer stack at initialisation the effect turns out mild (below).
+# derivatives, so post-LN's gradients depend on depth. In our 12-layer stack at initialisation
+# they grow mildly towards the top (below).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -320,19 +327,22 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # The experiment below builds a 12-layer encoder both ways, with the same start. Every weight matrix
 # is drawn by *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$,
 # for a matrix from $n_\text{in}$ to $n_\text{out}$ features. That keeps the size of the signals
-# about the same from layer to layer; `nn.Transformer` starts this way, and so will our full model
+# about the same from layer to layer. `nn.Transformer` (not its layer classes on their own) starts
+# this way, and so will our full model
 # in chapter 06. The experiment feeds a batch of random vectors and puts a linear classifier on
 # top, with **random target classes**. Then it backpropagates the usual classification loss once:
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
-# class. No training happens. We only look at the gradient each layer receives at the start,
-# averaged over three random initialisations.
+# class. No training happens. We only look at the gradients at the start, averaged over three
+# random initialisations. Two of them: the gradient of each layer's parameters, and the gradient on
+# the residual stream at each layer's output, $\partial L / \partial x_l$.
 
 # %%
 N_LAYERS, D_EXP, HEADS_EXP, N_CLASSES = 12, 64, 4, 100
 
 
-def gradients_at_initialisation(norm_first: bool, seed: int) -> tuple[list[float], list[float]]:
-    """Gradient norm of each layer's parameters, and the size of the residual stream after each layer."""
+def gradients_at_initialisation(norm_first: bool, seed: int) -> tuple[list[float], list[float], list[float]]:
+    """Per layer: the gradient norm of its parameters, the gradient norm on the residual stream at its
+    output, and the stream's size (root mean square) there."""
     torch.manual_seed(seed)
     layers = [EncoderLayer(D_EXP, HEADS_EXP, 4 * D_EXP, dropout=0.0, norm_first=norm_first) for _ in range(N_LAYERS)]
     for module in (m for layer in layers for m in layer.modules() if isinstance(m, nn.Linear)):
@@ -342,47 +352,46 @@ def gradients_at_initialisation(norm_first: bool, seed: int) -> tuple[list[float
     classifier = nn.Linear(D_EXP, N_CLASSES)
     x = torch.randn(8, 16, D_EXP)  # (B, S, D): unit-variance inputs, like scaled embeddings
     targets = torch.randint(N_CLASSES, (8, 16))  # random classes: nothing to learn, only gradients to look at
-    stream = []  # root-mean-square size of the residual stream after each layer
+    outputs = []  # the residual stream after each layer, (B, S, D) each
     h = x
     for layer in layers:
         h = layer(h)
-        stream.append(h.pow(2).mean().sqrt().item())
+        h.retain_grad()  # keep ∂L/∂h: backward() keeps gradients of the parameters only
+        outputs.append(h)
     F.cross_entropy(classifier(encoder.norm(h)).flatten(0, 1), targets.flatten()).backward()
     grad_norms = [torch.sqrt(sum(p.grad.pow(2).sum() for p in layer.parameters())).item() for layer in layers]
-    return grad_norms, stream
+    stream_grads = [h.grad.norm().item() for h in outputs]
+    stream = [h.pow(2).mean().sqrt().item() for h in outputs]
+    return grad_norms, stream_grads, stream
 
 
 results = {}
 for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
     runs = [gradients_at_initialisation(norm_first, seed) for seed in range(3)]
-    results[name] = [torch.tensor([run[i] for run in runs]).mean(0) for i in (0, 1)]  # mean over seeds
+    results[name] = [torch.tensor([run[i] for run in runs]).mean(0) for i in range(3)]  # mean over seeds
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>
 #
-# Two panels have the layer number, 1 to 12, on the horizontal axis, with
-# one line for post-LN and one for pre-LN. On the left is the size of the gradient each layer
-# receives. The post-LN line rises overall, with small dips, from layer 1 to layer 12; the pre-LN
-# line starts higher at
-# layer 1 and falls steadily towards the top. On the right is the size of the vectors after each
-# layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
+# Three panels have the layer number, 1 to 12, on the horizontal axis, with
+# one line for post-LN and one for pre-LN. On the left is the size of the gradient of each layer's
+# parameters. The post-LN line rises overall, with small dips, from layer 1 to layer 12; the pre-LN
+# line starts higher at layer 1 and falls steadily towards the top. In the middle is the size of the
+# gradient on the residual stream at each layer's output. Pre-LN's falls steadily from layer 1 to
+# layer 12; post-LN's dips in the middle of the stack and is largest at the top. On the right is the
+# size of the vectors after each layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
 #
 # </details>
 
 # %% tags=["hide-input"]
 depth = range(1, N_LAYERS + 1)
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
-for name, (grads, stream) in results.items():
-    axes[0].plot(depth, grads, "o-", label=name)
-    axes[1].plot(depth, stream, "o-", label=name)
-axes[0].set(
-    xlabel="layer (1 = next to the input)",
-    ylabel="‖gradient‖ of the layer's parameters",
-    title="Gradient reaching each layer at initialisation",
-)
-axes[1].set(
-    xlabel="layer", ylabel="RMS of the residual stream after the layer", title="Size of the vectors passed up the stack"
-)
+fig, axes = plt.subplots(1, 3, figsize=(16, 3.8))
+for name, curves in results.items():
+    for ax, curve in zip(axes, curves, strict=True):
+        ax.plot(depth, curve, "o-", label=name)
+axes[0].set(xlabel="layer (1 = next to the input)", ylabel="‖gradient‖", title="Gradient of each layer's parameters")
+axes[1].set(xlabel="layer", ylabel="‖∂L/∂x‖", title="Gradient on the residual stream at the layer's output")
+axes[2].set(xlabel="layer", ylabel="RMS", title="Size of the residual stream after the layer")
 for ax in axes:
     ax.legend()
     ax.set_xticks(list(depth))
@@ -390,37 +399,56 @@ fig.suptitle("Post-LN's gradients grow mildly towards the top, pre-LN's are larg
 plt.tight_layout()
 plt.show()
 
-for name, (grads, stream) in results.items():
+for name, (grads, stream_grads, stream) in results.items():
     print(
-        f"{name:16} gradient norm: layer 1 {grads[0]:.2f}, layer 12 {grads[-1]:.2f} "
-        f"(ratio top/bottom {grads[-1] / grads[0]:.2f});  stream RMS after layer 12: {stream[-1]:.1f}"
+        f"{name:16} layer 12 / layer 1: parameter gradient {grads[-1] / grads[0]:.2f}, "
+        f"stream gradient {stream_grads[-1] / stream_grads[0]:.2f};  stream RMS after layer 12: {stream[-1]:.1f}"
     )
 
 # %% [markdown]
-# What the two panels show:
+# Two terms from training help to read the panels. The *learning rate* sets the size of each
+# training step. The paper raises it gradually over the first 4000 steps, the **warm-up** (§5.3;
+# chapter 08 builds this schedule).
 #
 # - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
-#   gradient *grows mildly towards the top* of the stack (the lines under the figure print the ratio
-#   of the top layer's to the bottom layer's). So the last layers, closest to the loss, receive
+#   parameter gradient *grows mildly towards the top* of the stack (the lines under the figure print
+#   the ratio of the top layer's to the bottom layer's). So the layers closest to the loss receive
 #   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
-#   Transformer Architecture") analyse this effect. They connect it to the paper's **warm-up**. The
-#   *learning rate* sets the size of each training step, and the paper raises it gradually over the
-#   first 4000 steps (§5.3; chapter 08 builds this schedule). A mild ratio at
-#   initialisation proves nothing about training by itself; [chapter 11](11_testing_the_papers_choices.ipynb) trains
-#   the models to find out whether post-LN *needs* the warm-up.
+#   Transformer Architecture") connect this effect to the warm-up. A mild ratio at initialisation
+#   proves nothing about training by itself; [chapter 11](11_testing_the_papers_choices.ipynb) tests
+#   whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
-#   rescales it. Each sub-layer sees a normalised copy. The gradient is largest at the *bottom* and
-#   shrinks upwards: nothing is concentrated at the top. One likely reason, not tested here: every layer above a low layer reads that
-#   layer's output, through its own input LayerNorm, so the gradient reaches a low layer along more
-#   paths. Xiong et al. report pre-LN gradients of about the same size at every layer at
-#   initialisation, so our fall departs from their profile. Our set-up differs from theirs: 12
-#   layers of width 64, Xavier weights, all of a layer's parameters counted together, random
-#   targets. Xiong et al. train pre-LN models without the warm-up stage,
-#   and chapter 11 tries it too. The flip side follows from the right-hand panel: the upper layers
-#   add their updates to a stream that has grown, so each of them moves it comparatively little.
+#   rescales it (right panel). The parameter gradient is largest at the *bottom* and shrinks upwards.
+#   The middle panel shows where this comes from: the gradient on the stream itself is largest at
+#   the bottom. On its way down, it crosses each layer in two ways: unchanged along the shortcut,
+#   and back through the layer's branch. The two add up, so the gradient reaching a low layer
+#   carries a share from every layer above it. Shleifer et al. (2021, NormFormer) report the same
+#   mismatch, larger gradients in the early layers, in pre-LN language models during training. The
+#   flip side follows from the right-hand panel: the upper layers add their updates to a stream that
+#   has grown, so each of them moves it comparatively little.
 #
 # The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
 #
+# > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
+# > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
+# > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
+# > shapes agree, but compute something else, and results about either form do not carry over. A
+# > single layer seems to work. The check of exercise ex05_2 compares with both closed forms and
+# > rejects it. To see where the dropout sits, the check swaps it for a module that halves its
+# > input. Its message, printed below, names the post-LN case.
+
+
+# %%
+def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
+    """The bug: normalises the sub-layer's output, whatever norm_first says."""
+    return x + dropout(norm(sublayer(x)))
+
+
+print(run_check("ex05_2", residual_norm_on_branch).line())
+print(run_check("ex05_2").line())  # the package's residual
+
+
+# %% [markdown]
 # ## 5. The encoder layer and the stack
 #
 # With the pieces in place, `EncoderLayer.forward` is two calls to `residual`:
@@ -459,7 +487,8 @@ print("a stack of 6 layers:", tuple(encoder(x, mask).shape), f"with {n_params:,}
 # %% [markdown]
 # ## 6. A check: the same numbers as `nn.TransformerEncoderLayer`
 #
-# PyTorch ships the same layer. `EncoderLayer.from_torch` builds ours with the weights of a
+# The stack runs and has the right size; an independent reference says whether it computes the
+# right thing. PyTorch ships the same layer. `EncoderLayer.from_torch` builds ours with the weights of a
 # `nn.TransformerEncoderLayer(batch_first=True)`. It splits PyTorch's packed $W^Q, W^K, W^V$ matrix
 # into our three projections. Two conventions differ and must be converted explicitly:
 #
@@ -495,48 +524,8 @@ for norm_first in (False, True):
 
 # %% [markdown]
 # The assert allows differences up to 1e-5, a margin for float32 rounding. They are often
-# exactly zero: both sides call the same kernels in the same order.
-#
-# One last look back at section 4, where the LayerNorm goes, through a common bug.
-#
-# > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
-# > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
-# > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
-# > shapes agree, but compute something else, and results about either form do not carry over. (A
-# > vision model, Swin Transformer V2, uses this form on purpose, with choices of its own around
-# > it.) A single layer seems to work. The check of exercise ex05_2 compares with both closed forms and rejects it. Its message,
-# > printed below, names the post-LN case.
-
-
-# %%
-def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
-    """The bug: normalises the sub-layer's output, whatever norm_first says."""
-    return x + dropout(norm(sublayer(x)))
-
-
-print(run_check("ex05_2", residual_norm_on_branch).line())
-print(run_check("ex05_2").line())  # the package's residual
-
-
-# %% [markdown]
-# Over a stack, the vectors also grow. Each sub-layer adds a normalised vector to the stream, and
-# nothing rescales the sum. The cell below reuses one sub-layer 24 times, which makes the growth
-# almost linear, and compares with post-LN only. Pre-LN's stream grows too (section 4's right
-# panel). So the growth is not the harm; the harm is a layer that matches neither form.
-
-# %%
-sublayer = nn.Sequential(nn.Linear(D, D), nn.Tanh())  # as in section 4
-fresh_norm = nn.LayerNorm(D)  # γ = 1, β = 0 as at initialisation
-growth = torch.randn(B, S, D)
-buggy_growth, good_growth = growth.clone(), growth.clone()
-with torch.no_grad():
-    for _ in range(24):  # 12 layers × 2 sub-layers, the same sub-layer for simplicity
-        buggy_growth = residual_norm_on_branch(buggy_growth, sublayer, fresh_norm, nn.Dropout(0.0), False)
-        good_growth = residual(good_growth, sublayer, fresh_norm, nn.Dropout(0.0), False)
-print(
-    f"after 24 sub-layers the vectors have RMS {buggy_growth.pow(2).mean().sqrt():.1f} (bug) "
-    f"vs {good_growth.pow(2).mean().sqrt():.1f} (post-LN)"
-)
+# exactly zero: both sides call the same kernels in the same order. So the six-layer encoder built
+# from this chapter's parts computes what PyTorch's computes, in the paper's order and in pre-LN.
 
 # %% [markdown]
 # ## Summary
@@ -548,8 +537,9 @@ print(
 #   pre-LN never normalises.
 # - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
 # - At initialisation, in our 12-layer stack (width 64, Xavier weights, random targets), post-LN's
-#   gradients grew mildly towards the top layers. Pre-LN's were largest at the bottom, unlike
-#   Xiong et al.'s, and its residual stream grew with depth.
+#   gradients grew mildly towards the top layers. Pre-LN's were largest at the bottom: the gradient
+#   on its residual stream gathers a share from every layer on the way down. Its stream grew with
+#   depth.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
 # **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) asks you to write
@@ -607,6 +597,10 @@ print(
 #   come to depend on their residual branches, and a remedy.
 # - Wang et al. (2019), *Learning Deep Transformer Models for Machine Translation*: pre-LN for
 #   deep encoders.
+# - Shleifer, Weston and Ott (2021), *NormFormer*: pre-LN's larger gradients in the early layers,
+#   and extra normalisations against them.
+# - Liu et al. (2022), *Swin Transformer V2*: a vision model that normalises each branch's output,
+#   the form of this chapter's common mistake, on purpose.
 
 # %% [markdown]
 # **Next:** [Chapter 06 — The decoder, the masks, and the full

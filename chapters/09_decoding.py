@@ -723,8 +723,8 @@ print(run_check("ex09_1").line())  # the package's greedy_step
 #   computes each earlier position once instead of at every step. Only the attention over the cached
 #   keys still grows with the prefix. Positions must start at the cache's length.
 #
-# Chapter 10 asks how good these translations are: it scores them, reads every attention head, and
-# sorts the errors of an under-trained copy into search errors and model errors.
+# Chapter 10 asks how good these translations are: it scores them, sorts the errors of an
+# under-trained copy into search errors and model errors, and reads every attention head.
 #
 # **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) asks you to write
 # `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3); stuck on one, `python -m

@@ -27,8 +27,8 @@
 #
 # **Learning goals**
 #
-# - score translations with exact match, BLEU and chrF, overall and per kind of number, and see
-#   where the three disagree;
+# - score translations with exact match, BLEU and chrF, see where the three disagree, and score
+#   each kind of number apart;
 # - probe a model with inputs that training left out;
 # - tell a search error from a model error, and know what each one asks you to change;
 # - read every head of the trained model's three attentions, and measure how sharp each head is.
@@ -107,8 +107,8 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 # %% [markdown]
 # Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
 # the same run stopped early, after the number of steps printed below (the same model,
-# data and seed, with chapter 08's repeated rare strata). The shipped model makes no mistake on the test split, so the
-# under-trained one shows what each measure finds when there are mistakes. Both translate chapter
+# data and seed; chapter 08 repeated the rare kinds of number in training). The shipped model makes
+# no mistake on the test split, so the under-trained one shows what each measure finds when there are mistakes. Both translate chapter
 # 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
 # target ids of one translation back into German pieces.
 
@@ -207,8 +207,7 @@ print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %",
 # collapse: it gets almost none of the numbers from 100 to 999 right, and not a third of 21–99, a
 # stratum whose every number it saw in training. A random test split would hide both, since almost
 # all its numbers have six digits. Beam search repairs a few (section 3 sorts out why), but the
-# collapses stay. It also breaks a few that greedy got right: compare the round thousands and "N
-# thousand and k" columns.
+# collapses stay. It also breaks a few that greedy got right (section 3 counts them).
 #
 # *How* does it fail? `kind_of_error` sorts a wrong translation by the first piece that differs
 # from the reference: the answer **goes on** after the whole correct number, **stops early** inside
@@ -235,11 +234,12 @@ for stratum, members in task.info["strata"]["test"].items():
     print(f"{stratum:24}" + "".join(f"{count:12}" for count in counts) + f"   {first}")
 
 # %% [markdown]
-# Each stratum fails in its own way. From 100 to 999 the model **goes on** as if a thousands group
-# followed (999 becomes *…neunundneunzigtausendneun*). Most training numbers have six digits, and
+# The strata fail in three ways. From 100 to 999 the model **goes on** as if a thousands group
+# followed (999 becomes *…neunundneunzigtausendneun*); so do most of its wrong round thousands and
+# 0–20. Most training numbers have six digits, and
 # this model has not yet learnt to stop where the source stops (chapter 08, section 7, "A hazard: the
 # common way on"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
-# the full range its errors are **wrong pieces**. The same recipe trained longer, the shipped
+# the full range most of its errors are **wrong pieces**. The same recipe trained longer, the shipped
 # model, fixed all of them.
 
 # %% [markdown]
@@ -335,7 +335,8 @@ repaired = [i for i in disagree if kinds["greedy"][i] != "right" and kinds["beam
 search_errors_repaired = sum(kinds["greedy"][i] == "search error" for i in repaired)
 
 # %% [markdown]
-# How many of the test numbers fall into each kind, for each search:
+# How many of the test numbers fall into each kind, for each search. Beam search gains fewer right
+# answers than it repairs: the difference is the few it breaks, which greedy had right.
 
 # %% tags=["nbval-ignore-output"]
 print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'model errors':>13}")
@@ -402,7 +403,7 @@ expect("the first model error: the model scores greedy's wrong output above the 
 #   greedy decoding took the piece that looked best there, and the rest of the translation could not
 #   recover: it may go on past the number, stop early, or take a wrong piece. Yet the model scores the
 #   correct translation higher. Beam search keeps the runners-up alive. It repairs most of greedy's search errors and
-#   makes few of its own (both checked above). A search error does not promise that a better search
+#   makes few of its own (this section's first table counts both). A search error does not promise that a better search
 #   finds the *correct* translation, though. It only says that the model likes something better than
 #   what was found. Beam search may find a translation that scores higher still and is wrong: a model
 #   error that the search error was hiding. That is the 'zero' above: greedy's *sieben tausend
@@ -419,13 +420,16 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # same data was enough. Real translation models have plenty of model errors too. Stahlberg and Byrne (2019) searched exactly and found that,
 # for many sentences, the translation their model scores highest of all is the empty one. No search
 # can repair that. A length penalty works around it; it does not remove it.
+#
+# *Try it:* sort the errors again with `beam_size=8` in the `beam_search` call at the top of the
+# chapter. If the model errors stay while the search errors vanish, the search was not what held this model back.
 
 # %% [markdown]
 # ## 4. What training built: every head of every attention
 #
-# Section 3 ended on the shipped model: the same recipe, trained longer, makes none of these errors.
-# A map would not explain those errors (the end of this section says why), so we leave them here.
-# What did the fully trained model learn? We open the shipped model and read its attention weights.
+# The scores say that the shipped model is right. What did it learn, to be right? We open it and
+# read its attention weights. A map shows how a working model routes its input; it does not explain
+# an error (Jain and Wallace 2019, in the further reading).
 # `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
 # It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
 # (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
@@ -527,8 +531,8 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
 # for every German piece of every test number. Zero means that the piece read a single English word.
 # A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
-# pieces that spread more than most. The title says that layer 2 reads one word at a time; two
-# heads of layer 1 are as sharp (the text below).
+# pieces that spread more than most. The title says that layer 2 reads one word at a time; its dots
+# are the few pieces where it spreads more.
 #
 # </details>
 
@@ -565,8 +569,8 @@ for layer in range(entropy.shape[0]):
 # piece renders. The entropy cannot tell these apart: it measures sharpness, not which word.
 #
 # The trained model has, in layer 2, heads that follow the English number piece by piece in
-# German's order. A map like these shows how a working model routes its input. It does not by itself
-# explain an error (Jain and Wallace 2019, in the further reading); the scores of section 3 do that.
+# German's order. To find out whether an error lies with the search or the model, use the scores of
+# section 3, not a map.
 
 # %% [markdown]
 # ## Summary

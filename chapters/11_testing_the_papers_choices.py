@@ -28,13 +28,15 @@
 # At the end you have five verdicts, each with how strongly the runs support it.
 #
 # *You may skip this chapter:* no later chapter builds on its code. Later chapters mention its
-# findings in asides, and its method is chapter 08's box "How this book tests a claim". Its experiments take from about
-# a minute to a few minutes each on a 2-core CPU.
+# findings in asides, and its method is chapter 08's box "How this book tests a claim". Its
+# experiments take from about a minute to a few minutes each on a 2-core CPU. (In the student
+# edition it runs once you have written the exercises up to chapter 09.)
 #
 # **Learning goals**
 #
 # - test a design choice by training variants that differ in that choice alone;
-# - read a comparison over several runs: a mean, the lowest and highest run, and a check line;
+# - read a comparison over several runs: a mean, the lowest and highest run, and the ✓ line of a
+#   folded check, which states what held in every run;
 # - say what each of the five experiments shows, and what it does not.
 #
 # **In the paper:** §3.4 (the $\sqrt{d_{model}}$ factor), §3.5 (sinusoids, and the hope that they
@@ -86,7 +88,7 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 #
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
-# below lists each experiment's setting). Each model trains, then reverses *test strings*, drawn
+# below lists each experiment's depth and length; the rest follows chapter 08's toy run, section 5). Each model trains, then reverses *test strings*, drawn
 # with another random seed than its training strings. Nothing removes the training strings from
 # them. Strings of 3 or 4 letters are so few that many test strings of those lengths also occur in
 # training, so short strings measure memory as much as generalisation. From about 6 letters on, a
@@ -97,9 +99,7 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 #
 # Each variant trains three times, from different random starts. [Chapter 08](08_training.ipynb)'s
 # box "How this book tests a claim" explains how the book compares such runs. The folded checks
-# state what held in every run the authors made; your run may differ in the details. The chapter
-# uses everything up to chapter 09: in the student edition it runs once you have written those
-# exercises.
+# state what held in every run the authors made; your run may differ in the details.
 #
 # `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to
 # build the model from its configuration. It trains and evaluates each one three times.
@@ -186,8 +186,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
 # than 20 points fewer strings than either other table. Without the factor, the table above shows
 # fewer strings reversed on average than with the course's table. But the two ranges overlap: the
-# factor brings no gain beyond the spread of the runs. Three runs cannot tell whether it helps, and
-# your run may print other numbers.
+# factor brings no gain beyond the spread of the runs. Three runs cannot tell whether it helps.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
@@ -225,7 +224,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # put in the right place, each with a band from the lowest run to the highest. A grey background
 # marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
-# the range of the runs at 8 letters.
+# the range of the runs at 8 letters, a training length where the two solid lines lie apart.
 #
 # </details>
 
@@ -267,18 +266,15 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # %% [markdown]
 # **The finding: on short strings both kinds of model do well, and beyond the training lengths
 # both collapse.** The folded check above holds it for every run. Every model reverses most strings
-# of 3 to 6 letters. The check asks for half; the table shows how far above that each run lies. At 3
-# and 4 letters that is partly memory: many of those test strings are training strings. No model reverses more than 5 % of the strings of 11 letters or
-# more. The share of letters in the right place falls too. The folded check's bounds are at least
-# 60 % on strings of 3 to 6 letters, and at most 40 % from 12 letters on; the right panel shows where
-# the runs lie.
+# of 3 to 6 letters; at 3 and 4 letters that is partly memory, since many of those test strings are
+# training strings. No model reverses more than 5 % of the strings of 11 letters or more. The share
+# of letters in the right place falls too (the right panel).
 #
 # Within the training lengths, the learned table falls behind as the strings get longer. From 7
 # to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
 # check). The table above shows, length by length, whether your runs' ranges overlap. Three runs
-# of each on one task are not proof that the gap is general, and your run may differ. If
-# the gap is real,
-# chapter 02's section 6 suggests a likely reason. A training string of 10 letters is as common as
+# on one task do not prove the gap general. If it is real, chapter 02's section 6 suggests a likely
+# reason. A training string of 10 letters is as common as
 # one of 3, so a late position occurs in fewer training strings than an early one. Its row of the
 # learned table gets fewer updates. The sinusoids give every position a vector tied to the others
 # by a rotation.
@@ -309,8 +305,8 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # - post-LN starting at the peak;
 # - pre-LN starting at the peak.
 #
-# Chapter 08 clips the gradients; here they are not clipped, as in the paper. The model is the
-# same in all three.
+# Chapter 08 clips the gradients; here they are not clipped, as in the paper. The size, data and
+# peak rate are the same in all three; the third moves the norm before each sub-layer.
 # A `Variant` changes how it is trained (`warmup=False`) or its configuration (`norm_first=True`).
 #
 # <details><summary>The figure in words</summary>
@@ -371,9 +367,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # > setting; two tables need not. One setting differs from the warm-up experiment: here the
 # > gradients are clipped, as chapter 08 clips them (to a total norm of 1). The warm-up
 # > experiment turned clipping off because a clip caps each step, and so does part of a warm-up's
-# > work. So the line "with
-# > residual connections" is not the run "post-LN, warm-up" above. Compare the two lines of this
-# > table with each other, not with the table above. The cell below lists the settings that differ.
+# > work. So the line "with residual connections" is not the run "post-LN, warm-up" above. The cell
+# > below lists the settings that differ.
 
 # %%
 warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
@@ -483,6 +478,10 @@ expect("exact match: no difference beyond the spread of the seeds",
 # below accuracy: the middle panel's orange histogram sits lower, towards the 0.9 that the smoothed
 # target asks for. Both differences lie beyond the spread of the runs (the folded checks).
 #
+# The table's final training loss does not compare the two. With $\varepsilon = 0.1$ the loss cannot
+# fall below the entropy of the smoothed target itself, well above 0, and the orange line levels off
+# there. That is not a sign that smoothing trains worse.
+#
 # Why check the signed gap, confidence minus accuracy, and not the calibration error? The
 # calibration error counts a gap in either direction. A run without smoothing that trains less well
 # can be *over*-confident, and its calibration error can then be as large as a smoothed model's. The
@@ -586,5 +585,5 @@ expect("exact match: no difference beyond the spread of the seeds",
 #   Applications?*: why one small experiment is not enough.
 
 # %% [markdown]
-# **Next:** [Chapter 12 — From number words to real sentences](12_real_translation.ipynb): Part II:
-# from number words to real sentences, with subword tokens, token batches and several processes.
+# **Next:** [Chapter 12 — From number words to real sentences](12_real_translation.ipynb): Part II
+# begins, with subword tokens, token batches and several processes.

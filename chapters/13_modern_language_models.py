@@ -139,9 +139,9 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 # `DecoderOnlyLM` (in `lm.py`) is built from the existing modules: `TokenEmbedding`, positions, $N$
 # `EncoderLayer`s under a causal mask, and an output layer tied to the embedding. `DecoderOnlyConfig`
 # holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` gives
-# Llama's (sections 2–5 build each): pre-LN with RMSNorm, RoPE, SwiGLU and no dropout (Llama also drops the biases and the √D
-# scale: chapter 15). The cell checks the title's claim: `EncoderLayer`s run under the causal
-# mask give the model's own logits.
+# Llama's (sections 2–5 build each): pre-LN with RMSNorm, RoPE, SwiGLU and no dropout, and takes
+# `n_kv_heads` for grouped key/value heads (Llama also drops the biases and the √D scale: chapter
+# 15). The cell checks the title: `EncoderLayer`s under the causal mask give the model's logits.
 
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
@@ -188,7 +188,7 @@ assert leak
 # %% [markdown]
 # ## 2. RMSNorm: LayerNorm without the mean
 #
-# The block of section 1 still has the paper's parts. The first to change is its norm. The paper
+# First, the norm. The paper
 # normalises each sub-layer's output with LayerNorm (§3.1, post-LN). It subtracts the mean of the $D$
 # features, divides by their standard deviation, scales by $\gamma$ and shifts by $\beta$. GPT-2
 # moved the norm *before* each sub-layer (pre-LN, chapter 05). RMSNorm (Zhang & Sennrich 2019) keeps
@@ -312,7 +312,8 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # Llama 3.1, pretrained on texts of 8,192 tokens, sorts the pairs by wavelength (the distance over
 # which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
 # 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
-# distances apart, stay as trained. Chapter 14, section 2, tests the plain rotation past its
+# distances apart, stay as trained; position interpolation (Chen et al. 2023) slowed them all.
+# Chapter 14, section 2, tests the plain rotation past its
 # training lengths.
 
 # %% [markdown]
@@ -364,7 +365,7 @@ print("parameters of W^K and W^V:", grouped.w_k.weight.numel() + grouped.w_v.wei
 # %% [markdown]
 # Now the cache of a real model, Llama 3 8B: 32 layers and $H = 32$ heads of 128 features
 # ($D = 4096$), for a text of 8,192 tokens in bf16 (2 bytes a number). Below, the formula for three
-# values of $H_{kv}$, beside our small models' measured caches.
+# values of $H_{kv}$, beside our small models' caches.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -431,12 +432,14 @@ for batch in (1, 32):
 # step is bound by memory. A batch shares the weights, so at batch 32 one read serves 32 texts. But
 # each text brings its own cache. With $H_{kv} = 32$, the caches of 32 long texts (137 GB) outweigh
 # the weights several times over. They do not even fit: an H100 holds 80 GB. Grouped-query
-# attention's 8 heads divide them by 4: the batch fits, and the step takes about a third of the time.
+# attention's 8 heads divide them by 4: the batch fits, and by the estimate above a step reads
+# a third of the bytes of 32 heads, had those fitted.
 #
-# A CPU shows only the batching. The folded cell times a generation step of a small model for 1 text
-# and 16 at once: it measures batching, not shared heads.
+# A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
+# and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: the weights
+# are read once for all 16.
 
-# %% tags=["measured", "nbval-ignore-output", "hide-cell"]
+# %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:
     """Seconds per step of generation, for a small modern model (D = 256, 4 blocks) and ``batch``
     texts at once."""
@@ -580,7 +583,7 @@ expect("the blocked path's peak is less than a quarter of that",
 
 # %% [markdown]
 # At inference the blocked path's peak is several times smaller than the teaching path's (the
-# folded check prints both): it never holds the whole matrix. In training, autograd keeps every block's scores and
+# two peaks printed above): it never holds the whole matrix. In training, autograd keeps every block's scores and
 # weights for the backward pass. Half the length, with gradients, to keep the cell light
 # (so compare these two peaks with each other only):
 
@@ -604,17 +607,15 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 
 # %% [markdown]
 # With gradients, the blocked loop holds as much as the full matrix or more (the folded check
-# allows 10 % less): it saves nothing, because autograd keeps every block. FlashAttention avoids
-# that by recomputing the blocks in the backward pass (above). On a supported GPU, in fp16 or bf16,
+# allows 10 % less): it saves nothing, because autograd keeps every block. On a supported GPU, in fp16 or bf16,
 # PyTorch's fused `F.scaled_dot_product_attention` runs FlashAttention when told `is_causal=True`
-# instead of given a mask, as `DecoderOnlyLM` does on a whole text.
+# (no mask), as `DecoderOnlyLM` does on a whole text.
 #
 # ## 7. The modern block learns to write
 #
 # `DecoderOnlyConfig.modern` now holds every part of sections 2–5. Does the block learn? We train a
-# small one for 300 steps on six plays by Shakespeare, shipped with the course: *Hamlet*, *Macbeth*,
-# *Romeo and Juliet*, *Julius Caesar*, *A Midsummer Night's Dream* and *The Tempest*. A play is cut into passages: a speech with its speaker,
-# a stage direction, a scene heading. The end of each play is held out. Chapter 12's byte-pair
+# small one for 300 steps on six plays by Shakespeare, shipped with the course (*Hamlet* among
+# them). A play is cut into passages: a speech with its speaker, a stage direction, a scene heading. The end of each play is held out. Chapter 12's byte-pair
 # encoding learns the tokens, and consecutive passages are packed into texts of at most 128 tokens.
 
 # %%
@@ -639,7 +640,7 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 # %% [markdown]
 # The training loop is chapter 08's `fit`, unchanged, with the paper's Adam and equation (3), but
 # no label smoothing. Language models usually train without it: the text itself already spreads
-# the next-token probabilities, and a smoothed target tends to raise the loss we measure. `WithoutSource` hands it
+# the next-token probabilities. `WithoutSource` hands it
 # the language model as a translator with an empty source. The model has $D = 128$, 2 blocks, 4
 # query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
 # longest cell.
@@ -676,8 +677,8 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
     print("sampled:", write(prompt, temperature=0.8, top_p=0.9, generator=sampler))
 
 # %% [markdown]
-# After 300 steps the model writes mostly English words in verse-like lines, strung together with
-# little sense. It has started to write speaker names, not always in the right place. It has learnt more than how often each token
+# After 300 steps the model writes fragments of speeches in mostly English words, with little
+# sense. It has started to write speaker names, not always in the right place. It has learnt more than how often each token
 # occurs. On the held-out ends of the plays, its loss is at least half a nat per token below that of
 # a model that knows only those frequencies (the check below). To get there it must read the tokens
 # before. Chapter 14 trains a larger model of this block with today's recipe.
@@ -697,12 +698,14 @@ expect_at_most("held-out loss, at least half a nat below the token frequencies' 
 # - RMSNorm drops LayerNorm's mean and shift. RoPE rotates queries and keys so that the score depends
 #   on the distance only, whatever $W^Q$ and $W^K$ are; a cached key keeps the rotation of its own
 #   position.
-# - Grouped-query attention shares key/value heads and shrinks the cache by $H / H_{kv}$. SwiGLU gates
+# - A KV cache holds $2 \cdot N \cdot H_{kv} \cdot d_k \cdot T$ numbers per text. Grouped-query
+#   attention shares key/value heads and shrinks it by $H / H_{kv}$. SwiGLU gates
 #   the feed-forward network at equal parameters.
-# - Blocked attention gives the same result as the full matrix with an online softmax, and at
-#   inference it holds a fraction of the memory.
-# - Trained for 300 steps with chapter 08's loop, the modern block writes verse-like lines of mostly
-#   English words.
+# - Blocked attention gives the same result as the full matrix with an online softmax. At
+#   inference it holds a fraction of the memory; with autograd a plain blocked loop saves nothing,
+#   unless the backward pass recomputes the blocks (FlashAttention).
+# - Trained for 300 steps with chapter 08's loop, the modern block writes fragments of speeches in
+#   mostly English words.
 
 # %% [markdown]
 # **Exercises:**
