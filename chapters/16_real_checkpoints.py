@@ -469,8 +469,8 @@ expect("the cache counted with every query head: three times too large", wrong =
 # %% [markdown]
 # Now the time. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) decodes on one
 # thread with section 2's engine, which reads each weight once per token. Between decodings it
-# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's caches hold.
-# Bytes per token over time per token is the speed at which a step read its weights.
+# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's
+# caches hold. Bytes per token over time per token is the speed at which a step read its weights.
 #
 # Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
 # and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
@@ -507,11 +507,11 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # ## 4. What int8 changes: the tokens
 #
 # int8 reads the fewest bytes, but an engine may use it only if the tokens survive. Do they? That
-# depends on where int8 runs. On a CPU,
-# `Int8Linear` (the layer `quantize` puts in place of each `nn.Linear`) calls fbgemm, which rounds
-# each layer's *input* to 8 bits too. On a GPU it calls a weight-only product, where the input keeps
-# its precision: "weights only" below, the int8 weights made float again. We compare both with
-# float32 on our 4-layer SmolLM2, decoding with section 2's engine.
+# depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
+# `nn.Linear`) calls fbgemm, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
+# weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
+# made float again. We compare both with float32 on our 4-layer SmolLM2, decoding with section 2's
+# engine.
 
 # %% tags=["nbval-ignore-output"]
 def int8_weights_only(model: nn.Module) -> nn.Module:
@@ -694,7 +694,8 @@ for row, text in enumerate(english):
         print(f"  {engine:14s} {texts[row]}")
 
 # %% [markdown]
-# Then the language model, on three prompts, each continued greedily until it writes `<eos>`, at most 40 tokens:
+# Then the language model, on section 4's three prompts, each continued greedily until it writes
+# `<eos>`, at most 40 tokens:
 
 # %% tags=["nbval-ignore-output"]
 c = lm.model.config
