@@ -23,7 +23,8 @@
 # that honest; a padding mask hides the filler that makes batches rectangular. One extra attention
 # sub-layer connects the decoder to the encoder. With them we can assemble the complete model of the
 # paper's Figure 1. At the end you read its code on one page, from token ids to logits. Every line
-# you need is a piece you have built; section 9 lists the few lines that serve later chapters.
+# you need is a piece you have built. The page also holds hooks for later chapters; a folded box in
+# section 9 lists them, so that you can skip them.
 # Chapter 07 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
@@ -131,8 +132,9 @@ architecture_map("decoder")
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
 # shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`. The
 # decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder position $t$
-# reads the input up to $t$ and must predict the next target token (chapter 08 builds the training
-# pairs). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
+# reads the input up to $t$ and must predict the next target token. Those labels are the target
+# shifted left: no `<bos>`, and they end with the `<eos>` that `tgt_in` lacks (chapter 08 builds
+# them). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
 
 # %%
 from torch.nn.utils.rnn import pad_sequence
@@ -209,7 +211,9 @@ plt.show()
 # is **(B, 1, 1, S)**: one row per sequence, the same for every head (axis 1) and every query
 # (axis 2). The shape matters. Broadcasting lines shapes up from the right, so a (B, S) mask
 # against the (B, H, T, S) attention scores would put B on the *query* axis T. If B and T differ
-# (and B > 1), PyTorch raises an error. If B = T, it silently masks the wrong entries.
+# and both are above 1, PyTorch raises an error. If B = T > 1, it silently masks the wrong entries.
+# If T = 1 < B (one query, as in chapter 09's fast decoding), the result silently grows to
+# (B, H, B, S).
 #
 # <details><summary>The figure in words</summary>
 #
@@ -427,14 +431,12 @@ for norm_first in (False, True):
 #    vocabulary entry, (B, T, V_tgt);
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
 #
-# (`encode` and `decode` check their arguments, then call `_encode` and `_decode`: the page of
-# section 9 prints those.)
-#
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
-# linear transformation". With a shared vocabulary of $V = V_\text{src} = V_\text{tgt}$ entries, one ($V_\text{tgt}$, D) matrix $E$ turns source ids into
-# vectors, target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is
-# our addition: the paper mentions none. It costs one number per token and lets
-# the output favour frequent tokens without bending the shared matrix. The
+# linear transformation". With one vocabulary of $V$ entries for both languages
+# ($V = V_\text{src} = V_\text{tgt}$), one ($V$, D) matrix $E$ turns source ids into vectors,
+# target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is our
+# addition: the paper mentions none. It costs one number per token and lets the output favour
+# frequent tokens without bending the shared matrix. The
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
 # that goes with it). `share_embeddings=True` does this.
 #
@@ -596,7 +598,8 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 #   chapter 01's N(0, 1/d_model), which goes with its √d_model. `tie_weights` ties the output layer to
 #   the embedding (chapter 01). With separate vocabularies (chapter 08's models), `tie_output` ties
 #   the output layer to the target embedding alone.
-# - `forward` builds the source padding mask, then calls `_encode` and `_decode`.
+# - `forward` builds the source padding mask, then calls `_encode` and `_decode`. (Section 7's
+#   `encode` and `decode` check their arguments, then call the same two.)
 # - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two
 #   calls of `residual` (chapter 05).
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
@@ -673,8 +676,8 @@ print(check_page(page, build_and_run))
 # - Cross-attention takes its queries from the decoder and its keys and values from the encoder
 #   memory; perturbing the memory must change the output.
 # - Our decoder layer equals `nn.TransformerDecoderLayer` once the mask polarity is converted.
-# - The full model shares one ($V_\text{tgt}$, D) matrix between source embeddings, target
-#   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
+# - The full model shares one ($V$, D) matrix between source embeddings, target embeddings and
+#   the output layer (one vocabulary for both sides, $V = V_\text{src} = V_\text{tgt}$).
 # - The whole model fits on one page: embeddings, positions, two stacks of attention, feed-forward
 #   networks and `residual`, and one output layer, each a piece of chapters 01–06.
 #
@@ -697,8 +700,9 @@ print(check_page(page, build_and_run))
 #    <details><summary>Answer</summary>
 #
 #    Broadcasting aligns shapes from the right. A (B, S) mask against (B, H, T, S) scores lines B up
-#    with the query axis T. If B and T differ (and B > 1), that is an error; if B = T, the wrong
-#    entries are masked, silently.
+#    with the query axis T. If B and T differ and both are above 1, that is an error. If B = T > 1,
+#    the wrong entries are masked, silently; if T = 1 < B, the result grows to (B, H, B, S),
+#    silently.
 #    </details>
 # 3. In cross-attention, where do queries, keys and values come from, and which test catches a
 #    decoder that feeds its own states instead?

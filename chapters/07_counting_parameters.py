@@ -135,7 +135,8 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 # **The count as a formula.** An encoder layer holds four $D \times D$ projections with their
 # biases, the two feed-forward matrices with theirs, and two LayerNorms of $2D$ numbers each. A
 # decoder layer holds eight projections (self- and cross-attention) and three LayerNorms. Add the
-# shared $V \times D$ matrix and the output bias of $V$ numbers:
+# shared $V \times D$ matrix and the output bias of $V$ numbers. The model is post-LN, as in the
+# paper, so no final LayerNorm ends either stack (chapter 05):
 #
 # $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
 #
@@ -154,7 +155,7 @@ assert base_37k == closed_form(6, 512, 2048, 37_000) and big_37k == closed_form(
 print("the meta-device count equals the closed form, for base and big")
 
 # %% [markdown]
-# ## 2. A gap of 2.9 %
+# ## 2. A gap of 2.9%
 #
 # Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
 # Where could the difference come from? The vocabulary is the only size the paper gives loosely
@@ -164,9 +165,7 @@ print("the meta-device count equals the closed form, for base and big")
 # includes the output bias and the attention biases. Dropping either would take 0.06% of the model
 # away, moving the count further below 65M. Only an untied output matrix (or separate source and
 # target embeddings) adds parameters: a whole $V \times D$ matrix, 19M for base, far too many. None
-# of these variants closes the gap of 1.9M. In the table below, the first three rows differ by less
-# than 0.1M, too little to show in the base column; its last line gives the two shares. We keep the tying of §3.4 and
-# look at the vocabulary instead.
+# of these variants closes the gap of 1.9M. The table below lists them.
 
 # %%
 V_PAPER, N_LAYERS = 37_000, 6
@@ -185,16 +184,21 @@ for name, base_n, big_n in (
 print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention biases {12 * N_LAYERS * 512 / base_37k:.2%}")
 
 # %% [markdown]
+# The first three rows differ by less than 0.1M, too little to show in the base column; the last
+# line gives the two shares. So we keep the tying of §3.4 and look at the vocabulary instead.
+#
 # ## 3. The vocabulary each row implies
 #
 # **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
 # entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
-# each published number exactly. Table 3 prints sizes for the base and big models and for rows (B)
-# and (C), which change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$. Rows (A) trade heads against head
-# size at constant $H \cdot d_k = 512$ (the paper's $h$ is our $H$); the paper prints no size for
-# them (a dash below). Our count does not move for them: it is the base model's. Rows (D) and (E)
-# change dropout, label smoothing (chapter 08) and the positional encoding. Row (E)'s learned
-# positions would add parameters, but the paper prints no size for (D) or (E); we leave them out.
+# each published number exactly. Table 3's rows fall into three groups:
+#
+# - base, big, rows (B) and rows (C) change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$, and have a
+#   printed size: we solve for each;
+# - rows (A) trade heads against head size at constant $H \cdot d_k = 512$ (the paper writes $h$
+#   for $H$). They have no printed size (a dash below), and our count is the base model's;
+# - rows (D) and (E) change dropout, label smoothing (chapter 08) and the positional encoding.
+#   They have no printed size, and we leave them out.
 
 # %%
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
@@ -247,8 +251,10 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # %% [markdown]
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
 # ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
-# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. So the base
-# family is self-consistent, and only the big row breaks it.
+# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. This answers
+# section 2's question, as far as the table can. The base rows agree with one another only at a
+# vocabulary about a tenth larger than §5.1's "about 37000", or if the paper counted parameters
+# that we cannot name (the `gap` column). The big row fits neither explanation.
 #
 # A second way to see the clash needs no vocabulary at all. Take the big model and row (C) with
 # $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix whatever
@@ -267,8 +273,9 @@ print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {2
 # The table's big-model entry and its $d_\text{model} = 1024$ entry disagree by about 5M. The paper does not say why: a
 # different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We could fit
 # a $V$ that spreads the error evenly over base and big. But such a $V$ matches the table by
-# construction, so it would prove nothing. We keep the paper's "about 37000". The figure shows
-# every row with a printed size at that vocabulary.
+# construction, so it would prove nothing. We keep the paper's "about 37000", the one vocabulary
+# it states. The figure shows every row with a printed size at that vocabulary. Its title's "no
+# vocabulary fits all" is section 3's finding; the bars show only this one vocabulary.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -347,16 +354,20 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 # - The architecture is counted exactly: the count equals the closed form of section 1, which is
 #   linear in $V$.
 # - The paper's numbers are rounded to millions. They are not consistent with one vocabulary, so a
-#   published count can disagree with the architecture it describes.
+#   published count can disagree with the architecture it describes. Biases and tying do not
+#   explain base's missing 1.9M; a vocabulary about a tenth larger would, for every base-family
+#   row, but not for big.
 # - With the paper's 37,000 tokens, base is 2.9% low and big 0.6% high. Every base-family row is
 #   low, and the smaller models tend to miss by a larger share.
 # - The shared matrix is the base model's largest single part, the feed-forward networks together
-#   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the embedding, a
-#   deeper model everything else, a wider one every part.
+#   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the shared matrix
+#   and the output bias, a deeper model everything else, a wider one every part.
 #
-# **Exercises:** this chapter has no exercises of its own. To practise, hide section 1's
-# `closed_form`, write it again, and check it against `count` on the meta device for the rows of
-# section 3. Chapter 11 tests some of the paper's other choices by training small models.
+# **Exercises:** this chapter has no exercises of its own. To practise, take the base model and make
+# it pre-LN (`norm_first=True`) with separate source and target embeddings (`share_embeddings=False`;
+# the output stays tied to the target's). Predict from section 1's formula how many parameters that
+# adds, then check it with `count` on the meta device. Chapter 11 tests some of the paper's other
+# choices by training small models.
 
 # %% [markdown]
 # ## Check yourself

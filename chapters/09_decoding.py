@@ -108,7 +108,7 @@ from transformer_course_tools.notebook.setup import setup_chapter
 torch.manual_seed(0)
 setup_chapter("09")  # the short stop at an unwritten exercise; printing and plotting style
 
-# %%
+# %% tags=["hide-input"]
 checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
 config = model.config
@@ -166,7 +166,9 @@ architecture_map("decoding")
 # 4. choose a token, append it, and go back to 3, until the sentence chose `<eos>` or reached a
 #    length limit.
 #
-# Here is one sentence, step by step, with the three most probable next pieces at each step:
+# The folded cell at the top loaded the shipped translator and three helpers: `encode_english`
+# (English texts → a padded batch of ids), `pieces` and `german` (target ids → German). Here is one
+# sentence, step by step, with the three most probable next pieces at each step:
 
 # %%
 src = encode_english(["three hundred and forty-two thousand five hundred and sixty-seven"])  # (1, S)
@@ -206,10 +208,8 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # It gives chapter 08's tokens exactly, as a padded rectangle without the `<bos>`.
 #
-# The length limit is chapter 08's (§6.1): each row's real source tokens + 50, never past the
-# position table (`config.max_len`). `max_output_length(model, src)` computes it. By default
-# `greedy_decode`, `beam_search` and `sample` stop each row at its own limit. Passing `max_len=n`
-# gives every row the same limit n.
+# Each row stops at chapter 08's limit (§6.1), its source length + 50 (at most `config.max_len`).
+# `max_output_length` computes it; `max_len=n` gives every row the limit n instead.
 
 # %%
 texts = ["twenty-one", "one thousand and one", "nine hundred and ninety-nine thousand nine hundred and ninety-nine",
@@ -236,13 +236,12 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # Below is a pretend "translator" of the input "twenty-one".
 # Its next-token probabilities come from a small hand-written table. It has half learned German:
 # its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
-# fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model has
-# the same interface as `Transformer` (`config`, `encode`, `decode`; its class is folded). So the
-# package's decoding functions run on it unchanged (without a cache). To find the most probable
-# translation we borrow section 3's beam search ($k = 2$, `length_penalty=0.0`); below, you can
-# check its answer by hand. `score_sequences` gives each
-# translation's log-probability: it feeds the given tokens to the decoder (teacher forcing, chapter
-# 08) and sums the log-probabilities of those tokens.
+# fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model's
+# class (folded) has `Transformer`'s interface, so the package's decoding functions run on it
+# unchanged (without a cache). The second line below comes from beam search, section 3's subject
+# ($k = 2$, `length_penalty=0.0`); here it is only a candidate, and we check it by hand.
+# `score_sequences` gives each translation's log-probability: one teacher-forced pass (chapter 08),
+# summed over the translation's tokens.
 
 # %% tags=["hide-input"]
 class TableModel(nn.Module):
@@ -303,9 +302,11 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 # %% [markdown]
 # Greedy takes *zwanzig* (0.45 > 0.40). Then it takes the most probable next piece, *eins* (0.32),
 # and `<eos>` (0.6): 0.45 × 0.32 × 0.6 ≈ 0.086. Even stopping right after *zwanzig* (0.45 × 0.25)
-# beats that, and greedy never compares the two. The translation that starts with the *second* choice is four
-# times as probable: 0.40 × 0.95 × 0.95 × 0.95 ≈ 0.343. No single step revealed that. The search
-# had to keep the runner-up alive for one more step.
+# beats that, and greedy never compares the two. The translation that starts with the *second*
+# choice is four times as probable: 0.40 × 0.95 × 0.95 × 0.95 ≈ 0.343. No translation beats it. One
+# that starts with *zwanzig* gets at most 0.45 × 0.32, one that starts with *eins* or `<eos>` at
+# most 0.10. Any other that starts with *ein* takes a 0.05 on the way. No single step revealed the
+# winner: a search must keep the runner-up alive.
 #
 # ## 3. Beam search, step by step
 #
@@ -323,8 +324,8 @@ for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
 #
 # $$s(Y) = \frac{\log P(Y \mid X)}{lp(Y)}, \qquad lp(Y) = \left(\frac{5 + |Y|}{5 + 1}\right)^{\alpha},$$
 #
-# with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.) `beam_search`
-# takes α as its argument `length_penalty`, and its step `beam_step` as `alpha`: the same number.
+# with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.) α is
+# `beam_search`'s `length_penalty` and `beam_step`'s `alpha`.
 #
 # One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3). It
 # takes, each of shape (B, k) unless said:
@@ -418,8 +419,9 @@ for k in range(4):
 # %% [markdown]
 # The best hypothesis is the correct translation, and it leads the others by about 4 in score. Among
 # these four, it wins with α = 0 too: here the penalty only reorders the runners-up. The raw column
-# shows the bias of section 3: ranked by $\log P$ alone, the short and wrong *sieben hundert ein* moves from last
-# place to second. Where such a short hypothesis came first, the penalty is what would keep it down.
+# shows the bias described above: ranked by $\log P$ alone, the short and wrong *sieben hundert ein*
+# moves from last place to second. Where such a short hypothesis came first, the penalty is what
+# would keep it down.
 
 # %% [markdown]
 # ## 4. Sampling and temperature
@@ -436,10 +438,10 @@ for k in range(4):
 #   whose probability adds up to at least p (exercise ex09_2).
 #
 # The figure shows them on a real distribution of the model. Almost all of its steps are nearly
-# certain, so we pick the closest call. We decode chapter 08's test split greedily and take the step
-# where the second most probable piece gets the most probability.
+# certain, so we pick the closest call. The folded cell decodes chapter 08's test split greedily and
+# takes the step where the second most probable piece gets the most probability.
 
-# %%
+# %% tags=["hide-input"]
 task = numbers_task()  # chapter 08's splits
 test_src = pad_sequences([src_vocab.encode(s) for s, _ in task.test], src_vocab.pad_id)  # (B, S), B test numbers
 test_greedy = greedy_decode(model, test_src)  # (B, T)
@@ -514,10 +516,9 @@ print("frequency:  ", frequency[shown])
 
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
-# go wrong. The model keeps about 7 % of its probability spread over all the other pieces at every
-# step (label smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 tests
-# it). Over a dozen steps, a draw from that tail is
-# likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
+# go wrong. The model keeps 7 to 8% of its probability on the other pieces at every step (label
+# smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 tests it). Over
+# a dozen steps, a draw from that tail is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
 # confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
 
 # %%
@@ -571,13 +572,12 @@ kv_cache_step(t=5, source_length=6)
 # ```
 #
 # The newest token's positional encoding must be taken at its own position, which is the cache's
-# length, not 0. Your code of chapters 02–06 is what runs at every step. `model.decode(..., cache=cache)` gives each decoder layer its
-# `LayerCache`. `DecoderLayer.forward` (chapter 06) passes `cache.self_attn` and `cache.cross_attn`
-# to its two attentions. `MultiHeadAttention.keys_and_values` (chapter 06's page) projects only the new
-# positions and calls `cache.update(k, v)`. The cross-attention's cache is filled at the first step
-# and then only read. Beam search needs one more step. After each step, a survivor may
-# extend another slot's hypothesis (`origin`), so `beam_search` reorders the rows of every
-# self-attention cache to follow it (`DecoderCache.reorder`).
+# length, not 0. Your code of chapters 02–06 runs at every step. Each decoder layer (chapter 06)
+# hands its two attentions their caches. `MultiHeadAttention.keys_and_values` (chapter 06's page)
+# projects only the new positions and calls `cache.update(k, v)`. The cross-attention's cache
+# is filled at the first step and then only read. Beam search needs one more step. After each step,
+# a survivor may extend another slot's hypothesis (`origin`), so `beam_search` reorders the rows of
+# every self-attention cache to follow it (`DecoderCache.reorder`).
 #
 # First, the check that the cache changes nothing: the logits of step-by-step cached decoding equal
 # those of one full pass, to float32 precision.
@@ -606,8 +606,7 @@ expect_at_most("largest difference between the logits, cached against one pass",
 # %% [markdown]
 # Now the speed. The translations of this task are short, a dozen pieces at most. So we time a model
 # of the same size with random weights, whose `<eos>` is switched off so that it writes exactly n
-# tokens, for a batch of 32 sentences. The times are this machine's; `benchmarks/decoding.py` times
-# a larger model.
+# tokens, for a batch of 32 sentences. The times are this machine's.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -643,7 +642,7 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 plot_cache_speedup(lengths_to_time, timings)
 
 # %% [markdown]
-# The cache is faster at every length and saves most on the longest output (the checks under the table).
+# The cache is faster at every length and saves most on the longest output.
 # Without a cache, step $t$ runs the decoder over all $t$ positions. For $n$ tokens the projections
 # and the feed-forward network cost $O(n^2)$, and the self-attention scores ($t \times t$ at step
 # $t$) cost $O(n^3)$. With the cache, the projections and the feed-forward network run on the new
@@ -651,8 +650,8 @@ plot_cache_speedup(lengths_to_time, timings)
 # stays $O(n^2)$. But that is one dot product per cached key, small next to the rest at these
 # lengths. So the gap grows with the length. At the shortest lengths it is smallest: a step of a
 # small model is partly fixed overhead (small matrix products, Python calls), which the cache does
-# not save. Timings are noisy, so the checks assert only what this account predicts: faster at
-# every length, most at the longest.
+# not save. Timings are noisy, so the checks under the table assert only what this account
+# predicts.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
@@ -695,9 +694,9 @@ print(f"average log-probability of the translation: {mean_log_prob(full):.3f} co
 # > but all go through the model until the last one is done. Forget to replace a finished row's
 # > choice by `<pad>`, and words are appended after its `<eos>`. A decoder that stops reading at
 # > `<eos>` hides them, but any code that measures lengths or counts tokens is wrong. The check of
-# > exercise ex09_1 catches it:
+# > exercise ex09_1 catches it (its verdict is folded under the cell):
 
-# %%
+# %% tags=["hide-output"]
 def greedy_step_that_keeps_going(logits, finished, eos_id, pad_id):
     next_tokens = logits.argmax(dim=-1)  # bug: finished rows are not given pad_id
     return next_tokens, finished | (next_tokens == eos_id)

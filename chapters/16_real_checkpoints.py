@@ -19,15 +19,15 @@
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
 # Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2) into the course's
-# own models, and checked each conversion on random numbers in the real shapes. This chapter takes
-# the last steps from a model in a notebook to a model people run. A model travels with its
-# tokenizer: section 1 follows Marian's rules by hand. Sections 2 and 3 measure what a step of
-# generation costs, the operations it asks for and the bytes it reads, and section 4 what int8's
-# fewer bytes change in the tokens. At the end, the course's trained translator and language model
-# run in `transformers`, CTranslate2 and llama.cpp, and write there the course's tokens.
+# own models, and checked each conversion on random numbers in the real shapes. This chapter goes
+# the other way: the course's trained translator and language model leave the notebook and run in
+# the engines people use, `transformers`, CTranslate2 and llama.cpp. The chapter climbs to that run.
 #
-# This notebook's outputs were produced offline. Published checkpoints need a network, so they
-# appear in one aside, to run at home.
+# A model goes nowhere without its tokenizer: it reads ids, and only its own tokenizer gives the
+# right ones (section 1). Engines exist to sell speed, so we measure what a step of generation
+# costs: the operations it asks for (section 2), the bytes it reads (section 3), and what int8's
+# fewer bytes change in the tokens (section 4). At the end (section 5), both models, tokenizers
+# included, run in the three engines and write there the course's tokens.
 #
 # **Learning goals**
 #
@@ -39,7 +39,7 @@
 #   and see what int8 changes in the tokens;
 # - export your translator and language model, tokenizers included, to `transformers`, CTranslate2 and
 #   llama.cpp, and check the tokens there;
-# - at home: load a published checkpoint into the course's models.
+# - at home, with a network: load a published checkpoint into the course's models (an aside).
 #
 # **In the paper:**
 #
@@ -89,17 +89,24 @@ import torch
 from IPython.display import Markdown, display
 from torch import nn
 
+from transformer_course.batching import pad_sequences
+from transformer_course.config import TransformerConfig
 from transformer_course.convert import from_llama, from_marian
+from transformer_course.datasets.numbers import english_tokens, german_text, number_to_english, numbers_task
 from transformer_course.datasets.sentences import generate_pairs
 from transformer_course.decoding import beam_search, greedy_decode
 from transformer_course.lm import DecoderOnlyLM, generate
 from transformer_course.model import Transformer
 from transformer_course.quantize import dequantize_rows, quantize, quantize_rows
+from transformer_course.subwords import SubwordTokenizer
 from transformer_course_tools.engine import ENGINE
+from transformer_course_tools.models.export.gguf_file import llama_cpp_greedy
 from transformer_course_tools.models.hub import HubError, MissingPackages, load_hub, require_packages
+from transformer_course_tools.models.pretrained import load_pretrained, load_pretrained_lm
 from transformer_course_tools.models.published import course_config
 from transformer_course_tools.notebook.claims import expect, expect_at_most
 from transformer_course_tools.notebook.figures import architecture_map
+from transformer_course_tools.notebook.operations import CountOps
 from transformer_course_tools.notebook.setup import setup_chapter
 from transformer_course_tools.notebook.speed import (
     speed_table,
@@ -113,8 +120,8 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# The map shows the course's translator: section 5 exports every part of it. The [notation
-# page](../book/notation.md) lists the letters.
+# The map shows where the chapter arrives: section 5 exports every part of the course's translator,
+# tokenizer included. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -132,12 +139,13 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # %% [markdown]
 # ## 1. The tokenizer travels with the model
 #
-# A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was trained on,
-# and gives each piece the id of its row in the embedding. Another tokenizer hands the model ids that
-# mean other pieces. So a checkpoint ships its tokenizer in files that engines read, and section 5's
-# exports carry yours the same way. Marian's pieces come from a *unigram* model of the
-# SentencePiece library, GPT-2's and SmolLM2's from byte-level BPE. (SentencePiece is a library, not a
-# method: it trains unigram and BPE models alike, and LLaMA 1 and Llama 2 used its BPE.)
+# An export is of use only if the engine turns text into the ids the model learned, so we start
+# there. A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
+# trained on, and gives each piece the id of its row in the embedding. Another tokenizer hands the
+# model ids that mean other pieces. So a checkpoint ships its tokenizer in files that engines read,
+# and section 5's exports carry yours the same way. Marian's pieces come from a *unigram* model of
+# the SentencePiece library, GPT-2's and SmolLM2's from byte-level BPE. (SentencePiece is a library,
+# not a method: it trains unigram and BPE models alike, and LLaMA 1 and Llama 2 used its BPE.)
 #
 # **Marian: two SentencePiece models over one vocabulary.** An OPUS-MT checkpoint holds two
 # SentencePiece models, `source.spm` and `target.spm`, which cut a text into pieces with "▁" at the
@@ -149,9 +157,8 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 #
 # Below, two unigram models trained on chapter 12's sentences stand for the two files, with a
 # vocabulary built like OPUS-MT's. We do each step by hand, then check that `transformers`'
-# `MarianTokenizer`, given the three files, gives the same ids. From here on the chapter needs
-# `transformers` and `sentencepiece` (`pip install "transformer-course[hub]"`); without them it stops
-# at the next cell, in one line.
+# `MarianTokenizer`, given the three files, gives the same ids. The rest of the chapter needs
+# `pip install "transformer-course[hub]"`.
 
 # %% tags=["hide-input"]
 require_packages("Chapter 16 from here on (real tokenizers and engines)")
@@ -219,24 +226,49 @@ expect("the German ids decoded back to the sentence", german_back == german, rep
 
 # %% [markdown]
 # **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 12's byte-pair merges on the
-# UTF-8 *bytes* of a text, each byte with a printable stand-in: `Ġ` for a space, `Ċ` for a line break,
-# `Ã¼` for the two bytes of ü. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's
-# one special token, `<|endoftext|>` (id 50256, the last), separates documents. Chapter 12's BPE, the
-# course's own, merges characters instead, and marks a word's start with "▁" as SentencePiece does:
-# section 5 writes it in the form llama.cpp reads for such models.
+# UTF-8 *bytes* of a text. Each byte is written as a printable stand-in, so that the merges work on
+# printable text. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's one special
+# token, `<|endoftext|>` (id 50256, the last), separates documents. Here are the stand-ins:
+
+# %%
+def byte_stand_ins() -> dict[int, str]:
+    """The printable character GPT-2's tokenizer writes for each of the 256 bytes: a byte that is a
+    printable Latin-1 character other than a space stands for itself; the others (space, line break,
+    control bytes …) take the characters from chr(256) on, in byte order."""
+    itself = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [b for b in range(256) if b not in itself]
+    return {**{b: chr(b) for b in itself}, **{b: chr(256 + i) for i, b in enumerate(others)}}
+
+
+stand_in = byte_stand_ins()
+text = "Grüße\n ü"
+print(f"{text!r}: UTF-8 bytes {list(text.encode())}")
+print("  their stand-ins:", " ".join(stand_in[b] for b in text.encode()))
+printable = all(ch.isprintable() and not ch.isspace() for ch in stand_in.values())
+print(f"  {len(set(stand_in.values()))} different stand-ins, all printable: {printable}")
+
+# %% tags=["hide-cell"]
+# the library that runs GPT-2's fast tokenizer (transformers needs it)
+from tokenizers.pre_tokenizers import ByteLevel
+
+theirs = ByteLevel(add_prefix_space=False, use_regex=False)
+ascii_alike = all(theirs.pre_tokenize_str(chr(b))[0][0] == stand_in[b] for b in range(128))  # one byte each
+expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(stand_in.values()) == set(ByteLevel.alphabet())
+       and theirs.pre_tokenize_str(text)[0][0] == "".join(stand_in[b] for b in text.encode()), "256 bytes")  # fmt: skip
 
 # %% [markdown]
-# > **Aside — with a network, at home: the published checkpoints.** A published checkpoint brings
-# > its own tokenizer, built by the rules above. The next cell downloads two with the course's
-# > loader, `load_hub`, and runs them in our models through chapter 15's converters: OPUS-MT's
-# > English → German translator with our beam search, and SmolLM2-135M continuing a text. Without a
-# > network it says so, as below.
-# >
-# > `load_hub` loads every checkpoint in float32, whatever precision its `config.json` declares
-# > (`torch_dtype`): GPT-2's is float32, the `-hf` releases of Llama 2 declare float16, many recent
-# > models bfloat16.
+# A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. Chapter 12's BPE, the course's
+# own, merges characters instead, and marks a word's start with "▁" as SentencePiece does: section 5
+# writes it in the form llama.cpp reads for such models.
+#
+# > **Aside — at home, with a network: published checkpoints.** A published checkpoint brings its
+# > own tokenizer, built by these rules. The folded cell downloads OPUS-MT's English → German
+# > translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter 15's
+# > converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one line.
+# > `load_hub` loads every checkpoint in float32, whatever its `config.json` declares (`torch_dtype`:
+# > GPT-2's is float32, the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["hide-cell", "nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
 try:  # downloads each checkpoint once, then reads it from the local cache
     opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
@@ -261,37 +293,25 @@ else:
 # %% [markdown]
 # ## 2. Fewer operations per step: an inference engine
 #
-# A model and its tokenizer are what an engine runs. Engines exist to make generation fast, so the
-# next question is what a step of generation costs. A step has two costs. Run step by step, as
-# chapter 09's loops run them, your modules ask PyTorch for many small **operations**, each with a
-# fixed cost of a few microseconds. And every step reads the model's weights, its **bytes**, from
-# memory. This section cuts the first cost; the next measures the second.
+# A model and its tokenizer are what an engine runs; what it sells is speed. A step of generation
+# has two costs. Run as chapter 09's loops run it, your modules ask PyTorch for many small
+# **operations**, each with a fixed cost of a few microseconds. And every step reads the model's
+# weights, its **bytes**, from memory. This section cuts the first cost; the next measures the second.
 #
 # Inference engines such as CTranslate2 and llama.cpp *convert* a trained model, once, into a form of
 # their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
-# *plan*: $W^Q$, $W^K$ and $W^V$ stacked into one matrix, so that one product gives all three, and
-# caches allocated once, among other changes. First, what matters most: the
-# same tokens, on the test split of the shipped translator (chapter 08's recipe).
+# *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
+# stacked into one matrix, so that one product gives all three. The pre-LN norms' gains are folded
+# into the matrices after them, and the caches are allocated once per call. First, what matters
+# most: the same tokens, on the test split of the shipped translator (chapter 08's recipe).
 
 # %%
-from transformer_course.batching import pad_sequences
-from transformer_course.config import TransformerConfig
-from transformer_course.datasets.numbers import numbers_task
-from transformer_course_tools.models.pretrained import load_pretrained
-from transformer_course_tools.notebook.operations import CountOps
-
 checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
 translator = checkpoint.model.eval()
 task = numbers_task()
 test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
 test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
-timing_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
-torch.manual_seed(0)
-timing_model = Transformer(timing_config).eval()
-with torch.no_grad():
-    timing_model.output.bias[timing_config.eos_id] = -1e4  # never stop: exactly n tokens per sentence
-timing_src = torch.randint(4, timing_config.src_vocab_size, (32, 12))
 
 # %%
 same = {  # the test split translated by your modules (left) and by the engine (right)
@@ -304,22 +324,30 @@ assert all(same.values())
 # %% [markdown]
 # Then the operations: every call into PyTorch's C++ core (an *ATen operation*) as one more token
 # is decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer. A random
-# model of the translator's shape that never says `<eos>` decodes exactly as many tokens as it is
-# asked for.
+# model of the translator's shape that never says `<eos>`, `never_stopping`, decodes exactly as many
+# tokens as it is asked for.
 
 # %%
+never_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
+torch.manual_seed(0)
+never_stopping = Transformer(never_config).eval()  # random weights, the translator's shape
+with torch.no_grad():
+    never_stopping.output.bias[never_config.eos_id] = -1e4  # never <eos>: exactly n tokens per sentence
+one_source = torch.randint(4, never_config.src_vocab_size, (1, 12))  # (1, S)
+
+
 def operations_per_layer(path: object, n: int = 6) -> float:
     """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
     counts = []
     for tokens in (n, n + 1):
         with CountOps() as count:
-            greedy_decode(timing_model, timing_src[:1], tokens, path=path)  # n tokens, then n + 1: one step more
+            greedy_decode(never_stopping, one_source, tokens, path=path)  # n tokens, then n + 1: one step more
         counts.append(count.ops.total())
-    return (counts[1] - counts[0]) / timing_config.n_decoder_layers
+    return (counts[1] - counts[0]) / never_config.n_decoder_layers
 
 
 paths = {"modules": "modules", "engine": ENGINE}  # path= for your modules, and for the engine
-greedy_decode(timing_model, timing_src[:1], 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
+greedy_decode(never_stopping, one_source, 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
 operations = {name: operations_per_layer(path) for name, path in paths.items()}
 
 # %% tags=["nbval-ignore-output"]
@@ -338,10 +366,10 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
 #
-# How many bytes does a step read? First, how many a model holds. A float32 copy takes 4 bytes a
-# parameter; while converting, both copies are in memory. The cell
-# below builds our three models in their published shapes on PyTorch's meta device (chapter 07),
-# where a tensor has a shape but no numbers.
+# Section 2 cut the operations; the bytes an engine cuts only by storing fewer of them. How many
+# does a step read? First, how many a model holds. A float32 copy takes 4 bytes a parameter; while
+# converting, both copies are in memory. The cell below builds our three models in their published
+# shapes on PyTorch's meta device (chapter 07).
 
 # %%
 # the published shapes (each checkpoint's config.json, transformer_course_tools/models/published.py), made
@@ -362,9 +390,9 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 # A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
 # multiplies one vector: every weight is read from memory once, for a single multiply and add, and
 # the earlier tokens' keys and values are read from the cache. A processor does far more arithmetic
-# per second than its memory delivers bytes, so at batch 1 a step takes about
+# per second than its memory delivers bytes, so at batch 1 a step takes at least
 #
-# $$t_\text{token} \approx \frac{\text{bytes of the weights} + \text{bytes of the
+# $$t_\text{token} \ge \frac{\text{bytes of the weights} + \text{bytes of the
 # cache}}{\text{bytes the memory delivers per second}}.$$
 #
 # Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
@@ -421,9 +449,8 @@ print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_
 # > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
 # > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
 # > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your
-# > own modules settle it: below, our 4-layer model reads 1,000 tokens into its cache
-# > (`new_cache()`, one `KVCache` per layer: a layer's keys and values, as chapter 09 caches them),
-# > and we compare the bytes it holds with both counts.
+# > own modules settle it: below, our 4-layer model reads 1,000 tokens into its cache (chapter 09's
+# > `KVCache`, one per layer), and we compare the bytes it holds with both counts.
 
 # %%
 cache = smol.new_cache()  # one KVCache per layer (chapter 09)
@@ -442,8 +469,14 @@ expect("the cache counted with every query head: three times too large", wrong =
 # %% [markdown]
 # Now the time. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) decodes on one
 # thread with section 2's engine, which reads each weight once per token. Between decodings it
-# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's caches hold.
-# Bytes per token over time per token is the speed at which a step read its weights.
+# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's
+# caches hold. Bytes per token over time per token is the speed at which a step read its weights.
+#
+# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
+# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
+# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
+# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it can read
+# its bytes below the memory's speed.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -451,8 +484,8 @@ expect("the cache counted with every query head: three times too large", wrong =
 # gives the MiB of weights the engine reads per generated token, the vertical axis the milliseconds
 # per token, both from 0. A dashed line from the origin gives the time that reading those bytes at
 # the memory's measured speed would take: the floor that the formula above sets. The bf16 dot sits
-# at half of float32's MiB, the int8 dot at about a quarter. The heights and the line are this
-# machine's, and the title names the precision that was fastest here.
+# at half of float32's MiB, the int8 dot at about a quarter. The heights, bf16's among them, and the
+# line are this machine's, and the title names the precision that was fastest here.
 #
 # </details>
 
@@ -471,28 +504,29 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
-# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
-# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it can read
-# its bytes below the memory's speed.
-
-# %% [markdown]
 # ## 4. What int8 changes: the tokens
 #
-# Do int8's fewer bytes change what the model writes? That depends on where int8 runs. On a CPU,
-# `Int8Linear` (the layer `quantize` puts in place of each `nn.Linear`) calls fbgemm, which rounds
-# each layer's *input* to 8 bits too. On a GPU it calls a weight-only product, where the input keeps
-# its precision: "weights only" below, the int8 weights made float again. We compare both with
-# float32 on our 4-layer SmolLM2, decoding with section 2's engine.
+# int8 reads the fewest bytes, but an engine may use it only if the tokens survive. Do they? That
+# depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
+# `nn.Linear`) calls fbgemm, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
+# weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
+# made float again. We compare both with float32 on our 4-layer SmolLM2, decoding with section 2's
+# engine.
 
 # %% tags=["nbval-ignore-output"]
+def int8_weights_only(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` whose linear layers hold their int8 weights made float again: what a
+    weight-only kernel reads."""
+    copied = copy.deepcopy(model)
+    with torch.no_grad():
+        for module in copied.modules():
+            if isinstance(module, nn.Linear):
+                module.weight.copy_(dequantize_rows(*quantize_rows(module.weight)))
+    return copied
+
+
 int8_smol = variants["int8"]  # section 3's int8 model
-weights_only = copy.deepcopy(smol)
-with torch.no_grad():
-    for module in weights_only.modules():
-        if isinstance(module, nn.Linear):  # the int8 weights, made float again: what a weight-only kernel reads
-            module.weight.copy_(dequantize_rows(*quantize_rows(module.weight)))
+weights_only = int8_weights_only(smol)
 prompt = torch.randint(1, 49000, (4, 8), generator=torch.Generator().manual_seed(5))
 with torch.no_grad():
     reference = smol(prompt)  # (B, T, V), float32
@@ -513,17 +547,51 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # %% [markdown]
 # The logits move by several hundredths of the largest one. Yet many greedy tokens can change. A
 # model with random weights has no strong preferences: its largest logits lie close together, and a
-# small error swaps them. Once one token changes, every later token continues another text. A
-# trained model chooses more clearly, so fewer of its tokens should change; this chapter does not
-# measure it. Equal tokens are what test an export, so the next section's exports stay in float32.
+# small error swaps them. Once one token changes, every later token continues another text.
+#
+# A trained model chooses more clearly. Chapter 14's Shakespeare model, the one section 5 exports,
+# continues three prompts in float32 and in both int8 forms:
+
+# %% tags=["nbval-ignore-output"]
+lm = load_pretrained_lm()  # chapter 14's trained Shakespeare model, with its BPE (chapter 12)
+shakespeare = SubwordTokenizer.from_dict(lm.tokenizer)
+prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
+prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
+trained = {"float32": lm.model, "int8 weights only": int8_weights_only(lm.model),
+           "int8 weights and inputs (CPU)": quantize(lm.model, "int8")}  # fmt: skip
+written = {name: [generate(m, torch.tensor([ids]), 40, path=ENGINE)[0, len(ids) :].tolist() for ids in prompt_ids]
+           for name, m in trained.items()}  # up to 40 new tokens a prompt, greedily  # fmt: skip
+
+
+def share_kept(tokens: list[list[int]], reference: list[list[int]]) -> float:
+    """The share of places, over all prompts, where ``tokens`` holds the reference's token."""
+    pairs = list(zip(tokens, reference, strict=True))  # one row per prompt; one may stop before the other
+    equal = sum(a == b for row, ref in pairs for a, b in zip(row, ref, strict=False))
+    return equal / sum(max(len(row), len(ref)) for row, ref in pairs)
+
+
+kept = {name: share_kept(written[name], written["float32"]) for name in agreement}
+for name in agreement:
+    print(f"{name:30s} greedy tokens equal to float32's: the random model {agreement[name]:.0%}, "
+          f"the trained one {kept[name]:.0%}")  # fmt: skip
+
+# %% tags=["hide-cell"]
+cpu = "int8 weights and inputs (CPU)"
+expect("int8 weights and inputs: the trained model keeps more of float32's greedy tokens than the random one",
+       kept[cpu] > agreement[cpu], f"{kept[cpu]:.0%} against {agreement[cpu]:.0%}")  # fmt: skip
+
+# %% [markdown]
+# The trained model keeps more of its tokens than the random one. Its logits still move, so where
+# two top tokens lie close a token can still change. Equal tokens are what test an export, so the
+# next section's exports stay in float32.
 
 # %% [markdown]
 # ## 5. Your models in the engines people use
 #
-# In float32, an engine that reads the course's weights and tokenizer rightly should write the
-# course's tokens: that is this last section's test. Two trained models leave the course, both
-# shipped: the numbers translator trained with chapter 08's recipe, and chapter 14's Shakespeare
-# language model (chapter 13's block, with chapter 12's BPE).
+# Everything is in place: the tokenizer that travels with a model, and float32, in which tokens are
+# a test. An engine that reads the course's weights and tokenizer rightly should write the course's
+# tokens. Two trained models leave the course, both shipped: the numbers translator trained with
+# chapter 08's recipe, and chapter 14's Shakespeare language model.
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
@@ -533,11 +601,9 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # paper's interleaved sinusoids (chapter 02); Marian adds sines, then cosines. Swapping the table
 # alone would give nonsense positions (chapter 15). So every one of the D features of the residual
 # stream moves with it: feature 2i to place i, feature 2i + 1 to place D/2 + i (`reorder_features`).
-# A matrix whose columns are the stream's features has its columns reordered: the embeddings, W^Q,
-# W^K, W^V, the first feed-forward layer, the output layer. A matrix whose rows are has its rows and
-# bias reordered: W^O, the second feed-forward layer. So has each LayerNorm its gain and bias. LayerNorm and
-# every product over the features are sums, which an order does not change. So the exported model
-# computes the same logits, up to rounding, and its tokens below test that too.
+# That reorders the columns of every matrix that reads the stream, the rows and bias of every one
+# that writes it, and each LayerNorm's gain and bias. Sums over the features do not depend on their
+# order, so the exported model computes the same logits, up to rounding.
 #
 # The command line does the rest. In a terminal:
 #
@@ -549,11 +615,10 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 # python -m transformer_course export shakespeare-lm shakespeare.gguf --to gguf
 # ```
 #
-# The first name is a shipped model or a checkpoint the course wrote. `--to transformers` writes a
-# folder that `AutoTokenizer` and `AutoModelForSeq2SeqLM` (or `…ForCausalLM`) load. `--to ctranslate2`
-# converts that folder with CTranslate2's own converter. `--to gguf` writes the one file llama.cpp
-# reads, for language models only. This needs `pip install "transformer-course[export]"`. The folded
-# cell runs the five commands:
+# The first name is a shipped model or a checkpoint the course wrote. `--to ctranslate2` converts the
+# `transformers` folder with CTranslate2's own converter; `--to gguf` writes the one file llama.cpp
+# reads, for language models only (`pip install "transformer-course[export]"`). The folded cell runs
+# the five commands:
 
 # %% tags=["hide-input"]
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
@@ -574,32 +639,34 @@ finally:
     os.chdir(here)
 
 # %% [markdown]
-# **The tokenizer goes along.** The exported weights expect the course's ids, so each export writes
-# the course's tokenizer beside them. `transformers` reads `tokenizer.json`, and a copy beside
-# CTranslate2's model cuts the pieces CTranslate2 takes. The GGUF file holds llama.cpp's own copy:
-# the token list in id order, with "▁" for a space, as for a SentencePiece model (section 1). The
-# translator's two vocabularies become Marian's one: the source's tokens, then the target's new
-# ones, `<pad>` last. Each embedding row moves with its token, and a token only the source has gets
-# a logit bias of −∞, so no engine writes it:
+# **The tokenizer goes along,** as section 1 said it must. Each export writes the course's tokenizer
+# beside the weights: `tokenizer.json` for `transformers` and CTranslate2, and in the GGUF file the
+# token list in id order, with "▁" for a space (section 1). The translator's two vocabularies become
+# Marian's one: the source's tokens, then the target's new ones, `<pad>` last. Each embedding row
+# moves with its token. A token only the source has gets a logit bias of −∞, as do `<pad>` and
+# `<bos>`, so no engine writes it:
 
 # %%
 import gguf
 
-from transformer_course.subwords import SubwordTokenizer
-from transformer_course_tools.models.pretrained import load_pretrained_lm
-
-lm = load_pretrained_lm()  # the language model that ships with the course, and its BPE (chapter 12)
-shakespeare = SubwordTokenizer.from_dict(lm.tokenizer)
 hf_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "numbers-hf")  # the translator's tokenizer.json
 hf_lm_tokenizer = transformers.AutoTokenizer.from_pretrained(exports / "shakespeare-hf")  # the language model's
 field = gguf.GGUFReader(exports / "shakespeare.gguf").fields["tokenizer.ggml.tokens"]
 gguf_tokens = [bytes(field.parts[i]).decode("utf-8") for i in field.data]  # llama.cpp's token list, in id order
 print(f"the translator: {len(hf_tokenizer)} tokens for both languages, <pad> = {hf_tokenizer.pad_token_id}, the last id")
+hf_translator = transformers.AutoModelForSeq2SeqLM.from_pretrained(exports / "numbers-hf")
+source_only = set(checkpoint.src_vocab.id_to_token) - set(checkpoint.tgt_vocab.id_to_token)
+never_written = torch.isinf(hf_translator.final_logits_bias[0]).sum().item()  # its output layer's bias, (V,)
+print(f"  logit bias −∞: {never_written} tokens, the {len(source_only)} the source alone has, <pad> and <bos>")
 text = "HAMLET. O"
 print(f"the language model on {text!r}:", hf_lm_tokenizer.tokenize(text, add_special_tokens=True))
 print("  ids from the course's BPE:", shakespeare.encode(text, add_bos=True))
 print("  ids from tokenizer.json:  ", hf_lm_tokenizer(text).input_ids)
 print("  the GGUF file's token list is the course's, in id order:", gguf_tokens == list(shakespeare.id_to_token))
+
+# %% tags=["hide-cell"]
+expect("the exported translator: a bias of −∞ for the source-only tokens, <pad> and <bos>",
+       never_written == len(source_only) + 2, f"{never_written} tokens")  # fmt: skip
 
 # %% [markdown]
 # The course's BPE and `tokenizer.json` give the same ids, and the GGUF file holds the course's token
@@ -612,12 +679,9 @@ print("  the GGUF file's token list is the course's, in id order:", gguf_tokens 
 # %%
 import ctranslate2
 
-from transformer_course.datasets.numbers import english_tokens, german_text, number_to_english
-
 english = [number_to_english(n) for n in (7, 19, 101_021, 388_922, 999_999)]
 src = pad_sequences([checkpoint.src_vocab.encode(english_tokens(t)) for t in english], checkpoint.src_vocab.pad_id)
 german = {"the course": [german_text(checkpoint.tgt_vocab.decode(row)) for row in greedy_decode(translator, src).tolist()]}
-hf_translator = transformers.AutoModelForSeq2SeqLM.from_pretrained(exports / "numbers-hf")
 with torch.no_grad():
     out = hf_translator.generate(**hf_tokenizer(english, return_tensors="pt", padding=True), max_new_tokens=20)
 german["transformers"] = hf_tokenizer.batch_decode(out, skip_special_tokens=True)
@@ -630,14 +694,11 @@ for row, text in enumerate(english):
         print(f"  {engine:14s} {texts[row]}")
 
 # %% [markdown]
-# Then the language model, on three prompts, each continued greedily until it writes `<eos>`, at most 40 tokens:
+# Then the language model, on section 4's three prompts, each continued greedily until it writes
+# `<eos>`, at most 40 tokens:
 
 # %% tags=["nbval-ignore-output"]
-from transformer_course_tools.models.export.gguf_file import llama_cpp_greedy
-
 c = lm.model.config
-prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
-prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
 continued = {"the course": [generate(lm.model, torch.tensor([ids]), 40, path=ENGINE)[0].tolist() for ids in prompt_ids]}
 hf_lm = transformers.AutoModelForCausalLM.from_pretrained(exports / "shakespeare-hf")
 with torch.no_grad():
@@ -715,30 +776,28 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 
 # %% [markdown]
 # These two models are small, about a million weights each, and fit in the processor's cache. A step
-# then costs mostly what an engine does around its products: the course's engine pays Python's and
-# PyTorch's dispatch for each operation, a loop in C++ does not. On a published model's shapes the
-# products weigh more: every token reads every weight (section 3's bytes per token). For a small
-# model of your own, the export is the way to speed.
+# then costs mostly the work around its products (section 2's operations), which a loop in C++ does
+# cheaply. On a published model's shapes, section 3's bytes weigh more.
 #
-# That is where the course set out to arrive: the model you built from its parts runs in the engines
-# people use, and writes there your code's tokens.
+# That is where the course set out to arrive: models trained by the course's code, from the parts you
+# built, run in the engines people use and write there your code's tokens. A checkpoint you train
+# yourself leaves by the same command.
 #
 # ## Summary
 #
 # - A model travels with its tokenizer, which turns text into the ids it was trained on: Marian's
-#   SentencePiece unigram models over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2 (no
-#   `<unk>`), or the course's BPE, exported as `tokenizer.json` and inside the GGUF file.
+#   unigram models over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`), or the
+#   course's BPE, exported as `tokenizer.json` and inside the GGUF file.
 # - An inference engine reads a trained model once into a plan that cuts the operations of a step,
 #   and gives your modules' tokens (`path=ENGINE`).
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - int8 moves the logits by several hundredths of the largest one; where the top tokens lie close,
-#   greedy tokens change.
+#   greedy tokens change, fewer in a trained model.
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
 #   CTranslate2 and llama.cpp, which write the course's tokens in float32. Exporting the translator
 #   reorders all D features; the logits stay the same.
-# - With a network, `load_hub` and chapter 15's converters run published checkpoints in our models
-#   (the aside).
+# - With a network, the aside runs published checkpoints in our models.
 #
 # **Exercises:** this chapter has no exercises of its own. [Chapter 15's
 # exercises](../exercises/ex15_real_weights.ipynb) cover the conversion it relies on.
