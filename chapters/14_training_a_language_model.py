@@ -22,10 +22,10 @@
 # the paper's Adam and schedule. Its lines had the shape of a play and little sense. This chapter
 # trains a larger model of the same block with today's recipe (section 1).
 #
-# What you will see: the whole run is too long for a CPU, so the course ships the model the same
-# code made. A CPU runs only the first 100 steps, all warm-up (a CUDA GPU runs them all). They write
-# worse text than chapter 13's model. They show one point: your loss lands on the shipped run's at
-# that step. So the shipped model is the rest of your run, and shows what the whole recipe writes.
+# The whole run is too long for a CPU, so the course ships the model the same code made. A CPU runs
+# only the first 100 steps, all warm-up (a CUDA GPU runs them all). They write worse text than
+# chapter 13's model. They show that your loss lands on the shipped run's at that step. So the
+# shipped model is the rest of your run, and shows what the whole recipe writes.
 #
 # Section 2 is the payoff. Small models, each with one modern change undone (chapter 13's three, and
 # this chapter's schedule), show which changes pay at our scale. Section 3 says how small that is.
@@ -38,7 +38,7 @@
 # - sample with temperature and top-p, and check that the KV cache changes no token;
 # - compare the old and the new choices in paired runs, and tell a shown difference from one that
 #   is only consistent in sign;
-# - estimate the compute of a training run from its parameters and its tokens.
+# - estimate a run's compute from its parameters and tokens.
 #
 # **In the paper:** the 2017 choices that this chapter tests against today's.
 #
@@ -632,9 +632,11 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #   ratio is about 20 tokens per parameter.
 
 # %% [markdown]
-# **Exercises:** this chapter has no exercises of its own. The parts it trains are chapter 13's, and
-# so are their exercises:
-# [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb).
+# **Exercises:**
+# [exercises/ex14_training_a_language_model.ipynb](../exercises/ex14_training_a_language_model.ipynb)
+# asks you to write `warmup_cosine_lr` (ex14_1), `make_adamw` (ex14_2) and `adamw_step` (ex14_3);
+# stuck on one, `python -m transformer_course restore ex14_1` puts its worked answer in your student
+# edition. The blocks it trains are chapter 13's exercises.
 #
 # ## Check yourself
 #

@@ -176,7 +176,7 @@ for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de fo
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_prefix=str(folder / side), vocab_size=400, model_type="unigram",
         bos_id=-1, eos_id=-1, pad_id=-1, unk_id=0, num_threads=1, minloglevel=2,
-    )  # fmt: skip
+    )
 source_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.model"))
 target_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.model"))
 pieces = sorted({spm.id_to_piece(i) for spm in (source_spm, target_spm) for i in range(1, spm.get_piece_size())})
@@ -194,7 +194,7 @@ with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which 
     warnings.simplefilter("ignore")
     marian_tokenizer = transformers.MarianTokenizer(source_spm=str(folder / "source.model"),
                                                     target_spm=str(folder / "target.model"),
-                                                    vocab=str(folder / "vocab.json"))  # fmt: skip
+                                                    vocab=str(folder / "vocab.json"))
 print("MarianTokenizer's ids:", marian_tokenizer(english).input_ids)
 print("with >>fr<< first:      ", marian_tokenizer(">>fr<< " + english).input_ids[:4], "…")
 batch = marian_tokenizer(["Hello.", english], padding=True)
@@ -221,7 +221,7 @@ expect("a language token is read as the first id", first == vocab[">>fr<<"], f">
 short = batch.input_ids[0]  # "Hello.": its ids, </s>, then padding
 end = short.index(vocab["</s>"])
 expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 :]) == {len(vocab) - 1},
-       f"{len(short) - end - 1} × {len(vocab) - 1}")  # fmt: skip
+       f"{len(short) - end - 1} × {len(vocab) - 1}")
 expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
 
 # %% [markdown]
@@ -254,7 +254,7 @@ from tokenizers.pre_tokenizers import ByteLevel
 theirs = ByteLevel(add_prefix_space=False, use_regex=False)
 ascii_alike = all(theirs.pre_tokenize_str(chr(b))[0][0] == stand_in[b] for b in range(128))  # one byte each
 expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(stand_in.values()) == set(ByteLevel.alphabet())
-       and theirs.pre_tokenize_str(text)[0][0] == "".join(stand_in[b] for b in text.encode()), "256 bytes")  # fmt: skip
+       and theirs.pre_tokenize_str(text)[0][0] == "".join(stand_in[b] for b in text.encode()), "256 bytes")
 
 # %% [markdown]
 # A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. Chapter 12's BPE, the course's
@@ -281,12 +281,12 @@ else:
     with torch.no_grad():
         tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
     for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
-                               strict=True):  # fmt: skip
+                               strict=True):
         print(f"{english}\n  → {german}")
     prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
     ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
     theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
-                              pad_token_id=smol_lm.config.pad_id)  # fmt: skip
+                              pad_token_id=smol_lm.config.pad_id)
     print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
     print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
 
@@ -379,11 +379,11 @@ gpt2_config = course_config("openai-community/gpt2")  # GPT-2 small, a DecoderOn
 smol_config = course_config("HuggingFaceTB/SmolLM2-135M")  # chapter 13's block, grouped key/value heads
 with torch.device("meta"):  # the full shapes, without allocating a single number (chapter 07)
     full = {"opus-mt-en-de": Transformer(opus_config), "GPT-2 small": DecoderOnlyLM(gpt2_config),
-            "SmolLM2-135M": DecoderOnlyLM(smol_config)}  # fmt: skip
+            "SmolLM2-135M": DecoderOnlyLM(smol_config)}
 for name, model in full.items():
     n = model.num_parameters()  # distinct parameters: a tied matrix once
     print(f"{name:14s} {n / 1e6:6.1f} M parameters: {4 * n / 2**30:.2f} GiB in float32, "
-          f"{8 * n / 2**30:.2f} GiB while converting")  # fmt: skip
+          f"{8 * n / 2**30:.2f} GiB while converting")
 print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
 
 # %% [markdown]
@@ -417,12 +417,12 @@ print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights")
 for context in (1000, c.max_len):  # the longest text it was trained on
     cache = {"float32": 4 * kv_numbers(context), "bf16": 2 * kv_numbers(context), "int8": 4 * kv_numbers(context)}
     weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full,
-               "int8": matrices_full + 4 * rows + 4 * (weights_full - matrices_full)}  # fmt: skip
+               "int8": matrices_full + 4 * rows + 4 * (weights_full - matrices_full)}
     print(f"with {context:5,} tokens in the cache:")
     for precision in weights:
         total = weights[precision] + cache[precision]
         print(f"  {precision:8s} {total / 2**20:6.1f} MiB per token, of which the cache "
-              f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")  # fmt: skip
+              f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")
 
 # %% [markdown]
 # At 1,000 tokens the cache is small next to the float32 or bf16 weights, thanks to the 3 key/value
@@ -531,18 +531,18 @@ prompt = torch.randint(1, 49000, (4, 8), generator=torch.Generator().manual_seed
 with torch.no_grad():
     reference = smol(prompt)  # (B, T, V), float32
     errors = {name: ((m(prompt).float() - reference).abs().max() / reference.abs().max()).item()
-              for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}  # fmt: skip
+              for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}
 float_tokens = generate(smol, prompt, 16, path=ENGINE)[:, 8:]
 agreement = {name: (generate(m, prompt, 16, path=ENGINE)[:, 8:] == float_tokens).float().mean().item()
-             for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}  # fmt: skip
+             for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}
 for name in errors:
     print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
-          f"greedy tokens equal to float32's: {agreement[name]:.0%}")  # fmt: skip
+          f"greedy tokens equal to float32's: {agreement[name]:.0%}")
 
 # %% tags=["hide-cell"]
 expect_at_most("int8 weights only: largest logit error relative to the largest logit", errors["int8 weights only"], 0.1)
 expect_at_most("int8 weights and inputs: largest logit error relative to the largest logit",
-               errors["int8 weights and inputs (CPU)"], 0.2)  # fmt: skip
+               errors["int8 weights and inputs (CPU)"], 0.2)
 
 # %% [markdown]
 # The logits move by several hundredths of the largest one. Yet many greedy tokens can change. A
@@ -558,9 +558,9 @@ shakespeare = SubwordTokenizer.from_dict(lm.tokenizer)
 prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
 prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
 trained = {"float32": lm.model, "int8 weights only": int8_weights_only(lm.model),
-           "int8 weights and inputs (CPU)": quantize(lm.model, "int8")}  # fmt: skip
+           "int8 weights and inputs (CPU)": quantize(lm.model, "int8")}
 written = {name: [generate(m, torch.tensor([ids]), 40, path=ENGINE)[0, len(ids) :].tolist() for ids in prompt_ids]
-           for name, m in trained.items()}  # up to 40 new tokens a prompt, greedily  # fmt: skip
+           for name, m in trained.items()}  # up to 40 new tokens a prompt, greedily
 
 
 def share_kept(tokens: list[list[int]], reference: list[list[int]]) -> float:
@@ -573,12 +573,12 @@ def share_kept(tokens: list[list[int]], reference: list[list[int]]) -> float:
 kept = {name: share_kept(written[name], written["float32"]) for name in agreement}
 for name in agreement:
     print(f"{name:30s} greedy tokens equal to float32's: the random model {agreement[name]:.0%}, "
-          f"the trained one {kept[name]:.0%}")  # fmt: skip
+          f"the trained one {kept[name]:.0%}")
 
 # %% tags=["hide-cell"]
 cpu = "int8 weights and inputs (CPU)"
 expect("int8 weights and inputs: the trained model keeps more of float32's greedy tokens than the random one",
-       kept[cpu] > agreement[cpu], f"{kept[cpu]:.0%} against {agreement[cpu]:.0%}")  # fmt: skip
+       kept[cpu] > agreement[cpu], f"{kept[cpu]:.0%} against {agreement[cpu]:.0%}")
 
 # %% [markdown]
 # The trained model keeps more of its tokens than the random one. Its logits still move, so where
@@ -633,7 +633,7 @@ try:
     for model, out, target in [("numbers-en-de", "numbers-hf", "transformers"), ("numbers-en-de", "numbers-ct2", "ctranslate2"),
                                ("shakespeare-lm", "shakespeare-hf", "transformers"),
                                ("shakespeare-lm", "shakespeare-ct2", "ctranslate2"),
-                               ("shakespeare-lm", "shakespeare.gguf", "gguf")]:  # fmt: skip
+                               ("shakespeare-lm", "shakespeare.gguf", "gguf")]:
         course_command(["export", model, out, "--to", target])  # python -m transformer_course export …
 finally:
     os.chdir(here)
@@ -666,7 +666,7 @@ print("  the GGUF file's token list is the course's, in id order:", gguf_tokens 
 
 # %% tags=["hide-cell"]
 expect("the exported translator: a bias of −∞ for the source-only tokens, <pad> and <bos>",
-       never_written == len(source_only) + 2, f"{never_written} tokens")  # fmt: skip
+       never_written == len(source_only) + 2, f"{never_written} tokens")
 
 # %% [markdown]
 # The course's BPE and `tokenizer.json` give the same ids, and the GGUF file holds the course's token
@@ -703,14 +703,14 @@ continued = {"the course": [generate(lm.model, torch.tensor([ids]), 40, path=ENG
 hf_lm = transformers.AutoModelForCausalLM.from_pretrained(exports / "shakespeare-hf")
 with torch.no_grad():
     continued["transformers"] = [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)[0].tolist()
-                                 for p in prompts]  # fmt: skip
+                                 for p in prompts]
 ct2_lm = ctranslate2.Generator(str(exports / "shakespeare-ct2"), intra_threads=1)
 never = [[hf_lm_tokenizer.convert_ids_to_tokens(i)] for i in (c.pad_id, c.bos_id)]  # as the course's generate
 starts = [hf_lm_tokenizer.tokenize(p, add_special_tokens=True) for p in prompts]
 results = ct2_lm.generate_batch(starts, max_length=40, suppress_sequences=never, include_prompt_in_result=False,
-                                return_end_token=True)  # fmt: skip
+                                return_end_token=True)
 continued["CTranslate2"] = [ids + hf_lm_tokenizer.convert_tokens_to_ids(r.sequences[0])
-                            for ids, r in zip(prompt_ids, results, strict=True)]  # fmt: skip
+                            for ids, r in zip(prompt_ids, results, strict=True)]
 if importlib.util.find_spec("llama_cpp") is None:
     print("llama.cpp: skipped, the package llama-cpp-python is not installed (pip install llama-cpp-python)")
 else:
@@ -718,7 +718,7 @@ else:
 
     llama_cpp.llama_log_set(quiet := llama_cpp.llama_log_callback(lambda *_: None), None)  # no notices
     llm = llama_cpp.Llama(str(exports / "shakespeare.gguf"), n_ctx=c.max_len, n_batch=c.max_len, n_threads=1,
-                          n_threads_batch=1, verbose=False)  # one thread, for the prompt too  # fmt: skip
+                          n_threads_batch=1, verbose=False)  # one thread, for the prompt too
     own_ids = [llm.tokenize(p.encode(), add_bos=True, special=False) for p in prompts]  # llama.cpp's tokenizer
     continued["llama.cpp"] = [ids + llama_cpp_greedy(llm, ids, 40, [c.pad_id, c.bos_id], c.eos_id) for ids in own_ids]
 for row, prompt in enumerate(prompts):
@@ -729,10 +729,10 @@ for row, prompt in enumerate(prompts):
 # %% tags=["hide-cell"]
 same_german = all(german[engine] == german["the course"] for engine in german)
 expect("the translator: the same German from the course, transformers and CTranslate2", same_german,
-       f"{len(english)} numbers")  # fmt: skip
+       f"{len(english)} numbers")
 same_text = all(continued[engine] == continued["the course"] for engine in ("transformers", "CTranslate2"))
 expect("the language model: the same tokens from the course, transformers and CTranslate2", same_text,
-       f"{len(prompts)} prompts")  # fmt: skip
+       f"{len(prompts)} prompts")
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
 llama_same = continued.get("llama.cpp", continued["the course"]) == continued["the course"]  # where it ran
@@ -761,14 +761,14 @@ runs = {"translator": {
     "transformers": lambda: [hf_lm.generate(**hf_lm_tokenizer(p, return_tensors="pt"), max_new_tokens=40)
                              for p in prompts],
     "CTranslate2": lambda: [ct2_lm.generate_batch([s], max_length=40, suppress_sequences=never) for s in starts],
-}}  # fmt: skip
+}}
 if "llama.cpp" in continued:
     runs["language model"]["llama.cpp"] = lambda: [llama_cpp_greedy(llm, ids, 40, [c.pad_id, c.bos_id], c.eos_id)
-                                                   for ids in own_ids]  # fmt: skip
+                                                   for ids in own_ids]
 else:
     print("llama.cpp: skipped, llama-cpp-python is not installed")
 made = {"translator": sum(greedy_decode(translator, s).shape[1] for s in sources),  # German pieces and <eos>
-        "language model": sum(len(t) - len(p) for t, p in zip(continued["the course"], prompt_ids, strict=True))}  # fmt: skip
+        "language model": sum(len(t) - len(p) for t, p in zip(continued["the course"], prompt_ids, strict=True))}
 
 # %% tags=["measured", "nbval-ignore-output"]
 speeds = tokens_per_second(runs, made)  # one thread, the engines taking turns, the median of 5 rounds

@@ -25,6 +25,13 @@ def test_a_function_on_the_page_keeps_its_lines_but_not_its_docstring_and_checks
     assert "### BEGIN SOLUTION" not in function_text(DecoderLayer.forward)
 
 
+def test_the_page_leaves_out_the_formatters_markers() -> None:
+    source = Transformer.__init__.__code__.co_filename
+    assert "# fmt: skip" in open(source, encoding="utf-8").read()  # the constructor's file has some to leave out
+    text = function_text(Transformer.__init__)
+    assert "fmt: skip" not in text and "sizes = dict(" in text and "connection=connection," in text
+
+
 def test_the_page_names_each_function_and_its_file() -> None:
     page = code_page([Transformer.forward, EncoderLayer.forward])
     assert "# Transformer.forward  (model.py)" in page and "# EncoderLayer.forward  (encoder.py)" in page

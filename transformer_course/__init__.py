@@ -79,7 +79,7 @@ _EXPORTS: dict[str, str] = {
     "blocked_attention": "blocked", "online_softmax_update": "blocked",
     "repeat_kv": "grouped", "GroupedQueryAttention": "grouped",
     "DecoderOnlyConfig": "lm", "DecoderOnlyLM": "lm", "generate": "lm",
-    "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe",
+    "make_adamw": "recipe", "warmup_cosine_lr": "recipe", "warmup_cosine_scheduler": "recipe", "adamw_step": "recipe",
     "load_lm_checkpoint": "lm_checkpoint", "save_lm_checkpoint": "lm_checkpoint",
     "from_gpt2": "convert", "from_llama": "convert", "from_marian": "convert", "marian_layer_names": "convert",
     "rope_halves_to_interleaved": "convert", "split_conv1d": "convert", "interleaved_to_halves_order": "convert",
@@ -173,7 +173,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         sinusoidal_positional_encoding,
     )
     from .quantize import Int8Embedding, Int8Linear, quantize
-    from .recipe import make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
+    from .recipe import adamw_step, make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
     from .rotary import Rotary, RotaryAttention, apply_rope
     from .schedule import transformer_lr, transformer_scheduler

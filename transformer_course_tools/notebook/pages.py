@@ -2,7 +2,8 @@
 
 * :func:`code_page` prints functions of the package as a reader wants them, top to bottom: each
   function's own lines, without its docstring and the checks of its arguments (they guard the edge,
-  they are not the computation), its signature on one line;
+  they are not the computation), its signature on one line, and without the formatter's
+  ``# fmt: skip`` markers (they speak to a tool, not to the reader);
 * :func:`code_block` shows that page as a highlighted Python block in a notebook;
 * :func:`functions_called` lists the functions a call runs, and :func:`check_page` uses it to say in
   one line that the page a chapter printed is the code that runs;
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import sys
 import textwrap
 from collections.abc import Callable, Iterable
@@ -24,6 +26,7 @@ from pathlib import Path
 from types import CodeType
 
 _MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+_FORMATTER = re.compile(r"\s*# fmt: skip$")  # a comment for ruff format, not for the reader
 
 
 def _is_check(node: ast.stmt) -> bool:
@@ -63,7 +66,7 @@ def function_text(function: Callable) -> str:
                 dropped.add(above)
                 above -= 1
     kept = [
-        line
+        _FORMATTER.sub("", line)
         for i, line in enumerate(lines[body[0].lineno - 1 : node.end_lineno], start=body[0].lineno - 1)
         if i not in dropped and line.strip() not in _MARKERS
     ]

@@ -406,4 +406,46 @@ def train_steps(impl: Callable, package: str, state: dict, optimizer: str, optio
     return result
 
 
-PROBES: dict[str, Callable[..., dict]] = {"train_steps": train_steps}
+class DecayProbeModel(nn.Module):
+    """A small model with every kind of parameter AdamW's groups tell apart: an embedding and weight
+    matrices (decayed), biases and a norm's gain (not decayed), and a frozen matrix (no gradient)."""
+
+    def __init__(self, vocab: int = 7, d: int = 4, layers: int = 1) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+        self.frozen = nn.Linear(d, d, bias=False).requires_grad_(False)
+
+
+def adamw_groups(impl: Callable, options: dict, layers: int) -> dict:
+    """ex14_2: the learner's ``make_adamw`` on a :class:`DecayProbeModel`, then what the optimizer
+    holds: its class, and each group's parameters (by name), weight decay, rate and betas."""
+    torch.manual_seed(0)
+    model = DecayProbeModel(layers=layers)
+    made: list = []
+
+    def keep(*args: Any, **kwargs: Any) -> Any:  # the learner's function, its result kept for the report
+        made.append(impl(*args, **kwargs))
+        return made[-1]
+
+    record = invoke(keep, [model], dict(options), [])
+    if record["error"]:
+        return {"calls": [record], "report": {}}
+    optimizer, names = made[0], {id(p): name for name, p in model.named_parameters()}
+    adamw = isinstance(optimizer, torch.optim.AdamW)
+    report: dict = {"class": f"{type(optimizer).__module__}.{type(optimizer).__qualname__}", "groups": None,
+                    "adamw": adamw, "adam": isinstance(optimizer, torch.optim.Adam) and not adamw,
+                    "shapes": {name: list(p.shape) for name, p in model.named_parameters()},
+                    "trainable": [name for name, p in model.named_parameters() if p.requires_grad]}  # fmt: skip
+    if isinstance(optimizer, torch.optim.Optimizer):
+        report["groups"] = [
+            {"names": [names.get(id(p), "a tensor not of the model") for p in group["params"]],
+             "weight_decay": float(group.get("weight_decay", 0.0)), "lr": float(group["lr"]),
+             "betas": [float(b) for b in group.get("betas", ())]}
+            for group in optimizer.param_groups
+        ]  # fmt: skip
+    return {"calls": [record], "report": report}
+
+
+PROBES: dict[str, Callable[..., dict]] = {"train_steps": train_steps, "adamw_groups": adamw_groups}
