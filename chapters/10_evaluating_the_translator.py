@@ -238,7 +238,7 @@ for stratum, members in task.info["strata"]["test"].items():
 # followed (999 becomes *…neunundneunzigtausendneun*); so do most of its wrong round thousands and
 # 0–20. Most training numbers have six digits, and
 # this model has not yet learnt to stop where the source stops (chapter 08, section 7, "A hazard: the
-# common way on"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
+# common continuation"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
 # the full range most of its errors are **wrong pieces**. The same recipe trained longer, the shipped
 # model, fixed all of them.
 
