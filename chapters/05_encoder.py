@@ -290,7 +290,8 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # line, but it changes what flows along the shortcut. In pre-LN the shortcuts join into one
 # uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual stream is never normalised; only the
 # copies handed to each sub-layer are. So the gradient reaches the input of every layer through the
-# additions alone, plus the single final LayerNorm, however many layers are stacked. But in the paper's post-LN, every residual sum
+# additions alone, plus the single final LayerNorm, however many layers are stacked: a floor, not an
+# equal share (the measurement below shows how unequal). But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
 # derivatives, so post-LN's gradients depend on depth. In our 12-layer stack at initialisation
@@ -459,8 +460,8 @@ print(run_check("ex05_2").line())  # the package's residual
 # Each call also passes the sub-layer's dropout and `norm_first`, left out above. Writing those two
 # lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
 # and values.
-# `mask` is the padding mask of the source, (B, 1, 1, S), True where a key may be attended (chapter
-# 03). Chapter 06 builds it as `padding_mask`; here it is one line. `Encoder` applies N layers in
+# `mask` is the padding mask of the source, (B, 1, 1, S) as in chapter 04, True where a key may be
+# attended (chapter 03). Chapter 06 builds it as `padding_mask`; here it is one line. `Encoder` applies N layers in
 # turn, plus a final LayerNorm in the pre-LN case. The cell also counts a layer's parameters by hand:
 # $4(D^2 + D)$ for attention, $2Dd_{ff} + d_{ff} + D$ for the FFN, $2 \cdot 2D$ for the two LayerNorms.
 

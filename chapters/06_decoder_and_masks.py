@@ -22,9 +22,9 @@
 # token at a time, yet it is *trained* on whole target sentences in one pass. The causal mask makes
 # that honest; a padding mask hides the filler that makes batches rectangular. One extra attention
 # sub-layer connects the decoder to the encoder. With them we can assemble the complete model of the
-# paper's Figure 1. At the end you read its code on one page, from token ids to logits. Every line
-# you need is a piece you have built. The page also holds hooks for later chapters; a folded box in
-# section 9 lists them, so that you can skip them.
+# paper's Figure 1. At the end you read its code on one page, from token ids to logits. Every step
+# of it is a piece you have built. The page is the package's full code, so it also holds hooks for
+# later chapters; a folded box in section 9 lists them, so that you can skip them.
 # Chapter 07 counts its parameters against the paper's Table 3.
 #
 # **Learning goals**
@@ -679,7 +679,8 @@ print(check_page(page, build_and_run))
 # - The full model shares one ($V$, D) matrix between source embeddings, target embeddings and
 #   the output layer (one vocabulary for both sides, $V = V_\text{src} = V_\text{tgt}$).
 # - The whole model fits on one page: embeddings, positions, two stacks of attention, feed-forward
-#   networks and `residual`, and one output layer, each a piece of chapters 01–06.
+#   networks and `residual`, and one output layer, each a piece of chapters 01–06 (the page's
+#   hooks for later chapters aside).
 #
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb)
 # asks you to write `causal_mask` (ex06_1), `padding_mask` (ex06_2) and `DecoderLayer.forward`

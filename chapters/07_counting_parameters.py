@@ -25,7 +25,8 @@
 # in chapter 06, writes the count as a formula and holds it against the table. The table turns out
 # to disagree with itself. At the end you see the base model split into its parts.
 #
-# *You may skip this chapter:* no later chapter needs it. It is short, and it uses nothing after
+# *You may skip this chapter:* no later chapter builds on it (chapter 16 reuses its meta device
+# once). It is short, and it uses nothing after
 # chapter 06.
 #
 # **Learning goals**
@@ -306,7 +307,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# Only (C) $d_{ff} = 4096$ and big lie within ±2%. The smaller models tend to miss by a larger share.
+# Only (C) $d_{ff} = 4096$ and big lie within ±2%. The other rows are all low, by more than 2%.
 # In parameters, the gaps of the table in section 3 (its `gap` column) are 1.1M to 2.5M for all
 # base-family rows but (C) $d_\text{model} = 1024$. A gap of that size is a larger share of a small
 # count.
@@ -358,7 +359,7 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 #   explain base's missing 1.9M; a vocabulary about a tenth larger would, for every base-family
 #   row, but not for big.
 # - With the paper's 37,000 tokens, base is 2.9% low and big 0.6% high. Every base-family row is
-#   low, and the smaller models tend to miss by a larger share.
+#   low.
 # - The shared matrix is the base model's largest single part, the feed-forward networks together
 #   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the shared matrix
 #   and the output bias, a deeper model everything else, a wider one every part.

@@ -22,7 +22,7 @@
 # of chapter 06 cannot translate anything yet. This chapter trains it. At the end, after a few
 # minutes on a laptop CPU, your Transformer translates English number words it never saw into
 # German. We score it on every kind of number, look at where it still makes mistakes, and load a
-# longer run of the same recipe that makes none.
+# longer run, with the rare numbers repeated more, that makes none.
 #
 # **Learning goals**
 #
@@ -122,7 +122,7 @@ for n in (21, 7, 1000, 347_512, 101_001):
 #
 # English number words are separated by spaces, hyphens and commas (the comma is dropped), so word
 # tokens are natural (`english_tokens`). A German number is **one** word however long it is: word tokens would need a
-# vocabulary of a million words, and characters would make every target about 50 tokens long.
+# vocabulary of a million words, and characters would make long numbers tens of tokens long.
 #
 # German compounds are built from a small set of pieces, so we cut them there; we call German
 # tokens *pieces*. `german_tokens`
@@ -694,8 +694,7 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 # anywhere from 0 to 100%. In a stratum of nine numbers one mistake costs 11 points, and its
 # numbers share one pattern: a model that has not yet learnt the pattern misses them all. A *seen*
 # stratum far below 100% is most likely under-training: the model has not yet fitted even its
-# training examples (section 8 tests this). The loss cannot show it: nine numbers are a tiny share
-# of the training pairs. Here are the first of this run's mistakes:
+# training examples. The loss cannot show it: nine numbers are a tiny share of the training pairs. Here are the first of this run's mistakes:
 
 # %% tags=["nbval-ignore-output"]
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], test_answers, task.test, strict=True) if h != t]
@@ -738,8 +737,8 @@ display(Markdown(f"In this run, of the {len(mistakes)} mistakes, {kind(went_on, 
 
 # %% [markdown]
 # The hypothesis explains only the first kind; the other mistakes stop early or take a wrong piece
-# on the way (chapter 10 sorts errors by kind). If the mistakes come from under-training, a longer
-# run of the same recipe should remove them.
+# on the way (chapter 10 sorts errors by kind). A longer run that repeats the rare numbers more
+# should remove them, if too little training causes them.
 #
 # ## 8. Checkpoints: keep a run, load a longer one
 #
@@ -808,8 +807,8 @@ for n in (800, 88_008):
 # - The training loop repeats seven steps; `fit` is that loop with logging and evaluation.
 # - A low loss is no proof (the unshifted target); answers to held-out inputs are. The strata show
 #   where the mistakes are.
-# - A checkpoint holds the model and the training state; it loads safely. The shipped one, the
-#   same recipe run longer, makes no mistake on the test split.
+# - A checkpoint holds the model and the training state; it loads safely. The shipped one, run
+#   longer with the rare numbers repeated more, makes no mistake on the test split.
 #
 # **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
 # `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and

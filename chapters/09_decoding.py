@@ -517,7 +517,7 @@ print("frequency:  ", frequency[shown])
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
 # go wrong. The model keeps 7 to 8% of its probability on the other pieces at every step (label
-# smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 tests it). Over
+# smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 measures what it does to a model's confidence). Over
 # a dozen steps, a draw from that tail is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
 # confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
 

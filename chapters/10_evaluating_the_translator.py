@@ -106,8 +106,8 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 
 # %% [markdown]
 # Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
-# the same run stopped early, after the number of steps printed below (the same model,
-# data and seed; chapter 08 repeated the rare kinds of number in training). The shipped model makes
+# the same recipe and seed stopped early, after the number of steps printed below (the same model
+# and data, with chapter 08's rare kinds of number repeated in training). The shipped model makes
 # no mistake on the test split, so the under-trained one shows what each measure finds when there are mistakes. Both translate chapter
 # 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
 # target ids of one translation back into German pieces.

@@ -401,9 +401,9 @@ fig.tight_layout()
 #
 # ## 5. Training on sentences
 #
-# The model, loss, warm-up schedule and loop are chapter 08's, at half the paper's learning rate as there. The CPU run trains without dropout: it
+# The model, loss, warm-up schedule and loop are chapter 08's, on the CPU at half the paper's learning rate, as there. The CPU run trains without dropout: it
 # makes too few passes over the training sentences to over-fit (printed below). On a GPU the chapter
-# picks a bigger profile (the folded cell prints it). Near the end, a callback (chapter
+# picks a bigger profile. Near the end, a callback (chapter
 # 08's `Evaluation`) keeps a copy of the weights every 50 steps, for checkpoint averaging (section
 # 7). Every `profile.eval_every` steps it also translates 300 validation sentences.
 
@@ -660,8 +660,8 @@ for kind, count in kinds.most_common():
 
 # %% [markdown]
 # A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
-# a verb in the wrong place: if your run prints no "word order" line, the verb-final clauses are
-# learnt. Look in the examples for what is not: a dative plural without its *-n* (*den Kellnern*),
+# a verb in the wrong place: if your run prints no "word order" line, no sentence is wrong by order
+# alone. Look in the examples for what is not: a dative plural without its *-n* (*den Kellnern*),
 # *haben* where a verb of motion takes *sein*, an infinitive dropped before a modal. The sorting is rough: a
 # sentence with several faults lands in the first box that fits.
 

@@ -262,7 +262,7 @@ torch.manual_seed(recipe["seed"])
 config = DecoderOnlyConfig.modern(
     len(tokenizer), d_model=recipe["d_model"], n_heads=recipe["n_heads"], n_kv_heads=recipe["n_kv_heads"],
     n_layers=recipe["n_layers"], max_len=recipe["max_tokens"], dropout=recipe["dropout"], scale_embedding=False,
-    d_ff=swiglu_hidden_size(recipe["d_model"], multiple_of=32),  # ⅔ · 4 · D rounded up, as Llama rounds it
+    d_ff=swiglu_hidden_size(recipe["d_model"], multiple_of=32),  # ⅔ · 4 · D rounded up to a multiple of 32 (LLaMA 1 uses 256)
 )
 assert config == shipped.config  # the shipped model's shape
 model = DecoderOnlyLM(config).to(device)
@@ -636,7 +636,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # [exercises/ex14_training_a_language_model.ipynb](../exercises/ex14_training_a_language_model.ipynb)
 # asks you to write `warmup_cosine_lr` (ex14_1), `make_adamw` (ex14_2) and `adamw_step` (ex14_3);
 # stuck on one, `python -m transformer_course restore ex14_1` puts its worked answer in your student
-# edition. The blocks it trains are chapter 13's exercises.
+# edition. Chapter 13's exercises build the blocks it trains.
 #
 # ## Check yourself
 #

@@ -22,8 +22,10 @@
 # course in your Google Drive, to write the exercises in, and prints where its files are in the Files
 # panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
-# Companion of [chapter 14](../chapters/14_training_a_language_model.ipynb): the learning-rate
-# schedule of today's training recipe, a linear warm-up followed by a cosine decay to a floor.
+# Companion of [chapter 14](../chapters/14_training_a_language_model.ipynb): today's training
+# recipe in three functions. The learning-rate schedule (a linear warm-up, then a cosine decay to a
+# floor), AdamW's two groups of parameters (weight decay on the matrices only), and one step of
+# AdamW written out.
 #
 # **How the exercises work.** Each exercise is one function of the course package
 # `transformer_course`. In the student edition its body is a stub that raises
@@ -31,7 +33,8 @@
 # this notebook. Because the chapters import the package, chapter 14 then runs on your code.
 #
 # After editing the file, run the exercise's check cell. It compares your function with an
-# independent reference (the schedule written out piece by piece with `math`) and prints one line:
+# independent reference (the schedule written out with `math`, the groups a `torch.optim.AdamW`
+# must hold, and PyTorch's own AdamW stepped once from the same state) and prints one line:
 # ✓ passed, ○ not implemented yet, or ✗ with the input that failed and what is wrong. The same
 # checks run from a terminal:
 #
