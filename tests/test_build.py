@@ -127,6 +127,17 @@ def test_a_piece_removed_is_reported_in_one_line(course: Path, tmp_path: Path, p
     assert words in found[0], found[0]
 
 
+def test_a_chapter_with_too_few_exercises_is_reported_by_the_build() -> None:
+    """The rule of tests/test_exercises.py (three or more, the first easy) said by `make exercises`,
+    not found later by a test."""
+    ladder = [get_exercise(f"ex14_{k}") for k in (1, 2, 3)]
+    assert build._ladder_problems("14", ladder) == []
+    (few,) = build._ladder_problems("14", ladder[:1])
+    assert few.startswith("chapter 14 has 1 exercise(s), at least 3 are needed") and "@exercise" in few
+    found = build._ladder_problems("14", ladder[1:])
+    assert len(found) == 2 and "opens with ex14_2, a medium exercise" in found[1], found
+
+
 def test_a_registration_removed_is_reported_first(course: Path) -> None:
     others = {i: ex for i, ex in EXERCISES.items() if i != "ex03_2"}
     found = build.problems(course, others, derived=lock.read(ROOT / lock.RELATIVE))

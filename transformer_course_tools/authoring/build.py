@@ -432,6 +432,7 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
         if chapter_notebook(root, chapter) is None:
             found.append(f"chapter {chapter} has no exercise notebook: create solutions/ex{chapter}_<topic>.py (the "
                          "title and set-up cells of another one), then run `make exercises`")  # fmt: skip
+        found += _ladder_problems(chapter, [ex for ex in exercises.values() if ex.chapter == chapter])
     for chapter, path, chapter_exercises in _notebooks(root, exercises):
         notebook = jupytext.read(path)
         rel = path.relative_to(root)
@@ -450,6 +451,22 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
     if exports_source(source, exercises) != source:
         found.append(f"{init.relative_to(root)}: its exports are out of date with the exercises: run `make exercises`")
     return found + lock.differences(lock.read(root / lock.RELATIVE), derived)
+
+
+MIN_EXERCISES = 3  # a chapter's exercises climb from easy to hard (tests/test_exercises.py holds every chapter to it)
+
+
+def _ladder_problems(chapter: str, chapter_exercises: list) -> list[str]:
+    """A chapter with exercises has at least :data:`MIN_EXERCISES`, the first of them easy."""
+    ordered = sorted(chapter_exercises, key=lambda ex: ex.id)
+    found = []
+    if len(ordered) < MIN_EXERCISES:
+        found.append(f"chapter {chapter} has {len(ordered)} exercise(s), at least {MIN_EXERCISES} are needed (from "
+                     "easy to hard): register more with @exercise (AUTHORING.md, 'An exercise')")  # fmt: skip
+    if ordered and ordered[0].difficulty != "easy":
+        found.append(f"chapter {chapter} opens with {ordered[0].id}, a {ordered[0].difficulty} exercise: make its "
+                     "first exercise an easy one")  # fmt: skip
+    return found
 
 
 def _chapter_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN001 - id → Exercise
