@@ -138,6 +138,13 @@ def test_a_chapter_with_too_few_exercises_is_reported_by_the_build() -> None:
     assert len(found) == 2 and "opens with ex14_2, a medium exercise" in found[1], found
 
 
+def test_the_web_editions_exercise_list_is_made_from_the_notebooks() -> None:
+    page = (ROOT / build.BOOK_INDEX).read_text(encoding="utf-8")
+    assert build.book_contents(ROOT, page) == page
+    without = page.replace("/exercises/ex14_training_a_language_model\n", "")
+    assert without != page and build.book_contents(ROOT, without) == page  # a new notebook is listed in its place
+
+
 def test_a_registration_removed_is_reported_first(course: Path) -> None:
     others = {i: ex for i, ex in EXERCISES.items() if i != "ex03_2"}
     found = build.problems(course, others, derived=lock.read(ROOT / lock.RELATIVE))

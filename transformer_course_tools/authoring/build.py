@@ -408,7 +408,29 @@ def build(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001 - id â†
     if lock.text(derived) != (locked.read_text(encoding="utf-8") if locked.is_file() else ""):
         locked.write_text(lock.text(derived), encoding="utf-8")
         written.append(locked)
+    contents = root / BOOK_INDEX
+    if contents.is_file() and book_contents(root, contents.read_text(encoding="utf-8")) != contents.read_text(
+        encoding="utf-8"
+    ):
+        contents.write_text(book_contents(root, contents.read_text(encoding="utf-8")), encoding="utf-8")
+        written.append(contents)
     return written + write_exercises(root / "solutions", root / "exercises")
+
+
+BOOK_INDEX = Path("book/index.md")  # the web edition's front page, whose last lists hold the exercise notebooks
+_EXERCISES_TOC = "```{toctree}\n:caption: Exercises\n:maxdepth: 1\n\n"
+
+
+def book_contents(root: Path, text: str) -> str:
+    """The web edition's front page ``text`` with its "Exercises" list naming every exercise notebook,
+    in number order (unchanged if the page has no such list)."""
+    start = text.find(_EXERCISES_TOC)
+    if start < 0:
+        return text
+    body = start + len(_EXERCISES_TOC)
+    end = text.index("```", body)
+    names = sorted(path.stem for path in (root / "solutions").glob("ex[0-9][0-9]_*.py"))
+    return text[:body] + "".join(f"/exercises/{name}\n" for name in names) + text[end:]
 
 
 def _notebooks(root: Path, exercises: Mapping) -> list[tuple[str, Path, list]]:  # noqa: ANN001
@@ -450,6 +472,13 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
     source = init.read_text(encoding="utf-8")
     if exports_source(source, exercises) != source:
         found.append(f"{init.relative_to(root)}: its exports are out of date with the exercises: run `make exercises`")
+    contents = root / BOOK_INDEX
+    if contents.is_file() and book_contents(root, contents.read_text(encoding="utf-8")) != contents.read_text(
+        encoding="utf-8"
+    ):
+        found.append(
+            f"{BOOK_INDEX}: its Exercises list is out of date with the exercise notebooks: run `make exercises`"
+        )
     return found + lock.differences(lock.read(root / lock.RELATIVE), derived)
 
 
