@@ -338,7 +338,8 @@ plt.show()
 # how far they are.
 #
 # These are properties of the raw encodings. In a model, attention (chapters 03 and 04) compares
-# them only after learned matrices, and nothing forces those to keep distances readable.
+# them only after learned projections (chapter 04's query and key matrices), and nothing forces those
+# to keep distances readable.
 # Rotary embeddings ([chapter 13](13_modern_language_models.ipynb)) rotate the vectors that attention
 # compares after the learned matrices, so the positional part of the score depends on the offset alone.
 #

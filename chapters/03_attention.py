@@ -83,7 +83,7 @@ setup_chapter("03")  # the short stop at an unwritten exercise; printing and plo
 #
 # Scaled dot-product attention is the computation inside each of the three attention blocks of the
 # model. Chapter 04 wraps it into multi-head attention, with H heads. A head is one copy of this
-# function with its own learned projections. The shapes of its weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
+# function with its own learned projections. The shapes of the attention weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
 # The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
@@ -376,7 +376,7 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 # So unscaled attention at a large $d_k$ learns unevenly. At $d_k = 1024$ most queries (61%) receive
 # almost no signal, and a few receive large, erratic jolts. That is the paper's "extremely small
 # gradients", for most rows, though not on average. Scaled, the curves are flat and the mean stays
-# close to the median: the head size no longer changes how attention behaves at initialisation.
+# close to the median: the head size barely changes how attention behaves at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
 # one up to $d_k = 64$, the paper's head size. It falls below at the next size on the axis and

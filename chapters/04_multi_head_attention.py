@@ -506,7 +506,7 @@ plt.show()
 # previous and the next word: a query that scores the two equally puts half its weight on each, and
 # returns their average. Four heads do it in one layer, and $W^O$ then combines their outputs.
 #
-# Keep these four patterns in mind: trained models often find rules of these kinds by themselves.
+# Keep these four patterns in mind: trained models have been found to learn rules like these by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
 # or the next token. Clark et al. (2019) found heads in BERT that spread their weight broadly over
 # the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).

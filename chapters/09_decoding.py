@@ -420,8 +420,8 @@ for k in range(4):
 # The best hypothesis is the correct translation, and it leads the others by about 4 in score. Among
 # these four, it wins with α = 0 too: here the penalty only reorders the runners-up. The raw column
 # shows the bias described above: ranked by $\log P$ alone, the short and wrong *sieben hundert ein*
-# moves from last place to second. Where such a short hypothesis came first, the penalty is what
-# would keep it down.
+# moves from last place to second. Where such a short hypothesis came first, the penalty could
+# keep it down.
 
 # %% [markdown]
 # ## 4. Sampling and temperature
@@ -656,7 +656,7 @@ plot_cache_speedup(lengths_to_time, timings)
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
 # > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
-# > Below, the translations even survive, and their average log-probability barely moves, though the
+# > Below, the translations even survive, and their average log-probability does not move at the third decimal, though the
 # > logits differ from the full pass's by several units. The source keeps its right positions, and
 # > on this task the pieces written so far, even unordered, nearly fix the next one. The bug is
 # > silent: nothing promises that another model or sentence survives it. An equivalence test

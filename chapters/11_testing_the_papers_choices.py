@@ -98,8 +98,8 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 # loss at the end: the mean of the last 50 steps.
 #
 # Each variant trains three times, from different random starts. [Chapter 08](08_training.ipynb)'s
-# box "How this book tests a claim" explains how the book compares such runs. The folded checks
-# state what held in every run the authors made; your run may differ in the details.
+# box "How this book tests a claim" explains how the book compares such runs. Each folded check
+# asserts a threshold that held in every run the authors made; your run may differ in the details.
 #
 # `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to
 # build the model from its configuration. It trains and evaluates each one three times.

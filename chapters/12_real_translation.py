@@ -549,7 +549,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # after 12 hours, this run cannot tell.
 
 # %% [markdown]
-# ## 8. What the decoder reads: cross-attention on a real sentence
+# ## 8. What the decoder reads: cross-attention on a test sentence
 #
 # The scores say how well the model translates; the attention shows how. Here is the last decoder
 # layer on a real
