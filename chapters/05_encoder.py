@@ -334,7 +334,7 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # top, with **random target classes**. Then it backpropagates the usual classification loss once:
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
 # class. No training happens. We only look at the gradients at the start, averaged over three
-# random initialisations. Two of them: the gradient of each layer's parameters, and the gradient on
+# random initialisations. We measure two gradients: that of each layer's parameters, and that on
 # the residual stream at each layer's output, $\partial L / \partial x_l$.
 
 # %%
@@ -407,7 +407,7 @@ for name, (grads, stream_grads, stream) in results.items():
     )
 
 # %% [markdown]
-# Two terms from training help to read the panels. The *learning rate* sets the size of each
+# Two terms from training help to read the paper's remedy below. The *learning rate* sets the size of each
 # training step. The paper raises it gradually over the first 4000 steps, the **warm-up** (§5.3;
 # chapter 08 builds this schedule).
 #

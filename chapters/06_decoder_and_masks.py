@@ -598,8 +598,8 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 #   chapter 01's N(0, 1/d_model), which goes with its √d_model. `tie_weights` ties the output layer to
 #   the embedding (chapter 01). With separate vocabularies (chapter 08's models), `tie_output` ties
 #   the output layer to the target embedding alone.
-# - `forward` builds the source padding mask, then calls `_encode` and `_decode`. (Section 7's
-#   `encode` and `decode` check their arguments, then call the same two.)
+# - `forward` builds the source padding mask, then calls `_encode` and `_decode`. (The public
+#   `encode` and `decode`, which chapter 09 uses, check their arguments, then call the same two.)
 # - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two
 #   calls of `residual` (chapter 05).
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds

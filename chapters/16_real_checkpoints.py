@@ -775,7 +775,8 @@ speeds = tokens_per_second(runs, made)  # one thread, the engines taking turns, 
 display(Markdown(speed_table(speeds, reference=OURS)))
 
 # %% [markdown]
-# These two models are small, about a million weights each, and fit in the processor's cache. A step
+# These two models are small, about a million weights each (a few megabytes: they may fit in the
+# processor's cache). A step
 # then costs mostly the work around its products (section 2's operations), which a loop in C++ does
 # cheaply. On a published model's shapes, section 3's bytes weigh more.
 #
