@@ -88,3 +88,12 @@ def _one_pass(model, lr=1e-3, weight_decay=0.1, betas=(0.9, 0.95)):
     return torch.optim.AdamW(
         [{"params": no_decay, "weight_decay": 0.0}, {"params": decay}], lr=lr, betas=betas, weight_decay=weight_decay
     )
+
+
+@wrong("own", says="not the model's parameters")
+def _a_tensor_of_its_own(model, lr=1e-3, weight_decay=0.1, betas=(0.9, 0.95)):
+    scale = torch.nn.Parameter(torch.ones(1))  # a learnable scale the model does not hold
+    matrices = [p for p in model.parameters() if p.requires_grad and p.dim() >= 2]
+    others = [p for p in model.parameters() if p.requires_grad and p.dim() < 2] + [scale]
+    groups = [{"params": matrices, "weight_decay": weight_decay}, {"params": others, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=lr, betas=betas)

@@ -408,12 +408,10 @@ def build(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001 - id â†
     if lock.text(derived) != (locked.read_text(encoding="utf-8") if locked.is_file() else ""):
         locked.write_text(lock.text(derived), encoding="utf-8")
         written.append(locked)
-    contents = root / BOOK_INDEX
-    if contents.is_file() and book_contents(root, contents.read_text(encoding="utf-8")) != contents.read_text(
-        encoding="utf-8"
-    ):
-        contents.write_text(book_contents(root, contents.read_text(encoding="utf-8")), encoding="utf-8")
-        written.append(contents)
+    contents = _book_contents_update(root)
+    if contents is not None:
+        (root / BOOK_INDEX).write_text(contents, encoding="utf-8")
+        written.append(root / BOOK_INDEX)
     return written + write_exercises(root / "solutions", root / "exercises")
 
 
@@ -431,6 +429,16 @@ def book_contents(root: Path, text: str) -> str:
     end = text.index("```", body)
     names = sorted(path.stem for path in (root / "solutions").glob("ex[0-9][0-9]_*.py"))
     return text[:body] + "".join(f"/exercises/{name}\n" for name in names) + text[end:]
+
+
+def _book_contents_update(root: Path) -> str | None:
+    """The web edition's front page with its Exercises list made, or None if it has no change (or no page)."""
+    page = root / BOOK_INDEX
+    if not page.is_file():
+        return None
+    text = page.read_text(encoding="utf-8")
+    made = book_contents(root, text)
+    return None if made == text else made
 
 
 def _notebooks(root: Path, exercises: Mapping) -> list[tuple[str, Path, list]]:  # noqa: ANN001
@@ -472,10 +480,7 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
     source = init.read_text(encoding="utf-8")
     if exports_source(source, exercises) != source:
         found.append(f"{init.relative_to(root)}: its exports are out of date with the exercises: run `make exercises`")
-    contents = root / BOOK_INDEX
-    if contents.is_file() and book_contents(root, contents.read_text(encoding="utf-8")) != contents.read_text(
-        encoding="utf-8"
-    ):
+    if _book_contents_update(root) is not None:
         found.append(
             f"{BOOK_INDEX}: its Exercises list is out of date with the exercise notebooks: run `make exercises`"
         )

@@ -137,11 +137,11 @@ def make_adamw_cases(larger: bool = False) -> Iterator[Case]:
     settings = [{}, {"lr": 3e-4, "weight_decay": 0.05, "betas": (0.8, 0.99)}, {"lr": 0.01, "weight_decay": 0.2}]
     if larger:  # the grader's hidden cases: other settings, a deeper model
         settings = [{"lr": 6e-4, "weight_decay": 0.1, "betas": (0.9, 0.98)}, {"weight_decay": 0.3}, {}]
+    layers = 3 if larger else 1
+    model = f"a model with {layers} linear layer{'s' if layers > 1 else ''}"
     for options in settings:
-        layers = 3 if larger else 1
         label = "defaults" if not options else ", ".join(f"{key}={value}" for key, value in options.items())
         probe = custom_case("adamw_groups", options=options, layers=layers)
-        model = f"a model with {layers} linear layer{'s' if layers > 1 else ''}"
         yield Case(f"make_adamw(model, {label}) on {model}", probe, _judge_groups)
 
 
@@ -161,6 +161,9 @@ def _judge_groups(case: Case, got: Outcome) -> None:
         raise CheckFailure(f"{label}: returns {kind_}: return the torch.optim.AdamW you built")
     shapes, trainable = got.report("shapes"), got.report("trainable")
     given = [name for group in groups for name in group["names"]]
+    if any(name not in shapes for name in given):
+        raise CheckFailure(f"{label}: a group holds tensors that are not the model's parameters: build the groups "
+                           "from model.parameters() only")  # fmt: skip
     for name in sorted(set(given)):
         if given.count(name) > 1:
             raise CheckFailure(f"{label}: {name} is in {given.count(name)} groups: give each parameter to one group")
