@@ -21,11 +21,11 @@
 # The encoder reads the whole source sentence at once. The decoder writes the translation one
 # token at a time, yet it is *trained* on whole target sentences in one pass. The causal mask makes
 # that honest; a padding mask hides the filler that makes batches rectangular. One extra attention
-# sub-layer connects the decoder to the encoder. With them we can assemble the complete model of the
-# paper's Figure 1. At the end you read its code on one page, from token ids to logits. Every step
-# of it is a piece you have built. The page is the package's full code, so it also holds hooks for
-# later chapters; a folded box in section 9 lists them, so that you can skip them.
-# Chapter 07 counts its parameters against the paper's Table 3.
+# sub-layer connects the decoder to the encoder. With them we assemble the complete model of the
+# paper's Figure 1. At the end you watch it keep the promise the masks make: change the future
+# target tokens, and no earlier prediction moves. Then you read its code on one page, from token
+# ids to logits. The page is the course's full class, so it also holds a few options that later
+# chapters switch on; a folded box names them, so that you can skip them.
 #
 # **Learning goals**
 #
@@ -95,7 +95,6 @@ from transformer_course import (
     target_mask,
     tokenize,
 )
-from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.pages import check_page, code_block
 from transformer_course_tools.notebook.setup import setup_chapter
@@ -129,6 +128,7 @@ architecture_map("decoder")
 # %% [markdown]
 # ## 1. A real padded batch
 #
+# Masks exist because of real batches, so we start with one: every later cell uses it.
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
 # shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`. The
 # decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder position $t$
@@ -166,10 +166,12 @@ for s_row, t_row in zip(src_words, tgt_words, strict=True):
 # %% [markdown]
 # ## 2. The causal mask: no peeking at the future (§3.2.3)
 #
-# In training, the decoder reads the true target, shifted (*teacher forcing*), not its own guesses.
-# So it receives the whole target at once and can predict every position in parallel. Without a restriction, position $t$ could simply look at position
-# $t+1$ of its input, which *is* the token it must predict: training loss near zero, a model that
-# cannot translate. The paper prevents this "leftward information flow" by masking, inside the
+# The decoder's input in that batch is the whole target, so the first question is what each
+# position may read of it. In training, the decoder reads the true target, shifted (*teacher
+# forcing*), not its own guesses. So it receives the whole target at once and can predict every
+# position in parallel. Without a restriction, position $t$ could simply look at position $t+1$ of
+# its input, which *is* the token it must predict: training loss near zero, a model that cannot
+# translate. The paper prevents this "leftward information flow" by masking, inside the
 # decoder's self-attention, every connection from a query $t$ to a key $s > t$.
 #
 # With our convention (True = may attend) this is the lower triangle, diagonal included: position
@@ -206,6 +208,7 @@ plt.show()
 # %% [markdown]
 # ## 3. The padding mask
 #
+# The causal mask deals with the future. The batch's filler is the second thing to hide.
 # `<pad>` tokens exist only to make the batch rectangular; no real token should take information
 # from them. `padding_mask(tokens, pad_id)` is True at real tokens and False at padding. Its shape
 # is **(B, 1, 1, S)**: one row per sequence, the same for every head (axis 1) and every query
@@ -254,9 +257,26 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
+# > **Common mistake — a padding mask of the wrong polarity.** `tokens == pad_id` is the natural way
+# > to write `nn.MultiheadAttention`'s `key_padding_mask`, where True means *blocked*. Fed to code
+# > that expects True = may attend, it hides every real token and leaves only the padding visible.
+# > Exercise `ex06_2`'s check rejects it.
+
+
+# %%
+def padding_mask_wrong_polarity(tokens, pad_id):
+    return (tokens == pad_id)[:, None, None, :]  # bug: True at padding
+
+
+wrong = padding_mask_wrong_polarity(src, vocab.pad_id)  # (B, 1, 1, S)
+print("sequence 0, may attend, wrong polarity:", wrong[0, 0, 0].int().tolist())
+print("sequence 0, may attend, right:         ", src_mask[0, 0, 0].int().tolist())
+
+# %% [markdown]
 # ## 4. Combining them, and which mask goes where
 #
-# The Transformer uses attention in three places (§3.2.3), each with its own mask:
+# We now have two masks, and the Transformer uses attention in three places (§3.2.3). Each place
+# takes its own mix of the two:
 #
 # | attention | queries | keys / values | mask (True = may attend) | shape |
 # | --- | --- | --- | --- | --- |
@@ -310,11 +330,12 @@ print(
 #
 # ## 5. Cross-attention: the decoder asks, the encoder memory answers
 #
-# The decoder layer's second sub-layer is ordinary multi-head attention with a twist in its inputs
-# (§3.2.3). The **queries** come from the decoder: the output of its self-attention sub-layer. The
-# **keys and values** come from the encoder's final output, called the *memory*, the same for every
-# decoder layer. Each target position thereby gathers the source information it needs. The weights
-# have shape (B, H, T, S): target positions down, source positions across.
+# The masks are ready. The one new piece the decoder still needs is the attention that reads the
+# source. This second sub-layer of the decoder layer is ordinary multi-head attention with a twist
+# in its inputs (§3.2.3). The **queries** come from the decoder: the output of its self-attention
+# sub-layer. The **keys and values** come from the encoder's final output, called the *memory*,
+# the same for every decoder layer. Each target position thereby gathers the source information
+# it needs. The weights have shape (B, H, T, S): target positions down, source positions across.
 #
 # To see it, the cell below builds the pieces from chapters 01–05, small and untrained: one
 # embedding table for both languages, the positional encoding, a two-layer encoder that turns the
@@ -373,8 +394,9 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 #
 # ## 6. The decoder layer and the stack
 #
-# A decoder layer has three sub-layers, each wrapped by `residual` exactly as in the encoder
-# (chapter 05; dropout and `norm_first` are left out of the equations):
+# Cross-attention was the last new piece, so we can now put the decoder layer together. It has
+# three sub-layers, each wrapped by `residual` exactly as in the encoder (chapter 05; dropout and
+# `norm_first` are left out of the equations):
 #
 # $$\begin{aligned}
 # x &\leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{tgt\_mask}),\; \mathrm{norm}_1\big)\\
@@ -419,10 +441,72 @@ for norm_first in (False, True):
     print(f"norm_first={norm_first!s:5}  max |ours − nn.TransformerDecoderLayer| = {diff:.1e}")
 
 # %% [markdown]
+# Agreeing with PyTorch checks the layer as written. Two easy slips in writing it still give the
+# right shapes and run without an error; a behaviour test catches each. Exercise `ex06_3`'s check
+# rejects both.
+#
+# > **Common mistake — cross-attention fed the decoder's own states.** Write
+# > `self.cross_attn(h, h, h, ...)` instead of `self.cross_attn(h, memory, memory, ...)`. The model
+# > trains, but it is a language model of the target that never reads the source. Behaviour test:
+# > perturb the memory; the output must change.
+
+
+# %%
+class IgnoresMemory(DecoderLayer):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+        def masked_self_attention(h):
+            return self.self_attn(h, h, h, tgt_mask)[0]
+
+        def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
+            return self.cross_attn(h, h, h, tgt_mask)[0]
+
+        x = self.connection(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
+        x = self.connection(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
+        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+layer = IgnoresMemory(D, H, D_FF, dropout=0.0).eval()
+with torch.no_grad():
+    same = torch.allclose(layer(x, mem), layer(x, mem + 1))
+print("buggy layer: output unchanged when the memory changes:", same)
+
+# %% [markdown]
+# > **Common mistake — a causal mask applied only in training.** Guarding the mask with
+# > `if self.training` ("at inference we generate left to right anyway") looks harmless. But
+# > evaluation usually scores whole target sentences in one pass, exactly like training, and the
+# > leak then inflates every validation number. Behaviour test, in `eval()` mode: change the layer's
+# > inputs from position $t$ on; its earlier outputs must not move.
+
+
+# %%
+class MaskInTrainingOnly(DecoderLayer):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+        used = tgt_mask if self.training else None  # bug: no mask in eval()
+
+        def self_attention(h):
+            return self.self_attn(h, h, h, used)[0]
+
+        def cross_attention(h):
+            return self.cross_attn(h, memory, memory, memory_mask)[0]
+
+        x = self.connection(x, self_attention, self.norm1, self.dropout1, self.norm_first)
+        x = self.connection(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
+        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+layer = MaskInTrainingOnly(D, H, D_FF, dropout=0.0).eval()
+t = 3
+x_future = x.clone()
+x_future[:, t:] = torch.randn(B, T - t, D)  # other inputs from position t on
+with torch.no_grad():
+    leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
+print(f"with the bug, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
+
+# %% [markdown]
 # ## 7. The full model, with one shared embedding matrix (§3.4)
 #
-# Section 6 gave us the decoder stack; chapter 05 gave us the encoder stack. `Transformer(config)`
-# puts them together (Figure 1 of the paper):
+# With a correct decoder layer, every part of Figure 1 exists: chapter 05 gave us the encoder
+# stack, section 6 the decoder stack. `Transformer(config)` puts them together:
 #
 # 1. `encode(src)`: source embeddings × $\sqrt{d_\text{model}}$ + positional encoding → encoder
 #    stack with the source padding mask → memory (B, S, D);
@@ -463,7 +547,7 @@ print(
     "one matrix for source, target and output:", model.src_embed.weight is model.tgt_embed.weight is model.output.weight
 )
 parts = {
-    "shared embedding (V_tgt × D)": model.src_embed.weight.numel(),
+    "shared embedding (V × D)": model.src_embed.weight.numel(),
     "encoder": sum(p.numel() for p in model.encoder.parameters()),
     "decoder": sum(p.numel() for p in model.decoder.parameters()),
     "output bias (V)": model.output.bias.numel(),
@@ -501,95 +585,17 @@ with torch.no_grad():
     print("source changed → logits changed:", not torch.allclose(model(other_source, tgt_in), model(src, tgt_in)))
 
 # %% [markdown]
-# ## 8. Common mistakes, caught
+# All three lines print True. In both modes the logits before position $t$ ignore every later
+# target token, so the whole model keeps the causal mask's promise. And the decoder reads the
+# source, through cross-attention. Chapter 08 trains a model of this kind.
 #
-# > **Common mistake — cross-attention fed the decoder's own states.** Write
-# > `self.cross_attn(h, h, h, ...)` instead of `self.cross_attn(h, memory, memory, ...)`. The shapes
-# > are right and the model trains, but it is a language model of the target that never reads the
-# > source. Behaviour test: perturb the memory; the output must change.
-
-
-# %%
-class IgnoresMemory(DecoderLayer):
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-        def masked_self_attention(h):
-            return self.self_attn(h, h, h, tgt_mask)[0]
-
-        def cross_attention_on_itself(h):  # bug: keys and values come from h, not from the memory
-            return self.cross_attn(h, h, h, tgt_mask)[0]
-
-        x = self.connection(x, masked_self_attention, self.norm1, self.dropout1, self.norm_first)
-        x = self.connection(x, cross_attention_on_itself, self.norm2, self.dropout2, self.norm_first)
-        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
-layer = IgnoresMemory(D, H, D_FF, dropout=0.0).eval()
-with torch.no_grad():
-    same = torch.allclose(layer(x, mem), layer(x, mem + 1))
-print("buggy layer: output unchanged when the memory changes:", same)
-
-# %% tags=["hide-output"]
-print(run_check("ex06_3", IgnoresMemory.forward).line())  # the exercise's check rejects it too
-
-# %% [markdown]
-# > **Common mistake — a causal mask applied only in training.** Guarding the mask with
-# > `if self.training` ("at inference we generate left to right anyway") looks harmless. But
-# > evaluation usually scores whole target sentences in one pass, exactly like training, and the
-# > leak then inflates every validation number. Behaviour test, in `eval()` mode: change the layer's
-# > inputs from position $t$ on; its earlier outputs must not move.
-
-
-# %%
-class MaskInTrainingOnly(DecoderLayer):
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-        used = tgt_mask if self.training else None  # bug: no mask in eval()
-
-        def self_attention(h):
-            return self.self_attn(h, h, h, used)[0]
-
-        def cross_attention(h):
-            return self.cross_attn(h, memory, memory, memory_mask)[0]
-
-        x = self.connection(x, self_attention, self.norm1, self.dropout1, self.norm_first)
-        x = self.connection(x, cross_attention, self.norm2, self.dropout2, self.norm_first)
-        return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
-layer = MaskInTrainingOnly(D, H, D_FF, dropout=0.0).eval()
-x_future = x.clone()
-x_future[:, t:] = torch.randn(B, T - t, D)  # other inputs from position t on
-with torch.no_grad():
-    leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
-print(f"with the bug, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
-
-# %% tags=["hide-output"]
-print(run_check("ex06_3", MaskInTrainingOnly.forward).line())  # the exercise's check rejects it too
-
-# %% [markdown]
-# > **Common mistake — a padding mask of the wrong polarity.** `tokens == pad_id` is the natural way
-# > to write `nn.MultiheadAttention`'s `key_padding_mask` (True = blocked). Fed to code that expects
-# > True = may attend, it hides every real token and leaves only the padding visible.
-
-
-# %%
-def padding_mask_wrong_polarity(tokens, pad_id):
-    return (tokens == pad_id)[:, None, None, :]  # bug: True at padding
-
-
-tokens = torch.tensor([[5, 6, 0]])  # two real tokens, then <pad>
-print("wrong polarity, may attend:", padding_mask_wrong_polarity(tokens, 0)[0, 0, 0].tolist(),
-      " right:", padding_mask(tokens, 0)[0, 0, 0].tolist())
-
-# %% tags=["hide-output"]
-print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's check rejects it
-
-# %% [markdown]
-# ## 9. The whole model on one page
+# ## 8. The whole model on one page
 #
-# Below is the model of chapters 01–06, in the order it runs, from the constructor to the logits.
-# It is the package's own code, printed from its files without docstrings and argument checks. It
-# prints every function the forward pass calls, except the small helpers of chapters 01–06 and the
-# hooks that the box below names, such as `fast_attention` and `build_part`. The helpers are
+# The model passes its tests; now read all of it at once. Below is its code in the order it runs,
+# from the constructor to the logits. It is the course's full model, printed from the package's
+# files without docstrings and argument checks. So, besides the pieces of chapters
+# 01–06, it holds options that later chapters switch on. Here each of them is `None` or does
+# nothing; the folded box below names them. The page leaves out the small helpers you have met:
 # `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`,
 # `xavier_init` and `tie_weights`. Read it top to bottom:
 #
@@ -598,8 +604,8 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 #   chapter 01's N(0, 1/d_model), which goes with its √d_model. `tie_weights` ties the output layer to
 #   the embedding (chapter 01). With separate vocabularies (chapter 08's models), `tie_output` ties
 #   the output layer to the target embedding alone.
-# - `forward` builds the source padding mask, then calls `_encode` and `_decode`. (The public
-#   `encode` and `decode`, which chapter 09 uses, check their arguments, then call the same two.)
+# - `forward` builds the source padding mask, then calls `_encode` and `_decode`. (Section 7's
+#   `encode` and `decode` are these two behind a check of their arguments.)
 # - `_encode` embeds the source, adds the positions and runs the encoder layers. Each layer is two
 #   calls of `residual` (chapter 05).
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
@@ -614,22 +620,22 @@ print(run_check("ex06_2", padding_mask_wrong_polarity).line())  # the exercise's
 #
 # <details><summary>Lines you can skip on a first read</summary>
 #
-# Here they are `None`, or do nothing.
+# Here each is `None`, or does nothing new:
 #
-# - chapter 09's fast decoding: `cache`, `offset`, the `else` branch of `_decode`, and the first
-#   `if` of `keys_and_values` (the projections $W^K$ and $W^V$ follow it);
-# - chapter 13's grouped-query attention: `n_kv_heads` and `grouped`, which here return every
-#   head's own keys and values;
-# - chapter 03's fused kernel: `fast=True` and `fast_attention`, which compute what
+# - chapter 03: `fast=True` and `fast_attention`, the fused kernel, which computes what
 #   `scaled_dot_product_attention` computes;
-# - parts that later chapters swap: the keyword arguments of `__init__`, `build_part`, and the
-#   comment on why the positional part is built last (chapters 11 and 13); `_embedding`, which
-#   builds chapter 01's `TokenEmbedding` unless the √d_model factor is switched off (chapters 11,
-#   14 and 15); `self.positioned` (chapter 13's rotary positions);
-# - `self.connection`: `residual` here; chapter 11 swaps it to test other connections;
-# - `_final_norm`: the extra LayerNorm that ends a pre-LN stack (chapter 05), none for post-LN;
-# - real checkpoints (chapter 15): `activation`, `sinusoid_layout`, and `bos_id == pad_id` (Marian,
-#   chapter 15's translator, starts its target with `<pad>`).
+# - chapter 05: `_final_norm`, the extra LayerNorm that ends a pre-LN stack (none for post-LN);
+# - chapter 09's fast decoding: `offset`, the `else` branch of `_decode`, the first `if` of
+#   `keys_and_values`, and every `cache` argument (`EncoderLayer`'s is for chapter 13's
+#   decoder-only model);
+# - chapters 11 and 13, which swap parts: the keyword arguments of `__init__`, `build_part`, the
+#   comment on why the positional part is built last, and `self.connection` (`residual` here);
+# - chapter 13: `self.positioned` (rotary positions), and `n_kv_heads` and `grouped`
+#   (grouped-query attention; here every head keeps its own keys and values);
+# - chapters 11, 14 and 15: `_embedding`, which builds chapter 01's `TokenEmbedding` unless the
+#   √d_model factor is switched off; chapter 15's real checkpoints add `activation`,
+#   `sinusoid_layout` and `bos_id == pad_id` (Marian, its translator, starts its target with
+#   `<pad>`).
 #
 # </details>
 
@@ -677,7 +683,8 @@ print(check_page(page, build_and_run))
 #   memory; perturbing the memory must change the output.
 # - Our decoder layer equals `nn.TransformerDecoderLayer` once the mask polarity is converted.
 # - The full model shares one ($V$, D) matrix between source embeddings, target embeddings and
-#   the output layer (one vocabulary for both sides, $V = V_\text{src} = V_\text{tgt}$).
+#   the output layer (one vocabulary for both sides, $V = V_\text{src} = V_\text{tgt}$). Changing
+#   its future target tokens leaves the earlier logits unchanged, in `eval()` and in training.
 # - The whole model fits on one page: embeddings, positions, two stacks of attention, feed-forward
 #   networks and `residual`, and one output layer, each a piece of chapters 01–06 (the page's
 #   hooks for later chapters aside).
