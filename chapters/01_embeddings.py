@@ -291,7 +291,7 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
 # draws every entry from $\mathcal{N}(0, 1/d_{model})$. A raw row then has length about 1. Times
 # $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$:
-# the same order as the positional vector, $\sqrt{2}$ apart. Without the factor, at $d_{model} = 512$, the position
+# the same order as the positional vector, $\sqrt{2}$ times longer. Without the factor, at $d_{model} = 512$, the position
 # signal would start $\sqrt{d_{model}/2} = 16$ times longer than the token signal. The first layer
 # would then see mostly *where* a token is, hardly *which* it is.
 #
@@ -312,13 +312,14 @@ for d in widths:
     positional_norm.append(math.sqrt(d / 2))  # every positional vector's length (chapter 02 shows why)
     lines.append(
         f"d_model={d:5}: raw row {raw_norm[-1]:5.2f}   ×√d_model {scaled_norm[-1]:6.2f}   "
-        f"positional vector {positional_norm[-1]:6.2f}"
+        f"positional vector (formula) {positional_norm[-1]:6.2f}"
     )
 print("average vector length\n" + "\n".join(lines))
 
 # %% [markdown]
 # At every width the scaled token vector is $\sqrt{2}$ times longer than the positional one:
-# $\sqrt{d_{model}}$ against $\sqrt{d_{model}/2}$. The two are of the same order, $\sqrt{2}$ apart.
+# $\sqrt{d_{model}}$ against $\sqrt{d_{model}/2}$ (the positional length is chapter 02's formula,
+# not a measurement).
 #
 # <details><summary>The figure in words</summary>
 #
@@ -379,8 +380,8 @@ plt.show()
 # %%
 V_tgt, d = len(vocab), 8
 token_embedding = TokenEmbedding(V_tgt, d, padding_idx=vocab.pad_id)
-generator = nn.Linear(d, V_tgt, bias=False)  # the pre-softmax layer: (B, T, D) → (B, T, V_tgt)
-model = nn.ModuleDict({"embedding": token_embedding, "generator": generator})
+output_layer = nn.Linear(d, V_tgt, bias=False)  # the pre-softmax layer: (B, T, D) → (B, T, V_tgt)
+model = nn.ModuleDict({"embedding": token_embedding, "output_layer": output_layer})
 
 
 def count(module: nn.Module) -> int:
@@ -388,10 +389,10 @@ def count(module: nn.Module) -> int:
 
 
 print("parameters before tying:", count(model))
-tie_weights(token_embedding, generator)
+tie_weights(token_embedding, output_layer)
 print("parameters after tying: ", count(model))
-print("one Parameter object:   ", generator.weight is token_embedding.weight)
-print("one block of memory:    ", generator.weight.data_ptr() == token_embedding.weight.data_ptr())
+print("one Parameter object:   ", output_layer.weight is token_embedding.weight)
+print("one block of memory:    ", output_layer.weight.data_ptr() == token_embedding.weight.data_ptr())
 
 # %% [markdown]
 # At the paper's size the saving is large. With one vocabulary shared by English and German, the
@@ -402,16 +403,13 @@ print("one block of memory:    ", generator.weight.data_ptr() == token_embedding
 V_shared, D = 37_000, 512  # V_src = V_tgt: one vocabulary for both languages
 print(f"one V_shared × D matrix:    {V_shared * D / 1e6:5.1f} M parameters")
 print(f"three separate matrices:    {3 * V_shared * D / 1e6:5.1f} M")
-print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3)")
+print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole base model has about 65 M, Table 3; chapter 07 counts them)")
 
 # %% [markdown]
 # Tying also fits the scaling of section 3. The output layer scores a state $h$ by its dot product
 # with each token's row of $E$. The entries of $E$ have size $1/\sqrt{d_{model}}$ and those of $h$
 # have size 1, so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
-# large. The cell below checks this on random states. It also feeds in each token's own scaled
-# vector as the state. That state scores its own token highest, because random vectors in many
-# dimensions are nearly orthogonal. This is a property of random vectors at the start, not of a
-# trained model.
+# large. The cell below checks this on random states.
 
 # %%
 d = 512
@@ -419,19 +417,16 @@ layer = TokenEmbedding(vocab_size=1000, d_model=d)
 out = nn.Linear(d, 1000, bias=False)
 tie_weights(layer, out)
 with torch.no_grad():
-    h = layer(torch.arange(1000))  # (V_tgt, D): each token's own scaled vector
     logits = out(torch.randn(1000, d))  # 1000 random unit-variance states → (1000, V_tgt)
-    own = out(h)  # (V_tgt, V_tgt)
 print(f"std of the logits for a random state: {logits.std().item():.2f}")
-print(f"tokens whose own vector predicts them: {(own.argmax(dim=1) == torch.arange(1000)).float().mean().item():.0%}")
 
 # %% [markdown]
 # > **Common mistake — forgetting `<unk>`, or forgetting $\sqrt{d_{model}}$.** Both bugs pass a
 # > quick test on the training sentences. Looking tokens up with `self.token_to_id[token]` works
 # > until the first unseen word. Then it raises a `KeyError` in the middle of an evaluation.
 # > Returning `self.embedding(tokens)` without the factor gives the right shapes and trains. But it
-# > is not the paper's model: its first layer starts with vectors dominated by their position. The
-# > exercise checks catch both:
+# > is not the paper's model: its first layer starts with vectors dominated by their position.
+# > Both bugs show at once on a new word and on the vectors' length:
 
 
 # %%
@@ -444,9 +439,19 @@ def forward_without_scale(self, tokens):
     return self.embedding(tokens)  # the bug: no × √d_model
 
 
+try:
+    encode_without_unk(vocab, ["the", "zebra"])
+except KeyError as error:
+    print(f"an unseen word stops the lookup: KeyError {error}")
+layer = TokenEmbedding(vocab_size=1000, d_model=512)
+ids = torch.arange(20)[None]  # (1, 20): twenty tokens
+scaled, unscaled = layer(ids).norm(dim=-1).mean(), forward_without_scale(layer, ids).norm(dim=-1).mean()
+print(f"average vector length: {scaled:.1f} with × √d_model, {unscaled:.1f} without")
+
+# %% tags=["hide-cell"]
+# The exercise checks reject both bugs, each with a message that names it:
 print(run_check("ex01_1", encode_without_unk).line())
 print(run_check("ex01_2", forward_without_scale).line())
-print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 
 # %% [markdown]
 # ## Summary
@@ -457,7 +462,7 @@ print(run_check("ex01_2").line())  # the package's TokenEmbedding.forward
 #   and only the rows that were looked up receive a gradient.
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
 #   $\mathcal{N}(0, 1/d_{model})$, token vectors are then $\sqrt{2}$ times longer than the positional
-#   vectors added to them in chapter 02: the same order, $\sqrt{2}$ apart.
+#   vectors added to them in chapter 02: the same order, $\sqrt{2}$ times longer.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #

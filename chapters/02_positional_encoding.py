@@ -111,7 +111,8 @@ architecture_map("positional")
 # between the vectors. Nothing in that computation refers to a token's place. Now shuffle the tokens
 # and do it again. The outputs come out shuffled in the same way and are otherwise *identical*: every token gets the same result
 # wherever it stands. In the paper's words, the model has "no recurrence and no convolution" (§3.5),
-# so order has to be put into the input.
+# so order has to be put into the input. The cell then adds one vector per position (the table of
+# section 2) and shuffles again:
 
 # %%
 x = torch.randn(1, 5, 8)  # (B, S, D): five token vectors
@@ -130,6 +131,8 @@ print("with positions:    attention(shuffled x) == shuffled attention(x)?",
       torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))
 
 # %% [markdown]
+# With positions added, the shuffled outputs differ: order is now visible to attention.
+#
 # ## 2. The sinusoidal table
 #
 # The paper's position vectors have the same width $d_{model}$ as the embeddings, so the two can
@@ -398,8 +401,7 @@ print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.d
 # > batch-first tensor that is the *batch size*. With B = T the result is even right, by
 # > coincidence, until a batch of another size comes. With B = 1 every
 # > position silently gets row 0 of the table, so the model sees no order at all. Otherwise the
-# > addition raises a broadcasting error. The check of exercise `ex02_2` uses a batch of
-# > one first, to name the bug:
+# > addition raises a broadcasting error. A batch of one shows the silent case:
 
 
 # %%
@@ -410,8 +412,10 @@ def forward_sequence_first(self, x):
 positional = PositionalEncoding(d_model=8, max_len=50)
 wrong = forward_sequence_first(positional, torch.zeros(1, 6, 8))  # one sentence of 6 tokens
 print("all 6 positions got the same vector:", torch.allclose(wrong[0], wrong[0, :1].expand(6, 8)))
+
+# %% tags=["hide-cell"]
+# The check of exercise ex02_2 rejects the bug with a message that names it:
 print(run_check("ex02_2", forward_sequence_first).line())
-print(run_check("ex02_2").line())  # the package's PositionalEncoding.forward
 
 # %% [markdown]
 # ## 6. Learned positions instead of sinusoids

@@ -253,10 +253,9 @@ print("the package agrees with the hand computation")
 # and the largest one takes nearly all the weight. The output then copies one value, and that
 # row's gradient through the softmax nearly vanishes. (The matrix of the softmax's
 # derivatives, its Jacobian, is $\mathrm{diag}(p) - pp^\top$, and that is zero when $p$ is one-hot.) The paper does
-# not measure this itself. It cites an earlier comparison (its reference [3]) in
-# which additive attention beat unscaled dot-product attention for large $d_k$. It *suspects*
-# that the large dot products are the cause, pushing the softmax into regions of tiny gradients.
-# The $1/\sqrt{d_k}$ factor is its remedy.
+# not measure this itself. It cites a comparison (reference [3]) where additive attention
+# beat unscaled dot-product attention for large $d_k$. It *suspects* that large dot products push
+# the softmax into regions of tiny gradients.
 #
 # The experiment below measures each step of that argument at initialisation, and at which $d_k$
 # the trouble starts. For each $d_k$ we draw 1000 random queries, each compared
@@ -452,7 +451,8 @@ plt.show()
 # %%
 words = sentences[0]
 causal = torch.ones(len(words), len(words), dtype=torch.bool).tril()  # (T, T), True on and below the diagonal
-self_keys = keys[0] + 0.1  # (T, Dk); a small offset so that no score is exactly 0
+self_keys = keys[0] + 0.1  # (T, Dk); the offset keeps any score from being exactly 0
+# queries 4 × the keys: larger scores, so that the weights of a row are visibly unequal
 _, causal_weights = scaled_dot_product_attention(4.0 * self_keys, self_keys, self_keys, causal)
 
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.3))
@@ -484,8 +484,10 @@ buggy_scores = apply_mask_reversed(attention_scores(queries, keys), padding_mask
 buggy_answers = buggy_scores.softmax(-1) @ values  # (B, T, 9): a distribution over the 9 words per question
 for question, answer in zip(questions, buggy_answers[1], strict=True):
     print(f"sentence 2, {question:10} → {VOCAB[answer.argmax()]}")
+
+# %% tags=["hide-cell"]
+# The check of exercise ex03_2 rejects the bug with a message that names it:
 print(run_check("ex03_2", apply_mask_reversed).line())
-print(run_check("ex03_2").line())  # the package's apply_mask
 
 # %% [markdown]
 # Every answer is now `<pad>`: the only keys left visible are the padding.
@@ -515,12 +517,13 @@ print("gradient of v:\n", v.grad[0])  # … still gets NaN gradients: 0 · NaN =
 # to every weight upstream. The usual workaround, `-1e9`, fails in half precision: float16's lowest
 # finite number is −65,504, so −1e9 does not fit. In PyTorch, `masked_fill` refuses to write it into
 # a float16 tensor with an overflow error, and a plain conversion turns it into −∞, the same NaN
-# (try `torch.tensor(-1e9).half()`).
+# (both are shown below).
 #
 # `torch.finfo(dtype).min` is the lowest *finite* number of each dtype. With it, a fully blocked row
 # holds identical scores, and softmax turns them into uniform weights. The output is the plain mean
 # of the values: finite and harmless, and its gradients are finite too. In rows with at least one
-# allowed key, $e^{\text{min} - \text{max}}$ underflows to exactly 0, just as $-\infty$ would.
+# allowed key, softmax first subtracts the row's largest score (no weight changes, and no $e^s$
+# overflows), so a blocked key's $e^{\text{min} - \text{max}}$ underflows to exactly 0, as $-\infty$ would.
 
 # %%
 q.grad, v.grad = None, None
@@ -529,21 +532,20 @@ print("weights with finfo.min:\n", w[0].detach())
 out[0, 0].sum().backward()
 print("gradient of v is finite:", bool(torch.isfinite(v.grad).all()))
 
-
-def apply_mask_minus_inf(scores, mask):
-    return scores.masked_fill(~mask, float("-inf"))
-
-
-print(run_check("ex03_2", apply_mask_minus_inf).line())
+try:  # the usual workaround, -1e9, in half precision
+    torch.zeros(3, dtype=torch.float16).masked_fill(~mask[1], -1e9)
+except RuntimeError as error:
+    print("masked_fill(-1e9) on float16 raises an overflow error:", "overflow" in str(error))
+print("-1e9 converted to float16:", torch.tensor(-1e9).half().item())
 
 # %% [markdown]
 # ## 6. The teaching path and the fast path
 #
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
 # (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
-# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call. When
-# PyTorch picks a kernel that reads the keys one tile at a time, it updates the softmax as each
-# tile arrives ([chapter 13](13_modern_language_models.ipynb), section 6). Then the (B, H, T, S) weights never exist
+# `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call, a
+# compiled program (a *kernel*) doing every step. When its kernel reads the keys one block (*tile*)
+# at a time, it updates the softmax as each tile arrives ([chapter 13](13_modern_language_models.ipynb), section 6). Then the (B, H, T, S) weights never exist
 # in memory. For some masks and machines it falls back to the plain steps, which do build them.
 # The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
 # row give the mean of the values there too. Both compute equation (1), so they give the same numbers:
@@ -627,8 +629,7 @@ plot_path_lengths()
 # So attention does *more* arithmetic at every length than a plain RNN. It does less than an LSTM
 # only while $n < 2D$. What attention saves in any case is the second column. All its scores are
 # computed at once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
-# arithmetic units, a GPU, that decides the speed: it is what made the Transformer fast to train
-# (§5.2: 12 hours for the base model on 8 GPUs). The price of attention is $n^2$ time and memory.
+# arithmetic units, a GPU, that decides the speed (§5.2: 12 hours on 8 GPUs for the base model). The price of attention is $n^2$ time and memory.
 
 # %% [markdown]
 # ## Summary

@@ -140,7 +140,7 @@ architecture_map("multihead")
 # </details>
 
 # %%
-multihead_shapes()
+multihead_shapes(n_heads=3)  # H = 3, as in the code below
 
 # %% [markdown]
 # ## 2. All heads with one matrix multiply
@@ -148,7 +148,9 @@ multihead_shapes()
 # Written as a loop, each head has its own three small matrices. Place the $h$ matrices $W_i^Q$
 # side by side, and you get one $d_\text{model} \times h d_k$ matrix. So *one* `nn.Linear` computes
 # the queries of every head at once. The heads are then just consecutive blocks of its output
-# features. Let us check that on random weights.
+# features. Let us check that on random weights. One detail of PyTorch first: `nn.Linear` stores
+# its weight as (out, in) and computes $x W^\top$, so the columns of the paper's matrix are the
+# rows of `weight`. Head i's block is therefore a slice of rows, transposed.
 
 # %%
 B, T, D, H = 2, 7, 12, 3
@@ -240,15 +242,17 @@ def split_heads_buggy(x, n_heads):
 fig, axes = plt.subplots(1, 3, figsize=(8, 2))
 draw_heads(axes, split_heads_buggy(tiny, 3), "The bug: head 0 sees only token 0, head 2 only token 1")
 plt.show()
+
+# %% tags=["hide-cell"]
+# The check of exercise ex04_1 rejects the bug with a message that names it:
 print(run_check("ex04_1", split_heads_buggy).line())
-print(run_check("ex04_1").line())  # the package's split_heads
 
 # %% [markdown]
 # Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
 # "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. The label follows
-# the shape; the numbers do not. Chapter 03's checks
-# never see this bug, because attention itself is correct. The exercise check above caught it by
-# comparing with a correct split. You can build such a reference yourself, without `view`: cut
+# the shape; the numbers do not. A test of attention alone never sees this bug, because attention
+# itself is correct; only a comparison with a correct split does. You can build such a reference
+# yourself, without `view`: cut
 # every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
 
 # %%
@@ -302,7 +306,12 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # chapter 03's attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. The same module does
 # self-attention, where query, key and value are the same sequence. It also does cross-attention
 # (§3.2.3), where the queries come from the decoder and the keys and values from the encoder's
-# output. So the key length S may differ from T.
+# output, called the *memory*. So the key length S may differ from T.
+#
+# With `need_weights=True` the module takes chapter 03's teaching path and returns one weight map
+# per head, (B, H, T, S). Otherwise it takes the fast path (`F.scaled_dot_product_attention`) and
+# returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads, unless
+# you pass `average_attn_weights=False`.)
 #
 # Each head divides its scores by $\sqrt{d_k}$ with $d_k = D/H$, the head's own size, not $d_{model}$
 # (§3.2.1 with §3.2.2). Chapter 03's experiment is about that size.
@@ -328,11 +337,6 @@ fast_out, no_weights = mha(target, memory, memory)  # need_weights=False: the fa
 print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "| weights:", no_weights)
 
 # %% [markdown]
-# With `need_weights=True` the module takes chapter 03's teaching path and returns one weight map
-# per head, (B, H, T, S). Otherwise it takes the fast path (`F.scaled_dot_product_attention`) and
-# returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads, unless
-# you pass `average_attn_weights=False`.)
-#
 # Three short checks of the module come first: its parameter count, its two head sizes, and
 # PyTorch's own module. Then section 9 looks inside the heads.
 

@@ -434,9 +434,7 @@ for name, (grads, stream_grads, stream) in results.items():
 # > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
 # > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
 # > shapes agree, but compute something else, and results about either form do not carry over. A
-# > single layer seems to work. The check of exercise ex05_2 compares with both closed forms and
-# > rejects it. To see where the dropout sits, the check swaps it for a module that halves its
-# > input. Its message, printed below, names the post-LN case.
+# > single layer seems to work. Compared with both closed forms, it matches neither:
 
 
 # %%
@@ -445,8 +443,15 @@ def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
     return x + dropout(norm(sublayer(x)))
 
 
+x, sublayer, norm, no_dropout = torch.randn(2, 3, 8), nn.Linear(8, 8), nn.LayerNorm(8), nn.Identity()
+buggy = residual_norm_on_branch(x, sublayer, norm, no_dropout, norm_first=False)
+for name, norm_first in (("post-LN", False), ("pre-LN", True)):
+    print(f"equal to {name}:", torch.allclose(buggy, residual(x, sublayer, norm, no_dropout, norm_first)))
+
+# %% tags=["hide-cell"]
+# The check of exercise ex05_2 rejects the bug with a message that names it (to see where the
+# dropout sits, it swaps the dropout for a module that halves its input):
 print(run_check("ex05_2", residual_norm_on_branch).line())
-print(run_check("ex05_2").line())  # the package's residual
 
 
 # %% [markdown]

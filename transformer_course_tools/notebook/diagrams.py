@@ -131,7 +131,7 @@ def multihead_shapes(n_heads: int = 4):
     _arrow(ax, (6.0, 8.95 + 0.35 + (n_heads - 1) * 0.16 + 0.05), (6.0, 10.2))
     ax.text(8.3, 9.95, "merge_heads:\ntranspose(1, 2), reshape", fontsize=8.5, color=_SHAPE, family="monospace",
             va="center")  # fmt: skip
-    _feature_bar(ax, 6.0, 10.5, 4.4, 0.6, n_heads, "(B, T, H·Dv) = Concat(head_1, …, head_H)")
+    _feature_bar(ax, 6.0, 10.5, 4.4, 0.6, n_heads, "(B, T, H·Dv) = Concat(head_0, …, head_H−1)")
     _arrow(ax, (6.0, 10.8), (6.0, 11.4))
     _box(ax, 6.0, 11.8, 3.6, 0.8, "$W^O$  (one nn.Linear)", "H·Dv → D: mixes the heads", highlight=True)
     _arrow(ax, (6.0, 12.2), (6.0, 12.95), "(B, T, D): the shape that came in")
