@@ -141,19 +141,18 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 #
 # $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
 #
-# The count is linear in $V$. The cell checks the formula against the meta-device count. With it
-# we can ask whether the paper counted the same model.
+# The count is linear in $V$. The room `counting.py` writes this formula as
+# `transformer_parameters(config)`, built from one attention and one layer (this chapter's
+# exercises). The cell checks it against the meta-device count. With it we can ask whether the
+# paper counted the same model.
 
 
 # %%
-def closed_form(n_layers: int, d: int, d_ff: int, vocab_size: int) -> int:
-    encoder = n_layers * (4 * (d**2 + d) + 2 * d * d_ff + d_ff + d + 4 * d)  # attention, FFN, 2 LayerNorms
-    decoder = n_layers * (8 * (d**2 + d) + 2 * d * d_ff + d_ff + d + 6 * d)  # 2 attentions, FFN, 3 LayerNorms
-    return encoder + decoder + vocab_size * d + vocab_size  # the shared matrix and the output bias
+from transformer_course.counting import transformer_parameters  # the formula, part by part (this chapter's exercises)
 
-
-assert base_37k == closed_form(6, 512, 2048, 37_000) and big_37k == closed_form(6, 1024, 4096, 37_000)
-print("the meta-device count equals the closed form, for base and big")
+assert base_37k == transformer_parameters(TransformerConfig.paper_base(37_000))
+assert big_37k == transformer_parameters(TransformerConfig.paper_big(37_000))
+print("the meta-device count equals the formula, for base and big")
 
 # %% [markdown]
 # ## 2. A gap of 2.9%
@@ -341,6 +340,12 @@ for name, p in base_model.named_parameters():  # each Parameter once: the shared
 for part, n in sorted(parts.items(), key=lambda item: -item[1]):
     print(f"{part:28} {n / 1e6:5.1f}M  {n / base_model.num_parameters():6.1%}")
 
+from transformer_course.counting import attention_parameters, layer_parameters  # the room's formulas, part by part
+
+assert parts["encoder self-attention"] == parts["decoder cross-attention"] == 6 * attention_parameters(512, 8)
+network = layer_parameters(512, 8, 2048) - attention_parameters(512, 8) - 2 * 2 * 512  # a layer less attention, norms
+assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * network
+
 # %% [markdown]
 # The one shared matrix is the largest single part. The feed-forward networks of the two stacks
 # hold more together: each holds twice the weights of an attention block ($8D^2$ against $4D^2$).
@@ -364,11 +369,13 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 #   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the shared matrix
 #   and the output bias, a deeper model everything else, a wider one every part.
 #
-# **Exercises:** this chapter has no exercises of its own. To practise, take the base model and make
-# it pre-LN (`norm_first=True`) with separate source and target embeddings (`share_embeddings=False`;
-# the output stays tied to the target's). Predict from section 1's formula how many parameters that
-# adds, then check it with `count` on the meta device. Chapter 11 tests some of the paper's other
-# choices by training small models.
+# **Exercises:**
+# [exercises/ex07_counting_parameters.ipynb](../exercises/ex07_counting_parameters.ipynb) asks you to
+# write `attention_parameters` (ex07_1), `layer_parameters` (ex07_2) and `transformer_parameters`
+# (ex07_3); stuck on one, `python -m transformer_course restore ex07_1` puts its worked answer in your
+# student edition. The third folds in a question worth predicting by hand: how many parameters does
+# the base model gain when it is made pre-LN with separate source and target embeddings? Chapter 11
+# tests some of the paper's other choices by training small models.
 
 # %% [markdown]
 # ## Check yourself
