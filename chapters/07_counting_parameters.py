@@ -22,8 +22,8 @@
 # million for the big one (Table 3). Counting them yourself tells you where a Transformer's size
 # lives: in the embedding, in attention or in the feed-forward networks, and how each part grows
 # with $V$, $D$, $d_{ff}$ and $N$. This short chapter counts the parameters of the model you built
-# in chapter 06, writes the count as a formula and holds it against the table. The table turns out
-# to disagree with itself. At the end you see the base model split into its parts.
+# in chapter 06, writes the count as a formula and splits the base model into its parts. Then it
+# holds the count against the table, which cannot be matched with one vocabulary.
 #
 # *You may skip this chapter:* no later chapter builds on it (chapter 16 reuses its meta device
 # once). It is short, and it uses nothing after
@@ -141,24 +141,67 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 #
 # $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
 #
-# The count is linear in $V$. The cell checks the formula against the meta-device count. With it
-# we can ask whether the paper counted the same model.
+# The count is linear in $V$. The room `counting.py` writes this formula as
+# `transformer_parameters(config)`, built from one attention and one layer (this chapter's
+# exercises). The cell checks it against the meta-device count. With it we can ask whether the
+# paper counted the same model.
 
 
 # %%
-def closed_form(n_layers: int, d: int, d_ff: int, vocab_size: int) -> int:
-    encoder = n_layers * (4 * (d**2 + d) + 2 * d * d_ff + d_ff + d + 4 * d)  # attention, FFN, 2 LayerNorms
-    decoder = n_layers * (8 * (d**2 + d) + 2 * d * d_ff + d_ff + d + 6 * d)  # 2 attentions, FFN, 3 LayerNorms
-    return encoder + decoder + vocab_size * d + vocab_size  # the shared matrix and the output bias
+from transformer_course.counting import transformer_parameters  # the formula, part by part (this chapter's exercises)
 
-
-assert base_37k == closed_form(6, 512, 2048, 37_000) and big_37k == closed_form(6, 1024, 4096, 37_000)
-print("the meta-device count equals the closed form, for base and big")
+assert base_37k == transformer_parameters(TransformerConfig.paper_base(37_000))
+assert big_37k == transformer_parameters(TransformerConfig.paper_big(37_000))
+print("the meta-device count equals the formula, for base and big")
 
 # %% [markdown]
-# ## 2. A gap of 2.9%
+# ## 2. Where the parameters live
 #
-# Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
+# The formula of section 1 tells us where a Transformer keeps its parameters. Each attention block
+# holds $4D^2$ weights; each feed-forward network $2Dd_{ff} = 8D^2$ when $d_{ff} = 4D$. The cell
+# splits the base model, with the paper's 37,000 tokens, into the parts of Figure 1. It checks two
+# parts against the room's formulas for one attention and one layer:
+
+
+# %%
+def part_of(name: str) -> str:
+    """The part of Figure 1 that the parameter called `name` belongs to."""
+    stack = name.split(".")[0]  # "encoder", "decoder", "src_embed" or "output"
+    if "embed" in name:
+        return "shared embedding (V × D)"
+    if "cross_attn" in name:
+        return "decoder cross-attention"
+    if "self_attn" in name:
+        return f"{stack} self-attention"
+    if "ffn" in name:
+        return f"{stack} feed-forward"
+    return "LayerNorms and output bias"
+
+
+parts: dict[str, int] = {}
+for name, p in base_model.named_parameters():  # each Parameter once: the shared matrix under its first name
+    parts[part_of(name)] = parts.get(part_of(name), 0) + p.numel()
+for part, n in sorted(parts.items(), key=lambda item: -item[1]):
+    print(f"{part:28} {n / 1e6:5.1f}M  {n / base_model.num_parameters():6.1%}")
+
+from transformer_course.counting import attention_parameters, layer_parameters  # the room's formulas, part by part
+
+assert parts["encoder self-attention"] == parts["decoder cross-attention"] == 6 * attention_parameters(512, 8)
+network = layer_parameters(512, 8, 2048) - attention_parameters(512, 8) - 2 * 2 * 512  # a layer less attention, norms
+assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * network
+
+# %% [markdown]
+# The one shared matrix is the largest single part. The feed-forward networks of the two stacks
+# hold more together: each holds twice the weights of an attention block ($8D^2$ against $4D^2$).
+# LayerNorms and biases are crumbs. A larger vocabulary grows only the shared matrix and the output
+# bias ($V$ numbers). More layers grow all the others; a larger $D$ grows every part, the shared
+# matrix included.
+
+# %% [markdown]
+# ## 3. A gap of 2.9%
+#
+# Sections 3 to 5 hold our count against the paper's own numbers: a detour through Table 3, which
+# you may skip to the summary. Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
 # Where could the difference come from? The vocabulary is the only size the paper gives loosely
 # ("about 37000 tokens"). But first, the other candidates.
 #
@@ -173,22 +216,28 @@ V_PAPER, N_LAYERS = 37_000, 6
 nothing_shared = dict(share_embeddings=False, tie_output=False)
 separate_base = count(replace(TransformerConfig.paper_base(V_PAPER), **nothing_shared))
 separate_big = count(replace(TransformerConfig.paper_big(V_PAPER), **nothing_shared))
-print(f"{'variant (vocabulary 37,000)':40} {'base':>7} {'big':>8}    Table 3: 65M, 213M")
+# the biases of the 3N attentions (N in the encoder, 2N in the decoder), for base and big
+attention_biases = {d: 3 * N_LAYERS * (attention_parameters(d, h) - attention_parameters(d, h, bias=False))
+                    for d, h in ((512, 8), (1024, 16))}  # fmt: skip
+print(f"{'variant (vocabulary 37,000)':40} {'base':>7} {'Δ base':>9} {'big':>8} {'Δ big':>9}    Table 3: 65M, 213M")
 for name, base_n, big_n in (
     ("ours: one shared matrix + output bias", base_37k, big_37k),
     ("without the output bias (− V)", base_37k - V_PAPER, big_37k - V_PAPER),
-    ("without attention biases (− 12·N·D)", base_37k - 12 * N_LAYERS * 512, big_37k - 12 * N_LAYERS * 1024),
+    ("without attention biases (− 12·N·D)", base_37k - attention_biases[512], big_37k - attention_biases[1024]),
     ("output projection not tied (+ V·D)", base_37k + V_PAPER * 512, big_37k + V_PAPER * 1024),
     ("nothing shared: three (V, D) matrices", separate_base, separate_big),
 ):
-    print(f"{name:40} {base_n / 1e6:6.1f}M {big_n / 1e6:7.1f}M")
-print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention biases {12 * N_LAYERS * 512 / base_37k:.2%}")
+    base_delta, big_delta = (base_n - base_37k) / 1e3, (big_n - big_37k) / 1e3  # in thousands
+    print(f"{name:40} {base_n / 1e6:6.1f}M {base_delta:+8,.0f}K {big_n / 1e6:7.1f}M {big_delta:+8,.0f}K")
+print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention biases {attention_biases[512] / base_37k:.2%}")
 
 # %% [markdown]
-# The first three rows differ by less than 0.1M, too little to show in the base column; the last
-# line gives the two shares. So we keep the tying of §3.4 and look at the vocabulary instead.
+# The Δ columns give each variant's difference from ours, in thousands. Dropping a bias moves the
+# count by tens of thousands, too little to show in millions; the last line gives the two shares.
+# A matrix moves it by millions, too many. So we keep the tying of §3.4 and look at the vocabulary
+# instead.
 #
-# ## 3. The vocabulary each row implies
+# ## 4. The vocabulary each row implies
 #
 # **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
 # entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
@@ -253,7 +302,7 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
 # ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
 # 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. This answers
-# section 2's question, as far as the table can. The base rows agree with one another only at a
+# section 3's question, as far as the table can. The base rows agree with one another only at a
 # vocabulary about a tenth larger than §5.1's "about 37000", or if the paper counted parameters
 # that we cannot name (the `gap` column). The big row fits neither explanation.
 #
@@ -269,14 +318,14 @@ assert ffn_extra == by_hand
 print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
 
 # %% [markdown]
-# ## 4. No vocabulary fits every row
+# ## 5. No vocabulary fits every row
 #
-# The table's big-model entry and its $d_\text{model} = 1024$ entry disagree by about 5M. The paper does not say why: a
-# different vocabulary for the big run, a rounding or a counting slip; we cannot tell. We could fit
+# The table's big-model entry and its $d_\text{model} = 1024$ entry disagree by about 5M. Rounding
+# to whole millions moves their difference by 1M at most. The paper does not say why: a different
+# vocabulary for the big run, or a counting slip; we cannot tell. We could fit
 # a $V$ that spreads the error evenly over base and big. But such a $V$ matches the table by
 # construction, so it would prove nothing. We keep the paper's "about 37000", the one vocabulary
-# it states. The figure shows every row with a printed size at that vocabulary. Its title's "no
-# vocabulary fits all" is section 3's finding; the bars show only this one vocabulary.
+# it states. The figure shows every row with a printed size at that vocabulary.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -300,7 +349,7 @@ ax.set_yticks(range(len(printed)), names)
 ax.invert_yaxis()
 ax.set(
     xlabel="our count relative to Table 3 (%)",
-    title="Our counts vs Table 3: base-family rows are low, big is high — no vocabulary fits all",
+    title="Our counts vs Table 3 at V = 37,000: base-family rows are low, big is high",
 )
 ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the axes: it covers no bar
 plt.tight_layout()
@@ -308,45 +357,8 @@ plt.show()
 
 # %% [markdown]
 # Only (C) $d_{ff} = 4096$ and big lie within ±2%. The other rows are all low, by more than 2%.
-# In parameters, the gaps of the table in section 3 (its `gap` column) are 1.1M to 2.5M for all
-# base-family rows but (C) $d_\text{model} = 1024$. A gap of that size is a larger share of a small
-# count.
-#
-# ## 5. Where the parameters live
-#
-# Whatever the paper counted, the formula of section 1 tells us where a Transformer keeps its
-# parameters. Each attention block holds $4D^2$ weights; each feed-forward network
-# $2Dd_{ff} = 8D^2$ when $d_{ff} = 4D$. The cell splits the base model, with the paper's 37,000
-# tokens, into the parts of Figure 1:
-
-
-# %%
-def part_of(name: str) -> str:
-    """The part of Figure 1 that the parameter called `name` belongs to."""
-    stack = name.split(".")[0]  # "encoder", "decoder", "src_embed" or "output"
-    if "embed" in name:
-        return "shared embedding (V × D)"
-    if "cross_attn" in name:
-        return "decoder cross-attention"
-    if "self_attn" in name:
-        return f"{stack} self-attention"
-    if "ffn" in name:
-        return f"{stack} feed-forward"
-    return "LayerNorms and output bias"
-
-
-parts: dict[str, int] = {}
-for name, p in base_model.named_parameters():  # each Parameter once: the shared matrix under its first name
-    parts[part_of(name)] = parts.get(part_of(name), 0) + p.numel()
-for part, n in sorted(parts.items(), key=lambda item: -item[1]):
-    print(f"{part:28} {n / 1e6:5.1f}M  {n / base_model.num_parameters():6.1%}")
-
-# %% [markdown]
-# The one shared matrix is the largest single part. The feed-forward networks of the two stacks
-# hold more together: each holds twice the weights of an attention block ($8D^2$ against $4D^2$).
-# LayerNorms and biases are crumbs. A larger vocabulary grows only the shared matrix and the output
-# bias ($V$ numbers). More layers grow all the others; a larger $D$ grows every part, the shared
-# matrix included.
+# In parameters, the gaps of the table in section 4 (its `gap` column) are 1.1M to 2.5M for all
+# base-family rows but (C) $d_\text{model} = 1024$.
 
 # %% [markdown]
 # ## Summary
@@ -354,20 +366,23 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 # - The meta device builds a model from shapes alone, so counting the big model costs no memory.
 # - The architecture is counted exactly: the count equals the closed form of section 1, which is
 #   linear in $V$.
+# - The shared matrix is the base model's largest single part, the feed-forward networks together
+#   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the shared matrix
+#   and the output bias, a deeper model everything else, a wider one every part.
 # - The paper's numbers are rounded to millions. They are not consistent with one vocabulary, so a
 #   published count can disagree with the architecture it describes. Biases and tying do not
 #   explain base's missing 1.9M; a vocabulary about a tenth larger would, for every base-family
 #   row, but not for big.
 # - With the paper's 37,000 tokens, base is 2.9% low and big 0.6% high. Every base-family row is
 #   low.
-# - The shared matrix is the base model's largest single part, the feed-forward networks together
-#   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the shared matrix
-#   and the output bias, a deeper model everything else, a wider one every part.
 #
-# **Exercises:** this chapter has no exercises of its own. To practise, take the base model and make
-# it pre-LN (`norm_first=True`) with separate source and target embeddings (`share_embeddings=False`;
-# the output stays tied to the target's). Predict from section 1's formula how many parameters that
-# adds, then check it with `count` on the meta device. Chapter 11 tests some of the paper's other
+# **Exercises:**
+# [exercises/ex07_counting_parameters.ipynb](../exercises/ex07_counting_parameters.ipynb) asks you to
+# write `attention_parameters` (ex07_1), `layer_parameters` (ex07_2) and `transformer_parameters`
+# (ex07_3); stuck on one, `python -m transformer_course restore ex07_1` puts its worked answer in your
+# student edition. The third folds in a question worth predicting by hand: how many parameters does
+# the base model gain when it is made pre-LN with separate source and target embeddings? Section 1's
+# formula leaves out pre-LN's final LayerNorms: extend it. Chapter 11 tests some of the paper's other
 # choices by training small models.
 
 # %% [markdown]

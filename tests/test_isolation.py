@@ -106,8 +106,10 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
         MultiHeadAttention,
         PositionwiseFeedForward,
         apply_mask,
+        attention_parameters,
         attention_scores,
         label_smoothed_cross_entropy,
+        layer_parameters,
         merge_heads,
         residual,
         scaled_dot_product_attention,
@@ -133,6 +135,12 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
     norm, drop, linear = nn.LayerNorm(12), nn.Identity(), nn.Linear(12, 12)
     for norm_first in (False, True):
         _same(STANDINS["ex05_2"](x, linear, norm, drop, norm_first), residual(x, linear, norm, drop, norm_first))
+    for sizes in ((12, 3, None, None), (12, 3, 5, 7), (8, 1, None, None)):
+        assert STANDINS["ex07_1"](*sizes) == attention_parameters(*sizes)
+        assert STANDINS["ex07_1"](*sizes, bias=False) == attention_parameters(*sizes, bias=False)
+        for decoder in (False, True):
+            layer = (sizes[0], sizes[1], 20, *sizes[2:])
+            assert STANDINS["ex07_2"](*layer, decoder=decoder) == layer_parameters(*layer, decoder=decoder)
     logits, target = torch.randn(3, 4, 9), torch.tensor([[3, 4, 0, 0], [5, 6, 7, 8], [0, 0, 0, 0]])
     for smoothing in (0.0, 0.1):
         _same(STANDINS["ex08_3"](logits, target, smoothing, 0), label_smoothed_cross_entropy(logits, target, smoothing))

@@ -25,7 +25,7 @@ ROOM_CHAPTERS = {
     "_validate": 0, "device": 0,
     "vocab": 1, "embeddings": 1, "positional": 2, "attention": 3, "multihead": 4,
     "feedforward": 5, "sublayer": 5, "encoder": 5,
-    "masks": 6, "decoder": 6, "config": 6, "model": 6,
+    "masks": 6, "decoder": 6, "config": 6, "model": 6, "counting": 7,
     "data": 8, "batching": 8, "loss": 8, "schedule": 8, "step": 8, "training": 8, "checkpoint": 8, "evaluation": 8,
     "cache": 9, "decoding": 9,
     "subwords": 12, "token_batches": 12, "sentence_training": 12, "distributed": 12, "averaging": 12,

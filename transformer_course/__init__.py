@@ -12,6 +12,7 @@ ch.   rooms
 04    ``multihead`` (heads, W^O)
 05    ``feedforward``, ``sublayer`` (residual + LayerNorm), ``encoder``
 06    ``masks``, ``decoder``, ``config``, ``model`` (the full Transformer)
+07    ``counting`` (parameter counts as formulas)
 08    ``data`` (pairs, tasks, the copy task), ``batching``, ``loss``, ``schedule``, ``step``,
       ``training`` (the loop), ``checkpoint``, ``evaluation`` (greedy answers, scores)
 09    ``cache`` (keys and values kept between steps), ``decoding``
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "Decoder": "decoder", "DecoderLayer": "decoder",
     "TransformerConfig": "config",
     "Transformer": "model",
+    "attention_parameters": "counting", "layer_parameters": "counting", "transformer_parameters": "counting",
     "pick_device": "device",
     "load_task": "datasets",
     "english_tokens": "datasets.numbers", "german_text": "datasets.numbers", "german_tokens": "datasets.numbers",
@@ -149,6 +151,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         rope_halves_to_interleaved,
         split_conv1d,
     )
+    from .counting import attention_parameters, layer_parameters, transformer_parameters
     from .datasets import load_task
     from .datasets.numbers import english_tokens, german_text, german_tokens, number_to_english, number_to_german
     from .decoder import Decoder, DecoderLayer

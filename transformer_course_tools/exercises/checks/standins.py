@@ -107,6 +107,22 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     return summed / (target != pad_id).sum().clamp(min=1)
 
 
+def attention_parameters(d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
+                         bias: bool = True) -> int:  # fmt: skip
+    """ex07_1: the four projections' (inputs, outputs), each with its weights and, with ``bias``, a bias."""
+    d_k, d_v = d_k or d_model // n_heads, d_v or d_model // n_heads
+    shapes = [(d_model, n_heads * d_k)] * 2 + [(d_model, n_heads * d_v), (n_heads * d_v, d_model)]
+    return sum(inputs * outputs + (outputs if bias else 0) for inputs, outputs in shapes)
+
+
+def layer_parameters(d_model: int, n_heads: int, d_ff: int, d_k: int | None = None, d_v: int | None = None,
+                     decoder: bool = False) -> int:  # fmt: skip
+    """ex07_2: the attentions, the network's two linear layers with biases, a LayerNorm per sub-layer."""
+    attentions = (2 if decoder else 1) * attention_parameters(d_model, n_heads, d_k, d_v)
+    network = (d_model + 1) * d_ff + (d_ff + 1) * d_model
+    return attentions + network + 2 * d_model * (3 if decoder else 2)
+
+
 # exercise id → its stand-in (methods take the learner's module as ``self``)
 STANDINS: dict[str, Callable] = {
     "ex03_1": attention_scores,
@@ -117,6 +133,8 @@ STANDINS: dict[str, Callable] = {
     "ex04_3": multi_head_attention_forward,
     "ex05_1": feed_forward_forward,
     "ex05_2": residual,
+    "ex07_1": attention_parameters,
+    "ex07_2": layer_parameters,
     "ex08_3": label_smoothed_cross_entropy,
 }
 
