@@ -800,8 +800,11 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #   reorders all D features; the logits stay the same.
 # - With a network, the aside runs published checkpoints in our models.
 #
-# **Exercises:** this chapter has no exercises of its own. [Chapter 15's
-# exercises](../exercises/ex15_real_weights.ipynb) cover the conversion it relies on.
+# **Exercises:** [exercises/ex16_real_checkpoints.ipynb](../exercises/ex16_real_checkpoints.ipynb)
+# asks you to write `dequantize_rows` (ex16_1), `quantize_rows` (ex16_2) and `int8_linear` (ex16_3);
+# stuck on one, `python -m transformer_course restore ex16_1` puts its worked answer in your student
+# edition. [Chapter 15's exercises](../exercises/ex15_real_weights.ipynb) cover the conversion it
+# relies on.
 #
 # ## Check yourself
 #

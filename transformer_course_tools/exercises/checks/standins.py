@@ -107,6 +107,11 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     return summed / (target != pad_id).sum().clamp(min=1)
 
 
+def dequantize_rows(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """ex16_1: row r of the int8 matrix times scale[r], in ``dtype``."""
+    return torch.einsum("oi,o->oi", q.to(dtype), scale.to(dtype))
+
+
 # exercise id → its stand-in (methods take the learner's module as ``self``)
 STANDINS: dict[str, Callable] = {
     "ex03_1": attention_scores,
@@ -118,6 +123,7 @@ STANDINS: dict[str, Callable] = {
     "ex05_1": feed_forward_forward,
     "ex05_2": residual,
     "ex08_3": label_smoothed_cross_entropy,
+    "ex16_1": dequantize_rows,
 }
 
 
