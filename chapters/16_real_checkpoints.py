@@ -21,13 +21,13 @@
 # Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2) into the course's
 # own models, and checked each conversion on random numbers in the real shapes. This chapter goes
 # the other way: the course's trained translator and language model leave the notebook and run in
-# the engines people use, `transformers`, CTranslate2 and llama.cpp. The chapter climbs to that run.
+# the engines people use, `transformers`, CTranslate2 and llama.cpp.
 #
 # A model goes nowhere without its tokenizer: it reads ids, and only its own tokenizer gives the
 # right ones (section 1). Engines exist to sell speed, so we measure what a step of generation
 # costs: the operations it asks for (section 2), the bytes it reads (section 3), and what int8's
 # fewer bytes change in the tokens (section 4). At the end (section 5), both models, tokenizers
-# included, run in the three engines and write there the course's tokens.
+# included, run in the three engines and write the course's tokens there.
 #
 # **Learning goals**
 #
@@ -120,8 +120,8 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# The map shows where the chapter arrives: section 5 exports every part of the course's translator,
-# tokenizer included. The [notation page](../book/notation.md) lists the letters.
+# The map shows the translator; section 5 exports it, tokenizer included, and the language model
+# too. The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -293,10 +293,10 @@ else:
 # %% [markdown]
 # ## 2. Fewer operations per step: an inference engine
 #
-# A model and its tokenizer are what an engine runs; what it sells is speed. A step of generation
-# has two costs. Run as chapter 09's loops run it, your modules ask PyTorch for many small
-# **operations**, each with a fixed cost of a few microseconds. And every step reads the model's
-# weights, its **bytes**, from memory. This section cuts the first cost; the next measures the second.
+# A step of generation has two costs. Run as chapter 09's loops run it, your modules ask PyTorch
+# for many small **operations**, each with a fixed cost of a few microseconds. And every step reads
+# the model's weights, its **bytes**, from memory. This section cuts the first cost; the next
+# measures the second.
 #
 # Inference engines such as CTranslate2 and llama.cpp *convert* a trained model, once, into a form of
 # their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
@@ -322,9 +322,9 @@ print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules 
 assert all(same.values())
 
 # %% [markdown]
-# Then the operations: every call into PyTorch's C++ core (an *ATen operation*) as one more token
-# is decoded (the difference between decoding $n + 1$ and $n$ tokens), per decoder layer. A random
-# model of the translator's shape that never says `<eos>`, `never_stopping`, decodes exactly as many
+# Then the operations. We count the *ATen operations* (calls into PyTorch's C++ core) that one more
+# generated token adds, per decoder layer: the count for $n + 1$ tokens minus the count for $n$. A
+# random model of the translator's shape that never says `<eos>`, `never_stopping`, decodes exactly as many
 # tokens as it is asked for.
 
 # %%
@@ -394,6 +394,9 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 #
 # $$t_\text{token} \ge \frac{\text{bytes of the weights} + \text{bytes of the
 # cache}}{\text{bytes the memory delivers per second}}.$$
+#
+# Chapter 13 (section 4) estimated this floor for a large Llama on a GPU; here we measure it on a
+# CPU.
 #
 # Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
 # 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
@@ -546,11 +549,13 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
 
 # %% [markdown]
 # The logits move by several hundredths of the largest one. Yet many greedy tokens can change. A
-# model with random weights has no strong preferences: its largest logits lie close together, and a
-# small error swaps them. Once one token changes, every later token continues another text.
+# likely reason, not measured here: a model with random weights has no strong preferences, so its
+# largest logits lie close together and a small error swaps them. Once one token changes, every
+# later token continues another text.
 #
-# A trained model chooses more clearly. Chapter 14's Shakespeare model, the one section 5 exports,
-# continues three prompts in float32 and in both int8 forms:
+# A trained model should choose more clearly. Chapter 14's Shakespeare model, the one section 5
+# exports, continues three prompts in float32 and in both int8 forms (it also differs in size and
+# vocabulary: a hint, not a proof):
 
 # %% tags=["nbval-ignore-output"]
 lm = load_pretrained_lm()  # chapter 14's trained Shakespeare model, with its BPE (chapter 12)
@@ -588,8 +593,7 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # %% [markdown]
 # ## 5. Your models in the engines people use
 #
-# Everything is in place: the tokenizer that travels with a model, and float32, in which tokens are
-# a test. An engine that reads the course's weights and tokenizer rightly should write the course's
+# An engine that reads the course's weights and tokenizer rightly should write the course's
 # tokens. Two trained models leave the course, both shipped: the numbers translator trained with
 # chapter 08's recipe, and chapter 14's Shakespeare language model.
 #
@@ -781,8 +785,7 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # cheaply. On a published model's shapes, section 3's bytes weigh more.
 #
 # That is where the course set out to arrive: models trained by the course's code, from the parts you
-# built, run in the engines people use and write there your code's tokens. A checkpoint you train
-# yourself leaves by the same command.
+# built, run in the engines people use and write your code's tokens there.
 #
 # ## Summary
 #
@@ -800,8 +803,10 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #   reorders all D features; the logits stay the same.
 # - With a network, the aside runs published checkpoints in our models.
 #
-# **Exercises:** this chapter has no exercises of its own. [Chapter 15's
-# exercises](../exercises/ex15_real_weights.ipynb) cover the conversion it relies on.
+# **Exercises:** [exercises/ex16_real_checkpoints.ipynb](../exercises/ex16_real_checkpoints.ipynb)
+# asks you to write `dequantize_rows` (ex16_1), `quantize_rows` (ex16_2) and `int8_linear` (ex16_3);
+# stuck on one, `python -m transformer_course restore ex16_1` puts its worked answer in your student
+# edition.
 #
 # ## Check yourself
 #

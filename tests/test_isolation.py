@@ -108,6 +108,7 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
         apply_mask,
         attention_parameters,
         attention_scores,
+        dequantize_rows,
         label_smoothed_cross_entropy,
         layer_parameters,
         merge_heads,
@@ -144,6 +145,9 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
     logits, target = torch.randn(3, 4, 9), torch.tensor([[3, 4, 0, 0], [5, 6, 7, 8], [0, 0, 0, 0]])
     for smoothing in (0.0, 0.1):
         _same(STANDINS["ex08_3"](logits, target, smoothing, 0), label_smoothed_cross_entropy(logits, target, smoothing))
+    q, scale = torch.randint(-127, 128, (5, 7), dtype=torch.int8), torch.rand(5)
+    for dtype in (torch.float32, torch.float64, torch.bfloat16):
+        _same(STANDINS["ex16_1"](q, scale, dtype), dequantize_rows(q, scale, dtype))
     assert set(STANDINS) <= set(EXERCISES)
 
 

@@ -88,7 +88,8 @@ _EXPORTS: dict[str, str] = {
     "reorder_features": "convert",
     "to_gpt2": "export", "to_llama": "export", "to_marian": "export", "rope_interleaved_to_halves": "export",
     "join_conv1d": "export",
-    "quantize": "quantize", "Int8Linear": "quantize", "Int8Embedding": "quantize",
+    "quantize": "quantize", "Int8Linear": "quantize", "Int8Embedding": "quantize", "dequantize_rows": "quantize",
+    "quantize_rows": "quantize", "int8_linear": "quantize",
     "teacher_forcing": "batching",
     "pack": "token_batches",
     "average_state_dicts": "averaging",
@@ -175,7 +176,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
         relative_position_map,
         sinusoidal_positional_encoding,
     )
-    from .quantize import Int8Embedding, Int8Linear, quantize
+    from .quantize import Int8Embedding, Int8Linear, dequantize_rows, int8_linear, quantize, quantize_rows
     from .recipe import adamw_step, make_adamw, warmup_cosine_lr, warmup_cosine_scheduler
     from .rmsnorm import RMSNorm
     from .rotary import Rotary, RotaryAttention, apply_rope

@@ -78,16 +78,28 @@ def quantize_rows(weight: Tensor) -> tuple[Tensor, Tensor]:
     Shape:
         weight: (out, in) float → (q (out, in) int8, scale (out,) float32)
     """
+    if weight.dim() != 2 or not weight.is_floating_point():
+        raise ValueError(f"weight must be a float matrix (out, in), got {weight.dtype} of shape {tuple(weight.shape)}")
+    ### BEGIN SOLUTION
     weight = weight.detach().float()
     scale = weight.abs().amax(dim=1) / INT8_MAX  # (out,)
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     q = torch.round(weight / scale[:, None]).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)  # (out, in)
     return q, scale
+    ### END SOLUTION
 
 
 def dequantize_rows(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
-    """``q · scale`` as a float matrix. Shape: q (out, in), scale (out,) → (out, in)"""
+    """``q · scale`` as a float matrix of ``dtype``: row r of ``q`` times the row's scale ``scale[r]``.
+
+    Shape:
+        q: (out, in) int8, scale: (out,) → (out, in) ``dtype``
+    """
+    if q.dim() != 2 or scale.shape != q.shape[:1]:
+        raise ValueError(f"q must be (out, in) and scale (out,), got shapes {tuple(q.shape)} and {tuple(scale.shape)}")
+    ### BEGIN SOLUTION
     return q.to(dtype) * scale.to(dtype)[:, None]
+    ### END SOLUTION
 
 
 def _frozen(tensor: Tensor) -> nn.Parameter:
@@ -180,7 +192,14 @@ def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | None, packed
         rows = x.reshape(-1, x.shape[-1])  # (N, in)
         out = torch._weight_int8pack_mm(rows, q, scale.to(x.dtype)).view(*x.shape[:-1], q.shape[0])
         return out if bias is None else out + bias.to(x.dtype)
+    if x.shape[-1:] != q.shape[1:] or q.dim() != 2 or scale.shape != q.shape[:1]:
+        raise ValueError(
+            f"x must be (..., in), q (out, in) and scale (out,), got shapes {tuple(x.shape)}, {tuple(q.shape)} "
+            f"and {tuple(scale.shape)}"
+        )
+    ### BEGIN SOLUTION
     return F.linear(x, dequantize_rows(q, scale, x.dtype), _cast(bias, x.dtype))
+    ### END SOLUTION
 
 
 TINY = torch.finfo(torch.float32).tiny  # a row of zeros divides by this, not by 0

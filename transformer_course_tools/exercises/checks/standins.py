@@ -123,6 +123,11 @@ def layer_parameters(d_model: int, n_heads: int, d_ff: int, d_k: int | None = No
     return attentions + network + 2 * d_model * (3 if decoder else 2)
 
 
+def dequantize_rows(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+    """ex16_1: row r of the int8 matrix times scale[r], in ``dtype``."""
+    return torch.einsum("oi,o->oi", q.to(dtype), scale.to(dtype))
+
+
 # exercise id → its stand-in (methods take the learner's module as ``self``)
 STANDINS: dict[str, Callable] = {
     "ex03_1": attention_scores,
@@ -136,6 +141,7 @@ STANDINS: dict[str, Callable] = {
     "ex07_1": attention_parameters,
     "ex07_2": layer_parameters,
     "ex08_3": label_smoothed_cross_entropy,
+    "ex16_1": dequantize_rows,
 }
 
 
