@@ -206,3 +206,13 @@ def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Pat
     assert all(
         line.startswith(("ex12_4", "solutions/ex12_real_translation.py: the section of ex12_4")) for line in left
     ), left
+
+
+def test_the_order_sentence_says_it_for_one_exercise_to_write_first_and_those_for_several() -> None:
+    """The generated "**Order:**" line read "ex16_3 calls ex16_1, so write those first" (one exercise)."""
+    from types import SimpleNamespace
+
+    one = [SimpleNamespace(id="ex16_1", needs=()), SimpleNamespace(id="ex16_3", needs=("ex16_1",))]
+    two = [SimpleNamespace(id="ex03_3", needs=("ex03_1", "ex03_2"))]
+    assert build.order_sentence(one).endswith("ex16_3 calls ex16_1, so write it first.")
+    assert build.order_sentence(two).endswith("ex03_3 calls ex03_1 and ex03_2, so write those first.")

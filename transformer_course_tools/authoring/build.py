@@ -102,9 +102,9 @@ def order_sentence(exercises: list) -> str:
     how many are independent ("" for a single exercise)."""
     calling = [ex for ex in exercises if ex.needs]
     if calling:
-        return (
-            f"{ORDER} {'; '.join(f'{ex.id} calls {_listed(list(ex.needs))}' for ex in calling)}, so write those first."
-        )
+        needed = {need for ex in calling for need in ex.needs}
+        first = "it" if len(needed) == 1 else "those"
+        return f"{ORDER} {'; '.join(f'{ex.id} calls {_listed(list(ex.needs))}' for ex in calling)}, so write {first} first."
     if len(exercises) < 2:
         return ""
     count = NUMBERS[len(exercises)] if len(exercises) < len(NUMBERS) else str(len(exercises))
