@@ -110,8 +110,8 @@ setup_chapter("07")  # your saved edits run without a restart; a file that does 
 #
 # - **Sizes:** whole numbers in, one `int` out.
 # - **Watch for:** the heads sit side by side, so a projection has $H \cdot d_k$ features, not
-#   $d_k$; $H \cdot d_k$ equals $D$ only when `d_k` is left out; each bias has its layer's output
-#   size ($D$ for $W^O$); no biases when `bias=False`.
+#   $d_k$; $H \cdot d_k$ equals $D$ when `d_k` is left out, not in general; each bias has its
+#   layer's output size ($D$ for $W^O$); no biases when `bias=False`.
 
 # %%
 from transformer_course.counting import attention_parameters  # yours (an earlier cell may use the name)
