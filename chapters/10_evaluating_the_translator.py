@@ -236,11 +236,11 @@ for stratum, members in task.info["strata"]["test"].items():
 # %% [markdown]
 # The strata fail in three ways. From 100 to 999 the model **goes on** as if a thousands group
 # followed (999 becomes *…neunundneunzigtausendneun*); so do most of its wrong round thousands and
-# 0–20. Most training numbers have six digits, and
-# this model has not yet learnt to stop where the source stops (chapter 08, section 7, "A hazard: the
-# common continuation"). From 21 to 99 it mostly **stops early**, after the units word: 21 becomes *ein*. In
-# the full range most of its errors are **wrong pieces**. The same recipe trained longer, the shipped
-# model, fixed all of them.
+# 0–20. Most training numbers have six digits, so their targets mostly follow the first three
+# digits with *tausend*. Only the source says when the number ends; this model has not yet learnt to
+# read it, and greedy decoding cannot take a piece back. From 21 to 99 it mostly **stops early**,
+# after the units word: 21 becomes *ein*. In the full range most of its errors are **wrong pieces**.
+# The shipped model, the same recipe trained longer, fixed all of them.
 
 # %% [markdown]
 # ## 2. Probing: every number of a kind

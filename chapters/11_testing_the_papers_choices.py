@@ -28,7 +28,8 @@
 # At the end you have five verdicts, each with how strongly the runs support it.
 #
 # *You may skip this chapter:* no later chapter builds on its code. Later chapters mention its
-# findings in asides, and its method is chapter 08's box "How this book tests a claim". Its
+# findings in asides, and its method is the box "How this book tests a claim" on the
+# [book's first page](../book/index.md). Its
 # experiments take from about a minute to a few minutes each on a 2-core CPU. (In the student
 # edition it runs once you have written the exercises up to chapter 09.)
 #
@@ -97,8 +98,8 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 # The table printed with each figure gives the share reversed exactly and, for most, the training
 # loss at the end: the mean of the last 50 steps.
 #
-# Each variant trains three times, from different random starts. [Chapter 08](08_training.ipynb)'s
-# box "How this book tests a claim" explains how the book compares such runs. Each folded check
+# Each variant trains three times, from different random starts. The box "How this book tests a
+# claim" on the [book's first page](../book/index.md) explains how the book compares such runs. Each folded check
 # asserts a threshold that held in every run the authors made; your run may differ in the details.
 #
 # `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to

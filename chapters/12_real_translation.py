@@ -426,7 +426,7 @@ print(f"{model.num_parameters():,} parameters; weights kept at steps {kept_at}; 
 from transformer_course.sentence_training import SENTENCE_GPU_PROFILE
 
 print(run_settings(SENTENCE_GPU_PROFILE, "cuda", torch.bfloat16, where="On a recent GPU"))
-# the bounds the folded checks assert (chapter 08's box, "How this book tests a claim")
+# the bounds the folded checks assert (the box "How this book tests a claim" on the book's first page)
 on_cpu = device.type == "cpu"
 CLAIMS = {"exact_match": (65.0, 95.0 if on_cpu else 100.0), "bleu": (85.0, 98.0 if on_cpu else 100.0),
           "averaging_gain": 1.0 if on_cpu else 0.0, "second_half_gain": 10.0 if on_cpu else 0.0}

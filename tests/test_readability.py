@@ -38,7 +38,7 @@ def test_sentences_are_short(chapter: Path) -> None:
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_the_method_is_said_once_and_its_machinery_folded(chapter: Path) -> None:
     m = measure(chapter)
-    assert m.seed_share <= 0.03, f"{m.seed_share:.1%} of the prose is about seeds or CPU paths (chapter 08 says it)"
+    assert m.seed_share <= 0.03, f"{m.seed_share:.1%} of the prose is about seeds or CPU paths (book/index.md says it)"
     assert m.machinery_share <= 0.10, (
         f"{m.machinery_lines} of the {m.output_lines} output lines a reader sees are the course's machinery: "
         "tag the cells that print checks hide-output"

@@ -16,7 +16,7 @@ committed notebook):
   mark may be inside a closing ``**``, ``*``, ``)`` or quote, as in a bold lead "**Where we are.**");
   the share over 30 words and the longest;
 * **seed words**: the share of the prose's words in sentences about seeds, spreads or CPU paths
-  (how the book tests a claim, which chapter 08 says once);
+  (how the book tests a claim, which the book's first page says once);
 * **machinery lines**: the share of the output lines a reader of the web edition sees that are
   the course's machinery rather than the chapter's results: claim checks (``✓``/``✗`` lines),
   exercise check lines, seed verdicts and settings dumps. Outputs of cells tagged ``hide-output``,
