@@ -654,8 +654,7 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # stays $O(n^2)$. But that is one dot product per cached key, small next to the rest at these
 # lengths. So the gap grows with the length. At the shortest lengths it is smallest: a step of a
 # small model is partly fixed overhead (small matrix products, Python calls), which the cache does
-# not save. Timings are noisy, and a busy machine can slow one run far more than another: read
-# the trend, not a single ratio.
+# not save. Timings on a busy machine are noisy: read the trend, not one ratio.
 #
 # > **Common mistake — cached decoding with every new token at position 0.** With a cache the
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
