@@ -629,8 +629,8 @@ display(Markdown(
 # %% [markdown]
 # ## 9. What the translator still gets wrong
 #
-# The model translates most test sentences exactly. To learn from the rest, sort them.
-# `kind_of_error` compares a wrong translation with its reference word by word (punctuation counts
+# Most test sentences come out exactly right. A new sorter for sentences, `kind_of_sentence_error`,
+# compares a wrong translation with its reference word by word (punctuation counts
 # as a word) and names the first kind that fits: the right words in another **order**; as many
 # words, and every word that differs keeps its first two letters (an **ending**: *dem* for
 # *den*, *alte* for *alter*); as many words, at least one a **wrong word**; words **left out**; or
@@ -640,7 +640,7 @@ display(Markdown(
 import re
 
 
-def kind_of_error(hypothesis: str, reference: str) -> str:
+def kind_of_sentence_error(hypothesis: str, reference: str) -> str:
     """What a wrong translation got wrong, compared with the reference word by word."""
     hyp, ref = (re.findall(r"\w+|[^\w\s]", text) for text in (hypothesis, reference))  # words, punctuation apart
     if sorted(hyp) == sorted(ref):
@@ -652,10 +652,10 @@ def kind_of_error(hypothesis: str, reference: str) -> str:
 
 
 wrong = [i for i, (h, r) in enumerate(zip(hyp_text, ref_text, strict=True)) if h != r]
-kinds = Counter(kind_of_error(hyp_text[i], ref_text[i]) for i in wrong)
+kinds = Counter(kind_of_sentence_error(hyp_text[i], ref_text[i]) for i in wrong)
 print(f"{len(wrong)} of {len(ref_text)} test sentences are not exactly right:")
 for kind, count in kinds.most_common():
-    i = next(i for i in wrong if kind_of_error(hyp_text[i], ref_text[i]) == kind)  # its first example
+    i = next(i for i in wrong if kind_of_sentence_error(hyp_text[i], ref_text[i]) == kind)  # its first example
     print(f"\n{kind}: {count}\n  {texts['test'][i][0]}\n    model:    {hyp_text[i]}\n    expected: {ref_text[i]}")
 
 # %% [markdown]
@@ -698,7 +698,7 @@ for rank in range(ranks):
 # > more than a token on a busy rank. Below, two "ranks" in one process: a batch of short sentences
 # > and one of long ones.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from transformer_course.batching import make_batch
 from transformer_course.loss import label_smoothed_cross_entropy
 
@@ -720,10 +720,14 @@ grads, counts = [gradient(b) for b in parts], [b.n_tokens for b in parts]
 mean_of_means = (grads[0] + grads[1]) / 2  # the bug: DDP's default average
 weighted = sum(g * n / sum(counts) for g, n in zip(grads, counts, strict=True))  # n_r / n, as distributed.py does
 relative = lambda g: ((g - truth).norm() / truth.norm()).item()
+model.zero_grad()
 print(f"target tokens per rank: {counts}")
+print(f"relative distance to the one-process gradient: mean of means {relative(mean_of_means):.2g}, "
+      f"weighted by tokens {relative(weighted):.1g}")
+
+# %% tags=["hide-cell"]
 expect_at_least("mean of the ranks' gradients: relative distance to the one-process gradient", relative(mean_of_means), 0.05)
 expect_at_most("weighted by token counts: relative distance to the one-process gradient", relative(weighted), 1e-4)
-model.zero_grad()
 
 # %% [markdown]
 # `distributed.py` weights each rank's gradient by its share of the step's tokens, $n_r / n$, before
