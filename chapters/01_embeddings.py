@@ -20,8 +20,8 @@
 #
 # A Transformer never reads letters. Before its first layer runs, a sentence is cut into pieces
 # called *tokens*, and each token becomes a whole number, its *id*. Each id then becomes a vector of
-# $d_{model}$ real numbers, where $d_{model}$ is the width of the model (512 in the paper). This
-# chapter builds that front door of the model.
+# $d_{model}$ real numbers, where $d_{model}$ is the width of the model (512 in the paper: Vaswani
+# et al. 2017, *Attention Is All You Need*). This chapter builds that front door of the model.
 #
 # **Learning goals**
 #
@@ -293,7 +293,8 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$:
 # the same order as the positional vector, $\sqrt{2}$ times longer. Without the factor, at $d_{model} = 512$, the position
 # signal would start $\sqrt{d_{model}/2} = 16$ times longer than the token signal. The first layer
-# would then see mostly *where* a token is, hardly *which* it is.
+# would then see mostly *where* a token is, hardly *which* it is. The package's `TokenEmbedding`
+# (exercise ex01_2) is this layer: the lookup, times $\sqrt{d_{model}}$, with that initialisation.
 #
 # So the factor and the initialisation belong together. PyTorch's default `nn.Embedding` draws from
 # $\mathcal{N}(0, 1)$; multiplying *that* by $\sqrt{d_{model}}$ would make token vectors
@@ -462,7 +463,7 @@ print(run_check("ex01_2", forward_without_scale).line())
 #   and only the rows that were looked up receive a gradient.
 # - The embedding output is multiplied by $\sqrt{d_{model}}$ (§3.4). With entries drawn from
 #   $\mathcal{N}(0, 1/d_{model})$, token vectors are then $\sqrt{2}$ times longer than the positional
-#   vectors added to them in chapter 02: the same order, $\sqrt{2}$ times longer.
+#   vectors added to them in chapter 02: the same order of size.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
 #

@@ -283,9 +283,8 @@ plt.show()
 # %% [markdown]
 # ## 4. Similarity depends only on the distance
 #
-# The dot product of two encodings follows from the same formulas. Attention (chapter 03) scores
-# pairs of tokens by dot products; the end of this section says why it does not compare the raw
-# encodings:
+# Attention (chapter 03) scores pairs of tokens by dot products; the end of this section says why
+# it does not compare the raw encodings. Their dot product follows from the same formulas:
 #
 # $$PE_{p} \cdot PE_{q} = \sum_i \big(\sin \omega_i p \,\sin \omega_i q + \cos \omega_i p \,\cos \omega_i q\big)
 #   = \sum_i \cos\big(\omega_i (p - q)\big).$$

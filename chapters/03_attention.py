@@ -82,8 +82,8 @@ setup_chapter("03")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # Scaled dot-product attention is the computation inside each of the three attention blocks of the
-# model. Chapter 04 wraps it into multi-head attention, with H heads. A head is one copy of this
-# function with its own learned projections. The shapes of the attention weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
+# model. Two are *self-attention*: a sequence attends to itself. Chapter 04 wraps it into multi-head
+# attention: H heads, each with its own learned projections. The shapes of the attention weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
 # The [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>

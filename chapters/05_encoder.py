@@ -290,8 +290,8 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # line, but it changes what flows along the shortcut. In pre-LN the shortcuts join into one
 # uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual stream is never normalised; only the
 # copies handed to each sub-layer are. So the gradient reaches the input of every layer through the
-# additions alone, plus the single final LayerNorm, however many layers are stacked: a floor, not an
-# equal share (the measurement below shows how unequal). But in the paper's post-LN, every residual sum
+# additions alone, plus the single final LayerNorm, however many layers are stacked. That path
+# guarantees every layer some gradient, not an equal share (the measurement below shows how unequal). But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
 # derivatives, so post-LN's gradients depend on depth. In our 12-layer stack at initialisation
@@ -407,7 +407,7 @@ for name, (grads, stream_grads, stream) in results.items():
     )
 
 # %% [markdown]
-# Two terms from training help to read the paper's remedy below. The *learning rate* sets the size of each
+# Two terms from training help to read the remedy below (Xiong et al.'s reading of the paper's warm-up). The *learning rate* sets the size of each
 # training step. The paper raises it gradually over the first 4000 steps, the **warm-up** (§5.3;
 # chapter 08 builds this schedule).
 #

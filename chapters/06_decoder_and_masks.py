@@ -128,7 +128,7 @@ architecture_map("decoder")
 # %% [markdown]
 # ## 1. A real padded batch
 #
-# Masks exist because of real batches, so we start with one: every later cell uses it.
+# The padding mask exists because of real batches, so we start with one: every later cell uses it.
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
 # shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`. The
 # decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder position $t$

@@ -141,7 +141,7 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 #
 # $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
 #
-# The count is linear in $V$. The room `counting.py` writes this formula as
+# The count is linear in $V$. The package's file `counting.py` writes this formula as
 # `transformer_parameters(config)`, built from one attention and one layer (this chapter's
 # exercises). The cell checks it against the meta-device count. With it we can ask whether the
 # paper counted the same model.
@@ -160,7 +160,7 @@ print("the meta-device count equals the formula, for base and big")
 # The formula of section 1 tells us where a Transformer keeps its parameters. Each attention block
 # holds $4D^2$ weights; each feed-forward network $2Dd_{ff} = 8D^2$ when $d_{ff} = 4D$. The cell
 # splits the base model, with the paper's 37,000 tokens, into the parts of Figure 1. It checks two
-# parts against the room's formulas for one attention and one layer:
+# parts against the formulas of `counting.py` for one attention and one layer:
 
 
 # %%
@@ -200,8 +200,7 @@ assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * net
 # %% [markdown]
 # ## 3. A gap of 2.9%
 #
-# Sections 3 to 5 hold our count against the paper's own numbers: a detour through Table 3, which
-# you may skip to the summary. Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
+# Sections 3 to 5 hold our count against the paper's own numbers in Table 3. Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
 # Where could the difference come from? The vocabulary is the only size the paper gives loosely
 # ("about 37000 tokens"). But first, the other candidates.
 #

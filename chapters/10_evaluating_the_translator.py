@@ -207,7 +207,7 @@ print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %",
 # collapse: it gets almost none of the numbers from 100 to 999 right, and not a third of 21–99, a
 # stratum whose every number it saw in training. A random test split would hide both, since almost
 # all its numbers have six digits. Beam search repairs a few (section 3 sorts out why), but the
-# collapses stay. It also breaks a few that greedy got right (section 3 counts them).
+# collapses stay. It also breaks a few that greedy got right.
 #
 # *How* does it fail? `kind_of_error` sorts a wrong translation by the first piece that differs
 # from the reference: the answer **goes on** after the whole correct number, **stops early** inside

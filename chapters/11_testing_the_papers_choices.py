@@ -492,7 +492,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 # the right token cannot give it probability 1. But the runs' ranges overlap, and whether it rises
 # in every pair of runs varies from run to run (the sentence under the figure counts your run's
 # pairs). Even three pairs that agree in sign would only be consistent with the claim, not proof of
-# it (chapter 08's box). **Exact match does not differ** beyond the spread (the folded check). The
+# it (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
 # help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the
 # model sounds. That may be part of why chapter 09's sampled translations went wrong so easily: at

@@ -518,8 +518,8 @@ expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 # The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
 # in a long run the weights move around the bottom of a valley, pushed about by the batches; their
 # mean can lie nearer the middle than any one of them. Our short CPU run is not
-# there yet (section 5's scores still climb): its weights jump with a high learning rate, and
-# their mean removes much of that noise.
+# there yet (section 5's scores still climb). Likely, but not measured here: its weights jump with a
+# high learning rate, and their mean removes that noise.
 # `average_state_dicts` takes the element-wise mean (exercise ex12_2). We average the last 2, 3 and 5
 # of our kept weights and score each on the test set. The paper fixed its count, 5, in advance, so
 # setting 5 against the final weights is fair. Picking the best row would not be: a real run

@@ -313,7 +313,7 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
 # 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
 # distances apart, stay as trained; position interpolation (Chen et al. 2023) slowed them all.
-# Chapter 14, section 2, compares rotary and added positions (not past the training lengths).
+# Chapter 14, section 2, compares rotary and added positions, on texts longer than any in training too.
 
 # %% [markdown]
 # ## 4. Grouped-query attention and the KV cache

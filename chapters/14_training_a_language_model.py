@@ -463,7 +463,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 
 # %% [markdown]
 # The last line measures the distance from our scale to that of the models whose recipe we copied.
-# Their papers chose RMSNorm, RoPE, SwiGLU and the cosine at that scale. Section 2 asks whether
+# Llama's papers chose RMSNorm, RoPE, SwiGLU and the cosine at that scale (GPT-3's, the cosine). Section 2 asks whether
 # each choice pays at ours.
 #
 # <details><summary>What scaling laws say</summary>
@@ -502,7 +502,7 @@ print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentence
       f"{data.train_length} tokens; {len(data.valid)} held-out sentences")
 
 # %% [markdown]
-# The comparison is paired, as chapter 08's box on testing a claim describes. Each variant is trained
+# The comparison is paired, as the box on testing a claim (the book's front page) describes. Each variant is trained
 # three times, and each time beside a run of today's block. The two runs of a pair share their
 # batches and every initial tensor they have in common, so their difference shows the change, not the
 # luck of the draw. The table and the figure name a pair by the seed its two runs share. All

@@ -18,8 +18,8 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/15_real_weights.ipynb)
 #
-# Chapter 14 ended with the models people use: trained with today's recipe, at a scale far beyond
-# ours. Many of them are published. This chapter asks whether the course's own `Transformer` and
+# Chapter 14 trained today's recipe at our scale. The models people use are trained with it at a
+# scale far beyond ours, and many of them are published. This chapter asks whether the course's own `Transformer` and
 # `DecoderOnlyLM` can run them. It takes three families: the OPUS-MT translators (Marian), GPT-2 and
 # Llama (here SmolLM2, a small Llama). Each made a few choices the paper did not. Each choice becomes
 # a setting of our model; the rest is renaming and reordering tensors.
@@ -139,6 +139,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # | feed-forward | ReLU (§3.3) | swish, $x\,\sigma(x)$ | GELU (tanh form) | SwiGLU |
 # | embedding × √D (§3.4) | yes | yes | no | no |
 # | biases | in the feed-forward network only (equation 2) | everywhere, and one on the logits | everywhere | none |
+# | key/value heads | one per query head | one per query head | one per query head | fewer (SmolLM2: 3 for 9) |
 # | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
 # | decoder's first token | none named (the authors' code: a vector of zeros) | `<pad>`, a row of zeros | — | — |
 #

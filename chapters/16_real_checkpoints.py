@@ -266,7 +266,7 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
 # > translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter 15's
 # > converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one line.
 # > `load_hub` loads every checkpoint in float32, whatever its `config.json` declares (`torch_dtype`:
-# > GPT-2's is float32, the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
+# > the `-hf` releases of Llama 2 declare float16, many recent models bfloat16; GPT-2's weights are float32).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]

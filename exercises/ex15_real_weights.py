@@ -201,4 +201,5 @@ check("ex15_3")
 # When every check above passes, run [chapter 15](../chapters/15_real_weights.ipynb) again: its
 # converters then load Marian, GPT-2 and Llama weights through your code. The way out is the same
 # bookkeeping run backwards: [chapter 16](../chapters/16_real_checkpoints.ipynb) exports the course's
-# models with `to_llama`, `to_gpt2` and `to_marian` (in `export.py`).
+# models with `to_llama`, `to_gpt2` and `to_marian` (in `export.py`), and its
+# [exercises 16](ex16_real_checkpoints.ipynb) quantize them.

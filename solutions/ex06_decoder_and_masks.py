@@ -284,4 +284,4 @@ check("ex06_3")
 # %% [markdown]
 # When every check above passes, run [chapter 06](../chapters/06_decoder_and_masks.ipynb) again: it now
 # runs on your code, including the full Transformer. Next: [chapter 07](../chapters/07_counting_parameters.ipynb),
-# a short chapter with no exercises, then [exercises 08](ex08_training.ipynb), training.
+# a short chapter, and its [exercises 07](ex07_counting_parameters.ipynb).

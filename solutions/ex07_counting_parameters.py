@@ -281,3 +281,4 @@ check("ex07_3")
 # When the checks above pass, run [chapter 07](../chapters/07_counting_parameters.ipynb) again: its
 # section 1 then holds your `transformer_parameters` against the count on the meta device, and
 # section 2 your `attention_parameters` and `layer_parameters` against the parts of the base model.
+# Next: [chapter 08](../chapters/08_training.ipynb), training, and its [exercises 08](ex08_training.ipynb).
