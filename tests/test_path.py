@@ -141,11 +141,13 @@ def test_the_codes_pointers_lead_where_they_say_too() -> None:
 
 BOX = re.compile(r"[Cc]hapter (\d\d)(?:\]\([^)]*\))?'s\s+box,?\s+\"([^\"]+)\"")
 BOOK_BOX = re.compile(r"box,?\s+\"([^\"]+)\",?\s+on the \[?book's first page")
+UNTITLED_BOX = re.compile(r"[Cc]hapter (\d\d)(?:\]\([^)]*\))?'s\s+box(?!,?\s+\")")
 
 
 @pytest.mark.parametrize("path", _texts(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_a_named_box_is_in_the_chapter_that_a_pointer_names(path: Path) -> None:
-    """'chapter 06's box "TITLE"' leads to a box of that title in chapter 06, and 'the box "How this
+    """'chapter 06's box "TITLE"' leads to a box of that title in chapter 06 (a pointer without the title is
+    refused: one outlived the box it meant), and 'the box "How this
     book tests a claim" on the book's first page' to one in book/index.md (a box is a quoted paragraph
     that starts with its bold title): a box renamed or cut fails here."""
     text = _joined(path)
@@ -154,6 +156,8 @@ def test_a_named_box_is_in_the_chapter_that_a_pointer_names(path: Path) -> None:
         chapter = next((p for p in CHAPTERS if p.stem.startswith(number)), None)
         if chapter is None or f"> **{title}.**" not in chapter.read_text(encoding="utf-8"):
             wrong.append(f'chapter {number} has no box "{title}"')
+    for number in UNTITLED_BOX.findall(text):  # "chapter 08's box" outlived the box it meant: name the title
+        wrong.append(f"'chapter {number}'s box' names no title: write 'chapter {number}'s box \"TITLE\"'")
     first_page = (ROOT / "book" / "index.md").read_text(encoding="utf-8")
     for title in BOOK_BOX.findall(text):
         if f"> **{title}.**" not in first_page:
