@@ -455,6 +455,26 @@ print(run_check("ex01_1", encode_without_unk).line())
 print(run_check("ex01_2", forward_without_scale).line())
 
 # %% [markdown]
+# ## 5. The front door and the back door, end to end
+#
+# Section 1's padded batch can now go through everything this chapter built: ids become scaled
+# vectors, and the tied output layer scores every vocabulary entry at every position. With no layers
+# between them yet, the scores can only read the input back: each vector's dot product with its own
+# row of $E$ is the largest, so the arg-max recovers the batch. Chapters 02–06 build what goes in between.
+
+# %%
+torch.manual_seed(0)
+front = TokenEmbedding(len(vocab), 64, padding_idx=vocab.pad_id)  # D = 64
+back = nn.Linear(64, len(vocab), bias=False)
+tie_weights(front, back)  # one matrix E for both doors
+vectors = front(batch)  # (B, S, D)
+scores = back(vectors)  # (B, S, V): a score for every vocabulary entry at every position
+print("ids", tuple(batch.shape), "→ vectors", tuple(vectors.shape), "→ scores", tuple(scores.shape))
+print("sentence 0:", [vocab.id_to_token[i] for i in batch[0].tolist()])
+print("read back: ", [vocab.id_to_token[i] for i in scores[0].argmax(dim=-1).tolist()])
+print("every position of the batch read back:", torch.equal(scores.argmax(dim=-1), batch))
+
+# %% [markdown]
 # ## Summary
 #
 # - A `Vocab` maps tokens to ids; ids 0–3 are `<pad>`, `<bos>`, `<eos>`, `<unk>`. Unseen tokens
@@ -466,6 +486,8 @@ print(run_check("ex01_2", forward_without_scale).line())
 #   vectors added to them in chapter 02: the same order of size.
 # - Weight tying makes the input embeddings and the output layer one `Parameter`. It saves
 #   $V_\text{tgt} \cdot d_{model}$ parameters per shared copy.
+# - Ids → scaled vectors → tied scores reads a batch back: the model's two doors fit. Chapters 02–06
+#   build what goes between them.
 #
 # **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
 # write `Vocab.encode` (ex01_1), `TokenEmbedding.forward` (ex01_2) and `one_hot_lookup` (ex01_3);
