@@ -589,7 +589,7 @@ valid = task.valid[:500]
 
 
 def validation_score(model: torch.nn.Module) -> dict[str, float]:
-    answers = translate(model, [s for s, _ in valid], task, max_len=20)  # at most 20 pieces each
+    answers = translate(model, [s for s, _ in valid], task, max_len=20)  # a length limit: at most 20 pieces each
     return score_translations(answers, valid, task)  # exact match, BLEU and chrF, in percent
 
 
