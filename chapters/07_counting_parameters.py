@@ -184,7 +184,7 @@ for name, p in base_model.named_parameters():  # each Parameter once: the shared
 for part, n in sorted(parts.items(), key=lambda item: -item[1]):
     print(f"{part:28} {n / 1e6:5.1f}M  {n / base_model.num_parameters():6.1%}")
 
-from transformer_course.counting import attention_parameters, layer_parameters  # the room's formulas, part by part
+from transformer_course.counting import attention_parameters, layer_parameters  # counting.py's formulas, part by part
 
 assert parts["encoder self-attention"] == parts["decoder cross-attention"] == 6 * attention_parameters(512, 8)
 network = layer_parameters(512, 8, 2048) - attention_parameters(512, 8) - 2 * 2 * 512  # a layer less attention, norms

@@ -146,10 +146,10 @@ UNTITLED_BOX = re.compile(r"[Cc]hapter (\d\d)(?:\]\([^)]*\))?'s\s+box(?!,?\s+\")
 
 @pytest.mark.parametrize("path", _texts(), ids=lambda p: p.relative_to(ROOT).as_posix())
 def test_a_named_box_is_in_the_chapter_that_a_pointer_names(path: Path) -> None:
-    """'chapter 06's box "TITLE"' leads to a box of that title in chapter 06 (a pointer without the title is
-    refused: one outlived the box it meant), and 'the box "How this
-    book tests a claim" on the book's first page' to one in book/index.md (a box is a quoted paragraph
-    that starts with its bold title): a box renamed or cut fails here."""
+    """'chapter 06's box "TITLE"' leads to a box of that title in chapter 06, and 'the box "How this book
+    tests a claim" on the book's first page' to one in book/index.md (a box is a quoted paragraph that
+    starts with its bold title): a box renamed or cut fails here. A pointer without the title is
+    refused: "chapter 08's box" outlived the box it meant."""
     text = _joined(path)
     wrong = []
     for number, title in BOX.findall(text):
