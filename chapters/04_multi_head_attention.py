@@ -126,7 +126,8 @@ architecture_map("multihead")
 #
 # The diagram below follows one call of the module from bottom to top, with the shape of every
 # tensor on the way. Sections 2 to 5 build it one step at a time. In code we write H for $h$, and Dk,
-# Dv for $d_k$, $d_v$. Code that serves both, like `split_heads`, writes Dh: the features of one head.
+# Dv for $d_k$, $d_v$. Code that serves both, like `split_heads` in section 3, writes Dh: the
+# features of one head.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -168,10 +169,10 @@ print("head i's queries are features", [f"{i * d_k}…{(i + 1) * d_k - 1}" for i
 # ## 3. Splitting into heads
 #
 # Attention (chapter 03) works on the last two axes, (length, features), and treats every axis in
-# front as a batch. So we want a tensor of shape (B, H, T, Dk): for each sentence and each head, a
-# (T, Dk) matrix. Two steps get there:
+# front as a batch. So we want a tensor of shape (B, H, T, Dh): for each sentence and each head, a
+# (T, Dh) matrix. Two steps get there:
 #
-# 1. `view(B, T, H, Dk)` cuts the feature axis of each token into H blocks (this only
+# 1. `view(B, T, H, Dh)` cuts the feature axis of each token into H blocks (this only
 #    re-reads the same memory);
 # 2. `transpose(1, 2)` moves the head axis in front of the token axis.
 #
@@ -180,8 +181,8 @@ print("head i's queries are features", [f"{i * d_k}…{(i + 1) * d_k - 1}" for i
 
 # %%
 tiny = torch.tensor([[[0, 1, 2, 3, 4, 5], [10, 11, 12, 13, 14, 15]]])  # (B, T, D) = (1, 2, 6)
-step1 = tiny.view(1, 2, 3, 2)  # (B, T, H, Dk)
-step2 = step1.transpose(1, 2)  # (B, H, T, Dk)
+step1 = tiny.view(1, 2, 3, 2)  # (B, T, H, Dh)
+step2 = step1.transpose(1, 2)  # (B, H, T, Dh)
 for h in range(3):
     print(f"head {h}:", step2[0, h].tolist())
 assert torch.equal(split_heads(tiny, 3), step2)
@@ -200,7 +201,7 @@ assert torch.equal(split_heads(tiny, 3), step2)
 
 # %%
 def draw_heads(ax_row, heads, title):
-    """One small panel per head: its (T, Dk) block, with the original feature numbers written in."""
+    """One small panel per head: its (T, Dh) block, with the original feature numbers written in."""
     for h, ax in enumerate(ax_row):
         block = heads[0, h]
         ax.imshow(block // 10, cmap="Pastel1", vmin=0, vmax=8)  # colour = the token the number came from
@@ -218,9 +219,9 @@ draw_heads(axes, split_heads(tiny, 3), "split_heads: every head sees both tokens
 plt.show()
 
 # %% [markdown]
-# > **Common mistake — `view` without `transpose`.** Since the target shape is (B, H, T, Dk), it is
-# > tempting to write `x.view(B, H, T, Dk)` directly. The shape is right and nothing crashes. But
-# > `view` only re-reads memory in order. The first head is filled with the first T·Dk numbers,
+# > **Common mistake — `view` without `transpose`.** Since the target shape is (B, H, T, Dh), it is
+# > tempting to write `x.view(B, H, T, Dh)` directly. The shape is right and nothing crashes. But
+# > `view` only re-reads memory in order. The first head is filled with the first T·Dh numbers,
 # > which are simply the first features of the first token(s). The rows of a head no longer line up
 # > with positions, and the heads no longer see the same tokens.
 #
@@ -236,7 +237,7 @@ plt.show()
 # %%
 def split_heads_buggy(x, n_heads):
     b, t, d = x.shape
-    return x.view(b, n_heads, t, d // n_heads)  # (B, H, T, Dk) in shape only
+    return x.view(b, n_heads, t, d // n_heads)  # (B, H, T, Dh) in shape only
 
 
 fig, axes = plt.subplots(1, 3, figsize=(8, 2))
@@ -251,12 +252,12 @@ print(run_check("ex04_1", split_heads_buggy).line())
 # Colours show which token each number came from. With the bug, head 0 sees only token 0. Its row
 # "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. The label follows
 # the shape; the numbers do not. A test of attention alone never sees this bug, because attention
-# itself is correct; only a comparison with a correct split does. You can build such a reference
-# yourself, without `view`: cut
+# itself is correct; only a comparison with a correct split, or with PyTorch's own module (section
+# 8), does. You can build such a reference yourself, without `view`: cut
 # every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
 
 # %%
-reference = torch.stack(tiny.chunk(3, dim=-1), dim=1)  # (B, H, T, Dk): head h gets piece h of every token
+reference = torch.stack(tiny.chunk(3, dim=-1), dim=1)  # (B, H, T, Dh): head h gets piece h of every token
 print("split_heads       == chunk and stack:", torch.equal(split_heads(tiny, 3), reference))
 print("split_heads_buggy == chunk and stack:", torch.equal(split_heads_buggy(tiny, 3), reference))
 
@@ -271,14 +272,14 @@ print("split_heads_buggy == chunk and stack:", torch.equal(split_heads_buggy(tin
 # `view` refuses to flatten it; `reshape` copies when it has to.
 
 # %%
-heads = split_heads(tiny, 3).contiguous()  # (B, H, T, Dk), laid out head by head as attention returns it
-back = heads.transpose(1, 2)  # (B, T, H, Dk)
+heads = split_heads(tiny, 3).contiguous()  # (B, H, T, Dh), laid out head by head as attention returns it
+back = heads.transpose(1, 2)  # (B, T, H, Dh)
 print("contiguous after transpose:", back.is_contiguous())
 try:
     back.view(1, 2, 6)
 except RuntimeError as error:
     print("view fails:", str(error).split(" (")[0])  # the message's first clause
-print("reshape works:", back.reshape(1, 2, 6).tolist())  # (B, T, H·Dk)
+print("reshape works:", back.reshape(1, 2, 6).tolist())  # (B, T, H·Dh)
 assert torch.equal(merge_heads(heads), tiny)
 assert torch.equal(merge_heads(heads), torch.cat(heads.unbind(dim=1), dim=-1))  # Concat(head_1, …, head_h)
 
@@ -319,7 +320,7 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # %%
 torch.manual_seed(0)
 B, T, S, D, H = 2, 7, 5, 12, 3
-mha = MultiHeadAttention(d_model=D, n_heads=H).eval()
+mha = MultiHeadAttention(d_model=D, n_heads=H)
 target, memory = torch.randn(B, T, D), torch.randn(B, S, D)
 
 out, weights = mha(target, memory, memory, need_weights=True)  # cross-attention
@@ -421,11 +422,11 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 # %%
 torch.manual_seed(0)
 B, T, D, H = 2, 7, 12, 3
-torch_mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
+torch_mha = nn.MultiheadAttention(D, H, batch_first=True)
 with torch.no_grad():  # PyTorch starts the biases at zero; make them matter for the comparison
     torch_mha.in_proj_bias.normal_()
     torch_mha.out_proj.bias.normal_()
-ours = MultiHeadAttention.from_torch(torch_mha).eval()
+ours = MultiHeadAttention.from_torch(torch_mha)
 print("in_proj_weight", tuple(torch_mha.in_proj_weight.shape), "→ w_q, w_k, w_v", tuple(ours.w_q.weight.shape))
 
 x = torch.randn(B, T, D)
@@ -485,7 +486,7 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # %%
 T, D, H = 10, 32, 4
 positions = sinusoidal_positional_encoding(T, D)[None]  # (1, T, D)
-heads_by_hand = MultiHeadAttention(D, H, bias=False).eval()  # d_k = d_v = 8
+heads_by_hand = MultiHeadAttention(D, H, bias=False)  # d_k = d_v = 8
 offsets = [-1, 0, 1, None]
 with torch.no_grad():
     for i, offset in enumerate(offsets):
@@ -506,9 +507,34 @@ plt.show()
 
 # %% [markdown]
 # At the edges, the "one back" head at position 0 and the "one ahead" head at position 9 have no
-# target, so they settle on the nearest position. A single head could not pick out both the
-# previous and the next word: a query that scores the two equally puts half its weight on each, and
-# returns their average. Four heads do it in one layer, and $W^O$ then combines their outputs.
+# target, so they settle on the nearest position.
+#
+# Now section 1's reason for heads. Say each position carries one number, its own index, as its
+# value. A single head that wants both neighbours must put half its weight on each: half of head 0's
+# map plus half of head 2's. Two heads keep their maps apart:
+
+# %%
+index_values = torch.arange(T, dtype=torch.float)[:, None]  # (T, 1): position s carries the number s
+one_head = (maps[0, 0] + maps[0, 2]) / 2 @ index_values  # (T, 1): half the weight on each neighbour
+two_heads = torch.cat([maps[0, 0] @ index_values, maps[0, 2] @ index_values], dim=-1)  # (T, 2): heads 0 and 2
+print("position 5, one head with both neighbours:", [round(x, 1) for x in one_head[5].tolist()])
+print("position 5, head 0 and head 2 side by side:", [round(x, 1) for x in two_heads[5].tolist()])
+print("position 5, head 1 (itself):", [round(x, 1) for x in (maps[0, 1] @ index_values)[5].tolist()])
+
+# %% tags=["hide-cell"]
+from transformer_course_tools.notebook.claims import expect_at_most
+
+itself = (maps[0, 1] @ index_values)[:, 0]  # (T,): what head 1 returns
+inner = slice(1, T - 1)  # positions with both neighbours
+expect_at_most("one head with both neighbours returns what head 1 returns, at every inner position (largest gap)",
+               (one_head[inner, 0] - itself[inner]).abs().max().item(), 0.05)
+expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (largest gap)",
+               (two_heads[inner] - torch.stack([itself[inner] - 1, itself[inner] + 1], dim=-1)).abs().max().item(), 0.05)
+
+# %% [markdown]
+# The single head returns 5.0, the average of 4 and 6. That is also what head 1 returns by looking
+# at position 5 itself: the two neighbours are lost in the blend. Heads 0 and 2 return 4.0 and 6.0
+# in separate features of the concatenation, and $W^O$ receives both.
 #
 # Keep these four patterns in mind: trained models have been found to learn rules like these by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
@@ -522,9 +548,9 @@ plt.show()
 #
 # - Multi-head attention (§3.2.2) runs $h$ attentions on different learned projections and mixes
 #   their outputs with $W^O$; each head can follow its own rule.
-# - In code, the heads are blocks of one projection: `split_heads` = `view(B, T, H, Dk)` +
+# - In code, the heads are blocks of one projection: `split_heads` = `view(B, T, H, Dh)` +
 #   `transpose(1, 2)`, `merge_heads` = `transpose(1, 2)` + `reshape`. A `view` straight to
-#   (B, H, T, Dk) has the right shape and the wrong contents.
+#   (B, H, T, Dh) has the right shape and the wrong contents.
 # - Parameters: $2 d_\text{model} h d_k + 2 d_\text{model} h d_v$ weights plus biases, i.e.
 #   $4d_\text{model}^2 + 4d_\text{model}$ when $d_k = d_v = d_\text{model}/h$, independent of $h$.
 # - `need_weights=True` returns one map per head, (B, H, T, S); otherwise the fast path runs.

@@ -349,7 +349,8 @@ def gradients_at_initialisation(norm_first: bool, seed: int) -> tuple[list[float
     for module in (m for layer in layers for m in layer.modules() if isinstance(m, nn.Linear)):
         nn.init.xavier_uniform_(module.weight)
         nn.init.zeros_(module.bias)
-    encoder = Encoder(layers, nn.LayerNorm(D_EXP) if norm_first else None)  # pre-LN ends with a LayerNorm
+    encoder = Encoder(layers, nn.LayerNorm(D_EXP) if norm_first else None)  # pre-LN ends with a LayerNorm;
+    # None: encoder.norm is the identity (post-LN ends every layer with a LayerNorm already)
     classifier = nn.Linear(D_EXP, N_CLASSES)
     x = torch.randn(8, 16, D_EXP)  # (B, S, D): unit-variance inputs, like scaled embeddings
     targets = torch.randint(N_CLASSES, (8, 16))  # random classes: nothing to learn, only gradients to look at
@@ -366,10 +367,10 @@ def gradients_at_initialisation(norm_first: bool, seed: int) -> tuple[list[float
     return grad_norms, stream_grads, stream
 
 
-results = {}
+results, seed_runs = {}, {}
 for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
-    runs = [gradients_at_initialisation(norm_first, seed) for seed in range(3)]
-    results[name] = [torch.tensor([run[i] for run in runs]).mean(0) for i in range(3)]  # mean over seeds
+    seed_runs[name] = [gradients_at_initialisation(norm_first, seed) for seed in range(3)]
+    results[name] = [torch.tensor([run[i] for run in seed_runs[name]]).mean(0) for i in range(3)]  # mean over seeds
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>
@@ -406,16 +407,22 @@ for name, (grads, stream_grads, stream) in results.items():
         f"stream gradient {stream_grads[-1] / stream_grads[0]:.2f};  stream RMS after layer 12: {stream[-1]:.1f}"
     )
 
+# %% tags=["hide-cell"]
+from transformer_course_tools.notebook.claims import expect_at_least, expect_at_most
+
+top_over_bottom = {name: [grads[-1] / grads[0] for grads, _, _ in runs] for name, runs in seed_runs.items()}
+expect_at_least("post-LN: parameter gradient, layer 12 / layer 1, lowest of the three seeds",
+                min(top_over_bottom["post-LN (paper)"]), 1.0)
+expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_over_bottom["pre-LN"]), 0.7)
+
 # %% [markdown]
-# Two terms from training help to read the remedy below (Xiong et al.'s reading of the paper's warm-up). The *learning rate* sets the size of each
-# training step. The paper raises it gradually over the first 4000 steps, the **warm-up** (§5.3;
-# chapter 08 builds this schedule).
-#
 # - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
-#   parameter gradient *grows mildly towards the top* of the stack (the lines under the figure print
-#   the ratio of the top layer's to the bottom layer's). So the layers closest to the loss receive
+#   parameter gradient *grows mildly towards the top* of the stack, in each of the three
+#   initialisations (the lines under the figure print the ratio of the top layer's to the bottom
+#   layer's, on average; other seeds can give a ratio below 1). So the layers closest to the loss receive
 #   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
-#   Transformer Architecture") connect this effect to the warm-up. A mild ratio at initialisation
+#   Transformer Architecture") connect this effect to the paper's **warm-up** (§5.3), which raises
+#   the size of the training steps gradually over the first 4000 (chapter 08 builds it). A mild ratio at initialisation
 #   proves nothing about training by itself; [chapter 11](11_testing_the_papers_choices.ipynb) tests
 #   whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
@@ -530,7 +537,7 @@ for norm_first in (False, True):
 
 # %% [markdown]
 # The assert allows differences up to 1e-5, a margin for float32 rounding. They are often
-# exactly zero: both sides call the same kernels in the same order. So the six-layer encoder built
+# exactly zero here, probably because both sides run the same operations in the same order. So the six-layer encoder built
 # from this chapter's parts computes what PyTorch's computes, in the paper's order and in pre-LN.
 
 # %% [markdown]

@@ -465,10 +465,13 @@ class IgnoresMemory(DecoderLayer):
         return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-layer = IgnoresMemory(D, H, D_FF, dropout=0.0).eval()
-with torch.no_grad():
-    same = torch.allclose(layer(x, mem), layer(x, mem + 1))
-print("buggy layer: output unchanged when the memory changes:", same)
+buggy = IgnoresMemory(D, H, D_FF, dropout=0.0).eval()
+correct = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
+correct.load_state_dict(buggy.state_dict())  # the same weights: only forward differs
+for name, layer in (("correct", correct), ("buggy", buggy)):
+    with torch.no_grad():
+        changed = not torch.allclose(layer(x, mem), layer(x, mem + 1))
+    print(f"{name:7} layer: output changes when the memory changes: {changed}")
 
 # %% [markdown]
 # > **Common mistake — a causal mask applied only in training.** Guarding the mask with
@@ -494,13 +497,16 @@ class MaskInTrainingOnly(DecoderLayer):
         return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-layer = MaskInTrainingOnly(D, H, D_FF, dropout=0.0).eval()
+buggy = MaskInTrainingOnly(D, H, D_FF, dropout=0.0).eval()
+correct = DecoderLayer(D, H, D_FF, dropout=0.0).eval()
+correct.load_state_dict(buggy.state_dict())
 t = 3
 x_future = x.clone()
 x_future[:, t:] = torch.randn(B, T - t, D)  # other inputs from position t on
-with torch.no_grad():
-    leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
-print(f"with the bug, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
+for name, layer in (("correct", correct), ("buggy", buggy)):
+    with torch.no_grad():
+        leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
+    print(f"{name:7} layer, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
 
 # %% [markdown]
 # ## 7. The full model, with one shared embedding matrix (§3.4)

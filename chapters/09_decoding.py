@@ -517,8 +517,9 @@ print("frequency:  ", frequency[shown])
 
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
-# go wrong. The model keeps 7 to 8% of its probability on the other pieces at every step (label
-# smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 measures what it does to a model's confidence). Over
+# go wrong. The model keeps 7 to 8% of its probability on the other pieces at almost every step.
+# Label smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 measures
+# what it does to a model's confidence. Over
 # a dozen steps, a draw from that tail is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
 # confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
 
@@ -572,16 +573,20 @@ kv_cache_step(t=5, source_length=6)
 # return self.keys, self.values  # every position so far
 # ```
 #
-# The newest token's positional encoding must be taken at its own position, which is the cache's
-# length, not 0. Your code of chapters 02–06 runs at every step. Each decoder layer (chapter 06)
-# hands its two attentions their caches. `MultiHeadAttention.keys_and_values` (chapter 06's page)
-# projects only the new positions and calls `cache.update(k, v)`. The cross-attention's cache
-# is filled at the first step and then only read. Beam search needs one more step. After each step,
-# a survivor may extend another slot's hypothesis (`origin`), so `beam_search` reorders the rows of
-# every self-attention cache to follow it (`DecoderCache.reorder`).
+# Your modules of chapters 02–06 do each step's work; the cache keeps what they made:
+#
+# 1. the positional encoding takes the newest token at its own position, the cache's length, not 0;
+# 2. each decoder layer (chapter 06) hands its two attentions their caches;
+# 3. `MultiHeadAttention.keys_and_values` (chapter 06's page) projects only the new positions and
+#    calls `cache.update(k, v)`; the cross-attention's cache is filled at the first step and then
+#    only read.
+#
+# In beam search, after each step a survivor may extend another slot's hypothesis
+# (`origin`), so `beam_search` reorders the rows of every self-attention cache to follow it
+# (`DecoderCache.reorder`).
 #
 # First, the check that the cache changes nothing: the logits of step-by-step cached decoding equal
-# those of one full pass, to float32 precision.
+# those of one full pass, to within 1e-4.
 
 # %%
 src = encode_english(texts)

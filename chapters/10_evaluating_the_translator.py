@@ -106,8 +106,7 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 
 # %% [markdown]
 # Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
-# the same recipe and seed stopped early, after the number of steps printed below (the same model
-# and data, with chapter 08's rare kinds of number repeated in training). The shipped model makes
+# the same run, stopped early after the number of steps printed below. The shipped model makes
 # no mistake on the test split, so the under-trained one shows what each measure finds when there are mistakes. Both translate chapter
 # 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
 # target ids of one translation back into German pieces.
@@ -243,7 +242,7 @@ for stratum, members in task.info["strata"]["test"].items():
 # The shipped model, the same recipe trained longer, fixed all of them.
 
 # %% [markdown]
-# ## 2. Probing: every number of a kind
+# ## 2. Probing: every unseen number of a kind
 #
 # Section 1 found the failures in the strata of the test split. But the split holds a sample of
 # each held-out stratum. Where the under-trained model fails on most of a sample, as from 100 to
@@ -294,7 +293,7 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 #
 # - a **search error** if $s(Y^*) > s(\hat Y)$. The model prefers the correct translation, and the
 #   search did not find it. The search is to blame, not the model: a wider beam or a longer output
-#   limit can help, at the price of decoding time (another length penalty would change $s$ itself);
+#   limit can help, at the price of decoding time;
 # - a **model error** if $s(Y^*) < s(\hat Y)$. The model itself prefers the wrong translation, so a
 #   perfect search would return a wrong translation too. No wider beam or longer limit helps. The
 #   model must change: more training steps, more (or better chosen) data, a bigger model.
@@ -333,16 +332,20 @@ kinds = {name: error_kinds(weak_decoded[name], score[name], score["reference"]) 
 disagree = [i for i, (g, b) in enumerate(zip(*weak_decoded.values(), strict=True)) if g != b]
 repaired = [i for i in disagree if kinds["greedy"][i] != "right" and kinds["beam 4"][i] == "right"]
 search_errors_repaired = sum(kinds["greedy"][i] == "search error" for i in repaired)
+broken = [i for i in disagree if kinds["greedy"][i] == "right" and kinds["beam 4"][i] != "right"]
 
 # %% [markdown]
 # How many of the test numbers fall into each kind, for each search. Beam search gains fewer right
-# answers than it repairs: the difference is the few it breaks, which greedy had right.
+# answers than it repairs: the difference is the few it breaks, which greedy had right. The last
+# line counts both.
 
 # %% tags=["nbval-ignore-output"]
 print(f"{len(references)} test numbers {'right':>8} {'search errors':>14} {'model errors':>13}")
 for name, found in kinds.items():
     print(f"{name:>17} {found.count('right'):8} {found.count('search error'):14} {found.count('model error'):13}")
-print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors")
+print(f"greedy and beam search disagree on {len(disagree)}; beam search repairs {len(repaired)} of greedy's errors "
+      f"({search_errors_repaired} of its {kinds['greedy'].count('search error')} search errors) "
+      f"and breaks {len(broken)} that greedy had right")
 
 # %% tags=["hide-cell"]
 wrong_after_beam = len(references) - kinds["beam 4"].count("right")
@@ -428,8 +431,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # ## 4. What training built: every head of every attention
 #
 # The scores say that the shipped model is right. What did it learn, to be right? We open it and
-# read its attention weights. A map shows how a working model routes its input; it does not explain
-# an error (Jain and Wallace 2019, in the further reading).
+# read its attention weights. A map shows where a working model's attention goes; it does not by
+# itself explain an error (Jain and Wallace 2019, in the further reading).
 # `attention_maps` runs the model once over a translation, with teacher forcing on its own output.
 # It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
 # (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.

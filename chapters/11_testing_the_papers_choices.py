@@ -73,8 +73,6 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 # %% tags=["hide-cell"]
 from dataclasses import fields
 
-from IPython.display import Markdown, display
-
 from transformer_course import LearnedPositionalEmbedding, TokenEmbedding, Transformer
 from transformer_course.sublayer import no_residual
 from transformer_course_tools.notebook.claims import expect, expect_above, expect_at_most
@@ -134,7 +132,7 @@ for name, experiment in EXPERIMENTS.items():
 # differ only in their token embeddings:
 #
 # - the course's table, drawn from $\mathcal{N}(0, 1/d_{model})$, times $\sqrt{d_{model}}$;
-# - the same table without the factor: chapter 01's mistake `forward_without_scale`, on purpose;
+# - the same table without the factor: chapter 01's common mistake (the lookup alone), on purpose;
 # - PyTorch's default table, drawn from $\mathcal{N}(0, 1)$, times $\sqrt{d_{model}}$.
 #
 # Each trains for 500 steps. A model's embedding is a constructor argument, so a variant is one
@@ -151,12 +149,9 @@ for name, experiment in EXPERIMENTS.items():
 # </details>
 
 # %% tags=["nbval-ignore-output"]
-def forward_without_scale(self, tokens):
-    return self.embedding(tokens)  # chapter 01's mistake, on purpose: no × √d_model
-
-
 class NoFactor(TokenEmbedding):
-    forward = forward_without_scale  # the lookup alone, no × √d_model
+    def forward(self, tokens):
+        return self.embedding(tokens)  # chapter 01's mistake, on purpose: the lookup alone, no × √d_model
 
 
 def unit_init(vocab_size, d_model, padding_idx):  # the model builds each embedding table with this call
@@ -169,7 +164,7 @@ scale_result = run_experiment("embedding-scale", variants={
     "× √D, N(0, 1) init": lambda config: Transformer(config, embedding=unit_init),
 })
 course, unscaled, unit = scale_result.variants  # the three variants' names, in the table's order
-display(Markdown(f"In this run: {scale_result.verdict('exact match %', course, unscaled)}"))
+print(scale_result.verdict("exact match %", course, unscaled))
 
 # %% tags=["hide-cell"]
 exact = {name: v.values("exact match %") for name, v in scale_result.variants.items()}
@@ -183,8 +178,8 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")
 
 # %% [markdown]
-# **The finding: token vectors that start too long hurt; the factor itself brings no gain beyond
-# the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
+# **The finding: token vectors and tied logits that start too large hurt; the factor itself brings
+# no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
 # than 20 points fewer strings than either other table. Without the factor, the table above shows
 # fewer strings reversed on average than with the course's table. But the two ranges overlap: the
 # factor brings no gain beyond the spread of the runs. Three runs cannot tell whether it helps.
@@ -237,11 +232,8 @@ positions_result = run_experiment("positions", variants={
 })
 sinusoidal, learned = positions_result.variants
 low_high = {name: positions_result.variants[name].spread("8 exact") for name in (sinusoidal, learned)}
-display(Markdown(
-    f"In this run, at 8 letters, the sinusoidal runs reversed {low_high[sinusoidal][0]:.0f} to "
-    f"{low_high[sinusoidal][1]:.0f} % of the strings, the learned runs {low_high[learned][0]:.0f} to "
-    f"{low_high[learned][1]:.0f} %."
-))
+print(f"At 8 letters, the sinusoidal runs reversed {low_high[sinusoidal][0]:.0f} to {low_high[sinusoidal][1]:.0f} % "
+      f"of the strings, the learned runs {low_high[learned][0]:.0f} to {low_high[learned][1]:.0f} %.")
 
 # %% tags=["hide-cell"]
 variants = positions_result.variants.values()
@@ -267,26 +259,24 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # %% [markdown]
 # **The finding: on short strings both kinds of model do well, and beyond the training lengths
 # both collapse.** The folded check above holds it for every run. Every model reverses most strings
-# of 3 to 6 letters; at 3 and 4 letters that is partly memory, since many of those test strings are
-# training strings. No model reverses more than 5 % of the strings of 11 letters or more. The share
-# of letters in the right place falls too (the right panel).
+# of 3 to 6 letters, none of which it saw in training. No model reverses more than 5 % of the
+# strings of 11 letters or more. The share of letters in the right place falls too (the right
+# panel).
 #
 # Within the training lengths, the learned table falls behind as the strings get longer. From 7
 # to 10 letters it reverses fewer strings than the sinusoids on average over the runs (the folded
 # check). The table above shows, length by length, whether your runs' ranges overlap. Three runs
-# on one task do not prove the gap general. If it is real, chapter 02's section 6 suggests a likely
-# reason. A training string of 10 letters is as common as
-# one of 3, so a late position occurs in fewer training strings than an early one. Its row of the
-# learned table gets fewer updates. The sinusoids give every position a vector tied to the others
-# by a rotation.
+# on one task do not prove the gap general. If it is real, here is a likely reason. Chapter 02's
+# section 6 showed that a row of the learned table gets a gradient only when its position occurs
+# in a batch. A training string of 10 letters is as common as one of 3, so a late position occurs
+# in fewer training strings than an early one, and its row gets fewer updates. The sinusoids give
+# every position a vector tied to the others by a rotation.
 #
 # So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
 # it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
 # the known positions by the rotations of chapter 02. But the model never learnt what to do with
-# those vectors. Its weights were fitted to strings of up to 10 letters. Its decoder has never had
-# to write an 11th letter, or to stop after one. A position code that is defined everywhere is not
-# a model that generalises everywhere. Later encodings were designed for exactly this (see the
-# further reading).
+# those vectors. Its decoder has never had to write an 11th letter, or to stop after one. Later
+# encodings were designed for exactly this (see the further reading).
 
 # %% [markdown]
 # ## 3. Does post-LN need the warm-up?
@@ -451,11 +441,9 @@ sharp, smooth = smoothing_result.variants  # "ε = 0", "ε = 0.1 (the paper)"
 
 # %% tags=["nbval-ignore-output"]
 pairs = smoothing_result.paired_differences("perplexity", smooth, sharp)  # ε = 0.1 minus ε = 0, seed by seed
-display(Markdown(
-    f"In this run, perplexity is higher with ε = 0.1 in {sum(d > 0 for d in pairs)} of {len(pairs)} pairs of runs. "
-    + smoothing_result.verdict("perplexity", sharp, smooth) + " "
-    + smoothing_result.verdict("exact match %", sharp, smooth)
-))
+print(f"Perplexity is higher with ε = 0.1 in {sum(d > 0 for d in pairs)} of {len(pairs)} pairs of runs.")
+print(smoothing_result.verdict("perplexity", sharp, smooth))
+print(smoothing_result.verdict("exact match %", sharp, smooth))
 
 # %% tags=["hide-cell"]
 values = {metric: {name: v.values(metric) for name, v in smoothing_result.variants.items()}
@@ -488,11 +476,11 @@ expect("exact match: no difference beyond the spread of the seeds",
 # can be *over*-confident, and its calibration error can then be as large as a smoothed model's. The
 # sign is what label smoothing changes.
 #
-# **Perplexity does not settle here.** The paper expects it to rise: a model trained towards 0.9 on
-# the right token cannot give it probability 1. But the runs' ranges overlap, and whether it rises
-# in every pair of runs varies from run to run (the sentence under the figure counts your run's
-# pairs). Even three pairs that agree in sign would only be consistent with the claim, not proof of
-# it (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
+# **Perplexity is not settled by three runs.** The paper expects it to rise: a model trained towards
+# 0.9 on the right token cannot give it probability 1. The lines under the figure say how your runs
+# came out: how many pairs rose, and whether the ranges overlap. Both vary from machine to machine.
+# Even three pairs that rise, with ranges apart, are consistent with the claim, not proof of it
+# (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
 # help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the
 # model sounds. That may be part of why chapter 09's sampled translations went wrong so easily: at
@@ -509,7 +497,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |
-# | label smoothing (§5.4) | the model is less sure than it is right; exact match and perplexity differ by less than the spread | less sure: every run; the rest: not shown |
+# | label smoothing (§5.4) | the model is less sure than it is right; exact match differs by less than the spread; perplexity is not settled | less sure: every run; the rest: not shown |
 #
 # A position code defined everywhere is not a model that generalises everywhere; and a choice that
 # made no difference here may still matter at the paper's size.
@@ -517,7 +505,8 @@ expect("exact match: no difference beyond the spread of the seeds",
 # **Exercises:**
 # [exercises/ex11_testing_the_papers_choices.ipynb](../exercises/ex11_testing_the_papers_choices.ipynb)
 # has no functions to write: it asks you to explain what this chapter shows. Once you have written an
-# answer, `python -m transformer_course check ex11_q1` shows the points a good one makes.
+# answer, `python -m transformer_course check ex11_q1` shows the points a good one makes (ex11_q1 is
+# the notebook's first question, ex11_q2 its second, and so on).
 
 # %% [markdown]
 # ## Check yourself
@@ -562,8 +551,8 @@ expect("exact match: no difference beyond the spread of the seeds",
 #    <details><summary>Answer</summary>
 #
 #    With $\varepsilon = 0.1$ the model is clearly less confident than it is accurate, and nearly
-#    calibrated without it, in every run. Perplexity did not settle: the runs' ranges overlap, and
-#    whether every pair rises varies from run to run. Exact match showed no gain on a task this easy.
+#    calibrated without it, in every run. Perplexity did not settle: whether the runs' ranges
+#    overlap, and whether every pair rises, varies from machine to machine. Exact match showed no gain on a task this easy.
 #    </details>
 #
 # ## Further reading

@@ -491,9 +491,11 @@ expect_at_least("validation exact match gained in the second half of training", 
 # For number words chapter 08 counted BLEU over German pieces, since a German number is one long
 # word. For sentences, BLEU is computed on the **written text**, which sacrebleu cuts into words
 # with its own standard tokenizer ("13a"). The score then does not depend on how *our* model cut its
-# words: over subword pieces, a system with a smaller vocabulary would score the same translation
-# differently. Our score is not comparable with the paper's 27.3: their test set is real news, ours
+# words. Our score is not comparable with the paper's 27.3: their test set is real news, ours
 # is generated.
+#
+# The model answers by greedy decoding, as in chapter 08, to keep the CPU run short: chapter 09's
+# beam search would decode four hypotheses per sentence.
 
 # %% tags=["nbval-ignore-output"]
 import sacrebleu
@@ -516,8 +518,8 @@ expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 # ## 7. Checkpoint averaging (§6.1)
 #
 # The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
-# in a long run the weights move around the bottom of a valley, pushed about by the batches; their
-# mean can lie nearer the middle than any one of them. Our short CPU run is not
+# in a long run the weights wander around the bottom of a valley; their mean can lie nearer the
+# middle. Our short CPU run is not
 # there yet (section 5's scores still climb). Likely, but not measured here: its weights jump with a
 # high learning rate, and their mean removes that noise.
 # `average_state_dicts` takes the element-wise mean (exercise ex12_2). We average the last 2, 3 and 5
@@ -661,7 +663,7 @@ for kind, count in kinds.most_common():
 # %% [markdown]
 # A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
 # a verb in the wrong place: if your run prints no "word order" line, no sentence is wrong by order
-# alone. Look in the examples for what is not: a dative plural without its *-n* (*den Kellnern*),
+# alone. The examples show the errors instead: a dative plural without its *-n* (*den Kellnern*),
 # *haben* where a verb of motion takes *sein*, an infinitive dropped before a modal. The sorting is rough: a
 # sentence with several faults lands in the first box that fits.
 

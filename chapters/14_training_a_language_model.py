@@ -28,7 +28,7 @@
 # step, so the model the course ships is the rest of your run.
 #
 # Section 2 is the payoff. Small models, each with one modern change undone, race today's block in
-# pairs. Fifteen runs are too many for the plays on a CPU, so they read chapter 12's short German
+# pairs. Fifteen runs (five models, three runs each) are too many for the plays on a CPU, so they read chapter 12's short German
 # sentences. You will see which changes beat the 2017 choice in every run.
 #
 # **Learning goals**
@@ -164,7 +164,9 @@ print(f"{len(train):,} training texts of {sum(len(ids) for ids in train):,} toke
       f"{len(valid)} validation texts from the end of each play")
 
 # %% [markdown]
-# **Today's recipe.** The paper trains with Adam and equation (3): a linear warm-up, then a decay as
+# ### Today's recipe
+#
+# The paper trains with Adam and equation (3): a linear warm-up, then a decay as
 # $1/\sqrt{\text{step}}$ that never ends (§5.3). Chapter 13 used it. Language models since GPT-3
 # mostly use:
 #
@@ -247,7 +249,9 @@ for label, make in (("AdamW(model.parameters())", lambda m: torch.optim.AdamW(m.
 assert decayed_vectors(make_adamw(small)) == 0
 
 # %% [markdown]
-# **The run.** The model is chapter 13's block at the recipe's size, with two details of the shipped
+# ### The run
+#
+# The model is chapter 13's block at the recipe's size, with two details of the shipped
 # run. Dropout is 0.1: the plays hold only a few hundred thousand training tokens, and a model of a
 # million weights would learn them by heart. And the embeddings are looked up without the paper's
 # √D scale, as Llama's are (chapter 01 explains the scale). The schedule is the whole run's. On a
@@ -301,9 +305,12 @@ expect_between(f"validation loss after {steps} steps, near the shipped run's at 
 
 # %% [markdown]
 # The star lands on the shipped run's dot for the same step, within 0.1 nats: our run starts as the
-# shipped run started. (On a GPU it sits on the last dot: your run is the shipped run, made again.)
+# shipped run started. (On a GPU it should land near the last dot, within the same 0.1 nats: your
+# run is the shipped run, made again up to rounding.)
 #
-# **What the loss means.** Perplexity is $e$ raised to the loss per token. A model that picked among
+# ### What the loss means
+#
+# Perplexity is $e$ raised to the loss per token. A model that picked among
 # $V$ tokens uniformly would have a perplexity of exactly $V$. So a perplexity $p$ says that the
 # model is, on average, as unsure as if it chose among $p$ tokens. Three references on the
 # validation texts: guessing uniformly, the token frequencies of the training texts, and the
@@ -334,7 +341,9 @@ expect("our short run predicts better than the token frequencies alone", valid_l
     "the token frequencies alone"], f"{valid_loss:.2f} nats")
 
 # %% [markdown]
-# **Generation.** `generate(model, prompt, max_new_tokens)` continues each row of the prompt. It is
+# ### Generation
+#
+# `generate(model, prompt, max_new_tokens)` continues each row of the prompt. It is
 # greedy by default, or samples with a temperature and chapter 09's top-$k$ / top-$p$ filters. A row
 # stops at `<eos>`. With `use_cache=True` each step feeds only the newest token and keeps every
 # layer's keys and values (the KV cache). With `use_cache=False` it reads
@@ -359,8 +368,8 @@ print(*ours, sep="\n")
 # %% [markdown]
 # On a CPU, our run writes pieces of the plays, seldom a sentence. Compare losses, not samples.
 # Chapter 13's model ended at least half a nat per token below the token frequencies; ours ends
-# less than half a nat below them. It ran a third of chapter 13's steps, and reached its peak
-# learning rate only at the last. (The two tokenizers were learned alike but apart: a rough comparison.)
+# less than half a nat below them. It ran a third of chapter 13's steps, of twice the batch, and reached its peak
+# learning rate only at the last. (The two tokenizers differ: a rough comparison.)
 #
 # The shipped model is the whole run, with the lowest loss of the three references. It differs
 # from chapter 13's in more than the recipe: twice the blocks and the batch, more than three times
@@ -385,8 +394,8 @@ print(*theirs, sep="\n")
 # lord?". Greedy decoding also repeats itself ("I am a man"). Sampled, the model shows its limits.
 # Its sense rarely lasts beyond a clause. It may string speaker names together, from plays other
 # than the prompt's, and it coins words the plays lack (its tokens are pieces of words). Still, at
-# least 85 % of the words it samples are words of the plays. It learned their form and many of
-# their phrases from the 217,133 tokens of its training texts.
+# least 85 % of the words it samples are words of the plays. It learned their form and their
+# vocabulary from the 217,133 tokens of its training texts.
 
 # %% tags=["hide-cell"]
 known = {w.lower() for name in PLAYS for w in re.findall(r"[A-Za-z']+", play_text(name))}  # every word of the plays
@@ -430,7 +439,9 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 # The saving grows with the length of the text: without a cache, step $t$ repeats the work on all
 # $t$ positions before it.
 #
-# **How small is our run?** The shipped model learned from a few hundred thousand tokens; published
+# ### How small is our run?
+#
+# The shipped model learned from a few hundred thousand tokens; published
 # models read trillions. One number gives the distance: the compute of a training run. Training a
 # Transformer costs about 6 floating-point operations per parameter and per token: 2 forward (a
 # multiply and an add per weight), and about twice that backward (the gradients of the activations
@@ -490,11 +501,12 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #   the biases;
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
-# Fifteen runs are too many for the plays on a CPU, so these runs read simpler text: chapter 12's
+# For a CPU, these runs read simpler text: chapter 12's
 # German sentences, one a text, with a vocabulary of whole words. The plays might rank the changes
 # otherwise. All runs use pre-LN and AdamW. Each is measured on held-out sentences (the validation
 # loss), and, as in chapter 11, past the training length: on four held-out sentences in a row,
-# scored past the longest training text (only words inside a sentence are scored).
+# scored past the longest training text. A sentence's first word is not scored there: nothing in
+# the sentence before predicts it.
 
 # %%
 data = LMData.german()

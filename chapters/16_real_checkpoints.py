@@ -31,14 +31,13 @@
 #
 # **Learning goals**
 #
-# - turn text into ids and back by Marian's tokenizer rules, know the byte-level BPE of GPT-2 and
-#   SmolLM2, and see that a tokenizer travels with its model;
+# - turn text into ids and back by Marian's rules and by byte-level BPE, and see that a tokenizer
+#   travels with its model;
 # - see what an inference engine changes (the operations of a step) and what it leaves alone (the
 #   tokens);
-# - count the bytes a token reads in float32, bf16 and int8, set the time beside the memory's speed,
-#   and see what int8 changes in the tokens;
+# - count the bytes a token reads in float32, bf16 and int8, and see what int8 changes in the tokens;
 # - export your translator and language model, tokenizers included, to `transformers`, CTranslate2 and
-#   llama.cpp, and check the tokens there;
+#   llama.cpp;
 # - at home, with a network: load a published checkpoint into the course's models (an aside).
 #
 # **In the paper:**
@@ -139,8 +138,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # %% [markdown]
 # ## 1. The tokenizer travels with the model
 #
-# An export is of use only if the engine turns text into the ids the model learned, so we start
-# there. A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
+# A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
 # trained on, and gives each piece the id of its row in the embedding. Another tokenizer hands the
 # model ids that mean other pieces. So a checkpoint ships its tokenizer in files that engines read,
 # and section 5's exports carry yours the same way. Marian's pieces come from a *unigram* model of
@@ -257,16 +255,16 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
        and theirs.pre_tokenize_str(text)[0][0] == "".join(stand_in[b] for b in text.encode()), "256 bytes")
 
 # %% [markdown]
-# A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. Chapter 12's BPE, the course's
-# own, merges characters instead, and marks a word's start with "▁" as SentencePiece does: section 5
+# A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. Chapter 12's BPE
+# merges characters instead, and marks a word's start with "▁" as SentencePiece does: section 5
 # writes it in the form llama.cpp reads for such models.
 #
 # > **Aside — at home, with a network: published checkpoints.** A published checkpoint brings its
-# > own tokenizer, built by these rules. The folded cell downloads OPUS-MT's English → German
+# > own tokenizer. The folded cell downloads OPUS-MT's English → German
 # > translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter 15's
 # > converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one line.
-# > `load_hub` loads every checkpoint in float32, whatever its `config.json` declares (`torch_dtype`:
-# > the `-hf` releases of Llama 2 declare float16, many recent models bfloat16; GPT-2's weights are float32).
+# > `load_hub` loads every checkpoint in float32, whatever its `config.json` declares (float16 for
+# > Llama 2's `-hf` releases, bfloat16 for many recent models).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
@@ -302,8 +300,8 @@ else:
 # their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
 # *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
-# stacked into one matrix, so that one product gives all three. The pre-LN norms' gains are folded
-# into the matrices after them, and the caches are allocated once per call. First, what matters
+# stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
+# the norms' gains are folded into the matrices after them, and the caches are allocated once per call. First, what matters
 # most: the same tokens, on the test split of the shipped translator (chapter 08's recipe).
 
 # %%
@@ -366,13 +364,13 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # %% [markdown]
 # ## 3. What sets the speed: bytes per token
 #
-# Section 2 cut the operations; the bytes an engine cuts only by storing fewer of them. How many
-# does a step read? First, how many a model holds. A float32 copy takes 4 bytes a parameter; while
+# Section 2 cut the operations. The bytes an engine can cut only by storing each number in fewer
+# of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4 bytes a parameter; while
 # converting, both copies are in memory. The cell below builds our three models in their published
 # shapes on PyTorch's meta device (chapter 07).
 
 # %%
-# the published shapes (each checkpoint's config.json, transformer_course_tools/models/published.py), made
+# the published shapes (each checkpoint's config.json, kept in the course), made
 # into our configurations by the first half of chapter 15's converters (config_from_marian, …)
 opus_config = course_config("Helsinki-NLP/opus-mt-en-de")  # a TransformerConfig
 gpt2_config = course_config("openai-community/gpt2")  # GPT-2 small, a DecoderOnlyConfig
@@ -400,7 +398,19 @@ print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 
 #
 # Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
 # 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
-# scale per row (norms, biases and cache stay float32). Here are the bytes one token of the real
+# scale per row (norms, biases and cache stay float32). A row $w$ gets the scale
+# $s = \max_j |w_j| / 127$. Each weight becomes the whole number $q_j = \mathrm{round}(w_j / s)$,
+# from −127 to 127, and is read back as $s\,q_j$, off by at most $s/2$. On one row, with your
+# `quantize_rows` and `dequantize_rows`:
+
+# %%
+row = torch.tensor([[0.50, -0.25, 0.013, 1.27]])  # (1, 4): one row of a weight matrix
+q, scale = quantize_rows(row)  # (1, 4) int8, (1,) float32
+print("q:", q[0].tolist(), " s:", round(scale.item(), 4), " read back:", [round(x, 4) for x in dequantize_rows(q, scale)[0].tolist()])
+
+# %% [markdown]
+# The largest weight sets the scale, and 0.013 comes back as 0.01. Each row has its own scale, so a
+# large weight costs precision in its own row only. Here are the bytes one token of the real
 # SmolLM2-135M reads, counted from its shapes, scales included. The cache holds 1,000 earlier tokens,
 # then 8,192, the longest text it was trained on.
 
@@ -470,7 +480,7 @@ expect("the cache counted with the key/value heads: your modules', to the byte",
 expect("the cache counted with every query head: three times too large", wrong == 3 * held, f"{wrong:,} bytes")
 
 # %% [markdown]
-# Now the time. `time_precisions` (in `transformer_course_tools/notebook/speed.py`) decodes on one
+# Now the time. `time_precisions` decodes on one
 # thread with section 2's engine, which reads each weight once per token. Between decodings it
 # measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's
 # caches hold. Bytes per token over time per token is the speed at which a step read its weights.
@@ -548,7 +558,8 @@ expect_at_most("int8 weights and inputs: largest logit error relative to the lar
                errors["int8 weights and inputs (CPU)"], 0.2)
 
 # %% [markdown]
-# The logits move by several hundredths of the largest one. Yet many greedy tokens can change. A
+# The logits move by several hundredths of the largest one. Yet greedy tokens can change: the lines
+# above give the share that stayed equal. A
 # likely reason, not measured here: a model with random weights has no strong preferences, so its
 # largest logits lie close together and a small error swaps them. Once one token changes, every
 # later token continues another text.
@@ -593,8 +604,7 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # %% [markdown]
 # ## 5. Your models in the engines people use
 #
-# An engine that reads the course's weights and tokenizer rightly should write the course's
-# tokens. Two trained models leave the course, both shipped: the numbers translator trained with
+# Two trained models leave the course, both shipped: the numbers translator trained with
 # chapter 08's recipe, and chapter 14's Shakespeare language model.
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
@@ -801,7 +811,6 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
 #   CTranslate2 and llama.cpp, which write the course's tokens in float32. Exporting the translator
 #   reorders all D features; the logits stay the same.
-# - With a network, the aside runs published checkpoints in our models.
 #
 # **Exercises:** [exercises/ex16_real_checkpoints.ipynb](../exercises/ex16_real_checkpoints.ipynb)
 # asks you to write `dequantize_rows` (ex16_1), `quantize_rows` (ex16_2) and `int8_linear` (ex16_3);
@@ -821,8 +830,8 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #    before ours is compared with `transformers`?
 #    <details><summary>Answer</summary>
 #
-#    Our converted model computes in float32, which keeps 24 significant bits of a number; bfloat16
-#    keeps 8 (7 stored, one implied) and float16 11. A 16-bit model computes another function, and
+#    Our model computes in float32 (24 significant bits); bfloat16 keeps 8 (7 stored, one implied)
+#    and float16 11. A 16-bit model computes another function, and
 #    greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal
 #    tokens test the conversion.
 #    </details>

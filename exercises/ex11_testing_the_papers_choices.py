@@ -30,6 +30,10 @@
 # explain, in your own words, what it shows. Write your answer in place of the placeholder under
 # each question. To re-run an experiment with other settings, edit its cell in the chapter: it needs
 # every exercise up to chapter 09.
+#
+# The questions are ex11_q1 to ex11_q5, in the order they come. Once you have written an answer and
+# saved the notebook, `python -m transformer_course check ex11_q2` (for the second) shows the points
+# a good answer makes.
 
 # %% tags=["colab"]
 import sys
@@ -116,8 +120,8 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 # chapter's `run_experiment("label-smoothing", ...)` call for a less converged model).
 #
 # *In your own words:* the paper says label smoothing "hurts perplexity, as the model learns to be
-# more unsure, but improves accuracy and BLEU" (§5.4). Which half of that sentence did the
-# experiment confirm, and why might the other half not show on this task? What does the
+# more unsure, but improves accuracy and BLEU" (§5.4). Which parts of that sentence did the
+# experiment confirm, which did it not, and why might they not show on this task? What does the
 # calibration error say about the model trained with $\varepsilon = 0.1$?
 #
 # YOUR ANSWER HERE

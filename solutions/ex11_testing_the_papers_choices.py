@@ -30,6 +30,10 @@
 # explain, in your own words, what it shows. Write your answer in place of the placeholder under
 # each question. To re-run an experiment with other settings, edit its cell in the chapter: it needs
 # every exercise up to chapter 09.
+#
+# The questions are ex11_q1 to ex11_q5, in the order they come. Once you have written an answer and
+# saved the notebook, `python -m transformer_course check ex11_q2` (for the second) shows the points
+# a good answer makes.
 
 # %% tags=["colab"]
 import sys
@@ -172,15 +176,15 @@ if "google.colab" in sys.modules:  # Colab only: your own copy of the course, ke
 # chapter's `run_experiment("label-smoothing", ...)` call for a less converged model).
 #
 # *In your own words:* the paper says label smoothing "hurts perplexity, as the model learns to be
-# more unsure, but improves accuracy and BLEU" (§5.4). Which half of that sentence did the
-# experiment confirm, and why might the other half not show on this task? What does the
+# more unsure, but improves accuracy and BLEU" (§5.4). Which parts of that sentence did the
+# experiment confirm, which did it not, and why might they not show on this task? What does the
 # calibration error say about the model trained with $\varepsilon = 0.1$?
 #
 # ### BEGIN SOLUTION
-# **Worked answer.** Part of the first half: the model does learn to be more unsure (its mean
+# **Worked answer.** One part of the first half is confirmed: the model does learn to be more unsure (its mean
 # confidence drops beyond the spread of the seeds). Its perplexity tends to rise (it is trained
-# towards giving the right token 0.9, not 1), but the runs' ranges overlap and not every pair of runs
-# rises on every machine: at best consistent with the claim. The second half did not show: exact
+# towards giving the right token 0.9, not 1), but whether the runs' ranges overlap, and whether every
+# pair of runs rises, varies from machine to machine: at best consistent with the claim. The second half did not show: exact
 # match and token accuracy did not differ beyond the spread of the seeds. The reverse task has
 # exactly one right answer for every input and the model masters it; label smoothing helps as a
 # regulariser when a large model could otherwise over-fit ambiguous, noisy data (real sentence

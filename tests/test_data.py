@@ -16,7 +16,7 @@ from transformer_course.batching import (
     pad_sequences,
     teacher_forcing,
 )
-from transformer_course.data import copy_task, load_task
+from transformer_course.data import copy_pairs, copy_task, load_task
 from transformer_course.datasets.numbers import (
     GERMAN_PIECES,
     SEEN_STRATA,
@@ -288,3 +288,21 @@ def test_copy_and_reverse_tasks() -> None:
     assert copy.train[:50] != copy.test[:50]
     with pytest.raises(ValueError, match="unknown task"):
         load_task("numbers-en-fr")
+
+
+@pytest.mark.parametrize("name", ["copy", "reverse"])
+def test_held_out_strings_are_not_training_strings(name: str) -> None:
+    task = load_task(name)
+    sources = lambda pairs: {tuple(src) for src, _ in pairs}
+    train = sources(task.train)
+    # before the fix, 74 of reverse's 500 test strings (and 61 validation strings) were training strings
+    assert not sources(task.valid) & train and not sources(task.test) & train
+    assert not sources(task.test) & sources(task.valid)
+    assert len(task.valid) == len(task.test) == 500
+
+
+def test_a_draw_with_nothing_left_to_hold_out_is_refused() -> None:
+    every = [([a, b, c], [a, b, c]) for a in "ab" for b in "ab" for c in "ab"]  # all 8 strings of 3 letters a, b
+    assert len(copy_pairs(5, 3, 4, n_symbols=2, unseen_in=every)) == 5  # strings of 4 letters are left
+    with pytest.raises(ValueError, match="no held-out string is left"):
+        copy_pairs(5, 3, 3, n_symbols=2, unseen_in=every)

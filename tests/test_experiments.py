@@ -78,6 +78,8 @@ def test_the_reverse_task_holds_the_asked_lengths() -> None:
     task = reverse_task(Setting(n_train=50, n_test=4, min_len=3, max_len=5, test_lengths=(8,)))
     assert {len(s) for s, _ in task.train} <= {3, 4, 5} and all(t == s[::-1] for s, t in task.train)
     assert sorted({len(s) for s, _ in task.test}) == [3, 4, 5, 6, 7, 8]
+    train = {tuple(s) for s, _ in task.train}
+    assert not {tuple(s) for s, _ in task.valid + task.test} & train, "validation and test strings are held out"
 
 
 @pytest.mark.parametrize("name", list(EXPERIMENTS))
@@ -145,9 +147,9 @@ def test_a_difference_counts_only_beyond_the_spread_of_the_seeds() -> None:
     result = _result_with({"a": [50.0, 55.0, 60.0], "b": [40.0, 45.0, 49.0], "c": [48.0, 52.0, 70.0]})
     assert result.beyond_spread("exact match %", "a", "b") and not result.beyond_spread("exact match %", "b", "a")
     assert not result.beyond_spread("exact match %", "a", "c") and not result.beyond_spread("exact match %", "c", "a")
-    assert "*a* above *b*, **beyond the spread" in result.verdict("exact match %", "b", "a")
-    assert "differ by less than the spread" in result.verdict("exact match %", "a", "c")
-    assert "55.0 [50.0, 60.0]" in result.verdict("exact match %", "a", "c")
+    assert result.verdict("exact match %", "b", "a").endswith("Every run of a is above every run of b.")
+    assert "The ranges overlap" in result.verdict("exact match %", "a", "c")
+    assert "a 50.0–60.0, c 48.0–70.0." in result.verdict("exact match %", "a", "c")
     assert result.variants["c"].mean("exact match %") == pytest.approx(170 / 3)
 
 

@@ -25,20 +25,47 @@ Pair = tuple[list[str], list[str]]  # (source tokens, target tokens)
 
 
 def copy_pairs(
-    n: int, min_len: int = 3, max_len: int = 10, n_symbols: int = 10, reverse: bool = False, seed: int = 0
+    n: int,
+    min_len: int = 3,
+    max_len: int = 10,
+    n_symbols: int = 10,
+    reverse: bool = False,
+    seed: int = 0,
+    unseen_in: Sequence[Pair] = (),
 ) -> list[Pair]:
-    """``n`` random sequences of the letters a, b, c, … and their copy (or reversal)."""
+    """``n`` random sequences of the letters a, b, c, … and their copy (or reversal).
+
+    ``unseen_in``: pairs whose sources must not be drawn again (the training pairs, when drawing
+    held-out strings). A string drawn that is one of them is thrown away and another drawn.
+    """
     if not 1 <= min_len <= max_len:
         raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len}, max_len={max_len}")
     if not 1 <= n_symbols <= 26:
         raise ValueError(f"n_symbols must be in [1, 26], got {n_symbols}")
     rng = random.Random(seed)
     letters = [chr(ord("a") + i) for i in range(n_symbols)]
+    seen = {tuple(src) for src, _ in unseen_in}
+    _check_room(seen, letters, min_len, max_len, n)
     pairs = []
-    for _ in range(n):
+    while len(pairs) < n:
         src = rng.choices(letters, k=rng.randint(min_len, max_len))
-        pairs.append((src, src[::-1] if reverse else list(src)))
+        if tuple(src) not in seen:
+            pairs.append((src, src[::-1] if reverse else list(src)))
     return pairs
+
+
+def _check_room(seen: set[tuple[str, ...]], letters: list[str], min_len: int, max_len: int, n: int) -> None:
+    """Refuse a draw that could never finish: every string of these lengths is already seen."""
+    if not seen or n == 0:
+        return
+    possible = sum(len(letters) ** length for length in range(min_len, max_len + 1))
+    alphabet = set(letters)
+    taken = sum(min_len <= len(src) <= max_len and alphabet.issuperset(src) for src in seen)
+    if taken >= possible:
+        raise ValueError(
+            f"unseen_in holds all {possible} strings of {min_len}-{max_len} letters from {len(letters)} symbols: "
+            "no held-out string is left to draw"
+        )
 
 
 def _join_spaces(tokens: Sequence[str]) -> str:
@@ -66,11 +93,14 @@ class Task:
 def copy_task(
     reverse: bool = False, n_train: int = 20_000, n_eval: int = 500, n_symbols: int = 10, seed: int = 0
 ) -> Task:
-    """The copy (or reverse) task; validation and test sequences are generated with other seeds."""
+    """The copy (or reverse) task. Validation and test strings are drawn with other seeds and are
+    held out: none of them is a training string, and no test string is a validation string."""
     vocab = Vocab(chr(ord("a") + i) for i in range(n_symbols))
-    make = lambda n, s: copy_pairs(n, n_symbols=n_symbols, reverse=reverse, seed=s)
-    name = "reverse" if reverse else "copy"
-    return Task(name, vocab, vocab, make(n_train, seed), make(n_eval, seed + 1), make(n_eval, seed + 2), _join_spaces)
+    make = lambda n, s, unseen: copy_pairs(n, n_symbols=n_symbols, reverse=reverse, seed=s, unseen_in=unseen)
+    train = make(n_train, seed, ())
+    valid = make(n_eval, seed + 1, train)
+    test = make(n_eval, seed + 2, train + valid)
+    return Task("reverse" if reverse else "copy", vocab, vocab, train, valid, test, _join_spaces)
 
 
 TASKS: dict[str, Callable[[], Task]] = {

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -164,11 +165,11 @@ class ExperimentResult:
         widths = [max(len(m), 19) + 2 for m in metrics]
         first = max([34, *(len(name) + 1 for name in self.variants)])  # the names' column
         rows = [f"{'variant':<{first}}" + "".join(f"{m:>{w}}" for m, w in zip(metrics, widths, strict=True))]
-        rows.append(f"{f'({len(self.setting.seeds)} seeds: mean [lowest, highest])':<{first}}")
         for name, result in self.variants.items():
             cells = "".join(f"{_mean_spread(result, m):>{w}}" for m, w in zip(metrics, widths, strict=True))
             note = f"  ({result.diverged} of {len(result.runs)} runs diverged)" if result.diverged else ""
             rows.append(f"{name:<{first}}{cells}{note}")
+        rows.append(f"({len(self.setting.seeds)} seeds: mean [lowest, highest])")
         return "\n".join(rows)
 
     def _lengths_table(self) -> str:
@@ -196,13 +197,19 @@ class ExperimentResult:
         return [x - y for x, y in zip(self.variants[a].values(metric), self.variants[b].values(metric), strict=True)]
 
     def verdict(self, metric: str, a: str, b: str) -> str:
-        """One sentence comparing variants ``a`` and ``b`` on ``metric``: a difference is stated only
-        where the seeds' ranges do not overlap."""
-        ranges = f"{a}: {_mean_spread(self.variants[a], metric)}; {b}: {_mean_spread(self.variants[b], metric)}"
+        """A plain sentence comparing variants ``a`` and ``b`` on ``metric``: each one's lowest and
+        highest run, then whether the ranges overlap. A difference is stated only where they do not."""
+        ranges = ", ".join(f"{name} {_low_high(self.variants[name], metric)}" for name in (a, b))
         for high, low in ((a, b), (b, a)):
             if self.beyond_spread(metric, high, low):
-                return f"**{metric}**: *{high}* above *{low}*, **beyond the spread of the seeds** ({ranges})."
-        return f"**{metric}**: *{a}* and *{b}* **differ by less than the spread of the seeds** ({ranges})."
+                return f"{metric}, lowest to highest run: {ranges}. Every run of {high} is above every run of {low}."
+        return f"{metric}, lowest to highest run: {ranges}. The ranges overlap: no difference beyond the seeds' spread."
+
+
+def _low_high(result: VariantResult, metric: str) -> str:
+    low, high = result.spread(metric)
+    digits = 2 if metric == "perplexity" or "loss" in metric else 1
+    return f"{low:.{digits}f}–{high:.{digits}f}"
 
 
 def _mean_spread(result: VariantResult, metric: str) -> str:
@@ -217,14 +224,16 @@ def _mean_spread(result: VariantResult, metric: str) -> str:
 def reverse_task(setting: Setting) -> Task:
     """The reverse task with training strings of ``min_len … max_len`` letters. Validation holds
     ``n_test`` held-out strings of those lengths; with ``test_lengths``, the test split holds
-    ``n_test`` strings of every length from ``min_len`` to the longest test length."""
+    ``n_test`` strings of every length from ``min_len`` to the longest test length. Held out: no
+    validation or test string is a training string, and no test string a validation one."""
     vocab = Vocab(chr(ord("a") + i) for i in range(10))
-    train = copy_pairs(setting.n_train, setting.min_len, setting.max_len, reverse=True, seed=setting.seed)
-    valid = copy_pairs(setting.n_test, setting.min_len, setting.max_len, reverse=True, seed=setting.seed + 1)
+    draw = partial(copy_pairs, reverse=True)
+    train = draw(setting.n_train, setting.min_len, setting.max_len, seed=setting.seed)
+    valid = draw(setting.n_test, setting.min_len, setting.max_len, seed=setting.seed + 1, unseen_in=train)
     test = [
         pair
         for length in range(setting.min_len, max(setting.test_lengths, default=0) + 1)
-        for pair in copy_pairs(setting.n_test, length, length, reverse=True, seed=setting.seed + 2 + length)
+        for pair in draw(setting.n_test, length, length, seed=setting.seed + 2 + length, unseen_in=train + valid)
     ]
     return Task("reverse", vocab, vocab, train, valid, test)
 
