@@ -459,8 +459,11 @@ print(run_check("ex01_2", forward_without_scale).line())
 #
 # Section 1's padded batch can now go through everything this chapter built: ids become scaled
 # vectors, and the tied output layer scores every vocabulary entry at every position. With no layers
-# between them yet, the scores can only read the input back: each vector's dot product with its own
-# row of $E$ is the largest, so the arg-max recovers the batch. Chapters 02–06 build what goes in between.
+# between them yet, the scores can only read the input back. A vector's dot product with its own row
+# of $E$ is that row's squared length times $\sqrt{D}$; with another random row it is near 0. So each
+# token scores its own row highest, and the arg-max recovers the batch. The exception is `<pad>`: its
+# row is zero, its scores all tie at 0, and the arg-max returns the first of equals, id 0, which is
+# `<pad>` again. Chapters 02–06 build what goes in between.
 
 # %%
 torch.manual_seed(0)

@@ -310,7 +310,8 @@ print(f"distances 11 to 63: between {beyond_10.min().item():.1f} and {beyond_10.
 # On the left, the dot products of 128 encodings with each other form a
 # heatmap: bright along the main diagonal, and constant along every line parallel to it. On the
 # right, the dot product of position 64 with its neighbours is drawn against the distance, from −64
-# to 63. The dots peak at distance 0 and fall steeply over the first ten positions on each side.
+# to 63. The dots peak at distance 0, fall steeply over the first few positions on each side, then
+# slowly to distance ten.
 # Further out they no longer fall steadily: they rise and sink in waves between about 13 and 21.
 # Every dot lies exactly on the black curve of the formula Σ cos(ω_i · distance).
 #
@@ -333,27 +334,26 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# The similarity is largest at distance 0, where it equals $d_{model}/2 = 32$. Over the first ten
-# positions it falls steeply, to about 21. Beyond that it does not keep falling: it goes up and down
-# between about 13 and 21, and distance 57 scores about as high as distance 16. So the raw
+# The similarity is largest at distance 0, where it equals $d_{model}/2 = 32$. It falls steeply over
+# the first few positions, then slowly, to about 21 at distance ten. Beyond that it does not keep
+# falling: it goes up and down in waves between about 13 and 21, and distance 57 scores about as
+# high as distance 16. So the raw
 # encodings tell a neighbour from a distant position, but they do not rank distant positions by
 # how far they are.
 #
-# These are properties of the raw encodings. In a model, attention (chapters 03 and 04) compares
-# them only after learned projections (chapter 04's query and key matrices), and nothing forces those
-# to keep distances readable.
-# Rotary embeddings ([chapter 13](13_modern_language_models.ipynb)) rotate the vectors that attention
-# compares after the learned matrices, so the positional part of the score depends on the offset alone.
+# These are properties of the raw encodings. Attention (chapters 03 and 04) compares them only
+# after learned matrices. The score of positions $p$ and $q$ is then in general no longer a function
+# of $p - q$ alone; chapter 13 returns to this.
 #
-# <details><summary>A look ahead, for after chapter 04: why learned matrices can blur distances</summary>
+# <details><summary>For after chapter 04: why learned matrices can blur distances</summary>
 #
 # The part of an attention score that comes from
-# positions $p$ and $q$ then has the form $PE_p^\top W PE_q$, for some learned matrix $W$. With
+# positions $p$ and $q$ has the form $PE_p^\top W PE_q$, for some learned matrix $W$. With
 # section 3's rotations, $PE_p = M_p PE_0$, and $M_p^\top = M_{-p}$ (a rotation turned back), this
 # is $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation, then
 # $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. A learned $W$
-# need not commute with them, and then the score is in general no longer a function of $p - q$
-# alone. So a model *can* learn to read distances from the sinusoids, but nothing forces it to.
+# need not commute with them. So a model *can* learn to read distances from the sinusoids, but
+# nothing forces it to.
 #
 # </details>
 #

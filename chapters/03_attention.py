@@ -338,7 +338,7 @@ axes[1].axhline(1 / n_keys, color="grey", ls=":", label="uniform (1/16)")
 axes[2].axhline(math.log(n_keys), color="grey", ls=":", label="uniform (log 16)")
 for ax in axes:
     ax.legend(fontsize=8)
-fig.suptitle("Without the 1/√d_k factor the softmax saturates: most queries get no gradient, a few get a lot", y=1.03)
+fig.suptitle("Without 1/√d_k the softmax saturates as d_k grows: at large d_k most queries get no gradient, a few a lot", y=1.03)
 plt.tight_layout()
 plt.show()
 unscaled, scaled = stats["unscaled"][-1], stats["scaled"][-1]  # d_k = 1024
@@ -372,10 +372,10 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 #    passes almost nothing back. A row passes a gradient only while some of its weights are far
 #    from 0 and 1, as when its two best keys nearly tie.
 #
-# So unscaled attention at a large $d_k$ learns unevenly. At $d_k = 1024$ most queries (61%) receive
-# almost no signal, and a few receive large, erratic jolts. That is the paper's "extremely small
+# So at a large $d_k$ unscaled attention's gradients are uneven. At $d_k = 1024$ most queries
+# (61%) receive almost no signal here, and a few large ones. That is the paper's "extremely small
 # gradients", for most rows, though not on average. Scaled, the curves are flat and the mean stays
-# close to the median: the head size barely changes how attention behaves at initialisation.
+# close to the median: the head size barely changes attention at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
 # one up to $d_k = 64$, the paper's head size. It falls below at the next size on the axis and

@@ -198,8 +198,9 @@ print(f"FFN: {ffn_params:,} parameters   attention: {paper_attention_params:,} p
 #
 # A **residual connection** computes $x + \mathrm{Sublayer}(x)$ instead of $\mathrm{Sublayer}(x)$.
 # The sub-layer only has to learn a *correction* to its input. Through a stack of layers, these
-# additions form one running sum that carries each position's vector from layer to layer: the
-# **residual stream**. Each sub-layer reads from the stream and adds its correction to it.
+# additions carry each position's vector from layer to layer: the **residual stream**. Each
+# sub-layer reads from the stream and adds its correction to it. (In the paper's arrangement the
+# stream is also normalised after each addition; section 4 says where that matters.)
 #
 # In the backward pass, the "$x +$" gives the gradient a path to the input that skips the
 # sub-layer. Whether that path stays unchanged through a whole stack depends on where the

@@ -143,7 +143,8 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 #
 # The count is linear in $V$. The package's file `counting.py` writes this formula as
 # `transformer_parameters(config)`, built from one attention and one layer (this chapter's
-# exercises). The cell checks it against the meta-device count. With it we can ask whether the
+# exercises; in your student edition the cell stops with one line that names them until you have
+# written them). The cell checks it against the meta-device count. With it we can ask whether the
 # paper counted the same model.
 
 
@@ -196,13 +197,41 @@ assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * net
 # LayerNorms and biases are crumbs. A larger vocabulary grows only the shared matrix and the output
 # bias ($V$ numbers). More layers grow all the others; a larger $D$ grows every part, the shared
 # matrix included.
+#
+# Two rules of thumb follow. With $d_{ff} = 4D$, an encoder layer holds about $12D^2$ weights and a
+# decoder layer $16D^2$, so the model holds about $28ND^2 + VD$. And each parameter costs memory: 4
+# bytes in float32, and in training four such numbers (the weight, its gradient and the two running
+# averages of Adam, chapter 08).
+
+# %%
+rule = 28 * 6 * 512**2 + 37_000 * 512  # 28·N·D² + V·D for the base model: the weight matrices alone
+print(f"28·N·D² + V·D = {rule / 1e6:.1f}M against the count's {base_37k / 1e6:.1f}M")
+print(f"base model in float32: {4 * base_37k / 1e6:.0f} MB of weights, {16 * base_37k / 1e6:.0f} MB in training with Adam")
 
 # %% [markdown]
-# ## 3. A gap of 2.9%
+# ## 3. Does Table 3 count our model?
 #
-# Sections 3 to 5 hold our count against the paper's own numbers in Table 3. Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
-# Where could the difference come from? The vocabulary is the only size the paper gives loosely
-# ("about 37000 tokens"). But first, the other candidates.
+# Sections 3 to 5 hold our count against the paper's own numbers in Table 3. Section 1's count of
+# the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short. Before looking for the
+# cause, one comparison needs no vocabulary at all. Take the big model and row (C) with
+# $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix whatever
+# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
+# difference is therefore the extra feed-forward weights alone:
+
+# %%
+wide_base = count(TransformerConfig.paper_base(37_000, d_model=1024, d_k=128, d_v=128))  # row (C) d_model=1024
+ffn_extra = big_37k - wide_base
+by_hand = 12 * (2 * 1024 * (4096 - 2048) + (4096 - 2048))  # 12 layers × (W₁, W₂ and b₁ grow)
+assert ffn_extra == by_hand
+print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
+
+# %% [markdown]
+# The architecture says 50.4M, the table 45M. Rounding to whole millions moves a difference by 1M
+# at most. So the table's rows cannot all count one architecture the same way, and section 5 shows
+# that no single vocabulary fits them all. Still, where could the base model's 1.9M come from? The
+# vocabulary is the only size the paper gives loosely ("about 37000 tokens"). But first, the other
+# candidates.
+#
 #
 # **Does the paper count without biases, or with an untied output projection?** Our count already
 # includes the output bias and the attention biases. Dropping either would take 0.06% of the model
@@ -273,21 +302,20 @@ def row_config(overrides, vocab_size: int) -> TransformerConfig:
     return TransformerConfig.paper_base(vocab_size, **overrides)
 
 
-counts, implied, rounds_right = {}, {}, {}
-print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'gap':>7} {'V implied':>10}")
+implied, rounds_right = {}, {}
+print(f"{'Table 3 row':31} {'paper':>6} {'ours, V=37,000':>15} {'vs paper':>10} {'gap':>7} {'V implied':>10}")
 for name, overrides, paper in ROWS:
     config_37k = row_config(overrides, 37_000)
     n = count(config_37k)
-    counts[name] = (n, config_37k.d_model)
     if paper is None:  # rows (A): Table 3 prints no size
-        print(f"{name:31} {'—':>6} {n / 1e6:8.1f}M {'':6} {'':7} {'—':>10}")
+        print(f"{name:31} {'—':>6} {n / 1e6:14.1f}M {'':10} {'':7} {'—':>10}")
         continue
     per_token = config_37k.d_model + 1  # each token adds D + 1 parameters
     implied[name] = 37_000 + (paper * 1e6 - n) / per_token
     # the vocabularies whose count rounds to the printed millions: paper − 0.5 ≤ count / 10⁶ < paper + 0.5
     rounds_right[name] = (37_000 + ((paper - 0.5) * 1e6 - n) / per_token, 37_000 + ((paper + 0.5) * 1e6 - n) / per_token)
     gap = (n - paper * 1e6) / 1e6  # in millions of parameters: negative when our count is lower
-    print(f"{name:31} {paper:5}M {n / 1e6:8.1f}M {n / (paper * 1e6) - 1:+5.1%} {gap:+6.1f}M {implied[name]:10,.0f}")
+    print(f"{name:31} {paper:5}M {n / 1e6:14.1f}M {n / (paper * 1e6) - 1:+10.1%} {gap:+6.1f}M {implied[name]:10,.0f}")
 
 base_family = [name for name in implied if name != "big"]
 low = math.ceil(max(rounds_right[name][0] for name in base_family))
@@ -305,24 +333,13 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # vocabulary about a tenth larger than §5.1's "about 37000". A fixed number of parameters that we
 # cannot name would not fit them either: the `gap` column runs from 1.1M to 4.1M short. The big
 # row, 1.3M over, fits neither explanation.
-#
-# A second way to see the clash needs no vocabulary at all. Take the big model and row (C) with
-# $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix whatever
-# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
-# difference is therefore the extra feed-forward weights alone:
-
-# %%
-ffn_extra = counts["big"][0] - counts["(C) d_model=1024, d_k=d_v=128"][0]
-by_hand = 12 * (2 * 1024 * (4096 - 2048) + (4096 - 2048))  # 12 layers × (W₁, W₂ and b₁ grow)
-assert ffn_extra == by_hand
-print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
 
 # %% [markdown]
 # ## 5. No vocabulary fits every row
 #
-# The table's big-model entry and its $d_\text{model} = 1024$ entry disagree by about 5M. Rounding
-# to whole millions moves their difference by 1M at most. The paper does not say why: a different
-# vocabulary for the big run, or a counting slip; we cannot tell. We could fit
+# Section 3's clash stands: the big row and the $d_\text{model} = 1024$ row disagree by about 5M.
+# The paper does not say why: a different vocabulary for the big run, or a counting slip; we cannot
+# tell. We could fit
 # a $V$ that spreads the error evenly over base and big. But such a $V$ matches the table by
 # construction, so it would prove nothing. We keep the paper's "about 37000", the one vocabulary
 # it states. The figure puts sections 4 and 5 on one page: for each row with a printed size, it draws
@@ -369,8 +386,10 @@ print(f"rows that round right at V = {V_PAPER:,}: {', '.join(holding) or 'none'}
 #   linear in $V$.
 # - The shared matrix is the base model's largest single part, the feed-forward networks together
 #   its largest share; LayerNorms and biases are crumbs. A larger $V$ grows only the shared matrix
-#   and the output bias, a deeper model everything else, a wider one every part.
-# - The paper's numbers are rounded to millions. They are not consistent with one vocabulary, so a
+#   and the output bias, a deeper model everything else, a wider one every part. About
+#   $28ND^2 + VD$ in all; 4 bytes each in float32, four numbers each in training with Adam.
+# - The paper's numbers are rounded to millions. Its big row and its $d_\text{model} = 1024$ row
+#   differ by 45M where the architecture says 50.4M. They are not consistent with one vocabulary, so a
 #   published count can disagree with the architecture it describes. Biases and tying do not
 #   explain base's missing 1.9M; a vocabulary about a tenth larger would, for every base-family
 #   row, but not for big.

@@ -666,7 +666,7 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
 # > Below, the translations even survive, and their average log-probability does not move at the third decimal, though the
 # > logits differ from the full pass's by several units. The source keeps its right positions, and
-# > on this task the pieces written so far, even unordered, nearly fix the next one. The bug is
+# > on this task the pieces written so far, even unordered, probably nearly fix the next one. The bug is
 # > silent: nothing promises that another model or sentence survives it. An equivalence test
 # > catches it, cached logits against a full pass, as above. So does the check of exercise ex02_2,
 # > which gives `PositionalEncoding.forward` an `offset`.

@@ -274,9 +274,9 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 # %% [markdown]
 # The shipped model gets every number of the probe right. The under-trained model gets over a third
 # of them wrong, most with a wrong piece. The list, its first six errors of the "thousand and k"
-# kind, shows two habits: *ein* where German ends a number with *eins*, and a word of the thousands
-# written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). Six lines show that the
-# habits exist, not how common they are. A probe is
+# kind, shows two kinds of error: *ein* where German ends a number with *eins*, and a word of the
+# thousands written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). Six lines show
+# that these errors exist, not how common they are. A probe is
 # cheap: it tests every number of a kind, where a split holds a sample.
 
 # %% [markdown]
@@ -485,14 +485,15 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # show the encoder's self-attention. Both axes list the eleven English words, from "three" to
 # "seven". Each row is a word's query, each column a word it may read. The shade runs from white at
 # 0 to dark blue at 1. The title gives the chapter's reading of layer 2's second head, in this one
-# sentence: most words seem to look at a word of their group ("thousand", "hundred", "sixty").
+# sentence: most words seem to look at a word of their own part of the number ("thousand",
+# "hundred", "sixty").
 #
 # </details>
 
 # %%
 plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
                      "Encoder self-attention, one sentence: in layer 2, head 2, most words seem to look at a word "
-                     "of their group ('thousand', 'hundred', 'sixty')",
+                     "of their own part of the number ('thousand', 'hundred', 'sixty')",
                      query_axis="English word (query)", key_axis="English word (key)")
 
 # %% [markdown]
@@ -514,11 +515,11 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")
 
 # %% [markdown]
-# In the encoder, in layer 2's second head most words read a word of their own group: "forty" and
-# "two" look at "thousand", "five" at "hundred", the last four words at "sixty". Two words, the
-# first "and" and "thousand", read a word of the neighbouring group. Its first head does so in
-# part; its third and fourth heads
-# read other words. In the decoder, heads return to the structure written so far: the last *tausend*,
+# In the encoder, layer 2's second head mostly reads within a word's own part of the number: the
+# thousands ("three hundred and forty-two thousand") or the rest. "forty" and "two" look at
+# "thousand", "five" at "hundred", the last four words at "sixty". The first "and" does not: it
+# reads "sixty", at the far end. The first head does so in part; the third and fourth heads read
+# other words. In the decoder, heads return to the structure written so far: the last *tausend*,
 # the last *hundert*, or simply their own input (the piece just written) or the piece before it.
 # These readings come from one sentence. The next figure measures one property of the
 # cross-attention heads over the whole test split: how sharp they are.

@@ -87,11 +87,10 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 #
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
-# below lists each experiment's depth and length; the rest follows chapter 08's toy run, section 5). Each model trains, then reverses *test strings*, drawn
-# with another random seed than its training strings. Nothing removes the training strings from
-# them. Strings of 3 or 4 letters are so few that many test strings of those lengths also occur in
-# training, so short strings measure memory as much as generalisation. From about 6 letters on, a
-# test string is almost never a training string.
+# below lists each experiment's depth and length; the rest follows chapter 08's toy run, section 5).
+# Each model trains, then reverses *test strings*: held-out strings, none of them a training string.
+# Strings of 3 letters are so few, $10^3$, that the training strings hold most of them; the test
+# strings of that length come from the rest.
 #
 # The table printed with each figure gives the share reversed exactly and, for most, the training
 # loss at the end: the mean of the last 50 steps.
@@ -186,7 +185,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
-# length $\sqrt{d_{model}/2} = \sqrt{32} \approx 5.7$ (chapter 01, section 3). That is a 5.7-fold
+# length $\sqrt{d_{model}/2} = \sqrt{32} \approx 5.7$ (chapter 01, section 3). That is a large
 # imbalance, but in the cheap direction: the optimiser can grow a short token signal. A token
 # signal that starts too long is worse. The third table's token vectors start 8 times longer than
 # the course's, about 11 times longer than the positional vectors. Through the tied output layer
@@ -356,7 +355,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 #
 # > **Common mistake — comparing lines of two experiments.** The lines of one table share one
 # > setting; two tables need not. One setting differs from the warm-up experiment: here the
-# > gradients are clipped, as chapter 08 clips them (to a total norm of 1). The warm-up
+# > gradients are clipped, as chapter 08 clips them by default (to a total norm of 1). The warm-up
 # > experiment turned clipping off because a clip caps each step, and so does part of a warm-up's
 # > work. So the line "with residual connections" is not the run "post-LN, warm-up" above. The cell
 # > below lists the settings that differ.
@@ -365,7 +364,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
 differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.name)) for f in fields(warmup_setting)
           if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}
-print("settings that differ (warm-up experiment, residual experiment):", differ)
+for name, (in_warmup, in_residuals) in differ.items():
+    print(f"{name}: {in_warmup} in the warm-up experiment, {in_residuals} in the residual experiment")
 
 # %% [markdown]
 # <details><summary>The figure in words</summary>

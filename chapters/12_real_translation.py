@@ -255,8 +255,8 @@ print(f"English only: {len(set(used['en']) - both)}, German only: {len(set(used[
 print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + used["de"][t]))[:16])
 
 # %% [markdown]
-# On part of the training pairs, they use fewer tokens than the vocabulary holds. A missing token
-# is rare, or a step that a later merge swallows wherever it occurs.
+# On the training pairs above, the two languages together use fewer tokens than the vocabulary
+# holds. An unused token is rare, or a step that a later merge swallows wherever it occurs.
 #
 # ### What the vocabulary size trades
 #

@@ -435,8 +435,8 @@ for batch in (1, 32):
 # a third of the bytes of 32 heads, had those fitted.
 #
 # A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
-# and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: the weights
-# are read once for all 16.
+# and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
+# operations, with their fixed costs (chapter 16), serve all 16 texts.
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:

@@ -110,8 +110,8 @@ setup_chapter("15")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # The map below is chapter 06's encoder-decoder, and Marian's translators have exactly its boxes.
-# Its grey labels (example tokens, loss) are the numbers translator's; for Marian, read `<pad>`
-# for `<bos>` (section 3). GPT-2 and Llama keep only a decoder (chapter 13's map). Each difference
+# Its grey example tokens come from chapter 08's number words; for Marian, read `<pad>` for
+# `<bos>` (section 3). GPT-2 and Llama keep only a decoder (chapter 13's map). Each difference
 # between the models becomes a setting of `TransformerConfig` (chapter 06) or `DecoderOnlyConfig`
 # (chapter 13); section 3 names them. The [notation page](../book/notation.md) lists the letters.
 #
@@ -521,7 +521,7 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 # the KV cache, the position of each new token, the rule that stops a text. So we also compare
 # greedy decoding, with our `greedy_decode` (Marian) and `generate` (GPT-2, SmolLM2), against
 # `transformers`' `generate(do_sample=False, num_beams=1)`. Both sides must forbid the same tokens
-# and stop the same way; the details are folded below.
+# and stop the same way; the details, and the code, are folded below.
 #
 # <details><summary>Forbidden tokens and the last step</summary>
 #
@@ -535,7 +535,7 @@ expect_at_least("two norms exchanged: largest |difference| relative to the large
 #
 # </details>
 
-# %%
+# %% tags=["hide-input"]
 steps = 8
 with torch.no_grad():
     ours_marian = greedy_decode(opus, src, max_len=steps)  # (B, ≤ steps): 8 new tokens are enough to compare
@@ -591,8 +591,8 @@ for name, same in same_lm.items():
 #   `DecoderOnlyConfig`.
 # - A conversion is mostly renaming (`marian_layer_names`), plus two reorderings. The rows of W^Q
 #   and W^K for rotary pairs (per head, row i → 2i and row i + d/2 → 2i + 1) pass a strict load
-#   however they are ordered. GPT-2's square `Conv1D` weights (such as `c_proj`) also pass it
-#   untransposed, and must be transposed.
+#   however they are ordered. Every GPT-2 `Conv1D` weight must be transposed; the square ones (such
+#   as `c_proj`) would pass a strict load untransposed.
 # - Equal logits within rounding, and identical tokens where the tokens vary, check the conversion
 #   on models whose every tensor is random. The real checkpoints need a network: chapter 16 runs
 #   them in an aside, at home.

@@ -258,35 +258,6 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
 # A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. Chapter 12's BPE
 # merges characters instead, and marks a word's start with "▁" as SentencePiece does: section 5
 # writes it in the form llama.cpp reads for such models.
-#
-# > **Aside — at home, with a network: published checkpoints.** A published checkpoint brings its
-# > own tokenizer. The folded cell downloads OPUS-MT's English → German
-# > translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter 15's
-# > converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one line.
-# > `load_hub` loads every checkpoint in float32, whatever its `config.json` declares (float16 for
-# > Llama 2's `-hf` releases, bfloat16 for many recent models).
-
-# %% tags=["hide-cell", "nbval-ignore-output"]
-sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
-try:  # downloads each checkpoint once, then reads it from the local cache
-    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
-    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
-except HubError as error:
-    print(f"skipped here: {error}")
-else:
-    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
-    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
-    with torch.no_grad():
-        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
-    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
-                               strict=True):
-        print(f"{english}\n  → {german}")
-    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
-    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
-    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
-                              pad_token_id=smol_lm.config.pad_id)
-    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
-    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
 
 # %% [markdown]
 # ## 2. Fewer operations per step: an inference engine
@@ -362,7 +333,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # machine, beside CTranslate2 and llama.cpp.
 
 # %% [markdown]
-# ## 3. What sets the speed: bytes per token
+# ## 3. A floor on the time: bytes per token
 #
 # Section 2 cut the operations. The bytes an engine can cut only by storing each number in fewer
 # of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4 bytes a parameter; while
@@ -519,12 +490,11 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # %% [markdown]
 # ## 4. What int8 changes: the tokens
 #
-# int8 reads the fewest bytes, but an engine may use it only if the tokens survive. Do they? That
+# int8 reads the fewest bytes; an engine may use it only if the tokens survive. That
 # depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
-# `nn.Linear`) calls fbgemm, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
+# `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
 # weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
-# made float again. We compare both with float32 on our 4-layer SmolLM2, decoding with section 2's
-# engine.
+# made float again. Both are compared with float32 on our 4-layer SmolLM2.
 
 # %% tags=["nbval-ignore-output"]
 def int8_weights_only(model: nn.Module) -> nn.Module:
@@ -796,7 +766,38 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 #
 # That is where the course set out to arrive: models trained by the course's code, from the parts you
 # built, run in the engines people use and write your code's tokens there.
-#
+
+# %% [markdown]
+# > **Aside — at home, with a network: published checkpoints.** The course's models also run
+# > published checkpoints, each with its tokenizer. The folded cell downloads OPUS-MT's English
+# > → German translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter
+# > 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one
+# > line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
+# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
+try:  # downloads each checkpoint once, then reads it from the local cache
+    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
+except HubError as error:
+    print(f"skipped here: {error}")
+else:
+    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
+    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
+    with torch.no_grad():
+        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
+    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
+                               strict=True):
+        print(f"{english}\n  → {german}")
+    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
+    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
+    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
+                              pad_token_id=smol_lm.config.pad_id)
+    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
+    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
+
+# %% [markdown]
 # ## Summary
 #
 # - A model travels with its tokenizer, which turns text into the ids it was trained on: Marian's
