@@ -533,8 +533,8 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 
 # %% [markdown]
 # The single head returns 5.0, the average of 4 and 6. That is also what head 1 returns by looking
-# at position 5 itself: the two neighbours are lost in the blend. Heads 0 and 2 return 4.0 and 6.0
-# in separate features of the concatenation, and $W^O$ receives both.
+# at position 5 itself: the blend mixes the two neighbours' values into one. Heads 0 and 2 return
+# 4.0 and 6.0 in separate features of the concatenation, and $W^O$ receives both.
 #
 # Keep these four patterns in mind: trained models have been found to learn rules like these by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
