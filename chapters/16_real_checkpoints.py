@@ -154,8 +154,8 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # languages (opus-mt-en-ROMANCE, for one) reads a language token, `>>fr<<`, as the source's first.
 #
 # Below, two unigram models trained on chapter 12's sentences stand for the two files, with a
-# vocabulary built like OPUS-MT's. We do each step by hand, then check that `transformers`'
-# `MarianTokenizer`, given the three files, gives the same ids. The rest of the chapter needs
+# vocabulary built like OPUS-MT's. Each step is done by hand (the code is folded), and
+# `transformers`' `MarianTokenizer` must give the same ids. The rest of the chapter needs
 # `pip install "transformer-course[hub]"`.
 
 # %% tags=["hide-input"]
@@ -167,7 +167,7 @@ with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns w
 
 transformers.logging.set_verbosity_error()  # no notices about the library's own defaults
 
-# %% tags=["nbval-ignore-output"]
+# %% tags=["nbval-ignore-output", "hide-input"]
 pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 12's sentences, made on the spot
 folder = Path(tempfile.mkdtemp())
 for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de for _, de in pairs_en_de])):
