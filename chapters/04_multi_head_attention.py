@@ -519,17 +519,17 @@ one_head = (maps[0, 0] + maps[0, 2]) / 2 @ index_values  # (T, 1): half the weig
 two_heads = torch.cat([maps[0, 0] @ index_values, maps[0, 2] @ index_values], dim=-1)  # (T, 2): heads 0 and 2
 print("position 5, one head with both neighbours:", [round(x, 1) for x in one_head[5].tolist()])
 print("position 5, head 0 and head 2 side by side:", [round(x, 1) for x in two_heads[5].tolist()])
-print("position 5, head 1 (itself):", [round(x, 1) for x in (maps[0, 1] @ index_values)[5].tolist()])
+itself = maps[0, 1] @ index_values  # (T, 1): head 1, each position reading itself
+print("position 5, head 1 (itself):", [round(x, 1) for x in itself[5].tolist()])
 
 # %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect_at_most
 
-itself = (maps[0, 1] @ index_values)[:, 0]  # (T,): what head 1 returns
 inner = slice(1, T - 1)  # positions with both neighbours
 expect_at_most("one head with both neighbours returns what head 1 returns, at every inner position (largest gap)",
-               (one_head[inner, 0] - itself[inner]).abs().max().item(), 0.05)
+               (one_head[inner] - itself[inner]).abs().max().item(), 0.05)
 expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (largest gap)",
-               (two_heads[inner] - torch.stack([itself[inner] - 1, itself[inner] + 1], dim=-1)).abs().max().item(), 0.05)
+               (two_heads[inner] - torch.cat([itself[inner] - 1, itself[inner] + 1], dim=-1)).abs().max().item(), 0.05)
 
 # %% [markdown]
 # The single head returns 5.0, the average of 4 and 6. That is also what head 1 returns by looking

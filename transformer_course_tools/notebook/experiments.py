@@ -40,7 +40,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
-from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -206,15 +205,18 @@ class ExperimentResult:
         return f"{metric}, lowest to highest run: {ranges}. The ranges overlap: no difference beyond the seeds' spread."
 
 
+def _digits(metric: str) -> int:
+    return 2 if metric == "perplexity" or "loss" in metric else 1
+
+
 def _low_high(result: VariantResult, metric: str) -> str:
     low, high = result.spread(metric)
-    digits = 2 if metric == "perplexity" or "loss" in metric else 1
-    return f"{low:.{digits}f}–{high:.{digits}f}"
+    return f"{low:.{_digits(metric)}f}–{high:.{_digits(metric)}f}"
 
 
 def _mean_spread(result: VariantResult, metric: str) -> str:
     low, high = result.spread(metric)
-    digits = 2 if metric == "perplexity" or "loss" in metric else 1
+    digits = _digits(metric)
     return f"{result.mean(metric):.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
@@ -227,13 +229,16 @@ def reverse_task(setting: Setting) -> Task:
     ``n_test`` strings of every length from ``min_len`` to the longest test length. Held out: no
     validation or test string is a training string, and no test string a validation one."""
     vocab = Vocab(chr(ord("a") + i) for i in range(10))
-    draw = partial(copy_pairs, reverse=True)
-    train = draw(setting.n_train, setting.min_len, setting.max_len, seed=setting.seed)
-    valid = draw(setting.n_test, setting.min_len, setting.max_len, seed=setting.seed + 1, unseen_in=train)
+    lengths = setting.min_len, setting.max_len
+    train = copy_pairs(setting.n_train, *lengths, reverse=True, seed=setting.seed)
+    valid = copy_pairs(setting.n_test, *lengths, reverse=True, seed=setting.seed + 1, unseen_in=train)
+    seen = train + valid  # no test string is one of these
     test = [
         pair
         for length in range(setting.min_len, max(setting.test_lengths, default=0) + 1)
-        for pair in draw(setting.n_test, length, length, seed=setting.seed + 2 + length, unseen_in=train + valid)
+        for pair in copy_pairs(
+            setting.n_test, length, length, reverse=True, seed=setting.seed + 2 + length, unseen_in=seen
+        )
     ]
     return Task("reverse", vocab, vocab, train, valid, test)
 
