@@ -18,10 +18,11 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/02_positional_encoding.ipynb)
 #
-# "The dog bit the man" and "the man bit the dog" contain the same tokens. A recurrent network
-# tells them apart because it reads one token after the other. Attention compares all tokens with
-# all tokens at once, and by itself it has no idea which came first. The Transformer fixes this: it
-# adds to every token embedding a vector that depends only on the token's position.
+# "The dog bit the man" and "the man bit the dog" contain the same tokens. A recurrent network,
+# which reads the tokens one at a time, tells them apart by the order it reads them in. Attention
+# compares all tokens with all tokens at once, and by itself it has no idea which came first. The
+# Transformer fixes this: it adds to every token embedding a vector that depends only on the
+# token's position.
 #
 # **Learning goals**
 #
@@ -111,8 +112,8 @@ architecture_map("positional")
 # between the vectors. Nothing in that computation refers to a token's place. Now shuffle the tokens
 # and do it again. The outputs come out shuffled in the same way and are otherwise *identical*: every token gets the same result
 # wherever it stands. In the paper's words, the model has "no recurrence and no convolution" (§3.5),
-# so order has to be put into the input. The cell then adds one vector per position (the table of
-# section 2) and shuffles again:
+# so order has to be put into the input. The cell then adds one vector per position and shuffles
+# again. Any five different vectors will do here; section 2 builds the paper's.
 
 # %%
 x = torch.randn(1, 5, 8)  # (B, S, D): five token vectors
@@ -122,7 +123,7 @@ out_shuffled = F.scaled_dot_product_attention(x[:, shuffle], x[:, shuffle], x[:,
 print("without positions: attention(shuffled x) == shuffled attention(x)?",
       torch.allclose(out_shuffled, out[:, shuffle], atol=1e-6))
 
-pe = sinusoidal_positional_encoding(5, 8)  # (S, D): one vector per position
+pe = torch.randn(5, 8)  # (S, D): one vector per position, random for now
 with_pos = x + pe
 with_pos_shuffled = x[:, shuffle] + pe  # same tokens, new places, same position vectors
 out = F.scaled_dot_product_attention(with_pos, with_pos, with_pos)
@@ -312,7 +313,7 @@ print(f"distances 11 to 63: between {beyond_10.min().item():.1f} and {beyond_10.
 # right, the dot product of position 64 with its neighbours is drawn against the distance, from −64
 # to 63. The dots peak at distance 0, fall steeply over the first few positions on each side, then
 # slowly to distance ten.
-# Further out they no longer fall steadily: they rise and sink in waves between about 13 and 21.
+# Further out they sink only on average: they rise and fall in waves between about 13 and 21.
 # Every dot lies exactly on the black curve of the formula Σ cos(ω_i · distance).
 #
 # </details>
@@ -335,27 +336,14 @@ plt.show()
 
 # %% [markdown]
 # The similarity is largest at distance 0, where it equals $d_{model}/2 = 32$. It falls steeply over
-# the first few positions, then slowly, to about 21 at distance ten. Beyond that it does not keep
-# falling: it goes up and down in waves between about 13 and 21, and distance 57 scores about as
-# high as distance 16. So the raw
+# the first few positions, then slowly, to about 21 at distance ten. Further out it sinks only on
+# average: waves ride on top, between about 13 and 21, and distance 57 scores about as high as
+# distance 16. So the raw
 # encodings tell a neighbour from a distant position, but they do not rank distant positions by
 # how far they are.
 #
-# These are properties of the raw encodings. Attention (chapters 03 and 04) compares them only
-# after learned matrices. The score of positions $p$ and $q$ is then in general no longer a function
-# of $p - q$ alone; chapter 13 returns to this.
-#
-# <details><summary>For after chapter 04: why learned matrices can blur distances</summary>
-#
-# The part of an attention score that comes from
-# positions $p$ and $q$ has the form $PE_p^\top W PE_q$, for some learned matrix $W$. With
-# section 3's rotations, $PE_p = M_p PE_0$, and $M_p^\top = M_{-p}$ (a rotation turned back), this
-# is $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation, then
-# $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. A learned $W$
-# need not commute with them. So a model *can* learn to read distances from the sinusoids, but
-# nothing forces it to.
-#
-# </details>
+# These are properties of the raw encodings. Attention does not compare them directly: chapter 04
+# shows how a head can read distances from them, and why it need not. Chapter 13 returns to this.
 #
 # ## 5. Adding the table to a batch
 #
@@ -446,8 +434,7 @@ except ValueError as error:
     print("80 tokens:", error)
 
 sinusoidal = sinusoidal_positional_encoding(1000, 16)  # any length: it is a formula
-# A looser tolerance than section 3 (1e-3, not 1e-5): at angles near 1000 radians,
-# float32 cannot store the angle itself to within 1e-5.
+# 1e-3, not section 3's 1e-5: float32 rounds an angle near 1000 radians by about 1e-4
 error = (sinusoidal[:-500] @ relative_position_map(500, 16).T - sinusoidal[500:]).abs().max().item()
 print(f"sinusoids at positions 500–999 follow the same rotation rule: {error < 1e-3}")
 

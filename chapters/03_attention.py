@@ -82,9 +82,10 @@ setup_chapter("03")  # the short stop at an unwritten exercise; printing and plo
 # ## Where we are
 #
 # Scaled dot-product attention is the computation inside each of the three attention blocks of the
-# model. Two are *self-attention*: a sequence attends to itself. Chapter 04 wraps it into multi-head
-# attention: H heads, each with its own learned projections. The shapes of the attention weights are written in the blocks: (B, H, S, S) in the encoder, (B, H, T, T) and (B, H, T, S) in the decoder.
-# The [notation page](../book/notation.md) lists the letters.
+# model. Two are *self-attention*: a sequence attends to itself. The third, *cross-attention*, lets
+# the decoder read the encoder's output (chapter 06). Chapter 04 wraps attention into multi-head
+# attention: H heads, each with its own learned projections. The map gives the shape of each
+# block's weights; the [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #

@@ -542,6 +542,19 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 # the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).
 # Chapter 10 shows that the trained translator has heads that jump across the sentence to the
 # English word a German piece needs.
+#
+# <details><summary>Why a trained head need not read distances</summary>
+#
+# The part of a head's score that comes from positions $p$ and $q$ is
+# $PE_p^\top W PE_q$, with $W = (W^Q)^\top W^K$, the two projections of the head. With chapter 02's
+# rotations, $PE_p = M_p PE_0$ and $M_p^\top = M_{-p}$ (a rotation turned back). So the score is
+# $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation $M_k$, then
+# $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. The heads
+# built above are such a case: their $W$ is a rotation, and rotations of the same pairs commute. A
+# learned $W$ need not commute with them, and its score is then in general no longer a function of
+# $p - q$ alone. So a trained head *can* read distances from the sinusoids, but nothing forces it to.
+#
+# </details>
 
 # %% [markdown]
 # ## Summary

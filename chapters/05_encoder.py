@@ -432,7 +432,10 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   the bottom. On its way down, it crosses each layer in two ways: unchanged along the shortcut,
 #   and back through the layer's branch. The two add up, so the gradient reaching a low layer
 #   carries a share from every layer above it. Shleifer et al. (2021, NormFormer) report the same
-#   mismatch, larger gradients in the early layers, in pre-LN language models during training. The
+#   mismatch, larger gradients in the early layers, in pre-LN language models during training.
+#   Xiong et al. found the opposite at initialisation, nearly equal gradients in every pre-LN layer,
+#   with other sizes and another measure (one weight matrix per layer). So take this profile as
+#   that of this small stack, not a law. The
 #   flip side follows from the right-hand panel: the upper layers add their updates to a stream that
 #   has grown, so each of them moves it comparatively little.
 #

@@ -213,7 +213,9 @@ print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(l
 # use **length bucketing**: shuffle the data, cut it into pools of 50 batches, sort each pool by
 # length and cut the batches from it (the paper batches "by approximate sequence length", §5.1).
 # Below, a pair's length counts source and target.
-# The batches are shuffled again, so training still sees a mix.
+# The batches are shuffled again, so training still sees a mix. The paper's batches hold about
+# 25,000 source and 25,000 target tokens each; ours hold a fixed number of sentences. Chapter 12
+# counts batches in tokens.
 
 # %%
 from transformer_course.batching import batch_indices, encode_pairs, make_batch, pad_sequences, teacher_forcing
@@ -719,7 +721,8 @@ from pathlib import Path
 
 from transformer_course.checkpoint import load_checkpoint, save_checkpoint
 
-folder = Path(tempfile.mkdtemp())
+scratch = tempfile.TemporaryDirectory()  # a folder of its own, deleted in the next cell
+folder = Path(scratch.name)
 path = save_checkpoint(folder / "numbers.pt", model, task.src_vocab, task.tgt_vocab, optimizer, scheduler,
                        step=history.steps[-1], extra={"task": task.name, "test": test_scores})
 restored = load_checkpoint(path)
@@ -735,6 +738,7 @@ try:
     load_checkpoint(folder / "broken.pt")
 except ValueError as error:
     print("ValueError:", str(error)[:110], "…")
+scratch.cleanup()  # the checkpoint and its broken copy
 
 # %% [markdown]
 # The same from a terminal, with a time limit instead of a step count:

@@ -662,10 +662,10 @@ for kind, count in kinds.most_common():
 
 # %% [markdown]
 # A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
-# a verb in the wrong place: if your run prints no "word order" line, no sentence is wrong by order
-# alone. The examples show the errors instead: a dative plural without its *-n* (*den Kellnern*),
-# *haben* where a verb of motion takes *sein*, an infinitive dropped before a modal. The sorting is rough: a
-# sentence with several faults lands in the first box that fits.
+# a verb in the wrong place. The sorting is rough: a sentence with several faults lands in the
+# first box that fits. Any longer sentence counts as "words added", so a scrambled one that repeats
+# a phrase and drops another lands there. Read your run's examples: does each box name the main
+# fault?
 
 # %% [markdown]
 # ## Going further
@@ -767,14 +767,15 @@ from pathlib import Path
 
 from transformer_course.datasets.corpora import Corpus, CorpusError, describe, load_text_corpus, write_text_corpus
 
-folder = Path(tempfile.mkdtemp()) / "my_corpus"
-write_text_corpus(Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50]), folder)
-print(describe(load_text_corpus(folder)))
-(folder / "test.de").write_text("Nur eine Zeile.\n", encoding="utf-8")  # now test.en and test.de disagree
-try:
-    load_text_corpus(folder)
-except CorpusError as error:
-    print("CorpusError:", error)
+with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the block
+    folder = Path(scratch) / "my_corpus"
+    write_text_corpus(Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50]), folder)
+    print(describe(load_text_corpus(folder)))
+    (folder / "test.de").write_text("Nur eine Zeile.\n", encoding="utf-8")  # now test.en and test.de disagree
+    try:
+        load_text_corpus(folder)
+    except CorpusError as error:
+        print("CorpusError:", error)
 
 # %% [markdown]
 # ## Summary

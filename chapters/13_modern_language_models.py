@@ -222,8 +222,8 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 #
 # Next, the positions. Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot
 # product of two rows of that table depends only on the distance $n - m$, and the paper hoped this
-# would let the model attend by relative position. Chapter 02's caveat was that attention does not
-# take that dot product. It compares $(x + PE_m) W^Q$ with $(y + PE_n) W^K$, and once $W^Q$ and
+# would let the model attend by relative position. Chapters 02 and 04 added a caveat: attention does
+# not take that dot product. It compares $(x + PE_m) W^Q$ with $(y + PE_n) W^K$, and once $W^Q$ and
 # $W^K$ mix the features, the score is no longer a function of $n - m$ alone.
 #
 # Rotary embeddings (Su et al. 2021) put the position where the score is made. After the
@@ -307,13 +307,17 @@ print(
 print("the cache holds each key rotated at its own position:", torch.allclose(cache.keys, own_positions, atol=1e-6))
 
 # %% [markdown]
-# **Other layouts, longer texts.** Hugging Face's Llama pairs feature $i$ with feature $i + d_k/2$:
+# <details><summary>Other layouts, longer texts</summary>
+#
+# Hugging Face's Llama pairs feature $i$ with feature $i + d_k/2$:
 # the same rotations in another order (chapter 15 converts one into the other). For longer texts,
 # Llama 3.1, pretrained on texts of 8,192 tokens, sorts the pairs by wavelength (the distance over
 # which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
 # 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
 # distances apart, stay as trained; position interpolation (Chen et al. 2023) slowed them all.
 # Chapter 14, section 2, compares rotary and added positions, on texts longer than any in training too.
+#
+# </details>
 
 # %% [markdown]
 # ## 4. Grouped-query attention and the KV cache

@@ -367,9 +367,9 @@ print(*ours, sep="\n")
 
 # %% [markdown]
 # On a CPU, our run writes pieces of the plays, seldom a sentence. Compare losses, not samples.
-# Chapter 13's model ended well below the token frequencies (its check: by at least half a nat per
-# token); ours ends less than half a nat below them. It ran a third of chapter 13's steps, of twice the batch, and reached its peak
-# learning rate only at the last. (Both read the same tokens: the two tokenizers, learned alike, are equal.)
+# Chapter 13's model ended more than half a nat per token below the token frequencies (its check);
+# ours ends less than half a nat below them. Ours ran a third of its steps, of twice the batch, and
+# reached its peak learning rate only at the last. (Both read the same tokens.)
 #
 # The shipped model is the whole run, with the lowest loss of the three references. It differs
 # from chapter 13's in more than the recipe: twice the blocks and the batch, more than three times
@@ -492,7 +492,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # ## 2. Which of the changes pay at our scale?
 #
 # The shipped model changed many things at once, so its lower loss credits none of them alone.
-# Each change has an argument, but an argument is not a measurement. We train small models (D = 64,
+# Each change has an argument; an argument is not a measurement. We train small models (D = 64,
 # 2 blocks, 300 steps): today's block, and four variants that each undo one change.
 #
 # - LayerNorm instead of RMSNorm;
@@ -501,9 +501,9 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #   the biases;
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
-# For a CPU, these runs read simpler text: chapter 12's
-# German sentences, one a text, with a vocabulary of whole words. The plays might rank the changes
-# otherwise. All runs use pre-LN and AdamW. Each is measured on held-out sentences (the validation
+# Grouped key/value heads are left out: they save cache memory, which no loss shows. For a CPU,
+# these runs read chapter 12's German sentences, one a text, whole words as tokens.
+# The plays might rank the changes otherwise. All runs use pre-LN and AdamW. Each is measured on held-out sentences (the validation
 # loss), and, as in chapter 11, past the training length: on four held-out sentences in a row,
 # scored past the longest training text. A sentence's first word is not scored there: nothing in
 # the sentence before predicts it.

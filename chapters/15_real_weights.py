@@ -367,24 +367,26 @@ for label, *values in rows:
 # features as the partners of the first half, by the same angles $p\,\omega_i$.
 # These are chapter 13's frequencies, $\omega_i = b^{-2i/d}$, with $d$ a head's features ($d_k$
 # there) and $b$ the base, `rope_theta`: SmolLM2 uses 100,000, chapter 13 used 10,000. We call that
-# layout "halves" too: as in Marian's sinusoid table, partners sit half a vector apart. Two roads lead
-# to weights in it:
-#
-# - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
-#   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
-#   `rotate_half` gives the scores Meta's code gave.
-# - Other models were trained in the halves layout from the start: GPT-NeoX, and SmolLM2, whose
-#   configuration records `rope_interleaved: false`.
-#
-# Either way, the Llama checkpoints on the Hub expect halves.
+# layout "halves" too: as in Marian's sinusoid table, partners sit half a vector apart.
 #
 # We do not change our rotation; we move the features instead. Each row of W^Q makes one feature of
 # the queries. So reordering the rows of W^Q, and of W^K the same way, reorders the features. In each
 # head, row i goes to row 2i, and row i + d/2 to row 2i + 1 (`rope_halves_to_interleaved`, exercise
-# ex15_1). For Meta's weights, this is the conversion script's permutation run backwards. A score is
-# a sum over the features, q·k, and is blind to their order as long as q and k are reordered alike.
+# ex15_1). A score is a sum over the features, q·k, and is blind to their order as long as q and k
+# are reordered alike.
 # Now our pair i holds exactly the two features the halves layout's pair i held, and turns by the
 # same angle. W^V and W^O stay as they are; a bias of W^Q or W^K would move with its rows.
+#
+# Two roads lead to checkpoints in the halves layout:
+#
+# - Meta trained Llama with neighbouring pairs. Hugging Face's conversion script then permuted the
+#   rows of its W^Q and W^K, in each head row 2i to row i and row 2i + 1 to row i + d/2. So
+#   `rotate_half` gives the scores Meta's code gave. For Meta's weights, our reordering is the
+#   conversion script's permutation run backwards.
+# - Other models were trained in the halves layout from the start: GPT-NeoX, and SmolLM2, whose
+#   configuration records `rope_interleaved: false`.
+#
+# Either way, the Llama checkpoints on the Hub expect halves.
 #
 # <details><summary>The figure in words</summary>
 #

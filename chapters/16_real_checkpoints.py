@@ -169,7 +169,9 @@ transformers.logging.set_verbosity_error()  # no notices about the library's own
 
 # %% tags=["nbval-ignore-output", "hide-input"]
 pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 12's sentences, made on the spot
-folder = Path(tempfile.mkdtemp())
+scratch = tempfile.TemporaryDirectory()  # this folder and section 5's exports, deleted after section 5
+folder = Path(scratch.name) / "tokenizers"
+folder.mkdir()
 for side, texts in (("source", [en for en, _ in pairs_en_de]), ("target", [de for _, de in pairs_en_de])):
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(texts), model_prefix=str(folder / side), vocab_size=400, model_type="unigram",
@@ -336,13 +338,13 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # ## 3. A floor on the time: bytes per token
 #
 # Section 2 cut the operations. The bytes an engine can cut only by storing each number in fewer
-# of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4 bytes a parameter; while
-# converting, both copies are in memory. The cell below builds our three models in their published
-# shapes on PyTorch's meta device (chapter 07).
+# of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
+# bytes a parameter; while converting, both copies are in memory. The cell below builds our three
+# models in their published shapes on PyTorch's meta device (chapter 07).
 
 # %%
-# the published shapes (each checkpoint's config.json, kept in the course), made
-# into our configurations by the first half of chapter 15's converters (config_from_marian, …)
+# the published shapes (each checkpoint's config.json, kept in the course), read into our
+# configurations as chapter 15's converters read a checkpoint's settings
 opus_config = course_config("Helsinki-NLP/opus-mt-en-de")  # a TransformerConfig
 gpt2_config = course_config("openai-community/gpt2")  # GPT-2 small, a DecoderOnlyConfig
 smol_config = course_config("HuggingFaceTB/SmolLM2-135M")  # chapter 13's block, grouped key/value heads
@@ -610,7 +612,8 @@ if missing:
     raise MissingPackages(f"section 5's exports need {' and '.join(missing)}: pip install 'transformer-course[export]'")
 from transformer_course_tools.cli import main as course_command
 
-exports = Path(tempfile.mkdtemp())  # the exported files, in a folder of their own
+exports = Path(scratch.name) / "exports"  # the exported files, in a folder of their own
+exports.mkdir()
 here = Path.cwd()
 os.chdir(exports)  # the command writes where it runs, as in a terminal
 try:
@@ -757,6 +760,9 @@ made = {"translator": sum(greedy_decode(translator, s).shape[1] for s in sources
 # %% tags=["measured", "nbval-ignore-output"]
 speeds = tokens_per_second(runs, made)  # one thread, the engines taking turns, the median of 5 rounds
 display(Markdown(speed_table(speeds, reference=OURS)))
+
+# %% tags=["hide-cell"]
+scratch.cleanup()  # section 1's tokenizer files and section 5's exports: every engine has loaded its model
 
 # %% [markdown]
 # These two models are small, about a million weights each (a few megabytes: they may fit in the

@@ -244,8 +244,12 @@ check("ex08_3")
 # 4. clip the gradient norm to `max_grad_norm` (`torch.nn.utils.clip_grad_norm_`), unless it is None;
 # 5. step the optimizer, then the scheduler (if there is one).
 #
-# The same step serves mixed precision on a GPU (`precision`, see `MixedPrecision` above the
-# function): run the forward pass under `with precision.autocast(batch.src.device):`, compute the
+# The same step serves *mixed precision* on a GPU. There, matrix products run faster in 16-bit
+# floats: `torch.autocast` runs them so and keeps sums such as the softmax's in float32. float16's
+# range is narrow, so a tiny gradient would round to 0. A *gradient scaler* multiplies the loss
+# before `backward` and divides the gradients back before clipping and the step; bfloat16 has
+# float32's range and needs none (`MixedPrecision`, above the function, holds both choices).
+# Run the forward pass under `with precision.autocast(batch.src.device):`, compute the
 # loss on `logits.float()`, and let `precision.scaler` do its part: `scaler.scale(loss).backward()`,
 # `scaler.unscale_(optimizer)` before clipping, `scaler.step(optimizer)` then `scaler.update()`. The
 # function's first line turns `precision=None` into `MixedPrecision.off()`, for which all of these

@@ -33,7 +33,9 @@ STUDENT_EDITION = is_student_edition(Path(__file__).resolve().parent.parent)
 
 def pytest_configure(config: pytest.Config) -> None:
     # where a student edition made by a test is remembered (restore's record): a folder of this run, not the home's
-    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="transformer-course-state-")
+    state = tempfile.TemporaryDirectory(prefix="transformer-course-state-")  # removed when pytest ends
+    config.add_cleanup(state.cleanup)
+    os.environ["XDG_STATE_HOME"] = state.name
     load_checks()
     for exercise_id, ex in sorted(EXERCISES.items()):
         config.addinivalue_line("markers", f"{exercise_id}: exercise {exercise_id} — {ex.title}")
