@@ -284,8 +284,8 @@ plt.show()
 # %% [markdown]
 # ## 4. Similarity depends only on the distance
 #
-# Attention (chapter 03) scores pairs of tokens by dot products; the end of this section says why
-# it does not compare the raw encodings. Their dot product follows from the same formulas:
+# Attention (chapter 03) scores pairs of tokens by dot products. How alike are two positions'
+# encodings by that measure? Their dot product follows from the same formulas:
 #
 # $$PE_{p} \cdot PE_{q} = \sum_i \big(\sin \omega_i p \,\sin \omega_i q + \cos \omega_i p \,\cos \omega_i q\big)
 #   = \sum_i \cos\big(\omega_i (p - q)\big).$$
@@ -342,8 +342,10 @@ plt.show()
 # encodings tell a neighbour from a distant position, but they do not rank distant positions by
 # how far they are.
 #
-# These are properties of the raw encodings. Attention does not compare them directly: chapter 04
-# shows how a head can read distances from them, and why it need not. Chapter 13 returns to this.
+# These are properties of the raw encodings. Attention does not compare them directly: it first
+# multiplies each vector by matrices it learns (chapter 04), and those can mix the features.
+# Chapter 04 shows how a head can still read distances, and why it need not. Chapter 13 returns to
+# this.
 #
 # ## 5. Adding the table to a batch
 #

@@ -599,8 +599,9 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 # a query, a key and a value, which Table 1 leaves out.) A recurrent layer multiplies a $D \times D$
 # matrix with its state once per position ($n \cdot D^2$). But step $t$ needs the state of step
 # $t-1$. So it takes $n$ steps in a row, and a signal from the first word reaches the last one
-# through all of them. (For convolutions the paper's $O(\log_w n)$ assumes dilated convolutions. A
-# stack of plain ones needs $O(n/w)$ layers to connect the two ends.)
+# through all of them. (For convolutions the paper's $O(\log_w n)$ assumes dilated convolutions,
+# whose filters skip more positions at every layer. A stack of plain ones needs $O(n/w)$ layers to
+# connect the two ends.)
 #
 # So, by Table 1's count, self-attention costs less computation than recurrence when $n < D$. That
 # is the usual case for sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
@@ -630,7 +631,7 @@ plot_path_lengths()
 # So attention does *more* arithmetic at every length than a plain RNN. It does less than an LSTM
 # only while $n < 2D$. What attention saves in any case is the second column. All its scores are
 # computed at once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
-# arithmetic units, a GPU, that decides the speed (§5.2: 12 hours on 8 GPUs for the base model). The price of attention is $n^2$ time and memory.
+# arithmetic units, a GPU, that decides the speed. The price of attention is $n^2$ time and memory.
 
 # %% [markdown]
 # ## Summary

@@ -417,7 +417,8 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 # - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
 #   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
 # - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
-#   *blocked*, the opposite of ours (chapter 03), so we pass it `~mask`.
+#   *blocked*, the opposite of ours (chapter 03), so we pass it each mask flipped: `~is_real`
+#   and `~causal`, which ours combines into one.
 
 # %%
 torch.manual_seed(0)
@@ -539,7 +540,7 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 # Keep these four patterns in mind: trained models have been found to learn rules like these by themselves.
 # Voita et al. (2019) found "positional" heads in a trained translator that attend to the previous
 # or the next token. Clark et al. (2019) found heads in BERT that spread their weight broadly over
-# the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 5).
+# the whole sentence. A model that reverses strings has an *anti*-diagonal (chapter 08, section 6).
 # Chapter 10 shows that the trained translator has heads that jump across the sentence to the
 # English word a German piece needs.
 #
@@ -550,7 +551,8 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 # rotations, $PE_p = M_p PE_0$ and $M_p^\top = M_{-p}$ (a rotation turned back). So the score is
 # $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation $M_k$, then
 # $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. The heads
-# built above are such a case: their $W$ is a rotation, and rotations of the same pairs commute. A
+# built above are such a case: their $W$ is a rotation times 20 on the first eight features and
+# zero elsewhere, and rotations of the same pairs commute. A
 # learned $W$ need not commute with them, and its score is then in general no longer a function of
 # $p - q$ alone. So a trained head *can* read distances from the sinusoids, but nothing forces it to.
 #
@@ -568,6 +570,8 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 #   $4d_\text{model}^2 + 4d_\text{model}$ when $d_k = d_v = d_\text{model}/h$, independent of $h$.
 # - `need_weights=True` returns one map per head, (B, H, T, S); otherwise the fast path runs.
 # - `MultiHeadAttention.from_torch` reproduces `nn.MultiheadAttention`, whose masks we flip.
+# - Heads built by hand read the previous, the same or the next position, or everything: one head
+#   that needs both neighbours blends them, two heads keep them apart. That is why there are heads.
 #
 # Chapter 05 wraps this module into an encoder layer with a feed-forward network, residual
 # connections and layer normalisation.

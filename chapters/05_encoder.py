@@ -31,7 +31,7 @@
 # **Learning goals**
 #
 # - write the position-wise feed-forward network of equation (2) and see why it is "position-wise";
-# - derive layer normalisation by hand, match `nn.LayerNorm` exactly, and recognise the
+# - write layer normalisation by hand, match `nn.LayerNorm` exactly, and recognise the
 #   `std + eps` mistake;
 # - tell the paper's post-LN order from the pre-LN order, and measure how the gradients reach the
 #   layers of a deep stack in each;
@@ -296,7 +296,7 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
 # derivatives, so post-LN's gradients depend on depth. In our 12-layer stack at initialisation
-# they grow mildly towards the top (below).
+# they stay nearly level (below).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -398,7 +398,7 @@ axes[2].set(xlabel="layer", ylabel="RMS", title="Size of the residual stream aft
 for ax in axes:
     ax.legend()
     ax.set_xticks(list(depth))
-fig.suptitle("Post-LN's gradients grow mildly towards the top, pre-LN's are largest at the bottom", y=1.02)
+fig.suptitle("Post-LN's gradients stay nearly level, pre-LN's are largest at the bottom", y=1.02)
 plt.tight_layout()
 plt.show()
 
@@ -418,14 +418,13 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 
 # %% [markdown]
 # - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
-#   parameter gradient *grows mildly towards the top* of the stack, in each of the three
-#   initialisations (the lines under the figure print the ratio of the top layer's to the bottom
-#   layer's, on average; other seeds can give a ratio below 1). So the layers closest to the loss receive
-#   somewhat larger gradients than the first. Xiong et al. (2020, "On Layer Normalization in the
-#   Transformer Architecture") connect this effect to the paper's **warm-up** (§5.3), which raises
-#   the size of the training steps gradually over the first 4000 (chapter 08 builds it). A mild ratio at initialisation
-#   proves nothing about training by itself; [chapter 11](11_testing_the_papers_choices.ipynb) tests
-#   whether post-LN *needs* the warm-up.
+#   parameter gradient is nearly level across the stack. The top layer's is no smaller than the
+#   bottom layer's in each of the three initialisations (the lines under the figure print the ratio,
+#   on average). Xiong et al. (2020, "On Layer Normalization in the Transformer Architecture") show
+#   that post-LN's gradients near the top grow with depth, and connect them to the paper's
+#   **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4000
+#   (chapter 08 builds it). At 12 layers of width 64 the effect is small;
+#   [chapter 11](11_testing_the_papers_choices.ipynb) tests whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it (right panel). The parameter gradient is largest at the *bottom* and shrinks upwards.
 #   The middle panel shows where this comes from: the gradient on the stream itself is largest at
@@ -476,9 +475,9 @@ print(run_check("ex05_2", residual_norm_on_branch).line())
 # Each call also passes the sub-layer's dropout and `norm_first`, left out above. Writing those two
 # lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
 # and values.
-# `mask` is the padding mask of the source, (B, 1, 1, S) as in chapter 04, True where a key may be
-# attended (chapter 03). Chapter 06 builds it as `padding_mask`; here it is one line. `Encoder` applies N layers in
-# turn, plus a final LayerNorm in the pre-LN case. The cell also counts a layer's parameters by hand:
+# `mask` is the padding mask of the source, True where a key may be attended: chapter 03's
+# (B, 1, S) with an axis for the heads, (B, 1, 1, S). Chapter 06 builds it as `padding_mask`; here
+# it is one line. `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case. The cell also counts a layer's parameters by hand:
 # $4(D^2 + D)$ for attention, $2Dd_{ff} + d_{ff} + D$ for the FFN, $2 \cdot 2D$ for the two LayerNorms.
 
 # %%
@@ -540,9 +539,10 @@ for norm_first in (False, True):
     print(f"norm_first={norm_first!s:5}  max |ours − PyTorch|: one layer {layer_diff:.1e}, six layers {stack_diff:.1e}")
 
 # %% [markdown]
-# The assert allows differences up to 1e-5, a margin for float32 rounding. They are often
-# exactly zero here, probably because both sides run the same operations in the same order. So the six-layer encoder built
-# from this chapter's parts computes what PyTorch's computes, in the paper's order and in pre-LN.
+# The assert allows differences up to 1e-5, a margin for float32 rounding. Where both sides run the
+# same operations in the same order, they round alike and the differences are exactly zero. So the
+# six-layer encoder built from this chapter's parts computes what PyTorch's computes, in the paper's
+# order and in pre-LN.
 
 # %% [markdown]
 # ## Summary
@@ -554,7 +554,7 @@ for norm_first in (False, True):
 #   pre-LN never normalises.
 # - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
 # - At initialisation, in our 12-layer stack (width 64, Xavier weights, random targets), post-LN's
-#   gradients grew mildly towards the top layers. Pre-LN's were largest at the bottom: the gradient
+#   gradients stayed nearly level across the layers. Pre-LN's were largest at the bottom: the gradient
 #   on its residual stream gathers a share from every layer on the way down. Its stream grew with
 #   depth.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.

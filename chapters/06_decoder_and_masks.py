@@ -105,8 +105,9 @@ setup_chapter("06")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# This chapter builds the decoder layer, with its masked self-attention and its cross-attention to
-# the encoder's output. Then it assembles the whole model: by the end, every box of the map is in
+# Chapter 05 built the encoder stack and checked it against PyTorch. This chapter builds the other
+# half: the decoder layer, with its masked self-attention and its cross-attention to the encoder's
+# output. Then it assembles the whole model: by the end, every box of the map is in
 # place.
 # The [notation page](../book/notation.md) lists the letters.
 #
@@ -633,13 +634,13 @@ with torch.no_grad():
 # - chapter 05: `_final_norm`, the extra LayerNorm that ends a pre-LN stack (none for post-LN);
 # - chapter 09's fast decoding: `offset`, the `else` branch of `_decode`, the first `if` of
 #   `keys_and_values`, and every `cache` argument (`EncoderLayer`'s is for chapter 13's
-#   decoder-only model);
+#   decoder-only model); in their shape comments, $L$ counts the positions a cache already holds;
 # - chapters 11 and 13, which swap parts: the keyword arguments of `__init__`, `build_part`, the
 #   comment on why the positional part is built last, and `self.connection` (`residual` here);
 # - chapter 13: `self.positioned` (rotary positions), and `n_kv_heads` and `grouped`
 #   (grouped-query attention; here every head keeps its own keys and values);
 # - chapters 11, 14 and 15: `_embedding`, which builds chapter 01's `TokenEmbedding` unless the
-#   √d_model factor is switched off; chapter 15's real checkpoints add `activation`,
+#   √d_model factor is switched off; chapter 15's real weights (Marian, GPT-2, Llama) add `activation`,
 #   `sinusoid_layout` and `bos_id == pad_id` (Marian, its translator, starts its target with
 #   `<pad>`).
 #
@@ -751,5 +752,5 @@ print(check_page(page, build_and_run))
 #   polarity.
 
 # %% [markdown]
-# **Next:** [Chapter 07 — Counting parameters: the paper's Table 3](07_counting_parameters.ipynb): a
-# short one: how many parameters that model has, counted against the paper's Table 3.
+# **Next:** [Chapter 07 — Counting parameters: the paper's Table 3](07_counting_parameters.ipynb):
+# how many parameters that model has, counted against the paper's Table 3.

@@ -21,7 +21,7 @@
 # The paper gives the size of each model it trained: 65 million parameters for the base model, 213
 # million for the big one (Table 3). Counting them yourself tells you where a Transformer's size
 # lives: in the embedding, in attention or in the feed-forward networks, and how each part grows
-# with $V$, $D$, $d_{ff}$ and $N$. This short chapter counts the parameters of the model you built
+# with $V$, $D$, $d_{ff}$ and $N$. This chapter counts the parameters of the model you built
 # in chapter 06, writes the count as a formula and splits the base model into its parts. Then it
 # holds the count against the table, which cannot be matched with one vocabulary.
 #
@@ -143,8 +143,7 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 #
 # The count is linear in $V$. The package's file `counting.py` writes this formula as
 # `transformer_parameters(config)`, built from one attention and one layer (this chapter's
-# exercises; in your student edition the cell stops with one line that names them until you have
-# written them). The cell checks it against the meta-device count. With it we can ask whether the
+# exercises). The cell checks it against the meta-device count. With it we can ask whether the
 # paper counted the same model.
 
 
@@ -211,11 +210,12 @@ print(f"base model in float32: {4 * base_37k / 1e6:.0f} MB of weights, {16 * bas
 # %% [markdown]
 # ## 3. Does Table 3 count our model?
 #
-# Sections 3 to 5 hold our count against the paper's own numbers in Table 3. Section 1's count of
+# Sections 3 and 4 hold our count against the paper's own numbers in Table 3. Section 1's count of
 # the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short. Before looking for the
 # cause, one comparison needs no vocabulary at all. Take the big model and row (C) with
 # $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix whatever
-# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count). Their
+# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count while
+# $H d_k = d_\text{model}$). Their
 # difference is therefore the extra feed-forward weights alone:
 
 # %%
@@ -227,11 +227,10 @@ print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {2
 
 # %% [markdown]
 # The architecture says 50.4M, the table 45M. Rounding to whole millions moves a difference by 1M
-# at most. So the table's rows cannot all count one architecture the same way, and section 5 shows
-# that no single vocabulary fits them all. Still, where could the base model's 1.9M come from? The
-# vocabulary is the only size the paper gives loosely ("about 37000 tokens"). But first, the other
-# candidates.
-#
+# at most. This difference does not depend on $V$, so no one vocabulary can fit both rows: the
+# table's rows do not all count one architecture the same way. Still, where could the base model's
+# 1.9M come from? The vocabulary is the only size the paper gives loosely ("about 37000 tokens").
+# But first, the other candidates.
 #
 # **Does the paper count without biases, or with an untied output projection?** Our count already
 # includes the output bias and the attention biases. Dropping either would take 0.06% of the model
@@ -327,23 +326,15 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 
 # %% [markdown]
 # The ten base-family rows with a printed size imply vocabularies from 40,106 to 41,826 tokens. All
-# ten round to the published numbers for any $V$ from 40,852 to 41,080. The big row alone implies
-# 35,749, and it rounds right only from 35,262 to 36,236: the two ranges do not meet. This answers
-# section 3's question, as far as the table can. The base rows agree with one another only at a
-# vocabulary about a tenth larger than §5.1's "about 37000". A fixed number of parameters that we
-# cannot name would not fit them either: the `gap` column runs from 1.1M to 4.1M short. The big
-# row, 1.3M over, fits neither explanation.
-
-# %% [markdown]
-# ## 5. No vocabulary fits every row
-#
-# Section 3's clash stands: the big row and the $d_\text{model} = 1024$ row disagree by about 5M.
-# The paper does not say why: a different vocabulary for the big run, or a counting slip; we cannot
-# tell. We could fit
-# a $V$ that spreads the error evenly over base and big. But such a $V$ matches the table by
-# construction, so it would prove nothing. We keep the paper's "about 37000", the one vocabulary
-# it states. The figure puts sections 4 and 5 on one page: for each row with a printed size, it draws
-# the vocabularies at which our count rounds to the paper's number.
+# ten round to the published numbers for any $V$ from 40,852 to 41,080, a vocabulary about a tenth
+# larger than §5.1's "about 37000". A fixed number of uncounted parameters would not fit them. A
+# missing token costs $D + 1$ parameters, so its gap grows with $D$, and the `gap` column does: 1.1M
+# short at $d_\text{model} = 256$, 4.1M at 1024. The big row alone implies 35,749 and rounds right
+# only from 35,262 to 36,236. The two ranges do not meet, as section 3's difference predicted. The
+# paper does not say why: a different vocabulary for the big run, or a counting slip. A $V$ fitted
+# to spread the error evenly would match the table by construction and prove nothing. So we keep
+# the paper's "about 37000", the one vocabulary it states. The figure draws, for each row with a
+# printed size, the vocabularies at which our count rounds to the paper's number.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -375,8 +366,7 @@ holding = [name for name in printed if rounds_right[name][0] <= V_PAPER < rounds
 print(f"rows that round right at V = {V_PAPER:,}: {', '.join(holding) or 'none'}")
 
 # %% [markdown]
-# The base-family rows meet in one narrow band of vocabularies. The big row lies apart from them,
-# and §5.1's 37,000 is in no row's range.
+# §5.1's 37,000 lies in no row's range.
 
 # %% [markdown]
 # ## Summary

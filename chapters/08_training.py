@@ -180,7 +180,7 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 # - **Some strata cannot be held out.** Below 100 the German forms are irregular (*null*, *elf*,
 #   *siebzig*): a model that never saw "zero" cannot know it is *null*. The 9 round hundreds and 9
 #   round hundred-thousands are too few to spare. These four strata are in training *and* in the
-#   test split (the column "of them in training" below); section 7 marks them "seen". Their score
+#   test split (the column "of them in training" below); section 8 marks them "seen". Their score
 #   measures memory, not translation.
 # - **Rare strata are repeated in training** (`NUMBER_OVERSAMPLING`; the table's last column).
 
@@ -473,7 +473,7 @@ assert same
 # a stop on a loss that is not finite, evaluation now and then, a time limit, and on a GPU faster
 # 16-bit floats (*mixed precision*, `MixedPrecision`).
 #
-# ### A toy task before the long run
+# ## 6. A toy task before the long run
 #
 # Five steps show that the loop runs, not that it learns. Reversing a string of letters needs
 # attention by position and nothing else: a small correct model learns it in a short run, and a
@@ -485,7 +485,7 @@ assert same
 # most probable next token, until every sentence has said `<eos>` or reached its limit: the
 # source's length + 50 tokens (§6.1). Chapter 09 shows better ways. `translate` answers a list of
 # sentences with it, and `evaluate` scores the answers. The score to watch is **exact match**, the
-# share of answers right in full (section 7 adds two scores that give partial credit).
+# share of answers right in full (section 8 adds two scores that give partial credit).
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.data import load_task
@@ -579,7 +579,7 @@ expect_at_most("the model trained on unshifted targets reverses held-out strings
 # %% [markdown]
 # A low training loss proves nothing: only answers to held-out inputs show that the model works.
 #
-# ## 6. Training the translator
+# ## 7. Training the translator
 #
 # The loop runs and the toy model learns, so now the real task, with section 5's settings, from a
 # fresh start of the same seed. Every 200 steps the model translates 500 validation numbers, and we
@@ -633,7 +633,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
 # smoothed target (the dotted line). The validation score need not rise at every evaluation.
 #
-# ## 7. Evaluation
+# ## 8. Evaluation
 #
 # Now the model answers the whole test split, with §6.1's limit. `score_translations` gives three
 # scores, in percent:
@@ -705,7 +705,7 @@ for n, hyp, ref in mistakes[:6]:
 # rare kinds of number more. The course ships a run that did both. Section 8 loads it and scores it,
 # after showing how a run is kept.
 #
-# ## 8. Checkpoints: keep a run, load a longer one
+# ## 9. Checkpoints: keep a run, load a longer one
 #
 # A longer run needs its state saved as it goes, so that it can be stopped, resumed and shared. A
 # checkpoint holds what it takes to *use* the model (its configuration, weights and both

@@ -239,8 +239,8 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
 # its first guess follows the English order and starts with *zwanzig* (0.45), but after that nothing
 # fits well. Starting with *ein* (0.40) leads to a confident *ein-und-zwanzig*. The table model's
 # class (folded) has `Transformer`'s interface, so the package's decoding functions run on it
-# unchanged (without a cache). The second line below comes from beam search, section 3's subject
-# ($k = 2$, `length_penalty=0.0`); here it is only a candidate, and we check it by hand.
+# unchanged (without a cache). The second line below is a translation typed by hand: the one that
+# starts with the second choice, *ein*.
 # `score_sequences` gives each translation's log-probability: one teacher-forced pass (chapter 08),
 # summed over the translation's tokens.
 
@@ -295,8 +295,8 @@ def toy_text(ids: torch.Tensor) -> str:
 
 # max_len=6: the toy's table knows translations of at most three pieces and <eos>, so 6 is plenty
 greedy_toy = greedy_decode(toy, toy_src, max_len=6, use_cache=False)
-beam_toy = beam_search(toy, toy_src, beam_size=2, max_len=6, length_penalty=0.0, use_cache=False)[0][:, 0]  # the best
-for name, hyp in (("greedy", greedy_toy), ("beam 2", beam_toy)):
+second_choice = torch.tensor([[toy.tokens.index(piece) for piece in ("ein", "und", "zwanzig", "<eos>")]])  # (1, 4)
+for name, hyp in (("greedy", greedy_toy), ("by hand", second_choice)):
     probability = score_sequences(toy, toy_src, hyp).exp().item()
     print(f"{name:7} {toy_text(hyp[0]):28} P = {probability:.3f}")
 
@@ -371,6 +371,7 @@ with torch.no_grad():
         )
         if finished.all():
             break
+beam_toy = beam_search(toy, toy_src, beam_size=2, max_len=6, length_penalty=0.0, use_cache=False)[0][:, 0]  # the best
 assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop agrees with beam_search"
 
 
@@ -421,8 +422,7 @@ for k in range(4):
 # The best hypothesis is the correct translation, and it leads the others by about 4 in score. Among
 # these four, it wins with α = 0 too: here the penalty only reorders the runners-up. The raw column
 # shows the bias described above: ranked by $\log P$ alone, the short and wrong *sieben hundert ein*
-# moves from last place to second. Where such a short hypothesis came first, the penalty could
-# keep it down.
+# moves from last place to second.
 
 # %% [markdown]
 # ## 4. Sampling and temperature
@@ -517,7 +517,8 @@ print("frequency:  ", frequency[shown])
 
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
-# go wrong. The model keeps 7 to 8% of its probability on the other pieces at almost every step.
+# go wrong. At every step of section 1's sentence, the model keeps 7 to 8% of its probability on
+# the other pieces.
 # Label smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 measures
 # what it does to a model's confidence. Over
 # a dozen steps, a draw from that tail is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
@@ -565,7 +566,8 @@ kv_cache_step(t=5, source_length=6)
 
 # %% [markdown]
 # A `DecoderCache` holds one such cache per decoder layer. At each step the attention projects the
-# newest position only, and `update` appends its key and value to those of the earlier positions:
+# newest position only, and `update` appends its key and value to those of the $L$ positions it
+# already holds:
 #
 # ```python
 # self.keys = torch.cat([self.keys, keys], dim=2)  # (B, H, L+T, Dk)
@@ -665,16 +667,25 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
 # > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
 # > Below, the translations even survive, and their average log-probability does not move at the third decimal, though the
-# > logits differ from the full pass's by several units. The source keeps its right positions, and
-# > on this task the pieces written so far, even unordered, probably nearly fix the next one. The bug is
-# > silent: nothing promises that another model or sentence survives it. An equivalence test
+# > logits differ from the full pass's by several units. The source keeps its right positions. The
+# > bug is silent: nothing promises that another model or sentence survives it. An equivalence test
 # > catches it, cached logits against a full pass, as above. So does the check of exercise ex02_2,
 # > which gives `PositionalEncoding.forward` an `offset`.
 
 # %%
+from transformer_course.positional import PositionalEncoding
+
+
+class PositionsFromZero(PositionalEncoding):
+    """The bug: the offset is dropped, so each token of a cached step gets position 0's vector."""
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return super().forward(x)  # offset ignored
+
+
 src = encode_english(texts)  # the sentences whose logits were compared above
-positional_forward = model.positional.forward
-model.positional.forward = lambda x, offset=0: positional_forward(x)  # the bug: the offset is dropped
+correct_positions = model.positional
+model.positional = PositionsFromZero(config.d_model, config.max_len, layout=config.sinusoid_layout)  # the bug
 try:
     buggy = greedy_decode(model, src)
     with torch.no_grad():
@@ -683,7 +694,7 @@ try:
             [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], 1
         )
 finally:
-    del model.positional.forward  # back to the class's method
+    model.positional = correct_positions  # the model's own positional encoding, back in its place
 
 
 def mean_log_prob(logits: torch.Tensor) -> float:

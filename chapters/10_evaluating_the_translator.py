@@ -106,9 +106,9 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 
 # %% [markdown]
 # Two checkpoints ship with the course. One is the translator of chapters 08 and 09. The other is
-# the same run, stopped early after the number of steps printed below. The shipped model makes
-# no mistake on the test split, so the under-trained one shows what each measure finds when there are mistakes. Both translate chapter
-# 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
+# that run itself, stopped early at the step printed below. The shipped model makes no mistake on
+# the test split, so the under-trained one shows what each measure finds when there are mistakes.
+# Both translate chapter 08's test split here, greedily and with beam search ($k = 4$, α = 0.6, §6.1). `pieces` turns the
 # target ids of one translation back into German pieces.
 
 # %%
@@ -237,7 +237,7 @@ for stratum, members in task.info["strata"]["test"].items():
 # followed (999 becomes *…neunundneunzigtausendneun*); so do most of its wrong round thousands and
 # 0–20. Most training numbers have six digits, so their targets mostly follow the first three
 # digits with *tausend*. Only the source says when the number ends; this model has not yet learnt to
-# read it, and greedy decoding cannot take a piece back. From 21 to 99 it mostly **stops early**,
+# read it, and a better search does not help (section 3). From 21 to 99 it mostly **stops early**,
 # after the units word: 21 becomes *ein*. In the full range most of its errors are **wrong pieces**.
 # The shipped model, the same recipe trained longer, fixed all of them.
 
@@ -515,12 +515,9 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")
 
 # %% [markdown]
-# In the encoder, layer 2's second head mostly reads within a word's own part of the number: the
-# thousands ("three hundred and forty-two thousand") or the rest. "forty" and "two" look at
-# "thousand", "five" at "hundred", the last four words at "sixty". The first "and" does not: it
-# reads "sixty", at the far end. The first head does so in part; the third and fourth heads read
-# other words. In the decoder, heads return to the structure written so far: the last *tausend*,
-# the last *hundert*, or simply their own input (the piece just written) or the piece before it.
+# In the encoder, layer 2's second head mostly reads within a word's own part of the number:
+# "forty" and "two" look at "thousand", "five" at "hundred", the last four words at "sixty". In the
+# decoder, heads return to the last *tausend*, the last *hundert*, or the piece just written.
 # These readings come from one sentence. The next figure measures one property of the
 # cross-attention heads over the whole test split: how sharp they are.
 #
@@ -572,9 +569,61 @@ for layer in range(entropy.shape[0]):
 # word other than the one being translated; mostly layer 2's heads read the word that the German
 # piece renders. The entropy cannot tell these apart: it measures sharpness, not which word.
 #
-# The trained model has, in layer 2, heads that follow the English number piece by piece in
-# German's order. To find out whether an error lies with the search or the model, use the scores of
-# section 3, not a map.
+# **An error in the maps.** Section 2's under-trained model writes 15,001 as
+# *fünfzehntausendfünfzehn* and 10,001 as *zehntausendein*. The cell prints which word each head
+# of layer 2 reads most at the last piece:
+
+# %%
+def last_piece_read(translator: torch.nn.Module, text: str) -> tuple[list[str], list[str], torch.Tensor]:
+    """The pieces a model writes for ``text``, the source word each layer-2 head reads most at the
+    last piece, and layer 2's cross-attention (H, T, S)."""
+    words = english_tokens(text)
+    src = pad_sequences([src_vocab.encode(words)], src_vocab.pad_id)  # (1, S)
+    written = greedy_decode(translator, src)  # (1, T)
+    cross = attention_maps(translator, src, written)["cross"][-1, 0]  # (H, T, S): the last layer
+    last = len(pieces(written[0])) - 1  # the row of the last piece (the row after it writes <eos>)
+    return pieces(written[0]), [words[i] for i in cross[:, last, : len(words)].argmax(-1).tolist()], cross
+
+
+read = {}  # (number, model) → what last_piece_read returns
+for number in ("fifteen thousand and one", "ten thousand and one"):
+    for name, translator in (("shipped", model), ("under-trained", weak)):
+        read[number, name] = last_piece_read(translator, number)
+        written, heads_read, _ = read[number, name]
+        print(f"{number:25} {name:14} writes {written[-1]:9} its heads read: {', '.join(heads_read)}")
+
+# %% tags=["hide-cell"]
+expect("15,001: the shipped model's four heads all read 'one' while it writes eins",
+       read["fifteen thousand and one", "shipped"][1] == ["one"] * 4, str(read["fifteen thousand and one", "shipped"][1]))
+misread = read["fifteen thousand and one", "under-trained"][1]
+expect("15,001: the under-trained model's heads disagree where it writes fünfzehn again, one reading 'fifteen'",
+       len(set(misread)) > 1 and "fifteen" in misread, str(misread))
+expect("10,001: the under-trained model's heads all read 'one' while it writes ein",
+       read["ten thousand and one", "under-trained"][1] == ["one"] * 4, str(read["ten thousand and one", "under-trained"][1]))
+
+# %% [markdown]
+# Where the shipped model writes *eins*, all four heads read "one". Where the under-trained model
+# writes *fünfzehn* a second time, its heads disagree, and one of them reads "fifteen" again. For
+# 10,001 its heads all read "one": it found the word and missed its ending, an error no map shows.
+# To find out whether an error lies with the search or the model, use the scores of section 3.
+#
+# <details><summary>The figure in words</summary>
+#
+# Eight heatmaps in two rows: layer 2's four heads of the shipped model on top, those of the
+# under-trained model below, on "fifteen thousand and one". The rows are the German pieces; the
+# third is labelled with both models' pieces, *eins* and *fünfzehn*. In the top row, every head's
+# third row has one dark cell, under "one". In the bottom row the third rows differ: one head reads
+# "one", one "fifteen", and two spread their weight over several words.
+#
+# </details>
+
+# %%
+(right, _, right_maps), (wrong, _, wrong_maps) = (read["fifteen thousand and one", name] for name in ("shipped", "under-trained"))
+rows = [r if r == w else f"{r} | {w}" for r, w in zip([*right, "<eos>"], [*wrong, "<eos>"], strict=True)]
+plot_attention_heads(torch.stack([right_maps, wrong_maps]), rows, english_tokens("fifteen thousand and one"),
+                     "Layer 2 on 15,001: the shipped model's heads agree on 'one'; the under-trained model's split "
+                     "where it writes 'fünfzehn' again", query_axis="German piece", key_axis="English source word",
+                     layer_names=["shipped", "under-trained"], cell=0.42)
 
 # %% [markdown]
 # ## Summary

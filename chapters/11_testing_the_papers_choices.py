@@ -87,7 +87,7 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 #
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
-# below lists each experiment's depth and length; the rest follows chapter 08's toy run, section 5).
+# after the map lists each experiment's depth and length; the rest follows chapter 08's toy run, section 6).
 # Each model trains, then reverses *test strings*: held-out strings, none of them a training string.
 # Strings of 3 letters are so few, $10^3$, that the training strings hold most of them; the test
 # strings of that length come from the rest.
@@ -177,8 +177,8 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")
 
 # %% [markdown]
-# **The finding: token vectors and tied logits that start too large hurt; the factor itself brings
-# no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
+# **The finding: PyTorch's default table times the factor fails in every run; the factor itself
+# brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
 # than 20 points fewer strings than either other table. Without the factor, the table above shows
 # fewer strings reversed on average than with the course's table. But the two ranges overlap: the
 # factor brings no gain beyond the spread of the runs. Three runs cannot tell whether it helps.
@@ -360,7 +360,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # > work. So the line "with residual connections" is not the run "post-LN, warm-up" above. The cell
 # > below lists the settings that differ.
 
-# %%
+# %% tags=["hide-input"]
 warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
 differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.name)) for f in fields(warmup_setting)
           if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}

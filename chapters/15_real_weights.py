@@ -138,7 +138,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # | positions | sinusoids (§3.5): the formula pairs (2i, 2i+1), the authors' code puts sines then cosines | sinusoids, sines then cosines | a learned table | rotary |
 # | feed-forward | ReLU (§3.3) | swish, $x\,\sigma(x)$ | GELU (tanh form) | SwiGLU |
 # | embedding × √D (§3.4) | yes | yes | no | no |
-# | biases | in the feed-forward network only (equation 2) | everywhere, and one on the logits | everywhere | none |
+# | biases of the linear layers | in the feed-forward network only (equation 2) | everywhere, and one on the logits | everywhere | none |
 # | key/value heads | one per query head | one per query head | one per query head | fewer (SmolLM2: 3 for 9) |
 # | output layer | tied (§3.4) | tied | tied | tied (SmolLM2), its own (large Llamas) |
 # | decoder's first token | none named (the authors' code: a vector of zeros) | `<pad>`, a row of zeros | — | — |
@@ -201,6 +201,7 @@ smol_config = hf_config("HuggingFaceTB/SmolLM2-135M", num_hidden_layers=4)  # of
 gpt2_config = hf_config("openai-community/gpt2", n_layer=2)  # GPT-2 small, 2 of its 12 layers
 
 
+# %% tags=["hide-input"]
 def redrawn(model: nn.Module) -> nn.Module:
     """Every tensor drawn again: a matrix from N(0, 1/fan_in), a norm's gain from N(1, 0.2²), a bias
     from N(0, 0.2²), in the order of their names (the same numbers whatever order transformers builds

@@ -298,7 +298,7 @@ assert all(same.values())
 # random model of the translator's shape that never says `<eos>`, `never_stopping`, decodes exactly as many
 # tokens as it is asked for.
 
-# %%
+# %% tags=["hide-input"]
 never_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
 torch.manual_seed(0)
 never_stopping = Transformer(never_config).eval()  # random weights, the translator's shape
