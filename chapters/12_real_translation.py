@@ -33,7 +33,7 @@
 # - batch by a token budget, and measure the padding it saves;
 # - train, average the last checkpoints, and score the written text with sacrebleu;
 # - read the trained model's cross-attention, and sort its errors into kinds;
-# - going further: train on several processes, as DistributedDataParallel does.
+# - going further: see what DistributedDataParallel computes, and weight its ranks by tokens.
 #
 # **In the paper:**
 #
@@ -467,15 +467,8 @@ fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
-# Exact match still rose in the second half of the run (the folded check below). What do more
-# steps buy? Try a longer run from a terminal:
-#
-# ```bash
-# python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt
-# python -m transformer_course evaluate sentences.pt
-# ```
-#
-# The validation score tells you when more steps stop helping.
+# Exact match still rose in the second half of the run (the folded check below). What more steps
+# buy, a longer run from a terminal tells (the commands are under the summary).
 
 # %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect_at_least, expect_at_most, expect_between
@@ -554,7 +547,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # ## 8. What the decoder reads: cross-attention on a test sentence
 #
 # The scores say how well the model translates; the attention shows how. Here is the last decoder
-# layer on a real
+# layer on a test
 # sentence whose verb moves: the first test sentence with a *dass* clause that the
 # model translates exactly. In English the verb of the clause comes right after its subject; in
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
@@ -805,6 +798,8 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 # python -m transformer_course train --task sentences-en-de --resume run-900.pt --steps 950 --out run-950.pt
 # python -m transformer_course train --task sentences-en-de --resume run-950.pt --steps 1000 --out run-1000.pt
 # python -m transformer_course average averaged.pt run-900.pt run-950.pt run-1000.pt   # §6.1 on files
+# python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt  # more steps
+# python -m transformer_course evaluate sentences.pt  # the validation score says when more stop helping
 # ```
 
 

@@ -44,6 +44,7 @@
 # **In the paper:** the 2017 choices that this chapter revisits.
 #
 # - §3.1: the post-LN residual block;
+# - §3.2.2: keys and values for every head;
 # - §3.3: the ReLU feed-forward network;
 # - §3.5: the sinusoidal positions added to the embeddings.
 
@@ -196,9 +197,9 @@ assert leak
 #
 # $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \epsilon}} \odot g.$$
 #
-# No mean and no $\beta$: a little less work, fewer parameters, and in practice about the same
-# training (chapter 14, section 2, compares them). On features with mean zero the two agree (up to
-# $\epsilon$). The cell checks ours against the formula and `torch.nn.RMSNorm`.
+# No mean and no $\beta$: less work, fewer parameters, and in practice about the same
+# training (chapter 14, section 2, compares them). On features with mean zero the two agree. The
+# cell checks ours against the formula and `torch.nn.RMSNorm`.
 
 # %%
 norm = RMSNorm(8, eps=1e-6)
