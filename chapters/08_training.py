@@ -702,7 +702,7 @@ for n, hyp, ref in mistakes[:6]:
 
 # %% [markdown]
 # Chapter 10 sorts such mistakes by kind. The plainest remedy is to train longer, and to repeat the
-# rare kinds of number more. The course ships a run that did both. Section 8 loads it and scores it,
+# rare kinds of number more. The course ships a run that did both. Section 9 loads it and scores it,
 # after showing how a run is kept.
 #
 # ## 9. Checkpoints: keep a run, load a longer one

@@ -115,7 +115,7 @@ architecture_map(["multihead", "decoding"], title="Chapter 10: the translations 
 checkpoint = load_pretrained()  # trained by chapter 08's recipe and shipped with the course
 model, src_vocab, tgt_vocab = checkpoint.model.eval(), checkpoint.src_vocab, checkpoint.tgt_vocab
 config = model.config
-weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the same recipe, stopped early
+weak_checkpoint = load_pretrained("numbers-en-de-undertrained")  # the shipped run itself, stopped early
 weak = weak_checkpoint.model.eval()
 assert weak_checkpoint.src_vocab == src_vocab and weak_checkpoint.tgt_vocab == tgt_vocab  # same task
 task = numbers_task()  # the splits chapter 08 trained on
@@ -237,7 +237,7 @@ for stratum, members in task.info["strata"]["test"].items():
 # followed (999 becomes *…neunundneunzigtausendneun*); so do most of its wrong round thousands and
 # 0–20. Most training numbers have six digits, so their targets mostly follow the first three
 # digits with *tausend*. Only the source says when the number ends; this model has not yet learnt to
-# read it, and a better search does not help (section 3). From 21 to 99 it mostly **stops early**,
+# read it, and beam search rescues few of them (the table above). From 21 to 99 it mostly **stops early**,
 # after the units word: 21 becomes *ein*. In the full range most of its errors are **wrong pieces**.
 # The shipped model, the same recipe trained longer, fixed all of them.
 

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from transformer_course_tools.course import PACKAGE, course_files, find_course_root, room_files, shipped
+
 from .probe.wire import cut
 from .regions import BEGIN, END, function_span, region_targets, solution_regions
 

@@ -23,8 +23,9 @@ import shutil
 import uuid
 from pathlib import Path
 
-from .answers import find_leaks, find_structure_leaks, solution_snippets, solution_structures, statement_shapes
 from transformer_course_tools.course import EXCLUDED, JUNK, PACKAGE, REPOSITORY_URL, course_files, room_files
+
+from .answers import find_leaks, find_structure_leaks, solution_snippets, solution_structures, statement_shapes
 from .hints import HINT_LEVELS, STUDENT_MARK, check_level, edition_hints, is_student_edition
 from .regions import BEGIN, CODE_STUB, END, TEXT_STUB, clear_text, function_span, region_targets, solution_regions
 from .saved import problem

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from transformer_course_tools import course
+
 from .regions import TEXT_STUB, solution_regions
 
 QUESTION_ID = re.compile(r"(ex\d\d)_q([1-9]\d*)")  # ex03_q2: the 2nd written question of exercises/ex03_*.ipynb

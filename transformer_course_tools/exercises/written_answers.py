@@ -22,6 +22,7 @@ import zlib
 from pathlib import Path
 
 from transformer_course_tools.course import package_dir
+
 from .questions import Question, notebook_answers, worked_answers_in
 
 FILE = ".written-answers.json"  # at the root of a student edition

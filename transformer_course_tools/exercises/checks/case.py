@@ -23,6 +23,7 @@ from typing import Any
 from torch import Tensor
 
 from transformer_course_tools.exercises.probe.wire import MalformedResult
+
 from ._tools import CheckFailure
 
 

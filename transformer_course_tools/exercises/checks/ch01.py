@@ -16,6 +16,7 @@ from torch import Tensor
 from transformer_course_tools.course import PACKAGE
 from transformer_course_tools.exercises.probe.calls import call, calls_case, grad_of_sum, leaf, module, new, ref
 from transformer_course_tools.exercises.probe.wire import kind
+
 from ._tools import CheckFailure, Mistakes, expect_close, expect_dtype, expect_shape, name_mistake, same_tensor
 from .case import Case, Outcome
 from .registry import exercise

@@ -13,6 +13,7 @@ import torch
 
 from transformer_course_tools.course import PACKAGE
 from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture
+
 from ._tools import CheckFailure, Mistakes, expect_close, expect_dtype, expect_shape, name_mistake
 from .case import Case, Outcome
 from .registry import exercise

@@ -13,7 +13,20 @@ import torch
 import torch.nn.functional as F
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case
-from ._tools import CheckFailure, Mistakes, expect_close, expect_device, expect_equal, expect_finite, expect_shape, expect_tensor, expect_tuple, matches, name_mistake
+
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_device,
+    expect_equal,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    expect_tuple,
+    matches,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 

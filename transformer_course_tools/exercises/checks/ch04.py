@@ -16,7 +16,18 @@ from torch import Tensor, nn
 
 from transformer_course_tools.course import PACKAGE
 from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture, module, new, ref
-from ._tools import CheckFailure, Mistakes, expect_close, expect_finite, expect_shape, expect_tensor, expect_tuple, matches, name_mistake
+
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    expect_tuple,
+    matches,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -314,7 +325,9 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     and values from self.keys_and_values(key, value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast
     path); merge_heads, then apply w_o.
     """
-    from transformer_course.multihead import MultiHeadAttention  # the course's class: its weights and sizes describe the fixture
+    from transformer_course.multihead import (
+        MultiHeadAttention,  # the course's class: its weights and sizes describe the fixture
+    )
 
     # 1. Against nn.MultiheadAttention with the same weights (its masks: True = blocked).
     sizes = [(3, 11, 9, 32, 4), (2, 13, 13, 24, 6), (4, 6, 10, 16, 1), (2, 1, 1, 8, 8)] if larger else []

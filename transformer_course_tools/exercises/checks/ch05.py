@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture, module, new, ref, tanh_of
+
 from ._tools import CheckFailure, Mistakes, expect_close, expect_shape, matches, name_mistake
 from .case import Case, Outcome
 from .registry import exercise
@@ -43,7 +44,9 @@ def feed_forward_cases(larger: bool = False) -> Iterator[Case]:
     Hint: linear1, then self.activation (ReLU unless the layer was built with another), then self.dropout,
     then linear2 — the same network at every position.
     """
-    from transformer_course.feedforward import PositionwiseFeedForward  # the course's class: its weights describe the fixture
+    from transformer_course.feedforward import (
+        PositionwiseFeedForward,  # the course's class: its weights describe the fixture
+    )
 
     sizes = _FFN_SIZES_LARGER if larger else _FFN_SIZES
     for shape, d_model, d_ff in sizes:

@@ -15,9 +15,28 @@ from torch import Tensor, nn
 
 from transformer_course_tools.course import PACKAGE
 from transformer_course_tools.exercises.probe.calls import call, calls_case, module, new, ref, train
-from ._tools import CheckFailure, Mistakes, expect_close, expect_device, expect_equal, expect_shape, expect_tensor, name_mistake
+
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_device,
+    expect_equal,
+    expect_shape,
+    expect_tensor,
+    name_mistake,
+)
 from .case import Case, Outcome
-from .ch05 import _ORDERS, _alone, _feed_forward, _judge_layer, _layer_mistakes, _randomise_norms, connection_case, unnormed
+from .ch05 import (
+    _ORDERS,
+    _alone,
+    _feed_forward,
+    _judge_layer,
+    _layer_mistakes,
+    _randomise_norms,
+    connection_case,
+    unnormed,
+)
 from .registry import exercise
 
 

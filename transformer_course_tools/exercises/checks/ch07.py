@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from transformer_course_tools.course import PACKAGE
 from transformer_course_tools.exercises.probe.calls import call, calls_case, new
 from transformer_course_tools.exercises.probe.wire import kind
+
 from ._tools import CheckFailure, Mistakes, name_mistake
 from .case import Case, Outcome
 from .registry import exercise
@@ -134,7 +135,9 @@ def layer_parameters_cases(larger: bool = False) -> Iterator[Case]:
     for d, h, d_ff, d_k, d_v in _LAYERS_LARGER if larger else _LAYERS:
         for decoder, layer in ((False, EncoderLayer), (True, DecoderLayer)):
             label = f"layer_parameters({_sizes_label(d_model=d, n_heads=h, d_ff=d_ff, d_k=d_k, d_v=d_v)}, decoder={decoder})"
-            count = _meta_count(lambda layer=layer, d=d, h=h, d_ff=d_ff, d_k=d_k, d_v=d_v: layer(d, h, d_ff, d_k=d_k, d_v=d_v))
+            count = _meta_count(
+                lambda layer=layer, d=d, h=h, d_ff=d_ff, d_k=d_k, d_v=d_v: layer(d, h, d_ff, d_k=d_k, d_v=d_v)
+            )
             yield Case(label, calls_case(call(d, h, d_ff, d_k, d_v, decoder=decoder)), _judge_layer, {"count": count})
 
 
@@ -197,10 +200,26 @@ _MODELS_LARGER = [
     (32_000, 32_000, dict(share_embeddings=True, norm_first=True)),
     (300, 500, dict(d_model=64, n_heads=4, d_ff=128, n_encoder_layers=4, n_decoder_layers=2)),
     (300, 500, dict(d_model=64, n_heads=4, d_ff=128, n_encoder_layers=1, n_decoder_layers=5, tie_output=False)),
-    (257, 257, dict(d_model=48, n_heads=6, d_ff=96, n_encoder_layers=3, n_decoder_layers=3, norm_first=True,
-                    share_embeddings=True, d_k=10, d_v=6)),  # fmt: skip
-    (1000, 900, dict(d_model=40, n_heads=5, d_ff=50, n_encoder_layers=2, n_decoder_layers=0, norm_first=True,
-                     tie_output=False)),  # fmt: skip
+    (
+        257,
+        257,
+        dict(
+            d_model=48,
+            n_heads=6,
+            d_ff=96,
+            n_encoder_layers=3,
+            n_decoder_layers=3,
+            norm_first=True,
+            share_embeddings=True,
+            d_k=10,
+            d_v=6,
+        ),
+    ),  # fmt: skip
+    (
+        1000,
+        900,
+        dict(d_model=40, n_heads=5, d_ff=50, n_encoder_layers=2, n_decoder_layers=0, norm_first=True, tie_output=False),
+    ),  # fmt: skip
     (37_000, 37_000, dict(d_model=1024, n_heads=16, d_ff=4096, norm_first=True)),
 ]
 
@@ -246,14 +265,18 @@ def _encoder_layer(config) -> int:  # noqa: ANN001 - a TransformerConfig
     """One encoder layer of ``config``, counted on the meta device."""
     from transformer_course.encoder import EncoderLayer
 
-    return _meta_count(lambda: EncoderLayer(config.d_model, config.n_heads, config.d_ff, d_k=config.d_k, d_v=config.d_v))
+    return _meta_count(
+        lambda: EncoderLayer(config.d_model, config.n_heads, config.d_ff, d_k=config.d_k, d_v=config.d_v)
+    )
 
 
 def _decoder_layer(config) -> int:  # noqa: ANN001 - a TransformerConfig
     """One decoder layer of ``config``, counted on the meta device."""
     from transformer_course.decoder import DecoderLayer
 
-    return _meta_count(lambda: DecoderLayer(config.d_model, config.n_heads, config.d_ff, d_k=config.d_k, d_v=config.d_v))
+    return _meta_count(
+        lambda: DecoderLayer(config.d_model, config.n_heads, config.d_ff, d_k=config.d_k, d_v=config.d_v)
+    )
 
 
 def _transformer_mistakes(want: int, c) -> Mistakes:  # noqa: ANN001 - a TransformerConfig

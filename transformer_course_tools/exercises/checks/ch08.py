@@ -16,9 +16,28 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from transformer_course_tools.course import PACKAGE
-from transformer_course_tools.exercises.probe.calls import StandInModel, call, calls_case, custom_case, grad_of_sum, leaf, ref, training_run
+from transformer_course_tools.exercises.probe.calls import (
+    StandInModel,
+    call,
+    calls_case,
+    custom_case,
+    grad_of_sum,
+    leaf,
+    ref,
+    training_run,
+)
 from transformer_course_tools.exercises.probe.wire import kind
-from ._tools import CheckFailure, Mistakes, expect_equal, expect_finite, expect_shape, expect_tuple, matches, name_mistake
+
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_equal,
+    expect_finite,
+    expect_shape,
+    expect_tuple,
+    matches,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -259,8 +278,11 @@ def _judge_no_tokens(case: Case, got: Outcome) -> None:
     value = float(loss.detach())
     if not math.isfinite(value):
         what = f"{label}: the loss is {value}, not 0"
-        raise CheckFailure(f"{what}: with no real token the mean divides 0 by 0; divide the sum over the real tokens "
-                           "by their number taken as at least 1, so that a batch of padding gives 0", brief=what)
+        raise CheckFailure(
+            f"{what}: with no real token the mean divides 0 by 0; divide the sum over the real tokens "
+            "by their number taken as at least 1, so that a batch of padding gives 0",
+            brief=what,
+        )
     if value != 0.0:
         raise CheckFailure(f"{label}: the loss is {value:.6g}, not 0: padding positions add nothing to the sum")
 

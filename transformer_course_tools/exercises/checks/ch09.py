@@ -14,7 +14,17 @@ import torch
 from torch import Tensor
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case
-from ._tools import CheckFailure, Mistakes, expect_close, expect_dtype, expect_equal, expect_shape, expect_tuple, name_mistake
+
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_dtype,
+    expect_equal,
+    expect_shape,
+    expect_tuple,
+    name_mistake,
+)
 from .case import Case, Outcome
 from .registry import exercise
 

@@ -15,6 +15,7 @@ from torch import Tensor
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case, ref
 from transformer_course_tools.exercises.probe.wire import MalformedResult, kind
+
 from ._tools import CheckFailure, Mistakes, expect_close, expect_equal, name_mistake, same_tensor
 from .case import Case, Outcome, raised
 from .registry import exercise

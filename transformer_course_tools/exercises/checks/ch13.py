@@ -18,7 +18,17 @@ from torch import Tensor, nn
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture, module
 from transformer_course_tools.exercises.probe.wire import kind
-from ._tools import CheckFailure, Mistakes, expect_close, expect_dtype, expect_finite, expect_shape, expect_tensor, matches
+
+from ._tools import (
+    CheckFailure,
+    Mistakes,
+    expect_close,
+    expect_dtype,
+    expect_finite,
+    expect_shape,
+    expect_tensor,
+    matches,
+)
 from .case import Case, Outcome
 from .registry import exercise
 
@@ -246,8 +256,10 @@ def _expect_float32_inside(out: Tensor, want: Tensor, positions: Tensor, label: 
         worst = int(error.argmax())
         what = (f"{label}: the rows at large positions are off (by up to {error[worst].item():.2g} at position "
                 f"{int(positions[worst])}), the first ones right")  # fmt: skip
-        fix = ("the angles or the rotation are computed in bfloat16, whose 8 bits hold an angle of thousands of "
-               "radians only roughly: compute them in float32, then convert the result to x's dtype")
+        fix = (
+            "the angles or the rotation are computed in bfloat16, whose 8 bits hold an angle of thousands of "
+            "radians only roughly: compute them in float32, then convert the result to x's dtype"
+        )
         raise CheckFailure(f"{what}: {fix}", brief=what)
 
 

@@ -17,6 +17,7 @@ from torch import Tensor
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case, custom_case
 from transformer_course_tools.exercises.probe.wire import kind
+
 from ._tools import CheckFailure, Mistakes, expect_close, expect_shape, name_mistake
 from .case import Case, Outcome
 from .registry import exercise

@@ -25,6 +25,7 @@ from transformer_course_tools.exercises.probe.calls import run_case
 from transformer_course_tools.exercises.probe.isolation import Isolation
 from transformer_course_tools.exercises.probe.wire import MalformedResult, checked_case
 from transformer_course_tools.exercises.saved import AGAIN, problem, said
+
 from ._tools import CheckFailure, split_fix
 from .case import Case, Outcome
 from .registry import EXERCISES, Exercise, get_exercise, load_checks, parse_stub_message
