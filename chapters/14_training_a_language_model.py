@@ -100,6 +100,7 @@ from transformer_course_tools.notebook.lm_experiments import (
     LONG_LOSS,
     VALID_LOSS,
     LMData,
+    LMSetting,
     LMVariant,
     loss_by_position,
     paired_verdict,
@@ -514,6 +515,10 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 data = LMData.german()
 print(f"{len(data.vocab)} words and marks; {len(data.train):,} training sentences, the longest "
       f"{data.train_length} tokens; {len(data.valid)} held-out sentences")
+setting = LMSetting()  # every run's model and training
+print(f"Every run: D = {setting.d_model}, {setting.n_heads} heads, {setting.n_layers} blocks; {setting.steps} steps "
+      f"of {setting.batch_size} sentences; AdamW, peak learning rate {setting.lr}, weight decay "
+      f"{setting.weight_decay}, {setting.warmup_steps} warm-up steps; seeds {setting.seeds}")
 
 # %% [markdown]
 # The comparison is paired, as the box on testing a claim (the book's front page) describes. Each variant is trained
@@ -542,7 +547,7 @@ ablation = run_lm_experiment({
     "sinusoids instead of RoPE": LMVariant(overrides={"positional": "sinusoidal"}),
     "ReLU, d_ff = 4·D, instead of SwiGLU": LMVariant(overrides={"feed_forward": "relu", "d_ff": 4 * 64}),  # D = 64
     "the paper's schedule": LMVariant(schedule="paper"),
-}, data)
+}, data, setting)
 
 # %% [markdown]
 # The table gives today's block once, then each variant's three paired differences. The figure draws

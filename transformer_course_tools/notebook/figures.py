@@ -165,8 +165,8 @@ def _decoder_only_layout() -> tuple[list[_Box], list[tuple]]:
     def arrow(a: _Box, b: _Box, shape: str) -> None:
         arrows.append((a.x, a.top, b.x, b.y, shape, ()))
 
-    ids = box(0.0, "token ids", ("tokens",), note="<bos> Der Hund")
-    emb = box(1.05, "token embedding × √D", ("embeddings",), note="no positions added here")
+    ids = box(0.0, "token ids", ("tokens",), note="<bos> To be")  # the plays, as chapters 13 and 14 read them
+    emb = box(1.05, "token embedding", ("embeddings",), note="no positions added; × √D only if scale_embedding")
     arrow(ids, emb, "(B, T)")
     below, y, made = emb, 2.6, []
     for text, parts, h, note in [
