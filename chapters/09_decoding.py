@@ -371,6 +371,7 @@ with torch.no_grad():
         )
         if finished.all():
             break
+# the package's beam search on the same toy, with section 2's max_len=6 (the table knows three pieces and <eos>)
 beam_toy = beam_search(toy, toy_src, beam_size=2, max_len=6, length_penalty=0.0, use_cache=False)[0][:, 0]  # the best
 assert toy_text(beam_tokens[0, 1:]) == toy_text(beam_toy[0]), "the hand-run loop agrees with beam_search"
 
