@@ -196,32 +196,18 @@ _MODELS = [
     (80, 80, _SMALL | dict(n_encoder_layers=0, n_decoder_layers=2, max_len=64)),
     (37_000, 37_000, dict(d_model=1024, n_heads=16, d_ff=4096, share_embeddings=True)),
 ]
+# fmt: off
 _MODELS_LARGER = [
     (32_000, 32_000, dict(share_embeddings=True, norm_first=True)),
     (300, 500, dict(d_model=64, n_heads=4, d_ff=128, n_encoder_layers=4, n_decoder_layers=2)),
     (300, 500, dict(d_model=64, n_heads=4, d_ff=128, n_encoder_layers=1, n_decoder_layers=5, tie_output=False)),
-    (
-        257,
-        257,
-        dict(
-            d_model=48,
-            n_heads=6,
-            d_ff=96,
-            n_encoder_layers=3,
-            n_decoder_layers=3,
-            norm_first=True,
-            share_embeddings=True,
-            d_k=10,
-            d_v=6,
-        ),
-    ),  # fmt: skip
-    (
-        1000,
-        900,
-        dict(d_model=40, n_heads=5, d_ff=50, n_encoder_layers=2, n_decoder_layers=0, norm_first=True, tie_output=False),
-    ),  # fmt: skip
+    (257, 257, dict(d_model=48, n_heads=6, d_ff=96, n_encoder_layers=3, n_decoder_layers=3, norm_first=True,
+                    share_embeddings=True, d_k=10, d_v=6)),
+    (1000, 900, dict(d_model=40, n_heads=5, d_ff=50, n_encoder_layers=2, n_decoder_layers=0, norm_first=True,
+                     tie_output=False)),
     (37_000, 37_000, dict(d_model=1024, n_heads=16, d_ff=4096, norm_first=True)),
 ]
+# fmt: on
 
 
 @exercise("ex07_3", "transformer_course.counting:transformer_parameters", "hard", needs=("ex07_2",))
