@@ -211,7 +211,8 @@ def _digits(metric: str) -> int:
 
 def _low_high(result: VariantResult, metric: str) -> str:
     low, high = result.spread(metric)
-    return f"{low:.{_digits(metric)}f}–{high:.{_digits(metric)}f}"
+    digits = _digits(metric)
+    return f"{low:.{digits}f}–{high:.{digits}f}"
 
 
 def _mean_spread(result: VariantResult, metric: str) -> str:
