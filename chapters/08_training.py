@@ -395,8 +395,8 @@ fig.tight_layout()
 
 # %% [markdown]
 # For the base model ($d_\text{model}$ = 512, 4,000 warm-up steps), equation (3) puts the peak at
-# $(512 \cdot 4000)^{-1/2} \approx 7.0 \times 10^{-4}$. The paper does not print this number; the
-# scheduler reproduces it:
+# $(512 \cdot 4000)^{-1/2} \approx 7.0 \times 10^{-4}$. The paper does not print this number.
+# `make_optimizer(model)` builds Adam with §5.3's settings, and the scheduler reproduces the peak:
 
 # %%
 optimizer = make_optimizer(torch.nn.Linear(2, 2))

@@ -532,8 +532,8 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 # 1, head 1" to "layer 2, head 4". The vertical axis is the entropy of the head's weights in nats,
 # for every German piece of every test number. Zero means that the piece read a single English word.
 # A grey dotted line marks log 2, two words shared equally. Dots above a box's whiskers are single
-# pieces that spread more than most. The title says that layer 2 reads one word at a time; its dots
-# are the few pieces where it spreads more.
+# pieces that spread more than most. The title says that layer 2's heads mostly read one word;
+# their dots are the few pieces where they spread more.
 #
 # </details>
 
@@ -552,7 +552,7 @@ fig, ax = plt.subplots(figsize=(11, 3.6))
 sns.boxplot(x=heads, y=values, ax=ax, color="tab:blue", fliersize=1)
 ax.axhline(math.log(2), color="grey", ls=":", label="two words shared equally (log 2)")
 ax.set(ylabel="entropy of the weights (nats)",
-       title="Cross-attention heads over the whole test split: layer 2 reads one word at a time")
+       title="Cross-attention heads over the whole test split: layer 2's heads mostly read one word")
 ax.legend(loc="upper right", fontsize=8)
 fig.tight_layout()
 plt.show()
@@ -563,8 +563,9 @@ for layer in range(entropy.shape[0]):
 
 # %% [markdown]
 # Layer 2 is sharp in every head. All four of its medians are 0, one word per piece, and every
-# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a median of 0.21, an upper quartile
-# of 0.53), and so, less, does its third (0.26); its second and fourth are as sharp as layer 2.
+# upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a
+# median of 0.21, an upper quartile of 0.53), and so, less, does its third (0.26); its second and
+# fourth are as sharp as layer 2.
 # Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
 # word other than the one being translated; mostly layer 2's heads read the word that the German
 # piece renders. The entropy cannot tell these apart: it measures sharpness, not which word.

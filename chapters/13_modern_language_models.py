@@ -198,7 +198,7 @@ assert leak
 # $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \epsilon}} \odot g.$$
 #
 # No mean and no $\beta$: less work, fewer parameters, and in practice about the same
-# training (chapter 14, section 2, compares them). On features with mean zero the two agree. The
+# training (chapter 14, section 5, compares them). On features with mean zero the two agree. The
 # cell checks ours against the formula and `torch.nn.RMSNorm`.
 
 # %%
@@ -316,7 +316,7 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
 # 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
 # distances apart, stay as trained; position interpolation (Chen et al. 2023) slowed them all.
-# Chapter 14, section 2, compares rotary and added positions, on texts longer than any in training too.
+# Chapter 14, section 5, compares rotary and added positions, on texts longer than any in training too.
 #
 # </details>
 
@@ -503,7 +503,7 @@ assert torch.allclose(swiglu(x), swiglu.w2(F.silu(swiglu.w1(x)) * swiglu.w3(x)),
 
 # %% [markdown]
 # The counts differ only by the ReLU network's biases and the rounding of $\tfrac{8}{3}D$. Whether
-# the gate helps at equal size is a question for training: chapter 14, section 2, asks it.
+# the gate helps at equal size is a question for training: chapter 14, section 5, asks it.
 #
 # ## 6. Attention one block of keys at a time
 #

@@ -23,13 +23,15 @@
 # trains a larger model of the same block with today's recipe, then measures which of the modern
 # changes pay.
 #
-# Section 1 trains with the recipe. The whole run is too long for a CPU, which runs only its first
-# 100 steps, the warm-up (a CUDA GPU runs them all). Your loss lands on the shipped run's at that
-# step, so the model the course ships is the rest of your run.
+# Section 1 sets out the recipe and section 2 trains with it. The whole run is too long for a CPU,
+# which runs only its first 100 steps, the warm-up. Your loss lands on the shipped run's at that
+# step, so the model the course ships is the rest of your run. Section 3 reads what it writes, and
+# section 4 sets its size beside published models.
 #
-# Section 2 is the payoff. Small models, each with one modern change undone, race today's block in
+# Section 5 is the payoff. Small models, each with one modern change undone, race today's block in
 # pairs. Fifteen runs (five models, three runs each) are too many for the plays on a CPU, so they
-# read chapter 12's short German sentences. You will see which changes beat the 2017 choice.
+# read chapter 12's short German sentences. Each of these runs is whole, so there the cosine decay
+# acts. You will see which changes beat the 2017 choice.
 #
 # **Learning goals**
 #
@@ -139,12 +141,12 @@ architecture_map(["training", "decoding"], model="decoder-only")
 # ## 1. Today's recipe, on Shakespeare
 #
 # We start from the shipped model, because its file holds the recipe. The course trained it once
-# on the plays and recorded every setting beside the weights. `load_pretrained_lm` reads
-# the file and checks its SHA-256 against the recorded hash, as chapter 08 does for the translator.
-# We take the recipe from there, so that our run below is the beginning of the same run.
+# on the plays and recorded every setting beside the weights. `load_pretrained_lm` reads the file
+# and refuses one that was damaged or changed, as chapter 08 does for the translator. We take the
+# recipe from there, so that our run below is the beginning of the same run.
 
 # %%
-shipped = load_pretrained_lm("shakespeare-lm")  # refuses a file whose SHA-256 is not the recorded one
+shipped = load_pretrained_lm("shakespeare-lm")  # refuses a damaged or changed file
 recipe = shipped.extra["recipe"]  # the settings of scripts/make_lm_checkpoint.py
 tokenizer = SubwordTokenizer.from_dict(shipped.tokenizer)  # chapter 12's BPE, learned on the training passages
 print(f"The shipped model: {shipped.model.num_parameters():,} parameters, D = {recipe['d_model']}, "
@@ -167,16 +169,14 @@ print(f"{len(train):,} training texts of {sum(len(ids) for ids in train):,} toke
       f"{len(valid)} validation texts from the end of each play")
 
 # %% [markdown]
-# ### Today's recipe
-#
 # The paper trains with Adam and equation (3): a linear warm-up, then a decay as
 # $1/\sqrt{\text{step}}$ that never ends (§5.3). Chapter 13 used it. Language models since GPT-3
 # mostly use:
 #
 # - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update and
 #   applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$ (written
-#   out below). It is applied to the matrices (and the embedding) only,
-#   not to biases and norm gains (the box below says why). `make_adamw` (in `recipe.py`) also takes
+#   out below). It is applied to the matrices (and the embedding) only, not to biases and the
+#   norms' gains: the learned per-feature scale $\gamma$ of chapters 05 and 13 (the box below says why). `make_adamw` (in `recipe.py`) also takes
 #   $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
 # - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule that
 #   knows how long the run is, and ends with small steps;
@@ -252,15 +252,15 @@ for label, make in (("AdamW(model.parameters())", lambda m: torch.optim.AdamW(m.
 assert decayed_vectors(make_adamw(small)) == 0
 
 # %% [markdown]
-# ### The run
+# ## 2. The run
 #
 # The model is chapter 13's block at the recipe's size, with two details of the shipped
 # run. Dropout is 0.1: the plays hold only a few hundred thousand training tokens, and a model of a
 # million weights would learn them by heart. And the embeddings are looked up without the paper's
 # √D scale, as Llama's are (chapter 01 explains the scale). The schedule is the whole run's. On a
 # CUDA GPU the cell runs every step; elsewhere only the first 100, which are exactly the warm-up: the
-# cosine decay never starts. The figure draws the shipped run's validation loss, recorded every 100
-# steps (the dots), beside our training loss (the line) and our final validation loss (the star).
+# cosine decay never starts (section 5's short runs show it at work). The figure sets our run beside
+# the shipped run's validation losses.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -308,8 +308,7 @@ expect_between(f"validation loss after {steps} steps, near the shipped run's at 
 
 # %% [markdown]
 # The star lands on the shipped run's dot for the same step, within 0.1 nats: our run starts as the
-# shipped run started. (On a GPU it should land near the last dot, within the same 0.1 nats: your
-# run is the shipped run, made again up to rounding.)
+# shipped run started. (On a GPU it lands near the last dot: your run is then the shipped run.)
 #
 # ### What the loss means
 #
@@ -344,7 +343,7 @@ expect("our short run predicts better than the token frequencies alone", valid_l
     "the token frequencies alone"], f"{valid_loss:.2f} nats")
 
 # %% [markdown]
-# ### Generation
+# ## 3. Generation
 #
 # `generate(model, prompt, max_new_tokens)` continues each row of the prompt. It is
 # greedy by default, or samples with a temperature and chapter 09's top-$k$ / top-$p$ filters. A row
@@ -369,9 +368,9 @@ ours = [write(model, prompt, temperature=0.8, top_p=0.9, generator=sampler) for 
 print(*ours, sep="\n")
 
 # %% [markdown]
-# On a CPU, our run writes pieces of the plays, seldom a sentence. Compare losses, not samples.
-# Chapter 13's model ended more than half a nat per token below the token frequencies (its check);
-# ours ends less than half a nat below them. Ours ran a third of its steps, of twice the batch, and
+# On a CPU, our run strings words, names and stage marks of the plays together, with broken words
+# between them. Compare losses, not samples. Chapter 13's model ended more than half a nat per
+# token below the token frequencies; ours ends less than half a nat below them. Ours ran a third of its steps, of twice the batch, and
 # reached its peak learning rate only at the last. (Both use the same tokenizer and texts.)
 #
 # The shipped model is the whole run, with the lowest loss of the three references. It differs
@@ -442,7 +441,7 @@ expect("the cache saves time", slow > fast, f"{slow:.2f} s without it, {fast:.2f
 # The saving grows with the length of the text: without a cache, step $t$ repeats the work on all
 # $t$ positions before it.
 #
-# ### How small is our run?
+# ## 4. How small is our run?
 #
 # The shipped model learned from a few hundred thousand tokens; published
 # models read trillions. One number gives the distance: the compute of a training run. Training a
@@ -477,7 +476,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 
 # %% [markdown]
 # The last line measures the distance from our scale to that of the models whose recipe we copied.
-# The LLaMA papers chose RMSNorm, RoPE and SwiGLU, and GPT-3 the cosine, at that scale. Section 2
+# The LLaMA papers chose RMSNorm, RoPE and SwiGLU, and GPT-3 the cosine, at that scale. Section 5
 # asks whether each choice pays at ours.
 #
 # <details><summary>What scaling laws say</summary>
@@ -492,7 +491,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # </details>
 
 # %% [markdown]
-# ## 2. Which of the changes pay at our scale?
+# ## 5. Which of the changes pay at our scale?
 #
 # The shipped model changed many things at once, so its lower loss credits none of them alone.
 # Each change has an argument; an argument is not a measurement. We train small models (D = 64,
@@ -557,8 +556,7 @@ ablation = run_lm_experiment({
 # It is **beyond the spread** when every run of one model beats every run of the other (chapter 11):
 # the strongest verdict three runs can give. It says nothing of the size. Today's three runs end
 # close together (the range in the table's first row), so even a gap of a hundredth of a nat can
-# clear that bar. And a gap that clears it only just may miss it on a processor that rounds
-# differently. Your run's verdicts:
+# clear that bar. Your run's verdicts:
 
 # %% tags=["nbval-ignore-output"]
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]
@@ -613,7 +611,7 @@ plt.show()
 #   runs of one small task cannot show to be general. RMSNorm is chosen for its lower cost.
 #
 # These are small models on easy text; chapter 13's papers chose for models many orders of
-# magnitude larger (section 1's compute table).
+# magnitude larger (section 4's compute table).
 
 # %% tags=["hide-cell"]
 def values(name: str, metric: str = VALID_LOSS) -> list[float]:
@@ -697,11 +695,11 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 #
 # ## Further reading
 #
-# - The paper: §5.3 (Adam and equation (3)); §3.1, §3.3 and §3.5 (the choices that section 2 tests).
+# - The paper: §5.3 (Adam and equation (3)); §3.1, §3.3 and §3.5 (the choices that section 5 tests).
 # - Loshchilov and Hutter (2019), *Decoupled Weight Decay Regularization* (AdamW).
 # - Brown et al. (2020), *Language Models are Few-Shot Learners* (GPT-3; warm-up and cosine decay).
 # - Touvron et al. (2023), *Llama 2: Open Foundation and Fine-Tuned Chat Models* (the recipe, and
-#   the token count of section 1's compute table).
+#   the token count of section 4's compute table).
 # - Kaplan et al. (2020), *Scaling Laws for Neural Language Models*; Hoffmann et al. (2022),
 #   *Training Compute-Optimal Large Language Models* (Chinchilla).
 # - Muennighoff et al. (2023), *Scaling Data-Constrained Language Models* (tokens read more than once).

@@ -149,7 +149,7 @@ def test_the_paired_table_and_figure_show_each_seeds_difference_from_the_baselin
         runs = [Run(seed, [4.0] * 30, [], {VALID_LOSS: v, LONG_LOSS: v + 1}, 0.0) for seed, v in enumerate(values)]
         result.variants[name] = VariantResult(name, runs)
     table = paired_table(result)
-    assert "base" in table.splitlines()[1] and "3.10 [3.00, 3.20]" in table
+    assert "base" in table.splitlines()[1] and "3.100 [3.000, 3.200]" in table
     assert "worse" in table.splitlines()[-1] and "+0.050 +0.100 +0.010" in table.splitlines()[-1]
     fig = plot_lm_experiment(result)
     differences_panel = fig.axes[1]

@@ -306,7 +306,8 @@ def paired_table(result: ExperimentResult, baseline: str | None = None) -> str:
 
 
 def _mean_range(values: list[float]) -> str:
-    return f"{sum(values) / len(values):.2f} [{min(values):.2f}, {max(values):.2f}]"
+    """Three decimals, as the paired differences below it: runs a few thousandths apart stay apart."""
+    return f"{sum(values) / len(values):.3f} [{min(values):.3f}, {max(values):.3f}]"
 
 
 def plot_lm_experiment(result: ExperimentResult, baseline: str | None = None):
