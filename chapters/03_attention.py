@@ -347,6 +347,9 @@ print("gradient reaching a query at d_k = 1024, unscaled against scaled:")
 print(f"  mean   {unscaled['mean gradient']:.2f} against {scaled['mean gradient']:.2f}")
 print(f"  median {unscaled['median gradient']:.2f} against {scaled['median gradient']:.2f}")
 print(f"  queries that get almost none (below 0.01): {unscaled['stalled']:.0%} against {scaled['stalled']:.0%}")
+crossing = next(dk for dk, u, s in zip(head_sizes, stats["unscaled"], stats["scaled"], strict=True)
+                if u["median gradient"] < s["median gradient"])  # fmt: skip
+print(f"the unscaled median first falls below the scaled one at d_k = {crossing}")
 
 # %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
@@ -358,6 +361,7 @@ expect_at_most("scaled, every d_k: the share of queries that get almost no gradi
                100 * max(row["stalled"] for row in stats["scaled"]), 5, "%")
 ratio = max(row["mean gradient"] / row["median gradient"] for row in stats["scaled"])
 expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio < 1.5, f"{ratio:.2f}")
+expect("unscaled: the median gradient stays above the scaled one up to d_k = 64", crossing > 64, f"d_k = {crossing}")
 
 # %% [markdown]
 # The four panels, left to right:
@@ -374,12 +378,12 @@ expect("scaled, every d_k: the mean gradient within 1.5 times the median", ratio
 #    from 0 and 1, as when its two best keys nearly tie.
 #
 # So at a large $d_k$ unscaled attention's gradients are uneven. At $d_k = 1024$ most queries
-# (61%) receive almost no signal here, and a few large ones. That is the paper's "extremely small
+# (61%) receive almost no signal, while a few receive large ones. That is the paper's "extremely small
 # gradients", for most rows, though not on average. Scaled, the curves are flat and the mean stays
 # close to the median: the head size barely changes attention at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
-# one up to $d_k = 64$, the paper's head size. It falls below at the next size on the axis and
+# one up to $d_k = 64$, the paper's head size. It falls below at the size printed last above and
 # nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
 # even.
 #

@@ -417,8 +417,8 @@ print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
 # - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
 #   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
 # - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
-#   *blocked*, the opposite of ours (chapter 03), so we pass it each mask flipped: `~is_real`
-#   and `~causal`, which ours combines into one.
+#   *blocked*, the opposite of ours (chapter 03). So PyTorch gets both masks flipped, `~is_real`
+#   and `~causal`, and ours gets the one mask `is_real & causal` (True = may attend).
 
 # %%
 torch.manual_seed(0)

@@ -295,8 +295,8 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # guarantees every layer some gradient, not an equal share (the measurement below shows how unequal). But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
-# derivatives, so post-LN's gradients depend on depth. In our 12-layer stack at initialisation
-# they stay nearly level (below).
+# derivatives, so post-LN's gradients can grow with depth. In our 12-layer stack at initialisation
+# they grow towards the top, but gently (below).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -328,10 +328,9 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 #
 # The experiment below builds a 12-layer encoder both ways, with the same start. Every weight matrix
 # is drawn by *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$,
-# for a matrix from $n_\text{in}$ to $n_\text{out}$ features. That keeps the size of the signals
-# about the same from layer to layer. `nn.Transformer` (not its layer classes on their own) starts
-# this way, and so will our full model
-# in chapter 06. The experiment feeds a batch of random vectors and puts a linear classifier on
+# for a matrix from $n_\text{in}$ to $n_\text{out}$ features, and every bias starts at 0. That
+# keeps the size of the signals about the same from layer to layer. `nn.Transformer` (not its layer
+# classes on their own) starts this way, and so will our full model in chapter 06. The experiment feeds a batch of random vectors and puts a linear classifier on
 # top, with **random target classes**. Then it backpropagates the usual classification loss once:
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
 # class. No training happens. We only look at the gradients at the start, averaged over three
@@ -398,7 +397,7 @@ axes[2].set(xlabel="layer", ylabel="RMS", title="Size of the residual stream aft
 for ax in axes:
     ax.legend()
     ax.set_xticks(list(depth))
-fig.suptitle("Post-LN's gradients stay nearly level, pre-LN's are largest at the bottom", y=1.02)
+fig.suptitle("Post-LN's gradients grow gently towards the top, pre-LN's are largest at the bottom", y=1.02)
 plt.tight_layout()
 plt.show()
 
@@ -418,12 +417,12 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 
 # %% [markdown]
 # - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
-#   parameter gradient is nearly level across the stack. The top layer's is no smaller than the
+#   parameter gradient grows gently up the stack. The top layer's is no smaller than the
 #   bottom layer's in each of the three initialisations (the lines under the figure print the ratio,
 #   on average). Xiong et al. (2020, "On Layer Normalization in the Transformer Architecture") show
 #   that post-LN's gradients near the top grow with depth, and connect them to the paper's
-#   **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4000
-#   (chapter 08 builds it). At 12 layers of width 64 the effect is small;
+#   **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4,000
+#   steps (chapter 08 builds it). At 12 layers of width 64 the effect is small;
 #   [chapter 11](11_testing_the_papers_choices.ipynb) tests whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
 #   rescales it (right panel). The parameter gradient is largest at the *bottom* and shrinks upwards.
@@ -554,7 +553,7 @@ for norm_first in (False, True):
 #   pre-LN never normalises.
 # - LayerNorm uses the biased variance, with $\epsilon$ inside the square root.
 # - At initialisation, in our 12-layer stack (width 64, Xavier weights, random targets), post-LN's
-#   gradients stayed nearly level across the layers. Pre-LN's were largest at the bottom: the gradient
+#   gradients grew gently up the layers. Pre-LN's were largest at the bottom: the gradient
 #   on its residual stream gathers a share from every layer on the way down. Its stream grew with
 #   depth.
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.

@@ -408,7 +408,8 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # Note *memory, memory* in the second line: the decoder's own states `h` supply only the queries.
 # In code each line is one call `self.connection(x, sublayer, self.norm1, self.dropout1,
 # self.norm_first)`: `self.connection` is chapter 05's `residual`, and each sub-layer has its own
-# norm and dropout. Turning the three lines into code is exercise `ex06_3`.
+# norm and dropout. Turning the three lines into code is exercise `ex06_3`: try it before
+# section 8, whose page prints the answer.
 # `Decoder` applies $N$ such layers, each attending to the same memory. Its `forward` also takes a
 # `cache`: ignore it until chapter 09.
 #

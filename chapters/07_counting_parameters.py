@@ -106,6 +106,7 @@ architecture_map(["embeddings", "encoder", "decoder"], title="Chapter 07: every 
 # Building the base model to count it would allocate hundreds of megabytes. On PyTorch's **meta
 # device** a tensor has a shape but no storage. The model is built in no time, and
 # `num_parameters()` just adds up shapes. A tied matrix is one `Parameter`, counted once.
+# `TransformerConfig.paper_base(V)` and `paper_big(V)` hold Table 3's two sizes for a vocabulary of V.
 
 
 # %%

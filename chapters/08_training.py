@@ -396,7 +396,7 @@ fig.tight_layout()
 # %% [markdown]
 # For the base model ($d_\text{model}$ = 512, 4,000 warm-up steps), equation (3) puts the peak at
 # $(512 \cdot 4000)^{-1/2} \approx 7.0 \times 10^{-4}$. The paper does not print this number.
-# `make_optimizer(model)` builds Adam with §5.3's settings, and the scheduler reproduces the peak:
+# `make_optimizer` builds Adam with §5.3's settings, and the scheduler reproduces the peak:
 
 # %%
 optimizer = make_optimizer(torch.nn.Linear(2, 2))
@@ -434,6 +434,7 @@ losses = []
 for _ in range(5):
     batch = next(run.batches).to(device)  # profile.batch_size sentence pairs, padded
     model.train()  # dropout on
+    # one training step, the body that ex08_4's train_step writes:
     logits = model(batch.src, batch.tgt_in)  # (B, T, V_tgt): the decoder reads the shifted target
     loss = label_smoothed_cross_entropy(logits, batch.tgt_out, profile.smoothing, batch.pad_id)  # one number
     optimizer.zero_grad()  # forget the previous step's gradients
@@ -485,7 +486,8 @@ assert same
 # most probable next token, until every sentence has said `<eos>` or reached its limit: the
 # source's length + 50 tokens (§6.1). Chapter 09 shows better ways. `translate` answers a list of
 # sentences with it, and `evaluate` scores the answers. The score to watch is **exact match**, the
-# share of answers right in full (section 8 adds two scores that give partial credit).
+# share of answers right in full. `evaluate` also prints BLEU and chrF, two scores that give partial
+# credit; section 8 defines them.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.data import load_task

@@ -101,7 +101,7 @@ from transformer_course.masks import padding_mask
 from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.models.pretrained import load_pretrained
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most
-from transformer_course_tools.notebook.diagrams import beam_tree, kv_cache_step
+from transformer_course_tools.notebook.diagrams import beam_candidates, beam_tree, kv_cache_step
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.plots import fastest_seconds, plot_cache_speedup
 from transformer_course_tools.notebook.setup import setup_chapter
@@ -351,13 +351,7 @@ with torch.no_grad():
     memory = toy.encode(toy_src.expand(beam_k, -1))
     for step in range(5):
         log_probs = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
-        candidates = []
-        for slot in range(beam_k):
-            if finished[0, slot]:  # carried over unchanged
-                candidates.append((slot, PAD_ID, scores[0, slot].item()))
-            elif scores[0, slot] > float("-inf"):
-                candidates += [(slot, v, (scores[0, slot] + log_probs[0, slot, v]).item()) for v in range(V_tgt)
-                               if log_probs[0, slot, v] > -20]
+        candidates = beam_candidates(scores[0], log_probs[0], finished[0], PAD_ID)  # for the tree below
         origin, new, scores, finished, lengths = beam_step(
             scores, log_probs, finished, lengths, EOS_ID, PAD_ID, alpha=0.0
         )
@@ -439,7 +433,9 @@ for k in range(4):
 # - **top-p** (nucleus sampling, Holtzman et al. 2020): keep the smallest set of most probable tokens
 #   whose probability adds up to at least p (exercise ex09_2).
 #
-# The figure shows them on a real distribution of the model. Almost all of its steps are nearly
+# `sampling_distribution(logits, …)` returns the distribution that these knobs leave, and
+# `sample_next_token(logits, …)` draws one token from it. The figure shows them on a real
+# distribution of the model. Almost all of its steps are nearly
 # certain, so we pick the closest call. The folded cell decodes chapter 08's test split greedily and
 # takes the step where the second most probable piece gets the most probability.
 
@@ -518,8 +514,8 @@ print("frequency:  ", frequency[shown])
 
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
-# go wrong. At every step of section 1's sentence, the model keeps 7 to 8% of its probability on
-# the other pieces.
+# go wrong. Even where the model is right and sure, as at every step of section 1's sentence, it
+# keeps 7 to 8% of its probability on the other pieces.
 # Label smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 measures
 # what it does to a model's confidence. Over
 # a dozen steps, a draw from that tail is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this

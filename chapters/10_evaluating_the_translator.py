@@ -582,7 +582,7 @@ def last_piece_read(translator: torch.nn.Module, text: str) -> tuple[list[str], 
     src = pad_sequences([src_vocab.encode(words)], src_vocab.pad_id)  # (1, S)
     written = greedy_decode(translator, src)  # (1, T)
     cross = attention_maps(translator, src, written)["cross"][-1, 0]  # (H, T, S): the last layer
-    last = len(pieces(written[0])) - 1  # the row of the last piece (the row after it writes <eos>)
+    last = len(pieces(written[0])) - 1  # the row of the last piece (the next row writes <eos>)
     return pieces(written[0]), [words[i] for i in cross[:, last, : len(words)].argmax(-1).tolist()], cross
 
 

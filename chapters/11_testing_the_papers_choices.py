@@ -87,7 +87,7 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 #
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
-# after the map lists each experiment's depth and length; the rest follows chapter 08's toy run, section 6).
+# after the map lists each experiment's depth and number of steps; the rest follows chapter 08's toy run, section 6).
 # Each model trains, then reverses *test strings*: held-out strings, none of them a training string.
 # Strings of 3 letters are so few, $10^3$, that the training strings hold most of them; the test
 # strings of that length come from the rest.
@@ -219,7 +219,8 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # put in the right place, each with a band from the lowest run to the highest. A grey background
 # marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
-# the range of the runs at 8 letters, a training length where the two solid lines lie apart.
+# the range of the runs at 8 letters, a training length where the two solid lines lie apart on
+# average, though the runs' ranges may overlap.
 #
 # </details>
 
@@ -476,9 +477,10 @@ expect("exact match: no difference beyond the spread of the seeds",
 # can be *over*-confident, and its calibration error can then be as large as a smoothed model's. The
 # sign is what label smoothing changes.
 #
-# **Perplexity is not settled by three runs.** The paper expects it to rise: a model trained towards
-# 0.9 on the right token cannot give it probability 1. The lines under the figure say how your runs
-# came out: how many pairs rose, and whether the ranges overlap. Both vary from machine to machine.
+# **Perplexity: the lines under the figure give your runs' result, and the book claims none.** The
+# paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
+# probability 1. How many pairs rose, and whether the ranges overlap, vary from machine to machine,
+# unlike the confidence gap above.
 # Even three pairs that rise, with ranges apart, are consistent with the claim, not proof of it
 # (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
@@ -497,7 +499,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |
-# | label smoothing (§5.4) | the model is less sure than it is right; exact match differs by less than the spread; perplexity is not settled | less sure: every run; the rest: not shown |
+# | label smoothing (§5.4) | the model is less sure than it is right; exact match differs by less than the spread; perplexity varies by machine | less sure: every run; the rest: not shown |
 #
 # A position code defined everywhere is not a model that generalises everywhere; and a choice that
 # made no difference here may still matter at the paper's size.

@@ -317,7 +317,7 @@ fig.tight_layout()
 # merge: asking for 4,000 tokens gives 2,698. Small vocabularies have rare tokens too: single
 # letters that merges swallow (once *▁W* exists, a lone *W* seldom remains). We take 1,000 on the
 # CPU: sentences a fifth shorter than at 600, for a few more rare tokens, and 128,000 embedding
-# parameters, an eighth of the model. The paper's 37,000 tokens serve 4.5 million sentence pairs of
+# parameters, an eighth of the model that section 3 builds. The paper's 37,000 tokens serve 4.5 million sentence pairs of
 # WMT 2014 English–German, far more varied text.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
@@ -467,7 +467,7 @@ fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
-# Exact match still rose in the second half of the run (the folded check below). What more steps
+# Exact match still rose late in the run (the folded check below). What more steps
 # buy, a longer run from a terminal tells (the commands are under the summary).
 
 # %% tags=["hide-cell"]
@@ -655,7 +655,7 @@ for kind, count in kinds.most_common():
 
 # %% [markdown]
 # A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
-# a verb in the wrong place. The sorting is rough: a sentence with several faults lands in the
+# a verb in the wrong place; your run may list none. The sorting is rough: a sentence with several faults lands in the
 # first box that fits. Any longer sentence counts as "words added", so a scrambled one that repeats
 # a phrase and drops another lands there. Read your run's examples: does each box name the main
 # fault?

@@ -142,7 +142,8 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 # holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` gives
 # Llama's (sections 2–5 build each): pre-LN with RMSNorm, RoPE, SwiGLU and no dropout, and takes
 # `n_kv_heads` for grouped key/value heads (Llama also drops the biases and the √D scale: chapter
-# 15). The cell checks the title: `EncoderLayer`s under the causal mask give the model's logits.
+# 15). The cell checks this section's claim: `EncoderLayer`s under the causal mask give the model's
+# logits.
 
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
@@ -441,7 +442,7 @@ for batch in (1, 32):
 #
 # A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
 # and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
-# operations, with their fixed costs (chapter 16), serve all 16 texts.
+# operations serve all 16 texts, and each costs a few microseconds whatever its size (chapter 16).
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:
@@ -681,18 +682,18 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
 
 # %% [markdown]
 # After 300 steps the model writes fragments of speeches in mostly English words, with little
-# sense. It has started to write speaker names, not always in the right place. It has learnt more than how often each token
-# occurs. On the held-out ends of the plays, its loss is at least half a nat per token below that of
-# a model that knows only those frequencies (printed below). To get there it must read the tokens
-# before. Chapter 14 trains a larger model of this block with today's recipe.
+# sense. It has started to write speaker names, not always in the right place. It has learnt more
+# than how often each token occurs. On the held-out ends of the plays, its loss is more than a nat
+# per token below that of a model that knows only those frequencies (printed below). To get there
+# it must read the tokens before.
 
 # %% tags=["hide-input"]
 counts = torch.bincount(torch.tensor([i for ids in train for i in ids[1:]]), minlength=len(tokenizer))  # (V,)
 targets = held_out[:, 1:][held_out[:, 1:] != tokenizer.pad_id]  # every held-out next token
 frequency_loss = -(counts.float() / counts.sum()).clamp_min(1e-9)[targets].log().mean().item()
 print(f"held-out loss of a model that knows only how often each token occurs: {frequency_loss:.2f} nats per token")
-expect_at_most("held-out loss, at least half a nat below the token frequencies' (nats)", valid_loss,
-               round(frequency_loss - 0.5, 1))
+expect_at_most("held-out loss, more than a nat below the token frequencies' (nats)", valid_loss,
+               round(frequency_loss - 1.0, 1))
 
 # %% [markdown]
 # ## Summary

@@ -176,7 +176,7 @@ print(f"{len(train):,} training texts of {sum(len(ids) for ids in train):,} toke
 # - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update and
 #   applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$ (written
 #   out below). It is applied to the matrices (and the embedding) only, not to biases and the
-#   norms' gains: the learned per-feature scale $\gamma$ of chapters 05 and 13 (the box below says why). `make_adamw` (in `recipe.py`) also takes
+#   norms' gains: the learned per-feature scale ($\gamma$ in chapter 05, $g$ in 13) (the box below says why). `make_adamw` (in `recipe.py`) also takes
 #   $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
 # - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule that
 #   knows how long the run is, and ends with small steps;
@@ -369,9 +369,9 @@ print(*ours, sep="\n")
 
 # %% [markdown]
 # On a CPU, our run strings words, names and stage marks of the plays together, with broken words
-# between them. Compare losses, not samples. Chapter 13's model ended more than half a nat per
-# token below the token frequencies; ours ends less than half a nat below them. Ours ran a third of its steps, of twice the batch, and
-# reached its peak learning rate only at the last. (Both use the same tokenizer and texts.)
+# between them. Compare losses, not samples. Chapter 13's model ended more than a nat per token
+# below the token frequencies; ours ends less than half a nat below them. Ours ran a third of its
+# steps, of twice the batch, and reached its peak learning rate only at the last.
 #
 # The shipped model is the whole run, with the lowest loss of the three references. It differs
 # from chapter 13's in more than the recipe: twice the blocks and the batch, more than three times
@@ -494,8 +494,8 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # ## 5. Which of the changes pay at our scale?
 #
 # The shipped model changed many things at once, so its lower loss credits none of them alone.
-# Each change has an argument; an argument is not a measurement. We train small models (D = 64,
-# 2 blocks, 300 steps): today's block, and four variants that each undo one change.
+# We train small models (D = 64, 2 blocks, 300 steps): today's block, and four variants that each
+# undo one change.
 #
 # - LayerNorm instead of RMSNorm;
 # - sinusoids added to the embeddings instead of RoPE;
@@ -504,7 +504,7 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
 # Grouped key/value heads are left out: they save cache memory, which no loss shows. For a CPU,
-# these runs read chapter 12's German sentences, one a text, whole words as tokens.
+# these runs read chapter 12's German sentences: each sentence a text, each word or mark a token.
 # The plays might rank the changes otherwise. All runs use pre-LN and AdamW. Each is measured on held-out sentences (the validation
 # loss), and, as in chapter 11, past the training length: on four held-out sentences in a row,
 # scored past the longest training text. A sentence's first word is not scored there: nothing in
@@ -650,7 +650,7 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 # - Three pairs that agree in sign are consistent; runs that do not overlap say more, though not how
 #   large the gap is. At our scale every run of the new choice beats every run of the old for
 #   the cosine schedule and RoPE, and SwiGLU's mean loss is below ReLU's. LayerNorm and RMSNorm end
-#   within 0.05 nats of each other.
+#   within 0.05 nats of each other; where LayerNorm ends lower, RMSNorm pays only in its cost.
 
 # %% [markdown]
 # **Exercises:**

@@ -274,8 +274,9 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
 # *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
 # stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
-# the norms' gains are folded into the matrices after them, and the caches are allocated once per call. First, what matters
-# most: the same tokens, on the test split of the shipped translator (chapter 08's recipe).
+# the norms' gains are folded into the matrices after them. Any model's caches are allocated once
+# per call. First, what matters most: the same tokens, on the test split of the shipped translator
+# (chapter 08's recipe).
 
 # %%
 checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
@@ -461,8 +462,8 @@ expect("the cache counted with every query head: three times too large", wrong =
 # Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
 # and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
 # before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it can read
-# its bytes below the memory's speed.
+# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it may
+# read its bytes slower than the memory allows.
 #
 # <details><summary>The figure in words</summary>
 #

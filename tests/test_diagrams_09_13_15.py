@@ -12,6 +12,7 @@ from matplotlib._pylab_helpers import Gcf
 
 from transformer_course.convert import rope_halves_to_interleaved
 from transformer_course_tools.notebook.diagrams import (
+    beam_candidates,
     beam_tree,
     grouped_query_heads,
     kv_cache_step,
@@ -78,6 +79,16 @@ def test_the_beam_tree_marks_what_was_kept_and_labels_finished_hypotheses() -> N
     assert bold == {"a  -0.50", "b  -0.90", "<eos>  -0.70", "a  -1.10", "finished  -0.70", "<eos>  -1.30"}
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["kept in the beam", "pruned"]
     assert _closed(fig)
+
+
+def test_beam_candidates_are_every_extension_the_step_scores() -> None:
+    import torch
+
+    scores = torch.tensor([-1.0, -2.0, float("-inf")])  # (k=3): a live hypothesis, a finished one, an empty slot
+    log_probs = torch.tensor([[-0.5, -30.0, -1.5]] * 3)  # (k, V=3): token 1 is below the floor
+    finished = torch.tensor([False, True, False])
+    got = beam_candidates(scores, log_probs, finished, carried_id=0)
+    assert got == [(0, 0, -1.5), (0, 2, -2.5), (1, 0, -2.0)], "slot 0 extended, slot 1 carried, slot 2 empty"
 
 
 def test_the_rope_permutation_puts_one_mark_per_row_where_the_converter_takes_it() -> None:

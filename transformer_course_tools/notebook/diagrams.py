@@ -368,6 +368,25 @@ def grouped_query_heads(n_heads: int = 8, kv_heads: tuple[int, ...] = (8, 2, 1))
     return fig
 
 
+def beam_candidates(scores, log_probs, finished, carried_id: int, floor: float = -20.0) -> list[tuple]:
+    """Every extension one step of beam search scores for one sentence, as :func:`beam_tree` draws it:
+    (parent slot, token id, log P of the whole hypothesis). A finished hypothesis is carried over as
+    one candidate with the token ``carried_id``; an empty slot (score ``-inf``) has none; tokens whose
+    log-probability is below ``floor`` are left out (nothing the tree could show).
+
+    Shape:
+        scores (k,), log_probs (k, V), finished (k,) → a list of (int, int, float)
+    """
+    candidates = []
+    for slot in range(len(scores)):
+        if finished[slot]:
+            candidates.append((slot, carried_id, scores[slot].item()))
+        elif scores[slot] > float("-inf"):
+            candidates += [(slot, v, (scores[slot] + log_probs[slot, v]).item())
+                           for v in range(log_probs.shape[-1]) if log_probs[slot, v] > floor]  # fmt: skip
+    return candidates
+
+
 def beam_tree(history: list[dict], tokens: list[str], carried: str = "<pad>", ax=None):
     """A beam search drawn as a tree (chapter 09, section 3).
 
