@@ -326,7 +326,9 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # standard deviation 1); pre-LN passes the input's scale along and adds to it. Over a deep stack
 # this decides how the gradient is shared among the layers.
 #
-# The experiment below builds a 12-layer encoder both ways, with the same start. Every weight matrix
+# The experiment below builds a 12-layer encoder both ways, with the same start. It uses section 5's
+# `EncoderLayer` (one attention and one feed-forward sub-layer, each in `residual`) and
+# `Encoder(layers, final_norm)`, the stack. Every weight matrix
 # is drawn by *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$,
 # for a matrix from $n_\text{in}$ to $n_\text{out}$ features, and every bias starts at 0. That
 # keeps the size of the signals about the same from layer to layer. `nn.Transformer` (not its layer
@@ -417,9 +419,10 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 
 # %% [markdown]
 # - **Post-LN (the paper):** every layer outputs normalised vectors (right panel: flat at 1). The
-#   parameter gradient grows gently up the stack. The top layer's is no smaller than the
-#   bottom layer's in each of the three initialisations (the lines under the figure print the ratio,
-#   on average). Xiong et al. (2020, "On Layer Normalization in the Transformer Architecture") show
+#   parameter gradient grows gently up the stack. The top layer's is no smaller than the bottom
+#   layer's in each of the three initialisations (the folded check gives the lowest run's ratio;
+#   the lines under the figure, that of the averages). Xiong et al. (2020, "On Layer Normalization
+#   in the Transformer Architecture") show
 #   that post-LN's gradients near the top grow with depth, and connect them to the paper's
 #   **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4,000
 #   steps (chapter 08 builds it). At 12 layers of width 64 the effect is small;
@@ -538,8 +541,8 @@ for norm_first in (False, True):
     print(f"norm_first={norm_first!s:5}  max |ours − PyTorch|: one layer {layer_diff:.1e}, six layers {stack_diff:.1e}")
 
 # %% [markdown]
-# The assert allows differences up to 1e-5, a margin for float32 rounding. Where both sides run the
-# same operations in the same order, they round alike and the differences are exactly zero. So the
+# The assert allows differences up to 1e-5, a margin for float32 rounding: the two sides add some
+# sums in another order, which moves the last bits (about 1e-7 here). So the
 # six-layer encoder built from this chapter's parts computes what PyTorch's computes, in the paper's
 # order and in pre-LN.
 

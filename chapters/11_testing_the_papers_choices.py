@@ -217,7 +217,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
 # 16. Solid lines give the share of test strings reversed exactly, dashed lines the share of letters
 # put in the right place, each with a band from the lowest run to the highest. A grey background
-# marks the lengths seen in training, 3 to 10. All four lines fall towards the right, and beyond
+# marks the lengths seen in training, 3 to 10. All four lines fall overall, and beyond
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
 # the range of the runs at 8 letters, a training length where the two solid lines lie apart on
 # average, though the runs' ranges may overlap.
@@ -414,8 +414,9 @@ expect_above("final training loss: with residual connections below without them 
 #
 # - exact match (greedy decoding) and the accuracy of each next-token prediction;
 # - the model's *confidence*: the probability it gives its top choice, averaged over the tokens;
-# - the *calibration error*: how far confidence and accuracy lie apart, averaged over bins of
-#   confidence (0 for a model that is right exactly as often as it is sure);
+# - the *calibration error*: how far confidence and accuracy lie apart, averaged over ten equal bins
+#   of confidence, each weighted by its share of tokens (0 for a model that is right exactly as
+#   often as it is sure);
 # - the perplexity of the correct strings ([chapter 08](08_training.ipynb), section 3, defines it:
 #   $e$ to the mean cross-entropy per token).
 #
@@ -479,8 +480,8 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # **Perplexity: the lines under the figure give your runs' result, and the book claims none.** The
 # paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
-# probability 1. How many pairs rose, and whether the ranges overlap, vary from machine to machine,
-# unlike the confidence gap above.
+# probability 1. How many pairs rose, and whether the ranges overlap, vary from machine to machine.
+# Where every pair of yours rose with the ranges apart, your run agrees with the paper.
 # Even three pairs that rise, with ranges apart, are consistent with the claim, not proof of it
 # (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
@@ -499,7 +500,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |
-# | label smoothing (§5.4) | the model is less sure than it is right; exact match differs by less than the spread; perplexity varies by machine | less sure: every run; the rest: not shown |
+# | label smoothing (§5.4) | the model is less sure than it is right; exact match differs by less than the spread; perplexity: see your run's line | less sure: every run; the rest: not shown |
 #
 # A position code defined everywhere is not a model that generalises everywhere; and a choice that
 # made no difference here may still matter at the paper's size.
@@ -553,7 +554,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #    <details><summary>Answer</summary>
 #
 #    With $\varepsilon = 0.1$ the model is clearly less confident than it is accurate, and nearly
-#    calibrated without it, in every run. Perplexity did not settle: whether the runs' ranges
+#    calibrated without it, in every run. Perplexity is not asserted: whether the runs' ranges
 #    overlap, and whether every pair rises, varies from machine to machine. Exact match showed no gain on a task this easy.
 #    </details>
 #

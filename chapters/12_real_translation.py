@@ -23,7 +23,8 @@
 # way to say each number. Real text is not: any word may turn up, German inflects its articles and
 # endings, and it moves verbs to the end of a clause. This chapter takes chapter 06's model,
 # unchanged and trained with chapter 08's loop, to such sentences, with the paper's tools for real
-# corpora. At the end you will look for the attention jumping back to a verb that German puts last, and sort what it still gets wrong.
+# corpora. Section 8 looks for the attention jumping back to a verb that German puts last, and
+# section 9 sorts what it still gets wrong.
 #
 # **Learning goals**
 #
@@ -205,7 +206,8 @@ for k, (left, right) in enumerate(merges, start=1):
 # text back exactly.
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
-# same: `shared_tokenizer` trains on the English and the German training sentences.
+# same: `shared_tokenizer` trains on the English and the German training sentences, here for 1,000
+# tokens (section 2 says why).
 
 # %%
 tokenizer = shared_tokenizer(texts["train"], vocab_size=profile.vocab_size)

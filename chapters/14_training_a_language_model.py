@@ -31,7 +31,7 @@
 # Section 5 is the payoff. Small models, each with one modern change undone, race today's block in
 # pairs. Fifteen runs (five models, three runs each) are too many for the plays on a CPU, so they
 # read chapter 12's short German sentences. Each of these runs is whole, so there the cosine decay
-# acts. You will see which changes beat the 2017 choice.
+# acts. You will see which changes beat the 2017 choice, and one that may lose.
 #
 # **Learning goals**
 #
@@ -176,8 +176,9 @@ print(f"{len(train):,} training texts of {sum(len(ids) for ids in train):,} toke
 # - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update and
 #   applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$ (written
 #   out below). It is applied to the matrices (and the embedding) only, not to biases and the
-#   norms' gains: the learned per-feature scale ($\gamma$ in chapter 05, $g$ in 13) (the box below says why). `make_adamw` (in `recipe.py`) also takes
-#   $\beta_2 = 0.95$, as GPT-3 and Llama do, instead of the paper's 0.98;
+#   norms' gains, the per-feature scale ($\gamma$ in chapter 05, $g$ in 13). The box below
+#   says why. `make_adamw` (in `recipe.py`) also takes $\beta_2 = 0.95$, as GPT-3 and Llama do,
+#   instead of the paper's 0.98;
 # - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule that
 #   knows how long the run is, and ends with small steps;
 # - **gradient clipping**: gradients whose joint norm exceeds 1.0 are scaled down to norm 1.0, so one
@@ -370,8 +371,8 @@ print(*ours, sep="\n")
 # %% [markdown]
 # On a CPU, our run strings words, names and stage marks of the plays together, with broken words
 # between them. Compare losses, not samples. Chapter 13's model ended more than a nat per token
-# below the token frequencies; ours ends less than half a nat below them. Ours ran a third of its
-# steps, of twice the batch, and reached its peak learning rate only at the last.
+# below the token frequencies; ours ends less than half a nat below them. Ours ran a third of
+# chapter 13's steps, with twice its batch, and reached its peak learning rate only at the last.
 #
 # The shipped model is the whole run, with the lowest loss of the three references. It differs
 # from chapter 13's in more than the recipe: twice the blocks and the batch, more than three times
@@ -499,8 +500,8 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #
 # - LayerNorm instead of RMSNorm;
 # - sinusoids added to the embeddings instead of RoPE;
-# - the ReLU network with $d_{ff} = 4D$ instead of SwiGLU, with the same number of parameters up to
-#   the biases;
+# - the ReLU network with $d_{ff} = 4D$ instead of SwiGLU, with nearly the same number of
+#   parameters;
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
 # Grouped key/value heads are left out: they save cache memory, which no loss shows. For a CPU,
@@ -606,7 +607,7 @@ plt.show()
 #   their mean loss past the training lengths is higher too.
 # - **SwiGLU pays on average.** The ReLU network's mean validation loss is above SwiGLU's, at equal
 #   parameters. Your verdict says whether their runs overlapped.
-# - **The norms end close.** LayerNorm and RMSNorm end within 0.05 nats of each other. If your
+# - **The norms end close, and LayerNorm may win.** LayerNorm and RMSNorm end within 0.05 nats of each other. If your
 #   verdict puts LayerNorm beyond the spread, the 2017 choice won this race, by a gap that three
 #   runs of one small task cannot show to be general. RMSNorm is chosen for its lower cost.
 #
