@@ -88,9 +88,9 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
 # after the map lists each experiment's depth and number of steps; the rest follows chapter 08's toy run, section 6).
-# Each model trains, then reverses *test strings*: held-out strings, none of them a training string.
-# Strings of 3 letters are so few, $10^3$, that the training strings hold most of them; the test
-# strings of that length come from the rest.
+# Each model trains, then reverses *held-out strings*: none of them a training string. Strings of
+# 3 letters are so few, $10^3$, that the training strings hold most of them; the held-out strings of
+# that length come from the rest.
 #
 # The table printed with each figure gives the share reversed exactly and, for most, the training
 # loss at the end: the mean of the last 50 steps.
@@ -100,7 +100,8 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 # asserts a threshold that held in every run the authors made; your run may differ in the details.
 #
 # `run_experiment(name, variants)` does the work. It takes a dictionary of variants, each a way to
-# build the model from its configuration. It trains and evaluates each one three times.
+# build the model from its configuration, or a `Variant` (section 3) that also changes the training.
+# It trains and evaluates each one three times.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -206,7 +207,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # showed that a learned table only learns the positions it sees. Two models test the hope. One adds
 # the sinusoidal table, the other a learned one: the package's `LearnedPositionalEmbedding`, one
 # `nn.Embedding` row per position. Both train for 700 steps, on strings of 3 to 10 letters only.
-# Then each reverses test strings of every length from 3 to 16. The table counts the strings reversed
+# Then each reverses held-out strings of every length from 3 to 16. The table counts the strings reversed
 # exactly and the letters that land in the right place. The cell takes about a minute on a 2-core
 # CPU.
 #
@@ -215,7 +216,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # The left panel draws both models' training loss over the 700 steps, on a
 # logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches from the
 # lowest run to the highest. The right panel is drawn against the length of the string, from 3 to
-# 16. Solid lines give the share of test strings reversed exactly, dashed lines the share of letters
+# 16. Solid lines give the share of held-out strings reversed exactly, dashed lines the share of letters
 # put in the right place, each with a band from the lowest run to the highest. A grey background
 # marks the lengths seen in training, 3 to 10. All four lines fall overall, and beyond
 # 10 letters both solid lines lie at the bottom. The sentence under the figure gives, for this run,
@@ -304,9 +305,10 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 #
 # Three panels. The left one draws each variant's training loss over the 400
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
-# from the lowest run to the highest. In the middle, the two learning-rate schedules: one climbs over the
-# first 100 steps, the other starts at the same peak; both then decay alike. On the right, one bar
-# per variant for its mean exact match on test strings, and one dot per run.
+# from the lowest run to the highest. In the middle, the learning-rate schedules: post-LN with
+# warm-up climbs over the first 100 steps; the two variants without warm-up share one line, which
+# starts at the same peak; all then decay alike. On the right, one bar
+# per variant for its mean exact match on held-out strings, and one dot per run.
 #
 # </details>
 
@@ -330,7 +332,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # %% [markdown]
 # **The finding: without the warm-up, post-LN stalls. With it, post-LN learns, and pre-LN learns
 # without it.** The folded check above holds each part in every run. Post-LN
-# without warm-up reverses at most 2 % of the test strings. Its final loss stays above the others' by
+# without warm-up reverses at most 2 % of the held-out strings. Its final loss stays above the others' by
 # 0.5 or more: every run of one against every run of the other. The same model with the warm-up
 # learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
 # steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
@@ -374,7 +376,7 @@ for name, (in_warmup, in_residuals) in differ.items():
 # Two panels. The left one draws both variants' training loss over the 400
 # steps, on a logarithmic scale. A line shows the mean of the three runs, and a shaded band reaches
 # from the lowest run to the highest. On the right, one bar per variant for its mean exact match on
-# test strings, and one dot per run.
+# held-out strings, and one dot per run.
 #
 # </details>
 
@@ -396,8 +398,9 @@ expect_above("final training loss: with residual connections below without them 
 # %% [markdown]
 # **The finding: without its shortcuts the model's loss ends far higher.** The folded check above holds
 # it in every run: with the shortcuts, the final loss ends lower by 0.5 or more. Without them the
-# model reverses at most 2 % of the test strings. Exact match alone does not separate the two: in
-# the table above, the weakest run with shortcuts also reverses only a few strings. A
+# model reverses at most 2 % of the held-out strings. Exact match separates the two only by a hair:
+# in the table above, the weakest run with shortcuts also reverses only a few strings. So the check
+# reads the loss, whose margin is wide. A
 # likely reason, which these runs did not measure: without the shortcuts, every piece of information
 # has to pass through every attention and feed-forward sub-layer, including which letter sits where.
 # And the gradient reaches the lower layers only through all the sub-layers above. With the
@@ -410,7 +413,7 @@ expect_above("final training loss: with residual connections below without them 
 # The last choice is not in the architecture at all, but in the loss. Chapter 08 (section 3) quoted
 # the paper: label smoothing "hurts perplexity, as the model learns to be more unsure, but improves
 # accuracy and BLEU score" (§5.4). The experiment below trains the same small model on the reverse
-# task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On test strings it measures:
+# task twice, with $\varepsilon = 0$ and with $\varepsilon = 0.1$. On held-out strings it measures:
 #
 # - exact match (greedy decoding) and the accuracy of each next-token prediction;
 # - the model's *confidence*: the probability it gives its top choice, averaged over the tokens;
@@ -427,10 +430,10 @@ expect_above("final training loss: with residual connections below without them 
 # Three panels compare the two settings, blue for ε = 0 and orange for
 # ε = 0.1. The left one draws the training loss over the 800 steps, on a logarithmic scale. A line
 # shows the mean of the three runs, and a band reaches from the lowest run to the highest. The middle
-# one is a histogram of the confidence on test strings, the probability of the model's top
+# one is a histogram of the confidence on held-out strings, the probability of the model's top
 # choice, with the share of the tokens on a logarithmic scale. The orange confidences lie lower on
 # average, as the folded check under the figure confirms. The right one has one bar per setting for
-# its mean exact match on test strings, and one dot per run.
+# its mean exact match on held-out strings, and one dot per run.
 #
 # </details>
 
@@ -473,10 +476,8 @@ expect("exact match: no difference beyond the spread of the seeds",
 # fall below the entropy of the smoothed target itself, well above 0, and the orange line levels off
 # there. That is not a sign that smoothing trains worse.
 #
-# Why check the signed gap, confidence minus accuracy, and not the calibration error? The
-# calibration error counts a gap in either direction. A run without smoothing that trains less well
-# can be *over*-confident, and its calibration error can then be as large as a smoothed model's. The
-# sign is what label smoothing changes.
+# The folded checks read the signed gap, confidence minus accuracy, not the calibration error, which
+# counts a gap in either direction: the sign is what label smoothing changes.
 #
 # **Perplexity: the lines under the figure give your runs' result, and the book claims none.** The
 # paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
@@ -500,7 +501,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |
-# | label smoothing (§5.4) | the model is less sure than it is right; exact match differs by less than the spread; perplexity: see your run's line | less sure: every run; the rest: not shown |
+# | label smoothing (§5.4) | the model is less sure than it is right; exact match: the runs' ranges overlap; perplexity: see your run's line | less sure: every run; the rest: not shown |
 #
 # A position code defined everywhere is not a model that generalises everywhere; and a choice that
 # made no difference here may still matter at the paper's size.
@@ -546,7 +547,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #    <details><summary>Answer</summary>
 #
 #    The 3-layer model barely learnt, in every run: its loss stayed high and it reversed almost no
-#    test string, where the same model with its shortcuts learnt. A likely reason (not measured
+#    held-out string, where the same model with its shortcuts learnt. A likely reason (not measured
 #    here): each layer had to carry all information through its own sub-layers, and the gradient had
 #    no direct path to the lower layers.
 #    </details>
