@@ -607,7 +607,8 @@ history = fit(
     options=run.options,  # label smoothing and clipping of the profile; mixed precision on a GPU
     evaluation=Evaluation(validation_score, every=200),
 )
-print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s")
+print(f"{history.seconds / 60:.1f} minutes of training, {len(history.steps) / history.seconds:.1f} steps/s "
+      "(the bar's rate counts the evaluations too)")
 print("validation exact match (%) at steps", ", ".join(f"{e['step']}: {e['exact_match']:.1f}" for e in history.evals))
 
 # %% [markdown]

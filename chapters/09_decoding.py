@@ -337,8 +337,9 @@ for name, hyp in (("greedy", greedy_toy), ("by hand", second_choice)):
 # - `finished`, and `lengths`: the tokens each hypothesis has generated, for $lp$.
 #
 # It returns `origin` (the slot of the hypothesis each survivor extends), the new token, and the new
-# `scores`, `finished` and `lengths`. Below we run the loop by hand on the table model with $k = 2$
-# (no length penalty, as above), record every candidate, and draw the search as a tree.
+# `scores`, `finished` and `lengths`. Below, one call at the start on the table model with $k = 2$
+# (no length penalty): both survivors extend slot 0, the only real hypothesis. Then the
+# loop by hand, recording every candidate for a tree.
 
 # %%
 beam_k, V_tgt = 2, len(toy.tokens)  # the beam size k, the vocabulary
@@ -346,9 +347,16 @@ PAD_ID, EOS_ID = toy.config.pad_id, toy.config.eos_id
 scores = torch.tensor([[0.0, float("-inf")]])  # (B=1, k): one real hypothesis (<bos>), one empty slot
 finished, lengths = torch.zeros(1, beam_k, dtype=torch.bool), torch.zeros(1, beam_k, dtype=torch.long)
 beam_tokens = torch.full((beam_k, 1), toy.config.bos_id)  # (k, t)
+with torch.no_grad():
+    memory = toy.encode(toy_src.expand(beam_k, -1))  # (k, S, D): the source once per slot
+    first = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
+origin, new, first_scores, _, _ = beam_step(scores, first, finished, lengths, EOS_ID, PAD_ID, alpha=0.0)
+print("origin:", origin[0].tolist(), "| tokens:", [toy.tokens[i] for i in new[0].tolist()],
+      "| scores:", [round(x, 2) for x in first_scores[0].tolist()])
+
+# %%
 history = []  # per step: every candidate (parent slot, token, log P) and the survivors, best first
 with torch.no_grad():
-    memory = toy.encode(toy_src.expand(beam_k, -1))
     for step in range(5):
         log_probs = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
         candidates = beam_candidates(scores[0], log_probs[0], finished[0], PAD_ID)  # for the tree below

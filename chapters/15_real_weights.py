@@ -660,6 +660,6 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [Chapter 16 — Tokenizers, the speed of a step, and your models in the engines people
-# use](16_real_checkpoints.ipynb): these models' tokenizers, what sets the speed of generation, and
+# **Next:** [Chapter 16 — The speed of a step, tokenizers, and your models in the engines people
+# use](16_real_checkpoints.ipynb): what sets the speed of generation, these models' tokenizers, and
 # our trained models in `transformers`, CTranslate2 and llama.cpp.

@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 16 — Tokenizers, the speed of a step, and your models in the engines people use
+# # Chapter 16 — The speed of a step, tokenizers, and your models in the engines people use
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
@@ -23,19 +23,19 @@
 # the other way: the course's trained translator and language model leave the notebook and run in
 # the engines people use, `transformers`, CTranslate2 and llama.cpp.
 #
-# A model goes nowhere without its tokenizer: it reads ids, and only its own tokenizer gives the
-# right ones (section 1). Engines exist to sell speed, so we measure what a step of generation
-# costs: the operations it asks for (section 2), the bytes it reads (section 3), and what int8's
-# fewer bytes change in the tokens (section 4). At the end (section 5), both models, tokenizers
+# Engines exist to sell speed, so we first measure what a step of generation costs: the operations
+# it asks for (section 1), the bytes it reads (section 2), and what int8's fewer bytes change in the
+# tokens (section 3). A model goes nowhere without its tokenizer: it reads ids, and only its own
+# tokenizer gives the right ones (section 4). At the end (section 5), both models, tokenizers
 # included, run in the three engines and write the course's tokens there.
 #
 # **Learning goals**
 #
-# - turn text into ids and back by Marian's rules and by byte-level BPE, and see that a tokenizer
-#   travels with its model;
 # - see what an inference engine changes (the operations of a step) and what it leaves alone (the
 #   tokens);
 # - count the bytes a token reads in float32, bf16 and int8, and see what int8 changes in the tokens;
+# - turn text into ids and back by Marian's rules and by byte-level BPE, and see that a tokenizer
+#   travels with its model;
 # - export your translator and language model, tokenizers included, to `transformers`, CTranslate2 and
 #   llama.cpp;
 # - at home, with a network: load a published checkpoint into the course's models (an aside).
@@ -136,7 +136,320 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 16: every box goes into the exported files")
 
 # %% [markdown]
-# ## 1. The tokenizer travels with the model
+# ## 1. Fewer operations per step: an inference engine
+#
+# A step of generation has two costs. Run as chapter 09's loops run it, your modules ask PyTorch
+# for many small **operations**, each with a fixed cost of a few microseconds. And every step reads
+# the model's weights, its **bytes**, from memory. This section cuts the first cost; the next
+# measures the second.
+#
+# Inference engines such as CTranslate2 and llama.cpp *convert* a trained model, once, into a form of
+# their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
+# `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
+# *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
+# stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
+# the norms' gains are folded into the matrices after them. Any model's caches are allocated once
+# per call. First, what matters most: the same tokens, on the test split of the shipped translator
+# (chapter 08's recipe).
+
+# %%
+checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
+translator = checkpoint.model.eval()
+task = numbers_task()
+test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
+test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
+
+# %%
+same = {  # the test split translated by your modules (left) and by the engine (right)
+    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path=ENGINE)),
+    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path=ENGINE)[0]),
+}
+print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
+assert all(same.values())
+
+# %% [markdown]
+# Then the operations. We count the *ATen operations* (calls into PyTorch's C++ core) that one more
+# generated token adds, per decoder layer: the count for $n + 1$ tokens minus the count for $n$. A
+# random model of the translator's shape that never says `<eos>`, `never_stopping`, decodes exactly as many
+# tokens as it is asked for.
+
+# %% tags=["hide-input"]
+never_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
+torch.manual_seed(0)
+never_stopping = Transformer(never_config).eval()  # random weights, the translator's shape
+with torch.no_grad():
+    never_stopping.output.bias[never_config.eos_id] = -1e4  # never <eos>: exactly n tokens per sentence
+one_source = torch.randint(4, never_config.src_vocab_size, (1, 12))  # (1, S)
+
+
+def operations_per_layer(path: object, n: int = 6) -> float:
+    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
+    counts = []
+    for tokens in (n, n + 1):
+        with CountOps() as count:
+            greedy_decode(never_stopping, one_source, tokens, path=path)  # n tokens, then n + 1: one step more
+        counts.append(count.ops.total())
+    return (counts[1] - counts[0]) / never_config.n_decoder_layers
+
+
+paths = {"modules": "modules", "engine": ENGINE}  # path= for your modules, and for the engine
+greedy_decode(never_stopping, one_source, 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
+operations = {name: operations_per_layer(path) for name, path in paths.items()}
+
+# %% tags=["nbval-ignore-output"]
+for path, count in operations.items():
+    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
+
+# %% tags=["hide-cell"]
+expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
+expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
+
+# %% [markdown]
+# The engine writes your modules' tokens and asks PyTorch for far fewer operations per step. The
+# table of tokens per second at the end of the chapter shows what that does to the time on this
+# machine, beside CTranslate2 and llama.cpp.
+
+# %% [markdown]
+# ## 2. A floor on the time: bytes per token
+#
+# Section 2 cut the operations. The bytes an engine can cut only by storing each number in fewer
+# of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
+# bytes a parameter; while converting, both copies are in memory. The cell below builds our three
+# models in their published shapes on PyTorch's meta device (chapter 07).
+
+# %%
+# the published shapes (each checkpoint's config.json, kept in the course), read into our
+# configurations as chapter 15's converters read a checkpoint's settings
+opus_config = course_config("Helsinki-NLP/opus-mt-en-de")  # a TransformerConfig
+gpt2_config = course_config("openai-community/gpt2")  # GPT-2 small, a DecoderOnlyConfig
+smol_config = course_config("HuggingFaceTB/SmolLM2-135M")  # chapter 13's block, grouped key/value heads
+with torch.device("meta"):  # the full shapes, without allocating a single number (chapter 07)
+    full = {"opus-mt-en-de": Transformer(opus_config), "GPT-2 small": DecoderOnlyLM(gpt2_config),
+            "SmolLM2-135M": DecoderOnlyLM(smol_config)}
+for name, model in full.items():
+    n = model.num_parameters()  # distinct parameters: a tied matrix once
+    print(f"{name:14s} {n / 1e6:6.1f} M parameters: {4 * n / 2**30:.2f} GiB in float32, "
+          f"{8 * n / 2**30:.2f} GiB while converting")
+print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
+
+# %% [markdown]
+# A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
+# multiplies one vector: every weight is read from memory once, for a single multiply and add, and
+# the earlier tokens' keys and values are read from the cache. A processor does far more arithmetic
+# per second than its memory delivers bytes, so at batch 1 a step takes at least
+#
+# $$t_\text{token} \ge \frac{\text{bytes of the weights} + \text{bytes of the
+# cache}}{\text{bytes the memory delivers per second}}.$$
+#
+# Chapter 13 (section 4) estimated this floor for a large Llama on a GPU; here we measure it on a
+# CPU.
+#
+# Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
+# 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
+# scale per row (norms, biases and cache stay float32). A row $w$ gets the scale
+# $s = \max_j |w_j| / 127$. Each weight becomes the whole number $q_j = \mathrm{round}(w_j / s)$,
+# from −127 to 127, and is read back as $s\,q_j$, off by at most $s/2$. On one row, with your
+# `quantize_rows` and `dequantize_rows`:
+
+# %%
+row = torch.tensor([[0.50, -0.25, 0.013, 1.27]])  # (1, 4): one row of a weight matrix
+q, scale = quantize_rows(row)  # (1, 4) int8, (1,) float32
+print("q:", q[0].tolist(), " s:", round(scale.item(), 4), " read back:", [round(x, 4) for x in dequantize_rows(q, scale)[0].tolist()])
+
+# %% [markdown]
+# The largest weight sets the scale, and 0.013 comes back as 0.01. Each row has its own scale, so a
+# large weight costs precision in its own row only. Here are the bytes one token of the real
+# SmolLM2-135M reads, counted from its shapes, scales included. The cache holds 1,000 earlier tokens,
+# then 8,192, the longest text it was trained on.
+
+# %%
+c = smol_config  # the real shape: 30 layers
+weights_full = full["SmolLM2-135M"].num_parameters()
+matrices_full = weights_full - c.n_layers * 2 * c.d_model - c.d_model  # minus the norms' gains (float32 in int8)
+rows = sum(p.shape[0] for p in full["SmolLM2-135M"].parameters() if p.dim() == 2)  # int8: a float32 scale a row
+
+
+def kv_numbers(tokens: int, layers: int = c.n_layers, kv_heads: int = c.n_kv_heads) -> int:
+    """Keys and values of every layer for ``tokens`` earlier tokens: 3 key/value heads of 64 features."""
+    return 2 * layers * kv_heads * (c.d_model // c.n_heads) * tokens
+
+
+print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights")
+for context in (1000, c.max_len):  # the longest text it was trained on
+    cache = {"float32": 4 * kv_numbers(context), "bf16": 2 * kv_numbers(context), "int8": 4 * kv_numbers(context)}
+    weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full,
+               "int8": matrices_full + 4 * rows + 4 * (weights_full - matrices_full)}
+    print(f"with {context:5,} tokens in the cache:")
+    for precision in weights:
+        total = weights[precision] + cache[precision]
+        print(f"  {precision:8s} {total / 2**20:6.1f} MiB per token, of which the cache "
+              f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")
+
+# %% [markdown]
+# At 1,000 tokens the cache is small next to the float32 or bf16 weights, thanks to the 3 key/value
+# heads of grouped-query attention (chapter 13). At 8,192 tokens it is 41 % of the bytes in float32
+# or bf16, and three quarters with int8 weights: for a long text, the cache is worth shrinking as much
+# as the weights.
+#
+# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, drawn at
+# random: each matrix from N(0, 1/its number of columns), each gain from N(1, 0.2²).
+
+# %%
+smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
+generator = torch.Generator().manual_seed(0)
+with torch.no_grad():  # in the order of their names, as chapter 15 drew them
+    for _name, tensor in sorted(smol.named_parameters()):
+        if tensor.dim() == 2:  # a matrix (out, in), or the embedding (V, D): N(0, 1/its input size)
+            tensor.normal_(0.0, tensor.shape[1] ** -0.5, generator=generator)
+        else:  # the gain of an RMSNorm: N(1, 0.2²)
+            tensor.normal_(1.0, 0.2, generator=generator)
+smol.eval()
+print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_parameters() / 1e6:.1f} M parameters")
+
+# %% [markdown]
+# > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
+# > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
+# > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your
+# > own modules settle it: below, our 4-layer model reads 1,000 tokens into its cache (chapter 09's
+# > `KVCache`, one per layer), and we compare the bytes it holds with both counts.
+
+# %%
+cache = smol.new_cache()  # one KVCache per layer (chapter 09)
+with torch.no_grad():
+    smol(torch.randint(1, 49000, (1, 1000), generator=torch.Generator().manual_seed(4)), cache)  # 1,000 tokens in
+held = sum(layer_cache.nbytes() for layer_cache in cache)  # the keys and values of every layer
+right = 4 * kv_numbers(1000, layers=smol.config.n_layers)  # float32: 4 bytes a number
+wrong = 4 * kv_numbers(1000, layers=smol.config.n_layers, kv_heads=smol.config.n_heads)  # the bug: 9 heads
+print(f"your modules' cache after 1,000 tokens: {held / 2**20:.2f} MiB")
+print(f"counted with the 3 key/value heads: {right / 2**20:.2f} MiB; with the 9 query heads: {wrong / 2**20:.2f} MiB")
+
+# %% tags=["hide-cell"]
+expect("the cache counted with the key/value heads: your modules', to the byte", right == held, f"{held:,} bytes")
+expect("the cache counted with every query head: three times too large", wrong == 3 * held, f"{wrong:,} bytes")
+
+# %% [markdown]
+# Now the time. `time_precisions` decodes on one
+# thread with section 1's engine, which reads each weight once per token. Between decodings it
+# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's
+# caches hold. Bytes per token over time per token is the speed at which a step read its weights.
+#
+# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
+# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
+# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
+# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it may
+# read its bytes slower than the memory allows.
+#
+# <details><summary>The figure in words</summary>
+#
+# A scatter plot has one labelled dot per precision: float32, bf16 and int8. The horizontal axis
+# gives the MiB of weights the engine reads per generated token, the vertical axis the milliseconds
+# per token, both from 0. A dashed line from the origin gives the time that reading those bytes at
+# the memory's measured speed would take: the floor that the formula above sets. The bf16 dot sits
+# at half of float32's MiB, the int8 dot at about a quarter. The heights, bf16's among them, and the
+# line are this machine's, and the title names the precision that was fastest here.
+#
+# </details>
+
+# %% tags=["measured", "nbval-ignore-output"]
+variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": quantize(smol, "int8")}
+prompt = torch.randint(1, 49000, (1, 8), generator=torch.Generator().manual_seed(6))
+precisions = time_precisions(variants, prompt, new_tokens=16)  # one thread; a sum over 512 MiB and the models take turns
+print(precisions.table())
+precisions.plot()
+plt.show()
+display(Markdown(precisions.sentence()))
+
+# %% tags=["hide-cell", "measured"]
+read = precisions.read  # bytes per token, counted from the engine's plan
+expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
+expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
+
+# %% [markdown]
+# ## 3. What int8 changes: the tokens
+#
+# int8 reads the fewest bytes; an engine may use it only if the tokens survive. That
+# depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
+# `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
+# weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
+# made float again. Both are compared with float32 on our 4-layer SmolLM2.
+
+# %% tags=["nbval-ignore-output"]
+def int8_weights_only(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` whose linear layers hold their int8 weights made float again: what a
+    weight-only kernel reads."""
+    copied = copy.deepcopy(model)
+    with torch.no_grad():
+        for module in copied.modules():
+            if isinstance(module, nn.Linear):
+                module.weight.copy_(dequantize_rows(*quantize_rows(module.weight)))
+    return copied
+
+
+int8_smol = variants["int8"]  # section 2's int8 model
+weights_only = int8_weights_only(smol)
+prompt = torch.randint(1, 49000, (4, 8), generator=torch.Generator().manual_seed(5))
+with torch.no_grad():
+    reference = smol(prompt)  # (B, T, V), float32
+    errors = {name: ((m(prompt).float() - reference).abs().max() / reference.abs().max()).item()
+              for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}
+float_tokens = generate(smol, prompt, 16, path=ENGINE)[:, 8:]
+agreement = {name: (generate(m, prompt, 16, path=ENGINE)[:, 8:] == float_tokens).float().mean().item()
+             for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}
+for name in errors:
+    print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
+          f"greedy tokens equal to float32's: {agreement[name]:.0%}")
+
+# %% tags=["hide-cell"]
+expect_at_most("int8 weights only: largest logit error relative to the largest logit", errors["int8 weights only"], 0.1)
+expect_at_most("int8 weights and inputs: largest logit error relative to the largest logit",
+               errors["int8 weights and inputs (CPU)"], 0.2)
+
+# %% [markdown]
+# The logits move by several hundredths of the largest one. Yet greedy tokens can change: the lines
+# above give the share that stayed equal. A
+# likely reason, not measured here: a model with random weights has no strong preferences, so its
+# largest logits lie close together and a small error swaps them. Once one token changes, every
+# later token continues another text.
+#
+# A trained model should choose more clearly. Chapter 14's Shakespeare model, the one section 5
+# exports, continues three prompts in float32 and in both int8 forms (it also differs in size and
+# vocabulary: a hint, not a proof):
+
+# %% tags=["nbval-ignore-output"]
+lm = load_pretrained_lm()  # chapter 14's trained Shakespeare model, with its BPE (chapter 12)
+shakespeare = SubwordTokenizer.from_dict(lm.tokenizer)
+prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
+prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
+trained = {"float32": lm.model, "int8 weights only": int8_weights_only(lm.model),
+           "int8 weights and inputs (CPU)": quantize(lm.model, "int8")}
+written = {name: [generate(m, torch.tensor([ids]), 40, path=ENGINE)[0, len(ids) :].tolist() for ids in prompt_ids]
+           for name, m in trained.items()}  # up to 40 new tokens a prompt, greedily
+
+
+def share_kept(tokens: list[list[int]], reference: list[list[int]]) -> float:
+    """The share of places, over all prompts, where ``tokens`` holds the reference's token."""
+    pairs = list(zip(tokens, reference, strict=True))  # one row per prompt; one may stop before the other
+    equal = sum(a == b for row, ref in pairs for a, b in zip(row, ref, strict=False))
+    return equal / sum(max(len(row), len(ref)) for row, ref in pairs)
+
+
+kept = {name: share_kept(written[name], written["float32"]) for name in agreement}
+for name in agreement:
+    print(f"{name:30s} greedy tokens equal to float32's: the random model {agreement[name]:.0%}, "
+          f"the trained one {kept[name]:.0%}")
+
+# %% tags=["hide-cell"]
+cpu = "int8 weights and inputs (CPU)"
+expect("int8 weights and inputs: the trained model keeps more of float32's greedy tokens than the random one",
+       kept[cpu] > agreement[cpu], f"{kept[cpu]:.0%} against {agreement[cpu]:.0%}")
+
+# %% [markdown]
+# The trained model keeps more of its tokens than the random one. Its logits still move, so where
+# two top tokens lie close a token can still change. Equal tokens are what test an export, so
+# section 5's exports stay in float32.
+
+# %% [markdown]
+# ## 4. The tokenizer travels with the model
 #
 # A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
 # trained on, and gives each piece the id of its row in the embedding. Another tokenizer hands the
@@ -262,319 +575,6 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
 # writes it in the form llama.cpp reads for such models.
 
 # %% [markdown]
-# ## 2. Fewer operations per step: an inference engine
-#
-# A step of generation has two costs. Run as chapter 09's loops run it, your modules ask PyTorch
-# for many small **operations**, each with a fixed cost of a few microseconds. And every step reads
-# the model's weights, its **bytes**, from memory. This section cuts the first cost; the next
-# measures the second.
-#
-# Inference engines such as CTranslate2 and llama.cpp *convert* a trained model, once, into a form of
-# their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
-# `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
-# *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
-# stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
-# the norms' gains are folded into the matrices after them. Any model's caches are allocated once
-# per call. First, what matters most: the same tokens, on the test split of the shipped translator
-# (chapter 08's recipe).
-
-# %%
-checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
-translator = checkpoint.model.eval()
-task = numbers_task()
-test_src = pad_sequences([task.src_vocab.encode(s) for s, _ in task.test], task.src_vocab.pad_id)  # (B, S)
-test_greedy = greedy_decode(translator, test_src)  # (B, T): your modules, as chapter 09 ran them
-
-# %%
-same = {  # the test split translated by your modules (left) and by the engine (right)
-    "greedy": torch.equal(test_greedy, greedy_decode(translator, test_src, path=ENGINE)),
-    "beam 4": torch.equal(beam_search(translator, test_src, 4)[0], beam_search(translator, test_src, 4, path=ENGINE)[0]),
-}
-print(f"the {test_src.shape[0]} test numbers, the same tokens from your modules and from the engine:", same)
-assert all(same.values())
-
-# %% [markdown]
-# Then the operations. We count the *ATen operations* (calls into PyTorch's C++ core) that one more
-# generated token adds, per decoder layer: the count for $n + 1$ tokens minus the count for $n$. A
-# random model of the translator's shape that never says `<eos>`, `never_stopping`, decodes exactly as many
-# tokens as it is asked for.
-
-# %% tags=["hide-input"]
-never_config = TransformerConfig(**{**translator.config.to_dict(), "max_len": 128})
-torch.manual_seed(0)
-never_stopping = Transformer(never_config).eval()  # random weights, the translator's shape
-with torch.no_grad():
-    never_stopping.output.bias[never_config.eos_id] = -1e4  # never <eos>: exactly n tokens per sentence
-one_source = torch.randint(4, never_config.src_vocab_size, (1, 12))  # (1, S)
-
-
-def operations_per_layer(path: object, n: int = 6) -> float:
-    """ATen operations of one greedy step, per decoder layer (a random model that never stops early)."""
-    counts = []
-    for tokens in (n, n + 1):
-        with CountOps() as count:
-            greedy_decode(never_stopping, one_source, tokens, path=path)  # n tokens, then n + 1: one step more
-        counts.append(count.ops.total())
-    return (counts[1] - counts[0]) / never_config.n_decoder_layers
-
-
-paths = {"modules": "modules", "engine": ENGINE}  # path= for your modules, and for the engine
-greedy_decode(never_stopping, one_source, 2, path=ENGINE)  # 2 tokens: the plan is made once, before counting
-operations = {name: operations_per_layer(path) for name, path in paths.items()}
-
-# %% tags=["nbval-ignore-output"]
-for path, count in operations.items():
-    print(f"{path:8s} {count:5.1f} operations per decoder layer per token")
-
-# %% tags=["hide-cell"]
-expect_at_most("the engine's operations per layer per token", operations["engine"], 45)
-expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
-
-# %% [markdown]
-# The engine writes your modules' tokens and asks PyTorch for far fewer operations per step. The
-# table of tokens per second at the end of the chapter shows what that does to the time on this
-# machine, beside CTranslate2 and llama.cpp.
-
-# %% [markdown]
-# ## 3. A floor on the time: bytes per token
-#
-# Section 2 cut the operations. The bytes an engine can cut only by storing each number in fewer
-# of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
-# bytes a parameter; while converting, both copies are in memory. The cell below builds our three
-# models in their published shapes on PyTorch's meta device (chapter 07).
-
-# %%
-# the published shapes (each checkpoint's config.json, kept in the course), read into our
-# configurations as chapter 15's converters read a checkpoint's settings
-opus_config = course_config("Helsinki-NLP/opus-mt-en-de")  # a TransformerConfig
-gpt2_config = course_config("openai-community/gpt2")  # GPT-2 small, a DecoderOnlyConfig
-smol_config = course_config("HuggingFaceTB/SmolLM2-135M")  # chapter 13's block, grouped key/value heads
-with torch.device("meta"):  # the full shapes, without allocating a single number (chapter 07)
-    full = {"opus-mt-en-de": Transformer(opus_config), "GPT-2 small": DecoderOnlyLM(gpt2_config),
-            "SmolLM2-135M": DecoderOnlyLM(smol_config)}
-for name, model in full.items():
-    n = model.num_parameters()  # distinct parameters: a tied matrix once
-    print(f"{name:14s} {n / 1e6:6.1f} M parameters: {4 * n / 2**30:.2f} GiB in float32, "
-          f"{8 * n / 2**30:.2f} GiB while converting")
-print(f"a 7-billion-parameter Llama: {4 * 7e9 / 2**30:.0f} GiB in float32, {2 * 7e9 / 2**30:.0f} GiB in bf16")
-
-# %% [markdown]
-# A step of generation with a KV cache (chapter 09) feeds one new token. Each weight matrix then
-# multiplies one vector: every weight is read from memory once, for a single multiply and add, and
-# the earlier tokens' keys and values are read from the cache. A processor does far more arithmetic
-# per second than its memory delivers bytes, so at batch 1 a step takes at least
-#
-# $$t_\text{token} \ge \frac{\text{bytes of the weights} + \text{bytes of the
-# cache}}{\text{bytes the memory delivers per second}}.$$
-#
-# Chapter 13 (section 4) estimated this floor for a large Llama on a GPU; here we measure it on a
-# CPU.
-#
-# Fewer bytes per weight make fewer bytes per token. `quantize(model, "bf16")` stores every number in
-# 2 bytes; `quantize(model, "int8")` stores each weight matrix as 8-bit whole numbers with a float32
-# scale per row (norms, biases and cache stay float32). A row $w$ gets the scale
-# $s = \max_j |w_j| / 127$. Each weight becomes the whole number $q_j = \mathrm{round}(w_j / s)$,
-# from −127 to 127, and is read back as $s\,q_j$, off by at most $s/2$. On one row, with your
-# `quantize_rows` and `dequantize_rows`:
-
-# %%
-row = torch.tensor([[0.50, -0.25, 0.013, 1.27]])  # (1, 4): one row of a weight matrix
-q, scale = quantize_rows(row)  # (1, 4) int8, (1,) float32
-print("q:", q[0].tolist(), " s:", round(scale.item(), 4), " read back:", [round(x, 4) for x in dequantize_rows(q, scale)[0].tolist()])
-
-# %% [markdown]
-# The largest weight sets the scale, and 0.013 comes back as 0.01. Each row has its own scale, so a
-# large weight costs precision in its own row only. Here are the bytes one token of the real
-# SmolLM2-135M reads, counted from its shapes, scales included. The cache holds 1,000 earlier tokens,
-# then 8,192, the longest text it was trained on.
-
-# %%
-c = smol_config  # the real shape: 30 layers
-weights_full = full["SmolLM2-135M"].num_parameters()
-matrices_full = weights_full - c.n_layers * 2 * c.d_model - c.d_model  # minus the norms' gains (float32 in int8)
-rows = sum(p.shape[0] for p in full["SmolLM2-135M"].parameters() if p.dim() == 2)  # int8: a float32 scale a row
-
-
-def kv_numbers(tokens: int, layers: int = c.n_layers, kv_heads: int = c.n_kv_heads) -> int:
-    """Keys and values of every layer for ``tokens`` earlier tokens: 3 key/value heads of 64 features."""
-    return 2 * layers * kv_heads * (c.d_model // c.n_heads) * tokens
-
-
-print(f"SmolLM2-135M: {weights_full / 1e6:.1f} M weights")
-for context in (1000, c.max_len):  # the longest text it was trained on
-    cache = {"float32": 4 * kv_numbers(context), "bf16": 2 * kv_numbers(context), "int8": 4 * kv_numbers(context)}
-    weights = {"float32": 4 * weights_full, "bf16": 2 * weights_full,
-               "int8": matrices_full + 4 * rows + 4 * (weights_full - matrices_full)}
-    print(f"with {context:5,} tokens in the cache:")
-    for precision in weights:
-        total = weights[precision] + cache[precision]
-        print(f"  {precision:8s} {total / 2**20:6.1f} MiB per token, of which the cache "
-              f"{cache[precision] / 2**20:5.1f} MiB ({cache[precision] / total:.0%})")
-
-# %% [markdown]
-# At 1,000 tokens the cache is small next to the float32 or bf16 weights, thanks to the 3 key/value
-# heads of grouped-query attention (chapter 13). At 8,192 tokens it is 41 % of the bytes in float32
-# or bf16, and three quarters with int8 weights: for a long text, the cache is worth shrinking as much
-# as the weights.
-#
-# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, drawn at
-# random: each matrix from N(0, 1/its number of columns), each gain from N(1, 0.2²).
-
-# %%
-smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
-generator = torch.Generator().manual_seed(0)
-with torch.no_grad():  # in the order of their names, as chapter 15 drew them
-    for _name, tensor in sorted(smol.named_parameters()):
-        if tensor.dim() == 2:  # a matrix (out, in), or the embedding (V, D): N(0, 1/its input size)
-            tensor.normal_(0.0, tensor.shape[1] ** -0.5, generator=generator)
-        else:  # the gain of an RMSNorm: N(1, 0.2²)
-            tensor.normal_(1.0, 0.2, generator=generator)
-smol.eval()
-print(f"SmolLM2's shape with {smol.config.n_layers} of its 30 layers: {smol.num_parameters() / 1e6:.1f} M parameters")
-
-# %% [markdown]
-# > **Common mistake — counting the cache with every query head.** SmolLM2 has 9 query heads but
-# > only 3 key/value heads (grouped-query attention, chapter 13). The cache holds keys and values
-# > only, so it has 3 heads per layer. A count with 9 makes the cache three times too large. Your
-# > own modules settle it: below, our 4-layer model reads 1,000 tokens into its cache (chapter 09's
-# > `KVCache`, one per layer), and we compare the bytes it holds with both counts.
-
-# %%
-cache = smol.new_cache()  # one KVCache per layer (chapter 09)
-with torch.no_grad():
-    smol(torch.randint(1, 49000, (1, 1000), generator=torch.Generator().manual_seed(4)), cache)  # 1,000 tokens in
-held = sum(layer_cache.nbytes() for layer_cache in cache)  # the keys and values of every layer
-right = 4 * kv_numbers(1000, layers=smol.config.n_layers)  # float32: 4 bytes a number
-wrong = 4 * kv_numbers(1000, layers=smol.config.n_layers, kv_heads=smol.config.n_heads)  # the bug: 9 heads
-print(f"your modules' cache after 1,000 tokens: {held / 2**20:.2f} MiB")
-print(f"counted with the 3 key/value heads: {right / 2**20:.2f} MiB; with the 9 query heads: {wrong / 2**20:.2f} MiB")
-
-# %% tags=["hide-cell"]
-expect("the cache counted with the key/value heads: your modules', to the byte", right == held, f"{held:,} bytes")
-expect("the cache counted with every query head: three times too large", wrong == 3 * held, f"{wrong:,} bytes")
-
-# %% [markdown]
-# Now the time. `time_precisions` decodes on one
-# thread with section 2's engine, which reads each weight once per token. Between decodings it
-# measures how fast that thread reads memory: a sum over 512 MiB, far more than the processor's
-# caches hold. Bytes per token over time per token is the speed at which a step read its weights.
-#
-# Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
-# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
-# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it may
-# read its bytes slower than the memory allows.
-#
-# <details><summary>The figure in words</summary>
-#
-# A scatter plot has one labelled dot per precision: float32, bf16 and int8. The horizontal axis
-# gives the MiB of weights the engine reads per generated token, the vertical axis the milliseconds
-# per token, both from 0. A dashed line from the origin gives the time that reading those bytes at
-# the memory's measured speed would take: the floor that the formula above sets. The bf16 dot sits
-# at half of float32's MiB, the int8 dot at about a quarter. The heights, bf16's among them, and the
-# line are this machine's, and the title names the precision that was fastest here.
-#
-# </details>
-
-# %% tags=["measured", "nbval-ignore-output"]
-variants = {"float32": smol, "bf16": quantize(smol, "bf16"), "int8": quantize(smol, "int8")}
-prompt = torch.randint(1, 49000, (1, 8), generator=torch.Generator().manual_seed(6))
-precisions = time_precisions(variants, prompt, new_tokens=16)  # one thread; a sum over 512 MiB and the models take turns
-print(precisions.table())
-precisions.plot()
-plt.show()
-display(Markdown(precisions.sentence()))
-
-# %% tags=["hide-cell", "measured"]
-read = precisions.read  # bytes per token, counted from the engine's plan
-expect_at_most("bf16 weights: bytes read per token relative to float32", read["bf16"] / read["float32"], 0.5)
-expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
-
-# %% [markdown]
-# ## 4. What int8 changes: the tokens
-#
-# int8 reads the fewest bytes; an engine may use it only if the tokens survive. That
-# depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
-# `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
-# weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
-# made float again. Both are compared with float32 on our 4-layer SmolLM2.
-
-# %% tags=["nbval-ignore-output"]
-def int8_weights_only(model: nn.Module) -> nn.Module:
-    """A copy of ``model`` whose linear layers hold their int8 weights made float again: what a
-    weight-only kernel reads."""
-    copied = copy.deepcopy(model)
-    with torch.no_grad():
-        for module in copied.modules():
-            if isinstance(module, nn.Linear):
-                module.weight.copy_(dequantize_rows(*quantize_rows(module.weight)))
-    return copied
-
-
-int8_smol = variants["int8"]  # section 3's int8 model
-weights_only = int8_weights_only(smol)
-prompt = torch.randint(1, 49000, (4, 8), generator=torch.Generator().manual_seed(5))
-with torch.no_grad():
-    reference = smol(prompt)  # (B, T, V), float32
-    errors = {name: ((m(prompt).float() - reference).abs().max() / reference.abs().max()).item()
-              for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}
-float_tokens = generate(smol, prompt, 16, path=ENGINE)[:, 8:]
-agreement = {name: (generate(m, prompt, 16, path=ENGINE)[:, 8:] == float_tokens).float().mean().item()
-             for name, m in (("int8 weights only", weights_only), ("int8 weights and inputs (CPU)", int8_smol))}
-for name in errors:
-    print(f"{name:30s} largest logit error {errors[name]:.2%} of the largest logit; "
-          f"greedy tokens equal to float32's: {agreement[name]:.0%}")
-
-# %% tags=["hide-cell"]
-expect_at_most("int8 weights only: largest logit error relative to the largest logit", errors["int8 weights only"], 0.1)
-expect_at_most("int8 weights and inputs: largest logit error relative to the largest logit",
-               errors["int8 weights and inputs (CPU)"], 0.2)
-
-# %% [markdown]
-# The logits move by several hundredths of the largest one. Yet greedy tokens can change: the lines
-# above give the share that stayed equal. A
-# likely reason, not measured here: a model with random weights has no strong preferences, so its
-# largest logits lie close together and a small error swaps them. Once one token changes, every
-# later token continues another text.
-#
-# A trained model should choose more clearly. Chapter 14's Shakespeare model, the one section 5
-# exports, continues three prompts in float32 and in both int8 forms (it also differs in size and
-# vocabulary: a hint, not a proof):
-
-# %% tags=["nbval-ignore-output"]
-lm = load_pretrained_lm()  # chapter 14's trained Shakespeare model, with its BPE (chapter 12)
-shakespeare = SubwordTokenizer.from_dict(lm.tokenizer)
-prompts = ["Ham. To be, or not", "MACBETH. If it were done", "HAMLET. O"]
-prompt_ids = [shakespeare.encode(p, add_bos=True) for p in prompts]  # <bos> first
-trained = {"float32": lm.model, "int8 weights only": int8_weights_only(lm.model),
-           "int8 weights and inputs (CPU)": quantize(lm.model, "int8")}
-written = {name: [generate(m, torch.tensor([ids]), 40, path=ENGINE)[0, len(ids) :].tolist() for ids in prompt_ids]
-           for name, m in trained.items()}  # up to 40 new tokens a prompt, greedily
-
-
-def share_kept(tokens: list[list[int]], reference: list[list[int]]) -> float:
-    """The share of places, over all prompts, where ``tokens`` holds the reference's token."""
-    pairs = list(zip(tokens, reference, strict=True))  # one row per prompt; one may stop before the other
-    equal = sum(a == b for row, ref in pairs for a, b in zip(row, ref, strict=False))
-    return equal / sum(max(len(row), len(ref)) for row, ref in pairs)
-
-
-kept = {name: share_kept(written[name], written["float32"]) for name in agreement}
-for name in agreement:
-    print(f"{name:30s} greedy tokens equal to float32's: the random model {agreement[name]:.0%}, "
-          f"the trained one {kept[name]:.0%}")
-
-# %% tags=["hide-cell"]
-cpu = "int8 weights and inputs (CPU)"
-expect("int8 weights and inputs: the trained model keeps more of float32's greedy tokens than the random one",
-       kept[cpu] > agreement[cpu], f"{kept[cpu]:.0%} against {agreement[cpu]:.0%}")
-
-# %% [markdown]
-# The trained model keeps more of its tokens than the random one. Its logits still move, so where
-# two top tokens lie close a token can still change. Equal tokens are what test an export, so the
-# next section's exports stay in float32.
-
-# %% [markdown]
 # ## 5. Your models in the engines people use
 #
 # Two trained models leave the course, both shipped: the numbers translator trained with
@@ -627,9 +627,9 @@ finally:
     os.chdir(here)
 
 # %% [markdown]
-# **The tokenizer goes along,** as section 1 said it must. Each export writes the course's tokenizer
+# **The tokenizer goes along,** as section 4 said it must. Each export writes the course's tokenizer
 # beside the weights: `tokenizer.json` for `transformers` and CTranslate2, and in the GGUF file the
-# token list in id order, with "▁" for a space (section 1). The translator's two vocabularies become
+# token list in id order, with "▁" for a space (section 4). The translator's two vocabularies become
 # Marian's one: the source's tokens, then the target's new ones, `<pad>` last. Each embedding row
 # moves with its token. A token only the source has gets a logit bias of −∞, as do `<pad>` and
 # `<bos>`, so no engine writes it:
@@ -682,7 +682,7 @@ for row, text in enumerate(english):
         print(f"  {engine:14s} {texts[row]}")
 
 # %% [markdown]
-# Then the language model, on section 4's three prompts, each continued greedily until it writes
+# Then the language model, on section 3's three prompts, each continued greedily until it writes
 # `<eos>`, at most 40 tokens:
 
 # %% tags=["nbval-ignore-output"]
@@ -763,13 +763,13 @@ speeds = tokens_per_second(runs, made)  # one thread, the engines taking turns, 
 display(Markdown(speed_table(speeds, reference=OURS)))
 
 # %% tags=["hide-cell"]
-scratch.cleanup()  # section 1's tokenizer files and section 5's exports: every engine has loaded its model
+scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every engine has loaded its model
 
 # %% [markdown]
 # These two models are small, about a million weights each (a few megabytes: they may fit in the
 # processor's cache). A step
-# then costs mostly the work around its products (section 2's operations), which a loop in C++ does
-# cheaply. On a published model's shapes, section 3's bytes weigh more.
+# then costs mostly the work around its products (section 1's operations), which a loop in C++ does
+# cheaply. On a published model's shapes, section 2's bytes weigh more.
 #
 # That is where the course set out to arrive: models trained by the course's code, from the parts you
 # built, run in the engines people use and write your code's tokens there.
@@ -807,15 +807,15 @@ else:
 # %% [markdown]
 # ## Summary
 #
-# - A model travels with its tokenizer, which turns text into the ids it was trained on: Marian's
-#   unigram models over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`), or the
-#   course's BPE, exported as `tokenizer.json` and inside the GGUF file.
 # - An inference engine reads a trained model once into a plan that cuts the operations of a step,
 #   and gives your modules' tokens (`path=ENGINE`).
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - int8 moves the logits by several hundredths of the largest one; where the top tokens lie close,
 #   greedy tokens change, fewer in a trained model.
+# - A model travels with its tokenizer, which turns text into the ids it was trained on: Marian's
+#   unigram models over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`), or the
+#   course's BPE, exported as `tokenizer.json` and inside the GGUF file.
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
 #   CTranslate2 and llama.cpp, which write the course's tokens in float32. Exporting the translator
 #   reorders all D features; the logits stay the same.
