@@ -291,9 +291,9 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
 # draws every entry from $\mathcal{N}(0, 1/d_{model})$. A raw row then has length about 1. Times
 # $\sqrt{d_{model}}$, each entry has variance 1 and the vector has length about $\sqrt{d_{model}}$:
-# the same order as the positional vector, $\sqrt{2}$ times longer. Without the factor, at $d_{model} = 512$, the position
-# signal would start $\sqrt{d_{model}/2} = 16$ times longer than the token signal: the position
-# would dominate the vector's length. Chapter 11 tests what that does to training. The package's `TokenEmbedding`
+# the same order as the positional vector, $\sqrt{2}$ times longer. Without the factor, at
+# $d_{model} = 512$, the position signal would start $\sqrt{d_{model}/2} = 16$ times longer than the
+# token signal: the position would dominate the vector's length. The package's `TokenEmbedding`
 # (exercise ex01_2) is this layer: the lookup, times $\sqrt{d_{model}}$, with that initialisation.
 #
 # So the factor and the initialisation belong together. PyTorch's default `nn.Embedding` draws from
@@ -460,8 +460,8 @@ print(run_check("ex01_2", forward_without_scale).line())
 # Section 1's padded batch can now go through everything this chapter built: ids become scaled
 # vectors, and the tied output layer scores every vocabulary entry at every position. With no layers
 # between them yet, the scores can only read the input back. A vector's dot product with its own row
-# of $E$ is that row's squared length times $\sqrt{D}$; with another random row it is far smaller,
-# about ±1 where $\sqrt{D}$ is 8. So each
+# of $E$ is that row's squared length times $\sqrt{D}$: about $\sqrt{D} = 8$ here. With any other
+# row it is about ±1. So each
 # token scores its own row highest, and the arg-max recovers the batch. The exception is `<pad>`: its
 # row is zero, its scores all tie at 0, and the arg-max returns the first of equals, id 0, which is
 # `<pad>` again. Chapters 02–06 build what goes in between.

@@ -364,7 +364,8 @@ plt.show()
 # the model cannot rely on any single one. It multiplies the features it keeps by
 # $1/(1 - P_{drop})$, so that their expected value does not change; at evaluation it does nothing.
 # §5.4 applies it to the sums of embeddings and positional encodings, at a rate $P_{drop} = 0.1$
-# for the base model. You write `forward` in exercise `ex02_2`.
+# for the base model. You write `forward` in exercise `ex02_2`. The cell below calls `.eval()`, so
+# it checks the sum without dropout.
 #
 # The table is registered as a *buffer*. It follows `.to(device)` and `.to(dtype)` like a weight,
 # but it is not a parameter: nothing learns it. And since it is a formula, it is not saved in the

@@ -383,7 +383,7 @@ expect("unscaled: the median gradient stays above the scaled one up to d_k = 64"
 # close to the median: the head size barely changes attention at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
-# one up to $d_k = 64$, the paper's head size. It falls below at the size printed last above and
+# one up to $d_k = 64$, the paper's head size. It falls below at the size in the last printed line and
 # nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
 # even.
 #

@@ -314,7 +314,7 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # returns `None` for the weights. (`nn.MultiheadAttention` averages the maps over the heads, unless
 # you pass `average_attn_weights=False`.)
 #
-# Each head divides its scores by $\sqrt{d_k}$ with $d_k = D/H$, the head's own size, not $d_{model}$
+# Each head divides its scores by $\sqrt{d_k}$, the head's own size ($D/H$ by default), not $d_{model}$
 # (§3.2.1 with §3.2.2). Chapter 03's experiment is about that size.
 
 # %%

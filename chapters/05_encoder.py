@@ -295,8 +295,8 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 # guarantees every layer some gradient, not an equal share (the measurement below shows how unequal). But in the paper's post-LN, every residual sum
 # passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
 # norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
-# derivatives, so post-LN's gradients can grow with depth. In our 12-layer stack at initialisation
-# they grow towards the top, but gently (below).
+# derivatives, so post-LN's gradients can grow towards the top of the stack. In a 12-layer stack at
+# initialisation they do, but gently (section 6).
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -324,16 +324,81 @@ print(f"input scale {x.std():.2f}  →  post-LN output scale {post.std():.2f},  
 # %% [markdown]
 # Post-LN hands the next layer normalised vectors (with a fresh LayerNorm, as here, mean 0 and
 # standard deviation 1); pre-LN passes the input's scale along and adds to it. Over a deep stack
-# this decides how the gradient is shared among the layers.
+# this decides how the gradient is shared among the layers (section 6 measures it).
 #
-# The experiment below builds a 12-layer encoder both ways, with the same start. It uses section 5's
-# `EncoderLayer` (one attention and one feed-forward sub-layer, each in `residual`) and
-# `Encoder(layers, final_norm)`, the stack. Every weight matrix
-# is drawn by *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$,
-# for a matrix from $n_\text{in}$ to $n_\text{out}$ features, and every bias starts at 0. That
-# keeps the size of the signals about the same from layer to layer. `nn.Transformer` (not its layer
-# classes on their own) starts this way, and so will our full model in chapter 06. The experiment feeds a batch of random vectors and puts a linear classifier on
-# top, with **random target classes**. Then it backpropagates the usual classification loss once:
+# The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
+#
+# > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
+# > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
+# > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
+# > shapes agree, but compute something else, and results about either form do not carry over. A
+# > single layer seems to work. Compared with both closed forms, it matches neither:
+
+
+# %%
+def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
+    """The bug: normalises the sub-layer's output, whatever norm_first says."""
+    return x + dropout(norm(sublayer(x)))
+
+
+x, sublayer, norm, no_dropout = torch.randn(2, 3, 8), nn.Linear(8, 8), nn.LayerNorm(8), nn.Identity()
+buggy = residual_norm_on_branch(x, sublayer, norm, no_dropout, norm_first=False)
+for name, norm_first in (("post-LN", False), ("pre-LN", True)):
+    print(f"equal to {name}:", torch.allclose(buggy, residual(x, sublayer, norm, no_dropout, norm_first)))
+
+# %% tags=["hide-cell"]
+# The check of exercise ex05_2 rejects the bug with a message that names it (to see where the
+# dropout sits, it swaps the dropout for a module that halves its input):
+print(run_check("ex05_2", residual_norm_on_branch).line())
+
+
+# %% [markdown]
+# ## 5. The encoder layer and the stack
+#
+# With the pieces in place, `EncoderLayer.forward` is two calls to `residual`:
+#
+# $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
+# \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
+#
+# Each call also passes the sub-layer's dropout and `norm_first`, left out above. Writing those two
+# lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
+# and values.
+# `mask` is the padding mask of the source, True where a key may be attended: chapter 03's
+# (B, 1, S) with an axis for the heads, (B, 1, 1, S). Chapter 06 builds it as `padding_mask`; here
+# it is one line. `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case. The cell also counts a layer's parameters by hand:
+# $4(D^2 + D)$ for attention, $2Dd_{ff} + d_{ff} + D$ for the FFN, $2 \cdot 2D$ for the two LayerNorms.
+
+# %%
+H = 3
+tokens = torch.tensor([[7, 4, 9, 0, 0], [5, 8, 6, 3, 2]])  # (B, S); id 0 is padding
+mask = (tokens != 0)[:, None, None, :]  # (B, 1, 1, S): True = a real token, may be attended to
+layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()  # its forward: the two calls of `residual` above
+x = torch.randn(B, S, D)
+print("x", tuple(x.shape), "  mask", tuple(mask.shape), "  →  output", tuple(layer(x, mask).shape))
+
+# padded positions hold junk: whatever is there must not influence the real positions
+junk = x.clone()
+junk[0, 3:] = 100 * torch.randn(2, D)
+unchanged = torch.allclose(layer(junk, mask)[0, :3], layer(x, mask)[0, :3], atol=1e-6)
+print("real positions of sequence 0 unchanged when its padding holds junk:", unchanged)
+
+encoder = Encoder([EncoderLayer(D, H, D_FF, dropout=0.1) for _ in range(6)]).eval()
+per_layer = 4 * (D**2 + D) + (2 * D * D_FF + D_FF + D) + 2 * 2 * D  # attention, FFN, two LayerNorms
+n_params = sum(p.numel() for p in encoder.parameters())
+assert n_params == 6 * per_layer
+print("a stack of 6 layers:", tuple(encoder(x, mask).shape), f"with {n_params:,} parameters = 6 × {per_layer:,}")
+
+# %% [markdown]
+# ## 6. Post-LN and pre-LN in a deep stack: the gradients at the start
+#
+# Section 4 said that the order of norm and shortcut decides how the gradient is shared among the
+# layers. The experiment below measures it: twelve of section 5's `EncoderLayer`s in an `Encoder`,
+# post-LN and pre-LN (with its final LayerNorm), from the same start. Every weight matrix is drawn by
+# *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$, for a
+# matrix from $n_\text{in}$ to $n_\text{out}$ features, and every bias starts at 0. That keeps the
+# size of the signals about the same from layer to layer. `nn.Transformer` draws its matrices the
+# same way (its feed-forward biases keep PyTorch's default); our full model in chapter 06 does both.
+# The experiment feeds a batch of random vectors and puts a linear classifier on top, with **random target classes**. Then it backpropagates the usual classification loss once:
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
 # class. No training happens. We only look at the gradients at the start, averaged over three
 # random initialisations. We measure two gradients: that of each layer's parameters, and that on
@@ -405,7 +470,8 @@ plt.show()
 
 for name, (grads, stream_grads, stream) in results.items():
     print(
-        f"{name:16} layer 12 / layer 1: parameter gradient {grads[-1] / grads[0]:.2f}, "
+        f"{name:16} layer 1's parameter gradient {grads[0]:.2f};  layer 12 / layer 1: parameter gradient "
+        f"{grads[-1] / grads[0]:.2f}, "
         f"stream gradient {stream_grads[-1] / stream_grads[0]:.2f};  stream RMS after layer 12: {stream[-1]:.1f}"
     )
 
@@ -439,71 +505,10 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   that of this small stack, not a law. The
 #   flip side follows from the right-hand panel: the upper layers add their updates to a stream that
 #   has grown, so each of them moves it comparatively little.
-#
-# The course keeps the paper's post-LN as the default (`norm_first=False`) and lets you switch.
-#
-# > **Common mistake — the LayerNorm in the wrong place.** Written by hand, a residual block often
-# > ends up as `x + dropout(norm(sublayer(x)))`. The norm sits on the branch, after the sub-layer.
-# > That is neither the paper's post-LN nor pre-LN. Weights trained in either form load, since the
-# > shapes agree, but compute something else, and results about either form do not carry over. A
-# > single layer seems to work. Compared with both closed forms, it matches neither:
-
-
-# %%
-def residual_norm_on_branch(x, sublayer, norm, dropout, norm_first):
-    """The bug: normalises the sub-layer's output, whatever norm_first says."""
-    return x + dropout(norm(sublayer(x)))
-
-
-x, sublayer, norm, no_dropout = torch.randn(2, 3, 8), nn.Linear(8, 8), nn.LayerNorm(8), nn.Identity()
-buggy = residual_norm_on_branch(x, sublayer, norm, no_dropout, norm_first=False)
-for name, norm_first in (("post-LN", False), ("pre-LN", True)):
-    print(f"equal to {name}:", torch.allclose(buggy, residual(x, sublayer, norm, no_dropout, norm_first)))
-
-# %% tags=["hide-cell"]
-# The check of exercise ex05_2 rejects the bug with a message that names it (to see where the
-# dropout sits, it swaps the dropout for a module that halves its input):
-print(run_check("ex05_2", residual_norm_on_branch).line())
 
 
 # %% [markdown]
-# ## 5. The encoder layer and the stack
-#
-# With the pieces in place, `EncoderLayer.forward` is two calls to `residual`:
-#
-# $$x \leftarrow \mathrm{residual}\big(x,\; h \mapsto \mathrm{SelfAttn}(h, h, h;\ \text{mask}),\; \mathrm{norm}_1\big),
-# \qquad x \leftarrow \mathrm{residual}\big(x,\; \mathrm{FFN},\; \mathrm{norm}_2\big)$$
-#
-# Each call also passes the sub-layer's dropout and `norm_first`, left out above. Writing those two
-# lines is exercise `ex05_3`. Self-attention gets the same tensor as queries, keys
-# and values.
-# `mask` is the padding mask of the source, True where a key may be attended: chapter 03's
-# (B, 1, S) with an axis for the heads, (B, 1, 1, S). Chapter 06 builds it as `padding_mask`; here
-# it is one line. `Encoder` applies N layers in turn, plus a final LayerNorm in the pre-LN case. The cell also counts a layer's parameters by hand:
-# $4(D^2 + D)$ for attention, $2Dd_{ff} + d_{ff} + D$ for the FFN, $2 \cdot 2D$ for the two LayerNorms.
-
-# %%
-H = 3
-tokens = torch.tensor([[7, 4, 9, 0, 0], [5, 8, 6, 3, 2]])  # (B, S); id 0 is padding
-mask = (tokens != 0)[:, None, None, :]  # (B, 1, 1, S): True = a real token, may be attended to
-layer = EncoderLayer(D, H, D_FF, dropout=0.1).eval()  # its forward: the two calls of `residual` above
-x = torch.randn(B, S, D)
-print("x", tuple(x.shape), "  mask", tuple(mask.shape), "  →  output", tuple(layer(x, mask).shape))
-
-# padded positions hold junk: whatever is there must not influence the real positions
-junk = x.clone()
-junk[0, 3:] = 100 * torch.randn(2, D)
-unchanged = torch.allclose(layer(junk, mask)[0, :3], layer(x, mask)[0, :3], atol=1e-6)
-print("real positions of sequence 0 unchanged when its padding holds junk:", unchanged)
-
-encoder = Encoder([EncoderLayer(D, H, D_FF, dropout=0.1) for _ in range(6)]).eval()
-per_layer = 4 * (D**2 + D) + (2 * D * D_FF + D_FF + D) + 2 * 2 * D  # attention, FFN, two LayerNorms
-n_params = sum(p.numel() for p in encoder.parameters())
-assert n_params == 6 * per_layer
-print("a stack of 6 layers:", tuple(encoder(x, mask).shape), f"with {n_params:,} parameters = 6 × {per_layer:,}")
-
-# %% [markdown]
-# ## 6. A check: the same numbers as `nn.TransformerEncoderLayer`
+# ## 7. A check: the same numbers as `nn.TransformerEncoderLayer`
 #
 # The stack runs and has the right size; an independent reference says whether it computes the
 # right thing. PyTorch ships the same layer. `EncoderLayer.from_torch` builds ours with the weights of a
@@ -542,9 +547,9 @@ for norm_first in (False, True):
 
 # %% [markdown]
 # The assert allows differences up to 1e-5, a margin for float32 rounding: the two sides add some
-# sums in another order, which moves the last bits (about 1e-7 here). So the
-# six-layer encoder built from this chapter's parts computes what PyTorch's computes, in the paper's
-# order and in pre-LN.
+# sums in another order, which moves the last bits, far below that margin. So the six-layer encoder
+# built from this chapter's parts computes what PyTorch's computes, in the paper's order and in
+# pre-LN.
 
 # %% [markdown]
 # ## Summary

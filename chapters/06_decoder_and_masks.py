@@ -345,7 +345,7 @@ print(
 #
 # <details><summary>The figure in words</summary>
 #
-# Two heatmaps show the cross-attention weights of head 0 of an untrained
+# Two heatmaps show the cross-attention weights of head 1 of an untrained
 # cross-attention module. The left one is sequence 0, the sleeping cat, and the right
 # one sequence 2, *hello !*. Rows are the target positions (queries), columns the source positions
 # (keys), and a darker blue is a larger weight, on one colour bar for both. Over the real source
@@ -382,7 +382,7 @@ for ax, b in zip(axes, (0, 2), strict=True):
     image = ax.imshow(cross_weights[b, 0], cmap="Blues", vmin=0, vmax=top)
     ax.set_xticks(range(S), src_words[b], rotation=60, fontsize=8)
     ax.set_yticks(range(T), tgt_words[b], fontsize=8)
-    ax.set(title=f"sequence {b}, head 0", xlabel="source position (key)", ylabel="target position (query)")
+    ax.set(title=f"sequence {b}, head 1", xlabel="source position (key)", ylabel="target position (query)")
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
 fig.suptitle("Cross-attention weights of an untrained model: spread over the real source words, zero on <pad>")
 plt.show()

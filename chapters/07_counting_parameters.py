@@ -190,6 +190,7 @@ from transformer_course.counting import attention_parameters, layer_parameters  
 assert parts["encoder self-attention"] == parts["decoder cross-attention"] == 6 * attention_parameters(512, 8)
 network = layer_parameters(512, 8, 2048) - attention_parameters(512, 8) - 2 * 2 * 512  # a layer less attention, norms
 assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * network
+print("attention and feed-forward parts: equal to counting.py's formulas × 6 layers")
 
 # %% [markdown]
 # The one shared matrix is the largest single part. The feed-forward networks of the two stacks
@@ -201,7 +202,7 @@ assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * net
 # Two rules of thumb follow. With $d_{ff} = 4D$, an encoder layer holds about $12D^2$ weights and a
 # decoder layer $16D^2$, so the model holds about $28ND^2 + VD$. And each parameter costs memory: 4
 # bytes in float32, and in training four such numbers (the weight, its gradient and the two running
-# averages of Adam, chapter 08).
+# averages that the optimizer Adam keeps per weight, chapter 08).
 
 # %%
 rule = 28 * 6 * 512**2 + 37_000 * 512  # 28·N·D² + V·D for the base model: the weight matrices alone
@@ -211,13 +212,20 @@ print(f"base model in float32: {4 * base_37k / 1e6:.0f} MB of weights, {16 * bas
 # %% [markdown]
 # ## 3. Does Table 3 count our model?
 #
-# Sections 3 and 4 hold our count against the paper's own numbers in Table 3. Section 1's count of
-# the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short. Before looking for the
-# cause, one comparison needs no vocabulary at all. Take the big model and row (C) with
-# $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix whatever
-# $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count while
-# $H d_k = d_\text{model}$). Their
-# difference is therefore the extra feed-forward weights alone:
+# Sections 3 and 4 hold our count against the paper's own numbers in Table 3. Besides base and big,
+# its rows vary one setting of the base model each, in lettered groups:
+#
+# - rows (A) trade heads against head size at constant $H \cdot d_k = 512$ (the paper writes $h$
+#   for $H$); they have no printed size;
+# - rows (B) and (C) change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$, each with a printed size;
+# - rows (D) and (E) change dropout, label smoothing and the positional encoding, with no printed
+#   size; we leave them out.
+#
+# Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
+# Before looking for the cause, one comparison needs no vocabulary at all. Take the big model and row
+# (C) with $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix
+# whatever $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count
+# while $H d_k = d_\text{model}$). Their difference is therefore the extra feed-forward weights alone:
 
 # %%
 wide_base = count(TransformerConfig.paper_base(37_000, d_model=1024, d_k=128, d_v=128))  # row (C) d_model=1024
@@ -269,16 +277,10 @@ print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention
 #
 # **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
 # entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
-# each published number exactly. Table 3's rows fall into three groups:
-#
-# - base, big, rows (B) and rows (C) change $d_k$, $N$, $d_\text{model}$ or $d_{ff}$, and have a
-#   printed size: we solve for each;
-# - rows (A) trade heads against head size at constant $H \cdot d_k = 512$ (the paper writes $h$
-#   for $H$). They have no printed size (a dash below), and our count is the base model's;
-# - rows (D) and (E) change dropout, label smoothing (chapter 08) and the positional encoding.
-#   They have no printed size, and we leave them out.
+# each published number exactly: for base, big and the rows (B) and (C), the rows with a printed size.
+# Rows (A) get our count (the base model's) and a dash.
 
-# %%
+# %% tags=["hide-input"]
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
     ("base", {}, 65),
     ("(A) h=1, d_k=d_v=512", dict(n_heads=1, d_k=512, d_v=512), None),

@@ -126,7 +126,7 @@ for n in (21, 7, 1000, 347_512, 101_001):
 #
 # German compounds are built from a small set of pieces, so we cut them there; we call German
 # tokens *pieces*. `german_tokens`
-# splits a word into the 32 pieces *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig, und,
+# splits a word into 32 pieces *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig, und,
 # hundert, tausend*, taking the longest piece that fits at each position. Below, English *and* has no
 # German piece, and German *und* no English word.
 # `german_text` joins the pieces back into the written word.
@@ -199,7 +199,7 @@ for stratum, members in strata["test"].items():
 print(
     "validation and test share no held-out number:", not (set(numbers["valid"]) & set(numbers["test"])) - train_numbers
 )
-print("vocabularies:", len(task.src_vocab), "English tokens,", len(task.tgt_vocab), "German pieces (4 special each)")
+print("vocabularies:", len(task.src_vocab), "English ids,", len(task.tgt_vocab), "German ids (4 special tokens in each)")
 print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(len(t) for _, t in task.train), "tokens")
 
 # %% [markdown]
@@ -279,7 +279,7 @@ teacher_forcing_diagram(german_tokens("einundzwanzig"))
 # %% [markdown]
 # `teacher_forcing` does the cut on a padded batch of targets (exercise ex08_2); `make_batch` calls
 # it for every batch. Here it is on two targets, wrapped in `<bos> … <eos>` and padded to one
-# length. The shorter one keeps its `<eos>` in the decoder input; its label there is `<pad>`, which
+# length. (The English sources carry neither: the padding mask marks their end.) The shorter one keeps its `<eos>` in the decoder input; its label there is `<pad>`, which
 # the loss ignores:
 
 # %%
@@ -347,8 +347,8 @@ assert torch.allclose(ours, reference)
 #
 # The loss's gradient says which way to move; the learning rate says how far. The paper's
 # optimizer is **Adam**. It keeps running averages of each parameter's gradient (weight β₁ on the
-# past) and squared gradient (β₂), and steps by their ratio: every parameter moves by a similar
-# amount. The paper takes β₁ = 0.9, β₂ = 0.98 and
+# past) and squared gradient (β₂), and steps by the first divided by the square root of the second:
+# every parameter moves by a similar amount. The paper takes β₁ = 0.9, β₂ = 0.98 and
 # `eps` = 10⁻⁹ (in Adam's denominator; not label smoothing's ε), with a learning rate that changes
 # at every step (equation (3)):
 #
@@ -446,7 +446,7 @@ for _ in range(5):
 print("loss at each of the first five steps:", [round(value, 3) for value in losses])
 
 # %% [markdown]
-# The first losses are above ln 36 ≈ 3.58, the cost of a uniform guess over the 36 German pieces:
+# The first losses are above ln 36 ≈ 3.58, the cost of a uniform guess over the 36 German ids:
 # random logits cost more.
 #
 # The loop's seven steps are forward, loss, `zero_grad`, `backward`, clipping, `optimizer.step`,
@@ -566,7 +566,7 @@ from transformer_course.batching import Batch
 
 
 def unshifted(batches):
-    return (Batch(b.src, b.tgt_in, b.tgt_in, b.pad_id) for b in batches)  # labels = decoder input
+    return (Batch(src=b.src, tgt_in=b.tgt_in, tgt_out=b.tgt_in, pad_id=b.pad_id) for b in batches)  # labels = decoder input
 
 
 cheating_model = train_toy(steps=300, change=unshifted)
@@ -647,6 +647,9 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 #   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
 # - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
 #   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
+#
+# The three can move apart: an answer that runs on to the length limit costs BLEU more than exact
+# match.
 #
 # `sacrebleu` computes the last two.
 
@@ -732,7 +735,8 @@ restored = load_checkpoint(path)
 print(f"{path.stat().st_size / 1e6:.1f} MB; step {restored.step}; config d_model={restored.config.d_model}")
 src = torch.tensor([task.src_vocab.encode(english_tokens("twenty-one"))])  # the decoder reads <bos> (id 1) below
 model.eval()
-assert torch.equal(restored.model(src, torch.tensor([[1]])), model.cpu()(src, torch.tensor([[1]])))
+start = torch.tensor([[task.tgt_vocab.bos_id]])  # (1, 1): <bos>
+assert torch.equal(restored.model(src, start), model.cpu()(src, start))
 model = model.to(device)  # back where training left it
 
 # %% tags=["hide-cell"]

@@ -180,9 +180,10 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # %% [markdown]
 # **The finding: PyTorch's default table times the factor fails in every run; the factor itself
 # brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
-# than 20 points fewer strings than either other table. Without the factor, the table above shows
-# fewer strings reversed on average than with the course's table. But the two ranges overlap: the
-# factor brings no gain beyond the spread of the runs. Three runs cannot tell whether it helps.
+# than 20 points fewer strings than either other table. The line under the figure sets the course's
+# table against the one without the factor, for your runs. Which is higher, and whether the ranges
+# overlap, varies from machine to machine. The book asserts only that the factor brings no gain
+# beyond the spread of the runs.
 #
 # The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
@@ -335,10 +336,9 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # without it.** The folded check above holds each part in every run. Post-LN
 # without warm-up reverses at most 2 % of the held-out strings. Its final loss stays above the others' by
 # 0.5 or more: every run of one against every run of the other. The same model with the warm-up
-# learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. After only 400
-# steps, a model whose loss is well down may still reverse few strings *entirely* right. That is
-# why the check reads the loss. Whether pre-LN or post-LN with the warm-up reverses more strings,
-# three runs of each cannot settle: the book does not rank the two.
+# learns. So does the pre-LN model, with no warm-up at all, as Xiong et al. predict. The check reads
+# the loss, whose margin holds in every run. Whether pre-LN or post-LN with the warm-up reverses
+# more strings, three runs of each cannot settle: the book does not rank the two.
 #
 # Why? Xiong et al. trace it to the gradients of chapter 05's section 4. At full learning rate from
 # the first step, the top layers of a post-LN stack take large steps before the lower ones have
@@ -399,10 +399,8 @@ expect_above("final training loss: with residual connections below without them 
 # %% [markdown]
 # **The finding: without its shortcuts the model's loss ends far higher.** The folded check above holds
 # it in every run: with the shortcuts, the final loss ends lower by 0.5 or more. Without them the
-# model reverses at most 2 % of the held-out strings. Exact match separates the two only by a hair:
-# in the table above, the weakest run with shortcuts also reverses only a few strings. So the check
-# reads the loss, whose margin is wide. A
-# likely reason, which these runs did not measure: without the shortcuts, every piece of information
+# model reverses at most 2 % of the held-out strings. As in section 3, the check reads the loss,
+# whose margin holds in every run; the table gives your runs' exact match. A likely reason, which these runs did not measure: without the shortcuts, every piece of information
 # has to pass through every attention and feed-forward sub-layer, including which letter sits where.
 # And the gradient reaches the lower layers only through all the sub-layers above. With the
 # shortcuts, each sub-layer only adds a correction, and the residual stream carries the rest,
@@ -485,9 +483,9 @@ expect("exact match: no difference beyond the spread of the seeds",
 # **Perplexity: the lines under the figure give your runs' result, and the book claims none.** The
 # paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
 # probability 1. How many pairs rose, and whether the ranges overlap, vary from machine to machine.
-# Where every pair of yours rose with the ranges apart, your run agrees with the paper.
-# Even three pairs that rise, with ranges apart, are consistent with the claim, not proof of it
-# (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
+# If every pair of yours rose, your runs point the paper's way. If the ranges lie apart as well, the
+# rise is larger than the runs vary. Even then, three pairs are evidence, not proof (the front page's
+# box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
 # help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the
 # model sounds. That may be part of why chapter 09's sampled translations went wrong so easily: at
@@ -500,7 +498,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # | The paper's choice | What these runs found | How strongly |
 # |---|---|---|
-# | the $\sqrt{d_{model}}$ factor (§3.4) | without it, fewer strings on average, but the ranges of three runs overlap; token vectors that start 8 times too long fail | the factor's gain: not shown; the failure in every run |
+# | the $\sqrt{d_{model}}$ factor (§3.4) | no gain from the factor that stands out from run-to-run variation; token vectors that start 8 times too long fail | both: every run |
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |
@@ -523,8 +521,8 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 #    So that a difference in the results can come from that choice alone.
 #    </details>
-# 2. The model without the $\sqrt{d_{model}}$ factor did not learn measurably worse. Why does that
-#    not make the factor wrong?
+# 2. The $\sqrt{d_{model}}$ factor brought no measurable gain in three runs. Why does that not make
+#    the factor wrong?
 #    <details><summary>Answer</summary>
 #
 #    The factor was chosen with an initialisation. With $\mathcal{N}(0, 1/d_{model})$ entries it keeps

@@ -207,7 +207,7 @@ for k, (left, right) in enumerate(merges, start=1):
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
 # same: `shared_tokenizer` trains on the English and the German training sentences, here for 1,000
-# tokens (section 2 says why).
+# tokens (the end of this section says why).
 
 # %%
 tokenizer = shared_tokenizer(texts["train"], vocab_size=profile.vocab_size)
@@ -699,7 +699,7 @@ for rank in range(ranks):
 from transformer_course.batching import make_batch
 from transformer_course.loss import label_smoothed_cross_entropy
 
-model.eval()  # no dropout (this profile has none anyway): the gradients are comparable
+model.eval()  # no dropout (the CPU profile has none; a GPU's has): the gradients are comparable
 by_length = sorted(examples, key=lambda pair: len(pair[1]))
 short, long = by_length[:8], by_length[-40:]  # two ranks' batches: 8 short sentences, 40 long ones
 parts, together = [make_batch(short, 0), make_batch(long, 0)], make_batch(short + long, 0)  # together: one process

@@ -442,7 +442,8 @@ for batch in (1, 32):
 #
 # A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
 # and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
-# operations serve all 16 texts, and each costs a few microseconds whatever its size (chapter 16).
+# operations serve all 16 texts, and an operation costs a few microseconds whatever its size
+# (chapter 16 measures it).
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:
@@ -682,10 +683,10 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
 
 # %% [markdown]
 # After 300 steps the model writes fragments of speeches in mostly English words, with little
-# sense. It has started to write speaker names, not always in the right place. It has learnt more
-# than how often each token occurs. On the held-out ends of the plays, its loss is more than a nat
-# per token below that of a model that knows only those frequencies (printed below). To get there
-# it must read the tokens before.
+# sense, and speaker names, not always in the right place. Greedy decoding may loop; sampling
+# breaks out. The model has learnt more than how often each token occurs: on the held-out
+# ends of the plays, its loss is more than a nat per token below that of a model that knows only
+# those frequencies (printed below). To get there it must read the tokens before.
 
 # %% tags=["hide-input"]
 counts = torch.bincount(torch.tensor([i for ids in train for i in ids[1:]]), minlength=len(tokenizer))  # (V,)

@@ -212,7 +212,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # %% [markdown]
 # ## 2. A floor on the time: bytes per token
 #
-# Section 2 cut the operations. The bytes an engine can cut only by storing each number in fewer
+# Section 1 cut the operations. The bytes an engine can cut only by storing each number in fewer
 # of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
 # bytes a parameter; while converting, both copies are in memory. The cell below builds our three
 # models in their published shapes on PyTorch's meta device (chapter 07).

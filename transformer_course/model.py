@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 
 def xavier_init(model: nn.Module) -> None:
-    """Xavier-uniform for every linear layer of ``model`` and zero biases (as ``nn.Transformer``
-    does); embeddings keep their N(0, 1/D) initialisation (see :class:`TokenEmbedding`)."""
+    """Xavier-uniform for every linear layer of ``model`` and zero biases (``nn.Transformer`` draws
+    its matrices the same way but keeps the default biases of its feed-forward layers); embeddings
+    keep their N(0, 1/D) initialisation (see :class:`TokenEmbedding`)."""
     for module in model.modules():
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
