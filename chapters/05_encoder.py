@@ -137,7 +137,7 @@ architecture_map("encoder")
 # features, after the ReLU. **The paper does not.** Its §5.4 names dropout on each sub-layer's
 # output and on the sums of embeddings and positional encodings, nothing inside the network. We
 # keep it because PyTorch's `nn.TransformerEncoderLayer` does the same: its feed-forward computes
-# `linear2(dropout(relu(linear1(x))))`. Section 6 checks our layer against PyTorch's. With
+# `linear2(dropout(relu(linear1(x))))`. Section 7 checks our layer against PyTorch's. With
 # `.eval()`, or `dropout=0`, the extra dropout disappears and equation (2) holds exactly.
 
 # %%
@@ -397,7 +397,8 @@ print("a stack of 6 layers:", tuple(encoder(x, mask).shape), f"with {n_params:,}
 # *Xavier's uniform rule*: uniformly between $\pm\sqrt{6/(n_\text{in} + n_\text{out})}$, for a
 # matrix from $n_\text{in}$ to $n_\text{out}$ features, and every bias starts at 0. That keeps the
 # size of the signals about the same from layer to layer. `nn.Transformer` draws its matrices the
-# same way (its feed-forward biases keep PyTorch's default); our full model in chapter 06 does both.
+# same way (its feed-forward biases keep PyTorch's default). Our full model in chapter 06 does as
+# this experiment does: Xavier for every matrix, 0 for every bias.
 # The experiment feeds a batch of random vectors and puts a linear classifier on top, with **random target classes**. Then it backpropagates the usual classification loss once:
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
 # class. No training happens. We only look at the gradients at the start, averaged over three
@@ -489,7 +490,7 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   layer's in each of the three initialisations (the folded check gives the lowest run's ratio;
 #   the lines under the figure, that of the averages). Xiong et al. (2020, "On Layer Normalization
 #   in the Transformer Architecture") show
-#   that post-LN's gradients near the top grow with depth, and connect them to the paper's
+#   that post-LN's parameter gradients are largest near the top of the stack, and connect them to the paper's
 #   **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4,000
 #   steps (chapter 08 builds it). At 12 layers of width 64 the effect is small;
 #   [chapter 11](11_testing_the_papers_choices.ipynb) tests whether post-LN *needs* the warm-up.

@@ -88,8 +88,8 @@ setup_chapter("11")  # the short stop at an unwritten exercise; printing and plo
 # Every experiment in this chapter uses chapter 08's reverse task: read a string of letters, write
 # it backwards. The models are small: $d_{model} = 64$, one to three layers on each side (the cell
 # after the map lists each experiment's depth and number of steps; the rest follows chapter 08's toy run, section 6).
-# Each model trains, then reverses *held-out strings*: none of them a training string. Strings of
-# 3 letters are so few, $10^3$, that the training strings hold most of them; the held-out strings of
+# Each model trains, then reverses *held-out strings*: none of them a training string. With an
+# alphabet of 10 letters, strings of 3 letters are so few, $10^3$, that the training strings hold most of them; the held-out strings of
 # that length come from the rest.
 #
 # The table printed with each figure gives the share reversed exactly and, for most, the training
@@ -179,19 +179,20 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 
 # %% [markdown]
 # **The finding: PyTorch's default table times the factor fails in every run; the factor itself
-# brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$ reverses more
-# than 20 points fewer strings than either other table. The line under the figure sets the course's
-# table against the one without the factor, for your runs. Which is higher, and whether the ranges
-# overlap, varies from machine to machine. The book asserts only that the factor brings no gain
-# beyond the spread of the runs.
+# brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table
+# times $\sqrt{d_{model}}$ reverses over 20 points fewer strings than either other table. The line
+# under the figure sets the course's table against the one without the factor. On our machines it
+# has fallen both ways: ranges that overlap, and every run without the factor above every run
+# with it. The book asserts only what held on all of them: the factor brings no gain beyond the
+# spread of the runs. These runs do not explain a gain without it.
 #
-# The likely reason: the embeddings are learned, and the optimiser soon gives them whatever size
+# Why no gain? Likely because the embeddings are learned: the optimiser soon gives them the size that
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
 # length $\sqrt{d_{model}/2} = \sqrt{32} \approx 5.7$ (chapter 01, section 3). That is a large
 # imbalance, but in the cheap direction: the optimiser can grow a short token signal. A token
 # signal that starts too long is worse. The third table's token vectors start 8 times longer than
 # the course's, about 11 times longer than the positional vectors. Through the tied output layer
-# (chapter 01, section 4), its logits start 8 times too large as well.
+# (chapter 01, section 4), its logits start 8 times too large.
 #
 # So chapter 01's argument holds only in part. Balancing the token and position signals at the
 # start did not make this small model learn measurably better in three runs. What the factor and the
@@ -340,7 +341,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # the loss, whose margin holds in every run. Whether pre-LN or post-LN with the warm-up reverses
 # more strings, three runs of each cannot settle: the book does not rank the two.
 #
-# Why? Xiong et al. trace it to the gradients of chapter 05's section 4. At full learning rate from
+# Why? Xiong et al. trace it to the gradients of chapter 05's sections 4 and 6. At full learning rate from
 # the first step, the top layers of a post-LN stack take large steps before the lower ones have
 # learnt anything useful. Chapter 05's mild gradient ratio at initialisation is consistent with
 # that, but does not prove it. (One size, one task: [exercises
