@@ -347,9 +347,16 @@ PAD_ID, EOS_ID = toy.config.pad_id, toy.config.eos_id
 scores = torch.tensor([[0.0, float("-inf")]])  # (B=1, k): one real hypothesis (<bos>), one empty slot
 finished, lengths = torch.zeros(1, beam_k, dtype=torch.bool), torch.zeros(1, beam_k, dtype=torch.long)
 beam_tokens = torch.full((beam_k, 1), toy.config.bos_id)  # (k, t)
-with torch.no_grad():
-    memory = toy.encode(toy_src.expand(beam_k, -1))  # (k, S, D): the source once per slot
-    first = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
+memory = toy.encode(toy_src.expand(beam_k, -1)).detach()  # (k, S, D): the source once per slot
+
+
+def next_log_probs(beam_tokens: torch.Tensor) -> torch.Tensor:
+    """(k, t) hypotheses → (1, k, V_tgt): the log-probabilities of each one's next token."""
+    with torch.no_grad():
+        return toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)
+
+
+first = next_log_probs(beam_tokens)  # (1, k, V_tgt)
 origin, new, first_scores, _, _ = beam_step(scores, first, finished, lengths, EOS_ID, PAD_ID, alpha=0.0)
 print("origin:", origin[0].tolist(), "| tokens:", [toy.tokens[i] for i in new[0].tolist()],
       "| scores:", [round(x, 2) for x in first_scores[0].tolist()])
@@ -358,7 +365,7 @@ print("origin:", origin[0].tolist(), "| tokens:", [toy.tokens[i] for i in new[0]
 history = []  # per step: every candidate (parent slot, token, log P) and the survivors, best first
 with torch.no_grad():
     for step in range(5):
-        log_probs = toy.decode(beam_tokens, memory)[:, -1].log_softmax(-1).view(1, beam_k, V_tgt)  # (1, k, V_tgt)
+        log_probs = next_log_probs(beam_tokens)  # (1, k, V_tgt)
         candidates = beam_candidates(scores[0], log_probs[0], finished[0], PAD_ID)  # for the tree below
         origin, new, scores, finished, lengths = beam_step(
             scores, log_probs, finished, lengths, EOS_ID, PAD_ID, alpha=0.0

@@ -699,7 +699,7 @@ for rank in range(ranks):
 from transformer_course.batching import make_batch
 from transformer_course.loss import label_smoothed_cross_entropy
 
-model.eval()  # no dropout (the CPU profile has none; a GPU's has): the gradients are comparable
+model.eval()  # no dropout (the GPU profile has some; the CPU profile none): the gradients are comparable
 by_length = sorted(examples, key=lambda pair: len(pair[1]))
 short, long = by_length[:8], by_length[-40:]  # two ranks' batches: 8 short sentences, 40 long ones
 parts, together = [make_batch(short, 0), make_batch(long, 0)], make_batch(short + long, 0)  # together: one process
