@@ -195,6 +195,23 @@ print("batch shape (B, S):", tuple(batch.shape))
 print(batch)
 
 # %% [markdown]
+# > **Common mistake — forgetting `<unk>`.** Looking tokens up with `self.token_to_id[token]`
+# > passes a quick test on the training sentences. It works until the first unseen word. Then it
+# > raises a `KeyError` in the middle of an evaluation:
+
+
+# %%
+def encode_without_unk(self, tokens, add_bos=False, add_eos=False):
+    ids = [self.token_to_id[token] for token in tokens]  # the bug: no fallback for unseen tokens
+    return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
+
+
+try:
+    encode_without_unk(vocab, ["the", "zebra"])
+except KeyError as error:
+    print(f"an unseen word stops the lookup: KeyError {error}")
+
+# %% [markdown]
 # ## 2. An embedding lookup is a one-hot vector times a matrix
 #
 # "Learned embeddings convert the input tokens to vectors of dimension $d_{model}$" (§3.4). The
@@ -356,6 +373,21 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# > **Common mistake — forgetting $\sqrt{d_{model}}$.** Returning `self.embedding(tokens)` without
+# > the factor gives the right shapes and trains. But it is not the paper's model: its first layer
+# > starts with vectors dominated by their position. The vectors' length shows the bug at once:
+
+
+# %%
+def forward_without_scale(self, tokens):
+    return self.embedding(tokens)  # the bug: no × √d_model
+
+
+ids = torch.arange(20)[None]  # (1, 20): twenty tokens
+scaled, unscaled = layer(ids).norm(dim=-1).mean(), forward_without_scale(layer, ids).norm(dim=-1).mean()
+print(f"average vector length: {scaled:.1f} with × √d_model, {unscaled:.1f} without")
+
+# %% [markdown]
 # ## 4. Weight tying: one matrix for input and output
 #
 # At the other end, the decoder turns its output vector $h$ (of size $d_{model}$) into one score per
@@ -420,34 +452,6 @@ tie_weights(layer, out)
 with torch.no_grad():
     logits = out(torch.randn(1000, d))  # 1000 random unit-variance states → (1000, V_tgt)
 print(f"std of the logits for a random state: {logits.std().item():.2f}")
-
-# %% [markdown]
-# > **Common mistake — forgetting `<unk>`, or forgetting $\sqrt{d_{model}}$.** Both bugs pass a
-# > quick test on the training sentences. Looking tokens up with `self.token_to_id[token]` works
-# > until the first unseen word. Then it raises a `KeyError` in the middle of an evaluation.
-# > Returning `self.embedding(tokens)` without the factor gives the right shapes and trains. But it
-# > is not the paper's model: its first layer starts with vectors dominated by their position.
-# > Both bugs show at once on a new word and on the vectors' length:
-
-
-# %%
-def encode_without_unk(self, tokens, add_bos=False, add_eos=False):
-    ids = [self.token_to_id[token] for token in tokens]  # the bug: no fallback for unseen tokens
-    return [self.bos_id] * add_bos + ids + [self.eos_id] * add_eos
-
-
-def forward_without_scale(self, tokens):
-    return self.embedding(tokens)  # the bug: no × √d_model
-
-
-try:
-    encode_without_unk(vocab, ["the", "zebra"])
-except KeyError as error:
-    print(f"an unseen word stops the lookup: KeyError {error}")
-layer = TokenEmbedding(vocab_size=1000, d_model=512)
-ids = torch.arange(20)[None]  # (1, 20): twenty tokens
-scaled, unscaled = layer(ids).norm(dim=-1).mean(), forward_without_scale(layer, ids).norm(dim=-1).mean()
-print(f"average vector length: {scaled:.1f} with × √d_model, {unscaled:.1f} without")
 
 # %% tags=["hide-cell"]
 # The exercise checks reject both bugs, each with a message that names it:

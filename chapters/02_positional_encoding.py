@@ -338,15 +338,15 @@ plt.show()
 # The similarity is largest at distance 0, where it equals $d_{model}/2 = 32$. It falls steeply over
 # the first few positions, then slowly, to about 21 at distance ten. Further out it sinks only on
 # average: waves ride on top, between about 13 and 21, and distance 57 scores about as high as
-# distance 16. So the raw
-# encodings tell a neighbour from a distant position, but they do not rank distant positions by
-# how far they are.
+# distance 16. So the raw encodings tell a neighbour from a distant position, but they do not rank
+# distant positions by how far they are.
 #
 # These are properties of the raw encodings. Attention does not compare them directly: it first
 # multiplies each vector by matrices it learns (chapter 04), and those can mix the features.
 # Chapter 04 shows how a head can still read distances, and why it need not. Chapter 13 returns to
 # this.
-#
+
+# %% [markdown]
 # ## 5. Adding the table to a batch
 #
 # `PositionalEncoding` computes the table once, for up to `max_len` positions. Its input x is
@@ -356,20 +356,12 @@ plt.show()
 # slice broadcasts over the batch, so every sentence gets row 0 at its first token, row 1 at its
 # second, and so on.
 #
-# `forward(x, offset=L)` reads the rows L … L+T−1 instead: x is then the continuation of a longer
-# sequence, starting at position L. Chapter 09 needs this when it writes a translation one token at
-# a time, each new token at the next position.
-#
 # After the addition comes *dropout*, which sets random features to zero during training so that
 # the model cannot rely on any single one. It multiplies the features it keeps by
 # $1/(1 - P_{drop})$, so that their expected value does not change; at evaluation it does nothing.
 # §5.4 applies it to the sums of embeddings and positional encodings, at a rate $P_{drop} = 0.1$
 # for the base model. You write `forward` in exercise `ex02_2`. The cell below calls `.eval()`, so
 # it checks the sum without dropout.
-#
-# The table is registered as a *buffer*. It follows `.to(device)` and `.to(dtype)` like a weight,
-# but it is not a parameter: nothing learns it. And since it is a formula, it is not saved in the
-# `state_dict` either (`persistent=False`). The last two lines of the cell check this.
 
 # %%
 vocab_size, d_model = 20, 16
@@ -380,8 +372,24 @@ x = embed(tokens)  # (B, T, D)
 out = positional(x)  # (B, T, D)
 by_hand = x + sinusoidal_positional_encoding(50, d_model)[: x.shape[1]]  # (B, T, D) + (T, D)
 assert torch.allclose(out, by_hand)
-assert torch.allclose(positional(x[:, 4:], offset=4), out[:, 4:])  # tokens 4… as the continuation of a sequence
 print("tokens", tuple(tokens.shape), "→ embeddings", tuple(x.shape), "→ with positions", tuple(out.shape))
+
+# %% [markdown]
+# `forward(x, offset=L)` reads the rows L … L+T−1 instead: x is then the continuation of a longer
+# sequence, starting at position L. Chapter 09 needs this when it writes a translation one token at
+# a time, each new token at the next position. Tokens 4–6, given alone with `offset=4`, get the
+# same vectors as inside the whole sentence:
+
+# %%
+continued = positional(x[:, 4:], offset=4)  # (B, 3, D): tokens 4… as the continuation of a sequence
+print("same vectors as in the whole sentence:", torch.allclose(continued, out[:, 4:]))
+
+# %% [markdown]
+# The table is registered as a *buffer*. It follows `.to(device)` and `.to(dtype)` like a weight,
+# but it is not a parameter: nothing learns it. And since it is a formula, it is not saved in the
+# `state_dict` either (`persistent=False`):
+
+# %%
 print("buffers:", [name for name, _ in positional.named_buffers()], "| state_dict:", list(positional.state_dict()))
 print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.dtype)
 

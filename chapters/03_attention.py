@@ -70,7 +70,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from transformer_course import apply_mask, attention_scores, fast_attention, scaled_dot_product_attention
+from transformer_course import apply_mask, attention_scores, band_mask, fast_attention, scaled_dot_product_attention
 from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.notebook.figures import architecture_map, plot_path_lengths
 from transformer_course_tools.notebook.setup import setup_chapter
@@ -549,9 +549,8 @@ print("-1e9 converted to float16:", torch.tensor(-1e9).half().item())
 # `scaled_dot_product_attention` in our package is the **teaching path**: every step of equation
 # (1) is a line of code, and the weights come back to be printed and plotted. PyTorch's
 # `torch.nn.functional.scaled_dot_product_attention` is the **fast path**: one *fused* call, a
-# compiled program (a *kernel*) doing every step. When its kernel reads the keys one block (*tile*)
-# at a time, it updates the softmax as each tile arrives ([chapter 13](13_modern_language_models.ipynb), section 6). Then the (B, H, T, S) weights never exist
-# in memory. For some masks and machines it falls back to the plain steps, which do build them.
+# compiled program (a *kernel*) doing every step. It can avoid storing the (B, H, T, S) weights
+# ([chapter 13](13_modern_language_models.ipynb), section 6, shows how).
 # The package wraps it as `fast_attention`, with the same mask convention, and makes a fully blocked
 # row give the mean of the values there too. Both compute equation (1), so they give the same numbers:
 
@@ -628,14 +627,29 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 plot_path_lengths()
 
 # %% [markdown]
-# Now count per token, projections included. A plain recurrent step costs $2D^2$
-# multiply-adds ($x_t W_{in}$ and $h_{t-1} W_h$). An LSTM step costs $8D^2$: four gates, each with two
-# such matrices. A self-attention layer costs $4D^2$ for its projections: $xW^Q$, $xW^K$, $xW^V$ and
-# chapter 04's output projection $W^O$. Add $2nD$ for the scores and the weighted sum of the values.
-# So attention does *more* arithmetic at every length than a plain RNN. It does less than an LSTM
-# only while $n < 2D$. What attention saves in any case is the second column. All its scores are
-# computed at once, while a recurrent layer's $n$ steps must run in a row. On hardware with thousands of
-# arithmetic units, a GPU, that decides the speed. The price of attention is $n^2$ time and memory.
+# Now count per token, projections included. A plain recurrent step costs $2D^2$ multiply-adds
+# ($x_t W_{in}$ and $h_{t-1} W_h$); an LSTM step, with four gates, $8D^2$. Self-attention's four
+# projections ($W^Q$, $W^K$, $W^V$ and chapter 04's $W^O$) cost $4D^2$, plus $2nD$ for the scores
+# and the weighted sum. So attention does *more* arithmetic at every length than a plain RNN, and
+# less than an LSTM only while $n < 2D$. Its sure saving is the second column: all its scores are
+# computed at once, which decides the speed on a GPU. Its price is $n^2$ time and memory.
+
+# %% [markdown]
+# Table 1's last row is one line of code. `band_mask(n, r)` lets each position attend to the
+# positions at most $r$ away, itself included. Here is the mask for eight tokens with $r = 1$, and
+# the weights with which token 4 (position 3) reads the others:
+
+# %%
+torch.manual_seed(0)
+window = band_mask(8, r=1)  # (8, 8) bool: True = may attend
+print(window.int())
+q, k, v = torch.randn(3, 1, 8, 16)  # each (B, T, d_k): eight tokens
+_, window_weights = scaled_dot_product_attention(q, k, v, window)  # (1, 8, 8)
+print("token 4 reads positions 0-7 with weights", window_weights[0, 3].numpy().round(2))
+
+# %% [markdown]
+# Token 4 weighs only positions 2, 3 and 4; the rest get exactly 0. The price is the path: with
+# $r = 1$, position 0 reaches position 7 only through seven layers, the table's $O(n/r)$.
 
 # %% [markdown]
 # ## Summary

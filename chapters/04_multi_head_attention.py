@@ -253,8 +253,7 @@ print(run_check("ex04_1", split_heads_buggy).line())
 # "token 1" holds features 2 and 3 of token 0, not features 0 and 1 of token 1. The label follows
 # the shape; the numbers do not. A test of attention alone never sees this bug, because attention
 # itself is correct; only a comparison with a correct split, or with PyTorch's own module (section
-# 8), does. You can build such a reference yourself, without `view`: cut
-# every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
+# 9), does. You can build such a reference yourself, without `view`: cut every token's features into H pieces with `chunk`, and stack the pieces along a new head axis.
 
 # %%
 reference = torch.stack(tiny.chunk(3, dim=-1), dim=1)  # (B, H, T, Dh): head h gets piece h of every token
@@ -338,128 +337,15 @@ fast_out, no_weights = mha(target, memory, memory)  # need_weights=False: the fa
 print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "| weights:", no_weights)
 
 # %% [markdown]
-# Three short checks of the module come first: its parameter count, its two head sizes, and
-# PyTorch's own module. Then section 9 looks inside the heads.
+# Section 6 looks inside the heads. Then three short checks of the module close the chapter: its
+# parameter count, its two head sizes, and PyTorch's own module.
 
 # %% [markdown]
-# ## 6. Counting parameters
+# ## 6. Looking at each head
 #
-# Each projection is a weight matrix plus a bias. The paper's equations have no bias, but
-# `nn.MultiheadAttention` has one, so ours does too by default:
-#
-# | layer | weight | bias |
-# | --- | --- | --- |
-# | $W^Q$ (all heads) | $d_\text{model} \cdot h d_k$ | $h d_k$ |
-# | $W^K$ | $d_\text{model} \cdot h d_k$ | $h d_k$ |
-# | $W^V$ | $d_\text{model} \cdot h d_v$ | $h d_v$ |
-# | $W^O$ | $h d_v \cdot d_\text{model}$ | $d_\text{model}$ |
-#
-# With the paper's choice $d_k = d_v = d_\text{model}/h$, every $h d_k$ equals $d_\text{model}$. The
-# total is then $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads.
-#
-# The end of §3.2.2 makes this point about *computational cost*: each head is smaller, so all $h$
-# heads together cost about as much as one head of full width. The cost follows the same count as
-# the parameters. The four projections take $4d_\text{model}^2$ multiply-adds per token, whatever
-# $h$. And for one query, the scores of $h$ heads of size $d_\text{model}/h$ over $n$ keys take
-# $n \cdot h \cdot d_\text{model}/h = n \cdot d_\text{model}$ multiply-adds, as for one head of
-# full width. The table below checks the parameter count; the cost rests on the argument above.
-
-
-# %%
-def mha_parameters(d_model, n_heads, d_k, d_v):
-    """The formula of the table above."""
-    q_and_k = 2 * (d_model * n_heads * d_k + n_heads * d_k)
-    v = d_model * n_heads * d_v + n_heads * d_v
-    o = n_heads * d_v * d_model + d_model
-    return q_and_k + v + o
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
-
-
-d_model = 512
-print(f"{'heads':>5} {'d_k':>4} {'formula':>10} {'ours':>10} {'nn.MultiheadAttention':>22}")
-for h in (1, 2, 8, 16):
-    ours = MultiHeadAttention(d_model, h)
-    theirs = nn.MultiheadAttention(d_model, h, batch_first=True)
-    formula = mha_parameters(d_model, h, d_model // h, d_model // h)
-    assert formula == count(ours) == count(theirs) == 4 * d_model**2 + 4 * d_model
-    print(f"{h:>5} {d_model // h:>4} {formula:>10,} {count(ours):>10,} {count(theirs):>22,}")
-
-# %% [markdown]
-# ## 7. Separate sizes for keys and values
-#
-# Nothing forces $d_k = d_v$, or $h d_k = d_\text{model}$. The size of queries and keys sets how
-# rich the *comparison* is; the size of values sets how much each head can *carry* back. The paper
-# keeps them equal, but explores the key size in Table 3, row (B): a smaller $d_k$ hurts quality.
-# Our module accepts both sizes explicitly:
-
-# %%
-mha_kv = MultiHeadAttention(d_model=12, n_heads=3, d_k=4, d_v=6)
-for name in ("w_q", "w_k", "w_v", "w_o"):
-    layer = getattr(mha_kv, name)
-    print(f"{name}: {layer.in_features:>2} → {layer.out_features:>2}")
-out, weights = mha_kv(target, memory, memory, need_weights=True)
-print("output", tuple(out.shape), " weights", tuple(weights.shape))
-assert count(mha_kv) == mha_parameters(12, 3, 4, 6)
-print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
-
-# %% [markdown]
-# The weights cannot depend on $d_v$: $\mathrm{softmax}(QK^\top/\sqrt{d_k})$ has no $V$ in it. And the output is
-# back at $d_\text{model} = 12$ thanks to $W^O$ (18 → 12).
-#
-# ## 8. Equal to `nn.MultiheadAttention`
-#
-# PyTorch's module computes the same function, so with the same weights it must give the same
-# numbers. `MultiHeadAttention.from_torch` copies them. Two differences need care:
-#
-# - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
-#   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
-# - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
-#   *blocked*, the opposite of ours (chapter 03). So PyTorch gets both masks flipped, `~is_real`
-#   and `~causal`, and ours gets the one mask `is_real & causal` (True = may attend).
-
-# %%
-torch.manual_seed(0)
-B, T, D, H = 2, 7, 12, 3
-torch_mha = nn.MultiheadAttention(D, H, batch_first=True)
-with torch.no_grad():  # PyTorch starts the biases at zero; make them matter for the comparison
-    torch_mha.in_proj_bias.normal_()
-    torch_mha.out_proj.bias.normal_()
-ours = MultiHeadAttention.from_torch(torch_mha)
-print("in_proj_weight", tuple(torch_mha.in_proj_weight.shape), "→ w_q, w_k, w_v", tuple(ours.w_q.weight.shape))
-
-x = torch.randn(B, T, D)
-lengths = torch.tensor([7, 4])  # the second sentence has 3 padding positions
-is_real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T), True = real token
-causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T), True = may attend
-our_mask = is_real[:, None, None, :] & causal  # (B, 1, T, T): ours, True = may attend
-
-with torch.no_grad():
-    want, want_weights = torch_mha(
-        x, x, x, key_padding_mask=~is_real, attn_mask=~causal, average_attn_weights=False
-    )  # PyTorch's masks: True = blocked
-    teaching, weights = ours(x, x, x, our_mask, need_weights=True)
-    fast, _ = ours(x, x, x, our_mask)
-print("teaching path == nn.MultiheadAttention:", torch.allclose(teaching, want, atol=1e-6))
-print("fast path     == nn.MultiheadAttention:", torch.allclose(fast, want, atol=1e-6))
-print("weights (B, H, T, S) equal:", torch.allclose(weights, want_weights, atol=1e-6))
-
-with torch.no_grad():
-    wrong = ours(x, x, x, ~our_mask)[0]  # forgetting to flip the polarity
-print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, atol=1e-6))
-
-# %% [markdown]
-# Both of our paths reproduce PyTorch to float32 precision, with the padding and the causal mask
-# combined. A mask passed without flipping it gives a different (and wrong) answer, without any
-# error.
-#
-# ## 9. Looking at each head
-#
-# With the module checked against PyTorch, we can look at what its heads do. Trained heads come
-# later: chapter 08 shows the cross-attention heads of a model trained to reverse strings, and
-# chapter 10 every head of the shipped translator.
+# With the module built, we can look at what its heads do. Trained heads come later: chapter 08
+# shows the cross-attention heads of a model trained to reverse strings, and chapter 10 every head
+# of the shipped translator.
 # Here we *build* four heads by hand, so we know what the maps should look like. The input is only
 # the sinusoidal positional encoding of chapter 02. Chapter 02 showed that moving $k$ positions is
 # a fixed linear map $M_k$ of the encoding (`relative_position_map`). So let a head's query
@@ -557,6 +443,120 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 # $p - q$ alone. So a trained head *can* read distances from the sinusoids, but nothing forces it to.
 #
 # </details>
+
+# %% [markdown]
+# ## 7. Counting parameters
+#
+# Each projection is a weight matrix plus a bias. The paper's equations have no bias, but
+# `nn.MultiheadAttention` has one, so ours does too by default:
+#
+# | layer | weight | bias |
+# | --- | --- | --- |
+# | $W^Q$ (all heads) | $d_\text{model} \cdot h d_k$ | $h d_k$ |
+# | $W^K$ | $d_\text{model} \cdot h d_k$ | $h d_k$ |
+# | $W^V$ | $d_\text{model} \cdot h d_v$ | $h d_v$ |
+# | $W^O$ | $h d_v \cdot d_\text{model}$ | $d_\text{model}$ |
+#
+# With the paper's choice $d_k = d_v = d_\text{model}/h$, every $h d_k$ equals $d_\text{model}$. The
+# total is then $4d_\text{model}^2 + 4d_\text{model}$, whatever the number of heads.
+#
+# The end of §3.2.2 makes this point about *computational cost*: each head is smaller, so all $h$
+# heads together cost about as much as one head of full width. The cost follows the same count as
+# the parameters. The four projections take $4d_\text{model}^2$ multiply-adds per token, whatever
+# $h$. And for one query, the scores of $h$ heads of size $d_\text{model}/h$ over $n$ keys take
+# $n \cdot h \cdot d_\text{model}/h = n \cdot d_\text{model}$ multiply-adds, as for one head of
+# full width. The table below checks the parameter count; the cost rests on the argument above.
+
+
+# %%
+def mha_parameters(d_model, n_heads, d_k, d_v):
+    """The formula of the table above."""
+    q_and_k = 2 * (d_model * n_heads * d_k + n_heads * d_k)
+    v = d_model * n_heads * d_v + n_heads * d_v
+    o = n_heads * d_v * d_model + d_model
+    return q_and_k + v + o
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+d_model = 512
+print(f"{'heads':>5} {'d_k':>4} {'formula':>10} {'ours':>10} {'nn.MultiheadAttention':>22}")
+for h in (1, 2, 8, 16):
+    ours = MultiHeadAttention(d_model, h)
+    theirs = nn.MultiheadAttention(d_model, h, batch_first=True)
+    formula = mha_parameters(d_model, h, d_model // h, d_model // h)
+    assert formula == count(ours) == count(theirs) == 4 * d_model**2 + 4 * d_model
+    print(f"{h:>5} {d_model // h:>4} {formula:>10,} {count(ours):>10,} {count(theirs):>22,}")
+
+# %% [markdown]
+# ## 8. Separate sizes for keys and values
+#
+# Nothing forces $d_k = d_v$, or $h d_k = d_\text{model}$. The size of queries and keys sets how
+# rich the *comparison* is; the size of values sets how much each head can *carry* back. The paper
+# keeps them equal, but explores the key size in Table 3, row (B): a smaller $d_k$ hurts quality.
+# Our module accepts both sizes explicitly:
+
+# %%
+mha_kv = MultiHeadAttention(d_model=12, n_heads=3, d_k=4, d_v=6)
+for name in ("w_q", "w_k", "w_v", "w_o"):
+    layer = getattr(mha_kv, name)
+    print(f"{name}: {layer.in_features:>2} → {layer.out_features:>2}")
+out, weights = mha_kv(target, memory, memory, need_weights=True)
+print("output", tuple(out.shape), " weights", tuple(weights.shape))
+assert count(mha_kv) == mha_parameters(12, 3, 4, 6)
+print("parameters:", count(mha_kv), "= formula", mha_parameters(12, 3, 4, 6))
+
+# %% [markdown]
+# The weights cannot depend on $d_v$: $\mathrm{softmax}(QK^\top/\sqrt{d_k})$ has no $V$ in it. And the output is
+# back at $d_\text{model} = 12$ thanks to $W^O$ (18 → 12).
+#
+# ## 9. Equal to `nn.MultiheadAttention`
+#
+# PyTorch's module computes the same function, so with the same weights it must give the same
+# numbers. `MultiHeadAttention.from_torch` copies them. Two differences need care:
+#
+# - PyTorch stores $W^Q$, $W^K$, $W^V$ stacked in one `in_proj_weight` of shape
+#   $(3d_\text{model}, d_\text{model})$; `from_torch` cuts it in three;
+# - its `key_padding_mask` (B, S) and boolean `attn_mask` (T, S) are True where attention is
+#   *blocked*, the opposite of ours (chapter 03). So PyTorch gets both masks flipped, `~is_real`
+#   and `~causal`, and ours gets the one mask `is_real & causal` (True = may attend).
+
+# %%
+torch.manual_seed(0)
+B, T, D, H = 2, 7, 12, 3
+torch_mha = nn.MultiheadAttention(D, H, batch_first=True)
+with torch.no_grad():  # PyTorch starts the biases at zero; make them matter for the comparison
+    torch_mha.in_proj_bias.normal_()
+    torch_mha.out_proj.bias.normal_()
+ours = MultiHeadAttention.from_torch(torch_mha)
+print("in_proj_weight", tuple(torch_mha.in_proj_weight.shape), "→ w_q, w_k, w_v", tuple(ours.w_q.weight.shape))
+
+x = torch.randn(B, T, D)
+lengths = torch.tensor([7, 4])  # the second sentence has 3 padding positions
+is_real = torch.arange(T)[None, :] < lengths[:, None]  # (B, T), True = real token
+causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T), True = may attend
+our_mask = is_real[:, None, None, :] & causal  # (B, 1, T, T): ours, True = may attend
+
+with torch.no_grad():
+    want, want_weights = torch_mha(
+        x, x, x, key_padding_mask=~is_real, attn_mask=~causal, average_attn_weights=False
+    )  # PyTorch's masks: True = blocked
+    teaching, weights = ours(x, x, x, our_mask, need_weights=True)
+    fast, _ = ours(x, x, x, our_mask)
+print("teaching path == nn.MultiheadAttention:", torch.allclose(teaching, want, atol=1e-6))
+print("fast path     == nn.MultiheadAttention:", torch.allclose(fast, want, atol=1e-6))
+print("weights (B, H, T, S) equal:", torch.allclose(weights, want_weights, atol=1e-6))
+
+with torch.no_grad():
+    wrong = ours(x, x, x, ~our_mask)[0]  # forgetting to flip the polarity
+print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, atol=1e-6))
+
+# %% [markdown]
+# Both of our paths reproduce PyTorch to float32 precision, with the padding and the causal mask
+# combined. A mask passed without flipping it gives a different (and wrong) answer, without any
+# error.
 
 # %% [markdown]
 # ## Summary

@@ -288,15 +288,15 @@ print(f"outputs shrunk by 1 − √((D−1)/D): {shrink[4]:.0%} at D = 4, {shrin
 #
 # The package's `residual(x, sublayer, norm, dropout, norm_first)` implements both.
 # `norm_first=True` is pre-LN, the name `nn.TransformerEncoderLayer` uses. The difference is one
-# line, but it changes what flows along the shortcut. In pre-LN the shortcuts join into one
-# uninterrupted sum $x_0 + f_1 + f_2 + \dots$. The residual stream is never normalised; only the
-# copies handed to each sub-layer are. So the gradient reaches the input of every layer through the
-# additions alone, plus the single final LayerNorm, however many layers are stacked. That path
-# guarantees every layer some gradient, not an equal share (the measurement below shows how unequal). But in the paper's post-LN, every residual sum
-# passes through a LayerNorm. So the "straight path" from the loss to a low layer crosses all the
-# norms above it. Each of them multiplies the gradient by its Jacobian, the matrix of its
-# derivatives, so post-LN's gradients can grow towards the top of the stack. In a 12-layer stack at
-# initialisation they do, but gently (section 6).
+# line, but it changes what flows along the shortcut:
+#
+# - In pre-LN the shortcuts join into one sum $x_0 + f_1 + f_2 + \dots$ that is never normalised.
+#   The gradient reaches every layer through the additions alone. Every layer gets some gradient,
+#   though not an equal share.
+# - But in the paper's post-LN, every residual sum passes through a LayerNorm. The gradient reaching
+#   a low layer crosses all the norms above it, and each one rescales it.
+#
+# Section 6 measures what this does to a 12-layer stack.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -606,8 +606,8 @@ for norm_first in (False, True):
 #
 #    The derivative of $x + f(x)$ with respect to $x$ is the identity plus that of $f$. So part of
 #    the gradient crosses the addition unchanged, whatever $f$ does. In pre-LN it thus passes each
-#    layer unchanged; in post-LN each LayerNorm above still multiplies it by its Jacobian. (Chapter 11 trains a model without
-#    the shortcuts and watches it fail.)
+#    layer unchanged; in post-LN each LayerNorm above still rescales it. (Chapter 11 trains a
+#    model without the shortcuts and watches it fail.)
 #    </details>
 #
 # ## Further reading

@@ -277,8 +277,9 @@ print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention
 #
 # **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
 # entries and one output bias. So a count is linear in $V$, and we can solve for the $V$ that hits
-# each published number exactly: for base, big and the rows (B) and (C), the rows with a printed size.
-# Rows (A) get our count (the base model's) and a dash.
+# each published number exactly. That works for base, big, rows (B) (a smaller $d_k$) and rows (C)
+# (other $N$, $d_\text{model}$ or $d_{ff}$): the rows with a printed size. Rows (A) (heads against
+# head size) get our count, the base model's, and a dash.
 
 # %% tags=["hide-input"]
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)
