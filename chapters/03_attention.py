@@ -383,8 +383,8 @@ expect("unscaled: the median gradient stays above the scaled one up to d_k = 64"
 # close to the median: the head size barely changes attention at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
-# one up to $d_k = 64$, the paper's head size. It falls below at the size in the last printed line and
-# nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
+# one up to $d_k = 64$, the paper's head size. It falls below at a larger size (the last line the
+# figure's cell printed names it) and nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
 # even.
 #
 # ## 4. Masks: who may look at whom

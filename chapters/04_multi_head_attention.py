@@ -373,7 +373,7 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # %%
 T, D, H = 10, 32, 4
 positions = sinusoidal_positional_encoding(T, D)[None]  # (1, T, D)
-heads_by_hand = MultiHeadAttention(D, H, bias=False)  # d_k = d_v = 8
+heads_by_hand = MultiHeadAttention(D, H, bias=False)  # d_k = d_v = 8; no biases, only the matrices (section 7)
 offsets = [-1, 0, 1, None]
 with torch.no_grad():
     for i, offset in enumerate(offsets):
@@ -500,6 +500,7 @@ for h in (1, 2, 8, 16):
 
 # %%
 mha_kv = MultiHeadAttention(d_model=12, n_heads=3, d_k=4, d_v=6)
+target, memory = torch.randn(2, 7, 12), torch.randn(2, 5, 12)  # (B, T, D), (B, S, D), as in section 5
 for name in ("w_q", "w_k", "w_v", "w_o"):
     layer = getattr(mha_kv, name)
     print(f"{name}: {layer.in_features:>2} → {layer.out_features:>2}")

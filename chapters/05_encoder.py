@@ -489,9 +489,8 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   parameter gradient grows gently up the stack. The top layer's is no smaller than the bottom
 #   layer's in each of the three initialisations (the folded check gives the lowest run's ratio;
 #   the lines under the figure, that of the averages). Xiong et al. (2020, "On Layer Normalization
-#   in the Transformer Architecture") show
-#   that post-LN's parameter gradients are largest near the top of the stack, and connect them to the paper's
-#   **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4,000
+#   in the Transformer Architecture") show that post-LN's parameter gradients are largest near the
+#   top of the stack, and connect them to the paper's **warm-up** (§5.3), which raises the size of the training steps gradually over the first 4,000
 #   steps (chapter 08 builds it). At 12 layers of width 64 the effect is small;
 #   [chapter 11](11_testing_the_papers_choices.ipynb) tests whether post-LN *needs* the warm-up.
 # - **Pre-LN:** the residual stream grows with depth, since each layer adds to it and nothing
@@ -499,13 +498,15 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   The middle panel shows where this comes from: the gradient on the stream itself is largest at
 #   the bottom. On its way down, it crosses each layer in two ways: unchanged along the shortcut,
 #   and back through the layer's branch. The two add up, so the gradient reaching a low layer
-#   carries a share from every layer above it. Shleifer et al. (2021, NormFormer) report the same
-#   mismatch, larger gradients in the early layers, in pre-LN language models during training.
-#   Xiong et al. found the opposite at initialisation, nearly equal gradients in every pre-LN layer,
-#   with other sizes and another measure (one weight matrix per layer). So take this profile as
-#   that of this small stack, not a law. The
-#   flip side follows from the right-hand panel: the upper layers add their updates to a stream that
-#   has grown, so each of them moves it comparatively little.
+#   carries a share from every layer above it. The flip side follows from the right-hand panel:
+#   the upper layers add their updates to a stream that has grown, so each of them moves it
+#   comparatively little.
+#
+# What others found differs. Shleifer et al. (2021, NormFormer) report the same mismatch, larger
+# gradients in the early layers, in pre-LN language models during training. Xiong et al. found the
+# opposite at initialisation, nearly equal gradients in every pre-LN layer, with other sizes and
+# another measure (one weight matrix per layer). So take the profiles above as those of this small
+# stack, not a law.
 
 
 # %% [markdown]

@@ -131,9 +131,10 @@ architecture_map("decoder")
 #
 # The padding mask exists because of real batches, so we start with one: every later cell uses it.
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
-# shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`. The
-# decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder position $t$
-# reads the input up to $t$ and must predict the next target token. Those labels are the target
+# shares its vocabulary between English and German too, §5.1). The source ends with `<eos>`, which
+# tells the encoder where the sentence stops; it needs no `<bos>`, since nothing is predicted from
+# it. The decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder
+# position $t$ reads the input up to $t$ and must predict the next target token. Those labels are the target
 # shifted left: no `<bos>`, and they end with the `<eos>` that `tgt_in` lacks (chapter 08 builds
 # them). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
 
@@ -345,8 +346,8 @@ print(
 #
 # <details><summary>The figure in words</summary>
 #
-# Two heatmaps show the cross-attention weights of head 1 of an untrained
-# cross-attention module. The left one is sequence 0, the sleeping cat, and the right
+# Two heatmaps show the cross-attention weights of head 0 (chapter 04 counts heads from 0) of an
+# untrained cross-attention module. The left one is sequence 0, the sleeping cat, and the right
 # one sequence 2, *hello !*. Rows are the target positions (queries), columns the source positions
 # (keys), and a darker blue is a larger weight, on one colour bar for both. Over the real source
 # tokens the weights are spread unevenly, as the random projections happen to fall. Every column
@@ -382,9 +383,9 @@ for ax, b in zip(axes, (0, 2), strict=True):
     image = ax.imshow(cross_weights[b, 0], cmap="Blues", vmin=0, vmax=top)
     ax.set_xticks(range(S), src_words[b], rotation=60, fontsize=8)
     ax.set_yticks(range(T), tgt_words[b], fontsize=8)
-    ax.set(title=f"sequence {b}, head 1", xlabel="source position (key)", ylabel="target position (query)")
+    ax.set(title=f"sequence {b}, head 0", xlabel="source position (key)", ylabel="target position (query)")
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.8)
-fig.suptitle("Cross-attention weights of an untrained model: spread over the real source words, zero on <pad>")
+fig.suptitle("Cross-attention weights of untrained modules: spread over the real source words, zero on <pad>")
 plt.show()
 print("weight on padded source positions:", cross_weights.masked_select(~src_mask).abs().max().item())
 
@@ -408,8 +409,8 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # Note *memory, memory* in the second line: the decoder's own states `h` supply only the queries.
 # In code each line is one call `self.connection(x, sublayer, self.norm1, self.dropout1,
 # self.norm_first)`: `self.connection` is chapter 05's `residual`, and each sub-layer has its own
-# norm and dropout. Turning the three lines into code is exercise `ex06_3`: try it before
-# section 8, whose page prints the answer.
+# norm and dropout. Turning the three lines into code is exercise `ex06_3`: try it now, since the
+# common mistakes below and section 8's page print the answer.
 # `Decoder` applies $N$ such layers, each attending to the same memory. Its `forward` also takes a
 # `cache`: ignore it until chapter 09.
 #
@@ -604,8 +605,8 @@ with torch.no_grad():
 # files without docstrings and argument checks. So, besides the pieces of chapters
 # 01–06, it holds options that later chapters switch on. Here each of them is `None` or does
 # nothing; the folded box below names them. The page leaves out the small helpers you have met:
-# `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`,
-# `xavier_init` and `tie_weights`. Read it top to bottom:
+# `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`
+# and `tie_weights`. Read it top to bottom:
 #
 # - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
 #   draws the weights of every linear layer by Xavier's rule (chapter 05); the embedding keeps
@@ -670,10 +671,11 @@ code_block(page)
 # %% [markdown]
 # Read once through, the page is Figure 1. One matrix serves both embeddings and the output. Two
 # stacks call the same three functions: attention, the feed-forward network and `residual`. The
-# encoder and the decoder differ in one mask and one extra sub-layer.
+# encoder and the decoder differ in one mask and one extra sub-layer. The line under the page
+# reports its check: the model built from it runs through every printed function.
 
 
-# %% tags=["hide-cell"]
+# %% tags=["hide-input"]
 def build_and_run() -> torch.Tensor:
     torch.manual_seed(0)  # the same weights at every run
     return Transformer(config).eval()(src, tgt_in)

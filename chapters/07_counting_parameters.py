@@ -107,6 +107,7 @@ architecture_map(["embeddings", "encoder", "decoder"], title="Chapter 07: every 
 # device** a tensor has a shape but no storage. The model is built in no time, and
 # `num_parameters()` just adds up shapes. A tied matrix is one `Parameter`, counted once.
 # `TransformerConfig.paper_base(V)` and `paper_big(V)` hold Table 3's two sizes for a vocabulary of V.
+# Keywords change single sizes, as in `paper_base(V, d_ff=1024)`.
 
 
 # %%
@@ -188,7 +189,8 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 from transformer_course.counting import attention_parameters, layer_parameters  # counting.py's formulas, part by part
 
 assert parts["encoder self-attention"] == parts["decoder cross-attention"] == 6 * attention_parameters(512, 8)
-network = layer_parameters(512, 8, 2048) - attention_parameters(512, 8) - 2 * 2 * 512  # a layer less attention, norms
+# an encoder layer, less its attention and its two LayerNorms (2 · 2 · D): the feed-forward network
+network = layer_parameters(512, 8, 2048, decoder=False) - attention_parameters(512, 8) - 2 * 2 * 512
 assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * network
 print("attention and feed-forward parts: equal to counting.py's formulas × 6 layers")
 
@@ -201,8 +203,8 @@ print("attention and feed-forward parts: equal to counting.py's formulas × 6 la
 #
 # Two rules of thumb follow. With $d_{ff} = 4D$, an encoder layer holds about $12D^2$ weights and a
 # decoder layer $16D^2$, so the model holds about $28ND^2 + VD$. And each parameter costs memory: 4
-# bytes in float32, and in training four such numbers (the weight, its gradient and the two running
-# averages that the optimizer Adam keeps per weight, chapter 08).
+# bytes in float32, and in training four such numbers: the weight, its gradient and two running
+# averages per weight, of the gradient and of its square, which the optimizer Adam keeps (chapter 08).
 
 # %%
 rule = 28 * 6 * 512**2 + 37_000 * 512  # 28·N·D² + V·D for the base model: the weight matrices alone
@@ -252,7 +254,8 @@ V_PAPER, N_LAYERS = 37_000, 6
 nothing_shared = dict(share_embeddings=False, tie_output=False)
 separate_base = count(replace(TransformerConfig.paper_base(V_PAPER), **nothing_shared))
 separate_big = count(replace(TransformerConfig.paper_big(V_PAPER), **nothing_shared))
-# the biases of the 3N attentions (N in the encoder, 2N in the decoder), for base and big
+# the biases of the 3N attentions (N in the encoder, 2N in the decoder), for base and big:
+# attention_parameters with bias=False counts the weights alone
 attention_biases = {d: 3 * N_LAYERS * (attention_parameters(d, h) - attention_parameters(d, h, bias=False))
                     for d, h in ((512, 8), (1024, 16))}  # fmt: skip
 print(f"{'variant (vocabulary 37,000)':40} {'base':>7} {'Δ base':>9} {'big':>8} {'Δ big':>9}    Table 3: 65M, 213M")

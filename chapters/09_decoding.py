@@ -204,8 +204,8 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # 1. rows finish at different steps, so a finished row gets `<pad>` until the slowest row is done.
 #    The step that does this is `greedy_step` (exercise ex09_1), which sampling reuses (section 4);
-# 2. it keeps a key/value cache (section 5), so that each step runs the decoder on the newest token
-#    only.
+# 2. it keeps a key/value cache, so that each step runs the decoder on the newest token only
+#    (section 5).
 #
 # It gives chapter 08's tokens exactly, as a padded rectangle without the `<bos>`.
 #
@@ -363,6 +363,7 @@ print("origin:", origin[0].tolist(), "| tokens:", [toy.tokens[i] for i in new[0]
 
 # %%
 history = []  # per step: every candidate (parent slot, token, log P) and the survivors, best first
+# the loop starts again from <bos> (scores, beam_tokens): its step 1 is the call above
 with torch.no_grad():
     for step in range(5):
         log_probs = next_log_probs(beam_tokens)  # (1, k, V_tgt)

@@ -125,7 +125,7 @@ for name, translator in (("shipped", model), ("under-trained", weak)):
     outputs[f"{name}, greedy"] = greedy_decode(translator, test_src)  # §6.1's limit: source length + 50
     outputs[f"{name}, beam 4"] = beam_search(translator, test_src, beam_size=4, length_penalty=ALPHA)[0][:, 0]  # the best
 test_greedy = outputs["shipped, greedy"]  # (B, T)
-print(f"The shipped translator: {checkpoint.step:,} training steps. The under-trained one: {weak_checkpoint.step}.")
+print(f"The shipped translator: {checkpoint.step:,} training steps. The under-trained one: {weak_checkpoint.step:,} steps.")
 
 
 def pieces(ids: torch.Tensor) -> list[str]:

@@ -181,7 +181,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # **The finding: PyTorch's default table times the factor fails in every run; the factor itself
 # brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table
 # times $\sqrt{d_{model}}$ reverses over 20 points fewer strings than either other table. The line
-# under the figure sets the course's table against the one without the factor. On our machines it
+# under the figure gives this run's verdict on the factor. On our machines it
 # has fallen both ways: ranges that overlap, and every run without the factor above every run
 # with it. The book asserts only what held on all of them: the factor brings no gain beyond the
 # spread of the runs. These runs do not explain a gain without it.
@@ -268,9 +268,9 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # strings of 11 letters or more. The share of letters in the right place falls too (the right
 # panel).
 #
-# Within the training lengths, the learned table falls behind as the strings get longer. From 7
-# to 10 letters it reverses fewer strings than the sinusoids on average (the last printed line).
-# The table above shows, length by length, whether your runs' ranges overlap. Three runs on one task do not prove the gap general. If it is real, here is a likely reason. Chapter 02's
+# Within the training lengths, the learned table falls behind. From 7 to 10 letters it reverses
+# fewer strings than the sinusoids on average (the last printed line); the table above shows, length
+# by length, where your runs' ranges part. Three runs on one task do not prove the gap general. If it is real, here is a likely reason. Chapter 02's
 # section 6 showed that a row of the learned table gets a gradient only when its position occurs
 # in a batch. A training string of 10 letters is as common as one of 3, so a late position occurs
 # in fewer training strings than an early one, and its row gets fewer updates. The sinusoids give
@@ -344,8 +344,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # Why? Xiong et al. trace it to the gradients of chapter 05's sections 4 and 6. At full learning rate from
 # the first step, the top layers of a post-LN stack take large steps before the lower ones have
 # learnt anything useful. Chapter 05's mild gradient ratio at initialisation is consistent with
-# that, but does not prove it. (One size, one task: [exercises
-# 11](../exercises/ex11_testing_the_papers_choices.ipynb) asks what else you would vary before
+# that, but does not prove it. (One size, one task: [chapter 11's
+# exercises](../exercises/ex11_testing_the_papers_choices.ipynb) ask what else you would vary before
 # trusting the result further.)
 
 # %% [markdown]

@@ -167,7 +167,9 @@ from transformer_course.vocab import Vocab
 
 word_vocab = Vocab.build(sentence_tokens(text) for pair in texts["train"] for text in pair)
 unseen = "The astronaut gives the dog a Hundehütte."
-print(len(word_vocab), "words;", sentence_tokens(unseen), "→")
+n_special = 4  # <pad>, <bos>, <eos>, <unk>
+print(f"{len(word_vocab):,} ids: {n_special} special tokens and {len(word_vocab) - n_special:,} words;",
+      sentence_tokens(unseen), "→")
 print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unseen))])
 
 # %% [markdown]
@@ -218,8 +220,7 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
     print(f"{len(pieces):2d} tokens: {' '.join(pieces)}")
 
 # %% [markdown]
-# The unseen words come out as pieces the model knows (*▁Hund*, then short pieces), never as
-# `<unk>`.
+# The unseen words come out as known pieces (*▁Hund*, then short ones), never as `<unk>`. With only 1,000 tokens, a rarer known word splits too: *gives* becomes *▁g i ves*.
 #
 # ### The merges, learned from scratch
 #
@@ -264,8 +265,9 @@ print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + use
 #
 # A bigger vocabulary gives shorter sequences: less attention and feed-forward work per sentence,
 # and shorter distances to attend over. But it also gives a bigger embedding matrix and, past some
-# size, rarer tokens, each seen fewer times in training. We train BPE at
-# several sizes on part of the training text and measure on the validation sentences.
+# size, rarer tokens, each seen fewer times in training. We train BPE at several sizes on part of
+# the training text, measure lengths on the validation sentences, and count rare tokens on 5,000
+# training pairs.
 
 # %%
 from transformer_course.subwords import subword_task, tokenizer_summary
@@ -469,8 +471,8 @@ fig = plot_history(history, "sentences en→de")
 print("validation during training:", [(e["step"], e["exact_match"], e["bleu"]) for e in history.evals])
 
 # %% [markdown]
-# Exact match still rose late in the run (the folded check below). What more steps
-# buy, a longer run from a terminal tells (the commands are under the summary).
+# Exact match still rose late in the run (the folded check below). A longer run from a terminal
+# shows what more steps buy (commands under the summary).
 
 # %% tags=["hide-cell"]
 from transformer_course_tools.notebook.claims import expect_at_least, expect_at_most, expect_between
@@ -514,7 +516,7 @@ expect_between("test BLEU on the written text", scores["bleu"], *CLAIMS["bleu"])
 #
 # The paper's base models are "a single model obtained by averaging the last 5 checkpoints". Late
 # in a long run the weights wander around the bottom of a valley; their mean can lie nearer the
-# middle. Our short CPU run is not there yet (section 5's scores still climb): this run shows what
+# middle. Our short CPU run is not there yet (section 5's scores still climb): it shows what
 # averaging gains, not why.
 #
 # `average_state_dicts` takes the element-wise mean (exercise ex12_2). We average the last 2, 3 and 5
@@ -657,10 +659,9 @@ for kind, count in kinds.most_common():
 
 # %% [markdown]
 # A wrong ending is a case, a gender or a plural the model missed. An error of order alone would be
-# a verb in the wrong place; your run may list none. The sorting is rough: a sentence with several faults lands in the
-# first box that fits. Any longer sentence counts as "words added", so a scrambled one that repeats
-# a phrase and drops another lands there. Read your run's examples: does each box name the main
-# fault?
+# a verb in the wrong place; your run may list none. The sorting is rough: a sentence with several
+# faults lands in the first box that fits. Any longer sentence counts as "words added", so a
+# scrambled one that repeats a phrase and drops another lands there.
 
 # %% [markdown]
 # ## Going further

@@ -152,6 +152,7 @@ assert all(isinstance(layer, EncoderLayer) for layer in tiny.layers)  # chapter 
 print(type(tiny.layers[0]).__name__, "×", len(tiny.layers), "— logits", tuple(tiny(tokens).shape))
 
 hidden = tiny.positional(tiny.embed(tokens))  # (B, T, D): what the first block reads
+# causal_rows(start, T): mask rows of positions start … start+T−1 (start > 0 once a cache holds earlier text)
 blocks = tiny.layers[1](tiny.layers[0](hidden, causal_rows(0, 7)), causal_rows(0, 7))  # (B, T, D)
 by_hand = tiny.output(tiny.norm(blocks))  # (B, T, V); the final norm is the identity in post-LN
 assert torch.allclose(by_hand, tiny(tokens), atol=1e-6)
@@ -442,8 +443,8 @@ for batch in (1, 32):
 #
 # A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
 # and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
-# operations serve all 16 texts, and an operation costs a few microseconds whatever its size
-# (chapter 16 measures it).
+# operations serve all 16 texts, and an operation has a fixed cost whatever its size (chapter 16
+# counts them).
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:

@@ -139,7 +139,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # ## 1. Fewer operations per step: an inference engine
 #
 # A step of generation has two costs. Run as chapter 09's loops run it, your modules ask PyTorch
-# for many small **operations**, each with a fixed cost of a few microseconds. And every step reads
+# for many small **operations**, each with a fixed cost, whatever its size. And every step reads
 # the model's weights, its **bytes**, from memory. This section cuts the first cost; the next
 # measures the second.
 #
@@ -212,7 +212,7 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # %% [markdown]
 # ## 2. A floor on the time: bytes per token
 #
-# Section 1 cut the operations. The bytes an engine can cut only by storing each number in fewer
+# Section 1 cut the operations. An engine can cut the bytes only by storing each number in fewer
 # of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
 # bytes a parameter; while converting, both copies are in memory. The cell below builds our three
 # models in their published shapes on PyTorch's meta device (chapter 07).
@@ -775,36 +775,6 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 # built, run in the engines people use and write your code's tokens there.
 
 # %% [markdown]
-# > **Aside — at home, with a network: published checkpoints.** The course's models also run
-# > published checkpoints, each with its tokenizer. The folded cell downloads OPUS-MT's English
-# > → German translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter
-# > 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one
-# > line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
-# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
-
-# %% tags=["hide-cell", "nbval-ignore-output"]
-sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
-try:  # downloads each checkpoint once, then reads it from the local cache
-    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
-    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
-except HubError as error:
-    print(f"skipped here: {error}")
-else:
-    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
-    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
-    with torch.no_grad():
-        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
-    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
-                               strict=True):
-        print(f"{english}\n  → {german}")
-    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
-    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
-    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
-                              pad_token_id=smol_lm.config.pad_id)
-    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
-    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
-
-# %% [markdown]
 # ## Summary
 #
 # - An inference engine reads a trained model once into a plan that cuts the operations of a step,
@@ -860,7 +830,38 @@ else:
 #    chapter 15's reordering run backwards. llama.cpp rotates neighbouring pairs, as the course does:
 #    the GGUF file holds W^Q and W^K as the course holds them.
 #    </details>
-#
+
+# %% [markdown]
+# > **Aside — at home, with a network: published checkpoints.** The course's models also run
+# > published checkpoints, each with its tokenizer. The folded cell downloads OPUS-MT's English
+# > → German translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter
+# > 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one
+# > line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
+# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
+try:  # downloads each checkpoint once, then reads it from the local cache
+    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
+except HubError as error:
+    print(f"skipped here: {error}")
+else:
+    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
+    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
+    with torch.no_grad():
+        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
+    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
+                               strict=True):
+        print(f"{english}\n  → {german}")
+    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
+    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
+    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
+                              pad_token_id=smol_lm.config.pad_id)
+    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
+    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
+
+# %% [markdown]
 # ## Further reading
 #
 # - The paper: §3.4, §5.1 and §6.1.

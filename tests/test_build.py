@@ -101,8 +101,9 @@ PIECES = {  # the piece removed → (what to do to the copy, the words the one l
                            "tests/attempts/ex03_2.py names 0 mistake(s): mark at least 3 wrong answers"),
     "the export": ("transformer_course/__init__.py", lambda t: t.replace('"apply_mask": "attention", ', ""),
                    "transformer_course/__init__.py: its exports are out of date with the exercises: run `make exercises`"),
-    "the TYPE_CHECKING copy": ("transformer_course/__init__.py", lambda t: t.replace("apply_mask, attention_scores",
-                               "attention_scores"), "its exports are out of date with the exercises"),
+    "the TYPE_CHECKING copy": ("transformer_course/__init__.py",  # on one line or, wrapped by ruff, on several
+                               lambda t: re.sub(r"\bapply_mask,\s+(?=attention_scores)", "", t),
+                               "its exports are out of date with the exercises"),
     "the answer's region": ("transformer_course/attention.py", lambda t: t.replace("    ### BEGIN SOLUTION\n    return "
                             "scores.masked_fill", "    return scores.masked_fill", 1).replace("min)\n    ### END "
                             "SOLUTION\n", "min)\n", 1), "ex03_2: transformer_course/attention.py has no solution "

@@ -242,7 +242,7 @@ def fit(
     bar.close()
     history.seconds = clock.seconds()
     if evaluation is not None and (not history.evals or history.evals[-1]["step"] != step):
-        _record(history, step, history.seconds, evaluation.fn(model), None)
+        _record(history, step, history.seconds, evaluation.fn(model), bar)  # written below the closed bar
     return history
 
 
@@ -361,4 +361,4 @@ def _record(history: History, step: int, seconds: float, metrics: dict, bar) -> 
         return
     history.evals.append({"step": step, "seconds": round(seconds, 1), **metrics})
     if bar is not None:
-        bar.write(f"step {step:5d}: " + ", ".join(f"{k} {v}" for k, v in metrics.items()))
+        bar.write(f"step {step:5d}: " + ", ".join(f"{k} {v}" for k, v in metrics.items()), file=_progress_file())
