@@ -398,7 +398,8 @@ print("a stack of 6 layers:", tuple(encoder(x, mask).shape), f"with {n_params:,}
 # matrix from $n_\text{in}$ to $n_\text{out}$ features, and every bias starts at 0. That keeps the
 # size of the signals about the same from layer to layer. `nn.Transformer` draws its matrices the
 # same way (its feed-forward biases keep PyTorch's default). Our full model in chapter 06 does as
-# this experiment does: Xavier for every matrix, 0 for every bias.
+# this experiment does for every linear layer; its embedding, and the output layer tied to it, keep
+# chapter 01's N(0, 1/d_model).
 # The experiment feeds a batch of random vectors and puts a linear classifier on top, with **random target classes**. Then it backpropagates the usual classification loss once:
 # the *cross-entropy*, minus the logarithm of the probability that the classifier gives the right
 # class. No training happens. We only look at the gradients at the start, averaged over three
@@ -445,10 +446,10 @@ for norm_first, name in ((False, "post-LN (paper)"), (True, "pre-LN")):
 #
 # Three panels have the layer number, 1 to 12, on the horizontal axis, with
 # one line for post-LN and one for pre-LN. On the left is the size of the gradient of each layer's
-# parameters. The post-LN line rises overall, with small dips, from layer 1 to layer 12; the pre-LN
+# parameters. The post-LN line rises overall from layer 1 to layer 12; the pre-LN
 # line starts higher at layer 1 and falls steadily towards the top. In the middle is the size of the
 # gradient on the residual stream at each layer's output. Pre-LN's falls steadily from layer 1 to
-# layer 12; post-LN's dips in the middle of the stack and is largest at the top. On the right is the
+# layer 12; post-LN's ends higher at the top than at layer 1. On the right is the
 # size of the vectors after each layer. Post-LN stays flat at 1, while pre-LN grows with every layer.
 #
 # </details>
@@ -503,8 +504,8 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   comparatively little.
 #
 # What others found differs. Shleifer et al. (2021, NormFormer) report the same mismatch, larger
-# gradients in the early layers, in pre-LN language models during training. Xiong et al. found the
-# opposite at initialisation, nearly equal gradients in every pre-LN layer, with other sizes and
+# gradients in the early layers, in pre-LN language models during training. Xiong et al. found no
+# such slope at initialisation, but nearly equal gradients in every pre-LN layer, with other sizes and
 # another measure (one weight matrix per layer). So take the profiles above as those of this small
 # stack, not a law.
 

@@ -279,8 +279,9 @@ teacher_forcing_diagram(german_tokens("einundzwanzig"))
 # %% [markdown]
 # `teacher_forcing` does the cut on a padded batch of targets (exercise ex08_2); `make_batch` calls
 # it for every batch. Here it is on two targets, wrapped in `<bos> … <eos>` and padded to one
-# length. (The English sources carry neither: the padding mask marks their end.) The shorter one keeps its `<eos>` in the decoder input; its label there is `<pad>`, which
-# the loss ignores:
+# length. (The English sources carry neither, unlike chapter 06's: the padding mask marks their
+# end.) The shorter one keeps its `<eos>` in the decoder input; its label there is
+# `<pad>`, which the loss ignores:
 
 # %%
 targets = [task.tgt_vocab.encode(number_pair(n)[1], add_bos=True, add_eos=True) for n in (21, 5_000)]
@@ -633,7 +634,7 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 
 # %% [markdown]
 # The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
-# smoothed target (the dotted line). The validation scores need not rise at every evaluation. BLEU
+# smoothed target (the dotted line). Scores need not rise at every evaluation. BLEU
 # can even fall while exact match rises: an answer that runs on costs it many pieces (section 8).
 #
 # ## 8. Evaluation

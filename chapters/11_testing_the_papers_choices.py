@@ -184,7 +184,7 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # under the figure gives this run's verdict on the factor. On our machines it
 # has fallen both ways: ranges that overlap, and every run without the factor above every run
 # with it. The book asserts only what held on all of them: the factor brings no gain beyond the
-# spread of the runs. These runs do not explain a gain without it.
+# spread of the runs. Where a run gains without the factor, as yours may, these runs do not say why.
 #
 # Why no gain? Likely because the embeddings are learned: the optimiser soon gives them the size that
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
@@ -344,7 +344,7 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # Why? Xiong et al. trace it to the gradients of chapter 05's sections 4 and 6. At full learning rate from
 # the first step, the top layers of a post-LN stack take large steps before the lower ones have
 # learnt anything useful. Chapter 05's mild gradient ratio at initialisation is consistent with
-# that, but does not prove it. (One size, one task: [chapter 11's
+# that, but does not prove it. (One size, one task: [this chapter's
 # exercises](../exercises/ex11_testing_the_papers_choices.ipynb) ask what else you would vary before
 # trusting the result further.)
 

@@ -780,13 +780,12 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 #   become pieces. The vocabulary size trades sequence length against embedding size and rare
 #   tokens. One vocabulary for both languages lets both embeddings and the output layer be one
 #   matrix (§3.4, §5.1).
-# - Batches of a token budget (§5.1) waste almost nothing on padding and keep every step about the
-#   same size.
+# - Batches of a token budget (§5.1) waste almost nothing on padding.
 # - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
 #   our tokens. Averaging the last checkpoints (§6.1) is free to try: measure it.
 # - Chapter 06's model, unchanged, learns much of German's word order and endings in a short CPU
-#   run: on section 8's sentence, its attention jumps back to the clause's verb. Sorting its errors shows what it
-#   has not learnt yet.
+#   run: on section 8's sentence its attention can jump back to the verb (the line under the map).
+#   Sorting its errors shows what it has not learnt yet.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #

@@ -297,7 +297,7 @@ for context in (1000, c.max_len):  # the longest text it was trained on
 # %%
 smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
 generator = torch.Generator().manual_seed(0)
-with torch.no_grad():  # in the order of their names, as chapter 15 drew them
+with torch.no_grad():  # in the order of their names, by the same rule as chapter 15
     for _name, tensor in sorted(smol.named_parameters()):
         if tensor.dim() == 2:  # a matrix (out, in), or the embedding (V, D): N(0, 1/its input size)
             tensor.normal_(0.0, tensor.shape[1] ** -0.5, generator=generator)
@@ -804,7 +804,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #    of its own. The merges only join bytes into longer tokens. A character the training text never
 #    held still splits into bytes that the vocabulary has.
 #    </details>
-# 2. Many checkpoints are stored in 16 bits. Why does the aside's `load_hub` load them in float32
+# 2. Many checkpoints are stored in 16 bits. Why does `load_hub` (the aside below) load them in float32
 #    before ours is compared with `transformers`?
 #    <details><summary>Answer</summary>
 #
