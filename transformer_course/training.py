@@ -360,5 +360,4 @@ def _record(history: History, step: int, seconds: float, metrics: dict, bar) -> 
     if not metrics:  # the callback measured nothing this time
         return
     history.evals.append({"step": step, "seconds": round(seconds, 1), **metrics})
-    if bar is not None:
-        bar.write(f"step {step:5d}: " + ", ".join(f"{k} {v}" for k, v in metrics.items()), file=_progress_file())
+    bar.write(f"step {step:5d}: " + ", ".join(f"{k} {v}" for k, v in metrics.items()), file=_progress_file())
