@@ -163,11 +163,11 @@ print(f"English words per training sentence: {min(words)} to {max(words)}, mean 
 # Here is the word vocabulary of our training text, on a sentence with two unseen words:
 
 # %%
-from transformer_course.vocab import Vocab
+from transformer_course.vocab import SPECIAL_TOKENS, Vocab
 
 word_vocab = Vocab.build(sentence_tokens(text) for pair in texts["train"] for text in pair)
 unseen = "The astronaut gives the dog a Hundehütte."
-n_special = 4  # <pad>, <bos>, <eos>, <unk>
+n_special = len(SPECIAL_TOKENS)  # <pad>, <bos>, <eos>, <unk>
 print(f"{len(word_vocab):,} ids: {n_special} special tokens and {len(word_vocab) - n_special:,} words;",
       sentence_tokens(unseen), "→")
 print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unseen))])
