@@ -73,8 +73,10 @@ from transformer_course import (
     LearnedPositionalEmbedding,
     PositionalEncoding,
     TokenEmbedding,
+    Vocab,
     relative_position_map,
     sinusoidal_positional_encoding,
+    tokenize,
 )
 from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.notebook.figures import architecture_map
@@ -469,10 +471,35 @@ fig.tight_layout()
 plt.show()
 
 # %% [markdown]
+# ## 7. The dog and the man, told apart
+#
+# Back to the chapter's first sentence. The cell embeds "the dog bit the man" and "the man bit the
+# dog" with chapter 01's `Vocab` and `TokenEmbedding`, then lets each sentence attend to itself, as in
+# section 1. It compares what the token *dog* gets in the two sentences: first from the embeddings
+# alone, then with `PositionalEncoding` added.
+
+# %%
+sentences = [tokenize("the dog bit the man"), tokenize("the man bit the dog")]
+vocab = Vocab.build(sentences)
+ids = torch.tensor([vocab.encode(s) for s in sentences])  # (2, 5): one row per sentence
+embed, add_positions = TokenEmbedding(len(vocab), 16), PositionalEncoding(16)
+dog = [s.index("dog") for s in sentences]  # where "dog" stands: position 1, then position 4
+for label, x in (("embeddings only:    ", embed(ids)), ("with the positions: ", add_positions(embed(ids)))):
+    out = F.scaled_dot_product_attention(x, x, x)  # (2, 5, 16)
+    same = torch.allclose(out[0, dog[0]], out[1, dog[1]], atol=1e-6)
+    print(label, '"dog" gets the same vector in both sentences?', same)
+
+# %% [markdown]
+# From the embeddings alone, *dog* gets exactly the same vector whether it bites or is bitten. With
+# the positions added, the two vectors differ, so the layers above can tell who bit whom.
+
+# %% [markdown]
 # ## Summary
 #
 # - Attention by itself is blind to order; the Transformer adds a position vector to each token
 #   embedding (§3.5).
+#   With it, *dog* no longer gets the same vector in "the dog bit the man" as in "the man bit the
+#   dog" (section 7).
 # - The sinusoidal table puts a sine and a cosine of $pos \cdot \omega_i$ in columns $2i, 2i+1$,
 #   with wavelengths from $2\pi$ to about $10000 \cdot 2\pi$; every entry lies in $[-1, 1]$.
 # - Moving $k$ positions ahead is the fixed block rotation $M_k$: $PE_{pos+k} = M_k PE_{pos}$ for

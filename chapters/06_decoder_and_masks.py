@@ -95,6 +95,7 @@ from transformer_course import (
     target_mask,
     tokenize,
 )
+from transformer_course_tools.exercises.checks import run_check
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.pages import check_page, code_block
 from transformer_course_tools.notebook.setup import setup_chapter
@@ -273,6 +274,10 @@ def padding_mask_wrong_polarity(tokens, pad_id):
 wrong = padding_mask_wrong_polarity(src, vocab.pad_id)  # (B, 1, 1, S)
 print("sequence 0, may attend, wrong polarity:", wrong[0, 0, 0].int().tolist())
 print("sequence 0, may attend, right:         ", src_mask[0, 0, 0].int().tolist())
+
+# %% tags=["hide-cell"]
+# The check of exercise ex06_2 rejects the bug with a message that names it:
+print(run_check("ex06_2", padding_mask_wrong_polarity).line())
 
 # %% [markdown]
 # ## 4. Combining them, and which mask goes where
@@ -525,8 +530,8 @@ for name, layer in (("correct", correct), ("buggy", buggy)):
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
 #
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
-# linear transformation". With one vocabulary of $V$ entries for both languages
-# ($V = V_\text{src} = V_\text{tgt}$), one ($V$, D) matrix $E$ turns source ids into vectors,
+# linear transformation". With one vocabulary for both languages ($V_\text{src} = V_\text{tgt}$),
+# one ($V_\text{tgt}$, D) matrix $E$ turns source ids into vectors,
 # target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is our
 # addition: the paper mentions none. It costs one number per token and lets the output favour
 # frequent tokens without bending the shared matrix. The
@@ -692,9 +697,10 @@ print(check_page(page, build_and_run))
 # - Cross-attention takes its queries from the decoder and its keys and values from the encoder
 #   memory; perturbing the memory must change the output.
 # - Our decoder layer equals `nn.TransformerDecoderLayer` once the mask polarity is converted.
-# - The full model shares one ($V$, D) matrix between source embeddings, target embeddings and
-#   the output layer (one vocabulary for both sides, $V = V_\text{src} = V_\text{tgt}$). Changing
-#   its future target tokens leaves the earlier logits unchanged, in `eval()` and in training.
+# - The full model shares one ($V_\text{tgt}$, D) matrix between source embeddings, target
+#   embeddings and the output layer (one vocabulary for both sides, $V_\text{src} = V_\text{tgt}$).
+#   Changing its future target tokens leaves the earlier logits unchanged, in `eval()` and in
+#   training.
 # - The whole model fits on one page: embeddings, positions, two stacks of attention, feed-forward
 #   networks and `residual`, and one output layer, each a piece of chapters 01–06 (the page's
 #   hooks for later chapters aside).

@@ -340,8 +340,11 @@ print(f"the big row implies V = {implied['big']:,.0f}, and rounds right only for
 # only from 35,262 to 36,236. The two ranges do not meet, as section 3's difference predicted. The
 # paper does not say why: a different vocabulary for the big run, or a counting slip. A $V$ fitted
 # to spread the error evenly would match the table by construction and prove nothing. So we keep
-# the paper's "about 37000", the one vocabulary it states. The figure draws, for each row with a
-# printed size, the vocabularies at which our count rounds to the paper's number.
+# the paper's "about 37000", the one vocabulary it states.
+#
+# The figure draws, for each row with a printed size, the vocabularies at which our count rounds to
+# the paper's number. The folded cell kept them: `rounds_right[row]` is that row's (lowest,
+# highest) $V$, and `low` … `high` is the range where all ten base-family rows meet.
 #
 # <details><summary>The figure in words</summary>
 #

@@ -212,7 +212,7 @@ print("longest source / target:", max(len(s) for s, _ in task.train), "/", max(l
 # which the masks of chapter 06 hide and the loss below ignores. Padding still costs compute, so we
 # use **length bucketing**: shuffle the data, cut it into pools of 50 batches, sort each pool by
 # length and cut the batches from it (the paper batches "by approximate sequence length", §5.1).
-# Below, a pair's length counts source and target.
+# A pair's length counts source and target; the figure draws each batch's source side.
 # The batches are shuffled again, so training still sees a mix. The paper's batches hold about
 # 25,000 source and 25,000 target tokens each; ours hold a fixed number of sentences. Chapter 12
 # counts batches in tokens.
@@ -236,7 +236,7 @@ for bucket in (1, 50):
 # %% [markdown]
 # <details><summary>The figure in words</summary>
 #
-# Two panels each show one batch of 16 sentences as a grid, one row per
+# Two panels each show the source side of one batch of 16 sentences as a grid, one row per
 # sentence and one column per source position. Green cells hold real tokens, white cells padding. On
 # the left, a batch drawn without bucketing mixes lengths, so the shorter rows end in white cells.
 # On the right, a batch cut from a pool sorted by length holds sentences of nearly one length, with
@@ -649,9 +649,6 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
 #   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
 #
-# The three can move apart: an answer that runs on to the length limit costs BLEU more than exact
-# match.
-#
 # `sacrebleu` computes the last two.
 
 # %% tags=["nbval-ignore-output"]
@@ -676,6 +673,7 @@ for n in (21, 999_999, 88_008):
     print(f"{number_to_english(n)} → {written}  ({verdict})")
 
 # %% [markdown]
+# An unseen number may come out wrong; the verdict then gives the right German.
 # One number for the whole split hides the strata. `strata_scores` scores the answers of each
 # stratum on its own. The last column marks the seen strata.
 

@@ -328,16 +328,19 @@ for name, hyp in (("greedy", greedy_toy), ("by hand", second_choice)):
 # with α = 0.6 and $k = 4$. ($|Y|$ counts the generated tokens, `<eos>` included.) α is
 # `beam_search`'s `length_penalty` and `beam_step`'s `alpha`.
 #
-# One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3). It
-# takes, each of shape (B, k) unless said:
+# One step of that, for B sentences with $k$ hypotheses each, is `beam_step` (exercise ex09_3):
 #
-# - `scores`: the summed log-probability of each hypothesis, `-inf` for an empty slot (at the start
-#   the beam holds one real hypothesis, `<bos>`);
-# - `log_probs` (B, k, V): the model's next-token log-probabilities after each hypothesis;
-# - `finished`, and `lengths`: the tokens each hypothesis has generated, for $lp$.
+# | argument | shape | what it holds |
+# | --- | --- | --- |
+# | `scores` | (B, k) | each hypothesis's summed log-probability; `-inf` in an empty slot |
+# | `log_probs` | (B, k, V_tgt) | the next token's log-probabilities after each hypothesis |
+# | `finished` | (B, k) | True once a hypothesis has ended with `<eos>` |
+# | `lengths` | (B, k) | the tokens each hypothesis has generated, for $lp$ |
+# | `eos_id`, `pad_id` | ids | `<eos>`, and the token that a finished hypothesis keeps adding |
+# | `alpha` | number | α of $lp$; 0 turns the penalty off |
 #
 # It returns `origin` (the slot of the hypothesis each survivor extends), the new token, and the new
-# `scores`, `finished` and `lengths`. Below, one call at the start on the table model with $k = 2$
+# `scores`, `finished` and `lengths`. At the start the beam holds one real hypothesis, `<bos>`. Below, one call at the start on the table model with $k = 2$
 # (no length penalty): both survivors extend slot 0, the only real hypothesis. Then the
 # loop by hand, recording every candidate for a tree.
 

@@ -186,7 +186,8 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 # the pair whose left symbol is older wins. Single letters are older than merged symbols, and among
 # themselves go by their code: *e* before *s*, every letter before "▁". So *e s* comes first, then
 # *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur 7 times each. *l o* wins, and two more merges
-# make *▁low* one token. The cell below shows each word after each merge.
+# make *▁low* one token. The folded cell below runs `bpe_merges` (exercise ex12_3) and shows each
+# word after each merge.
 
 # %% tags=["hide-input"]
 import re
@@ -209,7 +210,7 @@ for k, (left, right) in enumerate(merges, start=1):
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
 # same: `shared_tokenizer` trains on the English and the German training sentences, here for 1,000
-# tokens (the end of this section says why).
+# tokens on the CPU and 4,000 on a GPU.
 
 # %%
 tokenizer = shared_tokenizer(texts["train"], vocab_size=profile.vocab_size)
@@ -220,16 +221,16 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
     print(f"{len(pieces):2d} tokens: {' '.join(pieces)}")
 
 # %% [markdown]
-# The unseen words come out as known pieces (*▁Hund*, then short ones), never as `<unk>`. With only 1,000 tokens, a rarer known word splits too: *gives* becomes *▁g i ves*.
+# The unseen words come out as known pieces (*▁Hund*, then short ones), never as `<unk>`. With only the CPU run's 1,000 tokens, a rarer known word splits too: *gives* becomes *▁g i ves*.
 #
 # ### The merges, learned from scratch
 #
-# `bpe_merges` (exercise ex12_3) is the whole loop of the hand-worked example, ties included. Here
+# `bpe_merges` is the whole loop of the hand-worked example, ties included. Here
 # it runs on the words of our training sentences (punctuation apart), next to the tokenizer trained
 # above.
 
 # %%
-from transformer_course.subwords import pretokenized_words
+from transformer_course.subwords import bpe_merges, pretokenized_words
 
 words = pretokenized_words(text for pair in texts["train"] for text in pair)  # word → how often it occurs
 ours = bpe_merges(words, 50)
@@ -551,9 +552,7 @@ expect_at_least("exact match gained by averaging the last 5 kept weights", gain,
 # ## 8. What the decoder reads: cross-attention on a test sentence
 #
 # The scores say how well the model translates; the attention shows how. Here is the last decoder
-# layer on a test
-# sentence whose verb moves: the first test sentence with a *dass* clause that the
-# model translates exactly. In English the verb of the clause comes right after its subject; in
+# layer on the first test sentence with a *dass* clause that the model translates exactly. In English the verb of the clause comes right after its subject; in
 # German it comes last. The map averages the layer's heads: rows are the German tokens being
 # written, columns the English tokens they read.
 #
@@ -622,8 +621,8 @@ display(Markdown(
 # box, the last word of the *dass* clause. To write it, the decoder can jump back from *school* to
 # *bake*, past the words German puts before the verb; the line under the map says how far your run
 # jumps. The sentence was picked because the model gets it right: a success, not a typical case.
-# Such a jump is the verb-final order of a *dass* clause, learnt from examples: no rule of German grammar
-# was written into the model.
+# The verb-final order was learnt from examples: no rule of German grammar was written into the
+# model.
 
 # %% [markdown]
 # ## 9. What the translator still gets wrong

@@ -132,8 +132,7 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 #
 # The decoder of chapter 06 has three sub-layers. Without a source, cross-attention has nothing to
 # read. What is left, self-attention and a feed-forward network, is chapter 05's encoder layer,
-# post-LN like the first GPT's. Only
-# the mask differs: a language model lets position $t$ read positions $0 \dots t$ only (chapter
+# post-LN like the first GPT's. Only the mask differs: a language model lets position $t$ read positions $0 \dots t$ only (chapter
 # 06's causal mask). So the output at $t$ can be trained to predict the token at $t + 1$ without
 # seeing it.
 #
@@ -191,11 +190,11 @@ assert leak
 # %% [markdown]
 # ## 2. RMSNorm: LayerNorm without the mean
 #
-# First, the norm. The paper
-# normalises each sub-layer's output with LayerNorm (§3.1, post-LN). It subtracts the mean of the $D$
-# features, divides by their standard deviation, scales by $\gamma$ and shifts by $\beta$. GPT-2
-# moved the norm *before* each sub-layer (pre-LN, chapter 05). RMSNorm (Zhang & Sennrich 2019) keeps
-# only the division and the scale, and Llama made it the default of open models:
+# The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN). It subtracts the
+# mean of the $D$ features, divides by their standard deviation, scales by $\gamma$ and shifts by
+# $\beta$. GPT-2 moved the norm *before* each sub-layer (pre-LN, chapter 05). RMSNorm (Zhang &
+# Sennrich 2019) keeps only the division and the scale, and Llama made it the default of open
+# models:
 #
 # $$\mathrm{RMSNorm}(x) = \frac{x}{\sqrt{\frac{1}{D}\sum_i x_i^2 + \epsilon}} \odot g.$$
 #
@@ -223,7 +222,7 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 # %% [markdown]
 # ## 3. Rotary position embeddings
 #
-# Next, the positions. Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot
+# Chapter 02 added a table of sinusoids to the token embeddings (§3.5). The dot
 # product of two rows of that table depends only on the distance $n - m$, and the paper hoped this
 # would let the model attend by relative position. Chapters 02 and 04 added a caveat: attention does
 # not take that dot product. It compares $(x + PE_m) W^Q$ with $(y + PE_n) W^K$, and once $W^Q$ and
@@ -621,8 +620,10 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
 #
 # `DecoderOnlyConfig.modern` now holds every part of sections 2–5. Does the block learn? We train a
 # small one for 300 steps on six plays by Shakespeare, shipped with the course (*Hamlet* among
-# them). A play is cut into passages: a speech with its speaker, a stage direction, a scene heading. The end of each play is held out. Chapter 12's byte-pair
-# encoding learns the tokens, and consecutive passages are packed into texts of at most 128 tokens.
+# them). A play is cut into passages: a speech with its speaker, a stage direction, a scene
+# heading. The end of each play is held out. `train_subwords` learns the tokens: the byte-pair
+# encoding behind chapter 12's `shared_tokenizer`. Consecutive passages are
+# packed into texts of at most 128 tokens.
 
 # %%
 from transformer_course.batching import batch_stream, pad_sequences
@@ -630,7 +631,7 @@ from transformer_course.datasets.shakespeare import pack_passages, shakespeare_s
 from transformer_course.subwords import train_subwords
 
 splits = shakespeare_splits()  # {"train", "valid", "test"}: lists of passages
-tokenizer = train_subwords(splits["train"], vocab_size=2000)  # chapter 12's byte-pair encoding
+tokenizer = train_subwords(splits["train"], vocab_size=2000)  # BPE on the training passages
 
 
 def pack(passages: list[str]) -> list[list[int]]:

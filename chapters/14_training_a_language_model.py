@@ -530,12 +530,13 @@ print(f"Every run: D = {setting.d_model}, {setting.n_heads} heads, {setting.n_la
       f"{setting.weight_decay}, {setting.warmup_steps} warm-up steps; seeds {setting.seeds}")
 
 # %% [markdown]
-# The comparison is paired, as the box on testing a claim (the book's front page) describes. Each variant is trained
-# three times, and each time beside a run of today's block. The two runs of a pair share their
+# `run_lm_experiment` runs the comparison and prints its table. The comparison is paired, as the box
+# on testing a claim (the book's front page) describes: each variant is trained three times, each
+# time beside a run of today's block. The two runs of a pair share their
 # batches and every initial tensor they have in common, so their difference shows the change, not the
 # luck of the draw. The table and the figure name a pair by the seed its two runs share. All
-# variants train at the peak learning rate chosen for today's block. So the comparison measures
-# early training at that rate, and a variant that would prefer another rate is handicapped by it.
+# variants train at the peak learning rate chosen for today's block: the comparison measures early
+# training at that rate.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -566,7 +567,7 @@ ablation = run_lm_experiment({
 # It is **beyond the spread** when every run of one model beats every run of the other (chapter 11):
 # the strongest verdict three runs can give. It says nothing of the size. Today's three runs end
 # close together (the range in the table's first row), so even a gap of a hundredth of a nat can
-# clear that bar. Your run's verdicts:
+# clear that bar. `paired_verdict` states your run's verdicts:
 
 # %% tags=["nbval-ignore-output"]
 today, names = "today (RMSNorm, RoPE, SwiGLU, cosine)", list(ablation.variants)[1:]

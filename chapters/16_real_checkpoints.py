@@ -20,13 +20,12 @@
 #
 # Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2) into the course's
 # own models, and checked each conversion on random numbers in the real shapes. This chapter goes
-# the other way: the course's trained translator and language model leave the notebook and run in
-# the engines people use, `transformers`, CTranslate2 and llama.cpp.
+# the other way: the course's trained translator and language model leave the notebook for the
+# engines people use, `transformers`, CTranslate2 and llama.cpp.
 #
 # Engines exist to sell speed, so we first measure what a step of generation costs: the operations
 # it asks for (section 1), the bytes it reads (section 2), and what int8's fewer bytes change in the
-# tokens (section 3). A model goes nowhere without its tokenizer: it reads ids, and only its own
-# tokenizer gives the right ones (section 4). At the end (section 5), both models, tokenizers
+# tokens (section 3). A model reads ids, and only its own tokenizer gives the right ones (section 4). At the end (section 5), both models, tokenizers
 # included, run in the three engines and write the course's tokens there.
 #
 # **Learning goals**
@@ -604,8 +603,8 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
 #
 # The first name is a shipped model or a checkpoint the course wrote. `--to ctranslate2` converts the
 # `transformers` folder with CTranslate2's own converter; `--to gguf` writes the one file llama.cpp
-# reads, for language models only (`pip install "transformer-course[export]"`). The folded cell runs
-# the five commands:
+# reads, for language models only (`pip install "transformer-course[export]"`). llama.cpp rotates
+# neighbouring pairs (2i, 2i + 1), as the course does. The folded cell runs the five commands:
 
 # %% tags=["hide-input"]
 missing = [name for name in ("ctranslate2", "gguf") if importlib.util.find_spec(name) is None]
@@ -827,8 +826,8 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #
 #    `transformers`' Llama rotates the pairs (i, i + d/2) of each head, the course the pairs
 #    (2i, 2i + 1). So `to_llama` moves, in each head, row 2i to row i and row 2i + 1 to row i + d/2,
-#    chapter 15's reordering run backwards. llama.cpp rotates neighbouring pairs, as the course does:
-#    the GGUF file holds W^Q and W^K as the course holds them.
+#    chapter 15's reordering run backwards. llama.cpp rotates neighbouring pairs (section 5): the
+#    GGUF file holds W^Q and W^K as the course does.
 #    </details>
 
 # %% [markdown]

@@ -52,8 +52,8 @@
 # | ex02_2 | `PositionalEncoding.forward(x, offset)` in `positional.py` | medium |
 # | ex02_3 | `relative_position_map(k, d_model)` in `positional.py` | hard |
 #
-# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_2. Until they are
-# written it stops at the first of them, naming all those still to write.
+# **Before you start:** chapter 02 also runs exercises of other chapters: ex01_1 and ex01_2. Until
+# they are written it stops at the first of them, naming all those still to write.
 #
 # **Order:** the three are independent of each other.
 
