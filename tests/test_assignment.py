@@ -16,6 +16,7 @@ import pytest
 from tests import graders
 from tests.graders import ROOM
 from transformer_course_tools.cli import main
+from transformer_course_tools.exercises.checks.registry import load_checks
 from transformer_course_tools.exercises.questions import course_questions
 from transformer_course_tools.exercises.regions import BEGIN
 from transformer_course_tools.grading import assignment, course_check, load_config, nbgrader, otter
@@ -47,6 +48,12 @@ def test_every_worked_notebook_is_cut_into_the_parts_the_tools_treat_apart(path:
     for part in parts:
         if part.kind in ("try", "check"):
             assert part.exercise in headings, f"{path.stem}: {part.kind} cell of {part.exercise} outside its section"
+
+
+def test_a_chapter_gives_the_handout_of_its_exercises() -> None:
+    listed = sorted(i for i in load_checks() if i.startswith("ex03_"))
+    assert list(_handout(["ex03"]).exercises) == list(_handout(listed).exercises) == listed
+    assert _handout(["ex03"]).notebooks == ["ex03_attention"]
 
 
 def test_a_markdown_cell_with_two_questions_gives_one_part_each() -> None:
@@ -251,6 +258,7 @@ def test_the_command_exits_2_with_one_line_on_bad_input() -> None:
     [
         (["--for", "nbgrader", "{tmp}", "--name", "Homework 3"], "--name: nbgrader's assignment is a folder"),
         (["--for", "otter", "{tmp}", "--exercises", "ex03_9"], "unknown exercise 'ex03_9'"),
+        (["--for", "otter", "{tmp}", "--exercises", "ex10"], "no exercises in chapter 10"),
         (["--for", "otter", "{tmp}", "--config", "{tmp}.toml"], "new.toml does not exist"),
         (["--for", "otter", "{full}"], "exists and is not an empty folder"),
     ],

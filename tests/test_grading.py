@@ -591,6 +591,32 @@ def test_hidden_cases_catch_an_answer_fitted_to_the_visible_ones(tmp_path: Path)
         load_config(config_file)
 
 
+def test_a_chapter_stands_for_all_its_exercises(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """--exercises ex03 (and grading.toml's ["ex03"]) is every exercise the registry holds for chapter 03,
+    in number order, each once: a list written for a chapter does not go stale when it gains one."""
+    from transformer_course_tools.exercises.checks.registry import exercise_order, expand_exercise_ids, load_checks
+
+    chapter_03 = [i for i in load_checks() if i.split("_")[0] == "ex03"]
+    assert len(chapter_03) >= 4
+    assert expand_exercise_ids(["ex03"]) == sorted(chapter_03, key=lambda i: int(i.split("_")[1]))
+    assert expand_exercise_ids(["ex04_1", "ex03", "ex03_2"]) == ["ex04_1", *expand_exercise_ids(["ex03"])]
+    assert sorted(["ex03_10", "ex03_9", "ex10_1"], key=exercise_order) == ["ex03_9", "ex03_10", "ex10_1"]
+    config_file = tmp_path / "grading.toml"
+    config_file.write_text('[grading]\nexercises = ["ex03", "ex01_2"]\n')
+    config = load_config(config_file)
+    assert grading.exercise_ids(config) == [*expand_exercise_ids(["ex03"]), "ex01_2"]
+    assert grading.exercise_ids(config, ["ex02"]) == ["ex02_1", "ex02_2", "ex02_3"]
+    for asked in (["ex10"], ["ex99"]):  # a chapter without exercises, one that does not exist
+        with pytest.raises(KeyError, match=f"no exercises in chapter {asked[0][2:]}"):
+            expand_exercise_ids(asked)
+    config_file.write_text('[grading]\nexercises = ["ex10"]\n')
+    with pytest.raises(KeyError, match="no exercises in chapter 10 .*chapters with exercises: ex01, ex02"):
+        load_config(config_file)
+    subs = tmp_path / "subs"
+    (subs / "ada").mkdir(parents=True)
+    _refused(capsys, [str(subs), "--out", str(tmp_path / "r.csv"), "--exercises", "ex11"], "no exercises in chapter 11")
+
+
 def test_the_student_edition_leaves_the_instructors_folder_out(tmp_path: Path) -> None:
     from transformer_course_tools.course import course_files
 

@@ -111,7 +111,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("out_dir", type=Path, metavar="OUT_DIR", help="a new (or empty) folder outside the course")
     parser.add_argument("--for", dest="tool", choices=tuple(TOOLS), required=True, help="the grading tool")
     parser.add_argument("--exercises", nargs="+", metavar="ID",
-                        help="the exercises graded (default: grading.toml's, else all)")  # fmt: skip
+                        help="the exercises graded, ids or chapters (ex03: all of chapter 03's; default: grading.toml's, else all)")  # fmt: skip
     parser.add_argument("--config", type=Path, help="points and limits (default: grading.toml of the course)")
     parser.add_argument("--name", help="nbgrader's assignment name (default: grading.toml's assignment, else the "
                         "notebook's name); Otter names each assignment after its notebook")  # fmt: skip

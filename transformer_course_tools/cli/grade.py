@@ -174,7 +174,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     grade.add_argument("--config", type=Path, help="points and limits (default: grading.toml of the course)")
     grade.add_argument(
-        "--exercises", nargs="+", metavar="ID", help="grade only these exercises (default: from the config, else all)"
+        "--exercises",
+        nargs="+",
+        metavar="ID",
+        help="grade only these exercises, ids or chapters (ex03: all of chapter 03's; default: from the config, else all)",
     )
     grade.add_argument("--timeout", dest="timeout_s", type=float, help="seconds per exercise (overrides the config)")
     grade.add_argument("--memory-mb", type=int, help="address-space cap per exercise in MB (overrides the config)")

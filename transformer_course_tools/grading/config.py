@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformer_course_tools.exercises.checks.case import Case
-from transformer_course_tools.exercises.checks.registry import get_exercise
+from transformer_course_tools.exercises.checks.registry import expand_exercise_ids, get_exercise
 from transformer_course_tools.exercises.checks.status import PASSED, REFERENCE
 from transformer_course_tools.exercises.hints import check_level
 from transformer_course_tools.exercises.questions import check_question_ids
@@ -83,8 +83,9 @@ class GradingConfig:
         if self.scoring not in SCORINGS:
             raise ValueError(f"grading setting scoring = {self.scoring!r} must be one of {', '.join(SCORINGS)}")
         check_level(self.hints, "grading setting hints")
-        for exercise_id in [*self.points, *self.timeouts, *(self.exercises or [])]:
+        for exercise_id in [*self.points, *self.timeouts]:
             get_exercise(exercise_id)  # a typo is an error, not a silent default
+        expand_exercise_ids(self.exercises or [])  # ids, or chapters ("ex03") with exercises
         if self.hidden_cases is not None:
             if not self.hidden:
                 raise ValueError("grading setting hidden_cases needs hidden = true")

@@ -13,7 +13,13 @@ from pathlib import Path
 
 from transformer_course_tools.course import PACKAGE
 from transformer_course_tools.exercises.answers import SolutionText
-from transformer_course_tools.exercises.checks.registry import Exercise, get_exercise, load_checks
+from transformer_course_tools.exercises.checks.registry import (
+    Exercise,
+    exercise_order,
+    expand_exercise_ids,
+    get_exercise,
+    load_checks,
+)
 from transformer_course_tools.exercises.checks.status import ERROR
 from transformer_course_tools.exercises.probe.worker import HEAD_BYTES
 
@@ -107,8 +113,10 @@ def grade(
 
 
 def exercise_ids(config: GradingConfig, exercises: Iterable[str] | None = None) -> list[str]:
-    """The exercises a run grades: those asked for, else the config's, else every one."""
-    return list(exercises or config.exercises or sorted(load_checks()))
+    """The exercises a run grades: those asked for, else the config's, else every one. A chapter's
+    prefix (``ex03``) stands for every exercise of that chapter (:func:`expand_exercise_ids`)."""
+    asked = list(exercises or config.exercises or [])
+    return expand_exercise_ids(asked) if asked else sorted(load_checks(), key=exercise_order)
 
 
 def _copy_all(folders: list[Path], submissions_dir: Path, copies: Path, wanted: list[Exercise],

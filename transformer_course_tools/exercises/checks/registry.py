@@ -182,6 +182,29 @@ def get_exercise(exercise_id: str) -> Exercise:
     return EXERCISES[exercise_id]
 
 
+def exercise_order(exercise_id: str) -> tuple[int, ...]:
+    """A sort key: ex03_10 after ex03_9 (the numbers, not the characters)."""
+    return tuple(int(n) for n in re.findall(r"\d+", exercise_id))
+
+
+def expand_exercise_ids(items: Iterable[str]) -> list[str]:
+    """Exercise ids, with a chapter's prefix (``ex03``) standing for every exercise of that chapter
+    in order, so that a list written for a chapter still holds when it gains an exercise. Each id
+    once; KeyError (one line) for an unknown id or a chapter with no exercise."""
+    ids = []
+    for item in items:
+        if re.fullmatch(r"ex\d\d", item):
+            found = sorted((i for i in load_checks() if i.startswith(item + "_")), key=exercise_order)
+            if not found:
+                chapters = sorted({i.partition("_")[0] for i in load_checks()})
+                raise KeyError(f"no exercises in chapter {item[2:]} ({item!r}); chapters with exercises: "
+                               f"{', '.join(chapters)}")  # fmt: skip
+            ids.extend(found)
+        else:
+            ids.append(get_exercise(item).id)
+    return list(dict.fromkeys(ids))  # a chapter and one of its exercises: graded once
+
+
 def load_checks() -> dict[str, Exercise]:
     """Import every chapter's check module (each registers its exercises); return the exercises."""
     importlib.import_module(f"{__package__}.chapters")
