@@ -625,9 +625,9 @@ with torch.no_grad():
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
 #   cross-attention to the memory, and `self.output` turns the last states into logits.
 #
-# One dropout is new: in training, `MultiHeadAttention` drops attention weights (`dropout_p`,
-# `F.dropout`). Like the feed-forward network's dropout (chapter 05), it is our addition to the
-# paper's §5.4; it does nothing in `eval()`.
+# Note the dropout inside `MultiHeadAttention` (its `dropout` argument since chapter 04): in
+# training it drops attention weights (`dropout_p`, `F.dropout`). Like the feed-forward network's
+# dropout (chapter 05), it is our addition to the paper's §5.4; it does nothing in `eval()`.
 #
 # The forward pass takes the fused branch (`fast_attention`, chapter 03). The printed
 # `scaled_dot_product_attention` gives the same numbers: the folded check under the page runs both.

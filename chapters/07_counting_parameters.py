@@ -26,8 +26,8 @@
 # holds the count against the table, which cannot be matched with one vocabulary.
 #
 # *You may skip this chapter:* no later chapter builds on it (chapter 16 reuses its meta device
-# once). It is short, and it uses nothing after
-# chapter 06.
+# once), and it uses nothing after chapter 06. Sections 1 and 2 count; sections 3 and 4 hold the
+# count against the paper's tables, and you may skim them.
 #
 # **Learning goals**
 #
@@ -135,11 +135,12 @@ extra = (by_name - base_model.num_parameters()) / (37_000 * 512)
 print(f"the difference, in (V, D) matrices: {extra:.0f}")
 
 # %% [markdown]
-# **The count as a formula.** An encoder layer holds four $D \times D$ projections with their
-# biases, the two feed-forward matrices with theirs, and two LayerNorms of $2D$ numbers each. A
-# decoder layer holds eight projections (self- and cross-attention) and three LayerNorms. Add the
-# shared $V \times D$ matrix and the output bias of $V$ numbers. The model is post-LN, as in the
-# paper, so no final LayerNorm ends either stack (chapter 05):
+# **The count as a formula.** With the paper's head sizes ($H d_k = H d_v = D$), an encoder layer
+# holds four $D \times D$ projections with their biases, the two feed-forward matrices with theirs,
+# and two LayerNorms of $2D$ numbers each. A decoder layer holds eight projections (self- and
+# cross-attention) and three LayerNorms. Add the shared $V \times D$ matrix and the output bias of
+# $V$ numbers. The model is post-LN, as in the paper, so no final LayerNorm ends either stack
+# (chapter 05):
 #
 # $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
 #

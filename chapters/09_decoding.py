@@ -515,7 +515,8 @@ fig.suptitle("Temperature flattens or sharpens the distribution; top-p and top-k
 plt.show()
 
 # %% [markdown]
-# At τ = 2 the long tail of unlikely pieces holds most of the probability; top-p and top-k cut it.
+# At τ = 2 the long tail of unlikely pieces holds more of the probability than at τ = 1; top-p and
+# top-k cut it.
 #
 # How does `sample` draw? With the **Gumbel-max trick**: add independent noise $-\log(-\log U)$,
 # $U \sim \text{Uniform}(0, 1)$, to the log-probabilities and take the arg-max. The winner is token
@@ -534,11 +535,11 @@ print("frequency:  ", frequency[shown])
 # %% [markdown]
 # Sampled translations show what sampling does to a translator. Even at $\tau = 1$ the draws below
 # go wrong. Even where the model is right and sure, as at every step of section 1's sentence, it
-# keeps 7 to 8% of its probability on the other pieces.
-# Label smoothing may be part of why: chapter 08 trained with it, and chapter 11 section 5 measures
-# what it does to a model's confidence. Over
-# a dozen steps, a draw from that tail is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model this
-# confident it gives back the greedy translation. A fixed `generator` makes the draws reproducible.
+# keeps 7 to 8% of its probability on the other pieces. Over a dozen steps, a draw from that tail
+# is likely. A higher temperature makes it worse. Top-p 0.9 cuts the tail away, and for a model
+# this confident it gives back the greedy translation. A fixed `generator` makes the draws
+# reproducible. Why so much on the tail? Label smoothing may be part of it: chapter 08 trained with
+# it, and chapter 11 section 5 measures what it does to a model's confidence.
 
 # %%
 text = "four hundred and fifty-six thousand seven hundred and eighty-nine"

@@ -205,7 +205,7 @@ print(strata_table(*per_stratum.values(), names=["shipped %", "under-trained %",
 # collapse: it gets almost none of the numbers from 100 to 999 right, and not a third of 21–99, a
 # stratum whose every number it saw in training. A random test split would hide both, since almost
 # all its numbers have six digits. Beam search repairs a few (section 3 sorts out why), but the
-# collapses stay. It also breaks a few that greedy got right.
+# collapses stay.
 #
 # *How* does it fail? `kind_of_error` sorts a wrong translation by the first piece that differs
 # from the reference: the answer **goes on** after the whole correct number, **stops early** inside
@@ -278,8 +278,7 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
 # of them wrong, most with a wrong piece. The list, its first six errors of the "thousand and k"
 # kind, shows two kinds of error: *ein* where German ends a number with *eins*, and a word of the
 # thousands written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). Six lines show
-# that these errors exist, not how common they are. A probe is
-# cheap: it tests every number of a kind, where a split holds a sample.
+# that these errors exist, not how common they are.
 
 # %% [markdown]
 # ## 3. Search errors and model errors, side by side
@@ -440,7 +439,8 @@ expect("the first model error: the model scores greedy's wrong output above the 
 # It returns the weights of the three kinds of attention, per layer and head: `"encoder"`
 # (B, H, S, S), `"decoder"` (B, H, T, T) and `"cross"` (B, H, T, S), each stacked over the layers.
 # Chapter 04 built heads by hand, each following one rule. Here are the heads this model learnt by
-# itself.
+# itself. This section counts layers and heads from 1, as the figures' titles do: layer 1 is the
+# lower of the two.
 #
 # **Cross-attention** first. Row $t$ is where the decoder looked in the English source when it wrote
 # the $t$-th German piece. German puts the units before the tens (*sieben-und-sechzig* for

@@ -181,10 +181,10 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # **The finding: PyTorch's default table times the factor fails in every run; the factor itself
 # brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table
 # times $\sqrt{d_{model}}$ reverses over 20 points fewer strings than either other table. The line
-# under the figure gives this run's verdict on the factor. On our machines it
-# has fallen both ways: ranges that overlap, and every run without the factor above every run
-# with it. The book asserts only what held on all of them: the factor brings no gain beyond the
-# spread of the runs. Where a run gains without the factor, as yours may, these runs do not say why.
+# under the figure gives this run's verdict on the factor. On our machines it has fallen both
+# ways: ranges that overlap, and every run without the factor above every run with it, a loss for
+# the factor. The book asserts only what held on all of them: the factor brings no gain beyond the
+# spread of the runs.
 #
 # Why no gain? Likely because the embeddings are learned: the optimiser soon gives them the size that
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
@@ -269,12 +269,14 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # panel).
 #
 # Within the training lengths, the learned table falls behind. From 7 to 10 letters it reverses
-# fewer strings than the sinusoids on average (the last printed line); the table above shows, length
-# by length, where your runs' ranges part. Three runs on one task do not prove the gap general. If it is real, here is a likely reason. Chapter 02's
-# section 6 showed that a row of the learned table gets a gradient only when its position occurs
-# in a batch. A training string of 10 letters is as common as one of 3, so a late position occurs
-# in fewer training strings than an early one, and its row gets fewer updates. The sinusoids give
-# every position a vector tied to the others by a rotation.
+# fewer strings than the sinusoids on average (the last printed line). Three runs on one task do
+# not prove the gap general. If it is real, here is a likely reason. Chapter 02's section 6 showed
+# that a row of the learned table gets a gradient only when its position occurs in a batch. A
+# training string of 10 letters is as common as one of 3, so a late position occurs in fewer
+# training strings than an early one, and its row gets fewer updates. The sinusoids give every
+# position a vector tied to the others by a rotation. This reason predicts a gap between the means
+# that grows with the length: compare them in the table. The learned runs vary widely, so their
+# ranges can overlap the sinusoids' where the means lie far apart.
 #
 # So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
 # it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
@@ -401,7 +403,8 @@ expect_above("final training loss: with residual connections below without them 
 # **The finding: without its shortcuts the model's loss ends far higher.** The folded check above holds
 # it in every run: with the shortcuts, the final loss ends lower by 0.5 or more. Without them the
 # model reverses at most 2 % of the held-out strings. As in section 3, the check reads the loss,
-# whose margin holds in every run; the table gives your runs' exact match. A likely reason, which these runs did not measure: without the shortcuts, every piece of information
+# whose margin holds in every run; the table gives your runs' exact match. A likely reason, not
+# measured here: without the shortcuts, every piece of information
 # has to pass through every attention and feed-forward sub-layer, including which letter sits where.
 # And the gradient reaches the lower layers only through all the sub-layers above. With the
 # shortcuts, each sub-layer only adds a correction, and the residual stream carries the rest,
@@ -476,17 +479,16 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # The table's final training loss does not compare the two. With $\varepsilon = 0.1$ the loss cannot
 # fall below the entropy of the smoothed target itself, well above 0, and the orange line levels off
-# there. That is not a sign that smoothing trains worse.
+# there. It does not mean that smoothing trains worse.
 #
 # The folded checks read the signed gap, confidence minus accuracy, not the calibration error, which
 # counts a gap in either direction: the sign is what label smoothing changes.
 #
-# **Perplexity: the lines under the figure give your runs' result, and the book claims none.** The
+# **Perplexity: the cell after the figure prints your runs' result; the book claims none.** The
 # paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
-# probability 1. How many pairs rose, and whether the ranges overlap, vary from machine to machine.
-# If every pair of yours rose, your runs point the paper's way. If the ranges lie apart as well, the
-# rise is larger than the runs vary. Even then, three pairs are evidence, not proof (the front page's
-# box). **Exact match does not differ** beyond the spread (the folded check). The
+# probability 1. How many pairs rose, and whether the ranges overlap, vary by machine.
+# If every pair of yours rose, your runs point the paper's way; if the ranges also lie apart, the
+# rise exceeds the noise. Three pairs are evidence, not proof (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
 # help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the
 # model sounds. That may be part of why chapter 09's sampled translations went wrong so easily: at

@@ -317,7 +317,7 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
 # 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
 # distances apart, stay as trained; position interpolation (Chen et al. 2023) slowed them all.
-# Chapter 14, section 5, compares rotary and added positions, on texts longer than any in training too.
+# Chapter 14, section 5, compares rotary and added positions.
 #
 # </details>
 
@@ -329,7 +329,7 @@ print("the cache holds each key rotated at its own position:", torch.allclose(ca
 # numbers per text. For long texts and large batches it outgrows the weights, and reading it at
 # every step limits the speed of generation. Multi-query attention (Shazeer 2019)
 # keeps one key head and one value head for all query heads. Grouped-query attention (Ainslie et al.
-# 2023) keeps $H_{kv}$ of them, each shared by a group of $H / H_{kv}$ query heads. Llama 2's 34B and
+# 2023) keeps $H_{kv}$ of them, each shared by $H / H_{kv}$ query heads. Llama 2's 34B and
 # 70B models and every Llama 3 size have 8.
 #
 # <details><summary>The diagram in words</summary>
@@ -416,7 +416,7 @@ plt.show()
 # Each weight is read once per step and used for two operations per text, a multiply and an add.
 # Every text's cache is read once too. A GPU does a few hundred operations in the time it reads a
 # byte (an H100: about 1,000 TFLOP/s in bf16 against 3.35 TB/s). So at batch 1 a step waits for
-# memory: it takes about the bytes it reads divided by the memory's speed. For Llama 3 8B in bf16
+# memory: it takes about its bytes divided by the memory's speed. For Llama 3 8B in bf16
 # and texts of 8,192 tokens (the operations count the weights only; attention over the cache adds
 # about a quarter more):
 
@@ -442,8 +442,9 @@ for batch in (1, 32):
 #
 # A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
 # and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
-# operations serve all 16 texts, and an operation has a fixed cost whatever its size (chapter 16
-# counts them).
+# calls into PyTorch serve all 16 texts, and a call has a fixed cost whatever its size (chapter 16
+# counts them). `generate(lm, prompt, n)` is chapter 09's loop for a language model: it appends n
+# tokens to the prompt, the most probable by default, or sampled with `temperature` and `top_p`.
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:
@@ -476,7 +477,7 @@ expect_at_most("a step of 16 texts, relative to a step of one (16 would be no sa
 # %% [markdown]
 # ## 5. SwiGLU: a gated feed-forward network
 #
-# Sections 3 and 4 changed the attention. The block's other sub-layer changes too. The paper's
+# Sections 3–4 changed the attention; now the other sub-layer. The paper's
 # feed-forward network is $W_2\,\max(0, W_1 x + b_1) + b_2$ with $d_{ff} = 4D$ (§3.3).
 # Shazeer (2020) tried *gated* variants, in which one projection, through a smooth activation,
 # scales another feature by feature. SwiGLU is the one PaLM and Llama use:
@@ -564,7 +565,7 @@ assert torch.allclose(blocked, reference, atol=1e-5)
 # at once. Take one text of 2,048 tokens and 4 heads. The full matrix of weights alone is $4 \cdot
 # 2048^2 \cdot 4$ bytes $= 64$ MiB, and the teaching path holds the scores and the weights at once.
 # The blocked path holds the scores of one block of 128 keys at a time. This is inference, under
-# `torch.no_grad()`: nothing is kept for a backward pass.
+# `torch.no_grad()`.
 
 # %%
 torch.manual_seed(0)
@@ -589,8 +590,8 @@ expect("the blocked path's peak is less than a quarter of that",
 
 # %% [markdown]
 # At inference the blocked path's peak is several times smaller than the teaching path's (the
-# two peaks printed above): it never holds the whole matrix. In training, autograd keeps every block's scores and
-# weights for the backward pass. Below, with gradients, at half the length to keep the cell light:
+# two peaks printed above): it never holds the whole matrix. In training, autograd keeps every
+# block's scores and weights. Below, with gradients, at half the length to keep the cell light:
 
 # %%
 torch.manual_seed(0)
@@ -647,10 +648,10 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 # %% [markdown]
 # The training loop is chapter 08's `fit`, unchanged, with the paper's Adam and equation (3), but
 # no label smoothing. Language models usually train without it: the text itself already spreads
-# the next-token probabilities. `WithoutSource` hands it
-# the language model as a translator with an empty source. The model has $D = 128$, 2 blocks, 4
+# the next-token probabilities. `WithoutSource` hands it the language model as a translator with
+# an empty source. The model has $D = 128$, 2 blocks, 4
 # query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
-# longest cell.
+# slowest cell.
 
 # %%
 from transformer_course.lm import WithoutSource

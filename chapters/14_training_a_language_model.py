@@ -23,9 +23,9 @@
 # trains a larger model of the same block with today's recipe, then measures which of the modern
 # changes pay.
 #
-# Section 1 sets out the recipe and section 2 trains with it. The whole run is too long for a CPU,
-# which runs only its first 100 steps, the warm-up. Your loss lands on the shipped run's at that
-# step, so the model the course ships is the rest of your run. Section 3 reads what it writes, and
+# Section 1 sets out the recipe and section 2 trains with it. To keep the chapter short, a CPU runs
+# only the first 100 of the run's 1,000 steps, the warm-up. Your loss lands on the shipped run's at
+# that step, so the model the course ships is the rest of your run. Section 3 reads what it writes, and
 # section 4 sets its size beside published models.
 #
 # Section 5 is the payoff. Small models, each with one modern change undone, race today's block in

@@ -25,8 +25,9 @@
 #
 # Engines exist to sell speed, so we first measure what a step of generation costs: the operations
 # it asks for (section 1), the bytes it reads (section 2), and what int8's fewer bytes change in the
-# tokens (section 3). A model reads ids, and only its own tokenizer gives the right ones (section 4). At the end (section 5), both models, tokenizers
-# included, run in the three engines and write the course's tokens there.
+# tokens (section 3). A model reads ids, and only its own tokenizer gives the right ones (section
+# 4). At the end (section 5), the translator runs in `transformers` and CTranslate2, the language
+# model in all three, tokenizers included, and each writes the course's tokens there.
 #
 # **Learning goals**
 #
@@ -35,8 +36,8 @@
 # - count the bytes a token reads in float32, bf16 and int8, and see what int8 changes in the tokens;
 # - turn text into ids and back by Marian's rules and by byte-level BPE, and see that a tokenizer
 #   travels with its model;
-# - export your translator and language model, tokenizers included, to `transformers`, CTranslate2 and
-#   llama.cpp;
+# - export your translator to `transformers` and CTranslate2, and your language model to those and
+#   llama.cpp, tokenizers included;
 # - at home, with a network: load a published checkpoint into the course's models (an aside).
 #
 # **In the paper:**
@@ -118,8 +119,8 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 # %% [markdown]
 # ## Where we are
 #
-# The map shows the translator; section 5 exports it, tokenizer included, and the language model
-# too. The [notation page](../book/notation.md) lists the letters.
+# The map shows the translator; section 5 exports it and the language model. The
+# [notation page](../book/notation.md) lists the letters.
 #
 # <details><summary>The diagram in words</summary>
 #
@@ -148,8 +149,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
 # stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
 # the norms' gains are folded into the matrices after them. Any model's caches are allocated once
-# per call. First, what matters most: the same tokens, on the test split of the shipped translator
-# (chapter 08's recipe).
+# per call. First, what matters most: the same tokens, on the shipped translator's test split.
 
 # %%
 checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
@@ -803,8 +803,8 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #    of its own. The merges only join bytes into longer tokens. A character the training text never
 #    held still splits into bytes that the vocabulary has.
 #    </details>
-# 2. Many checkpoints are stored in 16 bits. Why does `load_hub` (the aside below) load them in float32
-#    before ours is compared with `transformers`?
+# 2. Many checkpoints are stored in 16 bits. Why load them in float32 before comparing our model's
+#    tokens with `transformers`'?
 #    <details><summary>Answer</summary>
 #
 #    Our model computes in float32 (24 significant bits); bfloat16 keeps 8 (7 stored, one implied)
