@@ -194,9 +194,9 @@ def expand_exercise_ids(items: Iterable[str]) -> list[str]:
     ids = []
     for item in items:
         if re.fullmatch(r"ex\d\d", item):
-            found = sorted((i for i in load_checks() if i.startswith(item + "_")), key=exercise_order)
+            found = sorted((i for i, ex in load_checks().items() if ex.chapter == item[2:]), key=exercise_order)
             if not found:
-                chapters = sorted({i.partition("_")[0] for i in load_checks()})
+                chapters = sorted({f"ex{ex.chapter}" for ex in load_checks().values()})
                 raise KeyError(f"no exercises in chapter {item[2:]} ({item!r}); chapters with exercises: "
                                f"{', '.join(chapters)}")  # fmt: skip
             ids.extend(found)
