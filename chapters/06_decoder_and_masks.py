@@ -416,8 +416,7 @@ print("weight on padded source positions:", cross_weights.masked_select(~src_mas
 # self.norm_first)`: `self.connection` is chapter 05's `residual`, and each sub-layer has its own
 # norm and dropout. Turning the three lines into code is exercise `ex06_3`: try it now, since the
 # common mistakes below and section 8's page print the answer.
-# `Decoder` applies $N$ such layers, each attending to the same memory. Its `forward` also takes a
-# `cache`: ignore it until chapter 09.
+# `Decoder` applies $N$ such layers, each attending to the same memory.
 #
 # As for the encoder, PyTorch has the same layer. `DecoderLayer.from_torch` copies the weights of
 # a `nn.TransformerDecoderLayer(batch_first=True)`; the masks must be converted, since PyTorch's
@@ -461,7 +460,7 @@ for norm_first in (False, True):
 
 # %%
 class IgnoresMemory(DecoderLayer):
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         def masked_self_attention(h):
             return self.self_attn(h, h, h, tgt_mask)[0]
 
@@ -491,7 +490,7 @@ for name, layer in (("correct", correct), ("buggy", buggy)):
 
 # %%
 class MaskInTrainingOnly(DecoderLayer):
-    def forward(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
+    def forward(self, x, memory, tgt_mask=None, memory_mask=None):
         used = tgt_mask if self.training else None  # bug: no mask in eval()
 
         def self_attention(h):
@@ -639,13 +638,10 @@ with torch.no_grad():
 # - chapter 03: `fast=True` and `fast_attention`, the fused kernel, which computes what
 #   `scaled_dot_product_attention` computes;
 # - chapter 05: `_final_norm`, the extra LayerNorm that ends a pre-LN stack (none for post-LN);
-# - chapter 09's fast decoding: `offset`, the `else` branch of `_decode`, the first `if` of
-#   `keys_and_values`, and every `cache` argument (`EncoderLayer`'s is for chapter 13's
-#   decoder-only model); in their shape comments, $L$ counts the positions a cache already holds;
+# - chapter 09's fast decoding: `offset`, the position of the first row when earlier ones were
+#   fed before;
 # - chapters 11 and 13, which swap parts: the keyword arguments of `__init__`, `build_part`, the
 #   comment on why the positional part is built last, and `self.connection` (`residual` here);
-# - chapter 13: `self.positioned` (rotary positions), and `n_kv_heads` and `grouped`
-#   (grouped-query attention; here every head keeps its own keys and values);
 # - chapters 11, 14 and 15: `_embedding`, which builds chapter 01's `TokenEmbedding` unless the
 #   √d_model factor is switched off; chapter 15's real weights (Marian, GPT-2, Llama) add `activation`,
 #   `sinusoid_layout` and `bos_id == pad_id` (Marian, its translator, starts its target with
@@ -664,7 +660,6 @@ page = [
     EncoderLayer.forward,
     residual,
     MultiHeadAttention.forward,
-    MultiHeadAttention.keys_and_values,
     scaled_dot_product_attention,
     PositionwiseFeedForward.forward,
     Transformer._decode,

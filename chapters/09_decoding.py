@@ -258,8 +258,7 @@ class TableModel(nn.Module):
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         return torch.zeros(src.shape[0], src.shape[1], 4)  # (B, S, 4): the table ignores the source
 
-    def decode(self, tgt, memory, memory_mask=None, cache=None) -> torch.Tensor:
-        assert cache is None, "the table model has no cache"
+    def decode(self, tgt, memory, memory_mask=None) -> torch.Tensor:
         logits = torch.full((*tgt.shape, len(self.tokens)), -30.0)  # (B, T, V): unlisted = impossible
         for b, row in enumerate(tgt.tolist()):
             for t in range(len(row)):
@@ -582,23 +581,25 @@ print("expected:", german_text(number_pair(456_789)[1]))
 kv_cache_step(t=5, source_length=6)
 
 # %% [markdown]
-# A `DecoderCache` holds one such cache per decoder layer. At each step the attention projects the
-# newest position only, and `update` appends its key and value to those of the $L$ positions it
-# already holds:
+# A `DecoderCache` holds one such cache per decoder layer. The model does not change for it. The
+# cache gives each attention a copy of itself, with the same weights, whose $W^K$ and $W^V$
+# remember what they projected. At each step such a projection projects the newest position only,
+# and returns it after the $L$ positions it already holds:
 #
 # ```python
-# self.keys = torch.cat([self.keys, keys], dim=2)  # (B, H, L+T, Dk)
-# self.values = torch.cat([self.values, values], dim=2)  # (B, H, L+T, Dv)
-# return self.keys, self.values  # every position so far
+# new = projection(x)  # (B, T, out): the new positions only
+# kept = torch.cat([kept, new], dim=1)  # (B, L+T, out): every position so far
 # ```
 #
 # Your modules of chapters 02–06 do each step's work; the cache keeps what they made:
 #
 # 1. the positional encoding takes the newest token at its own position, the cache's length, not 0;
-# 2. each decoder layer (chapter 06) hands its two attentions their caches;
-# 3. `MultiHeadAttention.keys_and_values` (chapter 06's page) projects only the new positions and
-#    calls `cache.update(k, v)`; the cross-attention's cache is filled at the first step and then
-#    only read.
+# 2. your `MultiHeadAttention.forward` (chapter 04) runs unchanged: its queries are the new
+#    position, its keys and values every position so far;
+# 3. the cross-attention's projections run at the first step only; later steps read what they kept.
+#
+# `cache.decode(new_tokens, memory, memory_mask)` runs one such step and returns the new tokens'
+# logits.
 #
 # In beam search, after each step a survivor may extend another slot's hypothesis
 # (`origin`), so `beam_search` reorders the rows of every self-attention cache to follow it
@@ -615,14 +616,14 @@ memory_mask = padding_mask(src, config.pad_id)
 with torch.no_grad():
     memory = model.encode(src, memory_mask)
     full = model.decode(tgt_in, memory, memory_mask)  # (B, T, V): one pass, no cache
-    cache = DecoderCache.for_model(model)
+    cache = DecoderCache(model)
     stepwise = torch.cat(
-        [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], dim=1
+        [cache.decode(tgt_in[:, t : t + 1], memory, memory_mask) for t in range(tgt_in.shape[1])], dim=1
     )  # (B, T, V): one token at a time
 layer_cache = cache.layers[0]
 print("cached logits equal those of one pass (to 1e-4):", torch.allclose(stepwise, full, atol=1e-4, rtol=0))
-print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, H, T, d_k);",
-      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, H, S, d_k)")
+print("first layer's cached self-attention keys", tuple(layer_cache.self_attn.keys.shape), "(B, T, H·d_k);",
+      "cross-attention keys", tuple(layer_cache.cross_attn.keys.shape), "(B, S, H·d_k)")
 
 # %% tags=["hide-cell"]
 assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)  # the same tokens without the cache
@@ -706,10 +707,8 @@ model.positional = PositionsFromZero(config.d_model, config.max_len, layout=conf
 try:
     buggy = greedy_decode(model, src)
     with torch.no_grad():
-        cache = DecoderCache.for_model(model)
-        buggy_logits = torch.cat(
-            [model.decode(tgt_in[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(tgt_in.shape[1])], 1
-        )
+        cache = DecoderCache(model)
+        buggy_logits = torch.cat([cache.decode(tgt_in[:, t : t + 1], memory, memory_mask) for t in range(tgt_in.shape[1])], 1)
 finally:
     model.positional = correct_positions  # the model's own positional encoding, back in its place
 

@@ -548,8 +548,8 @@ with torch.no_grad():
     their_marian = theirs.sequences  # (B, 1 + steps + 1): the decoder's <pad> first
     # every step's logits, ours read one token at a time through chapter 09's cache, along their path
     memory_mask = padding_mask(src, opus.config.pad_id)  # (B, 1, 1, S)
-    memory, cache = opus.encode(src, memory_mask), DecoderCache.for_model(opus)
-    ours_steps = torch.stack([opus.decode(their_marian[:, t : t + 1], memory, memory_mask, cache=cache)[:, -1]
+    memory, cache = opus.encode(src, memory_mask), DecoderCache(opus)
+    ours_steps = torch.stack([cache.decode(their_marian[:, t : t + 1], memory, memory_mask)[:, -1]
                               for t in range(len(theirs.logits))], dim=1)  # (B, steps + 1, V)
     their_steps = torch.stack(theirs.logits, dim=1)  # (B, steps + 1, V): the raw logits of each step
     prompt = ids[:, :5]

@@ -48,7 +48,7 @@
 # | --- | --- | --- |
 # | ex05_1 | `PositionwiseFeedForward.forward(x)` in `feedforward.py` | easy |
 # | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
-# | ex05_3 | `EncoderLayer.forward(x, mask, cache)` in `encoder.py` | hard |
+# | ex05_3 | `EncoderLayer.forward(x, mask)` in `encoder.py` | hard |
 #
 # **Before you start:** chapter 05 also runs exercises of other chapters: ex03_1, ex03_2, ex03_3,
 # ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
@@ -159,8 +159,7 @@ check("ex05_2")
 # %% [markdown]
 # ## ex05_3 — Encoder layer (self-attention + FFN, each in a residual) (hard)
 #
-# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None,
-# cache=None)`.
+# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None)`.
 #
 # An encoder layer is two residual blocks (§3.1):
 #

@@ -48,7 +48,7 @@
 # | --- | --- | --- |
 # | ex06_1 | `causal_mask(size, device)` in `masks.py` | easy |
 # | ex06_2 | `padding_mask(tokens, pad_id)` in `masks.py` | medium |
-# | ex06_3 | `DecoderLayer.forward(x, memory, tgt_mask, memory_mask, cache)` in `decoder.py` | hard |
+# | ex06_3 | `DecoderLayer.forward(x, memory, tgt_mask, memory_mask)` in `decoder.py` | hard |
 #
 # **Before you start:** chapter 06 also runs exercises of other chapters: ex01_1, ex01_2, ex02_1,
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2 and ex05_3. Until they are
@@ -153,17 +153,16 @@ check("ex06_2")
 # ## ex06_3 — Decoder layer (masked self-attention, cross-attention, FFN) (hard)
 #
 # **File:** `transformer_course/decoder.py`, method `DecoderLayer.forward(self, x, memory,
-# tgt_mask=None, memory_mask=None, *, cache=None)`.
+# tgt_mask=None, memory_mask=None)`.
 #
 # A decoder layer is three residual blocks (§3.1), each wrapped as in the encoder layer:
 # `self.connection(x, sublayer, norm, dropout, self.norm_first)`, the layer's connection being your
 # `residual` (ex05_2) unless the layer was built with another:
 #
-# 1. masked **self-attention** over the decoder states `x`, with `tgt_mask` and
-#    `cache=self_cache` (`self.self_attn`, `self.norm1`, `self.dropout1`);
+# 1. masked **self-attention** over the decoder states `x`, with `tgt_mask` (`self.self_attn`,
+#    `self.norm1`, `self.dropout1`);
 # 2. **cross-attention**: queries from the decoder, keys and values from `memory`, the encoder
-#    output, with `memory_mask` and `cache=cross_cache` (`self.cross_attn`, `self.norm2`,
-#    `self.dropout2`);
+#    output, with `memory_mask` (`self.cross_attn`, `self.norm2`, `self.dropout2`);
 # 3. the feed-forward network (`self.ffn`, `self.norm3`, `self.dropout3`).
 #
 # - **Shapes:** `x` (B, T, D), `memory` (B, S, D), `tgt_mask` broadcastable to (B, H, T, T)
@@ -173,14 +172,9 @@ check("ex06_2")
 #   S = T); apply `tgt_mask` in every mode, not only in training; in pre-LN only the decoder side is
 #   normalised by `norm2`: the memory is used as it is (the encoder already normalised it).
 #
-# The line above the solution region unpacks `cache` (chapter 09: the keys and values kept between
-# decoding steps) into `self_cache` and `cross_cache`, both `None` without a cache. Pass each to its
-# attention; the attentions do the rest.
-#
 # The check loads the weights of `nn.TransformerDecoderLayer` into yours and compares outputs,
-# post-LN and pre-LN, with and without masks, and also tests that the memory matters, that the
-# future never leaks, and that fed one token at a time with a cache the layer gives the same
-# outputs.
+# post-LN and pre-LN, with and without masks, and also tests that the memory matters and that the
+# future never leaks.
 
 # %%
 layer = DecoderLayer(d_model=6, n_heads=2, d_ff=10, dropout=0.0).eval()

@@ -49,7 +49,7 @@
 # | --- | --- | --- |
 # | ex04_1 | `split_heads(x, n_heads)` in `multihead.py` | easy |
 # | ex04_2 | `merge_heads(x)` in `multihead.py` | medium |
-# | ex04_3 | `MultiHeadAttention.forward(query, key, value, mask, need_weights, cache, fast)` in `multihead.py` | hard |
+# | ex04_3 | `MultiHeadAttention.forward(query, key, value, mask, need_weights, fast)` in `multihead.py` | hard |
 #
 # **Before you start:** chapter 04 also runs exercises of other chapters: ex02_1, ex02_3, ex03_1,
 # ex03_2 and ex03_3. Until they are written it stops at the first of them, naming all those still to
@@ -188,24 +188,18 @@ check("ex04_2")
 # ## ex04_3 — Multi-head attention forward (hard)
 #
 # **File:** `transformer_course/multihead.py`, method `MultiHeadAttention.forward(self, query, key,
-# value, mask=None, need_weights=False, *, cache=None, fast=True)`.
+# value, mask=None, need_weights=False, *, fast=True)`.
 #
 # The input checks are written.
 #
-# What you have on `self`: the projections `self.w_q` (D → H·Dk) and `self.w_o` (H·Dv → D),
-# `self.n_heads`, the dropout probability `self.dropout`, `self.training` (True in training mode),
-# and the method `self.keys_and_values(key, value, cache)`, which projects `key`
-# and `value` with `self.w_k` and `self.w_v` and splits them into heads (with a `cache`, chapter 09,
-# it also remembers them between decoding steps: just pass the `cache` argument on), and
-# `self.positioned(q, cache)`, which returns the queries as attention compares them: `q` itself
-# here; chapter 13's rotary attention turns each query by its position there (and the keys inside
-# `keys_and_values`), so pass the queries through it before the keys and values are fetched. In
-# `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
+# What you have on `self`: the projections `self.w_q`, `self.w_k` (D → H·Dk), `self.w_v`
+# (D → H·Dv) and `self.w_o` (H·Dv → D), `self.n_heads`, the dropout probability `self.dropout`, and
+# `self.training` (True in training mode). In `transformer_course.attention` you have chapter 03's `scaled_dot_product_attention` (teaching
 # path, returns the weights) and `fast_attention` (PyTorch's fused kernel, no weights); both are
 # already imported in the file.
 #
-# 1. project `query`, split it into heads and pass it through `self.positioned(q, cache)`; get the
-#    keys and values from `self.keys_and_values`;
+# 1. project `query` with `self.w_q`, `key` with `self.w_k` and `value` with `self.w_v`, and split
+#    each into heads;
 # 2. attention on (B, H, T, Dk) tensors, with the mask as given (it broadcasts over the heads):
 #    the teaching path when `need_weights` is True or `fast` is False, otherwise the fast
 #    path; dropout `self.dropout` in training mode only;
@@ -245,8 +239,8 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 #
 # ```python
 # q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
-# q = self.positioned(q, cache)  # chapter 13's rotary attention turns q by its positions; else q itself
-# k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
+# k = split_heads(self.w_k(key), self.n_heads)  # (B, H, S, Dk)
+# v = split_heads(self.w_v(value), self.n_heads)  # (B, H, S, Dv)
 # dropout_p = self.dropout if self.training else 0.0
 # if need_weights or not fast:
 #     heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
@@ -257,12 +251,9 @@ print(mine.shape, weights.shape, torch.allclose(mine, theirs, atol=1e-6))
 #
 # The queries come from the sequence that is asking (the decoder states, length T); the keys and
 # values from the sequence being read (the encoder output, length S). With the keys taken from
-# `query` (`self.keys_and_values(query, query, cache)`), the scores would be (T, T) and the product
-# with (S, Dv) values would fail when S ≠ T; in self-attention, where the three inputs are the same
-# tensor, the bug would go unnoticed, which is why the check uses cross-attention with T ≠ S. The
-# check also gives the method a cache, as chapter 09 will, and expects it to be passed on, and a
-# position part (a stand-in for chapter 13's rotation) that `self.positioned` applies: forgotten,
-# the queries would stay where they are while the keys move.
+# `query` (`self.w_k(query)`), the scores would be (T, T) and the product with (S, Dv) values
+# would fail when S ≠ T; in self-attention, where the three inputs are the same tensor, the bug
+# would go unnoticed, which is why the check uses cross-attention with T ≠ S.
 #
 # A mask of shape (B, 1, 1, S) or (T, S) needs no change: its missing head axis broadcasts.
 # Dropout depends on `self.training`, so `model.eval()` switches it off; the weights are returned

@@ -48,7 +48,7 @@
 # | --- | --- | --- |
 # | ex05_1 | `PositionwiseFeedForward.forward(x)` in `feedforward.py` | easy |
 # | ex05_2 | `residual(x, sublayer, norm, dropout, norm_first)` in `sublayer.py` | medium |
-# | ex05_3 | `EncoderLayer.forward(x, mask, cache)` in `encoder.py` | hard |
+# | ex05_3 | `EncoderLayer.forward(x, mask)` in `encoder.py` | hard |
 #
 # **Before you start:** chapter 05 also runs exercises of other chapters: ex03_1, ex03_2, ex03_3,
 # ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
@@ -200,8 +200,7 @@ check("ex05_2")
 # %% [markdown]
 # ## ex05_3 — Encoder layer (self-attention + FFN, each in a residual) (hard)
 #
-# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None,
-# cache=None)`.
+# **File:** `transformer_course/encoder.py`, method `EncoderLayer.forward(self, x, mask=None)`.
 #
 # An encoder layer is two residual blocks (§3.1):
 #
@@ -247,7 +246,7 @@ with torch.no_grad():
 #
 # ```python
 # def attend(h: Tensor) -> Tensor:
-#     return self.self_attn(h, h, h, mask, cache=cache)[0]  # (B, S, D)
+#     return self.self_attn(h, h, h, mask)[0]  # (B, S, D)
 #
 # x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
 # return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)
@@ -258,8 +257,7 @@ with torch.no_grad():
 # projections inside `MultiHeadAttention` turn it into different queries, keys and values.
 # `attend` receives the tensor that `residual` (the connection) hands to the sub-layer, which is
 # `norm1(x)` in pre-LN, so queries, keys and values are all normalised, as in PyTorch. `[0]` keeps
-# the output and drops the attention weights; the `cache` is chapter 13's (a decoder-only model
-# runs this layer one token at a time).
+# the output and drops the attention weights.
 #
 # Without the mask, real tokens would attend to `<pad>` positions, and the output for a sentence
 # would depend on how much padding its batch happened to need. Passing the mask in every mode

@@ -29,7 +29,7 @@ def test_every_exercise_has_every_piece_up_to_date() -> None:
 def test_signatures_titles_and_rows_come_from_the_registration() -> None:
     mha, mask = get_exercise("ex04_3"), get_exercise("ex03_2")
     assert build.signature(mha, ROOT) == (
-        "MultiHeadAttention.forward(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True)"
+        "MultiHeadAttention.forward(self, query, key, value, mask=None, need_weights=False, *, fast=True)"
     )
     assert build.table_row(mha, ROOT).startswith("| ex04_3 | `MultiHeadAttention.forward(query, key, value, mask,")
     assert (

@@ -463,6 +463,6 @@ def test_a_decoder_that_starts_from_pad_sees_its_start_token() -> None:
     with torch.no_grad():
         full = model(src, tgt)
         memory = model.encode(src)
-        cache = DecoderCache.for_model(model)
-        stepped = torch.cat([model.decode(tgt[:, i : i + 1], memory, cache=cache) for i in range(3)], dim=1)
+        cache = DecoderCache(model)
+        stepped = torch.cat([cache.decode(tgt[:, i : i + 1], memory) for i in range(3)], dim=1)
     assert torch.isfinite(full).all() and torch.allclose(full, stepped, atol=1e-5)

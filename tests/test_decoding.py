@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from transformer_course import MultiHeadAttention, PositionalEncoding, Transformer, TransformerConfig
-from transformer_course.cache import DecoderCache, KVCache
+from transformer_course.cache import DecoderCache, KVCache, with_cache
 from transformer_course.decoding import (
     beam_search,
     gnmt_length_penalty,
@@ -55,9 +55,9 @@ def test_cached_decoding_gives_the_same_logits_as_the_full_decoder(norm_first: b
     with torch.no_grad():
         memory = model.encode(src, memory_mask)
         full = model.decode(tgt, memory, memory_mask)  # (B, T, V)
-        cache = DecoderCache.for_model(model)
-        steps = [model.decode(tgt[:, :3], memory, memory_mask, cache=cache)]  # a chunk of 3, then one at a time
-        steps += [model.decode(tgt[:, t : t + 1], memory, memory_mask, cache=cache) for t in range(3, 9)]
+        cache = DecoderCache(model)
+        steps = [cache.decode(tgt[:, :3], memory, memory_mask)]  # a chunk of 3, then one at a time
+        steps += [cache.decode(tgt[:, t : t + 1], memory, memory_mask) for t in range(3, 9)]
     assert cache.length == 9
     torch.testing.assert_close(torch.cat(steps, dim=1), full, rtol=1e-5, atol=1e-5)  # float32 precision
 
@@ -67,8 +67,8 @@ def test_cached_logits_also_match_with_autograd_on() -> None:
     src, tgt = _src(), torch.randint(3, 13, (5, 6))
     memory = model.encode(src)
     full = model.decode(tgt, memory, padding_mask(src, PAD))
-    cache = DecoderCache.for_model(model)
-    steps = [model.decode(tgt[:, t : t + 1], memory, padding_mask(src, PAD), cache=cache) for t in range(6)]
+    cache = DecoderCache(model)
+    steps = [cache.decode(tgt[:, t : t + 1], memory, padding_mask(src, PAD)) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, 1), full, rtol=1e-5, atol=1e-5)
     torch.cat(steps, 1).sum().backward()  # the cache's concatenation path keeps autograd working
 
@@ -80,13 +80,16 @@ def test_kv_cache_on_one_attention_module() -> None:
     want_self, _ = attention(x, x, x, causal_mask(5))
     want_cross, _ = attention(x, memory, memory)
     self_cache, cross_cache = KVCache(), KVCache(static=True)
-    got_self = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=self_cache)[0] for t in range(5)]
-    got_cross = [attention(x[:, t : t + 1], memory, memory, cache=cross_cache)[0] for t in range(5)]
+    got_self = [
+        with_cache(attention, self_cache)(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1])[0] for t in range(5)
+    ]
+    got_cross = [with_cache(attention, cross_cache)(x[:, t : t + 1], memory, memory)[0] for t in range(5)]
     torch.testing.assert_close(torch.cat(got_self, 1), want_self, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.cat(got_cross, 1), want_cross, rtol=1e-5, atol=1e-6)
     assert len(self_cache) == 5 and len(cross_cache) == 4
-    assert self_cache.keys.shape == (2, 3, 5, 4) and cross_cache.values.shape == (2, 3, 4, 4)  # (B, H, L, Dk)
-    for projection in (attention.w_k, attention.w_v):  # plain data: the cache never touches the modules
+    assert self_cache.keys.shape == (2, 5, 12) and cross_cache.values.shape == (2, 4, 12)  # (B, L, H·Dk)
+    for projection in (attention.w_k, attention.w_v):  # the cache never touches the modules
+        assert type(projection) is torch.nn.Linear
         assert not projection._forward_hooks and not projection._forward_pre_hooks
 
 
@@ -96,10 +99,9 @@ def test_cross_attention_memory_is_projected_only_once() -> None:
     attention.w_k.register_forward_hook(lambda module, args, out: rows.append(args[0].shape[1]))
     cache, memory, x = KVCache(static=True), torch.randn(2, 6, 12), torch.randn(2, 1, 12)
     for _ in range(4):
-        attention(x, memory, memory, cache=cache)
+        with_cache(attention, cache)(x, memory, memory)
     assert rows == [6], "the memory's keys are projected at the first step only"
-    with pytest.raises(ValueError, match="filled once"):
-        cache.update(cache.keys, cache.values)
+    assert len(cache) == 6
 
 
 def test_positional_encoding_with_an_offset_reads_the_right_rows() -> None:
@@ -114,20 +116,20 @@ def test_cached_decoding_past_max_len_is_a_clear_error() -> None:
     model = _model()
     src = _src()
     memory = model.encode(src)
-    cache = DecoderCache.for_model(model)
-    model.decode(torch.ones(5, 24, dtype=torch.long), memory, cache=cache)
+    cache = DecoderCache(model)
+    cache.decode(torch.ones(5, 24, dtype=torch.long), memory)
     with pytest.raises(ValueError, match="max_len"):
-        model.decode(torch.ones(5, 1, dtype=torch.long), memory, cache=cache)
+        cache.decode(torch.ones(5, 1, dtype=torch.long), memory)
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
 def test_decoders_give_the_same_tokens_with_and_without_the_cache(norm_first: bool) -> None:
     model, src = _model(norm_first), _src()
     assert torch.equal(greedy_decode(model, src, 12), greedy_decode(model, src, 12, use_cache=False))
-    with_cache = beam_search(model, src, 3, 12, n_best=3)
+    cached = beam_search(model, src, 3, 12, n_best=3)
     without = beam_search(model, src, 3, 12, n_best=3, use_cache=False)
-    assert torch.equal(with_cache[0], without[0])
-    torch.testing.assert_close(with_cache[1], without[1], rtol=1e-5, atol=1e-5)
+    assert torch.equal(cached[0], without[0])
+    torch.testing.assert_close(cached[1], without[1], rtol=1e-5, atol=1e-5)
     draws = [sample(model, src, 12, generator=torch.Generator().manual_seed(7), use_cache=c) for c in (True, False)]
     assert torch.equal(*draws)
 
@@ -392,13 +394,13 @@ def test_an_explicit_max_len_caps_every_row() -> None:
 
 
 def test_the_cache_mask_is_a_pure_function_and_recording_is_explicit() -> None:
-    cache = DecoderCache(n_layers=0)
-    cache.record(torch.tensor([[BOS, 5], [BOS, PAD]]), PAD)
+    cache = DecoderCache(_model())
+    cache.record(torch.tensor([[BOS, 5], [BOS, PAD]]))
     assert cache.length == 2
     first, again = cache.self_attention_mask(2), cache.self_attention_mask(2)
     assert torch.equal(first, again) and cache.length == 2, "asking for the mask changes nothing"
     assert first.tolist() == [[[[True, False], [True, True]]], [[[True, False], [True, False]]]]
-    cache.record(torch.tensor([[6], [7]]), PAD)
+    cache.record(torch.tensor([[6], [7]]))
     assert cache.self_attention_mask(1).tolist() == [[[[True, True, True]]], [[[True, False, True]]]]
     with pytest.raises(ValueError, match="new must be between 1 and the 3 recorded positions"):
         cache.self_attention_mask(4)
@@ -431,11 +433,15 @@ def test_a_cached_step_of_one_position_equals_the_full_pass(bias: bool, d_k: int
         want_self, _ = attention(x, x, x, causal_mask(5), fast=False)
         want_cross, _ = attention(x, memory, memory, memory_mask, fast=False)
         self_cache, cross_cache = KVCache(), KVCache(static=True)
-        got_self = [attention(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=self_cache)[0] for t in range(5)]
-        got_cross = [attention(x[:, t : t + 1], memory, memory, memory_mask, cache=cross_cache)[0] for t in range(5)]
+        got_self = [
+            with_cache(attention, self_cache)(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1])[0] for t in range(5)
+        ]
+        got_cross = [
+            with_cache(attention, cross_cache)(x[:, t : t + 1], memory, memory, memory_mask)[0] for t in range(5)
+        ]
     torch.testing.assert_close(torch.cat(got_self, 1), want_self, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.cat(got_cross, 1), want_cross, rtol=1e-5, atol=1e-6)
-    assert self_cache.keys.shape == (2, 3, 5, attention.d_k) and self_cache.values.shape == (2, 3, 5, attention.d_v)
+    assert self_cache.keys.shape == (2, 5, 3 * attention.d_k) and self_cache.values.shape == (2, 5, 3 * attention.d_v)
     assert (
         set(attention.state_dict())
         == keys_before

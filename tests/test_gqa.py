@@ -10,7 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_course.cache import KVCache
+from transformer_course import grouped
+from transformer_course.cache import KVCache, with_cache
 from transformer_course.grouped import GroupedQueryAttention, repeat_kv
 from transformer_course.multihead import MultiHeadAttention
 
@@ -117,14 +118,13 @@ def test_grouped_attention_equals_a_loop_over_the_heads(n_kv_heads: int, path: s
     torch.testing.assert_close(out, _per_head_loop(module, query, kv, kv, mask), atol=1e-5, rtol=1e-5)
 
 
-def test_the_loop_reference_can_tell_the_groupings_apart() -> None:
+def test_the_loop_reference_can_tell_the_groupings_apart(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pairing query head h with key head h % Hkv (instead of h // (H/Hkv)) gives another result."""
     module = _mha(2)
     query, kv, mask = _inputs()
-    interleaved = module.grouped
-    module.grouped = lambda k, v: (k.repeat(1, 3, 1, 1), v.repeat(1, 3, 1, 1))  # 0, 1, 0, 1, 0, 1
+    monkeypatch.setattr(grouped, "repeat_kv", lambda x, n_rep: x.repeat(1, n_rep, 1, 1))  # 0, 1, 0, 1, 0, 1
     wrong, _ = module(query, kv, kv, mask)
-    module.grouped = interleaved
+    monkeypatch.undo()
     assert not torch.allclose(wrong, _per_head_loop(module, query, kv, kv, mask), atol=1e-3)
 
 
@@ -163,10 +163,10 @@ def _decode_in_pieces(module: MultiHeadAttention, x: torch.Tensor, cache: KVCach
     """Self-attention over x (B, L, D) with a causal mask, fed as a chunk of 3, then one by one."""
     length = x.shape[1]
     causal = torch.ones(length, length, dtype=torch.bool).tril()
-    out = [module(x[:, :3], x[:, :3], x[:, :3], causal[:3, :3], cache=cache)[0]]
+    out = [with_cache(module, cache)(x[:, :3], x[:, :3], x[:, :3], causal[:3, :3])[0]]
     for t in range(3, length):
         out.append(
-            module(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], causal[t : t + 1, : t + 1], cache=cache)[0]
+            with_cache(module, cache)(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], causal[t : t + 1, : t + 1])[0]
         )
     return torch.cat(out, dim=1)  # (B, L, D)
 
@@ -181,7 +181,7 @@ def test_the_cache_holds_n_kv_heads_heads_and_gives_the_uncached_result(n_kv_hea
         expected, _ = module(x, x, x, causal)
         pieces = _decode_in_pieces(module, x, cache)
     torch.testing.assert_close(pieces, expected, atol=1e-5, rtol=1e-5)
-    assert cache.keys.shape == (B, n_kv_heads, 8, D // H) and cache.values.shape == (B, n_kv_heads, 8, D // H)
+    assert cache.keys.shape == (B, 8, n_kv_heads * D // H) and cache.values.shape == (B, 8, n_kv_heads * D // H)
 
 
 def test_the_cache_shrinks_by_h_over_hkv() -> None:

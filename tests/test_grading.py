@@ -116,7 +116,7 @@ def test_reports_csv_json_and_feedback(graded: tuple[dict, Path, float]) -> None
 
 # -- wrong answers handed in as packages get the local check's message --------------------------------
 
-_GRAFTED = {"ex02_2": ("_in_place", "_batch_size_as_length"), "ex04_3": ("_forgets_w_o", "_cache_not_passed"),
+_GRAFTED = {"ex02_2": ("_in_place", "_batch_size_as_length"), "ex04_3": ("_forgets_w_o", "_reversed_polarity"),
             "ex08_4": ("_no_zero_grad", "_stays_in_eval_mode"), "ex12_2": ("_first_two_only", "_accepts_other_keys"),
             "ex13_2": ("_half_split_pairs", "_positions_ignored")}  # fmt: skip
 

@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
-from transformer_course.cache import KVCache
-from transformer_course.multihead import MultiHeadAttention, split_heads
-from transformer_course.rotary import RotaryAttention, apply_rope
+from transformer_course.cache import KVCache, swapped, with_cache
+from transformer_course.multihead import MultiHeadAttention
+from transformer_course.rotary import RotaryAttention
 
 # B=2, D=24, H=6 query heads of 4 features, T=9 positions
 B, D, H, L = 2, 24, 6, 9
@@ -97,55 +97,54 @@ def test_what_a_query_takes_from_a_key_depends_only_on_their_distance(shift: int
     plain_out, plain_weights = module(x, x, x, _causal(L), need_weights=True)
     cache = KVCache()
     before = torch.randn(B, shift, D)
-    module(before, before, before, _causal(shift), cache=cache)  # positions 0 … shift-1
+    with_cache(module, cache)(before, before, before, _causal(shift))  # positions 0 … shift-1
     hidden = torch.cat([torch.zeros(L, shift, dtype=torch.bool), _causal(L)], dim=1)  # (T, shift+T)
-    out, weights = module(x, x, x, hidden, need_weights=True, cache=cache)  # positions shift … shift+T-1
+    out, weights = with_cache(module, cache)(x, x, x, hidden, need_weights=True)  # positions shift … shift+T-1
     torch.testing.assert_close(weights[..., shift:], plain_weights, atol=1e-5, rtol=1e-5)
     assert (weights[..., :shift] == 0).all()
     torch.testing.assert_close(out, plain_out, atol=1e-5, rtol=1e-5)
+
+
+class KeysNeverTurned(RotaryAttention):
+    """The bug: only the queries are turned (one key/value head per query head)."""
+
+    def as_multi_head(self) -> torch.nn.Module:
+        inner = super().as_multi_head()
+        return swapped(inner, w_k=inner.w_k.projection)  # W^K as it projects, never turned
 
 
 def test_the_shift_test_fails_without_rotated_keys() -> None:
     """Rotating only the queries makes the scores depend on where the query is: the test above sees it."""
     module, x = _rotary(), torch.randn(B, L, D)
     plain_out, _ = module(x, x, x, _causal(L))
-    keys_as_they_are = module.keys_and_values
-
-    def keys_unturned(key, value, cache=None):  # noqa: ANN001, ANN202 - keys_and_values' signature
-        module.positioned = lambda k, cache=None: k  # the keys are projected and stored, never turned
-        try:
-            return keys_as_they_are(key, value, cache)
-        finally:
-            del module.positioned  # the queries are turned as before
-
-    module.keys_and_values = keys_unturned
+    module.__class__ = KeysNeverTurned
     cache = KVCache()
     before = torch.randn(B, 5, D)
-    module(before, before, before, _causal(5), cache=cache)
+    with_cache(module, cache)(before, before, before, _causal(5))
     hidden = torch.cat([torch.zeros(L, 5, dtype=torch.bool), _causal(L)], dim=1)
-    out, _ = module(x, x, x, hidden, cache=cache)
+    out, _ = with_cache(module, cache)(x, x, x, hidden)
     assert not torch.allclose(out, plain_out, atol=1e-3)
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no-grad", "autograd"])
 @pytest.mark.parametrize("n_kv_heads", [None, 2, 1])
 def test_cached_rotary_attention_equals_the_uncached_pass(n_kv_heads: int | None, grad: bool) -> None:
-    """A chunk of 3, one token at a time, then a chunk of 3: each key is rotated once, at its own
-    position, and stored rotated."""
+    """A chunk of 3, one token at a time, then a chunk of 3: the cache keeps the keys as W^K gave
+    them, and every step turns each key by its own position."""
     module, x = _rotary(n_kv_heads), torch.randn(B, L, D)
     causal, cache = _causal(L), KVCache()
     with torch.set_grad_enabled(grad):
         expected, _ = module(x, x, x, causal)
-        pieces = [module(x[:, :3], x[:, :3], x[:, :3], causal[:3, :3], cache=cache)[0]]
+        pieces = [with_cache(module, cache)(x[:, :3], x[:, :3], x[:, :3], causal[:3, :3])[0]]
         for t in range(3, 6):
             step = x[:, t : t + 1]
-            pieces.append(module(step, step, step, None, cache=cache)[0])  # one new token sees every key
-        pieces.append(module(x[:, 6:], x[:, 6:], x[:, 6:], causal[6:], cache=cache)[0])
+            pieces.append(with_cache(module, cache)(step, step, step, None)[0])  # one new token sees every key
+        pieces.append(with_cache(module, cache)(x[:, 6:], x[:, 6:], x[:, 6:], causal[6:])[0])
     torch.testing.assert_close(torch.cat(pieces, 1), expected, atol=1e-5, rtol=1e-5)
     kv = n_kv_heads or H
-    stored = apply_rope(split_heads(module.w_k(x), kv), torch.arange(L))  # (B, Hkv, T, Dk), each at its position
-    torch.testing.assert_close(cache.keys, stored, atol=1e-6, rtol=1e-6)
-    torch.testing.assert_close(cache.values, split_heads(module.w_v(x), kv), atol=1e-6, rtol=1e-6)
+    assert cache.keys.shape == (B, L, kv * module.d_k)
+    torch.testing.assert_close(cache.keys, module.w_k(x), atol=1e-6, rtol=1e-6)  # (B, T, Hkv·Dk), not turned
+    torch.testing.assert_close(cache.values, module.w_v(x), atol=1e-6, rtol=1e-6)
 
 
 def test_rotary_attention_is_self_attention_only() -> None:
@@ -153,8 +152,6 @@ def test_rotary_attention_is_self_attention_only() -> None:
     x, memory = torch.randn(B, 4, D), torch.randn(B, 7, D)
     with pytest.raises(ValueError, match="rotary attention is self-attention"):
         module(x, memory, memory)
-    with pytest.raises(ValueError, match="rotary attention is self-attention"):
-        module(x, x, x, cache=KVCache(static=True))
 
 
 @pytest.mark.parametrize(

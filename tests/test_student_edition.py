@@ -296,6 +296,7 @@ def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Pa
     code = (
         "import torch\n"
         "from transformer_course import GroupedQueryAttention, KVCache, MultiHeadAttention\n"
+        "from transformer_course.cache import with_cache\n"
         "x = torch.randn(2, 5, 12)\n"
         "mha = MultiHeadAttention(12, 4).eval()\n"
         "for need in (True, False):\n"
@@ -303,7 +304,7 @@ def test_only_grouped_heads_reach_the_repeat_kv_stub(edition: Path, tmp_path: Pa
         "with torch.no_grad():\n"
         "    cache = KVCache()\n"
         "    for t in range(3):\n"
-        "        mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache)\n"
+        "        with_cache(mha, cache)(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1])\n"
         "try:\n"
         "    GroupedQueryAttention(12, 4, n_kv_heads=2)(x, x, x)\n"
         "except NotImplementedError as error:\n"

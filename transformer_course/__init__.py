@@ -71,7 +71,7 @@ _EXPORTS: dict[str, str] = {
     "transformer_lr": "schedule", "transformer_scheduler": "schedule",
     "train_step": "step",
     "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
-    "DecoderCache": "cache", "KVCache": "cache",
+    "DecoderCache": "cache", "KVCache": "cache", "with_cache": "cache",
     "beam_search": "decoding", "greedy_decode": "decoding", "sample": "decoding", "greedy_step": "decoding",
     "top_p_filter": "decoding", "beam_step": "decoding",
     "max_output_length": "evaluation", "evaluate": "evaluation",
@@ -139,7 +139,7 @@ if TYPE_CHECKING:  # for editors and type checkers only: at run time nothing is 
     from .averaging import average_state_dicts
     from .batching import teacher_forcing
     from .blocked import blocked_attention, online_softmax_update
-    from .cache import DecoderCache, KVCache
+    from .cache import DecoderCache, KVCache, with_cache
     from .checkpoint import load_checkpoint, save_checkpoint
     from .config import TransformerConfig
     from .convert import (

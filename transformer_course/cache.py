@@ -5,69 +5,109 @@ the keys and values of positions 0 … t-1 are the same as one step earlier: the
 every position independent of what comes after it. A cache keeps them:
 
 * **self-attention** (``KVCache()``): each step projects only the new token's key and value and
-  appends them to those already stored;
+  appends them to those already kept;
 * **cross-attention** (``KVCache(static=True)``): the keys and values of the encoder memory do
   not change while decoding, so they are projected once, at the first step, and reused.
 
-The cache is plain data that the caller passes in and gets back: ``Transformer.decode(new_tokens,
-memory, memory_mask, cache=cache)`` records the new tokens (:meth:`DecoderCache.record`, the one
-call that makes it longer), asks for their mask (:meth:`DecoderCache.self_attention_mask`, a pure
-function), and hands each decoder layer its :class:`LayerCache`; the layer hands each attention
-its :class:`KVCache`, and :meth:`~transformer_course.multihead.MultiHeadAttention.keys_and_values`
-calls :meth:`KVCache.update`. Your attention code (chapter 04) is what runs at every step.
+Nothing in the model changes. :func:`with_cache` gives an attention a copy of itself, with the same
+weights, whose W^K and W^V remember what they projected (:class:`Remembering`): each returns the
+kept positions followed by the new ones. Your attention code (chapter 04) then runs unchanged at
+every step: its queries are the new positions, its keys and values every position so far.
+:class:`DecoderCache` does this for every attention of a translator's decoder, and its
+:meth:`~DecoderCache.decode` takes only the new tokens.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
 
+from ._validate import check_ndim, check_token_ids
+
 
 class KVCache:
-    """Keys (B, H, L, Dk) and values (B, H, L, Dv) of one attention layer, kept between decoding steps.
+    """The keys (B, L, Hkv·Dk) and values (B, L, Hkv·Dv) of one attention layer, as W^K and W^V
+    gave them (before the split into heads), kept between decoding steps.
 
     Args:
-        static: False (self-attention): every :meth:`update` appends the new positions.
-            True (cross-attention): the first update stores the memory's keys and values;
-            ``keys_and_values`` then returns them without projecting the memory again.
+        static: False (self-attention): every step appends the new positions.
+            True (cross-attention): the first step keeps the memory's keys and values; later
+            steps return them without projecting the memory again.
     """
 
     def __init__(self, static: bool = False) -> None:
         self.static = static
-        self.keys: Tensor | None = None  # (B, H, L, Dk)
-        self.values: Tensor | None = None  # (B, H, L, Dv)
+        self.keys: Tensor | None = None  # (B, L, Hkv·Dk)
+        self.values: Tensor | None = None  # (B, L, Hkv·Dv)
 
     def __len__(self) -> int:
         """Number of key positions held."""
-        return 0 if self.keys is None else self.keys.shape[2]
+        return 0 if self.keys is None else self.keys.shape[1]
 
     def nbytes(self) -> int:
         """Bytes of the keys and values held."""
-        if self.keys is None:
-            return 0
-        return self.keys.numel() * self.keys.element_size() + self.values.numel() * self.values.element_size()
+        held = [t for t in (self.keys, self.values) if t is not None]
+        return sum(t.numel() * t.element_size() for t in held)
 
-    def update(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """Add the keys and values of new positions; return those of every position so far.
+    def remember(self, which: str, x: Tensor, projection: nn.Module) -> Tensor:
+        """Project the new positions ``x`` with ``projection`` and return every position kept.
+
+        ``which`` is ``"keys"`` or ``"values"``. A static cache projects only at the first step.
 
         Shape:
-            keys (B, H, T, Dk), values (B, H, T, Dv) → (B, H, L+T, Dk), (B, H, L+T, Dv)
+            x: (B, T, D) → (B, L+T, out)
         """
-        if self.keys is None:
-            self.keys, self.values = keys, values
-        elif self.static:
-            raise ValueError("a static (cross-attention) cache is filled once: its keys and values never change")
-        else:
-            self.keys = torch.cat([self.keys, keys], dim=2)  # (B, H, L+T, Dk)
-            self.values = torch.cat([self.values, values], dim=2)  # (B, H, L+T, Dv)
-        return self.keys, self.values
+        kept = getattr(self, which)
+        if self.static and kept is not None:
+            return kept  # cross-attention: the memory was projected at the first step
+        new = projection(x)  # (B, T, out)
+        kept = new if kept is None else torch.cat([kept, new], dim=1)  # (B, L+T, out)
+        setattr(self, which, kept)
+        return kept
 
     def reorder(self, indices: Tensor) -> None:
         """Keep the batch rows ``indices`` (B',) in that order (beam search after each step)."""
         if self.keys is not None:
-            self.keys, self.values = self.keys.index_select(0, indices), self.values.index_select(0, indices)
+            self.keys = self.keys.index_select(0, indices)
+        if self.values is not None:
+            self.values = self.values.index_select(0, indices)
+
+
+class Remembering(nn.Module):
+    """W^K or W^V of an attention while it decodes: it projects the new positions only and
+    returns them after those the cache kept. Its weights are the projection's own.
+
+    Shape:
+        x: (B, T, D) → (B, L+T, out)
+    """
+
+    def __init__(self, projection: nn.Module, cache: KVCache, which: str) -> None:
+        super().__init__()
+        if which not in ("keys", "values"):
+            raise ValueError(f"which must be 'keys' or 'values', got {which!r}")
+        self.projection, self.cache, self.which = projection, cache, which
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.cache.remember(self.which, x, self.projection)
+
+
+def swapped(module: nn.Module, **parts: nn.Module) -> nn.Module:
+    """A copy of ``module`` that shares its weights, with the sub-modules ``parts`` put in place
+    of those of the same names. ``module`` itself is left as it was."""
+    twin = copy.copy(module)  # a new object whose attributes are the same tensors and modules
+    twin._modules = {**module._modules, **parts}  # its own table of sub-modules
+    return twin
+
+
+def with_cache(attention: nn.Module, cache: KVCache) -> nn.Module:
+    """``attention`` (any of the course's, from chapter 04 on) with its W^K and W^V reading
+    through ``cache``: called like ``attention``, on the new positions only."""
+    keys = Remembering(attention.w_k, cache, "keys")
+    values = Remembering(attention.w_v, cache, "values")
+    return swapped(attention, w_k=keys, w_v=values)
 
 
 @dataclass
@@ -79,41 +119,63 @@ class LayerCache:
 
 
 class DecoderCache:
-    """Everything incremental decoding keeps between steps: one :class:`LayerCache` per decoder
-    layer, plus the target tokens fed so far (the self-attention mask reads their padding).
+    """Everything incremental decoding of a translator (chapter 06's ``Transformer``) keeps
+    between steps: one :class:`LayerCache` per decoder layer, a copy of the decoder whose
+    attentions read through them (the same weights), and the target tokens fed so far (the
+    self-attention mask reads their padding).
 
-    ``Transformer.decode(new_tokens, memory, memory_mask, cache=cache)`` then takes only the new
-    token(s): their positions start at :attr:`length`, the number of tokens already fed.
+    :meth:`decode` then takes only the new token(s): their positions start at :attr:`length`, the
+    number of tokens already fed.
 
     Example::
 
-        cache = DecoderCache.for_model(model)
-        logits = model.decode(bos_tokens, memory, memory_mask, cache=cache)  # (B, 1, V), position 0
-        logits = model.decode(next_tokens, memory, memory_mask, cache=cache)  # position 1
+        cache = DecoderCache(model)
+        logits = cache.decode(bos_tokens, memory, memory_mask)  # (B, 1, V), position 0
+        logits = cache.decode(next_tokens, memory, memory_mask)  # position 1
     """
 
-    def __init__(self, n_layers: int) -> None:
-        if n_layers < 0:
-            raise ValueError(f"n_layers must be >= 0, got {n_layers}")
-        self.layers = [LayerCache() for _ in range(n_layers)]
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.layers = [LayerCache() for _ in model.decoder.layers]
+        cached = [
+            swapped(layer, self_attn=with_cache(layer.self_attn, c.self_attn),
+                    cross_attn=with_cache(layer.cross_attn, c.cross_attn))
+            for layer, c in zip(model.decoder.layers, self.layers, strict=True)
+        ]  # fmt: skip
+        self.decoder = swapped(model.decoder, layers=nn.ModuleList(cached))
         self.fed: Tensor | None = None  # (B, L): the target tokens fed so far
-        self._pad_id = 0
-
-    @classmethod
-    def for_model(cls, model: nn.Module) -> DecoderCache:
-        """An empty cache for a :class:`~transformer_course.model.Transformer`."""
-        return cls(len(model.decoder.layers))
 
     @property
     def length(self) -> int:
         """Number of target positions fed so far (the position of the next token)."""
         return 0 if self.fed is None else self.fed.shape[1]
 
-    def record(self, tgt: Tensor, pad_id: int) -> None:
+    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
+        """New target ids (B, T), after the :attr:`length` fed before, and the memory (B, S, D) →
+        their logits (B, T, V_tgt): what ``model.decode`` gives for these positions of the whole
+        target so far.
+
+        ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
+        """
+        model, config = self.model, self.model.config
+        check_ndim(tgt, 2, "tgt", "(B, T) new target ids")
+        check_token_ids(tgt, config.tgt_vocab_size, "tgt")
+        check_ndim(memory, 3, "memory", "(B, S, D)")
+        if memory.shape[0] != tgt.shape[0]:
+            raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
+        offset = self.length
+        if offset + tgt.shape[1] > config.max_len:
+            raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={config.max_len}")
+        self.record(tgt)  # the cache now holds offset+T positions
+        x = model.positional(model.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
+        x = self.decoder(x, memory, self.self_attention_mask(tgt.shape[1]), memory_mask)  # (B, T, D)
+        return model.output(x)  # (B, T, V)
+
+    def record(self, tgt: Tensor) -> None:
         """Remember the new tokens: the one call that changes :attr:`length`.
 
-        ``Transformer.decode(..., cache=cache)`` calls it once per step, before asking for
-        :meth:`self_attention_mask`; the layers then append the new keys and values.
+        :meth:`decode` calls it once per step, before asking for :meth:`self_attention_mask`; the
+        attentions then append the new keys and values.
 
         Shape:
             tgt: (B, T) new tokens
@@ -121,7 +183,6 @@ class DecoderCache:
         if self.fed is not None and self.fed.shape[0] != tgt.shape[0]:
             raise ValueError(f"the cache holds a batch of {self.fed.shape[0]} rows but tgt has {tgt.shape[0]}")
         self.fed = tgt if self.fed is None else torch.cat([self.fed, tgt], dim=1)  # (B, L+T)
-        self._pad_id = pad_id
 
     def self_attention_mask(self, new: int) -> Tensor:
         """The self-attention mask of the ``new`` tokens recorded last, over every recorded position.
@@ -135,7 +196,7 @@ class DecoderCache:
         """
         if not 1 <= new <= self.length:
             raise ValueError(f"new must be between 1 and the {self.length} recorded positions, got {new}")
-        keep = self.fed != self._pad_id  # (B, L+T): True where a fed token is not padding
+        keep = self.fed != self.model.config.pad_id  # (B, L+T): True where a fed token is not padding
         keep[:, 0] = True  # position 0 holds the start token, even where its id is the pad's (Marian)
         length = keep.shape[1]
         causal = torch.ones(new, length, dtype=torch.bool, device=keep.device).tril(diagonal=length - new)  # (T, L+T)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
@@ -11,9 +10,6 @@ from .encoder import LayerStack, layer_from_torch
 from .feedforward import make_feed_forward
 from .multihead import MultiHeadAttention
 from .sublayer import Connection, norm_and_dropout, residual
-
-if TYPE_CHECKING:
-    from .cache import DecoderCache, LayerCache
 
 
 class DecoderLayer(nn.Module):
@@ -31,10 +27,6 @@ class DecoderLayer(nn.Module):
         x: (B, T, D) decoder states, memory: (B, S, D) encoder output,
         tgt_mask: bool broadcastable to (B, H, T, T) (causal, usually),
         memory_mask: bool broadcastable to (B, H, T, S) (source padding) → (B, T, D)
-
-    ``cache`` (chapter 09) holds the keys and values of earlier decoding steps: its ``self_attn``
-    part goes to the self-attention, its ``cross_attn`` part to the cross-attention. Then ``x``
-    holds only the new positions.
     """
 
     def __init__(
@@ -70,15 +62,12 @@ class DecoderLayer(nn.Module):
         memory: Tensor,
         tgt_mask: Tensor | None = None,
         memory_mask: Tensor | None = None,
-        *,
-        cache: LayerCache | None = None,
     ) -> Tensor:
-        self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
         # self.connection is residual (sublayer.py) unless the layer was built with another connection
         ### BEGIN SOLUTION
         x = self.connection(
             x,
-            lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0],
+            lambda h: self.self_attn(h, h, h, tgt_mask)[0],
             self.norm1,
             self.dropout1,
             self.norm_first,
@@ -86,7 +75,7 @@ class DecoderLayer(nn.Module):
         # queries from the decoder, keys and values from the encoder memory (never from x)
         x = self.connection(
             x,
-            lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+            lambda h: self.cross_attn(h, memory, memory, memory_mask)[0],
             self.norm2,
             self.dropout2,
             self.norm_first,
@@ -107,16 +96,7 @@ class Decoder(LayerStack):
         x: (B, T, D), memory: (B, S, D) → (B, T, D)
     """
 
-    def forward(
-        self,
-        x: Tensor,
-        memory: Tensor,
-        tgt_mask: Tensor | None,
-        memory_mask: Tensor | None,
-        *,
-        cache: DecoderCache | None = None,
-    ) -> Tensor:
-        layer_caches = [None] * len(self.layers) if cache is None else cache.layers
-        for layer, layer_cache in zip(self.layers, layer_caches, strict=True):
-            x = layer(x, memory, tgt_mask, memory_mask, cache=layer_cache)
+    def forward(self, x: Tensor, memory: Tensor, tgt_mask: Tensor | None, memory_mask: Tensor | None) -> Tensor:
+        for layer in self.layers:
+            x = layer(x, memory, tgt_mask, memory_mask)
         return self.norm(x)

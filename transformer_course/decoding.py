@@ -232,14 +232,14 @@ class ModulePredictor:
         memory = model.encode(src, memory_mask)  # (B, S, D)
         self.memory = memory.repeat_interleave(repeat, dim=0)  # (B·K, S, D): row b·K + k is copy k of row b
         self.memory_mask = memory_mask.repeat_interleave(repeat, dim=0)  # (B·K, 1, 1, S)
-        self.cache = DecoderCache.for_model(model) if use_cache else None
+        self.cache = DecoderCache(model) if use_cache else None
         self.never = never_next_bias(model.config, model.config.tgt_vocab_size, memory.device)  # (V,)
 
     def next_logits(self, tokens: Tensor, new: Tensor) -> Tensor:
         if self.cache is None:
             logits = self.model.decode(tokens, self.memory, self.memory_mask)  # (B, t, V): the whole prefix again
         else:
-            logits = self.model.decode(new, self.memory, self.memory_mask, self.cache)  # (B, 1, V)
+            logits = self.cache.decode(new, self.memory, self.memory_mask)  # (B, 1, V)
         return logits[:, -1].float() + self.never  # (B, V)
 
     def reorder(self, rows: Tensor) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -11,9 +10,6 @@ from torch import Tensor, nn
 from .feedforward import make_feed_forward
 from .multihead import MultiHeadAttention
 from .sublayer import Connection, build_part, norm_and_dropout, residual
-
-if TYPE_CHECKING:
-    from .cache import KVCache
 
 
 class EncoderLayer(nn.Module):
@@ -40,10 +36,6 @@ class EncoderLayer(nn.Module):
 
     Shape:
         x: (B, S, D), mask: bool broadcastable to (B, H, S, S), True = may attend → (B, S, D)
-
-    ``forward(x, mask, cache=KVCache())``: chapter 13's decoder-only model, whose blocks are
-    encoder layers with a causal mask, keeps each layer's keys and values between generation steps
-    (``x`` then holds only the new positions).
     """
 
     def __init__(
@@ -72,12 +64,11 @@ class EncoderLayer(nn.Module):
         self.norm1, self.dropout1 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around self_attn
         self.norm2, self.dropout2 = norm_and_dropout(d_model, layer_norm_eps, dropout, norm)  # around ffn
 
-    def forward(self, x: Tensor, mask: Tensor | None = None, cache: KVCache | None = None) -> Tensor:
-        # self.connection is residual (sublayer.py) unless the layer was built with another connection;
-        # cache is None except in chapter 13's generation loop: hand it to self_attn
+    def forward(self, x: Tensor, mask: Tensor | None = None) -> Tensor:
+        # self.connection is residual (sublayer.py) unless the layer was built with another connection
         ### BEGIN SOLUTION
         def attend(h: Tensor) -> Tensor:
-            return self.self_attn(h, h, h, mask, cache=cache)[0]  # (B, S, D)
+            return self.self_attn(h, h, h, mask)[0]  # (B, S, D)
 
         x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
         return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)  # (B, S, D)

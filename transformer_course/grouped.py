@@ -12,7 +12,8 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from ._validate import check_ndim
-from .multihead import MultiHeadAttention
+from .cache import swapped
+from .multihead import MultiHeadAttention, merge_heads, split_heads
 
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
@@ -39,7 +40,10 @@ class GroupedQueryAttention(MultiHeadAttention):
     Args: those of ``MultiHeadAttention``, then ``n_kv_heads`` (Hkv, a divisor of H; None = H, the
     paper's attention).
 
-    Shape: as ``MultiHeadAttention``; a KV cache holds (B, Hkv, L, ·).
+    Shape: as ``MultiHeadAttention``; a KV cache holds the keys and values of Hkv heads.
+
+    The forward is chapter 04's, run on :meth:`as_multi_head`: a copy with the same weights whose
+    W^K and W^V repeat each key and value head for its group (:class:`Repeated`).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
@@ -50,8 +54,8 @@ class GroupedQueryAttention(MultiHeadAttention):
             raise ValueError(
                 f"n_kv_heads must be a divisor of n_heads={n_heads} (or None for {n_heads}), got {n_kv_heads!r}"
             )
+        self.n_kv_heads = n_kv_heads
         if n_kv_heads != n_heads:  # smaller W^K and W^V: Hkv heads of Dk and Dv features
-            self.n_kv_heads = n_kv_heads
             self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
             self.w_v = nn.Linear(d_model, n_kv_heads * self.d_v, bias=bias)
             for linear in (self.w_k, self.w_v):
@@ -59,9 +63,32 @@ class GroupedQueryAttention(MultiHeadAttention):
                 if bias:
                     nn.init.zeros_(linear.bias)
 
-    def grouped(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """Each of the Hkv key and value heads repeated for its group of query heads: (B, H, S, ·)."""
+    def forward(self, query: Tensor, key: Tensor, value: Tensor, mask: Tensor | None = None,
+                need_weights: bool = False, *, fast: bool = True) -> tuple[Tensor, Tensor | None]:  # fmt: skip
+        return MultiHeadAttention.forward(self.as_multi_head(), query, key, value, mask, need_weights, fast=fast)
+
+    def as_multi_head(self) -> nn.Module:
+        """This attention as chapter 04's forward reads it: a copy with the same weights whose W^K and
+        W^V give every query head its group's key and value head."""
         n_rep = self.n_heads // self.n_kv_heads
-        if n_rep == 1:
-            return keys, values
-        return repeat_kv(keys, n_rep), repeat_kv(values, n_rep)
+        if n_rep == 1:  # one key and value head per query head: the paper's attention
+            return self
+        keys, values = Repeated(self.w_k, self.n_kv_heads, n_rep), Repeated(self.w_v, self.n_kv_heads, n_rep)
+        return swapped(self, w_k=keys, w_v=values)
+
+
+class Repeated(nn.Module):
+    """W^K or W^V of grouped-query attention as chapter 04's attention reads it: the Hkv heads that
+    ``projection`` gives, each repeated for its group of ``n_rep`` query heads.
+
+    Shape:
+        x: (B, S, D) → (B, S, Hkv·n_rep·d), query head h reading key/value head h // n_rep
+    """
+
+    def __init__(self, projection: nn.Module, n_kv_heads: int, n_rep: int) -> None:
+        super().__init__()
+        self.projection, self.n_kv_heads, self.n_rep = projection, n_kv_heads, n_rep
+
+    def forward(self, x: Tensor) -> Tensor:
+        heads = split_heads(self.projection(x), self.n_kv_heads)  # (B, Hkv, S, d)
+        return merge_heads(repeat_kv(heads, self.n_rep))  # (B, S, H·d)

@@ -23,7 +23,7 @@ from torch import Tensor, nn
 
 from . import _validate
 from ._validate import check_ndim, check_same_device, check_token_ids
-from .cache import KVCache
+from .cache import KVCache, swapped, with_cache
 from .decoding import BeamStep, Engine, generate_tokens, never_next_bias, start_predictor, token_chooser
 from .embeddings import TokenEmbedding, UnscaledEmbedding, tie_weights
 from .encoder import EncoderLayer
@@ -190,9 +190,18 @@ class DecoderOnlyLM(nn.Module):
         mask = None if length == 1 else causal_rows(start, length, tokens.device)  # (T, L+T)
         if mask is not None and start == 0:  # no cache: chapter 06's square mask, and PyTorch may be told so
             mask = mark_causal(mask)
-        for layer, layer_cache in zip(self.layers, cache or [None] * len(self.layers), strict=True):
-            x = layer(x, mask, cache=layer_cache)  # (B, T, D)
+        layers = self.layers if cache is None else self.cached_layers(cache)
+        for layer in layers:
+            x = layer(x, mask)  # (B, T, D)
         return self.output(self.norm(x))  # (B, T, V)
+
+    def cached_layers(self, cache: list[KVCache]) -> list[nn.Module]:
+        """Copies of the layers (the same weights) whose self-attention reads through ``cache``
+        (chapter 09's :func:`~transformer_course.cache.with_cache`)."""
+        return [
+            swapped(layer, self_attn=with_cache(layer.self_attn, layer_cache))
+            for layer, layer_cache in zip(self.layers, cache, strict=True)
+        ]
 
     def num_parameters(self) -> int:
         """Number of distinct parameters (the tied matrix counts once)."""

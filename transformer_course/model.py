@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
 
 from torch import Tensor, nn
 
@@ -17,9 +16,6 @@ from .feedforward import PositionwiseFeedForward
 from .masks import padding_mask, target_mask
 from .positional import PositionalEncoding
 from .sublayer import Connection, build_part, make_norm
-
-if TYPE_CHECKING:
-    from .cache import DecoderCache
 
 
 def xavier_init(model: nn.Module) -> None:
@@ -114,23 +110,16 @@ class Transformer(nn.Module):
         self._check_tokens(src, "src", self.config.src_vocab_size)
         return self._encode(src, src_mask)
 
-    def decode(
-        self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None, cache: DecoderCache | None = None
-    ) -> Tensor:
+    def decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None = None) -> Tensor:
         """Shifted target ids (B, T) and memory (B, S, D) → logits (B, T, V_tgt).
 
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
-        With a ``cache`` (chapter 09) ``tgt`` holds only the new token(s), at positions
-        ``cache.length`` onwards; the earlier ones are remembered by the cache.
         """
         self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
         check_ndim(memory, 3, "memory", "(B, S, D)")
         if memory.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
-        offset = 0 if cache is None else cache.length
-        if offset + tgt.shape[1] > self.config.max_len:
-            raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={self.config.max_len}")
-        return self._decode(tgt, memory, memory_mask, cache)
+        return self._decode(tgt, memory, memory_mask)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         # The ids are checked here, once, where they enter the model; the steps below trust them.
@@ -139,7 +128,7 @@ class Transformer(nn.Module):
         if src.shape[0] != tgt.shape[0]:
             raise ValueError(f"src and tgt must have the same batch size, got {src.shape[0]} and {tgt.shape[0]}")
         src_mask = padding_mask(src, self.config.pad_id)  # (B, 1, 1, S)
-        return self._decode(tgt, self._encode(src, src_mask), src_mask, None)
+        return self._decode(tgt, self._encode(src, src_mask), src_mask)
 
     def _encode(self, src: Tensor, src_mask: Tensor | None) -> Tensor:
         if src_mask is None:
@@ -147,17 +136,12 @@ class Transformer(nn.Module):
         x = self.positional(self.src_embed(src))  # (B, S, D)
         return self.encoder(x, src_mask)  # (B, S, D)
 
-    def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: DecoderCache | None) -> Tensor:
-        offset = 0 if cache is None else cache.length
-        x = self.positional(self.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
-        if cache is None:
-            tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
-            if self.config.bos_id == self.config.pad_id:  # Marian starts with <pad>: position 0 is never padding
-                tgt_mask[..., 0] = True
-        else:
-            cache.record(tgt, self.config.pad_id)  # explicit: the cache now holds offset+T positions
-            tgt_mask = cache.self_attention_mask(tgt.shape[1])  # (B, 1, T, offset+T)
-        x = self.decoder(x, memory, tgt_mask, memory_mask, cache=cache)  # (B, T, D)
+    def _decode(self, tgt: Tensor, memory: Tensor, memory_mask: Tensor | None) -> Tensor:
+        x = self.positional(self.tgt_embed(tgt))  # (B, T, D)
+        tgt_mask = target_mask(tgt, self.config.pad_id)  # (B, 1, T, T)
+        if self.config.bos_id == self.config.pad_id:  # Marian starts with <pad>: position 0 is never padding
+            tgt_mask[..., 0] = True
+        x = self.decoder(x, memory, tgt_mask, memory_mask)  # (B, T, D)
         return self.output(x)  # (B, T, V)
 
     def _check_tokens(self, tokens: Tensor, name: str, vocab_size: int) -> None:

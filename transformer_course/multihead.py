@@ -8,15 +8,10 @@ features, attention runs on the (B, H, T, Dk) tensor, and the heads are merged b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from torch import Tensor, nn
 
 from ._validate import check_ndim
 from .attention import fast_attention, scaled_dot_product_attention
-
-if TYPE_CHECKING:
-    from .cache import KVCache
 
 
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
@@ -66,8 +61,6 @@ class MultiHeadAttention(nn.Module):
     ``need_weights=True`` takes the teaching path and returns the weights; otherwise the fast
     path (``F.scaled_dot_product_attention``) runs and ``weights`` is None. ``fast=False`` takes
     the teaching path without asking for the weights.
-
-    ``cache=KVCache()`` (chapter 09) keeps the keys and values between decoding steps.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
@@ -85,7 +78,6 @@ class MultiHeadAttention(nn.Module):
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.d_model, self.n_heads = d_model, n_heads
-        self.n_kv_heads = n_heads  # one key head and one value head per query head (chapter 13 shares them)
         self.d_k = d_k if d_k is not None else d_model // n_heads
         self.d_v = d_v if d_v is not None else d_model // n_heads
         self.dropout = dropout
@@ -106,14 +98,13 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         need_weights: bool = False,
         *,
-        cache: KVCache | None = None,
         fast: bool = True,
     ) -> tuple[Tensor, Tensor | None]:
-        self._check_inputs(query, key, value, cache)
+        self._check_inputs(query, key, value)
         ### BEGIN SOLUTION
         q = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
-        q = self.positioned(q, cache)  # chapter 13's rotary attention turns q by its positions; else q itself
-        k, v = self.keys_and_values(key, value, cache)  # (B, H, S, Dk), (B, H, S, Dv)
+        k = split_heads(self.w_k(key), self.n_heads)  # (B, H, S, Dk)
+        v = split_heads(self.w_v(value), self.n_heads)  # (B, H, S, Dv)
         dropout_p = self.dropout if self.training else 0.0
         if need_weights or not fast:
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)  # (B, H, T, Dv)
@@ -122,42 +113,7 @@ class MultiHeadAttention(nn.Module):
         return self.w_o(merge_heads(heads)), weights  # (B, T, D), (B, H, T, S) or None
         ### END SOLUTION
 
-    def positioned(self, q: Tensor, cache: KVCache | None = None) -> Tensor:
-        """Queries or keys as attention compares them: here ``q`` itself, since the paper's
-        positions were added to the embeddings (chapter 02). Chapter 13's rotary attention turns
-        them by their positions instead (after the L positions a ``cache`` holds).
-
-        Shape:
-            q: (B, heads, T, Dk) → (B, heads, T, Dk)
-        """
-        return q
-
-    def keys_and_values(self, key: Tensor, value: Tensor, cache: KVCache | None = None) -> tuple[Tensor, Tensor]:
-        """Project ``key`` and ``value`` with W^K and W^V and split them into heads.
-
-        With a ``cache`` (chapter 09), self-attention projects only the new positions and gets
-        every position so far back from :meth:`KVCache.update`; cross-attention projects the
-        encoder memory at the first step and then reuses it (a ``static`` cache).
-
-        Shape:
-            key, value: (B, S, D) → (keys (B, H, S, Dk), values (B, H, S, Dv)), S counting every
-            position the cache holds
-        """
-        if cache is not None and cache.static and len(cache):  # cross-attention: the memory is projected
-            return self.grouped(cache.keys, cache.values)
-        k = split_heads(self.w_k(key), self.n_kv_heads)  # (B, H, S, Dk)
-        v = split_heads(self.w_v(value), self.n_kv_heads)  # (B, H, S, Dv)
-        k = self.positioned(k, cache)  # a key is turned (chapter 13) once, at its own position, before it is kept
-        if cache is not None:
-            k, v = cache.update(k, v)  # (B, H, L+S, ·): the positions kept so far and the new ones
-        return self.grouped(k, v)
-
-    def grouped(self, keys: Tensor, values: Tensor) -> tuple[Tensor, Tensor]:
-        """The key and value head of each query head: here each head's own (chapter 13's grouped
-        attention shares one between several query heads)."""
-        return keys, values
-
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None = None) -> None:
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
             check_ndim(x, 3, name, "(B, length, d_model)")
             if x.shape[-1] != self.d_model:

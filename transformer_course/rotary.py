@@ -24,15 +24,12 @@ head, since a score sums over the features in any order: chapter 15's ``rope_hal
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 from torch import Tensor, nn
 
+from .cache import Remembering, swapped
 from .grouped import GroupedQueryAttention
-
-if TYPE_CHECKING:
-    from .cache import KVCache
+from .multihead import merge_heads, split_heads
 
 
 def rope_angles(positions: Tensor, d: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -110,14 +107,16 @@ class RotaryAttention(GroupedQueryAttention):
     """Self-attention whose queries and keys are rotated by their positions (:func:`apply_rope`)
     after W^Q and W^K: the position enters every score, and nowhere else. It is chapter 04's
     :class:`~transformer_course.multihead.MultiHeadAttention` (with grouped key/value heads where
-    ``n_kv_heads`` < H) whose :meth:`positioned` turns what it is given; the state dict is the same.
+    ``n_kv_heads`` < H), run on a copy whose W^Q and W^K turn what they project (:class:`Turned`);
+    the state dict is the same.
 
     Args: those of :class:`~transformer_course.grouped.GroupedQueryAttention`, then ``base``, the
     wavelength scale of :func:`apply_rope`.
 
-    The rows of ``query`` are positions 0 … T-1, or with a ``cache`` holding L positions,
-    L … L+T-1: each new key is rotated once, at its own position, *before* it is stored, so a
-    cached key is never rotated again (and never at the position of a later query).
+    The rows of ``query`` are positions 0 … T-1. With chapter 09's KV cache holding L positions,
+    W^K returns the L kept keys and the T new ones, and the queries are positions L … L+T-1. The
+    cache keeps the keys before the turn; every step turns key j by its own position j, never by
+    the position of a later query.
 
     Shape:
         query = key = value: (B, T, D) (self-attention), mask: bool broadcastable to
@@ -136,16 +135,35 @@ class RotaryAttention(GroupedQueryAttention):
     def base(self) -> float:
         return self.rotary.base
 
-    def positioned(self, q: Tensor, cache: KVCache | None = None) -> Tensor:
-        """``q`` (queries or keys) turned by their positions: 0 … T-1, or L … L+T-1 after the L
-        positions a ``cache`` holds.
+    def as_multi_head(self) -> nn.Module:
+        """A copy (the same weights) whose W^Q and W^K turn what they project (:class:`Turned`),
+        then :meth:`GroupedQueryAttention.as_multi_head` of it: chapter 04's forward runs on it.
 
-        Shape:
-            q: (B, heads, T, Dk) → (B, heads, T, Dk)
-        """
-        return self.rotary(q, 0 if cache is None else len(cache))
+        W^K returns every key, at positions 0 … S-1. The queries come after the L positions a
+        chapter 09 cache holds (its W^K is then a :class:`~transformer_course.cache.Remembering`)."""
+        held = len(self.w_k.cache) if isinstance(self.w_k, Remembering) else 0  # L, before this step
+        w_q = Turned(self.w_q, self.rotary, self.n_heads, start=held)
+        w_k = Turned(self.w_k, self.rotary, self.n_kv_heads, start=0)
+        return GroupedQueryAttention.as_multi_head(swapped(self, w_q=w_q, w_k=w_k))
 
-    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor, cache: KVCache | None = None) -> None:
-        super()._check_inputs(query, key, value, cache)
-        if key.shape[1] != query.shape[1] or (cache is not None and cache.static):
+    def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
+        super()._check_inputs(query, key, value)
+        if key.shape[1] != query.shape[1]:
             raise ValueError("rotary attention is self-attention: query, key and value are the same positions")
+
+
+class Turned(nn.Module):
+    """W^Q or W^K of rotary attention: ``projection``, then each head's rows turned by their
+    positions (:class:`Rotary`), the first row at position ``start``.
+
+    Shape:
+        x: (B, R, D) → (B, R, heads·d), rows at positions start … start+R-1
+    """
+
+    def __init__(self, projection: nn.Module, rotary: Rotary, n_heads: int, start: int) -> None:
+        super().__init__()
+        self.projection, self.rotary, self.n_heads, self.start = projection, rotary, n_heads, start
+
+    def forward(self, x: Tensor) -> Tensor:
+        heads = split_heads(self.projection(x), self.n_heads)  # (B, heads, R, d)
+        return merge_heads(self.rotary(heads, self.start))  # (B, R, heads·d)

@@ -35,22 +35,6 @@ def _forgets_w_o(self, query, key, value, mask=None, need_weights=False, **kwarg
     return merge_heads(heads), weights  # the concatenated heads, never mixed by W^O
 
 
-@wrong("mutant", "cache not passed to keys_and_values")
-def _cache_not_passed(self, query, key, value, mask=None, need_weights=False, cache=None):
-    q = split_heads(self.w_q(query), self.n_heads)
-    k, v = self.keys_and_values(key, value)  # the cache (chapter 09) is never used
-    heads, weights = _attend(self, q, k, v, mask, need_weights)
-    return self.w_o(merge_heads(heads)), weights
-
-
-@wrong("mutant", "queries not passed through self.positioned")
-def _queries_not_positioned(self, query, key, value, mask=None, need_weights=False, cache=None, **kwargs):
-    q = split_heads(self.w_q(query), self.n_heads)  # never passed through self.positioned: rotary models
-    k, v = self.keys_and_values(key, value, cache)  # turn their keys but not their queries
-    heads, weights = _attend(self, q, k, v, mask, need_weights)
-    return self.w_o(merge_heads(heads)), weights
-
-
 @wrong("mutant", "cross-attention keys computed from the query")
 def _query_as_key(self, query, key, value, mask=None, need_weights=False, **kwargs):
     q = split_heads(self.w_q(query), self.n_heads)
@@ -188,35 +172,24 @@ def _mha_masked_after_the_softmax(self, query, key, value, mask=None, need_weigh
     return self.w_o(merge_heads(weights @ v)), (weights if need_weights else None)
 
 
-def _mha_steps(self, query, key, value, mask, need_weights, cache, late=False, always_weights=False):
-    """The forward, with the queries positioned after the cache took the new keys (``late``) or the
-    teaching path taken whatever need_weights says (``always_weights``)."""
+def _mha_always_weights(self, query, key, value, mask, need_weights):
+    """The forward with the teaching path taken whatever need_weights says."""
     q = split_heads(self.w_q(query), self.n_heads)
-    q = q if late else self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
-    q = self.positioned(q, cache) if late else q
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
-    if need_weights or always_weights:
-        heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
-    else:
-        heads, weights = fast_attention(q, k, v, mask, dropout_p), None
+    heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
     return self.w_o(merge_heads(heads)), weights
 
 
-@wrong("own", says="the queries were positioned after the cache took the new keys")
-def _mha_positioned_after_the_cache(self, query, key, value, mask=None, need_weights=False, *, cache=None, **kwargs):
-    return _mha_steps(self, query, key, value, mask, need_weights, cache, late=True)
-
-
 @wrong("own", says="weights were returned though need_weights=False")
-def _mha_always_the_teaching_path(self, query, key, value, mask=None, need_weights=False, *, cache=None, **kwargs):
-    return _mha_steps(self, query, key, value, mask, need_weights, cache, always_weights=True)
+def _mha_always_the_teaching_path(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    return _mha_always_weights(self, query, key, value, mask, need_weights)
 
 
 @right("own")
-def _mha_einsum(self, query, key, value, mask=None, need_weights=False, cache=None, **kwargs):
-    q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
-    k, v = self.keys_and_values(key, value, cache)
+def _mha_einsum(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     scores = torch.einsum("bhtd,bhsd->bhts", q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -228,19 +201,18 @@ def _mha_einsum(self, query, key, value, mask=None, need_weights=False, cache=No
 # -- tester set 'first'
 
 
-def _mha_prefix(self, query, key, value, mask, need_weights, cache, fast):
-    self._check_inputs(query, key, value, cache)
+def _mha_prefix(self, query, key, value, mask, need_weights, fast):
+    self._check_inputs(query, key, value)
     return None
 
 
 @wrong("tester", "forgot the output projection W^O", by="first")
-def ex04_3_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_prefix(self, query, key, value, mask, need_weights, cache, fast)
+def ex04_3_no_w_o(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_prefix(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -250,13 +222,12 @@ def ex04_3_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cac
 
 
 @wrong("tester", "attention dropout also in eval mode (ignores self.training)", by="first")
-def ex04_3_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_prefix(self, query, key, value, mask, need_weights, cache, fast)
+def ex04_3_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_prefix(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout  # also in eval mode
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -266,13 +237,12 @@ def ex04_3_dropout_in_eval(self, query, key, value, mask=None, need_weights=Fals
 
 
 @wrong("tester", "keys and values projected from query (breaks cross-attention)", by="first")
-def ex04_3_kv_from_query(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_prefix(self, query, key, value, mask, need_weights, cache, fast)
+def ex04_3_kv_from_query(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_prefix(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(query, query, cache)  # self-attention only
+    k, v = split_heads(self.w_k(query), self.n_heads), split_heads(self.w_v(query), self.n_heads)  # self-attention only
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -282,12 +252,12 @@ def ex04_3_kv_from_query(self, query, key, value, mask=None, need_weights=False,
 
 
 @wrong("tester", "fast path called without the mask", by="first")
-def x04_3_fast_path_no_mask(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_prefix(self, query, key, value, mask, need_weights, cache, fast)
+def x04_3_fast_path_no_mask(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_prefix(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
-    q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
-    k, v = self.keys_and_values(key, value, cache)
+    q = split_heads(self.w_q(query), self.n_heads)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -300,11 +270,10 @@ def x04_3_fast_path_no_mask(self, query, key, value, mask=None, need_weights=Fal
 
 
 @wrong("tester", "attention dropout applied in eval mode too (ignores self.training)", by="second")
-def mha_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    self._check_inputs(query, key, value, cache)
+def mha_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, fast=True):
+    self._check_inputs(query, key, value)
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -314,11 +283,10 @@ def mha_dropout_in_eval(self, query, key, value, mask=None, need_weights=False, 
 
 
 @wrong("tester", "keys and values projected from query instead of key/value (cross-attention broken)", by="second")
-def mha_kv_from_query(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    self._check_inputs(query, key, value, cache)
+def mha_kv_from_query(self, query, key, value, mask=None, need_weights=False, fast=True):
+    self._check_inputs(query, key, value)
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(query, query, cache)
+    k, v = split_heads(self.w_k(query), self.n_heads), split_heads(self.w_v(query), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -328,11 +296,10 @@ def mha_kv_from_query(self, query, key, value, mask=None, need_weights=False, *,
 
 
 @wrong("tester", "forgot the output projection w_o", by="second")
-def mha_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    self._check_inputs(query, key, value, cache)
+def mha_no_w_o(self, query, key, value, mask=None, need_weights=False, fast=True):
+    self._check_inputs(query, key, value)
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p)
@@ -341,12 +308,12 @@ def mha_no_w_o(self, query, key, value, mask=None, need_weights=False, *, cache=
     return merge_heads(heads), weights
 
 
-# written as a right answer; wrong once a cache meets a position part (issue 38: ex04_3 checks the order)
-@wrong("tester", "keys and values taken before the queries are positioned", by="second")
-def mha_alt(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    self._check_inputs(query, key, value, cache)
-    k, v = self.keys_and_values(key, value, cache)
-    q = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)
+# the keys and values before the queries, and the teaching path always: right
+@right("tester", by="second")
+def mha_alt(self, query, key, value, mask=None, need_weights=False, fast=True):
+    self._check_inputs(query, key, value)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
+    q = split_heads(self.w_q(query), self.n_heads)
     heads, weights = scaled_dot_product_attention(q, k, v, mask, self.dropout if self.training else 0.0)
     out = self.w_o(merge_heads(heads))
     return out, (weights if (need_weights or not fast) else None)
@@ -355,19 +322,18 @@ def mha_alt(self, query, key, value, mask=None, need_weights=False, *, cache=Non
 # -- tester set 'third'
 
 
-def _mha_pre(self, query, key, value, mask, need_weights, cache, fast):
-    self._check_inputs(query, key, value, cache)
+def _mha_pre(self, query, key, value, mask, need_weights, fast):
+    self._check_inputs(query, key, value)
     return None
 
 
 @wrong("tester", "queries projected with w_k instead of w_q", by="third")
-def mha_wk_for_q(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_pre(self, query, key, value, mask, need_weights, cache, fast)
+def mha_wk_for_q(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_pre(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
     q = split_heads(self.w_k(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = _sdpa(q, k, v, mask, dropout_p)
@@ -377,13 +343,12 @@ def mha_wk_for_q(self, query, key, value, mask=None, need_weights=False, *, cach
 
 
 @wrong("tester", "mask not passed on to attention", by="third")
-def mha_no_mask(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_pre(self, query, key, value, mask, need_weights, cache, fast)
+def mha_no_mask(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_pre(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = _sdpa(q, k, v, None, dropout_p)
@@ -393,13 +358,12 @@ def mha_no_mask(self, query, key, value, mask=None, need_weights=False, *, cache
 
 
 @wrong("tester", "output projection w_o forgotten", by="third")
-def mha_no_wo(self, query, key, value, mask=None, need_weights=False, *, cache=None, fast=True):
-    early = _mha_pre(self, query, key, value, mask, need_weights, cache, fast)
+def mha_no_wo(self, query, key, value, mask=None, need_weights=False, fast=True):
+    early = _mha_pre(self, query, key, value, mask, need_weights, fast)
     if early is not None:
         return early
     q = split_heads(self.w_q(query), self.n_heads)
-    q = self.positioned(q, cache)
-    k, v = self.keys_and_values(key, value, cache)
+    k, v = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     dropout_p = self.dropout if self.training else 0.0
     if need_weights or not fast:
         heads, weights = _sdpa(q, k, v, mask, dropout_p)

@@ -15,12 +15,6 @@ def _enc_mask_ignored(self, x, mask=None):
     return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
-@wrong("mutant", "KV cache not handed to the self-attention")
-def _enc_cache_ignored(self, x, mask=None, cache=None):
-    x = residual(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
-    return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
-
-
 @wrong("mutant", "FFN before self-attention")
 def _enc_ffn_first(self, x, mask=None):
     x = residual(x, self.ffn, self.norm1, self.dropout1, self.norm_first)
@@ -64,8 +58,8 @@ def _enc_attention_on_unnormalised_input(self, x, mask=None):
 # -- own mistakes and alternatives
 
 
-def _encoder(self, x, mask, cache, blocks):
-    parts = {"attention": lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], "ffn": self.ffn}
+def _encoder(self, x, mask, blocks):
+    parts = {"attention": lambda h: self.self_attn(h, h, h, mask)[0], "ffn": self.ffn}
     norms = {"norm1": self.norm1, "norm2": self.norm2}
     for part, norm, first in blocks:
         x = self.connection(x, parts[part], norms[norm], self.dropout1, first)
@@ -73,24 +67,24 @@ def _encoder(self, x, mask, cache, blocks):
 
 
 @wrong("own", says="norm1 and norm2 are swapped")
-def _encoder_norms_swapped(self, x, mask=None, cache=None):
-    return _encoder(self, x, mask, cache, [("attention", "norm2", self.norm_first), ("ffn", "norm1", self.norm_first)])
+def _encoder_norms_swapped(self, x, mask=None):
+    return _encoder(self, x, mask, [("attention", "norm2", self.norm_first), ("ffn", "norm1", self.norm_first)])
 
 
 @wrong("own", says="the self-attention sub-layer is missing")
-def _encoder_attention_missing(self, x, mask=None, cache=None):
-    return _encoder(self, x, mask, cache, [("ffn", "norm2", self.norm_first)])
+def _encoder_attention_missing(self, x, mask=None):
+    return _encoder(self, x, mask, [("ffn", "norm2", self.norm_first)])
 
 
 @wrong("own", says="this is the other order")
-def _encoder_flag_inverted(self, x, mask=None, cache=None):
+def _encoder_flag_inverted(self, x, mask=None):
     inverted = not self.norm_first
-    return _encoder(self, x, mask, cache, [("attention", "norm1", inverted), ("ffn", "norm2", inverted)])
+    return _encoder(self, x, mask, [("attention", "norm1", inverted), ("ffn", "norm2", inverted)])
 
 
 @wrong("own", says="the feed-forward sub-layer is wrong")
-def _encoder_ffn_on_the_input(self, x, mask=None, cache=None):
-    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], self.norm1, self.dropout1,
+def _encoder_ffn_on_the_input(self, x, mask=None):
+    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1,
                         self.norm_first)  # fmt: skip
     if self.norm_first:
         return h + self.dropout2(self.ffn(self.norm2(h)))
@@ -98,8 +92,8 @@ def _encoder_ffn_on_the_input(self, x, mask=None, cache=None):
 
 
 @wrong("own", says="each sub-layer is right alone")
-def _encoder_pre_ln_ffn_on_the_input(self, x, mask=None, cache=None):
-    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask, cache=cache)[0], self.norm1, self.dropout1,
+def _encoder_pre_ln_ffn_on_the_input(self, x, mask=None):
+    h = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1,
                         self.norm_first)  # fmt: skip
     if self.norm_first:
         return h + self.dropout2(self.ffn(self.norm2(x)))  # reads x, not h: each block alone is right
@@ -107,9 +101,9 @@ def _encoder_pre_ln_ffn_on_the_input(self, x, mask=None, cache=None):
 
 
 @right("own")
-def _encoder_written_out(self, x, mask=None, cache=None):
+def _encoder_written_out(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, mask, cache=cache)[0]
+        return self.self_attn(h, h, h, mask)[0]
 
     for sublayer, norm, dropout in ((attend, self.norm1, self.dropout1), (self.ffn, self.norm2, self.dropout2)):
         x = self.connection(x, sublayer, norm, dropout, self.norm_first)
@@ -120,38 +114,38 @@ def _encoder_written_out(self, x, mask=None, cache=None):
 
 
 @wrong("tester", "mask not passed to self-attention", by="first")
-def ex05_3_mask_dropped(self, x, mask=None, cache=None):
+def ex05_3_mask_dropped(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, cache=cache)[0]
+        return self.self_attn(h, h, h)[0]
 
     x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
 @wrong("tester", "FFN wrapped with norm1/dropout1 (norm2 never used)", by="first")
-def ex05_3_norm1_twice(self, x, mask=None, cache=None):
+def ex05_3_norm1_twice(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, mask, cache=cache)[0]
+        return self.self_attn(h, h, h, mask)[0]
 
     x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm1, self.dropout1, self.norm_first)
 
 
 @wrong("tester", "calls residual() directly, ignoring self.connection", by="first")
-def ex05_3_residual_not_connection(self, x, mask=None, cache=None):
+def ex05_3_residual_not_connection(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, mask, cache=cache)[0]
+        return self.self_attn(h, h, h, mask)[0]
 
     x = residual(x, attend, self.norm1, self.dropout1, self.norm_first)  # ignores self.connection
     return residual(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
 @wrong("tester", "attention closure reads the outer x, not its argument h (pre-LN norm bypassed)", by="first")
-def x05_3_attends_outer_x(self, x, mask=None, cache=None):
+def x05_3_attends_outer_x(self, x, mask=None):
     outer = x
 
     def attend(h):
-        return self.self_attn(outer, outer, outer, mask, cache=cache)[0]  # ignores h (the normalised input)
+        return self.self_attn(outer, outer, outer, mask)[0]  # ignores h (the normalised input)
 
     x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
@@ -161,27 +155,27 @@ def x05_3_attends_outer_x(self, x, mask=None, cache=None):
 
 
 @wrong("tester", "mask not passed to self-attention", by="second")
-def enc_no_mask(self, x, mask=None, cache=None):
+def enc_no_mask(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, None, cache=cache)[0]
+        return self.self_attn(h, h, h, None)[0]
 
     x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
 @wrong("tester", "norm1 and norm2 swapped between the sub-layers", by="second")
-def enc_norms_swapped(self, x, mask=None, cache=None):
+def enc_norms_swapped(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, mask, cache=cache)[0]
+        return self.self_attn(h, h, h, mask)[0]
 
     x = self.connection(x, attend, self.norm2, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm1, self.dropout2, self.norm_first)
 
 
 @wrong("tester", "closure attends over the outer x instead of its argument h (pre-LN skips the norm)", by="second")
-def enc_closure_reads_x(self, x, mask=None, cache=None):
+def enc_closure_reads_x(self, x, mask=None):
     def attend(h):
-        return self.self_attn(x, x, x, mask, cache=cache)[0]
+        return self.self_attn(x, x, x, mask)[0]
 
     y = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(y, self.ffn, self.norm2, self.dropout2, self.norm_first)
@@ -191,27 +185,27 @@ def enc_closure_reads_x(self, x, mask=None, cache=None):
 
 
 @wrong("tester", "norm1 used for both sub-layers (norm2 never used)", by="third")
-def enc_norm1_twice(self, x, mask=None, cache=None):
+def enc_norm1_twice(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, mask, cache=cache)[0]
+        return self.self_attn(h, h, h, mask)[0]
 
     x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm1, self.dropout2, self.norm_first)
 
 
 @wrong("tester", "mask not passed to self-attention", by="third")
-def enc_no_mask_third(self, x, mask=None, cache=None):
+def enc_no_mask_third(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, cache=cache)[0]
+        return self.self_attn(h, h, h)[0]
 
     x = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
 
 
 @wrong("tester", "feed-forward sub-layer applied to the layer input (attention result discarded)", by="third")
-def enc_reuses_input(self, x, mask=None, cache=None):
+def enc_reuses_input(self, x, mask=None):
     def attend(h):
-        return self.self_attn(h, h, h, mask, cache=cache)[0]
+        return self.self_attn(h, h, h, mask)[0]
 
     y = self.connection(x, attend, self.norm1, self.dropout1, self.norm_first)  # noqa: F841
     return self.connection(x, self.ffn, self.norm2, self.dropout2, self.norm_first)

@@ -14,14 +14,14 @@ def _self_attention(self, tgt_mask):
 
 
 @wrong("mutant", "cross-attention on the decoder's own states")
-def _dec_cross_attends_to_itself(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_cross_attends_to_itself(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
     x = residual(x, lambda h: self.cross_attn(h, h, h, tgt_mask)[0], self.norm2, self.dropout2, self.norm_first)
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 @wrong("mutant", "causal mask not used")
-def _dec_no_causal_mask(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_no_causal_mask(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(x, _self_attention(self, None), self.norm1, self.dropout1, self.norm_first)
     x = residual(
         x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
@@ -30,7 +30,7 @@ def _dec_no_causal_mask(self, x, memory, tgt_mask=None, memory_mask=None, cache=
 
 
 @wrong("mutant", "causal mask applied only in training")
-def _dec_causal_only_in_training(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_causal_only_in_training(self, x, memory, tgt_mask=None, memory_mask=None):
     used = tgt_mask if self.training else None
     x = residual(x, _self_attention(self, used), self.norm1, self.dropout1, self.norm_first)
     x = residual(
@@ -40,14 +40,14 @@ def _dec_causal_only_in_training(self, x, memory, tgt_mask=None, memory_mask=Non
 
 
 @wrong("mutant", "memory padding mask ignored")
-def _dec_memory_mask_ignored(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_memory_mask_ignored(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
     x = residual(x, lambda h: self.cross_attn(h, memory, memory)[0], self.norm2, self.dropout2, self.norm_first)
     return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 @wrong("mutant", "cross-attention before self-attention")
-def _dec_cross_before_self(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_cross_before_self(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(
         x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm1, self.dropout1, self.norm_first
     )
@@ -56,7 +56,7 @@ def _dec_cross_before_self(self, x, memory, tgt_mask=None, memory_mask=None, cac
 
 
 @wrong("mutant", "memory normalised in pre-LN")
-def _dec_memory_normalised_too(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_memory_normalised_too(self, x, memory, tgt_mask=None, memory_mask=None):
     # pre-LN written by hand, normalising the memory with the decoder's norm2 as well
     if not self.norm_first:
         x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask)[0]))
@@ -70,14 +70,14 @@ def _dec_memory_normalised_too(self, x, memory, tgt_mask=None, memory_mask=None,
 
 
 @wrong("mutant", "always post-LN")
-def _dec_always_post_ln(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_always_post_ln(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, False)
     x = residual(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, False)
     return residual(x, self.ffn, self.norm3, self.dropout3, False)
 
 
 @wrong("mutant", "tgt_mask and memory_mask swapped")
-def _dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(x, _self_attention(self, memory_mask), self.norm1, self.dropout1, self.norm_first)
     x = residual(
         x, lambda h: self.cross_attn(h, memory, memory, tgt_mask)[0], self.norm2, self.dropout2, self.norm_first
@@ -86,42 +86,20 @@ def _dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=N
 
 
 @wrong("mutant", "FFN sub-layer missing")
-def _dec_no_ffn(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _dec_no_ffn(self, x, memory, tgt_mask=None, memory_mask=None):
     x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
     return residual(
         x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
     )
 
 
-@wrong("mutant", "caches never passed to the attentions")
-def _dec_caches_not_passed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
-    x = residual(
-        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
-    )
-    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
-@wrong("mutant", "cross-attention cache not passed")
-def _dec_cross_cache_not_passed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    own = None if cache is None else cache.self_attn
-    x = residual(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=own)[0], self.norm1, self.dropout1, self.norm_first
-    )
-    x = residual(
-        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
-    )
-    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
 # -- own mistakes and alternatives
 
 
-def _decoder(self, x, memory, tgt_mask, memory_mask, cache, norms, blocks=("self", "cross", "ffn")):
-    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+def _decoder(self, x, memory, tgt_mask, memory_mask, norms, blocks=("self", "cross", "ffn")):
     parts = {
-        "self": lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0],
-        "cross": lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+        "self": lambda h: self.self_attn(h, h, h, tgt_mask)[0],
+        "cross": lambda h: self.cross_attn(h, memory, memory, memory_mask)[0],
         "ffn": self.ffn,
     }
     for part, norm in zip(blocks, norms, strict=True):
@@ -130,7 +108,7 @@ def _decoder(self, x, memory, tgt_mask, memory_mask, cache, norms, blocks=("self
 
 
 @wrong("own", says="the cross-attention sub-layer is wrong")
-def _decoder_memory_normed(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
+def _decoder_memory_normed(self, x, memory, tgt_mask=None, memory_mask=None):
     x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1,
                         self.norm_first)  # fmt: skip
     memory = self.norm2(memory)  # the memory is normalised like the queries
@@ -140,26 +118,25 @@ def _decoder_memory_normed(self, x, memory, tgt_mask=None, memory_mask=None, cac
 
 
 @wrong("own", says="norm2 and norm3 are mixed up")
-def _decoder_norm2_norm3_swapped(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1, self.norm3, self.norm2))
+def _decoder_norm2_norm3_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
+    return _decoder(self, x, memory, tgt_mask, memory_mask, (self.norm1, self.norm3, self.norm2))
 
 
 @wrong("own", says="norm1 is used for every sub-layer")
-def _decoder_one_norm(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1,) * 3)
+def _decoder_one_norm(self, x, memory, tgt_mask=None, memory_mask=None):
+    return _decoder(self, x, memory, tgt_mask, memory_mask, (self.norm1,) * 3)
 
 
 @wrong("own", says="does not depend on memory")
-def _decoder_no_cross_attention(self, x, memory, tgt_mask=None, memory_mask=None, cache=None):
-    return _decoder(self, x, memory, tgt_mask, memory_mask, cache, (self.norm1, self.norm3), ("self", "ffn"))
+def _decoder_no_cross_attention(self, x, memory, tgt_mask=None, memory_mask=None):
+    return _decoder(self, x, memory, tgt_mask, memory_mask, (self.norm1, self.norm3), ("self", "ffn"))
 
 
 @wrong("own", says="take the output with [0]")
-def _decoder_attention_tuple_kept(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
-    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache), self.norm1,
+def _decoder_attention_tuple_kept(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask), self.norm1,
                         self.dropout1, self.norm_first)  # fmt: skip
-    x = self.connection(x, lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+    x = self.connection(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0],
                         self.norm2, self.dropout2, self.norm_first)  # fmt: skip
     return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
@@ -168,14 +145,11 @@ def _decoder_attention_tuple_kept(self, x, memory, tgt_mask=None, memory_mask=No
 
 
 @wrong("tester", "cross-attention keys/values from the decoder states, not memory", by="first")
-def ex06_3_cross_kv_from_x(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+def ex06_3_cross_kv_from_x(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, h, h, memory_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, h, h, memory_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -184,18 +158,17 @@ def ex06_3_cross_kv_from_x(self, x, memory, tgt_mask=None, memory_mask=None, *, 
 
 
 @wrong("tester", "tgt_mask and memory_mask swapped", by="first")
-def ex06_3_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
+def ex06_3_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
     x = self.connection(
         x,
-        lambda h: self.self_attn(h, h, h, memory_mask, cache=self_cache)[0],
+        lambda h: self.self_attn(h, h, h, memory_mask)[0],
         self.norm1,
         self.dropout1,
         self.norm_first,
     )
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, memory, memory, tgt_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, memory, memory, tgt_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -203,28 +176,13 @@ def ex06_3_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, *, ca
     return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
-@wrong("tester", "cross-attention not given its cache", by="first")
-def ex06_3_no_cross_cache(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache = None if cache is None else cache.self_attn
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
-    x = self.connection(
-        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
-    )
-    return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
-
-
 @wrong("tester", "cross-attention query from the outer x, not the normalised h (pre-LN)", by="first")
-def x06_3_cross_query_outer_x(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+def x06_3_cross_query_outer_x(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
     outer = x
     x = self.connection(
         x,
-        lambda h: self.cross_attn(outer, memory, memory, memory_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(outer, memory, memory, memory_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -235,19 +193,12 @@ def x06_3_cross_query_outer_x(self, x, memory, tgt_mask=None, memory_mask=None, 
 # -- tester set 'second'
 
 
-def _dec_caches(cache):
-    return (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
-
-
 @wrong("tester", "self-attention without tgt_mask (peeks at the future)", by="second")
-def dec_no_tgt_mask(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = _dec_caches(cache)
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, None, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+def dec_no_tgt_mask(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, None)[0], self.norm1, self.dropout1, self.norm_first)
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, memory, memory, memory_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -256,14 +207,11 @@ def dec_no_tgt_mask(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=N
 
 
 @wrong("tester", "cross-attention keys/values from the decoder state, not memory", by="second")
-def dec_cross_kv_from_x(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = _dec_caches(cache)
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+def dec_cross_kv_from_x(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, h, h, memory_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, h, h, memory_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -272,37 +220,27 @@ def dec_cross_kv_from_x(self, x, memory, tgt_mask=None, memory_mask=None, *, cac
 
 
 @wrong("tester", "cross-attention before self-attention (wrong order)", by="second")
-def dec_cross_first(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = _dec_caches(cache)
+def dec_cross_first(self, x, memory, tgt_mask=None, memory_mask=None):
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, memory, memory, memory_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
     )
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
     return self.connection(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
 
 
 # -- tester set 'third'
 
 
-def _dec_caches_third(cache):
-    return (None, None) if cache is None else (cache.self_attn, cache.cross_attn)
-
-
 @wrong("tester", "cross-attention done with self.self_attn instead of self.cross_attn", by="third")
-def dec_self_for_cross(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = _dec_caches_third(cache)
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+def dec_self_for_cross(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
     x = self.connection(
         x,
-        lambda h: self.self_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+        lambda h: self.self_attn(h, memory, memory, memory_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -311,18 +249,17 @@ def dec_self_for_cross(self, x, memory, tgt_mask=None, memory_mask=None, *, cach
 
 
 @wrong("tester", "tgt_mask and memory_mask swapped", by="third")
-def dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = _dec_caches_third(cache)
+def dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
     x = self.connection(
         x,
-        lambda h: self.self_attn(h, h, h, memory_mask, cache=self_cache)[0],
+        lambda h: self.self_attn(h, h, h, memory_mask)[0],
         self.norm1,
         self.dropout1,
         self.norm_first,
     )
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, memory, memory, tgt_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, memory, memory, tgt_mask)[0],
         self.norm2,
         self.dropout2,
         self.norm_first,
@@ -331,14 +268,11 @@ def dec_masks_swapped(self, x, memory, tgt_mask=None, memory_mask=None, *, cache
 
 
 @wrong("tester", "norm2 and norm3 swapped (norm3 around cross-attention, norm2 around the FFN)", by="third")
-def dec_norms_swapped(self, x, memory, tgt_mask=None, memory_mask=None, *, cache=None):
-    self_cache, cross_cache = _dec_caches_third(cache)
-    x = self.connection(
-        x, lambda h: self.self_attn(h, h, h, tgt_mask, cache=self_cache)[0], self.norm1, self.dropout1, self.norm_first
-    )
+def dec_norms_swapped(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
     x = self.connection(
         x,
-        lambda h: self.cross_attn(h, memory, memory, memory_mask, cache=cross_cache)[0],
+        lambda h: self.cross_attn(h, memory, memory, memory_mask)[0],
         self.norm3,
         self.dropout2,
         self.norm_first,

@@ -162,7 +162,8 @@ def _read_self_attention(attention: nn.Module, norm: nn.Module | None) -> SelfAt
     qkv = read_dense([a.w_q, a.w_k, a.w_v], fold=_fold(norm))
     rope = a.base if _is(a, "rotary", "RotaryAttention") else None
     merge = loaded("multihead", "merge_heads") if a.w_o.weight.dtype == torch.bfloat16 else None
-    return SelfAttention(qkv, read_dense([a.w_o]), a.n_heads, a.n_kv_heads, a.d_k, a.d_v, rope, merge)
+    kv_heads = getattr(a, "n_kv_heads", a.n_heads)  # chapter 04's attention has one per query head
+    return SelfAttention(qkv, read_dense([a.w_o]), a.n_heads, kv_heads, a.d_k, a.d_v, rope, merge)
 
 
 def _read_cross_attention(attention: nn.Module, norm: nn.Module | None) -> CrossAttention:

@@ -14,8 +14,7 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
-from transformer_course_tools.course import PACKAGE
-from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture, module, new, ref
+from transformer_course_tools.exercises.probe.calls import call, calls_case, module
 
 from ._tools import (
     CheckFailure,
@@ -230,8 +229,8 @@ def _locate(out: Tensor, weights: Tensor, wanted: tuple, case: str) -> None:
     raise CheckFailure(
         f"{case}: the attention weights already differ (at index {worst} (batch, head, query, key) expected "
         f"{want_weights[worst].item():.6g}, got {weights[worst].item():.6g}), so the mistake comes before the "
-        "values: look at the scores q·kᵀ/√d_k (q: self.w_q(query) split into heads and positioned; k: from "
-        "self.keys_and_values), the mask and the softmax over the keys"
+        "values: look at the scores q·kᵀ/√d_k (q: self.w_q(query) split into heads; k: self.w_k(key) split "
+        "into heads), the mask and the softmax over the keys"
     )
 
 
@@ -296,9 +295,6 @@ def _judge_forward(case: Case, got: Outcome) -> None:
     out, weights = _expect_forward(got.output(), case.given["n_heads"], query, key, kwargs["mask"],
                                    kwargs["need_weights"], label)  # fmt: skip
     expect_finite(expect_tensor(out, "output", label), "output", label)
-    unturned = case.given.get("unturned")  # the output with the queries left out of the position part
-    if unturned is not None and out.shape == unturned.shape and torch.allclose(out, unturned, atol=1e-5):
-        raise CheckFailure(f"{label}: the queries were not positioned: pass q through self.positioned(q, cache)")
     if kwargs["need_weights"]:  # the weights first: they say on which side of the softmax the mistake is
         _locate(out, weights, case.given["wanted"], label)
     _expect_output(out, want, concat, label)
@@ -321,9 +317,9 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     Nudge: project, split into heads, attend in every head at once, concatenate the heads and project again
     (paper §3.2.2).
 
-    Hint: project the query with w_q, split_heads it and pass it through self.positioned(q, cache); get the keys
-    and values from self.keys_and_values(key, value, cache); run attention on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast
-    path); merge_heads, then apply w_o.
+    Hint: project the query with w_q, the key with w_k and the value with w_v, and split_heads each; run attention
+    on (B, H, T, Dk) with the mask (teaching path when need_weights, else the fast path); merge_heads, then apply
+    w_o.
     """
     from transformer_course.multihead import (
         MultiHeadAttention,  # the course's class: its weights and sizes describe the fixture
@@ -376,25 +372,7 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
             setting = f"MultiHeadAttention(d_model={d}, n_heads={h}, d_k={d_k}, d_v={d_v})"
             yield from _forward_cases(mha, spec, (query, key, value), mask, wanted, setting, mask_name)
 
-    # 3. A position part (chapter 13 passes a rotation): queries and keys go through it, values do not.
-    # The part multiplies the row at position p by p + 1; without biases that is the attention of the
-    # scaled inputs, x·(p+1) for queries and keys and x for values (row 0 of a cached call is position L).
-    d, h, b, t = 12, 3, 2, 5
-    mha = MultiHeadAttention(d, h, bias=False)
-    spec = module(mha, d, h, bias=False) | {"set": {"positioned": fixture("scale_by_position")}}
-    x = torch.randn(b, t, d)
-    scale = torch.arange(1.0, t + 1)[:, None]  # (T, 1): position p → p + 1
-    causal = torch.ones(t, t, dtype=torch.bool).tril()
-    with torch.no_grad():
-        wanted = _per_head_reference(mha, x * scale, x * scale, x, causal)
-        unturned = _per_head_reference(mha, x, x * scale, x, causal)[0]
-    setting = f"MultiHeadAttention({d}, {h}, bias=False) with a position part that scales the row at position p by p+1"
-    for case in _forward_cases(mha, spec, (x, x, x), causal, wanted, setting, "causal (T, T)"):
-        case.given["unturned"] = unturned
-        case.given["replay"] = partial(_per_head_reference, mha, query=x * scale, key=x * scale, value=x, mask=causal)
-        yield case
-
-    # 4. Dropout on the attention weights is active in training mode only.
+    # 3. Dropout on the attention weights is active in training mode only.
     mha = MultiHeadAttention(12, 3, dropout=0.5).train()
     x = torch.randn(2, 5, 12)
     label = "MultiHeadAttention(12, 3, dropout=0.5) in training mode"
@@ -402,7 +380,6 @@ def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
         want, _, _ = _per_head_reference(mha, x, x, x, None)
     probe = calls_case(call(module(mha, 12, 3, dropout=0.5), x, x, x, mask=None, need_weights=False), no_grad=True)
     yield Case(label, probe, _judge_dropout, {"want": want, "n_heads": 3})
-    yield from _cache_cases()
 
 
 def _judge_dropout(case: Case, got: Outcome) -> None:
@@ -411,74 +388,3 @@ def _judge_dropout(case: Case, got: Outcome) -> None:
     expect_shape(out, tuple(case.given["want"].shape), "output", label)
     if torch.allclose(out, case.given["want"], atol=1e-5):
         raise CheckFailure(f"{label}: no dropout was applied; use dropout_p = self.dropout when self.training")
-
-
-def _cache_cases() -> Iterator[Case]:
-    """Chapter 09's cache goes through ``self.keys_and_values(key, value, cache)``: a second call
-    with a cache must attend to the keys and values of the first call too. Again with a position
-    part (chapter 13's rotary attention meets the cache): the queries are positioned before the
-    cache takes the new keys, so that they sit after the positions it held."""
-    from transformer_course.multihead import MultiHeadAttention
-
-    mha = MultiHeadAttention(12, 3).eval()
-    _randomise_biases(mha)
-    plain = MultiHeadAttention(12, 3, bias=False).eval()  # without biases, the position part scales the inputs
-    objects = {"mha": module(mha, 12, 3), "cache": new(f"{PACKAGE}.cache:KVCache"),
-               "positioned": module(plain, 12, 3, bias=False) | {"set": {"positioned": fixture("scale_by_position")}},
-               "its_cache": new(f"{PACKAGE}.cache:KVCache")}  # fmt: skip
-    first, new_positions = torch.randn(2, 3, 12), torch.randn(2, 2, 12)
-    everything = torch.cat([first, new_positions], dim=1)
-    scale = torch.arange(1.0, 6.0)[:, None]  # (5, 1): position p → p + 1
-    with torch.no_grad():
-        wanted = _per_head_reference(mha, new_positions, everything, everything, None)
-        turned = _per_head_reference(plain, new_positions * scale[3:], everything * scale, everything, None)
-        late = _per_head_reference(plain, new_positions * (scale[3:] + 2), everything * scale, everything, None)[0]
-    label = ("a self-attention cache: 3 positions, then 2 new ones attending to all 5 (chapter 09), and the same "
-             "with a position part that scales the row at position p by p+1 (chapter 13)")  # fmt: skip
-    calls = [call(ref(name), x, x, x, mask=None, need_weights=False, cache=ref(kept))
-             for name, kept in (("mha", "cache"), ("positioned", "its_cache")) for x in (first, new_positions)]  # fmt: skip
-    probe = calls_case(*calls, objects=objects, report={"positions": ["cache", "len"]}, no_grad=True)
-    given = {"wanted": wanted, "positions": 5, "static": False, "n_heads": 3, "turned": turned, "late": late}
-    yield Case(label, probe, _judge_cache, given)
-    # the same two queries twice over one memory: the second call must read the keys and values kept
-    # by the first, not project the memory again into a cache that would then hold it twice
-    memory, queries = torch.randn(2, 4, 12), torch.randn(2, 2, 12)
-    with torch.no_grad():
-        wanted = _per_head_reference(mha, queries, memory, memory, None)
-    label = "a cross-attention cache (static): the memory's keys and values are kept after the first call"
-    probe = calls_case(
-        *[call(ref("mha"), queries, memory, memory, mask=None, need_weights=False, cache=ref("cache"))] * 2,
-        objects={"mha": objects["mha"], "cache": new(f"{PACKAGE}.cache:KVCache", static=True)},
-        report={"positions": ["cache", "len"]}, no_grad=True,
-    )  # fmt: skip
-    yield Case(label, probe, _judge_cache, {"wanted": wanted, "positions": 4, "static": True, "n_heads": 3})
-
-
-def _judge_cache(case: Case, got: Outcome) -> None:
-    label, n_heads = case.label, case.given["n_heads"]
-    for i in (0, 1):
-        _, query, key, _ = case.args(i)
-        out, _ = _expect_forward(got.output(i), n_heads, query, key, None, False, label)
-    positions, want = got.report("positions"), case.given["positions"]
-    if positions != want and case.given["static"]:
-        raise CheckFailure(f"{label}: the cache holds {positions} positions, expected the {want} of the memory")
-    if positions != want:
-        raise CheckFailure(
-            f"{label}: the cache holds {positions} positions, expected {want}: pass `cache` on to "
-            "self.keys_and_values(key, value, cache)"
-        )
-    want_out, _, concat = case.given["wanted"]
-    _expect_output(out, want_out, concat, label)
-    if "turned" in case.given:
-        _judge_positioned_cache(case, got)
-
-
-def _judge_positioned_cache(case: Case, got: Outcome) -> None:
-    """Calls 3 and 4 of the self-attention cache case: the same steps with a position part."""
-    label, (want, _, concat) = case.label, case.given["turned"]
-    out, _ = _expect_forward(got.output(3), case.given["n_heads"], case.args(3)[1], case.args(3)[2], None, False, label)
-    if matches(out, case.given["late"]):
-        raise CheckFailure(f"{label}: the queries were positioned after the cache took the new keys, so they sit "
-                           "at the wrong positions: call self.positioned(q, cache) before self.keys_and_values(key, "
-                           "value, cache)")  # fmt: skip
-    expect_close(out, want, "output with the position part", label, mistakes=[(concat, _FORGOT_W_O)])

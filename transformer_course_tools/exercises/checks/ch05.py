@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture, module, new, ref, tanh_of
+from transformer_course_tools.exercises.probe.calls import call, calls_case, fixture, module, ref, tanh_of
 
 from ._tools import CheckFailure, Mistakes, expect_close, expect_shape, matches, name_mistake
 from .case import Case, Outcome
@@ -216,7 +216,7 @@ def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
     Nudge: an encoder layer is self-attention then the feed-forward network, each wrapped in the residual
     connection (paper §3.1).
 
-    Hint: x = self.connection(x, <self-attention of x on itself with mask and cache=cache>, self.norm1,
+    Hint: x = self.connection(x, <self-attention of x on itself with mask>, self.norm1,
     self.dropout1, self.norm_first) (self.connection is residual unless the layer was built with another); then
     the same with self.ffn, self.norm2, self.dropout2. self.self_attn returns (output, weights).
     """
@@ -258,7 +258,6 @@ def encoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                              "alone": [item[1:] for item in isolated], "sublayers": _ENCODER_SUBLAYERS}  # fmt: skip
                     yield Case(label, probe, _judge_layer, given)
     yield _encoder_connection_case(EncoderLayer, d_model, n_heads, d_ff, x)  # the loop's last sizes and x
-    yield from _cached_layer_cases(EncoderLayer, larger)
 
 
 def _encoder_connection_case(layer_class: type, d_model: int, n_heads: int, d_ff: int, x: Tensor) -> Case:
@@ -271,43 +270,6 @@ def _encoder_connection_case(layer_class: type, d_model: int, n_heads: int, d_ff
               (_feed_forward(reference), reference.norm2)]  # fmt: skip
     spec = module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=False)
     return connection_case(spec, (x,), blocks, "encoder layer output")
-
-
-def _cached_layer_cases(layer_class: type, larger: bool = False) -> Iterator[Case]:
-    """Chapter 13 generates text with encoder layers under a causal mask, feeding a few new positions
-    at a time: the layer hands its ``cache`` to the self-attention, which keeps the earlier keys."""
-    d_model, n_heads, d_ff, length, first = (32, 4, 48, 11, 7) if larger else (12, 3, 20, 6, 4)
-    for norm_first in (False, True):
-        reference = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=0.0, batch_first=True,
-                                               norm_first=norm_first)  # fmt: skip
-        _randomise_norms(reference)
-        ours = layer_class.from_torch(reference).eval()
-        x = torch.randn(2, length, d_model)
-        causal = torch.ones(length, length, dtype=torch.bool).tril()  # (T, T), True = may attend
-        with torch.no_grad():
-            want = reference(x, src_mask=~causal)  # PyTorch: True = blocked
-        objects = {"layer": module(ours, d_model, n_heads, d_ff, dropout=0.0, norm_first=norm_first),
-                   "cache": new("transformer_course.cache:KVCache")}  # fmt: skip
-        probe = calls_case(
-            call(ref("layer"), x[:, :first], causal[:first, :first], cache=ref("cache")),  # positions 0 … 3
-            call(ref("layer"), x[:, first:], causal[first:], cache=ref("cache")),  # positions 4, 5 over all six
-            objects=objects, no_grad=True,
-        )  # fmt: skip
-        label = (f"x {tuple(x.shape)} with a causal mask, fed as positions 0…{first - 1} then {first}…{length - 1} "
-                 f"with one KVCache (chapter 13's generation), norm_first={norm_first}")  # fmt: skip
-        yield Case(label, probe, _judge_cached_layer, {"want": want})
-
-
-def _judge_cached_layer(case: Case, got: Outcome) -> None:
-    want = case.given["want"]
-    first, second = got.output(0), got.output(1)
-    expect_close(first, want[:, : first.shape[1]], "output of the first call", case.label)
-    if not matches(second, want[:, first.shape[1] :]):
-        raise CheckFailure(
-            f"{case.label}: the second call's output is not the full sequence's last positions. "
-            "Hand the layer's cache to the self-attention (self.self_attn(h, h, h, mask, cache=cache)), "
-            "so that the new positions attend to the keys and values kept from the first call."
-        )
 
 
 def _judge_layer(case: Case, got: Outcome) -> None:

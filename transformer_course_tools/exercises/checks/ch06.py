@@ -13,13 +13,11 @@ from functools import partial
 import torch
 from torch import Tensor, nn
 
-from transformer_course_tools.course import PACKAGE
-from transformer_course_tools.exercises.probe.calls import call, calls_case, module, new, ref, train
+from transformer_course_tools.exercises.probe.calls import call, calls_case, module, ref, train
 
 from ._tools import (
     CheckFailure,
     Mistakes,
-    expect_close,
     expect_device,
     expect_equal,
     expect_shape,
@@ -196,9 +194,8 @@ def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
     then the feed-forward network, each in the residual connection (paper §3.1).
 
     Hint: three self.connection() blocks (residual, unless the layer was built with another connection):
-    self-attention of x with tgt_mask (and cache=self_cache); cross-attention with queries from x and
-    keys/values from memory, with memory_mask (and cache=cross_cache); then self.ffn. Use norm1/2/3 and
-    dropout1/2/3.
+    self-attention of x with tgt_mask; cross-attention with queries from x and keys/values from memory, with
+    memory_mask; then self.ffn. Use norm1/2/3 and dropout1/2/3.
     """
     from transformer_course.decoder import DecoderLayer  # the course's class: its weights describe the fixture
 
@@ -241,7 +238,6 @@ def decoder_layer_cases(larger: bool = False) -> Iterator[Case]:
                     given = {"want": want, "what": "decoder layer output", "mistakes": mistakes,
                              "alone": alone_given, "sublayers": _DECODER_SUBLAYERS}  # fmt: skip
                     yield Case(label, probe, _judge_layer, given)
-            yield _cache_case(layer, x, memory, sizes)
     yield _decoder_connection_case(DecoderLayer, d_model, n_heads, d_ff, x, memory)  # the loop's last sizes, inputs
 
 
@@ -365,34 +361,3 @@ def _judge_no_future_leak(case: Case, got: Outcome) -> None:
             f"{label}: the outputs at positions < {cut} changed, so the future leaks: "
             "pass tgt_mask to the self-attention (in every mode)"
         )
-
-
-def _cache_case(layer: dict, x: Tensor, memory: Tensor, sizes: str) -> Case:
-    """Fed one position at a time with a cache (chapter 09), the layer gives what one causal pass gives."""
-    t = x.shape[1]
-    label = f"{sizes}, eval mode: one position at a time with a LayerCache, against one pass with a causal tgt_mask"
-    whole = call(ref("layer"), x, memory, _lower_triangle(t), None) | train(False)
-    steps = [call(ref("layer"), x[:, i : i + 1], memory, None, None, cache=ref("cache")) for i in range(t)]
-    report = {"self": ["cache", "self_attn", "len"], "cross": ["cache", "cross_attn", "len"]}
-    probe = calls_case(whole, *steps, objects=layer | {"cache": new(f"{PACKAGE}.cache:LayerCache")}, report=report,
-                       no_grad=True)  # fmt: skip
-    return Case(label, probe, _judge_cache, {"memory_length": memory.shape[1]})
-
-
-def _judge_cache(case: Case, got: Outcome) -> None:
-    label, (_, x, _, _, _) = case.label, case.args()
-    t = x.shape[1]
-    whole = expect_shape(got.output(0), tuple(x.shape), "output", label)
-    steps = [got.output(i) for i in range(1, t + 1)]
-    if got.report("self") != t:
-        raise CheckFailure(
-            f"{label}: the self-attention cache holds {got.report('self')} positions after {t} steps: "
-            "pass cache=self_cache to self.self_attn"
-        )
-    if got.report("cross") != case.given["memory_length"]:
-        raise CheckFailure(
-            f"{label}: the cross-attention cache is empty: pass cache=cross_cache to self.cross_attn, so that "
-            "the memory's keys and values are computed once"
-        )
-    stepwise = torch.cat([expect_shape(out, (x.shape[0], 1, x.shape[2]), "output", label) for out in steps], dim=1)
-    expect_close(stepwise, whole, "the outputs of the cached steps", label)

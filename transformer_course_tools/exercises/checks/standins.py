@@ -66,17 +66,11 @@ def multi_head_attention_forward(
     mask: Tensor | None = None,
     need_weights: bool = False,
     *,
-    cache=None,  # noqa: ANN001 - a KVCache; see transformer_course/cache.py
     fast: bool = True,
 ) -> tuple[Tensor, Tensor | None]:
-    """ex04_3, as a method of the learner's ``MultiHeadAttention`` (its weights, its cache)."""
-    queries = self.positioned(split_heads(self.w_q(query), self.n_heads), cache)  # (B, H, T, Dk)
-    if cache is not None and cache.static and len(cache):
-        keys, values = cache.keys, cache.values
-    else:
-        keys, values = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
-        keys = self.positioned(keys, cache)  # turned before they are stored (chapter 13's rotary attention)
-        keys, values = (keys, values) if cache is None else cache.update(keys, values)
+    """ex04_3, as a method of the learner's ``MultiHeadAttention`` (its weights)."""
+    queries = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
+    keys, values = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
     p = self.dropout if self.training else 0.0
     heads, weights = scaled_dot_product_attention(queries, keys, values, mask, p)  # (B, H, T, Dv)
     return self.w_o(merge_heads(heads)), (weights if need_weights else None)

@@ -289,18 +289,6 @@ class Halve(nn.Dropout):
         return 0.5 * x
 
 
-class ScaleByPosition:
-    """A position part for attention, set as a module's ``positioned(q, cache)`` (chapter 13's
-    rotation has that interface) and simpler than a rotation: the row at position p is multiplied
-    by p + 1, so a check sees whether the queries and the keys went through it, and at which
-    positions (after the ``len(cache)`` positions a cache holds)."""
-
-    def __call__(self, q: Tensor, cache: Any = None) -> Tensor:
-        start = 0 if cache is None else len(cache)
-        scale = torch.arange(start + 1, start + 1 + q.shape[-2], dtype=q.dtype, device=q.device)  # (T,)
-        return q * scale[:, None]  # (B, heads, T, d)
-
-
 def positional_encoding(package: str, table: Tensor, dropout: float = 0.0, training: bool = False) -> nn.Module:
     """A learner's PositionalEncoding holding ``table``, built without calling its __init__ (so that
     the exercise on its forward does not depend on the one that writes the sinusoidal table)."""
@@ -358,7 +346,6 @@ FIXTURES: dict[str, Callable[..., Any]] = {
     "halve": Halve,
     "no_shortcut": no_shortcut,
     "positional_encoding": positional_encoding,
-    "scale_by_position": ScaleByPosition,
     "tanh_of": tanh_of,
 }
 
