@@ -433,7 +433,7 @@ expect_at_most("heads 0 and 2 return the neighbours' indices t - 1 and t + 1 (la
 # <details><summary>Why a trained head need not read distances</summary>
 #
 # The part of a head's score that comes from positions $p$ and $q$ is
-# $PE_p^\top W PE_q$, with $W = (W^Q)^\top W^K$, the two projections of the head. With chapter 02's
+# $PE_p^\top W PE_q$, with $W = W^Q (W^K)^\top$, the two projections of the head. With chapter 02's
 # rotations, $PE_p = M_p PE_0$ and $M_p^\top = M_{-p}$ (a rotation turned back). So the score is
 # $PE_0^\top M_{-p} W M_q PE_0$. If $W$ commutes with every rotation $M_k$, then
 # $M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$: the score depends on the distance alone. The heads

@@ -624,7 +624,7 @@ with torch.no_grad():
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
 #   cross-attention to the memory, and `self.output` turns the last states into logits.
 #
-# Note the dropout inside `MultiHeadAttention` (its `dropout` argument since chapter 04): in
+# Note the dropout inside `MultiHeadAttention` (its `dropout` argument, new on this page): in
 # training it drops attention weights (`dropout_p`, `F.dropout`). Like the feed-forward network's
 # dropout (chapter 05), it is our addition to the paper's §5.4; it does nothing in `eval()`.
 #

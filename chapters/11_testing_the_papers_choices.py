@@ -178,13 +178,12 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
        f"course {min(exact[course]):.1f}–{max(exact[course]):.1f} %, no factor {min(exact[unscaled]):.1f}–{max(exact[unscaled]):.1f} %")
 
 # %% [markdown]
-# **The finding: PyTorch's default table times the factor fails in every run; the factor itself
-# brings no gain beyond the spread of the runs.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table
-# times $\sqrt{d_{model}}$ reverses over 20 points fewer strings than either other table. The line
-# under the figure gives this run's verdict on the factor. On our machines it has fallen both
-# ways: ranges that overlap, and every run without the factor above every run with it, a loss for
-# the factor. The book asserts only what held on all of them: the factor brings no gain beyond the
-# spread of the runs.
+# **The finding: PyTorch's default table times the factor fails in every run. The factor itself
+# brings no gain.** In every run, PyTorch's $\mathcal{N}(0, 1)$ table times $\sqrt{d_{model}}$
+# reverses over 20 points fewer strings than either other table. The line under the figure gives
+# this run's verdict on the factor. On some of our machines the ranges overlap. On others every run
+# without the factor beats every run with it: the factor loses. The book asserts only what held on
+# all of them: no gain from the factor.
 #
 # Why no gain? Likely because the embeddings are learned: the optimiser soon gives them the size that
 # helps. Without the factor a token vector starts with length about 1, and a positional vector has
@@ -275,7 +274,8 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # training string of 10 letters is as common as one of 3, so a late position occurs in fewer
 # training strings than an early one, and its row gets fewer updates. The sinusoids give every
 # position a vector tied to the others by a rotation. This reason predicts a gap between the means
-# that grows with the length: compare them in the table. The learned runs vary widely, so their
+# that grows with the length. Check it in the table: a length where the gap shrinks is one this
+# reason does not explain. The learned runs vary widely, so their
 # ranges can overlap the sinusoids' where the means lie far apart.
 #
 # So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
@@ -487,7 +487,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 # **Perplexity: the cell after the figure prints your runs' result; the book claims none.** The
 # paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
 # probability 1. How many pairs rose, and whether the ranges overlap, vary by machine.
-# If every pair of yours rose, your runs point the paper's way; if the ranges also lie apart, the
+# If every pair of yours rose, your runs point the paper's way. If the ranges also lie apart, the
 # rise exceeds the noise. Three pairs are evidence, not proof (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
 # paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
 # help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the

@@ -18,7 +18,7 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/12_real_translation.ipynb)
 #
-# Part I trained the paper's model on number words (chapter 08) and tested its choices on small
+# Part II begins here. Part I trained the paper's model on number words (chapter 08) and tested its choices on small
 # tasks (chapter 11). Number words are an easy language: 31 English words, 32 German pieces and one
 # way to say each number. Real text is not: any word may turn up, German inflects its articles and
 # endings, and it moves verbs to the end of a clause. This chapter takes chapter 06's model,

@@ -120,7 +120,7 @@ setup_chapter("13")  # the short stop at an unwritten exercise; printing and plo
 # the stack come a final RMSNorm, the output layer tied to the embedding, and the softmax. The
 # frame, the three RMSNorms, the attention and the feed-forward network are highlighted. At the top,
 # two plain boxes stand for training (the loss against the next tokens) and for generation (the next
-# token). Chapter 14 uses them.
+# token). Section 7 tries them; chapter 14 uses them in full.
 #
 # </details>
 

@@ -213,8 +213,8 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 #
 # Section 1 cut the operations. An engine can cut the bytes only by storing each number in fewer
 # of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
-# bytes a parameter; while converting, both copies are in memory. The cell below builds our three
-# models in their published shapes on PyTorch's meta device (chapter 07).
+# bytes a parameter; while converting, both copies are in memory. The cell below builds the three
+# published architectures in our classes on PyTorch's meta device (chapter 07).
 
 # %%
 # the published shapes (each checkpoint's config.json, kept in the course), read into our

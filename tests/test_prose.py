@@ -107,7 +107,7 @@ STILL_THERE = [
     ("chapters/05_encoder.py", "in the paper's post-LN, every residual sum passes through a LayerNorm"),
     ("chapters/03_attention.py", "So attention does *more* arithmetic at every length"),
     ("chapters/01_embeddings.py", "The paper does not say how it initialised its embeddings"),
-    ("chapters/11_testing_the_papers_choices.py", "the factor brings no gain beyond the spread of the runs"),
+    ("chapters/11_testing_the_papers_choices.py", "all of them: no gain from the factor"),
     ("chapters/04_multi_head_attention.py", "$M_{-p} W M_q = W M_{-p} M_q = W M_{q-p}$"),
     # review revA: masked_fill refuses -1e9 in float16, a conversion makes it -inf (two cases, said apart)
     ("chapters/03_attention.py", "and a plain conversion turns it into −∞, the same NaN"),
