@@ -96,7 +96,7 @@ PIECES = {  # the piece removed → (what to do to the copy, the words the one l
     "the table row": (NOTEBOOK, lambda t: re.sub(r"# \| ex03_2 .*\n", "", t),
                       "(the table or the chapter's exercises): run `make exercises`"),
     "the wrong answers": ("tests/attempts/ex03_2.py", None,
-                          "ex03_2 has no wrong answers: create tests/attempts/ex03_2.py"),
+                          "ex03_2 has no wrong answers: run `make exercises`, which starts tests/attempts/ex03_2.py"),
     "the named mistakes": ("tests/attempts/ex03_2.py", lambda t: t.replace("says=", "what="),
                            "tests/attempts/ex03_2.py names 0 mistake(s): mark at least 3 wrong answers"),
     "the export": ("transformer_course/__init__.py", lambda t: t.replace('"apply_mask": "attention", ', ""),
@@ -182,7 +182,8 @@ def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Pat
     """A new exercise registered (here ex12_4, on a function chapter 12 calls before bpe_merges): `make
     exercises` writes every place its facts appear and lists the files it wrote, and nothing reports
     them out of date: the chapter's "Exercises:" paragraph, the notebook's title, table and order
-    sentence, the lock's exercises of the chapter and its first stop in the student edition."""
+    sentence, the lock's exercises of the chapter and its first stop in the student edition, and the start
+    of its attempts file."""
     import dataclasses
 
     copy = tmp_path / "course"
@@ -193,7 +194,8 @@ def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Pat
     assert lock.read(copy / lock.RELATIVE)["first_stops"]["12"] == "ex12_3"
     written = {p.relative_to(copy).as_posix() for p in build.build(copy, exercises)}
     assert {"chapters/12_real_translation.py", "solutions/ex12_real_translation.py", lock.RELATIVE.as_posix(),
-            "transformer_course/__init__.py"} <= written, written  # fmt: skip
+            "transformer_course/__init__.py", "tests/attempts/ex12_4.py"} <= written, written  # fmt: skip
+    assert (copy / "tests" / "attempts" / "ex12_4.py").read_text(encoding="utf-8") == build.ATTEMPTS_HEADER
     text = (copy / "chapters" / "12_real_translation.py").read_text(encoding="utf-8")
     chapter = " ".join(w for w in text.split() if w != "#")  # the markdown's words, however the lines wrap
     assert "`average_state_dicts` (ex12_2), `bpe_merges` (ex12_3) and `pick_sentence_profile` (ex12_4);" in chapter
@@ -205,7 +207,10 @@ def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Pat
     assert build.build(copy, exercises) == [], "a second build writes nothing"
     left = build.problems(copy, exercises)  # what the author still writes: the answer's region, the attempts, prose
     assert all(
-        line.startswith(("ex12_4", "solutions/ex12_real_translation.py: the section of ex12_4")) for line in left
+        line.startswith(
+            ("ex12_4", "tests/attempts/ex12_4.py names 0", "solutions/ex12_real_translation.py: the section")
+        )
+        for line in left
     ), left
 
 

@@ -1,4 +1,4 @@
-"""ex06_3 (DecoderLayer.forward): what learners wrote, wrong and right (the format: tests/attempts/__init__.py)."""
+"""What learners wrote, wrong and right; the file's name is the exercise's id (format: tests/attempts/__init__.py)."""
 
 from __future__ import annotations
 

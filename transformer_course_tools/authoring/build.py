@@ -408,6 +408,7 @@ def build(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001 - id â†
     if lock.text(derived) != (locked.read_text(encoding="utf-8") if locked.is_file() else ""):
         locked.write_text(lock.text(derived), encoding="utf-8")
         written.append(locked)
+    written += _attempt_starters(root, exercises)
     contents = _book_contents_update(root)
     if contents is not None:
         (root / BOOK_INDEX).write_text(contents, encoding="utf-8")
@@ -542,6 +543,23 @@ def _region_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN0
     return found
 
 
+ATTEMPTS_HEADER = (
+    '"""What learners wrote, wrong and right; the file\'s name is the exercise\'s id (format: '
+    'tests/attempts/__init__.py)."""\n\nfrom __future__ import annotations\n\nfrom . import right, wrong\n'
+)
+
+
+def _attempt_starters(root: Path, exercises: Mapping) -> list[Path]:  # noqa: ANN001
+    """Start ``tests/attempts/<id>.py`` for every exercise without one (its header only); return those written."""
+    written = []
+    for exercise_id in sorted(exercises):
+        path = root / "tests" / "attempts" / f"{exercise_id}.py"
+        if path.parent.is_dir() and not path.exists():
+            path.write_text(ATTEMPTS_HEADER, encoding="utf-8")
+            written.append(path)
+    return written
+
+
 NAMED_MISTAKES = 3  # an exercise's own file names at least this many wrong answers (words its message must hold)
 
 
@@ -550,8 +568,8 @@ def _attempt_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN
     for exercise_id in sorted(exercises):
         path = root / "tests" / "attempts" / f"{exercise_id}.py"
         if not path.is_file():
-            found.append(f"{exercise_id} has no wrong answers: create tests/attempts/{exercise_id}.py (AUTHORING.md, "
-                         "'An exercise')")  # fmt: skip
+            found.append(f"{exercise_id} has no wrong answers: run `make exercises`, which starts "
+                         f"tests/attempts/{exercise_id}.py (AUTHORING.md, 'An exercise')")  # fmt: skip
             continue
         named = len(re.findall(r"@wrong\((?:[^()]|\([^()]*\))*\bsays=", path.read_text(encoding="utf-8")))
         if named < NAMED_MISTAKES:
