@@ -166,6 +166,7 @@ print("ids:    ", ids)
 print("decoded:", vocab.decode(ids))
 
 # %% [markdown]
+# `decode` leaves out the `<bos>` and `<eos>` markers: they frame a sentence but are no words.
 # "green" was never seen, so it came back as `<unk>`. Whatever it meant is gone for good, and a
 # translation model can only guess around the hole. This is the reason for sub-word vocabularies
 # like the paper's byte-pair encoding: an unseen word falls apart into known pieces instead of
@@ -404,11 +405,13 @@ print(f"average vector length: {scaled:.1f} with × √d_model, {unscaled:.1f} w
 # enters the softmax. One shared matrix gets both kinds of training. They found that tying made
 # language models better, with fewer parameters.
 #
-# Our toy example has one vocabulary for both sides
-# ($V_\text{src} = V_\text{tgt}$). The embedding below gets `padding_idx`: its `<pad>` row starts at
-# zero, and the lookup sends that row no gradient. Once the matrix is tied, the output layer still
-# trains that row, as it trains every row. That is harmless: the model learns never to predict
-# `<pad>`. `tie_weights` makes the output layer use the embedding's `Parameter` itself, not a copy:
+# Our toy example has one vocabulary for both sides ($V_\text{src} = V_\text{tgt}$), so one matrix
+# can serve both embeddings and the output layer. `tie_weights` makes the output layer use the embedding's `Parameter`
+# itself, not a copy:
+#
+# (One detail of the code: the embedding gets `padding_idx`. Its `<pad>` row starts at zero, and the
+# lookup sends that row no gradient. Once the matrix is tied, the output layer still trains that
+# row, as it trains every row. That is harmless: the model learns never to predict `<pad>`.)
 
 # %%
 V_tgt, d = len(vocab), 8

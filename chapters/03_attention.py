@@ -607,8 +607,17 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 # connect the two ends.)
 #
 # So, by Table 1's count, self-attention costs less computation than recurrence when $n < D$. That
-# is the usual case for sentences: a few dozen word pieces against $D = 512$. For very long sequences the $n^2$ term
-# takes over. The paper proposes the table's last row as a possible remedy: each token sees only its $r$
+# is the usual case for sentences: a few dozen word pieces against $D = 512$.
+#
+# Now count per token, projections included. A plain recurrent step costs $2D^2$ multiply-adds
+# ($x_t W_{in}$ and $h_{t-1} W_h$); an LSTM step, with four gates, $8D^2$. Self-attention's four
+# projections ($W^Q$, $W^K$, $W^V$ and chapter 04's $W^O$) cost $4D^2$, plus $2nD$ for the scores
+# and the weighted sum. So attention does *more* arithmetic at every length than a plain RNN, and
+# less than an LSTM only while $n < 2D$. Its sure saving is the second column: all its scores are
+# computed at once, which decides the speed on a GPU. Its price is $n^2$ time and memory.
+#
+# For very long sequences that price dominates.
+# The paper proposes the table's last row as a possible remedy: each token sees only its $r$
 # nearest neighbours, a band along the diagonal of the mask (`band_mask`, exercise ex03_4). The
 # figure draws the path-length column.
 #
@@ -625,14 +634,6 @@ print("the blocked row is the mean of the values:", torch.allclose(teaching[0, 0
 
 # %%
 plot_path_lengths()
-
-# %% [markdown]
-# Now count per token, projections included. A plain recurrent step costs $2D^2$ multiply-adds
-# ($x_t W_{in}$ and $h_{t-1} W_h$); an LSTM step, with four gates, $8D^2$. Self-attention's four
-# projections ($W^Q$, $W^K$, $W^V$ and chapter 04's $W^O$) cost $4D^2$, plus $2nD$ for the scores
-# and the weighted sum. So attention does *more* arithmetic at every length than a plain RNN, and
-# less than an LSTM only while $n < 2D$. Its sure saving is the second column: all its scores are
-# computed at once, which decides the speed on a GPU. Its price is $n^2$ time and memory.
 
 # %% [markdown]
 # Table 1's last row is one line of code. `band_mask(n, r)` lets each position attend to the

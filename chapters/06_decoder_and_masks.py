@@ -132,12 +132,16 @@ architecture_map("decoder")
 #
 # The padding mask exists because of real batches, so we start with one: every later cell uses it.
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
-# shares its vocabulary between English and German too, §5.1). Here the source ends with `<eos>`
-# (chapter 08's sources do without it: the padding mask marks their end). It needs no `<bos>`: the
-# encoder predicts nothing. The decoder's input is the target **shifted right**: it starts with `<bos>`. So decoder
-# position $t$ reads the input up to $t$ and must predict the next target token. Those labels are the target
-# shifted left: no `<bos>`, and they end with the `<eos>` that `tgt_in` lacks (chapter 08 builds
-# them). Shorter sequences are filled with `<pad>` (id 0) to make a rectangle.
+# shares its vocabulary between English and German too, §5.1). Shorter sequences are filled with
+# `<pad>` (id 0) to make a rectangle.
+#
+# The source ends with `<eos>` (chapter 08's sources do without it: the padding mask marks their
+# end). It needs no `<bos>`: the encoder predicts nothing.
+#
+# The decoder's input, `tgt_in`, is the target **shifted right**: it starts with `<bos>`. So decoder
+# position $t$ reads the input up to $t$ and must predict the next target token. Those labels are
+# the target shifted left: no `<bos>`, and they end with the `<eos>` that `tgt_in` lacks (chapter 08
+# builds them).
 
 # %%
 from torch.nn.utils.rnn import pad_sequence

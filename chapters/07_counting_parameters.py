@@ -145,8 +145,8 @@ print(f"the difference, in (V, D) matrices: {extra:.0f}")
 # $$ N\big(4(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 4D\big) + N\big(8(D^2 + D) + 2Dd_{ff} + d_{ff} + D + 6D\big) + VD + V $$
 #
 # The count is linear in $V$. The package's file `counting.py` writes this formula as
-# `transformer_parameters(config)`, built from one attention and one layer (this chapter's
-# exercises). The cell checks it against the meta-device count. With it we can ask whether the
+# `transformer_parameters(config)`. It is built from `attention_parameters`, the count of one
+# attention block, and `layer_parameters`, the count of one layer (this chapter's exercises). The cell checks it against the meta-device count. With it we can ask whether the
 # paper counted the same model.
 
 
@@ -204,8 +204,8 @@ print("attention and feed-forward parts: equal to counting.py's formulas × 6 la
 #
 # Two rules of thumb follow. With $d_{ff} = 4D$, an encoder layer holds about $12D^2$ weights and a
 # decoder layer $16D^2$, so the model holds about $28ND^2 + VD$. And each parameter costs memory: 4
-# bytes in float32, and in training four such numbers: the weight, its gradient and two running
-# averages per weight, of the gradient and of its square, which the optimizer Adam keeps (chapter 08).
+# bytes in float32. Training keeps four such numbers per parameter: the weight, its gradient, and
+# the two running averages that the optimizer Adam keeps (chapter 08 introduces it).
 
 # %%
 rule = 28 * 6 * 512**2 + 37_000 * 512  # 28·N·D² + V·D for the base model: the weight matrices alone
@@ -375,9 +375,6 @@ plt.tight_layout()
 plt.show()
 holding = [name for name in printed if rounds_right[name][0] <= V_PAPER < rounds_right[name][1]]
 print(f"rows that round right at V = {V_PAPER:,}: {', '.join(holding) or 'none'}")
-
-# %% [markdown]
-# §5.1's 37,000 lies in no row's range.
 
 # %% [markdown]
 # ## Summary

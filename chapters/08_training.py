@@ -126,8 +126,8 @@ for n in (21, 7, 1000, 347_512, 101_001):
 #
 # German compounds are built from a small set of pieces, so we cut them there; we call German
 # tokens *pieces*. `german_tokens`
-# splits a word into 32 pieces *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig, und,
-# hundert, tausend*, taking the longest piece that fits at each position. Below, English *and* has no
+# cuts a word with a list of 32 pieces, *null, ein, eins, zwei, …, neunzehn, zwanzig, …, neunzig,
+# und, hundert, tausend*: at each position it takes the longest piece that fits. Below, English *and* has no
 # German piece, and German *und* no English word.
 # `german_text` joins the pieces back into the written word.
 
@@ -164,7 +164,7 @@ print(f"numbers affected: {len(wrong_groups) * 1000:,} of 1,000,000, e.g. {num2w
 # %% [markdown]
 # Every group ending in 01 above 100 gets *einstausend*: about 1% of the data. A model trained on
 # the raw output would learn the error, and a test set made the same way would reward it. So the
-# data generator writes the corrected form. Look at your data before you train on it.
+# data generator writes the corrected form.
 #
 # ### Splits: what the test should measure
 #
@@ -529,7 +529,7 @@ expect_at_least("the toy model reverses held-out strings exactly", toy_scores["e
 # What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
 # counted from the *end*. Below are the four cross-attention heads (titled 1 to 4) of its decoder
 # layer, on one held-out string: rows are the letters it writes, columns the letters it reads. A
-# head that has found the rule puts its weight on the *anti*-diagonal. How many do so varies by run.
+# head that has found the rule puts its weight on the *anti*-diagonal. The line under the figure counts them in this run.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -541,7 +541,7 @@ expect_at_least("the toy model reverses held-out strings exactly", toy_scores["e
 #
 # </details>
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from transformer_course.evaluation import attention_maps
 from transformer_course_tools.notebook.figures import plot_attention_heads
 
@@ -552,6 +552,9 @@ toy_maps = attention_maps(toy_model, toy_ids, toy_out)["cross"]  # (layers, B, H
 plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
                      "Reverse task, cross-attention: the mirror position is the anti-diagonal",
                      query_axis="letter written (output)", key_axis="letter read (input)")
+S_toy = len(toy_src)
+mirror = toy_maps[0, 0, :, torch.arange(S_toy), S_toy - 1 - torch.arange(S_toy)]  # (H, S): weight on the mirror letter
+print(f"heads with most of their weight on the mirror letter: {(mirror.mean(-1) > 0.5).sum()} of {mirror.shape[0]}")
 
 # %% [markdown]
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its
@@ -707,7 +710,7 @@ for n, hyp, ref in mistakes[:6]:
 
 # %% [markdown]
 # Chapter 10 sorts such mistakes by kind. The plainest remedy is to train longer, and to repeat the
-# rare kinds of number more. The course ships a run that did both. Section 9 loads it and scores it,
+# rare kinds of number more. The course ships a run that did both. Section 9 loads and scores it,
 # after showing how a run is kept.
 #
 # ## 9. Checkpoints: keep a run, load a longer one

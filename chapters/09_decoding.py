@@ -198,7 +198,7 @@ print("→", german(target[0, 1:]), "| expected:", german_text(number_pair(342_5
 #
 # The list also shows `<bos>` and `<eos>` among the options. `<eos>` may be chosen: it ends the
 # sentence. `<pad>` and `<bos>` never should be, so `greedy_decode`, `beam_search` and `sample` give
-# both probability 0 before they choose. `<unk>` keeps its probability (section 4's figure).
+# both probability 0 before they choose. `<unk>` keeps its probability.
 #
 # `greedy_decode` is the same loop for a batch, with two changes:
 #
@@ -224,6 +224,28 @@ for text, n, row in zip(texts, numbers_of_texts, out, strict=True):
     right = "✓" if pieces(row) == number_pair(n)[1] else f"✗ (expected {german_text(number_pair(n)[1])})"
     print(f"{text:>68} → {german(row)} {right}")
 
+
+# %% [markdown]
+# > **Common mistake — generating after `<eos>`.** In a batch, the rows finish at different steps,
+# > but all go through the model until the last one is done. Forget to replace a finished row's
+# > choice by `<pad>`, and words are appended after its `<eos>`. A decoder that stops reading at
+# > `<eos>` hides them, but any code that measures lengths or counts tokens is wrong. One step of
+# > a batch of two, whose first row has already finished, shows it:
+
+# %%
+def greedy_step_that_keeps_going(logits, finished, eos_id, pad_id):
+    next_tokens = logits.argmax(dim=-1)  # bug: finished rows are not given pad_id
+    return next_tokens, finished | (next_tokens == eos_id)
+
+
+finished_rows = torch.tensor([True, False])  # row 0 wrote <eos> at an earlier step
+step_logits = torch.tensor([[0.0, 0.0, 0.0, 5.0], [0.0, 0.0, 5.0, 0.0]])  # (B, V): both rows still prefer a token
+for one_step in (greedy_step_that_keeps_going, greedy_step):
+    print(f"{one_step.__name__:30} next tokens {one_step(step_logits, finished_rows, eos_id=2, pad_id=0)[0].tolist()}")
+
+# %% tags=["hide-cell"]
+# The check of exercise ex09_1 rejects the bug with a message that names it:
+print(run_check("ex09_1", greedy_step_that_keeps_going).line())
 
 # %% [markdown]
 # ## 2. Why greedy decoding can fail
@@ -691,19 +713,20 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # > which gives `PositionalEncoding.forward` an `offset`.
 
 # %%
-from transformer_course.positional import PositionalEncoding
-
-
-class PositionsFromZero(PositionalEncoding):
+class PositionsFromZero(nn.Module):
     """The bug: the offset is dropped, so each token of a cached step gets position 0's vector."""
 
+    def __init__(self, positional: nn.Module) -> None:
+        super().__init__()
+        self.positional = positional  # the model's own positional encoding
+
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        return super().forward(x)  # offset ignored
+        return self.positional(x)  # offset ignored
 
 
 src = encode_english(texts)  # the sentences whose logits were compared above
 correct_positions = model.positional
-model.positional = PositionsFromZero(config.d_model, config.max_len, layout=config.sinusoid_layout)  # the bug
+model.positional = PositionsFromZero(correct_positions)  # the bug
 try:
     buggy = greedy_decode(model, src)
     with torch.no_grad():
@@ -723,28 +746,6 @@ print("same translations as without the bug:", torch.equal(buggy, tgt))
 print(f"largest difference from the full pass's logits: {(buggy_logits - full).abs().max().item():.2f}")
 print(f"average log-probability of the translation: {mean_log_prob(full):.3f} correct, "
       f"{mean_log_prob(buggy_logits):.3f} with the bug")
-
-# %% [markdown]
-# > **Common mistake — generating after `<eos>`.** In a batch, the rows finish at different steps,
-# > but all go through the model until the last one is done. Forget to replace a finished row's
-# > choice by `<pad>`, and words are appended after its `<eos>`. A decoder that stops reading at
-# > `<eos>` hides them, but any code that measures lengths or counts tokens is wrong. One step of
-# > a batch of two, whose first row has already finished, shows it:
-
-# %%
-def greedy_step_that_keeps_going(logits, finished, eos_id, pad_id):
-    next_tokens = logits.argmax(dim=-1)  # bug: finished rows are not given pad_id
-    return next_tokens, finished | (next_tokens == eos_id)
-
-
-finished = torch.tensor([True, False])  # row 0 wrote <eos> at an earlier step
-logits = torch.tensor([[0.0, 0.0, 0.0, 5.0], [0.0, 0.0, 5.0, 0.0]])  # (B, V): both rows still prefer a token
-for step in (greedy_step_that_keeps_going, greedy_step):
-    print(f"{step.__name__:30} next tokens {step(logits, finished, eos_id=2, pad_id=0)[0].tolist()}")
-
-# %% tags=["hide-cell"]
-# The check of exercise ex09_1 rejects the bug with a message that names it:
-print(run_check("ex09_1", greedy_step_that_keeps_going).line())
 
 # %% [markdown]
 # ## Summary

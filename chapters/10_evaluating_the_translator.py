@@ -72,7 +72,7 @@ import torch
 from transformer_course.batching import pad_sequences
 from transformer_course.datasets.numbers import english_tokens, german_text, number_pair, numbers_task
 from transformer_course.decoding import beam_search, greedy_decode, score_sequences
-from transformer_course.evaluation import attention_maps, strata_scores
+from transformer_course.evaluation import attention_maps, score_translations, strata_scores
 from transformer_course_tools.models.pretrained import load_pretrained
 from transformer_course_tools.notebook.claims import expect, expect_at_least, expect_at_most, expect_between
 from transformer_course_tools.notebook.figures import architecture_map, plot_attention_heads
@@ -141,7 +141,7 @@ decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
 # Chapter 08's test split holds every kind of number, in strata: 0–20, 21–99, 100–999, round
 # hundreds, round thousands, round hundred-thousands, "N thousand and k", and 1,000 numbers from the
 # full range. Four strata are "seen": their numbers are also in training (chapter 08, section 1).
-# We score the translations with chapter 08's three measures, computed here with sacrebleu:
+# Chapter 08's `score_translations` gives its three measures, computed with sacrebleu:
 #
 # - **exact match**: the share of numbers translated exactly right, the measure that matters here;
 # - **corpus BLEU** (the paper's Table 2) on the German *pieces* separated by spaces (the box below
@@ -150,21 +150,12 @@ decoded = {name: [pieces(row) for row in ids] for name, ids in outputs.items()}
 
 # %%
 references = [t for _, t in task.test]  # German pieces
-
-
-def scores_of(hypotheses: list[list[str]]) -> dict[str, float]:
-    bleu = sacrebleu.corpus_bleu([" ".join(h) for h in hypotheses], [[" ".join(r) for r in references]],
-                                 tokenize="none")
-    chrf = sacrebleu.corpus_chrf([german_text(h) for h in hypotheses], [[german_text(r) for r in references]])
-    exact = sum(h == r for h, r in zip(hypotheses, references, strict=True)) / len(references)
-    return {"exact match %": 100 * exact, "BLEU (pieces)": bleu.score, "chrF (words)": chrf.score}
-
-
-results = {name: scores_of(hyps) for name, hyps in decoded.items()}
+columns = {"exact_match": "exact match %", "bleu": "BLEU (pieces)", "chrf": "chrF (words)"}
+results = {name: score_translations(hyps, task.test, task) for name, hyps in decoded.items()}  # chapter 08's scores
 print(f"{len(references)} test numbers")
-print(f"{'':22}" + "".join(f"{metric:>16}" for metric in results["shipped, greedy"]))
+print(f"{'':22}" + "".join(f"{title:>16}" for title in columns.values()))
 for name, row in results.items():
-    print(f"{name:22}" + "".join(f"{value:16.2f}" for value in row.values()))
+    print(f"{name:22}" + "".join(f"{row[key]:16.2f}" for key in columns))
 
 # %% [markdown]
 # The shipped model translates every test number exactly, with either search. The under-trained
@@ -250,8 +241,8 @@ for stratum, members in task.info["strata"]["test"].items():
 # each held-out stratum. Where the under-trained model fails on most of a sample, as from 100 to
 # 999, the sample already tells. Where it gets most of a sample right, a rare mistake can hide. So
 # we probe both models with every number of two such kinds that training did not see, the test
-# split's included: the round thousands ("forty-seven thousand") and the five-digit thousands
-# followed by a single digit ("thirty thousand and four").
+# split's included: the round thousands ("forty-seven thousand"), and every "N thousand and k"
+# from 10,001 to 99,009 whose k is one digit ("thirty thousand and four").
 
 # %%
 train_numbers = set(task.info["numbers"]["train"])
@@ -519,7 +510,7 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
 
 # %% [markdown]
 # In the encoder, layer 2's second head mostly reads within a word's own part of the number:
-# "forty" and "two" look at "thousand", "five" at "hundred", the last four words at "sixty". In the
+# "forty" and "two" look at "thousand", "five" at "hundred", and "hundred", "and", "sixty", "seven" at "sixty". In the
 # decoder, heads return to the last *tausend*, the last *hundert*, or the piece just written.
 # These readings come from one sentence. The next figure measures one property of the
 # cross-attention heads over the whole test split: how sharp they are.

@@ -474,25 +474,26 @@ expect("exact match: no difference beyond the spread of the seeds",
 # %% [markdown]
 # **The finding: with $\varepsilon = 0.1$ the model is less sure than it is right.** Without
 # smoothing, its mean confidence lies close to its token accuracy (the last two printed lines give
-# the gap). With smoothing, confidence drops below accuracy: the middle panel's orange histogram sits
-# lower, towards the 0.9 of the smoothed target. Both differences lie beyond the runs' spread.
+# the gap, run by run). With smoothing, confidence drops below accuracy: the middle panel's orange
+# histogram sits lower, towards the 0.9 of the smoothed target. Both differences lie beyond the
+# runs' spread.
 #
 # The table's final training loss does not compare the two. With $\varepsilon = 0.1$ the loss cannot
-# fall below the entropy of the smoothed target itself, well above 0, and the orange line levels off
-# there. It does not mean that smoothing trains worse.
+# fall below the entropy of the smoothed target, well above 0. The orange line levels off there.
+# That is not worse training.
 #
-# The folded checks read the signed gap, confidence minus accuracy, not the calibration error, which
-# counts a gap in either direction: the sign is what label smoothing changes.
+# The folded checks read the signed gap, confidence minus accuracy. The calibration error would
+# count a gap in either direction, and the sign is what label smoothing changes.
 #
-# **Perplexity: the cell after the figure prints your runs' result; the book claims none.** The
-# paper expects it to rise: a model trained towards 0.9 on the right token cannot give it
-# probability 1. How many pairs rose, and whether the ranges overlap, vary by machine.
-# If every pair of yours rose, your runs point the paper's way. If the ranges also lie apart, the
-# rise exceeds the noise. Three pairs are evidence, not proof (the front page's box). **Exact match does not differ** beyond the spread (the folded check). The
-# paper's gain came from a large model on real sentences, with real ambiguity for the smoothing to
-# help with; a small, unambiguous task has little to regularise. Here smoothing changes how sure the
-# model sounds. That may be part of why chapter 09's sampled translations went wrong so easily: at
-# every step, label smoothing leaves a noticeable share of the probability on the wrong pieces.
+# **Perplexity.** The paper expects it to rise: a model trained towards 0.9 on the right token
+# cannot give it probability 1. The first two printed lines give your runs' answer: in how many
+# pairs it rose, and whether the two ranges lie apart. That answer varies by machine, so the book
+# states none.
+#
+# **Exact match does not differ** beyond the spread (the folded check). The paper's gain came from a
+# large model on real sentences, with real ambiguity for the smoothing to help with. A small,
+# unambiguous task has little to regularise. Here smoothing changes how sure the model is, not how
+# often it is right.
 
 # %% [markdown]
 # ## Summary

@@ -115,7 +115,8 @@ architecture_map(["tokens", "embeddings", "training"])
 # %% [markdown]
 # ## 1. Sentences with real grammar, made on the spot
 #
-# Corpora such as WMT need downloads and GPU hours, so the course makes its own data.
+# Corpora such as WMT need downloads and GPU hours, so the course makes its own data. `profile`,
+# set in the folded first cell, sizes the data and the model: small on a CPU, bigger on CUDA.
 # `datasets/sentences.py` writes English sentences and their German translations from a lexicon of
 # about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar, seeded, in any
 # amount. The German holds what learners struggle with:
@@ -138,7 +139,7 @@ for en, de in [texts["test"][i] for i in (1, 9, 11, 16, 8, 36)]:
 
 # %% [markdown]
 # A sentence goes to training, validation or test by a hash of its German text, so no German test
-# sentence is ever a training target, and the test set stays the same when training grows.
+# sentence is a training target, and the test set stays the same when training grows.
 
 # %%
 train_german = {de for _, de in texts["train"]}
@@ -180,9 +181,9 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 #
 # Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
 # times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word.
-# Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*, *widest*), and so does *s t*. On a tie,
-# the pair whose left symbol is older wins. Single letters are older than merged symbols, and among
-# themselves go by their code: *e* before *s*, every letter before "▁". So *e s* comes first, then
+# Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*, *widest*), and so does *s t*. A tie
+# goes by the pairs' left symbols. A single character beats a merged symbol. Two characters go by
+# their code: *e* before *s*, every letter before "▁". So *e s* comes first, then
 # *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur 7 times each. *l o* wins, and two more merges
 # make *▁low* one token. The folded cell below runs `bpe_merges` (exercise ex12_3) and shows each
 # word after each merge.
@@ -407,8 +408,7 @@ fig.tight_layout()
 # ## 5. Training on sentences
 #
 # The model, loss, warm-up schedule and loop are chapter 08's, on the CPU at half the paper's learning rate, as there. The CPU run trains without dropout: it
-# makes too few passes over the training sentences to over-fit (printed below). On a GPU the chapter
-# picks a bigger profile. Near the end, a callback (chapter
+# makes too few passes over the training sentences to over-fit (printed below). Near the end, a callback (chapter
 # 08's `Evaluation`) keeps a copy of the weights every 50 steps, for checkpoint averaging (section
 # 7). Every `profile.eval_every` steps it also translates 300 validation sentences.
 

@@ -36,7 +36,7 @@
 #   mask, and test that no position reads a later token;
 # - build RMSNorm, rotary positions (RoPE), grouped-query attention, SwiGLU and blocked attention
 #   with an online softmax, each checked against a reference;
-# - compute the size of a KV cache, and see why shared key/value heads speed up generation;
+# - compute the size of a KV cache, and estimate how much shared key/value heads speed up generation;
 # - measure what blocked attention saves at inference, and why a plain blocked loop saves nothing
 #   in training;
 # - train the modern block on real text with chapter 08's loop, and read what it writes.
@@ -397,12 +397,11 @@ for h in (8, 2, 1):
     held[f"H_kv = {h}"] = sum(c.nbytes() for c in cache) / 2**10  # the keys and values of 64 positions
     assert held[f"H_kv = {h}"] == cache_bytes(2, h, 16, 64, 4) / 2**10
 print("our models' caches (KiB):", held)
-measured = held
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.4))
 left.bar_label(left.bar(list(big), list(big.values()), color=["C0", "C1", "C2"]), fmt="%.3g GiB")
 left.set(ylabel="GiB per text", title="32 layers, D = 4096, H = 32, 8,192 tokens, bf16 (computed)")
-right.bar_label(right.bar(list(measured), list(measured.values()), color=["C0", "C1", "C2"]), fmt="%.0f KiB")
+right.bar_label(right.bar(list(held), list(held.values()), color=["C0", "C1", "C2"]), fmt="%.0f KiB")
 right.set(ylabel="KiB per text", title="our models: 2 layers, H = 8, 64 tokens, float32 (measured)")
 for ax in (left, right):
     ax.margins(y=0.15)  # room above the tallest bar for its label
@@ -414,7 +413,7 @@ plt.show()
 # **What a generated token costs.** With a cache, a step of generation feeds one token per text.
 # Each weight is read once per step and used for two operations per text, a multiply and an add.
 # Every text's cache is read once too. A GPU does a few hundred operations in the time it reads a
-# byte (an H100: about 1,000 TFLOP/s in bf16 against 3.35 TB/s). So at batch 1 a step waits for
+# byte (an H100: about 1,000 TFLOP/s in bf16, tera-operations per second, against 3.35 TB/s). So at batch 1 a step waits for
 # memory: it takes about its bytes divided by the memory's speed. For Llama 3 8B in bf16
 # and texts of 8,192 tokens (the operations count the weights only; attention over the cache adds
 # about a quarter more):
@@ -590,7 +589,7 @@ expect("the blocked path's peak is less than a quarter of that",
 # %% [markdown]
 # At inference the blocked path's peak is several times smaller than the teaching path's (the
 # two peaks printed above): it never holds the whole matrix. In training, autograd keeps every
-# block's scores and weights. Below, with gradients, at half the length to keep the cell light:
+# block's scores and weights. Below, with gradients, at half the length:
 
 # %%
 torch.manual_seed(0)
@@ -611,19 +610,19 @@ expect("with autograd the blocked loop saves nothing: its peak is at least 90 % 
        f"{training_peaks['blocked, 128 keys a block']:.0f} vs {training_peaks['teaching path (chapter 03)']:.0f} MiB")
 
 # %% [markdown]
-# With gradients, the blocked loop's peak is about as large as the full matrix's, or larger:
-# it saves nothing, because autograd keeps every block. On a supported GPU, in fp16 or bf16,
+# With gradients, the blocked loop's peak is as large as the full matrix's, or larger: it saves
+# nothing, because autograd keeps every block. On a supported GPU, in fp16 or bf16,
 # PyTorch's fused `F.scaled_dot_product_attention` runs FlashAttention when told `is_causal=True`
 # (no mask), as `DecoderOnlyLM` does on a whole text.
 #
 # ## 7. The modern block learns to write
 #
-# `DecoderOnlyConfig.modern` now holds every part of sections 2–5. Does the block learn? We train a
+# `DecoderOnlyConfig.modern` holds every part of sections 2–5. Does the block learn? We train a
 # small one for 300 steps on six plays by Shakespeare, shipped with the course (*Hamlet* among
 # them). A play is cut into passages: a speech with its speaker, a stage direction, a scene
 # heading. The end of each play is held out. `train_subwords` learns the tokens: the byte-pair
-# encoding behind chapter 12's `shared_tokenizer`. Consecutive passages are
-# packed into texts of at most 128 tokens.
+# encoding behind chapter 12's `shared_tokenizer`. Passages are packed into texts of at most 128
+# tokens.
 
 # %%
 from transformer_course.batching import batch_stream, pad_sequences
@@ -646,9 +645,9 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 
 # %% [markdown]
 # The training loop is chapter 08's `fit`, unchanged, with the paper's Adam and equation (3), but
-# no label smoothing. Language models usually train without it: the text itself already spreads
-# the next-token probabilities. `WithoutSource` hands it the language model as a translator with
-# an empty source. The model has $D = 128$, 2 blocks, 4
+# no label smoothing. Language models usually train without it: the text already spreads the
+# next-token probabilities. `WithoutSource` hands it the language model as a translator with
+# an empty source; `batch_stream` (chapter 08's `batching.py`) deals the batches. The model has $D = 128$, 2 blocks, 4
 # query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
 # slowest cell.
 

@@ -182,9 +182,9 @@ print(f"{len(train):,} training texts of {sum(len(ids) for ids in train):,} toke
 # - **AdamW** (Loshchilov & Hutter 2019): the weight decay is taken out of the adaptive update and
 #   applied directly, each step multiplying every weight by $1 - \text{lr} \cdot \lambda$ (written
 #   out below). It is applied to the matrices (and the embedding) only, not to biases and the
-#   norms' gains, the per-feature scale ($\gamma$ in chapter 05, $g$ in 13). The box below
-#   says why. `make_adamw` (in `recipe.py`) also takes $\beta_2 = 0.95$, as GPT-3 and Llama do,
-#   instead of the paper's 0.98;
+#   norms' gains, the per-feature scale ($\gamma$ in chapter 05, $g$ in 13). The box after
+#   the schedule figure says why. `make_adamw` (in `recipe.py`) also takes $\beta_2 = 0.95$, as
+#   GPT-3 and Llama do (the paper: 0.98);
 # - a **linear warm-up and a cosine decay** to a tenth of the peak at the last step: a schedule that
 #   knows how long the run is, and ends with small steps;
 # - **gradient clipping**: gradients whose joint norm exceeds 1.0 are scaled down to norm 1.0, so one

@@ -465,8 +465,8 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # sentence and adds no start token: the decoder starts from `<pad>`. A translator into several
 # languages (opus-mt-en-ROMANCE, for one) reads a language token, `>>fr<<`, as the source's first.
 #
-# Below, two unigram models trained on chapter 12's sentences stand for the two files, with a
-# vocabulary built like OPUS-MT's. Each step is done by hand (the code is folded), and
+# Below, two unigram models trained on chapter 12's sentences stand for the two files. Their
+# vocabulary is laid out like OPUS-MT's: `</s>`, `<unk>`, two language tokens, the pieces, `<pad>`. Each step is done by hand (the code is folded), and
 # `transformers`' `MarianTokenizer` must give the same ids. The rest of the chapter needs
 # `pip install "transformer-course[hub]"`.
 
@@ -774,6 +774,36 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 # built, run in the engines people use and write your code's tokens there.
 
 # %% [markdown]
+# > **Aside — at home, with a network: published checkpoints.** The course's models also run
+# > published checkpoints, each with its tokenizer. The folded cell downloads OPUS-MT's English
+# > → German translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter
+# > 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one
+# > line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
+# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
+try:  # downloads each checkpoint once, then reads it from the local cache
+    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
+except HubError as error:
+    print(f"skipped here: {error}")
+else:
+    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
+    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
+    with torch.no_grad():
+        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
+    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
+                               strict=True):
+        print(f"{english}\n  → {german}")
+    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
+    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
+    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
+                              pad_token_id=smol_lm.config.pad_id)
+    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
+    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
+
+# %% [markdown]
 # ## Summary
 #
 # - An inference engine reads a trained model once into a plan that cuts the operations of a step,
@@ -829,36 +859,6 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #    chapter 15's reordering run backwards. llama.cpp rotates neighbouring pairs (section 5): the
 #    GGUF file holds W^Q and W^K as the course does.
 #    </details>
-
-# %% [markdown]
-# > **Aside — at home, with a network: published checkpoints.** The course's models also run
-# > published checkpoints, each with its tokenizer. The folded cell downloads OPUS-MT's English
-# > → German translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter
-# > 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one
-# > line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
-# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
-
-# %% tags=["hide-cell", "nbval-ignore-output"]
-sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
-try:  # downloads each checkpoint once, then reads it from the local cache
-    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
-    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
-except HubError as error:
-    print(f"skipped here: {error}")
-else:
-    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
-    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
-    with torch.no_grad():
-        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
-    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
-                               strict=True):
-        print(f"{english}\n  → {german}")
-    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
-    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
-    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
-                              pad_token_id=smol_lm.config.pad_id)
-    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
-    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
 
 # %% [markdown]
 # ## Further reading

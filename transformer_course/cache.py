@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from ._validate import check_ndim, check_token_ids
+from .model import check_decoder_inputs
 
 
 class KVCache:
@@ -158,11 +158,7 @@ class DecoderCache:
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
         """
         model, config = self.model, self.model.config
-        check_ndim(tgt, 2, "tgt", "(B, T) new target ids")
-        check_token_ids(tgt, config.tgt_vocab_size, "tgt")
-        check_ndim(memory, 3, "memory", "(B, S, D)")
-        if memory.shape[0] != tgt.shape[0]:
-            raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
+        check_decoder_inputs(tgt, memory, config.tgt_vocab_size)
         offset = self.length
         if offset + tgt.shape[1] > config.max_len:
             raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={config.max_len}")

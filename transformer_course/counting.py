@@ -3,7 +3,7 @@
 A parameter count depends on shapes only, never on values: a linear layer ``D_in → D_out`` holds
 ``D_in · D_out`` weights and, with a bias, ``D_out`` more; a LayerNorm over ``D`` features holds a
 gain and a bias, ``2 · D``. Summing these over the model's parts gives its size without building it,
-and the count on PyTorch's meta device (shapes without storage) checks the sum. The three
+and the count on PyTorch's meta device (shapes without storage) checks the sum. The
 functions build on each other: one multi-head attention (chapter 04), one encoder or decoder layer
 (chapters 05 and 06), the whole model of a :class:`~transformer_course.config.TransformerConfig`.
 """

@@ -29,6 +29,16 @@ def xavier_init(model: nn.Module) -> None:
                 nn.init.zeros_(module.bias)
 
 
+def check_decoder_inputs(tgt: Tensor, memory: Tensor, tgt_vocab_size: int) -> None:
+    """Refuse, in one line, target ids that are not (B, T) ids below ``tgt_vocab_size``, or a memory that
+    is not (B, S, D) with the targets' batch size."""
+    check_ndim(tgt, 2, "tgt", "(B, T) target ids")
+    check_token_ids(tgt, tgt_vocab_size, "tgt")
+    check_ndim(memory, 3, "memory", "(B, S, D)")
+    if memory.shape[0] != tgt.shape[0]:
+        raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
+
+
 class Transformer(nn.Module):
     """Embeddings + positional encoding → encoder; embeddings + positional encoding → decoder
     (attending to the encoder memory) → linear layer to target-vocabulary logits.
@@ -115,10 +125,9 @@ class Transformer(nn.Module):
 
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
         """
-        self._check_tokens(tgt, "tgt", self.config.tgt_vocab_size)
-        check_ndim(memory, 3, "memory", "(B, S, D)")
-        if memory.shape[0] != tgt.shape[0]:
-            raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
+        check_decoder_inputs(tgt, memory, self.config.tgt_vocab_size)
+        if tgt.shape[1] > self.config.max_len:
+            raise ValueError(f"tgt has length {tgt.shape[1]}, longer than max_len={self.config.max_len}")
         return self._decode(tgt, memory, memory_mask)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
