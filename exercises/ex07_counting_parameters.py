@@ -23,7 +23,7 @@
 # panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 07](../chapters/07_counting_parameters.ipynb): the size of a Transformer as
-# a formula, in three functions that build on each other. One multi-head attention, one encoder or
+# a formula, in functions that build on each other. One multi-head attention, one encoder or
 # decoder layer, and the whole model of a `TransformerConfig`, with its tied matrices, its shared
 # vocabulary and the final LayerNorms of pre-LN.
 #

@@ -23,7 +23,7 @@
 # panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # Companion of [chapter 14](../chapters/14_training_a_language_model.ipynb): today's training
-# recipe in three functions. The learning-rate schedule (a linear warm-up, then a cosine decay to a
+# recipe, function by function. The learning-rate schedule (a linear warm-up, then a cosine decay to a
 # floor), AdamW's two groups of parameters (weight decay on the matrices only), and one step of
 # AdamW written out.
 #
