@@ -301,9 +301,10 @@ print(f"rows with exactly zero gradient: {len(vocab) - len(rows_with_gradient)} 
 # §3.4 ends with one short instruction: in the embedding layers, the weights are multiplied by
 # $\sqrt{d_{model}}$. The paper gives no reason. A plausible one appears once we look at what gets
 # *added* to the embeddings: the positional encoding of §3.5, which chapter 02 builds. Its entries
-# are sines and cosines, and every positional vector has length exactly $\sqrt{d_{model}/2}$,
-# whatever the position. Each sine–cosine pair adds $\sin^2 + \cos^2 = 1$ to the squared length,
-# and there are $d_{model}/2$ pairs.
+# are sines and cosines: features $2i$ and $2i+1$ of position $pos$ are $\sin(pos\,\omega_i)$ and
+# $\cos(pos\,\omega_i)$, one angle per pair ($\omega_i$ a frequency that chapter 02 sets). Each pair adds $\sin^2 + \cos^2 = 1$ to the squared
+# length, and there are $d_{model}/2$ pairs. So every positional vector has length exactly
+# $\sqrt{d_{model}/2}$, whatever the position.
 #
 # The length of a token vector depends on how the table was initialised. The paper does not say how
 # it initialised its embeddings. The course follows tensor2tensor, the authors' own code, which
@@ -444,7 +445,7 @@ print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole b
 # %% [markdown]
 # Tying also fits the scaling of section 3. The output layer scores a state $h$ by its dot product
 # with each token's row of $E$. The entries of $E$ have size $1/\sqrt{d_{model}}$ and those of $h$
-# have size 1, so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
+# have size 1 (a LayerNorm, chapter 05, gives the decoder's last states that size), so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
 # large. The cell below checks this on random states.
 
 # %%

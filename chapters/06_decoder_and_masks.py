@@ -135,8 +135,7 @@ architecture_map("decoder")
 # shares its vocabulary between English and German too, §5.1). Shorter sequences are filled with
 # `<pad>` (id 0) to make a rectangle.
 #
-# The source ends with `<eos>` (chapter 08's sources do without it: the padding mask marks their
-# end). It needs no `<bos>`: the encoder predicts nothing.
+# The source ends with `<eos>`. It needs no `<bos>`: the encoder predicts nothing.
 #
 # The decoder's input, `tgt_in`, is the target **shifted right**: it starts with `<bos>`. So decoder
 # position $t$ reads the input up to $t$ and must predict the next target token. Those labels are

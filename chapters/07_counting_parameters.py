@@ -27,7 +27,7 @@
 #
 # *You may skip this chapter:* no later chapter builds on it (chapter 16 reuses its meta device
 # once), and it uses nothing after chapter 06. Sections 1 and 2 count; sections 3 and 4 hold the
-# count against the paper's tables, and you may skim them.
+# count against the paper's Table 3, and you may skim them.
 #
 # **Learning goals**
 #

@@ -487,7 +487,7 @@ assert same
 # most probable next token, until every sentence has said `<eos>` or reached its limit: the
 # source's length + 50 tokens (§6.1). Chapter 09 shows better ways. `translate` answers a list of
 # sentences with it, and `evaluate` scores the answers. The score to watch is **exact match**, the
-# share of answers right in full. `evaluate` also prints BLEU and chrF, two scores that give partial
+# share of answers right in full. `evaluate` also returns BLEU and chrF, two scores that give partial
 # credit; section 8 defines them.
 
 # %% tags=["nbval-ignore-output"]

@@ -278,8 +278,8 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # reason does not explain. The learned runs vary widely, so their
 # ranges can overlap the sinusoids' where the means lie far apart.
 #
-# So the hope of §3.5 does not come true here. The learned table has nothing to offer at positions
-# it never trained: its rows there are random. The sinusoidal table is defined there, and tied to
+# So the hope of §3.5 does not come true here. At positions it never trained, the learned table's
+# rows are random. The sinusoidal table is defined there, and tied to
 # the known positions by the rotations of chapter 02. But the model never learnt what to do with
 # those vectors. Its decoder has never had to write an 11th letter, or to stop after one. Later
 # encodings were designed for exactly this (see the further reading).

@@ -116,7 +116,7 @@ architecture_map(["tokens", "embeddings", "training"])
 # ## 1. Sentences with real grammar, made on the spot
 #
 # Corpora such as WMT need downloads and GPU hours, so the course makes its own data. `profile`,
-# set in the folded first cell, sizes the data and the model: small on a CPU, bigger on CUDA.
+# set in the folded set-up cell, sizes the data and the model: small on a CPU, bigger on CUDA.
 # `datasets/sentences.py` writes English sentences and their German translations from a lexicon of
 # about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar, seeded, in any
 # amount. The German holds what learners struggle with:
@@ -182,8 +182,9 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 # Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
 # times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word.
 # Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*, *widest*), and so does *s t*. A tie
-# goes by the pairs' left symbols. A single character beats a merged symbol. Two characters go by
-# their code: *e* before *s*, every letter before "▁". So *e s* comes first, then
+# goes by the pairs' left symbols, then by their right ones. A single character beats a merged
+# symbol, and an older merge beats a newer one. Two characters go by their code: *e* before *s*,
+# every letter before "▁". So *e s* comes first, then
 # *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur 7 times each. *l o* wins, and two more merges
 # make *▁low* one token. The folded cell below runs `bpe_merges` (exercise ex12_3) and shows each
 # word after each merge.
@@ -225,8 +226,7 @@ for text in (texts["test"][16][0], texts["test"][16][1], unseen):
 # ### The merges, learned from scratch
 #
 # `bpe_merges` is the whole loop of the hand-worked example, ties included. Here
-# it runs on the words of our training sentences (punctuation apart), next to the tokenizer trained
-# above.
+# it runs on our training sentences' words, next to the tokenizer above.
 
 # %%
 from transformer_course.subwords import bpe_merges, pretokenized_words
@@ -321,8 +321,7 @@ fig.tight_layout()
 # merge: asking for 4,000 tokens gives 2,698. Small vocabularies have rare tokens too: single
 # letters that merges swallow (once *▁W* exists, a lone *W* seldom remains). We take 1,000 on the
 # CPU: sentences a fifth shorter than at 600, for a few more rare tokens, and 128,000 embedding
-# parameters, an eighth of the model that section 3 builds. The paper's 37,000 tokens serve 4.5 million sentence pairs of
-# WMT 2014 English–German, far more varied text.
+# parameters, an eighth of the model that section 3 builds. The paper's 37,000 tokens serve far more varied text.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #

@@ -266,8 +266,9 @@ assert decayed_vectors(make_adamw(small)) == 0
 # million weights would learn them by heart. And the embeddings are looked up without the paper's
 # √D scale, as Llama's are. The schedule is the whole run's. On a
 # CUDA GPU the cell runs every step; elsewhere only the first 100, which are exactly the warm-up: the
-# cosine decay never starts (section 5's short runs show it at work). The figure sets our run beside
-# the shipped run's validation losses.
+# cosine decay never starts (section 5's short runs show it at work). `token_losses` gives each
+# held-out next token's cross-entropy. The figure sets
+# our run beside the shipped run's validation losses.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -604,8 +605,7 @@ plt.show()
 # %% [markdown]
 # The validation texts are no longer than the training texts, and on them the sinusoids already end
 # higher (the verdicts above). So the gap on the long texts does not isolate extrapolation: it is
-# that gap and possibly more, which three runs cannot separate. Far to the right, few texts are
-# long enough to average: hence the noise.
+# that gap and possibly more, which three runs cannot separate.
 #
 # **What the experiment shows.** Your verdicts describe your run. The book claims what the folded
 # cell below tests each time the notebook runs:
@@ -660,7 +660,7 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 #   ratio is about 20 tokens per parameter.
 # - Runs that do not overlap say more than pairs that agree in sign. At our scale every run of the new choice beats every run of the old for
 #   the cosine schedule and RoPE, and SwiGLU's mean loss is below ReLU's. LayerNorm and RMSNorm end
-#   within 0.05 nats of each other.
+#   within 0.05 nats of each other, and LayerNorm may win.
 
 # %% [markdown]
 # **Exercises:**

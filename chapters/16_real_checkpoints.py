@@ -24,10 +24,12 @@
 # engines people use, `transformers`, CTranslate2 and llama.cpp.
 #
 # Engines exist to sell speed, so we first measure what a step of generation costs: the operations
-# it asks for (section 1), the bytes it reads (section 2), and what int8's fewer bytes change in the
-# tokens (section 3). A model reads ids, and only its own tokenizer gives the right ones (section
-# 4). At the end (section 5), the translator runs in `transformers` and CTranslate2, the language
-# model in all three, tokenizers included, and each writes the course's tokens there.
+# it asks for (section 1, on chapter 08's translator), the bytes it reads (section 2), and what
+# int8's fewer bytes change in the tokens (section 3). Sections 2 and 3 need a published model's
+# shapes: SmolLM2's, with random weights. A model reads ids, and only its own tokenizer gives the
+# right ones (section 4, with small tokenizers trained on chapter 12's sentences). At the end
+# (section 5), the translator and chapter 14's Shakespeare model run in the engines, tokenizers
+# included, and write the course's tokens there.
 #
 # **Learning goals**
 #
@@ -204,9 +206,8 @@ expect_at_most("the engine's operations per layer per token", operations["engine
 expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
 
 # %% [markdown]
-# The engine writes your modules' tokens and asks PyTorch for far fewer operations per step. The
-# table of tokens per second at the end of the chapter shows what that does to the time on this
-# machine, beside CTranslate2 and llama.cpp.
+# The engine writes your modules' tokens with far fewer operations per step. The table at the
+# chapter's end shows the time this saves, beside CTranslate2 and llama.cpp.
 
 # %% [markdown]
 # ## 2. A floor on the time: bytes per token
@@ -335,7 +336,7 @@ expect("the cache counted with every query head: three times too large", wrong =
 # Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
 # and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
 # before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each layer's input to 8 bits, work that float32 does not do, so it may
+# int8 kernel also rounds each layer's input to whole numbers, work that float32 does not do, so it may
 # read its bytes slower than the memory allows.
 #
 # <details><summary>The figure in words</summary>
@@ -368,7 +369,7 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 #
 # int8 reads the fewest bytes; an engine may use it only if the tokens survive. That
 # depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
-# `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to 8 bits too. On a GPU it calls a
+# `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to whole numbers too. On a GPU it calls a
 # weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
 # made float again. Both are compared with float32 on our 4-layer SmolLM2.
 
@@ -766,9 +767,8 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 
 # %% [markdown]
 # These two models are small, about a million weights each (a few megabytes: they may fit in the
-# processor's cache). A step
-# then costs mostly the work around its products (section 1's operations), which a loop in C++ does
-# cheaply. On a published model's shapes, section 2's bytes weigh more.
+# processor's cache). A likely reason, not measured here: a step then costs mostly the work around
+# its products (section 1's operations), which a loop in C++ does cheaply. On a published model's shapes, section 2's bytes weigh more.
 #
 # That is where the course set out to arrive: models trained by the course's code, from the parts you
 # built, run in the engines people use and write your code's tokens there.
