@@ -157,11 +157,8 @@ class DecoderCache:
 
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
         """
-        model, config = self.model, self.model.config
-        check_decoder_inputs(tgt, memory, config.tgt_vocab_size)
-        offset = self.length
-        if offset + tgt.shape[1] > config.max_len:
-            raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={config.max_len}")
+        model, offset = self.model, self.length
+        check_decoder_inputs(tgt, memory, model.config, offset)
         self.record(tgt)  # the cache now holds offset+T positions
         x = model.positional(model.tgt_embed(tgt), offset=offset)  # (B, T, D), positions offset … offset+T-1
         x = self.decoder(x, memory, self.self_attention_mask(tgt.shape[1]), memory_mask)  # (B, T, D)

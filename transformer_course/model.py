@@ -29,14 +29,17 @@ def xavier_init(model: nn.Module) -> None:
                 nn.init.zeros_(module.bias)
 
 
-def check_decoder_inputs(tgt: Tensor, memory: Tensor, tgt_vocab_size: int) -> None:
-    """Refuse, in one line, target ids that are not (B, T) ids below ``tgt_vocab_size``, or a memory that
-    is not (B, S, D) with the targets' batch size."""
+def check_decoder_inputs(tgt: Tensor, memory: Tensor, config: TransformerConfig, offset: int = 0) -> None:
+    """Refuse, in one line, target ids that are not (B, T) ids of ``config``'s target vocabulary, that
+    would reach past ``config.max_len`` from position ``offset``, or a memory that is not (B, S, D)
+    with the targets' batch size."""
     check_ndim(tgt, 2, "tgt", "(B, T) target ids")
-    check_token_ids(tgt, tgt_vocab_size, "tgt")
+    check_token_ids(tgt, config.tgt_vocab_size, "tgt")
     check_ndim(memory, 3, "memory", "(B, S, D)")
     if memory.shape[0] != tgt.shape[0]:
         raise ValueError(f"memory has batch size {memory.shape[0]} but tgt has {tgt.shape[0]}")
+    if offset + tgt.shape[1] > config.max_len:
+        raise ValueError(f"the target would reach length {offset + tgt.shape[1]} > max_len={config.max_len}")
 
 
 class Transformer(nn.Module):
@@ -125,9 +128,7 @@ class Transformer(nn.Module):
 
         ``memory_mask`` is the source padding mask (B, 1, 1, S); pass the one ``encode`` used.
         """
-        check_decoder_inputs(tgt, memory, self.config.tgt_vocab_size)
-        if tgt.shape[1] > self.config.max_len:
-            raise ValueError(f"tgt has length {tgt.shape[1]}, longer than max_len={self.config.max_len}")
+        check_decoder_inputs(tgt, memory, self.config)
         return self._decode(tgt, memory, memory_mask)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
