@@ -18,29 +18,30 @@
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
-# Chapter 15 put the architectures of OPUS-MT (Marian), GPT-2 and Llama (SmolLM2) into the course's
-# own models, and checked each conversion on random numbers in the real shapes. This chapter goes
-# the other way: the course's trained translator and language model leave the notebook for the
-# engines people use, `transformers`, CTranslate2 and llama.cpp.
+# Chapter 15 wrote converters that bring published checkpoints into the course's models. This
+# chapter goes the other way. At its end, the course's trained translator and language model run
+# in the engines people use, `transformers`, CTranslate2 and llama.cpp, and write the course's
+# tokens there.
 #
-# Engines exist to sell speed, so we first measure what a step of generation costs: the operations
-# it asks for (section 1, on chapter 08's translator), the bytes it reads (section 2), and what
-# int8's fewer bytes change in the tokens (section 3). Sections 2 and 3 need a published model's
-# shapes: SmolLM2's, with random weights. A model reads ids, and only its own tokenizer gives the
-# right ones (section 4, with small tokenizers trained on chapter 12's sentences). At the end
-# (section 5), the translator and chapter 14's Shakespeare model run in the engines, tokenizers
-# included, and write the course's tokens there.
+# Five steps lead there, each on the model that shows it best:
+#
+# 1. An engine cuts the operations of a step and keeps the tokens (chapter 08's translator).
+# 2. The bytes a step reads set a floor on its time. Our models are too small to show it: we use
+#    SmolLM2-135M's published shape, with random weights.
+# 3. int8 reads the fewest bytes. Do the tokens survive? (The same SmolLM2, then chapter 14's
+#    Shakespeare model.)
+# 4. A model reads ids, so its tokenizer must travel with it (small tokenizers trained on chapter
+#    12's sentences).
+# 5. The translator and the Shakespeare model, tokenizers included, leave for the engines.
 #
 # **Learning goals**
 #
 # - see what an inference engine changes (the operations of a step) and what it leaves alone (the
 #   tokens);
 # - count the bytes a token reads in float32, bf16 and int8, and see what int8 changes in the tokens;
-# - turn text into ids and back by Marian's rules and by byte-level BPE, and see that a tokenizer
-#   travels with its model;
-# - export your translator to `transformers` and CTranslate2, and your language model to those and
-#   llama.cpp, tokenizers included;
-# - at home, with a network: load a published checkpoint into the course's models (an aside).
+# - turn text into ids and back by Marian's rules and by byte-level BPE;
+# - export your translator and your language model, tokenizers included, and see the engines write
+#   your tokens.
 #
 # **In the paper:**
 #
@@ -206,16 +207,16 @@ expect_at_most("the engine's operations per layer per token", operations["engine
 expect_at_most("the engine's operations relative to your modules'", operations["engine"] / operations["modules"], 0.6)
 
 # %% [markdown]
-# The engine writes your modules' tokens with far fewer operations per step. The table at the
-# chapter's end shows the time this saves, beside CTranslate2 and llama.cpp.
+# The engine writes your modules' tokens with far fewer operations per step. Section 5 times what
+# this saves, beside CTranslate2 and llama.cpp.
 
 # %% [markdown]
 # ## 2. A floor on the time: bytes per token
 #
-# Section 1 cut the operations. An engine can cut the bytes only by storing each number in fewer
-# of them. How many bytes does a step read? First, how many a model holds. A float32 copy takes 4
-# bytes a parameter; while converting, both copies are in memory. The cell below builds the three
-# published architectures in our classes on PyTorch's meta device (chapter 07).
+# Section 1 cut the operations. An engine cuts the bytes only by storing each number in fewer of
+# them. First, how many bytes a model holds. A float32 copy takes 4 bytes a parameter; while
+# converting, both copies are in memory. The cell below builds the three published architectures in
+# our classes on PyTorch's meta device (chapter 07).
 
 # %%
 # the published shapes (each checkpoint's config.json, kept in the course), read into our
@@ -466,10 +467,9 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # sentence and adds no start token: the decoder starts from `<pad>`. A translator into several
 # languages (opus-mt-en-ROMANCE, for one) reads a language token, `>>fr<<`, as the source's first.
 #
-# Below, two unigram models trained on chapter 12's sentences stand for the two files. Their
-# vocabulary is laid out like OPUS-MT's: `</s>`, `<unk>`, two language tokens, the pieces, `<pad>`. Each step is done by hand (the code is folded), and
-# `transformers`' `MarianTokenizer` must give the same ids. The rest of the chapter needs
-# `pip install "transformer-course[hub]"`.
+# Below, two unigram models trained on chapter 12's sentences stand for the two files (the folded
+# cell trains them), over one vocabulary laid out like OPUS-MT's: `</s>`, `<unk>`, two language
+# tokens, the pieces, `<pad>`. The rest of the chapter needs `pip install "transformer-course[hub]"`.
 
 # %% tags=["hide-input"]
 require_packages("Chapter 16 from here on (real tokenizers and engines)")
@@ -480,7 +480,7 @@ with warnings.catch_warnings():  # transformers imports tqdm.auto, which warns w
 
 transformers.logging.set_verbosity_error()  # no notices about the library's own defaults
 
-# %% tags=["nbval-ignore-output", "hide-input"]
+# %% tags=["nbval-ignore-output", "hide-cell"]
 pairs_en_de = list(itertools.islice(generate_pairs(seed=0), 2000))  # chapter 12's sentences, made on the spot
 scratch = tempfile.TemporaryDirectory()  # this folder and section 5's exports, deleted after section 5
 folder = Path(scratch.name) / "tokenizers"
@@ -494,8 +494,14 @@ source_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "sourc
 target_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.model"))
 pieces = sorted({spm.id_to_piece(i) for spm in (source_spm, target_spm) for i in range(1, spm.get_piece_size())})
 vocab = {token: i for i, token in enumerate(["</s>", "<unk>", ">>de<<", ">>fr<<", *pieces, "<pad>"])}  # as OPUS-MT's
-(folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
+with open(folder / "vocab.json", "w", encoding="utf-8") as file:
+    json.dump(vocab, file)
 
+# %% [markdown]
+# A sentence's ids, by hand: `source.spm` cuts it into pieces, `vocab.json` gives each piece its
+# row, and `</s>` ends it.
+
+# %% tags=["nbval-ignore-output"]
 english, german = pairs_en_de[0]
 english_pieces = source_spm.encode(english, out_type=str)
 english_ids = [vocab.get(piece, vocab["<unk>"]) for piece in english_pieces] + [vocab["</s>"]]
@@ -503,6 +509,11 @@ print(english)
 print("  pieces (source.spm):       ", english_pieces)
 print("  ids (vocab.json), </s> = 0:", english_ids)
 
+# %% [markdown]
+# `transformers`' `MarianTokenizer` reads the same three files. It must give the same ids. It also
+# reads a language token first, and pads a batch:
+
+# %% tags=["nbval-ignore-output"]
 with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which only normalises punctuation
     warnings.simplefilter("ignore")
     marian_tokenizer = transformers.MarianTokenizer(source_spm=str(folder / "source.model"),
@@ -570,9 +581,33 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
        and theirs.pre_tokenize_str(text)[0][0] == "".join(stand_in[b] for b in text.encode()), "256 bytes")
 
 # %% [markdown]
-# A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. Chapter 12's BPE
-# merges characters instead, and marks a word's start with "▁" as SentencePiece does: section 5
-# writes it in the form llama.cpp reads for such models.
+# A space becomes `Ġ`, a line break `Ċ`, and ü its two bytes, `Ã¼`. The merges then run on these
+# stand-ins. Below, the `tokenizers` library (it runs GPT-2's fast tokenizer) learns 300 byte-level
+# merges from chapter 12's German sentences. Decoding turns each stand-in back into its byte, so even
+# a text with characters the merges never saw comes back whole:
+
+# %% tags=["nbval-ignore-output"]
+from tokenizers import ByteLevelBPETokenizer
+
+byte_bpe = ByteLevelBPETokenizer()  # GPT-2's recipe: byte stand-ins, then merges
+byte_bpe.train_from_iterator([de for _, de in pairs_en_de], vocab_size=256 + 300, show_progress=False)  # 300 merges
+round_trips = {}
+for text in ("Der Hund schläft.", "Grüße aus 東京 🙂"):
+    encoded = byte_bpe.encode(text)
+    round_trips[text] = (encoded.tokens, byte_bpe.decode(encoded.ids))
+    print(f"{text!r}: {encoded.tokens}")
+    print(f"  back to text: {round_trips[text][1]!r}")
+
+# %% tags=["hide-cell"]
+expect("byte-level BPE: both texts come back whole", all(back == text for text, (_, back) in round_trips.items()),
+       f"{len(round_trips)} texts")
+expect("the two bytes of ä merged into one token", "Ã¤" in round_trips["Der Hund schläft."][0], "Ã¤")
+
+# %% [markdown]
+# The two bytes of ä became one token, `Ã¤`. The characters of 東京 and 🙂 never occur in the
+# German sentences: they stay single bytes, and no `<unk>` is needed. Chapter 12's BPE merges
+# characters instead, and marks a word's start with "▁" as SentencePiece does: section 5 writes it
+# in the form llama.cpp reads for such models.
 
 # %% [markdown]
 # ## 5. Your models in the engines people use
@@ -584,13 +619,11 @@ expect("the stand-ins are those of tokenizers' ByteLevel", ascii_alike and set(s
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
 # reorderings undone.
 #
-# `to_marian` also makes a reordering that chapter 15 never needed. The shipped translator adds the
-# paper's interleaved sinusoids (chapter 02); Marian adds sines, then cosines. Swapping the table
-# alone would give nonsense positions (chapter 15). So every one of the D features of the residual
-# stream moves with it: feature 2i to place i, feature 2i + 1 to place D/2 + i (`reorder_features`).
-# That reorders the columns of every matrix that reads the stream, the rows and bias of every one
-# that writes it, and each LayerNorm's gain and bias. Sums over the features do not depend on their
-# order, so the exported model computes the same logits, up to rounding.
+# `to_marian` also reorders something chapter 15 never needed. The shipped translator interleaves
+# its sinusoids (chapter 02); Marian puts the sines first, then the cosines. So every feature of the
+# residual stream moves: feature 2i to place i, feature 2i + 1 to place D/2 + i
+# (`reorder_features`), in every matrix, bias and LayerNorm that reads or writes the stream. Sums
+# over the features ignore their order, so the logits stay the same, up to rounding.
 #
 # The command line does the rest. In a terminal:
 #
@@ -812,9 +845,8 @@ else:
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - int8 moves the logits by several hundredths of the largest one; where the top tokens lie close,
 #   greedy tokens change, fewer in a trained model.
-# - A model travels with its tokenizer, which turns text into the ids it was trained on: Marian's
-#   unigram models over one vocabulary, the byte-level BPE of GPT-2 and SmolLM2 (no `<unk>`), or the
-#   course's BPE, exported as `tokenizer.json` and inside the GGUF file.
+# - A model travels with its tokenizer: Marian's unigram models over one vocabulary, GPT-2's and
+#   SmolLM2's byte-level BPE (no `<unk>`), the course's BPE in `tokenizer.json` and the GGUF file.
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
 #   CTranslate2 and llama.cpp, which write the course's tokens in float32. Exporting the translator
 #   reorders all D features; the logits stay the same.
