@@ -413,9 +413,9 @@ assert abs(rate - (512 * 4000) ** -0.5) < 1e-12
 # %% [markdown]
 # ## 5. The training loop
 #
-# Data, batches, loss and learning rate are ready; training repeats one step with them thousands of
-# times. `prepare_training` puts a run together from the settings below: on the CPU a model like the
-# paper's, scaled down; on a GPU a larger one, trained for longer.
+# Data, batches, loss and learning rate are ready; training repeats one step thousands of times.
+# `prepare_training` puts a run together from the settings below: on the CPU the paper's model
+# scaled down; on a GPU a larger one, trained longer.
 
 # %%
 from transformer_course.step import MixedPrecision
@@ -428,7 +428,10 @@ model, optimizer, scheduler = run.model, run.optimizer, run.scheduler
 print(f"{sum(p.numel() for p in model.parameters()):,} parameters")
 
 # %% [markdown]
-# Here is the loop, written out, for five batches of the real task.
+# Here is the loop, written out, for five batches of the real task. Its seven steps are forward,
+# loss, `zero_grad`, `backward`, clipping, `optimizer.step` and `scheduler.step`. Gradient clipping
+# is not in the paper: it shrinks the gradient when its norm exceeds `max_grad_norm` (1 here). So a
+# rare bad batch cannot undo a short run's progress.
 
 # %% tags=["nbval-ignore-output"]
 losses = []
@@ -450,10 +453,8 @@ print("loss at each of the first five steps:", [round(value, 3) for value in los
 # The first losses are above ln 36 ≈ 3.58, the cost of a uniform guess over the 36 German ids:
 # random logits cost more.
 #
-# The loop's seven steps are forward, loss, `zero_grad`, `backward`, clipping, `optimizer.step`,
-# `scheduler.step`. Gradient clipping is not in the paper. It keeps a rare bad batch from undoing
-# progress in short, fast runs like ours. The course's `fit` makes exactly these steps: from the
-# same seed, it must give the same five losses, to the last bit on a CPU:
+# The course's `fit` makes exactly these seven steps: from the same seed, it must give the same five
+# losses, to the last bit on a CPU:
 
 # %%
 from dataclasses import replace

@@ -115,11 +115,11 @@ architecture_map(["tokens", "embeddings", "training"])
 # %% [markdown]
 # ## 1. Sentences with real grammar, made on the spot
 #
-# Corpora such as WMT need downloads and GPU hours, so the course makes its own data. `profile`,
+# WMT's corpora need downloads and GPU hours, so the course makes its own data. `profile`,
 # set in the folded set-up cell, sizes the data and the model: small on a CPU, bigger on CUDA.
 # `datasets/sentences.py` writes English sentences and their German translations from a lexicon of
 # about 100 nouns, 56 adjectives and 74 verbs and the rules of German grammar, seeded, in any
-# amount. The German holds what learners struggle with:
+# amount. The German holds what learners find hard:
 #
 # - three genders and their cases: *der Hund*, *den Hund*, *dem Hund*;
 # - adjective endings that depend on the article: *der alte Mann*, *ein alter Mann*;
@@ -186,8 +186,8 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 # symbol, and an older merge beats a newer one. Two characters go by their code: *e* before *s*,
 # every letter before "▁". So *e s* comes first, then
 # *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur 7 times each. *l o* wins, and two more merges
-# make *▁low* one token. The folded cell below runs `bpe_merges` (exercise ex12_3) and shows each
-# word after each merge.
+# make *▁low* one token. `bpe_merges(counts, n)` (exercise ex12_3) learns the first n merges;
+# the folded cell below shows each word after each merge.
 
 # %% tags=["hide-input"]
 import re
@@ -205,12 +205,12 @@ for k, (left, right) in enumerate(merges, start=1):
     print((f"{k}. {left} + {right}".ljust(14) + "".join(symbols[word].ljust(width[word]) for word in counts)).rstrip())
 
 # %% [markdown]
-# We use Hugging Face's `tokenizers` library (`subwords.py`). The "▁" marks let decoding give the
-# text back exactly.
+# For real text, `subwords.py` uses Hugging Face's `tokenizers` library. The "▁" marks let decoding
+# give the text back exactly.
 #
 # The paper learns **one vocabulary from the source and the target text together** (§5.1). We do the
-# same: `shared_tokenizer` trains on the English and the German training sentences, here for 1,000
-# tokens on the CPU and 4,000 on a GPU.
+# same: `shared_tokenizer` trains on the English and the German training sentences. It asks for
+# 1,000 tokens on the CPU and 4,000 on a GPU.
 
 # %%
 tokenizer = shared_tokenizer(texts["train"], vocab_size=profile.vocab_size)
@@ -263,8 +263,8 @@ print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + use
 #
 # ### What the vocabulary size trades
 #
-# A bigger vocabulary gives shorter sequences: less attention and feed-forward work per sentence,
-# and shorter distances to attend over. But it also gives a bigger embedding matrix and, past some
+# A bigger vocabulary gives shorter sequences: less work per sentence, and shorter distances to
+# attend over. But it also gives a bigger embedding matrix and, past some
 # size, rarer tokens, each seen fewer times in training. We train BPE at several sizes on part of
 # the training text, measure lengths on the validation sentences, and count rare tokens on 5,000
 # training pairs.
@@ -399,7 +399,7 @@ ax.legend()
 fig.tight_layout()
 
 # %% [markdown]
-# Random batches waste over 40% of the work on padding, and bucketing wastes much less. The token
+# Random batches waste over 40% of the work on padding, bucketing much less. The token
 # budget wastes almost nothing. And unlike the other two, it never makes a batch bigger than the
 # budget, so the linear layers' activations never outgrow it. Attention's scores grow with the
 # square of the length, though: leave headroom for the longest sentences.

@@ -132,17 +132,17 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 #
 # The decoder of chapter 06 has three sub-layers. Without a source, cross-attention has nothing to
 # read. What is left, self-attention and a feed-forward network, is chapter 05's encoder layer,
-# post-LN like the first GPT's. Only the mask differs: a language model lets position $t$ read positions $0 \dots t$ only (chapter
-# 06's causal mask). So the output at $t$ can be trained to predict the token at $t + 1$ without
+# post-LN like the first GPT's. Only the mask differs: a language model lets position $t$ read
+# positions $0 \dots t$ only (chapter 06's causal mask). So the output at $t$ can be trained to predict the token at $t + 1$ without
 # seeing it.
 #
 # `DecoderOnlyLM` (in `lm.py`) is built from the existing modules: `TokenEmbedding`, positions, $N$
 # `EncoderLayer`s under a causal mask, and an output layer tied to the embedding. `DecoderOnlyConfig`
-# holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` gives
-# Llama's (sections 2–5 build each): pre-LN with RMSNorm, RoPE, SwiGLU and no dropout, and takes
-# `n_kv_heads` for grouped key/value heads (Llama also drops the biases and the √D scale: chapter
-# 15). The cell checks this section's claim: `EncoderLayer`s under the causal mask give the model's
-# logits.
+# holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` turns
+# on Llama's changes that sections 2–5 build: pre-LN with RMSNorm, RoPE, grouped key/value heads
+# (`n_kv_heads`) and SwiGLU, and no dropout. It keeps the biases and the √D scale, which Llama also
+# drops (chapter 15). The cell checks this section's claim: `EncoderLayer`s
+# under the causal mask give the model's logits.
 
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
@@ -413,10 +413,10 @@ plt.show()
 # **What a generated token costs.** With a cache, a step of generation feeds one token per text.
 # Each weight is read once per step and used for two operations per text, a multiply and an add.
 # Every text's cache is read once too. A GPU does a few hundred operations in the time it reads a
-# byte (an H100: about 1,000 TFLOP/s in bf16, tera-operations per second, against 3.35 TB/s). So at batch 1 a step waits for
-# memory: it takes about its bytes divided by the memory's speed. For Llama 3 8B in bf16
-# and texts of 8,192 tokens (the operations count the weights only; attention over the cache adds
-# about a quarter more):
+# byte (an H100: about 1,000 TFLOP/s in bf16, tera-operations per second, against 3.35 TB/s). So
+# at batch 1 a step waits for memory: it takes about its bytes divided by the memory's speed. For
+# Llama 3 8B in bf16 and texts of 8,192 tokens (the operations count the weights only; attention
+# over the cache adds about a quarter more):
 
 # %% tags=["hide-input"]
 weights_gb, flops_per_text = 8.0e9 * 2 / 1e9, 2 * 8.0e9  # bf16 weights (GB); operations per token (2 per weight)
