@@ -516,9 +516,9 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 #
 # Grouped key/value heads are left out: they save cache memory, which no loss shows. For a CPU,
 # these runs read chapter 12's German sentences: each sentence a text, each word or mark a token.
-# The plays might rank the changes otherwise. All runs use pre-LN and AdamW. Each is measured on held-out sentences (the validation
-# loss), and, as in chapter 11, past the training length: on four held-out sentences in a row,
-# scored past the longest training text. A sentence's first word is not scored there: nothing in
+# The plays might rank the changes otherwise. All runs use pre-LN and AdamW. Each is measured on
+# held-out sentences (the validation loss), and, as in chapter 11, past the training length: on
+# four held-out sentences in a row, scored past the longest training text. A sentence's first word is not scored there: nothing in
 # the sentence before predicts it.
 
 # %%
