@@ -173,7 +173,7 @@ print("decoded:", vocab.decode(ids))
 # collapsing into one "unknown" id.
 #
 # Vocabularies usually leave out the words seen fewer than `min_freq` times. That trades a smaller
-# table (fewer parameters: each id costs one row of the embedding matrix, section 2) for more
+# table (fewer parameters: each id costs one row of a table of vectors, section 2) for more
 # `<unk>` in the data:
 
 # %%
@@ -407,12 +407,12 @@ print(f"average vector length: {scaled:.1f} with × √d_model, {unscaled:.1f} w
 # language models better, with fewer parameters.
 #
 # Our toy example has one vocabulary for both sides ($V_\text{src} = V_\text{tgt}$), so one matrix
-# can serve both embeddings and the output layer. `tie_weights` makes the output layer use the embedding's `Parameter`
-# itself, not a copy:
+# can serve both embeddings and the output layer. One detail of the code: the embedding gets
+# `padding_idx`. Its `<pad>` row starts at zero, and the lookup sends that row no gradient. Once the
+# matrix is tied, the output layer still trains that row, as it trains every row. That is harmless:
+# the model learns never to predict `<pad>`.
 #
-# (One detail of the code: the embedding gets `padding_idx`. Its `<pad>` row starts at zero, and the
-# lookup sends that row no gradient. Once the matrix is tied, the output layer still trains that
-# row, as it trains every row. That is harmless: the model learns never to predict `<pad>`.)
+# `tie_weights` makes the output layer use the embedding's `Parameter` itself, not a copy:
 
 # %%
 V_tgt, d = len(vocab), 8

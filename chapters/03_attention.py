@@ -370,7 +370,7 @@ expect("unscaled: the median gradient stays above the scaled one up to d_k = 64"
 #    scaled scores stay at 1;
 # 2. unscaled, the largest weight in a row climbs towards 1: the row has become (almost) a hard
 #    choice of one key;
-# 3. the entropy of the row drops from nearly uniform towards 0;
+# 3. the entropy of the row drops from about 2.4 nats (uniform: $\log 16 \approx 2.77$) towards 0;
 # 4. the gradient that reaches a query does *not* simply shrink. Its mean even grows: without the
 #    division, each score is $\sqrt{d_k}$ times more sensitive to the query. But its median falls,
 #    to zero at the largest sizes. In a saturated row every weight is nearly 0 or 1, and the softmax
@@ -383,9 +383,9 @@ expect("unscaled: the median gradient stays above the scaled one up to d_k = 64"
 # close to the median: the head size barely changes attention at initialisation.
 #
 # Where does the trouble start? In the right-hand panel the unscaled median stays *above* the scaled
-# one up to $d_k = 64$, the paper's head size. It falls below at a larger size (the last line the
-# figure's cell printed names it) and nears zero a few sizes further. So at the paper's head size the factor mostly keeps the gradients
-# even.
+# one up to $d_k = 64$, the paper's head size. It falls below at $d_k = 128$ (the last line the
+# figure's cell printed) and nears zero a few sizes further. So at the paper's head size the factor
+# mostly keeps the gradients even.
 #
 # ## 4. Masks: who may look at whom
 #

@@ -315,6 +315,9 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 #
 # Each head divides its scores by $\sqrt{d_k}$, the head's own size ($D/H$ by default), not $d_{model}$
 # (§3.2.1 with §3.2.2). Chapter 03's experiment is about that size.
+#
+# After the module, section 6 looks inside the heads. Three short checks then close the chapter: its
+# parameter count, its two head sizes, and PyTorch's own module.
 
 # %%
 torch.manual_seed(0)
@@ -337,10 +340,6 @@ fast_out, no_weights = mha(target, memory, memory)  # need_weights=False: the fa
 print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "| weights:", no_weights)
 
 # %% [markdown]
-# Section 6 looks inside the heads. Then three short checks of the module close the chapter: its
-# parameter count, its two head sizes, and PyTorch's own module.
-
-# %% [markdown]
 # ## 6. Looking at each head
 #
 # With the module built, we can look at what its heads do. Trained heads come later: chapter 08
@@ -351,7 +350,8 @@ print("fast path == teaching path:", torch.allclose(fast_out, out, atol=1e-6), "
 # a fixed linear map $M_k$ of the encoding (`relative_position_map`). So let a head's query
 # projection apply $M_k$ and its key projection not: then query $t$ matches key $t + k$ best.
 #
-# - head 0 uses $M_{-1}$: each position looks at the one before it;
+# - head 0 uses $M_{-1} = M_1^\top$, the turn of $M_1$ run backwards: each position looks at the one
+#   before it;
 # - head 1 uses $M_0$ (the identity): each position looks at itself;
 # - head 2 uses $M_{+1}$: each position looks at the next one;
 # - head 3 has an all-zero query projection: every score is 0, so its weights are uniform and it

@@ -130,7 +130,7 @@ architecture_map("decoder")
 # %% [markdown]
 # ## 1. A real padded batch
 #
-# The padding mask exists because of real batches, so we start with one: every later cell uses it.
+# The padding mask exists because of real batches, so we start with one: every later section uses its shapes and masks.
 # Three sentence pairs of different lengths, one vocabulary shared by both languages (the paper
 # shares its vocabulary between English and German too, §5.1). Shorter sequences are filled with
 # `<pad>` (id 0) to make a rectangle.
@@ -451,7 +451,8 @@ for norm_first in (False, True):
     print(f"norm_first={norm_first!s:5}  max |ours − nn.TransformerDecoderLayer| = {diff:.1e}")
 
 # %% [markdown]
-# Agreeing with PyTorch checks the layer as written. Two easy slips in writing it still give the
+# The two agree to within rounding (exactly, in this run). Agreeing with PyTorch checks the layer
+# as written. Two easy slips in writing it still give the
 # right shapes and run without an error; a behaviour test catches each. Exercise `ex06_3`'s check
 # rejects both.
 #

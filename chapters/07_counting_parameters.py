@@ -282,7 +282,8 @@ print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention
 # **Which vocabulary would each row of Table 3 imply?** Every extra token adds $D$ embedding
 # entries and one output bias. So a count is linear in $V$. With $n$ our count at $V = 37{,}000$ and
 # $p$ the paper's, the $V$ that hits $p$ exactly is $37{,}000 + (p - n)/(D + 1)$; the folded cell
-# solves it for each row. That works for base, big, rows (B) (a smaller $d_k$) and rows (C)
+# solves it for each row. A count *rounds right* when it rounds to the paper's printed millions:
+# $p - 0.5 \le$ count$/10^6 < p + 0.5$. That works for base, big, rows (B) (a smaller $d_k$) and rows (C)
 # (other $N$, $d_\text{model}$ or $d_{ff}$): the rows with a printed size. Rows (A) (heads against
 # head size) get our count, the base model's, and a dash.
 

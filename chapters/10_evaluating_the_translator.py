@@ -230,7 +230,7 @@ for stratum, members in task.info["strata"]["test"].items():
 # followed (999 becomes *…neunundneunzigtausendneun*); so do most of its wrong round thousands and
 # 0–20. Most training numbers have six digits, so their targets mostly follow the first three
 # digits with *tausend*. Only the source says when the number ends; this model has not yet learnt to
-# read it, and beam search rescues few outside 0–20 (section 1's strata table). From 21 to 99 it mostly **stops early**,
+# read it, and beam search rescues few outside 0–20 (the strata table above). From 21 to 99 it mostly **stops early**,
 # after the units word: 21 becomes *ein*. In the full range most of its errors are **wrong pieces**.
 # The shipped model, trained longer, fixed them all.
 

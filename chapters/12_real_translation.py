@@ -686,7 +686,7 @@ for rank in range(ranks):
 
 # %% [markdown]
 # Rank 1 takes batch 0 again: `shard` repeats the first batches so that every rank takes as many
-# steps. A rank that ran out would wait for ever at the next all-reduce.
+# steps. Otherwise the other ranks would wait for ever at an all-reduce it never joins.
 #
 # > **Common mistake — keeping DDP's default mean with token batches.** DDP's default all-reduce
 # > takes the *mean* of the ranks' gradients. Each rank's loss is already a mean over its own

@@ -632,8 +632,8 @@ for name, same in same_lm.items():
 #    <details><summary>Answer</summary>
 #
 #    Any exchange of two tensors of the same shape: the norms of a layer (all (D,)), W^Q and W^K or
-#    their biases, self- and cross-attention, a square matrix not transposed. Also a bias or a norm
-#    left in another order. Only the outputs show them, which is why we compare logits. And only if
+#    their biases, self- and cross-attention, a square matrix not transposed. Also a bias or a norm gain
+#    whose features are permuted. Only the outputs show them, which is why we compare logits. And only if
 #    the exchanged tensors differ, which is why the chapter draws every tensor at random.
 #    </details>
 # 4. Our logits and `transformers`' differ by less than 10⁻⁵ of the largest one, but not by 0. Why

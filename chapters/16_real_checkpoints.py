@@ -28,7 +28,7 @@
 # 1. An engine cuts the operations of a step and keeps the tokens (chapter 08's translator).
 # 2. The bytes a step reads set a floor on its time. Our models are too small to show it: we use
 #    SmolLM2-135M's published shape, with random weights.
-# 3. int8 reads the fewest bytes. Do the tokens survive? (The same SmolLM2, then chapter 14's
+# 3. int8 weights read the fewest bytes. Do the tokens survive? (The same SmolLM2, then chapter 14's
 #    Shakespeare model.)
 # 4. A model reads ids, so its tokenizer must travel with it (small tokenizers trained on chapter
 #    12's sentences).
@@ -289,8 +289,9 @@ for context in (1000, c.max_len):  # the longest text it was trained on
 # %% [markdown]
 # At 1,000 tokens the cache is small next to the float32 or bf16 weights, thanks to the 3 key/value
 # heads of grouped-query attention (chapter 13). At 8,192 tokens it is 41 % of the bytes in float32
-# or bf16, and three quarters with int8 weights: for a long text, the cache is worth shrinking as much
-# as the weights.
+# or bf16, and three quarters with int8 weights. Our int8 keeps the cache in float32, so at 8,192
+# tokens bf16 reads fewer bytes in all: for a long text, the cache is worth shrinking as much as the
+# weights.
 #
 # To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, drawn at
 # random: each matrix from N(0, 1/its number of columns), each gain from N(1, 0.2²).
@@ -368,7 +369,7 @@ expect_at_most("int8 weights: bytes read per token relative to float32", read["i
 # %% [markdown]
 # ## 3. What int8 changes: the tokens
 #
-# int8 reads the fewest bytes; an engine may use it only if the tokens survive. That
+# int8 weights read the fewest bytes; an engine may use them only if the tokens survive. That
 # depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
 # `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to whole numbers too. On a GPU it calls a
 # weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
@@ -510,8 +511,8 @@ print("  pieces (source.spm):       ", english_pieces)
 print("  ids (vocab.json), </s> = 0:", english_ids)
 
 # %% [markdown]
-# `transformers`' `MarianTokenizer` reads the same three files. It must give the same ids. It also
-# reads a language token first, and pads a batch:
+# `transformers`' `MarianTokenizer` reads the same three files and must give the same ids. It also
+# reads a language token, and pads a batch:
 
 # %% tags=["nbval-ignore-output"]
 with warnings.catch_warnings():  # MarianTokenizer recommends sacremoses, which only normalises punctuation
@@ -533,9 +534,8 @@ print("  ids the decoder would generate:", german_ids)
 print("  back to text:", repr(german_back))
 
 # %% [markdown]
-# The steps by hand and `MarianTokenizer` give the same ids, and the German ids decode back to the
-# sentence. Section 5 gives your translator this layout: one vocabulary
-# for both languages, `<pad>` its last id.
+# The steps by hand and `MarianTokenizer` agree, and the German ids decode back to the sentence.
+# Section 5 gives your translator this layout: one vocabulary for both languages, `<pad>` last.
 
 # %% tags=["hide-cell"]
 by_hand = marian_tokenizer(english).input_ids == english_ids
@@ -612,8 +612,8 @@ expect("the two bytes of ä merged into one token", "Ã¤" in round_trips["Der H
 # %% [markdown]
 # ## 5. Your models in the engines people use
 #
-# Two trained models leave the course, both shipped: the numbers translator trained with
-# chapter 08's recipe, and chapter 14's Shakespeare language model.
+# Two trained models leave the course, both shipped: chapter 08's numbers translator and chapter
+# 14's Shakespeare language model.
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
@@ -807,36 +807,6 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 # built, run in the engines people use and write your code's tokens there.
 
 # %% [markdown]
-# > **Aside — at home, with a network: published checkpoints.** The course's models also run
-# > published checkpoints, each with its tokenizer. The folded cell downloads OPUS-MT's English
-# > → German translator and SmolLM2-135M with `load_hub`, runs both in our models through chapter
-# > 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints one
-# > line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
-# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
-
-# %% tags=["hide-cell", "nbval-ignore-output"]
-sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
-try:  # downloads each checkpoint once, then reads it from the local cache
-    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
-    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
-except HubError as error:
-    print(f"skipped here: {error}")
-else:
-    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
-    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
-    with torch.no_grad():
-        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
-    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
-                               strict=True):
-        print(f"{english}\n  → {german}")
-    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
-    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
-    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
-                              pad_token_id=smol_lm.config.pad_id)
-    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
-    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
-
-# %% [markdown]
 # ## Summary
 #
 # - An inference engine reads a trained model once into a plan that cuts the operations of a step,
@@ -908,6 +878,35 @@ else:
 #   Language Processing* (the library this chapter compares with).
 # - Klein et al. (2020), *Efficient and High-Quality Neural Machine Translation with OpenNMT*
 #   (CTranslate2); the llama.cpp repository (ggml-org) and its description of the GGUF format.
+
+# %% [markdown]
+# > **Aside — at home, with a network: published checkpoints.** The folded cell downloads OPUS-MT's
+# > English → German translator and SmolLM2-135M with `load_hub`, runs both in our models through
+# > chapter 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints
+# > one line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
+# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
+
+# %% tags=["hide-cell", "nbval-ignore-output"]
+sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]
+try:  # downloads each checkpoint once, then reads it from the local cache
+    opus_tokenizer, hf_opus = load_hub("Helsinki-NLP/opus-mt-en-de", "translation")
+    smol_tokenizer, hf_smol = load_hub("HuggingFaceTB/SmolLM2-135M", "causal-lm")
+except HubError as error:
+    print(f"skipped here: {error}")
+else:
+    opus, smol_lm = from_marian(hf_opus), from_llama(hf_smol)  # chapter 15's converters: our models
+    batch = opus_tokenizer(sentences, return_tensors="pt", padding=True).input_ids  # (B, S), each ends with </s>
+    with torch.no_grad():
+        tokens, _ = beam_search(opus, batch, beam_size=4)  # (B, 1, T): the best beam of each sentence
+    for english, german in zip(sentences, opus_tokenizer.batch_decode(tokens[:, 0], skip_special_tokens=True),
+                               strict=True):
+        print(f"{english}\n  → {german}")
+    prompt = smol_tokenizer("The Transformer is a neural network that", return_tensors="pt").input_ids  # (1, T)
+    ours = generate(smol_lm, prompt, 30)  # 30 new tokens, greedily
+    theirs = hf_smol.generate(prompt, attention_mask=torch.ones_like(prompt), do_sample=False, max_new_tokens=30,
+                              pad_token_id=smol_lm.config.pad_id)
+    print(smol_tokenizer.decode(ours[0], skip_special_tokens=True))
+    print("the same tokens as transformers' own SmolLM2:", torch.equal(ours, theirs))
 
 # %% [markdown]
 # **After the course:** you have built, trained and run the Transformer and its modern descendants
