@@ -225,30 +225,13 @@ print(f"base model in float32: {4 * base_37k / 1e6:.0f} MB of weights, {16 * bas
 #   size; we leave them out.
 #
 # Section 1's count of the base model, 63.1M, is close to the paper's 65M, but 1.9M (2.9%) short.
-# Before looking for the cause, one comparison needs no vocabulary at all. Take the big model and row
-# (C) with $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix
-# whatever $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count
-# while $H d_k = d_\text{model}$). Their difference is therefore the extra feed-forward weights alone:
-
-# %%
-wide_base = count(TransformerConfig.paper_base(37_000, d_model=1024, d_k=128, d_v=128))  # row (C) d_model=1024
-ffn_extra = big_37k - wide_base
-by_hand = 12 * (2 * 1024 * (4096 - 2048) + (4096 - 2048))  # 12 layers × (W₁, W₂ and b₁ grow)
-assert ffn_extra == by_hand
-print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
-
-# %% [markdown]
-# The architecture says 50.4M, the table 45M. Rounding to whole millions moves a difference by 1M
-# at most. This difference does not depend on $V$, so no one vocabulary can fit both rows: the
-# table's rows do not all count one architecture the same way. Still, where could the base model's
-# 1.9M come from? The vocabulary is the only size the paper gives loosely ("about 37000 tokens").
-# But first, the other candidates.
+# Where could the 1.9M come from?
 #
 # **Does the paper count without biases, or with an untied output projection?** Our count already
 # includes the output bias and the attention biases. Dropping either would take 0.06% of the model
 # away, moving the count further below 65M. Only an untied output matrix (or separate source and
-# target embeddings) adds parameters: a whole $V \times D$ matrix, 19M for base, far too many. None
-# of these variants closes the gap of 1.9M. The table below lists them.
+# target embeddings) adds parameters: a whole $V \times D$ matrix, 19M for base, far too many. The
+# table below lists these variants.
 
 # %%
 V_PAPER, N_LAYERS = 37_000, 6
@@ -274,8 +257,26 @@ print(f"share of the base model: output bias {V_PAPER / base_37k:.2%}, attention
 # %% [markdown]
 # The Δ columns give each variant's difference from ours, in thousands. Dropping a bias moves the
 # count by tens of thousands, too little to show in millions; the last line gives the two shares.
-# A matrix moves it by millions, too many. So we keep the tying of §3.4 and look at the vocabulary
-# instead.
+# A matrix moves it by millions, too many. None closes the gap of 1.9M, so we keep the tying of
+# §3.4. That leaves the vocabulary, the only size the paper gives loosely ("about 37000 tokens").
+#
+# First, one comparison needs no vocabulary at all. Take the big model and row (C) with
+# $d_\text{model} = 1024$. They have the same $d_\text{model}$, so the same embedding matrix
+# whatever $V$ is. They differ only in $d_{ff}$: 4096 against 2048 ($H$ does not change the count
+# while $H d_k = d_\text{model}$). Their difference is therefore the extra feed-forward weights alone:
+
+# %%
+wide_base = count(TransformerConfig.paper_base(37_000, d_model=1024, d_k=128, d_v=128))  # row (C) d_model=1024
+ffn_extra = big_37k - wide_base
+by_hand = 12 * (2 * 1024 * (4096 - 2048) + (4096 - 2048))  # 12 layers × (W₁, W₂ and b₁ grow)
+assert ffn_extra == by_hand
+print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {213 - 168}M in Table 3")
+
+# %% [markdown]
+# The architecture says 50.4M, the table 45M. Rounding to whole millions moves a difference by 1M
+# at most. This difference does not depend on $V$, so no one vocabulary can fit both rows: the
+# table's rows do not all count one architecture the same way. Section 4 finds the vocabulary each
+# row implies.
 #
 # ## 4. The vocabulary each row implies
 #

@@ -470,8 +470,7 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # by attention alone.
 #
 # **Encoder self-attention**: each English word gathers information from the other English words.
-# **Decoder self-attention**: each position looks back over the German pieces written so far (the
-# causal mask leaves the upper triangle empty).
+# **Decoder self-attention**: each position looks back over the German pieces written so far.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -598,7 +597,8 @@ expect("10,001: the under-trained model's heads all read 'one' while it writes e
 
 # %% [markdown]
 # Where the shipped model writes *eins*, all four heads read "one". Where the under-trained model
-# writes *fünfzehn* a second time, its heads disagree, and one of them reads "fifteen" again. For
+# writes *fünfzehn* a second time, its heads disagree: one reads "fifteen" again, and two spread
+# their weight (the figure below). For
 # 10,001 its heads all read "one": it found the word and missed its ending, an error no map shows.
 # To find out whether an error lies with the search or the model, use the scores of section 3.
 #

@@ -360,21 +360,6 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # without its `x +`. So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every
 # attention and feed-forward sub-layer.
 #
-# > **Common mistake — comparing lines of two experiments.** The lines of one table share one
-# > setting; two tables need not. One setting differs from the warm-up experiment: here the
-# > gradients are clipped, as chapter 08 clips them by default (to a total norm of 1). The warm-up
-# > experiment turned clipping off because a clip caps each step, and so does part of a warm-up's
-# > work. So the line "with residual connections" is not the run "post-LN, warm-up" above. The cell
-# > below lists the settings that differ.
-
-# %% tags=["hide-input"]
-warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
-differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.name)) for f in fields(warmup_setting)
-          if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}
-for name, (in_warmup, in_residuals) in differ.items():
-    print(f"{name}: {in_warmup} in the warm-up experiment, {in_residuals} in the residual experiment")
-
-# %% [markdown]
 # <details><summary>The figure in words</summary>
 #
 # Two panels. The left one draws both variants' training loss over the 400
@@ -409,6 +394,21 @@ expect_above("final training loss: with residual connections below without them 
 # And the gradient reaches the lower layers only through all the sub-layers above. With the
 # shortcuts, each sub-layer only adds a correction, and the residual stream carries the rest,
 # forwards and backwards.
+
+# %% [markdown]
+# > **Common mistake — comparing lines of two experiments.** The lines of one table share one
+# > setting; two tables need not. One setting differs from the warm-up experiment: here the
+# > gradients are clipped, as chapter 08 clips them by default (to a total norm of 1). The warm-up
+# > experiment turned clipping off because a clip caps each step, and so does part of a warm-up's
+# > work. So the line "with residual connections" is not the run "post-LN, warm-up" above. The cell
+# > below lists the settings that differ.
+
+# %% tags=["hide-input"]
+warmup_setting, residual_setting = EXPERIMENTS["warm-up"].setting, EXPERIMENTS["residuals"].setting
+differ = {f.name: (getattr(warmup_setting, f.name), getattr(residual_setting, f.name)) for f in fields(warmup_setting)
+          if getattr(warmup_setting, f.name) != getattr(residual_setting, f.name)}
+for name, (in_warmup, in_residuals) in differ.items():
+    print(f"{name}: {in_warmup} in the warm-up experiment, {in_residuals} in the residual experiment")
 
 # %% [markdown]
 # ## 5. What does label smoothing buy?

@@ -438,8 +438,8 @@ for batch in (1, 32):
 # attention's 8 heads divide them by 4: the batch fits, and by the estimate above a step reads
 # a third of the bytes of 32 heads, had those fitted.
 #
-# A CPU shows only the batching. The cell below times a generation step of a small model for 1 text
-# and 16 at once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
+# **Batching, timed on a CPU.** The cell below times a step of a small model for 1 text and 16 at
+# once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
 # calls into PyTorch serve all 16 texts, and a call has a fixed cost whatever its size (chapter 16
 # counts them). `generate(lm, prompt, n)` is chapter 09's loop for a language model: it appends n
 # tokens to the prompt, the most probable by default, or sampled with `temperature` and `top_p`.

@@ -287,7 +287,12 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # %% [markdown]
 # ## 3. Every difference, and why it exists
 #
-# **Sinusoids in halves.** The paper's formula interleaves its sinusoids: feature $2i$ holds
+# Three kinds: two reorderings of features, choices that a field of our configuration sets, and
+# GPT-2's transposed weights.
+#
+# ### Reordering 1: Marian's sinusoids in halves
+#
+# The paper's formula interleaves its sinusoids: feature $2i$ holds
 # $\sin(p\,\omega_i)$ and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$
 # (§3.5). Marian puts all the sines first, then all the cosines: the same numbers, in another order.
 # That is no quirk of Marian: the "halves" layout is the authors' own, the one their code,
@@ -314,7 +319,9 @@ print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
 print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
 
 # %% [markdown]
-# **The other choices of Marian.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called
+# ### Choices a field of the configuration sets
+#
+# **Marian's other choices.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called
 # SiLU), between its two layers, where the paper has ReLU (§3.3). Swish is a smooth activation that
 # lets a little negative signal through. Marian's output layer adds a bias of its own,
 # `final_logits_bias`, one number per target token. Our output `nn.Linear` has one anyway: the tied
@@ -363,7 +370,9 @@ for label, *values in rows:
 # token, which is also their start token.
 
 # %% [markdown]
-# **Rotary pairs, and a reordering of rows.** Chapter 13's `apply_rope` rotates the features of each
+# ### Reordering 2: Llama's rotary pairs, by moving rows
+#
+# Chapter 13's `apply_rope` rotates the features of each
 # head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
 # Llama rotates the pairs (i, i + d/2) instead. Its `rotate_half` takes the second half of a head's
 # features as the partners of the first half, by the same angles $p\,\omega_i$.
@@ -420,7 +429,7 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 w_q, w_k, x = torch.randn(d_head, 16), torch.randn(d_head, 16), torch.randn(6, 16)  # one head, 6 positions
 positions = torch.arange(6)
-angles = positions[:, None] * 10000.0 ** (-torch.arange(0, d_head, 2) / d_head)  # (T, d/2)
+angles = positions[:, None] * 10000.0 ** (-torch.arange(0, d_head, 2) / d_head)  # (T, d/2); any base b works alike
 cos, sin = torch.cat([angles, angles], -1).cos(), torch.cat([angles, angles], -1).sin()  # (T, d): halves layout
 q, k = x @ w_q.T, x @ w_k.T
 halves_scores = (q * cos + rotate_half(q) * sin) @ (k * cos + rotate_half(k) * sin).T  # (T, T)
@@ -431,7 +440,9 @@ print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply
                                                 atol=1e-5))
 
 # %% [markdown]
-# **GPT-2's `Conv1D`.** GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
+# ### GPT-2's `Conv1D`: a transpose
+#
+# GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
 # stores its weight as (in, out) and computes x W + b, where `nn.Linear` stores (out, in) and
 # computes x Wᵀ + b. And its attention computes the queries, keys and values with one layer,
 # `c_attn`, of 3·D outputs side by side. `split_conv1d` (exercise ex15_2) cuts the columns into their
@@ -661,6 +672,6 @@ for name, same in same_lm.items():
 # - Wolf et al. (2020), *Transformers: State-of-the-Art Natural Language Processing* (the library
 #   this chapter compares with).
 #
-# **Next:** [Chapter 16 — The speed of a step, tokenizers, and your models in the engines people
-# use](16_real_checkpoints.ipynb): what sets the speed of generation, these models' tokenizers, and
-# our trained models in `transformers`, CTranslate2 and llama.cpp.
+# **Next:** [Chapter 16 — Your models in the engines people use](16_real_checkpoints.ipynb): the
+# course's trained models, tokenizers included, in `transformers`, CTranslate2 and llama.cpp, and
+# what an engine changes on the way.

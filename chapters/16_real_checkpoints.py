@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # Chapter 16 — The speed of a step, tokenizers, and your models in the engines people use
+# # Chapter 16 — Your models in the engines people use
 #
 # [![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-course/transformer-course/blob/main/chapters/16_real_checkpoints.ipynb)
 #
@@ -23,25 +23,24 @@
 # in the engines people use, `transformers`, CTranslate2 and llama.cpp, and write the course's
 # tokens there.
 #
-# Five steps lead there, each on the model that shows it best:
+# Sections 1–4 each answer one question an export raises, on the model that shows it best.
+# Section 5 exports.
 #
-# 1. An engine cuts the operations of a step and keeps the tokens (chapter 08's translator).
-# 2. The bytes a step reads set a floor on its time. Our models are too small to show it: we use
+# 1. What does an engine change in a model, and what must it keep? (Chapter 08's translator.)
+# 2. What sets the time of a step? The bytes it reads. Our models are too small to show it: we use
 #    SmolLM2-135M's published shape, with random weights.
-# 3. int8 weights read the fewest bytes. Do the tokens survive? (The same SmolLM2, then chapter 14's
-#    Shakespeare model.)
-# 4. A model reads ids, so its tokenizer must travel with it (small tokenizers trained on chapter
+# 3. May an export store int8 weights, a quarter of the bytes? Only if the tokens survive. (The
+#    same SmolLM2, then chapter 14's Shakespeare model.)
+# 4. What must an export carry besides the weights? The tokenizer (small ones trained on chapter
 #    12's sentences).
 # 5. The translator and the Shakespeare model, tokenizers included, leave for the engines.
 #
 # **Learning goals**
 #
-# - see what an inference engine changes (the operations of a step) and what it leaves alone (the
-#   tokens);
-# - count the bytes a token reads in float32, bf16 and int8, and see what int8 changes in the tokens;
+# - see what an engine changes in a step (its operations) and what it keeps (the tokens);
+# - count the bytes a token reads in float32, bf16 and int8;
 # - turn text into ids and back by Marian's rules and by byte-level BPE;
-# - export your translator and your language model, tokenizers included, and see the engines write
-#   your tokens.
+# - export your models, tokenizers included, and see the engines write your tokens.
 #
 # **In the paper:**
 #
@@ -139,8 +138,9 @@ setup_chapter("16")  # the short stop at an unwritten exercise; printing and plo
 architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chapter 16: every box goes into the exported files")
 
 # %% [markdown]
-# ## 1. Fewer operations per step: an inference engine
+# ## 1. What an engine changes: the operations of a step
 #
+# Section 5 runs your models in engines. Here is what an engine changes, shown on the course's own.
 # A step of generation has two costs. Run as chapter 09's loops run it, your modules ask PyTorch
 # for many small **operations**, each with a fixed cost, whatever its size. And every step reads
 # the model's weights, its **bytes**, from memory. This section cuts the first cost; the next
@@ -151,8 +151,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
 # *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
 # stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
-# the norms' gains are folded into the matrices after them. Any model's caches are allocated once
-# per call. First, what matters most: the same tokens, on the shipped translator's test split.
+# the norms' gains are folded into the matrices after them. First, what matters most: the same tokens, on the shipped translator's test split.
 
 # %%
 checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
@@ -211,10 +210,10 @@ expect_at_most("the engine's operations relative to your modules'", operations["
 # this saves, beside CTranslate2 and llama.cpp.
 
 # %% [markdown]
-# ## 2. A floor on the time: bytes per token
+# ## 2. What a step costs: the bytes it reads
 #
 # Section 1 cut the operations. An engine cuts the bytes only by storing each number in fewer of
-# them. First, how many bytes a model holds. A float32 copy takes 4 bytes a parameter; while
+# them, and an export chooses that storage. First, how many bytes a model holds. A float32 copy takes 4 bytes a parameter; while
 # converting, both copies are in memory. The cell below builds the three published architectures in
 # our classes on PyTorch's meta device (chapter 07).
 
@@ -293,8 +292,8 @@ for context in (1000, c.max_len):  # the longest text it was trained on
 # tokens bf16 reads fewer bytes in all: for a long text, the cache is worth shrinking as much as the
 # weights.
 #
-# To measure, we need a SmolLM2 that runs. As in chapter 15, it gets 4 of its 30 layers, drawn at
-# random: each matrix from N(0, 1/its number of columns), each gain from N(1, 0.2²).
+# To measure, we need a SmolLM2 that runs. It gets 4 of its 30 layers, with random weights drawn
+# by chapter 15's rule.
 
 # %%
 smol = DecoderOnlyLM(replace(smol_config, n_layers=4))
@@ -338,8 +337,7 @@ expect("the cache counted with every query head: three times too large", wrong =
 # Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
 # and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
 # before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each layer's input to whole numbers, work that float32 does not do, so it may
-# read its bytes slower than the memory allows.
+# int8 kernel also rounds each layer's input (section 3), which takes time.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -367,9 +365,9 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# ## 3. What int8 changes: the tokens
+# ## 3. May the export be int8? The tokens decide
 #
-# int8 weights read the fewest bytes; an engine may use them only if the tokens survive. That
+# int8 weights read the fewest bytes; an export may store them only if the tokens survive. That
 # depends on where int8 runs. On a CPU, `Int8Linear` (the layer `quantize` puts in place of each
 # `nn.Linear`) calls fbgemm, PyTorch's library of int8 CPU kernels, which rounds each layer's *input* to whole numbers too. On a GPU it calls a
 # weight-only product, where the input keeps its precision: "weights only" below, the int8 weights
@@ -451,9 +449,9 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # section 5's exports stay in float32.
 
 # %% [markdown]
-# ## 4. The tokenizer travels with the model
+# ## 4. What the export carries: the tokenizer
 #
-# A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
+# An export that holds only the weights is of no use to an engine. A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
 # trained on, and gives each piece the id of its row in the embedding. Another tokenizer hands the
 # model ids that mean other pieces. So a checkpoint ships its tokenizer in files that engines read,
 # and section 5's exports carry yours the same way. Marian's pieces come from a *unigram* model of
