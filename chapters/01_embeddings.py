@@ -228,6 +228,8 @@ except KeyError as error:
 #
 # Below, four ways give the same numbers: the product by hand, plain indexing, the package's
 # `one_hot_lookup` (exercise `ex01_3`), and PyTorch's `nn.Embedding` with the same matrix.
+# `nn.Embedding` is PyTorch's lookup layer; `nn.Embedding.from_pretrained(E)` makes one whose table
+# is $E$.
 
 # %%
 d_model = 6
@@ -445,7 +447,8 @@ print(f"saved by sharing one:       {2 * V_shared * D / 1e6:5.1f} M (the whole b
 # %% [markdown]
 # Tying also fits the scaling of section 3. The output layer scores a state $h$ by its dot product
 # with each token's row of $E$. The entries of $E$ have size $1/\sqrt{d_{model}}$ and those of $h$
-# have size 1 (a LayerNorm, chapter 05, gives the decoder's last states that size), so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
+# have size 1 (the decoder ends in a normalisation, a LayerNorm of chapter 05, that gives each
+# state entries of mean 0 and variance 1), so the logits $h E^\top$ start with a standard deviation near 1: no logit starts out
 # large. The cell below checks this on random states.
 
 # %%

@@ -119,8 +119,8 @@ setup_chapter("06")  # the short stop at an unwritten exercise; printing and plo
 # holds masked multi-head self-attention, with weights (B, H, T, T) and a causal and padding mask,
 # then "Add & Norm". Cross-attention follows, with queries from below and keys and values from the
 # encoder's memory (B, S, D), then "Add & Norm". A feed-forward network and a last "Add & Norm"
-# close the layer. Above it, the highlighted linear layer, tied to the embedding, and the softmax
-# give logits of shape (B, T, V_tgt).
+# close the layer. Above it, the highlighted linear layer, tied to the embedding, gives logits of
+# shape (B, T, V_tgt), and the softmax turns them into probabilities.
 #
 # </details>
 
@@ -533,13 +533,13 @@ for name, layer in (("correct", correct), ("buggy", buggy)):
 # 3. `forward(src, tgt_in)` does both and builds the masks from `config.pad_id`.
 #
 # §3.4: "we share the same weight matrix between the two embedding layers and the pre-softmax
-# linear transformation". With one vocabulary for both languages ($V_\text{src} = V_\text{tgt}$),
+# linear transformation". `share_embeddings=True` does this. With one vocabulary for both languages ($V_\text{src} = V_\text{tgt}$),
 # one ($V_\text{tgt}$, D) matrix $E$ turns source ids into vectors,
 # target ids into vectors, and decoder outputs into logits $hE^\top + b$. The bias $b$ is our
 # addition: the paper mentions none. It costs one number per token and lets the output favour
 # frequent tokens without bending the shared matrix. The
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
-# that goes with it). `share_embeddings=True` does this.
+# that goes with it).
 #
 # `TransformerConfig` holds the sizes under the paper's names. Its defaults are the paper's base
 # model; for our three sentences we shrink them:
@@ -614,7 +614,8 @@ with torch.no_grad():
 # 01–06, it holds options that later chapters switch on. Here each of them is `None` or does
 # nothing; the folded box below names them. The page leaves out the small helpers you have met:
 # `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`
-# and `tie_weights`. Read it top to bottom:
+# and `tie_weights`, and two it calls without printing, `fast_attention` and `_final_norm` (the box
+# below). Read it top to bottom:
 #
 # - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
 #   draws the weights of every linear layer by Xavier's rule (chapter 05); the embedding keeps

@@ -190,7 +190,8 @@ for part, n in sorted(parts.items(), key=lambda item: -item[1]):
 from transformer_course.counting import attention_parameters, layer_parameters  # counting.py's formulas, part by part
 
 assert parts["encoder self-attention"] == parts["decoder cross-attention"] == 6 * attention_parameters(512, 8)
-# an encoder layer, less its attention and its two LayerNorms (2 · 2 · D): the feed-forward network
+# layer_parameters(D, H, d_ff, decoder=False) counts an encoder layer; less its attention and its
+# two LayerNorms (2 · 2 · D), that leaves the feed-forward network
 network = layer_parameters(512, 8, 2048, decoder=False) - attention_parameters(512, 8) - 2 * 2 * 512
 assert parts["encoder feed-forward"] == parts["decoder feed-forward"] == 6 * network
 print("attention and feed-forward parts: equal to counting.py's formulas × 6 layers")
@@ -205,7 +206,8 @@ print("attention and feed-forward parts: equal to counting.py's formulas × 6 la
 # Two rules of thumb follow. With $d_{ff} = 4D$, an encoder layer holds about $12D^2$ weights and a
 # decoder layer $16D^2$, so the model holds about $28ND^2 + VD$. And each parameter costs memory: 4
 # bytes in float32. Training keeps four such numbers per parameter: the weight, its gradient, and
-# the two running averages that the optimizer Adam keeps (chapter 08 introduces it).
+# the two running averages that the optimizer Adam keeps (chapter 08 introduces it). Each batch's
+# activations come on top.
 
 # %%
 rule = 28 * 6 * 512**2 + 37_000 * 512  # 28·N·D² + V·D for the base model: the weight matrices alone
@@ -409,11 +411,11 @@ print(f"rows that round right at V = {V_PAPER:,}: {', '.join(holding) or 'none'}
 # %% [markdown]
 # ## Check yourself
 #
-# 1. Why can a model on the meta device be counted but not run?
+# 1. Why can a model on the meta device be counted but not used?
 #    <details><summary>Answer</summary>
 #
-#    Its tensors have shapes but no values. Counting parameters needs only the shapes; a forward pass
-#    needs the numbers.
+#    Its tensors have shapes but no values. Counting parameters needs only the shapes. A forward pass
+#    needs the numbers: on the meta device it can at best return shapes.
 #    </details>
 # 2. How many parameters does one more token add to the base model, with one shared matrix and an
 #    output bias?

@@ -698,9 +698,9 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 # %% [markdown]
 # The large strata are at 90% or more; the small ones can land anywhere. In a stratum of nine
 # numbers one mistake costs 11 points, and its numbers share one pattern: a model still learning it
-# may miss several at once. A *seen* stratum far below 100% is most likely under-training: the
-# model has not yet fitted even its training examples. The loss cannot show it: nine numbers are a
-# tiny share of the training pairs. Here are the first of this run's mistakes:
+# may miss several at once. Should a *seen* stratum fall far below 100%, it is likely under-training:
+# the model has not yet fitted even its training examples. The loss cannot show it: nine numbers are
+# a tiny share of the training pairs. Here are this run's first mistakes:
 
 # %% tags=["nbval-ignore-output"]
 mistakes = [(n, h, t) for n, h, (_, t) in zip(numbers["test"], test_answers, task.test, strict=True) if h != t]

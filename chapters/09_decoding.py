@@ -652,6 +652,51 @@ assert torch.equal(greedy_decode(model, src, use_cache=False), tgt)  # the same 
 expect_at_most("largest difference between the logits, cached against one pass", (stepwise - full).abs().max().item(), 1e-4)
 
 # %% [markdown]
+# > **Common mistake — cached decoding with every new token at position 0.** With a cache the
+# > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
+# > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
+# > Below, the translations even survive, and their average log-probability does not move at the third decimal, though the
+# > logits differ from the full pass's by several units. The source keeps its right positions. The
+# > bug is silent: nothing promises that another model or sentence survives it. An equivalence test
+# > catches it, cached logits against a full pass, as above. So does the check of exercise ex02_2,
+# > which gives `PositionalEncoding.forward` an `offset`.
+
+# %%
+class PositionsFromZero(nn.Module):
+    """The bug: the offset is dropped, so each token of a cached step gets position 0's vector."""
+
+    def __init__(self, positional: nn.Module) -> None:
+        super().__init__()
+        self.positional = positional  # the model's own positional encoding
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        return self.positional(x)  # offset ignored
+
+
+src = encode_english(texts)  # the sentences whose logits were compared above
+correct_positions = model.positional
+model.positional = PositionsFromZero(correct_positions)  # the bug
+try:
+    buggy = greedy_decode(model, src)
+    with torch.no_grad():
+        cache = DecoderCache(model)
+        buggy_logits = torch.cat([cache.decode(tgt_in[:, t : t + 1], memory, memory_mask) for t in range(tgt_in.shape[1])], 1)
+finally:
+    model.positional = correct_positions  # the model's own positional encoding, back in its place
+
+
+def mean_log_prob(logits: torch.Tensor) -> float:
+    """Average log-probability the logits give to the greedy translation `tgt` (real tokens only)."""
+    chosen = logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0]  # (B, T)
+    return chosen[tgt != config.pad_id].mean().item()
+
+
+print("same translations as without the bug:", torch.equal(buggy, tgt))
+print(f"largest difference from the full pass's logits: {(buggy_logits - full).abs().max().item():.2f}")
+print(f"average log-probability of the translation: {mean_log_prob(full):.3f} correct, "
+      f"{mean_log_prob(buggy_logits):.3f} with the bug")
+
+# %% [markdown]
 # Now the speed. The translations of this task are short, a dozen pieces at most. So we time a model
 # of the same size with random weights, whose `<eos>` is switched off so that it writes exactly n
 # tokens, for a batch of 32 sentences. The times are this machine's.
@@ -702,50 +747,6 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # lengths. So the gap grows with the length. At the shortest lengths it is smallest: a step of a
 # small model is partly fixed overhead (small matrix products, Python calls), which the cache does
 # not save. Timings on a busy machine are noisy: read the trend, not one ratio.
-#
-# > **Common mistake — cached decoding with every new token at position 0.** With a cache the
-# > decoder sees one token at a time, so `x.shape[1]` is always 1. A positional encoding that
-# > indexes its table with `[:x.shape[1]]` then puts *every* token at position 0. Nothing crashes.
-# > Below, the translations even survive, and their average log-probability does not move at the third decimal, though the
-# > logits differ from the full pass's by several units. The source keeps its right positions. The
-# > bug is silent: nothing promises that another model or sentence survives it. An equivalence test
-# > catches it, cached logits against a full pass, as above. So does the check of exercise ex02_2,
-# > which gives `PositionalEncoding.forward` an `offset`.
-
-# %%
-class PositionsFromZero(nn.Module):
-    """The bug: the offset is dropped, so each token of a cached step gets position 0's vector."""
-
-    def __init__(self, positional: nn.Module) -> None:
-        super().__init__()
-        self.positional = positional  # the model's own positional encoding
-
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        return self.positional(x)  # offset ignored
-
-
-src = encode_english(texts)  # the sentences whose logits were compared above
-correct_positions = model.positional
-model.positional = PositionsFromZero(correct_positions)  # the bug
-try:
-    buggy = greedy_decode(model, src)
-    with torch.no_grad():
-        cache = DecoderCache(model)
-        buggy_logits = torch.cat([cache.decode(tgt_in[:, t : t + 1], memory, memory_mask) for t in range(tgt_in.shape[1])], 1)
-finally:
-    model.positional = correct_positions  # the model's own positional encoding, back in its place
-
-
-def mean_log_prob(logits: torch.Tensor) -> float:
-    """Average log-probability the logits give to the greedy translation `tgt` (real tokens only)."""
-    chosen = logits.log_softmax(-1).gather(-1, tgt[..., None])[..., 0]  # (B, T)
-    return chosen[tgt != config.pad_id].mean().item()
-
-
-print("same translations as without the bug:", torch.equal(buggy, tgt))
-print(f"largest difference from the full pass's logits: {(buggy_logits - full).abs().max().item():.2f}")
-print(f"average log-probability of the translation: {mean_log_prob(full):.3f} correct, "
-      f"{mean_log_prob(buggy_logits):.3f} with the bug")
 
 # %% [markdown]
 # ## Summary

@@ -559,24 +559,27 @@ for layer in range(entropy.shape[0]):
 # upper quartile is 0.1 or less (to two decimals). Layer 1 is mixed. Its first head spreads (a
 # median of 0.21, an upper quartile of 0.53), and so, less, does its third (0.26); its second and
 # fourth are as sharp as layer 2.
-# Sharp is not the same as right, though. In the sentence above, layer 1's sharp heads often read a
-# word other than the one being translated; mostly layer 2's heads read the word that the German
-# piece renders. The entropy cannot tell these apart: it measures sharpness, not which word.
+# Sharp is not the same as right, though: the entropy measures how sharp a head is, not which word
+# it reads.
 #
 # **An error in the maps.** Section 2's under-trained model writes 15,001 as
 # *fünfzehntausendfünfzehn* and 10,001 as *zehntausendein*. The cell prints which word each head
-# of layer 2 reads most at the last piece:
+# of layer 2 reads most at the last piece, and marks a head "spread" whose largest weight there is
+# under 0.7:
 
 # %%
 def last_piece_read(translator: torch.nn.Module, text: str) -> tuple[list[str], list[str], torch.Tensor]:
     """The pieces a model writes for ``text``, the source word each layer-2 head reads most at the
-    last piece, and layer 2's cross-attention (H, T, S)."""
+    last piece (marked "spread" where that weight is under 0.7), and layer 2's cross-attention (H, T, S)."""
     words = english_tokens(text)
     src = pad_sequences([src_vocab.encode(words)], src_vocab.pad_id)  # (1, S)
     written = greedy_decode(translator, src)  # (1, T)
     cross = attention_maps(translator, src, written)["cross"][-1, 0]  # (H, T, S): the last layer
     last = len(pieces(written[0])) - 1  # the row of the last piece (the next row writes <eos>)
-    return pieces(written[0]), [words[i] for i in cross[:, last, : len(words)].argmax(-1).tolist()], cross
+    top = cross[:, last, : len(words)].max(dim=-1)  # (H,): each head's largest weight, and its word
+    heads = [words[i] + (" (spread)" if weight < 0.7 else "")
+             for weight, i in zip(top.values.tolist(), top.indices.tolist(), strict=True)]
+    return pieces(written[0]), heads, cross
 
 
 read = {}  # (number, model) → what last_piece_read returns
@@ -590,8 +593,8 @@ for number in ("fifteen thousand and one", "ten thousand and one"):
 expect("15,001: the shipped model's four heads all read 'one' while it writes eins",
        read["fifteen thousand and one", "shipped"][1] == ["one"] * 4, str(read["fifteen thousand and one", "shipped"][1]))
 misread = read["fifteen thousand and one", "under-trained"][1]
-expect("15,001: the under-trained model's heads disagree where it writes fünfzehn again, one reading 'fifteen'",
-       len(set(misread)) > 1 and "fifteen" in misread, str(misread))
+expect("15,001: the under-trained model's heads disagree where it writes fünfzehn again: one reads 'fifteen', two spread",
+       "fifteen" in misread and sum(word.endswith("(spread)") for word in misread) == 2, str(misread))
 expect("10,001: the under-trained model's heads all read 'one' while it writes ein",
        read["ten thousand and one", "under-trained"][1] == ["one"] * 4, str(read["ten thousand and one", "under-trained"][1]))
 

@@ -502,7 +502,7 @@ expect("exact match: no difference beyond the spread of the seeds",
 #
 # | The paper's choice | What these runs found | How strongly |
 # |---|---|---|
-# | the $\sqrt{d_{model}}$ factor (§3.4) | no gain from the factor that stands out from run-to-run variation; token vectors that start 8 times too long fail | both: every run |
+# | the $\sqrt{d_{model}}$ factor (§3.4) | no gain from the factor beyond run-to-run variation (the line under section 1's figure says whether your runs show a loss); token vectors that start 8 times too long fail | both: every run |
 # | sinusoids beyond the training lengths (§3.5) | sinusoidal and learned positions both collapse beyond 10 letters; from 7 to 10 letters the learned table reverses fewer strings | the collapse: every run; the gap: on the mean of the runs |
 # | a warm-up for post-LN (§5.3) | without it, the 3-layer post-LN model stalls; with it, it learns; pre-LN needs none | every run, by a loss margin |
 # | residual connections (§3.1) | without them, the same model's loss ends far higher | every run, by a loss margin |

@@ -85,7 +85,7 @@ torch.manual_seed(0)
 setup_chapter("12")  # the short stop at an unwritten exercise; printing and plotting style
 
 device = pick_device()  # CUDA, then Apple's MPS, then the CPU
-profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA (section 5 prints it)
+profile = pick_sentence_profile(device)  # a bigger model and token budget on CUDA (a folded cell of section 5 prints it)
 
 # %% [markdown]
 # ## Where we are
@@ -612,12 +612,12 @@ display(Markdown(
     f"**This run:** to write *{text(target_tokens, verb)}*, the decoder reads mostly "
     f"*{text(source_tokens, read['verb'])}*. For the German word before it, *{text(target_tokens, before)}*, "
     f"it read *{text(source_tokens, read['before'])}*: "
-    + (f"the verb sends it {jump} source tokens back to the left." if jump > 0 else "no jump back this time.")
+    + (f"the verb sends it {jump} source tokens (subword pieces, not words) back to the left." if jump > 0
+       else "no jump back this time.")
 ))
 
 # %% [markdown]
-# Read the map from the top. Where German follows the English word for word, the weights walk down
-# the diagonal: each German token reads the English token it translates. Then comes the verb in the
+# Where German follows the English word for word, the weights walk down the diagonal: each German token reads the English token it translates. Then comes the verb in the
 # box, the last word of the *dass* clause. To write it, the decoder can jump back from *school* to
 # *bake*, past the words German puts before the verb; the line under the map says how far your run
 # jumps. The sentence was picked because the model gets it right: a success, not a typical case.
@@ -686,7 +686,8 @@ for rank in range(ranks):
 
 # %% [markdown]
 # Rank 1 takes batch 0 again: `shard` repeats the first batches so that every rank takes as many
-# steps. Otherwise the other ranks would wait for ever at an all-reduce it never joins.
+# steps. Otherwise the other ranks would wait for ever at an all-reduce that the rank with fewer
+# batches never joins.
 #
 # > **Common mistake — keeping DDP's default mean with token batches.** DDP's default all-reduce
 # > takes the *mean* of the ranks' gradients. Each rank's loss is already a mean over its own

@@ -434,9 +434,9 @@ for batch in (1, 32):
 # At batch 1 every design reads the 16 GB of weights and does about one operation per byte: the
 # step is bound by memory. A batch shares the weights, so at batch 32 one read serves 32 texts. But
 # each text brings its own cache. With $H_{kv} = 32$, the caches of 32 long texts (137 GB) outweigh
-# the weights several times over. They do not even fit: an H100 holds 80 GB. Grouped-query
-# attention's 8 heads divide them by 4: the batch fits, and by the estimate above a step reads
-# a third of the bytes of 32 heads, had those fitted.
+# the weights many times. They do not fit: an H100 holds 80 GB. Grouped-query
+# attention's 8 heads divide them by 4: the batch fits, and a step reads a third of the bytes of 32
+# heads. At about 10 operations per byte, it still waits for memory.
 #
 # **Batching, timed on a CPU.** The cell below times a step of a small model for 1 text and 16 at
 # once: it measures batching, not shared heads. Per text the batch is cheaper: one step's

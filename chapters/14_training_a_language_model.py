@@ -235,8 +235,8 @@ plt.show()
 # > **Common mistake — weight decay on every parameter.** `torch.optim.AdamW(model.parameters(),
 # > weight_decay=0.1)` decays the gains of the norms too. Each step multiplies every weight by
 # > $1 - \text{lr} \cdot \lambda$, whatever the gradient says. A gain that drifts towards 0 switches
-# > its feature off. Below, the gains of a small model after 1,000 steps with zero gradients, under
-# > both optimizers. The check counts the one-dimensional parameters in a group that decays: the
+# > its feature off. Below, the final norm's gain of a small model after 1,000 steps with zero
+# > gradients, under both optimizers. The check counts the one-dimensional parameters in a group that decays: the
 # > gains, and the attention projections' biases, which our block keeps and Llama drops.
 
 # %%

@@ -27,8 +27,7 @@
 # This chapter converts the published **architectures**, not the published numbers. `transformers`
 # builds each model with the real shapes and random weights, so nothing is downloaded. At the end,
 # our models and `transformers`' give the same logits, within rounding, and the same greedy tokens.
-# Chapter 16 gives the real weights one aside, to run at home with a network, and asks what sets
-# the speed of generation.
+# Chapter 16 takes the course's own models the other way, into the engines people use.
 #
 # **Learning goals**
 #
@@ -145,9 +144,8 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 #
 # Marian is the 2017 translator almost to the letter. The OPUS-MT project trained more than a
 # thousand language pairs with it, on the public OPUS corpora. Most of them have the size of the
-# paper's base model (D = 512, six layers in each stack). GPT-2 is the
-# decoder-only model of chapter 13 before the modern changes, with pre-LN blocks and a learned
-# position table. Its GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal distribution's
+# paper's base model (D = 512, six layers in each stack). GPT-2 is chapter 13's decoder-only model
+# before the modern changes, except that its blocks are pre-LN; it learns its position table. Its GELU is $x\,\Phi(x)$, a smooth ReLU, with $\Phi$ the normal distribution's
 # CDF; its "tanh form" computes $\Phi$ with a cheap formula built on tanh. Llama is chapter 13's modern block.
 # `transformer_course.convert` reads a `transformers` model's configuration, sets our fields, and copies the tensors across (`from_marian`,
 # `from_gpt2`, `from_llama`).
@@ -287,10 +285,10 @@ print("and in Marian:", hf_opus.model.encoder.embed_tokens.weight is hf_opus.lm_
 # %% [markdown]
 # ## 3. Every difference, and why it exists
 #
-# Three kinds: two reorderings of features, choices that a field of our configuration sets, and
-# GPT-2's transposed weights.
+# Most differences are fields of our configuration; two reorder tensors: the rows of W^Q and W^K,
+# and GPT-2's transposed weights.
 #
-# ### Reordering 1: Marian's sinusoids in halves
+# ### Marian's sinusoids in halves: a field
 #
 # The paper's formula interleaves its sinusoids: feature $2i$ holds
 # $\sin(p\,\omega_i)$ and feature $2i+1$ holds $\cos(p\,\omega_i)$, with $\omega_i = 10000^{-2i/D}$
@@ -319,7 +317,7 @@ print("ours = Marian's, up to float32's rounding of angles up to 511 radians:",
 print("the paper's order = Marian's:", torch.allclose(pe_paper, pe_theirs, atol=1e-4))
 
 # %% [markdown]
-# ### Choices a field of the configuration sets
+# ### The other choices: fields too
 #
 # **Marian's other choices.** Its feed-forward network uses swish, $x\,\sigma(x)$ (also called
 # SiLU), between its two layers, where the paper has ReLU (§3.3). Swish is a smooth activation that
@@ -370,7 +368,7 @@ for label, *values in rows:
 # token, which is also their start token.
 
 # %% [markdown]
-# ### Reordering 2: Llama's rotary pairs, by moving rows
+# ### Reordering 1: the rows of W^Q and W^K, for Llama's rotary pairs
 #
 # Chapter 13's `apply_rope` rotates the features of each
 # head in pairs of neighbours, (2i, 2i+1), as RoFormer and Meta's own Llama code do. `transformers`'
@@ -440,7 +438,7 @@ print("without the reordering:", torch.allclose(apply_rope(q, positions) @ apply
                                                 atol=1e-5))
 
 # %% [markdown]
-# ### GPT-2's `Conv1D`: a transpose
+# ### Reordering 2: GPT-2's transposed `Conv1D`
 #
 # GPT-2's layers are not `nn.Linear` but a class of its own, `Conv1D`. It
 # stores its weight as (in, out) and computes x W + b, where `nn.Linear` stores (out, in) and

@@ -150,8 +150,7 @@ architecture_map(["embeddings", "positional", "encoder", "decoder"], title="Chap
 # their own. The course has a small one in `transformer_course_tools/engine/`: pass `path=ENGINE` to
 # `greedy_decode`, `beam_search`, `sample` or `generate`. It reads the model's parameters once into a
 # *plan*. Every matrix is transposed into the layout that reads fastest. $W^Q$, $W^K$ and $W^V$ are
-# stacked into one matrix, so that one product gives all three. In a pre-LN model (chapter 13's),
-# the norms' gains are folded into the matrices after them. First, what matters most: the same tokens, on the shipped translator's test split.
+# stacked into one matrix, so that one product gives all three. First, what matters most: the same tokens, on the shipped translator's test split.
 
 # %%
 checkpoint = load_pretrained()  # the shipped numbers translator, with its vocabularies
@@ -365,6 +364,10 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
+# Where bf16's line above is no faster than float32's, this processor most likely converted each
+# bf16 number first: half the bytes bought no time.
+
+# %% [markdown]
 # ## 3. May the export be int8? The tokens decide
 #
 # int8 weights read the fewest bytes; an export may store them only if the tokens survive. That
@@ -444,9 +447,10 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
        kept[cpu] > agreement[cpu], f"{kept[cpu]:.0%} against {agreement[cpu]:.0%}")
 
 # %% [markdown]
-# The trained model keeps more of its tokens than the random one. Its logits still move, so where
-# two top tokens lie close a token can still change. Equal tokens are what test an export, so
-# section 5's exports stay in float32.
+# The trained model keeps more of its tokens than the random one. Three prompts cannot promise
+# that int8 keeps every token: its logits still move, and where two top tokens lie close a token can
+# change. Section 5 tests the conversion itself, so its exports stay in float32: there, a changed
+# token can only be the conversion's fault.
 
 # %% [markdown]
 # ## 4. What the export carries: the tokenizer
@@ -547,7 +551,8 @@ expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 
 expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
 
 # %% [markdown]
-# **GPT-2 and SmolLM2: byte-level BPE.** Their tokenizers run chapter 12's byte-pair merges on the
+# **Aside — GPT-2's and SmolLM2's byte-level BPE.** Section 5 does not use it (the course's models
+# carry chapter 12's BPE); most published language models do. Their tokenizers run chapter 12's byte-pair merges on the
 # UTF-8 *bytes* of a text. Each byte is written as a printable stand-in, so that the merges work on
 # printable text. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's one special
 # token, `<|endoftext|>` (id 50256, the last), separates documents. Here are the stand-ins:
@@ -623,7 +628,8 @@ expect("the two bytes of ä merged into one token", "Ã¤" in round_trips["Der H
 # (`reorder_features`), in every matrix, bias and LayerNorm that reads or writes the stream. Sums
 # over the features ignore their order, so the logits stay the same, up to rounding.
 #
-# The command line does the rest. In a terminal:
+# The command line does the rest (the CTranslate2 and GGUF exports need
+# `pip install "transformer-course[export]"`). In a terminal:
 #
 # ```bash
 # python -m transformer_course export numbers-en-de numbers-hf --to transformers
@@ -635,7 +641,7 @@ expect("the two bytes of ä merged into one token", "Ã¤" in round_trips["Der H
 #
 # The first name is a shipped model or a checkpoint the course wrote. `--to ctranslate2` converts the
 # `transformers` folder with CTranslate2's own converter; `--to gguf` writes the one file llama.cpp
-# reads, for language models only (`pip install "transformer-course[export]"`). llama.cpp rotates
+# reads, for language models only. llama.cpp rotates
 # neighbouring pairs (2i, 2i + 1), as the course does. The folded cell runs the five commands:
 
 # %% tags=["hide-input"]
@@ -798,8 +804,9 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 
 # %% [markdown]
 # These two models are small, about a million weights each (a few megabytes: they may fit in the
-# processor's cache). A likely reason, not measured here: a step then costs mostly the work around
-# its products (section 1's operations), which a loop in C++ does cheaply. On a published model's shapes, section 2's bytes weigh more.
+# processor's cache). Where an engine written in C++ outruns the course's on them, a likely reason,
+# not measured here, is the work around the products (section 1's operations), which a loop in C++
+# does cheaply. On a published model's shapes, section 2's bytes weigh more.
 #
 # That is where the course set out to arrive: models trained by the course's code, from the parts you
 # built, run in the engines people use and write your code's tokens there.
@@ -812,7 +819,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - int8 moves the logits by several hundredths of the largest one; where the top tokens lie close,
-#   greedy tokens change, fewer in a trained model.
+#   greedy tokens change: many in the random model, fewer in the trained one.
 # - A model travels with its tokenizer: Marian's unigram models over one vocabulary, GPT-2's and
 #   SmolLM2's byte-level BPE (no `<unk>`), the course's BPE in `tokenizer.json` and the GGUF file.
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
@@ -826,14 +833,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #
 # ## Check yourself
 #
-# 1. Why can GPT-2's tokenizer never need `<unk>`, whatever the text?
-#    <details><summary>Answer</summary>
-#
-#    It works on bytes. Every text is a sequence of UTF-8 bytes, and each of the 256 bytes has an id
-#    of its own. The merges only join bytes into longer tokens. A character the training text never
-#    held still splits into bytes that the vocabulary has.
-#    </details>
-# 2. Many checkpoints are stored in 16 bits. Why load them in float32 before comparing our model's
+# 1. Many checkpoints are stored in 16 bits. Why load them in float32 before comparing our model's
 #    tokens with `transformers`'?
 #    <details><summary>Answer</summary>
 #
@@ -842,7 +842,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #    greedy tokens can part ways after a few steps. In float32 both compute the same one, so equal
 #    tokens test the conversion.
 #    </details>
-# 3. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and how
+# 2. How many bytes does one generated token of a 7-billion-parameter model read in bf16, and how
 #    long does it take at 1 TB/s of memory bandwidth?
 #    <details><summary>Answer</summary>
 #
@@ -850,7 +850,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #    batch 1, whatever the arithmetic speed. In int8 the floor halves, if the kernel reads 8-bit
 #    weights at the memory's speed.
 #    </details>
-# 4. Chapter 15 reordered the rows of Llama's W^Q and W^K to bring a checkpoint in. What must
+# 3. Chapter 15 reordered the rows of Llama's W^Q and W^K to bring a checkpoint in. What must
 #    `to_llama` do with them on the way out, and why does the GGUF file need no reordering?
 #    <details><summary>Answer</summary>
 #
