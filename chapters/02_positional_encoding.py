@@ -400,7 +400,8 @@ print("after .to(torch.float64) the table is", positional.to(torch.float64).pe.d
 # > tensors (T, B, D), as in older PyTorch examples, slices the table with `x.size(0)`. On a
 # > batch-first tensor that is the *batch size*. With B = T the result is even right, by
 # > coincidence, until a batch of another size comes. With B = 1 every
-# > position silently gets row 0 of the table, so the model sees no order at all. Otherwise the
+# > position silently gets row 0 of the table, so the model sees no order at all. With T = 1 < B
+# > (one new token a step, chapter 09) the output silently grows to (B, B, D). Otherwise the
 # > addition raises a broadcasting error. A batch of one shows the silent case:
 
 

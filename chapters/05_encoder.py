@@ -503,8 +503,8 @@ expect_at_most("pre-LN: the same ratio, highest of the three seeds", max(top_ove
 #   the upper layers add their updates to a stream that has grown, so each of them moves it
 #   comparatively little.
 #
-# What others found differs. Shleifer et al. (2021, NormFormer) report the same mismatch, larger
-# gradients in the early layers, in pre-LN language models during training. Xiong et al. found no
+# Others' results vary. Shleifer et al. (2021, NormFormer) also find larger gradients in the early
+# layers of pre-LN language models, during training. Xiong et al. found no
 # such slope at initialisation, but nearly equal gradients in every pre-LN layer, with other sizes and
 # another measure (one weight matrix per layer). So take the profiles above as those of this small
 # stack, not a law.
@@ -607,8 +607,8 @@ for norm_first in (False, True):
 #    <details><summary>Answer</summary>
 #
 #    The derivative of $x + f(x)$ with respect to $x$ is the identity plus that of $f$. So part of
-#    the gradient crosses the addition unchanged, whatever $f$ does. In pre-LN it thus passes each
-#    layer unchanged; in post-LN each LayerNorm above still rescales it. (Chapter 11 trains a
+#    the gradient crosses the addition unchanged, whatever $f$ does. In pre-LN that part thus reaches
+#    every layer unchanged; in post-LN each LayerNorm above still rescales it. (Chapter 11 trains a
 #    model without the shortcuts and watches it fail.)
 #    </details>
 #

@@ -614,8 +614,8 @@ with torch.no_grad():
 # 01–06, it holds options that later chapters switch on. Here each of them is `None` or does
 # nothing; the folded box below names them. The page leaves out the small helpers you have met:
 # `padding_mask`, `target_mask`, `apply_mask`, `attention_scores`, `split_heads`, `merge_heads`
-# and `tie_weights`, and two it calls without printing, `fast_attention` and `_final_norm` (the box
-# below). Read it top to bottom:
+# and `tie_weights`, and a few it calls without printing: `fast_attention`, `_final_norm`,
+# `_embedding`, `build_part` and `xavier_init` (the list below and the folded box say what they do). Read it top to bottom:
 #
 # - `__init__` builds the shared embedding, the two stacks and the output layer. `xavier_init`
 #   draws the weights of every linear layer by Xavier's rule (chapter 05); the embedding keeps

@@ -530,7 +530,8 @@ expect_at_least("the toy model reverses held-out strings exactly", toy_scores["e
 # What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
 # counted from the *end*. Below are the four cross-attention heads (titled 1 to 4) of its decoder
 # layer, on one held-out string: rows are the letters it writes, columns the letters it reads. A
-# head that has found the rule puts its weight on the *anti*-diagonal. The line under the figure counts them in this run.
+# head that has found the rule puts its weight on the *anti*-diagonal. The line above the figure
+# counts them in this run.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -550,12 +551,12 @@ toy_src, toy_tgt = max(toy.test[:50], key=lambda pair: len(pair[0]))  # a long h
 toy_ids = torch.tensor([toy.src_vocab.encode(toy_src)])  # (1, S)
 toy_out = torch.tensor([toy.tgt_vocab.encode(toy_tgt, add_eos=True)])  # (1, T): the letters, then <eos>
 toy_maps = attention_maps(toy_model, toy_ids, toy_out)["cross"]  # (layers, B, H, T, S)
-plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,
-                     "Reverse task, cross-attention: the mirror position is the anti-diagonal",
-                     query_axis="letter written (output)", key_axis="letter read (input)")
 S_toy = len(toy_src)
 mirror = toy_maps[0, 0, :, torch.arange(S_toy), S_toy - 1 - torch.arange(S_toy)]  # (H, S): weight on the mirror letter
 print(f"heads with most of their weight on the mirror letter: {(mirror.mean(-1) > 0.5).sum()} of {mirror.shape[0]}")
+plot_attention_heads(toy_maps[:, 0], toy_tgt + ["<eos>"], toy_src,  # the cell's last expression: Jupyter shows it
+                     "Reverse task, cross-attention: the mirror position is the anti-diagonal",
+                     query_axis="letter written (output)", key_axis="letter read (input)")
 
 # %% [markdown]
 # > **Common mistake — the target is not shifted.** Feed the decoder the target and compare its

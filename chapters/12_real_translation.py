@@ -259,7 +259,8 @@ print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + use
 
 # %% [markdown]
 # On the training pairs above, the two languages together use fewer tokens than the vocabulary
-# holds. An unused token is rare, or a step that a later merge swallows wherever it occurs.
+# holds. An unused token never occurs here, or is a step that a later merge swallows wherever it
+# occurs.
 #
 # ### What the vocabulary size trades
 #
@@ -619,15 +620,15 @@ display(Markdown(
 # %% [markdown]
 # Where German follows the English word for word, the weights walk down the diagonal: each German token reads the English token it translates. Then comes the verb in the
 # box, the last word of the *dass* clause. To write it, the decoder can jump back from *school* to
-# *bake*, past the words German puts before the verb; the line under the map says how far your run
-# jumps. The sentence was picked because the model gets it right: a success, not a typical case.
+# *bake*, past the words German puts before the verb; the line under the map counts the jump. The sentence was picked because the model gets it right: a success, not a typical case.
 # The verb-final order was learnt from examples: no rule of German grammar was written into the
 # model.
 
 # %% [markdown]
 # ## 9. What the translator still gets wrong
 #
-# Most test sentences come out exactly right. A new sorter for sentences, `kind_of_sentence_error`,
+# Most test sentences come out exactly right. Like chapter 10's sorter for numbers,
+# `kind_of_sentence_error`
 # compares a wrong translation with its reference word by word (punctuation counts as a word) and
 # names the first kind that fits, in this order: the right words in another **order**; words **left
 # out**, or words **added**; as many words, every one that differs keeping its first two letters

@@ -272,8 +272,8 @@ print("not copied:", left)
 # `PositionalEncoding` computes itself (section 3 checks that they hold the same numbers).
 # `model.shared` is the one embedding matrix of both stacks and of the output layer. Marian shares it,
 # like the paper (§3.4), and so do we (`share_embeddings`, `tie_output`). So four of its names and
-# three of ours point at a single tensor. It is not copied under the name `model.shared`, but once,
-# through the other three names. And Marian's `final_logits_bias` is (1, V),
+# three of ours point at a single tensor. The converter copies it once, through our three names;
+# the name `model.shared` itself is skipped. And Marian's `final_logits_bias` is (1, V),
 # ours (V,): the converter drops the leading 1.
 
 # %%

@@ -364,7 +364,7 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# Where bf16's line above is no faster than float32's, this processor most likely converted each
+# Where bf16's row of the table is no faster than float32's, this processor most likely converted each
 # bf16 number first: half the bytes bought no time.
 
 # %% [markdown]
@@ -804,7 +804,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 
 # %% [markdown]
 # These two models are small, about a million weights each (a few megabytes: they may fit in the
-# processor's cache). Where an engine written in C++ outruns the course's on them, a likely reason,
+# processor's cache). Where a C++ engine outruns the course's on them, a likely reason,
 # not measured here, is the work around the products (section 1's operations), which a loop in C++
 # does cheaply. On a published model's shapes, section 2's bytes weigh more.
 #
