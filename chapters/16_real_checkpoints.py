@@ -497,8 +497,7 @@ source_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "sourc
 target_spm = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.model"))
 pieces = sorted({spm.id_to_piece(i) for spm in (source_spm, target_spm) for i in range(1, spm.get_piece_size())})
 vocab = {token: i for i, token in enumerate(["</s>", "<unk>", ">>de<<", ">>fr<<", *pieces, "<pad>"])}  # as OPUS-MT's
-with open(folder / "vocab.json", "w", encoding="utf-8") as file:
-    json.dump(vocab, file)
+(folder / "vocab.json").write_text(json.dumps(vocab), encoding="utf-8")
 
 # %% [markdown]
 # A sentence's ids, by hand: `source.spm` cuts it into pieces, `vocab.json` gives each piece its
@@ -595,14 +594,14 @@ from tokenizers import ByteLevelBPETokenizer
 byte_bpe = ByteLevelBPETokenizer()  # GPT-2's recipe: byte stand-ins, then merges
 byte_bpe.train_from_iterator([de for _, de in pairs_en_de], vocab_size=256 + 300, show_progress=False)  # 300 merges
 round_trips = {}
-for text in ("Der Hund schläft.", "Grüße aus 東京 🙂"):
-    encoded = byte_bpe.encode(text)
-    round_trips[text] = (encoded.tokens, byte_bpe.decode(encoded.ids))
-    print(f"{text!r}: {encoded.tokens}")
-    print(f"  back to text: {round_trips[text][1]!r}")
+for sample in ("Der Hund schläft.", "Grüße aus 東京 🙂"):
+    encoded = byte_bpe.encode(sample)
+    round_trips[sample] = (encoded.tokens, byte_bpe.decode(encoded.ids))
+    print(f"{sample!r}: {encoded.tokens}")
+    print(f"  back to text: {round_trips[sample][1]!r}")
 
 # %% tags=["hide-cell"]
-expect("byte-level BPE: both texts come back whole", all(back == text for text, (_, back) in round_trips.items()),
+expect("byte-level BPE: both texts come back whole", all(back == sample for sample, (_, back) in round_trips.items()),
        f"{len(round_trips)} texts")
 expect("the two bytes of ä merged into one token", "Ã¤" in round_trips["Der Hund schläft."][0], "Ã¤")
 
