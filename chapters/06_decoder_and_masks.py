@@ -454,7 +454,7 @@ for norm_first in (False, True):
 # The two agree to within rounding (exactly, in this run). Agreeing with PyTorch checks the layer
 # as written. Two easy slips in writing it still give the
 # right shapes and run without an error; a behaviour test catches each. Exercise `ex06_3`'s check
-# rejects both.
+# rejects both (the folded cell after them).
 #
 # > **Common mistake — cross-attention fed the decoder's own states.** Write
 # > `self.cross_attn(h, h, h, ...)` instead of `self.cross_attn(h, memory, memory, ...)`. The model
@@ -518,6 +518,11 @@ for name, layer in (("correct", correct), ("buggy", buggy)):
     with torch.no_grad():
         leak = (layer(x_future, mem, causal) - layer(x, mem, causal))[:, :t].abs().max().item()
     print(f"{name:7} layer, in eval(): outputs before position {t} moved by up to {leak:.2f} when later inputs changed")
+
+# %% tags=["hide-cell"]
+# The check of exercise ex06_3 rejects both bugs with messages that name them:
+print(run_check("ex06_3", IgnoresMemory.forward).line())
+print(run_check("ex06_3", MaskInTrainingOnly.forward).line())
 
 # %% [markdown]
 # ## 7. The full model, with one shared embedding matrix (§3.4)

@@ -488,8 +488,16 @@ assert same
 # most probable next token, until every sentence has said `<eos>` or reached its limit: the
 # source's length + 50 tokens (§6.1). Chapter 09 shows better ways. `translate` answers a list of
 # sentences with it, and `evaluate` scores the answers. The score to watch is **exact match**, the
-# share of answers right in full. `evaluate` also returns BLEU and chrF, two scores that give partial
-# credit; section 8 defines them.
+# share of answers right in full. `evaluate` also returns two scores that give partial credit, in
+# percent:
+#
+# - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
+#   reference, with a penalty for short outputs. A German number is a single word, so we count the
+#   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
+# - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
+#   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
+#
+# `sacrebleu` computes both.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.data import load_task
@@ -528,9 +536,10 @@ expect_at_least("the toy model reverses held-out strings exactly", toy_scores["e
 # Most held-out strings come back exactly right; a broken pipeline gets next to none.
 #
 # What did the toy model learn? To write output letter $t$ it must read input letter $S - 1 - t$,
-# counted from the *end*. Below are the four cross-attention heads (titled 1 to 4) of its decoder
-# layer, on one held-out string: rows are the letters it writes, columns the letters it reads. A
-# head that has found the rule puts its weight on the *anti*-diagonal. The line above the figure
+# counted from the *end*. Below are the four cross-attention heads of its decoder layer, on one
+# held-out string: rows are the letters it writes, columns the letters it reads. From here on,
+# figures count heads from 1, as the paper does. A head that has found the rule puts its weight on
+# the *anti*-diagonal. The line above the figure
 # counts them in this run.
 #
 # <details><summary>The figure in words</summary>
@@ -640,22 +649,12 @@ print(f"lowest possible loss with ε = {profile.smoothing}: {floor:.3f}")
 # %% [markdown]
 # The loss falls fast, then slowly. It cannot reach 0: even a perfect model pays the entropy of the
 # smoothed target (the dotted line). Scores need not rise at every evaluation. BLEU
-# can even fall while exact match rises: an answer that runs on costs it many pieces (section 8
-# defines BLEU).
+# can even fall while exact match rises: an answer that runs on costs it many pieces.
 #
 # ## 8. Evaluation
 #
-# Now the model answers the whole test split, with §6.1's limit. `score_translations` gives three
-# scores, in percent:
-#
-# - **exact match**: the whole answer is right.
-# - **BLEU** (Papineni et al., 2002; the paper's §6.1): the overlap of 1- to 4-grams with the
-#   reference, with a penalty for short outputs. A German number is a single word, so we count the
-#   pieces as words; otherwise BLEU would see no 2-, 3- or 4-grams.
-# - **chrF** (Popović, 2015): the F-score of character n-grams of the written answer. It gives partial
-#   credit for *dreihundertsiebenundvierzig* when the answer was *dreihundertsiebenundfünfzig*.
-#
-# `sacrebleu` computes the last two.
+# Now the model answers the whole test split, with §6.1's limit. `score_translations` gives section
+# 6's three scores: exact match, BLEU and chrF.
 
 # %% tags=["nbval-ignore-output"]
 test_sources = [s for s, _ in task.test]

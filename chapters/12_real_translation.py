@@ -181,13 +181,8 @@ print([word_vocab.id_to_token[i] for i in word_vocab.encode(sentence_tokens(unse
 #
 # Follow it by hand on four words of Sennrich et al.'s own example, with their counts: *low* 5
 # times, *lower* twice, *newest* 6 times, *widest* 3 times. A "▁" marks the start of each word.
-# Count the pairs: *e s* occurs 6 + 3 = 9 times (*newest*, *widest*), and so does *s t*. A tie
-# goes by the pairs' left symbols, then by their right ones. A single character beats a merged
-# symbol, and an older merge beats a newer one. Two characters go by their code: *e* before *s*,
-# every letter before "▁". So *e s* comes first, then
-# *es t* (9 times). Next, *▁ l*, *l o* and *o w* occur 7 times each. *l o* wins, and two more merges
-# make *▁low* one token. `bpe_merges(counts, n)` (exercise ex12_3) learns the first n merges;
-# the folded cell below shows each word after each merge.
+# `bpe_merges(counts, n)` (exercise ex12_3) learns the first n merges; the table shows each word
+# after each merge.
 
 # %% tags=["hide-input"]
 import re
@@ -205,6 +200,12 @@ for k, (left, right) in enumerate(merges, start=1):
     print((f"{k}. {left} + {right}".ljust(14) + "".join(symbols[word].ljust(width[word]) for word in counts)).rstrip())
 
 # %% [markdown]
+# *e s* occurs 6 + 3 = 9 times (*newest*, *widest*), and so does *s t*. A tie
+# goes by the pairs' left symbols, then by their right ones. A single character beats a merged
+# symbol, and an older merge beats a newer one. Two characters go by their code: *e* before *s*,
+# every letter before "▁". So *e s* comes first, then *es t* (9 times). Next, *▁ l*, *l o* and *o w*
+# occur 7 times each. *l o* wins, and two more merges make *▁low* one token.
+#
 # For real text, `subwords.py` uses Hugging Face's `tokenizers` library. The "▁" marks let decoding
 # give the text back exactly.
 #
@@ -480,7 +481,7 @@ from transformer_course_tools.notebook.claims import expect_at_least, expect_at_
 
 exact = {e["step"]: e["exact_match"] for e in history.evals}
 halfway = max(step for step in exact if step <= profile.steps // 2)
-expect_at_least("validation exact match gained in the second half of training", exact[profile.steps] - exact[halfway],
+expect_at_least(f"validation exact match gained from step {halfway:,} to step {profile.steps:,}", exact[profile.steps] - exact[halfway],
                 CLAIMS["second_half_gain"], "points")
 
 # %% [markdown]
@@ -694,7 +695,7 @@ for rank in range(ranks):
 # > takes the *mean* of the ranks' gradients. Each rank's loss is already a mean over its own
 # > tokens, so that is a mean of means: with token batches, a token on a rank with few tokens counts
 # > more than a token on a busy rank. Below, two "ranks" in one process: a batch of short sentences
-# > and one of long ones.
+# > and one of long ones, each padded by chapter 08's `make_batch`.
 
 # %% tags=["nbval-ignore-output"]
 from transformer_course.batching import make_batch
@@ -703,7 +704,8 @@ from transformer_course.loss import label_smoothed_cross_entropy
 model.eval()  # no dropout (the GPU profile has some; the CPU profile none): the gradients are comparable
 by_length = sorted(examples, key=lambda pair: len(pair[1]))
 short, long = by_length[:8], by_length[-40:]  # two ranks' batches: 8 short sentences, 40 long ones
-parts, together = [make_batch(short, 0), make_batch(long, 0)], make_batch(short + long, 0)  # together: one process
+parts = [make_batch(short, tokenizer.pad_id), make_batch(long, tokenizer.pad_id)]  # one Batch per rank
+together = make_batch(short + long, tokenizer.pad_id)  # one process
 
 
 def gradient(batch) -> torch.Tensor:
@@ -776,6 +778,9 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 # %% [markdown]
 # ## Summary
 #
+# - Chapter 06's model, unchanged, learns much of German's word order and endings in a short CPU
+#   run: on section 8's sentence its attention can jump back to the verb (the line under the map).
+#   Sorting its errors shows what it has not learnt yet.
 # - Byte-pair encoding learns subword tokens from the text: frequent words stay whole, unseen words
 #   become pieces. The vocabulary size trades sequence length against embedding size and rare
 #   tokens. One vocabulary for both languages lets both embeddings and the output layer be one
@@ -783,9 +788,6 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 # - Batches of a token budget (§5.1) waste almost nothing on padding.
 # - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
 #   our tokens. Averaging the last checkpoints (§6.1) is free to try: measure it.
-# - Chapter 06's model, unchanged, learns much of German's word order and endings in a short CPU
-#   run: on section 8's sentence its attention can jump back to the verb (the line under the map).
-#   Sorting its errors shows what it has not learnt yet.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #

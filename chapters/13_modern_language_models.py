@@ -141,8 +141,8 @@ architecture_map(["norm", "rope", "gqa", "swiglu"], model="decoder-only")
 # holds this chapter's choices, each the paper's unless set. `DecoderOnlyConfig.modern(...)` turns
 # on Llama's changes that sections 2–5 build: pre-LN with RMSNorm, RoPE, grouped key/value heads
 # (`n_kv_heads`) and SwiGLU, and no dropout. It keeps the biases and the √D scale, which Llama also
-# drops (chapter 15). The cell checks this section's claim: `EncoderLayer`s
-# under the causal mask give the model's logits.
+# drops (chapter 15). The cell checks it: `EncoderLayer`s under the causal mask give the model's
+# logits.
 
 # %%
 tiny = DecoderOnlyLM(DecoderOnlyConfig(vocab_size=50, d_model=32, n_heads=4, n_layers=2, d_ff=64, dropout=0.0))
@@ -188,6 +188,10 @@ print("without the mask, positions 0–4 depend on token 5:", leak)
 assert leak
 
 # %% [markdown]
+# To write, a model feeds its choices back in. `generate(lm, prompt, n)` is chapter 09's
+# loop for a language model: it appends n tokens to the prompt, the most probable by default, or
+# sampled with `temperature` and `top_p`.
+#
 # ## 2. RMSNorm: LayerNorm without the mean
 #
 # The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN). It subtracts the
@@ -286,12 +290,12 @@ plt.show()
 # **Cached decoding turns each key by its own position.** Our KV cache (chapter 09) keeps the keys
 # as $W^K$ gave them. At each step `RotaryAttention` turns every key $k_t$ by its own position $t$,
 # and the new query by its position. Turning all the keys by the newest position would be a bug:
-# every distance would become 0. (llama.cpp stores the keys already turned: less work, the same
-# scores.) The cell below checks that `RotaryAttention` gives the same output on a whole text and
+# every distance would become 0. The cell below checks that `RotaryAttention` gives the same output on a whole text and
 # one token at a time.
 #
 # Values are never turned: the position belongs in the *score*, and a turned value would carry its
-# absolute position into the output.
+# absolute position into the output. `with_cache(attention, cache)` is that layer with its $W^K$ and
+# $W^V$ also storing their output in `cache`: called on one new token, it attends to every stored key.
 
 # %%
 torch.manual_seed(0)
@@ -441,8 +445,7 @@ for batch in (1, 32):
 # **Batching, timed on a CPU.** The cell below times a step of a small model for 1 text and 16 at
 # once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
 # calls into PyTorch serve all 16 texts, and a call has a fixed cost whatever its size (chapter 16
-# counts them). `generate(lm, prompt, n)` is chapter 09's loop for a language model: it appends n
-# tokens to the prompt, the most probable by default, or sampled with `temperature` and `top_p`.
+# counts them).
 
 # %% tags=["measured", "nbval-ignore-output", "hide-input"]
 def step_time(batch: int) -> float:
@@ -648,8 +651,7 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 # no label smoothing. Language models usually train without it: the text already spreads the
 # next-token probabilities. `WithoutSource` hands it the language model as a translator with
 # an empty source; `batch_stream` (chapter 08's `batching.py`) deals the batches. The model has $D = 128$, 2 blocks, 4
-# query heads and 2 key/value heads, and reads 300 batches of 16 texts. This is the chapter's
-# slowest cell.
+# query heads and 2 key/value heads, and reads 300 batches of 16 texts.
 
 # %%
 from transformer_course.lm import WithoutSource
@@ -684,8 +686,7 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
 
 # %% [markdown]
 # After 300 steps the model writes fragments of speeches in mostly English words, with little
-# sense, and speaker names, not always in the right place. Greedy decoding may loop; sampling
-# breaks out. The model has learnt more than how often each token occurs: on the held-out
+# sense, and speaker names, not always in the right place. The model has learnt more than how often each token occurs: on the held-out
 # ends of the plays, its loss is more than a nat per token below that of a model that knows only
 # those frequencies (printed below). To get there it must read the tokens before.
 
@@ -743,8 +744,7 @@ expect_at_most("held-out loss, more than a nat below the token frequencies' (nat
 #    does its bf16 KV cache take for a batch of 4 texts of 4,096 tokens?
 #    <details><summary>Answer</summary>
 #
-#    $2 \cdot 32 \cdot 8 \cdot 128 \cdot 4096 \cdot 4 \cdot 2$ bytes $= 2$ GiB (8 GiB with one key/value
-#    head per query head).
+#    $2 \cdot 32 \cdot 8 \cdot 128 \cdot 4096 \cdot 4 \cdot 2$ bytes $= 2$ GiB.
 #    </details>
 # 4. Why is SwiGLU's hidden size $\tfrac{2}{3} \cdot 4D$ rather than $4D$?
 #    <details><summary>Answer</summary>

@@ -360,7 +360,8 @@ if device.type != "cuda":  # the CPU's 100 steps: section 3 says how far below t
 # greedy by default, or samples with a temperature and chapter 09's top-$k$ / top-$p$ filters. A row
 # stops at `<eos>`. With `use_cache=True` each step feeds only the newest token and keeps every
 # layer's keys and values (the KV cache). With `use_cache=False` it reads
-# the whole text again at every step. First our short run, from four prompts, sampled:
+# the whole text again at every step. First our short run, from four prompts, sampled. On a CPU it
+# ended with its warm-up, at its peak learning rate, so expect words more than sense:
 
 # %%
 prompts = ("HAMLET.", "Ham. To be", "Rom. What", "Enter")
@@ -382,7 +383,7 @@ print(*ours, sep="\n")
 # On a CPU, our run strings words, names and stage marks of the plays together, with broken words
 # between them. Judge a run by its loss; samples only illustrate it. Chapter 13's model ended more than a nat per token
 # below the token frequencies; ours ends less than half a nat below them. Ours ran a third of
-# chapter 13's steps, with twice its batch, and reached its peak learning rate only at the last.
+# chapter 13's steps, with twice its batch.
 #
 # The shipped model is the whole run, with the lowest loss of the three references. It differs
 # from chapter 13's in more than the recipe: twice the blocks and the batch, more than three times
@@ -515,7 +516,8 @@ print(f"GPT-3's training took {gpt3_compute / our_compute:.0e} times the operati
 # - the paper's schedule (warm-up, then $1/\sqrt{\text{step}}$, same peak) instead of the cosine.
 #
 # Grouped key/value heads are left out: they save cache memory, which no loss shows. For a CPU,
-# these runs read chapter 12's German sentences: each sentence a text, each word or mark a token.
+# these runs read chapter 12's German sentences: each sentence a text, each word or mark a token (so
+# the losses are per word).
 # The plays might rank the changes otherwise. All runs use pre-LN and AdamW. Each is measured on
 # held-out sentences (the validation loss), and, as in chapter 11, past the training length: on
 # four held-out sentences in a row, scored past the longest training text. A sentence's first word is not scored there: nothing in
@@ -683,9 +685,8 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 #    would show more?
 #    <details><summary>Answer</summary>
 #
-#    It is consistent, and that alone shows little. The two runs of a pair share their batches and
-#    initial tensors, so each difference shows the change. But with no real difference, three pairs
-#    still agree in sign by chance one time in four. Beyond the spread says more: every run of the
+#    It is consistent, and that alone shows little: with no real difference, three pairs still agree
+#    in sign by chance one time in four. Beyond the spread says more: every run of the
 #    variant above every run of today's block. Neither says the gap is large enough to matter.
 #    </details>
 # 3. The shipped model's validation loss is 4.26 nats per token. What is its perplexity, and what

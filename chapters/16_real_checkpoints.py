@@ -334,9 +334,8 @@ expect("the cache counted with every query head: three times too large", wrong =
 # caches hold. Bytes per token over time per token is the speed at which a step read its weights.
 #
 # Fewer bytes lower the floor, the dashed line. How close a step comes to it depends on the kernel,
-# and the kernel on the processor. A CPU without bfloat16 instructions converts every bf16 number
-# before it multiplies: bf16 then reads half the bytes, yet may run no faster than float32. The CPU's
-# int8 kernel also rounds each layer's input (section 3), which takes time.
+# and the kernel on the processor. The CPU's int8 kernel also rounds each layer's input (section 3),
+# which takes time.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -364,8 +363,9 @@ expect_at_most("bf16 weights: bytes read per token relative to float32", read["b
 expect_at_most("int8 weights: bytes read per token relative to float32", read["int8"] / read["float32"], 0.3)
 
 # %% [markdown]
-# Where bf16's row of the table is no faster than float32's, this processor most likely converted each
-# bf16 number first: half the bytes bought no time.
+# Where bf16's row of the table is no faster than float32's, this processor most likely lacks
+# bfloat16 instructions and converted each bf16 number before multiplying: half the bytes bought no
+# time.
 
 # %% [markdown]
 # ## 3. May the export be int8? The tokens decide
@@ -459,8 +459,10 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # trained on, and gives each piece the id of its row in the embedding. Another tokenizer hands the
 # model ids that mean other pieces. So a checkpoint ships its tokenizer in files that engines read,
 # and section 5's exports carry yours the same way. Marian's pieces come from a *unigram* model of
-# the SentencePiece library, GPT-2's and SmolLM2's from byte-level BPE. (SentencePiece is a library,
-# not a method: it trains unigram and BPE models alike, and LLaMA 1 and Llama 2 used its BPE.)
+# the SentencePiece library (Kudo 2018): it starts from many candidate pieces and drops those whose
+# removal lowers the training text's likelihood least. GPT-2's and SmolLM2's come from byte-level
+# BPE. (SentencePiece is a library, not a method: it trains unigram and BPE models alike, and LLaMA 1
+# and Llama 2 used its BPE.)
 #
 # **Marian: two SentencePiece models over one vocabulary.** An OPUS-MT checkpoint holds two
 # SentencePiece models, `source.spm` and `target.spm`, which cut a text into pieces with "▁" at the
@@ -818,7 +820,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 # - At batch 1 a generated token reads every weight once, plus the cache. The bytes per weight (4, 2,
 #   about 1) set a floor on the time, which a kernel reaches only at the memory's speed.
 # - int8 moves the logits by several hundredths of the largest one; where the top tokens lie close,
-#   greedy tokens change: many in the random model, fewer in the trained one.
+#   greedy tokens change: many in the random model, few or none in the trained one.
 # - A model travels with its tokenizer: Marian's unigram models over one vocabulary, GPT-2's and
 #   SmolLM2's byte-level BPE (no `<unk>`), the course's BPE in `tokenizer.json` and the GGUF file.
 # - `python -m transformer_course export` takes a course model, tokenizer included, to `transformers`,
@@ -877,11 +879,13 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #   (CTranslate2); the llama.cpp repository (ggml-org) and its description of the GGUF format.
 
 # %% [markdown]
-# > **Aside — at home, with a network: published checkpoints.** The folded cell downloads OPUS-MT's
-# > English → German translator and SmolLM2-135M with `load_hub`, runs both in our models through
-# > chapter 15's converters, and checks SmolLM2's tokens against `transformers`'. Offline it prints
-# > one line. `load_hub` loads every checkpoint in float32, whatever its `config.json` declares
-# > (the `-hf` releases of Llama 2 declare float16, many recent models bfloat16).
+# ## Appendix: published checkpoints, with a network
+#
+# At home, the folded cell downloads OPUS-MT's English → German translator and SmolLM2-135M with
+# `load_hub`, runs both in our models through chapter 15's converters, and checks SmolLM2's tokens
+# against `transformers`'. Offline it prints one line. `load_hub` loads every checkpoint in float32,
+# whatever its `config.json` declares (the `-hf` releases of Llama 2 declare float16, many recent
+# models bfloat16).
 
 # %% tags=["hide-cell", "nbval-ignore-output"]
 sentences = ["The cat sat on the mat.", "Machine translation has improved a great deal in the last ten years."]

@@ -180,10 +180,13 @@ def _check_reachable(name: str) -> None:
         status = getattr(getattr(error, "response", None), "status_code", "an error")
         reason = f"the Hub ({constants.ENDPOINT}) answered {status}"
     except Exception as error:  # noqa: BLE001 (the HTTP client's own errors: no DNS, refused, timed out …)
+        kinds = {kind.__name__ for kind in type(error).__mro__}
         if "timeout" in type(error).__name__.lower():
             reason = f"no network ({constants.ENDPOINT} did not answer within {timeout:g} s)"
-        else:
-            reason = f"no network (cannot reach {constants.ENDPOINT}: {_first_line(error)})"
+        elif kinds & {"ConnectError", "ConnectionError", "NetworkError"}:  # no DNS, no route, refused
+            reason = f"no network (cannot reach {constants.ENDPOINT})"
+        else:  # a proxy, a certificate …: the client's own words say which
+            reason = f"cannot reach {constants.ENDPOINT}: {_first_line(error)}"
     if reason is not None:
         raise HubError(f"could not download {name}: {reason}")
 
