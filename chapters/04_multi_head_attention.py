@@ -303,7 +303,9 @@ print("features changed by head 1, after  W^O:", mixed_diff.int().tolist())
 # ## 5. The module
 #
 # `MultiHeadAttention` puts the pieces of the diagram together: three projections, `split_heads`,
-# chapter 03's attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. The same module does
+# chapter 03's attention on (B, H, T, Dk) tensors, `merge_heads`, and `w_o`. Its `dropout` argument
+# is our addition to the paper: in training, `F.dropout` zeroes a share of the attention weights
+# (`dropout_p`) before they average the values; in `eval()` it does nothing. The same module does
 # self-attention, where query, key and value are the same sequence. It also does cross-attention
 # (§3.2.3), where the queries come from the decoder and the keys and values from the encoder's
 # output, called the *memory*. So the key length S may differ from T.

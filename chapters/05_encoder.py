@@ -134,14 +134,15 @@ architecture_map("encoder")
 # Let us recompute its output by hand.
 #
 # One addition of ours: in training, `PositionwiseFeedForward` applies dropout to the hidden
-# features, after the ReLU. **The paper does not.** Its §5.4 names dropout on each sub-layer's
+# features, after the ReLU, and each attention drops some of its weights (chapter 04, section 5).
+# **The paper does neither.** Its §5.4 names dropout on each sub-layer's
 # output and on the sums of embeddings and positional encodings, nothing inside the network. We
 # keep it because PyTorch's `nn.TransformerEncoderLayer` does the same: its feed-forward computes
 # `linear2(dropout(relu(linear1(x))))`. Section 7 checks our layer against PyTorch's. With
 # `.eval()`, or `dropout=0`, the extra dropout disappears and equation (2) holds exactly.
 
 # %%
-B, S, D, D_FF = 2, 5, 12, 48  # odd sizes, so that a wrong axis cannot broadcast by luck
+B, S, D, D_FF = 2, 5, 12, 48  # distinct sizes, so that a wrong axis cannot broadcast by luck
 ffn = PositionwiseFeedForward(D, D_FF).eval()  # eval(): its dropout (after the ReLU) does nothing
 x = torch.randn(B, S, D)
 

@@ -140,7 +140,7 @@ architecture_map("decoder")
 # The decoder's input, `tgt_in`, is the target **shifted right**: it starts with `<bos>`. So decoder
 # position $t$ reads the input up to $t$ and must predict the next target token. Those labels are
 # the target shifted left: no `<bos>`, and they end with the `<eos>` that `tgt_in` lacks (chapter 08
-# builds them).
+# builds them). PyTorch's `pad_sequence` does chapter 01's padding in one call.
 
 # %%
 from torch.nn.utils.rnn import pad_sequence
@@ -634,9 +634,9 @@ with torch.no_grad():
 # - `_decode` does the same for the target, with `target_mask`. Each decoder layer adds
 #   cross-attention to the memory, and `self.output` turns the last states into logits.
 #
-# Note the dropout inside `MultiHeadAttention` (its `dropout` argument, new on this page): in
-# training it drops attention weights (`dropout_p`, `F.dropout`). Like the feed-forward network's
-# dropout (chapter 05), it is our addition to the paper's §5.4; it does nothing in `eval()`.
+# Note the dropout inside `MultiHeadAttention` (chapter 04, section 5): in training it drops
+# attention weights (`dropout_p`, `F.dropout`). Like the feed-forward network's dropout (chapter
+# 05), it is our addition to the paper's §5.4; it does nothing in `eval()`.
 #
 # The forward pass takes the fused branch (`fast_attention`, chapter 03). The printed
 # `scaled_dot_product_attention` gives the same numbers: the folded check under the page runs both.

@@ -26,7 +26,7 @@
 # holds the count against the table, which cannot be matched with one vocabulary.
 #
 # *You may skip this chapter:* no later chapter builds on it (chapter 16 reuses its meta device
-# once), and it uses nothing after chapter 06. Sections 1 and 2 count; sections 3 and 4 hold the
+# once), and it builds on nothing after chapter 06. Sections 1 and 2 count; sections 3 and 4 hold the
 # count against the paper's Table 3, and you may skim them.
 #
 # **Learning goals**
@@ -161,7 +161,7 @@ print("the meta-device count equals the formula, for base and big")
 # ## 2. Where the parameters live
 #
 # The formula of section 1 tells us where a Transformer keeps its parameters. Each attention block
-# holds $4D^2$ weights; each feed-forward network $2Dd_{ff} = 8D^2$ when $d_{ff} = 4D$. The cell
+# holds $4D^2$ weights (chapter 04, section 7); each feed-forward network $2Dd_{ff} = 8D^2$ when $d_{ff} = 4D$. The cell
 # splits the base model, with the paper's 37,000 tokens, into the parts of Figure 1. It checks two
 # parts against the formulas of `counting.py` for one attention and one layer:
 
@@ -286,9 +286,9 @@ print(f"big − (C) d_model=1024: {ffn_extra / 1e6:.1f}M by the architecture, {2
 # entries and one output bias. So a count is linear in $V$. With $n$ our count at $V = 37{,}000$ and
 # $p$ the paper's, the $V$ that hits $p$ exactly is $37{,}000 + (p - n)/(D + 1)$; the folded cell
 # solves it for each row. A count *rounds right* when it rounds to the paper's printed millions:
-# $p - 0.5 \le$ count$/10^6 < p + 0.5$. That works for base, big, rows (B) (a smaller $d_k$) and rows (C)
-# (other $N$, $d_\text{model}$ or $d_{ff}$): the rows with a printed size. Rows (A) (heads against
-# head size) get our count, the base model's, and a dash.
+# $p - 0.5 \le$ count$/10^6 < p + 0.5$. The test applies to every row with a printed size: base, big,
+# rows (B) (a smaller $d_k$) and rows (C) (other $N$, $d_\text{model}$ or $d_{ff}$). Rows (A) (heads
+# against head size) print no size: they get our count, the base model's, and a dash.
 
 # %% tags=["hide-input"]
 ROWS = [  # (Table 3 row, overrides of the base configuration, parameters in the paper ×10⁶; None: not printed)

@@ -301,11 +301,13 @@ for row in range(2):
 # the paper:
 # $q = (1-\varepsilon)\,\text{one\_hot}(y) + \varepsilon / V_\text{tgt}$. The paper says: "This hurts
 # perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score" (§5.4).
+# [Chapter 11](11_testing_the_papers_choices.ipynb) puts the claim to a test.
+#
 # **Perplexity** is $e$ to the mean cross-entropy per token of the correct text:
 # $\exp\left(-\frac{1}{N}\sum_t \log p(y_t)\right)$. A model that spreads its probability evenly
 # over $k$ tokens at every step has perplexity $k$; a perfect model has 1.
-# [Chapter 11](11_testing_the_papers_choices.ipynb) puts the claim to a test. Two details make the
-# loss right for translation: positions whose label is `<pad>` contribute nothing, and the mean is
+#
+# Two details make the loss right for translation: positions whose label is `<pad>` contribute nothing, and the mean is
 # over the real tokens only. Like `F.cross_entropy(label_smoothing=…)`, we spread ε over all
 # $V_\text{tgt}$ ids; the Annotated Transformer skips the right id and `<pad>`.
 #
@@ -698,7 +700,8 @@ expect("every stratum of 100 numbers or more is at least 90% exact",
 # %% [markdown]
 # The large strata are at 90% or more; the small ones can land anywhere. In a stratum of nine
 # numbers one mistake costs 11 points, and its numbers share one pattern: a model still learning it
-# may miss several at once. Should a *seen* stratum fall far below 100%, it is likely under-training:
+# may miss several at once. Where a *seen* stratum falls far below 100% (on some machines, the round
+# hundreds), it is likely under-training:
 # the model has not yet fitted even its training examples. The loss cannot show it: nine numbers are
 # a tiny share of the training pairs. Here are this run's first mistakes:
 

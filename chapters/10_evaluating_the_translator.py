@@ -472,7 +472,6 @@ plot_attention_heads(maps["cross"][:, 0], target_pieces, source_words,
 # by attention alone.
 #
 # **Encoder self-attention**: each English word gathers information from the other English words.
-# **Decoder self-attention**: each position looks back over the German pieces written so far.
 #
 # <details><summary>The figure in words</summary>
 #
@@ -492,6 +491,12 @@ plot_attention_heads(maps["encoder"][:, 0], source_words, source_words,
                      query_axis="English word (query)", key_axis="English word (key)")
 
 # %% [markdown]
+# In the encoder, layer 2's second head mostly reads within a word's own part of the number:
+# "forty" and "two" look at "thousand", "five" at "hundred", and "hundred", "and", "sixty", "seven"
+# at "sixty".
+#
+# **Decoder self-attention**: each position looks back over the German pieces written so far.
+#
 # <details><summary>The figure in words</summary>
 #
 # Eight heatmaps, two rows for the layers and four columns for the heads,
@@ -510,9 +515,7 @@ plot_attention_heads(maps["decoder"][:, 0], decoder_inputs, decoder_inputs,
                      query_axis="decoder input (query)", key_axis="decoder input (key)")
 
 # %% [markdown]
-# In the encoder, layer 2's second head mostly reads within a word's own part of the number:
-# "forty" and "two" look at "thousand", "five" at "hundred", and "hundred", "and", "sixty", "seven" at "sixty". In the
-# decoder, heads return to the last *tausend*, the last *hundert*, or the piece just written.
+# In the decoder, heads return to the last *tausend*, the last *hundert*, or the piece just written.
 # These readings come from one sentence. The next figure measures one property of the
 # cross-attention heads over the whole test split: how sharp they are.
 #
@@ -661,7 +664,7 @@ plot_attention_heads(torch.stack([right_maps, wrong_maps]), rows, english_tokens
 #    <details><summary>Answer</summary>
 #
 #    Each piece reads one source word. It does not say that the word is the right one: layer 1's
-#    sharp heads often read a word other than the one being translated.
+#    head 4 keeps reading "thousand" while other words are translated.
 #    </details>
 # 3. A translation is wrong. How do you tell a search error from a model error?
 #    <details><summary>Answer</summary>

@@ -204,7 +204,8 @@ for k, (left, right) in enumerate(merges, start=1):
 # goes by the pairs' left symbols, then by their right ones. A single character beats a merged
 # symbol, and an older merge beats a newer one. Two characters go by their code: *e* before *s*,
 # every letter before "▁". So *e s* comes first, then *es t* (9 times). Next, *▁ l*, *l o* and *o w*
-# occur 7 times each. *l o* wins, and two more merges make *▁low* one token.
+# occur 7 times each. *l o* wins. Then *▁ lo* beats *lo w*: "▁" is a single character, *lo* a merged
+# symbol. A last merge makes *▁low* one token.
 #
 # For real text, `subwords.py` uses Hugging Face's `tokenizers` library. The "▁" marks let decoding
 # give the text back exactly.
@@ -260,8 +261,8 @@ print("shared, most frequent:", sorted(both, key=lambda t: -(used["en"][t] + use
 
 # %% [markdown]
 # On the training pairs above, the two languages together use fewer tokens than the vocabulary
-# holds. An unused token never occurs here, or is a step that a later merge swallows wherever it
-# occurs.
+# holds. An unused token either never occurs in these pairs, or is an intermediate piece that a
+# later merge always absorbs.
 #
 # ### What the vocabulary size trades
 #
@@ -323,7 +324,7 @@ fig.tight_layout()
 # merge: asking for 4,000 tokens gives 2,698. Small vocabularies have rare tokens too: single
 # letters that merges swallow (once *▁W* exists, a lone *W* seldom remains). We take 1,000 on the
 # CPU: sentences a fifth shorter than at 600, for a few more rare tokens, and 128,000 embedding
-# parameters, an eighth of the model that section 3 builds. The paper's 37,000 tokens serve far more varied text.
+# parameters. The paper's 37,000 tokens serve far more varied text.
 #
 # ## 3. One embedding matrix for both languages (§3.4)
 #
@@ -628,7 +629,7 @@ display(Markdown(
 # %% [markdown]
 # ## 9. What the translator still gets wrong
 #
-# Most test sentences come out exactly right. Like chapter 10's sorter for numbers,
+# Like chapter 10's sorter for numbers,
 # `kind_of_sentence_error`
 # compares a wrong translation with its reference word by word (punctuation counts as a word) and
 # names the first kind that fits, in this order: the right words in another **order**; words **left
@@ -757,7 +758,8 @@ expect_at_most("weighted by token counts: relative distance to the one-process g
 # - `--dataset wmt14-en-de`: the paper's corpus (add `--max-pairs`).
 #
 # Or use your own corpus: `--data-dir DIR` reads `train.en` / `train.de`, `valid.*` and `test.*`,
-# one sentence per line. The folded cell writes such a folder, then breaks it to show the loader's error.
+# one sentence per line. The folded cell writes such a folder, breaks it to show the loader's error,
+# then mends it and loads it.
 
 # %% tags=["hide-cell"]
 import tempfile
@@ -767,13 +769,15 @@ from transformer_course.datasets.corpora import Corpus, CorpusError, describe, l
 
 with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the block
     folder = Path(scratch) / "my_corpus"
-    write_text_corpus(Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50]), folder)
-    print(describe(load_text_corpus(folder)))
+    mine = Corpus("mine", texts["train"][:500], texts["valid"][:50], texts["test"][:50])
+    write_text_corpus(mine, folder)
     (folder / "test.de").write_text("Nur eine Zeile.\n", encoding="utf-8")  # now test.en and test.de disagree
     try:
         load_text_corpus(folder)
     except CorpusError as error:
         print("CorpusError:", error)
+    write_text_corpus(mine, folder)  # whole again
+    print(describe(load_text_corpus(folder)))
 
 # %% [markdown]
 # ## Summary
@@ -787,7 +791,7 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 #   matrix (§3.4, §5.1).
 # - Batches of a token budget (§5.1) waste almost nothing on padding.
 # - BLEU is computed on the written text with sacrebleu's own tokenizer, so it does not depend on
-#   our tokens. Averaging the last checkpoints (§6.1) is free to try: measure it.
+#   our tokens. Averaging the last checkpoints (§6.1) is free to try.
 # - DistributedDataParallel runs the same loop on several processes. With token batches each rank's
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #

@@ -188,10 +188,6 @@ print("without the mask, positions 0–4 depend on token 5:", leak)
 assert leak
 
 # %% [markdown]
-# To write, a model feeds its choices back in. `generate(lm, prompt, n)` is chapter 09's
-# loop for a language model: it appends n tokens to the prompt, the most probable by default, or
-# sampled with `temperature` and `top_p`.
-#
 # ## 2. RMSNorm: LayerNorm without the mean
 #
 # The paper normalises each sub-layer's output with LayerNorm (§3.1, post-LN). It subtracts the
@@ -242,9 +238,9 @@ print("on centred features, RMSNorm (g = 1) = LayerNorm:",
 # \begin{pmatrix} \cos p\omega_i & -\sin p\omega_i \\ \sin p\omega_i & \cos p\omega_i \end{pmatrix}
 # \begin{pmatrix} q_{2i} \\ q_{2i+1} \end{pmatrix}.$$
 #
-# This is chapter 02's rotation $M_k$ again, acting on other vectors: chapter 02 turned the rows of
-# the *table*, $PE_{pos+k} = M_k\,PE_{pos}$, before any projection; RoPE turns the projected queries
-# and keys.
+# Chapter 02's $M_k$ was the same kind of rotation (its pairs were written (sin, cos), so its sines
+# carry the other sign). It turned the rows of the *table*, $PE_{pos+k} = M_k\,PE_{pos}$, before any
+# projection; RoPE turns the projected queries and keys.
 #
 # Write $R_m$ for the rotation of position $m$: the block-diagonal matrix of all $d_k/2$ pairs.
 # Rotations compose, $R_m^\top R_n = R_{n-m}$. So for a query $q$ at position $m$ and a key $k$ at
@@ -320,7 +316,6 @@ print("keys in the cache:", len(cache))
 # which a pair turns once). Pairs whose wavelength exceeds 8,192 turn 8 times slower, pairs below
 # 2,048 keep their speed, and those between get a blend. So the fast pairs, which tell short
 # distances apart, stay as trained; position interpolation (Chen et al. 2023) slowed them all.
-# Chapter 14, section 5, compares rotary and added positions.
 #
 # </details>
 
@@ -439,8 +434,9 @@ for batch in (1, 32):
 # step is bound by memory. A batch shares the weights, so at batch 32 one read serves 32 texts. But
 # each text brings its own cache. With $H_{kv} = 32$, the caches of 32 long texts (137 GB) outweigh
 # the weights many times. They do not fit: an H100 holds 80 GB. Grouped-query
-# attention's 8 heads divide them by 4: the batch fits, and a step reads a third of the bytes of 32
-# heads. At about 10 operations per byte, it still waits for memory.
+# attention's 8 heads divide them by 4: the batch fits, and the estimated step falls from 45.8 to
+# 15.0 ms (at batch 1, from 6.1 to 5.1 ms). At about 10 operations per byte, it still waits for
+# memory.
 #
 # **Batching, timed on a CPU.** The cell below times a step of a small model for 1 text and 16 at
 # once: it measures batching, not shared heads. Per text the batch is cheaper: one step's
@@ -478,7 +474,7 @@ expect_at_most("a step of 16 texts, relative to a step of one (16 would be no sa
 # %% [markdown]
 # ## 5. SwiGLU: a gated feed-forward network
 #
-# Sections 3–4 changed the attention; now the other sub-layer. The paper's
+# The paper's
 # feed-forward network is $W_2\,\max(0, W_1 x + b_1) + b_2$ with $d_{ff} = 4D$ (§3.3).
 # Shazeer (2020) tried *gated* variants, in which one projection, through a smooth activation,
 # scales another feature by feature. SwiGLU is the one PaLM and Llama use:
@@ -651,7 +647,9 @@ print("its tokens:", tokenizer.tokens(splits["train"][11]))
 # no label smoothing. Language models usually train without it: the text already spreads the
 # next-token probabilities. `WithoutSource` hands it the language model as a translator with
 # an empty source; `batch_stream` (chapter 08's `batching.py`) deals the batches. The model has $D = 128$, 2 blocks, 4
-# query heads and 2 key/value heads, and reads 300 batches of 16 texts.
+# query heads and 2 key/value heads, and reads 300 batches of 16 texts. Then it writes.
+# `generate(lm, prompt, n)` is chapter 09's loop for a language model: it appends n tokens to the
+# prompt, the most probable by default, or sampled with `temperature` and `top_p`.
 
 # %%
 from transformer_course.lm import WithoutSource
@@ -686,7 +684,8 @@ for prompt in ("HAMLET.", "Rom. What", "Enter"):
 
 # %% [markdown]
 # After 300 steps the model writes fragments of speeches in mostly English words, with little
-# sense, and speaker names, not always in the right place. The model has learnt more than how often each token occurs: on the held-out
+# sense, and speaker names, not always in the right place. Greedy decoding loops (chapter 09); the
+# samples vary. The model has learnt more than how often each token occurs: on the held-out
 # ends of the plays, its loss is more than a nat per token below that of a model that knows only
 # those frequencies (printed below). To get there it must read the tokens before.
 

@@ -538,7 +538,8 @@ print("  back to text:", repr(german_back))
 
 # %% [markdown]
 # The steps by hand and `MarianTokenizer` agree, and the German ids decode back to the sentence.
-# Section 5 gives your translator this layout: one vocabulary for both languages, `<pad>` last.
+# Section 5 gives your translator this id layout (one vocabulary for both languages, `<pad>` last),
+# written to a `tokenizer.json`, not to `.spm` files.
 
 # %% tags=["hide-cell"]
 by_hand = marian_tokenizer(english).input_ids == english_ids
@@ -552,8 +553,9 @@ expect("the shorter row: </s>, then only <pad>, the last id", set(short[end + 1 
 expect("the German ids decoded back to the sentence", german_back == german, repr(german_back))
 
 # %% [markdown]
-# **Aside — GPT-2's and SmolLM2's byte-level BPE.** Section 5 does not use it (the course's models
-# carry chapter 12's BPE); most published language models do. Their tokenizers run chapter 12's byte-pair merges on the
+# **Aside — GPT-2's and SmolLM2's byte-level BPE.** Section 5 does not use it (the Shakespeare
+# model carries chapter 12's BPE, the translator chapter 08's vocabularies); most published language
+# models do. Their tokenizers run chapter 12's byte-pair merges on the
 # UTF-8 *bytes* of a text. Each byte is written as a printable stand-in, so that the merges work on
 # printable text. All 256 bytes are in the vocabulary, so no text needs `<unk>`. GPT-2's one special
 # token, `<|endoftext|>` (id 50256, the last), separates documents. Here are the stand-ins:
@@ -621,7 +623,8 @@ expect("the two bytes of ä merged into one token", "Ã¤" in round_trips["Der H
 #
 # The file `transformer_course/export.py` holds the inverses of chapter 15's converters: `to_marian`,
 # `to_llama` and `to_gpt2` write the course's weights into `transformers`' classes, with chapter 15's
-# reorderings undone.
+# reorderings undone. The course's attention biases go along (`attention_bias=True`), and the
+# exported translator starts from `<bos>`, not Marian's `<pad>`.
 #
 # `to_marian` also reorders something chapter 15 never needed. The shipped translator interleaves
 # its sinusoids (chapter 02); Marian puts the sines first, then the cosines. So every feature of the
@@ -804,10 +807,9 @@ display(Markdown(speed_table(speeds, reference=OURS)))
 scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every engine has loaded its model
 
 # %% [markdown]
-# These two models are small, about a million weights each (a few megabytes: they may fit in the
-# processor's cache). Where a C++ engine outruns the course's on them, a likely reason,
-# not measured here, is the work around the products (section 1's operations), which a loop in C++
-# does cheaply. On a published model's shapes, section 2's bytes weigh more.
+# These two models are small, about a million weights each. Where a C++ engine outruns the course's
+# on them, a likely reason, not measured here, is section 1's operations, cheap in C++. On
+# a published model's shapes, section 2's bytes weigh more.
 #
 # That is where the course set out to arrive: models trained by the course's code, from the parts you
 # built, run in the engines people use and write your code's tokens there.
@@ -848,8 +850,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #    <details><summary>Answer</summary>
 #
 #    14 GB of weights (plus the cache), so at least 14 ms per token: about 70 tokens per second at
-#    batch 1, whatever the arithmetic speed. In int8 the floor halves, if the kernel reads 8-bit
-#    weights at the memory's speed.
+#    batch 1, whatever the arithmetic speed.
 #    </details>
 # 3. Chapter 15 reordered the rows of Llama's W^Q and W^K to bring a checkpoint in. What must
 #    `to_llama` do with them on the way out, and why does the GGUF file need no reordering?
@@ -883,7 +884,7 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #
 # At home, the folded cell downloads OPUS-MT's English → German translator and SmolLM2-135M with
 # `load_hub`, runs both in our models through chapter 15's converters, and checks SmolLM2's tokens
-# against `transformers`'. Offline it prints one line. `load_hub` loads every checkpoint in float32,
+# against `transformers`'. Offline, as in the committed notebook, it prints one line and skips. `load_hub` loads every checkpoint in float32,
 # whatever its `config.json` declares (the `-hf` releases of Llama 2 declare float16, many recent
 # models bfloat16).
 
