@@ -355,7 +355,8 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 #
 # The warm-up rescued post-LN's training. The next experiment removes what every layer relies on:
 # its shortcut. Chapter 05 argued that the shortcuts let the gradient reach the lower layers. Here
-# the same post-LN model trains with and without them. The variant without them gets another
+# the same post-LN model trains with and without them, its gradients clipped as in chapter 08. The
+# variant without them gets another
 # `connection`: `no_residual`, next to chapter 05's `residual` in `sublayer.py`, is `residual`
 # without its `x +`. So post-LN's $\mathrm{LN}(x + f(x))$ becomes $\mathrm{LN}(f(x))$ around every
 # attention and feed-forward sub-layer.
