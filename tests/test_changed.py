@@ -3,6 +3,7 @@ reason, read from the imports and the registrations (never from a table kept by 
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -161,3 +162,44 @@ def test_exports_written_by_make_exercises_select_test_build_not_every_importer(
     made = {(c.kind, c.target) for c in select(ROOT, files, imports=imports, made=files)}
     assert made == {("test", "tests/test_build.py")}
     assert len(select(ROOT, files, imports=imports)) > 10  # otherwise every importer of the package
+
+
+def test_make_exercises_runs_the_attempts_of_an_exercise_edited_since_the_last_commit(tmp_path: Path) -> None:
+    """``make exercises`` runs an exercise's wrong and right answers when its attempts file, its check
+    module or its answer's room was edited or is new: a wrong attempt is found by that command."""
+    from transformer_course_tools.authoring.build import edited_exercises
+
+    files = {
+        "transformer_course_tools/exercises/checks/ch07.py": (
+            '@exercise("ex07_1", "transformer_course.counting:a", "easy")\n'
+            '@exercise("ex07_2", "transformer_course.counting:b", "easy")\n'
+        ),
+        "transformer_course_tools/exercises/checks/ch08.py": '@exercise("ex08_1", "transformer_course.schedule:c", "easy")\n',
+        "transformer_course/counting.py": "def a(): ...\n",
+        "transformer_course/schedule.py": "def c(): ...\n",
+        "tests/attempts/ex07_1.py": "",
+        "tests/attempts/ex08_1.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    exercises = dict.fromkeys(("ex07_1", "ex07_2", "ex08_1"))
+    assert edited_exercises(tmp_path, exercises) == {}  # not a git clone: nothing to compare with
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "base")
+    assert edited_exercises(tmp_path, exercises) == {}  # all committed
+    (tmp_path / "tests/attempts/ex07_1.py").write_text("x = 1\n")  # an edit
+    (tmp_path / "tests/attempts/ex07_2.py").write_text("")  # a new file
+    assert edited_exercises(tmp_path, exercises) == {
+        "ex07_1": "tests/attempts/ex07_1.py", "ex07_2": "tests/attempts/ex07_2.py"
+    }  # fmt: skip
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "attempts")
+    (tmp_path / "transformer_course/schedule.py").write_text("def c(): return 1\n")  # the room of ex08_1's answer
+    assert edited_exercises(tmp_path, exercises) == {"ex08_1": "transformer_course/schedule.py"}
+    (tmp_path / "transformer_course_tools/exercises/checks/ch07.py").write_text(files[
+        "transformer_course_tools/exercises/checks/ch07.py"] + "# edited\n")  # fmt: skip
+    assert set(edited_exercises(tmp_path, exercises)) == {"ex07_1", "ex07_2", "ex08_1"}
+    shutil.rmtree(tmp_path / "tests" / "attempts")  # the student edition: no attempts to run
+    assert edited_exercises(tmp_path, exercises) == {}

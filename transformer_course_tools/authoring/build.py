@@ -578,6 +578,28 @@ def _attempt_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN
     return found
 
 
+def edited_exercises(root: Path, exercises: Mapping) -> dict[str, str]:  # noqa: ANN001 - id → Exercise
+    """Exercise id → the file edited since the last commit (an uncommitted edit, or a new file) that makes
+    ``make exercises`` run its wrong and right answers: its attempts file, its check module or the room of
+    its answer. {} outside a git clone, or without ``tests/attempts/`` (the student edition)."""
+    from .changed import changed_files, registrations
+
+    if not (root / "tests" / "attempts").is_dir():
+        return {}
+    try:
+        edited = set(changed_files(root, "HEAD"))
+    except (OSError, ValueError):  # no git, or a repository without a commit
+        return {}
+    found = {}
+    for exercise_id, (check, target) in sorted(registrations(root).items()):
+        room = target.replace(".", "/") + ".py"  # "transformer_course.counting" → its file
+        for path in (f"tests/attempts/{exercise_id}.py", check, room):
+            if exercise_id in exercises and path in edited:
+                found[exercise_id] = path
+                break
+    return found
+
+
 def _what_differs(old, new) -> str:  # noqa: ANN001 - jupytext notebooks
     """Which made parts differ: the title cell's, or the sections of which exercises."""
     title = ["the table or the chapter's exercises"] if old.cells[0].source != new.cells[0].source else []

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 from transformer_course_tools.course import course_root
@@ -67,7 +70,34 @@ def _build_exercises(args: argparse.Namespace) -> int:
     missing = problems(root, exercises)
     for line in missing:
         print(f"missing: {line}")
-    return 1 if missing else 0
+    failed = _attempts_failed(root, exercises)
+    return 1 if missing or failed else 0
+
+
+def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Exercise
+    """Run the wrong and right answers of every exercise whose attempts, check or room was edited since
+    the last commit (``tests/test_attempts.py``, marked with its id), so that a wrong one is found by this
+    command rather than a later test; print one line per failure. True if any failed."""
+    from transformer_course_tools.authoring.build import edited_exercises
+
+    edited = edited_exercises(root, exercises)
+    if not edited:
+        return False
+    for exercise_id, path in edited.items():
+        print(f"running {exercise_id}'s wrong and right answers ({path} was edited)")
+    if importlib.util.find_spec("pytest") is None:
+        print("missing: running them needs pytest: pip install pytest")
+        return True
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=line",
+               "-m", " or ".join(edited), "tests/test_attempts.py"]  # fmt: skip
+    done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    for line in lines:  # --tb=line: "…/tests/test_attempts.py:71: AssertionError: own _name (): ✗ …"
+        failure = re.match(r"\S*test_attempts\.py:\d+: (?:AssertionError: )?(.*)$", line)
+        if failure:
+            print(f"failed: {failure.group(1)}")
+    print(f"attempts: {lines[-1] if lines else done.stderr.strip()}")
+    return done.returncode != 0
 
 
 def _student_edition(args: argparse.Namespace) -> int:
