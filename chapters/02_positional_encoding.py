@@ -345,7 +345,8 @@ plt.show()
 #
 # These are properties of the raw encodings. Attention does not compare them directly: it first
 # multiplies each vector by matrices it learns (chapter 04), and those can mix the features.
-# Chapter 04 shows how a head can still read distances, and why it need not. Chapter 13 returns to
+# Chapter 04 (section 6, and its box "Why a trained head need not read distances") shows how a head
+# can still read distances, and why it need not. Chapter 13 returns to
 # this.
 
 # %% [markdown]

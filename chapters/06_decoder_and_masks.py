@@ -546,8 +546,9 @@ print(run_check("ex06_3", MaskInTrainingOnly.forward).line())
 # embedding layers multiply by $\sqrt{d_\text{model}}$ (chapter 01 explains the initialisation
 # that goes with it).
 #
-# `TransformerConfig` holds the sizes under the paper's names. Its defaults are the paper's base
-# model; for our three sentences we shrink them:
+# `TransformerConfig` holds the sizes under the paper's names. Its sizes default to the paper's base
+# model, and the shared matrix is switched on with `share_embeddings=True`. For our three sentences
+# we shrink the sizes:
 
 # %%
 config = TransformerConfig(

@@ -267,8 +267,8 @@ for i in [i for i in weak_wrong if probe[i] % 1000][:6]:  # the under-trained mo
     print(f"    {probe[i]:>7,}  {german_text(weak_found[i]):32} expected {german_text(probe_refs[i])}")
 
 # %% [markdown]
-# The shipped model gets every number of the probe right. The under-trained model gets about a
-# third of each kind wrong, most with a wrong piece. The list, its first six errors of the "thousand and k"
+# The shipped model gets every number of the probe right. The under-trained model gets a third of
+# the round thousands wrong, and two in five of the "thousand and k". The list, its first six errors of the "thousand and k"
 # kind, shows two kinds of error: *ein* where German ends a number with *eins*, and a word of the
 # thousands written again at the end (15,001 becomes *fünfzehntausendfünfzehn*). Six lines show
 # that these errors exist, not how common they are.

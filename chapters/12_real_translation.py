@@ -205,7 +205,7 @@ for k, (left, right) in enumerate(merges, start=1):
 # symbol, and an older merge beats a newer one. Two characters go by their code: *e* before *s*,
 # every letter before "▁". So *e s* comes first, then *es t* (9 times). Next, *▁ l*, *l o* and *o w*
 # occur 7 times each. *l o* wins. Then *▁ lo* beats *lo w*: "▁" is a single character, *lo* a merged
-# symbol. A last merge makes *▁low* one token.
+# symbol. Merge 5 makes *▁low* one token; merges 6–8 build *▁new* by the same rules.
 #
 # For real text, `subwords.py` uses Hugging Face's `tokenizers` library. The "▁" marks let decoding
 # give the text back exactly.
@@ -350,8 +350,7 @@ print(f"shared embeddings: {shared.num_parameters():,} parameters; separate sour
 # goes further: each batch holds "approximately 25000 source tokens and 25000 target tokens".
 # `token_batches` sorts the examples by length and fills each batch until one more example would
 # push *count × longest* over the budget (`max_tokens`), for the source and for the target; that
-# step is `pack`, exercise ex12_1. Then it shuffles the batches. A batch holds many short sentences
-# or a few long ones, and the work per step is about the same.
+# step is `pack`, exercise ex12_1. Then it shuffles the batches.
 #
 # `training_examples` leaves out pairs too long for any budget (none here).
 
@@ -629,7 +628,7 @@ display(Markdown(
 # %% [markdown]
 # ## 9. What the translator still gets wrong
 #
-# Like chapter 10's sorter for numbers,
+# These are section 6's translations, by the final weights. Like chapter 10's sorter for numbers,
 # `kind_of_sentence_error`
 # compares a wrong translation with its reference word by word (punctuation counts as a word) and
 # names the first kind that fits, in this order: the right words in another **order**; words **left
@@ -807,7 +806,7 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 # python -m transformer_course train --task sentences-en-de --resume run-950.pt --steps 1000 --out run-1000.pt
 # python -m transformer_course average averaged.pt run-900.pt run-950.pt run-1000.pt   # §6.1 on files
 # python -m transformer_course train --task sentences-en-de --steps 5000 --out sentences.pt  # more steps
-# python -m transformer_course evaluate sentences.pt  # the validation score says when more stop helping
+# python -m transformer_course evaluate sentences.pt --split valid  # says when more steps stop helping
 # ```
 
 

@@ -455,7 +455,7 @@ expect("int8 weights and inputs: the trained model keeps more of float32's greed
 # %% [markdown]
 # ## 4. What the export carries: the tokenizer
 #
-# An export that holds only the weights is of no use to an engine. A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
+# An export of the weights alone is useless to an engine. A model reads ids, not text. Its **tokenizer** cuts a text into the pieces the model was
 # trained on, and gives each piece the id of its row in the embedding. Another tokenizer hands the
 # model ids that mean other pieces. So a checkpoint ships its tokenizer in files that engines read,
 # and section 5's exports carry yours the same way. Marian's pieces come from a *unigram* model of
@@ -836,8 +836,8 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #
 # ## Check yourself
 #
-# 1. Many checkpoints are stored in 16 bits. Why load them in float32 before comparing our model's
-#    tokens with `transformers`'?
+# 1. Many checkpoints are stored in 16 bits (the appendix loads two). Why load them in float32
+#    before comparing tokens with `transformers`'?
 #    <details><summary>Answer</summary>
 #
 #    Our model computes in float32 (24 significant bits); bfloat16 keeps 8 (7 stored, one implied)
