@@ -222,3 +222,24 @@ def test_the_order_sentence_says_it_for_one_exercise_to_write_first_and_those_fo
     two = [SimpleNamespace(id="ex03_3", needs=("ex03_1", "ex03_2"))]
     assert build.order_sentence(one).endswith("ex16_3 calls ex16_1, so write it first.")
     assert build.order_sentence(two).endswith("ex03_3 calls ex03_1 and ex03_2, so write those first.")
+
+
+def test_an_answer_that_calls_an_undeclared_exercise_is_reported_by_the_build() -> None:
+    """``make exercises`` says at once when an answer calls another exercise that its ``needs=`` leaves
+    out, or a needed exercise has no stand-in (a later test used to find it, or no command at all)."""
+    from dataclasses import replace
+
+    from transformer_course_tools.exercises.checks.standins import STANDINS
+    from transformer_course_tools.exercises.needs import undeclared_needs
+
+    assert undeclared_needs(EXERCISES, STANDINS) == []
+    forgetful = {**EXERCISES, "ex07_3": replace(EXERCISES["ex07_3"], needs=())}
+    assert undeclared_needs(forgetful, STANDINS) == [
+        "ex07_3's answer calls ex07_2: declare needs=('ex07_2',) in its @exercise(...) in "
+        "transformer_course_tools/exercises/checks/ch07.py"
+    ]
+    without = {i: standin for i, standin in STANDINS.items() if i != "ex07_2"}
+    assert undeclared_needs(EXERCISES, without) == [
+        "ex07_2 is needed by ex07_3 but has no stand-in: add one to STANDINS in "
+        "transformer_course_tools/exercises/checks/standins.py"
+    ]

@@ -9,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from torch import nn
 from transformer_course_tools.exercises.checks import EXERCISES, run_check
 from transformer_course_tools.exercises.checks.registry import load_checks, writing_order
 from transformer_course_tools.exercises.checks.standins import STANDINS, job_source, standin_closure
+from transformer_course_tools.exercises.needs import named_exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 load_checks()
@@ -101,6 +101,14 @@ def _same(a, b) -> None:
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("exercise_id", sorted(STANDINS))
+def test_a_stand_in_passes_the_check_of_its_exercise(exercise_id: str) -> None:
+    """The exercise's check holds each stand-in to what the learner's answer must do: a new stand-in
+    needs no test of its own (the comparisons below add inputs the checks do not try)."""
+    result = run_check(exercise_id, STANDINS[exercise_id])
+    assert result.passed, result.line()
+
+
 def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
     from transformer_course import (
         MultiHeadAttention,
@@ -151,18 +159,6 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
     assert set(STANDINS) <= set(EXERCISES)
 
 
-def _named_exercises(exercise) -> set[str]:
-    """The other exercises whose functions ``exercise``'s code names (calls by global name)."""
-    function = exercise.resolve()
-    others = {id(other.resolve()): other.id for other in EXERCISES.values() if other.id != exercise.id}
-    codes, names = [function.__code__], set()
-    while codes:
-        code = codes.pop()
-        names |= set(code.co_names)
-        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    return {others[id(function.__globals__[n])] for n in names if id(function.__globals__.get(n)) in others}
-
-
 @pytest.mark.complete_edition
 @pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
 def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -182,8 +178,8 @@ def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: p
         monkeypatch.setitem(STANDINS, other, recording(other, standin))
     assert run_check(exercise_id).passed
     exercise = EXERCISES[exercise_id]
-    assert set(exercise.needs) == ran | _named_exercises(exercise), (
-        f"{exercise_id}: declare needs={tuple(sorted(ran | _named_exercises(exercise)))} in its @exercise(...)"
+    assert set(exercise.needs) == ran | named_exercises(exercise, EXERCISES), (
+        f"{exercise_id}: declare needs={tuple(sorted(ran | named_exercises(exercise, EXERCISES)))} in its @exercise(...)"
     )
 
 

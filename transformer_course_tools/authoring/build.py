@@ -458,7 +458,11 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
     import jupytext
 
     derived = lock.derive(root, exercises) if derived is None else derived
+    from transformer_course_tools.exercises.checks.standins import STANDINS
+    from transformer_course_tools.exercises.needs import undeclared_needs
+
     found = [*_region_problems(root, exercises), *_attempt_problems(root, exercises)]
+    found += undeclared_needs(exercises, STANDINS)
     for chapter in sorted({ex.chapter for ex in exercises.values()}):
         if chapter_notebook(root, chapter) is None:
             found.append(f"chapter {chapter} has no exercise notebook: create solutions/ex{chapter}_<topic>.py (the "

@@ -75,16 +75,19 @@ def _build_exercises(args: argparse.Namespace) -> int:
 
 
 def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Exercise
-    """Run the wrong and right answers of every exercise whose attempts, check or room was edited since
-    the last commit (``tests/test_attempts.py``, marked with its id), so that a wrong one is found by this
-    command rather than a later test; print one line per failure. True if any failed."""
+    """Lint and run the wrong and right answers of every exercise whose attempts, check or room was
+    edited since the last commit (``tests/test_attempts.py``, marked with its id), so that a mistake is
+    found by this command rather than a later one; print one line per failure. True if any failed."""
     from transformer_course_tools.authoring.build import edited_exercises
 
     edited = edited_exercises(root, exercises)
     if not edited:
         return False
     for exercise_id, path in edited.items():
-        print(f"running {exercise_id}'s wrong and right answers ({path} was edited)")
+        entries = (root / "tests" / "attempts" / f"{exercise_id}.py").read_text(encoding="utf-8")
+        count = len(re.findall(r"^@(?:wrong|right)\(", entries, re.M))
+        print(f"running {exercise_id}'s {count} wrong and right answers ({path} was edited)")
+    failed = _lint_failed(root, sorted(set(edited.values())))
     if importlib.util.find_spec("pytest") is None:
         print("missing: running them needs pytest: pip install pytest")
         return True
@@ -97,7 +100,21 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
         if failure:
             print(f"failed: {failure.group(1)}")
     print(f"attempts: {lines[-1] if lines else done.stderr.strip()}")
-    return done.returncode != 0
+    return failed or done.returncode != 0
+
+
+def _lint_failed(root: Path, files: list[str]) -> bool:
+    """``ruff check`` and ``ruff format --check`` on ``files`` (where ruff is installed), a line per finding."""
+    ruff = Path(sys.executable).with_name("ruff")
+    failed = False
+    for lint in (
+        (["check", "--quiet", "--output-format=concise"], ["format", "--check", "--quiet"]) if ruff.is_file() else ()
+    ):
+        done = subprocess.run([str(ruff), *lint, *files], cwd=root, capture_output=True, text=True, check=False)
+        failed |= done.returncode != 0
+        for line in done.stdout.strip().splitlines() if done.returncode else ():
+            print(f"lint: {line}")
+    return failed
 
 
 def _student_edition(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
-from transformer_course_tools.course import PACKAGE
+from transformer_course_tools.course import PACKAGE, TOOLS
 
 # Tools a chapter's code never reaches the learner's functions through: the checks call the function
 # under test with stand-ins for the others (``run_check("ex03_2", buggy)``), the rest serve other commands.
@@ -180,6 +180,35 @@ def _type_tested(parent: ast.AST, child: ast.AST) -> bool:
         isinstance(child, ast.Name) or isinstance(child, ast.Tuple) and all(isinstance(e, ast.Name) for e in child.elts)
     )
     return isinstance(parent, ast.Compare) and child in parent.comparators and names
+
+
+def named_exercises(exercise, exercises: Mapping) -> set[str]:  # noqa: ANN001 - an Exercise, id → Exercise
+    """The other exercises whose functions ``exercise``'s answer calls by their global name (its code and
+    the code of its nested functions): what its ``needs=`` must declare at least."""
+    from .checks.registry import _code_objects
+
+    function = exercise.resolve()
+    others = {id(other.resolve()): other.id for other in exercises.values() if other.id != exercise.id}
+    names = set().union(*(code.co_names for code in _code_objects(function.__code__)))
+    return {others[id(function.__globals__[n])] for n in names if id(function.__globals__.get(n)) in others}
+
+
+def undeclared_needs(exercises: Mapping, standins: Iterable[str]) -> list[str]:  # noqa: ANN001 - id → Exercise
+    """One line per exercise whose answer calls another that its ``needs=`` leaves out, and per needed
+    exercise without a stand-in: what to declare or add, and where."""
+    found, standins = [], set(standins)
+    for exercise_id, ex in sorted(exercises.items()):
+        missing = named_exercises(ex, exercises) - set(ex.needs)
+        if missing:
+            wanted = tuple(sorted(set(ex.needs) | missing))
+            found.append(f"{exercise_id}'s answer calls {', '.join(sorted(missing))}: declare needs={wanted} in its "
+                         f"@exercise(...) in {TOOLS}/exercises/checks/ch{ex.chapter}.py")  # fmt: skip
+    needed = {other: exercise_id for exercise_id, ex in sorted(exercises.items()) for other in ex.needs}
+    for other, caller in sorted(needed.items()):
+        if other not in standins:
+            found.append(f"{other} is needed by {caller} but has no stand-in: add one to STANDINS in "
+                         f"{TOOLS}/exercises/checks/standins.py")  # fmt: skip
+    return found
 
 
 def chapter_needs(root: Path, exercises: Mapping) -> dict[str, list[str]]:  # noqa: ANN001 - id → Exercise
