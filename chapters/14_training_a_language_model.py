@@ -103,6 +103,7 @@ from transformer_course_tools.notebook.claims import (
     expect_at_most,
     expect_between,
 )
+from transformer_course_tools.notebook.experiments import one_thread
 from transformer_course_tools.notebook.figures import architecture_map
 from transformer_course_tools.notebook.lm_experiments import (
     LONG_LOSS,
@@ -430,14 +431,11 @@ expect_at_least("words of the plays among those the shipped model samples", shar
 def timed(use_cache: bool) -> tuple[torch.Tensor, float]:
     """16 texts of up to 100 tokens, sampled; on a CPU on one thread, which other programs disturb least."""
     sampler = torch.Generator(device=device).manual_seed(1)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    out = generate(shipped_model, torch.full((16, 1), tokenizer.bos_id, device=device), 100, use_cache=use_cache,
-                   temperature=0.8, top_p=0.9, generator=sampler)
-    seconds = time.perf_counter() - start
-    torch.set_num_threads(threads)
-    return out, seconds
+    with one_thread():
+        start = time.perf_counter()
+        out = generate(shipped_model, torch.full((16, 1), tokenizer.bos_id, device=device), 100,
+                       use_cache=use_cache, temperature=0.8, top_p=0.9, generator=sampler)  # fmt: skip
+        return out, time.perf_counter() - start
 
 
 (with_cache, fast), (without_cache, slow) = timed(True), timed(False)

@@ -60,6 +60,13 @@ def test_a_check_an_attempt_and_a_chapter(imports: Imports) -> None:
     assert not [t for k, t in chapter if k == "nbval" and t != "chapters/05_encoder.ipynb"]
 
 
+def _write(root: Path, files: dict[str, str]) -> None:
+    """A tiny course: each file (a path relative to ``root``) with its text."""
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
 def test_a_module_no_test_imports_selects_the_tests_of_its_importers(tmp_path: Path) -> None:
     """A tiny course: the package's name leads to its room, a test that imports nothing of a module gets
     it through the module that imports it, and a new test file is chosen once it imports the room."""
@@ -72,9 +79,7 @@ def test_a_module_no_test_imports_selects_the_tests_of_its_importers(tmp_path: P
         "chapters/01_a.py": "# %%\nfrom transformer_course import scores\n",
         "chapters/01_a.ipynb": "{}",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write(tmp_path, files)
     chosen = {(c.kind, c.target): c.reason for c in select(tmp_path, ["transformer_course/_validate.py"])}
     assert chosen == {
         ("test", "tests/test_scores.py"): "imports transformer_course.attention, which imports "
@@ -180,9 +185,7 @@ def test_make_exercises_runs_the_attempts_of_an_exercise_edited_since_the_last_c
         "tests/attempts/ex07_1.py": "",
         "tests/attempts/ex08_1.py": "",
     }
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(text)
+    _write(tmp_path, files)
     exercises = dict.fromkeys(("ex07_1", "ex07_2", "ex08_1"))
     assert edited_exercises(tmp_path, exercises) == {}  # not a git clone: nothing to compare with
     _git(tmp_path, "init", "-q", "-b", "main")

@@ -178,9 +178,8 @@ def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: p
         monkeypatch.setitem(STANDINS, other, recording(other, standin))
     assert run_check(exercise_id).passed
     exercise = EXERCISES[exercise_id]
-    assert set(exercise.needs) == ran | named_exercises(exercise, EXERCISES), (
-        f"{exercise_id}: declare needs={tuple(sorted(ran | named_exercises(exercise, EXERCISES)))} in its @exercise(...)"
-    )
+    called = ran | named_exercises(exercise, EXERCISES)
+    assert set(exercise.needs) == called, f"{exercise_id}: declare needs={tuple(sorted(called))} in its @exercise(...)"
 
 
 def test_the_writing_order_puts_each_exercise_after_those_it_needs() -> None:

@@ -457,10 +457,10 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
     write or the command to run. ``derived``: the lock as the exercises make it (computed if None)."""
     import jupytext
 
-    derived = lock.derive(root, exercises) if derived is None else derived
     from transformer_course_tools.exercises.checks.standins import STANDINS
     from transformer_course_tools.exercises.needs import undeclared_needs
 
+    derived = lock.derive(root, exercises) if derived is None else derived
     found = [*_region_problems(root, exercises), *_attempt_problems(root, exercises)]
     found += undeclared_needs(exercises, STANDINS)
     for chapter in sorted({ex.chapter for ex in exercises.values()}):
@@ -597,10 +597,9 @@ def edited_exercises(root: Path, exercises: Mapping) -> dict[str, str]:  # noqa:
     found = {}
     for exercise_id, (check, target) in sorted(registrations(root).items()):
         room = target.replace(".", "/") + ".py"  # "transformer_course.counting" → its file
-        for path in (f"tests/attempts/{exercise_id}.py", check, room):
-            if exercise_id in exercises and path in edited:
-                found[exercise_id] = path
-                break
+        paths = [p for p in (f"tests/attempts/{exercise_id}.py", check, room) if p in edited]
+        if exercise_id in exercises and paths:
+            found[exercise_id] = paths[0]
     return found
 
 

@@ -84,7 +84,8 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
     if not edited:
         return False
     for exercise_id, path in edited.items():
-        entries = (root / "tests" / "attempts" / f"{exercise_id}.py").read_text(encoding="utf-8")
+        attempts = root / "tests" / "attempts" / f"{exercise_id}.py"
+        entries = attempts.read_text(encoding="utf-8") if attempts.is_file() else ""
         count = len(re.findall(r"^@(?:wrong|right)\(", entries, re.M))
         print(f"running {exercise_id}'s {count} wrong and right answers ({path} was edited)")
     failed = _lint_failed(root, sorted(set(edited.values())))
@@ -106,10 +107,10 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
 def _lint_failed(root: Path, files: list[str]) -> bool:
     """``ruff check`` and ``ruff format --check`` on ``files`` (where ruff is installed), a line per finding."""
     ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.is_file():
+        return False
     failed = False
-    for lint in (
-        (["check", "--quiet", "--output-format=concise"], ["format", "--check", "--quiet"]) if ruff.is_file() else ()
-    ):
+    for lint in (["check", "--quiet", "--output-format=concise"], ["format", "--check", "--quiet"]):
         done = subprocess.run([str(ruff), *lint, *files], cwd=root, capture_output=True, text=True, check=False)
         failed |= done.returncode != 0
         for line in done.stdout.strip().splitlines() if done.returncode else ():

@@ -185,11 +185,11 @@ def _type_tested(parent: ast.AST, child: ast.AST) -> bool:
 def named_exercises(exercise, exercises: Mapping) -> set[str]:  # noqa: ANN001 - an Exercise, id → Exercise
     """The other exercises whose functions ``exercise``'s answer calls by their global name (its code and
     the code of its nested functions): what its ``needs=`` must declare at least."""
-    from .checks.registry import _code_objects
+    from .checks.registry import code_objects
 
     function = exercise.resolve()
     others = {id(other.resolve()): other.id for other in exercises.values() if other.id != exercise.id}
-    names = set().union(*(code.co_names for code in _code_objects(function.__code__)))
+    names = set().union(*(code.co_names for code in code_objects(function.__code__)))
     return {others[id(function.__globals__[n])] for n in names if id(function.__globals__.get(n)) in others}
 
 

@@ -70,7 +70,7 @@ class Exercise:
         (Read from the code that runs, not from the file: an edit that did not load yet does not count.)"""
         code = getattr(self.resolve(), "__code__", None)
         stubs = {self.stub_message(hints=level) for level in HINT_LEVELS}
-        return code is not None and any(stubs & set(c.co_consts) for c in _code_objects(code))
+        return code is not None and any(stubs & set(c.co_consts) for c in code_objects(code))
 
     def hint_at(self, level: str) -> str:
         """The hint at one of :data:`HINT_LEVELS`: "full" the way to the code, "nudge" the idea and
@@ -93,12 +93,12 @@ def parse_stub_message(message: str) -> tuple[str, str, str, str] | None:
     return match.groups() if match else None
 
 
-def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+def code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
     """``code`` and the code of the functions, lambdas and comprehensions nested in it."""
     yield code
     for constant in code.co_consts:
         if isinstance(constant, types.CodeType):
-            yield from _code_objects(constant)
+            yield from code_objects(constant)
 
 
 EXERCISES: dict[str, Exercise] = {}
