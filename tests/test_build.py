@@ -229,17 +229,17 @@ def test_an_answer_that_calls_an_undeclared_exercise_is_reported_by_the_build() 
     out, or a needed exercise has no stand-in (a later test used to find it, or no command at all)."""
     from dataclasses import replace
 
-    from transformer_course_tools.exercises.checks.standins import STANDINS
+    from transformer_course_tools.exercises.checks.standins import standins
     from transformer_course_tools.exercises.needs import undeclared_needs
 
-    assert undeclared_needs(EXERCISES, STANDINS) == []
+    assert undeclared_needs(EXERCISES, standins()) == []
     forgetful = {**EXERCISES, "ex07_3": replace(EXERCISES["ex07_3"], needs=())}
-    assert undeclared_needs(forgetful, STANDINS) == [
+    assert undeclared_needs(forgetful, standins()) == [
         "ex07_3's answer calls ex07_2: declare needs=('ex07_2',) in its @exercise(...) in "
         "transformer_course_tools/exercises/checks/ch07.py"
     ]
-    without = {i: standin for i, standin in STANDINS.items() if i != "ex07_2"}
+    without = {i: standin for i, standin in standins().items() if i != "ex07_2"}
     assert undeclared_needs(EXERCISES, without) == [
-        "ex07_2 is needed by ex07_3 but has no stand-in: add one to STANDINS in "
-        "transformer_course_tools/exercises/checks/standins.py"
+        "ex07_2 is needed by ex07_3 but has no stand-in: write one beside its check and pass it to its "
+        "@exercise(..., standin=...) in transformer_course_tools/exercises/checks/ch07.py"
     ]

@@ -17,11 +17,17 @@ from torch import nn
 
 from transformer_course_tools.exercises.checks import EXERCISES, run_check
 from transformer_course_tools.exercises.checks.registry import load_checks, writing_order
-from transformer_course_tools.exercises.checks.standins import STANDINS, job_source, standin_closure
+from transformer_course_tools.exercises.checks.standins import HEADER, job_source, standin_closure, standins
 from transformer_course_tools.exercises.needs import named_exercises
 
 ROOT = Path(__file__).resolve().parent.parent
 load_checks()
+STANDINS = standins()
+
+
+def _marked(ids) -> list:  # noqa: ANN001 - exercise ids
+    """One parameter per exercise, marked with its id: ``make exercises`` (``pytest -m exNN_k``) runs it."""
+    return [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(ids)]
 
 
 def _poison(exercise_id: str):
@@ -51,7 +57,7 @@ def _replace_everywhere(exercise, replacement, undo: list) -> None:
                     setattr(room, key, replacement)
 
 
-@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
 def test_a_check_never_runs_another_exercise(exercise_id: str) -> None:
     """Every other exercise is replaced by a function that fails loudly; the check must still pass."""
     for exercise in EXERCISES.values():  # import every room first, so each binding is replaced (and restored)
@@ -101,12 +107,15 @@ def _same(a, b) -> None:
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("exercise_id", sorted(STANDINS))
+@pytest.mark.parametrize("exercise_id", _marked(STANDINS))
 def test_a_stand_in_passes_the_check_of_its_exercise(exercise_id: str) -> None:
-    """The exercise's check holds each stand-in to what the learner's answer must do: a new stand-in
+    """The exercise's check holds each stand-in to what the learner's answer must do, as a grading job
+    gets it (its source alone, with the module's imports and the stand-ins it calls): a new stand-in
     needs no test of its own (the comparisons below add inputs the checks do not try)."""
-    result = run_check(exercise_id, STANDINS[exercise_id])
-    assert result.passed, result.line()
+    namespace: dict = {}
+    exec(compile(job_source([exercise_id]), "standins.py", "exec"), namespace)
+    result = run_check(exercise_id, namespace["STANDINS"][exercise_id])
+    assert result.passed, f"{exercise_id}'s stand-in, as a grading job gets it: {result.line()}"
 
 
 def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
@@ -160,7 +169,7 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
 
 
 @pytest.mark.complete_edition
-@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
 def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``needs`` (declared in the check's registration) is what the solution calls: the other
     exercises its code names, and those whose stand-ins run while its check runs (which covers
@@ -174,8 +183,8 @@ def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: p
 
         return call
 
-    for other, standin in list(STANDINS.items()):
-        monkeypatch.setitem(STANDINS, other, recording(other, standin))
+    for other, standin in STANDINS.items():
+        monkeypatch.setitem(EXERCISES, other, dataclasses.replace(EXERCISES[other], standin=recording(other, standin)))
     assert run_check(exercise_id).passed
     exercise = EXERCISES[exercise_id]
     called = ran | named_exercises(exercise, EXERCISES)
@@ -200,7 +209,7 @@ def test_exercises_that_need_each_other_are_refused(monkeypatch: pytest.MonkeyPa
         writing_order("ex03_3")
 
 
-@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
 def test_a_grading_job_never_gets_the_stand_in_of_its_own_exercise(exercise_id: str) -> None:
     ex = EXERCISES[exercise_id]
     assert STANDINS.get(exercise_id) is None or STANDINS[exercise_id].__name__ not in standin_closure(ex.needs)
@@ -208,3 +217,21 @@ def test_a_grading_job_never_gets_the_stand_in_of_its_own_exercise(exercise_id: 
     exec(compile(job_source(ex.needs), "standins.py", "exec"), namespace)
     assert set(namespace["STANDINS"]) == set(ex.needs)
     assert exercise_id not in namespace["STANDINS"]
+
+
+def test_a_grading_jobs_stand_ins_use_only_the_header_and_each_other(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stand-in lives beside its check, but a job gets its source alone: two stand-ins of one name are
+    refused in one line, and the module a job gets starts with the imports a stand-in may use."""
+    everything = job_source(STANDINS)
+    assert everything.startswith(HEADER)
+    namespace: dict = {}
+    exec(compile(everything, "standins.py", "exec"), namespace)
+    assert set(namespace["STANDINS"]) == set(STANDINS)
+
+    def attention_scores(scores, mask):  # noqa: ANN001, ANN202 - ex03_2's stand-in under ex03_1's name
+        return scores
+
+    twin = dataclasses.replace(EXERCISES["ex03_2"], standin=attention_scores)
+    monkeypatch.setitem(EXERCISES, "ex03_2", twin)
+    with pytest.raises(ValueError, match="two stand-ins are named attention_scores"):
+        job_source(["ex03_3"])

@@ -457,12 +457,12 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
     write or the command to run. ``derived``: the lock as the exercises make it (computed if None)."""
     import jupytext
 
-    from transformer_course_tools.exercises.checks.standins import STANDINS
+    from transformer_course_tools.exercises.checks.standins import standins
     from transformer_course_tools.exercises.needs import undeclared_needs
 
     derived = lock.derive(root, exercises) if derived is None else derived
     found = [*_region_problems(root, exercises), *_attempt_problems(root, exercises)]
-    found += undeclared_needs(exercises, STANDINS)
+    found += undeclared_needs(exercises, standins())
     for chapter in sorted({ex.chapter for ex in exercises.values()}):
         if chapter_notebook(root, chapter) is None:
             found.append(f"chapter {chapter} has no exercise notebook: create solutions/ex{chapter}_<topic>.py (the "

@@ -206,8 +206,8 @@ def undeclared_needs(exercises: Mapping, standins: Iterable[str]) -> list[str]: 
     needed = {other: exercise_id for exercise_id, ex in sorted(exercises.items()) for other in ex.needs}
     for other, caller in sorted(needed.items()):
         if other not in standins:
-            found.append(f"{other} is needed by {caller} but has no stand-in: add one to STANDINS in "
-                         f"{TOOLS}/exercises/checks/standins.py")  # fmt: skip
+            found.append(f"{other} is needed by {caller} but has no stand-in: write one beside its check and pass "
+                         f"it to its @exercise(..., standin=...) in {TOOLS}/exercises/checks/ch{other[2:4]}.py")  # fmt: skip
     return found
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
+from torch import Tensor
 
 from transformer_course_tools.exercises.probe.calls import call, calls_case
 
@@ -40,7 +41,12 @@ def _qkv(batch: tuple[int, ...], t: int, s: int, d_k: int, d_v: int) -> tuple[to
     return torch.randn(*batch, t, d_k), torch.randn(*batch, s, d_k), torch.randn(*batch, s, d_v)
 
 
-@exercise("ex03_1", "transformer_course.attention:attention_scores", "easy")
+def attention_scores(q: Tensor, k: Tensor) -> Tensor:
+    """The stand-in: (..., T, Dk), (..., S, Dk) → (..., T, S)."""
+    return torch.einsum("...td,...sd->...ts", q, k) * (1.0 / math.sqrt(q.shape[-1]))
+
+
+@exercise("ex03_1", "transformer_course.attention:attention_scores", "easy", standin=attention_scores)
 def attention_scores_cases(larger: bool = False) -> Iterator[Case]:
     """attention scores Q·Kᵀ/√d_k
 
@@ -79,7 +85,14 @@ def _score_mistakes(q: torch.Tensor, k: torch.Tensor) -> Mistakes:
     ]  # fmt: skip
 
 
-@exercise("ex03_2", "transformer_course.attention:apply_mask", "medium")
+def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
+    """The stand-in: blocked scores become the dtype's lowest value."""
+    if mask is None:
+        return scores
+    return torch.where(mask, scores, torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype))
+
+
+@exercise("ex03_2", "transformer_course.attention:apply_mask", "medium", standin=apply_mask)
 def apply_mask_cases(larger: bool = False) -> Iterator[Case]:
     """masking scores (True = may attend)
 
@@ -142,7 +155,24 @@ def _mask_mistakes(scores: torch.Tensor, mask: torch.Tensor) -> Mistakes:
     ]  # fmt: skip
 
 
-@exercise("ex03_3", "transformer_course.attention:scaled_dot_product_attention", "medium", needs=("ex03_1", "ex03_2"))
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, dropout_p: float = 0.0
+) -> tuple[Tensor, Tensor]:
+    """The stand-in: ``(output (..., T, Dv), weights (..., T, S))``, weights before dropout."""
+    logits = apply_mask(attention_scores(q, k), mask)
+    probabilities = torch.exp(logits - logits.amax(dim=-1, keepdim=True))
+    probabilities = probabilities / probabilities.sum(dim=-1, keepdim=True)  # (..., T, S)
+    used = F.dropout(probabilities, dropout_p) if dropout_p > 0 else probabilities
+    return torch.einsum("...ts,...sd->...td", used, v), probabilities
+
+
+@exercise(
+    "ex03_3",
+    "transformer_course.attention:scaled_dot_product_attention",
+    "medium",
+    needs=("ex03_1", "ex03_2"),
+    standin=scaled_dot_product_attention,
+)
 def scaled_dot_product_attention_cases(larger: bool = False) -> Iterator[Case]:
     """scaled dot-product attention
 

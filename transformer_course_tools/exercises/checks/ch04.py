@@ -28,6 +28,7 @@ from ._tools import (
     name_mistake,
 )
 from .case import Case, Outcome
+from .ch03 import scaled_dot_product_attention  # the stand-in that ex04_3's stand-in calls
 from .registry import exercise
 
 # (B, T, D, H): odd sizes, one head, one token, so that a wrong axis cannot pass by luck
@@ -40,7 +41,12 @@ def _reference_split(x: Tensor, n_heads: int) -> Tensor:
     return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
 
 
-@exercise("ex04_1", "transformer_course.multihead:split_heads", "easy")
+def split_heads(x: Tensor, n_heads: int) -> Tensor:
+    """The stand-in: (B, T, H·Dh) → (B, H, T, Dh), head h holding the h-th block of features."""
+    return torch.stack(x.chunk(n_heads, dim=-1), dim=1)
+
+
+@exercise("ex04_1", "transformer_course.multihead:split_heads", "easy", standin=split_heads)
 def split_heads_cases(larger: bool = False) -> Iterator[Case]:
     """split the features into heads
 
@@ -73,7 +79,12 @@ def _judge_split(case: Case, got: Outcome) -> None:
     expect_close(got.output(), _reference_split(x, h), "heads", label, atol=0.0, rtol=0.0, mistakes=mistakes)
 
 
-@exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium")
+def merge_heads(x: Tensor) -> Tensor:
+    """The stand-in: (B, H, T, Dh) → (B, T, H·Dh), the heads side by side."""
+    return torch.cat(x.unbind(dim=1), dim=-1)
+
+
+@exercise("ex04_2", "transformer_course.multihead:merge_heads", "medium", standin=merge_heads)
 def merge_heads_cases(larger: bool = False) -> Iterator[Case]:
     """merge the heads back (concat)
 
@@ -309,8 +320,26 @@ def _randomise_biases(module: nn.Module) -> None:
                 p.normal_(0.0, 0.5)  # non-zero biases, so that a misplaced bias shows
 
 
+def multi_head_attention_forward(
+    self: nn.Module,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor | None = None,
+    need_weights: bool = False,
+    *,
+    fast: bool = True,
+) -> tuple[Tensor, Tensor | None]:
+    """The stand-in, as a method of the learner's ``MultiHeadAttention`` (its weights)."""
+    queries = split_heads(self.w_q(query), self.n_heads)  # (B, H, T, Dk)
+    keys, values = split_heads(self.w_k(key), self.n_heads), split_heads(self.w_v(value), self.n_heads)
+    p = self.dropout if self.training else 0.0
+    heads, weights = scaled_dot_product_attention(queries, keys, values, mask, p)  # (B, H, T, Dv)
+    return self.w_o(merge_heads(heads)), (weights if need_weights else None)
+
+
 @exercise("ex04_3", "transformer_course.multihead:MultiHeadAttention.forward", "hard",
-          needs=("ex03_3", "ex04_1", "ex04_2"))  # fmt: skip
+          needs=("ex03_3", "ex04_1", "ex04_2"), standin=multi_head_attention_forward)  # fmt: skip
 def multihead_forward_cases(larger: bool = False) -> Iterator[Case]:
     """multi-head attention forward
 

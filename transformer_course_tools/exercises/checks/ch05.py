@@ -34,7 +34,15 @@ _FFN_SIZES = [((2, 5, 12), 12, 20), ((1, 1, 7), 7, 3), ((3, 4, 2, 8), 8, 32), ((
 _FFN_SIZES_LARGER = [((4, 13, 32), 32, 72), ((2, 1, 9), 9, 5), ((3, 5, 4, 16), 16, 48), ((21, 48), 48, 128)]
 
 
-@exercise("ex05_1", "transformer_course.feedforward:PositionwiseFeedForward.forward", "easy")
+def feed_forward_forward(self: nn.Module, x: Tensor) -> Tensor:
+    """The stand-in, as a method of the learner's ``PositionwiseFeedForward``."""
+    inner = self.activation(F.linear(x, self.linear1.weight, self.linear1.bias))  # (..., d_ff)
+    return F.linear(self.dropout(inner), self.linear2.weight, self.linear2.bias)
+
+
+@exercise(
+    "ex05_1", "transformer_course.feedforward:PositionwiseFeedForward.forward", "easy", standin=feed_forward_forward
+)
 def feed_forward_cases(larger: bool = False) -> Iterator[Case]:
     """position-wise feed-forward network (eq. 2)
 
@@ -142,7 +150,18 @@ def _layer_norm(t: Tensor, norm: nn.LayerNorm) -> Tensor:
 _ORDERS = {False: "norm(x + dropout(sublayer(x)))", True: "x + dropout(sublayer(norm(x)))"}
 
 
-@exercise("ex05_2", "transformer_course.sublayer:residual", "medium")
+def residual(
+    x: Tensor, sublayer: Callable[[Tensor], Tensor], norm: nn.Module, dropout: nn.Module, norm_first: bool
+) -> Tensor:
+    """The stand-in: pre-LN adds the branch to the untouched input; post-LN normalises the sum."""
+    if norm_first:
+        branch = sublayer(norm(x))
+        return torch.add(x, dropout(branch))
+    total = torch.add(x, dropout(sublayer(x)))
+    return norm(total)
+
+
+@exercise("ex05_2", "transformer_course.sublayer:residual", "medium", standin=residual)
 def residual_cases(larger: bool = False) -> Iterator[Case]:
     """residual connection + LayerNorm (post-LN and pre-LN)
 

@@ -56,7 +56,15 @@ _ATTENTION_LARGER = [(64, 8, None, None, True), (48, 4, 16, 10, True), (30, 5, 7
                      (20, 4, 9, 9, False), (1024, 16, None, None, True), (40, 2, 64, 8, True)]  # fmt: skip
 
 
-@exercise("ex07_1", "transformer_course.counting:attention_parameters", "easy")
+def attention_parameters(d_model: int, n_heads: int, d_k: int | None = None, d_v: int | None = None,
+                         bias: bool = True) -> int:  # fmt: skip
+    """The stand-in: the four projections' (inputs, outputs), each with its weights and, with ``bias``, a bias."""
+    d_k, d_v = d_k or d_model // n_heads, d_v or d_model // n_heads
+    shapes = [(d_model, n_heads * d_k)] * 2 + [(d_model, n_heads * d_v), (n_heads * d_v, d_model)]
+    return sum(inputs * outputs + (outputs if bias else 0) for inputs, outputs in shapes)
+
+
+@exercise("ex07_1", "transformer_course.counting:attention_parameters", "easy", standin=attention_parameters)
 def attention_parameters_cases(larger: bool = False) -> Iterator[Case]:
     """the parameters of one multi-head attention
 
@@ -116,7 +124,17 @@ _LAYERS_LARGER = [(64, 8, 256, None, None), (48, 4, 100, 16, 10), (30, 5, 31, 7,
                   (1024, 16, 4096, None, None)]  # fmt: skip
 
 
-@exercise("ex07_2", "transformer_course.counting:layer_parameters", "medium", needs=("ex07_1",))
+def layer_parameters(d_model: int, n_heads: int, d_ff: int, d_k: int | None = None, d_v: int | None = None,
+                     decoder: bool = False) -> int:  # fmt: skip
+    """The stand-in: the attentions, the network's two linear layers with biases, a LayerNorm per sub-layer."""
+    attentions = (2 if decoder else 1) * attention_parameters(d_model, n_heads, d_k, d_v)
+    network = (d_model + 1) * d_ff + (d_ff + 1) * d_model
+    return attentions + network + 2 * d_model * (3 if decoder else 2)
+
+
+@exercise(
+    "ex07_2", "transformer_course.counting:layer_parameters", "medium", needs=("ex07_1",), standin=layer_parameters
+)
 def layer_parameters_cases(larger: bool = False) -> Iterator[Case]:
     """the parameters of one encoder or decoder layer
 

@@ -173,7 +173,17 @@ def _cross_entropy(logits: Tensor, target: Tensor, smoothing: float = 0.0, pad_i
                            ignore_index=ignore)  # fmt: skip
 
 
-@exercise("ex08_3", "transformer_course.loss:label_smoothed_cross_entropy", "medium")
+def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: float = 0.1, pad_id: int = 0) -> Tensor:
+    """The stand-in, through PyTorch's own cross-entropy (a batch of padding only gives 0, not NaN)."""
+    summed = F.cross_entropy(
+        logits.float().flatten(0, 1), target.flatten(), ignore_index=pad_id, label_smoothing=smoothing, reduction="sum"
+    )
+    return summed / (target != pad_id).sum().clamp(min=1)
+
+
+@exercise(
+    "ex08_3", "transformer_course.loss:label_smoothed_cross_entropy", "medium", standin=label_smoothed_cross_entropy
+)
 def label_smoothed_cross_entropy_cases(larger: bool = False) -> Iterator[Case]:
     """label-smoothed cross-entropy that ignores padding
 

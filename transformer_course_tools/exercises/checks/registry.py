@@ -39,6 +39,8 @@ class Exercise:
     needs: tuple[str, ...] = ()  # the exercises its code calls: written first; their stand-ins run
     # when it is checked (see transformer_course_tools/exercises/probe/isolation.py; tests/test_isolation.py compares with the solutions)
     nudge: str = ""  # the idea and the paper's section, no code: the hint at level "nudge" (see HINT_LEVELS)
+    standin: Callable | None = None  # the course's own version, run in its place while an exercise that calls it
+    # is checked (written beside the check; see .standins)
 
     @property
     def targets(self) -> tuple[str, ...]:
@@ -107,7 +109,12 @@ DIFFICULTIES = ("easy", "medium", "hard")
 
 
 def exercise(
-    id: str, target: str, difficulty: str, also: tuple[str, ...] = (), needs: tuple[str, ...] = ()
+    id: str,
+    target: str,
+    difficulty: str,
+    also: tuple[str, ...] = (),
+    needs: tuple[str, ...] = (),
+    standin: Callable | None = None,
 ) -> Callable:
     """Decorator that registers ``cases() -> Iterable[Case]`` as the check of exercise ``id``.
 
@@ -118,7 +125,9 @@ def exercise(
     same module (qualnames) whose solution regions belong to this exercise (stubbed with it, e.g. a
     GPU variant); the check tests ``target``. ``needs`` names the exercises the target's code calls:
     a learner writes them first, and while this one is checked their stand-ins run (a grading job
-    gets those stand-ins).
+    gets those stand-ins). ``standin`` is this exercise's own stand-in, written beside its check: the
+    course's version of the function, which runs in its place while an exercise that calls it is
+    checked (:mod:`.standins` says what it may use).
     """
     if difficulty not in DIFFICULTIES:
         raise ValueError(f"difficulty must be one of {DIFFICULTIES}, got {difficulty!r}")
@@ -135,7 +144,7 @@ def exercise(
         nudge = " ".join(before.partition("Nudge:")[2].split())
         also_targets = tuple(f"{module}:{q}" for q in also)
         EXERCISES[id] = Exercise(id, target, title, difficulty, " ".join(hint.split()), cases, also_targets,
-                                 tuple(needs), nudge)  # fmt: skip
+                                 tuple(needs), nudge, standin)  # fmt: skip
         return cases
 
     return register

@@ -120,10 +120,10 @@ def build_cases(ex: Exercise, hidden: bool = False) -> list[Case]:
 def isolation(ex: Exercise) -> Isolation:
     """Every other exercise's function is replaced by its stand-in while ``ex`` is checked (every
     chapter's exercises are known first: the learner may not have written those of other chapters)."""
-    from .standins import STANDINS
+    from .standins import standins
 
     load_checks()
-    return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, STANDINS)
+    return Isolation(ex.id, {e.id: e.target for e in EXERCISES.values()}, standins())
 
 
 def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None,

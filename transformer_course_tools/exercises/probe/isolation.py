@@ -11,7 +11,7 @@ changing anything in the learner's rooms (the learner's modules and classes stay
   function it holds as an attribute (a layer's ``self.connection``) (:func:`use_standins`).
 
 It is told which function each exercise is (``targets``: exercise id → ``module:qualname``) and
-which stand-ins it may use: locally every stand-in of ``transformer_course_tools/exercises/checks.pystandins.py``; in a grading
+which stand-ins it may use: locally every exercise's (registered beside its check); in a grading
 job only those the exercise under test needs, never its own.
 """
 
