@@ -19,6 +19,7 @@ when it starts the kernel. So a learner who opens, runs and saves a chapter sees
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import tempfile
 import time
@@ -29,11 +30,16 @@ import jupytext
 import nbformat
 from nbclient import NotebookClient
 
-from transformer_course_tools.authoring.folds import fold
-from transformer_course_tools.authoring.measured import keep_measured, measured_outputs
-from transformer_course_tools.authoring.pairs import apply_carriage_returns
-
 ROOT = Path(__file__).resolve().parent.parent
+# This checkout's course, for this script and for the kernels it starts (they inherit the environment),
+# even where another checkout is the one installed (a maintainer's second clone, a worktree).
+sys.path.insert(0, str(ROOT))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+from transformer_course_tools.authoring.folds import fold  # noqa: E402 - after the path above
+from transformer_course_tools.authoring.measured import keep_measured, measured_outputs  # noqa: E402
+from transformer_course_tools.authoring.pairs import apply_carriage_returns  # noqa: E402
+
 KERNEL = "python3"
 
 

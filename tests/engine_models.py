@@ -82,16 +82,15 @@ def _alone(decode, path: object, x: torch.Tensor, real: list[int]) -> list[torch
     return [decode(x[i : i + 1, : real[i]], path) for i in range(x.shape[0])]
 
 
-def differences(model: torch.nn.Module, precision: str, seed: int = 0) -> list[str]:
-    """What differs between the two paths for ``model`` in ``precision``, or between a row decoded
-    in its batch and alone: [] when nothing does."""
-    model = in_precision(model, precision)
+def decoders(model: torch.nn.Module, seed: int = 0) -> tuple[torch.Tensor, list[int], dict]:
+    """The inputs of ``model`` (sources or prompts), each row's real length, and the ways
+    :func:`differences` decodes them: kind → ``decode(inputs, path)``."""
     translator = isinstance(model, Transformer)
     pad = model.config.pad_id
     if translator:
         x = _sources(model, seed)
         real = (x != pad).sum(dim=1).tolist()
-        decoders = {
+        ways = {
             "greedy": lambda inputs, path: greedy_decode(model, inputs, max_len=12, path=path),
             "beam": lambda inputs, path: beam_search(model, inputs, 3, 12, n_best=3, path=path)[0],
             "sample": lambda inputs, path: sample(model, inputs, 12, generator=torch.Generator().manual_seed(7),
@@ -100,13 +99,22 @@ def differences(model: torch.nn.Module, precision: str, seed: int = 0) -> list[s
     else:
         x = _prompt(model, seed)
         real = [x.shape[1]] * x.shape[0]
-        decoders = {
+        ways = {
             "greedy": lambda inputs, path: generate(model, inputs, 14, path=path),
             "sample": lambda inputs, path: generate(model, inputs, 14, temperature=1.0, top_k=20,
                                                     generator=torch.Generator().manual_seed(7), path=path),
         }  # fmt: skip
+    return x, real, ways
+
+
+def differences(model: torch.nn.Module, precision: str, seed: int = 0) -> list[str]:
+    """What differs between the two paths for ``model`` in ``precision``, or between a row decoded
+    in its batch and alone: [] when nothing does."""
+    model = in_precision(model, precision)
+    pad = model.config.pad_id
+    x, real, ways = decoders(model, seed)
     found = []
-    for kind, decode in decoders.items():
+    for kind, decode in ways.items():
         out = {name: decode(x, path) for name, path in PATHS.items()}
         if not torch.equal(out["modules"], out["engine"]):
             found.append(f"{kind}: the two paths")

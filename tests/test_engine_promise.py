@@ -4,6 +4,8 @@ refused as on the modules' path. (``tests/test_engine.py`` holds the engine's fi
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import shutil
 import subprocess
@@ -14,13 +16,15 @@ import pytest
 import torch
 from torch import nn
 
-from tests.engine_models import PRECISIONS, differences, random_language_model, random_translator
-from tests.test_engine import language_model, translator
+from tests.engine_models import PRECISIONS, decoders, differences, random_language_model, random_translator
+from tests.learner_parts import ENGINE_TOO, replace_everywhere
+from tests.test_engine import in_precision, language_model, translator
 from transformer_course import beam_search, greedy_decode, sample
 from transformer_course.lm import generate
 from transformer_course.quantize import quantize
 from transformer_course_tools.engine import ENGINE
 from transformer_course_tools.engine.plan import plan_for
+from transformer_course_tools.exercises.checks import EXERCISES
 
 ROOT = Path(__file__).resolve().parent.parent
 PATHS = ("modules", ENGINE)
@@ -218,6 +222,94 @@ def _right_answers(exercise: str) -> list:
     found = [a for a in attempts(exercise) if a.right]
     assert found, f"tests/attempts/{exercise}.py has no right answer written another way"
     return found
+
+
+MODELS = {"translator": random_translator, "language model": random_language_model}
+_SEEDS = range(2)  # per kind: seed 1's language model has RoPE, grouped heads, RMSNorm and SwiGLU
+
+
+def _called_by_the_engine() -> bool:
+    """A frame of the engine is on the stack: the engine called this (directly, or in a module it runs)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("transformer_course_tools.engine"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@functools.cache
+def engine_calls() -> dict[str, tuple[tuple[str, int, str], ...]]:
+    """Exercise id → the (model kind, seed, precision) whose decoding on the engine calls its function:
+    every exercise's function wrapped with a recorder while :func:`differences` decodes on both paths."""
+    from transformer_course_tools.exercises.checks.registry import load_checks
+
+    exercises = load_checks()
+    for exercise in exercises.values():  # every room imported, so that each binding is replaced
+        exercise.resolve()
+    calls: dict[str, set[tuple[str, int, str]]] = {}
+    current: list[tuple[str, int, str]] = []
+
+    def recorder(exercise_id: str, function):  # noqa: ANN001, ANN202 - a function or an unbound method
+        @functools.wraps(function)
+        def recording(*args, **kwargs):  # noqa: ANN202
+            if _called_by_the_engine():
+                calls.setdefault(exercise_id, set()).add(current[-1])
+            return function(*args, **kwargs)
+
+        return recording
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for exercise in exercises.values():
+            replace_everywhere(exercise, recorder(exercise.id, exercise.resolve()), monkeypatch, ENGINE_TOO)
+        for kind, make in MODELS.items():
+            for seed, precision in itertools.product(_SEEDS, PRECISIONS):
+                current.append((kind, seed, precision))
+                assert differences(make(seed), precision, seed) == [], current[-1]
+    return {exercise_id: tuple(sorted(found)) for exercise_id, found in calls.items()}
+
+
+@pytest.mark.complete_edition
+def test_the_engine_calls_the_learners_parts_it_is_tested_with() -> None:
+    """The recorder sees the calls into a learner's function that the engine is known to make, so the test
+    below runs on them (and on any new one)."""
+    assert {"ex04_2", "ex09_3", "ex13_1", "ex13_4", "ex16_3"} <= set(engine_calls()), sorted(engine_calls())
+
+
+@pytest.mark.complete_edition
+@pytest.mark.parametrize(
+    "exercise_id", [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(EXERCISES)]
+)
+def test_every_learners_part_the_engine_calls_gives_the_same_tokens_however_written(
+    exercise_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 53: every right answer in ``tests/attempts`` of an exercise whose function the engine calls (a
+    new exercise included, with no test written for it), in the models whose engine decoding calls it: the
+    same tokens on both paths, in a batch and alone (an answer that cannot run in a precision, such as one
+    reading ``.weight`` of an int8 layer, fails on the modules' path: the engine must fail too)."""
+    uses = engine_calls().get(exercise_id, ())
+    if not uses:
+        return  # the engine never calls this exercise's function: the promise asks nothing of it
+    for answer in _right_answers(exercise_id):
+        with monkeypatch.context() as replaced:
+            replace_everywhere(EXERCISES[exercise_id], answer.impl, replaced, ENGINE_TOO)
+            for kind, seed, precision in uses:
+                model = in_precision(MODELS[kind](seed), precision)
+                try:
+                    found = differences(model, precision, seed)
+                except Exception as error:  # noqa: BLE001 - the learner's answer cannot run here: nor may the engine
+                    inputs, _, ways = decoders(model, seed)
+                    try:
+                        ways["greedy"](inputs, "modules")
+                    except type(error):  # the modules' path cannot run it either
+                        with pytest.raises(type(error)):
+                            ways["greedy"](inputs, ENGINE)
+                        continue
+                    where = f"{answer.name} ({kind}, seed {seed}, {precision})"
+                    raise AssertionError(
+                        f"{where} fails on the engine only: the engine calls it outside its spec"
+                    ) from error
+                assert found == [], (answer.name, kind, seed, precision, found)
 
 
 @pytest.mark.parametrize("precision", PRECISIONS)

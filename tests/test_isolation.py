@@ -4,7 +4,6 @@ which replace the other exercises while a check runs, agree with the worked solu
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import os
 import shutil
 import subprocess
@@ -19,6 +18,8 @@ from transformer_course_tools.exercises.checks import EXERCISES, run_check
 from transformer_course_tools.exercises.checks.registry import load_checks, writing_order
 from transformer_course_tools.exercises.checks.standins import HEADER, job_source, standin_closure, standins
 from transformer_course_tools.exercises.needs import named_exercises
+
+from .learner_parts import replace_everywhere
 
 ROOT = Path(__file__).resolve().parent.parent
 load_checks()
@@ -37,40 +38,15 @@ def _poison(exercise_id: str):
     return poisoned
 
 
-def _replace_everywhere(exercise, replacement, undo: list) -> None:
-    """Put ``replacement`` wherever the rooms hold ``exercise``'s function (module globals, class)."""
-    original = exercise.resolve()
-    module = importlib.import_module(exercise.module)
-    *owner_path, attribute = exercise.qualname.split(".")
-    owner = module
-    for part in owner_path:
-        owner = getattr(owner, part)
-    if owner is not module:  # a method: one class attribute
-        undo.append((owner, attribute, original))
-        setattr(owner, attribute, replacement)
-        return
-    for name, room in list(sys.modules.items()):
-        if name.startswith("transformer_course.") and ".tools" not in name and room is not None:
-            for key, value in list(vars(room).items()):
-                if value is original:
-                    undo.append((room, key, value))
-                    setattr(room, key, replacement)
-
-
 @pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
-def test_a_check_never_runs_another_exercise(exercise_id: str) -> None:
+def test_a_check_never_runs_another_exercise(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every other exercise is replaced by a function that fails loudly; the check must still pass."""
     for exercise in EXERCISES.values():  # import every room first, so each binding is replaced (and restored)
         exercise.resolve()
-    undo: list = []
-    try:
-        for other in EXERCISES.values():
-            if other.id != exercise_id:
-                _replace_everywhere(other, _poison(other.id), undo)
-        result = run_check(exercise_id)
-    finally:
-        for owner, name, value in reversed(undo):
-            setattr(owner, name, value)
+    for other in EXERCISES.values():
+        if other.id != exercise_id:
+            replace_everywhere(other, _poison(other.id), monkeypatch)
+    result = run_check(exercise_id)
     assert result.passed, result.line()
 
 

@@ -74,12 +74,16 @@ def _build_exercises(args: argparse.Namespace) -> int:
     return 1 if missing or failed else 0
 
 
+# An edited exercise's own tests that make exercises runs (marked with its id): its wrong and right answers;
+# its isolation (its check runs no other exercise, its needs= is what its answer calls, its stand-in passes
+# its check); and, where the engine calls its function, the engine with each of its right answers.
+_EXERCISE_TESTS = ("tests/test_attempts.py", "tests/test_isolation.py", "tests/test_engine_promise.py")
+
+
 def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Exercise
-    """Lint and run the wrong and right answers of every exercise whose attempts, check or room was
-    edited since the last commit (``tests/test_attempts.py``, marked with its id), and its isolation tests
-    (``tests/test_isolation.py``: its check runs no other exercise, its ``needs=`` is what its answer
-    calls, its stand-in passes its check), so that a mistake is found by this command rather than a later
-    one; print one line per failure. True if any failed."""
+    """Lint every exercise whose attempts, check or room was edited since the last commit, and run its
+    own tests (:data:`_EXERCISE_TESTS`, marked with its id), so that a mistake is found by this command
+    rather than a later one; print one line per failure. True if any failed."""
     from transformer_course_tools.authoring.build import edited_exercises
 
     edited = edited_exercises(root, exercises)
@@ -89,17 +93,19 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
         attempts = root / "tests" / "attempts" / f"{exercise_id}.py"
         entries = attempts.read_text(encoding="utf-8") if attempts.is_file() else ""
         count = len(re.findall(r"^@(?:wrong|right)\(", entries, re.M))
-        print(f"running {exercise_id}'s {count} wrong and right answers and its isolation tests ({path} was edited)")
+        print(
+            f"running {exercise_id}'s {count} wrong and right answers, its isolation and engine tests ({path} was edited)"
+        )
     failed = _lint_failed(root, sorted(set(edited.values())))
     if importlib.util.find_spec("pytest") is None:
         print("missing: running them needs pytest: pip install pytest")
         return True
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=line",
-               "-m", " or ".join(edited), "tests/test_attempts.py", "tests/test_isolation.py"]  # fmt: skip
+               "-m", " or ".join(edited), *_EXERCISE_TESTS]  # fmt: skip
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
     lines = done.stdout.strip().splitlines()
     for line in lines:  # --tb=line: "…/tests/test_attempts.py:71: AssertionError: own _name (): ✗ …"
-        failure = re.match(r"\S*test_(?:attempts|isolation)\.py:\d+: (?:AssertionError: )?(.*)$", line)
+        failure = re.match(r"\S*test_(?:attempts|isolation|engine_promise)\.py:\d+: (?:AssertionError: )?(.*)$", line)
         if failure:
             print(f"failed: {failure.group(1)}")
     print(f"attempts: {lines[-1] if lines else done.stderr.strip()}")
