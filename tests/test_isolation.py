@@ -38,6 +38,7 @@ def _poison(exercise_id: str):
     return poisoned
 
 
+@pytest.mark.complete_edition  # the checks pass on the worked answers
 @pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
 def test_a_check_never_runs_another_exercise(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every other exercise is replaced by a function that fails loudly; the check must still pass."""
