@@ -225,7 +225,7 @@ def _right_answers(exercise: str) -> list:
 
 
 MODELS = {"translator": random_translator, "language model": random_language_model}
-_SEEDS = range(2)  # per kind: seed 1's language model has RoPE, grouped heads, RMSNorm and SwiGLU
+_SEEDS = range(4)  # four random models per kind; seed 1's language model has RoPE, grouped heads, RMSNorm, SwiGLU
 
 
 def _called_by_the_engine() -> bool:
@@ -266,7 +266,11 @@ def engine_calls() -> dict[str, tuple[tuple[str, int, str], ...]]:
             for seed, precision in itertools.product(_SEEDS, PRECISIONS):
                 current.append((kind, seed, precision))
                 assert differences(make(seed), precision, seed) == [], current[-1]
-    return {exercise_id: tuple(sorted(found)) for exercise_id, found in calls.items()}
+    first = {}  # one model per (kind, precision) suffices to run a learner's answer where the engine calls it
+    for exercise_id, found in sorted(calls.items()):
+        for kind, seed, precision in sorted(found):
+            first.setdefault((exercise_id, kind, precision), (kind, seed, precision))
+    return {i: tuple(use for (j, *_), use in first.items() if j == i) for i in calls}
 
 
 @pytest.mark.complete_edition
