@@ -61,7 +61,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """In the student edition, the tests of the grading and authoring code it leaves out are not collected.
     With ``-m`` naming exercises only, a test file that marks no exercise is not even imported (a file
-    given on the command line always is)."""
+    given on the command line always is): a learner's ``pytest -m exNN_k`` runs the exercise's checks, and
+    the course's deeper tests of it (``per_exercise(…)``: its isolation, the engine) run where they are named,
+    as ``make exercises`` names them."""
     if _instructors_test(collection_path):
         return True
     chosen = _chosen_exercises(config)

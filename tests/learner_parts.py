@@ -16,6 +16,14 @@ ROOMS = ("transformer_course.",)  # the learner's package
 ENGINE_TOO = (*ROOMS, "transformer_course_tools.engine")  # and the engine, which calls into it
 
 
+def per_exercise(ids) -> list:  # noqa: ANN001 - exercise ids
+    """One parameter per exercise, marked with its id, for the course's deeper tests of an exercise (its
+    isolation, the engine with its right answers). ``make exercises`` names their files, so they run with
+    ``-m exNN_k`` there; a learner's ``pytest -m exNN_k`` alone leaves them out, as it leaves out every file
+    that does not mark with ``getattr(pytest.mark, …)`` itself (tests/conftest.py)."""
+    return [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(ids)]
+
+
 def replace_everywhere(
     exercise: Exercise, replacement: Callable, monkeypatch: pytest.MonkeyPatch, modules: tuple[str, ...] = ROOMS
 ) -> None:

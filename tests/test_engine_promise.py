@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from tests.engine_models import PRECISIONS, decoders, differences, random_language_model, random_translator
-from tests.learner_parts import ENGINE_TOO, replace_everywhere
+from tests.learner_parts import ENGINE_TOO, per_exercise, replace_everywhere
 from tests.test_engine import in_precision, language_model, translator
 from transformer_course import beam_search, greedy_decode, sample
 from transformer_course.lm import generate
@@ -281,9 +281,7 @@ def test_the_engine_calls_the_learners_parts_it_is_tested_with() -> None:
 
 
 @pytest.mark.complete_edition
-@pytest.mark.parametrize(
-    "exercise_id", [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(EXERCISES)]
-)
+@pytest.mark.parametrize("exercise_id", per_exercise(EXERCISES))
 def test_every_learners_part_the_engine_calls_gives_the_same_tokens_however_written(
     exercise_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -19,16 +19,11 @@ from transformer_course_tools.exercises.checks.registry import load_checks, writ
 from transformer_course_tools.exercises.checks.standins import HEADER, job_source, standin_closure, standins
 from transformer_course_tools.exercises.needs import named_exercises
 
-from .learner_parts import replace_everywhere
+from .learner_parts import per_exercise, replace_everywhere
 
 ROOT = Path(__file__).resolve().parent.parent
 load_checks()
 STANDINS = standins()
-
-
-def _marked(ids) -> list:  # noqa: ANN001 - exercise ids
-    """One parameter per exercise, marked with its id: ``make exercises`` (``pytest -m exNN_k``) runs it."""
-    return [pytest.param(i, marks=getattr(pytest.mark, i), id=i) for i in sorted(ids)]
 
 
 def _poison(exercise_id: str):
@@ -39,7 +34,7 @@ def _poison(exercise_id: str):
 
 
 @pytest.mark.complete_edition  # the checks pass on the worked answers
-@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+@pytest.mark.parametrize("exercise_id", per_exercise(EXERCISES))
 def test_a_check_never_runs_another_exercise(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every other exercise is replaced by a function that fails loudly; the check must still pass."""
     for exercise in EXERCISES.values():  # import every room first, so each binding is replaced (and restored)
@@ -84,7 +79,7 @@ def _same(a, b) -> None:
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("exercise_id", _marked(STANDINS))
+@pytest.mark.parametrize("exercise_id", per_exercise(STANDINS))
 def test_a_stand_in_passes_the_check_of_its_exercise(exercise_id: str) -> None:
     """The exercise's check holds each stand-in to what the learner's answer must do, as a grading job
     gets it (its source alone, with the module's imports and the stand-ins it calls): a new stand-in
@@ -146,7 +141,7 @@ def test_the_stand_ins_agree_with_the_worked_solutions() -> None:
 
 
 @pytest.mark.complete_edition
-@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+@pytest.mark.parametrize("exercise_id", per_exercise(EXERCISES))
 def test_needs_are_what_the_worked_answer_calls(exercise_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``needs`` (declared in the check's registration) is what the solution calls: the other
     exercises its code names, and those whose stand-ins run while its check runs (which covers
@@ -186,7 +181,7 @@ def test_exercises_that_need_each_other_are_refused(monkeypatch: pytest.MonkeyPa
         writing_order("ex03_3")
 
 
-@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+@pytest.mark.parametrize("exercise_id", per_exercise(EXERCISES))
 def test_a_grading_job_never_gets_the_stand_in_of_its_own_exercise(exercise_id: str) -> None:
     ex = EXERCISES[exercise_id]
     assert STANDINS.get(exercise_id) is None or STANDINS[exercise_id].__name__ not in standin_closure(ex.needs)

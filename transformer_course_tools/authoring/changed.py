@@ -248,10 +248,10 @@ def registrations(root: Path) -> dict[str, tuple[str, str]]:
 
 
 def marked_test_files(root: Path) -> list[str]:
-    """The test files that mark tests with an exercise's id (``getattr(pytest.mark, exercise_id)``, or the
-    items ``ExerciseChecks()`` makes, one per exercise)."""
+    """The test files that mark tests with an exercise's id (``getattr(pytest.mark, exercise_id)``, the items
+    ``ExerciseChecks()`` makes, one per exercise, or the course's deeper tests' ``per_exercise(…)``)."""
     tests = sorted((root / "tests").glob("test_*.py"))
-    marks = ("getattr(pytest.mark,", "ExerciseChecks()")
+    marks = ("getattr(pytest.mark,", "ExerciseChecks()", "per_exercise(")
     return [t.relative_to(root).as_posix() for t in tests if any(m in t.read_text(encoding="utf-8") for m in marks)]
 
 
