@@ -240,8 +240,9 @@ def _called_by_the_engine() -> bool:
 
 @functools.cache
 def engine_calls() -> dict[str, tuple[tuple[str, int, str], ...]]:
-    """Exercise id → the (model kind, seed, precision) whose decoding on the engine calls its function:
-    every exercise's function wrapped with a recorder while :func:`differences` decodes on both paths."""
+    """Exercise id → the (model kind, seed, precision) whose decoding on the engine calls its function, the
+    first seed of each kind and precision: every exercise's function wrapped with a recorder while
+    :func:`differences` decodes on both paths."""
     from transformer_course_tools.exercises.checks.registry import load_checks
 
     exercises = load_checks()
@@ -266,11 +267,13 @@ def engine_calls() -> dict[str, tuple[tuple[str, int, str], ...]]:
             for seed, precision in itertools.product(_SEEDS, PRECISIONS):
                 current.append((kind, seed, precision))
                 assert differences(make(seed), precision, seed) == [], current[-1]
-    first = {}  # one model per (kind, precision) suffices to run a learner's answer where the engine calls it
-    for exercise_id, found in sorted(calls.items()):
+    uses = {}
+    for exercise_id, found in calls.items():
+        first: dict[tuple[str, str], tuple[str, int, str]] = {}  # one model per (kind, precision) suffices
         for kind, seed, precision in sorted(found):
-            first.setdefault((exercise_id, kind, precision), (kind, seed, precision))
-    return {i: tuple(use for (j, *_), use in first.items() if j == i) for i in calls}
+            first.setdefault((kind, precision), (kind, seed, precision))
+        uses[exercise_id] = tuple(first.values())
+    return uses
 
 
 @pytest.mark.complete_edition
@@ -296,11 +299,10 @@ def test_every_learners_part_the_engine_calls_gives_the_same_tokens_however_writ
         with monkeypatch.context() as replaced:
             replace_everywhere(EXERCISES[exercise_id], answer.impl, replaced, ENGINE_TOO)
             for kind, seed, precision in uses:
-                model = in_precision(MODELS[kind](seed), precision)
                 try:
-                    found = differences(model, precision, seed)
+                    found = differences(MODELS[kind](seed), precision, seed)
                 except Exception as error:  # noqa: BLE001 - the learner's answer cannot run here: nor may the engine
-                    inputs, _, ways = decoders(model, seed)
+                    inputs, _, ways = decoders(in_precision(MODELS[kind](seed), precision), seed)
                     try:
                         ways["greedy"](inputs, "modules")
                     except type(error):  # the modules' path cannot run it either
