@@ -151,6 +151,8 @@ check("ex02_1")
 #
 # The check builds its own table, so you can do this exercise before exercise 1; the try-it cell
 # below needs exercise 1, because `PositionalEncoding(...)` computes its table when it is created.
+#
+# - **Shapes:** `x` (B, T, D) → (B, T, D).
 
 # %%
 # YOUR CODE HERE

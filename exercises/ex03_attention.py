@@ -100,8 +100,8 @@ setup_chapter("03")  # your saved edits run without a restart; a file that does 
 #
 # Return the scaled similarity of every query with every key, $QK^\top / \sqrt{d_k}$.
 #
-# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk) → scores (..., T, S). The leading axes `...`
-#   can be anything: none, a batch (B,), or a batch and heads (B, H).
+# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk) → scores (..., T, S); the leading axes `...` can
+#   be anything: none, a batch (B,), or a batch and heads (B, H).
 # - **Watch for:** transpose only the last two axes of `k` (`k.T` reverses *all* axes);
 #   $d_k$ is the size of the last axis of `q`; divide by its square root, not by $d_k$ itself.
 
@@ -133,8 +133,8 @@ check("ex03_1")
 # wherever one position stays (a sampling filter, exercise ex09_2), and a check accepts any fill
 # whose probability is 0 where a row keeps a position.
 #
-# - **Shapes:** `scores` (..., T, S); `mask` bool, broadcastable to it, e.g. (B, 1, S) for padding
-#   or (T, S) for a causal mask.
+# - **Shapes:** `scores` (..., T, S); `mask`: bool, broadcastable to scores, e.g. (B, 1, S) for
+#   padding or (T, S) for a causal mask; True = may attend.
 # - **Watch for:** the polarity (True = *may attend*); `-inf` gives NaN on a row where everything
 #   is masked; `-1e9` overflows in float16; do not modify `scores` in place (`masked_fill`, not
 #   `masked_fill_`).
@@ -168,8 +168,8 @@ check("ex03_2")
 #    reference code and `nn.MultiheadAttention` do;
 # 4. return `(output, weights)`, with the weights **before** dropout.
 #
-# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk), `v` (..., S, Dv), `mask` broadcastable to
-#   (..., T, S) → output (..., T, Dv), weights (..., T, S). Every row of the weights sums to 1.
+# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk), `v` (..., S, Dv), `mask`: broadcastable to
+#   (..., T, S) → output (..., T, Dv), weights (..., T, S); every row of the weights sums to 1.
 # - **Watch for:** the softmax axis (the keys, the last one); masking *before* the softmax, not
 #   multiplying the weights by the mask afterwards; a fully masked row must give finite output.
 
@@ -209,9 +209,9 @@ check("ex03_3")
 # attends only to its neighbours. Return the mask of a window of `r` positions on either side:
 # query $t$ may attend to key $s$ when $|t - s| \le r$, itself included. In the course's
 # convention True means *may attend*, so the mask is True on the $2r + 1$ diagonals around the main
-# one and False elsewhere (the size check is written for you).
+# one and False elsewhere, made on `device` (the size check is written for you).
 #
-# - **Shapes:** → (size, size) bool, broadcastable to (B, H, T, T); made on `device`.
+# - **Shapes:** → (size, size) bool, broadcastable to (B, H, T, T).
 # - **Watch for:** the polarity; `<=`, not `<` (r keys on each side); both sides, not only the past
 #   (that would be a causal window); the diagonal (a position attends to itself).
 

@@ -101,10 +101,11 @@ setup_chapter("04")  # your saved edits run without a restart; a file that does 
 # **File:** `transformer_course/multihead.py`, function `split_heads(x, n_heads)`.
 #
 # Cut the feature axis of every token into `n_heads` consecutive blocks and put the head axis in
-# front of the token axis, so that attention can treat (batch, head) as one big batch.
+# front of the token axis, so that attention can treat (batch, head) as one big batch. (The
+# divisibility check is already written.)
 #
 # - **Shapes:** `x` (B, T, H·Dh) → (B, H, T, Dh), where head `i` holds features
-#   `i·Dh … (i+1)·Dh − 1` of every token. (The divisibility check is already written.)
+#   `i·Dh … (i+1)·Dh − 1` of every token.
 # - **Watch for:** `x.view(B, H, T, Dh)` has the right shape and the wrong contents; cut the
 #   features first, (B, T, H, Dh), then swap two axes.
 
@@ -166,8 +167,9 @@ check("ex04_2")
 # 3. merge the heads and apply $W^O$;
 # 4. return `(output, weights)`: weights (B, H, T, S) on the teaching path, `None` on the fast path.
 #
-# - **Shapes:** `query` (B, T, D), `key` and `value` (B, S, D) (S ≠ T in cross-attention),
-#   `mask` bool broadcastable to (B, H, T, S), True = may attend → output (B, T, D).
+# - **Shapes:** `query` (B, T, D), `key`, `value` (B, S, D) (S ≠ T in cross-attention), `mask`: bool
+#   broadcastable to (B, H, T, S), True = may attend →
+#   `(output (B, T, D), weights (B, H, T, S) or None)`.
 # - **Watch for:** keys and values come from `key` and `value`, not from `query`; do not forget
 #   `w_o`; one weight map per head (no averaging); the check compares with `nn.MultiheadAttention`,
 #   whose masks are True = *blocked*, so it converts them, and with a per-head loop where

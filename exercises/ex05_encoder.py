@@ -106,8 +106,8 @@ setup_chapter("05")  # your saved edits run without a restart; a file that does 
 # and `self.dropout`, which goes on the hidden layer, **after the ReLU** (where
 # `nn.TransformerEncoderLayer` puts it).
 #
-# - **Shapes:** `x` (B, T, D) → (B, T, D); any number of leading axes should work, since
-#   `nn.Linear` acts on the last one.
+# - **Shapes:** `x` (B, T, D) → (B, T, D); any number of leading axes works, since `nn.Linear` acts
+#   on the last one.
 # - **Watch for:** exactly one ReLU (none after `linear2`); dropout between the two linear layers,
 #   not on the output (the residual block adds its own dropout there).
 
@@ -172,7 +172,7 @@ check("ex05_2")
 # layer's connection is your `residual` from ex05_2, unless the layer was built with another one
 # (chapter 11's experiment builds layers without the shortcuts that way).
 #
-# - **Shapes:** `x` (B, S, D); `mask` bool broadcastable to (B, H, S, S), True = may attend,
+# - **Shapes:** `x` (B, S, D), `mask`: bool broadcastable to (B, H, S, S), True = may attend,
 #   usually the padding mask (B, 1, 1, S) → (B, S, D).
 # - **Watch for:** pass the mask in every mode (training *and* evaluation); in pre-LN, the keys and
 #   values must be normalised too (the sub-layer receives one normalised tensor `h` and uses it

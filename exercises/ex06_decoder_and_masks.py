@@ -106,7 +106,7 @@ setup_chapter("06")  # your saved edits run without a restart; a file that does 
 # positions $0 \dots t$ (columns): True on and below the diagonal, False above it. Create it on
 # `device`.
 #
-# - **Shapes:** → (T, T), which broadcasts to (B, H, T, T).
+# - **Shapes:** → (size, size) bool, broadcastable to (B, H, T, T).
 # - **Watch for:** rows are queries, columns are keys (the upper triangle is the transposed mask,
 #   the future); the diagonal is True (a position sees itself); dtype `torch.bool`; the `device`
 #   argument (build the tensor there rather than on the CPU).
@@ -165,9 +165,9 @@ check("ex06_2")
 #    output, with `memory_mask` (`self.cross_attn`, `self.norm2`, `self.dropout2`);
 # 3. the feed-forward network (`self.ffn`, `self.norm3`, `self.dropout3`).
 #
-# - **Shapes:** `x` (B, T, D), `memory` (B, S, D), `tgt_mask` broadcastable to (B, H, T, T)
-#   (causal and target padding), `memory_mask` broadcastable to (B, H, T, S) (source padding)
-#   → (B, T, D).
+# - **Shapes:** `x` (B, T, D) decoder states, `memory` (B, S, D) encoder output, `tgt_mask`: bool
+#   broadcastable to (B, H, T, T) (causal and target padding), `memory_mask`: bool broadcastable to
+#   (B, H, T, S) (source padding) → (B, T, D).
 # - **Watch for:** cross-attention must read `memory`, not `x` (shapes would still work when
 #   S = T); apply `tgt_mask` in every mode, not only in training; in pre-LN only the decoder side is
 #   normalised by `norm2`: the memory is used as it is (the encoder already normalised it).

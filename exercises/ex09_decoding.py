@@ -108,7 +108,8 @@ setup_chapter("09")  # your saved edits run without a restart; a file that does 
 #    instead: nothing is generated after `<eos>`;
 # 3. a row is finished after this step if it was before, or if its new token is `eos_id`.
 #
-# - **Shapes:** `logits` (B, V), `finished` (B,) bool → `(next_tokens (B,) long, finished (B,) bool)`.
+# - **Shapes:** `logits` (B, V) scores of the next token, `finished` (B,) bool →
+#   (next_tokens (B,) long, finished (B,) bool).
 # - **Watch for:** the arg-max axis (the vocabulary, the last one); use the `eos_id` and `pad_id`
 #   you are given, not 2 and 0; return a new `finished` tensor instead of changing the argument in
 #   place (`finished | …`, not `finished |= …`).
@@ -146,7 +147,7 @@ check("ex09_1")
 #    token always stays;
 # 4. put that mask back in vocabulary order (`scatter` with the permutation) and fill.
 #
-# - **Shapes:** `logits` (..., V) → (..., V), in the **original** token order.
+# - **Shapes:** `logits` (..., V) → (..., V), in the original token order.
 # - **Watch for:** `cumsum > top_p` drops the token that crosses the threshold (with `top_p` smaller
 #   than the largest probability it drops every token); the sum is over probabilities, not logits.
 
@@ -186,7 +187,7 @@ check("ex09_2")
 #    token is `eos_id`.
 #
 # - **Shapes:** `scores` (B, K) (`-inf` for an empty slot), `log_probs` (B, K, V), `finished` (B, K)
-#   bool, `lengths` (B, K) long.
+#   bool, `lengths` (B, K) long → five tensors (B, K).
 # - **Watch for:** ranking by the raw sum makes beam search prefer short translations; a finished
 #   hypothesis extended by every token appears K times in the next beam; keep returning the raw
 #   summed log-probabilities (the penalty is applied for ranking only).

@@ -60,7 +60,7 @@
 # ex08_4, ex09_1 and ex09_2. Until they are written it stops at the first of them, naming all those
 # still to write.
 #
-# **Order:** the five are independent of each other. Chapter 13 meets them in this order.
+# **Order:** the five are independent of each other.
 
 # %% tags=["colab"]
 import sys
@@ -156,7 +156,8 @@ check("ex13_1")
 # (T, d/2) table: row t for `positions[t]`, column i for pair i. The checks of the arguments are
 # written too.
 #
-# - **Shapes:** `x` (..., T, d) with d even, `positions` (T,) integers → (..., T, d), in `x`'s dtype.
+# - **Shapes:** `x` (..., T, d) with d even, `positions` (T,) integers → (..., T, d), in the dtype
+#   of `x`.
 # - **Watch for:** the pairs are **interleaved**, features 2i and 2i+1 (`x[..., 0::2]` and
 #   `x[..., 1::2]`), not i and i + d/2; rotate row t by `positions[t]`, which in a cached decoding
 #   step are not 0 … T−1; each rotated pair goes back in its own place (stack the two new halves
@@ -263,9 +264,9 @@ check("ex13_4")
 #    the values to `acc`;
 # 4. return (new top, new total, new acc), new tensors (the arguments stay as they are).
 #
-# - **Shapes:** `top`, `total` (..., T, 1); `acc` (..., T, Dv); `scores` (..., T, Sb) (masked scores
-#   already at the dtype's minimum); `values` (..., Sb, Dv) → tensors of the shapes of `top`,
-#   `total`, `acc`.
+# - **Shapes:** `top`, `total` (..., T, 1); `acc` (..., T, Dv); `scores` (..., T, Sb)
+#   (masked scores already at the dtype's minimum); `values` (..., Sb, Dv) → (top, total, acc) of
+#   the same shapes.
 # - **Watch for:** the running maximum, not the block's alone (an earlier block may be larger, and
 #   exp(old − new) would then overflow); rescale both old sums; subtract the *new* maximum from the
 #   block's scores; do not divide `acc` by `total` (that happens once, at the end).

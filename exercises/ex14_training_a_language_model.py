@@ -109,7 +109,8 @@ setup_chapter("14")  # your saved edits run without a restart; a file that does 
 # with $w$ = `warmup_steps`, $T$ = `total_steps` and $r$ = `min_ratio`, the floor. The checks of the
 # arguments are already written.
 #
-# - **Shapes:** plain numbers in, one float out (a fraction of the peak: 1 at the end of the warm-up).
+# - **Shapes:** plain numbers in, one float out (a fraction of the peak: 1 at the
+#   end of the warm-up).
 # - **Watch for:** the decay's progress $p$ counts from the end of the warm-up, not from step 0; it
 #   stops at 1, so the rate stays at the floor after `total_steps`; the cosine is scaled by $1 - r$
 #   before the floor is added, so that the peak stays 1; `warmup_steps = 0` means no warm-up.
@@ -180,7 +181,8 @@ check("ex14_2")
 # `exp_avg` ($m$) and `exp_avg_sq` ($v$). The checks of the shapes, `step` and `betas` are already
 # written.
 #
-# - **Shapes:** four tensors of one shape in, three of that shape out.
+# - **Shapes:** `param`, `grad`, `exp_avg`, `exp_avg_sq`: four tensors of one shape in →
+#   (param, exp_avg, exp_avg_sq) after the step, three of that shape.
 # - **Watch for:** the decay multiplies the old parameter, apart from the adaptive step (added to
 #   the gradient instead, it is Adam's L2); ε after the square root; the corrections use `step` as
 #   given; new tensors, not the inputs changed in place.

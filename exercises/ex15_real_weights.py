@@ -115,11 +115,11 @@ setup_chapter("15")  # your saved edits run without a restart; a file that does 
 # the **rows** of W^Q and W^K (each row makes one feature of the queries or keys) turns one layout
 # into the other: within each head of d rows, row i goes to row 2i and row i + d/2 to row 2i + 1.
 # The score q·k is a sum over the features, so moving the same features the same way in q and k
-# changes nothing but which features rotate together.
+# changes nothing but which features rotate together. With grouped key/value heads, W^K has its own
+# number of heads (`n_kv_heads`).
 #
-# - **Shapes:** `weight` (H·d, ...) → the same shape, the rows in the new order (a new tensor);
-#   a bias (H·d,) is reordered the same way. With grouped key/value heads, W^K has its own
-#   number of heads (`n_kv_heads`).
+# - **Shapes:** `weight` (H·d, ...) → (H·d, ...), the same rows in the new order (a new tensor); a
+#   bias (H·d,) is reordered the same way.
 # - **Watch for:** the halves are per head (reshape to (H, 2, d/2, ...) first, not to (2, H·d/2, ...)
 #   over the whole weight); the direction (halves → pairs, not pairs → halves); rows, not columns.
 

@@ -158,6 +158,8 @@ check("ex01_1")
 # Scale the looked-up vectors, not the table itself (changing `self.embedding.weight` would
 # compound at every call), and keep the result connected to the weight (no `.data`, no
 # `torch.no_grad()`), or training would never update the embeddings.
+#
+# - **Shapes:** `tokens` (B, T) integer ids → output (B, T, D).
 
 # %%
 ### BEGIN SOLUTION
@@ -208,6 +210,9 @@ check("ex01_2")
 # An integer matrix cannot be multiplied by a float one; convert the one-hot rows to
 # `weight.dtype` so that a `float64` table gives a `float64` result. The result must stay
 # differentiable with respect to `weight`.
+#
+# - **Shapes:** `tokens` (B, T) integer ids (any leading shape works); `weight` (V, D) → output
+#   (B, T, D), with the dtype of `weight`.
 
 # %%
 ### BEGIN SOLUTION

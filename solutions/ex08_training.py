@@ -143,7 +143,7 @@ check("ex08_1")
 # A padded target batch holds `<bos> y1 … yn <eos> <pad> …`. Return the decoder input and the
 # labels: the decoder reads the target up to position t and must predict the token at t+1.
 #
-# - **Shapes:** `tgt` (B, T+1) → `(decoder_input (B, T), labels (B, T))`.
+# - **Shapes:** `tgt` (B, T+1) → (decoder input (B, T), labels (B, T)).
 # - **Watch for:** cut along the time axis (dim 1), not the batch axis; the decoder input starts
 #   with `<bos>`, the labels end with `<eos>` (or padding).
 
@@ -190,7 +190,8 @@ check("ex08_2")
 # $-\sum_v q_v \log p_v = (1-\varepsilon)(-\log p_y) + \varepsilon \cdot \text{mean}_v(-\log p_v)$;
 # return its mean over the positions whose target is not `pad_id`.
 #
-# - **Shapes:** `logits` (B, T, V), `target` (B, T) → a scalar tensor (keep it differentiable).
+# - **Shapes:** `logits` (B, T, V) float, `target` (B, T) ids → a scalar tensor
+#   (keep it differentiable).
 # - **Watch for:** average over real tokens only (padding adds nothing to the sum *or* to the
 #   count); `log_softmax`, not `log(softmax)` (which underflows); a batch of only padding should give 0.
 

@@ -217,7 +217,7 @@ check("ex16_2")
 # the bias when there is one.
 #
 # - **Shapes:** `x` (..., in), any leading axes; `q` (out, in) int8; `scale` (out,); `bias` (out,)
-#   or None → (..., out), in x's dtype.
+#   or None → (..., out), in the dtype of `x`.
 # - **Watch for:** the weight's transpose (a linear layer's (out, in) weight computes x Wᵀ:
 #   `F.linear`); the scales applied once, each to its own output feature; the bias added as it is
 #   (it is float, not scaled), and `bias=None`; x's dtype (your `dequantize_rows(q, scale,

@@ -111,6 +111,10 @@ PIECES = {  # the piece removed → (what to do to the copy, the words the one l
     "the lock's entry": ("transformer_course_tools/exercises/lock.json",
                          lambda t: re.sub(r'    "ex03_2": .*\n', "", t), "ex03_2 is not in the lock yet: run `make exercises`"),
     "the exercise notebook": (NOTEBOOK, None, "chapter 03 has no exercise notebook: create solutions/ex03_<topic>.py"),
+    "the docstring's shapes": ("transformer_course/attention.py",  # the statement's line is then typed by hand
+                               lambda t: re.sub(r"\n    Shape:\n        scores: .*?True = may attend\n", "\n", t, flags=re.S),
+                               f"{NOTEBOOK}: the statement of ex03_2 has a Shapes line typed by hand: move it to a "
+                               "`Shape:` section of the docstring of apply_mask in transformer_course/attention.py"),
 }  # fmt: skip
 
 
@@ -172,10 +176,28 @@ def test_a_new_exercise_gets_a_section_to_write(course: Path, tmp_path: Path) ->
     text = jupytext.writes(new, "py:percent")
     section = text[text.index("# ## ex03_2") : text.index('check("ex03_2")')]
     assert "**File:** `transformer_course/attention.py`, function `apply_mask(scores, mask)`." in section
-    assert section.count(build.TODO) == 4 and "**Worked solution.**\n#\n# ```python\n# return scores" in section
+    assert section.count(build.TODO) == 5 and "**Worked solution.**\n#\n# ```python\n# return scores" in section
+    assert "# - **Shapes:** `scores` (..., T, S); `mask`: bool" in section  # from the docstring
     notebook.write_text(text, encoding="utf-8")
     found = build.problems(copy, EXERCISES, derived=lock.read(ROOT / lock.RELATIVE))
     assert found == [f"{NOTEBOOK}: the section of ex03_2 still holds {build.TODO} placeholders: write them"]
+
+
+def test_the_statements_shapes_are_the_docstrings(course: Path, tmp_path: Path) -> None:
+    """The shapes are typed once, in the docstring's ``Shape:`` section: the build writes the statement's line
+    from it, in place of the old one, its argument names in code type."""
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    _edit(copy / "transformer_course" / "attention.py",
+          lambda t: t.replace("q: (..., T, Dk), k: (..., S, Dk) → scores (..., T, S);", "q: (..., T, Dk), k: (..., "
+                              "S, Dk) → scores (..., T, S), scaled;"))  # fmt: skip
+    written = {p.relative_to(copy).as_posix() for p in build.build(copy, EXERCISES)}
+    assert NOTEBOOK in written, written
+    text = (copy / NOTEBOOK).read_text(encoding="utf-8")
+    section = text[text.index("# ## ex03_1") : text.index("# ## ex03_2")]
+    assert section.count("- **Shapes:**") == 1
+    assert "# - **Shapes:** `q` (..., T, Dk), `k` (..., S, Dk) → scores (..., T, S), scaled; the leading" in section
+    assert build.problems(copy, EXERCISES) == []
 
 
 def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Path, tmp_path: Path) -> None:

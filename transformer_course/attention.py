@@ -45,7 +45,8 @@ def attention_scores(q: Tensor, k: Tensor) -> Tensor:
     """Similarity of every query with every key, scaled by 1/√d_k.
 
     Shape:
-        q: (..., T, Dk), k: (..., S, Dk) → scores (..., T, S)
+        q: (..., T, Dk), k: (..., S, Dk) → scores (..., T, S); the leading axes ``...`` can be anything:
+        none, a batch (B,), or a batch and heads (B, H)
     """
     ### BEGIN SOLUTION
     d_k = q.shape[-1]
@@ -61,7 +62,8 @@ def apply_mask(scores: Tensor, mask: Tensor | None) -> Tensor:
     The input is not modified.
 
     Shape:
-        scores: (..., T, S); mask: bool, broadcastable to scores, True = may attend
+        scores: (..., T, S); mask: bool, broadcastable to scores, e.g. (B, 1, S) for padding or (T, S)
+        for a causal mask; True = may attend
     """
     if mask is None:
         return scores
@@ -83,8 +85,11 @@ def scaled_dot_product_attention(
             outputs, but done by its reference code and by ``nn.MultiheadAttention``); 0.0 at evaluation.
 
     Returns:
-        ``(output (..., T, Dv), weights (..., T, S))``; every row of ``weights`` sums to 1
-        (the weights are returned before dropout).
+        ``(output, weights)``, the weights returned before dropout.
+
+    Shape:
+        q: (..., T, Dk), k: (..., S, Dk), v: (..., S, Dv), mask: broadcastable to (..., T, S)
+        → output (..., T, Dv), weights (..., T, S); every row of the weights sums to 1
     """
     _check_qkv(q, k, v)
     ### BEGIN SOLUTION

@@ -65,7 +65,8 @@ def rope_halves_to_interleaved(weight: Tensor, n_heads: int) -> Tensor:
     is the pairs each layout rotates by the same angle.
 
     Shape:
-        weight: (H·d, ...) → (H·d, ...), the same rows in another order (a new tensor)
+        weight: (H·d, ...) → (H·d, ...), the same rows in the new order (a new tensor); a bias (H·d,) is
+        reordered the same way
     """
     if weight.dim() < 1 or weight.shape[0] % n_heads or (weight.shape[0] // n_heads) % 2:
         raise ValueError(
@@ -86,7 +87,7 @@ def split_conv1d(weight: Tensor, bias: Tensor, parts: int) -> list[tuple[Tensor,
     side (``parts=3``); ``c_proj`` and the MLP's layers are one part each.
 
     Shape:
-        weight: (in, parts·out), bias: (parts·out,) → ``parts`` pairs (weight (out, in), bias (out,))
+        weight: (in, parts·out), bias: (parts·out,) → a list of ``parts`` pairs (weight (out, in), bias (out,))
     """
     if weight.dim() != 2 or bias.shape != (weight.shape[1],) or weight.shape[1] % parts:
         raise ValueError(

@@ -25,7 +25,7 @@ class DecoderLayer(nn.Module):
 
     Shape:
         x: (B, T, D) decoder states, memory: (B, S, D) encoder output,
-        tgt_mask: bool broadcastable to (B, H, T, T) (causal, usually),
+        tgt_mask: bool broadcastable to (B, H, T, T) (causal and target padding),
         memory_mask: bool broadcastable to (B, H, T, S) (source padding) → (B, T, D)
     """
 

@@ -146,6 +146,10 @@ def beam_step(
         ``(origin, tokens, scores, finished, lengths)``, each (B, K): which old hypothesis (0…K-1)
         each survivor extends, the token it adds, its summed log-probability (not penalised),
         whether it is finished, and its length.
+
+    Shape:
+        scores: (B, K) (``-inf`` for an empty slot), log_probs: (B, K, V), finished: (B, K) bool,
+        lengths: (B, K) long → five tensors (B, K)
     """
     ### BEGIN SOLUTION
     batch, beams, vocab = log_probs.shape

@@ -35,7 +35,8 @@ class EncoderLayer(nn.Module):
             (chapter 13 passes grouped or rotary attention).
 
     Shape:
-        x: (B, S, D), mask: bool broadcastable to (B, H, S, S), True = may attend → (B, S, D)
+        x: (B, S, D), mask: bool broadcastable to (B, H, S, S), True = may attend, usually the padding
+        mask (B, 1, 1, S) → (B, S, D)
     """
 
     def __init__(

@@ -39,7 +39,7 @@ class PositionwiseFeedForward(nn.Module):
         bias: whether the two layers have biases (b₁, b₂ of equation 2).
 
     Shape:
-        x: (B, T, D) → (B, T, D)
+        x: (B, T, D) → (B, T, D); any number of leading axes works, since ``nn.Linear`` acts on the last one
     """
 
     def __init__(

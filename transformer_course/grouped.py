@@ -21,7 +21,7 @@ def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     0 … n_rep-1 share key/value head 0, the next n_rep head 1, …
 
     Shape:
-        x: (B, Hkv, S, D) → (B, Hkv·n_rep, S, D)
+        x: (B, Hkv, S, D) → (B, Hkv·n_rep, S, D); with n_rep = 1, ``x`` as it is
     """
     check_ndim(x, 4, "x", "(B, Hkv, S, D)")
     if not isinstance(n_rep, int) or n_rep < 1:

@@ -32,7 +32,7 @@ def label_smoothed_cross_entropy(logits: Tensor, target: Tensor, smoothing: floa
     right token), and a padding position contributes nothing, to the sum or to the count.
 
     Shape:
-        logits: (B, T, V) float, target: (B, T) ids → scalar
+        logits: (B, T, V) float, target: (B, T) ids → a scalar tensor (keep it differentiable)
     """
     if logits.dim() != 3 or target.shape != logits.shape[:2]:
         raise ValueError(

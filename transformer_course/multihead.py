@@ -18,7 +18,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """Cut the feature axis into ``n_heads`` heads and move the head axis forward.
 
     Shape:
-        x: (B, T, H·Dh) → (B, H, T, Dh)
+        x: (B, T, H·Dh) → (B, H, T, Dh), where head ``i`` holds features ``i·Dh … (i+1)·Dh − 1`` of every token
     """
     if x.shape[-1] % n_heads:
         raise ValueError(f"the last dimension of x ({x.shape[-1]}) is not divisible by n_heads={n_heads}")
@@ -33,7 +33,7 @@ def merge_heads(x: Tensor) -> Tensor:
     """Inverse of :func:`split_heads`: concatenate the heads along the feature axis.
 
     Shape:
-        x: (B, H, T, Dh) → (B, T, H·Dh)
+        x: (B, H, T, Dh) → (B, T, H·Dh); ``merge_heads(split_heads(x, H))`` gives ``x`` back
     """
     ### BEGIN SOLUTION
     batch, n_heads, length, head_dim = x.shape
@@ -55,8 +55,8 @@ class MultiHeadAttention(nn.Module):
             ``nn.MultiheadAttention`` has one, so it is on by default).
 
     Shape:
-        query (B, T, D), key (B, S, D), value (B, S, D), mask bool broadcastable to
-        (B, H, T, S) with True = may attend → ``(output (B, T, D), weights (B, H, T, S) or None)``
+        query: (B, T, D), key, value: (B, S, D) (S ≠ T in cross-attention), mask: bool broadcastable to
+        (B, H, T, S), True = may attend → ``(output (B, T, D), weights (B, H, T, S) or None)``
 
     ``need_weights=True`` takes the teaching path and returns the weights; otherwise the fast
     path (``F.scaled_dot_product_attention``) runs and ``weights`` is None. ``fast=False`` takes

@@ -76,7 +76,7 @@ def quantize_rows(weight: Tensor) -> tuple[Tensor, Tensor]:
     its row's scale, so ``|weight - q · scale| ≤ scale / 2``. A row of zeros gets scale 1.
 
     Shape:
-        weight: (out, in) float → (q (out, in) int8, scale (out,) float32)
+        weight: (out, in), any float dtype → ``(q, scale)``: q (out, in) int8, scale (out,) float32
     """
     if weight.dim() != 2 or not weight.is_floating_point():
         raise ValueError(f"weight must be a float matrix (out, in), got {weight.dtype} of shape {tuple(weight.shape)}")
@@ -93,7 +93,7 @@ def dequantize_rows(q: Tensor, scale: Tensor, dtype: torch.dtype = torch.float32
     """``q · scale`` as a float matrix of ``dtype``: row r of ``q`` times the row's scale ``scale[r]``.
 
     Shape:
-        q: (out, in) int8, scale: (out,) → (out, in) ``dtype``
+        q: (out, in) int8, scale: (out,) → (out, in) in ``dtype`` (float32 unless given)
     """
     if q.dim() != 2 or scale.shape != q.shape[:1]:
         raise ValueError(f"q must be (out, in) and scale (out,), got shapes {tuple(q.shape)} and {tuple(scale.shape)}")
@@ -177,7 +177,8 @@ def int8_linear(x: Tensor, q: Tensor, scale: Tensor, bias: Tensor | None, packed
     elsewhere ``q · s`` made float at each call. No row's result depends on another row.
 
     Shape:
-        x: (..., in), q: (out, in) int8, scale: (out,) → (..., out)
+        x: (..., in), any leading axes; q: (out, in) int8; scale: (out,); bias: (out,) or None → (..., out),
+        in the dtype of ``x``
     """
     if packed is not None and x.device.type == "cpu" and x.dtype == torch.float32:
         rows = x if x.dim() == 2 else x.reshape(-1, x.shape[-1])  # (N, in)

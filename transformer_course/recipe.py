@@ -25,7 +25,11 @@ from torch.optim.lr_scheduler import LambdaLR
 def warmup_cosine_lr(step: int, warmup_steps: int, total_steps: int, min_ratio: float = 0.1) -> float:
     """The fraction of the peak rate at ``step`` (counted from 1, as chapter 08's schedule):
     ``step / warmup_steps`` during the warm-up, then a half cosine from 1 down to ``min_ratio`` at
-    ``total_steps``, and ``min_ratio`` after it."""
+    ``total_steps``, and ``min_ratio`` after it.
+
+    Shape:
+        plain numbers in, one float out (a fraction of the peak: 1 at the end of the warm-up)
+    """
     if step < 1:
         raise ValueError(f"step must be >= 1, got {step}")
     if warmup_steps < 0 or total_steps < 1 or warmup_steps >= total_steps:
@@ -54,7 +58,11 @@ def make_adamw(
     model: nn.Module, lr: float = 1e-3, weight_decay: float = 0.1, betas: tuple[float, float] = (0.9, 0.95)
 ) -> torch.optim.AdamW:
     """AdamW with ``weight_decay`` on the matrices (every parameter of two or more dimensions,
-    the embedding included) and none on biases and normalisation gains (one dimension)."""
+    the embedding included) and none on biases and normalisation gains (one dimension).
+
+    Shape:
+        a module in, an optimizer out
+    """
     if not lr > 0:
         raise ValueError(f"lr must be > 0, got {lr}")
     if not weight_decay >= 0:
@@ -84,7 +92,8 @@ def adamw_step(
     this step (zeros before the first); ``step`` counts from 1. The inputs are left unchanged.
 
     Shape:
-        param, grad, exp_avg, exp_avg_sq: one shape, any → (param, exp_avg, exp_avg_sq) after the step
+        param, grad, exp_avg, exp_avg_sq: four tensors of one shape in → (param, exp_avg, exp_avg_sq) after
+        the step, three of that shape
     """
     for name, tensor in (("grad", grad), ("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)):
         if tensor.shape != param.shape:

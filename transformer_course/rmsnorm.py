@@ -24,7 +24,7 @@ class RMSNorm(nn.Module):
         eps: added to the mean square before the square root (no division by zero).
 
     Shape:
-        x: (..., D) → (..., D)
+        x: (..., D) → (..., D): any number of leading axes, the mean over the last one
     """
 
     def __init__(self, d_model: int, eps: float = 1e-6) -> None:

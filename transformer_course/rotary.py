@@ -57,7 +57,7 @@ def apply_rope(x: Tensor, positions: Tensor, base: float = 10000.0) -> Tensor:
     angle of position 1000 needs more than float16's 11 bits), or in float64 for float64 inputs.
 
     Shape:
-        x: (..., T, d), positions: (T,) → (..., T, d), the dtype of x
+        x: (..., T, d) with d even, positions: (T,) integers → (..., T, d), in the dtype of ``x``
     """
     if not isinstance(positions, Tensor) or positions.dim() != 1 or positions.dtype.is_floating_point:
         raise ValueError(

@@ -5,7 +5,8 @@ its id, its room and function, its difficulty, what it needs, its cases. From th
 
 * in its notebook, ``solutions/exNN_*.py``: the title's number, the table row, the exercises of other
   chapters the chapter runs, the order to write them in (which calls which, or how many are
-  independent), the section's heading and "File:" line, the check cell, the worked solution's code
+  independent), the section's heading and "File:" line, the statement's "Shapes" line (the docstring's
+  ``Shape:`` section), the check cell, the worked solution's code
   (copied from the room's answer); a new exercise gets a section to write, its placeholders marked
   ``TO WRITE``;
 * in its chapter, ``chapters/NN_*.py``: the first sentence of the "**Exercises:**" paragraph of the
@@ -24,6 +25,7 @@ write or the command to run; ``build-exercises`` prints them, and a test require
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,6 +39,7 @@ TABLE_HEADER = "| exercise | function | level |"
 NEEDS_START = "**Before you start:**"
 WORKED = "**Worked solution.**"
 EXERCISES_LINE = "**Exercises:**"  # a chapter's paragraph naming its exercises
+WATCH = "**Watch for:**"  # a statement's line on the mistakes to avoid
 ORDER = "**Order:**"  # an exercise notebook's paragraph saying in which order to write them
 NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
 
@@ -82,6 +85,39 @@ def heading(ex) -> str:  # noqa: ANN001 - an Exercise
 def file_line(ex, root: Path) -> str:  # noqa: ANN001 - an Exercise
     kind = "method" if "." in ex.qualname else "function"
     return f"**File:** `{ex.file}`, {kind} `{signature(ex, root)}`."
+
+
+SHAPES = "- **Shapes:**"  # a statement's line on the shapes, copied from the docstring's ``Shape:`` section
+
+
+def shapes_line(ex, root: Path) -> str | None:  # noqa: ANN001 - an Exercise
+    """The statement's "Shapes" line: the ``Shape:`` section of the function's docstring (a method's own,
+    else its class's), its argument names in code type (None: no such section)."""
+    node = _function(root / ex.file, ex.qualname)
+    owners = [node, *([_function(root / ex.file, ex.qualname.rsplit(".", 1)[0])] if "." in ex.qualname else [])]
+    section = next((s for s in map(_shape_section, owners) if s), None)
+    if section is None:
+        return None
+    names = "|".join(re.escape(a.arg) for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs])
+    text = re.sub(r"``([^`]+)``", r"`\1`", section)
+    labels = rf"(?<![\w`·])((?:(?:{names}), )*(?:{names})):(?= )"  # "x: (B, T)", "top, total: (..., 1)"
+    text = re.sub(labels, lambda m: ", ".join(f"`{n}`" for n in m.group(1).split(", ")) + ":", text)
+    text = re.sub(r"`: \(", "` (", text)  # "`x` (B, T)": a shape follows its name
+    return f"{SHAPES} {text}" + ("" if text.endswith(".") else ".")
+
+
+def _shape_section(node: ast.AST) -> str | None:
+    """The ``Shape:`` (or ``Shapes:``) section of a function's or class's docstring, in one line."""
+    lines = inspect.cleandoc(ast.get_docstring(node, clean=False) or "").split("\n")
+    start = next((i for i, line in enumerate(lines) if line in ("Shape:", "Shapes:")), None)
+    if start is None:
+        return None
+    body = []
+    for line in lines[start + 1 :]:
+        if not line.startswith(" "):
+            break
+        body.append(line.strip())
+    return " ".join(body) or None
 
 
 def table_row(ex, root: Path) -> str:  # noqa: ANN001 - an Exercise
@@ -233,13 +269,37 @@ def _heading_cell(cells: list, exercise_id: str) -> int | None:
 
 
 def _heading_source(source: str, ex, root: Path) -> str:  # noqa: ANN001 - an Exercise
-    """The section's first cell with its heading and "File:" paragraph as the registration says."""
+    """The section's first cell with its heading and "File:" paragraph as the registration says, and its
+    "Shapes" line as the docstring says."""
     paragraphs = source.split("\n\n")
     files = [i for i, p in enumerate(paragraphs) if p.startswith("**File:**")]
     body = paragraphs[1:]
     if files:
         body = paragraphs[1 : files[0]] + paragraphs[files[0] + 1 :]
-    return "\n\n".join([heading(ex), "\n".join(_wrapped(file_line(ex, root))), *body])
+    made = "\n\n".join([heading(ex), "\n".join(_wrapped(file_line(ex, root))), *body])
+    shapes = shapes_line(ex, root)
+    return made if shapes is None else _with_shapes(made, shapes)
+
+
+def _with_shapes(source: str, shapes: str) -> str:
+    """``source`` with its "Shapes" line ``shapes``: in place of the one it has, else before its "Watch for"
+    line, else at its end."""
+    lines = source.split("\n")
+    made = _wrapped(shapes, 98, indent="  ", brackets=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith(SHAPES)), None)
+    if start is None:
+        at = next((i for i, line in enumerate(lines) if line.startswith(f"- {WATCH}")), None)
+        return "\n".join([*lines[:at], *made, *lines[at:]]) if at is not None else f"{source}\n\n" + "\n".join(made)
+    end = start + 1
+    while end < len(lines) and lines[end].startswith("  "):
+        end += 1
+    return "\n".join([*lines[:start], *made, *lines[end:]])
+
+
+def hand_typed_shapes(notebook, ex, root: Path) -> bool:  # noqa: ANN001 - a jupytext notebook
+    """Whether the exercise's statement has a "Shapes" line that no docstring section makes."""
+    start = _heading_cell(notebook.cells, ex.id)
+    return start is not None and SHAPES in notebook.cells[start].source and shapes_line(ex, root) is None
 
 
 def _worked(source: str, answer: str) -> str:
@@ -256,7 +316,8 @@ def _skeleton(ex, root: Path, nbformat) -> list:  # noqa: ANN001
     """A new exercise's section: what the build knows, and the places its author writes."""
     return [
         nbformat.v4.new_markdown_cell(
-            f"## {ex.id}\n\n{TODO}: the statement (what to return, the shapes, what to watch for)."
+            f"## {ex.id}\n\n{TODO}: the statement (what the function does, in the chapter's words; the Shapes line "
+            f"comes from the docstring's `Shape:` section).\n\n- {WATCH} {TODO}: the mistakes the check names."
         ),  # fmt: skip
         nbformat.v4.new_code_cell(
             f"from {ex.module} import {ex.qualname.split('.')[0]}  # yours (an earlier cell may use the name)\n\n"
@@ -269,16 +330,31 @@ def _skeleton(ex, root: Path, nbformat) -> list:  # noqa: ANN001
     ]
 
 
-def _wrapped(text: str, width: int = 100) -> list[str]:
-    """``text`` in lines of at most ``width`` characters (a word longer than that on its own line)."""
+def _wrapped(text: str, width: int = 100, indent: str = "", brackets: bool = False) -> list[str]:
+    """``text`` in lines of at most ``width`` characters (a word longer than that on its own line), the
+    lines after the first starting with ``indent``; ``brackets``: a short bracket is not broken."""
     lines, line = [], ""
-    for word in text.split(" "):
+    for word in _unbroken(text) if brackets else text.split(" "):
         if line and len(line) + 1 + len(word) > width:
             lines.append(line)
-            line = word
+            line = indent + word
         else:
             line = f"{line} {word}" if line else word
     return [*lines, line] if line else lines
+
+
+def _unbroken(text: str) -> list[str]:
+    """The words of ``text``, a code span's kept together, and a bracket's while short: "(B, T, D)" is one."""
+    words: list[str] = []
+    depth, code = 0, False
+    for word in text.split(" "):
+        if code or (depth > 0 and len(words[-1]) < 30):
+            words[-1] += " " + word
+        else:
+            words.append(word)
+        depth = max(0, depth + word.count("(") - word.count(")"))
+        code ^= word.count("`") % 2 == 1
+    return words
 
 
 # ---------------------------------------------------------------- a chapter's "Exercises:" paragraph
@@ -480,6 +556,9 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
             ids = [ex.id for ex in chapter_exercises if _placeholder(notebook, ex.id)]
             found.append(f"{rel}: the section of {', '.join(ids) or 'an exercise'} still holds {TODO} placeholders: "
                          "write them")  # fmt: skip
+        found += [f"{rel}: the statement of {ex.id} has a Shapes line typed by hand: move it to a `Shape:` section "
+                  f"of the docstring of {ex.qualname} in {ex.file}, then run `make exercises`, which writes the line "
+                  "from it" for ex in chapter_exercises if hand_typed_shapes(notebook, ex, root)]  # fmt: skip
     found += _chapter_problems(root, exercises)
     init = root / PACKAGE / "__init__.py"
     source = init.read_text(encoding="utf-8")

@@ -1,10 +1,9 @@
 """Which exercises a chapter runs, read from its code (nothing runs, nothing is typed by hand).
 
 A chapter imports names of the course (``from transformer_course import Transformer``). From each,
-the code of the rooms (and of the tools a chapter calls, such as the experiments' runner) is
-followed name by name: a function reaches the names its body uses, a class every method it has (an
-instance's methods are called where it goes), a method the methods of ``self`` it calls. Every
-exercise's function reached is one the chapter needs. The build (``make exercises``) records the
+the code of the rooms is followed name by name: a function reaches the names its body uses, a class
+every method it has (an instance's methods are called where it goes), a method the methods of
+``self`` it calls. Every exercise's function reached is one the chapter needs. The build (``make exercises``) records the
 result in the course's lock; a chapter that stops at an unwritten exercise names them all.
 """
 
@@ -16,10 +15,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from transformer_course_tools.course import PACKAGE, TOOLS
-
-# Tools a chapter's code never reaches the learner's functions through: the checks call the function
-# under test with stand-ins for the others (``run_check("ex03_2", buggy)``), the rest serve other commands.
-_NOT_FOLLOWED = ("tools.checks", "tools.probe", "tools.grading", "tools.cli")
 
 Node = tuple[str, str]  # (module, qualname): "transformer_course.attention", "attention_scores"
 
@@ -35,11 +30,10 @@ class Package:
             module = ".".join((PACKAGE, *path.relative_to(package_dir).with_suffix("").parts)).removesuffix(".__init__")
             if path.name == "__init__.py":
                 self.packages.add(module)
-            if not any(module.startswith(f"{PACKAGE}.{skip}") for skip in _NOT_FOLLOWED):
-                try:
-                    self.trees[module] = ast.parse(path.read_text(encoding="utf-8"))
-                except (SyntaxError, UnicodeDecodeError):
-                    continue  # a room being written: what it reaches is unknown
+            try:
+                self.trees[module] = ast.parse(path.read_text(encoding="utf-8"))
+            except (SyntaxError, UnicodeDecodeError):
+                continue  # a room being written: what it reaches is unknown
         self.defs = {module: dict(_definitions(tree)) for module, tree in self.trees.items()}
         self.exports = _exports(self.trees.get(PACKAGE))
         self.bound = {module: self.imports(tree, module) for module, tree in self.trees.items()}
