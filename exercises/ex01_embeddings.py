@@ -25,9 +25,11 @@
 # panel. Every chapter and exercise notebook you open on Colab runs that same copy.
 #
 # **How the exercises work.** Each exercise is one function of the course package
-# `transformer_course`. In the student edition its body is a stub that raises
-# `NotImplementedError`; you write the body **in the package file** (here
-# `transformer_course/vocab.py` and `transformer_course/embeddings.py`), not in this notebook.
+# `transformer_course`. Your **student edition** is your own copy of the course, in which each of
+# these functions is a stub that raises `NotImplementedError`. On Colab the first code cell makes it;
+# elsewhere `python -m transformer_course student-edition my-course` writes it to `my-course/`. You
+# write the body **in the package file** (here `transformer_course/vocab.py` and
+# `transformer_course/embeddings.py`), not in this notebook.
 # Because the chapters import the package, they then run on your code.
 #
 # After editing the file, run the exercise's check cell. It compares your function with an
