@@ -548,7 +548,8 @@ print(run_check("ex06_3", MaskInTrainingOnly.forward).line())
 #
 # `TransformerConfig` holds the sizes under the paper's names. Its sizes default to the paper's base
 # model, and the shared matrix is switched on with `share_embeddings=True`. For our three sentences
-# we shrink the sizes:
+# we shrink the sizes. The cell then counts the numbers in each part. `model.num_parameters()` adds
+# up every tensor of the model once, so the shared matrix, used by three layers, counts once:
 
 # %%
 config = TransformerConfig(

@@ -107,6 +107,8 @@ architecture_map(["embeddings", "encoder", "decoder"], title="Chapter 07: every 
 # device** a tensor has a shape but no storage. The model is built in no time, and
 # `num_parameters()` just adds up shapes. A tied matrix is one `Parameter`, counted once.
 # `TransformerConfig.paper_base(V)` and `paper_big(V)` hold Table 3's two sizes for a vocabulary of V.
+# Both share one V × D matrix between the two embeddings and the output layer, as §3.4 does
+# (`share_embeddings=True`, chapter 06).
 # Keywords change single sizes, as in `paper_base(V, d_ff=1024)`.
 
 

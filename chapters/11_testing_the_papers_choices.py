@@ -193,12 +193,12 @@ expect("exact match: the factor brings no gain beyond the spread of the seeds",
 # the course's, about 11 times longer than the positional vectors. Through the tied output layer
 # (chapter 01, section 4), its logits start 8 times too large.
 #
-# So chapter 01's argument holds only in part. Balancing the token and position signals at the
-# start did not make this small model learn measurably better in three runs. What the factor and the
-# $\mathcal{N}(0, 1/d_{model})$ initialisation achieve together is more modest: token vectors and
-# logits that do not start too large. The factor alone, on PyTorch's default table, does the
-# opposite. The paper's text gives only the factor; the initialisation that goes with it comes from
-# its authors' code (chapter 01, section 3).
+# So chapter 01's argument holds only in part. The factor does balance the token and position
+# vectors at the start, but that did not make this small model learn measurably better in three
+# runs. The initialisation matters more: the tied output layer reads the table without the factor,
+# so $\mathcal{N}(0, 1/d_{model})$ entries keep the logits small. On PyTorch's default table, the
+# factor makes token vectors far too long. The paper's text gives only the factor; the
+# initialisation that goes with it comes from its authors' code (chapter 01, section 3).
 
 # %% [markdown]
 # ## 2. Do the sinusoids carry a model beyond its training lengths?
@@ -274,8 +274,8 @@ expect("from 7 to 10 letters, the learned table reverses fewer strings than the 
 # training string of 10 letters is as common as one of 3, so a late position occurs in fewer
 # training strings than an early one, and its row gets fewer updates. The sinusoids give every
 # position a vector tied to the others by a rotation. This reason predicts a gap between the means
-# that grows with the length. Check it in the table: a length where the gap shrinks is one this
-# reason does not explain. The learned runs vary widely, so their
+# that grows with the length. Check it in the table: where the gap shrinks, this reason explains at
+# most part of it. The learned runs vary widely, so their
 # ranges can overlap the sinusoids' where the means lie far apart.
 #
 # So the hope of §3.5 does not come true here. At positions it never trained, the learned table's
@@ -343,10 +343,11 @@ expect_above("final training loss: pre-LN without warm-up below post-LN without 
 # the loss, whose margin holds in every run. Whether pre-LN or post-LN with the warm-up reverses
 # more strings, three runs of each cannot settle: the book does not rank the two.
 #
-# Why? Xiong et al. trace it to the gradients of chapter 05's sections 4 and 6. At full learning rate from
-# the first step, the top layers of a post-LN stack take large steps before the lower ones have
-# learnt anything useful. Chapter 05's mild gradient ratio at initialisation is consistent with
-# that, but does not prove it. (One size, one task: [this chapter's
+# Why? This experiment cannot say which of two known reasons holds. Xiong et al. showed that at the
+# start post-LN's gradients peak near the top of the stack (chapter 05, section 6), where a large
+# learning rate makes training unstable; pre-LN has no such peak. And in the first steps, Adam's
+# estimate of each gradient's scale is poor (chapter 08, section 4). The warm-up answers both. (One
+# size, one task: [this chapter's
 # exercises](../exercises/ex11_testing_the_papers_choices.ipynb) ask what else you would vary before
 # trusting the result further.)
 
@@ -530,9 +531,10 @@ expect("exact match: no difference beyond the spread of the seeds",
 #    the factor wrong?
 #    <details><summary>Answer</summary>
 #
-#    The factor was chosen with an initialisation. With $\mathcal{N}(0, 1/d_{model})$ entries it keeps
-#    the token vectors and the logits from starting too large. Learned embeddings soon take whatever
-#    size helps, so a token signal that starts too short is cheap to grow.
+#    The factor was chosen with an initialisation. With $\mathcal{N}(0, 1/d_{model})$ entries it gives
+#    token vectors about the length of the position vectors, as chapter 01 wanted. Leaving it out
+#    costs little: learned embeddings soon grow a token signal that starts too short. The factor
+#    hurts only on a table that is already long, such as PyTorch's default one.
 #    </details>
 # 3. Why do both position encodings fail beyond the training lengths?
 #    <details><summary>Answer</summary>
