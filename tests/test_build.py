@@ -200,6 +200,29 @@ def test_the_statements_shapes_are_the_docstrings(course: Path, tmp_path: Path) 
     assert build.problems(copy, EXERCISES) == []
 
 
+def test_what_a_command_can_see_of_the_texts_is_reported_by_the_build() -> None:
+    """Two slips of a held-out maintainer that only reading found: existing code made an exercise while a
+    notebook still calls it written (chapter 13's rope_angles), and a hint asking for a device, which no
+    case can test (the checks run on the CPU). A function that takes a ``device`` may speak of it."""
+    import dataclasses
+
+    rope_angles = dataclasses.replace(
+        get_exercise("ex13_2"), id="ex13_6", target="transformer_course.rotary:rope_angles"
+    )
+    assert build._text_problems(ROOT, {"ex13_6": rope_angles}) == [
+        "solutions/ex13_modern_language_models.py: a sentence says `rope_angles` is already written, but it is "
+        "exercise ex13_6: mend it (AUTHORING.md, 'Existing code made an exercise')"
+    ]
+    device = "compute the angles on the positions' device"
+    on_device = dataclasses.replace(get_exercise("ex13_2"), hint=device)
+    assert build._text_problems(ROOT, {"ex13_2": on_device}) == [
+        "ex13_2: its hint asks for a device, which no case can test (the checks run on the CPU): leave it out of "
+        "the texts (AUTHORING.md, 'An exercise')"
+    ]
+    assert build._text_problems(ROOT, {"ex03_4": dataclasses.replace(get_exercise("ex03_4"), hint=device)}) == []
+    assert build._text_problems(ROOT, EXERCISES) == []
+
+
 def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Path, tmp_path: Path) -> None:
     """A new exercise registered (here ex12_4, on a function chapter 12 calls before bpe_merges): `make
     exercises` writes every place its facts appear and lists the files it wrote, and nothing reports

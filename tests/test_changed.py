@@ -173,7 +173,7 @@ def test_exports_written_by_make_exercises_select_test_build_not_every_importer(
 def test_make_exercises_runs_the_attempts_of_an_exercise_edited_since_the_last_commit(tmp_path: Path) -> None:
     """``make exercises`` runs an exercise's wrong and right answers when its attempts file, its check
     module or its answer's room was edited or is new: a wrong attempt is found by that command."""
-    from transformer_course_tools.authoring.build import edited_exercises
+    from transformer_course_tools.authoring.build import edited_exercise_files, edited_exercises
 
     files = {
         "transformer_course_tools/exercises/checks/ch07.py": (
@@ -205,5 +205,9 @@ def test_make_exercises_runs_the_attempts_of_an_exercise_edited_since_the_last_c
     (tmp_path / "transformer_course_tools/exercises/checks/ch07.py").write_text(files[
         "transformer_course_tools/exercises/checks/ch07.py"] + "# edited\n")  # fmt: skip
     assert set(edited_exercises(tmp_path, exercises)) == {"ex07_1", "ex07_2", "ex08_1"}
+    (tmp_path / "tests/attempts/ex07_1.py").write_text("x = 2\n")
+    assert edited_exercise_files(tmp_path, exercises)["ex07_1"] == [  # every one is linted, not only the first
+        "tests/attempts/ex07_1.py", "transformer_course_tools/exercises/checks/ch07.py"
+    ]  # fmt: skip
     shutil.rmtree(tmp_path / "tests" / "attempts")  # the student edition: no attempts to run
     assert edited_exercises(tmp_path, exercises) == {}

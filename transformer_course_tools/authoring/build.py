@@ -560,6 +560,7 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
                   f"of the docstring of {ex.qualname} in {ex.file}, then run `make exercises`, which writes the line "
                   "from it" for ex in chapter_exercises if hand_typed_shapes(notebook, ex, root)]  # fmt: skip
     found += _chapter_problems(root, exercises)
+    found += _text_problems(root, exercises)
     init = root / PACKAGE / "__init__.py"
     source = init.read_text(encoding="utf-8")
     if exports_source(source, exercises) != source:
@@ -604,6 +605,48 @@ def _chapter_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN
                 f"{rel}: its {EXERCISES_LINE} paragraph is out of date with the exercises: run `make exercises`"
             )
     return found
+
+
+# what no case can test: the checks run on the CPU, and a case cannot take a meta tensor (the probe reads values)
+_DEVICE_REQUIREMENT = re.compile(r"(?:'s?|s') device\b|\bdevice of\b|\bsame device\b|\bon (?:the )?device\b")
+_GIVEN = re.compile(r"already written|written for you")  # what a sentence says of code a learner does not write
+
+
+def _text_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN001 - id → Exercise
+    """What a command can see of the texts: a hint or statement that asks for a device (no case tests it, unless
+    the function takes a ``device``), and a sentence of the notebooks that calls an exercise's function written."""
+    import jupytext
+
+    found = []
+    paths = sorted((root / "chapters").glob("[0-9][0-9]_*.py")) + sorted((root / "solutions").glob("ex*.py"))
+    notebooks = {path: jupytext.read(path) for path in paths}
+    sentences = {path: _sentences(notebook) for path, notebook in notebooks.items()}
+    for ex in sorted(exercises.values(), key=lambda e: e.id):
+        args = {a.arg for a in ast.walk(_function(root / ex.file, ex.qualname).args) if isinstance(a, ast.arg)}
+        statement = _statement(notebooks.get(chapter_notebook(root, ex.chapter)), ex.id)
+        for part, text in (("nudge", ex.nudge), ("hint", ex.hint), ("statement", statement)):
+            if "device" not in args and _DEVICE_REQUIREMENT.search(text or ""):
+                found.append(f"{ex.id}: its {part} asks for a device, which no case can test (the checks run on the "
+                             "CPU): leave it out of the texts (AUTHORING.md, 'An exercise')")  # fmt: skip
+        name = re.compile(rf"`{re.escape(ex.qualname)}[`(]")
+        for path, said in sentences.items():
+            for sentence in said:
+                if name.search(sentence) and _GIVEN.search(sentence):
+                    found.append(f"{path.relative_to(root)}: a sentence says `{ex.qualname}` is already written, but "
+                                 f"it is exercise {ex.id}: mend it (AUTHORING.md, 'Existing code made an exercise')")  # fmt: skip
+    return found
+
+
+def _sentences(notebook) -> list[str]:  # noqa: ANN001 - a jupytext notebook
+    """The sentences of a notebook's markdown cells, each on one line."""
+    text = " ".join(" ".join(c.source.split()) for c in notebook.cells if c.cell_type == "markdown")
+    return re.split(r"(?<=[.!?])\s+", text)
+
+
+def _statement(notebook, exercise_id: str) -> str:  # noqa: ANN001 - a jupytext notebook, or None
+    """The first cell of the exercise's section in its notebook ("" if it has none yet)."""
+    start = None if notebook is None else _heading_cell(notebook.cells, exercise_id)
+    return "" if start is None else notebook.cells[start].source
 
 
 def _region_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN001
@@ -662,9 +705,14 @@ def _attempt_problems(root: Path, exercises: Mapping) -> list[str]:  # noqa: ANN
 
 
 def edited_exercises(root: Path, exercises: Mapping) -> dict[str, str]:  # noqa: ANN001 - id → Exercise
-    """Exercise id → the file edited since the last commit (an uncommitted edit, or a new file) that makes
-    ``make exercises`` run its wrong and right answers: its attempts file, its check module or the room of
-    its answer. {} outside a git clone, or without ``tests/attempts/`` (the student edition)."""
+    """Exercise id → the first of its files edited since the last commit (:func:`edited_exercise_files`)."""
+    return {exercise_id: paths[0] for exercise_id, paths in edited_exercise_files(root, exercises).items()}
+
+
+def edited_exercise_files(root: Path, exercises: Mapping) -> dict[str, list[str]]:  # noqa: ANN001 - id → Exercise
+    """Exercise id → its files edited since the last commit (an uncommitted edit, or a new file) that make
+    ``make exercises`` run its wrong and right answers: its attempts file, its check module, the room of its
+    answer, in that order. {} outside a git clone, or without ``tests/attempts/`` (the student edition)."""
     from .changed import changed_files, registrations
 
     if not (root / "tests" / "attempts").is_dir():
@@ -678,7 +726,7 @@ def edited_exercises(root: Path, exercises: Mapping) -> dict[str, str]:  # noqa:
         room = target.replace(".", "/") + ".py"  # "transformer_course.counting" → its file
         paths = [p for p in (f"tests/attempts/{exercise_id}.py", check, room) if p in edited]
         if exercise_id in exercises and paths:
-            found[exercise_id] = paths[0]
+            found[exercise_id] = paths
     return found
 
 

@@ -71,6 +71,8 @@ def _build_exercises(args: argparse.Namespace) -> int:
     for line in missing:
         print(f"missing: {line}")
     failed = _attempts_failed(root, exercises)
+    if not missing and not failed:
+        print("nothing missing: every exercise's pieces are up to date")
     return 1 if missing or failed else 0
 
 
@@ -84,19 +86,22 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
     """Lint every exercise whose attempts, check or room was edited since the last commit, and run its
     own tests (:data:`_EXERCISE_TESTS`, marked with its id), so that a mistake is found by this command
     rather than a later one; print one line per failure. True if any failed."""
-    from transformer_course_tools.authoring.build import edited_exercises
+    from transformer_course_tools.authoring.build import edited_exercise_files
 
-    edited = edited_exercises(root, exercises)
+    edited = edited_exercise_files(root, exercises)
     if not edited:
         return False
-    for exercise_id, path in edited.items():
+    files = set()  # every edited file, but an attempts file as the build started it (its imports unused yet)
+    for exercise_id, paths in edited.items():
         attempts = root / "tests" / "attempts" / f"{exercise_id}.py"
         entries = attempts.read_text(encoding="utf-8") if attempts.is_file() else ""
         count = len(re.findall(r"^@(?:wrong|right)\(", entries, re.M))
+        files |= {p for p in paths if count or not p.startswith("tests/attempts/")}
         print(
-            f"running {exercise_id}'s {count} wrong and right answers, its isolation and engine tests ({path} was edited)"
+            f"running {exercise_id}'s {count} wrong and right answers, its isolation and engine tests ({paths[0]} was "
+            "edited)"
         )
-    failed = _lint_failed(root, sorted(set(edited.values())))
+    failed = _lint_failed(root, sorted(files))
     if importlib.util.find_spec("pytest") is None:
         print("missing: running them needs pytest: pip install pytest")
         return True
@@ -115,7 +120,7 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
 def _lint_failed(root: Path, files: list[str]) -> bool:
     """``ruff check`` and ``ruff format --check`` on ``files`` (where ruff is installed), a line per finding."""
     ruff = Path(sys.executable).with_name("ruff")
-    if not ruff.is_file():
+    if not ruff.is_file() or not files:  # no files: ruff would lint the whole clone
         return False
     failed = False
     for lint in (["check", "--quiet", "--output-format=concise"], ["format", "--check", "--quiet"]):
