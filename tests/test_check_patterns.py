@@ -123,3 +123,25 @@ def test_known_wrong_answers_may_be_numbers_tuples_and_plain_data() -> None:
     assert matches([[0, 1], [2]], [[0, 1], [2]]) and not matches([[0], [1, 2]], [[0, 1], [2]])
     batches = [([[0, 1, 2]], "the budget is the sum")]
     assert _message(name_mistake, [[0, 1, 2]], [[0, 1], [2]], batches, "case") == "case: the budget is the sum"
+
+
+def test_a_case_that_cannot_tell_mistakes_apart_gives_way_to_a_later_case_that_names_one() -> None:
+    """The message names one mistake wherever a case can: the first failing case names two, a later one
+    names one of them alone, and the check says the later one (a learner then reads one diagnosis)."""
+    from types import SimpleNamespace
+
+    from transformer_course_tools.exercises.checks import get_exercise
+    from transformer_course_tools.exercises.checks.runner import verdict
+
+    both = [(WANT * 2, "the scale is doubled: divide by 2"), (WANT + WANT, "x is added twice: add it once")]
+
+    def case(label: str, mistakes: list) -> SimpleNamespace:
+        return SimpleNamespace(label=label, judge=lambda c, o: name_mistake(WANT * 2, WANT, mistakes, label))
+
+    probed = {"calls": [], "report": {}}  # what the probe returned: these judges do not read it
+    judged = [(case("a", both), probed), (case("b", both[:1]), probed)]
+    judged.append((SimpleNamespace(label="c", judge=lambda c, o: None), probed))
+    result = verdict(get_exercise("ex03_2"), judged)
+    assert result.message == "b: the scale is doubled: divide by 2 (1 of 3 cases passed)"
+    alone = verdict(get_exercise("ex03_2"), judged[:1])  # no case tells them apart: both are said
+    assert alone.message.startswith("a: 2 known mistakes give this answer on this case: the scale is doubled")

@@ -15,11 +15,13 @@ from transformer_course_tools.exercises.probe.wire import kind
 class CheckFailure(AssertionError):
     """A check found a wrong answer; the message says on which input and how. ``brief``: the message
     without the fix (what a check at hint level "none" shows); None: the message is "case: what: fix"
-    or "case: what; fix" (see :func:`split_fix`)."""
+    or "case: what; fix" (see :func:`split_fix`). ``named``: how many known mistakes give this answer
+    on this case (:func:`name_mistake`; 0: none is named)."""
 
-    def __init__(self, message: str, brief: str | None = None) -> None:
+    def __init__(self, message: str, brief: str | None = None, named: int = 0) -> None:
         super().__init__(message)
         self.brief = brief
+        self.named = named
 
 
 def split_fix(text: str) -> tuple[str, str]:
@@ -113,10 +115,10 @@ def name_mistake(got: Any, want: Any, mistakes: Mistakes, case: str, atol: float
             found.append(what)
     whats = [split_fix(what)[0] for what in found]
     if len(found) == 1:
-        raise CheckFailure(f"{case}: {found[0]}", brief=f"{case}: {whats[0]}")
+        raise CheckFailure(f"{case}: {found[0]}", brief=f"{case}: {whats[0]}", named=1)
     if found:
         several = f"{case}: {len(found)} known mistakes give this answer on this case: "
-        raise CheckFailure(several + "; or ".join(found), brief=several + "; or ".join(whats))
+        raise CheckFailure(several + "; or ".join(found), brief=several + "; or ".join(whats), named=len(found))
 
 
 def _close(got: Tensor, want: Tensor, atol: float, rtol: float) -> bool:

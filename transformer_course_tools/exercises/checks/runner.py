@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -129,44 +130,54 @@ def isolation(ex: Exercise) -> Isolation:
 def verdict(ex: Exercise, judged: Iterable[tuple[Case, dict]], expected: int | None = None,
             hints: str = "full") -> CheckResult:  # fmt: skip
     """Judge every case's result; the first wrong answer is the message, followed by how many cases
-    passed. ``expected``: how many cases there are, when the results come from elsewhere and may
-    stop short (a missing result is a failed case). ``hints``: "full" says the fix too, "nudge" what
-    is wrong and the exercise's idea, "none" only what is wrong (and a stub its level's hint)."""
+    passed. Where that case cannot tell two known mistakes apart, the first later case that names one
+    alone says it instead. ``expected``: how many cases there are, when the results come from elsewhere
+    and may stop short (a missing result is a failed case). ``hints``: "full" says the fix too, "nudge"
+    what is wrong and the exercise's idea, "none" only what is wrong (and a stub its level's hint)."""
     passed = total = 0
-    first: tuple[str, str] | None = None
+    first: Failure | None = None
     try:
         for case, result in judged:
             total += 1
             failure = judge_case(ex, case, result, hints)
             passed += failure is None
-            first = first or failure
+            if first is None or (failure is not None and first.named > 1 and failure.named == 1):
+                first = failure
     except NotImplementedError as error:  # building the cases reached a stub
         return CheckResult(ex.id, ex.title, NOT_IMPLEMENTED, _stub_message(ex, error, hints), passed, total)
     except MalformedResult as error:
         return CheckResult(ex.id, ex.title, ERROR, f"the probe's result is malformed: {error}", passed, total)
     if expected is not None and total < expected:
-        first = first or (ERROR, f"the probe's result is malformed: results for {total} of {expected} cases")
+        first = first or Failure(ERROR, f"the probe's result is malformed: results for {total} of {expected} cases")
         total = expected
     if first is None:
         return CheckResult(ex.id, ex.title, PASSED, f"{total} cases", passed, total)
-    status, message = first
+    status, message, _ = first
     if status != NOT_IMPLEMENTED:  # a stub's message is read back by the notebooks: left as it is
         message = f"{message} ({passed} of {total} cases passed)"
     return CheckResult(ex.id, ex.title, status, message, passed, total)
 
 
-def judge_case(ex: Exercise, case: Case, result: dict, hints: str = "full") -> tuple[str, str] | None:
-    """One case's verdict: None when it passed, else (status, message)."""
+class Failure(NamedTuple):
+    """A case's failed verdict: its status, its message, and how many known mistakes it names."""
+
+    status: str
+    message: str
+    named: int = 0
+
+
+def judge_case(ex: Exercise, case: Case, result: dict, hints: str = "full") -> Failure | None:
+    """One case's verdict: None when it passed, else its :class:`Failure`."""
     try:
         case.judge(case, Outcome(case, result))
     except NotImplementedError as error:
-        return NOT_IMPLEMENTED, _stub_message(ex, error, hints)
+        return Failure(NOT_IMPLEMENTED, _stub_message(ex, error, hints))
     except CheckFailure as error:
-        return FAILED, _failure_text(ex, case.label, error, hints)
+        return Failure(FAILED, _failure_text(ex, case.label, error, hints), error.named)
     except MalformedResult as error:
-        return ERROR, f"the probe's result is malformed: {error}"
+        return Failure(ERROR, f"the probe's result is malformed: {error}")
     except Exception as error:  # noqa: BLE001 - a judge meeting data it cannot read, or a bug in a check
-        return ERROR, f"the check failed on the result: {type(error).__name__}: {error}"
+        return Failure(ERROR, f"the check failed on the result: {type(error).__name__}: {error}")
     return None
 
 
