@@ -571,9 +571,9 @@ for norm_first in (False, True):
 # - Our `EncoderLayer` and `Encoder` give the same numbers as PyTorch's, with its masks flipped.
 #
 # **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) asks you to write
-# `PositionwiseFeedForward.forward` (ex05_1), `residual` (ex05_2) and `EncoderLayer.forward` (ex05_3);
-# stuck on one, `python -m transformer_course restore ex05_1` puts its worked answer in your student
-# edition.
+# `PositionwiseFeedForward.forward` (ex05_1), `residual` (ex05_2) and `EncoderLayer.forward` (ex05_3).
+# If you are stuck on one, `python -m transformer_course restore ex05_1` puts its worked answer in
+# your student edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -157,8 +157,8 @@ def exercises_sentence(exercises: list, notebook: str | None) -> str:
         return f"{EXERCISES_LINE} {link} has no functions to write: it asks you to explain what this chapter shows."
     functions = _listed([f"`{ex.qualname}` ({ex.id})" for ex in exercises])
     restore = f"`python -m transformer_course restore {exercises[0].id}`"
-    return (f"{EXERCISES_LINE} {link} asks you to write {functions}; stuck on one, {restore} puts its worked "
-            "answer in your student edition.")  # fmt: skip
+    return (f"{EXERCISES_LINE} {link} asks you to write {functions}. If you are stuck on one, {restore} puts its "
+            "worked answer in your student edition.")  # fmt: skip
 
 
 def _listed(items: list[str]) -> str:
@@ -180,8 +180,20 @@ def sentence_end(text: str) -> int:
 
 
 def with_first_sentence(paragraph: str, sentence: str) -> str:
-    """``paragraph`` (one line) with its first sentence replaced by ``sentence`` (the rest kept)."""
-    return sentence + paragraph[sentence_end(paragraph) :]
+    """``paragraph`` (one line) with its first sentences replaced by ``sentence`` (as many as it has; the
+    rest kept)."""
+    rest = paragraph
+    for _ in range(_count_sentences(sentence)):
+        rest = rest[sentence_end(rest) :].lstrip(" ")
+    return f"{sentence} {rest}" if rest else sentence
+
+
+def _count_sentences(text: str) -> int:
+    count = 0
+    while text:
+        text = text[sentence_end(text) :].lstrip(" ")
+        count += 1
+    return count
 
 
 # ---------------------------------------------------------------- an exercise notebook
