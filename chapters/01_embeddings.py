@@ -505,9 +505,9 @@ print("every position of the batch read back:", torch.equal(scores.argmax(dim=-1
 #   build what goes between them.
 #
 # **Exercises:** [exercises/ex01_embeddings.ipynb](../exercises/ex01_embeddings.ipynb) asks you to
-# write `Vocab.encode` (ex01_1), `TokenEmbedding.forward` (ex01_2) and `one_hot_lookup` (ex01_3). If
-# you are stuck on one, `python -m transformer_course restore ex01_1` puts its worked answer in your
-# student edition. That is your own copy of the course, in which each function to write is a stub: the
+# write `Vocab.encode` (ex01_1), `TokenEmbedding.forward` (ex01_2) and `one_hot_lookup` (ex01_3).
+# Stuck on one? `python -m transformer_course restore ex01_1` puts its worked answer in your student
+# edition. That is your own copy of the course, in which each function to write is a stub: the
 # exercise notebook says how to make it.
 
 # %% [markdown]

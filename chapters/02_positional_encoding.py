@@ -515,8 +515,8 @@ for label, x in (("embeddings only:    ", embed(ids)), ("with the positions: ", 
 # **Exercises:**
 # [exercises/ex02_positional_encoding.ipynb](../exercises/ex02_positional_encoding.ipynb) asks you to
 # write `sinusoidal_positional_encoding` (ex02_1), `PositionalEncoding.forward` (ex02_2) and
-# `relative_position_map` (ex02_3). If you are stuck on one, `python -m transformer_course restore
-# ex02_1` puts its worked answer in your student edition.
+# `relative_position_map` (ex02_3). Stuck on one? `python -m transformer_course restore ex02_1` puts
+# its worked answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself

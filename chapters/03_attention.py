@@ -674,8 +674,8 @@ print("token 4 reads positions 0-7 with weights", window_weights[0, 3].numpy().r
 #
 # **Exercises:** [exercises/ex03_attention.ipynb](../exercises/ex03_attention.ipynb) asks you to write
 # `attention_scores` (ex03_1), `apply_mask` (ex03_2), `scaled_dot_product_attention` (ex03_3) and
-# `band_mask` (ex03_4). If you are stuck on one, `python -m transformer_course restore ex03_1` puts
-# its worked answer in your student edition.
+# `band_mask` (ex03_4). Stuck on one? `python -m transformer_course restore ex03_1` puts its worked
+# answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself

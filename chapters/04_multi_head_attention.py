@@ -582,8 +582,8 @@ print("with PyTorch's polarity passed to ours:", torch.allclose(wrong, want, ato
 # **Exercises:**
 # [exercises/ex04_multi_head_attention.ipynb](../exercises/ex04_multi_head_attention.ipynb) asks you
 # to write `split_heads` (ex04_1), `merge_heads` (ex04_2) and `MultiHeadAttention.forward` (ex04_3).
-# If you are stuck on one, `python -m transformer_course restore ex04_1` puts its worked answer in
-# your student edition.
+# Stuck on one? `python -m transformer_course restore ex04_1` puts its worked answer in your student
+# edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -572,8 +572,8 @@ for norm_first in (False, True):
 #
 # **Exercises:** [exercises/ex05_encoder.ipynb](../exercises/ex05_encoder.ipynb) asks you to write
 # `PositionwiseFeedForward.forward` (ex05_1), `residual` (ex05_2) and `EncoderLayer.forward` (ex05_3).
-# If you are stuck on one, `python -m transformer_course restore ex05_1` puts its worked answer in
-# your student edition.
+# Stuck on one? `python -m transformer_course restore ex05_1` puts its worked answer in your student
+# edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -714,9 +714,9 @@ print(check_page(page, build_and_run))
 #
 # **Exercises:** [exercises/ex06_decoder_and_masks.ipynb](../exercises/ex06_decoder_and_masks.ipynb)
 # asks you to write `causal_mask` (ex06_1), `padding_mask` (ex06_2) and `DecoderLayer.forward`
-# (ex06_3). If you are stuck on one, `python -m transformer_course restore ex06_1` puts its worked
-# answer in your student edition. Chapter 07 counts its parameters, and chapter 08 trains a model of
-# this kind (with two vocabularies).
+# (ex06_3). Stuck on one? `python -m transformer_course restore ex06_1` puts its worked answer in your
+# student edition. Chapter 07 counts its parameters, and chapter 08 trains a model of this kind (with
+# two vocabularies).
 
 # %% [markdown]
 # ## Check yourself

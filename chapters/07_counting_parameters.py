@@ -404,11 +404,11 @@ print(f"rows that round right at V = {V_PAPER:,}: {', '.join(holding) or 'none'}
 # **Exercises:**
 # [exercises/ex07_counting_parameters.ipynb](../exercises/ex07_counting_parameters.ipynb) asks you to
 # write `attention_parameters` (ex07_1), `layer_parameters` (ex07_2) and `transformer_parameters`
-# (ex07_3). If you are stuck on one, `python -m transformer_course restore ex07_1` puts its worked
-# answer in your student edition. The third folds in a question worth predicting by hand: how many
-# parameters does the base model gain when it is made pre-LN with separate source and target
-# embeddings? Section 1's formula leaves out pre-LN's final LayerNorms: extend it. Chapter 11 tests
-# some of the paper's other choices by training small models.
+# (ex07_3). Stuck on one? `python -m transformer_course restore ex07_1` puts its worked answer in your
+# student edition. The third folds in a question worth predicting by hand: how many parameters does
+# the base model gain when it is made pre-LN with separate source and target embeddings? Section 1's
+# formula leaves out pre-LN's final LayerNorms: extend it. Chapter 11 tests some of the paper's other
+# choices by training small models.
 
 # %% [markdown]
 # ## Check yourself

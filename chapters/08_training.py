@@ -800,8 +800,8 @@ expect_at_least("the shipped model: exact match on the test split", shipped_scor
 #
 # **Exercises:** [exercises/ex08_training.ipynb](../exercises/ex08_training.ipynb) asks you to write
 # `transformer_lr` (ex08_1), `teacher_forcing` (ex08_2), `label_smoothed_cross_entropy` (ex08_3) and
-# `train_step` (ex08_4). If you are stuck on one, `python -m transformer_course restore ex08_1` puts
-# its worked answer in your student edition.
+# `train_step` (ex08_4). Stuck on one? `python -m transformer_course restore ex08_1` puts its worked
+# answer in your student edition.
 
 # %% [markdown]
 # ## Check yourself

@@ -769,10 +769,10 @@ expect_at_least(f"the cache's speed-up at {lengths_to_time[-1]} tokens", speedup
 # under-trained copy into search errors and model errors, and reads every attention head.
 #
 # **Exercises:** [exercises/ex09_decoding.ipynb](../exercises/ex09_decoding.ipynb) asks you to write
-# `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3). If you are stuck on one,
-# `python -m transformer_course restore ex09_1` puts its worked answer in your student edition. From
-# the command line: `python -m transformer_course translate "three hundred and forty-two" --beam 4`
-# (without a checkpoint file it uses the shipped numbers model).
+# `greedy_step` (ex09_1), `top_p_filter` (ex09_2) and `beam_step` (ex09_3). Stuck on one? `python -m
+# transformer_course restore ex09_1` puts its worked answer in your student edition. From the command
+# line: `python -m transformer_course translate "three hundred and forty-two" --beam 4` (without a
+# checkpoint file it uses the shipped numbers model).
 
 # %% [markdown]
 # ## Check yourself

@@ -795,9 +795,9 @@ with tempfile.TemporaryDirectory() as scratch:  # deleted at the end of the bloc
 #   gradient is weighted by its share of the tokens, and the result equals one process.
 #
 # **Exercises:** [exercises/ex12_real_translation.ipynb](../exercises/ex12_real_translation.ipynb)
-# asks you to write `pack` (ex12_1), `average_state_dicts` (ex12_2) and `bpe_merges` (ex12_3). If you
-# are stuck on one, `python -m transformer_course restore ex12_1` puts its worked answer in your
-# student edition. From the command line:
+# asks you to write `pack` (ex12_1), `average_state_dicts` (ex12_2) and `bpe_merges` (ex12_3). Stuck
+# on one? `python -m transformer_course restore ex12_1` puts its worked answer in your student
+# edition. From the command line:
 #
 # ```bash
 # python -m transformer_course check ex12_1 ex12_2 ex12_3

@@ -718,7 +718,7 @@ expect_at_most("held-out loss, more than a nat below the token frequencies' (nat
 # **Exercises:**
 # [exercises/ex13_modern_language_models.ipynb](../exercises/ex13_modern_language_models.ipynb) asks
 # you to write `RMSNorm.forward` (ex13_1), `apply_rope` (ex13_2), `repeat_kv` (ex13_3),
-# `SwiGLU.forward` (ex13_4) and `online_softmax_update` (ex13_5). If you are stuck on one, `python -m
+# `SwiGLU.forward` (ex13_4) and `online_softmax_update` (ex13_5). Stuck on one? `python -m
 # transformer_course restore ex13_1` puts its worked answer in your student edition.
 #
 # ## Check yourself

@@ -670,10 +670,10 @@ expect("LayerNorm and RMSNorm: mean validation losses within 0.05 nats of each o
 # %% [markdown]
 # **Exercises:**
 # [exercises/ex14_training_a_language_model.ipynb](../exercises/ex14_training_a_language_model.ipynb)
-# asks you to write `warmup_cosine_lr` (ex14_1), `make_adamw` (ex14_2) and `adamw_step` (ex14_3). If
-# you are stuck on one, `python -m transformer_course restore ex14_1` puts its worked answer in your
-# student edition. The chapter also runs your answers to earlier exercises, chapter 13's blocks among
-# them: the exercise notebook lists them.
+# asks you to write `warmup_cosine_lr` (ex14_1), `make_adamw` (ex14_2) and `adamw_step` (ex14_3).
+# Stuck on one? `python -m transformer_course restore ex14_1` puts its worked answer in your student
+# edition. The chapter also runs your answers to earlier exercises, chapter 13's blocks among them:
+# the exercise notebook lists them.
 #
 # ## Check yourself
 #

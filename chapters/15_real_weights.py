@@ -612,8 +612,8 @@ for name, same in same_lm.items():
 #
 # **Exercises:** [exercises/ex15_real_weights.ipynb](../exercises/ex15_real_weights.ipynb) asks you to
 # write `rope_halves_to_interleaved` (ex15_1), `split_conv1d` (ex15_2) and `marian_layer_names`
-# (ex15_3). If you are stuck on one, `python -m transformer_course restore ex15_1` puts its worked
-# answer in your student edition.
+# (ex15_3). Stuck on one? `python -m transformer_course restore ex15_1` puts its worked answer in your
+# student edition.
 #
 # ## Check yourself
 #

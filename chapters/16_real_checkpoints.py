@@ -831,8 +831,8 @@ scratch.cleanup()  # section 4's tokenizer files and section 5's exports: every 
 #
 # **Exercises:** [exercises/ex16_real_checkpoints.ipynb](../exercises/ex16_real_checkpoints.ipynb)
 # asks you to write `dequantize_rows` (ex16_1), `quantize_rows` (ex16_2) and `int8_linear` (ex16_3).
-# If you are stuck on one, `python -m transformer_course restore ex16_1` puts its worked answer in
-# your student edition.
+# Stuck on one? `python -m transformer_course restore ex16_1` puts its worked answer in your student
+# edition.
 #
 # ## Check yourself
 #

@@ -157,8 +157,8 @@ def exercises_sentence(exercises: list, notebook: str | None) -> str:
         return f"{EXERCISES_LINE} {link} has no functions to write: it asks you to explain what this chapter shows."
     functions = _listed([f"`{ex.qualname}` ({ex.id})" for ex in exercises])
     restore = f"`python -m transformer_course restore {exercises[0].id}`"
-    return (f"{EXERCISES_LINE} {link} asks you to write {functions}. If you are stuck on one, {restore} puts its "
-            "worked answer in your student edition.")  # fmt: skip
+    return (f"{EXERCISES_LINE} {link} asks you to write {functions}. Stuck on one? {restore} puts its worked "
+            "answer in your student edition.")  # fmt: skip
 
 
 def _listed(items: list[str]) -> str:
@@ -167,14 +167,14 @@ def _listed(items: list[str]) -> str:
 
 
 def sentence_end(text: str) -> int:
-    """Where the first sentence of ``text`` ends (after its full stop): the first "." followed by a space
-    or the end, outside code spans, links and brackets (``len(text)`` if none)."""
+    """Where the first sentence of ``text`` ends (after its full stop): the first "." or "?" followed by a
+    space or the end, outside code spans, links and brackets (``len(text)`` if none)."""
     depth, code = 0, False
     for i, char in enumerate(text):
         code = not code if char == "`" else code
         if not code:
             depth += (char in "([{") - (char in ")]}")
-            if char == "." and depth == 0 and text[i + 1 : i + 2] in ("", " "):
+            if char in ".?" and depth == 0 and text[i + 1 : i + 2] in ("", " "):
                 return i + 1
     return len(text)
 
