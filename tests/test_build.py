@@ -243,7 +243,9 @@ def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Pat
     assert (copy / "tests" / "attempts" / "ex12_4.py").read_text(encoding="utf-8") == build.ATTEMPTS_HEADER
     text = (copy / "chapters" / "12_real_translation.py").read_text(encoding="utf-8")
     chapter = " ".join(w for w in text.split() if w != "#")  # the markdown's words, however the lines wrap
-    assert "`average_state_dicts` (ex12_2), `bpe_merges` (ex12_3) and `pick_sentence_profile` (ex12_4). Stuck" in chapter
+    assert (
+        "`average_state_dicts` (ex12_2), `bpe_merges` (ex12_3) and `pick_sentence_profile` (ex12_4). Stuck" in chapter
+    )
     notebook = (copy / NOTEBOOK.replace("03_attention", "12_real_translation")).read_text(encoding="utf-8")
     assert "# | ex12_4 | `pick_sentence_profile(" in notebook and "# **Order:** the four are independent" in notebook
     assert "# # Exercises 12 — " in notebook
