@@ -125,18 +125,17 @@ check("ex01_1")
 #
 # **File:** `transformer_course/embeddings.py`, method `TokenEmbedding.forward(self, tokens)`.
 #
-# **Input:** integer ids of shape (B, T) (any shape works). **Output:** float vectors of shape
-# (B, T, D) with D = `self.d_model`: the rows of the embedding table for those ids, multiplied by
-# $\sqrt{d_{model}}$ (paper §3.4).
+# Return the rows of the embedding table for the ids `tokens`, multiplied by $\sqrt{d_{model}}$
+# (paper §3.4).
 #
 # Useful attributes: `self.embedding` (an `nn.Embedding`), `self.d_model`.
 #
-# **Watch out for:** the factor is $\sqrt{d_{model}}$, not $d_{model}$ and not $1/\sqrt{d_{model}}$.
-# Scale the looked-up vectors, not the table itself (changing `self.embedding.weight` would
-# compound at every call), and keep the result connected to the weight (no `.data`, no
-# `torch.no_grad()`), or training would never update the embeddings.
-#
-# - **Shapes:** `tokens` (B, T) integer ids → output (B, T, D).
+# - **Shapes:** `tokens` (B, T) integer ids (any shape works) → (B, T, D) float vectors, D =
+#   `d_model`.
+# - **Watch for:** the factor is $\sqrt{d_{model}}$, not $d_{model}$ and not $1/\sqrt{d_{model}}$.
+#   Scale the looked-up vectors, not the table itself (changing `self.embedding.weight` would
+#   compound at every call), and keep the result connected to the weight (no `.data`, no
+#   `torch.no_grad()`), or training would never update the embeddings.
 
 # %%
 # YOUR CODE HERE
@@ -154,21 +153,19 @@ check("ex01_2")
 #
 # **File:** `transformer_course/embeddings.py`, function `one_hot_lookup(tokens, weight)`.
 #
-# **Input:** integer ids `tokens` of shape (B, T) (or any other shape) and a matrix `weight` of
-# shape (V, D). **Output:** shape (B, T, D), the same numbers as `weight[tokens]`, but computed as
-# chapter 01 derives it: one-hot rows of length V times the matrix.
+# Return the same numbers as `weight[tokens]`, but computed as chapter 01 derives them: one-hot
+# rows of length V times the matrix.
 #
 # `torch.nn.functional.one_hot(tokens, num_classes)` returns a tensor of shape (B, T, V) holding
 # 0s and 1s as *integers*.
 #
-# **Watch out for:** without `num_classes`, `F.one_hot` makes rows only as long as the largest id
-# in the batch plus one, which breaks the product whenever the last rows of the table are not used.
-# An integer matrix cannot be multiplied by a float one; convert the one-hot rows to
-# `weight.dtype` so that a `float64` table gives a `float64` result. The result must stay
-# differentiable with respect to `weight`.
-#
 # - **Shapes:** `tokens` (B, T) integer ids (any leading shape works); `weight` (V, D) → output
 #   (B, T, D), with the dtype of `weight`.
+# - **Watch for:** without `num_classes`, `F.one_hot` makes rows only as long as the largest id in
+#   the batch plus one, which breaks the product whenever the last rows of the table are not used.
+#   An integer matrix cannot be multiplied by a float one; convert the one-hot rows to
+#   `weight.dtype` so that a `float64` table gives a `float64` result. The result must stay
+#   differentiable with respect to `weight`.
 
 # %%
 # YOUR CODE HERE

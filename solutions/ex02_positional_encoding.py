@@ -161,25 +161,22 @@ check("ex02_1")
 # **File:** `transformer_course/positional.py`, method `PositionalEncoding.forward(self, x,
 # offset=0)`.
 #
-# Write the end of the method, after the input checks.
-#
-# **Input:** `x` of shape (B, T, D), batch-first, and an integer `offset` (0 unless x continues a
-# longer sequence: chapter 09 feeds a translation one token at a time, and token number L sits at
-# position L). **Output:** the same shape and dtype: `x + PE[offset : offset + T]`, then dropout
-# (§5.4 applies dropout to the sum of embeddings and positional encodings).
+# Write the end of the method, after the input checks: return `x + PE[offset : offset + T]`, then
+# dropout (§5.4 applies dropout to the sum of embeddings and positional encodings). `offset` is 0
+# unless x continues a longer sequence: chapter 09 feeds a translation one token at a time, and
+# token number L sits at position L.
 #
 # Useful attributes: `self.pe`, the (max_len, D) table (a buffer), and `self.dropout`.
 #
-# **Watch out for:** the positions are on axis 1. `x.size(0)` is the *batch size*: slicing the
-# table with it gives every position of a sentence the same vector when B = 1 (the check tries
-# that first). Do not add in place (`x += …` would change the caller's tensor), convert the table
-# to `x.dtype` so that a `float16` input gives a `float16` output, and apply `self.dropout` to the
-# whole sum.
+# - **Shapes:** `x` (B, T, D), batch-first → the same shape and dtype.
+# - **Watch for:** the positions are on axis 1. `x.size(0)` is the *batch size*: slicing the table
+#   with it gives every position of a sentence the same vector when B = 1 (the check tries that
+#   first). Do not add in place (`x += …` would change the caller's tensor), convert the table to
+#   `x.dtype` so that a `float16` input gives a `float16` output, and apply `self.dropout` to the
+#   whole sum.
 #
 # The check builds its own table, so you can do this exercise before exercise 1; the try-it cell
 # below needs exercise 1, because `PositionalEncoding(...)` computes its table when it is created.
-#
-# - **Shapes:** `x` (B, T, D) → (B, T, D).
 
 # %%
 ### BEGIN SOLUTION

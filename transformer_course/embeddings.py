@@ -45,7 +45,7 @@ class TokenEmbedding(nn.Module):
             ``init_std=1.0`` is PyTorch's default for ``nn.Embedding``, the mismatch chapter 01 measures.
 
     Shape:
-        tokens: (B, T) integer ids → output (B, T, D)
+        tokens: (B, T) integer ids (any shape works) → (B, T, D) float vectors, D = ``d_model``
     """
 
     def __init__(

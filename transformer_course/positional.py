@@ -71,7 +71,7 @@ class PositionalEncoding(nn.Module):
     (``persistent=False``): it is a formula, not a learned weight.
 
     Shape:
-        x: (B, T, D) → (B, T, D)
+        x: (B, T, D), batch-first → the same shape and dtype
 
     ``forward(x, offset=L)`` treats x as the positions L … L+T-1 of a longer sequence: chapter 09
     feeds the decoder one new token at a time, and token number L must get the vector of position L.
