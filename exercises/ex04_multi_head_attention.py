@@ -55,7 +55,7 @@
 # ex03_2 and ex03_3. Until they are written it stops at the first of them, naming all those still to
 # write.
 #
-# **Order:** ex04_3 calls ex03_3, ex04_1 and ex04_2, so write those first.
+# **Order:** ex04_3 calls ex03_3, ex04_1 and ex04_2, so write ex03_3, ex04_1 and ex04_2 first.
 
 # %% tags=["colab"]
 import sys

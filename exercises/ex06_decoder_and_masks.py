@@ -54,7 +54,7 @@
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2 and ex05_3. Until they are
 # written it stops at the first of them, naming all those still to write.
 #
-# **Order:** ex06_3 calls ex04_3, ex05_1 and ex05_2, so write those first.
+# **Order:** ex06_3 calls ex04_3, ex05_1 and ex05_2, so write ex04_3, ex05_1 and ex05_2 first.
 #
 # Every mask in this course is boolean with **True = may attend**, broadcastable to the
 # (B, H, T, S) attention scores. (`nn.MultiheadAttention` and `nn.Transformer*` use the opposite.)

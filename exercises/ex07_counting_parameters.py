@@ -56,7 +56,7 @@
 # ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2 and ex06_3.
 # Until they are written it stops at the first of them, naming all those still to write.
 #
-# **Order:** ex07_2 calls ex07_1; ex07_3 calls ex07_2, so write those first.
+# **Order:** ex07_2 calls ex07_1; ex07_3 calls ex07_2, so write ex07_1 and ex07_2 first.
 
 # %% tags=["colab"]
 import sys

@@ -57,7 +57,7 @@
 # ex06_3, ex09_1, ex09_2, ex09_3, ex13_1, ex13_2, ex13_3, ex13_4, ex15_1 and ex15_3. Until they are
 # written it stops at the first of them, naming all those still to write.
 #
-# **Order:** ex16_3 calls ex16_1, so write it first.
+# **Order:** ex16_3 calls ex16_1, so write ex16_1 first.
 
 # %% tags=["colab"]
 import sys

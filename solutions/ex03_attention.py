@@ -51,7 +51,7 @@
 # | ex03_3 | `scaled_dot_product_attention(q, k, v, mask, dropout_p)` in `attention.py` | medium |
 # | ex03_4 | `band_mask(size, r, device)` in `attention.py` | easy |
 #
-# **Order:** ex03_3 calls ex03_1 and ex03_2, so write those first.
+# **Order:** ex03_3 calls ex03_1 and ex03_2, so write ex03_1 and ex03_2 first.
 
 # %% tags=["colab"]
 import sys

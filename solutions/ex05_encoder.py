@@ -54,7 +54,7 @@
 # ex04_1, ex04_2 and ex04_3. Until they are written it stops at the first of them, naming all those
 # still to write.
 #
-# **Order:** ex05_3 calls ex04_3, ex05_1 and ex05_2, so write those first.
+# **Order:** ex05_3 calls ex04_3, ex05_1 and ex05_2, so write ex04_3, ex05_1 and ex05_2 first.
 
 # %% tags=["colab"]
 import sys

@@ -54,7 +54,7 @@
 # ex02_2, ex03_1, ex03_2, ex03_3, ex04_1, ex04_2, ex04_3, ex05_1, ex05_2, ex05_3, ex06_1, ex06_2 and
 # ex06_3. Until they are written it stops at the first of them, naming all those still to write.
 #
-# **Order:** ex08_4 calls ex08_3, so write it first.
+# **Order:** ex08_4 calls ex08_3, so write ex08_3 first.
 
 # %% tags=["colab"]
 import sys

@@ -200,18 +200,22 @@ def test_the_statements_shapes_are_the_docstrings(course: Path, tmp_path: Path) 
     assert build.problems(copy, EXERCISES) == []
 
 
-def test_what_a_command_can_see_of_the_texts_is_reported_by_the_build() -> None:
+def test_what_a_command_can_see_of_the_texts_is_reported_by_the_build(course: Path, tmp_path: Path) -> None:
     """Two slips of a held-out maintainer that only reading found: existing code made an exercise while a
-    notebook still calls it written (chapter 13's rope_angles), and a hint asking for a device, which no
-    case can test (the checks run on the CPU). A function that takes a ``device`` may speak of it."""
+    notebook still calls it written (chapter 13's rope_angles, here a sentence of a copy on ex03_1's
+    function), and a hint asking for a device, which no case can test (the checks run on the CPU). A
+    function that takes a ``device`` may speak of it."""
     import dataclasses
 
-    rope_angles = dataclasses.replace(
-        get_exercise("ex13_2"), id="ex13_6", target="transformer_course.rotary:rope_angles"
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    _edit(
+        copy / NOTEBOOK,
+        lambda t: t.replace("# ## ex03_2 ", "# `attention_scores(q, k)` is already written.\n#\n# ## ex03_2 ", 1),
     )
-    assert build._text_problems(ROOT, {"ex13_6": rope_angles}) == [
-        "solutions/ex13_modern_language_models.py: a sentence says `rope_angles` is already written, but it is "
-        "exercise ex13_6: mend it (AUTHORING.md, 'Existing code made an exercise')"
+    assert build._text_problems(copy, {"ex03_1": get_exercise("ex03_1")}) == [
+        f"{NOTEBOOK}: a sentence says `attention_scores` is already written, but it is exercise ex03_1: mend it "
+        "(AUTHORING.md, 'Existing code made an exercise')"
     ]
     device = "compute the angles on the positions' device"
     on_device = dataclasses.replace(get_exercise("ex13_2"), hint=device)
@@ -221,6 +225,22 @@ def test_what_a_command_can_see_of_the_texts_is_reported_by_the_build() -> None:
     ]
     assert build._text_problems(ROOT, {"ex03_4": dataclasses.replace(get_exercise("ex03_4"), hint=device)}) == []
     assert build._text_problems(ROOT, EXERCISES) == []
+
+
+def test_a_solutions_notebook_edited_after_its_run_is_reported_by_the_build(course: Path, tmp_path: Path) -> None:
+    """A statement edited in the .py after the notebook ran (a held-out maintainer's .ipynb kept its TO WRITE
+    places while `make exercises` said nothing was missing): the .ipynb is older, and the build says so."""
+    copy = tmp_path / "course"
+    shutil.copytree(course, copy)
+    shutil.copy(ROOT / NOTEBOOK.replace(".py", ".ipynb"), copy / NOTEBOOK.replace(".py", ".ipynb"))
+    assert build.problems(copy, EXERCISES, derived=lock.read(ROOT / lock.RELATIVE)) == []
+    _edit(
+        copy / NOTEBOOK, lambda t: t.replace("# - **Watch for:**", "# - **Watch for:** a note added after the run;", 1)
+    )
+    assert build.problems(copy, EXERCISES, derived=lock.read(ROOT / lock.RELATIVE)) == [
+        "solutions/ex03_attention.ipynb is older than its .py (its outputs too): run `.venv/bin/python "
+        "scripts/execute_notebooks.py solutions/ex03_attention.py`"
+    ]
 
 
 def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Path, tmp_path: Path) -> None:
@@ -261,14 +281,15 @@ def test_a_registration_is_all_an_author_types_of_an_exercises_facts(course: Pat
     ), left
 
 
-def test_the_order_sentence_says_it_for_one_exercise_to_write_first_and_those_for_several() -> None:
-    """The generated "**Order:**" line read "ex16_3 calls ex16_1, so write those first" (one exercise)."""
+def test_the_order_sentence_names_the_exercises_to_write_first() -> None:
+    """The generated "**Order:**" line read "ex16_3 calls ex16_1, so write those first" (one exercise), then
+    "so write it first", which a held-out maintainer read as the caller: it names the ones to write first."""
     from types import SimpleNamespace
 
     one = [SimpleNamespace(id="ex16_1", needs=()), SimpleNamespace(id="ex16_3", needs=("ex16_1",))]
     two = [SimpleNamespace(id="ex03_3", needs=("ex03_1", "ex03_2"))]
-    assert build.order_sentence(one).endswith("ex16_3 calls ex16_1, so write it first.")
-    assert build.order_sentence(two).endswith("ex03_3 calls ex03_1 and ex03_2, so write those first.")
+    assert build.order_sentence(one).endswith("ex16_3 calls ex16_1, so write ex16_1 first.")
+    assert build.order_sentence(two).endswith("ex03_3 calls ex03_1 and ex03_2, so write ex03_1 and ex03_2 first.")
 
 
 def test_an_answer_that_calls_an_undeclared_exercise_is_reported_by_the_build() -> None:

@@ -138,9 +138,9 @@ def order_sentence(exercises: list) -> str:
     how many are independent ("" for a single exercise)."""
     calling = [ex for ex in exercises if ex.needs]
     if calling:
-        needed = {need for ex in calling for need in ex.needs}
-        first = "it" if len(needed) == 1 else "those"
-        return f"{ORDER} {'; '.join(f'{ex.id} calls {_listed(list(ex.needs))}' for ex in calling)}, so write {first} first."
+        needed = sorted({need for ex in calling for need in ex.needs})
+        calls = "; ".join(f"{ex.id} calls {_listed(list(ex.needs))}" for ex in calling)
+        return f"{ORDER} {calls}, so write {_listed(needed)} first."
     if len(exercises) < 2:
         return ""
     count = NUMBERS[len(exercises)] if len(exercises) < len(NUMBERS) else str(len(exercises))
@@ -568,6 +568,10 @@ def problems(root: Path, exercises: Mapping, derived: dict | None = None) -> lis
             ids = [ex.id for ex in chapter_exercises if _placeholder(notebook, ex.id)]
             found.append(f"{rel}: the section of {', '.join(ids) or 'an exercise'} still holds {TODO} placeholders: "
                          "write them")  # fmt: skip
+        paired, source = path.with_suffix(".ipynb"), path.read_text(encoding="utf-8")
+        if paired.is_file() and jupytext.writes(jupytext.read(paired), "py:percent") != source:
+            found.append(f"{paired.relative_to(root)} is older than its .py (its outputs too): run `.venv/bin/python "
+                         f"scripts/execute_notebooks.py {rel}`")  # fmt: skip
         found += [f"{rel}: the statement of {ex.id} has a Shapes line typed by hand: move it to a `Shape:` section "
                   f"of the docstring of {ex.qualname} in {ex.file}, then run `make exercises`, which writes the line "
                   "from it" for ex in chapter_exercises if hand_typed_shapes(notebook, ex, root)]  # fmt: skip

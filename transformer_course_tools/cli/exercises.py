@@ -128,6 +128,8 @@ def _lint_failed(root: Path, files: list[str]) -> bool:
         failed |= done.returncode != 0
         for line in done.stdout.strip().splitlines() if done.returncode else ():
             print(f"lint: {line}")
+        if done.returncode and lint[0] == "format":
+            print(f"lint: `{ruff.relative_to(root) if ruff.is_relative_to(root) else ruff} format FILE` formats a file")
     return failed
 
 
