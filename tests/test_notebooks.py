@@ -3,6 +3,7 @@ and every chapter has the parts a learner relies on."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -30,6 +31,12 @@ def test_pair_is_in_sync(source: Path) -> None:
     assert regenerated == source.read_text(encoding="utf-8"), (
         f"{_rel(source)} and its .ipynb differ: edit the .py, then run `make notebooks NB={_rel(source)}`"
     )
+
+
+def test_a_notebooks_kernel_imports_this_clones_course() -> None:
+    """nbval's kernels inherit pytest's environment, and the root conftest puts this clone on PYTHONPATH: in a
+    second clone that shares a virtual environment, a notebook runs that clone's course, not the installed one."""
+    assert str(ROOT) in os.environ.get("PYTHONPATH", "").split(os.pathsep)
 
 
 @pytest.mark.parametrize("folder", FOLDERS)

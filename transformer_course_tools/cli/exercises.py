@@ -113,7 +113,9 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
         failure = re.match(r"\S*test_(?:attempts|isolation|engine_promise)\.py:\d+: (?:AssertionError: )?(.*)$", line)
         if failure:
             print(f"failed: {failure.group(1)}")
-    print(f"attempts: {lines[-1] if lines else done.stderr.strip()}")
+    print(
+        f"pytest (a test takes all of one exercise's answers of one kind): {lines[-1] if lines else done.stderr.strip()}"
+    )
     return failed or done.returncode != 0
 
 
@@ -128,8 +130,9 @@ def _lint_failed(root: Path, files: list[str]) -> bool:
         failed |= done.returncode != 0
         for line in done.stdout.strip().splitlines() if done.returncode else ():
             print(f"lint: {line}")
-        if done.returncode and lint[0] == "format":
-            print(f"lint: `{ruff.relative_to(root) if ruff.is_relative_to(root) else ruff} format FILE` formats a file")
+        if done.returncode:  # the command that fixes what it can
+            fix = "format FILE` formats a file" if lint[0] == "format" else "check --fix FILE` fixes those marked [*]"
+            print(f"lint: `{ruff.relative_to(root) if ruff.is_relative_to(root) else ruff} {fix}")
     return failed
 
 
