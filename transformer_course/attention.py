@@ -79,8 +79,8 @@ def scaled_dot_product_attention(
     """Equation 1 of the paper, step by step (the teaching path).
 
     Args:
-        q: queries (..., T, Dk); k: keys (..., S, Dk); v: values (..., S, Dv).
-        mask: bool, broadcastable to (..., T, S), True = may attend.
+        q, k, v: the queries, keys and values.
+        mask: bool, True = may attend.
         dropout_p: dropout on the attention weights (not in the paper's §5.4, which drops sub-layer
             outputs, but done by its reference code and by ``nn.MultiheadAttention``); 0.0 at evaluation.
 

@@ -135,15 +135,15 @@ def beam_step(
     token is ``eos_id`` is finished.
 
     Args:
-        scores: (B, K) summed log-probabilities of the hypotheses (``-inf`` for an empty slot).
-        log_probs: (B, K, V) log-probabilities of the next token after each hypothesis, used as
+        scores: the summed log-probabilities of the hypotheses.
+        log_probs: the log-probabilities of the next token after each hypothesis, used as
             they are: ``-inf`` for a token that cannot come next, and a row may sum to less than
             1 (an engine may pass a shortlist: the K most probable tokens, ``<eos>`` and ``<pad>``).
-        finished: (B, K) bool; lengths: (B, K) number of tokens generated so far.
+        finished: whether each hypothesis is finished; lengths: the number of tokens it has generated.
         eos_id, pad_id: ``<eos>`` and ``<pad>``, two different ids in [0, V).
 
     Returns:
-        ``(origin, tokens, scores, finished, lengths)``, each (B, K): which old hypothesis (0…K-1)
+        ``(origin, tokens, scores, finished, lengths)``: which old hypothesis (0…K-1)
         each survivor extends, the token it adds, its summed log-probability (not penalised),
         whether it is finished, and its length.
 

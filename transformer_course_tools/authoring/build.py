@@ -310,8 +310,7 @@ def _with_shapes(source: str, shapes: str) -> str:
 
 def hand_typed_shapes(notebook, ex, root: Path) -> bool:  # noqa: ANN001 - a jupytext notebook
     """Whether the exercise's statement has a "Shapes" line that no docstring section makes."""
-    start = _heading_cell(notebook.cells, ex.id)
-    return start is not None and SHAPES in notebook.cells[start].source and shapes_line(ex, root) is None
+    return SHAPES in _statement(notebook, ex.id) and shapes_line(ex, root) is None
 
 
 def _worked(source: str, answer: str) -> str:

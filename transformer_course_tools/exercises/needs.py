@@ -3,8 +3,9 @@
 A chapter imports names of the course (``from transformer_course import Transformer``). From each,
 the code of the rooms is followed name by name: a function reaches the names its body uses, a class
 every method it has (an instance's methods are called where it goes), a method the methods of
-``self`` it calls. Every exercise's function reached is one the chapter needs. The build (``make exercises``) records the
-result in the course's lock; a chapter that stops at an unwritten exercise names them all.
+``self`` it calls. Every exercise's function reached is one the chapter needs. The build (``make
+exercises``) records the result in the course's lock; a chapter that stops at an unwritten exercise
+names them all.
 """
 
 from __future__ import annotations
