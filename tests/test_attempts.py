@@ -10,6 +10,7 @@ import re
 import pytest
 
 from transformer_course_tools.exercises.checks import run_check
+from transformer_course_tools.exercises.checks._tools import mistakes_met
 from transformer_course_tools.exercises.checks.registry import load_checks
 
 from .attempts import Attempt, attempts
@@ -86,3 +87,30 @@ def test_each_hint_level_says_what_the_one_below_says_and_more(exercise_id: str)
         assert all(what in full for what in none.split("; or ")) and len(full) > len(none), (attempt.name, full)
         fix = full[len(none) :] if full.startswith(none) else "; several named, each with its fix"
         assert nudge in full or fix.startswith((": ", "; ")), (attempt.name, full)
+
+
+def _mistake(text: str) -> str:
+    """A known mistake's text, its numbers aside: a case writes its own values into it ("eos_id=2")."""
+    return re.sub(r"\d+(?:\.\d+)?(?:e-?\d+)?", "#", text)
+
+
+@pytest.mark.parametrize("exercise_id", _marked(EXERCISES))
+def test_every_known_mistake_is_named_for_a_wrong_answer(exercise_id: str) -> None:
+    """Each mistake a judge knows (a replay in ``mistakes=``) is named for one wrong answer at least: a
+    replay that nothing runs may not be what the mistake gives, and then it names nothing (study 53F's
+    was such). And its replay differs from the right answer on some case, else no case can name it."""
+    with mistakes_met() as known:
+        assert run_check(exercise_id).passed, f"{exercise_id}: the worked answer fails its check"
+    named = set()
+    for attempt in _of(exercise_id, "mutant", "own", "tester"):
+        with mistakes_met() as met:
+            run_check(exercise_id, attempt.impl, timeout=120)
+        named |= {_mistake(m.what) for m in met if m.named}
+    kinds = {_mistake(m.what): m.what for m in known}  # one text of each kind
+    differs = {_mistake(m.what) for m in known if m.differs}
+    problems = [f"no case tells its replay from the right answer: {kinds[k]!r}" for k in kinds if k not in differs]
+    problems += [f"no wrong answer gets {kinds[k]!r}" for k in kinds if k in differs and k not in named]
+    assert not problems, (
+        f"{exercise_id}'s known mistakes: {' | '.join(problems)} (write the wrong answer in tests/attempts/"
+        f"{exercise_id}.py as a learner would; if it does not get the message, the replay is not that mistake's)"
+    )

@@ -12,6 +12,7 @@ from transformer_course_tools.exercises.checks._tools import (
     expect_equal,
     expect_finite,
     matches,
+    mistakes_met,
     name_mistake,
     pattern,
 )
@@ -109,6 +110,20 @@ def test_a_known_wrong_answer_is_named_and_only_where_it_differs_from_the_right_
     assert _message(name_mistake, WANT + 1, WANT, same, "case") == "case: one it can"
 
 
+def test_the_mistakes_a_judge_is_given_are_listed_as_met_whatever_the_answer() -> None:
+    """mistakes_met (what tests/test_attempts.py reads to find a mistake no wrong answer reaches): each
+    mistake of each call, whether the case tells it from the right answer, and whether it was named."""
+    mistakes = [(WANT * 2, "the scale is doubled"), (WANT + 0, "a mistake this case cannot show")]
+    with mistakes_met() as met:
+        name_mistake(WANT, WANT, mistakes, "case")  # the right answer: listed, named for nothing
+        with pytest.raises(CheckFailure):
+            expect_close(WANT * 2, WANT, "x", "case", mistakes=mistakes)
+    assert met == [("the scale is doubled", True, False), ("a mistake this case cannot show", False, False),
+                   ("the scale is doubled", True, True), ("a mistake this case cannot show", False, False)]  # fmt: skip
+    name_mistake(WANT, WANT, mistakes, "case")  # outside it, nothing is listed
+    assert len(met) == 4
+
+
 def test_mistakes_that_give_the_same_answer_on_a_case_are_all_said() -> None:
     both = [(WANT * 2, "the scale is doubled"), (WANT + WANT, "x is added twice"), (WANT * 2, "the scale is doubled")]
     assert _message(name_mistake, WANT * 2, WANT, both, "case") == (
@@ -145,3 +160,12 @@ def test_a_case_that_cannot_tell_mistakes_apart_gives_way_to_a_later_case_that_n
     assert result.message == "b: the scale is doubled: divide by 2 (1 of 3 cases passed)"
     alone = verdict(get_exercise("ex03_2"), judged[:1])  # no case tells them apart: both are said
     assert alone.message.startswith("a: 2 known mistakes give this answer on this case: the scale is doubled")
+
+
+def test_a_check_run_with_a_timeout_lists_the_mistakes_it_meets_too() -> None:
+    """run_check(..., timeout=...) judges in a thread of its own, which sees the caller's mistakes_met."""
+    from transformer_course_tools.exercises.checks import run_check
+
+    with mistakes_met() as met:
+        assert run_check("ex03_1", timeout=60).passed
+    assert met

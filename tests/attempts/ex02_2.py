@@ -68,6 +68,12 @@ def _off_by_one(self, x, offset=0):
     return self.dropout(x + self.pe[1 : x.shape[1] + 1].to(x.dtype))
 
 
+@wrong("mutant", "the table scaled by sqrt(d_model)", says="the table is multiplied by sqrt(d_model)")
+def _table_rescaled(self, x, offset=0):
+    table = self.pe[offset : offset + x.shape[1]] * math.sqrt(self.d_model)  # scaled like the embeddings
+    return self.dropout(x + table.to(x.dtype))
+
+
 # -- own mistakes and alternatives
 
 

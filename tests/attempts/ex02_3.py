@@ -45,6 +45,19 @@ def _shift_matrix(k, d_model):
     return torch.roll(torch.eye(d_model), shifts=k, dims=0)  # moves columns around; not a rotation
 
 
+@wrong("mutant", "both off-diagonal terms -sin", says="both sin terms are -sin")
+def _both_minus_sin(k, d_model):
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = k * torch.exp(-math.log(10000.0) * two_i / d_model)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    m[0::2, 0::2] = torch.diag(cos)
+    m[0::2, 1::2] = torch.diag(-sin)  # a minus on both: not a rotation
+    m[1::2, 0::2] = torch.diag(-sin)
+    m[1::2, 1::2] = torch.diag(cos)
+    return m.float()
+
+
 # -- own mistakes and alternatives
 
 

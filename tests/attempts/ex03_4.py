@@ -33,6 +33,12 @@ def _band_past_only(size, r, device=None):
     return (d >= 0) & (d <= r)
 
 
+@wrong("mutant", "only the keys after t (s - t <= r)", says="only the positions after t are in the window")
+def _band_future_only(size, r, device=None):
+    d = _distances(size, device)
+    return (d <= 0) & (d >= -r)
+
+
 @wrong("own", says="the diagonal is False")
 def _band_without_itself(size, r, device=None):
     d = _distances(size, device).abs()

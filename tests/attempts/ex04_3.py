@@ -44,6 +44,55 @@ def _query_as_key(self, query, key, value, mask=None, need_weights=False, **kwar
     return self.w_o(merge_heads(heads)), weights
 
 
+@wrong("mutant", "w_q and w_k swapped", says="w_q and w_k are swapped")
+def _w_q_and_w_k_swapped(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_k(query), self.n_heads)  # the two projections swapped
+    k = split_heads(self.w_q(key), self.n_heads)
+    v = split_heads(self.w_v(value), self.n_heads)
+    heads, weights = _attend(self, q, k, v, mask, need_weights)
+    return self.w_o(merge_heads(heads)), weights
+
+
+@wrong("mutant", "keys projected with w_q", says="the keys are projected with w_q")
+def _keys_with_w_q(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k = split_heads(self.w_q(key), self.n_heads)  # copied from the line above
+    v = split_heads(self.w_v(value), self.n_heads)
+    heads, weights = _attend(self, q, k, v, mask, need_weights)
+    return self.w_o(merge_heads(heads)), weights
+
+
+@wrong("mutant", "values projected from the key input", says="the values are projected from the key input")
+def _values_from_key(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k = split_heads(self.w_k(key), self.n_heads)
+    v = split_heads(self.w_v(key), self.n_heads)  # key, not value
+    heads, weights = _attend(self, q, k, v, mask, need_weights)
+    return self.w_o(merge_heads(heads)), weights
+
+
+@wrong("mutant", "values projected with w_k", says="the values are projected with w_k")
+def _values_with_w_k(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k = split_heads(self.w_k(key), self.n_heads)
+    v = split_heads(self.w_k(value), self.n_heads)  # w_k, not w_v
+    heads, weights = _attend(self, q, k, v, mask, need_weights)
+    return self.w_o(merge_heads(heads)), weights
+
+
+# crashes first on a cross-attention case (S != T); the self-attention cases name the mistake
+@wrong("mutant", "scores k·qᵀ instead of q·kᵀ", says="check which operand is transposed")
+def _scores_transposed(self, query, key, value, mask=None, need_weights=False, **kwargs):
+    q = split_heads(self.w_q(query), self.n_heads)
+    k = split_heads(self.w_k(key), self.n_heads)
+    v = split_heads(self.w_v(value), self.n_heads)
+    scores = k @ q.transpose(-2, -1) / math.sqrt(self.d_k)  # should be q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = F.dropout(scores.softmax(-1), self.dropout if self.training else 0.0)
+    return self.w_o(merge_heads(weights @ v)), (weights if need_weights else None)
+
+
 @wrong("mutant", "mask polarity reversed")
 def _reversed_polarity(self, query, key, value, mask=None, need_weights=False, **kwargs):
     q = split_heads(self.w_q(query), self.n_heads)

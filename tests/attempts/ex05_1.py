@@ -34,6 +34,11 @@ def _ffn_no_dropout(self, x):
     return self.linear2(self.linear1(x).relu())
 
 
+@wrong("mutant", "self.dropout never called", says="self.dropout is never applied")
+def _ffn_dropout_forgotten(self, x):
+    return self.linear2(self.activation(self.linear1(x)))
+
+
 @wrong("mutant", "ReLU applied to the input")
 def _ffn_relu_on_input(self, x):
     return self.linear2(self.dropout(self.linear1(x.relu())))

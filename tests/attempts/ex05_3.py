@@ -55,6 +55,30 @@ def _enc_attention_on_unnormalised_input(self, x, mask=None):
     return x + self.dropout2(self.ffn(self.norm2(x)))
 
 
+@wrong("mutant", "post-LN written out, norm1 forgotten", says="norm1 is not applied after the self-attention")
+def _enc_post_ln_without_norm1(self, x, mask=None):
+    if self.norm_first:
+        x = x + self.dropout1(self.self_attn(self.norm1(x), self.norm1(x), self.norm1(x), mask)[0])
+        return x + self.dropout2(self.ffn(self.norm2(x)))
+    x = x + self.dropout1(self.self_attn(x, x, x, mask)[0])  # the sum is never normalised
+    return self.norm2(x + self.dropout2(self.ffn(x)))
+
+
+@wrong("mutant", "post-LN written out, norm2 forgotten", says="norm2 is not applied after the feed-forward network")
+def _enc_post_ln_without_norm2(self, x, mask=None):
+    if self.norm_first:
+        x = x + self.dropout1(self.self_attn(self.norm1(x), self.norm1(x), self.norm1(x), mask)[0])
+        return x + self.dropout2(self.ffn(self.norm2(x)))
+    x = self.norm1(x + self.dropout1(self.self_attn(x, x, x, mask)[0]))
+    return x + self.dropout2(self.ffn(x))  # the sum is never normalised
+
+
+@wrong("mutant", "the FFN's function reads x, not h", says="the feed-forward network reads x, not its argument h")
+def _enc_ffn_reads_x(self, x, mask=None):
+    x = self.connection(x, lambda h: self.self_attn(h, h, h, mask)[0], self.norm1, self.dropout1, self.norm_first)
+    return self.connection(x, lambda h: self.ffn(x), self.norm2, self.dropout2, self.norm_first)  # x, not h
+
+
 # -- own mistakes and alternatives
 
 

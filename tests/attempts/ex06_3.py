@@ -93,6 +93,67 @@ def _dec_no_ffn(self, x, memory, tgt_mask=None, memory_mask=None):
     )
 
 
+@wrong("mutant", "always pre-LN", says="this is the other order; norm_first=False")
+def _dec_always_pre_ln(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, True)
+    x = residual(x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, True)
+    return residual(x, self.ffn, self.norm3, self.dropout3, True)
+
+
+@wrong("mutant", "self-attention sub-layer missing", says="the masked self-attention sub-layer is missing")
+def _dec_no_self_attention(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = residual(
+        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
+    )
+    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+def _dec_by_hand(self, x, memory, tgt_mask, memory_mask, post_norms):
+    """The layer written out; post-LN normalises each sum with ``post_norms`` (a norm left out: identity)."""
+    if self.norm_first:
+        h = self.norm1(x)
+        x = x + self.dropout1(self.self_attn(h, h, h, tgt_mask)[0])
+        x = x + self.dropout2(self.cross_attn(self.norm2(x), memory, memory, memory_mask)[0])
+        return x + self.dropout3(self.ffn(self.norm3(x)))
+    n1, n2, n3 = post_norms
+    x = n1(x + self.dropout1(self.self_attn(x, x, x, tgt_mask)[0]))
+    x = n2(x + self.dropout2(self.cross_attn(x, memory, memory, memory_mask)[0]))
+    return n3(x + self.dropout3(self.ffn(x)))
+
+
+@wrong("mutant", "post-LN written out, norm1 forgotten", says="norm1 is not applied after the masked self-attention")
+def _dec_post_ln_without_norm1(self, x, memory, tgt_mask=None, memory_mask=None):
+    return _dec_by_hand(self, x, memory, tgt_mask, memory_mask, (lambda t: t, self.norm2, self.norm3))
+
+
+@wrong("mutant", "post-LN written out, norm2 forgotten", says="norm2 is not applied after the cross-attention")
+def _dec_post_ln_without_norm2(self, x, memory, tgt_mask=None, memory_mask=None):
+    return _dec_by_hand(self, x, memory, tgt_mask, memory_mask, (self.norm1, lambda t: t, self.norm3))
+
+
+@wrong("mutant", "post-LN written out, norm3 forgotten", says="norm3 is not applied after the feed-forward network")
+def _dec_post_ln_without_norm3(self, x, memory, tgt_mask=None, memory_mask=None):
+    return _dec_by_hand(self, x, memory, tgt_mask, memory_mask, (self.norm1, self.norm2, lambda t: t))
+
+
+@wrong("mutant", "the self-attention's function reads x, not h", says="the masked self-attention reads x")
+def _dec_self_attention_reads_x(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = residual(x, lambda h: self.self_attn(x, x, x, tgt_mask)[0], self.norm1, self.dropout1, self.norm_first)
+    x = residual(
+        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
+    )
+    return residual(x, self.ffn, self.norm3, self.dropout3, self.norm_first)
+
+
+@wrong("mutant", "the FFN's function reads x, not h", says="the feed-forward network reads x")
+def _dec_ffn_reads_x(self, x, memory, tgt_mask=None, memory_mask=None):
+    x = residual(x, _self_attention(self, tgt_mask), self.norm1, self.dropout1, self.norm_first)
+    x = residual(
+        x, lambda h: self.cross_attn(h, memory, memory, memory_mask)[0], self.norm2, self.dropout2, self.norm_first
+    )
+    return residual(x, lambda h: self.ffn(x), self.norm3, self.dropout3, self.norm_first)
+
+
 # -- own mistakes and alternatives
 
 

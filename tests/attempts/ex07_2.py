@@ -43,6 +43,11 @@ def _attention_without_bias(d_model, n_heads, d_ff, d_k=None, d_v=None, decoder=
     return _layer(d_model, n_heads, d_ff, d_k, d_v, decoder, attention_bias=False)
 
 
+@wrong("mutant", "every layer counted as a decoder layer", says="counted with a cross-attention")
+def _encoder_as_decoder(d_model, n_heads, d_ff, d_k=None, d_v=None, decoder=False):
+    return _layer(d_model, n_heads, d_ff, d_k, d_v, True)  # decoder=False ignored
+
+
 # -- own mistakes and alternatives
 
 

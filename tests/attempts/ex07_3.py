@@ -11,16 +11,18 @@ from . import right, wrong
 
 
 def _model(c, *, tied_counted=False, shared_counted=False, output_bias=True, final_norms=None, decoder_layers=None,
-           decoder_flag=True, target_vocab=None, positions=False):  # fmt: skip
+           decoder_flag=True, target_vocab=None, positions=False, encoder_layers=None, target_embedding=True,
+           output_matrix=True):  # fmt: skip
     d = c.d_model
     v_tgt = c.tgt_vocab_size if target_vocab is None else target_vocab
     sizes = (d, c.n_heads, c.d_ff, c.d_k, c.d_v)
+    n_enc = c.n_encoder_layers if encoder_layers is None else encoder_layers
     n_dec = c.n_decoder_layers if decoder_layers is None else decoder_layers
-    total = c.n_encoder_layers * layer_parameters(*sizes) + n_dec * layer_parameters(*sizes, decoder=decoder_flag)
+    total = n_enc * layer_parameters(*sizes) + n_dec * layer_parameters(*sizes, decoder=decoder_flag)
     total += c.src_vocab_size * d
-    if not c.share_embeddings or shared_counted:
+    if (not c.share_embeddings and target_embedding) or shared_counted:
         total += v_tgt * d
-    if not (c.tie_output or c.share_embeddings) or tied_counted:
+    if (not (c.tie_output or c.share_embeddings) and output_matrix) or tied_counted:
         total += v_tgt * d
     total += v_tgt if output_bias else 0
     total += (4 * d if c.norm_first else 0) if final_norms is None else final_norms * d
@@ -40,6 +42,21 @@ def _one_depth(config):
     return _model(config, decoder_layers=config.n_encoder_layers)
 
 
+@wrong("mutant", "the encoder counted with n_decoder_layers", says="the encoder is counted with n_decoder_layers")
+def _encoder_at_the_decoder_depth(config):
+    return _model(config, encoder_layers=config.n_decoder_layers)
+
+
+@wrong("mutant", "the target embedding left out", says="the target embedding is missing")
+def _no_target_embedding(config):
+    return _model(config, target_embedding=False)  # the source's matrix only, as if shared
+
+
+@wrong("mutant", "the untied output matrix left out", says="the output matrix is missing")
+def _no_output_matrix(config):
+    return _model(config, output_matrix=False)  # the bias only, as if tied
+
+
 @wrong("mutant", "the decoder's layers counted as encoder layers")
 def _decoder_flag_forgotten(config):
     return _model(config, decoder_flag=False)
@@ -53,6 +70,11 @@ def _source_vocabulary_everywhere(config):
 @wrong("mutant", "the positional table counted")
 def _positions_counted(config):
     return _model(config, positions=True)
+
+
+@wrong("mutant", "one final LayerNorm for the model, not one per stack", says="one final LayerNorm is counted")
+def _one_final_norm(config):
+    return _model(config, final_norms=2 if config.norm_first else 0)
 
 
 # -- own mistakes and alternatives

@@ -39,6 +39,15 @@ def _padding_zeroed_but_counted(logits, target, smoothing=0.1, pad_id=0):
     return (per_token * (target != pad_id)).mean()
 
 
+@wrong("mutant", "ε times the sum of −log p, not its mean", says="ε multiplies the sum of −log p")
+def _smoothing_on_the_sum(logits, target, smoothing=0.1, pad_id=0):
+    log_probs = logits.log_softmax(-1)
+    nll = -log_probs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    per_token = (1 - smoothing) * nll - smoothing * log_probs.sum(-1)  # sum over V, not the mean
+    keep = target != pad_id
+    return (per_token * keep).sum() / keep.sum().clamp(min=1)
+
+
 @wrong("mutant", "detached from the graph")
 def _returns_a_float(logits, target, smoothing=0.1, pad_id=0):
     loss = F.cross_entropy(

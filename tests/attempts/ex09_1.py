@@ -9,13 +9,13 @@ from . import right, wrong
 # -- mutants
 
 
-@wrong("mutant", "keeps generating after <eos>")
+@wrong("mutant", "keeps generating after <eos>", says="nothing is generated after <eos>")
 def _keeps_generating_after_eos(logits, finished, eos_id, pad_id):
     tokens = logits.argmax(-1)
     return tokens, finished | (tokens == eos_id)
 
 
-@wrong("mutant", "finished rows become unfinished")
+@wrong("mutant", "finished rows become unfinished", says="must stay finished")
 def _forgets_finished_rows(logits, finished, eos_id, pad_id):
     tokens = logits.argmax(-1).masked_fill(finished, pad_id)
     return tokens, tokens == eos_id  # a finished row becomes unfinished again

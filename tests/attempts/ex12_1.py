@@ -41,6 +41,22 @@ _last_length_not_longest = wrong("mutant", "the last example's length taken as t
 )
 
 
+@wrong("mutant", "the longest target is not reset when a batch is cut", says="target's longest is not reset")
+def _target_longest_not_reset(order, src_lengths, tgt_lengths, max_tokens):
+    batches, batch, longest_src, longest_tgt = [], [], 0, 0
+    for i in order:
+        s, t = src_lengths[i], tgt_lengths[i]
+        if max(s, t) > max_tokens:
+            raise ValueError(f"example {i} is longer than max_tokens")
+        grown = len(batch) + 1
+        if batch and (grown * max(longest_src, s) > max_tokens or grown * max(longest_tgt, t) > max_tokens):
+            batches.append(batch)
+            batch, longest_src = [], 0  # longest_tgt kept from the batches before
+        batch.append(i)
+        longest_src, longest_tgt = max(longest_src, s), max(longest_tgt, t)
+    return [*batches, batch] if batch else batches
+
+
 @wrong("mutant", "drops the last batch")
 def _drops_the_last_batch(order, src_lengths, tgt_lengths, max_tokens):
     return _pack_with(lambda batch, lengths, budget: len(batch) * max(lengths[i] for i in batch) <= budget)(

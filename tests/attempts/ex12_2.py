@@ -40,6 +40,11 @@ def _first_two_only(states):
     return _average_keys_of(states[:2], _mean_of) if len(states) > 1 else _average_keys_of(states, _mean_of)
 
 
+@wrong("mutant", "averages the first and the last states only", says="only the first and the last states")
+def _first_and_last_only(states):
+    return _average_keys_of([states[0], states[-1]], _mean_of)
+
+
 @wrong("mutant", "sums without dividing")
 def _sum_not_mean(states):
     return _average_keys_of(states, lambda ts: _mean_of(ts) * len(ts) if ts[0].is_floating_point() else _mean_of(ts))

@@ -45,6 +45,12 @@ def _dropout_on_output(self, x):
     return self.dropout(self.w2(F.silu(self.w1(x)) * self.w3(x)))
 
 
+@wrong("mutant", "dropout on the input x", says="applies self.dropout to the input x")
+def _dropout_on_input(self, x):
+    x = self.dropout(x)
+    return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
 # -- own mistakes and alternatives
 
 

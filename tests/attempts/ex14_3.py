@@ -50,6 +50,38 @@ def _in_place(param, grad, exp_avg, exp_avg_sq, step, lr, betas=(0.9, 0.95), eps
     return param * (1 - lr * weight_decay) - lr * mean / (mean_square.sqrt() + eps), exp_avg, exp_avg_sq
 
 
+@wrong("mutant", "the mean's weights swapped", says="keep betas[0] of the old mean")
+def _mean_weights_swapped(param, grad, exp_avg, exp_avg_sq, step, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
+    exp_avg = (1 - betas[0]) * exp_avg + betas[0] * grad
+    exp_avg_sq = betas[1] * exp_avg_sq + (1 - betas[1]) * grad * grad
+    mean, mean_square = exp_avg / (1 - betas[0] ** step), exp_avg_sq / (1 - betas[1] ** step)
+    return param * (1 - lr * weight_decay) - lr * mean / (mean_square.sqrt() + eps), exp_avg, exp_avg_sq
+
+
+@wrong("mutant", "the mean of the square with betas[0]", says="the mean of the square uses betas[0]")
+def _square_with_beta1(param, grad, exp_avg, exp_avg_sq, step, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
+    exp_avg = betas[0] * exp_avg + (1 - betas[0]) * grad
+    exp_avg_sq = betas[0] * exp_avg_sq + (1 - betas[0]) * grad * grad
+    mean, mean_square = exp_avg / (1 - betas[0] ** step), exp_avg_sq / (1 - betas[1] ** step)
+    return param * (1 - lr * weight_decay) - lr * mean / (mean_square.sqrt() + eps), exp_avg, exp_avg_sq
+
+
+@wrong("mutant", "the mean square's weights swapped", says="keep betas[1] of the old mean")
+def _square_weights_swapped(param, grad, exp_avg, exp_avg_sq, step, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
+    exp_avg = betas[0] * exp_avg + (1 - betas[0]) * grad
+    exp_avg_sq = (1 - betas[1]) * exp_avg_sq + betas[1] * grad * grad
+    mean, mean_square = exp_avg / (1 - betas[0] ** step), exp_avg_sq / (1 - betas[1] ** step)
+    return param * (1 - lr * weight_decay) - lr * mean / (mean_square.sqrt() + eps), exp_avg, exp_avg_sq
+
+
+@wrong("mutant", "no weight decay", says="the weight decay is missing")
+def _no_decay(param, grad, exp_avg, exp_avg_sq, step, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1):
+    exp_avg = betas[0] * exp_avg + (1 - betas[0]) * grad
+    exp_avg_sq = betas[1] * exp_avg_sq + (1 - betas[1]) * grad * grad
+    mean, mean_square = exp_avg / (1 - betas[0] ** step), exp_avg_sq / (1 - betas[1] ** step)
+    return param - lr * mean / (mean_square.sqrt() + eps), exp_avg, exp_avg_sq
+
+
 # -- own mistakes and alternatives
 
 

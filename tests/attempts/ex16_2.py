@@ -32,12 +32,44 @@ def _zero_scale(weight):
     return torch.nan_to_num(torch.round(weight / scale[:, None])).clamp(-127, 127).to(torch.int8), scale
 
 
-@wrong("mutant", "returns the rounded numbers as floats")
+@wrong("mutant", "returns the rounded numbers as floats", says="turn the rounded numbers into int8")
 def _float_q(weight):
     weight = weight.float()
     scale = weight.abs().amax(dim=1) / 127
     scale = torch.where(scale > 0, scale, torch.ones_like(scale))
     return torch.round(weight / scale[:, None]).clamp(-127, 127), scale
+
+
+@wrong("mutant", "the scale is not divided by 127", says="the scale is the row's largest magnitude")
+def _not_by_127(weight):
+    weight = weight.float()
+    scale = weight.abs().amax(dim=1)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.round(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+@wrong("mutant", "the scale inverted", says="the inverse")
+def _inverse_scale(weight):
+    weight = weight.float()
+    scale = 127 / weight.abs().amax(dim=1)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.round(weight * scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+@wrong("mutant", "rounds down", says="rounded down (floor)")
+def _floored(weight):
+    weight = weight.float()
+    scale = weight.abs().amax(dim=1) / 127
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.floor(weight / scale[:, None]).clamp(-127, 127).to(torch.int8), scale
+
+
+@wrong("mutant", "the ratios not rounded", says="the ratios not rounded")
+def _not_rounded(weight):
+    weight = weight.float()
+    scale = weight.abs().amax(dim=1) / 127
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return (weight / scale[:, None]).clamp(-127, 127), scale
 
 
 # -- own mistakes and alternatives

@@ -25,6 +25,11 @@ def _always_float32(x, q, scale, bias, packed=None):
     return F.linear(x.float(), q.float() * scale[:, None], bias)
 
 
+@wrong("mutant", "q divided by the scales", says="q is divided by the scales")
+def _divided(x, q, scale, bias, packed=None):
+    return F.linear(x, q.to(x.dtype) / scale.to(x.dtype)[:, None], None if bias is None else bias.to(x.dtype))
+
+
 # -- own mistakes and alternatives
 
 

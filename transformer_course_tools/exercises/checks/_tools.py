@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -85,6 +87,30 @@ Mistakes = Iterable[tuple[Any, str]]
 reference replayed with the mistake; what is wrong and how to fix it)."""
 
 
+class Met(NamedTuple):
+    """A known mistake as one case met it: its text, whether its replay differs from the right answer
+    there (else the case cannot name it), and whether the answer judged is that mistake's."""
+
+    what: str
+    differs: bool
+    named: bool
+
+
+_MET: ContextVar[list[Met] | None] = ContextVar("mistakes met", default=None)
+
+
+@contextmanager
+def mistakes_met() -> Iterator[list[Met]]:
+    """Within it, every known mistake a judge is given (:func:`name_mistake`) is listed as it is met:
+    what the attempts' test reads to find a mistake that no wrong answer reaches."""
+    met: list[Met] = []
+    token = _MET.set(met)
+    try:
+        yield met
+    finally:
+        _MET.reset(token)
+
+
 def matches(got: Any, want: Any, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
     """``got`` is a tensor of ``want``'s shape whose every value is within the tolerance, a number
     within it of the float ``want``, a tuple whose each item matches, or equals ``want`` when that
@@ -105,13 +131,20 @@ def name_mistake(got: Any, want: Any, mistakes: Mistakes, case: str, atol: float
                  rtol: float = 1e-4) -> None:  # fmt: skip
     """When ``got`` is not ``want`` but matches a known wrong answer that differs from ``want`` on
     this case, raise saying which mistake it is and how to fix it; where several mistakes give this
-    answer on this case, each is said (the case cannot tell them apart)."""
-    if matches(got, want, atol, rtol):
+    answer on this case, each is said (the case cannot tell them apart). Within :func:`mistakes_met`,
+    each mistake is listed as met."""
+    met = _MET.get()
+    right = matches(got, want, atol, rtol)
+    if right and met is None:
         return
     found: list[str] = []
     for wrong, what in mistakes:
         wrong = wrong() if callable(wrong) else wrong
-        if what not in found and matches(got, wrong, atol, rtol) and not matches(want, wrong, atol, rtol):
+        differs = not matches(want, wrong, atol, rtol)
+        named = not right and differs and matches(got, wrong, atol, rtol)
+        if met is not None:
+            met.append(Met(what, differs, named))
+        if what not in found and named:
             found.append(what)
     whats = [split_fix(what)[0] for what in found]
     if len(found) == 1:

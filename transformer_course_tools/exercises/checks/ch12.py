@@ -94,7 +94,8 @@ _PACK_CASES = (
     ("lengths 2, 3, 5: padded 3 × 5 = 15, though only 10 real tokens", [2, 3, 5, 5], [2, 3, 5, 5], 12, None),
     ("the source is the longer side", [9, 9, 9, 2, 2], [1, 1, 2, 2, 3], 20, None),
     ("one example fills the budget alone", [3, 6, 2], [3, 6, 2], 6, None),
-    ("not sorted: the batch's longest may come first", [7, 2, 2, 2, 7, 1], [5, 1, 1, 1, 6, 1], 14, [4, 1, 2, 0, 3, 5]),
+    # the first batch's longest target (4) would refuse example 3 to the second batch if it were not reset
+    ("not sorted: the batch's longest may come first", [7, 3, 3, 2, 3, 3], [2, 4, 1, 2, 1, 2], 14, [0, 1, 2, 5, 4, 3]),
 )
 
 

@@ -295,18 +295,15 @@ def _step_mistakes(param: Tensor, grad: Tensor, exp_avg: Tensor, exp_avg_sq: Ten
                    betas: tuple[float, float], eps: float, weight_decay: float) -> Mistakes:  # fmt: skip
     b1, b2 = betas  # the weights of the two running means
 
-    def step_with(at: int = step, decay: float = lr * weight_decay, coupled: float = 0.0, corrected: bool = True,
-                  eps_inside: bool = False, after: bool = False) -> Tensor:  # fmt: skip
-        g = grad + coupled * param
-        m, v = b1 * exp_avg + (1 - b1) * g, b2 * exp_avg_sq + (1 - b2) * g * g
+    def step_with(at: int = step, decay: float = lr * weight_decay, corrected: bool = True, eps_inside: bool = False,
+                  after: bool = False) -> Tensor:  # fmt: skip
+        m, v = b1 * exp_avg + (1 - b1) * grad, b2 * exp_avg_sq + (1 - b2) * grad * grad
         if corrected:
             m, v = m / (1 - b1**at), v / (1 - b2**at)
         update = lr * m / ((v + eps).sqrt() if eps_inside else v.sqrt() + eps)
         return (param - update) * (1 - decay) if after else param * (1 - decay) - update
 
     return [
-        (step_with(decay=0.0, coupled=weight_decay), "the decay is added to the gradient (L2, Adam's weight_decay), "
-         "so the adaptive step rescales it: multiply param by (1 − lr · weight_decay) apart from the Adam step"),
         (step_with(decay=weight_decay), "the weight shrinks by weight_decay, not by lr · weight_decay: multiply "
          "param by (1 − lr · weight_decay)"),
         (step_with(decay=0.0), "the weight decay is missing: multiply param by (1 − lr · weight_decay)"),

@@ -213,13 +213,16 @@ def _scale_mistakes(weight: Tensor, scale: Tensor) -> Mistakes:
         return torch.where(largest > 0, value, one)
 
     whole = "every row has the scale of the whole matrix: take the largest magnitude of each row (dim 1)"
+    inverse = "the scale is 127 / max|row|, the inverse: use max|row| / 127 (weight ≈ q · scale)"
     mistakes = [
         (kept(largest / 128), "each row's scale is max|row| / 128: divide by 127, so that the largest magnitude "
          "becomes ±127 (-128 has no positive partner)"),
         (kept(largest / 255), "each row's scale is max|row| / 255, as for 256 levels from 0: divide by 127 "
          "(symmetric int8 keeps -127 … 127, half of them negative)"),
         (kept(largest), "the scale is the row's largest magnitude: divide it by 127"),
-        (kept(127 / largest), "the scale is 127 / max|row|, the inverse: use max|row| / 127 (weight ≈ q · scale)"),
+        # a row of zeros: 127 / 0 is inf, which the answer's torch.where(scale > 0, …) keeps; or, guarded, 1
+        (127 / largest, inverse),
+        (kept(127 / largest), inverse),
         (kept(w.amax(1) / 127), "the scale is the row's largest value, not its largest magnitude: take abs() "
          "first, a negative value can be the largest in size"),
         (torch.where(largest > 0, largest.max() / 127, one), whole),
@@ -227,19 +230,21 @@ def _scale_mistakes(weight: Tensor, scale: Tensor) -> Mistakes:
         (largest / 127, "a row of zeros gets scale 0 (its q would be 0 / 0): give it scale 1 (torch.where)"),
     ]  # fmt: skip
     if weight.shape[0] == weight.shape[1]:  # square: the columns' scales keep the shape
-        mistakes.append((kept(w.abs().amax(0) / 127), "the scales are the columns' (the largest magnitude along "
-                         "dim 0): take each row's, along dim 1"))  # fmt: skip
+        columns = w.abs().amax(0)  # the answer's torch.where on these: a row of zeros leaves them > 0
+        mistakes.append((torch.where(columns > 0, columns / 127, one), "the scales are the columns' (the largest "
+                         "magnitude along dim 0): take each row's, along dim 1"))  # fmt: skip
     return mistakes
 
 
 def _rounding_mistakes(weight: Tensor, scale: Tensor) -> Mistakes:
     ratio = weight.float() / scale[:, None]  # (out, in)
-    return [
+    return [  # the answer's clamp kept (floor, not rounded): a row's largest ratio may be 127 plus a float error
         (ratio.trunc().to(torch.int8), "q is cut towards zero (trunc or .to(torch.int8) alone): round to the nearest "
          "whole number first (torch.round)"),
-        (ratio.floor().to(torch.int8), "q is rounded down (floor): round to the nearest whole number (torch.round)"),
-        (ratio.double(), "q holds the ratios not rounded: round them to whole numbers (torch.round) and store int8"),
-        (ratio.round().double(), "q holds whole numbers in a float tensor: turn them into int8 (.to(torch.int8))"),
+        (ratio.floor().clamp(-LEVELS, LEVELS).to(torch.int8), "q is rounded down (floor): round to the nearest "
+         "whole number (torch.round)"),
+        (ratio.clamp(-LEVELS, LEVELS).double(), "q holds the ratios not rounded: round them to whole numbers "
+         "(torch.round) and store int8"),
     ]  # fmt: skip
 
 

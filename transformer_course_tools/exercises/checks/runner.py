@@ -9,6 +9,7 @@ sandboxed child sent back instead (``transformer_course_tools/grading.pyworkers.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import re
 import sys
@@ -67,7 +68,9 @@ def run_check(exercise_id: str, impl: Callable | None = None, timeout: float | N
         return _run_check(exercise_id, impl, hints)
     ex = get_exercise(exercise_id)
     box: list[CheckResult] = []
-    thread = threading.Thread(target=lambda: box.append(_run_check(exercise_id, impl, hints)), daemon=True)
+    context = contextvars.copy_context()  # the thread sees what the caller's context holds (mistakes_met)
+    thread = threading.Thread(target=lambda: box.append(context.run(_run_check, exercise_id, impl, hints)))
+    thread.daemon = True
     thread.start()
     thread.join(timeout)
     if thread.is_alive() or not box:
