@@ -10,7 +10,7 @@ import re
 import pytest
 
 from transformer_course_tools.exercises.checks import run_check
-from transformer_course_tools.exercises.checks._tools import mistakes_met
+from transformer_course_tools.exercises.checks._tools import Met, mistakes_met
 from transformer_course_tools.exercises.checks.registry import load_checks
 
 from .attempts import Attempt, attempts
@@ -106,10 +106,12 @@ def test_every_known_mistake_is_named_for_a_wrong_answer(exercise_id: str) -> No
         with mistakes_met() as met:
             run_check(exercise_id, attempt.impl, timeout=120)
         named |= {_mistake(m.what) for m in met if m.named}
-    kinds = {_mistake(m.what): m.what for m in known}  # one text of each kind
-    differs = {_mistake(m.what) for m in known if m.differs}
-    problems = [f"no case tells its replay from the right answer: {kinds[k]!r}" for k in kinds if k not in differs]
-    problems += [f"no wrong answer gets {kinds[k]!r}" for k in kinds if k in differs and k not in named]
+    kinds: dict[str, Met] = {}  # each kind's first case, one that can name it where one can
+    for m in sorted(known, key=lambda m: not m.differs):
+        kinds.setdefault(_mistake(m.what), m)
+    problems = [f"no case tells its replay from the right answer: {m.what!r}" for m in kinds.values() if not m.differs]
+    problems += [f"no wrong answer gets {m.what!r} (the case {m.case!r} tells it)"
+                 for k, m in kinds.items() if m.differs and k not in named]  # fmt: skip
     assert not problems, (
         f"{exercise_id}'s known mistakes: {' | '.join(problems)} (write the wrong answer in tests/attempts/"
         f"{exercise_id}.py as a learner would; if it does not get the message, the replay is not that mistake's)"

@@ -211,3 +211,24 @@ def test_make_exercises_runs_the_attempts_of_an_exercise_edited_since_the_last_c
     ]  # fmt: skip
     shutil.rmtree(tmp_path / "tests" / "attempts")  # the student edition: no attempts to run
     assert edited_exercises(tmp_path, exercises) == {}
+
+
+def test_make_exercises_runs_the_prose_tests_of_an_edited_notebook(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once nothing is missing, ``make exercises`` runs the prose tests (a number the prose states that no
+    output holds, study 53G) of each chapter and solutions notebook edited since the last commit."""
+    from transformer_course_tools.cli import exercises as command
+
+    _write(tmp_path, {"chapters/03_attention.py": "", "solutions/ex03_attention.py": "",
+                      "tests/test_prose_numbers.py": "", "book/index.md": ""})  # fmt: skip
+    _git(tmp_path, "init", "-q", "-b", "main")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "base")
+    runs = []
+    monkeypatch.setattr(command, "_pytest_failed", lambda root, selection, counted: runs.append(selection) or True)
+    assert not command._prose_failed(tmp_path) and not runs  # nothing edited
+    (tmp_path / "solutions/ex03_attention.py").write_text("# 10000 steps\n")
+    (tmp_path / "book/index.md").write_text("edited\n")  # not a notebook
+    assert command._prose_failed(tmp_path)
+    assert runs == [["-k", "ex03_attention", *command._PROSE_TESTS]]

@@ -118,8 +118,8 @@ def test_the_mistakes_a_judge_is_given_are_listed_as_met_whatever_the_answer() -
         name_mistake(WANT, WANT, mistakes, "case")  # the right answer: listed, named for nothing
         with pytest.raises(CheckFailure):
             expect_close(WANT * 2, WANT, "x", "case", mistakes=mistakes)
-    assert met == [("the scale is doubled", True, False), ("a mistake this case cannot show", False, False),
-                   ("the scale is doubled", True, True), ("a mistake this case cannot show", False, False)]  # fmt: skip
+    assert met == [("case", "the scale is doubled", True, False), ("case", "a mistake this case cannot show", False, False),
+                   ("case", "the scale is doubled", True, True), ("case", "a mistake this case cannot show", False, False)]  # fmt: skip
     name_mistake(WANT, WANT, mistakes, "case")  # outside it, nothing is listed
     assert len(met) == 4
 

@@ -93,8 +93,8 @@ def test_every_number_in_the_prose_is_anchored(source: Path) -> None:
         if n not in facts and n not in anchored and n.replace(",", "") not in anchored
     )  # fmt: skip
     assert not loose, (
-        f"numbers the prose states that no compared output, code or fact (book/facts.toml, with its source) "
-        f"holds: {', '.join(loose)}"
+        f"{source.relative_to(ROOT)}: numbers the prose states that no compared output, code or fact "
+        f"(book/facts.toml, with its source) holds: {', '.join(loose)}"
     )
 
 

@@ -71,8 +71,9 @@ def _build_exercises(args: argparse.Namespace) -> int:
     for line in missing:
         print(f"missing: {line}")
     failed = _attempts_failed(root, exercises)
+    failed |= not missing and _prose_failed(root)  # a notebook's outputs are older than its prose while missing
     if not missing and not failed:
-        print("nothing missing: every exercise's pieces are up to date")
+        print("nothing missing: every exercise's pieces are up to date; step 3's tests remain (AUTHORING.md)")
     return 1 if missing or failed else 0
 
 
@@ -102,21 +103,46 @@ def _attempts_failed(root: Path, exercises) -> bool:  # noqa: ANN001 - id → Ex
             "edited)"
         )
     failed = _lint_failed(root, sorted(files))
+    counted = "a test takes all of one exercise's answers of one kind"
+    return _pytest_failed(root, ["-m", " or ".join(edited), *_EXERCISE_TESTS], counted) or failed
+
+
+# The prose tests of one notebook: its numbers anchored in its outputs, its corrected sentences, its pair and
+# its folds (a chapter's: its sentences and words too); they read the outputs that step 2 stored
+_PROSE_TESTS = ("tests/test_prose_numbers.py", "tests/test_prose.py", "tests/test_readability.py",
+                "tests/test_notebooks.py")  # fmt: skip
+
+
+def _prose_failed(root: Path) -> bool:
+    """Run the prose tests of every chapter and solutions notebook edited since the last commit (called once
+    nothing is missing, so their outputs are up to date), a line per failure. True if any failed."""
+    from transformer_course_tools.authoring.changed import changed_files
+
+    try:
+        edited = changed_files(root, "HEAD")
+    except (OSError, ValueError):  # no git, or a repository without a commit
+        return False
+    stems = [Path(p).stem for p in edited if re.fullmatch(r"(chapters|solutions)/\w+\.py", p)]
+    if not stems or not (root / _PROSE_TESTS[0]).is_file():  # the student edition has no tests/
+        return False
+    print(f"running the prose tests of {', '.join(stems)} (edited)")
+    return _pytest_failed(root, ["-k", " or ".join(stems), *_PROSE_TESTS], "tests of the edited notebooks")
+
+
+def _pytest_failed(root: Path, selection: list[str], counted: str) -> bool:
+    """Run pytest on ``selection`` in ``root``, print a line per failure and the count. True if any failed."""
     if importlib.util.find_spec("pytest") is None:
         print("missing: running them needs pytest: pip install pytest")
         return True
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=line",
-               "-m", " or ".join(edited), *_EXERCISE_TESTS]  # fmt: skip
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=line", *selection]
     done = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
     lines = done.stdout.strip().splitlines()
     for line in lines:  # --tb=line: "…/tests/test_attempts.py:71: AssertionError: own _name (): ✗ …"
-        failure = re.match(r"\S*test_(?:attempts|isolation|engine_promise)\.py:\d+: (?:AssertionError: )?(.*)$", line)
+        failure = re.match(r"\S*tests/test_\w+\.py:\d+: (?:AssertionError: )?(.*)$", line)
         if failure:
             print(f"failed: {failure.group(1)}")
-    print(
-        f"pytest (a test takes all of one exercise's answers of one kind): {lines[-1] if lines else done.stderr.strip()}"
-    )
-    return failed or done.returncode != 0
+    print(f"pytest ({counted}): {lines[-1] if lines else done.stderr.strip()}")
+    return done.returncode != 0
 
 
 def _lint_failed(root: Path, files: list[str]) -> bool:

@@ -88,9 +88,10 @@ reference replayed with the mistake; what is wrong and how to fix it)."""
 
 
 class Met(NamedTuple):
-    """A known mistake as one case met it: its text, whether its replay differs from the right answer
-    there (else the case cannot name it), and whether the answer judged is that mistake's."""
+    """A known mistake as one case met it: the case, the mistake's text, whether its replay differs from
+    the right answer there (else the case cannot name it), and whether the answer judged is that mistake's."""
 
+    case: str
     what: str
     differs: bool
     named: bool
@@ -143,7 +144,7 @@ def name_mistake(got: Any, want: Any, mistakes: Mistakes, case: str, atol: float
         differs = not matches(want, wrong, atol, rtol)
         named = not right and differs and matches(got, wrong, atol, rtol)
         if met is not None:
-            met.append(Met(what, differs, named))
+            met.append(Met(case, what, differs, named))
         if what not in found and named:
             found.append(what)
     whats = [split_fix(what)[0] for what in found]
