@@ -109,10 +109,10 @@ def test_every_known_mistake_is_named_for_a_wrong_answer(exercise_id: str) -> No
     kinds: dict[str, Met] = {}  # each kind's first case, one that can name it where one can
     for m in sorted(known, key=lambda m: not m.differs):
         kinds.setdefault(_mistake(m.what), m)
-    problems = [f"no case tells its replay from the right answer: {m.what!r}" for m in kinds.values() if not m.differs]
-    problems += [f"no wrong answer gets {m.what!r} (the case {m.case!r} tells it)"
+    problems = [f"{exercise_id}: no case tells the replay of a known mistake from the right answer: {m.what!r}"
+                for m in kinds.values() if not m.differs]  # fmt: skip
+    problems += [f"{exercise_id}: no wrong answer gets the known mistake {m.what!r} (the case {m.case!r} tells it)"
                  for k, m in kinds.items() if m.differs and k not in named]  # fmt: skip
-    assert not problems, (
-        f"{exercise_id}'s known mistakes: {' | '.join(problems)} (write the wrong answer in tests/attempts/"
-        f"{exercise_id}.py as a learner would; if it does not get the message, the replay is not that mistake's)"
-    )
+    advice = (f"{exercise_id}: write each wrong answer in tests/attempts/{exercise_id}.py as a learner would; if it "
+              "does not get the message, the replay is not that mistake's")  # fmt: skip
+    assert not problems, " | ".join([*problems, advice])  # make exercises prints a line for each

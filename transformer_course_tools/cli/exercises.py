@@ -139,8 +139,8 @@ def _pytest_failed(root: Path, selection: list[str], counted: str) -> bool:
     lines = done.stdout.strip().splitlines()
     for line in lines:  # --tb=line: "…/tests/test_attempts.py:71: AssertionError: own _name (): ✗ …"
         failure = re.match(r"\S*tests/test_\w+\.py:\d+: (?:AssertionError: )?(.*)$", line)
-        if failure:
-            print(f"failed: {failure.group(1)}")
+        for part in failure.group(1).split(" | ") if failure else ():  # a test's several findings, a line each
+            print(f"failed: {part}")
     print(f"pytest ({counted}): {lines[-1] if lines else done.stderr.strip()}")
     return done.returncode != 0
 
