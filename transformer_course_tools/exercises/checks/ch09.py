@@ -92,14 +92,10 @@ def _judge_greedy(case: Case, got: Outcome) -> None:
 def _greedy_mistakes(logits: Tensor, finished: Tensor, eos_id: int, pad_id: int) -> Mistakes:
     """The mistakes the checks of row 2 above leave unnamed (a finished row given eos_id or its argmax, or
     made unfinished again, is named there)."""
-    best = logits.argmax(-1)
-
-    def step(choice: Tensor) -> tuple[Tensor, Tensor]:
-        tokens = choice.masked_fill(finished, pad_id)
-        return tokens, finished | (tokens == eos_id)
-
+    best, worst = logits.argmax(-1), logits.argmin(-1).masked_fill(finished, pad_id)
     return [
-        (step(logits.argmin(-1)), "the least probable token is picked (argmin); take argmax over the last axis"),
+        ((worst, finished | (worst == eos_id)), "the least probable token is picked (argmin); take argmax over the "
+         "last axis"),
         ((best.masked_fill(finished | (best == eos_id), pad_id), finished | (best == eos_id)), f"the new eos_id={eos_id} is replaced by pad_id; emit <eos> "
          "itself, and pad only the rows finished before this step"),
     ]  # fmt: skip
